@@ -1,0 +1,427 @@
+// Package catalog holds GPU rental offers with their whole fee schedule, not
+// just the hourly price: billing increments and minimums, storage while
+// running and while stopped, egress, boot fees, IP addresses, subscriptions,
+// spot prices and how long a stopped instance survives.
+//
+// A fee nobody could confirm is unknown, never zero: Fee's zero value is
+// unknown, and billing reports every unknown it had to treat as zero.
+// Every offer carries the source and date of its prices.
+package catalog
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpurent/gpurent/internal/units"
+	"github.com/gpurent/gpurent/internal/yamlfile"
+)
+
+// HoursPerMonth is the month every per-month price is divided by: 30 days.
+const HoursPerMonth = 720
+
+// Fee is an amount of money, or unknown. The zero value is unknown, so a fee
+// left out of a catalog is never silently free.
+type Fee struct {
+	v     float64
+	known bool
+}
+
+// Known returns a known fee of v.
+func Known(v float64) Fee { return Fee{v: v, known: true} }
+
+// Unknown is the fee nobody could confirm.
+var Unknown = Fee{}
+
+// Value reports the amount and whether it is known.
+func (f Fee) Value() (float64, bool) { return f.v, f.known }
+
+// Or is the amount, or def when unknown.
+func (f Fee) Or(def float64) float64 {
+	if f.known {
+		return f.v
+	}
+	return def
+}
+
+// IsKnown reports whether the fee is known.
+func (f Fee) IsKnown() bool { return f.known }
+
+func (f Fee) String() string {
+	if !f.known {
+		return "unknown"
+	}
+	return strconv.FormatFloat(f.v, 'f', -1, 64)
+}
+
+// UnmarshalYAML accepts a number or the word unknown.
+func (f *Fee) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return yamlfile.Invalid(n, "want a number or unknown")
+	}
+	if n.Value == "unknown" {
+		*f = Fee{}
+		return nil
+	}
+	if n.Tag != "!!int" && n.Tag != "!!float" {
+		return yamlfile.Invalid(n, "want a number or unknown, got %q", n.Value)
+	}
+	var v float64
+	if err := n.Decode(&v); err != nil {
+		return yamlfile.Invalid(n, "want a number or unknown, got %q", n.Value)
+	}
+	*f = Known(v)
+	return nil
+}
+
+// MarshalYAML writes the number or unknown.
+func (f Fee) MarshalYAML() (any, error) {
+	if !f.known {
+		return "unknown", nil
+	}
+	return f.v, nil
+}
+
+// Duration is a length of time, or unknown; the zero value is unknown.
+type Duration struct {
+	d     time.Duration
+	known bool
+}
+
+// KnownDuration returns a known duration.
+func KnownDuration(d time.Duration) Duration { return Duration{d: d, known: true} }
+
+// Value reports the duration and whether it is known.
+func (d Duration) Value() (time.Duration, bool) { return d.d, d.known }
+
+// IsKnown reports whether the duration is known.
+func (d Duration) IsKnown() bool { return d.known }
+
+func (d Duration) String() string {
+	if !d.known {
+		return "unknown"
+	}
+	return units.FormatDuration(d.d)
+}
+
+// UnmarshalYAML accepts Go durations with days ("1s", "15d") or unknown.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return yamlfile.Invalid(n, "want a duration (1s, 1m, 15d) or unknown")
+	}
+	if n.Value == "unknown" {
+		*d = Duration{}
+		return nil
+	}
+	v, err := units.ParseDuration(n.Value)
+	if err != nil {
+		return yamlfile.Invalid(n, "%v", err)
+	}
+	*d = KnownDuration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration or unknown.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// Catalog is a set of offers and the exchange rates to compare them.
+type Catalog struct {
+	Version int     `yaml:"version"`
+	Rates   Rates   `yaml:"exchange_rates"`
+	Offers  []Offer `yaml:"offers"`
+}
+
+// Rates are units of each currency per US dollar, taken from the catalog and
+// never fetched from the network, so that a quote is reproducible.
+type Rates struct {
+	AsOf   string
+	Source string
+	PerUSD map[string]float64
+}
+
+// UnmarshalYAML reads {as_of: DATE, source: TEXT, USD: 1, CNY: 7.1, ...}.
+func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return yamlfile.Invalid(n, "want a mapping of currency codes to units per USD")
+	}
+	*r = Rates{PerUSD: map[string]float64{}}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch k.Value {
+		case "as_of":
+			r.AsOf = v.Value
+		case "source":
+			r.Source = v.Value
+		default:
+			if !IsCurrency(k.Value) {
+				return yamlfile.Invalid(k, "unknown field %q: want as_of, source or a currency code like CNY", k.Value)
+			}
+			var f float64
+			if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!float") || v.Decode(&f) != nil {
+				return yamlfile.Invalid(v, "rate for %s: want a number, got %q", k.Value, v.Value)
+			}
+			if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+				return yamlfile.Invalid(v, "rate for %s: want a positive number, got %v", k.Value, v.Value)
+			}
+			if _, dup := r.PerUSD[k.Value]; dup {
+				return yamlfile.Invalid(k, "rate for %s given twice", k.Value)
+			}
+			r.PerUSD[k.Value] = f
+		}
+	}
+	return nil
+}
+
+// MarshalYAML writes the flat mapping UnmarshalYAML reads.
+func (r Rates) MarshalYAML() (any, error) {
+	m := map[string]any{}
+	if r.AsOf != "" {
+		m["as_of"] = r.AsOf
+	}
+	if r.Source != "" {
+		m["source"] = r.Source
+	}
+	for c, v := range r.PerUSD {
+		m[c] = v
+	}
+	return m, nil
+}
+
+// IsCurrency reports whether s looks like an ISO 4217 code.
+func IsCurrency(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for _, c := range s {
+		if c < 'A' || c > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// Convert converts amount from one currency to another. USD is always known.
+func (r Rates) Convert(amount float64, from, to string) (float64, error) {
+	if from == to {
+		return amount, nil
+	}
+	rf, err := r.rate(from)
+	if err != nil {
+		return 0, err
+	}
+	rt, err := r.rate(to)
+	if err != nil {
+		return 0, err
+	}
+	return amount / rf * rt, nil
+}
+
+func (r Rates) rate(c string) (float64, error) {
+	if v, ok := r.PerUSD[c]; ok {
+		return v, nil
+	}
+	if c == "USD" {
+		return 1, nil
+	}
+	return 0, fmt.Errorf("no exchange rate for %s in the catalog (add it under exchange_rates)", c)
+}
+
+// Offer is one rentable instance type at one provider, priced per instance.
+type Offer struct {
+	ID         string `yaml:"id"`
+	Provider   string `yaml:"provider"`
+	Instance   string `yaml:"instance,omitempty"` // the provider's name for it
+	GPU        string `yaml:"gpu"`                // model name as in the GPU datasheet table
+	GPUs       int    `yaml:"gpus"`               // per instance
+	Region     string `yaml:"region,omitempty"`
+	Currency   string `yaml:"currency"`
+	Source     string `yaml:"source"`
+	AsOf       string `yaml:"as_of"`
+	Confidence string `yaml:"confidence,omitempty"` // official or secondary
+	Notes      string `yaml:"notes,omitempty"`
+
+	OnDemand            OnDemand       `yaml:"on_demand"`
+	Subscriptions       []Subscription `yaml:"subscriptions,omitempty"`
+	Spot                *Spot          `yaml:"spot,omitempty"`
+	BootFee             Fee            `yaml:"boot_fee"` // per start
+	Storage             Storage        `yaml:"storage"`
+	EgressGB            Fee            `yaml:"egress_gb"` // per GB out to the internet
+	IPMonth             Fee            `yaml:"ip_month"`
+	ReleaseAfterStopped Duration       `yaml:"release_after_stopped"`
+}
+
+// OnDemand is pay-as-you-go pricing.
+type OnDemand struct {
+	Hourly    Fee      `yaml:"hourly"`    // per instance-hour
+	Increment Duration `yaml:"increment"` // each run is rounded up to a multiple of this
+	Minimum   Duration `yaml:"minimum"`   // least time billed per start
+}
+
+// Period lengths a subscription can have.
+const (
+	PeriodDay   = "day"
+	PeriodWeek  = "week"
+	PeriodMonth = "month"
+)
+
+// periodDays is the length of each subscription period in days.
+var periodDays = map[string]int{PeriodDay: 1, PeriodWeek: 7, PeriodMonth: 30}
+
+// PeriodDays is the length of a subscription period in days, or 0 when the
+// period is not one of day, week, month.
+func PeriodDays(p string) int { return periodDays[p] }
+
+// Subscription is a prepaid period (包日/包周/包月) per instance.
+type Subscription struct {
+	Period string  `yaml:"period"`
+	Price  float64 `yaml:"price"`
+}
+
+// Spot is interruptible pricing.
+type Spot struct {
+	Hourly              Fee      `yaml:"hourly"`
+	InterruptionsPerDay Fee      `yaml:"interruptions_per_day"`
+	Notice              Duration `yaml:"notice"`
+}
+
+// Storage is the disk fee schedule, per GB-month above what is included.
+type Storage struct {
+	IncludedGB     Fee `yaml:"included_gb"`
+	RunningGBMonth Fee `yaml:"running_gb_month"`
+	StoppedGBMonth Fee `yaml:"stopped_gb_month"`
+}
+
+// Validate reports every problem in c as paths into the YAML document.
+func (c *Catalog) Validate() []yamlfile.Problem {
+	var ps []yamlfile.Problem
+	if c.Version != 1 {
+		ps = append(ps, yamlfile.Problemf("version", "want version: 1, got %d", c.Version))
+	}
+	if len(c.Offers) == 0 {
+		ps = append(ps, yamlfile.Problemf("offers", "no offers"))
+	}
+	seen := map[string]int{}
+	for i, o := range c.Offers {
+		p := fmt.Sprintf("offers[%d]", i)
+		if j, dup := seen[o.ID]; dup && o.ID != "" {
+			ps = append(ps, yamlfile.Problemf(p+".id", "duplicate id %q (also offers[%d])", o.ID, j))
+		}
+		seen[o.ID] = i
+		ps = append(ps, o.validate(p, c.Rates)...)
+	}
+	return ps
+}
+
+func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
+	var ps []yamlfile.Problem
+	bad := func(field, format string, args ...any) {
+		ps = append(ps, yamlfile.Problemf(p+"."+field, format, args...))
+	}
+	for field, v := range map[string]string{"id": o.ID, "provider": o.Provider, "gpu": o.GPU, "currency": o.Currency, "source": o.Source, "as_of": o.AsOf} {
+		if strings.TrimSpace(v) == "" {
+			bad(field, "missing; every offer needs id, provider, gpu, currency, source and as_of")
+		}
+	}
+	if o.GPUs < 1 {
+		bad("gpus", "want at least 1 GPU per instance, got %d", o.GPUs)
+	}
+	if o.Currency != "" {
+		if !IsCurrency(o.Currency) {
+			bad("currency", "want a currency code like USD or CNY, got %q", o.Currency)
+		} else if _, err := rates.rate(o.Currency); err != nil {
+			bad("currency", "%v", err)
+		}
+	}
+	if o.Confidence != "" && o.Confidence != "official" && o.Confidence != "secondary" {
+		bad("confidence", "want official or secondary, got %q", o.Confidence)
+	}
+	fee := func(field string, f Fee) {
+		if v, ok := f.Value(); ok && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
+			bad(field, "want a non-negative amount or unknown, got %v", v)
+		}
+	}
+	fee("on_demand.hourly", o.OnDemand.Hourly)
+	fee("boot_fee", o.BootFee)
+	fee("storage.included_gb", o.Storage.IncludedGB)
+	fee("storage.running_gb_month", o.Storage.RunningGBMonth)
+	fee("storage.stopped_gb_month", o.Storage.StoppedGBMonth)
+	fee("egress_gb", o.EgressGB)
+	fee("ip_month", o.IPMonth)
+	if d, ok := o.OnDemand.Increment.Value(); ok && d <= 0 {
+		bad("on_demand.increment", "want a positive increment such as 1s, got %v", o.OnDemand.Increment)
+	}
+	if v, ok := o.OnDemand.Hourly.Value(); ok && v == 0 {
+		bad("on_demand.hourly", "zero price: write unknown if the price is not known")
+	}
+	periods := map[string]bool{}
+	for i, s := range o.Subscriptions {
+		sp := fmt.Sprintf("subscriptions[%d]", i)
+		if PeriodDays(s.Period) == 0 {
+			bad(sp+".period", "unknown period %q: want day, week or month", s.Period)
+		} else if periods[s.Period] {
+			bad(sp+".period", "period %q given twice", s.Period)
+		}
+		periods[s.Period] = true
+		if math.IsNaN(s.Price) || math.IsInf(s.Price, 0) || s.Price <= 0 {
+			bad(sp+".price", "want a positive price, got %v", s.Price)
+		}
+	}
+	if o.Spot != nil {
+		fee("spot.hourly", o.Spot.Hourly)
+		fee("spot.interruptions_per_day", o.Spot.InterruptionsPerDay)
+		if v, ok := o.Spot.Hourly.Value(); ok && v == 0 {
+			bad("spot.hourly", "zero price: write unknown if the price is not known")
+		}
+	}
+	if !o.OnDemand.Hourly.IsKnown() && len(o.Subscriptions) == 0 && (o.Spot == nil || !o.Spot.Hourly.IsKnown()) {
+		bad("on_demand.hourly", "offer has no price: give on_demand.hourly, a subscription or spot.hourly")
+	}
+	return ps
+}
+
+// Parse decodes and validates one catalog file. Errors name file, line and field.
+func Parse(file string, data []byte) (*Catalog, error) {
+	var c Catalog
+	ix, err := yamlfile.Decode(file, data, &c)
+	if err != nil {
+		return nil, err
+	}
+	if err := ix.Place(file, c.Validate()); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Merge lays over on top of base: an offer with an equal id replaces the
+// base one in place, new offers are appended, and over's exchange rates
+// replace base's currency by currency. Neither input is modified.
+func Merge(base, over *Catalog) *Catalog {
+	out := &Catalog{Version: base.Version, Rates: Rates{AsOf: base.Rates.AsOf, Source: base.Rates.Source, PerUSD: map[string]float64{}}}
+	for c, v := range base.Rates.PerUSD {
+		out.Rates.PerUSD[c] = v
+	}
+	if len(over.Rates.PerUSD) > 0 {
+		for c, v := range over.Rates.PerUSD {
+			out.Rates.PerUSD[c] = v
+		}
+		out.Rates.AsOf, out.Rates.Source = over.Rates.AsOf, over.Rates.Source
+	}
+	out.Offers = append(out.Offers, base.Offers...)
+	at := map[string]int{}
+	for i, o := range out.Offers {
+		at[o.ID] = i
+	}
+	for _, o := range over.Offers {
+		if i, ok := at[o.ID]; ok {
+			out.Offers[i] = o
+			continue
+		}
+		at[o.ID] = len(out.Offers)
+		out.Offers = append(out.Offers, o)
+	}
+	return out
+}

@@ -1,0 +1,222 @@
+package catalog
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/yamlfile"
+)
+
+const good = `version: 1
+exchange_rates: {as_of: 2026-11-01, USD: 1, CNY: 7.1}
+offers:
+  - id: example-rtx4090
+    provider: ExampleCloud
+    gpu: RTX 4090
+    gpus: 1
+    region: cn-east
+    currency: CNY
+    source: https://example.invalid/prices
+    as_of: 2026-10-15
+    on_demand: {hourly: 1.98, increment: 1s, minimum: 0s}
+    subscriptions: [{period: day, price: 45}, {period: week, price: 290}, {period: month, price: 1150}]
+    spot: {hourly: 0.9, interruptions_per_day: 1.5, notice: 30s}
+    boot_fee: 0
+    storage: {included_gb: 50, running_gb_month: 0, stopped_gb_month: 9.0}
+    egress_gb: 0.8
+    ip_month: unknown
+    release_after_stopped: 15d
+`
+
+func TestParseGood(t *testing.T) {
+	c, err := Parse("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.Offers[0]
+	if v, ok := o.OnDemand.Hourly.Value(); !ok || v != 1.98 {
+		t.Errorf("hourly = %v", o.OnDemand.Hourly)
+	}
+	if o.IPMonth.IsKnown() {
+		t.Errorf("ip_month unknown was read as known %v", o.IPMonth)
+	}
+	if v, ok := o.BootFee.Value(); !ok || v != 0 {
+		t.Errorf("boot_fee 0 must be a known zero, got %v", o.BootFee)
+	}
+	if d, ok := o.ReleaseAfterStopped.Value(); !ok || d != 15*24*time.Hour {
+		t.Errorf("release_after_stopped = %v", o.ReleaseAfterStopped)
+	}
+	if got, _ := c.Rates.Convert(7.1, "CNY", "USD"); math.Abs(got-1) > 1e-12 {
+		t.Errorf("7.1 CNY = %v USD, want 1", got)
+	}
+	// A fee left out is unknown, not free.
+	if o.Spot.Notice.String() != "30s" || c.Offers[0].Storage.IncludedGB.String() != "50" {
+		t.Errorf("spot notice %v, included %v", o.Spot.Notice, o.Storage.IncludedGB)
+	}
+}
+
+func TestParseBad(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new string
+		want           string // file:line: path: message fragment
+	}{
+		{"unknown field", "    boot_fee: 0\n", "    boot_fee: 0\n    bootfee: 1\n", "bad.yaml:16: offers[0].bootfee: unknown field \"bootfee\""},
+		{"negative price", "hourly: 1.98,", "hourly: -1,", "bad.yaml:12: offers[0].on_demand.hourly: want a non-negative amount"},
+		{"NaN price", "egress_gb: 0.8", "egress_gb: .nan", "bad.yaml:17: offers[0].egress_gb: want a non-negative amount"},
+		{"word for price", "egress_gb: 0.8", "egress_gb: cheap", "bad.yaml:17: offers[0].egress_gb: want a number or unknown, got \"cheap\""},
+		{"unknown unit", "increment: 1s", "increment: 1x", "bad.yaml:12: offers[0].on_demand.increment: invalid duration \"1x\""},
+		{"unknown period", "{period: week,", "{period: fortnight,", "bad.yaml:13: offers[0].subscriptions[1].period: unknown period \"fortnight\""},
+		{"zero increment", "increment: 1s", "increment: 0s", "bad.yaml:12: offers[0].on_demand.increment: want a positive increment"},
+		{"missing source", "    source: https://example.invalid/prices\n", "", "bad.yaml:4: offers[0].source: missing"},
+		{"currency without rate", "currency: CNY", "currency: JPY", "bad.yaml:9: offers[0].currency: no exchange rate for JPY"},
+		{"bad rate", "CNY: 7.1", "CNY: -7.1", "bad.yaml:2: exchange_rates.CNY: rate for CNY: want a positive number"},
+		{"zero gpus", "gpus: 1", "gpus: 0", "bad.yaml:7: offers[0].gpus: want at least 1"},
+		{"syntax", "gpus: 1", "gpus: [1", "bad.yaml:"},
+		{"version", "version: 1", "version: 2", "bad.yaml:1: version: want version: 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(good, tc.old, tc.new, 1)
+			if src == good {
+				t.Fatalf("test edit %q did not apply", tc.old)
+			}
+			_, err := Parse("bad.yaml", []byte(src))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error\n  %v\nwant it to contain\n  %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDuplicateIDs(t *testing.T) {
+	offer := good[strings.Index(good, "  - id:"):]
+	_, err := Parse("dup.yaml", []byte(good+offer))
+	var es yamlfile.Errors
+	if !errors.As(err, &es) || len(es) != 1 {
+		t.Fatalf("want one error, got %v", err)
+	}
+	if es[0].Line != 20 || es[0].Path != "offers[1].id" || !strings.Contains(es[0].Msg, `duplicate id "example-rtx4090"`) {
+		t.Errorf("got %+v", es[0])
+	}
+}
+
+func TestDefaultCatalog(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	providers := map[string]bool{}
+	for _, o := range c.Offers {
+		providers[o.Provider] = true
+		if o.Source == "" || o.AsOf == "" {
+			t.Errorf("%s: missing source or as_of", o.ID)
+		}
+	}
+	if len(c.Offers) < 40 || len(providers) < 10 {
+		t.Errorf("embedded catalog has %d offers from %d providers; want at least 40 from 10", len(c.Offers), len(providers))
+	}
+	for _, want := range []string{"AutoDL", "AWS", "Google Cloud", "Azure", "Lambda", "RunPod", "Vast.ai", "CoreWeave"} {
+		if !providers[want] {
+			t.Errorf("provider %s missing from the embedded catalog", want)
+		}
+	}
+}
+
+func TestMerge(t *testing.T) {
+	base, err := Parse("base.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	over, err := Parse("over.yaml", []byte(strings.Replace(strings.Replace(good, "hourly: 1.98", "hourly: 2.5", 1), "CNY: 7.1", "CNY: 7.2", 1)+
+		strings.Replace(good[strings.Index(good, "  - id:"):], "example-rtx4090", "second", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Merge(base, over)
+	if len(m.Offers) != 2 || m.Offers[0].ID != "example-rtx4090" || m.Offers[1].ID != "second" {
+		t.Fatalf("merged offers: %+v", m.Offers)
+	}
+	if v, _ := m.Offers[0].OnDemand.Hourly.Value(); v != 2.5 {
+		t.Errorf("equal id did not replace: hourly %v", v)
+	}
+	if m.Rates.PerUSD["CNY"] != 7.2 || base.Rates.PerUSD["CNY"] != 7.1 {
+		t.Errorf("rates: merged %v, base %v", m.Rates.PerUSD, base.Rates.PerUSD)
+	}
+	if v, _ := base.Offers[0].OnDemand.Hourly.Value(); v != 1.98 {
+		t.Errorf("merge modified its base")
+	}
+}
+
+func TestLoadUserFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "mine.yaml")
+	if err := os.WriteFile(p, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load([]string{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, _ := Default()
+	if len(c.Offers) != len(def.Offers)+1 {
+		t.Errorf("loaded %d offers, want %d", len(c.Offers), len(def.Offers)+1)
+	}
+	if _, err := Load([]string{filepath.Join(dir, "missing.yaml")}); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestMatchGPU(t *testing.T) {
+	for _, tc := range []struct {
+		model, want string
+		ok          bool
+	}{
+		{"RTX 4090", "RTX 4090", true},
+		{"GeForce RTX 4090", "rtx4090", false}, // one word is not two
+		{"GeForce RTX 4090", "rtx 4090", true},
+		{"RTX 4090D", "RTX 4090", false},
+		{"GeForce RTX 4090 D", "RTX 4090D", true},
+		{"H100 SXM", "H100", true},
+		{"H100 (Mega)", "h100", true},
+		{"A100 80GB SXM", "A100 80GB", true},
+		{"A100 40GB", "A100 80GB", false},
+		{"A800 / A100 80GB", "A100", true},
+		{"H200", "H20", false},
+		{"L40S", "", true},
+	} {
+		if got := MatchGPU(tc.model, tc.want); got != tc.ok {
+			t.Errorf("MatchGPU(%q, %q) = %v, want %v", tc.model, tc.want, got, tc.ok)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add(DefaultYAML()[:2000])
+	f.Add([]byte("version: 1\noffers: []\n"))
+	f.Add([]byte("version: 1\nexchange_rates: {USD: .nan}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		// Whatever parses is valid: every known fee finite and non-negative.
+		for _, o := range c.Offers {
+			for _, fee := range []Fee{o.OnDemand.Hourly, o.BootFee, o.EgressGB, o.IPMonth, o.Storage.RunningGBMonth, o.Storage.StoppedGBMonth, o.Storage.IncludedGB} {
+				if v, ok := fee.Value(); ok && (v < 0 || math.IsNaN(v) || math.IsInf(v, 0)) {
+					t.Fatalf("accepted fee %v in offer %s", v, o.ID)
+				}
+			}
+		}
+	})
+}

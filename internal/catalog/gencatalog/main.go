@@ -1,0 +1,175 @@
+// Command gencatalog turns the sourced research table of GPU offers
+// (shared/reference/catalog_rows.csv) into gpurent's embedded catalog. The
+// table is the evidence; this program only changes its shape, so that a new
+// research pass is one command away from the binary:
+//
+//	go run ./internal/catalog/gencatalog -csv ../shared/reference/catalog_rows.csv > internal/catalog/default.yaml
+//
+// The rules, each chosen so that no number is invented:
+//   - An empty cell is unknown, never zero; a literal 0 is a sourced "free".
+//   - Billing increments are read from the text: "per second…" is 1s,
+//     "per minute…" is 1m; anything else ("per card-hour", "hourly or
+//     monthly") is unknown, since a price unit is not a rounding rule.
+//   - "60 s" minimum is 60s. AutoDL's minimum is a charge of CNY 0.01, not a
+//     time; it is written as 0s with a note.
+//   - month_price becomes a month subscription, except Google Cloud's, which
+//     is the hourly price times 730 h (a sustained list figure, not a
+//     prepaid period), and is dropped.
+//   - Rows priced as multi-year commitments are skipped: gpurent's
+//     subscriptions are day, week and month.
+//   - Egress "0 (in-region)" is unknown: the profile's egress leaves the region.
+//   - No source gives spot interruption rates, so interruptions_per_day is
+//     unknown everywhere; users pass their own with --interruptions-per-day.
+//   - No source lists a per-start boot fee, so boot_fee is unknown.
+package main
+
+import (
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	path := flag.String("csv", "../shared/reference/catalog_rows.csv", "research table to convert")
+	flag.Parse()
+	if err := run(*path, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "gencatalog:", err)
+		os.Exit(1)
+	}
+}
+
+func run(path string, w io.Writer) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(rows) < 2 {
+		return fmt.Errorf("%s: no rows", path)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, need := range []string{"provider", "offer_id", "instance_type", "gpu_model", "gpus_per_instance", "region", "currency",
+		"on_demand_hourly_per_instance", "spot_hourly_per_instance", "day_price", "week_price", "month_price", "billing_increment",
+		"minimum_billed", "storage_running_gb_month", "storage_stopped_gb_month", "included_storage_gb", "egress_per_gb", "ip_month",
+		"release_after_stopped_days", "spot_notice_seconds", "source_url", "as_of", "confidence"} {
+		if _, ok := col[need]; !ok {
+			return fmt.Errorf("%s: column %q missing", path, need)
+		}
+	}
+	fmt.Fprint(w, header)
+	n := 0
+	for _, r := range rows[1:] {
+		get := func(k string) string { return strings.TrimSpace(r[col[k]]) }
+		if strings.Contains(get("billing_increment"), "commitment") {
+			continue
+		}
+		var notes []string
+		fmt.Fprintf(w, "  - id: %s\n", q(get("offer_id")))
+		fmt.Fprintf(w, "    provider: %s\n", q(get("provider")))
+		fmt.Fprintf(w, "    instance: %s\n", q(get("instance_type")))
+		fmt.Fprintf(w, "    gpu: %s\n", q(get("gpu_model")))
+		fmt.Fprintf(w, "    gpus: %s\n", get("gpus_per_instance"))
+		fmt.Fprintf(w, "    region: %s\n", q(get("region")))
+		fmt.Fprintf(w, "    currency: %s\n", get("currency"))
+		fmt.Fprintf(w, "    source: %s\n", q(get("source_url")))
+		fmt.Fprintf(w, "    as_of: %s\n", q(get("as_of")))
+		fmt.Fprintf(w, "    confidence: %s\n", get("confidence"))
+
+		inc := "unknown"
+		switch b := get("billing_increment"); {
+		case strings.HasPrefix(b, "per second"), strings.HasPrefix(b, "per-second"):
+			inc = "1s"
+		case strings.HasPrefix(b, "per minute"):
+			inc = "1m"
+		}
+		minimum := "unknown"
+		switch m := get("minimum_billed"); {
+		case m == "60 s":
+			minimum = "60s"
+		case strings.HasPrefix(m, "CNY"):
+			minimum = "0s"
+			notes = append(notes, "minimum charge "+m+" (money, not time)")
+		}
+		if b := get("billing_increment"); b != "" && inc == "unknown" {
+			notes = append(notes, "billing: "+b)
+		}
+		fmt.Fprintf(w, "    on_demand: {hourly: %s, increment: %s, minimum: %s}\n", num(get("on_demand_hourly_per_instance")), inc, minimum)
+		if m := get("month_price"); m != "" && !strings.HasPrefix(get("provider"), "Google") {
+			fmt.Fprintf(w, "    subscriptions: [{period: month, price: %s}]\n", m)
+		}
+		if s := get("spot_hourly_per_instance"); s != "" {
+			notice := "unknown"
+			if n := get("spot_notice_seconds"); n != "" {
+				notice = n + "s"
+			}
+			fmt.Fprintf(w, "    spot: {hourly: %s, interruptions_per_day: unknown, notice: %s}\n", s, notice)
+		}
+		fmt.Fprintf(w, "    boot_fee: unknown\n")
+		fmt.Fprintf(w, "    storage: {included_gb: %s, running_gb_month: %s, stopped_gb_month: %s}\n",
+			num(get("included_storage_gb")), num(get("storage_running_gb_month")), num(get("storage_stopped_gb_month")))
+		eg := get("egress_per_gb")
+		if strings.Contains(eg, "in-region") {
+			notes = append(notes, "egress free in-region only")
+			eg = ""
+		}
+		fmt.Fprintf(w, "    egress_gb: %s\n", num(eg))
+		fmt.Fprintf(w, "    ip_month: %s\n", num(get("ip_month")))
+		rel := "unknown"
+		if d := get("release_after_stopped_days"); d != "" {
+			rel = d + "d"
+		}
+		fmt.Fprintf(w, "    release_after_stopped: %s\n", rel)
+		if len(notes) > 0 {
+			fmt.Fprintf(w, "    notes: %s\n", q(strings.Join(notes, "; ")))
+		}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: every row was skipped", path)
+	}
+	return nil
+}
+
+// num is a number cell as YAML: the number, or unknown when empty.
+func num(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	if _, err := strconv.ParseFloat(s, 64); err != nil {
+		return "unknown"
+	}
+	return s
+}
+
+// q quotes a string for YAML (JSON-style double quotes are valid YAML).
+func q(s string) string { return strconv.Quote(s) }
+
+const header = `# gpurent's embedded catalog. GENERATED by internal/catalog/gencatalog from
+# shared/reference/catalog_rows.csv (128 sourced offers, 28 providers); edit the
+# research table and regenerate rather than editing this file.
+#
+# Every price is per instance and per hour unless named otherwise, tax excluded.
+# "unknown" means no source confirmed the fee; gpurent computes it as 0 and says so.
+version: 1
+exchange_rates:
+  as_of: "2026-10-06"
+  # EUR: the ECB rate of 1.1269 USD per EUR quoted in shared/reference/catalog_notes.md
+  # (Scaleway, 2026-10-06), inverted. CNY: 6.97-6.98 CNY per USD ("early 2026",
+  # secondary, pixelation.org currency note); midpoint used. Override with your own.
+  source: "EUR: ECB 1.1269 USD/EUR via catalog_notes.md (2026-10-06); CNY: 6.97-6.98 per USD, early 2026, secondary (pixelation.org)"
+  USD: 1
+  EUR: 0.887390
+  CNY: 6.975
+offers:
+`

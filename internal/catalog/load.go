@@ -1,0 +1,97 @@
+package catalog
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"strings"
+	"unicode"
+)
+
+// defaultYAML is the embedded catalog, generated from the sourced research
+// table by gencatalog (see its doc comment for the rules it applies).
+//
+//go:embed default.yaml
+var defaultYAML []byte
+
+// Default parses the embedded catalog.
+func Default() (*Catalog, error) {
+	c, err := Parse("embedded catalog", defaultYAML)
+	if err != nil {
+		return nil, fmt.Errorf("embedded catalog is invalid (a build defect): %w", err)
+	}
+	return c, nil
+}
+
+// DefaultYAML returns the embedded catalog as written, so users can start
+// their own from it.
+func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
+
+// ReadFile parses one user catalog.
+func ReadFile(path string) (*Catalog, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read catalog: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Load returns the embedded catalog with the user catalogs at paths merged
+// over it in order.
+func Load(paths []string) (*Catalog, error) {
+	c, err := Default()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		u, err := ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		c = Merge(c, u)
+	}
+	return c, nil
+}
+
+// MatchGPU reports whether the offer's GPU model is the one asked for. The
+// words of want must appear in order in the model name, case and spacing
+// ignored: "H100" matches "H100 SXM" and "H100 PCIe", "RTX 4090" matches
+// "GeForce RTX 4090" but not "RTX 4090D". An empty want matches every GPU.
+func MatchGPU(model, want string) bool {
+	w := gpuWords(want)
+	if len(w) == 0 {
+		return true
+	}
+	m := gpuWords(model)
+	for i := 0; i+len(w) <= len(m); i++ {
+		ok := true
+		for j := range w {
+			if m[i+j] != w[j] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// gpuWords splits a model name into lower-case words of letters and digits.
+// A lone trailing letter is joined to the number before it, so "4090 D" and
+// "4090D" are the same word.
+func gpuWords(s string) []string {
+	f := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	var out []string
+	for _, w := range f {
+		if len(w) == 1 && unicode.IsLetter(rune(w[0])) && len(out) > 0 && unicode.IsDigit(rune(out[len(out)-1][len(out[len(out)-1])-1])) {
+			out[len(out)-1] += w
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}

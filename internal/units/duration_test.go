@@ -1,0 +1,67 @@
+package units
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseDuration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"90s", 90 * time.Second},
+		{"30m", 30 * time.Minute},
+		{"15d", 15 * Day},
+		{"1.5d", 36 * time.Hour},
+		{"2d6h30m", 54*time.Hour + 30*time.Minute},
+		{"0s", 0},
+		{"0d", 0},
+		{" 1h ", time.Hour},
+	} {
+		got, err := ParseDuration(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "15", "-1h", "1x", "d", "1dd", "NaNd", "Infd", "1e3d", "-1d", "1d-1h", "3w", "1e300d"} {
+		if d, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", bad, d)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		15 * Day:         "15d",
+		30 * time.Minute: "30m",
+		90 * time.Minute: "1h30m",
+		2 * time.Hour:    "2h",
+		90 * time.Second: "1m30s",
+		0:                "0s",
+	} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"15d", "1h30m", "90s", "1.5d", "2d6h", "-1h", "d", "1e3d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err != nil {
+			return
+		}
+		if d < 0 {
+			t.Fatalf("ParseDuration(%q) = %v: negative", s, d)
+		}
+		// What FormatDuration prints must parse back to the same value.
+		back, err := ParseDuration(FormatDuration(d))
+		if err != nil || back != d {
+			t.Fatalf("round trip of %q: %v -> %q -> %v, %v", s, d, FormatDuration(d), back, err)
+		}
+	})
+}

@@ -1,0 +1,215 @@
+// Package yamlfile decodes the YAML files users write (catalogs, task
+// profiles) strictly, and turns every problem into an error that names the
+// file, the line and the field, so that a typo in a 128-offer catalog is
+// found in seconds rather than silently ignored.
+//
+// Decoding rejects unknown fields. Validation that happens after decoding
+// reports problems by field path ("offers[3].on_demand.hourly"); the Index
+// built from the document maps those paths back to lines.
+package yamlfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// FieldError is one problem in a user's file.
+type FieldError struct {
+	File string // as the user named it
+	Line int    // 1-based; 0 when the field is absent from the file
+	Path string // dotted field path, "offers[2].spot.hourly"; empty for the whole document
+	Msg  string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Path != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Path)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors is every problem found in one file, in line order.
+type Errors []*FieldError
+
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Problem is a validation finding before it is placed in a file.
+type Problem struct {
+	Path string
+	Msg  string
+}
+
+// Problemf builds a Problem.
+func Problemf(path, format string, args ...any) Problem {
+	return Problem{Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Index maps field paths to the lines they were written on.
+type Index struct {
+	byPath map[string]int
+	byLine map[int]string    // the first path written on a line
+	byPos  map[[2]int]string // the path of the node at line, column
+}
+
+// Line is the line of path, or of its nearest written ancestor (a missing
+// field is reported where its parent is), or 0.
+func (ix *Index) Line(path string) int {
+	for p := path; ; {
+		if l, ok := ix.byPath[p]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i <= 0 {
+			return 0
+		}
+		p = p[:i]
+	}
+}
+
+// Place turns validation problems into FieldErrors of file, sorted by line.
+// It returns nil when there are none.
+func (ix *Index) Place(file string, ps []Problem) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	es := make(Errors, len(ps))
+	for i, p := range ps {
+		es[i] = &FieldError{File: file, Line: ix.Line(p.Path), Path: p.Path, Msg: p.Msg}
+	}
+	sort.SliceStable(es, func(i, j int) bool { return es[i].Line < es[j].Line })
+	return es
+}
+
+func (ix *Index) walk(n *yaml.Node, path string) {
+	if n == nil {
+		return
+	}
+	if _, ok := ix.byPath[path]; !ok {
+		ix.byPath[path] = n.Line
+	}
+	ix.note(n, path)
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			ix.walk(c, path)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			ix.byPath[p] = k.Line
+			ix.note(k, p)
+			ix.walk(v, p)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			ix.walk(c, fmt.Sprintf("%s[%d]", path, i))
+		}
+	}
+}
+
+func (ix *Index) note(n *yaml.Node, path string) {
+	ix.byPos[[2]int{n.Line, n.Column}] = path
+	if _, ok := ix.byLine[n.Line]; !ok && path != "" {
+		ix.byLine[n.Line] = path
+	}
+}
+
+var (
+	posRe     = regexp.MustCompile(`^col (\d+): (.*)$`)
+	lineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownRe = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+)
+
+// Decode decodes the single YAML document in data into v, rejecting unknown
+// fields, and returns an Index for placing later validation problems.
+// Decoding errors are returned as Errors naming file, line and field.
+func Decode(file string, data []byte, v any) (*Index, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, syntaxError(file, err)
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, &FieldError{File: file, Msg: "empty document"}
+	}
+	ix := &Index{byPath: map[string]int{}, byLine: map[int]string{}, byPos: map[[2]int]string{}}
+	ix.walk(&root, "")
+
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(v)
+	if err == nil {
+		var extra yaml.Node
+		if dec.Decode(&extra) != io.EOF {
+			return nil, &FieldError{File: file, Msg: "more than one YAML document; want exactly one"}
+		}
+		return ix, nil
+	}
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return nil, syntaxError(file, err)
+	}
+	es := make(Errors, 0, len(te.Errors))
+	for _, msg := range te.Errors {
+		fe := &FieldError{File: file, Msg: msg}
+		if m := lineRe.FindStringSubmatch(msg); m != nil {
+			fe.Line, _ = strconv.Atoi(m[1])
+			fe.Msg = m[2]
+			fe.Path = ix.byLine[fe.Line]
+			if p := posRe.FindStringSubmatch(fe.Msg); p != nil {
+				col, _ := strconv.Atoi(p[1])
+				fe.Msg = p[2]
+				if path, ok := ix.byPos[[2]int{fe.Line, col}]; ok {
+					fe.Path = path
+				}
+			}
+			if u := unknownRe.FindStringSubmatch(fe.Msg); u != nil {
+				fe.Msg = "unknown field " + strconv.Quote(u[1])
+			}
+		}
+		es = append(es, fe)
+	}
+	return nil, es
+}
+
+// syntaxError rewrites yaml's "yaml: line 3: ..." into "file:3: ...".
+func syntaxError(file string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	fe := &FieldError{File: file, Msg: msg}
+	if m := lineRe.FindStringSubmatch(msg); m != nil {
+		fe.Line, _ = strconv.Atoi(m[1])
+		fe.Msg = m[2]
+	}
+	return fe
+}
+
+// Invalid builds the error a custom UnmarshalYAML returns for a bad scalar;
+// Decode places it on the node's line and field.
+func Invalid(n *yaml.Node, format string, args ...any) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: col %d: %s", n.Line, n.Column, fmt.Sprintf(format, args...))}}
+}
