@@ -1,0 +1,201 @@
+package billing
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gpurent/gpurent/internal/catalog"
+)
+
+// BreakEven is how many on-demand hours a subscription period's price buys:
+// above it, subscribing is cheaper.
+type BreakEven struct {
+	Period      string  `json:"period"`
+	Hours       float64 `json:"hours"`
+	HoursPerDay float64 `json:"hours_per_day"`
+}
+
+// CheckpointAdvice is the optimal interval and what the profile's costs.
+type CheckpointAdvice struct {
+	YoungMinutes float64 `json:"young_minutes"`
+	DalyMinutes  float64 `json:"daly_minutes"`
+	// LostFraction is the expected share of paid spot hours lost to
+	// checkpoint writes, redone work and restarts at the profile's interval.
+	LostFraction float64 `json:"lost_fraction"`
+}
+
+// SpotRisk is the Monte Carlo spread of the spot plan, in the plan's currency.
+type SpotRisk struct {
+	P50Cost  float64 `json:"p50_cost"`
+	P90Cost  float64 `json:"p90_cost"`
+	P50Hours float64 `json:"p50_hours"`
+	P90Hours float64 `json:"p90_hours"`
+	// DeadlineProbability is the chance to finish within the deadline; nil
+	// without one.
+	DeadlineProbability *float64 `json:"deadline_probability,omitempty"`
+	Trials              int      `json:"trials"`
+}
+
+// OfferPlan is the billing-mode advice for one offer.
+type OfferPlan struct {
+	Offer          string             `json:"offer"`
+	Provider       string             `json:"provider"`
+	GPU            string             `json:"gpu"`
+	BreakEven      []BreakEven        `json:"break_even"`
+	Recommendation string             `json:"recommendation"`
+	Reason         string             `json:"reason"`
+	Totals         map[string]float64 `json:"totals"` // expected total per plan
+	Checkpoint     *CheckpointAdvice  `json:"checkpoint"`
+	Spot           *SpotRisk          `json:"spot"`
+	Notes          []string           `json:"notes,omitempty"`
+}
+
+// Plan is the advice for every offer of the profile's GPU.
+type Plan struct {
+	Currency string      `json:"currency"`
+	Offers   []OfferPlan `json:"offers"`
+}
+
+// PlanOptions adjust the spot simulation.
+type PlanOptions struct {
+	Options
+	Trials        int     // Monte Carlo trials per offer
+	Seed          uint64  // the same seed gives the same figures
+	DeadlineHours float64 // 0: no deadline
+}
+
+// MakePlan advises on every offer. Offers are simulated independently with
+// seeds derived from opt.Seed, so the result does not depend on the order
+// work is scheduled in; run is how the caller spreads the offers over
+// goroutines (call each function once), or nil to run them in turn.
+func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanOptions, run func(n int, f func(i int))) (*Plan, error) {
+	cur := opt.Currency
+	if cur == "" {
+		cur = "USD"
+	}
+	plan := &Plan{Currency: cur, Offers: make([]OfferPlan, len(offers))}
+	factors := make([]float64, len(offers))
+	for i := range offers {
+		f, err := rates.Convert(1, offers[i].Currency, cur)
+		if err != nil {
+			return nil, fmt.Errorf("offer %s: %w", offers[i].ID, err)
+		}
+		factors[i] = f
+	}
+	if run == nil {
+		run = func(n int, f func(int)) {
+			for i := range n {
+				f(i)
+			}
+		}
+	}
+	run(len(offers), func(i int) {
+		plan.Offers[i] = planOffer(p, &offers[i], factors[i], opt, opt.Seed+uint64(i)*0x9e3779b97f4a7c15)
+	})
+	return plan, nil
+}
+
+func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, seed uint64) OfferPlan {
+	op := OfferPlan{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, BreakEven: []BreakEven{}, Totals: map[string]float64{}}
+	hourly, odOK := o.OnDemand.Hourly.Value()
+	if odOK {
+		for _, s := range o.Subscriptions {
+			h := s.Price / hourly
+			op.BreakEven = append(op.BreakEven, BreakEven{Period: s.Period, Hours: h, HoursPerDay: h / float64(catalog.PeriodDays(s.Period))})
+		}
+	}
+	bills := billsFor(p, o, opt.Options)
+	byPlan := map[string]Bill{}
+	for _, b := range bills {
+		b.scale(factor)
+		byPlan[b.Plan] = b
+		op.Totals[b.Plan] = b.Total
+	}
+	r, rateKnown := spotRun(p, o, opt.Options)
+
+	// Checkpoint interval: needs a known interruption rate and write time.
+	if c := p.Checkpoint; c != nil && rateKnown && r.Rate > 0 {
+		iv := OptimalInterval(c.Write.Hours(), 1/r.Rate)
+		op.Checkpoint = &CheckpointAdvice{YoungMinutes: iv.Young * 60, DalyMinutes: iv.Daly * 60, LostFraction: r.LostFraction()}
+	} else if p.Interruptible {
+		op.Notes = append(op.Notes, "no checkpoint advice: it needs checkpoint settings and a known interruption rate (--interruptions-per-day)")
+	}
+
+	// Spot risk by Monte Carlo, priced like the spot bill.
+	if sb, ok := byPlan[Spot]; ok && rateKnown && opt.Trials > 0 {
+		spotHourly, _ := o.Spot.Hourly.Value()
+		n := float64(sb.Instances)
+		var boot float64
+		if v, ok := o.BootFee.Value(); ok {
+			boot = v * n * factor
+		}
+		// Storage depends on hours only through running vs stopped rates;
+		// the simulation prices compute, boot fees per restart, and keeps the
+		// expected bill's other items fixed.
+		fixed := sb.Total - sb.Items[0].Amount - sb.Items[3].Amount + boot*float64(p.Starts)
+		risk := MonteCarlo(r, Cost{Fixed: fixed, PerHour: spotHourly * n * factor, PerInterruption: boot}, opt.Trials, seed, opt.DeadlineHours)
+		op.Spot = &SpotRisk{P50Cost: risk.P50Cost, P90Cost: risk.P90Cost, P50Hours: risk.P50Hours, P90Hours: risk.P90Hours, Trials: opt.Trials}
+		if opt.DeadlineHours > 0 {
+			pr := risk.DeadlineProb
+			op.Spot.DeadlineProbability = &pr
+		}
+	}
+	op.Recommendation, op.Reason = recommend(p, op, byPlan, rateKnown)
+	return op
+}
+
+// recommend picks the cheapest plan that can be trusted: spot only when the
+// job is interruptible and its interruption rate is known, judged by its P90
+// cost when simulated, so a cheap average does not hide a bad tail.
+func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool) (string, string) {
+	cost := map[string]float64{}
+	for plan, b := range bills {
+		cost[plan] = b.Total
+	}
+	if _, ok := cost[Spot]; ok {
+		switch {
+		case !rateKnown:
+			delete(cost, Spot)
+		case op.Spot != nil:
+			cost[Spot] = op.Spot.P90Cost
+		}
+	}
+	best, bestCost := "", math.Inf(1)
+	for _, plan := range []string{OnDemand, Subscription, Spot} {
+		if c, ok := cost[plan]; ok && c < bestCost {
+			best, bestCost = plan, c
+		}
+	}
+	switch best {
+	case "":
+		return "", "no plan could be priced"
+	case OnDemand:
+		if len(op.BreakEven) > 0 {
+			be := op.BreakEven[0]
+			for _, x := range op.BreakEven {
+				if x.Period == catalog.PeriodMonth {
+					be = x
+				}
+			}
+			return OnDemand, fmt.Sprintf("%s h of compute is below what a %s buys on demand (%.0f h): pay as you go", trimFloat(p.ComputeHours), be.Period, be.Hours)
+		}
+		return OnDemand, "no cheaper subscription or usable spot price for this offer"
+	case Subscription:
+		b := bills[Subscription]
+		if od, ok := cost[OnDemand]; ok {
+			return Subscription, fmt.Sprintf("%s costs %.2f vs %.2f on demand: %s h over %d days is above the break-even", b.Detail, b.Total, od, trimFloat(p.ComputeHours), p.SpanDays)
+		}
+		return Subscription, fmt.Sprintf("%s: the offer is sold by subscription only", b.Detail)
+	default:
+		other := math.Inf(1)
+		for _, plan := range []string{OnDemand, Subscription} {
+			if c, ok := cost[plan]; ok {
+				other = math.Min(other, c)
+			}
+		}
+		if math.IsInf(other, 1) {
+			return Spot, "spot is the only price known for this offer"
+		}
+		return Spot, fmt.Sprintf("even at its P90 cost (%.2f) spot beats %.2f, and the job resumes from checkpoints", bestCost, other)
+	}
+}

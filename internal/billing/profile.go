@@ -1,0 +1,150 @@
+// Package billing turns a task profile and an offer's fee schedule into the
+// bill the user will really pay: compute with the provider's rounding,
+// storage while running and while stopped, egress, boot fees and IP
+// addresses, for each billing mode (on demand, subscription, spot). It also
+// answers which mode to buy: break-even hours, spot risk by Monte Carlo, and
+// the checkpoint interval that minimises lost work.
+//
+// Everything here is a pure function of a Profile and catalog data, so bills
+// are tested with worked examples computed by hand.
+package billing
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpurent/gpurent/internal/units"
+	"github.com/gpurent/gpurent/internal/yamlfile"
+)
+
+// Profile describes the task to be billed.
+type Profile struct {
+	GPU           string      `yaml:"gpu"`           // which offers to consider; all when empty
+	GPUs          int         `yaml:"gpus"`          // GPUs needed; instances = ceil(gpus / offer.gpus)
+	ComputeHours  float64     `yaml:"compute_hours"` // hours the instance(s) run
+	SpanDays      int         `yaml:"span_days"`     // calendar days the instance is kept
+	Starts        int         `yaml:"starts"`        // times the instance is started
+	DiskGB        float64     `yaml:"disk_gb"`       // data kept on each instance's disk
+	EgressGB      float64     `yaml:"egress_gb"`     // data downloaded over the public network
+	Interruptible bool        `yaml:"interruptible"` // the job resumes from checkpoints, so spot is allowed
+	Checkpoint    *Checkpoint `yaml:"checkpoint"`
+}
+
+// Checkpoint is how the job saves and resumes.
+type Checkpoint struct {
+	Every   Duration `yaml:"every"`   // work between checkpoints
+	Write   Duration `yaml:"write"`   // time to write one (until it is safe remotely)
+	Restart Duration `yaml:"restart"` // time from an interruption to running again
+}
+
+// Duration is a profile duration in Go syntax or days ("30m", "15d").
+type Duration time.Duration
+
+// UnmarshalYAML parses units.ParseDuration syntax.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return yamlfile.Invalid(n, "want a duration such as 30m or 15d")
+	}
+	v, err := units.ParseDuration(n.Value)
+	if err != nil {
+		return yamlfile.Invalid(n, "%v", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Hours is d in hours.
+func (d Duration) Hours() float64 { return time.Duration(d).Hours() }
+
+func (d Duration) String() string { return units.FormatDuration(time.Duration(d)) }
+
+// Defaults fills what a profile may leave out: one GPU, one start, and a
+// span just long enough to run the hours back to back.
+func (p *Profile) Defaults() {
+	if p.GPUs == 0 {
+		p.GPUs = 1
+	}
+	if p.Starts == 0 {
+		p.Starts = 1
+	}
+	if p.SpanDays == 0 && p.ComputeHours > 0 && p.ComputeHours < 24*365*100 {
+		p.SpanDays = int(math.Ceil(p.ComputeHours/24 - 1e-9))
+	}
+}
+
+// Validate reports every problem as a field path.
+func (p *Profile) Validate() []yamlfile.Problem {
+	var ps []yamlfile.Problem
+	bad := func(field, format string, args ...any) { ps = append(ps, yamlfile.Problemf(field, format, args...)) }
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case !finite(p.ComputeHours) || p.ComputeHours <= 0:
+		bad("compute_hours", "want a positive number of hours, got %v", p.ComputeHours)
+	case p.ComputeHours > float64(p.SpanDays)*24:
+		bad("compute_hours", "%v h do not fit in span_days %d (%d h)", p.ComputeHours, p.SpanDays, p.SpanDays*24)
+	}
+	if p.GPUs < 1 {
+		bad("gpus", "want at least 1 GPU, got %d", p.GPUs)
+	}
+	if p.SpanDays < 1 {
+		bad("span_days", "want at least 1 day, got %d", p.SpanDays)
+	}
+	if p.Starts < 1 {
+		bad("starts", "want at least 1 start, got %d", p.Starts)
+	}
+	if !finite(p.DiskGB) || p.DiskGB < 0 {
+		bad("disk_gb", "want a non-negative size, got %v", p.DiskGB)
+	}
+	if !finite(p.EgressGB) || p.EgressGB < 0 {
+		bad("egress_gb", "want a non-negative size, got %v", p.EgressGB)
+	}
+	if c := p.Checkpoint; c != nil {
+		if c.Every <= 0 {
+			bad("checkpoint.every", "want a positive interval such as 30m, got %v", c.Every)
+		}
+		if c.Write < 0 {
+			bad("checkpoint.write", "want a non-negative time, got %v", c.Write)
+		}
+		if c.Restart < 0 {
+			bad("checkpoint.restart", "want a non-negative time, got %v", c.Restart)
+		}
+	}
+	return ps
+}
+
+// DecodeProfile decodes a profile file strictly without completing or
+// validating it, so that flags can override its fields first.
+func DecodeProfile(file string, data []byte) (*Profile, *yamlfile.Index, error) {
+	var p Profile
+	ix, err := yamlfile.Decode(file, data, &p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &p, ix, nil
+}
+
+// ParseProfile decodes, completes and validates a profile file.
+func ParseProfile(file string, data []byte) (*Profile, *yamlfile.Index, error) {
+	p, ix, err := DecodeProfile(file, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Defaults()
+	if err := ix.Place(file, p.Validate()); err != nil {
+		return nil, nil, err
+	}
+	return p, ix, nil
+}
+
+// ReadProfile reads and parses a profile file.
+func ReadProfile(path string) (*Profile, *yamlfile.Index, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read profile: %w", err)
+	}
+	return ParseProfile(path, data)
+}

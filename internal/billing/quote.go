@@ -1,0 +1,464 @@
+package billing
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/gpurent/gpurent/internal/catalog"
+)
+
+// Plans a bill can be for.
+const (
+	OnDemand     = "on_demand"
+	Subscription = "subscription"
+	Spot         = "spot"
+)
+
+// Item kinds, in the order bills list them.
+const (
+	ItemCompute = "compute"
+	ItemStorage = "storage"
+	ItemEgress  = "egress"
+	ItemBoot    = "boot"
+	ItemIP      = "ip"
+)
+
+// Item is one line of a bill.
+type Item struct {
+	Kind   string  `json:"kind"`
+	Amount float64 `json:"amount"`
+}
+
+// Bill is what one plan of one offer costs for the profile.
+type Bill struct {
+	Offer       string   `json:"offer"`
+	Provider    string   `json:"provider"`
+	GPU         string   `json:"gpu"`
+	Instances   int      `json:"instances"`
+	Plan        string   `json:"plan"`
+	Detail      string   `json:"detail"`
+	Total       float64  `json:"total"`
+	ListTotal   float64  `json:"list_total"`   // on-demand hourly × compute hours × instances: what the price page suggests
+	HiddenShare float64  `json:"hidden_share"` // (total − list_total) / total
+	Items       []Item   `json:"items"`
+	Warnings    []string `json:"warnings"`
+	// Currency is the offer's own; amounts are in the quote's currency.
+	OfferCurrency string `json:"offer_currency"`
+}
+
+// Options adjust a quote beyond the profile.
+type Options struct {
+	// Currency all amounts are converted to; USD when empty.
+	Currency string
+	// InterruptionsPerDay overrides every offer's spot interruption rate
+	// when set (the embedded catalog knows none).
+	InterruptionsPerDay *float64
+}
+
+// Quote is every bill of the profile, cheapest first.
+type Quote struct {
+	Currency string   `json:"currency"`
+	Rates    []string `json:"rates,omitempty"` // the exchange rates used, as "1 USD = 6.975 CNY"
+	Bills    []Bill   `json:"bills"`
+	Notes    []string `json:"notes,omitempty"` // plans not offered and why
+}
+
+// Offers returns the offers whose GPU matches the profile's, or an error
+// naming the GPU when none does.
+func Offers(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
+	var out []catalog.Offer
+	for _, o := range offers {
+		if catalog.MatchGPU(o.GPU, p.GPU) {
+			out = append(out, o)
+		}
+	}
+	if len(out) == 0 {
+		models := map[string]bool{}
+		var names []string
+		for _, o := range offers {
+			if !models[o.GPU] {
+				models[o.GPU] = true
+				names = append(names, o.GPU)
+			}
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("no offer has GPU %q; the catalog has: %s", p.GPU, strings.Join(names, ", "))
+	}
+	return out, nil
+}
+
+// Make computes every bill of p over offers (already matched to its GPU).
+func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) (*Quote, error) {
+	cur := opt.Currency
+	if cur == "" {
+		cur = "USD"
+	}
+	q := &Quote{Currency: cur, Bills: []Bill{}}
+	used := map[string]bool{}
+	for i := range offers {
+		o := &offers[i]
+		f, err := rates.Convert(1, o.Currency, cur)
+		if err != nil {
+			return nil, fmt.Errorf("offer %s: %w", o.ID, err)
+		}
+		if o.Currency != cur {
+			used[o.Currency] = true
+		}
+		for _, b := range billsFor(p, o, opt) {
+			b.scale(f)
+			q.Bills = append(q.Bills, b)
+		}
+	}
+	if !p.Interruptible {
+		q.Notes = append(q.Notes, "spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)")
+	}
+	sort.SliceStable(q.Bills, func(i, j int) bool { return q.Bills[i].Total < q.Bills[j].Total })
+	for c := range used {
+		from, _ := rates.Convert(1, "USD", c)
+		to, _ := rates.Convert(1, "USD", cur)
+		q.Rates = append(q.Rates, fmt.Sprintf("1 %s = %.6g %s (as of %s)", cur, from/to, c, rates.AsOf))
+	}
+	sort.Strings(q.Rates)
+	return q, nil
+}
+
+func (b *Bill) scale(f float64) {
+	b.Total *= f
+	b.ListTotal *= f
+	for i := range b.Items {
+		b.Items[i].Amount *= f
+	}
+}
+
+// instances is how many instances of o the profile needs.
+func instances(p *Profile, o *catalog.Offer) int {
+	return (p.GPUs + o.GPUs - 1) / o.GPUs
+}
+
+// usage collects the unknown fees a bill had to count as zero.
+type usage struct{ unknown []string }
+
+// fee is the amount of f, noting it when unknown and it matters (want).
+func (u *usage) fee(name string, f catalog.Fee, matters bool) float64 {
+	v, ok := f.Value()
+	if !ok {
+		if matters {
+			u.unknown = append(u.unknown, name)
+		}
+		return 0
+	}
+	return v
+}
+
+func (u *usage) warnings() []string {
+	if len(u.unknown) == 0 {
+		return []string{}
+	}
+	return []string{"unknown, computed as 0: " + strings.Join(u.unknown, ", ")}
+}
+
+// shared are the fees every plan pays the same way.
+type shared struct {
+	extraGB float64 // disk above what is included, per instance
+	runGB   float64 // per GB-hour while running
+	stopGB  float64 // per GB-hour while stopped
+	egress  float64 // for the whole task
+	ip      float64 // for the whole span, per instance
+	boot    float64 // per start
+}
+
+func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64) shared {
+	var s shared
+	inc := u.fee("storage.included_gb", o.Storage.IncludedGB, p.DiskGB > 0)
+	s.extraGB = math.Max(0, p.DiskGB-inc)
+	s.runGB = u.fee("storage.running_gb_month", o.Storage.RunningGBMonth, s.extraGB > 0) / catalog.HoursPerMonth
+	s.stopGB = u.fee("storage.stopped_gb_month", o.Storage.StoppedGBMonth, s.extraGB > 0 && stoppedHours > 0) / catalog.HoursPerMonth
+	s.egress = p.EgressGB * u.fee("egress_gb", o.EgressGB, p.EgressGB > 0)
+	s.ip = u.fee("ip_month", o.IPMonth, true) * float64(p.SpanDays) / 30
+	s.boot = u.fee("boot_fee", o.BootFee, true)
+	return s
+}
+
+func newBill(p *Profile, o *catalog.Offer, plan string) Bill {
+	return Bill{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, Instances: instances(p, o), Plan: plan, OfferCurrency: o.Currency}
+}
+
+// finish totals the items and fills list_total and hidden_share.
+func (b *Bill) finish(items [5]float64, listHourly float64, p *Profile) {
+	n := float64(b.Instances)
+	kinds := [5]string{ItemCompute, ItemStorage, ItemEgress, ItemBoot, ItemIP}
+	b.Items = make([]Item, len(kinds))
+	b.Total = 0
+	for i, k := range kinds {
+		amt := items[i]
+		if k != ItemEgress {
+			amt *= n // per-instance fees; egress is for the task's data
+		}
+		b.Items[i] = Item{Kind: k, Amount: amt}
+		b.Total += amt
+	}
+	b.ListTotal = listHourly * p.ComputeHours * n
+	if b.Total > 0 {
+		b.HiddenShare = (b.Total - b.ListTotal) / b.Total
+	}
+}
+
+// listHourly is the hourly price the offer's page suggests: on demand, or
+// for subscription-only offers the cheapest period's price per hour.
+func listHourly(o *catalog.Offer) (float64, string) {
+	if v, ok := o.OnDemand.Hourly.Value(); ok {
+		return v, ""
+	}
+	best := math.Inf(1)
+	for _, s := range o.Subscriptions {
+		best = math.Min(best, s.Price/float64(catalog.PeriodDays(s.Period)*24))
+	}
+	if math.IsInf(best, 1) {
+		return 0, ""
+	}
+	return best, "list_total uses the subscription's price per hour: the offer has no on-demand price"
+}
+
+func billsFor(p *Profile, o *catalog.Offer, opt Options) []Bill {
+	var out []Bill
+	if b, ok := onDemandBill(p, o); ok {
+		out = append(out, b)
+	}
+	if b, ok := subscriptionBill(p, o); ok {
+		out = append(out, b)
+	}
+	if p.Interruptible {
+		if b, ok := spotBill(p, o, opt); ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// releaseWarning warns when each stopped gap outlasts the platform's patience.
+func releaseWarning(p *Profile, o *catalog.Offer, runningHours float64) []string {
+	rel, ok := o.ReleaseAfterStopped.Value()
+	if !ok {
+		return nil
+	}
+	gap := (float64(p.SpanDays)*24 - runningHours) / float64(p.Starts)
+	if gap <= rel.Hours() {
+		return nil
+	}
+	return []string{fmt.Sprintf("each stopped gap of %.1f h exceeds release_after_stopped %s: the platform deletes the stopped instance and its disk", gap, o.ReleaseAfterStopped)}
+}
+
+// onDemandBill: each of the starts runs lasts compute_hours/starts, rounded
+// up to the increment and at least the minimum.
+func onDemandBill(p *Profile, o *catalog.Offer) (Bill, bool) {
+	hourly, ok := o.OnDemand.Hourly.Value()
+	if !ok {
+		return Bill{}, false
+	}
+	b := newBill(p, o, OnDemand)
+	var u usage
+	run := p.ComputeHours / float64(p.Starts)
+	billed := run
+	if inc, ok := o.OnDemand.Increment.Value(); ok {
+		h := inc.Hours()
+		billed = math.Ceil(run/h-1e-9) * h
+	} else {
+		u.unknown = append(u.unknown, "on_demand.increment (no rounding applied)")
+	}
+	if m, ok := o.OnDemand.Minimum.Value(); ok {
+		billed = math.Max(billed, m.Hours())
+	} else {
+		u.unknown = append(u.unknown, "on_demand.minimum")
+	}
+	stopped := float64(p.SpanDays)*24 - p.ComputeHours
+	s := sharedFees(p, o, &u, stopped)
+	items := [5]float64{
+		billed * float64(p.Starts) * hourly,
+		s.extraGB * (s.runGB*p.ComputeHours + s.stopGB*stopped),
+		s.egress,
+		s.boot * float64(p.Starts),
+		s.ip,
+	}
+	b.finish(items, hourly, p)
+	b.Detail = fmt.Sprintf("%d × %s billed (%s increment)", p.Starts, hoursText(billed), o.OnDemand.Increment)
+	b.Warnings = append(u.warnings(), releaseWarning(p, o, p.ComputeHours)...)
+	return b, true
+}
+
+// subscriptionBill covers the span with the cheapest mix of prepaid periods
+// and on-demand days. The hours are spread evenly over the span's days; a
+// day is either inside a subscribed period (the instance is kept: storage at
+// the running rate all day, no stopped storage) or paid on demand (its share
+// of hours, without rounding, plus stopped storage for the rest of the day).
+// A small dynamic programme over days finds the cheapest cover; periods may
+// overrun the span's end. The bill is offered only when it uses a period.
+func subscriptionBill(p *Profile, o *catalog.Offer) (Bill, bool) {
+	if len(o.Subscriptions) == 0 {
+		return Bill{}, false
+	}
+	var u usage
+	D := p.SpanDays
+	h := p.ComputeHours / float64(D) // hours a day
+	stoppedIfOD := float64(D)*24 - p.ComputeHours
+	s := sharedFees(p, o, &u, stoppedIfOD)
+	hourly, odOK := o.OnDemand.Hourly.Value()
+
+	odDay := math.Inf(1)
+	if odOK {
+		odDay = h*hourly + s.extraGB*(s.runGB*h+s.stopGB*(24-h))
+	}
+	type step struct {
+		prev   int
+		period string // "" for an on-demand day
+	}
+	cost := make([]float64, D+1)
+	back := make([]step, D+1)
+	for d := 1; d <= D; d++ {
+		cost[d] = cost[d-1] + odDay
+		back[d] = step{d - 1, ""}
+		for _, sub := range o.Subscriptions {
+			L := catalog.PeriodDays(sub.Period)
+			from := max(0, d-L)
+			c := cost[from] + sub.Price + s.extraGB*s.runGB*24*float64(d-from)
+			if c < cost[d]-1e-9 {
+				cost[d] = c
+				back[d] = step{from, sub.Period}
+			}
+		}
+	}
+	counts := map[string]int{}
+	odDays := 0
+	var subCompute, storage float64
+	prices := map[string]float64{}
+	for _, sub := range o.Subscriptions {
+		prices[sub.Period] = sub.Price
+	}
+	for d := D; d > 0; d = back[d].prev {
+		st := back[d]
+		if st.period == "" {
+			odDays++
+			continue
+		}
+		counts[st.period]++
+		subCompute += prices[st.period]
+		storage += s.extraGB * s.runGB * 24 * float64(d-st.prev)
+	}
+	if len(counts) == 0 {
+		return Bill{}, false
+	}
+	odHours := h * float64(odDays)
+	storage += s.extraGB * (s.runGB*odHours + s.stopGB*(24*float64(odDays)-odHours))
+	// Boot fees: the subscribed instance is started once; the on-demand
+	// days carry their share of the profile's starts.
+	starts := 1 + math.Ceil(float64(p.Starts)*float64(odDays)/float64(D)-1e-9)
+	b := newBill(p, o, Subscription)
+	items := [5]float64{subCompute + odHours*hourly, storage, s.egress, s.boot * starts, s.ip}
+	lh, note := listHourly(o)
+	b.finish(items, lh, p)
+	var parts []string
+	for _, per := range []string{catalog.PeriodMonth, catalog.PeriodWeek, catalog.PeriodDay} {
+		if n := counts[per]; n > 0 {
+			parts = append(parts, plural(n, per))
+		}
+	}
+	if odDays > 0 {
+		parts = append(parts, hoursText(odHours)+" on demand")
+	}
+	b.Detail = strings.Join(parts, " + ")
+	b.Warnings = u.warnings()
+	if note != "" {
+		b.Warnings = append(b.Warnings, note)
+	}
+	if odDays > 0 {
+		b.Warnings = append(b.Warnings, releaseWarning(p, o, p.ComputeHours)...)
+	}
+	return b, true
+}
+
+// rate is the spot interruption rate per hour for the whole job, and whether
+// it is known.
+func rate(p *Profile, o *catalog.Offer, opt Options) (float64, bool) {
+	perDay, ok := 0.0, false
+	if opt.InterruptionsPerDay != nil {
+		perDay, ok = *opt.InterruptionsPerDay, true
+	} else if o.Spot != nil {
+		perDay, ok = o.Spot.InterruptionsPerDay.Value()
+	}
+	return perDay / 24 * float64(instances(p, o)), ok
+}
+
+// spotRun is the profile's job as a Run on offer o. Without checkpoint
+// settings an interruption restarts the job from the beginning.
+func spotRun(p *Profile, o *catalog.Offer, opt Options) (Run, bool) {
+	lambda, known := rate(p, o, opt)
+	r := Run{Work: p.ComputeHours, Every: p.ComputeHours, Rate: lambda}
+	if c := p.Checkpoint; c != nil {
+		r.Every = math.Min(c.Every.Hours(), p.ComputeHours)
+		r.Write = c.Write.Hours()
+		r.Restart = c.Restart.Hours()
+	}
+	return r, known
+}
+
+// spotBill prices the expected hours of the run, work lost to
+// interruptions and restarts included, at the spot price; each interruption
+// is a further start.
+func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
+	if o.Spot == nil || !o.Spot.Hourly.IsKnown() {
+		return Bill{}, false
+	}
+	hourly, _ := o.Spot.Hourly.Value()
+	var u usage
+	r, known := spotRun(p, o, opt)
+	if !known {
+		u.unknown = append(u.unknown, "spot.interruptions_per_day (pass --interruptions-per-day)")
+	}
+	hours, fails := r.Expected()
+	if math.IsInf(hours, 0) || math.IsNaN(hours) || hours > 1e7 {
+		return Bill{}, false // the job practically never finishes on spot
+	}
+	b := newBill(p, o, Spot)
+	stopped := math.Max(0, float64(p.SpanDays)*24-hours)
+	s := sharedFees(p, o, &u, stopped)
+	items := [5]float64{
+		hours * hourly,
+		s.extraGB * (s.runGB*hours + s.stopGB*stopped),
+		s.egress,
+		s.boot * (float64(p.Starts) + fails),
+		s.ip,
+	}
+	lh, _ := listHourly(o)
+	b.finish(items, lh, p)
+	b.Detail = fmt.Sprintf("expected %s incl. %s lost to %.1f interruptions", hoursText(hours), hoursText(hours-p.ComputeHours), fails)
+	b.Warnings = u.warnings()
+	if p.Checkpoint == nil {
+		b.Warnings = append(b.Warnings, "no checkpoint settings: each interruption restarts the job from the beginning")
+	} else if n, ok := o.Spot.Notice.Value(); ok && p.Checkpoint.Write.Hours() > n.Hours() {
+		b.Warnings = append(b.Warnings, fmt.Sprintf("a checkpoint write (%s) is longer than the %s interruption notice: only periodic checkpoints protect the work", p.Checkpoint.Write, o.Spot.Notice))
+	}
+	b.Warnings = append(b.Warnings, releaseWarning(p, o, hours)...)
+	return b, true
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// hoursText prints hours compactly: "300 h", "12.5 h", "0.25 h".
+func hoursText(h float64) string {
+	return fmt.Sprintf("%s h", trimFloat(h))
+}
+
+func trimFloat(v float64) string {
+	s := fmt.Sprintf("%.2f", v)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	if s == "-0" {
+		return "0"
+	}
+	return s
+}
