@@ -3,6 +3,7 @@ package billing
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/gpurent/gpurent/internal/catalog"
 )
@@ -92,6 +93,17 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 	run(len(offers), func(i int) {
 		plan.Offers[i] = planOffer(p, &offers[i], factors[i], opt, opt.Seed+uint64(i)*0x9e3779b97f4a7c15)
 	})
+	// Cheapest recommendation first; offers that could not be priced last.
+	cost := func(o OfferPlan) float64 {
+		if o.Recommendation == Spot && o.Spot != nil {
+			return o.Spot.P90Cost
+		}
+		if v, ok := o.Totals[o.Recommendation]; ok {
+			return v
+		}
+		return math.Inf(1)
+	}
+	sort.SliceStable(plan.Offers, func(i, j int) bool { return cost(plan.Offers[i]) < cost(plan.Offers[j]) })
 	return plan, nil
 }
 
@@ -113,11 +125,13 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 	}
 	r, rateKnown := spotRun(p, o, opt.Options)
 
-	// Checkpoint interval: needs a known interruption rate and write time.
-	if c := p.Checkpoint; c != nil && rateKnown && r.Rate > 0 {
+	// Checkpoint interval: for offers sold as spot, with a known
+	// interruption rate and checkpoint settings.
+	_, hasSpot := byPlan[Spot]
+	if c := p.Checkpoint; hasSpot && c != nil && rateKnown && r.Rate > 0 {
 		iv := OptimalInterval(c.Write.Hours(), 1/r.Rate)
 		op.Checkpoint = &CheckpointAdvice{YoungMinutes: iv.Young * 60, DalyMinutes: iv.Daly * 60, LostFraction: r.LostFraction()}
-	} else if p.Interruptible {
+	} else if hasSpot {
 		op.Notes = append(op.Notes, "no checkpoint advice: it needs checkpoint settings and a known interruption rate (--interruptions-per-day)")
 	}
 

@@ -36,6 +36,7 @@ type Bill struct {
 	Offer       string   `json:"offer"`
 	Provider    string   `json:"provider"`
 	GPU         string   `json:"gpu"`
+	GPUs        int      `json:"gpus"` // per instance
 	Instances   int      `json:"instances"`
 	Plan        string   `json:"plan"`
 	Detail      string   `json:"detail"`
@@ -176,13 +177,13 @@ func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64) sh
 	s.runGB = u.fee("storage.running_gb_month", o.Storage.RunningGBMonth, s.extraGB > 0) / catalog.HoursPerMonth
 	s.stopGB = u.fee("storage.stopped_gb_month", o.Storage.StoppedGBMonth, s.extraGB > 0 && stoppedHours > 0) / catalog.HoursPerMonth
 	s.egress = p.EgressGB * u.fee("egress_gb", o.EgressGB, p.EgressGB > 0)
-	s.ip = u.fee("ip_month", o.IPMonth, true) * float64(p.SpanDays) / 30
 	s.boot = u.fee("boot_fee", o.BootFee, true)
+	s.ip = u.fee("ip_month", o.IPMonth, true) * float64(p.SpanDays) / 30
 	return s
 }
 
 func newBill(p *Profile, o *catalog.Offer, plan string) Bill {
-	return Bill{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, Instances: instances(p, o), Plan: plan, OfferCurrency: o.Currency}
+	return Bill{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, Instances: instances(p, o), Plan: plan, OfferCurrency: o.Currency}
 }
 
 // finish totals the items and fills list_total and hidden_share.

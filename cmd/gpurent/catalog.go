@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/report"
+)
+
+func newCatalog(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "List, check and export the offers gpurent prices",
+	}
+	var gpu, provider string
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List offers (the embedded catalog with any --catalog files merged over it)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			c, err := catalog.Load(g.catalogs)
+			if err != nil {
+				return err
+			}
+			var offers []catalog.Offer
+			for _, o := range c.Offers {
+				if catalog.MatchGPU(o.GPU, gpu) && (provider == "" || o.Provider == provider) {
+					offers = append(offers, o)
+				}
+			}
+			if g.output == report.JSON {
+				out := []map[string]any{}
+				for _, o := range offers {
+					out = append(out, map[string]any{
+						"id": o.ID, "provider": o.Provider, "gpu": o.GPU, "gpus": o.GPUs, "currency": o.Currency, "region": o.Region,
+						"on_demand_hourly": feeJSON(o.OnDemand.Hourly), "spot_hourly": spotJSON(o.Spot), "subscriptions": o.Subscriptions,
+						"source": o.Source, "as_of": o.AsOf,
+					})
+				}
+				return report.WriteJSON(g.stdout, map[string]any{"offers": out})
+			}
+			tab := report.NewTab("ID", "PROVIDER", "GPU", "CUR", "HOURLY", "SPOT", "MONTH", "AS OF")
+			for _, o := range offers {
+				spot := "-"
+				if o.Spot != nil {
+					spot = o.Spot.Hourly.String()
+				}
+				month := "-"
+				for _, s := range o.Subscriptions {
+					if s.Period == catalog.PeriodMonth {
+						month = fmt.Sprint(s.Price)
+					}
+				}
+				tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), o.Currency, o.OnDemand.Hourly.String(), spot, month, o.AsOf)
+			}
+			if err := tab.Write(g.stdout); err != nil {
+				return err
+			}
+			providers := map[string]bool{}
+			for _, o := range offers {
+				providers[o.Provider] = true
+			}
+			fmt.Fprintf(g.stdout, "\n%d offers from %d providers; exchange rates as of %s\n", len(offers), len(providers), c.Rates.AsOf)
+			return nil
+		},
+	}
+	ls.Flags().StringVar(&gpu, "gpu", "", "only offers of this GPU model")
+	ls.Flags().StringVar(&provider, "provider", "", "only offers of this provider (exact name)")
+
+	check := &cobra.Command{
+		Use:   "check FILE...",
+		Short: "Validate catalog files: every problem with file, line and field",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, path := range args {
+				c, err := catalog.ReadFile(path)
+				if err != nil {
+					return err
+				}
+				unknown := map[string]int{}
+				for _, o := range c.Offers {
+					for name, f := range map[string]catalog.Fee{"boot_fee": o.BootFee, "egress_gb": o.EgressGB, "ip_month": o.IPMonth,
+						"storage.running_gb_month": o.Storage.RunningGBMonth, "storage.stopped_gb_month": o.Storage.StoppedGBMonth} {
+						if !f.IsKnown() {
+							unknown[name]++
+						}
+					}
+				}
+				fmt.Fprintf(g.stdout, "%s: ok, %d offers\n", path, len(c.Offers))
+				names := make([]string, 0, len(unknown))
+				for n := range unknown {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				for _, n := range names {
+					fmt.Fprintf(g.stdout, "  %s unknown in %d offers (quotes count it as 0 and say so)\n", n, unknown[n])
+				}
+			}
+			return nil
+		},
+	}
+	def := &cobra.Command{
+		Use:   "default",
+		Short: "Print the embedded catalog, to start your own from",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := g.stdout.Write(catalog.DefaultYAML())
+			return err
+		},
+	}
+	cmd.AddCommand(ls, check, def)
+	return cmd
+}
+
+func feeJSON(f catalog.Fee) any {
+	if v, ok := f.Value(); ok {
+		return v
+	}
+	return "unknown"
+}
+
+func spotJSON(s *catalog.Spot) any {
+	if s == nil {
+		return nil
+	}
+	return feeJSON(s.Hourly)
+}

@@ -1,0 +1,98 @@
+// Command gpurent is the tool people who rent GPUs by the hour run before,
+// during and after a rental: the true cost of a task on every offer
+// (quote), the right billing mode (plan), and the catalog behind them.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/yamlfile"
+)
+
+// Exit codes every command keeps (DESIGN.md contracts).
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// usageError marks bad flags or bad input files: exit 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the exit code; main is only
+// this plus the process, so tests drive run directly.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "gpurent:", err)
+	var ue usageError
+	var fe *yamlfile.FieldError
+	var fes yamlfile.Errors
+	if errors.As(err, &ue) || errors.As(err, &fe) || errors.As(err, &fes) || errors.Is(err, fs.ErrNotExist) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	output   string
+	catalogs []string
+	stdout   io.Writer
+}
+
+func (g *globals) checkOutput() error {
+	if err := report.CheckFormat(g.output); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdout: stdout}
+	root := &cobra.Command{
+		Use:   "gpurent",
+		Short: "The true cost of a GPU rental, and the right way to buy it",
+		Long: `gpurent turns the classic traps of renting GPUs by the hour into commands.
+
+  gpurent quote   the itemized bill of your task on every offer: compute with the
+                  provider's rounding, storage while stopped, egress, boot fees, IP
+  gpurent plan    on demand, subscription or spot: break-even hours, spot risk,
+                  the optimal checkpoint interval, renting versus an API
+  gpurent catalog the offers behind them, with sources and dates`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().StringVarP(&g.output, "output", "o", report.Table, "output format: table or json")
+	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
+	root.AddCommand(newQuote(g), newPlan(g), newCatalog(g))
+	return root
+}

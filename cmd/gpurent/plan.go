@@ -1,0 +1,220 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/billing"
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/units"
+)
+
+func newPlan(g *globals) *cobra.Command {
+	var t taskFlags
+	var (
+		trials       int
+		seed         uint64
+		deadline     string
+		inference    bool
+		tokensPerDay float64
+		model        string
+		tokensPerSec float64
+		apiPrice     float64
+	)
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "On demand, subscription or spot: break-even, spot risk, checkpoint interval",
+		Long: `plan says which billing mode to buy for your task on each offer, and why:
+the break-even hours of each subscription period computed from the offer's own
+prices, spot risk by Monte Carlo (P50/P90 cost and finish time, the chance to
+meet a deadline), and the checkpoint interval of Young and Daly with the share
+of paid hours lost at yours.
+
+With --inference it compares renting GPUs to serve a model with a hosted API,
+and prints the tokens per day above which renting pays.`,
+		Example: `  gpurent plan --gpu "RTX 4090" --hours 300 --days 30
+  gpurent plan --gpu H100 --hours 300 --interruptible --interruptions-per-day 1.5 \
+      --ckpt-every 30m --ckpt-write 1m --ckpt-restart 5m --deadline 15d
+  gpurent plan --inference --model 70B --gpu H100 --tokens-per-day 50000000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			if inference {
+				return runInference(cmd, g, &t, model, tokensPerDay, tokensPerSec, apiPrice)
+			}
+			if trials < 1 || trials > 10_000_000 {
+				return usagef("--trials: want 1 to 10000000, got %d", trials)
+			}
+			var dl float64
+			if deadline != "" {
+				d, err := units.ParseDuration(deadline)
+				if err != nil || d <= 0 {
+					return usagef("--deadline: want a positive duration such as 15d or 400h, got %q", deadline)
+				}
+				dl = d.Hours()
+			}
+			p, offers, cat, opt, err := t.load(cmd, g)
+			if err != nil {
+				return err
+			}
+			plan, err := billing.MakePlan(p, offers, cat.Rates, billing.PlanOptions{Options: opt, Trials: trials, Seed: seed, DeadlineHours: dl}, parallel)
+			if err != nil {
+				return err
+			}
+			if g.output == report.JSON {
+				return report.WriteJSON(g.stdout, plan)
+			}
+			return writePlan(g.stdout, plan, deadline)
+		},
+	}
+	t.register(cmd.Flags())
+	f := cmd.Flags()
+	f.IntVar(&trials, "trials", 10000, "Monte Carlo trials per offer")
+	f.Uint64Var(&seed, "seed", 1, "random seed; the same seed gives the same figures")
+	f.StringVar(&deadline, "deadline", "", "finish-by time for spot, from the start (15d, 400h)")
+	f.BoolVar(&inference, "inference", false, "compare renting GPUs for serving with a hosted API")
+	f.Float64Var(&tokensPerDay, "tokens-per-day", 0, "with --inference: output tokens to serve a day")
+	f.StringVar(&model, "model", "8B", "with --inference: model size, 8B or 70B")
+	f.Float64Var(&tokensPerSec, "tokens-per-second", 0, "with --inference: your measured output tokens/s per instance")
+	f.Float64Var(&apiPrice, "api-price", 0, "with --inference: API price per 1M output tokens, in --currency")
+	return cmd
+}
+
+// parallel runs f(0..n-1) over the machine's cores.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+func writePlan(w io.Writer, plan *billing.Plan, deadline string) error {
+	fmt.Fprintf(w, "amounts in %s\n\n", plan.Currency)
+	dlHead := "P(DEADLINE)"
+	if deadline != "" {
+		dlHead = "P(<=" + deadline + ")"
+	}
+	tab := report.NewTab("OFFER", "BUY", "ON_DEMAND", "SUBSCRIPTION", "SPOT", "SPOT P50/P90", "HOURS P50/P90", dlHead, "BREAK-EVEN", "CKPT YOUNG/DALY", "LOST")
+	for _, o := range plan.Offers {
+		cell := func(plan string) string {
+			if v, ok := o.Totals[plan]; ok {
+				return report.Money(v)
+			}
+			return "-"
+		}
+		spot, hours, dl := "-", "-", "-"
+		if s := o.Spot; s != nil {
+			spot = report.Money(s.P50Cost) + "/" + report.Money(s.P90Cost)
+			hours = fmt.Sprintf("%.0f/%.0f", s.P50Hours, s.P90Hours)
+			if s.DeadlineProbability != nil {
+				dl = report.Percent(*s.DeadlineProbability)
+			}
+		}
+		be := "-"
+		for _, b := range o.BreakEven {
+			if b.Period == catalog.PeriodMonth {
+				be = fmt.Sprintf("%.0f h/month (%.1f h/day)", b.Hours, b.HoursPerDay)
+			} else if be == "-" {
+				be = fmt.Sprintf("%.0f h/%s", b.Hours, b.Period)
+			}
+		}
+		ck, lost := "-", "-"
+		if c := o.Checkpoint; c != nil {
+			ck = fmt.Sprintf("%.0f/%.0f min", c.YoungMinutes, c.DalyMinutes)
+			lost = report.Percent(c.LostFraction)
+		}
+		buy := o.Recommendation
+		if buy == "" {
+			buy = "-"
+		}
+		tab.Row(o.Offer, buy, cell(billing.OnDemand), cell(billing.Subscription), cell(billing.Spot), spot, hours, dl, be, ck, lost)
+	}
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nwhy:")
+	for _, o := range plan.Offers {
+		fmt.Fprintf(w, "  %s: %s\n", o.Offer, o.Reason)
+		for _, n := range o.Notes {
+			fmt.Fprintf(w, "    note: %s\n", n)
+		}
+	}
+	return nil
+}
+
+func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, perDay, perSec, apiPrice float64) error {
+	fs := cmd.Flags()
+	if !fs.Changed("tokens-per-day") {
+		return usagef("--tokens-per-day: required with --inference")
+	}
+	if model != "8B" && model != "70B" && !(fs.Changed("tokens-per-second") && fs.Changed("api-price")) {
+		return usagef("--model: want 8B or 70B, got %q (or give both --tokens-per-second and --api-price)", model)
+	}
+	cat, err := catalog.Load(g.catalogs)
+	if err != nil {
+		return err
+	}
+	p := &billing.Profile{GPU: t.gpu}
+	offers, err := billing.Offers(p, cat.Offers)
+	if err != nil {
+		return usagef("--gpu: %v", err)
+	}
+	q := billing.InferenceQuery{Model: model, TokensPerDay: perDay, Currency: t.currency}
+	for _, c := range []struct {
+		name string
+		v    float64
+		dst  **float64
+	}{{"tokens-per-second", perSec, &q.TokensPerSec}, {"api-price", apiPrice, &q.APIPricePerM}} {
+		if !fs.Changed(c.name) {
+			continue
+		}
+		if math.IsNaN(c.v) || math.IsInf(c.v, 0) || c.v <= 0 {
+			return usagef("--%s: want a positive number, got %v", c.name, c.v)
+		}
+		v := c.v
+		*c.dst = &v
+	}
+	if _, err := cat.Rates.Convert(1, "USD", t.currency); err != nil {
+		return usagef("--currency: %v", err)
+	}
+	res, err := billing.PlanInference(q, offers, cat.Rates)
+	if err != nil {
+		return usageError{err}
+	}
+	if g.output == report.JSON {
+		return report.WriteJSON(g.stdout, res)
+	}
+	w := g.stdout
+	fmt.Fprintf(w, "%s model, %.0f output tokens a day; API: %s at %.4f %s per 1M\n\n", res.Model, res.TokensPerDay, res.API, res.APIPerM, res.Currency)
+	tab := report.NewTab("OFFER", "GPU", "TOK/S", "INSTANCES", "RENT/DAY", "API/DAY", "RENT/1M (FULL LOAD)", "BREAK-EVEN TOK/DAY", "CHEAPER")
+	for _, o := range res.Offers {
+		be := "never"
+		if o.BreakEvenTokensDay != nil {
+			be = fmt.Sprintf("%.3g", *o.BreakEvenTokensDay)
+		}
+		tab.Row(o.Offer, o.GPU, fmt.Sprintf("%.0f", o.TokensPerSecond), fmt.Sprint(o.Instances), report.Money(o.RentPerDay), report.Money(o.APIPerDay),
+			fmt.Sprintf("%.4f", o.RentPerMillion), be, o.Cheaper)
+	}
+	return tab.Write(w)
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gpurent/gpurent/internal/billing"
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/units"
+	"github.com/gpurent/gpurent/internal/yamlfile"
+)
+
+// taskFlags are the profile fields as flags; a flag overrides the file.
+type taskFlags struct {
+	profile       string
+	gpu           string
+	gpus          int
+	hours         float64
+	days          int
+	starts        int
+	disk, egress  float64
+	interruptible bool
+	every         string
+	write         string
+	restart       string
+	currency      string
+	interruptions float64
+}
+
+// flagOf names the flag behind each profile field, for error messages.
+var flagOf = map[string]string{
+	"gpu": "--gpu", "gpus": "--gpus", "compute_hours": "--hours", "span_days": "--days", "starts": "--starts",
+	"disk_gb": "--disk", "egress_gb": "--egress", "interruptible": "--interruptible",
+	"checkpoint.every": "--ckpt-every", "checkpoint.write": "--ckpt-write", "checkpoint.restart": "--ckpt-restart",
+}
+
+func (t *taskFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&t.profile, "profile", "", "task profile YAML (flags override its fields)")
+	fs.StringVar(&t.gpu, "gpu", "", `GPU model, e.g. "RTX 4090", "H100" (all offers when empty)`)
+	fs.IntVar(&t.gpus, "gpus", 1, "GPUs needed; instances = ceil(gpus / GPUs per offer)")
+	fs.Float64Var(&t.hours, "hours", 0, "compute hours the instance(s) run")
+	fs.IntVar(&t.days, "days", 0, "calendar days the instance is kept, stopped in between (default: hours/24 rounded up)")
+	fs.IntVar(&t.starts, "starts", 1, "times the instance is started")
+	fs.Float64Var(&t.disk, "disk", 0, "GB of data kept on each instance's disk")
+	fs.Float64Var(&t.egress, "egress", 0, "GB downloaded out of the instance over the public network")
+	fs.BoolVar(&t.interruptible, "interruptible", false, "the job resumes from checkpoints, so spot is allowed")
+	fs.StringVar(&t.every, "ckpt-every", "", "work between checkpoints (30m)")
+	fs.StringVar(&t.write, "ckpt-write", "", "time to write one checkpoint until it is safe remotely (1m)")
+	fs.StringVar(&t.restart, "ckpt-restart", "", "time from an interruption to running again (5m)")
+	fs.StringVar(&t.currency, "currency", "USD", "currency of every amount, converted with the catalog's rates")
+	fs.Float64Var(&t.interruptions, "interruptions-per-day", 0, "spot interruptions a day, for every offer (the embedded catalog knows none)")
+}
+
+// load reads the catalog and the profile, applies flags and validates.
+func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []catalog.Offer, *catalog.Catalog, billing.Options, error) {
+	var opt billing.Options
+	cat, err := catalog.Load(g.catalogs)
+	if err != nil {
+		return nil, nil, nil, opt, err
+	}
+	p := &billing.Profile{}
+	var ix *yamlfile.Index
+	if t.profile != "" {
+		data, err := readFile(t.profile)
+		if err != nil {
+			return nil, nil, nil, opt, err
+		}
+		if p, ix, err = billing.DecodeProfile(t.profile, data); err != nil {
+			return nil, nil, nil, opt, err
+		}
+	}
+	fs := cmd.Flags()
+	set := func(name string) bool { return fs.Changed(name) }
+	fromFlag := map[string]bool{}
+	mark := func(field string) { fromFlag[field] = true }
+	if set("gpu") {
+		p.GPU = t.gpu
+		mark("gpu")
+	}
+	if set("gpus") {
+		p.GPUs = t.gpus
+		mark("gpus")
+	}
+	if set("hours") {
+		p.ComputeHours = t.hours
+		mark("compute_hours")
+	}
+	if set("days") {
+		p.SpanDays = t.days
+		mark("span_days")
+	}
+	if set("starts") {
+		p.Starts = t.starts
+		mark("starts")
+	}
+	if set("disk") {
+		p.DiskGB = t.disk
+		mark("disk_gb")
+	}
+	if set("egress") {
+		p.EgressGB = t.egress
+		mark("egress_gb")
+	}
+	if set("interruptible") {
+		p.Interruptible = t.interruptible
+	}
+	for _, c := range []struct {
+		flag, field string
+		v           string
+		dst         func(*billing.Checkpoint) *billing.Duration
+	}{
+		{"ckpt-every", "checkpoint.every", t.every, func(c *billing.Checkpoint) *billing.Duration { return &c.Every }},
+		{"ckpt-write", "checkpoint.write", t.write, func(c *billing.Checkpoint) *billing.Duration { return &c.Write }},
+		{"ckpt-restart", "checkpoint.restart", t.restart, func(c *billing.Checkpoint) *billing.Duration { return &c.Restart }},
+	} {
+		if !set(c.flag) {
+			continue
+		}
+		d, err := units.ParseDuration(c.v)
+		if err != nil {
+			return nil, nil, nil, opt, usagef("--%s: %v", c.flag, err)
+		}
+		if p.Checkpoint == nil {
+			p.Checkpoint = &billing.Checkpoint{}
+		}
+		*c.dst(p.Checkpoint) = billing.Duration(d)
+		mark(c.field)
+	}
+	if p.Checkpoint != nil && p.Checkpoint.Every == 0 {
+		return nil, nil, nil, opt, usagef("checkpoint settings need --ckpt-every (or checkpoint.every in the profile)")
+	}
+	if p.ComputeHours == 0 && !set("hours") {
+		return nil, nil, nil, opt, usagef("--hours: required (or compute_hours in --profile)")
+	}
+	p.Defaults()
+	if err := placeProblems(t.profile, ix, fromFlag, p.Validate()); err != nil {
+		return nil, nil, nil, opt, err
+	}
+	offers, err := billing.Offers(p, cat.Offers)
+	if err != nil {
+		return nil, nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: "gpu", Msg: err.Error()}})
+	}
+	if !catalog.IsCurrency(t.currency) {
+		return nil, nil, nil, opt, usagef("--currency: want a currency code like USD or CNY, got %q", t.currency)
+	}
+	if _, err := cat.Rates.Convert(1, "USD", t.currency); err != nil {
+		return nil, nil, nil, opt, usagef("--currency: %v", err)
+	}
+	opt.Currency = t.currency
+	if set("interruptions-per-day") {
+		v := t.interruptions
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return nil, nil, nil, opt, usagef("--interruptions-per-day: want a non-negative number, got %v", v)
+		}
+		opt.InterruptionsPerDay = &v
+	}
+	return p, offers, cat, opt, nil
+}
+
+// placeProblems reports problems at the flag that set the field, or at the
+// profile file's line.
+func placeProblems(file string, ix *yamlfile.Index, fromFlag map[string]bool, ps []yamlfile.Problem) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	var fileProblems []yamlfile.Problem
+	var msgs []string
+	for _, pr := range ps {
+		if fromFlag[pr.Path] || ix == nil {
+			name := flagOf[pr.Path]
+			if name == "" {
+				name = pr.Path
+			}
+			msgs = append(msgs, fmt.Sprintf("%s: %s", name, pr.Msg))
+			continue
+		}
+		fileProblems = append(fileProblems, pr)
+	}
+	if len(fileProblems) > 0 {
+		err := ix.Place(file, fileProblems)
+		if len(msgs) == 0 {
+			return err
+		}
+		msgs = append(msgs, err.Error())
+	}
+	return usageError{errors.New(strings.Join(msgs, "\n"))}
+}
+
+// readFile reads a file the user named; a missing one is bad usage.
+func readFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return data, nil
+}

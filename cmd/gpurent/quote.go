@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/billing"
+	"github.com/gpurent/gpurent/internal/report"
+)
+
+func newQuote(g *globals) *cobra.Command {
+	var t taskFlags
+	var top int
+	cmd := &cobra.Command{
+		Use:   "quote",
+		Short: "The itemized bill of your task on every offer, cheapest first",
+		Long: `quote prices your task on every offer of the GPU and every plan (on demand,
+subscription, spot), with every fee: compute rounded the provider's way, storage
+while running and while stopped, egress, boot fees and IP addresses. list_total is
+what the price page suggests (hourly price x hours); hidden is the share of the
+real total it leaves out. A fee no source confirmed is computed as 0 and named.`,
+		Example: `  gpurent quote --gpu "RTX 4090" --hours 300
+  gpurent quote --gpu H100 --gpus 8 --hours 200 --days 30 --starts 10 --disk 500 --egress 200
+  gpurent quote --profile task.yaml --currency CNY -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			if top < 0 {
+				return usagef("--top: want 0 (all) or more, got %d", top)
+			}
+			p, offers, cat, opt, err := t.load(cmd, g)
+			if err != nil {
+				return err
+			}
+			q, err := billing.Make(p, offers, cat.Rates, opt)
+			if err != nil {
+				return err
+			}
+			if top > 0 && len(q.Bills) > top {
+				q.Bills = q.Bills[:top]
+			}
+			if g.output == report.JSON {
+				return report.WriteJSON(g.stdout, q)
+			}
+			return writeQuote(g.stdout, p, q)
+		},
+	}
+	t.register(cmd.Flags())
+	cmd.Flags().IntVar(&top, "top", 0, "show only the N cheapest bills (0: all)")
+	return cmd
+}
+
+func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
+	gpu := p.GPU
+	if gpu == "" {
+		gpu = "any GPU"
+	}
+	fmt.Fprintf(w, "%s h on %s x%d over %d days, %d starts, %s GB disk, %s GB egress; amounts in %s\n\n",
+		trim(p.ComputeHours), gpu, p.GPUs, p.SpanDays, p.Starts, trim(p.DiskGB), trim(p.EgressGB), q.Currency)
+	tab := report.NewTab("#", "OFFER", "PROVIDER", "GPU", "INST", "PLAN", "TOTAL", "LIST", "HIDDEN", "COMPUTE", "STORAGE", "EGRESS", "BOOT", "IP", "!", "DETAIL")
+	for i, b := range q.Bills {
+		warn := ""
+		if len(b.Warnings) > 0 {
+			warn = fmt.Sprint(len(b.Warnings))
+		}
+		tab.Row(fmt.Sprint(i+1), b.Offer, b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
+			report.Money(b.Total), report.Money(b.ListTotal), report.Percent(b.HiddenShare),
+			report.Money(b.Items[0].Amount), report.Money(b.Items[1].Amount), report.Money(b.Items[2].Amount),
+			report.Money(b.Items[3].Amount), report.Money(b.Items[4].Amount), warn, b.Detail)
+	}
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	// Warnings once per offer and text: the same unknown fee shows on each plan.
+	seen := map[string]bool{}
+	var lines []string
+	for i, b := range q.Bills {
+		for _, wn := range b.Warnings {
+			key := b.Offer + "\x00" + wn
+			if !seen[key] {
+				seen[key] = true
+				lines = append(lines, fmt.Sprintf("  #%d %s: %s", i+1, b.Offer, wn))
+			}
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "\n! warnings:\n%s\n", strings.Join(lines, "\n"))
+	}
+	for _, n := range q.Notes {
+		fmt.Fprintf(w, "\nnote: %s\n", n)
+	}
+	for _, r := range q.Rates {
+		fmt.Fprintf(w, "rate: %s\n", r)
+	}
+	return nil
+}
+
+func trim(v float64) string {
+	s := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+	return s
+}

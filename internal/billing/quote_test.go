@@ -1,0 +1,293 @@
+package billing
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/catalog"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+func item(b Bill, kind string) float64 {
+	for _, it := range b.Items {
+		if it.Kind == kind {
+			return it.Amount
+		}
+	}
+	return math.NaN()
+}
+
+func dur(d time.Duration) catalog.Duration { return catalog.KnownDuration(d) }
+
+// testOffer has every fee known and round numbers, so bills can be worked
+// out by hand: 2/h, 1 h increment, 3 h minimum, 50 GB included, storage
+// 0.72 per GB-month running (0.001 per GB-hour) and 1.44 stopped (0.002),
+// egress 0.1/GB, boot 0.5 per start, IP 3 a month, released after 2 days.
+func testOffer() catalog.Offer {
+	return catalog.Offer{
+		ID: "t", Provider: "Test", GPU: "RTX 4090", GPUs: 2, Currency: "USD", Source: "hand", AsOf: "2026-11-30",
+		OnDemand:            catalog.OnDemand{Hourly: catalog.Known(2), Increment: dur(time.Hour), Minimum: dur(3 * time.Hour)},
+		BootFee:             catalog.Known(0.5),
+		Storage:             catalog.Storage{IncludedGB: catalog.Known(50), RunningGBMonth: catalog.Known(0.72), StoppedGBMonth: catalog.Known(1.44)},
+		EgressGB:            catalog.Known(0.1),
+		IPMonth:             catalog.Known(3),
+		ReleaseAfterStopped: dur(48 * time.Hour),
+	}
+}
+
+func onDemand(t *testing.T, p Profile, o catalog.Offer) Bill {
+	t.Helper()
+	p.Defaults()
+	if ps := p.Validate(); len(ps) > 0 {
+		t.Fatalf("profile invalid: %v", ps)
+	}
+	b, ok := onDemandBill(&p, &o)
+	if !ok {
+		t.Fatal("no on-demand bill")
+	}
+	return b
+}
+
+func TestOnDemandWorkedExample(t *testing.T) {
+	// 10 h in 4 starts over 10 days, 100 GB disk, 50 GB egress, 1 instance.
+	//   each run 2.5 h, rounded up to 3 h (1 h increment; the 3 h minimum agrees)
+	//   compute  3 h × 4 starts × 2/h                    = 24
+	//   storage  50 GB extra × (0.001 × 10 h + 0.002 × 230 h stopped) = 0.5 + 23 = 23.5
+	//   egress   50 GB × 0.1                             = 5
+	//   boot     4 × 0.5                                 = 2
+	//   ip       3 × 10/30 days                          = 1
+	//   total 55.5; list 2/h × 10 h = 20; hidden (55.5 − 20) / 55.5
+	b := onDemand(t, Profile{GPUs: 2, ComputeHours: 10, SpanDays: 10, Starts: 4, DiskGB: 100, EgressGB: 50}, testOffer())
+	for kind, want := range map[string]float64{ItemCompute: 24, ItemStorage: 23.5, ItemEgress: 5, ItemBoot: 2, ItemIP: 1} {
+		if got := item(b, kind); !near(got, want) {
+			t.Errorf("%s = %v, want %v", kind, got, want)
+		}
+	}
+	if !near(b.Total, 55.5) || !near(b.ListTotal, 20) || !near(b.HiddenShare, 35.5/55.5) {
+		t.Errorf("total %v list %v hidden %v", b.Total, b.ListTotal, b.HiddenShare)
+	}
+	// Stopped gaps are 230 h / 4 = 57.5 h, longer than the 48 h release.
+	if len(b.Warnings) != 1 || !strings.Contains(b.Warnings[0], "57.5 h exceeds release_after_stopped 2d") {
+		t.Errorf("warnings %q", b.Warnings)
+	}
+}
+
+func TestOnDemandRounding(t *testing.T) {
+	o := testOffer()
+	for _, tc := range []struct {
+		name      string
+		inc, min  time.Duration
+		hours     float64
+		starts    int
+		wantHours float64 // billed hours in all
+	}{
+		// 1 run of 0.5 h: the 3 h minimum applies.
+		{"minimum", time.Hour, 3 * time.Hour, 0.5, 1, 3},
+		// 2 runs of 2.5 h, 1 h increment: 2 × 3 h.
+		{"increment", time.Hour, 0, 5, 2, 6},
+		// per second: 2 runs of 2.5 h billed exactly.
+		{"per second", time.Second, 0, 5, 2, 5},
+		// per minute: 3 runs of 0.3333… h = 20 min exactly; 1 min increment adds nothing.
+		{"per minute exact", time.Minute, 0, 1, 3, 1},
+		// AWS-like: per second with a 60 s minimum; 10 runs of 30 s → 10 × 60 s.
+		{"60 s minimum", time.Second, time.Minute, 10 * 30.0 / 3600, 10, 10.0 / 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o.OnDemand.Increment, o.OnDemand.Minimum = dur(tc.inc), dur(tc.min)
+			b := onDemand(t, Profile{ComputeHours: tc.hours, Starts: tc.starts, SpanDays: 1}, o)
+			if got := item(b, ItemCompute); !near(got, tc.wantHours*2) {
+				t.Errorf("compute %v, want %v h × 2/h = %v", got, tc.wantHours, tc.wantHours*2)
+			}
+		})
+	}
+}
+
+func TestInstancesAndUnknownFees(t *testing.T) {
+	o := testOffer()
+	o.BootFee, o.IPMonth = catalog.Unknown, catalog.Unknown
+	o.OnDemand.Increment = catalog.Duration{}
+	// 3 GPUs on a 2-GPU offer: 2 instances. 7 h in 1 start, no rounding
+	// (increment unknown): compute 7 × 2 × 2 = 28; unknown boot and IP are 0.
+	b := onDemand(t, Profile{GPUs: 3, ComputeHours: 7}, o)
+	if b.Instances != 2 || !near(b.Total, 28) || !near(b.ListTotal, 28) || b.HiddenShare != 0 {
+		t.Fatalf("instances %d total %v list %v hidden %v", b.Instances, b.Total, b.ListTotal, b.HiddenShare)
+	}
+	if len(b.Warnings) != 1 || b.Warnings[0] != "unknown, computed as 0: on_demand.increment (no rounding applied), boot_fee, ip_month" {
+		t.Errorf("warnings %q", b.Warnings)
+	}
+}
+
+func subOffer(hourly float64, subs ...catalog.Subscription) catalog.Offer {
+	return catalog.Offer{ID: "s", Provider: "Sub", GPU: "RTX 4090", GPUs: 1, Currency: "USD", Source: "hand", AsOf: "2026-11-30",
+		OnDemand:      catalog.OnDemand{Hourly: catalog.Known(hourly), Increment: dur(time.Second), Minimum: dur(0)},
+		Subscriptions: subs, BootFee: catalog.Known(0), IPMonth: catalog.Known(0), EgressGB: catalog.Known(0),
+		Storage: catalog.Storage{IncludedGB: catalog.Known(0), RunningGBMonth: catalog.Known(0), StoppedGBMonth: catalog.Known(0)}}
+}
+
+func TestSubscriptionCover(t *testing.T) {
+	day := catalog.Subscription{Period: "day", Price: 40}
+	week := catalog.Subscription{Period: "week", Price: 250}
+	month := catalog.Subscription{Period: "month", Price: 900}
+	for _, tc := range []struct {
+		name       string
+		subs       []catalog.Subscription
+		hours      float64
+		days       int
+		wantTotal  float64
+		wantDetail string
+	}{
+		// 24 h a day for 30 days; on demand a day is 48. A month (900) beats
+		// 30 days (1200), 4 weeks + 2 days (1080) and on demand (1440).
+		{"month", []catalog.Subscription{day, week, month}, 720, 30, 900, "1 month"},
+		// 10 days: 1 week + 3 days = 250 + 120 = 370 beats 2 weeks (500),
+		// 10 days (400) and a month (900).
+		{"week and days", []catalog.Subscription{day, week, month}, 240, 10, 370, "1 week + 3 days"},
+		// 9 days with only a week on sale: 1 week + 2 days on demand
+		// (2 × 48 = 96) = 346 beats 2 weeks (500) and 9 days on demand (432).
+		{"mixed with on demand", []catalog.Subscription{week}, 216, 9, 346, "1 week + 48 h on demand"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := subOffer(2, tc.subs...)
+			p := Profile{ComputeHours: tc.hours, SpanDays: tc.days}
+			p.Defaults()
+			b, ok := subscriptionBill(&p, &o)
+			if !ok {
+				t.Fatal("no subscription bill")
+			}
+			if !near(b.Total, tc.wantTotal) || b.Detail != tc.wantDetail {
+				t.Errorf("got %v %q, want %v %q", b.Total, b.Detail, tc.wantTotal, tc.wantDetail)
+			}
+		})
+	}
+	// 2 h a day for 30 days: a day on demand is 4, so no period pays off and
+	// there is no subscription bill.
+	o := subOffer(2, day, week, month)
+	p := Profile{ComputeHours: 60, SpanDays: 30}
+	p.Defaults()
+	if b, ok := subscriptionBill(&p, &o); ok {
+		t.Errorf("subscription offered although on demand is cheaper: %+v", b)
+	}
+}
+
+func TestSubscriptionStorage(t *testing.T) {
+	// While subscribed the instance is kept: storage at the running rate all
+	// day, never the stopped rate. 100 GB extra at 0.72/GB-month running =
+	// 0.1 an hour; a month = 720 h × 0.1 = 72, on top of the 900 price.
+	o := subOffer(2, catalog.Subscription{Period: "month", Price: 900})
+	o.Storage = catalog.Storage{IncludedGB: catalog.Known(0), RunningGBMonth: catalog.Known(0.72), StoppedGBMonth: catalog.Known(100)}
+	p := Profile{ComputeHours: 720, SpanDays: 30, DiskGB: 100}
+	p.Defaults()
+	b, ok := subscriptionBill(&p, &o)
+	if !ok || !near(item(b, ItemStorage), 72) || !near(b.Total, 972) {
+		t.Fatalf("ok %v storage %v total %v", ok, item(b, ItemStorage), b.Total)
+	}
+}
+
+func TestBreakEvenFollowsFromPrices(t *testing.T) {
+	// A month priced at 75% of 720 h on demand (1/h): 540, so it breaks even
+	// at 540 h (18 h a day), not at the 160-180 h the seed document claims.
+	o := subOffer(1, catalog.Subscription{Period: "month", Price: 0.75 * 720})
+	p := Profile{ComputeHours: 300, SpanDays: 30}
+	p.Defaults()
+	plan, err := MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := plan.Offers[0].BreakEven
+	if len(be) != 1 || !near(be[0].Hours, 540) || !near(be[0].HoursPerDay, 18) {
+		t.Fatalf("break-even %+v", be)
+	}
+	if plan.Offers[0].Recommendation != OnDemand {
+		t.Errorf("300 h < 540 h should stay on demand, got %s (%s)", plan.Offers[0].Recommendation, plan.Offers[0].Reason)
+	}
+	p.ComputeHours = 600
+	plan, _ = MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{}, nil)
+	if plan.Offers[0].Recommendation != Subscription {
+		t.Errorf("600 h > 540 h should subscribe, got %s (%s)", plan.Offers[0].Recommendation, plan.Offers[0].Reason)
+	}
+}
+
+func TestSpotBill(t *testing.T) {
+	o := testOffer()
+	o.GPUs = 1
+	o.Spot = &catalog.Spot{Hourly: catalog.Known(1), InterruptionsPerDay: catalog.Known(2.4), Notice: dur(30 * time.Second)}
+	// 2 h of work, checkpoint every 1 h, write 0.1 h, restart 0.2 h, at
+	// 2.4/day = 0.1/h. A segment is 1.1 h: e^(0.11) − 1 = 0.116278 expected
+	// failures, each costing 1/0.1 + 0.2 = 10.2 h → 1.186035 h extra; with
+	// the 1.1 h itself, 2 segments take 2 × 1.186035 = 2.372070 h in all.
+	p := Profile{ComputeHours: 2, SpanDays: 1, Interruptible: true,
+		Checkpoint: &Checkpoint{Every: Duration(time.Hour), Write: Duration(6 * time.Minute), Restart: Duration(12 * time.Minute)}}
+	p.Defaults()
+	b, ok := spotBill(&p, &o, Options{})
+	if !ok {
+		t.Fatal("no spot bill")
+	}
+	fails := 2 * math.Expm1(0.11)
+	hours := fails * 10.2
+	if math.Abs(hours-2.372070) > 1e-5 {
+		t.Fatalf("hand arithmetic: %v", hours)
+	}
+	if got := item(b, ItemCompute); !near(got, hours*1) {
+		t.Errorf("compute %v, want %v", got, hours)
+	}
+	// Boot: 0.5 × (1 start + 0.2326 expected interruptions).
+	if got := item(b, ItemBoot); !near(got, 0.5*(1+fails)) {
+		t.Errorf("boot %v, want %v", got, 0.5*(1+fails))
+	}
+	// The 6 min write does not fit in the 30 s notice.
+	if !strings.Contains(strings.Join(b.Warnings, "\n"), "longer than the 30s interruption notice") {
+		t.Errorf("warnings %q", b.Warnings)
+	}
+	// Not interruptible: no spot bill, and the quote says why.
+	p.Interruptible = false
+	q, err := Make(&p, []catalog.Offer{o}, catalog.Rates{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range q.Bills {
+		if b.Plan == Spot {
+			t.Error("spot quoted for a job that cannot resume")
+		}
+	}
+	if len(q.Notes) != 1 || !strings.Contains(q.Notes[0], "not interruptible") {
+		t.Errorf("notes %q", q.Notes)
+	}
+}
+
+func TestQuoteSortsAndConverts(t *testing.T) {
+	cheap := subOffer(1)
+	cheap.ID, cheap.Currency = "cny", "CNY" // 1 CNY/h = 0.1 USD/h at 10 CNY per USD
+	dear := subOffer(0.5)
+	dear.ID = "usd"
+	rates := catalog.Rates{AsOf: "2026-11-30", PerUSD: map[string]float64{"USD": 1, "CNY": 10}}
+	p := Profile{ComputeHours: 10}
+	p.Defaults()
+	q, err := Make(&p, []catalog.Offer{dear, cheap}, rates, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Bills) != 2 || q.Bills[0].Offer != "cny" || !near(q.Bills[0].Total, 1) || !near(q.Bills[1].Total, 5) {
+		t.Fatalf("bills %+v", q.Bills)
+	}
+	if len(q.Rates) != 1 || q.Rates[0] != "1 USD = 10 CNY (as of 2026-11-30)" {
+		t.Errorf("rates %q", q.Rates)
+	}
+	q, _ = Make(&p, []catalog.Offer{dear, cheap}, rates, Options{Currency: "CNY"})
+	if !near(q.Bills[1].Total, 50) || q.Currency != "CNY" {
+		t.Errorf("in CNY: %+v", q.Bills[1])
+	}
+	if _, err := Make(&p, []catalog.Offer{dear}, rates, Options{Currency: "JPY"}); err == nil || !strings.Contains(err.Error(), "no exchange rate for JPY") {
+		t.Errorf("JPY: %v", err)
+	}
+}
+
+func TestOffersNoMatch(t *testing.T) {
+	p := Profile{GPU: "TPU v5"}
+	_, err := Offers(&p, []catalog.Offer{testOffer()})
+	if err == nil || !strings.Contains(err.Error(), `no offer has GPU "TPU v5"; the catalog has: RTX 4090`) {
+		t.Errorf("got %v", err)
+	}
+}

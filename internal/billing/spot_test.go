@@ -1,0 +1,134 @@
+package billing
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestExpectedHandWorked(t *testing.T) {
+	// No checkpoints, 1 h of work, 1 interruption an hour, no restart time:
+	// e^1 − 1 = 1.718282 h expected.
+	h, k := Run{Work: 1, Every: 1, Rate: 1}.Expected()
+	if math.Abs(h-1.718282) > 1e-6 || math.Abs(k-1.718282) > 1e-6 {
+		t.Errorf("got %v h, %v interruptions", h, k)
+	}
+	// 2.5 h of work in 1 h segments with a 0.1 h write: 2 segments of 1.1 h
+	// and a last one of 0.6 h. At λ = 0 that is 2.8 h exactly.
+	if h, _ := (Run{Work: 2.5, Every: 1, Write: 0.1}).Expected(); !near(h, 2.8) {
+		t.Errorf("no interruptions: %v h, want 2.8", h)
+	}
+	// With λ = 0.5/h and a 0.2 h restart: (2(e^0.55 − 1) + (e^0.3 − 1)) × 2.2
+	// = (2 × 0.733253 + 0.349859) × 2.2 = 1.816365 × 2.2 = 3.996003 h.
+	h, _ = Run{Work: 2.5, Every: 1, Write: 0.1, Restart: 0.2, Rate: 0.5}.Expected()
+	if math.Abs(h-3.996003) > 1e-5 {
+		t.Errorf("got %v h, want 3.996003", h)
+	}
+}
+
+func TestMonteCarloMatchesClosedForm(t *testing.T) {
+	for _, r := range []Run{
+		// 300 h of work, checkpoint every 30 min taking 1 min, 5 min restart,
+		// 1.5 interruptions a day.
+		{Work: 300, Every: 0.5, Write: 1.0 / 60, Restart: 5.0 / 60, Rate: 1.5 / 24},
+		// A partial last segment and a high rate.
+		{Work: 10.3, Every: 2, Write: 0.25, Restart: 0.5, Rate: 0.4},
+		// No checkpoints at all.
+		{Work: 3, Every: 3, Rate: 0.2},
+	} {
+		want, _ := r.Expected()
+		risk := MonteCarlo(r, Cost{PerHour: 1}, 200000, 42, 0)
+		if rel := math.Abs(risk.MeanHours-want) / want; rel > 0.01 {
+			t.Errorf("%+v: Monte Carlo mean %v vs closed form %v (%.2f%% off)", r, risk.MeanHours, want, rel*100)
+		}
+		if !near(risk.MeanCost, risk.MeanHours) {
+			t.Errorf("cost at 1/h should equal hours: %v vs %v", risk.MeanCost, risk.MeanHours)
+		}
+		if !(risk.P50Hours <= risk.P90Hours) || risk.P50Hours < r.Work {
+			t.Errorf("%+v: P50 %v P90 %v", r, risk.P50Hours, risk.P90Hours)
+		}
+	}
+}
+
+func TestMonteCarloReproducibleAndDeadline(t *testing.T) {
+	r := Run{Work: 50, Every: 1, Write: 0.05, Restart: 0.1, Rate: 0.05}
+	a := MonteCarlo(r, Cost{PerHour: 2, PerInterruption: 1, Fixed: 3}, 5000, 7, 55)
+	b := MonteCarlo(r, Cost{PerHour: 2, PerInterruption: 1, Fixed: 3}, 5000, 7, 55)
+	if a != b && !(math.IsNaN(a.DeadlineProb) && math.IsNaN(b.DeadlineProb)) {
+		t.Fatalf("same seed, different results: %+v vs %+v", a, b)
+	}
+	if a.DeadlineProb <= 0 || a.DeadlineProb >= 1 {
+		t.Errorf("P(finish within 55 h) = %v, want strictly between 0 and 1", a.DeadlineProb)
+	}
+	// The minimum possible time is 50 segments of 1.05 h = 52.5 h: a deadline
+	// below it is never met.
+	if c := MonteCarlo(r, Cost{}, 2000, 7, 52); c.DeadlineProb != 0 {
+		t.Errorf("deadline below the minimum met with probability %v", c.DeadlineProb)
+	}
+	if c := MonteCarlo(r, Cost{}, 10, 7, 0); !math.IsNaN(c.DeadlineProb) {
+		t.Errorf("no deadline: %v", c.DeadlineProb)
+	}
+}
+
+func TestOptimalIntervalDalyExamples(t *testing.T) {
+	// Daly (2006) figure captions, shared/reference/resume_security.md §3:
+	// δ = 5 min; M = 24 h → 117 min; M = 6 h → 57 min; M = 15 min → 9.1 min.
+	for _, tc := range []struct{ mtbfMin, wantMin, tol float64 }{
+		{24 * 60, 117, 0.5}, {6 * 60, 57, 0.5}, {15, 9.1, 0.05},
+	} {
+		iv := OptimalInterval(5.0/60, tc.mtbfMin/60)
+		if got := iv.Daly * 60; math.Abs(got-tc.wantMin) > tc.tol {
+			t.Errorf("M = %v min: Daly %v min, want %v", tc.mtbfMin, got, tc.wantMin)
+		}
+	}
+	// Young: √(2 × 5 min × 24 h) = √(2 × 5 × 1440) min = 120 min.
+	if iv := OptimalInterval(5.0/60, 24); math.Abs(iv.Young*60-120) > 1e-9 {
+		t.Errorf("Young %v min, want 120", iv.Young*60)
+	}
+	// δ ≥ 2M: checkpoint every M.
+	if iv := OptimalInterval(3, 1); iv.Daly != 1 {
+		t.Errorf("δ ≥ 2M: %v", iv.Daly)
+	}
+}
+
+func TestDalyMinimisesExpectedTime(t *testing.T) {
+	// The closed form's own minimum should sit near Daly's interval: the
+	// expected time at Daly's τ is within 0.5% of the best τ on a fine grid.
+	write, rate := 2.0/60, 1.0/6
+	iv := OptimalInterval(write, 1/rate)
+	at := func(every float64) float64 {
+		h, _ := Run{Work: 1000, Every: every, Write: write, Restart: 0.1, Rate: rate}.Expected()
+		return h
+	}
+	best := math.Inf(1)
+	for e := 0.05; e < 5; e += 0.001 {
+		best = math.Min(best, at(e))
+	}
+	if got := at(iv.Daly); got > best*1.005 {
+		t.Errorf("expected time at Daly's %v h is %v, best on grid %v", iv.Daly, got, best)
+	}
+}
+
+// BenchmarkSimulate is one trial of a 300-hour job checkpointing every 30
+// minutes at 1.5 interruptions a day: the spot simulation's unit of work.
+func BenchmarkSimulate(b *testing.B) {
+	r := Run{Work: 300, Every: 0.5, Write: 1.0 / 60, Restart: 5.0 / 60, Rate: 1.5 / 24}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sink float64
+	b.ReportAllocs()
+	for b.Loop() {
+		sink += r.Simulate(rng).Hours
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "trials/s")
+	_ = sink
+}
+
+// BenchmarkMonteCarlo10k is one offer's plan: 10000 trials with quantiles.
+func BenchmarkMonteCarlo10k(b *testing.B) {
+	r := Run{Work: 300, Every: 0.5, Write: 1.0 / 60, Restart: 5.0 / 60, Rate: 1.5 / 24}
+	b.ReportAllocs()
+	for b.Loop() {
+		MonteCarlo(r, Cost{PerHour: 1}, 10000, 1, 400)
+	}
+	b.ReportMetric(10000*float64(b.N)/b.Elapsed().Seconds(), "trials/s")
+}
