@@ -19,7 +19,7 @@ func newCatalog(g *globals) *cobra.Command {
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List offers (the embedded catalog with any --catalog files merged over it)",
-		Args:  cobra.NoArgs,
+		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err
@@ -76,10 +76,14 @@ func newCatalog(g *globals) *cobra.Command {
 	check := &cobra.Command{
 		Use:   "check FILE...",
 		Short: "Validate catalog files: every problem with file, line and field",
-		Args:  cobra.MinimumNArgs(1),
+		Args:  args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			def, err := catalog.Default()
+			if err != nil {
+				return err
+			}
 			for _, path := range args {
-				c, err := catalog.ReadFile(path)
+				c, err := catalog.ReadFile(path, def.Rates)
 				if err != nil {
 					return err
 				}
@@ -108,7 +112,7 @@ func newCatalog(g *globals) *cobra.Command {
 	def := &cobra.Command{
 		Use:   "default",
 		Short: "Print the embedded catalog, to start your own from",
-		Args:  cobra.NoArgs,
+		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := g.stdout.Write(catalog.DefaultYAML())
 			return err

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -53,10 +54,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ue usageError
 	var fe *yamlfile.FieldError
 	var fes yamlfile.Errors
-	if errors.As(err, &ue) || errors.As(err, &fe) || errors.As(err, &fes) || errors.Is(err, fs.ErrNotExist) {
+	// cobra reports unknown subcommands with an untyped error.
+	if errors.As(err, &ue) || errors.As(err, &fe) || errors.As(err, &fes) || errors.Is(err, fs.ErrNotExist) ||
+		strings.HasPrefix(err.Error(), "unknown command") {
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// args wraps a cobra argument check so that its failure exits 2.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
 }
 
 // globals are the flags every command shares.

@@ -135,7 +135,7 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	if p.Checkpoint != nil && p.Checkpoint.Every == 0 {
 		return nil, nil, nil, opt, usagef("checkpoint settings need --ckpt-every (or checkpoint.every in the profile)")
 	}
-	if p.ComputeHours == 0 && !set("hours") {
+	if !set("hours") && (ix == nil || !ix.Has("compute_hours")) {
 		return nil, nil, nil, opt, usagef("--hours: required (or compute_hours in --profile)")
 	}
 	p.Defaults()

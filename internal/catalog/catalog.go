@@ -296,7 +296,15 @@ type Storage struct {
 }
 
 // Validate reports every problem in c as paths into the YAML document.
-func (c *Catalog) Validate() []yamlfile.Problem {
+// Offer currencies must have a rate in c or in also (the catalog c will be
+// merged over), so a user file may price in CNY on the embedded rates.
+func (c *Catalog) Validate(also Rates) []yamlfile.Problem {
+	rates := Rates{PerUSD: map[string]float64{}}
+	for _, r := range []Rates{also, c.Rates} {
+		for k, v := range r.PerUSD {
+			rates.PerUSD[k] = v
+		}
+	}
 	var ps []yamlfile.Problem
 	if c.Version != 1 {
 		ps = append(ps, yamlfile.Problemf("version", "want version: 1, got %d", c.Version))
@@ -311,7 +319,7 @@ func (c *Catalog) Validate() []yamlfile.Problem {
 			ps = append(ps, yamlfile.Problemf(p+".id", "duplicate id %q (also offers[%d])", o.ID, j))
 		}
 		seen[o.ID] = i
-		ps = append(ps, o.validate(p, c.Rates)...)
+		ps = append(ps, o.validate(p, rates)...)
 	}
 	return ps
 }
@@ -383,14 +391,18 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 	return ps
 }
 
-// Parse decodes and validates one catalog file. Errors name file, line and field.
-func Parse(file string, data []byte) (*Catalog, error) {
+// Parse decodes and validates one catalog file on its own. Errors name
+// file, line and field.
+func Parse(file string, data []byte) (*Catalog, error) { return ParseOver(file, data, Rates{}) }
+
+// ParseOver is Parse for a catalog to be merged over one with rates base.
+func ParseOver(file string, data []byte, base Rates) (*Catalog, error) {
 	var c Catalog
 	ix, err := yamlfile.Decode(file, data, &c)
 	if err != nil {
 		return nil, err
 	}
-	if err := ix.Place(file, c.Validate()); err != nil {
+	if err := ix.Place(file, c.Validate(base)); err != nil {
 		return nil, err
 	}
 	return &c, nil

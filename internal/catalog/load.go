@@ -27,13 +27,13 @@ func Default() (*Catalog, error) {
 // their own from it.
 func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
 
-// ReadFile parses one user catalog.
-func ReadFile(path string) (*Catalog, error) {
+// ReadFile parses one user catalog to be merged over base's rates.
+func ReadFile(path string, base Rates) (*Catalog, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read catalog: %w", err)
 	}
-	return Parse(path, data)
+	return ParseOver(path, data, base)
 }
 
 // Load returns the embedded catalog with the user catalogs at paths merged
@@ -44,7 +44,7 @@ func Load(paths []string) (*Catalog, error) {
 		return nil, err
 	}
 	for _, p := range paths {
-		u, err := ReadFile(p)
+		u, err := ReadFile(p, c.Rates)
 		if err != nil {
 			return nil, err
 		}

@@ -88,6 +88,12 @@ func (ix *Index) Line(path string) int {
 	}
 }
 
+// Has reports whether path was written in the file.
+func (ix *Index) Has(path string) bool {
+	_, ok := ix.byPath[path]
+	return ok
+}
+
 // Place turns validation problems into FieldErrors of file, sorted by line.
 // It returns nil when there are none.
 func (ix *Index) Place(file string, ps []Problem) error {

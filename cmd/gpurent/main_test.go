@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"gpurent": func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the CLI the way users do: testdata/script/*.txtar hold a
+// command line and what it must print, the way age tests its CLI.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+}
+
+func gpurent(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(context.Background(), args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	badProfile := write("bad.yaml", "gpu: RTX 4090\ncompute_hours: 300\nspan_days: 30\negress: 5\n")
+	zeroHours := write("zero.yaml", "gpu: RTX 4090\ncompute_hours: 0\n")
+	noGPU := write("nogpu.yaml", "gpu: TPU v9\ncompute_hours: 10\n")
+	badCatalog := write("cat.yaml", "version: 1\noffers:\n  - id: x\n    provider: P\n    gpu: G\n    gpus: 1\n    currency: USD\n    source: s\n    as_of: d\n    on_demand: {hourly: -1}\n")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"ok", []string{"quote", "--gpu", "RTX 4090", "--hours", "10"}, 0, ""},
+		{"no hours", []string{"quote", "--gpu", "RTX 4090"}, 2, "--hours: required"},
+		{"zero hours flag", []string{"quote", "--hours", "0"}, 2, "--hours: want a positive number of hours"},
+		{"NaN hours", []string{"quote", "--hours", "NaN"}, 2, "--hours: want a positive number of hours"},
+		{"unknown flag", []string{"quote", "--hourz", "1"}, 2, "unknown flag: --hourz"},
+		{"bad output", []string{"quote", "--hours", "1", "-o", "xml"}, 2, `-o: unknown format "xml"`},
+		{"gpu nobody has", []string{"quote", "--gpu", "TPU v9", "--hours", "1"}, 2, `--gpu: no offer has GPU "TPU v9"`},
+		{"profile unknown field", []string{"quote", "--profile", badProfile}, 2, `bad.yaml:4: egress: unknown field "egress"`},
+		{"profile zero hours", []string{"quote", "--profile", zeroHours}, 2, "zero.yaml:2: compute_hours: want a positive number of hours"},
+		{"profile gpu nobody has", []string{"quote", "--profile", noGPU}, 2, `nogpu.yaml:1: gpu: no offer has GPU "TPU v9"`},
+		{"missing profile", []string{"quote", "--profile", filepath.Join(dir, "none.yaml")}, 2, "none.yaml"},
+		{"bad catalog", []string{"quote", "--catalog", badCatalog, "--hours", "1"}, 2, "cat.yaml:10: offers[0].on_demand.hourly: want a non-negative amount"},
+		{"catalog check bad", []string{"catalog", "check", badCatalog}, 2, "cat.yaml:10: offers[0].on_demand.hourly"},
+		{"bad duration", []string{"quote", "--hours", "1", "--ckpt-every", "30x"}, 2, `--ckpt-every: invalid duration "30x"`},
+		{"bad currency", []string{"quote", "--hours", "1", "--currency", "JPY"}, 2, "--currency: no exchange rate for JPY"},
+		{"bad deadline", []string{"plan", "--hours", "1", "--deadline", "soon"}, 2, "--deadline: want a positive duration"},
+		{"bad trials", []string{"plan", "--hours", "1", "--trials", "0"}, 2, "--trials: want 1 to 10000000"},
+		{"hours beyond span", []string{"quote", "--hours", "100", "--days", "1"}, 2, "--hours: 100 h do not fit in span_days 1"},
+		{"inference without tokens", []string{"plan", "--inference"}, 2, "--tokens-per-day: required"},
+		{"inference bad model", []string{"plan", "--inference", "--tokens-per-day", "1e6", "--model", "13B"}, 2, `--model: want 8B or 70B, got "13B"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := gpurent(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tc.code, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestQuoteJSONContract(t *testing.T) {
+	code, out, errOut := gpurent(t, "quote", "--gpu", "H100", "--hours", "100", "--days", "30", "--starts", "5", "--disk", "500", "--egress", "50", "--interruptible", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var q struct {
+		Currency string `json:"currency"`
+		Bills    []struct {
+			Offer       string   `json:"offer"`
+			Provider    string   `json:"provider"`
+			Plan        string   `json:"plan"`
+			Detail      string   `json:"detail"`
+			Total       *float64 `json:"total"`
+			ListTotal   *float64 `json:"list_total"`
+			HiddenShare *float64 `json:"hidden_share"`
+			Items       []struct {
+				Kind   string   `json:"kind"`
+				Amount *float64 `json:"amount"`
+			} `json:"items"`
+			Warnings []string `json:"warnings"`
+		} `json:"bills"`
+	}
+	if err := json.Unmarshal([]byte(out), &q); err != nil {
+		t.Fatal(err)
+	}
+	if q.Currency != "USD" || len(q.Bills) < 10 {
+		t.Fatalf("currency %q, %d bills", q.Currency, len(q.Bills))
+	}
+	plans := map[string]bool{}
+	for i, b := range q.Bills {
+		plans[b.Plan] = true
+		if b.Offer == "" || b.Provider == "" || b.Total == nil || b.ListTotal == nil || b.HiddenShare == nil || len(b.Items) != 5 || b.Warnings == nil {
+			t.Fatalf("bill %d incomplete: %+v", i, b)
+		}
+		if i > 0 && *b.Total < *q.Bills[i-1].Total {
+			t.Errorf("bills not sorted by total at %d", i)
+		}
+	}
+	if !plans["on_demand"] || !plans["spot"] {
+		t.Errorf("plans seen: %v", plans)
+	}
+}
+
+func TestPlanJSONContract(t *testing.T) {
+	code, out, errOut := gpurent(t, "plan", "--gpu", "H100", "--hours", "300", "--interruptible", "--interruptions-per-day", "1.5",
+		"--ckpt-every", "30m", "--ckpt-write", "1m", "--ckpt-restart", "5m", "--trials", "2000", "--deadline", "14d", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var p struct {
+		Offers []struct {
+			Offer     string `json:"offer"`
+			BreakEven []struct {
+				Period string
+				Hours  float64
+			} `json:"break_even"`
+			Recommendation string `json:"recommendation"`
+			Reason         string `json:"reason"`
+			Checkpoint     *struct {
+				Young *float64 `json:"young_minutes"`
+				Daly  *float64 `json:"daly_minutes"`
+				Lost  *float64 `json:"lost_fraction"`
+			} `json:"checkpoint"`
+			Spot *struct {
+				P50Cost  *float64 `json:"p50_cost"`
+				P90Cost  *float64 `json:"p90_cost"`
+				P50Hours *float64 `json:"p50_hours"`
+				P90Hours *float64 `json:"p90_hours"`
+			} `json:"spot"`
+		} `json:"offers"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	spots := 0
+	for _, o := range p.Offers {
+		if o.Recommendation == "" || o.Reason == "" || o.BreakEven == nil {
+			t.Errorf("%s: recommendation %q reason %q", o.Offer, o.Recommendation, o.Reason)
+		}
+		if o.Spot != nil {
+			spots++
+			if o.Spot.P50Cost == nil || o.Spot.P90Hours == nil || *o.Spot.P90Cost < *o.Spot.P50Cost || o.Checkpoint == nil || o.Checkpoint.Daly == nil {
+				t.Errorf("%s: spot %+v checkpoint %+v", o.Offer, o.Spot, o.Checkpoint)
+			}
+		}
+	}
+	if spots == 0 {
+		t.Error("no offer was simulated")
+	}
+	// Same seed, same figures.
+	_, again, _ := gpurent(t, "plan", "--gpu", "H100", "--hours", "300", "--interruptible", "--interruptions-per-day", "1.5",
+		"--ckpt-every", "30m", "--ckpt-write", "1m", "--ckpt-restart", "5m", "--trials", "2000", "--deadline", "14d", "-o", "json")
+	if again != out {
+		t.Error("two runs with the same seed differ")
+	}
+}
