@@ -69,7 +69,7 @@ func Problemf(path, format string, args ...any) Problem {
 // Index maps field paths to the lines they were written on.
 type Index struct {
 	byPath map[string]int
-	byLine map[int]string    // the first path written on a line
+	byLine map[int][]string  // the keys written on a line, in order
 	byPos  map[[2]int]string // the path of the node at line, column
 }
 
@@ -115,7 +115,7 @@ func (ix *Index) walk(n *yaml.Node, path string) {
 	if _, ok := ix.byPath[path]; !ok {
 		ix.byPath[path] = n.Line
 	}
-	ix.note(n, path)
+	ix.byPos[[2]int{n.Line, n.Column}] = path
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
@@ -129,7 +129,8 @@ func (ix *Index) walk(n *yaml.Node, path string) {
 				p = path + "." + k.Value
 			}
 			ix.byPath[p] = k.Line
-			ix.note(k, p)
+			ix.byPos[[2]int{k.Line, k.Column}] = p
+			ix.byLine[k.Line] = append(ix.byLine[k.Line], p)
 			ix.walk(v, p)
 		}
 	case yaml.SequenceNode:
@@ -139,17 +140,25 @@ func (ix *Index) walk(n *yaml.Node, path string) {
 	}
 }
 
-func (ix *Index) note(n *yaml.Node, path string) {
-	ix.byPos[[2]int{n.Line, n.Column}] = path
-	if _, ok := ix.byLine[n.Line]; !ok && path != "" {
-		ix.byLine[n.Line] = path
+// atLine is the path of the key named field on line, else the first key
+// on the line, else the innermost path that starts there.
+func (ix *Index) atLine(line int, field string) string {
+	keys := ix.byLine[line]
+	for _, k := range keys {
+		if field != "" && (k == field || strings.HasSuffix(k, "."+field)) {
+			return k
+		}
 	}
+	if len(keys) > 0 {
+		return keys[0]
+	}
+	return ""
 }
 
 var (
 	posRe     = regexp.MustCompile(`^col (\d+): (.*)$`)
 	lineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)
-	unknownRe = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	unknownRe = regexp.MustCompile(`^field (\S+) not found in type `)
 )
 
 // Decode decodes the single YAML document in data into v, rejecting unknown
@@ -163,7 +172,7 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &FieldError{File: file, Msg: "empty document"}
 	}
-	ix := &Index{byPath: map[string]int{}, byLine: map[int]string{}, byPos: map[[2]int]string{}}
+	ix := &Index{byPath: map[string]int{}, byLine: map[int][]string{}, byPos: map[[2]int]string{}}
 	ix.walk(&root, "")
 
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -186,7 +195,7 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 		if m := lineRe.FindStringSubmatch(msg); m != nil {
 			fe.Line, _ = strconv.Atoi(m[1])
 			fe.Msg = m[2]
-			fe.Path = ix.byLine[fe.Line]
+			fe.Path = ix.atLine(fe.Line, "")
 			if p := posRe.FindStringSubmatch(fe.Msg); p != nil {
 				col, _ := strconv.Atoi(p[1])
 				fe.Msg = p[2]
@@ -196,6 +205,7 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 			}
 			if u := unknownRe.FindStringSubmatch(fe.Msg); u != nil {
 				fe.Msg = "unknown field " + strconv.Quote(u[1])
+				fe.Path = ix.atLine(fe.Line, u[1])
 			}
 		}
 		es = append(es, fe)
