@@ -132,3 +132,55 @@ func BenchmarkMonteCarlo10k(b *testing.B) {
 	}
 	b.ReportMetric(10000*float64(b.N)/b.Elapsed().Seconds(), "trials/s")
 }
+
+// simulateSegments is the textbook simulation, one draw per segment
+// attempt: the peer the interruption-stepping Simulate is checked and
+// benchmarked against.
+func (r Run) simulateSegments(rng *rand.Rand) float64 {
+	full, seg, last := r.segments()
+	var t float64
+	attempt := func(T float64) {
+		for {
+			x := rng.ExpFloat64() / r.Rate
+			if x >= T {
+				t += T
+				return
+			}
+			t += x + r.Restart
+		}
+	}
+	for range full {
+		attempt(seg)
+	}
+	if last > 0 {
+		attempt(last)
+	}
+	return t
+}
+
+func TestSegmentSimulationAgrees(t *testing.T) {
+	r := Run{Work: 40, Every: 0.5, Write: 0.05, Restart: 0.2, Rate: 0.3}
+	want, _ := r.Expected()
+	rng := rand.New(rand.NewPCG(3, 4))
+	var sum float64
+	const n = 100000
+	for range n {
+		sum += r.simulateSegments(rng)
+	}
+	if rel := math.Abs(sum/n-want) / want; rel > 0.01 {
+		t.Errorf("segment simulation mean %v vs closed form %v", sum/n, want)
+	}
+}
+
+// BenchmarkSimulateSegments is the same trial as BenchmarkSimulate, stepped
+// segment by segment.
+func BenchmarkSimulateSegments(b *testing.B) {
+	r := Run{Work: 300, Every: 0.5, Write: 1.0 / 60, Restart: 5.0 / 60, Rate: 1.5 / 24}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sink float64
+	for b.Loop() {
+		sink += r.simulateSegments(rng)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "trials/s")
+	_ = sink
+}
