@@ -21,7 +21,8 @@ func TestMain(m *testing.M) {
 // TestScripts runs the CLI the way users do: testdata/script/*.txtar hold a
 // command line and what it must print, the way age tests its CLI.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+	// UPDATE_GOLDEN=1 rewrites the expected output in the scripts: review the diff.
+	testscript.Run(t, testscript.Params{Dir: "testdata/script", UpdateScripts: os.Getenv("UPDATE_GOLDEN") != ""})
 }
 
 func gpurent(t *testing.T, args ...string) (code int, stdout, stderr string) {

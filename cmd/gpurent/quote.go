@@ -62,11 +62,11 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	}
 	fmt.Fprintf(w, "%s h on %s x%d over %d days, %d starts, %s GB disk, %s GB egress; amounts in %s\n\n",
 		trim(p.ComputeHours), gpu, p.GPUs, p.SpanDays, p.Starts, trim(p.DiskGB), trim(p.EgressGB), q.Currency)
-	tab := report.NewTab("#", "OFFER", "PROVIDER", "GPU", "INST", "PLAN", "TOTAL", "LIST", "HIDDEN", "COMPUTE", "STORAGE", "EGRESS", "BOOT", "IP", "!", "DETAIL")
+	tab := report.NewTab("#", "OFFER", "PROVIDER", "GPU", "INST", "PLAN", "TOTAL", "LIST", "HIDDEN", "COMPUTE", "STORAGE", "EGRESS", "BOOT", "IP", "UNKNOWN", "DETAIL")
 	for i, b := range q.Bills {
-		warn := ""
-		if len(b.Warnings) > 0 {
-			warn = fmt.Sprint(len(b.Warnings))
+		warn := "-"
+		if len(b.Unknown) > 0 {
+			warn = fmt.Sprint(len(b.Unknown))
 		}
 		tab.Row(fmt.Sprint(i+1), b.Offer, b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
 			report.Money(b.Total), report.Money(b.ListTotal), report.Percent(b.HiddenShare),
@@ -89,7 +89,7 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 		}
 	}
 	if len(lines) > 0 {
-		fmt.Fprintf(w, "\n! warnings:\n%s\n", strings.Join(lines, "\n"))
+		fmt.Fprintf(w, "\nwarnings (UNKNOWN counts fees no source confirmed, computed as 0: such bills may be dearer):\n%s\n", strings.Join(lines, "\n"))
 	}
 	for _, n := range q.Notes {
 		fmt.Fprintf(w, "\nnote: %s\n", n)

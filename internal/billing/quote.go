@@ -44,7 +44,10 @@ type Bill struct {
 	ListTotal   float64  `json:"list_total"`   // on-demand hourly × compute hours × instances: what the price page suggests
 	HiddenShare float64  `json:"hidden_share"` // (total − list_total) / total
 	Items       []Item   `json:"items"`
-	Warnings    []string `json:"warnings"`
+	// Unknown names the fees no source confirmed, counted as 0: a bill with
+	// unknowns may rank cheaper than it is.
+	Unknown  []string `json:"unknown"`
+	Warnings []string `json:"warnings"`
 	// Currency is the offer's own; amounts are in the quote's currency.
 	OfferCurrency string `json:"offer_currency"`
 }
@@ -151,6 +154,15 @@ func (u *usage) fee(name string, f catalog.Fee, matters bool) float64 {
 		return 0
 	}
 	return v
+}
+
+// names are the unknown fees' field names, without explanations.
+func (u *usage) names() []string {
+	out := make([]string, len(u.unknown))
+	for i, n := range u.unknown {
+		out[i], _, _ = strings.Cut(n, " ")
+	}
+	return out
 }
 
 func (u *usage) warnings() []string {
@@ -284,7 +296,7 @@ func onDemandBill(p *Profile, o *catalog.Offer) (Bill, bool) {
 	}
 	b.finish(items, hourly, p)
 	b.Detail = fmt.Sprintf("%d × %s billed (%s increment)", p.Starts, hoursText(billed), o.OnDemand.Increment)
-	b.Warnings = append(u.warnings(), releaseWarning(p, o, p.ComputeHours)...)
+	b.Unknown, b.Warnings = u.names(), append(u.warnings(), releaseWarning(p, o, p.ComputeHours)...)
 	return b, true
 }
 
@@ -368,7 +380,7 @@ func subscriptionBill(p *Profile, o *catalog.Offer) (Bill, bool) {
 		parts = append(parts, hoursText(odHours)+" on demand")
 	}
 	b.Detail = strings.Join(parts, " + ")
-	b.Warnings = u.warnings()
+	b.Unknown, b.Warnings = u.names(), u.warnings()
 	if note != "" {
 		b.Warnings = append(b.Warnings, note)
 	}
@@ -433,7 +445,7 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 	lh, _ := listHourly(o)
 	b.finish(items, lh, p)
 	b.Detail = fmt.Sprintf("expected %s incl. %s lost to %.1f interruptions", hoursText(hours), hoursText(hours-p.ComputeHours), fails)
-	b.Warnings = u.warnings()
+	b.Unknown, b.Warnings = u.names(), u.warnings()
 	if p.Checkpoint == nil {
 		b.Warnings = append(b.Warnings, "no checkpoint settings: each interruption restarts the job from the beginning")
 	} else if n, ok := o.Spot.Notice.Value(); ok && p.Checkpoint.Write.Hours() > n.Hours() {

@@ -118,6 +118,9 @@ func TestInstancesAndUnknownFees(t *testing.T) {
 	if len(b.Warnings) != 1 || b.Warnings[0] != "unknown, computed as 0: on_demand.increment (no rounding applied), boot_fee, ip_month" {
 		t.Errorf("warnings %q", b.Warnings)
 	}
+	if strings.Join(b.Unknown, ",") != "on_demand.increment,boot_fee,ip_month" {
+		t.Errorf("unknown %q", b.Unknown)
+	}
 }
 
 func subOffer(hourly float64, subs ...catalog.Subscription) catalog.Offer {
