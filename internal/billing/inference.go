@@ -29,26 +29,31 @@ type APIPrice struct {
 }
 
 // Throughputs are the sourced serving rates (shared/reference/catalog_notes.md
-// §4.1): Llama-3.1 FP8, vLLM 0.5.4, batched.
-var Throughputs = []Throughput{
-	{"8B", "A100 80GB", 1, 1518, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-8B FP8, vLLM 0.5.4, 320 prompts)", "undated (vLLM 0.5.4)"},
-	{"8B", "H100", 1, 3400, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-8B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
-	{"70B", "A100", 2, 663, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
-	{"70B", "H100", 1, 419, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
-	{"70B", "H100", 2, 1728, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
-	{"70B", "H100", 4, 2243, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
-	{"70B", "H100", 8, 2573, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+// §4.1): Llama-3.1 FP8, vLLM 0.5.4, batched. A new slice each call, so no
+// caller can change the table for another.
+func Throughputs() []Throughput {
+	return []Throughput{
+		{"8B", "A100 80GB", 1, 1518, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-8B FP8, vLLM 0.5.4, 320 prompts)", "undated (vLLM 0.5.4)"},
+		{"8B", "H100", 1, 3400, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-8B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		{"70B", "A100", 2, 663, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		{"70B", "H100", 1, 419, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		{"70B", "H100", 2, 1728, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		{"70B", "H100", 4, 2243, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		{"70B", "H100", 8, 2573, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+	}
 }
 
 // APIPrices are sourced hosted-API prices (catalog_notes.md §4.2).
-var APIPrices = []APIPrice{
-	{"8B", "Together (Llama 3.1 8B Turbo)", 0.18, 0.18, "provider registries in public code", "undated"},
-	{"8B", "DeepInfra (Llama 3.1 8B)", 0.02, 0.04, "HF hundredthrun/gpu-cloud-prices", "2026-11-05"},
-	{"8B", "Fireworks (4B-16B tier)", 0.20, 0.20, "docs.fireworks.ai/serverless/pricing via silybench", "2026-09-25"},
-	{"70B", "Together (Llama 3.1 70B Turbo)", 0.88, 0.88, "getmaxim bifrost calculator; code registries", "2025-26"},
-	{"70B", "DeepInfra (Llama 3.1 70B)", 0.40, 0.40, "bifrost table", "undated"},
-	{"70B", "AWS Bedrock (Llama 3.3 70B, us-east)", 0.72, 0.72, "bedrock.json feed via 2026-10-06 sources file", "2026-10-03"},
-	{"70B", "DeepInfra (Llama 3.3 70B Turbo)", 0.10, 0.32, "HF hundredthrun/gpu-cloud-prices", "2026-11-05"},
+func APIPrices() []APIPrice {
+	return []APIPrice{
+		{"8B", "Together (Llama 3.1 8B Turbo)", 0.18, 0.18, "provider registries in public code", "undated"},
+		{"8B", "DeepInfra (Llama 3.1 8B)", 0.02, 0.04, "HF hundredthrun/gpu-cloud-prices", "2026-11-05"},
+		{"8B", "Fireworks (4B-16B tier)", 0.20, 0.20, "docs.fireworks.ai/serverless/pricing via silybench", "2026-09-25"},
+		{"70B", "Together (Llama 3.1 70B Turbo)", 0.88, 0.88, "getmaxim bifrost calculator; code registries", "2025-26"},
+		{"70B", "DeepInfra (Llama 3.1 70B)", 0.40, 0.40, "bifrost table", "undated"},
+		{"70B", "AWS Bedrock (Llama 3.3 70B, us-east)", 0.72, 0.72, "bedrock.json feed via 2026-10-06 sources file", "2026-10-03"},
+		{"70B", "DeepInfra (Llama 3.3 70B Turbo)", 0.10, 0.32, "HF hundredthrun/gpu-cloud-prices", "2026-11-05"},
+	}
 }
 
 // InferenceQuery is what the user wants to serve.
@@ -89,8 +94,9 @@ type Inference struct {
 // the largest measured tensor-parallel size that divides the instance.
 func throughputFor(model string, o *catalog.Offer) (float64, string, bool) {
 	var best *Throughput
-	for i := range Throughputs {
-		t := &Throughputs[i]
+	table := Throughputs()
+	for i := range table {
+		t := &table[i]
 		if t.Model != model || !catalog.MatchGPU(o.GPU, t.GPU) || o.GPUs%t.GPUs != 0 {
 			continue
 		}
@@ -124,7 +130,7 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 		res.API, res.APIPerM = "--api-price", *q.APIPricePerM
 	} else {
 		best := math.Inf(1)
-		for _, a := range APIPrices {
+		for _, a := range APIPrices() {
 			if a.Model == q.Model && a.OutputPerM < best {
 				best = a.OutputPerM
 				res.API = fmt.Sprintf("%s, %s (%s)", a.Provider, a.Source, a.AsOf)

@@ -33,17 +33,17 @@ type Item struct {
 
 // Bill is what one plan of one offer costs for the profile.
 type Bill struct {
-	Offer       string   `json:"offer"`
-	Provider    string   `json:"provider"`
-	GPU         string   `json:"gpu"`
-	GPUs        int      `json:"gpus"` // per instance
-	Instances   int      `json:"instances"`
-	Plan        string   `json:"plan"`
-	Detail      string   `json:"detail"`
-	Total       float64  `json:"total"`
-	ListTotal   float64  `json:"list_total"`   // on-demand hourly × compute hours × instances: what the price page suggests
-	HiddenShare float64  `json:"hidden_share"` // (total − list_total) / total
-	Items       []Item   `json:"items"`
+	Offer       string  `json:"offer"`
+	Provider    string  `json:"provider"`
+	GPU         string  `json:"gpu"`
+	GPUs        int     `json:"gpus"` // per instance
+	Instances   int     `json:"instances"`
+	Plan        string  `json:"plan"`
+	Detail      string  `json:"detail"`
+	Total       float64 `json:"total"`
+	ListTotal   float64 `json:"list_total"`   // on-demand hourly × compute hours × instances: what the price page suggests
+	HiddenShare float64 `json:"hidden_share"` // (total − list_total) / total
+	Items       []Item  `json:"items"`
 	// Unknown names the fees no source confirmed, counted as 0: a bill with
 	// unknowns may rank cheaper than it is.
 	Unknown  []string `json:"unknown"`

@@ -107,7 +107,7 @@ func TestOnDemandRounding(t *testing.T) {
 
 func TestInstancesAndUnknownFees(t *testing.T) {
 	o := testOffer()
-	o.BootFee, o.IPMonth = catalog.Unknown, catalog.Unknown
+	o.BootFee, o.IPMonth = catalog.Fee{}, catalog.Fee{} // the zero Fee is unknown
 	o.OnDemand.Increment = catalog.Duration{}
 	// 3 GPUs on a 2-GPU offer: 2 instances. 7 h in 1 start, no rounding
 	// (increment unknown): compute 7 × 2 × 2 = 28; unknown boot and IP are 0.

@@ -34,9 +34,6 @@ type Fee struct {
 // Known returns a known fee of v.
 func Known(v float64) Fee { return Fee{v: v, known: true} }
 
-// Unknown is the fee nobody could confirm.
-var Unknown = Fee{}
-
 // Value reports the amount and whether it is known.
 func (f Fee) Value() (float64, bool) { return f.v, f.known }
 
@@ -78,14 +75,6 @@ func (f *Fee) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// MarshalYAML writes the number or unknown.
-func (f Fee) MarshalYAML() (any, error) {
-	if !f.known {
-		return "unknown", nil
-	}
-	return f.v, nil
-}
-
 // Duration is a length of time, or unknown; the zero value is unknown.
 type Duration struct {
 	d     time.Duration
@@ -124,9 +113,6 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	*d = KnownDuration(v)
 	return nil
 }
-
-// MarshalYAML writes the duration or unknown.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 
 // Catalog is a set of offers and the exchange rates to compare them.
 type Catalog struct {
@@ -174,21 +160,6 @@ func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
 		}
 	}
 	return nil
-}
-
-// MarshalYAML writes the flat mapping UnmarshalYAML reads.
-func (r Rates) MarshalYAML() (any, error) {
-	m := map[string]any{}
-	if r.AsOf != "" {
-		m["as_of"] = r.AsOf
-	}
-	if r.Source != "" {
-		m["source"] = r.Source
-	}
-	for c, v := range r.PerUSD {
-		m[c] = v
-	}
-	return m, nil
 }
 
 // IsCurrency reports whether s looks like an ISO 4217 code.
@@ -268,12 +239,19 @@ const (
 	PeriodMonth = "month"
 )
 
-// periodDays is the length of each subscription period in days.
-var periodDays = map[string]int{PeriodDay: 1, PeriodWeek: 7, PeriodMonth: 30}
-
-// PeriodDays is the length of a subscription period in days, or 0 when the
-// period is not one of day, week, month.
-func PeriodDays(p string) int { return periodDays[p] }
+// PeriodDays is the length of a subscription period in days (a month is
+// 30), or 0 when the period is not one of day, week, month.
+func PeriodDays(p string) int {
+	switch p {
+	case PeriodDay:
+		return 1
+	case PeriodWeek:
+		return 7
+	case PeriodMonth:
+		return 30
+	}
+	return 0
+}
 
 // Subscription is a prepaid period (包日/包周/包月) per instance.
 type Subscription struct {
