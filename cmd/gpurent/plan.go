@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -65,7 +63,7 @@ and prints the tokens per day above which renting pays.`,
 			if err != nil {
 				return err
 			}
-			plan, err := billing.MakePlan(p, offers, cat.Rates, billing.PlanOptions{Options: opt, Trials: trials, Seed: seed, DeadlineHours: dl}, parallel)
+			plan, err := billing.MakePlan(p, offers, cat.Rates, billing.PlanOptions{Options: opt, Trials: trials, Seed: seed, DeadlineHours: dl}, billing.Parallel)
 			if err != nil {
 				return err
 			}
@@ -86,27 +84,6 @@ and prints the tokens per day above which renting pays.`,
 	f.Float64Var(&tokensPerSec, "tokens-per-second", 0, "with --inference: your measured output tokens/s per instance")
 	f.Float64Var(&apiPrice, "api-price", 0, "with --inference: API price per 1M output tokens, in --currency")
 	return cmd
-}
-
-// parallel runs f(0..n-1) over the machine's cores.
-func parallel(n int, f func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }
 
 func writePlan(w io.Writer, plan *billing.Plan, deadline string) error {

@@ -3,7 +3,9 @@ package billing
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/gpurent/gpurent/internal/catalog"
 )
@@ -63,6 +65,28 @@ type PlanOptions struct {
 	Trials        int     // Monte Carlo trials per offer
 	Seed          uint64  // the same seed gives the same figures
 	DeadlineHours float64 // 0: no deadline
+}
+
+// Parallel runs f(0..n-1) over the machine's cores and returns when all
+// are done; MakePlan takes it to simulate offers side by side.
+func Parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // MakePlan advises on every offer. Offers are simulated independently with

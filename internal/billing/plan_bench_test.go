@@ -1,8 +1,6 @@
 package billing
 
 import (
-	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/gpurent/gpurent/internal/catalog"
@@ -11,7 +9,12 @@ import (
 // BenchmarkPlanWholeCatalog is `gpurent plan` over every embedded offer:
 // 300 h, checkpoints every 30 min, 1.5 interruptions a day, 10000 trials per
 // offer with a spot price. Run with -cpu 1,2 to see one core and two.
-func BenchmarkPlanWholeCatalog(b *testing.B) {
+func BenchmarkPlanWholeCatalog(b *testing.B) { benchPlan(b, Parallel) }
+
+// BenchmarkPlanWholeCatalogSerial is the same with the offers in turn.
+func BenchmarkPlanWholeCatalogSerial(b *testing.B) { benchPlan(b, nil) }
+
+func benchPlan(b *testing.B, run func(int, func(int))) {
 	cat, err := catalog.Default()
 	if err != nil {
 		b.Fatal(err)
@@ -20,24 +23,6 @@ func BenchmarkPlanWholeCatalog(b *testing.B) {
 	p := &Profile{ComputeHours: 300, SpanDays: 30, Starts: 1, GPUs: 1, Interruptible: true,
 		Checkpoint: &Checkpoint{Every: Duration(30 * 60e9), Write: Duration(60e9), Restart: Duration(300e9)}}
 	opt := PlanOptions{Options: Options{InterruptionsPerDay: &rate}, Trials: 10000, Seed: 1}
-	run := func(n int, f func(int)) {
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range runtime.GOMAXPROCS(0) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					f(i)
-				}
-			}()
-		}
-		for i := range n {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-	}
 	simulated := 0
 	for b.Loop() {
 		plan, err := MakePlan(p, cat.Offers, cat.Rates, opt, run)
