@@ -215,9 +215,14 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool) 
 					be = x
 				}
 			}
-			return OnDemand, fmt.Sprintf("%s h of compute is below what a %s buys on demand (%.0f h): pay as you go", trimFloat(p.ComputeHours), be.Period, be.Hours)
+			perDay := p.ComputeHours / float64(p.SpanDays)
+			return OnDemand, fmt.Sprintf("you run %s h a day; a %s pays off above %s h a day (%.0f h a %s): pay as you go",
+				trimFloat(perDay), be.Period, trimFloat(be.HoursPerDay), be.Hours, be.Period)
 		}
-		return OnDemand, "no cheaper subscription or usable spot price for this offer"
+		if len(cost) == 1 {
+			return OnDemand, "on demand is the only plan with a known price for this offer"
+		}
+		return OnDemand, "no subscription or usable spot price beats it for this task"
 	case Subscription:
 		b := bills[Subscription]
 		if od, ok := cost[OnDemand]; ok {
