@@ -1,0 +1,165 @@
+// Package probe gathers facts about the machine gpurent runs on: the GPUs as
+// NVML reports them, the sharing layers around them (MPS, API-hooking
+// preloads, limits in the environment), and the host (CPU quota and steal,
+// memory, the data disk). Facts are plain data: gathered once, recorded to a
+// file, judged anywhere by package bench.
+//
+// A field that could not be read is nil (or listed in Errors) rather than
+// zero, so that "not supported by this card" is never judged as "0".
+package probe
+
+import "time"
+
+// FactsVersion is the schema version of Facts; docs/bench.md describes it.
+const FactsVersion = 1
+
+// Facts is everything bench judges.
+type Facts struct {
+	Version     int          `json:"version"`
+	CollectedAt time.Time    `json:"collected_at"`
+	DurationS   float64      `json:"duration_s"` // sampling window
+	GPU         GPUFacts     `json:"gpu"`
+	Sharing     SharingFacts `json:"sharing"`
+	Host        HostFacts    `json:"host"`
+}
+
+// GPUFacts is what NVML said, or why it could not be asked.
+type GPUFacts struct {
+	// Available is false when NVML could not be loaded or initialised;
+	// Error then says why in words a person understands.
+	Available         bool     `json:"available"`
+	Error             string   `json:"error,omitempty"`
+	DriverVersion     string   `json:"driver_version,omitempty"`
+	NVMLVersion       string   `json:"nvml_version,omitempty"`
+	CUDADriverVersion int      `json:"cuda_driver_version,omitempty"` // 1000*major + 10*minor
+	Devices           []Device `json:"devices"`
+}
+
+// Device is one physical GPU. Memory is in bytes, power in watts, clocks in
+// MHz, temperature in °C, utilization in percent.
+type Device struct {
+	Index          int    `json:"index"`
+	Name           string `json:"name"`
+	UUID           string `json:"uuid"`
+	BusID          string `json:"bus_id"`
+	PCIDeviceID    uint32 `json:"pci_device_id"` // device id << 16 | vendor id (0x10de)
+	PCISubsystemID uint32 `json:"pci_subsystem_id"`
+
+	MemoryTotal    *uint64 `json:"memory_total,omitempty"`
+	MemoryReserved *uint64 `json:"memory_reserved,omitempty"`
+	MemoryUsed     *uint64 `json:"memory_used,omitempty"`
+	MemoryFree     *uint64 `json:"memory_free,omitempty"`
+
+	Architecture      string `json:"architecture,omitempty"`       // "hopper", "ampere", ...
+	ComputeCapability string `json:"compute_capability,omitempty"` // "9.0"
+
+	MIGEnabled     *bool       `json:"mig_enabled,omitempty"`
+	MIGDevices     []MIGDevice `json:"mig_devices,omitempty"`
+	Virtualization string      `json:"virtualization,omitempty"` // none, passthrough, vgpu, host_vgpu, host_vsga
+	ComputeMode    string      `json:"compute_mode,omitempty"`   // default, exclusive_thread, prohibited, exclusive_process
+
+	Processes []Process `json:"processes"`
+
+	// UtilizationSamples are GPU utilization readings taken while gpurent
+	// itself ran nothing on the GPU: any activity is someone else's.
+	UtilizationSamples []uint32 `json:"utilization_samples,omitempty"`
+
+	PowerLimitW        *float64 `json:"power_limit_w,omitempty"`         // enforced
+	PowerLimitDefaultW *float64 `json:"power_limit_default_w,omitempty"` // the board's default
+	PowerLimitMaxW     *float64 `json:"power_limit_max_w,omitempty"`     // the highest settable
+	PowerDrawW         *float64 `json:"power_draw_w,omitempty"`
+
+	ClockSMMHz     *uint32 `json:"clock_sm_mhz,omitempty"`
+	ClockSMMaxMHz  *uint32 `json:"clock_sm_max_mhz,omitempty"`
+	ClockMemMHz    *uint32 `json:"clock_mem_mhz,omitempty"`
+	ClockMemMaxMHz *uint32 `json:"clock_mem_max_mhz,omitempty"`
+	// ClockEventReasons is NVML's clock event (throttle) bitmask; names are
+	// decoded in ClockEvents.
+	ClockEventReasons *uint64  `json:"clock_event_reasons,omitempty"`
+	ClockEvents       []string `json:"clock_events,omitempty"`
+	PerformanceState  *int     `json:"performance_state,omitempty"` // P0 = 0 … P15
+	TemperatureC      *int     `json:"temperature_c,omitempty"`
+
+	// PCIe: *Max is the best link of device and slot together, GPUMax the
+	// device's own capability. An idle link trains down, so Curr is evidence
+	// only.
+	PCIeGenCurr   *int `json:"pcie_gen_curr,omitempty"`
+	PCIeGenMax    *int `json:"pcie_gen_max,omitempty"`
+	PCIeGenGPUMax *int `json:"pcie_gen_gpu_max,omitempty"`
+	PCIeWidthCurr *int `json:"pcie_width_curr,omitempty"`
+	PCIeWidthMax  *int `json:"pcie_width_max,omitempty"`
+
+	ECCEnabled                *bool   `json:"ecc_enabled,omitempty"`
+	ECCUncorrectedVolatile    *uint64 `json:"ecc_uncorrected_volatile,omitempty"`
+	ECCCorrectedVolatile      *uint64 `json:"ecc_corrected_volatile,omitempty"`
+	ECCUncorrectedAggregate   *uint64 `json:"ecc_uncorrected_aggregate,omitempty"`
+	RetiredPagesSBE           *uint32 `json:"retired_pages_sbe,omitempty"`
+	RetiredPagesDBE           *uint32 `json:"retired_pages_dbe,omitempty"`
+	RetiredPagesPending       *bool   `json:"retired_pages_pending,omitempty"`
+	RemappedRowsCorrectable   *uint32 `json:"remapped_rows_correctable,omitempty"`
+	RemappedRowsUncorrectable *uint32 `json:"remapped_rows_uncorrectable,omitempty"`
+	RemapPending              *bool   `json:"remap_pending,omitempty"`
+	RemapFailed               *bool   `json:"remap_failed,omitempty"`
+
+	NVLinksActive *int `json:"nvlinks_active,omitempty"`
+
+	// Errors names each read that failed and why ("NOT_SUPPORTED", or a
+	// symbol this driver lacks).
+	Errors map[string]string `json:"errors,omitempty"`
+}
+
+// MIGDevice is one MIG instance carved from a GPU.
+type MIGDevice struct {
+	Index       int     `json:"index"`
+	Name        string  `json:"name"`
+	UUID        string  `json:"uuid"`
+	MemoryTotal *uint64 `json:"memory_total,omitempty"`
+}
+
+// Process is a process holding a context on the GPU. NVML reports host PIDs,
+// so a PID is not comparable with this container's own.
+type Process struct {
+	PID        uint32  `json:"pid"`
+	Kind       string  `json:"kind"` // compute or mps
+	UsedMemory *uint64 `json:"used_memory,omitempty"`
+}
+
+// SharingFacts are the traces a GPU-sharing layer leaves in the process
+// environment and on the file system.
+type SharingFacts struct {
+	LDPreload          string            `json:"ld_preload,omitempty"`
+	LDSoPreload        []string          `json:"ld_so_preload,omitempty"`        // lines of /etc/ld.so.preload
+	MappedInterposers  []string          `json:"mapped_interposers,omitempty"`   // suspicious libraries mapped in this process
+	CUDAEnv            map[string]string `json:"cuda_env,omitempty"`             // CUDA_* variables that share or limit a GPU
+	MPSPipeDirectory   string            `json:"mps_pipe_directory,omitempty"`   // where an MPS daemon would listen, if it exists
+	CUDAVisibleDevices *string           `json:"cuda_visible_devices,omitempty"` // nil when unset
+	Container          string            `json:"container,omitempty"`            // docker, podman, kubernetes, lxc, or empty
+	ContainerEvidence  string            `json:"container_evidence,omitempty"`
+	Hypervisor         bool              `json:"hypervisor"` // the CPU's hypervisor flag: a VM
+	DMIProduct         string            `json:"dmi_product,omitempty"`
+	DMIVendor          string            `json:"dmi_vendor,omitempty"`
+}
+
+// HostFacts describe the CPU, memory and the data directory's disk.
+type HostFacts struct {
+	CPUModel     string   `json:"cpu_model,omitempty"`
+	OnlineCPUs   int      `json:"online_cpus"`
+	CPUQuota     *float64 `json:"cpu_quota,omitempty"` // cores the cgroup allows; nil when unlimited
+	StealPct     *float64 `json:"steal_pct,omitempty"` // of all CPU time over the sampling window
+	BusyPct      *float64 `json:"busy_pct,omitempty"`  // non-idle, non-steal CPU time by everyone, of all CPU time
+	LoadAvg1     *float64 `json:"load_avg_1,omitempty"`
+	MemTotal     uint64   `json:"mem_total"`     // bytes
+	MemAvailable uint64   `json:"mem_available"` // bytes
+
+	DataDir        string   `json:"data_dir"`
+	FSType         string   `json:"fs_type,omitempty"`
+	FSSource       string   `json:"fs_source,omitempty"`
+	FSNetwork      bool     `json:"fs_network"`
+	FSFree         *uint64  `json:"fs_free,omitempty"` // bytes
+	DiskWriteMBs   *float64 `json:"disk_write_mbs,omitempty"`
+	DiskReadMBs    *float64 `json:"disk_read_mbs,omitempty"`
+	DiskTestBytes  int64    `json:"disk_test_bytes,omitempty"`
+	DiskTestMethod string   `json:"disk_test_method,omitempty"` // o_direct, or fsync+fadvise
+	// Errors names each host probe that failed and why.
+	Errors map[string]string `json:"errors,omitempty"`
+}

@@ -1,0 +1,186 @@
+package probe
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// The Go structs must have the sizes compiled from the real headers
+// (abi_reference.md §1.5), or every field after the first is misread.
+func TestNVMLStructSizes(t *testing.T) {
+	for name, got := range map[string]uintptr{
+		"nvmlPciInfo_t":     unsafe.Sizeof(nvmlPciInfo{}),
+		"nvmlMemory_v2_t":   unsafe.Sizeof(nvmlMemoryV2{}),
+		"nvmlMemory_t":      unsafe.Sizeof(nvmlMemoryV1{}),
+		"nvmlUtilization_t": unsafe.Sizeof(nvmlUtilization{}),
+		"nvmlSample_t":      unsafe.Sizeof(nvmlSample{}),
+	} {
+		want := map[string]uintptr{"nvmlPciInfo_t": 68, "nvmlMemory_v2_t": 40, "nvmlMemory_t": 24, "nvmlUtilization_t": 8, "nvmlSample_t": 16}[name]
+		if got != want {
+			t.Errorf("%s: %d bytes, want %d", name, got, want)
+		}
+	}
+	if off := unsafe.Offsetof(nvmlPciInfo{}.PciDeviceID); off != 28 {
+		t.Errorf("pciDeviceId at %d, want 28", off)
+	}
+	if off := unsafe.Offsetof(nvmlPciInfo{}.BusID); off != 36 {
+		t.Errorf("busId at %d, want 36", off)
+	}
+	if off := unsafe.Offsetof(nvmlMemoryV2{}.Free); off != 24 {
+		t.Errorf("nvmlMemory_v2_t.free at %d, want 24", off)
+	}
+	if nvmlMemoryV2Version != 40|2<<24 {
+		t.Error("nvmlMemory_v2 version")
+	}
+}
+
+// The test machines have no NVIDIA driver: the loader must say so in words
+// and GPU must report it rather than fail.
+func TestNVMLAbsentFailsCleanly(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("this machine has an NVIDIA driver (/dev/nvidiactl): scripts/gpu-check.sh covers it")
+	}
+	n, err := OpenNVML()
+	if err == nil {
+		n.Close()
+		t.Fatal("OpenNVML succeeded without a driver")
+	}
+	if !IsNoGPU(err) || !strings.Contains(err.Error(), "libnvidia-ml.so.1") || !strings.Contains(err.Error(), "no NVIDIA GPU was found") {
+		t.Errorf("error %q", err)
+	}
+	g := GPU(context.Background(), GPUOptions{Window: time.Millisecond})
+	if g.Available || g.Error == "" || g.Devices == nil {
+		t.Errorf("facts without a driver: %+v", g)
+	}
+}
+
+func TestProcessStride(t *testing.T) {
+	mk := func(written, size int) []byte {
+		b := make([]byte, size)
+		for i := range b {
+			b[i] = 0xA5
+		}
+		for i := 0; i < written; i++ {
+			b[i] = 0
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		fn      string
+		written int
+		n, want int
+	}{
+		{"nvmlDeviceGetComputeRunningProcesses_v3", 48, 2, 24},
+		{"nvmlDeviceGetComputeRunningProcesses_v3", 64, 2, 32},
+		{"nvmlDeviceGetComputeRunningProcesses_v3", 32, 2, 16},
+		{"nvmlDeviceGetComputeRunningProcesses_v2", 24, 1, 24},
+		{"nvmlDeviceGetComputeRunningProcesses", 32, 2, 16},
+	} {
+		if got := processStride(tc.fn, mk(tc.written, 32*(tc.n+4)), tc.n); got != tc.want {
+			t.Errorf("%s wrote %d bytes for %d: stride %d, want %d", tc.fn, tc.written, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestClockEventNames(t *testing.T) {
+	got := strings.Join(ClockEventNames(0x1|0x4|0x40), ",")
+	if got != "gpu_idle,sw_power_cap,hw_thermal_slowdown" {
+		t.Errorf("got %s", got)
+	}
+	if len(ClockEventNames(0)) != 0 {
+		t.Error("no bits, no names")
+	}
+}
+
+func TestParsers(t *testing.T) {
+	if n, err := countCPUList("0-3,8,10-11"); err != nil || n != 7 {
+		t.Errorf("countCPUList: %d %v", n, err)
+	}
+	if _, err := countCPUList("3-1"); err == nil {
+		t.Error("bad range accepted")
+	}
+	if q, err := parseCPUMax("400000 100000\n"); err != nil || q == nil || *q != 4 {
+		t.Errorf("cpu.max: %v %v", q, err)
+	}
+	if q, err := parseCPUMax("max 100000"); err != nil || q != nil {
+		t.Errorf("unlimited: %v %v", q, err)
+	}
+	// user nice system idle iowait irq softirq steal: 25% steal, 25% busy.
+	a, _ := parseCPULine("cpu  100 0 0 100 0 0 0 0 0 0")
+	b, err := parseCPULine("cpu  150 0 0 200 0 0 0 50 0 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steal, busy, ok := cpuShares(a, b); !ok || steal != 25 || busy != 25 {
+		t.Errorf("steal %v busy %v", steal, busy)
+	}
+	mi := "1 0 0:1 / / rw - ext4 /dev/vda rw\n2 1 0:2 / /data rw - nfs4 server:/export rw\n3 1 0:3 / /data/x\\040y rw - fuse.s3fs s3fs rw\n"
+	for dir, want := range map[string]string{"/home": "ext4", "/data/run": "nfs4", "/data/x y/z": "fuse.s3fs", "/datax": "ext4"} {
+		if typ, _ := mountFor(mi, dir); typ != want {
+			t.Errorf("mountFor(%s) = %s, want %s", dir, typ, want)
+		}
+	}
+	if !networkFS("nfs4") || !networkFS("fuse.s3fs") || networkFS("overlay") || networkFS("ext4") {
+		t.Error("networkFS")
+	}
+	total, avail := meminfo("MemTotal:       16384 kB\nMemFree: 1 kB\nMemAvailable:    8192 kB\n")
+	if total != 16384*1024 || avail != 8192*1024 {
+		t.Errorf("meminfo %d %d", total, avail)
+	}
+}
+
+// The host probes run for real on the test machine.
+func TestHostForReal(t *testing.T) {
+	dir := t.TempDir()
+	h := Host(context.Background(), HostOptions{DataDir: dir, Window: 200 * time.Millisecond, DiskBytes: 8 << 20})
+	if h.OnlineCPUs < 1 || h.MemTotal == 0 || h.MemAvailable == 0 || h.MemAvailable > h.MemTotal {
+		t.Errorf("cpus %d mem %d/%d", h.OnlineCPUs, h.MemAvailable, h.MemTotal)
+	}
+	if h.StealPct == nil || *h.StealPct < 0 || *h.StealPct > 100 || h.BusyPct == nil {
+		t.Errorf("steal %v busy %v (errors %v)", h.StealPct, h.BusyPct, h.Errors)
+	}
+	if h.FSType == "" || h.FSFree == nil {
+		t.Errorf("fs %q free %v", h.FSType, h.FSFree)
+	}
+	if h.DiskWriteMBs == nil || *h.DiskWriteMBs <= 0 || h.DiskReadMBs == nil || *h.DiskReadMBs <= 0 || h.DiskTestMethod == "" {
+		t.Errorf("disk: %v %v %q (errors %v)", h.DiskWriteMBs, h.DiskReadMBs, h.DiskTestMethod, h.Errors)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Errorf("disk test left %d files behind", len(entries))
+	}
+}
+
+func TestSharingFake(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, s string) {
+		full := filepath.Join(root, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("/etc/ld.so.preload", "# comment\n/usr/local/vgpu/libvgpu.so\n")
+	write("/proc/self/maps", "7f00-7f01 r-xp 00000000 08:01 1 /usr/local/vgpu/libvgpu.so\n7f02-7f03 r-xp 00000000 08:01 2 /usr/lib/libc.so.6\n")
+	write("/tmp/nvidia-mps/control", "")
+	write("/.dockerenv", "")
+	write("/proc/cpuinfo", "flags\t\t: fpu vme hypervisor sse\n")
+	env := map[string]string{"LD_PRELOAD": "/x/libvgpu.so", "CUDA_DEVICE_MEMORY_LIMIT": "8g", "CUDA_VISIBLE_DEVICES": "0"}
+	s := Sharing(Environ{Root: root, Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	if s.LDPreload != "/x/libvgpu.so" || len(s.LDSoPreload) != 1 || len(s.MappedInterposers) != 1 || s.CUDAEnv["CUDA_DEVICE_MEMORY_LIMIT"] != "8g" ||
+		s.MPSPipeDirectory != "/tmp/nvidia-mps" || s.Container != "docker" || !s.Hypervisor || s.CUDAVisibleDevices == nil {
+		t.Errorf("%+v", s)
+	}
+}
+
+func TestSharingForReal(t *testing.T) {
+	s := Sharing(RealEnviron())
+	for _, m := range s.MappedInterposers {
+		t.Errorf("this test process maps an interposer: %s", m)
+	}
+}
