@@ -1,0 +1,176 @@
+// Package bench judges a freshly rented machine: is this the GPU that was
+// ordered, whole, unshared, unthrottled and healthy, and is the host what
+// was promised. It is a pure function of recorded facts (package probe) and
+// the datasheet table (package specs), so a saved facts file can be judged
+// anywhere, without a GPU, and every judgement is tested with fixtures.
+package bench
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/specs"
+)
+
+// Statuses, from best to worst; skip means the check could not run.
+const (
+	Pass = "pass"
+	Warn = "warn"
+	Fail = "fail"
+	Skip = "skip"
+)
+
+// Check is one judgement with its evidence.
+type Check struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Measured any    `json:"measured"`
+	Expected any    `json:"expected"`
+	Unit     string `json:"unit"`
+	Evidence string `json:"evidence"`
+	Advice   string `json:"advice"`
+}
+
+// Report is the verdict, the checks behind it and the facts they judged.
+type Report struct {
+	Verdict string      `json:"verdict"`
+	Expect  string      `json:"expect,omitempty"`
+	Checks  []Check     `json:"checks"`
+	Facts   probe.Facts `json:"facts"`
+}
+
+// Order is what the user paid for. Zero values mean "not stated": the card
+// is then judged against its own datasheet.
+type Order struct {
+	GPU  string // "A100 80GB SXM"; rows accepted are specs.Table.Match(GPU)
+	GPUs int
+}
+
+// Limits are the thresholds of every check, in one place, each with why.
+type Limits struct {
+	// MemoryLabelMin: NVML's total over the datasheet label. Healthy cards
+	// report a little less than the label (A10G: 22587 MiB of "24GB" is
+	// 0.919, shared/reference/gpu_specs_notes.md); a sharing layer's fake
+	// total (HAMi shows 3000 MiB of a 16 GB V100) is far below.
+	MemoryLabelMin float64
+	// MemoryUsedMax: share of memory in use before gpurent touched the GPU.
+	// An idle card holds a few MiB; 5% of an 80 GB card is 4 GB of someone
+	// else's data.
+	MemoryUsedMax float64
+	// UtilMeanFail, UtilMaxFail, UtilMeanWarn: GPU utilization (%) while
+	// gpurent runs nothing on the GPU. An idle, unshared GPU reads 0.
+	UtilMeanFail, UtilMaxFail, UtilMeanWarn float64
+	// PowerFail, PowerWarn: enforced power limit over the board default (or
+	// the datasheet TDP). DCGM's targeted_power fails a card below 75% of
+	// its target power (bench_anchors.md §1b).
+	PowerFail, PowerWarn float64
+	// PCIeFail: link bandwidth (generation rate × width) over the
+	// datasheet's. Below half, host-device copies take twice as long or
+	// more; RunPod requires a full x16 link at the card's generation from its
+	// partners (bench_anchors.md §4).
+	PCIeFail float64
+	// RetiredPagesWarn, RetiredPagesFail: DCGM's soft limit (15) and hard
+	// limit (63) of retired pages (DcgmGPUHardwareLimits.h).
+	RetiredPagesWarn, RetiredPagesFail uint32
+	// RemapUncorrectableFail: DCGM fails at 512 uncorrectable row remaps.
+	RemapUncorrectableFail uint32
+	// IdleTempWarn: °C. An idle GPU sits far below its slowdown temperature;
+	// 80 °C at idle means poor cooling or a hidden load.
+	IdleTempWarn int
+	// StealWarn, StealFail: % of CPU time taken by the hypervisor for other
+	// guests. "Large amounts of steal time indicate CPU contention" (RHEL 6
+	// virtualization guide §14.4); at 20% a fifth of the paid CPU is gone.
+	StealWarn, StealFail float64
+	// BusyWarn: % of all CPU time busy with other processes while gpurent
+	// sleeps: the data loader will compete for it.
+	BusyWarn float64
+	// RAMPerVRAM: Vast.ai's self-test requires system RAM ≥ 0.95 × the total
+	// GPU memory (bench_anchors.md §4).
+	RAMPerVRAM float64
+	// DiskWriteWarnMBs: below 200 MB/s a 20 GB checkpoint takes over 100 s,
+	// longer than most spot notices (AWS 120 s, GCP and Azure 30 s).
+	DiskWriteWarnMBs float64
+	// DiskFreeWarn: bytes; less than 20 GB leaves no room for a model and
+	// two checkpoints.
+	DiskFreeWarn uint64
+}
+
+// DefaultLimits are the limits bench uses.
+func DefaultLimits() Limits {
+	return Limits{
+		MemoryLabelMin: 0.90, MemoryUsedMax: 0.05,
+		UtilMeanFail: 10, UtilMaxFail: 50, UtilMeanWarn: 1,
+		PowerFail: 0.75, PowerWarn: 0.95,
+		PCIeFail:         0.5,
+		RetiredPagesWarn: 15, RetiredPagesFail: 63,
+		RemapUncorrectableFail: 512,
+		IdleTempWarn:           80,
+		StealWarn:              5, StealFail: 20,
+		BusyWarn:         50,
+		RAMPerVRAM:       0.95,
+		DiskWriteWarnMBs: 200,
+		DiskFreeWarn:     20e9,
+	}
+}
+
+// Advice shared by several checks.
+const (
+	adviceRefund = "Stop here: keep this report (gpurent bench -o json > report.json) and ask the provider for another machine or a refund within the first billing increment."
+	adviceShared = "The GPU is shared with someone else: ask for a dedicated card, or release the instance before the first billing increment ends."
+)
+
+// Judge runs every check of facts against the order and the datasheet table.
+func Judge(f probe.Facts, tab *specs.Table, order Order, lim Limits) (*Report, error) {
+	var accepted []*specs.GPU
+	if order.GPU != "" {
+		if accepted = tab.Match(order.GPU); len(accepted) == 0 {
+			return nil, fmt.Errorf("--expect: no GPU in the datasheet table matches %q; known models include %s", order.GPU, knownModels(tab))
+		}
+	}
+	j := &judge{f: f, tab: tab, order: order, accepted: accepted, lim: lim}
+	j.gpu()
+	j.sharing()
+	j.host()
+	r := &Report{Verdict: Pass, Expect: order.GPU, Checks: j.checks, Facts: f}
+	for _, c := range r.Checks {
+		if rank(c.Status) > rank(r.Verdict) {
+			r.Verdict = c.Status
+		}
+	}
+	return r, nil
+}
+
+func rank(s string) int {
+	switch s {
+	case Warn:
+		return 1
+	case Fail:
+		return 2
+	}
+	return 0
+}
+
+func knownModels(tab *specs.Table) string {
+	var names []string
+	for _, g := range tab.GPUs {
+		if g.IsNVIDIA() {
+			names = append(names, g.Model)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+type judge struct {
+	f        probe.Facts
+	tab      *specs.Table
+	order    Order
+	accepted []*specs.GPU
+	lim      Limits
+	checks   []Check
+}
+
+func (j *judge) add(c Check) { j.checks = append(j.checks, c) }
+
+func gib(b uint64) float64 { return math.Round(float64(b)/(1<<30)*100) / 100 }

@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/specs"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/fixtures from the builders below")
+
+func p[T any](v T) *T { return &v }
+
+const gib64 = uint64(1) << 30
+
+// healthyH100 is a whole H100 SXM5 80GB on its own, as NVML describes one:
+// PCI id 2330 (pci.ids), 700 W default and enforced (datasheet TDP), Gen5
+// x16 link (datasheet), ECC on, no errors, idle; on a host with 26 CPUs, no
+// steal, a local NVMe data disk.
+func healthyH100() probe.Facts {
+	total := uint64(81559) << 20 // "80GB" HBM3 as the driver reports it, a little under 80 GiB
+	return probe.Facts{
+		Version: probe.FactsVersion, CollectedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), DurationS: 3,
+		GPU: probe.GPUFacts{Available: true, DriverVersion: "580.65.06", NVMLVersion: "13.580.65.06", CUDADriverVersion: 13000,
+			Devices: []probe.Device{{
+				Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-00000000-0000-0000-0000-000000000001", BusID: "00000000:18:00.0",
+				PCIDeviceID: 0x233010de,
+				MemoryTotal: p(total), MemoryReserved: p(uint64(512) << 20), MemoryUsed: p(uint64(1) << 20), MemoryFree: p(total - 513<<20),
+				Architecture: "hopper", ComputeCapability: "9.0", MIGEnabled: p(false), Virtualization: "none", ComputeMode: "default",
+				Processes:          []probe.Process{},
+				UtilizationSamples: []uint32{0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+				PowerLimitW:        p(700.0), PowerLimitDefaultW: p(700.0), PowerLimitMaxW: p(700.0), PowerDrawW: p(72.0),
+				ClockSMMHz: p(uint32(345)), ClockSMMaxMHz: p(uint32(1980)), ClockMemMHz: p(uint32(2619)), ClockMemMaxMHz: p(uint32(2619)),
+				ClockEventReasons: p(uint64(0x1)), ClockEvents: []string{"gpu_idle"}, PerformanceState: p(0), TemperatureC: p(31),
+				PCIeGenCurr: p(1), PCIeGenMax: p(5), PCIeGenGPUMax: p(5), PCIeWidthCurr: p(16), PCIeWidthMax: p(16),
+				ECCEnabled: p(true), ECCUncorrectedVolatile: p(uint64(0)), ECCCorrectedVolatile: p(uint64(0)), ECCUncorrectedAggregate: p(uint64(0)),
+				RemappedRowsCorrectable: p(uint32(0)), RemappedRowsUncorrectable: p(uint32(0)), RemapPending: p(false), RemapFailed: p(false),
+				Errors: map[string]string{"retired_pages_sbe": "NOT_SUPPORTED", "retired_pages_dbe": "NOT_SUPPORTED", "retired_pages_pending": "NOT_SUPPORTED"},
+			}}},
+		Sharing: probe.SharingFacts{Container: "docker", ContainerEvidence: "/.dockerenv exists"},
+		Host: probe.HostFacts{CPUModel: "Intel(R) Xeon(R) Platinum 8480+", OnlineCPUs: 26, StealPct: p(0.2), BusyPct: p(1.5), LoadAvg1: p(0.3),
+			MemTotal: 225 * gib64, MemAvailable: 219 * gib64, DataDir: "/workspace", FSType: "ext4", FSSource: "/dev/nvme0n1p1",
+			FSFree: p(uint64(480e9)), DiskWriteMBs: p(1850.0), DiskReadMBs: p(3100.0), DiskTestBytes: 256 << 20, DiskTestMethod: "o_direct"},
+	}
+}
+
+type fixture struct {
+	name   string
+	order  Order
+	facts  func() probe.Facts
+	want   string   // verdict
+	fails  []string // ids of failed checks, exactly
+	advice string   // in the first failed check's advice
+}
+
+func fixtures() []fixture {
+	dev := func(f *probe.Facts) *probe.Device { return &f.GPU.Devices[0] }
+	return []fixture{
+		{name: "healthy-h100-sxm", order: Order{GPU: "H100 SXM", GPUs: 1}, want: Pass, facts: healthyH100},
+		{name: "a100-80gb-is-mig-3g40gb", order: Order{GPU: "A100 80GB SXM"}, want: Fail, fails: []string{"gpu0.mig"}, advice: "MIG slice",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				d := dev(&f)
+				d.Name, d.PCIDeviceID, d.Architecture, d.ComputeCapability = "NVIDIA A100-SXM4-80GB", 0x20b210de, "ampere", "8.0"
+				d.MemoryTotal = p(uint64(81920) << 20)
+				d.PowerLimitW, d.PowerLimitDefaultW, d.PowerLimitMaxW = p(400.0), p(400.0), p(400.0)
+				d.PCIeGenMax, d.PCIeGenGPUMax = p(4), p(4)
+				d.MIGEnabled = p(true)
+				d.MIGDevices = []probe.MIGDevice{{Index: 0, Name: "NVIDIA A100-SXM4-80GB MIG 3g.40gb", UUID: "MIG-00000000-0000-0000-0000-000000000002", MemoryTotal: p(uint64(40192) << 20)}}
+				d.UtilizationSamples = nil
+				d.Errors = map[string]string{"utilization": "NOT_SUPPORTED", "remapped_rows": "NOT_SUPPORTED"}
+				d.RemapPending, d.RemapFailed, d.RemappedRowsCorrectable, d.RemappedRowsUncorrectable = nil, nil, nil, nil
+				return f
+			}},
+		{name: "other-tenant-holds-24gb", order: Order{GPU: "H100 SXM"}, want: Fail, fails: []string{"gpu0.memory_used", "gpu0.processes"}, advice: "Someone else's data",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				d := dev(&f)
+				d.Processes = []probe.Process{{PID: 48213, Kind: "compute", UsedMemory: p(24 * gib64)}}
+				d.MemoryUsed = p(24*gib64 + 1<<20)
+				return f
+			}},
+		{name: "busy-60pct-while-idle", want: Fail, fails: []string{"gpu0.utilization"}, advice: "busy with someone else's work",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				dev(&f).UtilizationSamples = []uint32{55, 62, 60, 64, 58, 61, 59, 63, 60, 58}
+				return f
+			}},
+		{name: "h100-power-capped-300w", order: Order{GPU: "H100 SXM"}, want: Fail, fails: []string{"gpu0.power_limit"}, advice: "power-capped",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				dev(&f).PowerLimitW = p(300.0)
+				return f
+			}},
+		{name: "pcie-gen4-x8-on-gen5-x16", want: Fail, fails: []string{"gpu0.pcie"}, advice: "less than half its PCIe bandwidth",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				d := dev(&f)
+				d.PCIeGenMax, d.PCIeWidthMax, d.PCIeWidthCurr = p(4), p(8), p(8)
+				return f
+			}},
+		{name: "vgpu-guest", want: Fail, fails: []string{"gpu0.virtualization"}, advice: "virtual GPU",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				dev(&f).Virtualization = "vgpu"
+				f.Sharing.Hypervisor = true
+				return f
+			}},
+		{name: "libvgpu-preloaded", order: Order{GPU: "H100 SXM"}, want: Fail,
+			fails: []string{"gpu0.memory", "sharing.interposer", "sharing.mps_and_limits"}, advice: "less memory than its datasheet",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				d := dev(&f)
+				d.MemoryTotal, d.MemoryFree = p(20*gib64), p(20*gib64-1<<20) // HAMi hooks NVML too and reports its limit
+				f.Sharing.LDPreload = "/usr/local/vgpu/libvgpu.so"
+				f.Sharing.MappedInterposers = []string{"/usr/local/vgpu/libvgpu.so"}
+				f.Sharing.CUDAEnv = map[string]string{"CUDA_DEVICE_MEMORY_LIMIT": "20g", "CUDA_DEVICE_SM_LIMIT": "50"}
+				return f
+			}},
+		{name: "retired-pages-pending", want: Fail, fails: []string{"gpu0.retired_pages"}, advice: "waiting to be retired",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				d := dev(&f)
+				d.RetiredPagesSBE, d.RetiredPagesDBE, d.RetiredPagesPending = p(uint32(2)), p(uint32(1)), p(true)
+				d.Errors = nil
+				return f
+			}},
+		{name: "h20-sold-as-h100", order: Order{GPU: "H100"}, want: Fail, fails: []string{"gpu0.identity"}, advice: "You ordered H100 and got H20",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				d := dev(&f)
+				d.Name, d.PCIDeviceID = "NVIDIA H20", 0x232910de
+				d.MemoryTotal = p(uint64(97871) << 20) // 96 GB HBM3 (datasheet table)
+				d.PowerLimitW, d.PowerLimitDefaultW = p(500.0), p(500.0)
+				return f
+			}},
+		{name: "host-steal-25pct", want: Fail, fails: []string{"host.steal"}, advice: "oversold",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.Host.StealPct = p(25.0)
+				f.Sharing.Hypervisor = true
+				return f
+			}},
+		{name: "no-driver", want: Pass,
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.GPU = probe.GPUFacts{Error: "no NVIDIA GPU was found: the NVIDIA driver library libnvidia-ml.so.1 is not on this machine", Devices: []probe.Device{}}
+				return f
+			}},
+		{name: "no-driver-expecting-h100", order: Order{GPU: "H100 SXM"}, want: Fail, fails: []string{"gpu.present"}, advice: "no NVIDIA GPU",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.GPU = probe.GPUFacts{Error: "no NVIDIA GPU was found: the NVIDIA driver library libnvidia-ml.so.1 is not on this machine", Devices: []probe.Device{}}
+				return f
+			}},
+	}
+}
+
+func TestFixtures(t *testing.T) {
+	tab, err := specs.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fx := range fixtures() {
+		t.Run(fx.name, func(t *testing.T) {
+			path := filepath.Join("testdata", "fixtures", fx.name+".json")
+			if *update {
+				b, _ := json.MarshalIndent(fx.facts(), "", "  ")
+				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/bench -run TestFixtures -update)", err)
+			}
+			var f probe.Facts
+			if err := json.Unmarshal(b, &f); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Judge(f, tab, fx.order, DefaultLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fails []string
+			var firstAdvice string
+			for _, c := range r.Checks {
+				if c.Status == Fail {
+					fails = append(fails, c.ID)
+					if firstAdvice == "" {
+						firstAdvice = c.Advice
+					}
+				}
+			}
+			slices.Sort(fails)
+			if r.Verdict != fx.want || !slices.Equal(fails, fx.fails) {
+				t.Errorf("verdict %s, failed %v; want %s, %v", r.Verdict, fails, fx.want, fx.fails)
+				for _, c := range r.Checks {
+					if c.Status != Pass {
+						t.Logf("  %s %s: %s", c.ID, c.Status, c.Evidence)
+					}
+				}
+			}
+			if fx.advice != "" && !strings.Contains(firstAdvice, fx.advice) {
+				t.Errorf("advice %q, want it to contain %q", firstAdvice, fx.advice)
+			}
+			for _, c := range r.Checks {
+				if c.Status != Pass && c.Status != Skip && c.Advice == "" {
+					t.Errorf("%s is %s without advice", c.ID, c.Status)
+				}
+				if c.Evidence == "" {
+					t.Errorf("%s has no evidence", c.ID)
+				}
+			}
+		})
+	}
+}
+
+func TestBadOrder(t *testing.T) {
+	tab, _ := specs.Load()
+	if _, err := Judge(healthyH100(), tab, Order{GPU: "TPU v5"}, DefaultLimits()); err == nil || !strings.Contains(err.Error(), `--expect: no GPU in the datasheet table matches "TPU v5"`) {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestCountMismatch(t *testing.T) {
+	tab, _ := specs.Load()
+	r, err := Judge(healthyH100(), tab, Order{GPUs: 8}, DefaultLimits())
+	if err != nil || r.Verdict != Fail || r.Checks[0].ID != "gpu.count" || r.Checks[0].Status != Fail {
+		t.Errorf("%v %+v", err, r.Checks[0])
+	}
+}

@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+func (j *judge) sharing() {
+	s := j.f.Sharing
+	c := Check{ID: "sharing.interposer", Status: Pass, Expected: "none", Unit: ""}
+	var found []string
+	if s.LDPreload != "" {
+		found = append(found, "LD_PRELOAD="+s.LDPreload)
+	}
+	for _, l := range s.LDSoPreload {
+		found = append(found, "/etc/ld.so.preload: "+l)
+	}
+	for _, m := range s.MappedInterposers {
+		found = append(found, "mapped: "+m)
+	}
+	c.Measured = strings.Join(found, "; ")
+	vgpu := strings.Contains(c.Measured.(string), "libvgpu")
+	switch {
+	case vgpu:
+		c.Status = Fail
+		c.Evidence = "libvgpu.so (HAMi-core) is preloaded: it hooks the CUDA driver API to cap this process's memory and SM share; " + c.Measured.(string)
+		c.Advice = "The GPU is split between containers by an API-hooking layer. " + adviceShared
+	case len(found) > 0:
+		c.Status = Warn
+		c.Evidence = "libraries are preloaded into every process: " + c.Measured.(string)
+		c.Advice = "A preloaded library can intercept CUDA calls; check what it is before trusting measurements."
+	default:
+		c.Evidence = "no LD_PRELOAD, /etc/ld.so.preload or CUDA-hooking library"
+	}
+	j.add(c)
+
+	m := Check{ID: "sharing.mps_and_limits", Status: Pass, Expected: "none"}
+	var traces []string
+	if s.MPSPipeDirectory != "" {
+		traces = append(traces, "MPS pipe directory "+s.MPSPipeDirectory+" exists")
+	}
+	keys := make([]string, 0, len(s.CUDAEnv))
+	for k := range s.CUDAEnv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		traces = append(traces, k+"="+s.CUDAEnv[k])
+	}
+	m.Measured = strings.Join(traces, "; ")
+	if len(traces) > 0 {
+		m.Status = Fail
+		m.Evidence = strings.Join(traces, "; ")
+		m.Advice = "The environment attaches this machine to a shared GPU (MPS) or caps its share of one. " + adviceShared
+	} else {
+		m.Evidence = "no MPS pipe directory and no CUDA sharing or limit variables"
+	}
+	j.add(m)
+
+	e := Check{ID: "sharing.environment", Status: Pass, Measured: s.Container, Unit: ""}
+	var env []string
+	if s.Container != "" {
+		env = append(env, "container: "+s.Container+" ("+s.ContainerEvidence+")")
+	}
+	if s.Hypervisor {
+		env = append(env, "virtual machine (CPU hypervisor flag)")
+	}
+	if s.DMIProduct != "" {
+		env = append(env, "DMI product: "+strings.TrimSpace(s.DMIVendor+" "+s.DMIProduct))
+	}
+	if s.CUDAVisibleDevices != nil {
+		env = append(env, fmt.Sprintf("CUDA_VISIBLE_DEVICES=%q", *s.CUDAVisibleDevices))
+	}
+	e.Evidence = strings.Join(env, "; ")
+	if e.Evidence == "" {
+		e.Evidence = "bare metal, no container detected"
+	}
+	j.add(e)
+}
+
+func (j *judge) host() {
+	h := j.f.Host
+	cpu := Check{ID: "host.cpu", Status: Pass, Measured: h.OnlineCPUs, Unit: "CPUs"}
+	cpu.Evidence = fmt.Sprintf("%s, %d CPUs online", h.CPUModel, h.OnlineCPUs)
+	if h.CPUQuota != nil {
+		cpu.Measured = round1(*h.CPUQuota)
+		cpu.Evidence += fmt.Sprintf(", cgroup quota %.1f CPUs", *h.CPUQuota)
+		if *h.CPUQuota < float64(h.OnlineCPUs)-0.01 {
+			cpu.Status = Warn
+			cpu.Expected = h.OnlineCPUs
+			cpu.Advice = "The container may use fewer CPUs than it sees: set data-loader workers to the quota, not to the CPU count."
+		}
+	}
+	j.add(cpu)
+
+	st := Check{ID: "host.steal", Unit: "%", Expected: fmt.Sprintf("< %g", j.lim.StealWarn)}
+	switch {
+	case h.StealPct == nil:
+		st.Status, st.Evidence = Skip, "CPU steal not sampled: "+h.Errors["steal"]
+	default:
+		st.Measured = round1(*h.StealPct)
+		st.Evidence = fmt.Sprintf("%.1f%% of CPU time stolen by the hypervisor over %.0f s", *h.StealPct, j.f.DurationS)
+		switch {
+		case *h.StealPct >= j.lim.StealFail:
+			st.Status, st.Advice = Fail, "The host's CPUs are oversold: other guests take a large share of yours, and your data loading will starve the GPU. Ask for another host."
+		case *h.StealPct >= j.lim.StealWarn:
+			st.Status, st.Advice = Warn, "Other guests take some of your CPU time; watch data-loading throughput."
+		default:
+			st.Status = Pass
+		}
+	}
+	j.add(st)
+
+	if h.BusyPct != nil {
+		b := Check{ID: "host.load", Unit: "%", Measured: round1(*h.BusyPct), Expected: fmt.Sprintf("< %g", j.lim.BusyWarn), Status: Pass}
+		b.Evidence = fmt.Sprintf("%.1f%% of all CPU time was busy while gpurent slept", *h.BusyPct)
+		if *h.BusyPct >= j.lim.BusyWarn {
+			b.Status, b.Advice = Warn, "Other processes are using the CPUs; check that they are yours (top)."
+		}
+		j.add(b)
+	}
+
+	mem := Check{ID: "host.memory", Unit: "GiB", Measured: gib(h.MemTotal), Status: Pass}
+	mem.Evidence = fmt.Sprintf("%.1f GiB RAM, %.1f GiB available", gib(h.MemTotal), gib(h.MemAvailable))
+	var vram uint64
+	for _, d := range j.f.GPU.Devices {
+		if d.MemoryTotal != nil {
+			vram += *d.MemoryTotal
+		}
+	}
+	if vram > 0 {
+		want := j.lim.RAMPerVRAM * float64(vram)
+		mem.Expected = round1(want / (1 << 30))
+		mem.Evidence += fmt.Sprintf("; GPU memory %.1f GiB in all", gib(vram))
+		if float64(h.MemTotal) < want {
+			mem.Status, mem.Advice = Warn, "Less RAM than GPU memory: loading a model or dataset that fills the GPU will not fit in RAM first."
+		}
+	}
+	if h.MemTotal > 0 && h.MemAvailable*10 < h.MemTotal {
+		mem.Status, mem.Advice = Warn, "Less than 10% of RAM is available: something else holds it."
+	}
+	j.add(mem)
+
+	d := Check{ID: "host.disk", Unit: "MB/s", Status: Pass}
+	d.Evidence = fmt.Sprintf("%s on %s (%s)", h.DataDir, h.FSType, h.FSSource)
+	if h.DiskWriteMBs != nil && h.DiskReadMBs != nil {
+		d.Measured = round1(*h.DiskWriteMBs)
+		d.Expected = fmt.Sprintf(">= %g", j.lim.DiskWriteWarnMBs)
+		d.Evidence += fmt.Sprintf("; write %.0f MB/s, read %.0f MB/s (%d MB, %s)", *h.DiskWriteMBs, *h.DiskReadMBs, h.DiskTestBytes/1e6, h.DiskTestMethod)
+		if *h.DiskWriteMBs < j.lim.DiskWriteWarnMBs {
+			d.Status, d.Advice = Warn, "The data disk is slow: checkpoints will take long to write; keep them small or stream them off the box."
+		}
+	} else if e := h.Errors["disk"]; e != "" {
+		d.Evidence += "; disk test failed: " + e
+		d.Status = Skip
+	} else {
+		d.Evidence += "; throughput not measured"
+		d.Status = Skip
+	}
+	if h.FSNetwork {
+		d.Status = Warn
+		d.Advice = "The data directory is on a network file system, not a local disk: reads and checkpoint writes cross the network."
+	}
+	if h.FSFree != nil {
+		d.Evidence += fmt.Sprintf("; %.1f GB free", float64(*h.FSFree)/1e9)
+		if *h.FSFree < j.lim.DiskFreeWarn {
+			d.Status = Warn
+			d.Advice = "Little free space in the data directory: a model and two checkpoints may not fit."
+		}
+	}
+	j.add(d)
+}
