@@ -50,6 +50,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code)
+	}
 	fmt.Fprintln(stderr, "gpurent:", err)
 	var ue usageError
 	var fe *yamlfile.FieldError
@@ -97,6 +101,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
                   provider's rounding, storage while stopped, egress, boot fees, IP
   gpurent plan    on demand, subscription or spot: break-even hours, spot risk,
                   the optimal checkpoint interval, renting versus an API
+  gpurent bench   acceptance test of a fresh instance: the GPU you paid for,
+                  whole, unshared, unthrottled, healthy; the host as promised
   gpurent catalog the offers behind them, with sources and dates`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -106,6 +112,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", report.Table, "output format: table or json")
 	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
-	root.AddCommand(newQuote(g), newPlan(g), newCatalog(g))
+	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g))
 	return root
 }

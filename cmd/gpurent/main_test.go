@@ -22,7 +22,19 @@ func TestMain(m *testing.M) {
 // command line and what it must print, the way age tests its CLI.
 func TestScripts(t *testing.T) {
 	// UPDATE_GOLDEN=1 rewrites the expected output in the scripts: review the diff.
-	testscript.Run(t, testscript.Params{Dir: "testdata/script", UpdateScripts: os.Getenv("UPDATE_GOLDEN") != ""})
+	fixtures, err := filepath.Abs("../../internal/bench/testdata/fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:           "testdata/script",
+		UpdateScripts: os.Getenv("UPDATE_GOLDEN") != "",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("FIXTURES", fixtures)
+			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, "state"))
+			return nil
+		},
+	})
 }
 
 func gpurent(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -70,6 +82,11 @@ func TestExitCodes(t *testing.T) {
 		{"bad trials", []string{"plan", "--hours", "1", "--trials", "0"}, 2, "--trials: want 1 to 10000000"},
 		{"hours beyond span", []string{"quote", "--hours", "100", "--days", "1"}, 2, "--hours: 100 h do not fit in span_days 1"},
 		{"inference without tokens", []string{"plan", "--inference"}, 2, "--tokens-per-day: required"},
+		{"bench expecting a GPU on a machine without one", []string{"bench", "--no-history", "--duration", "1s", "--disk-mb", "0", "--expect", "H100 SXM"}, 3, ""},
+		{"bench unknown model", []string{"bench", "--expect", "TPU v5"}, 2, `--expect: no GPU in the datasheet table matches "TPU v5"`},
+		{"bench bad duration", []string{"bench", "--duration", "forever"}, 2, "--duration: want a duration"},
+		{"bench replay missing", []string{"bench", "--replay", filepath.Join(dir, "none.json")}, 2, "none.json"},
+		{"bench replay not facts", []string{"bench", "--replay", badProfile}, 2, "not a gpurent facts file"},
 		{"inference bad model", []string{"plan", "--inference", "--tokens-per-day", "1e6", "--model", "13B"}, 2, `--model: want 8B or 70B, got "13B"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -77,10 +77,19 @@ func (t *Tab) Write(w io.Writer) error {
 }
 
 // Width is the number of terminal columns s takes: East Asian wide and
-// full-width characters count two.
+// full-width characters count two, ANSI colour sequences none.
 func Width(s string) int {
 	n := 0
+	inEsc := false
 	for _, r := range s {
+		if inEsc {
+			inEsc = r != 'm'
+			continue
+		}
+		if r == '\x1b' {
+			inEsc = true
+			continue
+		}
 		n++
 		if wide(r) {
 			n++

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/specs"
+	"github.com/gpurent/gpurent/internal/units"
+)
+
+// exitVerdictFail is bench's exit code for a failed verdict.
+const exitVerdictFail = 3
+
+// exitCode carries an exit code through cobra without a message: the
+// report already said everything.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+func newBench(g *globals) *cobra.Command {
+	var (
+		expect     string
+		expectGPUs int
+		duration   string
+		dataDir    string
+		diskMB     int
+		record     string
+		replay     string
+		noHistory  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Acceptance test of a fresh instance: the GPU you paid for, whole, unshared, healthy",
+		Long: `bench checks, in seconds, that this machine is what you rented: the GPU model,
+memory and count (by PCI id, not only by name), that it is whole (no MIG slice,
+no vGPU, no MPS, no API-hooking layer such as HAMi's libvgpu.so, no other
+tenant's processes or activity), unthrottled (power limit, clock slowdowns,
+PCIe link) and healthy (ECC, retired pages, remapped rows); and that the host's
+CPUs are not oversold (steal), its RAM fits the GPUs and its data disk is local
+and fast. Every check prints its evidence and, when it is not a pass, advice.
+
+Exit codes: 0 pass or warn, 3 fail, 2 bad usage. Each run is added to a local
+history (gpurent bench history); --record saves the raw facts, and --replay
+judges saved facts anywhere, without a GPU.`,
+		Example: `  gpurent bench
+  gpurent bench --expect "H100 SXM" --expect-gpus 8
+  gpurent bench --record facts.json -o json > report.json
+  gpurent bench --replay facts.json --expect "A100 80GB SXM"`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			if expectGPUs < 0 {
+				return usagef("--expect-gpus: want a positive number of GPUs, got %d", expectGPUs)
+			}
+			window, err := units.ParseDuration(duration)
+			if err != nil || window <= 0 || window > 10*time.Minute {
+				return usagef("--duration: want a duration between 1s and 10m such as 3s or 30s, got %q", duration)
+			}
+			if diskMB < 0 {
+				return usagef("--disk-mb: want 0 (skip) or more, got %d", diskMB)
+			}
+			tab, err := specs.Load()
+			if err != nil {
+				return err
+			}
+			order := bench.Order{GPU: expect, GPUs: expectGPUs}
+			// An order nobody can match is bad usage, before any measuring.
+			if expect != "" && len(tab.Match(expect)) == 0 {
+				_, err := bench.Judge(probe.Facts{}, tab, order, bench.DefaultLimits())
+				return usageError{err}
+			}
+			var facts probe.Facts
+			if replay != "" {
+				if facts, err = readFacts(replay); err != nil {
+					return err
+				}
+			} else {
+				facts = gather(cmd.Context(), window, dataDir, int64(diskMB)<<20)
+			}
+			if record != "" {
+				if err := writeFacts(record, facts); err != nil {
+					return err
+				}
+			}
+			rep, err := bench.Judge(facts, tab, order, bench.DefaultLimits())
+			if err != nil {
+				return usageError{err}
+			}
+			if replay == "" && !noHistory {
+				if path, err := bench.HistoryPath(); err == nil {
+					if err := bench.AppendHistory(path, rep.Entry()); err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), "gpurent: warning:", err)
+					}
+				}
+			}
+			if g.output == report.JSON {
+				if err := report.WriteJSON(g.stdout, rep); err != nil {
+					return err
+				}
+			} else if err := writeBench(g.stdout, rep, colorful(g.stdout)); err != nil {
+				return err
+			}
+			if rep.Verdict == bench.Fail {
+				return exitCode(exitVerdictFail)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&expect, "expect", "", `the GPU you ordered, e.g. "A100 80GB SXM", "H100 SXM", "RTX 4090"`)
+	f.IntVar(&expectGPUs, "expect-gpus", 0, "the number of GPUs you ordered")
+	f.StringVar(&duration, "duration", "3s", "how long to sample GPU activity and CPU steal")
+	f.StringVar(&dataDir, "data-dir", ".", "directory whose disk is measured (where your data and checkpoints go)")
+	f.IntVar(&diskMB, "disk-mb", 256, "MB written and read back to measure the disk (0 skips)")
+	f.StringVar(&record, "record", "", "save the raw facts to this JSON file")
+	f.StringVar(&replay, "replay", "", "judge facts saved with --record instead of measuring")
+	f.BoolVar(&noHistory, "no-history", false, "do not add this run to the local history")
+	cmd.AddCommand(newBenchHistory(g))
+	return cmd
+}
+
+// gather measures this machine: GPU utilization and CPU steal are sampled
+// over the same window, side by side.
+func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes int64) probe.Facts {
+	f := probe.Facts{Version: probe.FactsVersion, CollectedAt: time.Now().UTC(), DurationS: window.Seconds()}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		f.GPU = probe.GPU(ctx, probe.GPUOptions{Window: window})
+	}()
+	go func() {
+		defer wg.Done()
+		f.Host = probe.Host(ctx, probe.HostOptions{DataDir: dataDir, Window: window, DiskBytes: diskBytes})
+	}()
+	f.Sharing = probe.Sharing(probe.RealEnviron())
+	wg.Wait()
+	return f
+}
+
+func readFacts(path string) (probe.Facts, error) {
+	var f probe.Facts
+	data, err := readFile(path)
+	if err != nil {
+		return f, err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return f, usagef("--replay %s: not a gpurent facts file: %v", path, err)
+	}
+	if f.Version != probe.FactsVersion {
+		return f, usagef("--replay %s: facts version %d, this gpurent reads version %d", path, f.Version, probe.FactsVersion)
+	}
+	return f, nil
+}
+
+// writeFacts saves facts with a temporary file, fsync and rename, so an
+// interrupted run never leaves half a file where a good one was.
+func writeFacts(path string, f probe.Facts) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("--record: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("--record %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("--record %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("--record %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("--record %s: %w", path, err)
+	}
+	return nil
+}
+
+// colorful reports whether w is a terminal that wants colour (NO_COLOR unset).
+func colorful(w io.Writer) bool {
+	if _, off := os.LookupEnv("NO_COLOR"); off {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func paint(s string, color bool) string {
+	if !color {
+		return s
+	}
+	code := map[string]string{bench.Pass: "32", bench.Warn: "33", bench.Fail: "31;1", bench.Skip: "2"}[strings.ToLower(s)]
+	if code == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func writeBench(w io.Writer, r *bench.Report, color bool) error {
+	tab := report.NewTab("CHECK", "STATUS", "MEASURED", "EXPECTED", "EVIDENCE")
+	for _, c := range r.Checks {
+		tab.Row(c.ID, paint(c.Status, color), value(c.Measured, c.Unit), value(c.Expected, c.Unit), c.Evidence)
+	}
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	var advice []string
+	for _, c := range r.Checks {
+		if c.Advice != "" && (c.Status == bench.Fail || c.Status == bench.Warn) {
+			advice = append(advice, fmt.Sprintf("  %s %s: %s", paint(c.Status, color), c.ID, c.Advice))
+		}
+	}
+	if len(advice) > 0 {
+		fmt.Fprintf(w, "\nadvice:\n%s\n", strings.Join(advice, "\n"))
+	}
+	fmt.Fprintf(w, "\nverdict: %s\n", paint(strings.ToUpper(r.Verdict), color))
+	return nil
+}
+
+func value(v any, unit string) string {
+	if v == nil {
+		return "-"
+	}
+	s := fmt.Sprint(v)
+	if s == "" {
+		return "-"
+	}
+	if unit != "" && unit != "model" && unit != "link" {
+		s += " " + unit
+	}
+	return s
+}
+
+func newBenchHistory(g *globals) *cobra.Command {
+	var n int
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "Past bench runs side by side, newest last",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			if n < 1 {
+				return usagef("-n: want at least 1, got %d", n)
+			}
+			path, err := bench.HistoryPath()
+			if err != nil {
+				return err
+			}
+			entries, skipped, err := bench.ReadHistory(path)
+			if err != nil {
+				return err
+			}
+			if len(entries) > n {
+				entries = entries[len(entries)-n:]
+			}
+			if g.output == report.JSON {
+				if entries == nil {
+					entries = []bench.HistoryEntry{}
+				}
+				return report.WriteJSON(g.stdout, map[string]any{"path": path, "runs": entries, "skipped_lines": skipped})
+			}
+			if len(entries) == 0 {
+				fmt.Fprintf(g.stdout, "no bench runs yet (%s)\n", path)
+				return nil
+			}
+			tab := report.NewTab("TIME", "VERDICT", "GPUS", "EXPECT", "CPUS", "STEAL", "DISK", "FAILED", "WARNED")
+			for _, e := range entries {
+				var gpus []string
+				for _, x := range e.GPUs {
+					gpus = append(gpus, x.Name)
+				}
+				gs := "-"
+				if len(gpus) > 0 {
+					gs = fmt.Sprintf("%d× %s", len(gpus), gpus[0])
+				}
+				tab.Row(e.Time.Local().Format("2006-01-02 15:04"), e.Verdict, gs, orDash(e.Expect), fmt.Sprint(e.CPUs),
+					value(e.Measure["host.steal"], "%"), value(e.Measure["host.disk"], "MB/s"), orDash(strings.Join(e.Failed, ",")), orDash(strings.Join(e.Warned, ",")))
+			}
+			if err := tab.Write(g.stdout); err != nil {
+				return err
+			}
+			if skipped > 0 {
+				fmt.Fprintf(g.stdout, "\n%d unreadable lines skipped in %s\n", skipped, path)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVarP(&n, "last", "n", 20, "show the last N runs")
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
