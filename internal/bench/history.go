@@ -75,6 +75,8 @@ func HistoryPath() (string, error) {
 
 // AppendHistory adds one line to the history file, creating it. Appending
 // never rewrites what is already stored; the line is synced before return.
+// A line left unfinished by an earlier crash stays as it is and is skipped
+// when read.
 func AppendHistory(path string, e HistoryEntry) error {
 	b, err := json.Marshal(e)
 	if err != nil {
@@ -83,11 +85,20 @@ func AppendHistory(path string, e HistoryEntry) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("bench history: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("bench history: %w", err)
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	// A write cut short earlier leaves a line without its newline; start a
+	// new line so this entry is not glued to the broken one.
+	line := append(b, '\n')
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+			line = append([]byte{'\n'}, line...)
+		}
+	}
+	if _, err := f.Write(line); err != nil {
 		f.Close()
 		return fmt.Errorf("bench history %s: %w", path, err)
 	}

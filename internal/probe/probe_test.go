@@ -184,3 +184,22 @@ func TestSharingForReal(t *testing.T) {
 		t.Errorf("this test process maps an interposer: %s", m)
 	}
 }
+
+func FuzzHostParsers(f *testing.F) {
+	f.Add("0-3,8", "400000 100000", "cpu  1 2 3 4 5 6 7 8 9 10", "1 0 0:1 / / rw - ext4 /dev/vda rw")
+	f.Add("", "max", "cpu", "- -")
+	f.Fuzz(func(t *testing.T, cpus, cpuMax, stat, mounts string) {
+		if n, err := countCPUList(cpus); err == nil && n < 1 {
+			t.Fatalf("countCPUList(%q) = %d without error", cpus, n)
+		}
+		if q, err := parseCPUMax(cpuMax); err == nil && q != nil && !(*q > 0) {
+			t.Fatalf("parseCPUMax(%q) = %v", cpuMax, *q)
+		}
+		if a, err := parseCPULine(stat); err == nil {
+			if s, b, ok := cpuShares(cpuTimes{}, a); ok && (s < 0 || b < -1e-9 || s > 100 || b > 100+1e-9) {
+				t.Fatalf("shares %v %v from %q", s, b, stat)
+			}
+		}
+		mountFor(mounts, "/work")
+	})
+}
