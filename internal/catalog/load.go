@@ -4,8 +4,8 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
-	"strings"
-	"unicode"
+
+	"github.com/gpurent/gpurent/internal/specs"
 )
 
 // defaultYAML is the embedded catalog, generated from the sourced research
@@ -54,15 +54,15 @@ func Load(paths []string) (*Catalog, error) {
 }
 
 // MatchGPU reports whether the offer's GPU model is the one asked for. The
-// words of want must appear in order in the model name, case and spacing
-// ignored: "H100" matches "H100 SXM" and "H100 PCIe", "RTX 4090" matches
+// words of want (specs.Words: case, spacing and "GeForce" ignored) must
+// appear in order in the model name: "H100" matches "H100 SXM" and "H100 PCIe", "RTX 4090" matches
 // "GeForce RTX 4090" but not "RTX 4090D". An empty want matches every GPU.
 func MatchGPU(model, want string) bool {
-	w := gpuWords(want)
+	w := specs.Words(want)
 	if len(w) == 0 {
 		return true
 	}
-	m := gpuWords(model)
+	m := specs.Words(model)
 	for i := 0; i+len(w) <= len(m); i++ {
 		ok := true
 		for j := range w {
@@ -76,22 +76,4 @@ func MatchGPU(model, want string) bool {
 		}
 	}
 	return false
-}
-
-// gpuWords splits a model name into lower-case words of letters and digits.
-// A lone trailing letter is joined to the number before it, so "4090 D" and
-// "4090D" are the same word.
-func gpuWords(s string) []string {
-	f := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-	var out []string
-	for _, w := range f {
-		if len(w) == 1 && unicode.IsLetter(rune(w[0])) && len(out) > 0 && unicode.IsDigit(rune(out[len(out)-1][len(out[len(out)-1])-1])) {
-			out[len(out)-1] += w
-			continue
-		}
-		out = append(out, w)
-	}
-	return out
 }
