@@ -1,0 +1,75 @@
+package gpu
+
+import (
+	"context"
+	"time"
+)
+
+// Probe names, shared by every backend so results can be compared.
+const (
+	ProbeFP32     = "fp32_fma"    // SIMT FP32 FMA throughput, TFLOPS
+	ProbeBF16     = "tensor_bf16" // mma.sync BF16 in, FP32 accumulate, TFLOPS
+	ProbeFP16     = "tensor_fp16" // mma.sync FP16 in, FP32 accumulate, TFLOPS
+	ProbeTF32     = "tensor_tf32" // mma.sync TF32, TFLOPS
+	ProbeFP8      = "tensor_fp8"  // mma.sync e4m3, FP32 accumulate, TFLOPS
+	ProbeCopy     = "mem_copy"    // device copy kernel, GB/s (read + write)
+	ProbeDtoD     = "memcpy_dtod" // cuMemcpyDtoD, GB/s (read + write)
+	ProbeH2D      = "h2d"         // pinned host to device, GB/s
+	ProbeD2H      = "d2h"         // device to pinned host, GB/s
+	ProbeAlloc    = "alloc"       // memory allocated and touched, GiB
+	ProbeSustain  = "sustained"   // fixed kernel launched back to back
+	ProbeGEMMFP32 = "gemm_fp32"   // 8192^3 GEMM, TFLOPS
+	ProbeGEMMTF32 = "gemm_tf32"
+	ProbeGEMMBF16 = "gemm_bf16"
+)
+
+// Result is one probe's measurement.
+type Result struct {
+	Probe     string  `json:"probe"`
+	Precision string  `json:"precision,omitempty"` // fp32, tf32, bf16, fp16, fp8: the datasheet peak it is judged against
+	Value     float64 `json:"value"`               // the median over repetitions, in Unit
+	Unit      string  `json:"unit"`
+	// Timing summarises the repetitions in milliseconds.
+	Timing     Summary     `json:"timing"`
+	Notes      string      `json:"notes,omitempty"`
+	Error      string      `json:"error,omitempty"`
+	Contention *Contention `json:"contention,omitempty"`
+}
+
+// Results is what one backend measured on one device.
+type Results struct {
+	Backend   string `json:"backend"` // cuda, torch or cpu
+	Available bool   `json:"available"`
+	Error     string `json:"error,omitempty"` // why the backend could not run
+	Device    string `json:"device,omitempty"`
+	// CPU is true for the cpu backend: its figures are the host's and are
+	// never compared with GPU datasheets.
+	CPU     bool     `json:"cpu,omitempty"`
+	Driver  string   `json:"driver,omitempty"`
+	Results []Result `json:"results"`
+}
+
+// Options tune a probe run.
+type Options struct {
+	Device int
+	// Full runs longer repetitions and the sustained probe for Sustained
+	// (10 s by default); quick mode keeps the whole bench under 15 s.
+	Full      bool
+	Sustained time.Duration
+}
+
+// Backend measures one device.
+type Backend interface {
+	Name() string
+	Run(ctx context.Context, opt Options) Results
+}
+
+// Find returns the result of a probe, or nil.
+func (r *Results) Find(probe string) *Result {
+	for i := range r.Results {
+		if r.Results[i].Probe == probe {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}

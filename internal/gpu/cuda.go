@@ -1,0 +1,308 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// The CUDA driver binding is written from shared/reference/abi_reference.md
+// §2 (exported symbol names, prototypes, CUresult values): `_v2` names for
+// everything that has them (the bare names are 32-bit legacy), the primary
+// context rather than cuCtxCreate (whose ABI changed in CUDA 12.5 and 13),
+// and cuEventElapsedTime_v2 with a fallback to the v1 name for drivers
+// before 12.8. A missing symbol is an error, never a panic.
+
+// errNoCUDA wraps every failure to load or initialise the driver.
+var errNoCUDA = errors.New("no CUDA driver")
+
+// cuResultName names CUresult codes (abi_reference.md §2.4).
+func cuResultName(r int32) string {
+	names := map[int32]string{1: "INVALID_VALUE", 2: "OUT_OF_MEMORY", 3: "NOT_INITIALIZED", 4: "DEINITIALIZED",
+		34: "STUB_LIBRARY", 36: "CALL_REQUIRES_NEWER_DRIVER", 46: "DEVICE_UNAVAILABLE", 100: "NO_DEVICE", 101: "INVALID_DEVICE",
+		200: "INVALID_IMAGE", 201: "INVALID_CONTEXT", 209: "NO_BINARY_FOR_GPU", 218: "INVALID_PTX", 221: "JIT_COMPILER_NOT_FOUND",
+		222: "UNSUPPORTED_PTX_VERSION", 223: "JIT_COMPILATION_DISABLED", 300: "INVALID_SOURCE", 301: "FILE_NOT_FOUND",
+		303: "SHARED_OBJECT_INIT_FAILED", 304: "OPERATING_SYSTEM", 400: "INVALID_HANDLE", 500: "NOT_FOUND", 600: "NOT_READY",
+		700: "ILLEGAL_ADDRESS", 701: "LAUNCH_OUT_OF_RESOURCES", 702: "LAUNCH_TIMEOUT", 719: "LAUNCH_FAILED", 800: "NOT_PERMITTED",
+		801: "NOT_SUPPORTED", 802: "SYSTEM_NOT_READY", 803: "SYSTEM_DRIVER_MISMATCH", 804: "COMPAT_NOT_SUPPORTED_ON_DEVICE", 999: "UNKNOWN"}
+	if n, ok := names[r]; ok {
+		return "CUDA_ERROR_" + n
+	}
+	return fmt.Sprintf("CUresult %d", r)
+}
+
+// Device attributes used (abi_reference.md §2.5).
+const (
+	cuAttrClockRate       = 13
+	cuAttrSMCount         = 16
+	cuAttrMemClockRate    = 36
+	cuAttrBusWidth        = 37
+	cuAttrCCMajor         = 75
+	cuAttrCCMinor         = 76
+	cuAttrMPSEnabled      = 133
+	cuJitErrorLogBuffer   = 5
+	cuJitErrorLogBufBytes = 6
+)
+
+// cudaLib is an open libcuda. Every call must come from the OS thread that
+// made the context current: Open locks it, Close unlocks it.
+type cudaLib struct {
+	lib     uintptr
+	syms    map[string]uintptr
+	dev     int32
+	ctx     uintptr
+	version int32
+}
+
+// openCUDA loads the driver, initialises it and makes device's primary
+// context current on this (locked) OS thread.
+func openCUDA(device int) (*cudaLib, error) {
+	runtime.LockOSThread()
+	var lib uintptr
+	var errs []string
+	for _, name := range []string{"libcuda.so.1", "libcuda.so"} {
+		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err == nil {
+			lib = h
+			break
+		}
+		errs = append(errs, err.Error())
+	}
+	if lib == 0 {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("%w: libcuda.so.1 is not on this machine (no NVIDIA driver, or a container without GPU access): %v", errNoCUDA, errs)
+	}
+	c := &cudaLib{lib: lib, syms: map[string]uintptr{}}
+	fail := func(err error) (*cudaLib, error) {
+		purego.Dlclose(lib)
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("%w: %v", errNoCUDA, err)
+	}
+	if err := c.check("cuInit", 0); err != nil {
+		return fail(err)
+	}
+	if err := c.check("cuDriverGetVersion", uintptr(unsafe.Pointer(&c.version))); err != nil {
+		return fail(err)
+	}
+	var count int32
+	if err := c.check("cuDeviceGetCount", uintptr(unsafe.Pointer(&count))); err != nil {
+		return fail(err)
+	}
+	if device < 0 || int32(device) >= count {
+		return fail(fmt.Errorf("device %d does not exist (%d CUDA devices)", device, count))
+	}
+	if err := c.check("cuDeviceGet", uintptr(unsafe.Pointer(&c.dev)), uintptr(device)); err != nil {
+		return fail(err)
+	}
+	if err := c.check("cuDevicePrimaryCtxRetain", uintptr(unsafe.Pointer(&c.ctx)), uintptr(c.dev)); err != nil {
+		return fail(err)
+	}
+	if err := c.check("cuCtxSetCurrent", c.ctx); err != nil {
+		c.call("cuDevicePrimaryCtxRelease_v2", uintptr(c.dev))
+		return fail(err)
+	}
+	return c, nil
+}
+
+func (c *cudaLib) close() {
+	c.call("cuCtxSynchronize")
+	c.call("cuDevicePrimaryCtxRelease_v2", uintptr(c.dev))
+	purego.Dlclose(c.lib)
+	runtime.UnlockOSThread()
+}
+
+func (c *cudaLib) sym(name string) (uintptr, error) {
+	if p, ok := c.syms[name]; ok {
+		return p, nil
+	}
+	p, err := purego.Dlsym(c.lib, name)
+	if err != nil || p == 0 {
+		return 0, fmt.Errorf("symbol %s is not in this CUDA driver", name)
+	}
+	c.syms[name] = p
+	return p, nil
+}
+
+// call invokes a driver function returning CUresult.
+//
+//go:uintptrescapes
+func (c *cudaLib) call(name string, args ...uintptr) (int32, error) {
+	p, err := c.sym(name)
+	if err != nil {
+		return 0, err
+	}
+	r, _, _ := purego.SyscallN(p, args...)
+	return int32(uint32(r)), nil
+}
+
+// check is call with a non-success CUresult turned into an error.
+//
+//go:uintptrescapes
+func (c *cudaLib) check(name string, args ...uintptr) error {
+	r, err := c.call(name, args...)
+	if err != nil {
+		return err
+	}
+	if r != 0 {
+		return fmt.Errorf("%s: %s", name, cuResultName(r))
+	}
+	return nil
+}
+
+func (c *cudaLib) attr(a int32) (int, error) {
+	var v int32
+	err := c.check("cuDeviceGetAttribute", uintptr(unsafe.Pointer(&v)), uintptr(a), uintptr(c.dev))
+	return int(v), err
+}
+
+func (c *cudaLib) name() string {
+	buf := make([]byte, 256)
+	if c.check("cuDeviceGetName", uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(c.dev)) != nil {
+		return ""
+	}
+	for i, b := range buf {
+		if b == 0 {
+			return string(buf[:i])
+		}
+	}
+	return string(buf)
+}
+
+// module is a loaded PTX module.
+type module uintptr
+
+// load JIT-compiles PTX for this card; the JIT's error log is in the error.
+func (c *cudaLib) load(ptx string) (module, error) {
+	src := append([]byte(ptx), 0)
+	logBuf := make([]byte, 4096)
+	opts := []int32{cuJitErrorLogBuffer, cuJitErrorLogBufBytes}
+	vals := []uintptr{uintptr(unsafe.Pointer(&logBuf[0])), uintptr(len(logBuf))}
+	var m uintptr
+	r, err := c.call("cuModuleLoadDataEx", uintptr(unsafe.Pointer(&m)), uintptr(unsafe.Pointer(&src[0])), uintptr(len(opts)),
+		uintptr(unsafe.Pointer(&opts[0])), uintptr(unsafe.Pointer(&vals[0])))
+	runtime.KeepAlive(logBuf)
+	if err != nil {
+		return 0, err
+	}
+	if r != 0 {
+		msg := string(logBuf[:clen(logBuf)])
+		return 0, fmt.Errorf("cuModuleLoadDataEx: %s %s", cuResultName(r), msg)
+	}
+	return module(m), nil
+}
+
+func clen(b []byte) int {
+	for i, x := range b {
+		if x == 0 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+func (c *cudaLib) unload(m module) { c.call("cuModuleUnload", uintptr(m)) }
+
+func (c *cudaLib) function(m module, name string) (uintptr, error) {
+	cname := append([]byte(name), 0)
+	var f uintptr
+	err := c.check("cuModuleGetFunction", uintptr(unsafe.Pointer(&f)), uintptr(m), uintptr(unsafe.Pointer(&cname[0])))
+	return f, err
+}
+
+// launch runs f on the legacy default stream. args are the kernel's
+// parameters, each an 8-byte slot (pointers and 64-bit integers) or a
+// 4-byte value in the low half (int, float) as the PTX declares them;
+// cuLaunchKernel reads each through the pointer in kernelParams.
+func (c *cudaLib) launch(f uintptr, grid, block uint32, args ...uint64) error {
+	slots := make([]uint64, len(args))
+	copy(slots, args)
+	ptrs := make([]uintptr, len(args)+1)
+	for i := range slots {
+		ptrs[i] = uintptr(unsafe.Pointer(&slots[i]))
+	}
+	err := c.check("cuLaunchKernel", f, uintptr(grid), 1, 1, uintptr(block), 1, 1, 0, 0, uintptr(unsafe.Pointer(&ptrs[0])), 0)
+	runtime.KeepAlive(slots)
+	return err
+}
+
+func (c *cudaLib) alloc(bytes uint64) (uint64, error) {
+	var p uint64
+	err := c.check("cuMemAlloc_v2", uintptr(unsafe.Pointer(&p)), uintptr(bytes))
+	return p, err
+}
+
+func (c *cudaLib) free(p uint64) { c.call("cuMemFree_v2", uintptr(p)) }
+
+func (c *cudaLib) memInfo() (free, total uint64, err error) {
+	err = c.check("cuMemGetInfo_v2", uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total)))
+	return free, total, err
+}
+
+// event pair timing on the legacy stream.
+type event uintptr
+
+func (c *cudaLib) newEvent() (event, error) {
+	var e uintptr
+	err := c.check("cuEventCreate", uintptr(unsafe.Pointer(&e)), 0)
+	return event(e), err
+}
+
+func (c *cudaLib) record(e event) error { return c.check("cuEventRecord", uintptr(e), 0) }
+
+func (c *cudaLib) destroy(e event) { c.call("cuEventDestroy_v2", uintptr(e)) }
+
+// elapsed is the time between two recorded events in milliseconds.
+func (c *cudaLib) elapsed(a, b event) (float64, error) {
+	if err := c.check("cuEventSynchronize", uintptr(b)); err != nil {
+		return 0, err
+	}
+	var ms float32
+	name := "cuEventElapsedTime_v2" // CUDA 12.8 and newer
+	if _, err := c.sym(name); err != nil {
+		name = "cuEventElapsedTime"
+	}
+	if err := c.check(name, uintptr(unsafe.Pointer(&ms)), uintptr(a), uintptr(b)); err != nil {
+		return 0, err
+	}
+	if math.IsNaN(float64(ms)) || ms < 0 {
+		return 0, fmt.Errorf("%s returned %v ms", name, ms)
+	}
+	return float64(ms), nil
+}
+
+// timed runs op between two events and returns its GPU time in ms.
+func (c *cudaLib) timed(op func() error) (float64, error) {
+	a, err := c.newEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer c.destroy(a)
+	b, err := c.newEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer c.destroy(b)
+	if err := c.record(a); err != nil {
+		return 0, err
+	}
+	if err := op(); err != nil {
+		return 0, err
+	}
+	if err := c.record(b); err != nil {
+		return 0, err
+	}
+	return c.elapsed(a, b)
+}
+
+// hostAlloc allocates pinned host memory; its address is C memory, not Go's.
+func (c *cudaLib) hostAlloc(bytes uint64) (uintptr, error) {
+	var p uintptr
+	err := c.check("cuMemHostAlloc", uintptr(unsafe.Pointer(&p)), uintptr(bytes), 0)
+	return p, err
+}
+
+func (c *cudaLib) hostFree(p uintptr) { c.call("cuMemFreeHost", p) }

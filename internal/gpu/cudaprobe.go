@@ -1,0 +1,439 @@
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
+
+// CUDA is the backend that measures through the CUDA driver API with the
+// embedded PTX kernels.
+type CUDA struct{}
+
+// Name is "cuda".
+func (CUDA) Name() string { return "cuda" }
+
+// Run measures every probe the card supports. A probe that fails records its
+// error and the others still run.
+func (CUDA) Run(ctx context.Context, opt Options) Results {
+	res := Results{Backend: "cuda", Results: []Result{}}
+	c, err := openCUDA(opt.Device)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer c.close()
+	res.Available = true
+	res.Device = c.name()
+	res.Driver = fmt.Sprintf("CUDA %d.%d", c.version/1000, c.version%1000/10)
+	p := &cudaProber{c: c, opt: opt}
+	if err := p.setup(); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer p.teardown()
+	steps := []func() Result{p.fp32}
+	for _, prec := range []string{"bf16", "fp16", "tf32", "fp8"} {
+		steps = append(steps, func() Result { return p.tensor(prec) })
+	}
+	steps = append(steps, p.copyKernel, p.dtod, func() Result { return p.hostCopy(true) }, func() Result { return p.hostCopy(false) },
+		func() Result { return p.sustained(ctx) }, p.alloc)
+	for _, step := range steps {
+		if ctx.Err() != nil {
+			break
+		}
+		res.Results = append(res.Results, step())
+	}
+	return res
+}
+
+type cudaProber struct {
+	c          *cudaLib
+	opt        Options
+	sms        int
+	major      int
+	minor      int
+	common     module
+	mma80      module
+	mma89      module
+	mma89Err   error
+	scratch    uint64
+	scratchLen uint64
+}
+
+func (p *cudaProber) setup() error {
+	var err error
+	if p.sms, err = p.c.attr(cuAttrSMCount); err != nil {
+		return err
+	}
+	if p.major, err = p.c.attr(cuAttrCCMajor); err != nil {
+		return err
+	}
+	if p.minor, err = p.c.attr(cuAttrCCMinor); err != nil {
+		return err
+	}
+	if p.common, err = p.c.load(ptxCommon); err != nil {
+		return err
+	}
+	if p.major >= 8 {
+		if p.mma80, err = p.c.load(ptxMMA80); err != nil {
+			return err
+		}
+	}
+	if p.major > 8 || (p.major == 8 && p.minor >= 9) {
+		p.mma89, p.mma89Err = p.c.load(ptxMMA89) // PTX 8.4 needs a CUDA 12.4 driver
+	}
+	// The kernels store to out only when a sum equals -1, which never
+	// happens; the buffer is sized for every thread all the same.
+	p.scratchLen = uint64(p.sms) * 8 * 256 * 4
+	p.scratch, err = p.c.alloc(p.scratchLen)
+	return err
+}
+
+func (p *cudaProber) teardown() {
+	p.c.free(p.scratch)
+	for _, m := range []module{p.common, p.mma80, p.mma89} {
+		if m != 0 {
+			p.c.unload(m)
+		}
+	}
+}
+
+func (p *cudaProber) reps() int {
+	if p.opt.Full {
+		return 10
+	}
+	return 5
+}
+
+func (p *cudaProber) target() float64 { // ms per repetition
+	if p.opt.Full {
+		return 50
+	}
+	return 20
+}
+
+// throughput calibrates a kernel's iteration count to the target time,
+// warms up, and times repetitions. flops(iters) is the work of one launch.
+func (p *cudaProber) throughput(probe, precision string, f uintptr, grid, block uint32, flops func(iters float64) float64, args func(iters int) []uint64) Result {
+	r := Result{Probe: probe, Precision: precision, Unit: "TFLOPS"}
+	run := func(iters int) (float64, error) {
+		return p.c.timed(func() error { return p.c.launch(f, grid, block, args(iters)...) })
+	}
+	iters := 256
+	t, err := run(iters) // also the warm-up: JIT, clocks up
+	for err == nil && t < p.target()/4 && iters < 1<<26 {
+		iters *= 4
+		t, err = run(iters)
+	}
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	iters = int(math.Max(1, float64(iters)*p.target()/t))
+	ms := make([]float64, 0, p.reps())
+	tf := make([]float64, 0, p.reps())
+	for range p.reps() {
+		t, err := run(iters)
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		ms = append(ms, t)
+		tf = append(tf, flops(float64(iters))/(t/1e3)/1e12)
+	}
+	r.Timing = Summarize(ms)
+	r.Value = Summarize(tf).Median
+	return r
+}
+
+func (p *cudaProber) fp32() Result {
+	f, err := p.c.function(p.common, "fma32")
+	if err != nil {
+		return Result{Probe: ProbeFP32, Precision: "fp32", Unit: "TFLOPS", Error: err.Error()}
+	}
+	grid, block := uint32(p.sms*8), uint32(256)
+	r := p.throughput(ProbeFP32, "fp32", f, grid, block,
+		func(it float64) float64 { return float64(grid) * float64(block) * it * 8 * 2 },
+		func(it int) []uint64 { return []uint64{p.scratch, uint64(uint32(it)), uint64(math.Float32bits(1.5))} })
+	r.Notes = "8 independent register FMA chains per thread; 2 FLOPs per FMA"
+	return r
+}
+
+// tensor measures mma.sync: 8 warps a block, 4 blocks an SM, 4 chains a
+// warp; one instruction is 2·M·N·K FLOPs.
+func (p *cudaProber) tensor(prec string) Result {
+	probe := map[string]string{"bf16": ProbeBF16, "fp16": ProbeFP16, "tf32": ProbeTF32, "fp8": ProbeFP8}[prec]
+	r := Result{Probe: probe, Precision: prec, Unit: "TFLOPS"}
+	mod, kernel, mnk := p.mma80, "mma_"+prec, 16.0*8*16
+	switch prec {
+	case "fp16":
+		kernel = "mma_f16"
+	case "tf32":
+		mnk = 16 * 8 * 8
+	case "fp8":
+		mod, mnk = p.mma89, 16*8*32
+		if p.mma89Err != nil {
+			r.Error = "FP8 kernels did not load (PTX 8.4 needs a CUDA 12.4 or newer driver): " + p.mma89Err.Error()
+			return r
+		}
+	}
+	if mod == 0 {
+		r.Error = fmt.Sprintf("not supported on compute capability %d.%d", p.major, p.minor)
+		return r
+	}
+	f, err := p.c.function(mod, kernel)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	grid, block := uint32(p.sms*4), uint32(256)
+	warps := float64(grid) * float64(block) / 32
+	out := p.throughput(probe, prec, f, grid, block,
+		func(it float64) float64 { return warps * it * 4 * 2 * mnk },
+		func(it int) []uint64 { return []uint64{p.scratch, uint64(uint32(it))} })
+	out.Notes = "mma.sync with register operands, FP32 accumulate; mma.sync does not reach Hopper's wgmma peak"
+	return out
+}
+
+// copyBytes is the buffer size of the bandwidth probes.
+func (p *cudaProber) copyBytes() uint64 {
+	size := uint64(512 << 20)
+	if p.opt.Full {
+		size = 1 << 30
+	}
+	if free, _, err := p.c.memInfo(); err == nil && free/4 < size {
+		size = free / 4 &^ 15
+	}
+	return size
+}
+
+// deviceBuffers allocates two device buffers of n bytes, filled.
+func (p *cudaProber) deviceBuffers(n uint64) (a, b uint64, err error) {
+	if a, err = p.c.alloc(n); err != nil {
+		return 0, 0, err
+	}
+	if b, err = p.c.alloc(n); err != nil {
+		p.c.free(a)
+		return 0, 0, err
+	}
+	if err = p.c.check("cuMemsetD8_v2", uintptr(a), 0x5a, uintptr(n)); err == nil {
+		err = p.c.check("cuMemsetD8_v2", uintptr(b), 0, uintptr(n))
+	}
+	if err != nil {
+		p.c.free(a)
+		p.c.free(b)
+	}
+	return a, b, err
+}
+
+// bandwidth times op reps times (after one warm-up) moving bytes each.
+func (p *cudaProber) bandwidth(r Result, bytes float64, op func() error) Result {
+	if _, err := p.c.timed(op); err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	ms := make([]float64, 0, p.reps())
+	gbs := make([]float64, 0, p.reps())
+	for range p.reps() {
+		t, err := p.c.timed(op)
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		ms = append(ms, t)
+		gbs = append(gbs, bytes/(t/1e3)/1e9)
+	}
+	r.Timing = Summarize(ms)
+	r.Value = Summarize(gbs).Median
+	return r
+}
+
+func (p *cudaProber) copyKernel() Result {
+	r := Result{Probe: ProbeCopy, Unit: "GB/s"}
+	f, err := p.c.function(p.common, "copy16")
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	n := p.copyBytes()
+	in, out, err := p.deviceBuffers(n)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer p.c.free(in)
+	defer p.c.free(out)
+	r = p.bandwidth(r, 2*float64(n), func() error { return p.c.launch(f, uint32(p.sms*8), 256, in, out, n/16) })
+	r.Notes = fmt.Sprintf("16-byte grid-stride copy of %d MiB; bytes counted read + written", n>>20)
+	return r
+}
+
+func (p *cudaProber) dtod() Result {
+	r := Result{Probe: ProbeDtoD, Unit: "GB/s"}
+	n := p.copyBytes()
+	in, out, err := p.deviceBuffers(n)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer p.c.free(in)
+	defer p.c.free(out)
+	r = p.bandwidth(r, 2*float64(n), func() error { return p.c.check("cuMemcpyDtoD_v2", uintptr(out), uintptr(in), uintptr(n)) })
+	r.Notes = fmt.Sprintf("cuMemcpyDtoD of %d MiB; bytes counted read + written", n>>20)
+	return r
+}
+
+// hostCopy measures pinned host-device bandwidth in one direction.
+func (p *cudaProber) hostCopy(toDevice bool) Result {
+	r := Result{Probe: ProbeD2H, Unit: "GB/s"}
+	if toDevice {
+		r.Probe = ProbeH2D
+	}
+	n := uint64(256 << 20)
+	host, err := p.c.hostAlloc(n)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer p.c.hostFree(host)
+	dev, err := p.c.alloc(n)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer p.c.free(dev)
+	op := func() error { return p.c.check("cuMemcpyDtoH_v2", host, uintptr(dev), uintptr(n)) }
+	if toDevice {
+		op = func() error { return p.c.check("cuMemcpyHtoD_v2", uintptr(dev), host, uintptr(n)) }
+	}
+	r = p.bandwidth(r, float64(n), op)
+	r.Notes = fmt.Sprintf("%d MiB pinned host buffer (cuMemHostAlloc), synchronous copies", n>>20)
+	return r
+}
+
+// alloc allocates and touches what cuMemGetInfo calls free, minus a margin,
+// in 1 GiB pieces. An MPS or HAMi memory limit shows as free far below
+// total.
+func (p *cudaProber) alloc() Result {
+	r := Result{Probe: ProbeAlloc, Unit: "GiB"}
+	free, total, err := p.c.memInfo()
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	margin := max(uint64(512<<20), total/50)
+	if free <= margin {
+		r.Notes = fmt.Sprintf("free %.2f GiB of %.2f GiB total: nothing to allocate beyond the margin", gibf(free), gibf(total))
+		return r
+	}
+	want := free - margin
+	var got uint64
+	var ptrs []uint64
+	start := time.Now()
+	for got < want {
+		n := min(uint64(1<<30), want-got)
+		d, err := p.c.alloc(n)
+		if err != nil {
+			break
+		}
+		ptrs = append(ptrs, d)
+		if err := p.c.check("cuMemsetD8_v2", uintptr(d), 0xa5, uintptr(n)); err != nil {
+			r.Error = err.Error()
+			break
+		}
+		got += n
+	}
+	p.c.call("cuCtxSynchronize")
+	for _, d := range ptrs {
+		p.c.free(d)
+	}
+	r.Value = gibf(got)
+	r.Timing = Summary{N: 1, Median: float64(time.Since(start).Milliseconds())}
+	r.Notes = fmt.Sprintf("cuMemGetInfo: free %.2f GiB of %.2f GiB total; allocated and touched %.2f GiB (margin %.2f GiB)",
+		gibf(free), gibf(total), gibf(got), gibf(margin))
+	return r
+}
+
+func gibf(b uint64) float64 { return float64(b) / (1 << 30) }
+
+// sustained launches one fixed ~1 ms kernel back to back for the duration
+// and times every launch with its own events.
+func (p *cudaProber) sustained(ctx context.Context) Result {
+	r := Result{Probe: ProbeSustain, Unit: "ms"}
+	f, err := p.c.function(p.common, "fma32")
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	dur := p.opt.Sustained
+	if dur <= 0 {
+		dur = 2 * time.Second
+		if p.opt.Full {
+			dur = 10 * time.Second
+		}
+	}
+	grid, block := uint32(p.sms*2), uint32(256)
+	args := func(it int) []uint64 { return []uint64{p.scratch, uint64(uint32(it)), uint64(math.Float32bits(1.5))} }
+	iters := 64
+	t, err := p.c.timed(func() error { return p.c.launch(f, grid, block, args(iters)...) })
+	for err == nil && t < 0.25 && iters < 1<<24 {
+		iters *= 2
+		t, err = p.c.timed(func() error { return p.c.launch(f, grid, block, args(iters)...) })
+	}
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	iters = int(math.Max(1, float64(iters)/t)) // about 1 ms
+	const batch = 128
+	starts, ends := make([]event, batch), make([]event, batch)
+	for i := range starts {
+		if starts[i], err = p.c.newEvent(); err == nil {
+			ends[i], err = p.c.newEvent()
+		}
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+	}
+	defer func() {
+		for i := range starts {
+			p.c.destroy(starts[i])
+			p.c.destroy(ends[i])
+		}
+	}()
+	var ms []float64
+	deadline := time.Now().Add(dur)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for i := 0; i < batch; i++ {
+			if err := p.c.record(starts[i]); err != nil {
+				r.Error = err.Error()
+				return r
+			}
+			if err := p.c.launch(f, grid, block, args(iters)...); err != nil {
+				r.Error = err.Error()
+				return r
+			}
+			if err := p.c.record(ends[i]); err != nil {
+				r.Error = err.Error()
+				return r
+			}
+		}
+		for i := 0; i < batch; i++ {
+			t, err := p.c.elapsed(starts[i], ends[i])
+			if err != nil {
+				r.Error = err.Error()
+				return r
+			}
+			ms = append(ms, t)
+		}
+	}
+	c := AnalyzeLaunches(ms, DefaultContentionLimits())
+	r.Contention = &c
+	r.Timing = Summarize(ms)
+	r.Value = c.P50Ms
+	r.Notes = fmt.Sprintf("%d launches of an FP32 FMA kernel (%d blocks of %d threads) over %s", len(ms), grid, block, dur)
+	return r
+}

@@ -1,0 +1,70 @@
+# torch_probe.py: gpurent's torch backend. Prints one JSON object with the
+# same probe names as the cuda backend. argv: device index, full (0/1).
+import json, sys
+
+def main():
+    out = {"available": False, "results": []}
+    try:
+        import torch
+    except Exception as e:  # no torch: say so, do not fail
+        out["error"] = "python3 has no torch: %s" % e
+        print(json.dumps(out)); return
+    if not torch.cuda.is_available():
+        out["error"] = "torch %s sees no CUDA device" % torch.__version__
+        print(json.dumps(out)); return
+    dev = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    full = len(sys.argv) > 2 and sys.argv[2] == "1"
+    reps = 10 if full else 5
+    torch.cuda.set_device(dev)
+    out.update(available=True, device=torch.cuda.get_device_name(dev),
+               driver="torch %s, CUDA %s" % (torch.__version__, torch.version.cuda))
+
+    def timed(fn):
+        fn(); torch.cuda.synchronize()  # warm-up
+        ms = []
+        for _ in range(reps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record(); fn(); b.record(); b.synchronize()
+            ms.append(a.elapsed_time(b))
+        return ms
+
+    def summary(ms):
+        s = sorted(ms); n = len(s); med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+        return {"n": n, "median": med, "min": s[0], "max": s[-1]}
+
+    def add(probe, unit, work, ms, precision=None, notes=None):
+        vals = sorted(work / (m / 1e3) for m in ms)
+        r = {"probe": probe, "unit": unit, "value": vals[len(vals) // 2], "timing": summary(ms)}
+        if precision: r["precision"] = precision
+        if notes: r["notes"] = notes
+        out["results"].append(r)
+
+    n = 8192
+    for probe, dtype, tf32, prec in (("gemm_fp32", torch.float32, False, "fp32"),
+                                     ("gemm_tf32", torch.float32, True, "tf32"),
+                                     ("gemm_bf16", torch.bfloat16, False, "bf16")):
+        try:
+            torch.backends.cuda.matmul.allow_tf32 = tf32  # set explicitly: off by default since torch 1.12
+            a = torch.randn(n, n, device="cuda", dtype=dtype); b = torch.randn(n, n, device="cuda", dtype=dtype)
+            add(probe, "TFLOPS", 2 * n ** 3 / 1e12, timed(lambda: a @ b), prec, "torch.matmul %d^3, allow_tf32=%s" % (n, tf32))
+            del a, b
+        except Exception as e:
+            out["results"].append({"probe": probe, "unit": "TFLOPS", "value": 0, "timing": {}, "error": str(e)})
+    torch.backends.cuda.matmul.allow_tf32 = False
+    size = (1 << 30) if full else (512 << 20)
+    try:
+        x = torch.empty(size, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
+        add("mem_copy", "GB/s", 2 * size / 1e9, timed(lambda: y.copy_(x)), notes="tensor.copy_ of %d MiB; bytes counted read + written" % (size >> 20))
+        del x, y
+    except Exception as e:
+        out["results"].append({"probe": "mem_copy", "unit": "GB/s", "value": 0, "timing": {}, "error": str(e)})
+    size = 256 << 20
+    try:
+        h = torch.empty(size, dtype=torch.uint8).pin_memory(); d = torch.empty(size, dtype=torch.uint8, device="cuda")
+        add("h2d", "GB/s", size / 1e9, timed(lambda: d.copy_(h)), notes="256 MiB pinned")
+        add("d2h", "GB/s", size / 1e9, timed(lambda: h.copy_(d)), notes="256 MiB pinned")
+    except Exception as e:
+        out["results"].append({"probe": "h2d", "unit": "GB/s", "value": 0, "timing": {}, "error": str(e)})
+    print(json.dumps(out))
+
+main()
