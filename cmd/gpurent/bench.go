@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/gpu"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/specs"
@@ -39,6 +40,8 @@ func newBench(g *globals) *cobra.Command {
 		record     string
 		replay     string
 		noHistory  bool
+		backend    string
+		full       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -70,6 +73,14 @@ judges saved facts anywhere, without a GPU.`,
 			if err != nil || window <= 0 || window > 10*time.Minute {
 				return usagef("--duration: want a duration between 1s and 10m such as 3s or 30s, got %q", duration)
 			}
+			switch backend {
+			case "auto", "cuda", "torch", "cpu", "none":
+			default:
+				return usagef("--backend: want auto, cuda, torch, cpu or none, got %q", backend)
+			}
+			if full && !cmd.Flags().Changed("duration") {
+				window = 10 * time.Second
+			}
 			if diskMB < 0 {
 				return usagef("--disk-mb: want 0 (skip) or more, got %d", diskMB)
 			}
@@ -90,6 +101,7 @@ judges saved facts anywhere, without a GPU.`,
 				}
 			} else {
 				facts = gather(cmd.Context(), window, dataDir, int64(diskMB)<<20)
+				facts.Compute = computeProbes(cmd.Context(), backend, full, facts.GPU)
 			}
 			if record != "" {
 				if err := writeFacts(record, facts); err != nil {
@@ -129,6 +141,8 @@ judges saved facts anywhere, without a GPU.`,
 	f.StringVar(&record, "record", "", "save the raw facts to this JSON file")
 	f.StringVar(&replay, "replay", "", "judge facts saved with --record instead of measuring")
 	f.BoolVar(&noHistory, "no-history", false, "do not add this run to the local history")
+	f.StringVar(&backend, "backend", "auto", "compute probes: auto (cuda, else torch, where a GPU is found), cuda, torch, cpu or none")
+	f.BoolVar(&full, "full", false, "full mode: probe every GPU, longer repetitions, 10 s sustained launches and sampling")
 	cmd.AddCommand(newBenchHistory(g))
 	return cmd
 }
@@ -150,6 +164,50 @@ func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes
 	f.Sharing = probe.Sharing(probe.RealEnviron())
 	wg.Wait()
 	return f
+}
+
+// computeProbes measures what the GPUs deliver, after the NVML facts were
+// read (utilization is sampled while gpurent is idle). Quick mode probes the
+// first GPU; full mode every one.
+func computeProbes(ctx context.Context, backend string, full bool, g probe.GPUFacts) []gpu.Results {
+	if backend == "none" {
+		return nil
+	}
+	opt := gpu.Options{Full: full}
+	if backend == "cpu" {
+		return []gpu.Results{gpu.CPU{}.Run(ctx, opt)}
+	}
+	if backend == "auto" && !g.Available {
+		return nil
+	}
+	// Number CUDA devices like NVML does (PCI bus order), unless the user
+	// chose an order.
+	if _, set := os.LookupEnv("CUDA_DEVICE_ORDER"); !set {
+		os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+	}
+	n := max(1, len(g.Devices))
+	if !full {
+		n = 1
+	}
+	var out []gpu.Results
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		opt.Device = i
+		var r gpu.Results
+		switch backend {
+		case "torch":
+			r = gpu.Torch{}.Run(ctx, opt)
+		default:
+			r = gpu.CUDA{}.Run(ctx, opt)
+			if backend == "auto" && !r.Available {
+				if t := (gpu.Torch{}).Run(ctx, opt); t.Available {
+					r = t
+				}
+			}
+		}
+		r.Index = i
+		out = append(out, r)
+	}
+	return out
 }
 
 func readFacts(path string) (probe.Facts, error) {

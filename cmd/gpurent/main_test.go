@@ -84,6 +84,7 @@ func TestExitCodes(t *testing.T) {
 		{"inference without tokens", []string{"plan", "--inference"}, 2, "--tokens-per-day: required"},
 		{"bench expecting a GPU on a machine without one", []string{"bench", "--no-history", "--duration", "1s", "--disk-mb", "0", "--expect", "H100 SXM"}, 3, ""},
 		{"bench unknown model", []string{"bench", "--expect", "TPU v5"}, 2, `--expect: no GPU in the datasheet table matches "TPU v5"`},
+		{"bench bad backend", []string{"bench", "--backend", "opencl"}, 2, `--backend: want auto, cuda, torch, cpu or none, got "opencl"`},
 		{"bench bad duration", []string{"bench", "--duration", "forever"}, 2, "--duration: want a duration"},
 		{"bench replay missing", []string{"bench", "--replay", filepath.Join(dir, "none.json")}, 2, "none.json"},
 		{"bench replay not facts", []string{"bench", "--replay", badProfile}, 2, "not a gpurent facts file"},

@@ -129,8 +129,9 @@ func Judge(f probe.Facts, tab *specs.Table, order Order, lim Limits) (*Report, e
 			return nil, fmt.Errorf("--expect: no GPU in the datasheet table matches %q; known models include %s", order.GPU, knownModels(tab))
 		}
 	}
-	j := &judge{f: f, tab: tab, order: order, accepted: accepted, lim: lim}
+	j := &judge{f: f, tab: tab, order: order, accepted: accepted, lim: lim, clim: DefaultComputeLimits()}
 	j.gpu()
+	j.compute()
 	j.sharing()
 	j.host()
 	r := &Report{Verdict: Pass, Expect: order.GPU, Checks: j.checks, Facts: f}
@@ -168,6 +169,7 @@ type judge struct {
 	order    Order
 	accepted []*specs.GPU
 	lim      Limits
+	clim     ComputeLimits
 	checks   []Check
 }
 

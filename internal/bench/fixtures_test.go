@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/gpu"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
 )
@@ -49,6 +50,39 @@ func healthyH100() probe.Facts {
 			MemTotal: 225 * gib64, MemAvailable: 219 * gib64, DataDir: "/workspace", FSType: "ext4", FSSource: "/dev/nvme0n1p1",
 			FSFree: p(uint64(480e9)), DiskWriteMBs: p(1850.0), DiskReadMBs: p(3100.0), DiskTestBytes: 256 << 20, DiskTestMethod: "o_direct"},
 	}
+}
+
+// probed adds synthetic compute results to a facts builder: figures a
+// healthy H100 SXM could show (FP32 90% of 67, copy 87% of 3350 GB/s, H2D
+// 79% of a Gen5 x16 link), and a sustained series from a 2 ms kernel with
+// 1% jitter, passed through the same analysis bench runs. Synthetic: they
+// test the judgement, not the card.
+func probed(f probe.Facts, sustained []float64, allocGiB float64) probe.Facts {
+	c := gpu.AnalyzeLaunches(sustained, gpu.DefaultContentionLimits())
+	f.Compute = []gpu.Results{{Backend: "cuda", Index: 0, Available: true, Device: "NVIDIA H100 80GB HBM3", Driver: "CUDA 13.0",
+		Results: []gpu.Result{
+			{Probe: gpu.ProbeFP32, Precision: "fp32", Value: 60.3, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 20.1, Spread: 0.004}},
+			{Probe: gpu.ProbeBF16, Precision: "bf16", Value: 905, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 20.0, Spread: 0.003}},
+			{Probe: gpu.ProbeFP8, Precision: "fp8", Error: "FP8 kernels did not load (PTX 8.4 needs a CUDA 12.4 or newer driver): CUDA_ERROR_UNSUPPORTED_PTX_VERSION", Unit: "TFLOPS"},
+			{Probe: gpu.ProbeCopy, Value: 2915, Unit: "GB/s", Timing: gpu.Summary{N: 5, Median: 0.37, Spread: 0.01}},
+			{Probe: gpu.ProbeH2D, Value: 50.1, Unit: "GB/s", Timing: gpu.Summary{N: 5, Median: 5.4, Spread: 0.01}},
+			{Probe: gpu.ProbeAlloc, Value: allocGiB, Unit: "GiB"},
+			{Probe: gpu.ProbeSustain, Value: c.P50Ms, Unit: "ms", Contention: &c, Timing: gpu.Summarize(sustained)},
+		}}}
+	return f
+}
+
+// launches is a synthetic series of n 2 ms launches with 1% jitter; every
+// slowEvery-th launch (0: none) waits out a 4 ms time slice.
+func launches(n, slowEvery int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = 2 * (1 + 0.01*float64((i*7919)%13-6)/6)
+		if slowEvery > 0 && i%slowEvery == slowEvery-1 {
+			out[i] += 4
+		}
+	}
+	return out
 }
 
 type fixture struct {
@@ -148,6 +182,12 @@ func fixtures() []fixture {
 				f.Sharing.Hypervisor = true
 				return f
 			}},
+		{name: "healthy-h100-sxm-probed", order: Order{GPU: "H100 SXM", GPUs: 1}, want: Pass,
+			facts: func() probe.Facts { return probed(healthyH100(), launches(2000, 0), 77.6) }},
+		{name: "h100-cotenant-time-sliced", want: Fail, fails: []string{"gpu0.sustained"}, advice: "time-sliced",
+			facts: func() probe.Facts { return probed(healthyH100(), launches(2000, 3), 77.6) }},
+		{name: "h100-mps-memory-limit", want: Fail, fails: []string{"gpu0.alloc"}, advice: "MPS",
+			facts: func() probe.Facts { return probed(healthyH100(), launches(2000, 0), 19.5) }},
 		{name: "no-driver", want: Pass,
 			facts: func() probe.Facts {
 				f := healthyH100()

@@ -39,6 +39,7 @@ type Result struct {
 // Results is what one backend measured on one device.
 type Results struct {
 	Backend   string `json:"backend"` // cuda, torch or cpu
+	Index     int    `json:"index"`   // device index (NVML order)
 	Available bool   `json:"available"`
 	Error     string `json:"error,omitempty"` // why the backend could not run
 	Device    string `json:"device,omitempty"`

@@ -31,7 +31,7 @@ func (CPU) Run(ctx context.Context, opt Options) Results {
 // rows over all threads: 2n³ FLOPs. It is plain Go, not BLAS: a floor for
 // the host's arithmetic, not its peak.
 func cpuGEMM(ctx context.Context, n, reps int) Result {
-	r := Result{Probe: ProbeGEMMFP32, Precision: "fp32", Unit: "TFLOPS", Notes: fmt.Sprintf("pure Go %d³ FP32 GEMM (i-k-j), not BLAS", n)}
+	r := Result{Probe: ProbeGEMMFP32, Precision: "fp32", Unit: "GFLOPS", Notes: fmt.Sprintf("pure Go %d³ FP32 GEMM (i-k-j), not BLAS", n)}
 	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
 	for i := range a {
 		a[i], b[i] = float32(i%7)*0.5, float32(i%5)*0.25
@@ -68,7 +68,7 @@ func cpuGEMM(ctx context.Context, n, reps int) Result {
 		once()
 		t := time.Since(start).Seconds()
 		ms = append(ms, t*1e3)
-		tf = append(tf, 2*float64(n)*float64(n)*float64(n)/t/1e12)
+		tf = append(tf, 2*float64(n)*float64(n)*float64(n)/t/1e9)
 	}
 	r.Timing, r.Value = Summarize(ms), Summarize(tf).Median
 	return r

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -74,7 +75,7 @@ func openCUDA(device int) (*cudaLib, error) {
 	}
 	if lib == 0 {
 		runtime.UnlockOSThread()
-		return nil, fmt.Errorf("%w: libcuda.so.1 is not on this machine (no NVIDIA driver, or a container without GPU access): %v", errNoCUDA, errs)
+		return nil, fmt.Errorf("%w: libcuda.so.1 is not on this machine (no NVIDIA driver, or a container without GPU access): %s", errNoCUDA, strings.Join(errs, "; "))
 	}
 	c := &cudaLib{lib: lib, syms: map[string]uintptr{}}
 	fail := func(err error) (*cudaLib, error) {

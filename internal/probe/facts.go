@@ -8,7 +8,11 @@
 // zero, so that "not supported by this card" is never judged as "0".
 package probe
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpurent/gpurent/internal/gpu"
+)
 
 // FactsVersion is the schema version of Facts; docs/bench.md describes it.
 const FactsVersion = 1
@@ -21,6 +25,9 @@ type Facts struct {
 	GPU         GPUFacts     `json:"gpu"`
 	Sharing     SharingFacts `json:"sharing"`
 	Host        HostFacts    `json:"host"`
+	// Compute holds what the compute probes measured, one entry per device
+	// and backend; absent when none ran.
+	Compute []gpu.Results `json:"compute,omitempty"`
 }
 
 // GPUFacts is what NVML said, or why it could not be asked.

@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"fmt"
+
+	"github.com/gpurent/gpurent/internal/gpu"
+	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/specs"
+)
+
+// ComputeLimits are the thresholds of the compute probes, each with why.
+type ComputeLimits struct {
+	// FP32Warn: share of the FP32 peak below which the FMA probe warns.
+	// Healthy cards measured 56–98% with FMA-chain kernels
+	// (bench_anchors.md §6b: L40 56%, H200 64%, A100 98%).
+	FP32Warn float64
+	// MemWarn, MemFail: copy bandwidth over the datasheet's. Healthy cards
+	// measured 57–100% (§6c: H200 read 57%, L40 98%).
+	MemWarn, MemFail float64
+	// LinkWarn, LinkFail: pinned host-device copies over the link's
+	// theoretical rate. Healthy links measured 56–84% (§6d: H100 H2D 35 of
+	// 63 GB/s, Gen4 cards 24–27 of 31.5).
+	LinkWarn, LinkFail float64
+	// AllocWarn, AllocFail: memory allocated and touched over NVML's total.
+	// The probe leaves a 2% margin; an MPS pinned-memory limit or HAMi's
+	// cap shows as far less (§3b).
+	AllocWarn, AllocFail float64
+	// TensorFloor: mma.sync fraction of the dense peak below which the
+	// probe warns even though the expected fraction for the architecture
+	// has not been calibrated; register-only mma.sync loops have reached
+	// the datasheet rate on Hopper (mmapeak, §2d).
+	TensorFloor float64
+}
+
+// DefaultComputeLimits are the limits bench uses.
+func DefaultComputeLimits() ComputeLimits {
+	return ComputeLimits{FP32Warn: 0.5, MemWarn: 0.5, MemFail: 0.25, LinkWarn: 0.45, LinkFail: 0.25, AllocWarn: 0.9, AllocFail: 0.8, TensorFloor: 0.25}
+}
+
+// calibration is the share of the dense peak a healthy card of an
+// architecture reaches with gpurent's mma.sync kernels. It is filled only
+// from runs of scripts/gpu-check.sh on real cards, each labelled with the
+// card and date; an architecture without an entry is reported, not judged.
+func calibration(arch, precision string) (fraction float64, label string, ok bool) {
+	return 0, "", false
+}
+
+func (j *judge) compute() {
+	for _, res := range j.f.Compute {
+		p := fmt.Sprintf("gpu%d.", res.Index)
+		if res.CPU {
+			p = "host."
+		}
+		if !res.Available {
+			j.add(Check{ID: p + "compute", Status: Skip, Evidence: res.Backend + " backend did not run: " + res.Error})
+			continue
+		}
+		var dev *probe.Device
+		var row *specs.GPU
+		for i := range j.f.GPU.Devices {
+			if j.f.GPU.Devices[i].Index == res.Index {
+				dev = &j.f.GPU.Devices[i]
+				row, _ = j.identify(dev)
+			}
+		}
+		for _, r := range res.Results {
+			j.computeResult(p, res, r, dev, row)
+		}
+	}
+}
+
+func (j *judge) computeResult(p string, res gpu.Results, r gpu.Result, dev *probe.Device, row *specs.GPU) {
+	lim := j.clim
+	c := Check{ID: p + r.Probe, Measured: round1(r.Value), Unit: r.Unit, Status: Pass}
+	c.Evidence = fmt.Sprintf("%s backend: %.1f %s", res.Backend, r.Value, r.Unit)
+	if r.Timing.N > 0 {
+		c.Evidence += fmt.Sprintf(" (median of %d, spread %.1f%%)", r.Timing.N, r.Timing.Spread*100)
+	}
+	if r.Notes != "" {
+		c.Evidence += "; " + r.Notes
+	}
+	if r.Error != "" {
+		c.Status, c.Measured, c.Evidence = Skip, nil, res.Backend+" backend: "+r.Error
+		j.add(c)
+		return
+	}
+	if res.CPU {
+		c.Evidence = "host (cpu backend, never compared with GPU datasheets): " + c.Evidence
+		j.add(c)
+		return
+	}
+	if row == nil {
+		row = &specs.GPU{}
+	}
+	frac := func(peak float64) (float64, bool) {
+		if peak <= 0 {
+			return 0, false
+		}
+		f := r.Value / peak
+		c.Expected = peak
+		c.Evidence += fmt.Sprintf("; %.0f%% of the %s datasheet's %g %s", f*100, row.Model, peak, r.Unit)
+		return f, true
+	}
+	switch r.Probe {
+	case gpu.ProbeFP32:
+		if f, ok := frac(row.FP32TFLOPS); !ok {
+			c.Status = Skip
+		} else if f < lim.FP32Warn {
+			c.Status, c.Advice = Warn, "FP32 throughput is below what healthy cards reach: the card may be power-capped, throttled or shared."
+		}
+	case gpu.ProbeBF16, gpu.ProbeFP16, gpu.ProbeTF32, gpu.ProbeFP8, gpu.ProbeGEMMBF16, gpu.ProbeGEMMTF32, gpu.ProbeGEMMFP32:
+		f, ok := frac(row.Peak(r.Precision))
+		arch := ""
+		if dev != nil {
+			arch = dev.Architecture
+		}
+		want, label, calibrated := calibration(arch, r.Precision)
+		switch {
+		case !ok:
+			c.Status = Skip
+		case calibrated && f < want*0.9:
+			c.Status, c.Advice = Warn, fmt.Sprintf("Below the %.0f%% a healthy card reached (%s).", want*100, label)
+		case f < lim.TensorFloor:
+			c.Status, c.Advice = Warn, "Far below the datasheet: the card may be throttled, shared, or not the model it claims."
+		case !calibrated && (r.Probe == gpu.ProbeBF16 || r.Probe == gpu.ProbeFP16 || r.Probe == gpu.ProbeTF32 || r.Probe == gpu.ProbeFP8):
+			c.Status = Skip
+			c.Evidence += "; the expected fraction for mma.sync on " + orUnknown(arch) + " is not calibrated yet, so it is reported, not judged"
+		}
+	case gpu.ProbeCopy, gpu.ProbeDtoD:
+		if f, ok := frac(row.MemoryBWGBs); !ok {
+			c.Status = Skip
+		} else if f < lim.MemFail {
+			c.Status, c.Advice = Fail, "Memory bandwidth is a fraction of the datasheet's: the GPU is shared or not the model it claims. "+adviceRefund
+		} else if f < lim.MemWarn {
+			c.Status, c.Advice = Warn, "Memory bandwidth is below what healthy cards reach."
+		}
+	case gpu.ProbeH2D, gpu.ProbeD2H:
+		link := linkGBs(dev)
+		if link <= 0 {
+			c.Status = Skip
+			break
+		}
+		f := r.Value / link
+		c.Expected = round1(link)
+		c.Evidence += fmt.Sprintf("; %.0f%% of the Gen%d x%d link's %.1f GB/s", f*100, *dev.PCIeGenMax, *dev.PCIeWidthMax, link)
+		switch {
+		case f < lim.LinkFail:
+			c.Status, c.Advice = Fail, "Host-device copies run far below the PCIe link: data loading will starve the GPU. "+adviceRefund
+		case f < lim.LinkWarn:
+			c.Status, c.Advice = Warn, "Host-device copies are slower than healthy links manage."
+		}
+	case gpu.ProbeAlloc:
+		if dev == nil || dev.MemoryTotal == nil {
+			c.Status = Skip
+			break
+		}
+		total := float64(*dev.MemoryTotal) / (1 << 30)
+		f := r.Value / total
+		c.Expected = round1(total)
+		c.Evidence += fmt.Sprintf("; %.0f%% of the %.1f GiB NVML reports", f*100, total)
+		switch {
+		case f < lim.AllocFail:
+			c.Status, c.Advice = Fail, "Much less memory can be allocated than the GPU has: an MPS or API-hooking limit caps your share. "+adviceShared
+		case f < lim.AllocWarn:
+			c.Status, c.Advice = Warn, "Somewhat less memory can be allocated than the GPU has: someone else may hold some."
+		}
+	case gpu.ProbeSustain:
+		c.Unit = ""
+		if cn := r.Contention; cn != nil {
+			c.Measured = cn.Verdict
+			c.Expected = gpu.Clean
+			c.Evidence = fmt.Sprintf("%d launches: p50 %.3f ms, p99 %.3f ms, CV %.3f, %.1f%% slow, last/first fifth %.2f", cn.Launches, cn.P50Ms, cn.P99Ms, cn.CV, cn.SlowShare*100, cn.Sag)
+			if cn.Period > 0 {
+				c.Evidence += fmt.Sprintf(", slow launches every %d", cn.Period)
+			}
+			switch cn.Verdict {
+			case gpu.Contended:
+				c.Status, c.Advice = Fail, "A share of launches waits for someone else's work: the GPU is time-sliced or shared through MPS. "+adviceShared
+			case gpu.Throttling:
+				c.Status, c.Advice = Warn, "The kernel slows down as the run goes on: power or thermal throttling. Watch clocks under your load."
+			case gpu.Noisy:
+				c.Status, c.Advice = Warn, "Launch times vary without a clear pattern; rerun with gpurent bench --full to see whether it persists."
+			}
+		}
+	}
+	j.add(c)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "this architecture"
+	}
+	return s
+}
+
+// linkGBs is the PCIe link's theoretical rate in GB/s: transfer rate ×
+// lanes × encoding (8b/10b to Gen2, 128b/130b from Gen3) / 8 bits.
+func linkGBs(d *probe.Device) float64 {
+	if d == nil || d.PCIeGenMax == nil || d.PCIeWidthMax == nil {
+		return 0
+	}
+	enc := 128.0 / 130
+	if *d.PCIeGenMax <= 2 {
+		enc = 0.8
+	}
+	return pcieRate(*d.PCIeGenMax) * float64(*d.PCIeWidthMax) * enc / 8
+}
