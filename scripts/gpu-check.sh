@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # gpu-check.sh: the checks that need a real NVIDIA GPU. Run it on a machine
-# with one (a rented instance, the project's device machine). It builds
-# gpurent, records what it reads through NVML and compares it, field by
-# field, with nvidia-smi in the same run. Everything goes to one directory:
+# with one (a rented instance, the project's device machine). In one run:
+#  1. builds gpurent, records what it reads through NVML and compares it,
+#     field by field, with nvidia-smi;
+#  2. runs the compute probes with the cuda backend (full mode) and, where
+#     python3 has torch with CUDA, with the torch backend, and prints the
+#     cuda/torch ratio per probe;
+#  3. runs quick bench 10 times on the idle GPU and 10 times while a second
+#     process (gpurent burn) keeps it busy, and counts how often the
+#     sustained probe raised the alarm.
+# Everything goes to one directory; it finishes in about 5 minutes:
 #   bash scripts/gpu-check.sh [OUTDIR]      (default: ./gpu-check-out)
 # Exit status: 0 when every compared field agrees, 1 otherwise.
 set -uo pipefail
@@ -69,4 +76,63 @@ sys.exit(1 if bad else 0)
 PY
 status=$?
 log "verdict: $(grep -o '"verdict": "[a-z]*"' "$out/bench.json" | head -1)"
+
+# 2. Compute probes: cuda (full) and torch in the same run.
+start=$(date +%s)
+"$out/gpurent" bench --no-history --backend cuda --full --disk-mb 0 -o json >"$out/cuda.json" 2>"$out/cuda.stderr"
+log "cuda backend, full mode: exit $? in $(( $(date +%s) - start )) s"
+start=$(date +%s)
+"$out/gpurent" bench --no-history --backend cuda --disk-mb 0 -o json >"$out/cuda-quick.json" 2>>"$out/cuda.stderr"
+log "cuda backend, quick mode: exit $? in $(( $(date +%s) - start )) s"
+"$out/gpurent" bench --no-history --backend torch --disk-mb 0 -o json >"$out/torch.json" 2>"$out/torch.stderr"
+python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+out = sys.argv[1]
+def results(name):
+    try:
+        rep = json.load(open(f"{out}/{name}"))
+    except Exception as e:
+        return None, str(e)
+    comp = rep["facts"].get("compute") or []
+    if not comp or not comp[0].get("available"):
+        return None, (comp[0].get("error") if comp else "no compute results")
+    return {r["probe"]: r for r in comp[0]["results"]}, comp[0].get("device")
+cuda, dev = results("cuda.json")
+torch, tdev = results("torch.json")
+if cuda is None:
+    print("cuda backend did not run:", dev); sys.exit(0)
+print(f"cuda backend on {dev}:")
+for name, r in cuda.items():
+    extra = ""
+    if r.get("contention"):
+        c = r["contention"]; extra = f" verdict={c['verdict']} slow={c['slow_share']:.3f} cv={c['cv']:.3f} sag={c['sag']:.3f}"
+    print(f"  {name:12s} {r.get('value', 0):10.2f} {r['unit']:6s} {r.get('error', '')}{extra}")
+if torch is None:
+    print("torch backend:", tdev)
+else:
+    print(f"cuda/torch ratios on {tdev}:")
+    for name in ("mem_copy", "h2d", "d2h"):
+        if name in cuda and name in torch and torch[name].get("value"):
+            print(f"  {name:12s} cuda {cuda[name]['value']:.1f} / torch {torch[name]['value']:.1f} = {cuda[name]['value'] / torch[name]['value']:.3f}")
+    for name in ("gemm_fp32", "gemm_tf32", "gemm_bf16"):
+        if name in torch:
+            print(f"  {name:12s} torch {torch[name].get('value', 0):.1f} TFLOPS (no cuBLASLt path in the cuda backend yet)")
+PY
+
+# 3. Co-tenant: 10 quick runs idle, 10 with a GEMM-like loop beside them.
+alarm() { grep -o '"id": "gpu0.sustained",[^}]*"status": "[a-z]*"' "$1" | grep -o '"status": "[a-z]*"' | grep -q fail; }
+idle_alarms=0 busy_alarms=0
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  "$out/gpurent" bench --no-history --backend cuda --disk-mb 0 --duration 1s -o json >"$out/idle-$i.json" 2>/dev/null
+  alarm "$out/idle-$i.json" && idle_alarms=$((idle_alarms + 1))
+done
+"$out/gpurent" burn --duration 150s >"$out/burn.log" 2>&1 &
+burn=$!
+sleep 3
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  "$out/gpurent" bench --no-history --backend cuda --disk-mb 0 --duration 1s -o json >"$out/busy-$i.json" 2>/dev/null
+  alarm "$out/busy-$i.json" && busy_alarms=$((busy_alarms + 1))
+done
+kill "$burn" 2>/dev/null; wait "$burn" 2>/dev/null
+log "sustained probe: alarm in $idle_alarms of 10 idle runs (want 0), in $busy_alarms of 10 runs beside a co-tenant (want 10)"
 exit $status

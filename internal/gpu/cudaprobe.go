@@ -437,3 +437,41 @@ func (p *cudaProber) sustained(ctx context.Context) Result {
 	r.Notes = fmt.Sprintf("%d launches of an FP32 FMA kernel (%d blocks of %d threads) over %s", len(ms), grid, block, dur)
 	return r
 }
+
+// Burn keeps a GPU busy with back-to-back tensor (or, before sm_80, FMA)
+// kernels until ctx ends or d passes: the co-tenant scripts/gpu-check.sh
+// uses to prove the sustained probe catches sharing.
+func Burn(ctx context.Context, device int, d time.Duration) error {
+	c, err := openCUDA(device)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	p := &cudaProber{c: c}
+	if err := p.setup(); err != nil {
+		return err
+	}
+	defer p.teardown()
+	mod, name, grid := p.common, "fma32", uint32(p.sms*8)
+	args := []uint64{p.scratch, 1 << 14, uint64(math.Float32bits(1.5))}
+	if p.mma80 != 0 {
+		mod, name, grid = p.mma80, "mma_bf16", uint32(p.sms*4)
+		args = []uint64{p.scratch, 1 << 12}
+	}
+	f, err := c.function(mod, name)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for range 16 {
+			if err := c.launch(f, grid, 256, args...); err != nil {
+				return err
+			}
+		}
+		if err := c.check("cuCtxSynchronize"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
