@@ -75,7 +75,7 @@ print(f"{'all fields agree' if bad == 0 else f'{bad} fields differ'}")
 sys.exit(1 if bad else 0)
 PY
 status=$?
-log "verdict: $(grep -o '"verdict": "[a-z]*"' "$out/bench.json" | head -1)"
+log "verdict: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"])' "$out/bench.json" 2>/dev/null)"
 
 # 2. Compute probes: cuda (full) and torch in the same run.
 start=$(date +%s)
@@ -120,7 +120,9 @@ else:
 PY
 
 # 3. Co-tenant: 10 quick runs idle, 10 with a GEMM-like loop beside them.
-alarm() { grep -o '"id": "gpu0.sustained",[^}]*"status": "[a-z]*"' "$1" | grep -o '"status": "[a-z]*"' | grep -q fail; }
+alarm() { # did the sustained probe fail in this report?
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if any(c["id"]=="gpu0.sustained" and c["status"]=="fail" for c in r["checks"]) else 1)' "$1" 2>/dev/null
+}
 idle_alarms=0 busy_alarms=0
 for i in 1 2 3 4 5 6 7 8 9 10; do
   "$out/gpurent" bench --no-history --backend cuda --disk-mb 0 --duration 1s -o json >"$out/idle-$i.json" 2>/dev/null
