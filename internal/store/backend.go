@@ -1,0 +1,274 @@
+// Package store keeps checkpoints off the rented machine: encrypted with
+// age, verified against SHA-256 hashes, on any blob store gocloud.dev/blob
+// opens (a local or NFS directory, S3 and every S3-compatible service, GCS,
+// Azure). A checkpoint is visible only once all its objects are stored and
+// its manifest is written last, so a push killed at any moment leaves
+// nothing half-written behind that ls, latest or pull could see.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob" // azblob://
+	"gocloud.dev/blob/fileblob"
+	_ "gocloud.dev/blob/gcsblob" // gs://
+	_ "gocloud.dev/blob/s3blob"  // s3://
+	"gocloud.dev/gcerrors"
+)
+
+// Object is one stored object.
+type Object struct {
+	Key  string
+	Size int64
+}
+
+// Backend is what the store needs of a blob store. Implementations report
+// a missing key with an error for which IsNotFound is true. Put calls fill
+// to produce the object's content and may call it again on a retry, so fill
+// must start from the beginning each time; an object is visible only once
+// Put returns without error.
+type Backend interface {
+	Put(ctx context.Context, key string, fill func(w io.Writer) error) (int64, error)
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	Size(ctx context.Context, key string) (int64, error)
+	List(ctx context.Context, prefix string) ([]Object, error)
+	Delete(ctx context.Context, key string) error
+	Close() error
+}
+
+// OpenOptions tune how a store URL is opened.
+type OpenOptions struct {
+	// Insecure allows plain http:// to a non-loopback endpoint.
+	Insecure bool
+	// PartSize and Concurrency bound a multipart upload's memory:
+	// PartSize × Concurrency per file being uploaded.
+	PartSize    int
+	Concurrency int
+}
+
+// Open opens a store URL: a path or file:///path, s3://bucket/prefix?
+// endpoint=...&region=...&use_path_style=true, gs://bucket/prefix or
+// azblob://container/prefix. Credentials come from each cloud's usual
+// environment and files, never from the URL.
+func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, error) {
+	u, err := parseStoreURL(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	if u.User != nil {
+		return nil, "", fmt.Errorf("store URL: credentials in the URL are refused (they would show in ps and logs); use the cloud's environment variables or credential files")
+	}
+	var b *blob.Bucket
+	switch u.Scheme {
+	case "file":
+		dir := u.Path
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, "", fmt.Errorf("store %s: %w", dir, err)
+		}
+		// NoTempDir: write temporary files beside the target, so the final
+		// rename never crosses file systems.
+		b, err = fileblob.OpenBucket(dir, &fileblob.Options{NoTempDir: true, Metadata: fileblob.MetadataDontWrite})
+	case "s3", "gs", "azblob":
+		if ep := u.Query().Get("endpoint"); ep != "" {
+			if err := checkEndpoint(ep, opt.Insecure); err != nil {
+				return nil, "", err
+			}
+		}
+		prefix := strings.Trim(u.Path, "/")
+		bu := *u
+		bu.Path = ""
+		b, err = blob.OpenBucket(ctx, bu.String())
+		if err == nil && prefix != "" {
+			b = blob.PrefixedBucket(b, prefix+"/")
+		}
+	default:
+		return nil, "", fmt.Errorf("store URL %q: unknown scheme %q: want a path, file://, s3://, gs:// or azblob://", raw, u.Scheme)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("open store %s: %w", redact(u), err)
+	}
+	return &bucket{b: b, opt: opt, name: redact(u)}, redact(u), nil
+}
+
+// parseStoreURL accepts a plain path as file://.
+func parseStoreURL(raw string) (*url.URL, error) {
+	if raw == "" {
+		return nil, errors.New("no store: give --store URL (or set GPURENT_STORE)")
+	}
+	if !strings.Contains(raw, "://") {
+		abs, err := filepath.Abs(raw)
+		if err != nil {
+			return nil, fmt.Errorf("store path %q: %w", raw, err)
+		}
+		return &url.URL{Scheme: "file", Path: abs}, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("store URL %q: %w", raw, err)
+	}
+	if u.Scheme == "file" && u.Host != "" && u.Host != "localhost" {
+		return nil, fmt.Errorf("store URL %q: file:// takes an absolute path (file:///path)", raw)
+	}
+	return u, nil
+}
+
+// checkEndpoint refuses plain http to anything but loopback unless
+// insecure: checkpoints and credentials would cross the network in clear.
+func checkEndpoint(ep string, insecure bool) error {
+	u, err := url.Parse(ep)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("store endpoint %q: want a URL such as https://s3.example.com", ep)
+	}
+	if u.Scheme == "https" || insecure {
+		return nil
+	}
+	if u.Scheme != "http" {
+		return fmt.Errorf("store endpoint %q: want http:// or https://", ep)
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("store endpoint %s is plain http to another machine: credentials and data would cross the network unprotected; use https, or pass --insecure if you accept that", ep)
+}
+
+// redact drops anything secret-looking from a URL before it is shown.
+func redact(u *url.URL) string {
+	c := *u
+	c.User = nil
+	q := c.Query()
+	for k := range q {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "secret") || strings.Contains(lk, "token") || strings.Contains(lk, "key") || strings.Contains(lk, "password") {
+			q.Set(k, "REDACTED")
+		}
+	}
+	c.RawQuery = q.Encode()
+	return c.String()
+}
+
+type bucket struct {
+	b    *blob.Bucket
+	opt  OpenOptions
+	name string
+}
+
+func (b *bucket) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // an abandoned write is discarded, never committed
+	w, err := b.b.NewWriter(ctx, key, &blob.WriterOptions{BufferSize: b.opt.PartSize, MaxConcurrency: b.opt.Concurrency, ContentType: "application/octet-stream"})
+	if err != nil {
+		return 0, b.wrap("write", key, err)
+	}
+	cw := &countWriter{w: w}
+	if err := fill(cw); err != nil {
+		cancel()
+		w.Close()
+		return 0, err
+	}
+	if err := w.Close(); err != nil {
+		return 0, b.wrap("write", key, err)
+	}
+	return cw.n, nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (b *bucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	r, err := b.b.NewReader(ctx, key, nil)
+	if err != nil {
+		return nil, b.wrap("read", key, err)
+	}
+	return r, nil
+}
+
+func (b *bucket) Size(ctx context.Context, key string) (int64, error) {
+	a, err := b.b.Attributes(ctx, key)
+	if err != nil {
+		return 0, b.wrap("stat", key, err)
+	}
+	return a.Size, nil
+}
+
+func (b *bucket) List(ctx context.Context, prefix string) ([]Object, error) {
+	var out []Object
+	it := b.b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		o, err := it.Next(ctx)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, b.wrap("list", prefix, err)
+		}
+		if !o.IsDir {
+			out = append(out, Object{Key: o.Key, Size: o.Size})
+		}
+	}
+}
+
+func (b *bucket) Delete(ctx context.Context, key string) error {
+	if err := b.b.Delete(ctx, key); err != nil {
+		return b.wrap("delete", key, err)
+	}
+	return nil
+}
+
+func (b *bucket) Close() error { return b.b.Close() }
+
+// StoreError is a failed store operation with its kind, so callers and the
+// retry decorator can tell transient failures from permanent ones.
+type StoreError struct {
+	Op, Key, Store string
+	Code           gcerrors.ErrorCode
+	Err            error
+}
+
+func (e *StoreError) Error() string {
+	switch e.Code {
+	case gcerrors.NotFound:
+		return fmt.Sprintf("%s %s in %s: not found (%v)", e.Op, e.Key, e.Store, e.Err)
+	case gcerrors.PermissionDenied:
+		return fmt.Sprintf("%s %s in %s: access denied: check the credentials in the environment (AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT ...) (%v)", e.Op, e.Key, e.Store, e.Err)
+	}
+	return fmt.Sprintf("%s %s in %s: %v", e.Op, e.Key, e.Store, e.Err)
+}
+
+func (e *StoreError) Unwrap() error { return e.Err }
+
+func (b *bucket) wrap(op, key string, err error) error {
+	return &StoreError{Op: op, Key: key, Store: b.name, Code: gcerrors.Code(err), Err: err}
+}
+
+// IsNotFound reports whether err means a missing object.
+func IsNotFound(err error) bool {
+	var se *StoreError
+	return errors.As(err, &se) && se.Code == gcerrors.NotFound && !noBucket(se.Err)
+}
+
+// noBucket spots a missing bucket, which S3 also reports as NotFound.
+func noBucket(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "NoSuchBucket") || strings.Contains(s, "bucket does not exist")
+}

@@ -1,0 +1,170 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+)
+
+// Keygen writes a new age X25519 identity to path (mode 0600, never
+// replacing an existing file) and returns its recipient, the public key
+// that push encrypts to.
+func Keygen(path string) (string, error) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("keygen: %w", err)
+	}
+	body := fmt.Sprintf("# created: %s\n# public key: %s\n%s\n", time.Now().UTC().Format(time.RFC3339), id.Recipient(), id)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("keygen: %s already exists; it is not overwritten (move it away first, or choose another path with -o)", path)
+		}
+		return "", fmt.Errorf("keygen: %w", err)
+	}
+	if _, err := f.WriteString(body); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", fmt.Errorf("keygen %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", fmt.Errorf("keygen %s: %w", path, err)
+	}
+	return id.Recipient().String(), f.Close()
+}
+
+// LoadIdentities reads an age identity file. The error never contains the
+// key.
+func LoadIdentities(path string) ([]age.Identity, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("identity %s is readable by other users (mode %v): chmod 600 it", path, st.Mode().Perm())
+	}
+	ids, err := age.ParseIdentities(f)
+	if err != nil {
+		return nil, fmt.Errorf("identity %s: not an age identity file", path)
+	}
+	return ids, nil
+}
+
+// ParseRecipients parses age recipients ("age1...").
+func ParseRecipients(keys []string) ([]age.Recipient, error) {
+	var out []age.Recipient
+	for _, k := range keys {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
+		}
+		r, err := age.ParseX25519Recipient(k)
+		if err != nil {
+			return nil, fmt.Errorf("recipient %q: not an age public key (age1...)", k)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// RecipientsOf returns the public keys of X25519 identities.
+func RecipientsOf(ids []age.Identity) []string {
+	var out []string
+	for _, id := range ids {
+		if x, ok := id.(*age.X25519Identity); ok {
+			out = append(out, x.Recipient().String())
+		}
+	}
+	return out
+}
+
+// Crypto encrypts to recipients and decrypts with identities. The zero value
+// (no recipients) stores plaintext.
+type Crypto struct {
+	Recipients []age.Recipient
+	Keys       []string // the recipients as text, for the manifest
+	Identities []age.Identity
+}
+
+// Encrypting reports whether objects are encrypted.
+func (c *Crypto) Encrypting() bool { return len(c.Recipients) > 0 }
+
+// wrapWriter returns a writer that encrypts into w; Close finishes the
+// age stream (not w).
+func (c *Crypto) wrapWriter(w io.Writer) (io.WriteCloser, error) {
+	if !c.Encrypting() {
+		return nopCloser{w}, nil
+	}
+	return age.Encrypt(w, c.Recipients...)
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// ErrWrongIdentity means the identity cannot open the checkpoint.
+var ErrWrongIdentity = errors.New("wrong identity")
+
+// wrapReader decrypts r when the checkpoint is encrypted.
+func (c *Crypto) wrapReader(r io.Reader, encrypted bool, recipients []string) (io.Reader, error) {
+	if !encrypted {
+		return r, nil
+	}
+	if len(c.Identities) == 0 {
+		return nil, fmt.Errorf("the checkpoint is encrypted (to %s) and no identity was given: pass --identity FILE or set GPURENT_IDENTITY", strings.Join(recipients, ", "))
+	}
+	d, err := age.Decrypt(r, c.Identities...)
+	if err != nil {
+		var nm *age.NoIdentityMatchError
+		if errors.As(err, &nm) {
+			return nil, fmt.Errorf("%w: this identity (%s) cannot decrypt a checkpoint encrypted to %s", ErrWrongIdentity,
+				strings.Join(RecipientsOf(c.Identities), ", "), strings.Join(recipients, ", "))
+		}
+		return nil, err
+	}
+	return d, nil
+}
+
+// seal encrypts a small blob (the file list) in memory.
+func (c *Crypto) seal(plain []byte) ([]byte, error) {
+	if !c.Encrypting() {
+		return plain, nil
+	}
+	var buf bytes.Buffer
+	w, err := age.Encrypt(&buf, c.Recipients...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(plain); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func (c *Crypto) open(m *Manifest) ([]byte, error) {
+	r, err := c.wrapReader(bytes.NewReader(m.FileList), m.Encrypted, m.Recipients)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 256<<20))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: file list does not decrypt: %w", m.ID, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// ManifestVersion is the format version of manifests this gpurent writes
+// and reads.
+const ManifestVersion = 1
+
+// Manifest describes one committed checkpoint. It is stored last, so its
+// presence is the commit. The public part (ids, sizes, object names, the
+// recipients) is readable without the identity, so ls and a shallow verify
+// need no secret; the file list with names and hashes is encrypted to the
+// recipients unless the checkpoint is stored in plaintext.
+type Manifest struct {
+	Version    int       `json:"version"`
+	ID         string    `json:"id"`
+	Run        string    `json:"run"`
+	Created    time.Time `json:"created"`
+	Host       string    `json:"host"`
+	Gpurent    string    `json:"gpurent"`
+	Encrypted  bool      `json:"encrypted"`
+	Recipients []string  `json:"recipients,omitempty"`
+	Files      int       `json:"files"`     // entries in the file list
+	Bytes      int64     `json:"bytes"`     // plaintext bytes of all files
+	Objects    []ObjRef  `json:"objects"`   // what must exist for the checkpoint to be whole
+	FileList   []byte    `json:"file_list"` // age ciphertext of the JSON file list, or the JSON itself
+}
+
+// ObjRef is one stored object and its stored size.
+type ObjRef struct {
+	Key  string `json:"key"`
+	Size int64  `json:"size"`
+}
+
+// Entry is one file system entry of a checkpoint.
+type Entry struct {
+	Path   string      `json:"path"` // slash-separated, relative to the pushed root; "." is the root itself
+	Type   string      `json:"type"` // file, dir or symlink
+	Mode   fs.FileMode `json:"mode"` // permission bits
+	Size   int64       `json:"size,omitempty"`
+	SHA256 string      `json:"sha256,omitempty"` // of the plaintext
+	Object int         `json:"object"`           // index into Manifest.Objects for files, -1 otherwise
+	Link   string      `json:"link,omitempty"`   // a symlink's target, stored as written, never followed
+	MTime  time.Time   `json:"mtime"`
+}
+
+var (
+	idRe  = regexp.MustCompile(`^\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{8}$`)
+	runRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	hexRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// ValidRun checks a run name: letters, digits, '.', '_' and '-', at most 64.
+func ValidRun(run string) error {
+	if !runRe.MatchString(run) || run == "." || run == ".." {
+		return fmt.Errorf("run name %q: use 1 to 64 letters, digits, '.', '_' or '-'", run)
+	}
+	return nil
+}
+
+// decodeStrict decodes JSON rejecting unknown fields and trailing data.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON object")
+	}
+	return nil
+}
+
+// ParseManifest decodes and checks a manifest. Everything that pull later
+// trusts (object keys inside this checkpoint) is validated here.
+func ParseManifest(data []byte) (*Manifest, error) {
+	var m Manifest
+	if err := decodeStrict(data, &m); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	if m.Version != ManifestVersion {
+		return nil, fmt.Errorf("manifest %s: version %d, this gpurent reads version %d", m.ID, m.Version, ManifestVersion)
+	}
+	if !idRe.MatchString(m.ID) {
+		return nil, fmt.Errorf("manifest: bad checkpoint id %q", m.ID)
+	}
+	if err := ValidRun(m.Run); err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", m.ID, err)
+	}
+	prefix := dataPrefix(m.Run, m.ID)
+	for i, o := range m.Objects {
+		if !strings.HasPrefix(o.Key, prefix) || strings.Contains(o.Key[len(prefix):], "/") || o.Size < 0 {
+			return nil, fmt.Errorf("manifest %s: object %d %q is not an object of this checkpoint", m.ID, i, o.Key)
+		}
+	}
+	if m.Files < 0 || m.Bytes < 0 {
+		return nil, fmt.Errorf("manifest %s: negative counts", m.ID)
+	}
+	if m.Encrypted && len(m.Recipients) == 0 {
+		return nil, fmt.Errorf("manifest %s: encrypted but names no recipient", m.ID)
+	}
+	return &m, nil
+}
+
+// ParseFileList decodes and checks the file list of m: paths stay inside
+// the checkpoint, no entry lives under a symlink (pull would write through
+// it), files refer to existing objects, and counts match the public part.
+func ParseFileList(m *Manifest, plain []byte) ([]Entry, error) {
+	var es []Entry
+	if err := decodeStrict(plain, &es); err != nil {
+		return nil, fmt.Errorf("checkpoint %s file list: %w", m.ID, err)
+	}
+	if len(es) != m.Files {
+		return nil, fmt.Errorf("checkpoint %s: file list has %d entries, manifest says %d", m.ID, len(es), m.Files)
+	}
+	seen := map[string]string{}
+	var total int64
+	used := map[int]bool{}
+	for i, e := range es {
+		if e.Path != "." && (!fs.ValidPath(e.Path) || path.Clean(e.Path) != e.Path) {
+			return nil, fmt.Errorf("checkpoint %s: entry %d path %q leaves the checkpoint", m.ID, i, e.Path)
+		}
+		if _, dup := seen[e.Path]; dup {
+			return nil, fmt.Errorf("checkpoint %s: path %q twice", m.ID, e.Path)
+		}
+		for p := path.Dir(e.Path); p != "." && p != "/"; p = path.Dir(p) {
+			if seen[p] != "dir" {
+				return nil, fmt.Errorf("checkpoint %s: %q comes before or under a non-directory %q", m.ID, e.Path, p)
+			}
+		}
+		if e.Path != "." && path.Dir(e.Path) == "." && len(es) > 0 && es[0].Path == "." && es[0].Type != "dir" {
+			return nil, fmt.Errorf("checkpoint %s: %q under a root that is not a directory", m.ID, e.Path)
+		}
+		seen[e.Path] = e.Type
+		if e.Mode&^fs.ModePerm != 0 {
+			return nil, fmt.Errorf("checkpoint %s: %q has mode bits beyond permissions", m.ID, e.Path)
+		}
+		switch e.Type {
+		case "file":
+			if e.Object < 0 || e.Object >= len(m.Objects) || used[e.Object] {
+				return nil, fmt.Errorf("checkpoint %s: %q refers to object %d", m.ID, e.Path, e.Object)
+			}
+			used[e.Object] = true
+			if e.Size < 0 || !hexRe.MatchString(e.SHA256) {
+				return nil, fmt.Errorf("checkpoint %s: %q has a bad size or hash", m.ID, e.Path)
+			}
+			total += e.Size
+		case "dir":
+		case "symlink":
+			if e.Link == "" {
+				return nil, fmt.Errorf("checkpoint %s: symlink %q has no target", m.ID, e.Path)
+			}
+		default:
+			return nil, fmt.Errorf("checkpoint %s: %q has unknown type %q", m.ID, e.Path, e.Type)
+		}
+	}
+	if total != m.Bytes {
+		return nil, fmt.Errorf("checkpoint %s: files add up to %d bytes, manifest says %d", m.ID, total, m.Bytes)
+	}
+	return es, nil
+}
+
+func runPrefix(run string) string       { return "runs/" + run + "/" }
+func manifestKey(run, id string) string { return runPrefix(run) + "manifests/" + id + ".json" }
+func dataPrefix(run, id string) string  { return runPrefix(run) + "data/" + id + "/" }
+func objectKey(run, id string, n int) string {
+	return fmt.Sprintf("%s%06d", dataPrefix(run, id), n)
+}

@@ -1,0 +1,708 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure a Store.
+type Options struct {
+	Crypto  *Crypto
+	Host    string // recorded in manifests
+	Version string // gpurent's version, recorded in manifests
+	// Workers is how many files move in parallel (4 when zero).
+	Workers int
+	// Grace: uncommitted data younger than this is left alone by the
+	// clean-up, in case its push is still running (10 minutes when zero;
+	// negative means no grace).
+	Grace time.Duration
+	// Progress, when set, is told of every chunk of plaintext moved.
+	Progress func(n int64)
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Store is a checkpoint store on a Backend.
+type Store struct {
+	b   Backend
+	opt Options
+}
+
+// New wraps a backend. The crypto may be nil for plaintext.
+func New(b Backend, opt Options) *Store {
+	if opt.Crypto == nil {
+		opt.Crypto = &Crypto{}
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = 4
+	}
+	if opt.Grace == 0 {
+		opt.Grace = 10 * time.Minute
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Store{b: b, opt: opt}
+}
+
+func (s *Store) progress(n int64) {
+	if s.opt.Progress != nil && n > 0 {
+		s.opt.Progress(n)
+	}
+}
+
+// newID is a sortable, unique checkpoint id: UTC time to the millisecond
+// and 32 random bits.
+func newID(t time.Time) string {
+	var b [4]byte
+	rand.Read(b[:])
+	return t.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
+}
+
+func idTime(id string) (time.Time, bool) {
+	if len(id) < 20 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse("20060102T150405.000Z", id[:20])
+	return t, err == nil
+}
+
+// Scan walks src into entries without following symlinks; files are
+// numbered in walk order. It is exported for callers that want to know
+// what a push will send.
+func Scan(src string) ([]Entry, []string, error) {
+	st, err := os.Lstat(src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("push: %w", err)
+	}
+	var es []Entry
+	var paths []string
+	add := func(rel, full string, info fs.FileInfo) error {
+		e := Entry{Path: rel, Mode: info.Mode().Perm(), MTime: info.ModTime().UTC(), Object: -1}
+		switch {
+		case info.Mode().IsRegular():
+			e.Type, e.Size, e.Object = "file", info.Size(), len(paths)
+			paths = append(paths, full)
+		case info.IsDir():
+			e.Type = "dir"
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(full)
+			if err != nil {
+				return fmt.Errorf("push: %w", err)
+			}
+			e.Type, e.Link = "symlink", target
+		default:
+			return fmt.Errorf("push: %s is a %v, not a file, directory or symlink", full, info.Mode().Type())
+		}
+		es = append(es, e)
+		return nil
+	}
+	if !st.IsDir() {
+		return es, paths, add(".", src, st)
+	}
+	err = filepath.WalkDir(src, func(full string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("push: %w", err)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return fmt.Errorf("push: %w", err)
+		}
+		rel, _ := filepath.Rel(src, full)
+		return add(filepath.ToSlash(rel), full, info)
+	})
+	return es, paths, err
+}
+
+// Push stores src (a file or a directory) as one checkpoint of run and
+// returns its manifest. Objects go first, in parallel; the manifest last.
+// Leftovers of earlier pushes that never committed are removed first.
+func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
+	if err := ValidRun(run); err != nil {
+		return nil, err
+	}
+	if _, err := s.cleanLeftovers(ctx, run); err != nil {
+		return nil, err
+	}
+	entries, paths, err := Scan(src)
+	if err != nil {
+		return nil, err
+	}
+	id := newID(s.opt.Now())
+	objects := make([]ObjRef, len(paths))
+	type result struct {
+		size int64
+		sum  string
+	}
+	results := make([]result, len(paths))
+	err = s.parallel(ctx, len(paths), func(ctx context.Context, i int) error {
+		key := objectKey(run, id, i)
+		var size int64
+		var sum string
+		stored, err := s.b.Put(ctx, key, func(w io.Writer) error {
+			size, sum = 0, ""
+			f, err := os.Open(paths[i])
+			if err != nil {
+				return fmt.Errorf("push: %w", err)
+			}
+			defer f.Close()
+			enc, err := s.opt.Crypto.wrapWriter(w)
+			if err != nil {
+				return err
+			}
+			h := sha256.New()
+			n, err := io.CopyBuffer(enc, io.TeeReader(f, &countingHash{h: h, progress: s.progress}), make([]byte, 1<<20))
+			if err != nil {
+				return fmt.Errorf("push %s: %w", paths[i], err)
+			}
+			if err := enc.Close(); err != nil {
+				return fmt.Errorf("push %s: %w", paths[i], err)
+			}
+			size, sum = n, hex.EncodeToString(h.Sum(nil))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		objects[i] = ObjRef{Key: key, Size: stored}
+		results[i] = result{size, sum}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for i := range entries {
+		if o := entries[i].Object; o >= 0 {
+			entries[i].Size, entries[i].SHA256 = results[o].size, results[o].sum
+			total += results[o].size
+		}
+	}
+	list, err := json.Marshal(entries)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := s.opt.Crypto.seal(list)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{Version: ManifestVersion, ID: id, Run: run, Created: s.opt.Now().UTC(), Host: s.opt.Host, Gpurent: s.opt.Version,
+		Encrypted: s.opt.Crypto.Encrypting(), Recipients: s.opt.Crypto.Keys, Files: len(entries), Bytes: total, Objects: objects, FileList: sealed}
+	body, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	// The commit: until this object exists, nothing of the push is visible.
+	if _, err := s.b.Put(ctx, manifestKey(run, id), func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+type countingHash struct {
+	h        io.Writer
+	progress func(int64)
+}
+
+func (c *countingHash) Write(p []byte) (int, error) {
+	c.h.Write(p)
+	c.progress(int64(len(p)))
+	return len(p), nil
+}
+
+// parallel runs f(0..n-1) on the store's workers; the first error cancels
+// the rest and is returned.
+func (s *Store) parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	for range min(s.opt.Workers, max(n, 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for i := 0; i < n; i++ {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = context.Cause(ctx)
+	}
+	return first
+}
+
+// List returns the committed checkpoints of run, oldest first.
+func (s *Store) List(ctx context.Context, run string) ([]*Manifest, error) {
+	if err := ValidRun(run); err != nil {
+		return nil, err
+	}
+	objs, err := s.b.List(ctx, runPrefix(run)+"manifests/")
+	if err != nil {
+		return nil, err
+	}
+	var out []*Manifest
+	for _, o := range objs {
+		if !strings.HasSuffix(o.Key, ".json") {
+			continue
+		}
+		m, err := s.manifest(ctx, o.Key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (s *Store) manifest(ctx context.Context, key string) (*Manifest, error) {
+	r, err := s.b.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, 512<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	m, err := ParseManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	if key != manifestKey(m.Run, m.ID) {
+		return nil, fmt.Errorf("%s holds checkpoint %s of run %s", key, m.ID, m.Run)
+	}
+	return m, nil
+}
+
+// Find returns checkpoint id of run, or the newest for "" and "latest".
+func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
+	if err := ValidRun(run); err != nil {
+		return nil, err
+	}
+	if id != "" && id != "latest" {
+		if !idRe.MatchString(id) {
+			return nil, fmt.Errorf("checkpoint id %q: want an id from gpurent ckpt ls, or latest", id)
+		}
+		m, err := s.manifest(ctx, manifestKey(run, id))
+		if IsNotFound(err) {
+			return nil, fmt.Errorf("run %s has no checkpoint %s", run, id)
+		}
+		return m, err
+	}
+	all, err := s.List(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("run %s has no checkpoint yet", run)
+	}
+	return all[len(all)-1], nil
+}
+
+// Files decrypts and checks the file list of m.
+func (s *Store) Files(m *Manifest) ([]Entry, error) {
+	plain, err := s.opt.Crypto.open(m)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFileList(m, plain)
+}
+
+// Pull restores checkpoint id (or the newest) of run to dest, which must
+// not exist. Everything is written into a temporary directory beside dest
+// and checked against the manifest; only then is it renamed into place, so
+// dest never holds half a checkpoint.
+func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, error) {
+	if _, err := os.Lstat(dest); err == nil {
+		return nil, fmt.Errorf("pull: %s already exists; pull into a new path (nothing was changed)", dest)
+	}
+	m, err := s.Find(ctx, run, id)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := s.Files(m)
+	if err != nil {
+		return nil, err
+	}
+	parent := filepath.Dir(filepath.Clean(dest))
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".gpurent-pull-")
+	if err != nil {
+		return nil, fmt.Errorf("pull: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	rootIsFile := len(entries) > 0 && entries[0].Path == "." && entries[0].Type != "dir"
+	place := func(p string) string {
+		if rootIsFile {
+			return filepath.Join(tmp, "root")
+		}
+		return filepath.Join(tmp, filepath.FromSlash(p))
+	}
+	var files []int
+	for i, e := range entries {
+		switch e.Type {
+		case "dir":
+			if err := os.MkdirAll(place(e.Path), 0o700); err != nil {
+				return nil, fmt.Errorf("pull: %w", err)
+			}
+		case "symlink":
+			if err := os.Symlink(e.Link, place(e.Path)); err != nil {
+				return nil, fmt.Errorf("pull: %w", err)
+			}
+		case "file":
+			files = append(files, i)
+		}
+	}
+	err = s.parallel(ctx, len(files), func(ctx context.Context, k int) error {
+		e := entries[files[k]]
+		return s.restoreFile(ctx, m, e, place(e.Path))
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Modes and times last, deepest first, so directories stay writable
+	// while they are filled.
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if e.Type == "symlink" {
+			continue
+		}
+		p := place(e.Path)
+		if err := os.Chmod(p, e.Mode); err != nil {
+			return nil, fmt.Errorf("pull: %w", err)
+		}
+		os.Chtimes(p, e.MTime, e.MTime)
+	}
+	final := tmp
+	if rootIsFile {
+		final = filepath.Join(tmp, "root")
+	}
+	if err := os.Rename(final, dest); err != nil {
+		return nil, fmt.Errorf("pull: %w", err)
+	}
+	if rootIsFile {
+		os.Remove(tmp)
+	}
+	ok = true
+	syncDir(parent)
+	return m, nil
+}
+
+// restoreFile streams one object into path, checking size and SHA-256.
+func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, path string) error {
+	obj := m.Objects[e.Object]
+	r, err := s.b.Get(ctx, obj.Key)
+	if err != nil {
+		if IsNotFound(err) {
+			return fmt.Errorf("checkpoint %s: %s is missing from the store (object %s)", m.ID, e.Path, obj.Key)
+		}
+		return err
+	}
+	defer r.Close()
+	plain, err := s.opt.Crypto.wrapReader(r, m.Encrypted, m.Recipients)
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %s: %w", m.ID, e.Path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("pull: %w", err)
+	}
+	h := sha256.New()
+	sw := &sparseWriter{f: f}
+	n, err := io.CopyBuffer(io.MultiWriter(sw, &countingHash{h: h, progress: s.progress}), plain, make([]byte, 1<<20))
+	if err == nil {
+		err = sw.finish(n)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if isCorrupt(err) {
+			return fmt.Errorf("checkpoint %s: %s is corrupt in the store: %v", m.ID, e.Path, err)
+		}
+		return fmt.Errorf("pull %s: %w", e.Path, err)
+	}
+	if n != e.Size || hex.EncodeToString(h.Sum(nil)) != e.SHA256 {
+		return fmt.Errorf("checkpoint %s: %s is corrupt in the store: %d bytes with SHA-256 %x, the manifest says %d bytes with %s",
+			m.ID, e.Path, n, h.Sum(nil), e.Size, e.SHA256)
+	}
+	return nil
+}
+
+// isCorrupt spots decryption failures: age authenticates every chunk.
+func isCorrupt(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "failed to decrypt") || strings.Contains(s, "unexpected EOF") || strings.Contains(s, "last chunk") ||
+		strings.Contains(s, "header")
+}
+
+// sparseWriter skips all-zero blocks with a seek, so sparse files stay
+// sparse; finish sets the final size.
+type sparseWriter struct {
+	f   *os.File
+	off int64
+}
+
+func (w *sparseWriter) Write(p []byte) (int, error) {
+	const block = 64 << 10
+	for start := 0; start < len(p); start += block {
+		end := min(start+block, len(p))
+		chunk := p[start:end]
+		if allZero(chunk) {
+			w.off += int64(len(chunk))
+			continue
+		}
+		if _, err := w.f.WriteAt(chunk, w.off); err != nil {
+			return start, err
+		}
+		w.off += int64(len(chunk))
+	}
+	return len(p), nil
+}
+
+func (w *sparseWriter) finish(size int64) error { return w.f.Truncate(size) }
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// Problem is one defect verify found.
+type Problem struct {
+	ID   string `json:"id"`
+	Path string `json:"path"` // the file, or the object key when the file list cannot be read
+	Msg  string `json:"msg"`
+}
+
+// Verify checks the checkpoints of run (or only id): every object exists
+// with its recorded size; with deep, every object is read, decrypted and
+// hashed against the file list. It returns the problems; err is for
+// failures to check at all.
+func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manifest, []Problem, error) {
+	var ms []*Manifest
+	if id != "" {
+		m, err := s.Find(ctx, run, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		ms = []*Manifest{m}
+	} else {
+		var err error
+		if ms, err = s.List(ctx, run); err != nil {
+			return nil, nil, err
+		}
+	}
+	var probs []Problem
+	var mu sync.Mutex
+	for _, m := range ms {
+		names := map[int]string{}
+		var entries []Entry
+		if deep || len(s.opt.Crypto.Identities) > 0 || !m.Encrypted {
+			es, err := s.Files(m)
+			if err != nil {
+				if deep {
+					return nil, nil, err
+				}
+			} else {
+				entries = es
+				for _, e := range es {
+					if e.Object >= 0 {
+						names[e.Object] = e.Path
+					}
+				}
+			}
+		}
+		name := func(i int) string {
+			if n, ok := names[i]; ok {
+				return n
+			}
+			return m.Objects[i].Key
+		}
+		err := s.parallel(ctx, len(m.Objects), func(ctx context.Context, i int) error {
+			o := m.Objects[i]
+			size, err := s.b.Size(ctx, o.Key)
+			var msg string
+			switch {
+			case IsNotFound(err):
+				msg = "missing from the store"
+			case err != nil:
+				return err
+			case size != o.Size:
+				msg = fmt.Sprintf("stored object is %d bytes, the manifest says %d (truncated or replaced)", size, o.Size)
+			}
+			if msg != "" {
+				mu.Lock()
+				probs = append(probs, Problem{ID: m.ID, Path: name(i), Msg: msg})
+				mu.Unlock()
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if !deep {
+			continue
+		}
+		bad := map[string]bool{}
+		for _, p := range probs {
+			bad[p.ID+"\x00"+p.Path] = true
+		}
+		var files []Entry
+		for _, e := range entries {
+			if e.Type == "file" && !bad[m.ID+"\x00"+e.Path] {
+				files = append(files, e)
+			}
+		}
+		err = s.parallel(ctx, len(files), func(ctx context.Context, k int) error {
+			if err := s.checkFile(ctx, m, files[k]); err != nil {
+				if errors.Is(err, ErrWrongIdentity) || errors.Is(err, context.Canceled) {
+					return err
+				}
+				mu.Lock()
+				probs = append(probs, Problem{ID: m.ID, Path: files[k].Path, Msg: err.Error()})
+				mu.Unlock()
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	sort.Slice(probs, func(i, j int) bool { return probs[i].ID+probs[i].Path < probs[j].ID+probs[j].Path })
+	return ms, probs, nil
+}
+
+func (s *Store) checkFile(ctx context.Context, m *Manifest, e Entry) error {
+	r, err := s.b.Get(ctx, m.Objects[e.Object].Key)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	plain, err := s.opt.Crypto.wrapReader(r, m.Encrypted, m.Recipients)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	n, err := io.CopyBuffer(&countingHash{h: h, progress: s.progress}, plain, make([]byte, 1<<20))
+	if err != nil {
+		return fmt.Errorf("corrupt: %v", err)
+	}
+	if n != e.Size || hex.EncodeToString(h.Sum(nil)) != e.SHA256 {
+		return fmt.Errorf("corrupt: %d bytes with a different SHA-256 than the manifest's %d bytes", n, e.Size)
+	}
+	return nil
+}
+
+// Prune keeps the newest keep checkpoints of run and deletes the rest:
+// manifest first (the checkpoint disappears whole), then its objects. It
+// also removes leftovers of pushes that never committed.
+func (s *Store) Prune(ctx context.Context, run string, keep int) (deleted []string, leftovers int, err error) {
+	if keep < 0 {
+		return nil, 0, fmt.Errorf("prune: --keep must be 0 or more, got %d", keep)
+	}
+	all, err := s.List(ctx, run)
+	if err != nil {
+		return nil, 0, err
+	}
+	for len(all) > keep {
+		m := all[0]
+		all = all[1:]
+		if err := s.b.Delete(ctx, manifestKey(run, m.ID)); err != nil && !IsNotFound(err) {
+			return deleted, 0, err
+		}
+		for _, o := range m.Objects {
+			if err := s.b.Delete(ctx, o.Key); err != nil && !IsNotFound(err) {
+				return deleted, 0, err
+			}
+		}
+		deleted = append(deleted, m.ID)
+	}
+	n, err := s.cleanLeftovers(ctx, run)
+	return deleted, n, err
+}
+
+// cleanLeftovers deletes data of checkpoints of run that never committed
+// and are older than the grace period.
+func (s *Store) cleanLeftovers(ctx context.Context, run string) (int, error) {
+	objs, err := s.b.List(ctx, runPrefix(run)+"data/")
+	if err != nil {
+		if IsNotFound(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	if len(objs) == 0 {
+		return 0, nil
+	}
+	committed := map[string]bool{}
+	mans, err := s.b.List(ctx, runPrefix(run)+"manifests/")
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range mans {
+		committed[strings.TrimSuffix(strings.TrimPrefix(o.Key, runPrefix(run)+"manifests/"), ".json")] = true
+	}
+	n := 0
+	for _, o := range objs {
+		rest := strings.TrimPrefix(o.Key, runPrefix(run)+"data/")
+		id, _, _ := strings.Cut(rest, "/")
+		if committed[id] {
+			continue
+		}
+		if t, ok := idTime(id); ok && s.opt.Grace > 0 && s.opt.Now().Sub(t) < s.opt.Grace {
+			continue // may still be uploading
+		}
+		if err := s.b.Delete(ctx, o.Key); err != nil && !IsNotFound(err) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

@@ -1,0 +1,521 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"filippo.io/age"
+)
+
+// backends the suite runs against: the file store always, SeaweedFS's S3
+// when the harness started one (weed_test.go).
+func backends(t *testing.T) map[string]func(t *testing.T) Backend {
+	out := map[string]func(t *testing.T) Backend{
+		"file": func(t *testing.T) Backend {
+			b, _, err := Open(context.Background(), t.TempDir(), OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			return b
+		},
+	}
+	if s3 := weedURL(t); s3 != "" {
+		out["s3"] = func(t *testing.T) Backend {
+			bucket := newBucket(t)
+			b, _, err := Open(context.Background(), "s3://"+bucket+"/ckpt?"+s3, OpenOptions{PartSize: 5 << 20, Concurrency: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			return b
+		}
+	}
+	return out
+}
+
+func newCrypto(t *testing.T) (*Crypto, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "identity.txt")
+	rcpt, err := Keygen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := LoadIdentities(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := ParseRecipients([]string{rcpt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Crypto{Recipients: rs, Keys: []string{rcpt}, Identities: ids}, path
+}
+
+// tree builds a checkpoint-like directory: nested dirs, an empty file, a
+// sparse file, an executable, a private file and symlinks (one pointing
+// out of the tree, which must be stored as a link, never followed).
+func tree(t *testing.T) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "ckpt")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "shards", "a"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "empty"), nil, 0o644))
+	big := make([]byte, 3<<20+17)
+	rand.Read(big)
+	must(os.WriteFile(filepath.Join(root, "shards", "a", "model.pt"), big, 0o600))
+	must(os.WriteFile(filepath.Join(root, "run.sh"), []byte("#!/bin/sh\necho hi\n"), 0o755))
+	f, err := os.Create(filepath.Join(root, "sparse.bin"))
+	must(err)
+	must(f.Truncate(64 << 20))
+	_, err = f.WriteAt([]byte("tail"), 64<<20-4)
+	must(err)
+	must(f.Close())
+	must(os.Symlink("shards/a/model.pt", filepath.Join(root, "latest")))
+	must(os.Symlink("../../etc/passwd", filepath.Join(root, "outside")))
+	for i := range 20 {
+		must(os.WriteFile(filepath.Join(root, "shards", fmt.Sprintf("s%02d.json", i)), []byte(strings.Repeat("x", i*100)), 0o644))
+	}
+	return root
+}
+
+// same compares two trees: types, modes, contents, link targets.
+func same(t *testing.T, a, b string) {
+	t.Helper()
+	err := filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(a, p)
+		q := filepath.Join(b, rel)
+		ia, _ := os.Lstat(p)
+		ib, err := os.Lstat(q)
+		if err != nil {
+			return fmt.Errorf("%s missing after pull: %w", rel, err)
+		}
+		if ia.Mode() != ib.Mode() {
+			return fmt.Errorf("%s: mode %v, pulled %v", rel, ia.Mode(), ib.Mode())
+		}
+		switch {
+		case ia.Mode()&fs.ModeSymlink != 0:
+			la, _ := os.Readlink(p)
+			lb, _ := os.Readlink(q)
+			if la != lb {
+				return fmt.Errorf("%s: link %q, pulled %q", rel, la, lb)
+			}
+		case ia.Mode().IsRegular():
+			ca, _ := os.ReadFile(p)
+			cb, _ := os.ReadFile(q)
+			if !bytes.Equal(ca, cb) {
+				return fmt.Errorf("%s: contents differ", rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			cr, _ := newCrypto(t)
+			s := New(open(t), Options{Crypto: cr, Host: "test", Version: "test"})
+			src := tree(t)
+			m, err := s.Push(ctx, src, "exp1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !m.Encrypted || m.Files != 29 || m.Bytes != 3<<20+17+64<<20+18+100*190 {
+				t.Errorf("manifest: encrypted %v files %d bytes %d", m.Encrypted, m.Files, m.Bytes)
+			}
+			dest := filepath.Join(t.TempDir(), "restored")
+			if _, err := s.Pull(ctx, "exp1", "latest", dest); err != nil {
+				t.Fatal(err)
+			}
+			same(t, src, dest)
+			var st syscall.Stat_t
+			syscall.Stat(filepath.Join(dest, "sparse.bin"), &st)
+			if st.Blocks*512 > 8<<20 {
+				t.Errorf("sparse file restored with %d bytes allocated", st.Blocks*512)
+			}
+			// A single file, and a second checkpoint: latest is the newest.
+			one := filepath.Join(src, "run.sh")
+			m2, err := s.Push(ctx, one, "exp1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			list, _ := s.List(ctx, "exp1")
+			if len(list) != 2 || list[1].ID != m2.ID {
+				t.Fatalf("list %v", list)
+			}
+			dest2 := filepath.Join(t.TempDir(), "run.sh")
+			if _, err := s.Pull(ctx, "exp1", "", dest2); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(dest2); string(b) != "#!/bin/sh\necho hi\n" {
+				t.Errorf("single file: %q", b)
+			}
+			if st, _ := os.Stat(dest2); st.Mode().Perm() != 0o755 {
+				t.Errorf("mode %v", st.Mode())
+			}
+			if _, probs, err := s.Verify(ctx, "exp1", "", true); err != nil || len(probs) != 0 {
+				t.Errorf("verify: %v %v", probs, err)
+			}
+			// Pull refuses an existing destination and leaves it alone.
+			if _, err := s.Pull(ctx, "exp1", m.ID, dest); err == nil || !strings.Contains(err.Error(), "already exists") {
+				t.Errorf("pull over existing: %v", err)
+			}
+		})
+	}
+}
+
+// failing kills a push after n objects were stored, as a SIGKILL would.
+type failing struct {
+	Backend
+	left atomic.Int64
+}
+
+var errKilled = errors.New("killed")
+
+func (f *failing) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	if f.left.Add(-1) < 0 {
+		return 0, errKilled
+	}
+	return f.Backend.Put(ctx, key, fill)
+}
+
+func TestKilledPushLeavesNothingVisible(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := open(t)
+			cr, _ := newCrypto(t)
+			src := tree(t)
+			good, err := New(b, Options{Crypto: cr}).Push(ctx, src, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &failing{Backend: b}
+			f.left.Store(5)
+			if _, err := New(f, Options{Crypto: cr, Workers: 1}).Push(ctx, src, "r"); !errors.Is(err, errKilled) {
+				t.Fatalf("push: %v", err)
+			}
+			s := New(b, Options{Crypto: cr, Grace: -1})
+			list, _ := s.List(ctx, "r")
+			if len(list) != 1 || list[0].ID != good.ID {
+				t.Fatalf("after a killed push ls shows %d checkpoints", len(list))
+			}
+			data, _ := b.List(ctx, "runs/r/data/")
+			if len(data) != len(good.Objects)+5 {
+				t.Fatalf("%d data objects, want %d committed + 5 leftovers", len(data), len(good.Objects))
+			}
+			// The next push removes the leftovers; the committed checkpoint stays whole.
+			m3, err := s.Push(ctx, filepath.Join(src, "run.sh"), "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ = b.List(ctx, "runs/r/data/")
+			if len(data) != len(good.Objects)+len(m3.Objects) {
+				t.Errorf("%d data objects after clean-up, want %d", len(data), len(good.Objects)+len(m3.Objects))
+			}
+			if _, probs, err := s.Verify(ctx, "r", good.ID, true); err != nil || len(probs) != 0 {
+				t.Errorf("committed checkpoint damaged: %v %v", probs, err)
+			}
+		})
+	}
+}
+
+// corrupt overwrites an object with changed content, going around the
+// store (as a faulty disk or a tamperer would).
+func corrupt(t *testing.T, b Backend, key string, change func([]byte) []byte) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := b.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(r)
+	r.Close()
+	data = change(data)
+	if _, err := b.Put(ctx, key, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCorruption(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := open(t)
+			cr, _ := newCrypto(t)
+			s := New(b, Options{Crypto: cr})
+			src := tree(t)
+			m, err := s.Push(ctx, src, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			es, _ := s.Files(m)
+			obj := func(path string) string {
+				for _, e := range es {
+					if e.Path == path {
+						return m.Objects[e.Object].Key
+					}
+				}
+				t.Fatalf("no %s", path)
+				return ""
+			}
+			// A flipped byte: the shallow check cannot see it, the deep one names the file.
+			corrupt(t, b, obj("shards/a/model.pt"), func(d []byte) []byte { d[len(d)/2] ^= 1; return d })
+			_, probs, err := s.Verify(ctx, "r", "", true)
+			if err != nil || len(probs) != 1 || probs[0].Path != "shards/a/model.pt" {
+				t.Errorf("deep verify after a flipped byte: %v %v", probs, err)
+			}
+			dest := filepath.Join(t.TempDir(), "out")
+			if _, err := s.Pull(ctx, "r", "", dest); err == nil || !strings.Contains(err.Error(), "shards/a/model.pt is corrupt") {
+				t.Errorf("pull of a corrupt checkpoint: %v", err)
+			}
+			assertAbsent(t, dest)
+			// A truncated object: even the shallow check names the file.
+			corrupt(t, b, obj("shards/s05.json"), func(d []byte) []byte { return d[:len(d)-10] })
+			_, probs, _ = s.Verify(ctx, "r", "", false)
+			if len(probs) != 1 || probs[0].Path != "shards/s05.json" || !strings.Contains(probs[0].Msg, "truncated") {
+				t.Errorf("shallow verify after truncation: %v", probs)
+			}
+			// A missing object.
+			if err := b.Delete(ctx, obj("run.sh")); err != nil {
+				t.Fatal(err)
+			}
+			_, probs, _ = s.Verify(ctx, "r", "", false)
+			found := false
+			for _, p := range probs {
+				found = found || (p.Path == "run.sh" && strings.Contains(p.Msg, "missing"))
+			}
+			if !found {
+				t.Errorf("missing object not reported: %v", probs)
+			}
+			if _, err := s.Pull(ctx, "r", "", dest); err == nil {
+				t.Error("pull with a missing object succeeded")
+			}
+			assertAbsent(t, dest)
+		})
+	}
+}
+
+func assertAbsent(t *testing.T, dest string) {
+	t.Helper()
+	if _, err := os.Lstat(dest); err == nil {
+		t.Errorf("%s exists after a failed pull", dest)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(dest), ".*gpurent-pull-*"))
+	if len(leftovers) > 0 {
+		t.Errorf("temporary directories left: %v", leftovers)
+	}
+}
+
+func TestWrongIdentityAndPlaintext(t *testing.T) {
+	ctx := context.Background()
+	b := backends(t)["file"](t)
+	cr, _ := newCrypto(t)
+	other, _ := newCrypto(t)
+	m, err := New(b, Options{Crypto: cr}).Push(ctx, tree(t), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "out")
+	_, err = New(b, Options{Crypto: &Crypto{Identities: other.Identities}}).Pull(ctx, "r", m.ID, dest)
+	if !errors.Is(err, ErrWrongIdentity) || !strings.Contains(err.Error(), cr.Keys[0]) {
+		t.Errorf("wrong identity: %v", err)
+	}
+	if strings.Contains(fmt.Sprint(err), "AGE-SECRET-KEY") {
+		t.Error("the error shows a secret key")
+	}
+	assertAbsent(t, dest)
+	_, err = New(b, Options{}).Pull(ctx, "r", m.ID, dest)
+	if err == nil || !strings.Contains(err.Error(), "no identity was given") {
+		t.Errorf("no identity: %v", err)
+	}
+	// Plaintext round trip, and the file list readable without a key.
+	pm, err := New(b, Options{}).Push(ctx, tree(t), "plain")
+	if err != nil || pm.Encrypted {
+		t.Fatal(err)
+	}
+	if _, probs, err := New(b, Options{}).Verify(ctx, "plain", "", true); err != nil || len(probs) != 0 {
+		t.Errorf("plaintext verify: %v %v", probs, err)
+	}
+	// The encrypted manifest names no file.
+	r, _ := b.Get(ctx, manifestKey("r", m.ID))
+	raw, _ := io.ReadAll(r)
+	r.Close()
+	if bytes.Contains(raw, []byte("model.pt")) || bytes.Contains(raw, []byte("shards")) {
+		t.Error("the manifest of an encrypted checkpoint shows file names")
+	}
+}
+
+// flaky fails the first n calls with a transient error.
+type flaky struct {
+	Backend
+	fail  atomic.Int64
+	calls atomic.Int64
+	err   error
+}
+
+func (f *flaky) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	f.calls.Add(1)
+	if f.fail.Add(-1) >= 0 {
+		fill(io.Discard)
+		return 0, f.err
+	}
+	return f.Backend.Put(ctx, key, fill)
+}
+
+func TestRetry(t *testing.T) {
+	ctx := context.Background()
+	b := backends(t)["file"](t)
+	transient := &StoreError{Op: "write", Code: 0, Err: fmt.Errorf("dial tcp 127.0.0.1:1: connect: %w", syscall.ECONNREFUSED)}
+	f := &flaky{Backend: b, err: transient}
+	f.fail.Store(2)
+	r := &Retrying{Backend: f, Base: 1}
+	if _, err := r.Put(ctx, "k", func(w io.Writer) error { _, err := w.Write([]byte("x")); return err }); err != nil || f.calls.Load() != 3 {
+		t.Errorf("transient: %v after %d calls", err, f.calls.Load())
+	}
+	perm := &flaky{Backend: b, err: &StoreError{Op: "write", Code: 5 /* PermissionDenied */, Err: errors.New("AccessDenied")}}
+	perm.fail.Store(10)
+	r = &Retrying{Backend: perm, Base: 1}
+	if _, err := r.Put(ctx, "k", func(w io.Writer) error { return nil }); err == nil || perm.calls.Load() != 1 {
+		t.Errorf("permanent: %v after %d calls", err, perm.calls.Load())
+	}
+}
+
+func TestFullDiskOnPull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a 2 MiB tmpfs as a full disk")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %s", out)
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	ctx := context.Background()
+	cr, _ := newCrypto(t)
+	s := New(backends(t)["file"](t), Options{Crypto: cr})
+	if _, err := s.Push(ctx, tree(t), "r"); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(mnt, "out")
+	_, err := s.Pull(ctx, "r", "", dest)
+	if err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Errorf("pull onto a full disk: %v", err)
+	}
+	assertAbsent(t, dest)
+	if entries, _ := os.ReadDir(mnt); len(entries) != 0 {
+		t.Errorf("the full disk holds %d entries after the failed pull", len(entries))
+	}
+}
+
+func TestOpenRefusals(t *testing.T) {
+	ctx := context.Background()
+	for url, want := range map[string]string{
+		"s3://b?endpoint=http://10.1.2.3:8333":   "plain http to another machine",
+		"s3://key:secret@b":                      "credentials in the URL are refused",
+		"ftp://x/y":                              `unknown scheme "ftp"`,
+		"":                                       "no store",
+		"file://host/x":                          "file:// takes an absolute path",
+	} {
+		_, _, err := Open(ctx, url, OpenOptions{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%q): %v, want %q", url, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") && !strings.Contains(want, "credentials") {
+			t.Errorf("error shows a secret: %v", err)
+		}
+	}
+	if err := checkEndpoint("http://127.0.0.1:8333", false); err != nil {
+		t.Error(err)
+	}
+	if err := checkEndpoint("http://10.1.2.3:8333", true); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestKeygen(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "k", "id.txt")
+	r, err := Keygen(p)
+	if err != nil || !strings.HasPrefix(r, "age1") {
+		t.Fatal(r, err)
+	}
+	st, _ := os.Stat(p)
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", st.Mode())
+	}
+	if _, err := Keygen(p); err == nil || !strings.Contains(err.Error(), "not overwritten") {
+		t.Errorf("second keygen: %v", err)
+	}
+	os.Chmod(p, 0o644)
+	if _, err := LoadIdentities(p); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("loose identity: %v", err)
+	}
+	var _ age.Identity // the package's identity type
+}
+
+func FuzzParseManifest(f *testing.F) {
+	f.Add([]byte(`{"version":1,"id":"20261130T020612.123Z-0a1b2c3d","run":"r","created":"2026-11-30T02:06:12Z","host":"h","gpurent":"v","encrypted":false,"files":1,"bytes":1,"objects":[{"key":"runs/r/data/20261130T020612.123Z-0a1b2c3d/000000","size":1}],"file_list":"W3sicGF0aCI6Ii4iLCJ0eXBlIjoiZmlsZSIsIm1vZGUiOjQyMCwic2l6ZSI6MSwic2hhMjU2IjoiY2EzNTkzZjliYzhjZGY1NzEyMmQ1YmVjMjBmOGFjMmUyN2U2NzIyMTg3NWNlN2Q2NzhiMDJmMDJlOWIxMWE3MiIsIm9iamVjdCI6MCwibXRpbWUiOiIwMDAxLTAxLTAxVDAwOjAwOjAwWiJ9XQ=="}`))
+	f.Add([]byte(`{"version":1}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseManifest(data)
+		if err != nil {
+			return
+		}
+		for _, o := range m.Objects {
+			if !strings.HasPrefix(o.Key, dataPrefix(m.Run, m.ID)) {
+				t.Fatalf("accepted object %q outside the checkpoint", o.Key)
+			}
+		}
+		if m.Encrypted {
+			return
+		}
+		es, err := ParseFileList(m, m.FileList)
+		if err != nil {
+			return
+		}
+		for _, e := range es {
+			if e.Path != "." && (strings.HasPrefix(e.Path, "/") || strings.Contains("/"+e.Path+"/", "/../")) {
+				t.Fatalf("accepted path %q", e.Path)
+			}
+		}
+	})
+}
+
+func TestFileListRejectsEscapes(t *testing.T) {
+	m := &Manifest{ID: "20261130T020612.123Z-0a1b2c3d", Files: 2}
+	for _, list := range []string{
+		`[{"path":"../x","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"},{"path":"y","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"}]`,
+		`[{"path":"/etc","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"},{"path":"y","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"}]`,
+		`[{"path":"l","type":"symlink","link":"/etc","mode":511,"object":-1,"mtime":"0001-01-01T00:00:00Z"},{"path":"l/passwd","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"}]`,
+		`[{"path":"a","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"},{"path":"a","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"}]`,
+	} {
+		if _, err := ParseFileList(m, []byte(list)); err == nil {
+			t.Errorf("accepted %s", list)
+		}
+	}
+}
