@@ -435,11 +435,11 @@ func TestFullDiskOnPull(t *testing.T) {
 func TestOpenRefusals(t *testing.T) {
 	ctx := context.Background()
 	for url, want := range map[string]string{
-		"s3://b?endpoint=http://10.1.2.3:8333":   "plain http to another machine",
-		"s3://key:secret@b":                      "credentials in the URL are refused",
-		"ftp://x/y":                              `unknown scheme "ftp"`,
-		"":                                       "no store",
-		"file://host/x":                          "file:// takes an absolute path",
+		"s3://b?endpoint=http://10.1.2.3:8333": "plain http to another machine",
+		"s3://key:secret@b":                    "credentials in the URL are refused",
+		"ftp://x/y":                            `unknown scheme "ftp"`,
+		"":                                     "no store",
+		"file://host/x":                        "file:// takes an absolute path",
 	} {
 		_, _, err := Open(ctx, url, OpenOptions{})
 		if err == nil || !strings.Contains(err.Error(), want) {
