@@ -1,0 +1,467 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/store"
+)
+
+// version is gpurent's version, recorded in manifests.
+const version = "0.4.0-dev"
+
+// storeFlags are the flags every ckpt command shares.
+type storeFlags struct {
+	url        string
+	run        string
+	recipients []string
+	identity   string
+	noEncrypt  bool
+	insecure   bool
+	grace      time.Duration
+	workers    int
+}
+
+func (s *storeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&s.url, "store", os.Getenv("GPURENT_STORE"), "where checkpoints live: a path, file:///path, s3://bucket/prefix?endpoint=...&region=..., gs://, azblob:// (default $GPURENT_STORE)")
+	fs.StringVar(&s.run, "run", "default", "the run (training job) the checkpoints belong to")
+	fs.StringArrayVar(&s.recipients, "recipient", nil, "age public key to encrypt to (repeatable; default $GPURENT_RECIPIENT, else the identity's own)")
+	fs.StringVar(&s.identity, "identity", "", "age identity file to decrypt with (default $GPURENT_IDENTITY, else ~/.config/gpurent/identity.txt)")
+	fs.BoolVar(&s.noEncrypt, "no-encrypt", false, "store plaintext (no recipient needed)")
+	fs.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to an endpoint that is not this machine")
+	fs.DurationVar(&s.grace, "grace", 10*time.Minute, "leave uncommitted uploads younger than this alone when cleaning up")
+	fs.IntVar(&s.workers, "workers", 4, "files moved in parallel")
+}
+
+// defaultIdentity is where keygen writes: $XDG_CONFIG_HOME/gpurent or
+// ~/.config/gpurent.
+func defaultIdentity() string {
+	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "gpurent", "identity.txt")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".config", "gpurent", "identity.txt")
+}
+
+// crypto assembles recipients and identities. needKey says the command
+// must be able to decrypt.
+func (s *storeFlags) crypto(forPush bool) (*store.Crypto, error) {
+	c := &store.Crypto{}
+	idPath, explicit := s.identity, s.identity != ""
+	if !explicit {
+		if v := os.Getenv("GPURENT_IDENTITY"); v != "" {
+			idPath, explicit = v, true
+		} else {
+			idPath = defaultIdentity()
+		}
+	}
+	if idPath != "" {
+		if _, err := os.Stat(idPath); err == nil || explicit {
+			ids, err := store.LoadIdentities(idPath)
+			if err != nil {
+				return nil, usageError{err}
+			}
+			c.Identities = ids
+		}
+	}
+	if !forPush {
+		return c, nil
+	}
+	if s.noEncrypt {
+		return c, nil
+	}
+	keys := s.recipients
+	if len(keys) == 0 {
+		if v := os.Getenv("GPURENT_RECIPIENT"); v != "" {
+			keys = strings.Split(v, ",")
+		} else {
+			keys = store.RecipientsOf(c.Identities)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, usagef("no recipient to encrypt to: run gpurent keygen, or pass --recipient age1..., or --no-encrypt to store plaintext")
+	}
+	rs, err := store.ParseRecipients(keys)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	c.Recipients = rs
+	for _, k := range keys {
+		c.Keys = append(c.Keys, strings.TrimSpace(k))
+	}
+	return c, nil
+}
+
+// open opens the store with retries around it.
+func (s *storeFlags) open(ctx context.Context, c *store.Crypto, progress func(int64)) (*store.Store, string, func(), error) {
+	if err := store.ValidRun(s.run); err != nil {
+		return nil, "", nil, usageError{err}
+	}
+	if s.workers < 1 {
+		return nil, "", nil, usagef("--workers: want at least 1, got %d", s.workers)
+	}
+	b, name, err := store.Open(ctx, s.url, store.OpenOptions{Insecure: s.insecure, PartSize: 8 << 20, Concurrency: 4})
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "store") || strings.HasPrefix(err.Error(), "no store") {
+			return nil, "", nil, usageError{err}
+		}
+		return nil, "", nil, err
+	}
+	host, _ := os.Hostname()
+	grace := s.grace
+	if grace == 0 {
+		grace = -1
+	}
+	st := store.New(&store.Retrying{Backend: b}, store.Options{Crypto: c, Host: host, Version: version, Workers: s.workers, Grace: grace, Progress: progress})
+	return st, name, func() { b.Close() }, nil
+}
+
+// progress shows bytes moved and throughput on a terminal, every half
+// second, on one line of stderr; on a pipe it shows nothing.
+type progress struct {
+	done  atomic.Int64
+	total int64
+	verb  string
+	stop  chan struct{}
+	ended chan struct{}
+}
+
+func startProgress(w io.Writer, verb string, total int64) *progress {
+	p := &progress{total: total, verb: verb, stop: make(chan struct{}), ended: make(chan struct{})}
+	f, ok := w.(*os.File)
+	tty := false
+	if ok {
+		if st, err := f.Stat(); err == nil {
+			tty = st.Mode()&os.ModeCharDevice != 0
+		}
+	}
+	go func() {
+		defer close(p.ended)
+		if !tty {
+			<-p.stop
+			return
+		}
+		start := time.Now()
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				fmt.Fprint(f, "\r\x1b[K")
+				return
+			case <-t.C:
+				d := p.done.Load()
+				rate := float64(d) / time.Since(start).Seconds()
+				fmt.Fprintf(f, "\r\x1b[K%s %s / %s  %s/s", p.verb, bytesText(d), bytesText(p.total), bytesText(int64(rate)))
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) add(n int64) { p.done.Add(n) }
+
+func (p *progress) end() {
+	close(p.stop)
+	<-p.ended
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func newKeygen(g *globals) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "keygen",
+		Short: "Create an age identity for encrypting checkpoints and print its public key",
+		Long: `keygen writes a new age X25519 identity (mode 0600) and prints its recipient, the
+public key push encrypts to. Keep the identity off the rented machine when you can:
+push needs only the recipient (--recipient or GPURENT_RECIPIENT); pull needs the identity.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				out = defaultIdentity()
+			}
+			r, err := store.Keygen(out)
+			if err != nil {
+				return usageError{err}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (keep it secret; it is needed to pull)\n", out)
+			fmt.Fprintln(g.stdout, r)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "O", "", "where to write the identity (default ~/.config/gpurent/identity.txt)")
+	return cmd
+}
+
+func newCkpt(g *globals) *cobra.Command {
+	var s storeFlags
+	cmd := &cobra.Command{
+		Use:   "ckpt",
+		Short: "Checkpoints off the box: encrypted, verified, on external storage",
+		Long: `ckpt keeps checkpoints (or any file or directory) on storage that outlives the
+instance and the provider: a mounted disk, S3 or any S3-compatible service, GCS, Azure.
+Everything is encrypted with age before it leaves the machine, hashed with SHA-256,
+and committed by writing its manifest last: a push killed at any moment leaves no
+visible checkpoint, and a pull never leaves half a checkpoint at its destination.`,
+	}
+	s.register(cmd.PersistentFlags())
+
+	push := &cobra.Command{
+		Use:   "push PATH",
+		Short: "Upload a file or directory as one checkpoint",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			if _, err := os.Lstat(a[0]); err != nil {
+				return usageError{fmt.Errorf("push: %w", err)}
+			}
+			c, err := s.crypto(true)
+			if err != nil {
+				return err
+			}
+			_, paths, err := store.Scan(a[0])
+			if err != nil {
+				return usageError{err}
+			}
+			var total int64
+			for _, p := range paths {
+				if st, err := os.Stat(p); err == nil {
+					total += st.Size()
+				}
+			}
+			bar := startProgress(cmd.ErrOrStderr(), "push", total)
+			st, name, closeFn, err := s.open(cmd.Context(), c, bar.add)
+			if err != nil {
+				bar.end()
+				return err
+			}
+			defer closeFn()
+			if !c.Encrypting() && !strings.HasPrefix(name, "file://") {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: storing plaintext on %s: anyone with access to the store can read it\n", name)
+			}
+			start := time.Now()
+			m, err := st.Push(cmd.Context(), a[0], s.run)
+			bar.end()
+			if err != nil {
+				return err
+			}
+			return writeManifest(g, m, fmt.Sprintf("pushed %s to %s run %s: %d entries, %s in %.1f s", a[0], name, s.run, m.Files, bytesText(m.Bytes), time.Since(start).Seconds()))
+		},
+	}
+	var id string
+	pull := &cobra.Command{
+		Use:   "pull DEST",
+		Short: "Restore a checkpoint to DEST (which must not exist)",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			if _, err := os.Lstat(a[0]); err == nil {
+				return usagef("pull: %s already exists; pull into a new path (nothing was changed)", a[0])
+			}
+			c, err := s.crypto(false)
+			if err != nil {
+				return err
+			}
+			bar := startProgress(cmd.ErrOrStderr(), "pull", 0)
+			st, name, closeFn, err := s.open(cmd.Context(), c, bar.add)
+			if err != nil {
+				bar.end()
+				return err
+			}
+			defer closeFn()
+			if m, err := st.Find(cmd.Context(), s.run, id); err == nil {
+				bar.total = m.Bytes
+			}
+			start := time.Now()
+			m, err := st.Pull(cmd.Context(), s.run, id, a[0])
+			bar.end()
+			if err != nil {
+				return err
+			}
+			return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %d entries, %s in %.1f s, every file checked", m.ID, name, s.run, a[0], m.Files, bytesText(m.Bytes), time.Since(start).Seconds()))
+		},
+	}
+	pull.Flags().StringVar(&id, "id", "latest", "checkpoint id from ls, or latest")
+
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the committed checkpoints of a run",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			st, _, closeFn, err := s.open(cmd.Context(), &store.Crypto{}, nil)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			ms, err := st.List(cmd.Context(), s.run)
+			if err != nil {
+				return err
+			}
+			if g.output == report.JSON {
+				if ms == nil {
+					ms = []*store.Manifest{}
+				}
+				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "checkpoints": summaries(ms)})
+			}
+			tab := report.NewTab("ID", "CREATED", "FILES", "SIZE", "ENCRYPTED", "HOST")
+			for _, m := range ms {
+				tab.Row(m.ID, m.Created.Local().Format("2006-01-02 15:04:05"), fmt.Sprint(m.Files), bytesText(m.Bytes), fmt.Sprint(m.Encrypted), m.Host)
+			}
+			if err := tab.Write(g.stdout); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "\n%d checkpoints in run %s\n", len(ms), s.run)
+			return nil
+		},
+	}
+	var deep bool
+	verify := &cobra.Command{
+		Use:   "verify",
+		Short: "Check that checkpoints are whole (--deep: read, decrypt and hash every byte)",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			c, err := s.crypto(false)
+			if err != nil {
+				return err
+			}
+			if deep && len(c.Identities) == 0 {
+				// Plaintext checkpoints can be checked without one; encrypted ones will say so.
+				c = &store.Crypto{}
+			}
+			st, _, closeFn, err := s.open(cmd.Context(), c, nil)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			vid := id
+			if vid == "latest" && !cmd.Flags().Changed("id") {
+				vid = ""
+			}
+			ms, probs, err := st.Verify(cmd.Context(), s.run, vid, deep)
+			if err != nil {
+				return err
+			}
+			if g.output == report.JSON {
+				if probs == nil {
+					probs = []store.Problem{}
+				}
+				if err := report.WriteJSON(g.stdout, map[string]any{"run": s.run, "checked": len(ms), "deep": deep, "problems": probs}); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range probs {
+					fmt.Fprintf(g.stdout, "%s %s: %s\n", p.ID, p.Path, p.Msg)
+				}
+				kind := "objects present with their sizes"
+				if deep {
+					kind = "every byte decrypted and hashed"
+				}
+				fmt.Fprintf(g.stdout, "%d checkpoints checked (%s): %d problems\n", len(ms), kind, len(probs))
+			}
+			if len(probs) > 0 {
+				return exitCode(exitFailure)
+			}
+			return nil
+		},
+	}
+	verify.Flags().BoolVar(&deep, "deep", false, "read every object, decrypt it and compare its SHA-256")
+	verify.Flags().StringVar(&id, "id", "latest", "only this checkpoint (default: all of the run)")
+
+	var keep int
+	prune := &cobra.Command{
+		Use:   "prune",
+		Short: "Keep the newest N checkpoints of a run and delete the rest, and leftovers of killed pushes",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("keep") || keep < 0 {
+				return usagef("--keep N is required (N >= 0): how many of the newest checkpoints to keep")
+			}
+			st, _, closeFn, err := s.open(cmd.Context(), &store.Crypto{}, nil)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			deleted, leftovers, err := st.Prune(cmd.Context(), s.run, keep)
+			if err != nil {
+				return err
+			}
+			if deleted == nil {
+				deleted = []string{}
+			}
+			if g.output == report.JSON {
+				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "deleted": deleted, "leftover_objects_removed": leftovers})
+			}
+			for _, d := range deleted {
+				fmt.Fprintf(g.stdout, "deleted %s\n", d)
+			}
+			fmt.Fprintf(g.stdout, "kept the newest %d of run %s; deleted %d; removed %d leftover objects\n", keep, s.run, len(deleted), leftovers)
+			return nil
+		},
+	}
+	prune.Flags().IntVar(&keep, "keep", 0, "how many of the newest checkpoints to keep")
+	cmd.AddCommand(push, pull, ls, verify, prune)
+	return cmd
+}
+
+type summary struct {
+	ID        string    `json:"id"`
+	Created   time.Time `json:"created"`
+	Host      string    `json:"host"`
+	Files     int       `json:"files"`
+	Bytes     int64     `json:"bytes"`
+	Encrypted bool      `json:"encrypted"`
+	Objects   int       `json:"objects"`
+}
+
+func summaries(ms []*store.Manifest) []summary {
+	out := make([]summary, len(ms))
+	for i, m := range ms {
+		out[i] = summary{m.ID, m.Created, m.Host, m.Files, m.Bytes, m.Encrypted, len(m.Objects)}
+	}
+	return out
+}
+
+func writeManifest(g *globals, m *store.Manifest, line string) error {
+	if g.output == report.JSON {
+		return report.WriteJSON(g.stdout, summaries([]*store.Manifest{m})[0])
+	}
+	fmt.Fprintf(g.stdout, "%s\n%s\n", m.ID, line)
+	return nil
+}
