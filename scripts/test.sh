@@ -26,3 +26,7 @@ if [ ! -x "$cache/weed" ]; then
 fi
 export GPURENT_WEED="$cache/weed"
 go test -race -timeout 30m "$@" ./...
+# Memory limits are judged without the race detector, which inflates memory.
+if [ $# -eq 0 ]; then
+  go test -timeout 20m -run 'TestLargeFileMemory' -v ./internal/store | grep -E '^(=== RUN|--- |\s+memory_test|ok|FAIL|PASS)'
+fi

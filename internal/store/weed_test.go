@@ -29,6 +29,9 @@ var weed struct {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv("GPURENT_STORE_CHILD") != "" {
+		childMain()
+	}
 	code := m.Run()
 	if weed.cmd != nil && weed.cmd.Process != nil {
 		// SeaweedFS ignores SIGTERM for a long time (DESIGN.md): kill it.
