@@ -28,7 +28,7 @@ data="$work/data"
 if [ ! -f "$data/model.pt" ]; then
   mkdir -p "$data/shards"
   head -c $((1536 << 20)) /dev/urandom >"$data/model.pt"
-  for i in $(seq -w 1 200); do head -c $((512 << 20) / 200) /dev/urandom >"$data/shards/part-$i.bin"; done
+  for i in $(seq -w 1 200); do head -c $(( (512 << 20) / 200 )) /dev/urandom >"$data/shards/part-$i.bin"; done
 fi
 bytes=$(du -sb "$data" | cut -f1)
 

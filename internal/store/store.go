@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -163,15 +162,16 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 			if err != nil {
 				return err
 			}
-			h := sha256.New()
-			n, err := io.CopyBuffer(enc, io.TeeReader(f, &countingHash{h: h, progress: s.progress}), make([]byte, 1<<20))
+			hp := newHashPipe(s.progress)
+			n, err := io.CopyBuffer(enc, io.TeeReader(f, hp), make([]byte, 1<<20))
+			if err == nil {
+				err = enc.Close()
+			}
 			if err != nil {
+				hp.abandon()
 				return fmt.Errorf("push %s: %w", paths[i], err)
 			}
-			if err := enc.Close(); err != nil {
-				return fmt.Errorf("push %s: %w", paths[i], err)
-			}
-			size, sum = n, hex.EncodeToString(h.Sum(nil))
+			size, sum = n, hp.Sum()
 			return nil
 		})
 		if err != nil {
@@ -210,17 +210,6 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-type countingHash struct {
-	h        io.Writer
-	progress func(int64)
-}
-
-func (c *countingHash) Write(p []byte) (int, error) {
-	c.h.Write(p)
-	c.progress(int64(len(p)))
-	return len(p), nil
 }
 
 // parallel runs f(0..n-1) on the store's workers; the first error cancels
@@ -440,9 +429,9 @@ func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, path stri
 	if err != nil {
 		return fmt.Errorf("pull: %w", err)
 	}
-	h := sha256.New()
-	sw := &sparseWriter{f: f}
-	n, err := io.CopyBuffer(io.MultiWriter(sw, &countingHash{h: h, progress: s.progress}), plain, make([]byte, 1<<20))
+	hp := newHashPipe(s.progress)
+	sw := &sparseWriter{f: f, wb: writeBehind{f: f}}
+	n, err := io.CopyBuffer(io.MultiWriter(sw, hp), plain, make([]byte, 1<<20))
 	if err == nil {
 		err = sw.finish(n)
 	}
@@ -453,14 +442,15 @@ func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, path stri
 		err = cerr
 	}
 	if err != nil {
+		hp.abandon()
 		if isCorrupt(err) {
 			return fmt.Errorf("checkpoint %s: %s is corrupt in the store: %v", m.ID, e.Path, err)
 		}
 		return fmt.Errorf("pull %s: %w", e.Path, err)
 	}
-	if n != e.Size || hex.EncodeToString(h.Sum(nil)) != e.SHA256 {
-		return fmt.Errorf("checkpoint %s: %s is corrupt in the store: %d bytes with SHA-256 %x, the manifest says %d bytes with %s",
-			m.ID, e.Path, n, h.Sum(nil), e.Size, e.SHA256)
+	if sum := hp.Sum(); n != e.Size || sum != e.SHA256 {
+		return fmt.Errorf("checkpoint %s: %s is corrupt in the store: %d bytes with SHA-256 %s, the manifest says %d bytes with %s",
+			m.ID, e.Path, n, sum, e.Size, e.SHA256)
 	}
 	return nil
 }
@@ -477,6 +467,7 @@ func isCorrupt(err error) bool {
 type sparseWriter struct {
 	f   *os.File
 	off int64
+	wb  writeBehind
 }
 
 func (w *sparseWriter) Write(p []byte) (int, error) {
@@ -493,6 +484,7 @@ func (w *sparseWriter) Write(p []byte) (int, error) {
 		}
 		w.off += int64(len(chunk))
 	}
+	w.wb.advance(w.off)
 	return len(p), nil
 }
 
@@ -629,12 +621,13 @@ func (s *Store) checkFile(ctx context.Context, m *Manifest, e Entry) error {
 	if err != nil {
 		return err
 	}
-	h := sha256.New()
-	n, err := io.CopyBuffer(&countingHash{h: h, progress: s.progress}, plain, make([]byte, 1<<20))
+	hp := newHashPipe(s.progress)
+	n, err := io.CopyBuffer(hp, plain, make([]byte, 1<<20))
 	if err != nil {
+		hp.abandon()
 		return fmt.Errorf("corrupt: %v", err)
 	}
-	if n != e.Size || hex.EncodeToString(h.Sum(nil)) != e.SHA256 {
+	if n != e.Size || hp.Sum() != e.SHA256 {
 		return fmt.Errorf("corrupt: %d bytes with a different SHA-256 than the manifest's %d bytes", n, e.Size)
 	}
 	return nil
