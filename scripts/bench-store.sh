@@ -39,11 +39,12 @@ rm -rf "$work/weed"; mkdir -p "$work/weed"
 setsid "$weed" server -dir="$work/weed" -ip=127.0.0.1 -ip.bind=127.0.0.1 -volume.max=100 -master.volumeSizeLimitMB=1024 \
   -master.port="$(port)" -volume.port="$(port)" -filer -filer.port="$(port)" -s3 -s3.port="$s3port" >"$work/weed.log" 2>&1 &
 weedpid=$!
-trap 'kill -9 -- -$weedpid 2>/dev/null; kill -9 $weedpid 2>/dev/null' EXIT
+trap 'kill -9 -- -$weedpid 2>/dev/null; kill -9 $weedpid 2>/dev/null; true' EXIT
 ep="http://127.0.0.1:$s3port"
 for _ in $(seq 1 120); do curl -fs "$ep" >/dev/null 2>&1 && break; sleep 0.5; done
 export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
-for b in gpurent rclone restic aws; do curl -fs -X PUT "$ep/$b" >/dev/null; done
+curl -fs "$ep" >/dev/null || { echo "SeaweedFS did not start: $(tail -5 "$work/weed.log")" >&2; exit 1; }
+for b in gpurent rclone restic aws; do curl -fs -X PUT "$ep/$b" >/dev/null || { echo "cannot create bucket $b" >&2; exit 1; }; done
 
 export XDG_CONFIG_HOME="$work/cfg" RESTIC_PASSWORD=bench-password
 [ -f "$work/cfg/gpurent/identity.txt" ] || "$work/gpurent" keygen >/dev/null 2>&1
