@@ -33,7 +33,15 @@ fi
 bytes=$(du -sb "$data" | cut -f1)
 
 # SeaweedFS on loopback.
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A free port whose port+10000 is free too: SeaweedFS puts gRPC there.
+port() { python3 -c '
+import random, socket
+while True:
+    p = random.randint(20000, 50000)
+    try:
+        a = socket.socket(); a.bind(("127.0.0.1", p)); b = socket.socket(); b.bind(("127.0.0.1", p + 10000)); a.close(); b.close(); print(p); break
+    except OSError:
+        pass'; }
 s3port=$(port)
 rm -rf "$work/weed"; mkdir -p "$work/weed"
 setsid "$weed" server -dir="$work/weed" -ip=127.0.0.1 -ip.bind=127.0.0.1 -volume.max=100 -master.volumeSizeLimitMB=1024 \

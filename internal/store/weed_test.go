@@ -42,13 +42,25 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// freePort finds a loopback port that is free together with port+10000,
+// which SeaweedFS takes for the matching gRPC service (so the port must
+// also stay below 55536).
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0
+	for range 200 {
+		p := 20000 + int(time.Now().UnixNano()%30000)
+		a, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		b, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+10000))
+		a.Close()
+		if err != nil {
+			continue
+		}
+		b.Close()
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return 0
 }
 
 // weedURL starts SeaweedFS once and returns the s3 URL parameters, or ""
