@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -229,6 +230,7 @@ and committed by writing its manifest last: a push killed at any moment leaves n
 visible checkpoint, and a pull never leaves half a checkpoint at its destination.`,
 	}
 	s.register(cmd.PersistentFlags())
+	cmd.PersistentPreRun = func(*cobra.Command, []string) { debug.SetMemoryLimit(store.MemoryLimit) }
 
 	push := &cobra.Command{
 		Use:   "push PATH",

@@ -39,6 +39,8 @@ type Object struct {
 type Backend interface {
 	Put(ctx context.Context, key string, fill func(w io.Writer) error) (int64, error)
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// GetRange reads n bytes from offset off.
+	GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
 	Size(ctx context.Context, key string) (int64, error)
 	List(ctx context.Context, prefix string) ([]Object, error)
 	Delete(ctx context.Context, key string) error
@@ -197,6 +199,14 @@ func (c *countWriter) Write(p []byte) (int, error) {
 
 func (b *bucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	r, err := b.b.NewReader(ctx, key, nil)
+	if err != nil {
+		return nil, b.wrap("read", key, err)
+	}
+	return r, nil
+}
+
+func (b *bucket) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	r, err := b.b.NewRangeReader(ctx, key, off, n, nil)
 	if err != nil {
 		return nil, b.wrap("read", key, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 // and pulls one file and prints the process's peak resident memory, which
 // the parent judges. A child, so the figure is this work's alone.
 func childMain() {
+	debug.SetMemoryLimit(MemoryLimit) // as the ckpt commands do
 	ctx := context.Background()
 	src, storeURL, dest := os.Getenv("GPURENT_CHILD_SRC"), os.Getenv("GPURENT_CHILD_STORE"), os.Getenv("GPURENT_CHILD_DEST")
 	fail := func(err error) {

@@ -108,6 +108,17 @@ func (r *Retrying) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	return rc, err
 }
 
+// GetRange retries opening the range.
+func (r *Retrying) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	var rc io.ReadCloser
+	err := r.do(ctx, func() error {
+		var err error
+		rc, err = r.Backend.GetRange(ctx, key, off, n)
+		return err
+	})
+	return rc, err
+}
+
 // Size retries.
 func (r *Retrying) Size(ctx context.Context, key string) (int64, error) {
 	var n int64

@@ -414,7 +414,7 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 // restoreFile streams one object into path, checking size and SHA-256.
 func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, path string) error {
 	obj := m.Objects[e.Object]
-	r, err := s.b.Get(ctx, obj.Key)
+	r, err := openObject(ctx, s.b, obj.Key, obj.Size)
 	if err != nil {
 		if IsNotFound(err) {
 			return fmt.Errorf("checkpoint %s: %s is missing from the store (object %s)", m.ID, e.Path, obj.Key)
@@ -612,7 +612,8 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 }
 
 func (s *Store) checkFile(ctx context.Context, m *Manifest, e Entry) error {
-	r, err := s.b.Get(ctx, m.Objects[e.Object].Key)
+	obj := m.Objects[e.Object]
+	r, err := openObject(ctx, s.b, obj.Key, obj.Size)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 // also stay below 55536).
 func freePort() int {
 	for range 200 {
-		p := 20000 + int(time.Now().UnixNano()%30000)
+		p := 20000 + rand.IntN(30000)
 		a, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
 			continue
