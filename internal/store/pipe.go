@@ -17,7 +17,6 @@ type hashPipe struct {
 	ch   chan []byte
 	done chan struct{}
 	h    hash.Hash
-	pool *sync.Pool
 	prog func(int64)
 }
 
