@@ -103,6 +103,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
                   the optimal checkpoint interval, renting versus an API
   gpurent bench   acceptance test of a fresh instance: the GPU you paid for,
                   whole, unshared, unthrottled, healthy; the host as promised
+  gpurent run     training that survives crashes, preemption and a vanishing machine
   gpurent ckpt    checkpoints off the box: encrypted, verified, on external storage
   gpurent keygen  the age identity ckpt encrypts to
   gpurent catalog the offers behind them, with sources and dates`,
@@ -114,6 +115,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", report.Table, "output format: table or json")
 	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
-	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newBurn())
+	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newBurn())
 	return root
 }

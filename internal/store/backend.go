@@ -221,7 +221,26 @@ func (b *bucket) Size(ctx context.Context, key string) (int64, error) {
 	return a.Size, nil
 }
 
+// List lists the objects under prefix. A local store lists files that a
+// concurrent upload may rename away between readdir and lstat; such a
+// listing is simply taken again. The store never writes keys ending in
+// ".tmp", so the local store's temporary files are left out.
 func (b *bucket) List(ctx context.Context, prefix string) ([]Object, error) {
+	var out []Object
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		out, err = b.list(ctx, prefix)
+		if err == nil || gcerrors.Code(err) != gcerrors.NotFound {
+			break
+		}
+	}
+	if err != nil {
+		return nil, b.wrap("list", prefix, err)
+	}
+	return out, nil
+}
+
+func (b *bucket) list(ctx context.Context, prefix string) ([]Object, error) {
 	var out []Object
 	it := b.b.List(&blob.ListOptions{Prefix: prefix})
 	for {
@@ -230,9 +249,9 @@ func (b *bucket) List(ctx context.Context, prefix string) ([]Object, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, b.wrap("list", prefix, err)
+			return nil, err
 		}
-		if !o.IsDir {
+		if !o.IsDir && !strings.HasSuffix(o.Key, ".tmp") {
 			out = append(out, Object{Key: o.Key, Size: o.Size})
 		}
 	}

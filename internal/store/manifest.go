@@ -21,18 +21,21 @@ const ManifestVersion = 1
 // need no secret; the file list with names and hashes is encrypted to the
 // recipients unless the checkpoint is stored in plaintext.
 type Manifest struct {
-	Version    int       `json:"version"`
-	ID         string    `json:"id"`
-	Run        string    `json:"run"`
-	Created    time.Time `json:"created"`
-	Host       string    `json:"host"`
-	Gpurent    string    `json:"gpurent"`
-	Encrypted  bool      `json:"encrypted"`
-	Recipients []string  `json:"recipients,omitempty"`
-	Files      int       `json:"files"`     // entries in the file list
-	Bytes      int64     `json:"bytes"`     // plaintext bytes of all files
-	Objects    []ObjRef  `json:"objects"`   // what must exist for the checkpoint to be whole
-	FileList   []byte    `json:"file_list"` // age ciphertext of the JSON file list, or the JSON itself
+	Version int       `json:"version"`
+	ID      string    `json:"id"`
+	Run     string    `json:"run"`
+	Created time.Time `json:"created"`
+	Host    string    `json:"host"`
+	Gpurent string    `json:"gpurent"`
+	// Name is the base name of what was pushed, so a pull into a directory
+	// of checkpoints can restore it under the name it had.
+	Name       string   `json:"name,omitempty"`
+	Encrypted  bool     `json:"encrypted"`
+	Recipients []string `json:"recipients,omitempty"`
+	Files      int      `json:"files"`     // entries in the file list
+	Bytes      int64    `json:"bytes"`     // plaintext bytes of all files
+	Objects    []ObjRef `json:"objects"`   // what must exist for the checkpoint to be whole
+	FileList   []byte   `json:"file_list"` // age ciphertext of the JSON file list, or the JSON itself
 }
 
 // ObjRef is one stored object and its stored size.
@@ -101,6 +104,9 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		if !strings.HasPrefix(o.Key, prefix) || strings.Contains(o.Key[len(prefix):], "/") || o.Size < 0 {
 			return nil, fmt.Errorf("manifest %s: object %d %q is not an object of this checkpoint", m.ID, i, o.Key)
 		}
+	}
+	if m.Name != "" && (strings.ContainsAny(m.Name, "/\x00") || m.Name == "." || m.Name == "..") {
+		return nil, fmt.Errorf("manifest %s: name %q is not a single file name", m.ID, m.Name)
 	}
 	if m.Files < 0 || m.Bytes < 0 {
 		return nil, fmt.Errorf("manifest %s: negative counts", m.ID)

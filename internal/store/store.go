@@ -200,7 +200,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manifest{Version: ManifestVersion, ID: id, Run: run, Created: s.opt.Now().UTC(), Host: s.opt.Host, Gpurent: s.opt.Version,
+	m := &Manifest{Version: ManifestVersion, ID: id, Run: run, Created: s.opt.Now().UTC(), Host: s.opt.Host, Gpurent: s.opt.Version, Name: filepath.Base(filepath.Clean(src)),
 		Encrypted: s.opt.Crypto.Encrypting(), Recipients: s.opt.Crypto.Keys, Files: len(entries), Bytes: total, Objects: objects, FileList: sealed}
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/supervise"
+	"github.com/gpurent/gpurent/internal/yamlfile"
+)
+
+// runFile is the optional config file of gpurent run; flags override it.
+type runFile struct {
+	CkptDir     string   `yaml:"ckpt_dir"`
+	Store       string   `yaml:"store"`
+	Run         string   `yaml:"run"`
+	Keep        *int     `yaml:"keep"`
+	MaxRestarts *int     `yaml:"max_restarts"`
+	Preemption  string   `yaml:"preemption"`
+	Metrics     string   `yaml:"metrics"`
+	Glob        string   `yaml:"glob"`
+	Quiet       string   `yaml:"quiet"`
+	Command     []string `yaml:"command"`
+}
+
+func newRun(g *globals) *cobra.Command {
+	var s storeFlags
+	var (
+		config, ckptDir, preemption, metrics, glob string
+		keep, maxRestarts                          int
+		quiet, grace, poll                         time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARGS...]",
+		Short: "Run training that survives crashes, preemption and a vanishing machine",
+		Long: `run starts CMD and keeps it alive: each complete checkpoint that appears in --ckpt-dir
+is uploaded to --store in the background (encrypted, verified, committed last), the
+command is restarted from the newest checkpoint after a failure, and on a new, empty
+machine the same line pulls the newest checkpoint first. Preemption notices (AWS,
+GCP, Azure) make the command checkpoint at once (SIGUSR1), then stop cleanly.
+
+The command sees GPURENT_RESUME_FROM (the newest complete checkpoint, empty if none),
+GPURENT_RESTART_COUNT, GPURENT_CKPT_DIR and GPURENT_RUN; "{resume}" in an argument is
+replaced by the path (and dropped with its flag when there is none). docs/run.md has
+PyTorch, Hugging Face, Lightning and torchrun examples.`,
+		Example: `  gpurent run --ckpt-dir ckpt --store s3://bucket/runs --run llama -- \
+      python train.py --resume_from_checkpoint {resume}`,
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			var file runFile
+			if config != "" {
+				data, err := readFile(config)
+				if err != nil {
+					return err
+				}
+				if _, err := yamlfile.Decode(config, data, &file); err != nil {
+					return err
+				}
+			}
+			fs := cmd.Flags()
+			pick := func(flag, fromFile string, v *string) {
+				if !fs.Changed(flag) && fromFile != "" {
+					*v = fromFile
+				}
+			}
+			pick("ckpt-dir", file.CkptDir, &ckptDir)
+			pick("store", file.Store, &s.url)
+			pick("run", file.Run, &s.run)
+			pick("preemption", file.Preemption, &preemption)
+			pick("metrics", file.Metrics, &metrics)
+			pick("glob", file.Glob, &glob)
+			if !fs.Changed("keep") && file.Keep != nil {
+				keep = *file.Keep
+			}
+			if !fs.Changed("max-restarts") && file.MaxRestarts != nil {
+				maxRestarts = *file.MaxRestarts
+			}
+			if !fs.Changed("quiet") && file.Quiet != "" {
+				d, err := time.ParseDuration(file.Quiet)
+				if err != nil {
+					return usagef("%s: quiet: %v", config, err)
+				}
+				quiet = d
+			}
+			if len(argv) == 0 {
+				argv = file.Command
+			}
+			if len(argv) == 0 {
+				return usagef("no command: gpurent run [flags] -- CMD ARGS")
+			}
+			if keep < 0 || maxRestarts < 0 {
+				return usagef("--keep and --max-restarts must be 0 or more")
+			}
+			var pre supervise.Preempter
+			ep := supervise.DefaultEndpoints()
+			switch preemption {
+			case "none":
+			case "auto":
+				pre = supervise.Auto(cmd.Context(), ep)
+			case "aws":
+				pre = supervise.AWS(ep.AWS, 0)
+			case "gcp":
+				pre = supervise.GCP(ep.GCP, 0)
+			case "azure":
+				pre = supervise.Azure(ep.Azure, 0)
+			default:
+				return usagef("--preemption: want auto, aws, gcp, azure or none, got %q", preemption)
+			}
+			logf := func(format string, a ...any) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: "+format+"\n", a...)
+			}
+			cfg := supervise.Config{Cmd: argv, CkptDir: ckptDir, Run: s.run, Keep: keep, MaxRestarts: maxRestarts,
+				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf}
+			if s.url != "" {
+				c, err := s.crypto(true)
+				if err != nil {
+					return err
+				}
+				st, name, closeFn, err := s.open(cmd.Context(), c, nil)
+				if err != nil {
+					return err
+				}
+				defer closeFn()
+				cfg.Store = st
+				logf("checkpoints from %s go to %s, run %s", ckptDir, name, s.run)
+			} else {
+				logf("warning: no --store: checkpoints stay on this machine and die with it")
+			}
+			sup, err := supervise.New(cfg)
+			if err != nil {
+				return usageError{err}
+			}
+			if metrics != "" {
+				addr := metrics
+				if strings.HasPrefix(addr, ":") {
+					addr = "127.0.0.1" + addr
+				}
+				ln, err := net.Listen("tcp", addr)
+				if err != nil {
+					return usagef("--metrics %s: %v", metrics, err)
+				}
+				srv := &http.Server{Handler: sup.Metrics.Handler(), ReadHeaderTimeout: 5 * time.Second}
+				go srv.Serve(ln)
+				defer srv.Close()
+				logf("metrics on http://%s/metrics", ln.Addr())
+			}
+			stop := make(chan os.Signal, 1)
+			signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+			defer signal.Stop(stop)
+			ex, err := sup.Run(context.WithoutCancel(cmd.Context()), stop)
+			if err != nil {
+				return err
+			}
+			logf("%s", ex.Reason)
+			if ex.Code != 0 {
+				return exitCode(ex.Code)
+			}
+			return nil
+		},
+	}
+	s.register(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, command (flags override)")
+	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
+	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
+	f.IntVar(&maxRestarts, "max-restarts", 10, "restarts after failures before giving up")
+	f.StringVar(&preemption, "preemption", "auto", "preemption notices to watch: auto, aws, gcp, azure or none")
+	f.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on this address (\":9464\" binds 127.0.0.1)")
+	f.StringVar(&glob, "glob", "", "only names in --ckpt-dir matching this glob are checkpoints")
+	f.DurationVar(&quiet, "quiet", 5*time.Second, "a plain file or directory must be unmodified this long to count as complete")
+	f.DurationVar(&grace, "stop-grace", 30*time.Second, "from forwarding SIGTERM to the command to killing it")
+	f.DurationVar(&poll, "poll", time.Second, "how often --ckpt-dir is scanned")
+	return cmd
+}

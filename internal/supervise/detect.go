@@ -1,0 +1,199 @@
+// Package supervise runs a training command so that it survives crashes,
+// preemption and a vanishing machine: it watches the checkpoint directory,
+// uploads each complete checkpoint through package store while training
+// goes on, restarts the command from the newest checkpoint after a failure,
+// and reacts to the clouds' preemption notices.
+package supervise
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Candidate is one checkpoint in the checkpoint directory: a file or a
+// directory directly inside it.
+type Candidate struct {
+	Path string
+	Name string
+	// Kind says why it is complete: hf (checkpoint-N with trainer_state.json),
+	// dcp (PyTorch distributed checkpoint with .metadata), file (a file no
+	// process holds open for writing and quiet for the quiet period), dir.
+	Kind     string
+	ModTime  time.Time // newest modification inside
+	Size     int64
+	Complete bool
+	Why      string // why not complete
+}
+
+// Signature identifies a checkpoint's content cheaply: the same name,
+// size and newest modification time is the same checkpoint.
+func (c Candidate) Signature() string {
+	return fmt.Sprintf("%s|%d|%d", c.Name, c.Size, c.ModTime.UnixNano())
+}
+
+// Detector decides which entries of the checkpoint directory are whole.
+type Detector struct {
+	Dir string
+	// Quiet is how long a plain file or directory must go unmodified (and
+	// not be open for writing) to count as complete.
+	Quiet time.Duration
+	// Glob, when set, limits candidates to names matching it.
+	Glob string
+	// OpenForWrite reports whether a process holds path open for writing
+	// (from /proc/*/fd); nil means procOpenForWrite.
+	OpenForWrite func(path string) bool
+	Now          func() time.Time
+}
+
+// internal names gpurent writes into the directory, never checkpoints.
+func internalName(name string) bool {
+	return strings.HasPrefix(name, ".gpurent") || strings.HasPrefix(name, ".") && strings.Contains(name, ".gpurent-pull-")
+}
+
+// Scan lists the candidates, newest first.
+func (d *Detector) Scan() ([]Candidate, error) {
+	entries, err := os.ReadDir(d.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint directory: %w", err)
+	}
+	now := time.Now
+	if d.Now != nil {
+		now = d.Now
+	}
+	openW := d.OpenForWrite
+	if openW == nil {
+		openW = procOpenForWrite
+	}
+	var out []Candidate
+	for _, e := range entries {
+		name := e.Name()
+		if internalName(name) || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".partial") {
+			continue
+		}
+		if d.Glob != "" {
+			if ok, _ := filepath.Match(d.Glob, name); !ok {
+				continue
+			}
+		}
+		c := Candidate{Path: filepath.Join(d.Dir, name), Name: name}
+		var files []string
+		if e.IsDir() {
+			c.Kind = "dir"
+			filepath.WalkDir(c.Path, func(p string, de fs.DirEntry, err error) error {
+				if err != nil {
+					return nil
+				}
+				if info, err := de.Info(); err == nil {
+					if info.ModTime().After(c.ModTime) {
+						c.ModTime = info.ModTime()
+					}
+					if info.Mode().IsRegular() {
+						c.Size += info.Size()
+						files = append(files, p)
+					}
+				}
+				return nil
+			})
+			switch {
+			case exists(filepath.Join(c.Path, ".metadata")):
+				c.Kind = "dcp" // torch.distributed.checkpoint renames .metadata into place last
+			case strings.HasPrefix(name, "checkpoint-") && exists(filepath.Join(c.Path, "trainer_state.json")):
+				c.Kind = "hf" // the Trainer writes trainer_state.json after the weights
+			}
+		} else if e.Type().IsRegular() {
+			c.Kind = "file"
+			if info, err := e.Info(); err == nil {
+				c.ModTime, c.Size = info.ModTime(), info.Size()
+			}
+			files = []string{c.Path}
+		} else {
+			continue
+		}
+		c.Complete = true
+		for _, f := range files {
+			if openW(f) {
+				c.Complete, c.Why = false, f+" is open for writing"
+				break
+			}
+		}
+		if c.Complete && (c.Kind == "file" || c.Kind == "dir") && now().Sub(c.ModTime) < d.Quiet {
+			c.Complete, c.Why = false, "modified within the quiet period"
+		}
+		if c.Complete && c.Kind == "dir" && d.Glob == "" {
+			// A plain directory is whole only by quietness; that is weaker,
+			// so say so in Why even though it counts.
+			c.Why = "quiet directory"
+		}
+		out = append(out, c)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ModTime.After(out[j].ModTime) })
+	return out, nil
+}
+
+// Newest is the newest complete candidate, or false.
+func (d *Detector) Newest() (Candidate, bool, error) {
+	cs, err := d.Scan()
+	if err != nil {
+		return Candidate{}, false, err
+	}
+	for _, c := range cs {
+		if c.Complete {
+			return c, true, nil
+		}
+	}
+	return Candidate{}, false, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// procOpenForWrite scans /proc/*/fd for a descriptor on path opened for
+// writing (fdinfo flags with O_WRONLY or O_RDWR). A process gpurent cannot
+// inspect is skipped.
+func procOpenForWrite(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		fdDir := filepath.Join("/proc", p.Name(), "fd")
+		fds, err := os.ReadDir(fdDir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			target, err := os.Readlink(filepath.Join(fdDir, fd.Name()))
+			if err != nil || target != abs {
+				continue
+			}
+			info, err := os.ReadFile(filepath.Join("/proc", p.Name(), "fdinfo", fd.Name()))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(info), "\n") {
+				if v, ok := strings.CutPrefix(line, "flags:"); ok {
+					flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+					if err == nil && flags&3 != 0 { // O_WRONLY=1, O_RDWR=2
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}

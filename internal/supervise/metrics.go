@@ -1,0 +1,68 @@
+package supervise
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Metrics are the run's counters, served in the Prometheus text format.
+type Metrics struct {
+	childUp           atomic.Int64
+	restarts          atomic.Int64
+	lastCommit        atomic.Int64 // unix seconds
+	bytes             atomic.Int64
+	uploadErrors      atomic.Int64
+	notices           atomic.Int64
+	lastUploadSeconds atomic.Int64 // milliseconds, despite the name
+	started           time.Time
+}
+
+// WriteTo writes the metrics in the Prometheus text exposition format.
+func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
+	now := time.Now()
+	age := -1.0
+	if t := m.lastCommit.Load(); t > 0 {
+		age = now.Sub(time.Unix(t, 0)).Seconds()
+	}
+	atRisk := age
+	if age < 0 && !m.started.IsZero() {
+		atRisk = now.Sub(m.started).Seconds()
+	}
+	n, err := fmt.Fprintf(w, `# HELP gpurent_child_up Whether the training command is running.
+# TYPE gpurent_child_up gauge
+gpurent_child_up %d
+# HELP gpurent_restarts_total Restarts of the training command after a failure.
+# TYPE gpurent_restarts_total counter
+gpurent_restarts_total %d
+# HELP gpurent_last_commit_age_seconds Seconds since the newest checkpoint was committed (-1: none yet).
+# TYPE gpurent_last_commit_age_seconds gauge
+gpurent_last_commit_age_seconds %.0f
+# HELP gpurent_work_at_risk_seconds Seconds of training that a failure now would lose.
+# TYPE gpurent_work_at_risk_seconds gauge
+gpurent_work_at_risk_seconds %.0f
+# HELP gpurent_uploaded_bytes_total Plaintext bytes of committed checkpoints.
+# TYPE gpurent_uploaded_bytes_total counter
+gpurent_uploaded_bytes_total %d
+# HELP gpurent_last_upload_seconds Duration of the last checkpoint upload.
+# TYPE gpurent_last_upload_seconds gauge
+gpurent_last_upload_seconds %.3f
+# HELP gpurent_upload_errors_total Uploads that failed and will be retried.
+# TYPE gpurent_upload_errors_total counter
+gpurent_upload_errors_total %d
+# HELP gpurent_preemption_notices_total Preemption notices received.
+# TYPE gpurent_preemption_notices_total counter
+gpurent_preemption_notices_total %d
+`, m.childUp.Load(), m.restarts.Load(), age, atRisk, m.bytes.Load(), float64(m.lastUploadSeconds.Load())/1000, m.uploadErrors.Load(), m.notices.Load())
+	return int64(n), err
+}
+
+// Handler serves the metrics.
+func (m *Metrics) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		m.WriteTo(w)
+	})
+}

@@ -1,0 +1,86 @@
+package supervise
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// stateFile lives in the checkpoint directory and survives gpurent being
+// killed: it records which local checkpoints are already committed
+// remotely, so a restarted gpurent uploads nothing twice.
+const stateFile = ".gpurent-run.json"
+
+type state struct {
+	mu        sync.Mutex
+	path      string
+	Run       string               `json:"run"`
+	Committed map[string]committed `json:"committed"` // by local name
+}
+
+type committed struct {
+	Signature string `json:"signature"`
+	ID        string `json:"id"`
+	At        int64  `json:"at"` // unix seconds of the commit
+}
+
+func loadState(dir, run string) (*state, error) {
+	s := &state{path: filepath.Join(dir, stateFile), Run: run, Committed: map[string]committed{}}
+	b, err := os.ReadFile(s.path)
+	if os.IsNotExist(err) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run state: %w", err)
+	}
+	var disk state
+	if json.Unmarshal(b, &disk) != nil || disk.Run != run {
+		// Another run's state, or a damaged file: start afresh; the store
+		// still has every committed checkpoint.
+		return s, nil
+	}
+	if disk.Committed != nil {
+		s.Committed = disk.Committed
+	}
+	return s, nil
+}
+
+func (s *state) isCommitted(c Candidate) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x, ok := s.Committed[c.Name]
+	return ok && x.Signature == c.Signature()
+}
+
+func (s *state) commit(c Candidate, id string, at int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Committed[c.Name] = committed{Signature: c.Signature(), ID: id, At: at}
+	return s.saveLocked()
+}
+
+// saveLocked writes the state with a temporary file, fsync and rename.
+func (s *state) saveLocked() error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := s.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("run state: %w", err)
+	}
+	if _, err := f.Write(b); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("run state: %w", err)
+	}
+	return os.Rename(tmp, s.path)
+}

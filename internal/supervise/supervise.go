@@ -1,0 +1,411 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/store"
+)
+
+// Config is one supervised run.
+type Config struct {
+	Cmd     []string // the training command; "{resume}" in an argument is replaced (see Args)
+	CkptDir string
+	Run     string
+	// Store is where checkpoints go; nil keeps them local only.
+	Store *store.Store
+	Keep  int // newest checkpoints kept remotely (0 keeps all)
+	// MaxRestarts after failures; CrashLoop stops earlier when that many
+	// restarts in a row saw no new committed checkpoint.
+	MaxRestarts int
+	CrashLoop   int
+	Backoff     time.Duration // first restart delay, doubled up to 30 s
+	Grace       time.Duration // from forwarding a stop signal to SIGKILL
+	// CheckpointSignal asks the child to checkpoint now (on a preemption
+	// notice); SIGUSR1 by default.
+	CheckpointSignal syscall.Signal
+	Poll             time.Duration // directory scan interval
+	Quiet            time.Duration // quiet period for plain files and directories
+	Glob             string
+	Preemption       Preempter // nil: none
+	Stdout, Stderr   io.Writer
+	Log              func(format string, args ...any)
+}
+
+// Exit is how a run ended.
+type Exit struct {
+	Code   int    // the exit status gpurent should return
+	Reason string // one line for a person
+}
+
+// Supervisor runs one Config.
+type Supervisor struct {
+	cfg   Config
+	det   *Detector
+	st    *state
+	child atomic.Int64 // pid of the running child, 0 when none
+
+	mu         sync.Mutex
+	lastCommit time.Time
+	commits    int
+	uploading  sync.Mutex // one upload at a time
+	pulled     string     // a checkpoint resume pulled, verified: usable at once
+	Metrics    Metrics
+}
+
+// New validates the config and prepares the directory.
+func New(cfg Config) (*Supervisor, error) {
+	if len(cfg.Cmd) == 0 {
+		return nil, errors.New("run: no command given after --")
+	}
+	if cfg.CkptDir == "" {
+		return nil, errors.New("run: --ckpt-dir is required: the directory the command writes checkpoints to")
+	}
+	if err := store.ValidRun(cfg.Run); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.CkptDir, 0o755); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if abs, err := filepath.Abs(cfg.CkptDir); err == nil {
+		cfg.CkptDir = abs // the command may change directory; its paths must still hold
+	}
+	if cfg.CrashLoop <= 0 {
+		cfg.CrashLoop = 3
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = time.Second
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 30 * time.Second
+	}
+	if cfg.CheckpointSignal == 0 {
+		cfg.CheckpointSignal = syscall.SIGUSR1
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Quiet <= 0 {
+		cfg.Quiet = 5 * time.Second
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.Log == nil {
+		cfg.Log = func(string, ...any) {}
+	}
+	st, err := loadState(cfg.CkptDir, cfg.Run)
+	if err != nil {
+		return nil, err
+	}
+	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob}}
+	for _, c := range st.Committed {
+		if t := time.Unix(c.At, 0); t.After(s.lastCommit) {
+			s.lastCommit = t
+		}
+	}
+	return s, nil
+}
+
+// Args substitutes the resume path: "{resume}" inside an argument becomes
+// the path. Without a checkpoint, an argument that is exactly "{resume}" is
+// dropped together with a preceding flag ("--resume_from_checkpoint
+// {resume}"), and one that contains it ("ckpt_path={resume}") is dropped.
+func Args(args []string, resume string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.Contains(a, "{resume}") {
+			out = append(out, a)
+			continue
+		}
+		if resume != "" {
+			out = append(out, strings.ReplaceAll(a, "{resume}", resume))
+			continue
+		}
+		if a == "{resume}" && len(out) > 0 && strings.HasPrefix(out[len(out)-1], "-") {
+			out = out[:len(out)-1]
+		}
+	}
+	return out
+}
+
+// Run supervises until the command succeeds, restarts run out, a stop
+// signal arrives on stop, or a preemption notice is handled.
+func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.Metrics.started = time.Now()
+	if err := s.resume(ctx); err != nil {
+		return Exit{Code: 1}, err
+	}
+	go s.watch(ctx)
+	var notices <-chan Notice
+	if s.cfg.Preemption != nil {
+		notices = s.cfg.Preemption.Watch(ctx)
+	}
+	restarts, quietRestarts := 0, 0
+	backoff := s.cfg.Backoff
+	for {
+		newest, _, _ := s.det.Newest()
+		resumeFrom := ""
+		if newest.Complete {
+			resumeFrom = newest.Path
+		} else if s.pulled != "" {
+			resumeFrom = s.pulled
+		}
+		commitsBefore := s.commitCount()
+		cmd := exec.Command(s.cfg.Cmd[0], Args(s.cfg.Cmd[1:], resumeFrom)...)
+		cmd.Env = append(os.Environ(), "GPURENT_RESUME_FROM="+resumeFrom, "GPURENT_RESTART_COUNT="+strconv.Itoa(restarts),
+			"GPURENT_CKPT_DIR="+s.cfg.CkptDir, "GPURENT_RUN="+s.cfg.Run)
+		cmd.Stdout, cmd.Stderr = s.cfg.Stdout, s.cfg.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			return Exit{Code: 127}, fmt.Errorf("run: start %s: %w", s.cfg.Cmd[0], err)
+		}
+		s.child.Store(int64(cmd.Process.Pid))
+		s.Metrics.childUp.Store(1)
+		if resumeFrom != "" {
+			s.cfg.Log("started %s (pid %d), resuming from %s", s.cfg.Cmd[0], cmd.Process.Pid, resumeFrom)
+		} else {
+			s.cfg.Log("started %s (pid %d)", s.cfg.Cmd[0], cmd.Process.Pid)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var werr error
+		select {
+		case werr = <-done:
+		case sig := <-stop:
+			s.cfg.Log("received %v: stopping the command", sig)
+			s.stopChild(done, sig.(syscall.Signal))
+			s.finalUpload(ctx)
+			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v; newest complete checkpoint uploaded", sig)}, nil
+		case n := <-notices:
+			return s.preempted(ctx, n, done), nil
+		}
+		s.child.Store(0)
+		s.Metrics.childUp.Store(0)
+		if werr == nil {
+			s.cfg.Log("the command finished; uploading the newest checkpoint")
+			s.finalUpload(ctx)
+			return Exit{Code: 0, Reason: "the command finished"}, nil
+		}
+		restarts++
+		s.Metrics.restarts.Add(1)
+		if s.commitCount() == commitsBefore {
+			quietRestarts++
+		} else {
+			quietRestarts = 0
+		}
+		if restarts > s.cfg.MaxRestarts {
+			s.finalUpload(ctx)
+			return Exit{Code: 1, Reason: fmt.Sprintf("the command failed (%v) and the %d restarts allowed are used up", werr, s.cfg.MaxRestarts)}, nil
+		}
+		if quietRestarts >= s.cfg.CrashLoop {
+			s.finalUpload(ctx)
+			return Exit{Code: 1, Reason: fmt.Sprintf("crash loop: the command failed %d times in a row (%v) without a new checkpoint; fix it before restarting", quietRestarts, werr)}, nil
+		}
+		s.cfg.Log("the command failed (%v); restart %d in %v", werr, restarts, backoff)
+		select {
+		case <-time.After(backoff):
+		case sig := <-stop:
+			s.finalUpload(ctx)
+			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v between restarts", sig)}, nil
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func (s *Supervisor) commitCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.commits
+}
+
+// signal sends sig to the child's process group.
+func (s *Supervisor) signal(sig syscall.Signal) {
+	if pid := s.child.Load(); pid > 0 {
+		syscall.Kill(-int(pid), sig)
+	}
+}
+
+// stopChild forwards sig, waits the grace period, then kills the group.
+func (s *Supervisor) stopChild(done <-chan error, sig syscall.Signal) {
+	s.signal(sig)
+	select {
+	case <-done:
+	case <-time.After(s.cfg.Grace):
+		s.signal(syscall.SIGKILL)
+		<-done
+	}
+	s.child.Store(0)
+	s.Metrics.childUp.Store(0)
+}
+
+// preempted handles a notice: ask for a checkpoint now, wait for it within
+// the notice, upload it, stop the command.
+func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error) Exit {
+	s.Metrics.notices.Add(1)
+	s.cfg.Log("preemption notice from %s (%s): asking the command for a checkpoint", n.Cloud, n.Detail)
+	before, _, _ := s.det.Newest()
+	s.signal(s.cfg.CheckpointSignal)
+	deadline := time.Now().Add(max(n.Left-5*time.Second, n.Left/2))
+	for time.Now().Before(deadline) {
+		c, ok, _ := s.det.Newest()
+		if ok && c.Signature() != before.Signature() {
+			break
+		}
+		select {
+		case <-time.After(s.cfg.Poll / 4):
+		case <-done:
+			deadline = time.Now()
+		}
+	}
+	s.stopChild(done, syscall.SIGTERM)
+	s.finalUpload(ctx)
+	return Exit{Code: 0, Reason: fmt.Sprintf("preempted (%s): newest checkpoint uploaded, command stopped", n.Cloud)}
+}
+
+// watch scans the directory and uploads each new complete checkpoint,
+// never blocking the command.
+func (s *Supervisor) watch(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.uploadNewest(ctx)
+		}
+	}
+}
+
+// uploadNewest pushes the newest complete checkpoint unless it is already
+// committed; returns whether the newest complete one is now committed.
+func (s *Supervisor) uploadNewest(ctx context.Context) bool {
+	s.uploading.Lock()
+	defer s.uploading.Unlock()
+	c, ok, err := s.det.Newest()
+	if err != nil || !ok {
+		return !ok
+	}
+	if s.st.isCommitted(c) {
+		return true
+	}
+	if s.cfg.Store == nil {
+		s.commitLocal(c, "")
+		return true
+	}
+	start := time.Now()
+	m, err := s.cfg.Store.Push(ctx, c.Path, s.cfg.Run)
+	if err != nil {
+		s.cfg.Log("upload of %s failed (training goes on; retried next scan): %v", c.Name, err)
+		s.Metrics.uploadErrors.Add(1)
+		return false
+	}
+	// The checkpoint may have changed while it was read: only a signature
+	// that still holds is recorded as committed.
+	if again, ok, _ := s.det.Newest(); ok && again.Path == c.Path && again.Signature() != c.Signature() {
+		s.cfg.Log("%s changed during its upload; it will be uploaded again", c.Name)
+		return false
+	}
+	s.commitLocal(c, m.ID)
+	s.Metrics.bytes.Add(m.Bytes)
+	s.Metrics.lastUploadSeconds.Store(int64(time.Since(start).Milliseconds()))
+	s.cfg.Log("committed %s as %s (%d bytes in %.1f s)", c.Name, m.ID, m.Bytes, time.Since(start).Seconds())
+	if s.cfg.Keep > 0 {
+		if _, _, err := s.cfg.Store.Prune(ctx, s.cfg.Run, s.cfg.Keep); err != nil {
+			s.cfg.Log("prune: %v", err)
+		}
+	}
+	return true
+}
+
+func (s *Supervisor) commitLocal(c Candidate, id string) {
+	now := time.Now()
+	if err := s.st.commit(c, id, now.Unix()); err != nil {
+		s.cfg.Log("%v", err)
+	}
+	s.mu.Lock()
+	s.commits++
+	s.lastCommit = now
+	s.mu.Unlock()
+	s.Metrics.lastCommit.Store(now.Unix())
+}
+
+// finalUpload makes sure the newest complete checkpoint is committed,
+// retrying for a while if the store fails. The command has stopped, so a
+// file it no longer holds open needs no quiet period.
+func (s *Supervisor) finalUpload(ctx context.Context) {
+	s.uploading.Lock()
+	quiet := s.det.Quiet
+	s.det.Quiet = 0
+	s.uploading.Unlock()
+	defer func() {
+		s.uploading.Lock()
+		s.det.Quiet = quiet
+		s.uploading.Unlock()
+	}()
+	for i := 0; i < 5 && ctx.Err() == nil; i++ {
+		if s.uploadNewest(ctx) {
+			return
+		}
+		time.Sleep(time.Duration(i+1) * 200 * time.Millisecond)
+	}
+}
+
+// resume pulls the newest remote checkpoint when the directory holds no
+// complete one (a new machine).
+func (s *Supervisor) resume(ctx context.Context) error {
+	if _, ok, err := s.det.Newest(); err != nil || ok || s.cfg.Store == nil {
+		return err
+	}
+	m, err := s.cfg.Store.Find(ctx, s.cfg.Run, "latest")
+	if err != nil {
+		if strings.Contains(err.Error(), "has no checkpoint yet") {
+			return nil
+		}
+		return fmt.Errorf("run: looking for a checkpoint to resume from: %w", err)
+	}
+	name := m.Name
+	if name == "" {
+		name = m.ID
+	}
+	dest := filepath.Join(s.cfg.CkptDir, name)
+	if _, err := os.Lstat(dest); err == nil {
+		dest = filepath.Join(s.cfg.CkptDir, name+"-"+m.ID)
+	}
+	s.cfg.Log("no complete checkpoint in %s: pulling %s from the store", s.cfg.CkptDir, m.ID)
+	if _, err := s.cfg.Store.Pull(ctx, s.cfg.Run, m.ID, dest); err != nil {
+		return fmt.Errorf("run: pull %s: %w", m.ID, err)
+	}
+	// Pull restored the files' own modification times; the checkpoint was
+	// verified whole, so it needs no quiet period (Run uses it at once).
+	c := Candidate{}
+	cs, _ := s.det.Scan()
+	for _, x := range cs {
+		if x.Path == dest {
+			c = x
+		}
+	}
+	if c.Path != "" {
+		s.commitLocal(c, m.ID)
+	}
+	s.pulled = dest
+	return nil
+}

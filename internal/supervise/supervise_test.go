@@ -1,0 +1,449 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/store"
+)
+
+var trials = flag.Int("trials", 100, "randomized kill trials")
+
+func TestMain(m *testing.M) {
+	if os.Getenv("FAKE_TRAINER") == "1" {
+		fakeTrainer()
+	}
+	os.Exit(m.Run())
+}
+
+func TestArgs(t *testing.T) {
+	for _, tc := range []struct {
+		in     []string
+		resume string
+		want   string
+	}{
+		{[]string{"train.py", "--resume_from_checkpoint", "{resume}", "--bf16"}, "/c/ckpt-1", "train.py --resume_from_checkpoint /c/ckpt-1 --bf16"},
+		{[]string{"train.py", "--resume_from_checkpoint", "{resume}", "--bf16"}, "", "train.py --bf16"},
+		{[]string{"fit", "--ckpt_path={resume}", "x"}, "", "fit x"},
+		{[]string{"fit", "--ckpt_path={resume}"}, "/a", "fit --ckpt_path=/a"},
+		{[]string{"a", "b"}, "/a", "a b"},
+	} {
+		if got := strings.Join(Args(tc.in, tc.resume), " "); got != tc.want {
+			t.Errorf("Args(%q, %q) = %q, want %q", tc.in, tc.resume, got, tc.want)
+		}
+	}
+}
+
+func TestDetector(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	old := now.Add(-time.Minute)
+	write := func(p string, at time.Time) {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte("x"), 0o644)
+		os.Chtimes(filepath.Join(dir, p), at, at)
+	}
+	write("a.pt", old)
+	write("b.pt.tmp", now)                         // a temporary name: never a checkpoint
+	write("c.pt", now)                             // too fresh
+	write("checkpoint-100/model.safetensors", now) // HF without trainer_state: not yet
+	write("checkpoint-200/model.safetensors", old) // HF complete
+	write("checkpoint-200/trainer_state.json", old)
+	write("dcp-5/__0_0.distcp", now) // DCP without .metadata
+	write(".gpurent-run.json", now)
+	open := filepath.Join(dir, "d.pt")
+	write("d.pt", old)
+	d := &Detector{Dir: dir, Quiet: 5 * time.Second, OpenForWrite: func(p string) bool { return p == open }}
+	cs, err := d.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, c := range cs {
+		got[c.Name] = c.Complete
+	}
+	want := map[string]bool{"a.pt": true, "c.pt": false, "checkpoint-100": false, "checkpoint-200": true, "dcp-5": false, "d.pt": false}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s complete = %v, want %v", k, got[k], v)
+		}
+	}
+	if _, ok := got["b.pt.tmp"]; ok {
+		t.Error("a .tmp file was a candidate")
+	}
+	if _, ok := got[".gpurent-run.json"]; ok {
+		t.Error("the state file was a candidate")
+	}
+	// The real /proc check sees this process's own open file.
+	f, _ := os.Create(filepath.Join(dir, "e.pt"))
+	defer f.Close()
+	if !procOpenForWrite(filepath.Join(dir, "e.pt")) || procOpenForWrite(filepath.Join(dir, "a.pt")) {
+		t.Error("procOpenForWrite")
+	}
+}
+
+// harness is one machine: a checkpoint directory, a shared store.
+type harness struct {
+	t     *testing.T
+	b     store.Backend
+	log   string
+	quiet time.Duration
+}
+
+func newHarness(t *testing.T) *harness {
+	b, _, err := store.Open(context.Background(), t.TempDir(), store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return &harness{t: t, b: b, log: filepath.Join(t.TempDir(), "trainer.log"), quiet: 50 * time.Millisecond}
+}
+
+func (h *harness) store(b store.Backend) *store.Store {
+	return store.New(&store.Retrying{Backend: b, Base: time.Millisecond, Attempts: 2}, store.Options{Grace: -1})
+}
+
+func (h *harness) config(dir string, b store.Backend) Config {
+	return Config{Cmd: []string{os.Args[0]}, CkptDir: dir, Run: "trial", Store: h.store(b), MaxRestarts: 50, CrashLoop: 30,
+		Backoff: 10 * time.Millisecond, Grace: time.Second, Poll: 20 * time.Millisecond, Quiet: h.quiet, Glob: "ckpt-*.bin",
+		Stdout: io.Discard, Stderr: io.Discard}
+}
+
+// committedSteps lists the steps of the checkpoints the store has.
+func (h *harness) committedSteps() []int {
+	ms, err := h.store(h.b).List(context.Background(), "trial")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var steps []int
+	for _, m := range ms {
+		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(m.Name, "ckpt-"), ".bin"))
+		steps = append(steps, n)
+	}
+	sort.Ints(steps)
+	return steps
+}
+
+// resumeSteps are the steps the trainer resumed from, in order.
+func (h *harness) resumeSteps() []int {
+	b, _ := os.ReadFile(h.log)
+	var out []int
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "resume "); ok {
+			n, _ := strconv.Atoi(v)
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (h *harness) resumes() []string {
+	b, _ := os.ReadFile(h.log)
+	return strings.Fields(strings.ReplaceAll(string(b), "\n", " | "))
+}
+
+func setTrainerEnv(t *testing.T, seed uint64, crash string, steps int) {
+	t.Setenv("FAKE_TRAINER", "1")
+	t.Setenv("FAKE_SEED", strconv.FormatUint(seed, 10))
+	t.Setenv("FAKE_CRASH", crash)
+	t.Setenv("FAKE_STEPS", strconv.Itoa(steps))
+	t.Setenv("FAKE_EVERY", "5")
+	t.Setenv("FAKE_STEP_MS", "5")
+}
+
+// TestKillTrials runs the fake trainer under gpurent and kills the trainer,
+// gpurent (everything in flight abandoned, as SIGKILL would) or the whole
+// machine (a new, empty directory) at random moments, then checks that the
+// run ends with every committed checkpoint whole, no corrupt resume, and
+// each resume at or after the newest checkpoint committed before the kill.
+func TestKillTrials(t *testing.T) {
+	n := *trials
+	if testing.Short() {
+		n = 10
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (go test -run TestKillTrials with FAKE_SEED_BASE=%d to replay)", seed, seed)
+	if v, err := strconv.ParseUint(os.Getenv("FAKE_SEED_BASE"), 10, 64); err == nil {
+		seed = v
+	}
+	for i := 0; i < n; i++ {
+		s := seed + uint64(i)
+		if !t.Run(fmt.Sprint(s), func(t *testing.T) { killTrial(t, s) }) {
+			t.Fatalf("trial failed; replay with FAKE_SEED_BASE=%d -trials=1", s)
+		}
+	}
+}
+
+func killTrial(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	h := newHarness(t)
+	setTrainerEnv(t, seed, "0.02", 60)
+	t.Setenv("FAKE_LOG", h.log)
+	dir := t.TempDir()
+	kills := rng.IntN(3)
+	type floor struct{ logLen, step int }
+	var floors []floor
+	for k := 0; ; k++ {
+		sup, err := New(h.config(dir, h.b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan Exit, 1)
+		go func() {
+			ex, err := sup.Run(ctx, nil)
+			if err != nil && ctx.Err() == nil {
+				t.Errorf("run: %v", err)
+			}
+			done <- ex
+		}()
+		if k >= kills {
+			select {
+			case ex := <-done:
+				cancel()
+				if ex.Code != 0 {
+					t.Fatalf("final run ended %d: %s (trainer log %q)", ex.Code, ex.Reason, h.resumes())
+				}
+			case <-time.After(60 * time.Second):
+				cancel()
+				t.Fatalf("trial did not finish (trainer log %q)", h.resumes())
+			}
+			break
+		}
+		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		what := rng.IntN(3)
+		if what == 0 { // the trainer dies; gpurent restarts it
+			sup.signal(syscall.SIGKILL)
+			time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+		}
+		// gpurent dies with everything in flight, and the trainer with it.
+		cancel()
+		sup.signal(syscall.SIGKILL)
+		<-done
+		if what == 2 { // a new machine: an empty directory
+			dir = t.TempDir()
+		}
+		// Whatever was committed when gpurent died is where the next start
+		// must resume from, or later: lost work is at most what was not
+		// yet committed.
+		if steps := h.committedSteps(); len(steps) > 0 {
+			floors = append(floors, floor{logLen: len(h.resumeSteps()), step: steps[len(steps)-1]})
+		}
+	}
+	resumed := h.resumeSteps()
+	for _, f := range floors {
+		if f.logLen < len(resumed) && resumed[f.logLen] < f.step {
+			t.Errorf("after a kill with step %d committed, the trainer resumed from %d (resumes %v)", f.step, resumed[f.logLen], resumed)
+		}
+	}
+	// Every committed checkpoint restores byte for byte.
+	st := h.store(h.b)
+	ms, _ := st.List(context.Background(), "trial")
+	if len(ms) == 0 {
+		t.Fatal("nothing committed")
+	}
+	for _, m := range ms {
+		dest := filepath.Join(t.TempDir(), "r")
+		if _, err := st.Pull(context.Background(), "trial", m.ID, dest); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readCheckpoint(dest); err != nil {
+			t.Errorf("committed %s (%s) does not restore whole: %v", m.ID, m.Name, err)
+		}
+	}
+	log := strings.Join(h.resumes(), " ")
+	if strings.Contains(log, "corrupt") {
+		t.Errorf("the trainer was handed a broken checkpoint: %s", log)
+	}
+	// The final step is committed.
+	steps := h.committedSteps()
+	if steps[len(steps)-1] != 60 {
+		t.Errorf("the last committed step is %d, want 60 (committed %v)", steps[len(steps)-1], steps)
+	}
+}
+
+// TestResumeOnNewMachine: a new, empty directory resumes from the newest
+// committed checkpoint, not from the beginning.
+func TestResumeOnNewMachine(t *testing.T) {
+	h := newHarness(t)
+	setTrainerEnv(t, 11, "0", 20)
+	t.Setenv("FAKE_LOG", h.log)
+	sup, _ := New(h.config(t.TempDir(), h.b))
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	os.Remove(h.log)
+	setTrainerEnv(t, 12, "0", 30)
+	cfg := h.config(t.TempDir(), h.b)
+	cfg.Log = t.Logf
+	sup, _ = New(cfg)
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	if log := h.resumes(); len(log) < 2 || log[0] != "resume" || log[1] != "20" {
+		t.Errorf("the new machine resumed with %q, want resume 20", log)
+	}
+}
+
+func TestCrashLoopStops(t *testing.T) {
+	h := newHarness(t)
+	setTrainerEnv(t, 1, "1", 100) // crashes on its first step, every time
+	cfg := h.config(t.TempDir(), h.b)
+	cfg.CrashLoop = 3
+	sup, _ := New(cfg)
+	start := time.Now()
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop") {
+		t.Errorf("%+v %v", ex, err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("took %v", time.Since(start))
+	}
+}
+
+func TestStopSignalForwarded(t *testing.T) {
+	h := newHarness(t)
+	setTrainerEnv(t, 2, "0", 100000)
+	sup, _ := New(h.config(t.TempDir(), h.b))
+	stop := make(chan os.Signal, 1)
+	go func() { time.Sleep(300 * time.Millisecond); stop <- syscall.SIGTERM }()
+	ex, err := sup.Run(context.Background(), stop)
+	if err != nil || ex.Code != 128+15 {
+		t.Errorf("%+v %v", ex, err)
+	}
+	if len(h.committedSteps()) == 0 {
+		t.Error("the newest checkpoint was not uploaded on stop")
+	}
+}
+
+// failingBackend fails every write until healed.
+type failingBackend struct {
+	store.Backend
+	healed atomic.Bool
+}
+
+func (f *failingBackend) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	if !f.healed.Load() {
+		return 0, errors.New("503 Service Unavailable")
+	}
+	return f.Backend.Put(ctx, key, fill)
+}
+
+func TestStoreDownForAWhile(t *testing.T) {
+	h := newHarness(t)
+	setTrainerEnv(t, 3, "0", 60)
+	t.Setenv("FAKE_LOG", h.log)
+	fb := &failingBackend{Backend: h.b}
+	sup, _ := New(h.config(t.TempDir(), fb))
+	go func() { time.Sleep(400 * time.Millisecond); fb.healed.Store(true) }()
+	start := time.Now()
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	if steps := h.committedSteps(); len(steps) == 0 || steps[len(steps)-1] != 60 {
+		t.Errorf("committed %v", steps)
+	}
+	if sup.Metrics.uploadErrors.Load() == 0 {
+		t.Error("no upload failed while the store was down")
+	}
+	_ = start
+}
+
+// Preemption on each cloud's fake metadata server.
+func TestPreemption(t *testing.T) {
+	var notice atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /latest/api/token", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-aws-ec2-metadata-token-ttl-seconds") == "" {
+			w.WriteHeader(400)
+			return
+		}
+		io.WriteString(w, "tok")
+	})
+	mux.HandleFunc("GET /latest/meta-data/spot/instance-action", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-aws-ec2-metadata-token") != "tok" {
+			w.WriteHeader(401)
+			return
+		}
+		if !notice.Load() {
+			w.WriteHeader(404)
+			return
+		}
+		fmt.Fprintf(w, `{"action": "terminate", "time": %q}`, time.Now().Add(2*time.Minute).UTC().Format(time.RFC3339))
+	})
+	mux.HandleFunc("GET /computeMetadata/v1/instance/preempted", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Metadata-Flavor") != "Google" {
+			w.WriteHeader(403)
+			return
+		}
+		if notice.Load() {
+			io.WriteString(w, "TRUE")
+		} else {
+			io.WriteString(w, "FALSE")
+		}
+	})
+	mux.HandleFunc("GET /metadata/scheduledevents", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Metadata") != "true" {
+			w.WriteHeader(400)
+			return
+		}
+		if !notice.Load() {
+			io.WriteString(w, `{"DocumentIncarnation": 1, "Events": []}`)
+			return
+		}
+		fmt.Fprintf(w, `{"DocumentIncarnation": 2, "Events": [{"EventId": "E1", "EventType": "Preempt", "ResourceType": "VirtualMachine", "EventStatus": "Scheduled", "NotBefore": %q}]}`,
+			time.Now().Add(30*time.Second).UTC().Format(time.RFC1123))
+	})
+	srv := httptest.NewServer(mux) // 127.0.0.1
+	defer srv.Close()
+	for _, tc := range []struct {
+		cloud string
+		p     Preempter
+	}{
+		{"aws", AWS(srv.URL, 20*time.Millisecond)},
+		{"gcp", GCP(srv.URL, 20*time.Millisecond)},
+		{"azure", Azure(srv.URL, 20*time.Millisecond)},
+	} {
+		t.Run(tc.cloud, func(t *testing.T) {
+			notice.Store(false)
+			h := newHarness(t)
+			setTrainerEnv(t, 5, "0", 1000000)
+			t.Setenv("FAKE_EVERY", "1000000") // no periodic checkpoints: only the one asked for
+			t.Setenv("FAKE_LOG", h.log)
+			cfg := h.config(t.TempDir(), h.b)
+			cfg.Preemption = tc.p
+			sup, _ := New(cfg)
+			go func() { time.Sleep(300 * time.Millisecond); notice.Store(true) }()
+			ex, err := sup.Run(context.Background(), nil)
+			if err != nil || ex.Code != 0 || !strings.Contains(ex.Reason, "preempted ("+tc.cloud+")") {
+				t.Fatalf("%+v %v", ex, err)
+			}
+			if !strings.Contains(strings.Join(h.resumes(), " "), "checkpoint-now") {
+				t.Error("the trainer was not asked for a checkpoint")
+			}
+			if len(h.committedSteps()) != 1 {
+				t.Errorf("committed %v, want the checkpoint written on notice", h.committedSteps())
+			}
+		})
+	}
+	// auto finds the cloud that answers.
+	if p := Auto(context.Background(), Endpoints{AWS: srv.URL, GCP: "http://127.0.0.1:1", Azure: "http://127.0.0.1:1"}); p == nil || p.(*poller).cloud != "aws" {
+		t.Errorf("auto: %v", p)
+	}
+}
