@@ -30,7 +30,7 @@ type Config struct {
 	// restarts in a row saw no new committed checkpoint.
 	MaxRestarts int
 	CrashLoop   int
-	Backoff     time.Duration // first restart delay, doubled up to 30 s
+	Backoff     time.Duration // first restart delay (250 ms), doubled up to 30 s
 	Grace       time.Duration // from forwarding a stop signal to SIGKILL
 	// CheckpointSignal asks the child to checkpoint now (on a preemption
 	// notice); SIGUSR1 by default.
@@ -85,7 +85,7 @@ func New(cfg Config) (*Supervisor, error) {
 		cfg.CrashLoop = 3
 	}
 	if cfg.Backoff <= 0 {
-		cfg.Backoff = time.Second
+		cfg.Backoff = 250 * time.Millisecond
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = 30 * time.Second
@@ -161,13 +161,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 	restarts, quietRestarts := 0, 0
 	backoff := s.cfg.Backoff
 	for {
-		newest, _, _ := s.det.Newest()
-		resumeFrom := ""
-		if newest.Complete {
-			resumeFrom = newest.Path
-		} else if s.pulled != "" {
-			resumeFrom = s.pulled
-		}
+		resumeFrom := s.resumePoint()
 		commitsBefore := s.commitCount()
 		cmd := exec.Command(s.cfg.Cmd[0], Args(s.cfg.Cmd[1:], resumeFrom)...)
 		cmd.Env = append(os.Environ(), "GPURENT_RESUME_FROM="+resumeFrom, "GPURENT_RESTART_COUNT="+strconv.Itoa(restarts),
@@ -188,6 +182,14 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		go func() { done <- cmd.Wait() }()
 		var werr error
 		select {
+		case <-ctx.Done():
+			// Abandoned (the caller's context ended): the command dies with
+			// the supervisor, nothing more is uploaded, as if gpurent had
+			// been killed.
+			s.signal(syscall.SIGKILL)
+			<-done
+			s.child.Store(0)
+			return Exit{Code: 137, Reason: "abandoned"}, ctx.Err()
 		case werr = <-done:
 		case sig := <-stop:
 			s.cfg.Log("received %v: stopping the command", sig)
@@ -222,12 +224,27 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		s.cfg.Log("the command failed (%v); restart %d in %v", werr, restarts, backoff)
 		select {
 		case <-time.After(backoff):
+		case <-ctx.Done():
+			return Exit{Code: 137, Reason: "abandoned"}, ctx.Err()
 		case sig := <-stop:
 			s.finalUpload(ctx)
 			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v between restarts", sig)}, nil
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
+}
+
+// resumePoint is the newest checkpoint the command can resume from: one
+// that is complete, or one already committed (known whole even while its
+// quiet period runs), or the one resume pulled.
+func (s *Supervisor) resumePoint() string {
+	cs, _ := s.det.Scan()
+	for _, c := range cs {
+		if c.Complete || (c.Why != "" && !strings.Contains(c.Why, "open for writing") && s.st.isCommitted(c)) {
+			return c.Path
+		}
+	}
+	return s.pulled
 }
 
 func (s *Supervisor) commitCount() int {
