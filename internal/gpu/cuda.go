@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"strings"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"github.com/gpurent/gpurent/internal/dl"
 )
 
 // The CUDA driver binding is written from shared/reference/abi_reference.md
@@ -52,8 +51,7 @@ const (
 // cudaLib is an open libcuda. Every call must come from the OS thread that
 // made the context current: Open locks it, Close unlocks it.
 type cudaLib struct {
-	lib     uintptr
-	syms    map[string]uintptr
+	lib     *dl.Lib
 	dev     int32
 	ctx     uintptr
 	version int32
@@ -63,23 +61,14 @@ type cudaLib struct {
 // context current on this (locked) OS thread.
 func openCUDA(device int) (*cudaLib, error) {
 	runtime.LockOSThread()
-	var lib uintptr
-	var errs []string
-	for _, name := range []string{"libcuda.so.1", "libcuda.so"} {
-		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-		if err == nil {
-			lib = h
-			break
-		}
-		errs = append(errs, err.Error())
-	}
-	if lib == 0 {
+	lib, err := dl.Open("libcuda.so.1", "libcuda.so")
+	if err != nil {
 		runtime.UnlockOSThread()
-		return nil, fmt.Errorf("%w: libcuda.so.1 is not on this machine (no NVIDIA driver, or a container without GPU access): %s", errNoCUDA, strings.Join(errs, "; "))
+		return nil, fmt.Errorf("%w: libcuda.so.1 is not on this machine (no NVIDIA driver, or a container without GPU access): %v", errNoCUDA, err)
 	}
-	c := &cudaLib{lib: lib, syms: map[string]uintptr{}}
+	c := &cudaLib{lib: lib}
 	fail := func(err error) (*cudaLib, error) {
-		purego.Dlclose(lib)
+		lib.Close()
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("%w: %v", errNoCUDA, err)
 	}
@@ -112,33 +101,14 @@ func openCUDA(device int) (*cudaLib, error) {
 func (c *cudaLib) close() {
 	c.call("cuCtxSynchronize")
 	c.call("cuDevicePrimaryCtxRelease_v2", uintptr(c.dev))
-	purego.Dlclose(c.lib)
+	c.lib.Close()
 	runtime.UnlockOSThread()
-}
-
-func (c *cudaLib) sym(name string) (uintptr, error) {
-	if p, ok := c.syms[name]; ok {
-		return p, nil
-	}
-	p, err := purego.Dlsym(c.lib, name)
-	if err != nil || p == 0 {
-		return 0, fmt.Errorf("symbol %s is not in this CUDA driver", name)
-	}
-	c.syms[name] = p
-	return p, nil
 }
 
 // call invokes a driver function returning CUresult.
 //
 //go:uintptrescapes
-func (c *cudaLib) call(name string, args ...uintptr) (int32, error) {
-	p, err := c.sym(name)
-	if err != nil {
-		return 0, err
-	}
-	r, _, _ := purego.SyscallN(p, args...)
-	return int32(uint32(r)), nil
-}
+func (c *cudaLib) call(name string, args ...uintptr) (int32, error) { return c.lib.Call(name, args...) }
 
 // check is call with a non-success CUresult turned into an error.
 //
@@ -263,7 +233,7 @@ func (c *cudaLib) elapsed(a, b event) (float64, error) {
 	}
 	var ms float32
 	name := "cuEventElapsedTime_v2" // CUDA 12.8 and newer
-	if _, err := c.sym(name); err != nil {
+	if !c.lib.Has(name) {
 		name = "cuEventElapsedTime"
 	}
 	if err := c.check(name, uintptr(unsafe.Pointer(&ms)), uintptr(a), uintptr(b)); err != nil {

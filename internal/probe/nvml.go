@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"github.com/gpurent/gpurent/internal/dl"
 )
 
 // The NVML binding below is written from shared/reference/abi_reference.md
@@ -76,8 +76,7 @@ type nvmlSample struct { // 16 bytes
 
 // NVML is an open, initialised libnvidia-ml.
 type NVML struct {
-	lib  uintptr
-	syms map[string]uintptr
+	lib *dl.Lib
 }
 
 // errNoNVML is returned (wrapped) when the NVIDIA management library cannot
@@ -87,28 +86,19 @@ var errNoNVML = errors.New("no NVIDIA GPU was found")
 // OpenNVML loads libnvidia-ml.so.1 and initialises it. Its error is a
 // sentence for a person.
 func OpenNVML() (*NVML, error) {
-	var lib uintptr
-	var errs []string
-	for _, name := range []string{"libnvidia-ml.so.1", "libnvidia-ml.so"} {
-		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-		if err == nil {
-			lib = h
-			break
-		}
-		errs = append(errs, err.Error())
+	lib, err := dl.Open("libnvidia-ml.so.1", "libnvidia-ml.so")
+	if err != nil {
+		return nil, fmt.Errorf("%w: the NVIDIA driver library libnvidia-ml.so.1 is not on this machine (no NVIDIA driver installed, or a container started without GPU access such as docker --gpus all): %v",
+			errNoNVML, err)
 	}
-	if lib == 0 {
-		return nil, fmt.Errorf("%w: the NVIDIA driver library libnvidia-ml.so.1 is not on this machine (no NVIDIA driver installed, or a container started without GPU access such as docker --gpus all): %s",
-			errNoNVML, strings.Join(errs, "; "))
-	}
-	n := &NVML{lib: lib, syms: map[string]uintptr{}}
+	n := &NVML{lib: lib}
 	r, err := n.call("nvmlInit_v2")
 	if err != nil {
-		purego.Dlclose(lib)
+		lib.Close()
 		return nil, fmt.Errorf("%w: libnvidia-ml.so.1 loaded but %v", errNoNVML, err)
 	}
 	if r != nvmlSuccess {
-		purego.Dlclose(lib)
+		lib.Close()
 		hint := ""
 		if r == nvmlErrDriverNotLoad {
 			hint = " (the kernel driver is not loaded)"
@@ -124,34 +114,13 @@ func IsNoGPU(err error) bool { return errors.Is(err, errNoNVML) }
 // Close shuts NVML down and unloads it.
 func (n *NVML) Close() {
 	n.call("nvmlShutdown")
-	purego.Dlclose(n.lib)
+	n.lib.Close()
 }
 
-func (n *NVML) sym(name string) (uintptr, error) {
-	if p, ok := n.syms[name]; ok {
-		return p, nil
-	}
-	p, err := purego.Dlsym(n.lib, name)
-	if err != nil || p == 0 {
-		return 0, fmt.Errorf("symbol %s is not in this driver's NVML", name)
-	}
-	n.syms[name] = p
-	return p, nil
-}
-
-// call invokes an NVML function returning nvmlReturn_t. A missing symbol
-// is an error, never a panic. The directive keeps the memory that pointer
-// arguments refer to alive and in place for the call, as for SyscallN.
+// call invokes an NVML function returning nvmlReturn_t.
 //
 //go:uintptrescapes
-func (n *NVML) call(name string, args ...uintptr) (int32, error) {
-	p, err := n.sym(name)
-	if err != nil {
-		return 0, err
-	}
-	r, _, _ := purego.SyscallN(p, args...)
-	return int32(uint32(r)), nil
-}
+func (n *NVML) call(name string, args ...uintptr) (int32, error) { return n.lib.Call(name, args...) }
 
 func cstring(b []byte) string {
 	if i := indexByte(b, 0); i >= 0 {
@@ -483,7 +452,7 @@ func (n *NVML) migDevices(h uintptr, d *Device) {
 func (n *NVML) processes(h uintptr, d *Device, kind, base string) []Process {
 	fn := ""
 	for _, name := range []string{base + "_v3", base + "_v2", base} {
-		if _, err := n.sym(name); err == nil {
+		if n.lib.Has(name) {
 			fn = name
 			break
 		}

@@ -72,7 +72,8 @@ func (s *state) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("run state: %w", err)
 	}
-	if _, err := f.Write(b); err == nil {
+	_, err = f.Write(b)
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

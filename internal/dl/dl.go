@@ -1,0 +1,76 @@
+// Package dl loads a C shared library at run time with purego and calls its
+// functions, so gpurent reaches the NVIDIA driver (NVML, CUDA) without cgo:
+// one static-enough binary that builds anywhere and finds the driver on the
+// machine it runs on. A missing library or symbol is an error, never a panic.
+package dl
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/ebitengine/purego"
+)
+
+// Lib is an open library.
+type Lib struct {
+	name string
+	h    uintptr
+	mu   sync.Mutex
+	syms map[string]uintptr
+}
+
+// Open loads the first of names that the dynamic loader finds. The error
+// lists what the loader said for each.
+func Open(names ...string) (*Lib, error) {
+	var errs []string
+	for _, n := range names {
+		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err == nil {
+			return &Lib{name: n, h: h, syms: map[string]uintptr{}}, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+}
+
+// Name is the file name the library was opened by.
+func (l *Lib) Name() string { return l.name }
+
+// Sym resolves a symbol once and remembers it.
+func (l *Lib) Sym(name string) (uintptr, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p, ok := l.syms[name]; ok {
+		return p, nil
+	}
+	p, err := purego.Dlsym(l.h, name)
+	if err != nil || p == 0 {
+		return 0, fmt.Errorf("symbol %s is not in this driver's %s", name, l.name)
+	}
+	l.syms[name] = p
+	return p, nil
+}
+
+// Has reports whether the library exports name.
+func (l *Lib) Has(name string) bool {
+	_, err := l.Sym(name)
+	return err == nil
+}
+
+// Call invokes a C function that returns a 32-bit status (nvmlReturn_t,
+// CUresult). The directive keeps the memory that pointer arguments refer to
+// alive and in place for the call, as for purego.SyscallN.
+//
+//go:uintptrescapes
+func (l *Lib) Call(name string, args ...uintptr) (int32, error) {
+	p, err := l.Sym(name)
+	if err != nil {
+		return 0, err
+	}
+	r, _, _ := purego.SyscallN(p, args...)
+	return int32(uint32(r)), nil
+}
+
+// Close unloads the library.
+func (l *Lib) Close() { purego.Dlclose(l.h) }
