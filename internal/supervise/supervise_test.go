@@ -320,9 +320,20 @@ func TestCrashLoopStops(t *testing.T) {
 func TestStopSignalForwarded(t *testing.T) {
 	h := newHarness(t)
 	setTrainerEnv(t, 2, "0", 100000)
-	sup, _ := New(h.config(t.TempDir(), h.b))
+	dir := t.TempDir()
+	sup, _ := New(h.config(dir, h.b))
 	stop := make(chan os.Signal, 1)
-	go func() { time.Sleep(300 * time.Millisecond); stop <- syscall.SIGTERM }()
+	go func() {
+		// Stop once the trainer has written a checkpoint (a race-detector
+		// build starts slowly), or after 20 s.
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if m, _ := filepath.Glob(filepath.Join(dir, "ckpt-*.bin")); len(m) > 0 {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		stop <- syscall.SIGTERM
+	}()
 	ex, err := sup.Run(context.Background(), stop)
 	if err != nil || ex.Code != 128+15 {
 		t.Errorf("%+v %v", ex, err)
@@ -351,7 +362,14 @@ func TestStoreDownForAWhile(t *testing.T) {
 	t.Setenv("FAKE_LOG", h.log)
 	fb := &failingBackend{Backend: h.b}
 	sup, _ := New(h.config(t.TempDir(), fb))
-	go func() { time.Sleep(400 * time.Millisecond); fb.healed.Store(true) }()
+	go func() {
+		// Heal once an upload has failed (or after 20 s).
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && sup.Metrics.uploadErrors.Load() == 0; {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
+		fb.healed.Store(true)
+	}()
 	start := time.Now()
 	ex, err := sup.Run(context.Background(), nil)
 	if err != nil || ex.Code != 0 {
@@ -430,7 +448,17 @@ func TestPreemption(t *testing.T) {
 			cfg := h.config(t.TempDir(), h.b)
 			cfg.Preemption = tc.p
 			sup, _ := New(cfg)
-			go func() { time.Sleep(300 * time.Millisecond); notice.Store(true) }()
+			go func() {
+				// The notice comes once the trainer runs (its SIGUSR1
+				// handler is in place), or after 20 s.
+				for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					if b, _ := os.ReadFile(h.log); strings.Contains(string(b), "resume") {
+						break
+					}
+				}
+				time.Sleep(50 * time.Millisecond)
+				notice.Store(true)
+			}()
 			ex, err := sup.Run(context.Background(), nil)
 			if err != nil || ex.Code != 0 || !strings.Contains(ex.Reason, "preempted ("+tc.cloud+")") {
 				t.Fatalf("%+v %v", ex, err)
