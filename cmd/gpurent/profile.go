@@ -79,37 +79,22 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	set := func(name string) bool { return fs.Changed(name) }
 	fromFlag := map[string]bool{}
 	mark := func(field string) { fromFlag[field] = true }
-	if set("gpu") {
-		p.GPU = t.gpu
-		mark("gpu")
+	// override applies a flag the user gave and remembers that the field
+	// came from it, so a problem with it is reported at the flag.
+	override := func(flag, field string, apply func()) {
+		if set(flag) {
+			apply()
+			mark(field)
+		}
 	}
-	if set("gpus") {
-		p.GPUs = t.gpus
-		mark("gpus")
-	}
-	if set("hours") {
-		p.ComputeHours = t.hours
-		mark("compute_hours")
-	}
-	if set("days") {
-		p.SpanDays = t.days
-		mark("span_days")
-	}
-	if set("starts") {
-		p.Starts = t.starts
-		mark("starts")
-	}
-	if set("disk") {
-		p.DiskGB = t.disk
-		mark("disk_gb")
-	}
-	if set("egress") {
-		p.EgressGB = t.egress
-		mark("egress_gb")
-	}
-	if set("interruptible") {
-		p.Interruptible = t.interruptible
-	}
+	override("gpu", "gpu", func() { p.GPU = t.gpu })
+	override("gpus", "gpus", func() { p.GPUs = t.gpus })
+	override("hours", "compute_hours", func() { p.ComputeHours = t.hours })
+	override("days", "span_days", func() { p.SpanDays = t.days })
+	override("starts", "starts", func() { p.Starts = t.starts })
+	override("disk", "disk_gb", func() { p.DiskGB = t.disk })
+	override("egress", "egress_gb", func() { p.EgressGB = t.egress })
+	override("interruptible", "interruptible", func() { p.Interruptible = t.interruptible })
 	for _, c := range []struct {
 		flag, field string
 		v           string

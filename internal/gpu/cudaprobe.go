@@ -251,27 +251,25 @@ func (p *cudaProber) bandwidth(r Result, bytes float64, op func() error) Result 
 }
 
 func (p *cudaProber) copyKernel() Result {
-	r := Result{Probe: ProbeCopy, Unit: "GB/s"}
 	f, err := p.c.function(p.common, "copy16")
 	if err != nil {
-		r.Error = err.Error()
-		return r
+		return Result{Probe: ProbeCopy, Unit: "GB/s", Error: err.Error()}
 	}
-	n := p.copyBytes()
-	in, out, err := p.deviceBuffers(n)
-	if err != nil {
-		r.Error = err.Error()
-		return r
-	}
-	defer p.c.free(in)
-	defer p.c.free(out)
-	r = p.bandwidth(r, 2*float64(n), func() error { return p.c.launch(f, uint32(p.sms*8), 256, in, out, n/16) })
-	r.Notes = fmt.Sprintf("16-byte grid-stride copy of %d MiB; bytes counted read + written", n>>20)
-	return r
+	return p.deviceCopy(ProbeCopy, "16-byte grid-stride copy", func(in, out, n uint64) error {
+		return p.c.launch(f, uint32(p.sms*8), 256, in, out, n/16)
+	})
 }
 
 func (p *cudaProber) dtod() Result {
-	r := Result{Probe: ProbeDtoD, Unit: "GB/s"}
+	return p.deviceCopy(ProbeDtoD, "cuMemcpyDtoD", func(in, out, n uint64) error {
+		return p.c.check("cuMemcpyDtoD_v2", uintptr(out), uintptr(in), uintptr(n))
+	})
+}
+
+// deviceCopy times move(in, out, n) between two filled device buffers of
+// the bandwidth probes' size; bytes are counted read + written.
+func (p *cudaProber) deviceCopy(probe, what string, move func(in, out, n uint64) error) Result {
+	r := Result{Probe: probe, Unit: "GB/s"}
 	n := p.copyBytes()
 	in, out, err := p.deviceBuffers(n)
 	if err != nil {
@@ -280,8 +278,8 @@ func (p *cudaProber) dtod() Result {
 	}
 	defer p.c.free(in)
 	defer p.c.free(out)
-	r = p.bandwidth(r, 2*float64(n), func() error { return p.c.check("cuMemcpyDtoD_v2", uintptr(out), uintptr(in), uintptr(n)) })
-	r.Notes = fmt.Sprintf("cuMemcpyDtoD of %d MiB; bytes counted read + written", n>>20)
+	r = p.bandwidth(r, 2*float64(n), func() error { return move(in, out, n) })
+	r.Notes = fmt.Sprintf("%s of %d MiB; bytes counted read + written", what, n>>20)
 	return r
 }
 
