@@ -281,15 +281,29 @@ func paint(s string, color bool) string {
 }
 
 func writeBench(w io.Writer, r *bench.Report, color bool) error {
-	tab := report.NewTab("CHECK", "STATUS", "MEASURED", "EXPECTED", "EVIDENCE")
-	for _, c := range r.Checks {
-		tab.Row(c.ID, paint(c.Status, color), value(c.Measured, c.Unit), value(c.Expected, c.Unit), c.Evidence)
+	return writeChecks(w, r.Checks, r.Verdict, color, true)
+}
+
+// writeChecks prints checks as a table, the advice of those that are not
+// a pass, and the verdict; bench and audit share it. withValues adds the
+// measured and expected columns.
+func writeChecks(w io.Writer, checks []bench.Check, verdict string, color, withValues bool) error {
+	tab := report.NewTab("CHECK", "STATUS", "EVIDENCE")
+	if withValues {
+		tab = report.NewTab("CHECK", "STATUS", "MEASURED", "EXPECTED", "EVIDENCE")
+	}
+	for _, c := range checks {
+		if withValues {
+			tab.Row(c.ID, paint(c.Status, color), value(c.Measured, c.Unit), value(c.Expected, c.Unit), c.Evidence)
+		} else {
+			tab.Row(c.ID, paint(c.Status, color), c.Evidence)
+		}
 	}
 	if err := tab.Write(w); err != nil {
 		return err
 	}
 	var advice []string
-	for _, c := range r.Checks {
+	for _, c := range checks {
 		if c.Advice != "" && (c.Status == bench.Fail || c.Status == bench.Warn) {
 			advice = append(advice, fmt.Sprintf("  %s %s: %s", paint(c.Status, color), c.ID, c.Advice))
 		}
@@ -297,7 +311,7 @@ func writeBench(w io.Writer, r *bench.Report, color bool) error {
 	if len(advice) > 0 {
 		fmt.Fprintf(w, "\nadvice:\n%s\n", strings.Join(advice, "\n"))
 	}
-	fmt.Fprintf(w, "\nverdict: %s\n", paint(strings.ToUpper(r.Verdict), color))
+	fmt.Fprintf(w, "\nverdict: %s\n", paint(strings.ToUpper(verdict), color))
 	return nil
 }
 

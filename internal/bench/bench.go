@@ -134,13 +134,7 @@ func Judge(f probe.Facts, tab *specs.Table, order Order, lim Limits) (*Report, e
 	j.compute()
 	j.sharing()
 	j.host()
-	r := &Report{Verdict: Pass, Expect: order.GPU, Checks: j.checks, Facts: f}
-	for _, c := range r.Checks {
-		if rank(c.Status) > rank(r.Verdict) {
-			r.Verdict = c.Status
-		}
-	}
-	return r, nil
+	return &Report{Verdict: Verdict(j.checks), Expect: order.GPU, Checks: j.checks, Facts: f}, nil
 }
 
 func rank(s string) int {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/gpurent/gpurent/internal/probe"
 )
 
 func (j *judge) sharing() {
@@ -170,4 +172,34 @@ func (j *judge) host() {
 		}
 	}
 	j.add(d)
+}
+
+// SharingChecks judges only the signs that someone else shares this
+// machine's GPUs: API-hooking layers, MPS and sharing limits, and per GPU a
+// MIG slice, a vGPU, a shared compute mode and other tenants' processes.
+// gpurent audit reports them beside the host's other exposures.
+func SharingChecks(f probe.Facts) []Check {
+	j := &judge{f: f, lim: DefaultLimits(), clim: DefaultComputeLimits()}
+	j.sharing()
+	for i := range f.GPU.Devices {
+		d := &f.GPU.Devices[i]
+		p := fmt.Sprintf("gpu%d.", d.Index)
+		j.mig(p, d)
+		j.processes(p, d)
+		j.virtualization(p, d)
+		j.computeMode(p, d)
+	}
+	return j.checks
+}
+
+// Verdict is the worst status among checks: fail over warn over pass; skips
+// do not count.
+func Verdict(checks []Check) string {
+	v := Pass
+	for _, c := range checks {
+		if rank(c.Status) > rank(v) {
+			v = c.Status
+		}
+	}
+	return v
 }

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/audit"
+	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/units"
+)
+
+func newAudit(g *globals) *cobra.Command {
+	var (
+		since string
+		data  []string
+		root  string
+		home  string
+	)
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "What on this rented machine can leak: other users, open ports, secrets, leftovers, unencrypted disks",
+		Long: `audit looks at the machine from your side, in a few seconds and without root:
+other users logged in now or in the last week and their processes; whether sshd
+takes passwords, empty passwords or root with a password, and which keys can log
+in as you; sockets that answer on addresses other than loopback, with their
+process; credential files (AWS, netrc/W&B, git, docker, Hugging Face, SSH keys,
+.env) and whether other accounts can read them; data other users left, or that
+predates this tenancy, in the home, data and temp directories; whether the data
+disks and swap are encrypted, overlay or network file systems; a Docker socket
+that answers; and the GPU-sharing signs of gpurent bench.
+
+Secret contents are never read beyond their first bytes and never printed.
+Exit codes: 0 pass or warn, 3 fail, 2 bad usage.`,
+		Example: `  gpurent audit
+  gpurent audit --data /mnt/datasets -o json > audit.json
+  gpurent audit --since 2h`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			e := audit.RealEnv()
+			if root != "" {
+				e.Root = root
+			}
+			if home != "" {
+				e.Home = home
+			}
+			if since != "" {
+				t, err := parseSince(since, e.Now())
+				if err != nil {
+					return usageError{err}
+				}
+				e.Since = t
+			}
+			for _, d := range data {
+				abs, err := filepath.Abs(d)
+				if err != nil {
+					return usagef("--data %s: %v", d, err)
+				}
+				if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+					return usagef("--data %s: not a directory", d)
+				}
+				e.DataDirs = append(e.DataDirs, abs)
+			}
+			r := audit.Judge(audit.Gather(cmd.Context(), e))
+			if g.output == report.JSON {
+				if err := report.WriteJSON(g.stdout, r); err != nil {
+					return err
+				}
+			} else if err := writeChecks(g.stdout, r.Checks, r.Verdict, colorful(g.stdout), false); err != nil {
+				return err
+			}
+			if r.Verdict == bench.Fail {
+				return exitCode(exitVerdictFail)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&since, "since", "", "when this tenancy began: a time (2026-11-30T09:00:00Z) or how long ago (2h, 3d); default: when PID 1 started")
+	f.StringArrayVar(&data, "data", nil, "another directory to look for leftovers in (repeatable)")
+	// A fake root and home, for demonstrations and tests; the real audit
+	// needs neither.
+	f.StringVar(&root, "root", "", "read system files under this directory instead of /")
+	f.StringVar(&home, "home", "", "the home directory to audit (default: yours)")
+	_ = f.MarkHidden("root")
+	_ = f.MarkHidden("home")
+	return cmd
+}
+
+// parseSince reads an RFC 3339 time or a duration ago.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := units.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("--since: want a time such as 2026-11-30T09:00:00Z or a duration ago such as 2h or 3d, got %q", s)
+	}
+	return now.Add(-d), nil
+}

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/wipe"
+)
+
+func newWipe(g *globals) *cobra.Command {
+	var (
+		s              storeFlags
+		yes            bool
+		docker         bool
+		noOverwrite    bool
+		removeIdentity bool
+		ckpts          []string
+		requireBackup  string
+		reportPath     string
+		root           string
+	)
+	cmd := &cobra.Command{
+		Use:   "wipe [PATH...]",
+		Short: "Plan and carry out a verified clean-up before you release the machine",
+		Long: `wipe removes what you leave on a rented machine: the data directories you name,
+ML caches (Hugging Face, torch hub, pip, W&B, Triton, CUDA), credentials (AWS,
+netrc/W&B, git, docker, Kaggle, gcloud, Hugging Face token, SSH private keys, .env
+in this directory), shell and REPL histories, your own temp files and, with
+--docker, every Docker image.
+
+It prints the plan with sizes first. Without --yes nothing is deleted: on a
+terminal it asks, anywhere else it is a dry run. Only the listed paths are
+touched: symlinks are removed, never followed, and nothing outside the listed
+roots changes. On file systems that write in place (ext2/3/4, FAT) files are
+overwritten once before unlinking; on SSDs, overlay and copy-on-write storage only
+a crypto-erase is reliable, and wipe says so.
+
+--require-backup STORE refuses to delete checkpoint directories (--ckpt, or any
+named directory gpurent run used) unless the newest local checkpoint is committed
+in that store with the same bytes and reads back whole (a deep verify).
+
+The report (removed, failed, bytes freed) is saved after every item, so a wipe
+that stops half-way still says what was and was not removed.
+Exit codes: 0 done or dry run, 1 something could not be removed or the backup
+check failed, 2 bad usage.`,
+		Example: `  gpurent wipe /root/autodl-tmp/data                       # dry run: the plan
+  gpurent wipe /root/autodl-tmp/data --ckpt ckpts --require-backup s3://bucket/ckpt --yes
+  gpurent wipe --docker --yes -o json > wipe.json`,
+		RunE: func(cmd *cobra.Command, paths []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			e := wipe.Env{Root: "/", UID: os.Getuid(), Lookup: os.LookupEnv, Docker: dockerCLI}
+			if root != "" {
+				e.Root = root
+			}
+			var err error
+			if e.Home, err = os.UserHomeDir(); err != nil {
+				return fmt.Errorf("wipe: %w", err)
+			}
+			if e.Cwd, err = os.Getwd(); err != nil {
+				return fmt.Errorf("wipe: %w", err)
+			}
+			o := wipe.Options{Docker: docker, NoOverwrite: noOverwrite}
+			o.Checkpoints = append(o.Checkpoints, ckpts...)
+			for _, p := range paths {
+				// A directory gpurent run watched is checkpoint data.
+				if wipe.RunOf(p) != "" {
+					o.Checkpoints = append(o.Checkpoints, p)
+				} else {
+					o.Data = append(o.Data, p)
+				}
+			}
+			if removeIdentity {
+				o.Identity = defaultIdentity()
+				if v := os.Getenv("GPURENT_IDENTITY"); v != "" {
+					o.Identity = v
+				}
+			}
+			if requireBackup != "" && len(o.Checkpoints) == 0 {
+				return usagef("--require-backup: no checkpoint directory to guard; name it with --ckpt DIR")
+			}
+			plan, err := wipe.Make(ctx, e, o)
+			if errors.Is(err, wipe.ErrRefused) {
+				return usageError{fmt.Errorf("wipe: %w (nothing was deleted)", err)}
+			}
+			if err != nil {
+				return err
+			}
+			if len(o.Checkpoints) > 0 && requireBackup == "" {
+				plan.Warnings = append(plan.Warnings, "checkpoint data is deleted without checking a backup: add --require-backup STORE")
+			}
+			w := cmd.ErrOrStderr()
+			if g.output != report.JSON {
+				w = g.stdout
+			}
+			writeWipePlan(w, plan)
+
+			execute := yes
+			if !yes {
+				if in, ok := cmd.InOrStdin().(*os.File); ok && isTerminal(in) && len(plan.Items) > 0 {
+					execute = confirm(in, cmd.ErrOrStderr(), plan)
+				}
+			}
+			if !execute {
+				fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was deleted; run again with --yes to delete what is listed")
+				if g.output == report.JSON {
+					return report.WriteJSON(g.stdout, wipe.DryRun(plan, time.Now().UTC()))
+				}
+				return nil
+			}
+
+			if requireBackup != "" {
+				if err := checkBackups(ctx, &s, requireBackup, o.Checkpoints, w); err != nil {
+					return err
+				}
+			}
+			if reportPath == "" {
+				if reportPath, err = defaultWipeReport(); err != nil {
+					return err
+				}
+			}
+			if err := os.MkdirAll(filepath.Dir(reportPath), 0o700); err != nil {
+				return fmt.Errorf("wipe report: %w", err)
+			}
+			r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Save: func(r *wipe.Report) error { return saveReport(reportPath, r) }})
+			writeOutcome(w, r, reportPath)
+			if g.output == report.JSON {
+				if jerr := report.WriteJSON(g.stdout, r); jerr != nil && err == nil {
+					err = jerr
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if r.Failed > 0 {
+				return fmt.Errorf("wipe: %d of %d items could not be removed completely; see %s", r.Failed, len(r.Items), reportPath)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&yes, "yes", false, "delete what the plan lists (without it: a dry run, or a question on a terminal)")
+	f.BoolVar(&docker, "docker", false, "also remove every Docker image")
+	f.BoolVar(&noOverwrite, "no-overwrite", false, "unlink only, even where overwriting first would mean something")
+	f.BoolVar(&removeIdentity, "remove-identity", false, "also remove gpurent's age identity (keep a copy elsewhere: it is the only key to your checkpoints)")
+	f.StringArrayVar(&ckpts, "ckpt", nil, "a checkpoint directory to remove, guarded by --require-backup (repeatable)")
+	f.StringVar(&requireBackup, "require-backup", "", "refuse to delete checkpoints unless the newest one is committed and verified in this store")
+	f.StringVar(&reportPath, "report", "", "where to save the JSON report (default $XDG_STATE_HOME/gpurent/wipe-TIME.json)")
+	f.StringVar(&s.run, "run", "", "the store's run holding the checkpoints (default: the one gpurent run recorded in the directory)")
+	f.StringVar(&s.identity, "identity", "", "age identity to read the store with (default $GPURENT_IDENTITY, else ~/.config/gpurent/identity.txt)")
+	f.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to a store endpoint that is not this machine")
+	f.StringVar(&root, "root", "", "look for temp files and mounts under this directory instead of /")
+	_ = f.MarkHidden("root")
+	return cmd
+}
+
+// dockerCLI runs the docker command when it is installed.
+func dockerCLI(ctx context.Context, args ...string) ([]byte, error) {
+	bin, err := exec.LookPath("docker")
+	if err != nil {
+		return nil, errors.New("docker is not installed")
+	}
+	return exec.CommandContext(ctx, bin, args...).CombinedOutput()
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func confirm(in io.Reader, w io.Writer, p *wipe.Plan) bool {
+	fmt.Fprintf(w, "delete these %d items (%s)? type yes to go on: ", len(p.Items), bytesText(p.Bytes))
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	return strings.TrimSpace(line) == "yes"
+}
+
+func writeWipePlan(w io.Writer, p *wipe.Plan) {
+	if len(p.Items) == 0 {
+		fmt.Fprintln(w, "nothing to remove")
+	} else {
+		tab := report.NewTab("KIND", "WHAT", "PATH", "SIZE", "FILES", "HOW")
+		for _, it := range p.Items {
+			how := "unlink"
+			switch {
+			case it.Image != "":
+				how = "docker image rm"
+			case it.Symlink:
+				how = "remove the link only (-> " + it.Target + ")"
+			case it.Overwrite:
+				how = "overwrite, then unlink (" + it.FSType + ")"
+			case it.FSType != "":
+				how = "unlink (" + it.FSType + ")"
+			}
+			path := it.Path
+			if path == "" {
+				path = it.Image
+			}
+			tab.Row(it.Kind, it.What, path, bytesText(it.Bytes), fmt.Sprint(it.Files), how)
+		}
+		_ = tab.Write(w)
+		fmt.Fprintf(w, "\ntotal: %d items, %s\n", len(p.Items), bytesText(p.Bytes))
+	}
+	for _, k := range p.Kept {
+		fmt.Fprintln(w, "kept:", k)
+	}
+	for _, s := range p.Warnings {
+		fmt.Fprintln(w, "note:", s)
+	}
+}
+
+func writeOutcome(w io.Writer, r *wipe.Report, path string) {
+	removed := 0
+	for _, it := range r.Items {
+		switch it.Status {
+		case wipe.Removed:
+			removed++
+		case wipe.Failed:
+			fmt.Fprintf(w, "failed: %s: %s\n", orImage(it), it.Error)
+		case wipe.NotRun:
+			fmt.Fprintf(w, "not run: %s\n", orImage(it))
+		}
+	}
+	fmt.Fprintf(w, "removed %d of %d items, %s freed; report: %s\n", removed, len(r.Items), bytesText(r.Freed), path)
+}
+
+func orImage(r wipe.Result) string {
+	if r.Path != "" {
+		return r.Path
+	}
+	return r.Image
+}
+
+// checkBackups runs the backup check on every checkpoint directory; any
+// failure refuses the whole wipe before anything is deleted.
+func checkBackups(ctx context.Context, s *storeFlags, url string, dirs []string, w io.Writer) error {
+	s.url, s.workers, s.grace = url, 4, -1
+	c, err := s.crypto(false)
+	if err != nil {
+		return err
+	}
+	runFlag := s.run
+	for _, dir := range dirs {
+		s.run = runFlag
+		if s.run == "" {
+			if s.run = wipe.RunOf(dir); s.run == "" {
+				s.run = "default"
+			}
+		}
+		st, name, closeFn, err := s.open(ctx, c, nil)
+		if err != nil {
+			return err
+		}
+		b, err := wipe.CheckBackup(ctx, st, s.run, dir)
+		closeFn()
+		if err != nil {
+			return fmt.Errorf("wipe refused, nothing was deleted: %s: %w", dir, err)
+		}
+		fmt.Fprintf(w, "backup checked: %s is checkpoint %s of run %s in %s (%d files, %s, read back and hashed)\n",
+			b.Checkpoint, b.ID, b.Run, name, b.Files, bytesText(b.Bytes))
+	}
+	return nil
+}
+
+func defaultWipeReport() (string, error) {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" || !filepath.IsAbs(dir) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("wipe report: no XDG_STATE_HOME and no home: %w", err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "gpurent", "wipe-"+time.Now().UTC().Format("20060102T150405Z")+".json"), nil
+}
+
+// saveReport replaces the report atomically: written beside it, synced,
+// renamed over it.
+func saveReport(path string, r *wipe.Report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("wipe report: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("wipe report: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,326 @@
+package audit
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/bench"
+)
+
+// fakeMachine plants a rented machine's worth of exposures under a
+// temporary root: nothing here reads or changes the real home or /etc.
+type fakeMachine struct {
+	root, home, cwd string
+	now             time.Time
+	foreign         bool // files chowned to another user (needs root)
+}
+
+func write(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func utmpRecord(user, line, host string, at time.Time) []byte {
+	r := make([]byte, utmpSize)
+	binary.LittleEndian.PutUint32(r[0:], utUserProcess)
+	copy(r[8:40], line)
+	copy(r[44:76], user)
+	copy(r[76:332], host)
+	binary.LittleEndian.PutUint32(r[340:], uint32(at.Unix()))
+	return r
+}
+
+const (
+	fakeSecret = "AKIAFAKEFAKEFAKE wJalrXUtnFEMI/K7MDENG"
+	keyA       = "AAAAC3NzaC1lZDI1NTE5AAAAIHqPwFkV8x0tW0mT7o3n0bKJ2yDq5Qm0h6Z1e6k4Jw9x"
+	keyB       = "AAAAC3NzaC1lZDI1NTE5AAAAIBv6n0D5lJ7VfJcNnq0vH6dAxzq6xk4bS5wqk5mZ2t1a"
+)
+
+func newFake(t *testing.T) *fakeMachine {
+	base := t.TempDir()
+	// Let "others" traverse the test tree, as they would a real /home.
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &fakeMachine{root: filepath.Join(base, "root"), now: time.Now()}
+	m.home = filepath.Join(m.root, "home", "me")
+	m.cwd = filepath.Join(m.root, "work")
+	r := m.root
+	uid := os.Getuid()
+	write(t, r+"/etc/passwd", "root:x:0:0::/root:/bin/bash\nme:x:"+itoa(uid)+":"+itoa(uid)+"::/home/me:/bin/bash\nmallory:x:1001:1001::/home/mallory:/bin/bash\n", 0o644)
+	if uid == 0 {
+		write(t, r+"/etc/passwd", "root:x:0:0::/root:/bin/bash\nmallory:x:1001:1001::/home/mallory:/bin/bash\n", 0o644)
+	}
+	write(t, r+"/etc/skel/.bashrc", "# skel\n", 0o644)
+	// Logins: mallory now and two days ago; a month-old login is too old.
+	write(t, r+"/run/utmp", string(utmpRecord("mallory", "pts/1", "203.0.113.7", m.now.Add(-time.Hour))), 0o644)
+	wtmp := append(utmpRecord("mallory", "pts/1", "203.0.113.7", m.now.Add(-48*time.Hour)),
+		utmpRecord("olduser", "pts/2", "198.51.100.1", m.now.Add(-30*24*time.Hour))...)
+	write(t, r+"/var/log/wtmp", string(wtmp), 0o644)
+	// Processes: mallory's miner, holding a socket on 0.0.0.0:8888.
+	write(t, r+"/proc/4242/status", "Name:\tminer\nUid:\t1001\t1001\t1001\t1001\n", 0o644)
+	write(t, r+"/proc/4242/comm", "miner\n", 0o644)
+	os.MkdirAll(r+"/proc/4242/fd", 0o755)
+	if err := os.Symlink("socket:[555]", r+"/proc/4242/fd/3"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r+"/proc/net/tcp", "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"+
+		"   0: 00000000:22B8 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1001        0 555 1 0 100 0 0 10 0\n"+
+		"   1: 0100007F:1776 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 556 1 0 100 0 0 10 0\n"+
+		"   2: 0100007F:1776 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 557 1 0 100 0 0 10 0\n", 0o644)
+	// PID 1 started 100 s after a boot an hour ago: the tenancy began then.
+	write(t, r+"/proc/stat", "cpu 1 2 3\nbtime "+itoa(int(m.now.Add(-time.Hour).Unix()))+"\n", 0o644)
+	write(t, r+"/proc/1/stat", "1 (systemd (init)) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 10000 1000 100\n", 0o644)
+	// Storage: the root on a plain disk, /data on LUKS, plain swap.
+	write(t, r+"/proc/self/mounts", "/dev/vda1 / ext4 rw,relatime 0 0\n/dev/mapper/cryptdata /data ext4 rw 0 0\nproc /proc proc rw 0 0\n", 0o644)
+	write(t, r+"/sys/block/dm-0/dm/name", "cryptdata\n", 0o644)
+	write(t, r+"/sys/block/dm-0/dm/uuid", "CRYPT-LUKS2-0123456789abcdef-cryptdata\n", 0o644)
+	write(t, r+"/proc/swaps", "Filename\tType\tSize\tUsed\tPriority\n/dev/vda2 partition 1048572 0 -2\n", 0o644)
+	// sshd: passwords on, root with a password, through an Include.
+	write(t, r+"/etc/ssh/sshd_config", "Include /etc/ssh/sshd_config.d/*.conf\nPermitRootLogin no\nMatch User git\n  PasswordAuthentication no\n", 0o644)
+	write(t, r+"/etc/ssh/sshd_config.d/50-cloud.conf", "PasswordAuthentication yes\nPermitRootLogin yes\n", 0o644)
+	// Home: credentials, one readable by everyone; two authorized keys.
+	write(t, m.home+"/.bashrc", "# mine\n", 0o644)
+	write(t, m.home+"/.aws/credentials", "[default]\naws_access_key_id = "+fakeSecret+"\n", 0o644)
+	write(t, m.home+"/.netrc", "machine api.wandb.ai login user password "+fakeSecret+"\n", 0o600)
+	write(t, m.home+"/.docker/config.json", `{"credsStore":"desktop"}`, 0o600)
+	write(t, m.home+"/.ssh/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\n"+fakeSecret+"\n", 0o600)
+	write(t, m.home+"/.ssh/authorized_keys", "ssh-ed25519 "+keyA+" me@laptop\nno-pty,command=\"echo a, b\" ssh-ed25519 "+keyB+" provider-recovery\n", 0o600)
+	write(t, m.root+"/hf/token", fakeSecret, 0o600)
+	write(t, m.cwd+"/.env", "OPENAI_API_KEY="+fakeSecret+"\n", 0o600)
+	write(t, m.cwd+"/train.py", "print(1)\n", 0o644)
+	// Leftovers: an old dataset in /data, new data of mine beside it.
+	write(t, r+"/data/old-dataset/shard-0.bin", strings.Repeat("x", 3000), 0o644)
+	old := m.now.Add(-400 * 24 * time.Hour)
+	os.Chtimes(r+"/data/old-dataset/shard-0.bin", old, old)
+	os.Chtimes(r+"/data/old-dataset", old, old)
+	write(t, r+"/data/mine/today.bin", "new", 0o644)
+	write(t, r+"/tmp/foreign.bin", strings.Repeat("y", 500), 0o644)
+	if os.Getuid() == 0 {
+		if err := os.Chown(r+"/tmp/foreign.bin", 1001, 1001); err != nil {
+			t.Fatal(err)
+		}
+		m.foreign = true
+	}
+	return m
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func (m *fakeMachine) env() Env {
+	vars := map[string]string{"HF_HOME": m.root + "/hf"}
+	return Env{Root: m.root, Home: m.home, Cwd: m.cwd, UID: os.Getuid(), Now: func() time.Time { return m.now },
+		Lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
+}
+
+func checkByID(t *testing.T, r *Report, id string) bench.Check {
+	t.Helper()
+	for _, c := range r.Checks {
+		if c.ID == id {
+			return c
+		}
+	}
+	t.Fatalf("no check %s in %v", id, r.Checks)
+	return bench.Check{}
+}
+
+func TestAuditFindsEachPlantedExposure(t *testing.T) {
+	m := newFake(t)
+	// A real Docker-like socket that answers.
+	sock := filepath.Join(m.root, "var/run/docker.sock")
+	os.MkdirAll(filepath.Dir(sock), 0o755)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+
+	f := Gather(context.Background(), m.env())
+	r := Judge(f)
+
+	want := map[string]struct{ status, contains string }{
+		"users.logins":        {bench.Warn, "mallory on pts/1 from 203.0.113.7"},
+		"users.processes":     {bench.Warn, "mallory: miner (4242)"},
+		"ssh.login":           {bench.Warn, "passwordauthentication yes"}, // and root with a password
+		"ssh.authorized_keys": {bench.Warn, "provider-recovery"},
+		"net.listeners":       {bench.Warn, "tcp 0.0.0.0:8888 miner (pid 4242, mallory)"},
+		"secrets.files":       {bench.Fail, ".aws/credentials (AWS access keys, -rw-r--r--)"},
+		"data.leftovers":      {bench.Warn, "old-dataset"},
+		"storage.encryption":  {bench.Warn, "not encrypted"},
+		"storage.swap":        {bench.Warn, "/dev/vda2"},
+		"docker.socket":       {bench.Warn, "/var/run/docker.sock"},
+	}
+	for id, w := range want {
+		c := checkByID(t, r, id)
+		if c.Status != w.status || !strings.Contains(c.Evidence, w.contains) {
+			t.Errorf("%s: got %s %q; want %s containing %q", id, c.Status, c.Evidence, w.status, w.contains)
+		}
+	}
+	if r.Verdict != bench.Fail {
+		t.Errorf("verdict %s, want fail (a world-readable credential)", r.Verdict)
+	}
+	// The details behind the checks.
+	if c := checkByID(t, r, "ssh.login"); !strings.Contains(c.Evidence, "permitrootlogin yes") || !strings.Contains(c.Evidence, "Match blocks") {
+		t.Errorf("ssh: the first value obtained wins, and the Include comes before the main file's own line: %s", c.Evidence)
+	}
+	if c := checkByID(t, r, "storage.encryption"); !strings.Contains(c.Evidence, "dm-crypt (luks2) on dm-0") {
+		t.Errorf("LUKS under /data not found: %s", c.Evidence)
+	}
+	secrets := map[string]bool{}
+	for _, s := range f.Secrets {
+		secrets[strings.TrimPrefix(s.Path, m.root)] = true
+	}
+	for _, p := range []string{"/home/me/.aws/credentials", "/home/me/.netrc", "/home/me/.ssh/id_ed25519", "/hf/token", "/work/.env"} {
+		if !secrets[p] {
+			t.Errorf("secret %s not found; found %v", p, secrets)
+		}
+	}
+	if secrets["/home/me/.docker/config.json"] {
+		t.Error("a docker config without credentials was reported as a secret")
+	}
+	if len(f.Recent) != 1 {
+		t.Errorf("recent logins %v: want only mallory's of two days ago", f.Recent)
+	}
+	var sawForeign, sawMine, sawSkel bool
+	for _, l := range f.Leftovers {
+		sawForeign = sawForeign || strings.HasSuffix(l.Path, "/tmp/foreign.bin") && len(l.Owners) == 1 && l.Owners[0] == "mallory"
+		sawMine = sawMine || strings.HasSuffix(l.Path, "/data/mine")
+		sawSkel = sawSkel || strings.HasSuffix(l.Path, "/.bashrc")
+	}
+	if m.foreign && !sawForeign {
+		t.Errorf("mallory's file in /tmp not reported: %+v", f.Leftovers)
+	}
+	if sawMine || sawSkel {
+		t.Errorf("this tenant's own files reported as leftovers: %+v", f.Leftovers)
+	}
+	// No secret's content reaches the report.
+	b, _ := json.Marshal(r)
+	if strings.Contains(string(b), "AKIAFAKE") {
+		t.Fatal("a secret's content leaked into the report")
+	}
+}
+
+func TestSSHEmptyPasswordsFail(t *testing.T) {
+	m := newFake(t)
+	write(t, m.root+"/etc/ssh/sshd_config", "PermitEmptyPasswords yes\n", 0o644)
+	r := Judge(Gather(context.Background(), m.env()))
+	if c := checkByID(t, r, "ssh.login"); c.Status != bench.Fail {
+		t.Fatalf("empty passwords: %s %s", c.Status, c.Evidence)
+	}
+	// sshd -T, when it works, is believed over the files.
+	e := m.env()
+	e.SSHD = func(context.Context) ([]byte, error) {
+		return []byte("port 22\npasswordauthentication no\nkbdinteractiveauthentication no\npermitemptypasswords no\npermitrootlogin without-password\nusepam yes\n"), nil
+	}
+	r = Judge(Gather(context.Background(), e))
+	if c := checkByID(t, r, "ssh.login"); c.Status != bench.Pass || !strings.Contains(c.Evidence, "sshd -T") {
+		t.Fatalf("sshd -T keys only: %s %s", c.Status, c.Evidence)
+	}
+}
+
+func TestCleanMachinePasses(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	home := filepath.Join(root, "root")
+	write(t, root+"/etc/passwd", "root:x:0:0::/root:/bin/bash\n", 0o644)
+	write(t, home+"/.ssh/authorized_keys", "ssh-ed25519 "+keyA+" me@laptop\n", 0o600)
+	write(t, root+"/proc/self/mounts", "/dev/mapper/luks-root / ext4 rw 0 0\n", 0o644)
+	write(t, root+"/sys/block/dm-3/dm/name", "luks-root\n", 0o644)
+	write(t, root+"/sys/block/dm-3/dm/uuid", "LVM-abc\n", 0o644)
+	os.MkdirAll(root+"/sys/block/dm-3/slaves/dm-1", 0o755)
+	write(t, root+"/sys/block/dm-1/dm/uuid", "CRYPT-LUKS1-xyz-luks\n", 0o644)
+	write(t, root+"/proc/swaps", "Filename\tType\tSize\tUsed\tPriority\n", 0o644)
+	write(t, root+"/run/utmp", "", 0o644)
+	write(t, root+"/var/log/wtmp", "", 0o644)
+	write(t, root+"/proc/stat", "btime 1\n", 0o644)
+	write(t, root+"/proc/1/stat", "1 (init) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n", 0o644)
+	r := Judge(Gather(context.Background(), Env{Root: root, Home: home, Cwd: home, UID: os.Getuid()}))
+	for _, c := range r.Checks {
+		if c.Status == bench.Warn || c.Status == bench.Fail {
+			t.Errorf("%s: %s %s", c.ID, c.Status, c.Evidence)
+		}
+	}
+	if c := checkByID(t, r, "storage.encryption"); !strings.Contains(c.Evidence, "dm-crypt (luks1) on dm-1 under dm-3") {
+		t.Errorf("LVM on LUKS: %s", c.Evidence)
+	}
+	if r.Verdict != bench.Pass {
+		t.Errorf("verdict %s", r.Verdict)
+	}
+}
+
+// TestListenersForReal binds a socket on every address and one on
+// loopback, and reads them back from this machine's /proc. No traffic is
+// sent.
+func TestListenersForReal(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp")
+	}
+	all, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
+	lo, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lo.Close()
+	ls := listeners(Env{Root: "/"}, readPasswd("/"), func(string) {})
+	find := func(port int) *Listener {
+		for i := range ls {
+			if ls[i].Port == port && ls[i].Proto == "tcp" {
+				return &ls[i]
+			}
+		}
+		return nil
+	}
+	a, l := find(all.Addr().(*net.TCPAddr).Port), find(lo.Addr().(*net.TCPAddr).Port)
+	if a == nil || l == nil {
+		t.Fatalf("listeners not found in %+v", ls)
+	}
+	if a.Loopback() || !l.Loopback() || a.Addr != "0.0.0.0" {
+		t.Errorf("loopback judged wrong: %+v %+v", a, l)
+	}
+	if a.PID != os.Getpid() {
+		t.Errorf("owner pid %d, want this process %d", a.PID, os.Getpid())
+	}
+}
+
+func TestParseAuthKeyFingerprint(t *testing.T) {
+	// ssh-keygen -lf prints SHA256 of the decoded blob, base64 without
+	// padding; checked here against the same computation done by hand.
+	k, ok := parseAuthKey(`from="10.0.0.1",command="a b, c" ssh-ed25519 ` + keyA + ` laptop key`)
+	if !ok || k.Type != "ssh-ed25519" || k.Comment != "laptop key" || strings.Join(k.Options, ",") != "from,command" {
+		t.Fatalf("%+v", k)
+	}
+	if !strings.HasPrefix(k.Fingerprint, "SHA256:") || len(k.Fingerprint) != 7+43 {
+		t.Fatalf("fingerprint %q", k.Fingerprint)
+	}
+}

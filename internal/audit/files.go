@@ -1,0 +1,314 @@
+package audit
+
+import (
+	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Secret is a credential file on this machine. Its content is never read
+// beyond the few bytes that tell what it is, and never reported.
+type Secret struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+	Mode string `json:"mode"`
+	Size int64  `json:"size"`
+	// OthersCanRead: the file is world-readable and every directory above
+	// it lets others through, so any account on the machine can read it.
+	OthersCanRead bool `json:"others_can_read"`
+	GroupCanRead  bool `json:"group_can_read"`
+}
+
+// KnownSecret is a well-known place a tool leaves a credential.
+type KnownSecret struct {
+	Path string
+	Kind string
+	// Marker, when set, must appear in the first 4 KiB: a docker config
+	// without "auth" holds no credential.
+	Marker string
+}
+
+// SecretFiles are the credential files of the tools ML work uses, under
+// home, with the Hugging Face token where its variables put it
+// (huggingface_hub: $HF_TOKEN_PATH, else $HF_HOME/token, HF_HOME defaulting
+// to $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface). Package wipe
+// removes the same list.
+func SecretFiles(home string, lookup func(string) (string, bool)) []KnownSecret {
+	list := []KnownSecret{
+		{".aws/credentials", "AWS access keys", ""},
+		{".netrc", "netrc passwords (W&B API key, others)", ""},
+		{".git-credentials", "git credential store (plaintext)", ""},
+		{".config/git/credentials", "git credential store (plaintext)", ""},
+		{".docker/config.json", "docker registry login", `"auth"`},
+		{".kaggle/kaggle.json", "Kaggle API key", ""},
+		{".config/gcloud/application_default_credentials.json", "Google Cloud credentials", ""},
+		{".config/gcloud/credentials.db", "Google Cloud credentials", ""},
+		{".huggingface/token", "Hugging Face token (old location)", ""},
+	}
+	for i := range list {
+		list[i].Path = filepath.Join(home, list[i].Path)
+	}
+	return append(list, KnownSecret{HFTokenPath(home, lookup), "Hugging Face token", ""})
+}
+
+// HFHome is huggingface_hub's cache root.
+func HFHome(home string, lookup func(string) (string, bool)) string {
+	if v, ok := lookup("HF_HOME"); ok && v != "" {
+		return v
+	}
+	if v, ok := lookup("XDG_CACHE_HOME"); ok && v != "" {
+		return filepath.Join(v, "huggingface")
+	}
+	return filepath.Join(home, ".cache", "huggingface")
+}
+
+// HFTokenPath is where huggingface_hub keeps the login token.
+func HFTokenPath(home string, lookup func(string) (string, bool)) string {
+	if v, ok := lookup("HF_TOKEN_PATH"); ok && v != "" {
+		return v
+	}
+	return filepath.Join(HFHome(home, lookup), "token")
+}
+
+// PrivateKeys lists the SSH private keys in ~/.ssh, by their PEM or
+// OpenSSH header, whatever their names.
+func PrivateKeys(home string) []string {
+	dir := filepath.Join(home, ".ssh")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range ents {
+		if !d.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, d.Name())
+		if head(p, 64, "PRIVATE KEY") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// EnvFiles are dotenv files in dir: .env, .env.*, *.env.
+func EnvFiles(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range ents {
+		n := d.Name()
+		if d.Type().IsRegular() && (n == ".env" || strings.HasPrefix(n, ".env.") || strings.HasSuffix(n, ".env")) {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	return out
+}
+
+// head reports whether the first n bytes of path contain marker.
+func head(path string, n int64, marker string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, n))
+	return bytes.Contains(b, []byte(marker))
+}
+
+func secrets(e Env) []Secret {
+	out := []Secret{}
+	add := func(path, kind, marker string) {
+		st, err := os.Lstat(path)
+		if err != nil || !st.Mode().IsRegular() {
+			return
+		}
+		if marker != "" && !head(path, 4096, marker) {
+			return
+		}
+		perm := st.Mode().Perm()
+		out = append(out, Secret{Path: path, Kind: kind, Mode: perm.String(), Size: st.Size(),
+			OthersCanRead: perm&0o004 != 0 && traversable(filepath.Dir(path)), GroupCanRead: perm&0o040 != 0})
+	}
+	for _, s := range SecretFiles(e.Home, e.Lookup) {
+		add(s.Path, s.Kind, s.Marker)
+	}
+	for _, p := range PrivateKeys(e.Home) {
+		add(p, "SSH private key", "")
+	}
+	for _, p := range EnvFiles(e.Cwd) {
+		add(p, "dotenv file (often API keys)", "")
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	seen := map[string]bool{}
+	uniq := out[:0]
+	for _, s := range out {
+		if !seen[s.Path] {
+			seen[s.Path] = true
+			uniq = append(uniq, s)
+		}
+	}
+	return uniq
+}
+
+// traversable: every directory from dir up to / lets others pass (o+x).
+func traversable(dir string) bool {
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
+}
+
+// Leftover is a top-level entry of a home, data or temp directory that
+// someone other than this tenant left: owned by another user, or (outside
+// the home) untouched since before this tenancy began.
+type Leftover struct {
+	Path    string    `json:"path"`
+	Where   string    `json:"where"` // home, data, temp
+	Bytes   int64     `json:"bytes"`
+	Files   int       `json:"files"`
+	Owners  []string  `json:"owners,omitempty"` // other users owning files inside
+	Newest  time.Time `json:"newest"`
+	Old     bool      `json:"old"` // nothing inside changed since the tenancy began
+	Partial bool      `json:"partial,omitempty"`
+}
+
+type walkBudget struct {
+	deadline time.Time
+	left     int
+}
+
+func (b *walkBudget) spend() bool {
+	b.left--
+	return b.left >= 0 && (b.left%256 != 0 || time.Now().Before(b.deadline))
+}
+
+// leftovers walks the home, data and temp directories, one subtree per
+// top-level entry, within the time budget. In the home only other users'
+// files count: files older than the tenancy there are mostly the image's
+// own (conda, dotfiles) and would bury the rest.
+func leftovers(e Env, since time.Time, users passwd) ([]Leftover, string) {
+	b := &walkBudget{deadline: time.Now().Add(e.Budget), left: 500000}
+	skel := map[string]bool{}
+	if ents, err := os.ReadDir(e.path("etc/skel")); err == nil {
+		for _, d := range ents {
+			skel[d.Name()] = true
+		}
+	}
+	type root struct{ path, where string }
+	var roots []root
+	if e.Home != "" {
+		roots = append(roots, root{e.Home, "home"})
+	}
+	for _, p := range dataRoots() {
+		roots = append(roots, root{e.path(p), "data"})
+	}
+	for _, p := range e.DataDirs {
+		roots = append(roots, root{p, "data"})
+	}
+	for _, p := range tempRoots() {
+		roots = append(roots, root{e.path(p), "temp"})
+	}
+	out := []Leftover{}
+	partial := ""
+	done := map[string]bool{}
+	for _, r := range roots {
+		ents, err := os.ReadDir(r.path)
+		if err != nil {
+			continue
+		}
+		for _, d := range ents {
+			p := filepath.Join(r.path, d.Name())
+			if done[p] || p == e.Home || strings.HasPrefix(e.Home+"/", p+"/") || (r.where == "home" && skel[d.Name()]) {
+				continue
+			}
+			done[p] = true
+			l := Leftover{Path: p, Where: r.where}
+			owners := map[int]bool{}
+			measure := func(info fs.FileInfo) {
+				if info.Mode().IsRegular() {
+					l.Bytes += info.Size()
+					l.Files++
+				}
+				if info.ModTime().After(l.Newest) {
+					l.Newest = info.ModTime()
+				}
+				if st, ok := info.Sys().(*syscall.Stat_t); ok {
+					if uid := int(st.Uid); uid != e.UID && uid != 0 {
+						owners[uid] = true
+					}
+				}
+			}
+			ok := true
+			if r.where == "home" {
+				// Only ownership counts in the home, and the home holds the
+				// big trees (toolchains, caches): look one level down, and
+				// walk all of an entry only when someone else owns it.
+				walkDepth(p, b, 1, measure)
+				if len(owners) > 0 {
+					l.Bytes, l.Files = 0, 0
+					ok = walkDepth(p, b, -1, measure)
+				}
+			} else {
+				ok = walkDepth(p, b, -1, measure)
+			}
+			l.Partial = !ok
+			if !ok && partial == "" {
+				partial = "the walk stopped at " + p + " (time budget); entries after it were not looked at"
+			}
+			for uid := range owners {
+				l.Owners = append(l.Owners, users.name(uid))
+			}
+			sort.Strings(l.Owners)
+			l.Old = !since.IsZero() && !l.Newest.IsZero() && l.Newest.Before(since) && r.where != "home"
+			if len(l.Owners) > 0 || l.Old {
+				l.Newest = l.Newest.UTC()
+				out = append(out, l)
+			}
+			if !ok {
+				sort.Slice(out, func(i, j int) bool { return out[i].Bytes > out[j].Bytes })
+				return out, partial
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Bytes > out[j].Bytes })
+	return out, partial
+}
+
+// walkDepth visits path and what lies below it, down to depth levels
+// (negative: all), without following symlinks; it returns false when the
+// budget ran out.
+func walkDepth(path string, b *walkBudget, depth int, visit func(fs.FileInfo)) bool {
+	ok := true
+	base := strings.Count(path, string(filepath.Separator))
+	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: counted as what could be seen
+		}
+		if !b.spend() {
+			ok = false
+			return filepath.SkipAll
+		}
+		if info, err := d.Info(); err == nil {
+			visit(info)
+		}
+		if depth >= 0 && d.IsDir() && strings.Count(p, string(filepath.Separator))-base >= depth {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return ok
+}

@@ -1,0 +1,403 @@
+package audit
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/probe"
+)
+
+// Report is the audit's verdict, with bench's check type, so both read
+// and parse alike.
+type Report struct {
+	Verdict string        `json:"verdict"`
+	Checks  []bench.Check `json:"checks"`
+	Facts   Facts         `json:"facts"`
+}
+
+// Judge turns facts into checks. Fail is for what exposes the tenant now
+// (a secret any account can read, an empty-password login); warn for what
+// the tenant should look at or fix.
+func Judge(f Facts) *Report {
+	j := &judger{f: f}
+	j.logins()
+	j.processes()
+	j.ssh()
+	j.keys()
+	j.listeners()
+	j.secrets()
+	j.leftovers()
+	j.storage()
+	j.swap()
+	j.docker()
+	j.checks = append(j.checks, bench.SharingChecks(probe.Facts{GPU: f.GPU, Sharing: f.Sharing})...)
+	j.visibility()
+	return &Report{Verdict: bench.Verdict(j.checks), Checks: j.checks, Facts: f}
+}
+
+type judger struct {
+	f      Facts
+	checks []bench.Check
+}
+
+func (j *judger) add(c bench.Check) { j.checks = append(j.checks, c) }
+
+// list joins the first ten items and says how many more there are.
+func list(items []string) string {
+	const max = 10
+	if len(items) <= max {
+		return strings.Join(items, "; ")
+	}
+	return strings.Join(items[:max], "; ") + fmt.Sprintf("; and %d more", len(items)-max)
+}
+
+func (j *judger) logins() {
+	c := bench.Check{ID: "users.logins", Status: bench.Pass, Measured: len(j.f.Logins), Expected: 0, Unit: "other users"}
+	var now, recent []string
+	for _, l := range j.f.Logins {
+		now = append(now, fmt.Sprintf("%s on %s from %s since %s", l.User, l.Line, orLocal(l.Host), l.Time.Format("2006-01-02 15:04")))
+	}
+	for _, l := range j.f.Recent {
+		recent = append(recent, fmt.Sprintf("%s from %s at %s", l.User, orLocal(l.Host), l.Time.Format("2006-01-02 15:04")))
+	}
+	switch {
+	case len(now) > 0:
+		c.Status = bench.Warn
+		c.Evidence = "logged in now: " + list(now)
+		c.Advice = "Someone else has a session on this machine: find out who before putting data on it; a machine sold as yours alone should have none."
+	case len(recent) > 0:
+		c.Status = bench.Warn
+		c.Evidence = "logged in during the last week: " + list(recent)
+		c.Advice = "Other accounts used this machine recently: the image or the host is reused. Check the leftovers below and keep secrets off the disk."
+	default:
+		c.Evidence = "no other user is logged in, and none was in the last week"
+		if len(j.f.Recent) == 0 && hasUnseen(j.f.Unseen, "logins") {
+			c.Status, c.Evidence = bench.Skip, "no login records to read (containers usually keep none)"
+		}
+	}
+	j.add(c)
+}
+
+func orLocal(h string) string {
+	if h == "" {
+		return "the console"
+	}
+	return h
+}
+
+func hasUnseen(unseen []string, word string) bool {
+	for _, u := range unseen {
+		if strings.Contains(u, word) {
+			return true
+		}
+	}
+	return false
+}
+
+func (j *judger) processes() {
+	c := bench.Check{ID: "users.processes", Status: bench.Pass, Measured: len(j.f.Processes), Expected: 0, Unit: "processes"}
+	by := map[string][]string{}
+	var order []string
+	for _, p := range j.f.Processes {
+		if _, ok := by[p.User]; !ok {
+			order = append(order, p.User)
+		}
+		by[p.User] = append(by[p.User], fmt.Sprintf("%s (%d)", p.Name, p.PID))
+	}
+	var items []string
+	for _, u := range order {
+		items = append(items, u+": "+strings.Join(by[u], ", "))
+	}
+	switch {
+	case len(items) > 0:
+		c.Status = bench.Warn
+		c.Evidence = "processes of other users: " + list(items)
+		c.Advice = "Other people run programs on this machine: it is shared. Keep data encrypted and credentials off it, or ask for a dedicated machine."
+	case j.f.ProcHidden && j.f.UID != 0:
+		c.Status, c.Evidence = bench.Skip, "/proc hides other users' processes (hidepid)"
+	default:
+		c.Evidence = "no process of another user"
+	}
+	j.add(c)
+}
+
+func (j *judger) ssh() {
+	s := j.f.SSH
+	c := bench.Check{ID: "ssh.login", Status: bench.Pass, Expected: "keys only", Unit: ""}
+	if s.Source == "" {
+		c.Status, c.Measured, c.Evidence = bench.Skip, "no sshd", "no sshd configuration on this machine"
+		j.add(c)
+		return
+	}
+	pw := s.Settings["passwordauthentication"] == "yes"
+	kbd := s.Settings["kbdinteractiveauthentication"] == "yes" && s.Settings["usepam"] == "yes"
+	empty := s.Settings["permitemptypasswords"] == "yes"
+	root := s.Settings["permitrootlogin"] == "yes"
+	var set []string
+	for _, k := range []string{"passwordauthentication", "kbdinteractiveauthentication", "permitemptypasswords", "permitrootlogin", "usepam"} {
+		set = append(set, k+" "+s.Settings[k])
+	}
+	c.Measured = strings.Join(set, ", ")
+	c.Evidence = "from " + s.Source + ": " + strings.Join(set, ", ")
+	if len(s.Defaulted) > 0 {
+		c.Evidence += " (OpenSSH defaults for " + strings.Join(s.Defaulted, ", ") + ")"
+	}
+	if s.Match {
+		c.Evidence += "; Match blocks may change these for some users or addresses"
+	}
+	switch {
+	case empty && (pw || kbd):
+		c.Status = bench.Fail
+		c.Advice = "sshd accepts empty passwords: any account without a password is open to the internet. Set PermitEmptyPasswords no and restart sshd, or leave the machine."
+	case root && (pw || kbd):
+		c.Status = bench.Warn
+		c.Advice = "root can log in with a password, which bots guess all day on public addresses. Put your key in ~/.ssh/authorized_keys, set PasswordAuthentication no (and KbdInteractiveAuthentication no) and restart sshd."
+	case pw || kbd:
+		c.Status = bench.Warn
+		c.Advice = "sshd accepts passwords. Log in with a key and set PasswordAuthentication no (and KbdInteractiveAuthentication no)."
+	}
+	j.add(c)
+}
+
+func (j *judger) keys() {
+	c := bench.Check{ID: "ssh.authorized_keys", Status: bench.Pass, Measured: len(j.f.Keys), Unit: "keys"}
+	var items []string
+	for _, k := range j.f.Keys {
+		s := fmt.Sprintf("%s %s %q", k.Type, k.Fingerprint, k.Comment)
+		if len(k.Options) > 0 {
+			s += " [" + strings.Join(k.Options, ",") + "]"
+		}
+		items = append(items, s)
+	}
+	switch {
+	case len(items) == 0:
+		c.Evidence = "no authorized_keys: nobody logs in as you with a key"
+	case len(items) == 1:
+		c.Evidence = "one key can log in as you: " + items[0] + "; check it is yours (ssh-keygen -lf ~/.ssh/id_*.pub on your computer)"
+	default:
+		c.Status = bench.Warn
+		c.Evidence = fmt.Sprintf("%d keys can log in as you: %s", len(items), list(items))
+		c.Advice = "Each key here opens your account. Compare the fingerprints with your own (ssh-keygen -lf) and delete the lines of keys you did not add."
+	}
+	j.add(c)
+}
+
+func (j *judger) listeners() {
+	c := bench.Check{ID: "net.listeners", Status: bench.Pass, Expected: "loopback only, or sshd", Unit: "sockets"}
+	var open, sshd []string
+	for _, l := range j.f.Listeners {
+		if l.Loopback() {
+			continue
+		}
+		who := l.Process
+		if who == "" {
+			who = "owner " + l.User + ", process not visible"
+		} else {
+			who = fmt.Sprintf("%s (pid %d, %s)", l.Process, l.PID, l.User)
+		}
+		s := fmt.Sprintf("%s %s:%d %s", l.Proto, l.Addr, l.Port, who)
+		if l.Process == "sshd" || (l.Process == "" && l.Port == 22 && strings.HasPrefix(l.Proto, "tcp")) {
+			sshd = append(sshd, s)
+			continue
+		}
+		open = append(open, s)
+	}
+	c.Measured = len(open)
+	switch {
+	case len(open) > 0:
+		c.Status = bench.Warn
+		c.Evidence = "reachable from other machines: " + list(open)
+		c.Advice = "These services answer on every address. Bind notebooks, TensorBoard and dashboards to 127.0.0.1 and reach them with ssh -L; stop what you do not use."
+	case len(sshd) > 0:
+		c.Evidence = "only sshd listens beyond loopback: " + list(sshd)
+	default:
+		c.Evidence = "nothing listens beyond loopback"
+	}
+	j.add(c)
+}
+
+func (j *judger) secrets() {
+	c := bench.Check{ID: "secrets.files", Status: bench.Pass, Measured: len(j.f.Secrets), Expected: 0, Unit: "files"}
+	var readable, present []string
+	for _, s := range j.f.Secrets {
+		item := fmt.Sprintf("%s (%s, %s)", s.Path, s.Kind, s.Mode)
+		if s.OthersCanRead {
+			readable = append(readable, item)
+		} else {
+			present = append(present, item)
+		}
+	}
+	switch {
+	case len(readable) > 0:
+		c.Status = bench.Fail
+		c.Evidence = "readable by every account on this machine: " + list(readable)
+		if len(present) > 0 {
+			c.Evidence += "; also present: " + list(present)
+		}
+		c.Advice = "Anyone else on this machine can read these credentials now: chmod 600 them, and rotate the keys if the machine is shared. Then gpurent wipe before release."
+	case len(present) > 0:
+		c.Status = bench.Warn
+		c.Evidence = "credentials on this machine's disk: " + list(present)
+		c.Advice = "These stay on a disk someone else owns after you leave. Prefer environment variables for the session, and run gpurent wipe before releasing the machine."
+	default:
+		c.Evidence = "no credential files in the home or .env files in the working directory"
+	}
+	j.add(c)
+}
+
+func (j *judger) leftovers() {
+	c := bench.Check{ID: "data.leftovers", Status: bench.Pass, Measured: len(j.f.Leftovers), Expected: 0, Unit: "entries"}
+	var items []string
+	var total int64
+	for _, l := range j.f.Leftovers {
+		why := "untouched since " + l.Newest.Format("2006-01-02")
+		if len(l.Owners) > 0 {
+			why = "owned by " + strings.Join(l.Owners, ", ")
+		}
+		items = append(items, fmt.Sprintf("%s (%s, %d files, %s)", l.Path, bytesText(l.Bytes), l.Files, why))
+		total += l.Bytes
+	}
+	since := "unknown"
+	if !j.f.Since.IsZero() {
+		since = j.f.Since.Format("2006-01-02 15:04") + " UTC, " + j.f.SinceFrom
+	}
+	switch {
+	case len(items) > 0:
+		c.Status = bench.Warn
+		c.Evidence = fmt.Sprintf("%s left by others or from before this tenancy (began %s): %s", bytesText(total), since, list(items))
+		c.Advice = "The image or the machine was used before you and not cleared, so what you leave will stay too. Leave others' files unread; plan gpurent wipe (and an encrypted volume) for your own."
+	default:
+		c.Evidence = "nothing in the home, data or temp directories belongs to another user or predates this tenancy (began " + since + ")"
+	}
+	if j.f.ScanPartial != "" {
+		c.Evidence += "; " + j.f.ScanPartial
+	}
+	j.add(c)
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+const adviceCrypt = "Keep checkpoints and data on a volume encrypted with a key only you hold (cryptsetup luksFormat on the data disk, or gpurent ckpt's age encryption for what leaves the machine); destroying the key at release is the one erase that works on SSDs, overlays and copy-on-write disks."
+
+func (j *judger) storage() {
+	c := bench.Check{ID: "storage.encryption", Status: bench.Pass, Expected: "dm-crypt under your data", Unit: ""}
+	var plain, layered, network, enc, unknown []string
+	for _, v := range j.f.Volumes {
+		desc := fmt.Sprintf("%s on %s (%s, %s)", v.Path, v.Mount, v.FSType, v.Source)
+		switch {
+		case v.Network:
+			network = append(network, desc)
+		case v.Overlay:
+			layered = append(layered, desc)
+		case v.Memory:
+		case v.Encrypted != nil && *v.Encrypted:
+			enc = append(enc, desc+" via "+v.Via)
+		case v.Encrypted != nil:
+			plain = append(plain, desc)
+		default:
+			unknown = append(unknown, desc)
+		}
+	}
+	var parts []string
+	add := func(label string, xs []string) {
+		if len(xs) > 0 {
+			parts = append(parts, label+": "+list(xs))
+		}
+	}
+	add("not encrypted", plain)
+	add("container overlay (the host disk beneath is not visible)", layered)
+	add("network file system (the data lives on the provider's servers)", network)
+	add("encrypted", enc)
+	add("cannot tell", unknown)
+	c.Measured = fmt.Sprintf("%d plain, %d encrypted", len(plain)+len(layered), len(enc))
+	c.Evidence = strings.Join(parts, "; ")
+	if c.Evidence == "" {
+		c.Status, c.Evidence = bench.Skip, "no mount table to read"
+	} else if len(plain)+len(layered)+len(network) > 0 {
+		c.Status = bench.Warn
+		c.Evidence += ". Encryption by the provider (EBS, instance store) is invisible from here and does not keep your data from the provider"
+		c.Advice = "What you write here stays readable on the provider's disks after you leave, and deleting files does not erase them. " + adviceCrypt
+	}
+	j.add(c)
+}
+
+func (j *judger) swap() {
+	c := bench.Check{ID: "storage.swap", Status: bench.Pass, Unit: ""}
+	var plain, ok []string
+	for _, v := range j.f.Swap {
+		switch {
+		case v.Memory || (v.Encrypted != nil && *v.Encrypted):
+			ok = append(ok, v.Path+" ("+orText(v.Via, "memory")+")")
+		default:
+			plain = append(plain, v.Path)
+		}
+	}
+	c.Measured = len(plain)
+	switch {
+	case len(plain) > 0:
+		c.Status = bench.Warn
+		c.Evidence = "swap is not encrypted: " + list(plain)
+		c.Advice = "Memory pages (model weights, tokens, keys) can be written to a swap disk that outlives the machine. Turn swap off (swapoff -a) if RAM allows, or use encrypted swap."
+	case len(ok) > 0:
+		c.Evidence = "swap is encrypted or in memory: " + list(ok)
+	default:
+		c.Evidence = "no swap"
+	}
+	j.add(c)
+}
+
+func orText(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+func (j *judger) docker() {
+	c := bench.Check{ID: "docker.socket", Status: bench.Pass, Unit: ""}
+	var reach, closed []string
+	for _, d := range j.f.Docker {
+		if d.Reachable {
+			reach = append(reach, d.Path)
+		} else {
+			closed = append(closed, d.Path)
+		}
+	}
+	c.Measured = len(reach)
+	switch {
+	case len(reach) > 0:
+		c.Status = bench.Warn
+		c.Evidence = "the Docker daemon answers this user at " + list(reach)
+		c.Advice = "Whoever reaches the Docker socket is root on the host and can read every container's files; inside a container it means the walls between tenants are thin. Keep your data encrypted."
+	case len(closed) > 0:
+		c.Evidence = "a Docker socket exists but does not answer this user: " + list(closed)
+	default:
+		c.Evidence = "no Docker socket"
+	}
+	j.add(c)
+}
+
+func (j *judger) visibility() {
+	c := bench.Check{ID: "audit.visibility", Status: bench.Pass, Measured: len(j.f.Unseen), Unit: "blind spots"}
+	if len(j.f.Unseen) > 0 {
+		c.Status = bench.Skip
+		c.Evidence = "not seen: " + strings.Join(j.f.Unseen, "; ")
+		if j.f.UID != 0 {
+			c.Advice = "Run gpurent audit as root (sudo) to see other users' processes and sockets."
+		}
+	} else {
+		c.Evidence = "everything the audit looks at was readable"
+	}
+	j.add(c)
+}

@@ -1,0 +1,225 @@
+package audit
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// SSHFacts are sshd's settings that decide who can log in with what.
+type SSHFacts struct {
+	// Source: "sshd -T" (effective settings), the configuration file read,
+	// or "" when this machine has no sshd configuration.
+	Source   string            `json:"source"`
+	Settings map[string]string `json:"settings"`
+	// Defaulted names the settings no file sets, taken from OpenSSH's
+	// defaults.
+	Defaulted []string `json:"defaulted,omitempty"`
+	// Match: the files have Match blocks, which can override the global
+	// settings for some users or addresses; gpurent does not evaluate them.
+	Match bool   `json:"match,omitempty"`
+	Note  string `json:"note,omitempty"`
+}
+
+// sshKeys are the settings judged. Their OpenSSH defaults are what the
+// upstream sshd_config shows commented out ("options ... with their default
+// value where possible, but leave them commented"): PasswordAuthentication
+// yes, PermitEmptyPasswords no, PermitRootLogin prohibit-password,
+// KbdInteractiveAuthentication yes.
+func sshDefaults() map[string]string {
+	return map[string]string{
+		"passwordauthentication":       "yes",
+		"permitemptypasswords":         "no",
+		"permitrootlogin":              "prohibit-password",
+		"kbdinteractiveauthentication": "yes",
+		"usepam":                       "no",
+	}
+}
+
+// sshAliases: older names sshd still accepts.
+func sshAliases() map[string]string {
+	return map[string]string{"challengeresponseauthentication": "kbdinteractiveauthentication"}
+}
+
+func sshFacts(ctx context.Context, e Env) SSHFacts {
+	want := sshDefaults()
+	s := SSHFacts{Settings: map[string]string{}}
+	if e.SSHD != nil {
+		if out, err := e.SSHD(ctx); err == nil && len(out) > 0 {
+			s.Source = "sshd -T"
+			for _, line := range strings.Split(string(out), "\n") {
+				f := strings.Fields(line)
+				if len(f) >= 2 {
+					if _, ok := want[f[0]]; ok {
+						s.Settings[f[0]] = strings.ToLower(f[1])
+					}
+				}
+			}
+			return s
+		}
+	}
+	main := e.path("etc/ssh/sshd_config")
+	if _, err := os.Stat(main); err != nil {
+		return s
+	}
+	s.Source = "/etc/ssh/sshd_config"
+	s.Note = "sshd -T was not available (it needs root); settings read from the files"
+	r := sshReader{e: e, set: s.Settings, seen: map[string]bool{}}
+	r.read(main, 0)
+	s.Match = r.match
+	for k, v := range want {
+		if _, ok := s.Settings[k]; !ok {
+			s.Settings[k] = v
+			s.Defaulted = append(s.Defaulted, k)
+		}
+	}
+	sort.Strings(s.Defaulted)
+	return s
+}
+
+// sshReader follows sshd_config's rules: the first value obtained for a
+// keyword wins, Include pulls files in (globs, relative to /etc/ssh) where
+// it stands, and a Match line starts a conditional block that lasts to the
+// end of its file.
+type sshReader struct {
+	e     Env
+	set   map[string]string
+	seen  map[string]bool
+	match bool
+}
+
+func (r *sshReader) read(path string, depth int) {
+	if depth > 8 || r.seen[path] {
+		return
+	}
+	r.seen[path] = true
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	want := sshDefaults()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		key, val := splitKV(line)
+		key = strings.ToLower(key)
+		if a, ok := sshAliases()[key]; ok {
+			key = a
+		}
+		switch {
+		case key == "match":
+			r.match = true
+			return
+		case key == "include":
+			for _, pat := range strings.Fields(val) {
+				if !filepath.IsAbs(pat) {
+					pat = filepath.Join("/etc/ssh", pat)
+				}
+				files, _ := filepath.Glob(r.e.path(pat))
+				sort.Strings(files)
+				for _, inc := range files {
+					r.read(inc, depth+1)
+				}
+			}
+		default:
+			if _, ok := want[key]; ok {
+				if _, set := r.set[key]; !set {
+					r.set[key] = strings.ToLower(strings.Trim(val, `"`))
+				}
+			}
+		}
+	}
+}
+
+func splitKV(line string) (string, string) {
+	i := strings.IndexAny(line, " \t=")
+	if i < 0 {
+		return line, ""
+	}
+	return line[:i], strings.TrimLeft(line[i:], " \t=")
+}
+
+// AuthKey is one line of authorized_keys: who can log in as this user.
+type AuthKey struct {
+	File        string   `json:"file"`
+	Type        string   `json:"type"`
+	Fingerprint string   `json:"fingerprint"` // as ssh-keygen -l prints it
+	Comment     string   `json:"comment"`
+	Options     []string `json:"options,omitempty"` // option names only
+}
+
+func authorizedKeys(home string) []AuthKey {
+	out := []AuthKey{}
+	for _, name := range []string{"authorized_keys", "authorized_keys2"} {
+		path := filepath.Join(home, ".ssh", name)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, ok := parseAuthKey(strings.TrimSpace(line)); ok {
+				k.File = path
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// parseAuthKey reads "[options] type base64 [comment]". The options may
+// hold quoted spaces, so the key is found by its type.
+func parseAuthKey(line string) (AuthKey, bool) {
+	if line == "" || line[0] == '#' {
+		return AuthKey{}, false
+	}
+	f := strings.Fields(line)
+	for i := 0; i+1 < len(f); i++ {
+		if !keyType(f[i]) {
+			continue
+		}
+		blob, err := base64.StdEncoding.DecodeString(f[i+1])
+		if err != nil {
+			continue
+		}
+		sum := sha256.Sum256(blob)
+		k := AuthKey{Type: f[i], Fingerprint: "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:]),
+			Comment: strings.Join(f[i+2:], " ")}
+		if i > 0 {
+			for _, o := range strings.Split(strings.Join(f[:i], " "), ",") {
+				name, _, _ := strings.Cut(strings.TrimSpace(o), "=")
+				if optionName(name) {
+					k.Options = append(k.Options, name)
+				}
+			}
+		}
+		return k, true
+	}
+	return AuthKey{}, false
+}
+
+func keyType(s string) bool {
+	return strings.HasPrefix(s, "ssh-") || strings.HasPrefix(s, "ecdsa-sha2-") || strings.HasPrefix(s, "sk-")
+}
+
+// optionName: authorized_keys option names are letters and dashes; pieces
+// of a quoted command that was split on its commas are not.
+func optionName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && r != '-' {
+			return false
+		}
+	}
+	return true
+}

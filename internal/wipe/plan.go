@@ -1,0 +1,372 @@
+// Package wipe plans and carries out the clean-up before a rented machine
+// goes back: the data the user names, ML caches, credentials, shell
+// histories, the user's temp files and, on request, Docker images. The plan
+// is a list of roots; execution touches nothing outside them, removes
+// symlinks without following them, and records every outcome in a report
+// saved after each item, so a run that stops half-way says what it did.
+package wipe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/gpurent/gpurent/internal/audit"
+	"github.com/gpurent/gpurent/internal/mounts"
+)
+
+// Kinds of plan items.
+const (
+	Data        = "data"
+	Checkpoints = "checkpoints"
+	Cache       = "cache"
+	Credential  = "credential"
+	History     = "history"
+	Temp        = "temp"
+	Docker      = "docker"
+)
+
+// Item is one thing the plan removes: a path (file, directory or symlink)
+// or a Docker image.
+type Item struct {
+	Kind  string `json:"kind"`
+	What  string `json:"what"`
+	Path  string `json:"path,omitempty"`
+	Image string `json:"image,omitempty"` // Docker image id
+	Bytes int64  `json:"bytes"`
+	Files int    `json:"files"`
+	// Symlink: the path itself is a symlink; only the link is removed.
+	Symlink bool   `json:"symlink,omitempty"`
+	Target  string `json:"target,omitempty"`
+	// Overwrite: files are overwritten once before unlinking, because the
+	// file system writes data in place (FSType).
+	Overwrite bool   `json:"overwrite"`
+	FSType    string `json:"fstype,omitempty"`
+}
+
+// Plan is what a wipe will remove, and the warnings that go with it.
+type Plan struct {
+	Items    []Item   `json:"items"`
+	Bytes    int64    `json:"bytes"`
+	Warnings []string `json:"warnings"`
+	Kept     []string `json:"kept"`
+}
+
+// Env is where the plan looks: Root prefixes the temp directories and the
+// mount table; Home and Cwd are real paths. Docker runs the docker CLI.
+type Env struct {
+	Root   string
+	Home   string
+	Cwd    string
+	UID    int
+	Lookup func(string) (string, bool)
+	Docker func(ctx context.Context, args ...string) ([]byte, error)
+}
+
+// Options choose what goes beyond the defaults.
+type Options struct {
+	Data        []string // directories or files the user names
+	Checkpoints []string // checkpoint directories (gpurent run's), guarded by a backup check
+	Docker      bool     // remove all Docker images
+	Identity    string   // gpurent's age identity, removed only when set
+	NoOverwrite bool     // unlink only, even where overwriting would mean something
+}
+
+// ErrRefused is bad input: a path the wipe will not take.
+var ErrRefused = errors.New("refused")
+
+// caches are what ML work fills: huggingface_hub (HF_HOME), torch hub
+// (TORCH_HOME, default $XDG_CACHE_HOME/torch), pip, W&B, Triton's compiled
+// kernels and CUDA's JIT cache.
+func caches(home string, lookup func(string) (string, bool)) [][2]string {
+	xdg := filepath.Join(home, ".cache")
+	if v, ok := lookup("XDG_CACHE_HOME"); ok && v != "" {
+		xdg = v
+	}
+	torch := filepath.Join(xdg, "torch")
+	if v, ok := lookup("TORCH_HOME"); ok && v != "" {
+		torch = v
+	}
+	pip := filepath.Join(xdg, "pip")
+	if v, ok := lookup("PIP_CACHE_DIR"); ok && v != "" {
+		pip = v
+	}
+	return [][2]string{
+		{audit.HFHome(home, lookup), "Hugging Face cache (models, datasets, token)"},
+		{torch, "PyTorch hub cache"},
+		{pip, "pip cache"},
+		{filepath.Join(xdg, "wandb"), "W&B cache"},
+		{filepath.Join(home, ".config", "wandb"), "W&B settings"},
+		{filepath.Join(home, ".triton", "cache"), "Triton kernel cache"},
+		{filepath.Join(home, ".nv", "ComputeCache"), "CUDA JIT cache"},
+	}
+}
+
+// histories are the shells' and REPLs' history files: what you typed,
+// tokens pasted on command lines included.
+func histories(home string) [][2]string {
+	var out [][2]string
+	for _, n := range []string{".bash_history", ".zsh_history", ".python_history", ".local/share/fish/fish_history",
+		".ipython/profile_default/history.sqlite", ".lesshst", ".viminfo", ".node_repl_history", ".psql_history",
+		".mysql_history", ".sqlite_history", ".wget-hsts"} {
+		out = append(out, [2]string{filepath.Join(home, n), "history " + n})
+	}
+	return out
+}
+
+// protected are paths no plan may name: the system and the home itself.
+func protected(root, home string) []string {
+	p := []string{home}
+	for _, d := range []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc", "/root",
+		"/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/var/tmp", "/mnt", "/media", "/data", "/workspace"} {
+		p = append(p, filepath.Join(root, d))
+	}
+	return p
+}
+
+// Make builds the plan. It reads sizes but changes nothing.
+func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
+	if e.Lookup == nil {
+		e.Lookup = func(string) (string, bool) { return "", false }
+	}
+	p := &Plan{Items: []Item{}, Warnings: []string{}, Kept: []string{}}
+	tab := mounts.Read(e.Root)
+	var cands []Item
+	named := func(paths []string, kind, what string) error {
+		for _, d := range paths {
+			abs, err := filepath.Abs(d)
+			if err != nil {
+				return fmt.Errorf("%w: %s: %v", ErrRefused, d, err)
+			}
+			if _, err := os.Lstat(abs); err != nil {
+				return fmt.Errorf("%w: %s: %v", ErrRefused, d, err)
+			}
+			for _, q := range protected(e.Root, e.Home) {
+				if abs == filepath.Clean(q) || strings.HasPrefix(e.Home+"/", abs+"/") {
+					return fmt.Errorf("%w: %s is the home or a system directory; name the directories inside it to remove", ErrRefused, d)
+				}
+			}
+			cands = append(cands, Item{Kind: kind, What: what, Path: abs})
+		}
+		return nil
+	}
+	if err := named(o.Checkpoints, Checkpoints, "checkpoints"); err != nil {
+		return nil, err
+	}
+	if err := named(o.Data, Data, "data you named"); err != nil {
+		return nil, err
+	}
+	for _, c := range caches(e.Home, e.Lookup) {
+		cands = append(cands, Item{Kind: Cache, What: c[1], Path: c[0]})
+	}
+	for _, s := range audit.SecretFiles(e.Home, e.Lookup) {
+		if s.Marker == "" || fileHas(s.Path, s.Marker) {
+			cands = append(cands, Item{Kind: Credential, What: s.Kind, Path: s.Path})
+		}
+	}
+	for _, k := range audit.PrivateKeys(e.Home) {
+		cands = append(cands, Item{Kind: Credential, What: "SSH private key", Path: k})
+	}
+	for _, f := range audit.EnvFiles(e.Cwd) {
+		cands = append(cands, Item{Kind: Credential, What: "dotenv file", Path: f})
+	}
+	if o.Identity != "" {
+		cands = append(cands, Item{Kind: Credential, What: "gpurent age identity (checkpoint key)", Path: o.Identity})
+	}
+	for _, h := range histories(e.Home) {
+		cands = append(cands, Item{Kind: History, What: h[1], Path: h[0]})
+	}
+	cands = append(cands, tempItems(e)...)
+
+	// Keep what exists, drop what lies inside another item, size the rest.
+	var exist []Item
+	for _, it := range cands {
+		if _, err := os.Lstat(it.Path); err == nil {
+			exist = append(exist, it)
+		}
+	}
+	seen := map[string]bool{}
+	for _, it := range exist {
+		if seen[it.Path] || insideAnother(it.Path, exist) {
+			continue
+		}
+		seen[it.Path] = true
+		if err := size(&it, tab, o.NoOverwrite); err != nil {
+			return nil, err
+		}
+		p.Items = append(p.Items, it)
+		p.Bytes += it.Bytes
+	}
+	if o.Docker {
+		imgs, err := dockerImages(ctx, e)
+		if err != nil {
+			p.Warnings = append(p.Warnings, "Docker images not listed: "+err.Error())
+		}
+		for _, it := range imgs {
+			p.Items = append(p.Items, it)
+			p.Bytes += it.Bytes
+		}
+	}
+	if o.Identity == "" {
+		p.Kept = append(p.Kept, "gpurent's age identity (gpurent wipe --remove-identity removes it; keep a copy elsewhere first)")
+	}
+	p.Kept = append(p.Kept, "~/.ssh/authorized_keys (removing it would lock you out before you finish)")
+	p.Warnings = append(p.Warnings, warnings(p, tab)...)
+	return p, nil
+}
+
+// insideAnother: path lies strictly inside another candidate that is a
+// directory (not a symlink), which removes it anyway.
+func insideAnother(path string, items []Item) bool {
+	for _, o := range items {
+		if o.Path != path && strings.HasPrefix(path, o.Path+"/") {
+			if st, err := os.Lstat(o.Path); err == nil && st.IsDir() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func fileHas(path, marker string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b[:min(len(b), 4096)]), marker)
+}
+
+// tempItems are this user's own top-level entries in the temp directories,
+// except the sockets and session directories of running programs (X11,
+// tmux, systemd's private temp dirs): removing those breaks the session
+// the wipe runs in and they hold no data.
+func tempItems(e Env) []Item {
+	var out []Item
+	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		dir := filepath.Join(e.Root, d)
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, ent := range ents {
+			n := ent.Name()
+			if strings.HasSuffix(n, "-unix") || strings.HasPrefix(n, "systemd-private-") || strings.HasPrefix(n, "tmux-") ||
+				strings.HasPrefix(n, "snap-private-tmp") || strings.HasPrefix(n, "ssh-") || ent.Type()&fs.ModeSocket != 0 {
+				continue
+			}
+			info, err := ent.Info()
+			if err != nil {
+				continue
+			}
+			if st, ok := info.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != e.UID {
+				continue
+			}
+			out = append(out, Item{Kind: Temp, What: "your temp file", Path: filepath.Join(dir, n)})
+		}
+	}
+	return out
+}
+
+// size fills bytes, files, symlink and overwrite for a path item.
+func size(it *Item, tab mounts.Table, noOverwrite bool) error {
+	st, err := os.Lstat(it.Path)
+	if err != nil {
+		return err
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		it.Symlink = true
+		it.Target, _ = os.Readlink(it.Path)
+		return nil
+	}
+	if m, ok := tab.Find(it.Path); ok {
+		it.FSType = m.FSType
+		it.Overwrite = !noOverwrite && m.OverwriteMeaningful()
+	}
+	return filepath.WalkDir(it.Path, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				it.Bytes += info.Size()
+				it.Files++
+			}
+		}
+		return nil
+	})
+}
+
+// warnings say what a wipe cannot do, plainly.
+func warnings(p *Plan, tab mounts.Table) []string {
+	types := map[string]bool{}
+	for _, it := range p.Items {
+		if it.Path == "" || it.Symlink {
+			continue
+		}
+		m, _ := tab.Find(it.Path)
+		switch {
+		case m.Overlay():
+			types["overlay"] = true
+		case m.CopyOnWrite():
+			types["copy-on-write ("+m.FSType+")"] = true
+		case m.Network():
+			types["network ("+m.FSType+")"] = true
+		}
+	}
+	var names []string
+	for k := range types {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var out []string
+	if len(names) > 0 {
+		out = append(out, "some of this lives on "+strings.Join(names, ", ")+" storage: deleting there does not erase the old blocks, and overwriting is skipped")
+	}
+	out = append(out, "on SSDs, overlay and copy-on-write storage only a crypto-erase is reliable: keep data on a volume encrypted with a key you hold "+
+		"(cryptsetup luksFormat /dev/DISK; cryptsetup open /dev/DISK data --key-file KEY; mkfs.ext4 /dev/mapper/data) and destroy the key when you leave")
+	return out
+}
+
+// dockerImages lists every image through the docker CLI.
+func dockerImages(ctx context.Context, e Env) ([]Item, error) {
+	if e.Docker == nil {
+		return nil, errors.New("no docker command")
+	}
+	out, err := e.Docker(ctx, "image", "ls", "--no-trunc", "--format", "{{json .}}")
+	if err != nil {
+		return nil, fmt.Errorf("docker image ls: %w", err)
+	}
+	var items []Item
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" {
+			continue
+		}
+		var img struct{ ID, Repository, Tag, Size string }
+		if err := json.Unmarshal([]byte(line), &img); err != nil {
+			return nil, fmt.Errorf("docker image ls: %w", err)
+		}
+		items = append(items, Item{Kind: Docker, What: img.Repository + ":" + img.Tag, Image: img.ID, Bytes: dockerSize(img.Size)})
+	}
+	return items, nil
+}
+
+// dockerSize reads docker's human sizes ("1.2GB", "512MB", "94.3kB"),
+// which use powers of 1000.
+func dockerSize(s string) int64 {
+	mult := map[string]float64{"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+	for _, u := range []string{"kB", "KB", "MB", "GB", "TB", "B"} {
+		if v, ok := strings.CutSuffix(s, u); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0
+			}
+			return int64(f * mult[u])
+		}
+	}
+	return 0
+}

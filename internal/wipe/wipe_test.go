@@ -1,0 +1,426 @@
+package wipe
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/store"
+)
+
+func put(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// box is a fake machine: a root with tmp, a home with caches, secrets and
+// histories, a data directory with read-only files and symlinks pointing
+// out of it, and "outside" files that no wipe may touch.
+type box struct{ base, root, home, cwd, data, outside string }
+
+func newBox(t *testing.T) *box {
+	base := t.TempDir()
+	b := &box{base: base, root: filepath.Join(base, "root")}
+	b.home = filepath.Join(b.root, "home/me")
+	b.cwd = filepath.Join(b.root, "work")
+	b.data = filepath.Join(b.root, "data/run1")
+	b.outside = filepath.Join(base, "outside")
+	put(t, b.root+"/proc/self/mounts", "/dev/vda1 / ext4 rw,relatime 0 0\n", 0o644)
+	put(t, b.home+"/.bashrc", "# keep\n", 0o644)
+	put(t, b.home+"/.ssh/authorized_keys", "ssh-ed25519 AAAA me\n", 0o600)
+	put(t, b.home+"/.ssh/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n", 0o600)
+	put(t, b.home+"/.ssh/id_ed25519.pub", "ssh-ed25519 AAAA me\n", 0o644)
+	put(t, b.home+"/.ssh/known_hosts", "github.com ssh-ed25519 AAAA\n", 0o644)
+	put(t, b.home+"/.config/gpurent/identity.txt", "AGE-SECRET-KEY-1FAKE\n", 0o600)
+	put(t, b.home+"/.cache/huggingface/hub/models--x/blob", strings.Repeat("w", 5000), 0o644)
+	put(t, b.home+"/.cache/huggingface/token", "hf_secret", 0o600)
+	put(t, b.home+"/.cache/pip/http/abc", "wheel", 0o644)
+	put(t, b.home+"/.cache/torch/hub/checkpoints/resnet.pth", "weights", 0o644)
+	put(t, b.home+"/.aws/credentials", "[default]\n", 0o600)
+	put(t, b.home+"/.netrc", "machine api.wandb.ai\n", 0o600)
+	put(t, b.home+"/.docker/config.json", `{"auths":{}}`, 0o600) // no "auth": not a credential
+	put(t, b.home+"/.bash_history", "export HF_TOKEN=hf_secret\n", 0o600)
+	put(t, b.home+"/.python_history", "import torch\n", 0o600)
+	put(t, b.cwd+"/.env", "KEY=1\n", 0o600)
+	put(t, b.cwd+"/train.py", "print(1)\n", 0o644)
+	put(t, b.data+"/shard-0.bin", strings.Repeat("d", 9000), 0o444) // read-only file
+	put(t, b.data+"/ro/inner.bin", "inner", 0o444)
+	if err := os.Chmod(b.data+"/ro", 0o555); err != nil { // read-only directory
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(b.data+"/ro", 0o755) }) // so TempDir's cleanup can remove it
+	put(t, b.outside+"/target.txt", "must survive", 0o644)
+	put(t, b.outside+"/dir/precious.bin", "must survive too", 0o644)
+	must(t, os.Symlink(b.outside+"/target.txt", b.data+"/link-to-file"))
+	must(t, os.Symlink(b.outside+"/dir", b.data+"/link-to-dir"))
+	must(t, os.Symlink(b.outside+"/dir", b.home+"/.cache/huggingface/escape"))
+	// The temp directories: one file of mine, a session socket dir kept.
+	put(t, b.root+"/tmp/mine.tmp", "scratch", 0o644)
+	put(t, b.root+"/tmp/tmux-0/default", "", 0o600)
+	put(t, b.root+"/var/tmp/.keep-dir/x", "", 0o644)
+	return b
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *box) env() Env {
+	return Env{Root: b.root, Home: b.home, Cwd: b.cwd, UID: os.Getuid(),
+		Lookup: func(string) (string, bool) { return "", false }}
+}
+
+// snapshot maps every path under dir to its type and content hash.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		v := d.Type().String()
+		if d.Type().IsRegular() {
+			if b, err := os.ReadFile(p); err == nil {
+				s := sha256.Sum256(b)
+				v += hex.EncodeToString(s[:8])
+			} else {
+				v += "unreadable"
+			}
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			l, _ := os.Readlink(p)
+			v += "->" + l
+		}
+		out[p] = v
+		return nil
+	})
+	return out
+}
+
+func paths(p *Plan, base string) []string {
+	var out []string
+	for _, it := range p.Items {
+		out = append(out, strings.TrimPrefix(it.Path, base))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestPlanListsWhatItShould(t *testing.T) {
+	b := newBox(t)
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"/root/data/run1",
+		"/root/home/me/.aws/credentials",
+		"/root/home/me/.bash_history",
+		"/root/home/me/.cache/huggingface",
+		"/root/home/me/.cache/pip",
+		"/root/home/me/.cache/torch",
+		"/root/home/me/.netrc",
+		"/root/home/me/.python_history",
+		"/root/home/me/.ssh/id_ed25519",
+		"/root/tmp/mine.tmp",
+		"/root/var/tmp/.keep-dir",
+		"/root/work/.env",
+	}
+	if got := paths(p, b.base); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("plan:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, it := range p.Items {
+		if it.Path == b.data && (it.Bytes != 9005 || it.Files != 2 || !it.Overwrite || it.FSType != "ext4") {
+			t.Errorf("data item %+v: want 9005 bytes in 2 files, overwritten on ext4", it)
+		}
+	}
+	if len(p.Kept) == 0 || !strings.Contains(strings.Join(p.Warnings, " "), "crypto-erase") {
+		t.Errorf("kept %v warnings %v", p.Kept, p.Warnings)
+	}
+	// The identity only on request.
+	p2, _ := Make(context.Background(), b.env(), Options{Identity: b.home + "/.config/gpurent/identity.txt"})
+	if !strings.Contains(strings.Join(paths(p2, b.base), " "), "identity.txt") {
+		t.Error("--identity did not add the identity")
+	}
+}
+
+func TestPlanRefusesHomeAndSystem(t *testing.T) {
+	b := newBox(t)
+	for _, bad := range []string{b.home, b.root + "/home", b.root + "/etc", b.root, b.base + "/nope"} {
+		os.MkdirAll(b.root+"/etc", 0o755)
+		if _, err := Make(context.Background(), b.env(), Options{Data: []string{bad}}); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: %v, want refused", bad, err)
+		}
+	}
+}
+
+func TestDryRunDeletesNothing(t *testing.T) {
+	b := newBox(t)
+	before := snapshot(t, b.base)
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := DryRun(p, time.Now())
+	if !r.DryRun || len(r.Items) != len(p.Items) || r.Items[0].Status != Planned {
+		t.Fatalf("%+v", r)
+	}
+	after := snapshot(t, b.base)
+	if len(before) != len(after) {
+		t.Fatalf("dry run changed the tree: %d entries before, %d after", len(before), len(after))
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("dry run changed %s", k)
+		}
+	}
+}
+
+func TestRunDeletesExactlyThePlan(t *testing.T) {
+	b := newBox(t)
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, b.base)
+	var saves int
+	var overwritten []string
+	x := Exec{
+		Save: func(*Report) error { saves++; return nil },
+		BeforeRemove: func(path string) error {
+			// The read-only shard was overwritten before its unlink.
+			if strings.HasSuffix(path, "/shard-0.bin") {
+				if c, _ := os.ReadFile(path); strings.Contains(string(c), "ddd") || len(c) != 9000 {
+					t.Errorf("shard-0.bin not overwritten in place before unlink")
+				}
+				overwritten = append(overwritten, path)
+			}
+			return nil
+		},
+	}
+	r, err := Run(context.Background(), p, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Complete || r.Failed != 0 || saves != len(p.Items)+2 {
+		t.Fatalf("complete %v failed %d saves %d: %+v", r.Complete, r.Failed, saves, r.Items)
+	}
+	if len(overwritten) != 1 {
+		t.Error("the overwrite was not observed")
+	}
+	var want int64
+	for _, it := range p.Items {
+		want += it.Bytes
+	}
+	if r.Freed != want {
+		t.Errorf("freed %d, plan said %d", r.Freed, want)
+	}
+	after := snapshot(t, b.base)
+	inPlan := func(path string) bool {
+		for _, it := range p.Items {
+			if path == it.Path || strings.HasPrefix(path, it.Path+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for k, v := range before {
+		switch {
+		case inPlan(k):
+			if _, ok := after[k]; ok {
+				t.Errorf("planned %s survived", k)
+			}
+		case after[k] != v:
+			t.Errorf("%s is outside the plan and changed (%q -> %q)", k, v, after[k])
+		}
+	}
+	for _, keep := range []string{b.outside + "/target.txt", b.outside + "/dir/precious.bin", b.home + "/.ssh/authorized_keys",
+		b.home + "/.config/gpurent/identity.txt", b.home + "/.bashrc", b.root + "/tmp/tmux-0/default"} {
+		if _, err := os.Stat(keep); err != nil {
+			t.Errorf("%s must survive: %v", keep, err)
+		}
+	}
+}
+
+func TestFailureMidwayIsReported(t *testing.T) {
+	b := newBox(t)
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := b.home + "/.cache/pip/http/abc"
+	var last Report
+	x := Exec{
+		Save: func(r *Report) error { last = *r; last.Items = append([]Result(nil), r.Items...); return nil },
+		BeforeRemove: func(path string) error {
+			if path == stuck {
+				return errors.New("injected: device busy")
+			}
+			return nil
+		},
+	}
+	r, err := Run(context.Background(), p, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed != 1 || !last.Complete || last.Failed != 1 {
+		t.Fatalf("failed %d (saved %d, complete %v)", r.Failed, last.Failed, last.Complete)
+	}
+	for _, it := range last.Items {
+		pip := it.Path == b.home+"/.cache/pip"
+		if pip != (it.Status == Failed) {
+			t.Errorf("%s: %s %s", it.Path, it.Status, it.Error)
+		}
+		if pip && (!strings.Contains(it.Error, "injected") || it.Left == 0) {
+			t.Errorf("pip item: %+v", it)
+		}
+	}
+	if _, err := os.Stat(stuck); err != nil {
+		t.Error("the file whose removal failed is gone")
+	}
+
+	// Interrupted: the items after the cancel are reported not run.
+	b2 := newBox(t)
+	p2, _ := Make(context.Background(), b2.env(), Options{Data: []string{b2.data}})
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	r2, err := Run(ctx, p2, Exec{BeforeRemove: func(string) error {
+		if n++; n == 3 {
+			cancel()
+		}
+		return nil
+	}})
+	if !errors.Is(err, context.Canceled) || r2.Complete {
+		t.Fatalf("interrupted run: %v complete %v", err, r2.Complete)
+	}
+	notRun := 0
+	for _, it := range r2.Items {
+		if it.Status == NotRun {
+			notRun++
+			if _, err := os.Lstat(it.Path); err != nil {
+				t.Errorf("%s reported not run but gone", it.Path)
+			}
+		}
+	}
+	if notRun == 0 {
+		t.Error("no item reported not run after the cancel")
+	}
+}
+
+func TestSymlinkItemRemovesOnlyTheLink(t *testing.T) {
+	b := newBox(t)
+	link := b.root + "/data/link"
+	must(t, os.Symlink(b.outside+"/dir", link))
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{link}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var it Item
+	for _, x := range p.Items {
+		if x.Path == link {
+			it = x
+		}
+	}
+	if !it.Symlink || it.Target != b.outside+"/dir" || it.Bytes != 0 {
+		t.Fatalf("%+v", it)
+	}
+	if _, err := Run(context.Background(), &Plan{Items: []Item{it}}, Exec{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(link); err == nil {
+		t.Error("link survived")
+	}
+	if _, err := os.Stat(b.outside + "/dir/precious.bin"); err != nil {
+		t.Error("the link's target was touched")
+	}
+}
+
+func TestTempSocketsKept(t *testing.T) {
+	b := newBox(t)
+	ln, err := net.Listen("unix", b.root+"/tmp/agent.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p, _ := Make(context.Background(), b.env(), Options{})
+	for _, it := range p.Items {
+		if strings.HasSuffix(it.Path, "agent.sock") {
+			t.Error("a live socket is in the plan")
+		}
+	}
+}
+
+func TestBackupGuard(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	dir := filepath.Join(base, "ckpts")
+	put(t, dir+"/checkpoint-100/model.bin", strings.Repeat("m", 4096), 0o644)
+	put(t, dir+"/checkpoint-100/trainer_state.json", "{}", 0o644)
+	put(t, dir+"/.gpurent-run.json", `{"run":"exp1","committed":{}}`, 0o644)
+	if RunOf(dir) != "exp1" {
+		t.Fatalf("run name: %q", RunOf(dir))
+	}
+	b, _, err := store.Open(ctx, filepath.Join(base, "store"), store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	st := store.New(b, store.Options{Grace: -1})
+
+	if _, err := CheckBackup(ctx, st, "exp1", dir); err == nil || !strings.Contains(err.Error(), "not committed") {
+		t.Fatalf("no backup yet: %v", err)
+	}
+	m, err := st.Push(ctx, dir+"/checkpoint-100", "exp1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := CheckBackup(ctx, st, "exp1", dir)
+	if err != nil || got.ID != m.ID || got.Checkpoint != "checkpoint-100" || got.Bytes != 4098 {
+		t.Fatalf("backed up: %+v %v", got, err)
+	}
+	// Changed locally after the upload: not the same checkpoint.
+	put(t, dir+"/checkpoint-100/model.bin", strings.Repeat("n", 4096), 0o644)
+	old := time.Now().Add(-time.Minute)
+	os.Chtimes(dir+"/checkpoint-100/model.bin", old, old)
+	if _, err := CheckBackup(ctx, st, "exp1", dir); err == nil || !strings.Contains(err.Error(), "differs") {
+		t.Fatalf("changed: %v", err)
+	}
+	put(t, dir+"/checkpoint-100/model.bin", strings.Repeat("m", 4096), 0o644)
+	os.Chtimes(dir+"/checkpoint-100/model.bin", old, old)
+	// Damaged in the store: found, but verification fails.
+	damaged := false
+	for _, o := range m.Objects {
+		path := filepath.Join(base, "store", filepath.FromSlash(o.Key))
+		if c, err := os.ReadFile(path); err == nil && len(c) > 100 && !damaged {
+			c[len(c)/2] ^= 0xff
+			must(t, os.WriteFile(path, c, 0o644))
+			damaged = true
+		}
+	}
+	if !damaged {
+		t.Fatal("found no stored object to damage")
+	}
+	if _, err := CheckBackup(ctx, st, "exp1", dir); err == nil || !strings.Contains(err.Error(), "fails verification") {
+		t.Fatalf("damaged: %v", err)
+	}
+}
