@@ -74,6 +74,9 @@ check failed, 2 bad usage.`,
 			if e.Cwd, err = os.Getwd(); err != nil {
 				return fmt.Errorf("wipe: %w", err)
 			}
+			if exe, err := os.Executable(); err == nil {
+				e.Exe, _ = filepath.EvalSymlinks(exe)
+			}
 			o := wipe.Options{Docker: docker, NoOverwrite: noOverwrite}
 			o.Checkpoints = append(o.Checkpoints, ckpts...)
 			for _, p := range paths {

@@ -66,6 +66,7 @@ type Env struct {
 	Root   string
 	Home   string
 	Cwd    string
+	Exe    string // gpurent's own binary, which a wipe leaves alone
 	UID    int
 	Lookup func(string) (string, bool)
 	Docker func(ctx context.Context, args ...string) ([]byte, error)
@@ -184,7 +185,16 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	for _, h := range histories(e.Home) {
 		cands = append(cands, Item{Kind: History, What: h[1], Path: h[0]})
 	}
-	cands = append(cands, tempItems(e)...)
+	for _, it := range tempItems(e) {
+		switch {
+		case within(e.Cwd, it.Path):
+			p.Kept = append(p.Kept, it.Path+" (holds the working directory)")
+		case e.Exe != "" && within(e.Exe, it.Path):
+			p.Kept = append(p.Kept, it.Path+" (holds gpurent itself)")
+		default:
+			cands = append(cands, it)
+		}
+	}
 
 	// Keep what exists, drop what lies inside another item, size the rest.
 	var exist []Item
@@ -221,6 +231,11 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	p.Kept = append(p.Kept, "~/.ssh/authorized_keys (removing it would lock you out before you finish)")
 	p.Warnings = append(p.Warnings, warnings(p, tab)...)
 	return p, nil
+}
+
+// within: path is dir or lies inside it.
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+"/")
 }
 
 // insideAnother: path lies strictly inside another candidate that is a

@@ -75,6 +75,7 @@ func newBox(t *testing.T) *box {
 	put(t, b.root+"/tmp/mine.tmp", "scratch", 0o644)
 	put(t, b.root+"/tmp/tmux-0/default", "", 0o600)
 	put(t, b.root+"/var/tmp/.keep-dir/x", "", 0o644)
+	put(t, b.root+"/tmp/session/gpurent", "binary", 0o755) // gpurent copied here and run
 	return b
 }
 
@@ -86,7 +87,7 @@ func must(t *testing.T, err error) {
 }
 
 func (b *box) env() Env {
-	return Env{Root: b.root, Home: b.home, Cwd: b.cwd, UID: os.Getuid(),
+	return Env{Root: b.root, Home: b.home, Cwd: b.cwd, UID: os.Getuid(), Exe: b.root + "/tmp/session/gpurent",
 		Lookup: func(string) (string, bool) { return "", false }}
 }
 
@@ -154,8 +155,17 @@ func TestPlanListsWhatItShould(t *testing.T) {
 			t.Errorf("data item %+v: want 9005 bytes in 2 files, overwritten on ext4", it)
 		}
 	}
+	if kept := strings.Join(p.Kept, "\n"); !strings.Contains(kept, "/tmp/session (holds gpurent itself)") {
+		t.Errorf("gpurent's own directory not kept: %v", p.Kept)
+	}
 	if len(p.Kept) == 0 || !strings.Contains(strings.Join(p.Warnings, " "), "crypto-erase") {
 		t.Errorf("kept %v warnings %v", p.Kept, p.Warnings)
+	}
+	// Nor the temp directory wipe runs in.
+	e := b.env()
+	e.Cwd = b.root + "/tmp/mine.tmp"
+	if p3, _ := Make(context.Background(), e, Options{}); strings.Contains(strings.Join(paths(p3, b.base), " "), "mine.tmp") {
+		t.Error("the working directory is in the plan")
 	}
 	// The identity only on request.
 	p2, _ := Make(context.Background(), b.env(), Options{Identity: b.home + "/.config/gpurent/identity.txt"})
@@ -422,5 +432,54 @@ func TestBackupGuard(t *testing.T) {
 	}
 	if _, err := CheckBackup(ctx, st, "exp1", dir); err == nil || !strings.Contains(err.Error(), "fails verification") {
 		t.Fatalf("damaged: %v", err)
+	}
+}
+
+func TestDockerImages(t *testing.T) {
+	b := newBox(t)
+	var calls []string
+	e := b.env()
+	e.Docker = func(_ context.Context, args ...string) ([]byte, error) {
+		calls = append(calls, strings.Join(args, " "))
+		switch args[1] {
+		case "ls":
+			return []byte(`{"ID":"sha256:aaa","Repository":"pytorch/pytorch","Tag":"2.5.1-cuda12.4","Size":"7.6GB"}` + "\n" +
+				`{"ID":"sha256:bbb","Repository":"<none>","Tag":"<none>","Size":"512MB"}` + "\n"), nil
+		case "rm":
+			if args[3] == "sha256:bbb" {
+				return []byte("Error: image is being used by running container 1234\n"), errors.New("exit status 1")
+			}
+			return nil, nil
+		}
+		return nil, errors.New("unexpected")
+	}
+	p, err := Make(context.Background(), e, Options{Docker: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imgs []Item
+	for _, it := range p.Items {
+		if it.Kind == Docker {
+			imgs = append(imgs, it)
+		}
+	}
+	if len(imgs) != 2 || imgs[0].Bytes != 7_600_000_000 || imgs[0].What != "pytorch/pytorch:2.5.1-cuda12.4" {
+		t.Fatalf("%+v", imgs)
+	}
+	r, err := Run(context.Background(), &Plan{Items: imgs}, Exec{Docker: e.Docker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Items[0].Status != Removed || r.Items[1].Status != Failed || !strings.Contains(r.Items[1].Error, "used by running container") {
+		t.Fatalf("%+v", r.Items)
+	}
+	if calls[1] != "image rm --force sha256:aaa" {
+		t.Errorf("calls %v", calls)
+	}
+	// Without docker the plan says so and goes on.
+	e.Docker = nil
+	p, err = Make(context.Background(), e, Options{Docker: true})
+	if err != nil || !strings.Contains(strings.Join(p.Warnings, " "), "Docker images not listed") {
+		t.Fatalf("%v %v", err, p.Warnings)
 	}
 }
