@@ -203,6 +203,10 @@ func writeWipePlan(w io.Writer, p *wipe.Plan) {
 				how = "docker image rm"
 			case it.Symlink:
 				how = "remove the link only (-> " + it.Target + ")"
+			case it.MountPoint && it.Overwrite:
+				how = "overwrite, then unlink the contents; the mount point stays (" + it.FSType + ")"
+			case it.MountPoint:
+				how = "unlink the contents; the mount point stays (" + it.FSType + ")"
 			case it.Overwrite:
 				how = "overwrite, then unlink (" + it.FSType + ")"
 			case it.FSType != "":

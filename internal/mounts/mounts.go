@@ -82,6 +82,22 @@ func (t Table) Find(path string) (Mount, bool) {
 	return best, found
 }
 
+// IsMountPoint reports whether path is itself where a file system is
+// mounted: its contents can be removed, the directory cannot.
+func (t Table) IsMountPoint(path string) bool {
+	m, ok := t.Find(path)
+	if !ok {
+		return false
+	}
+	p := filepath.Clean(path)
+	if t.Root != "" && t.Root != "/" {
+		if rel, err := filepath.Rel(t.Root, p); err == nil && !strings.HasPrefix(rel, "..") {
+			p = filepath.Clean("/" + rel)
+		}
+	}
+	return p == m.Point
+}
+
 func under(p, point string) bool {
 	if point == "/" {
 		return strings.HasPrefix(p, "/")

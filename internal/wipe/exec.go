@@ -143,6 +143,16 @@ func (x Exec) remove(ctx context.Context, res *Result) {
 		}
 	}
 	defer func() {
+		if res.MountPoint {
+			if ents, err := os.ReadDir(res.Path); err == nil && len(ents) > 0 && len(errs) == 0 {
+				errs = append(errs, fmt.Errorf("%d entries still in the mount point", len(ents)))
+			}
+			res.Status = Removed
+			if len(errs) > 0 {
+				res.Status, res.Error = Failed, errors.Join(errs...).Error()
+			}
+			return
+		}
 		if _, err := os.Lstat(res.Path); err == nil {
 			res.Status = Failed
 			if len(errs) == 0 {
@@ -183,6 +193,9 @@ func (x Exec) remove(ctx context.Context, res *Result) {
 		if st.Mode().IsRegular() {
 			res.Freed += st.Size()
 		}
+		return
+	}
+	if res.MountPoint {
 		return
 	}
 	if err := x.unlink(res.Path, func() error { return os.Remove(res.Path) }); err != nil && res.Left == 0 {

@@ -50,6 +50,9 @@ type Item struct {
 	// file system writes data in place (FSType).
 	Overwrite bool   `json:"overwrite"`
 	FSType    string `json:"fstype,omitempty"`
+	// MountPoint: the directory is a mount point; its contents go, the
+	// directory itself stays.
+	MountPoint bool `json:"mount_point,omitempty"`
 }
 
 // Plan is what a wipe will remove, and the warnings that go with it.
@@ -301,6 +304,7 @@ func size(it *Item, tab mounts.Table, noOverwrite bool) error {
 	if m, ok := tab.Find(it.Path); ok {
 		it.FSType = m.FSType
 		it.Overwrite = !noOverwrite && m.OverwriteMeaningful()
+		it.MountPoint = st.IsDir() && tab.IsMountPoint(it.Path)
 	}
 	return filepath.WalkDir(it.Path, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {

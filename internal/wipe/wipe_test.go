@@ -435,6 +435,27 @@ func TestBackupGuard(t *testing.T) {
 	}
 }
 
+func TestMountPointKeepsItsDirectory(t *testing.T) {
+	b := newBox(t)
+	put(t, b.root+"/proc/self/mounts", "/dev/vda1 / ext4 rw 0 0\n/dev/vdb /data/run1 xfs rw 0 0\n", 0o644)
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := p.Items[0]
+	if it.Path != b.data || !it.MountPoint || it.Overwrite || it.FSType != "xfs" {
+		t.Fatalf("%+v", it)
+	}
+	r, err := Run(context.Background(), &Plan{Items: []Item{it}}, Exec{})
+	if err != nil || r.Items[0].Status != Removed {
+		t.Fatalf("%v %+v", err, r.Items[0])
+	}
+	ents, err := os.ReadDir(b.data)
+	if err != nil || len(ents) != 0 {
+		t.Fatalf("mount point: %v %v", ents, err)
+	}
+}
+
 func TestDockerImages(t *testing.T) {
 	b := newBox(t)
 	var calls []string
