@@ -13,6 +13,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("GPURENT_AS_MAIN") == "1" { // the test binary as gpurent, for tests that kill it
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"gpurent": func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) },
 	})
