@@ -301,18 +301,21 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 	return Exit{Code: 0, Reason: fmt.Sprintf("preempted (%s): newest checkpoint uploaded, command stopped", n.Cloud)}
 }
 
-// watch scans the directory and uploads each new complete checkpoint,
-// never blocking the command.
+// watch uploads each new complete checkpoint, never blocking the command:
+// it scans soon after file events and, for what events cannot tell (a
+// quiet period ending, a file system without events), every Poll.
 func (s *Supervisor) watch(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
+	events := s.notify(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.uploadNewest(ctx)
+		case <-events:
 		}
+		s.uploadNewest(ctx)
 	}
 }
 

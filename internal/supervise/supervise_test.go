@@ -476,3 +476,32 @@ func TestPreemption(t *testing.T) {
 		t.Errorf("auto: %v", p)
 	}
 }
+
+// TestFileEventsTriggerUpload: with the periodic scan an hour away, a
+// Hugging Face checkpoint is committed within seconds because the file
+// events started a scan. The command itself waits for the commit to show
+// in the state file and fails if it does not.
+func TestFileEventsTriggerUpload(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	cfg := h.config(dir, h.b)
+	cfg.Poll, cfg.Glob, cfg.MaxRestarts = time.Hour, "", 0
+	cfg.Log = t.Logf
+	cfg.Cmd = []string{"sh", "-c", `sleep 0.3
+mkdir -p "$GPURENT_CKPT_DIR/checkpoint-5"
+head -c 100000 /dev/urandom > "$GPURENT_CKPT_DIR/checkpoint-5/model.safetensors"
+echo '{"global_step": 5}' > "$GPURENT_CKPT_DIR/checkpoint-5/trainer_state.json"
+for i in $(seq 100); do
+  grep -q checkpoint-5 "$GPURENT_CKPT_DIR/.gpurent-run.json" 2>/dev/null && exit 0
+  sleep 0.05
+done
+exit 1`}
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 0 {
+		t.Fatalf("the checkpoint was not committed while the command waited 5 s: %+v %v", ex, err)
+	}
+}
