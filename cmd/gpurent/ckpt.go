@@ -13,9 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/time/rate"
 
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/units"
 )
 
 // version is gpurent's version, recorded in manifests.
@@ -31,6 +33,7 @@ type storeFlags struct {
 	insecure   bool
 	grace      time.Duration
 	workers    int
+	bwlimit    string
 }
 
 func (s *storeFlags) register(fs *pflag.FlagSet) {
@@ -42,6 +45,7 @@ func (s *storeFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to an endpoint that is not this machine")
 	fs.DurationVar(&s.grace, "grace", 10*time.Minute, "leave uncommitted uploads younger than this alone when cleaning up")
 	fs.IntVar(&s.workers, "workers", 4, "files moved in parallel")
+	fs.StringVar(&s.bwlimit, "bwlimit", "", "cap uploads at this rate, e.g. 50MB/s, 50MiB/s or 400Mbit/s (default: no cap)")
 }
 
 // defaultIdentity is where keygen writes: $XDG_CONFIG_HOME/gpurent or
@@ -114,6 +118,14 @@ func (s *storeFlags) open(ctx context.Context, c *store.Crypto, progress func(in
 	if s.workers < 1 {
 		return nil, "", nil, usagef("--workers: want at least 1, got %d", s.workers)
 	}
+	var upload *rate.Limiter
+	if s.bwlimit != "" {
+		bps, err := units.ParseRate(s.bwlimit)
+		if err != nil {
+			return nil, "", nil, usagef("--bwlimit: %v", err)
+		}
+		upload = store.NewUploadLimit(bps)
+	}
 	b, name, err := store.Open(ctx, s.url, store.OpenOptions{Insecure: s.insecure, PartSize: 8 << 20, Concurrency: 4})
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "store") || strings.HasPrefix(err.Error(), "no store") {
@@ -126,7 +138,7 @@ func (s *storeFlags) open(ctx context.Context, c *store.Crypto, progress func(in
 	if grace == 0 {
 		grace = -1
 	}
-	st := store.New(&store.Retrying{Backend: b}, store.Options{Crypto: c, Host: host, Version: version, Workers: s.workers, Grace: grace, Progress: progress})
+	st := store.New(&store.Retrying{Backend: b}, store.Options{Crypto: c, Host: host, Version: version, Workers: s.workers, Grace: grace, Progress: progress, Upload: upload})
 	return st, name, func() { b.Close() }, nil
 }
 

@@ -28,6 +28,7 @@ type runFile struct {
 	Metrics     string   `yaml:"metrics"`
 	Glob        string   `yaml:"glob"`
 	Quiet       string   `yaml:"quiet"`
+	BWLimit     string   `yaml:"bwlimit"`
 	Command     []string `yaml:"command"`
 }
 
@@ -76,6 +77,7 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			pick("preemption", file.Preemption, &preemption)
 			pick("metrics", file.Metrics, &metrics)
 			pick("glob", file.Glob, &glob)
+			pick("bwlimit", file.BWLimit, &s.bwlimit)
 			if !fs.Changed("keep") && file.Keep != nil {
 				keep = *file.Keep
 			}
@@ -167,7 +169,7 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 	}
 	s.register(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, command (flags override)")
+	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, bwlimit, command (flags override)")
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&maxRestarts, "max-restarts", 10, "restarts after failures before giving up")

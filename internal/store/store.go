@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Options configure a Store.
@@ -33,6 +35,35 @@ type Options struct {
 	Progress func(n int64)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Upload caps the bytes read for uploads, across all workers (nil: no
+	// cap), so a push never takes the link the training job needs.
+	Upload *rate.Limiter
+}
+
+// limited reads no faster than its limiter allows.
+type limited struct {
+	ctx context.Context
+	r   io.Reader
+	lim *rate.Limiter
+}
+
+func (l *limited) Read(p []byte) (int, error) {
+	if b := l.lim.Burst(); len(p) > b {
+		p = p[:b]
+	}
+	n, err := l.r.Read(p)
+	if n > 0 {
+		if werr := l.lim.WaitN(l.ctx, n); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return n, err
+}
+
+// NewUploadLimit is a limiter for Options.Upload at bytesPerSecond, with
+// bursts of a tenth of a second (at least 64 KiB).
+func NewUploadLimit(bytesPerSecond float64) *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(bytesPerSecond), max(64<<10, int(bytesPerSecond/10)))
 }
 
 // Store is a checkpoint store on a Backend.
@@ -164,7 +195,11 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 				return err
 			}
 			hp := newHashPipe(s.progress)
-			n, err := io.CopyBuffer(enc, io.TeeReader(f, hp), make([]byte, 1<<20))
+			var src io.Reader = f
+			if s.opt.Upload != nil {
+				src = &limited{ctx: ctx, r: f, lim: s.opt.Upload}
+			}
+			n, err := io.CopyBuffer(enc, io.TeeReader(src, hp), make([]byte, 1<<20))
 			if err == nil {
 				err = enc.Close()
 			}

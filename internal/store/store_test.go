@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"filippo.io/age"
 )
@@ -517,5 +518,30 @@ func TestFileListRejectsEscapes(t *testing.T) {
 		if _, err := ParseFileList(m, []byte(list)); err == nil {
 			t.Errorf("accepted %s", list)
 		}
+	}
+}
+
+// TestUploadLimit: a 4 MiB/s cap holds a 2 MiB push to at least the time
+// the cap allows beyond its first burst. A lower bound only: a slow machine
+// can only make it slower.
+func TestUploadLimit(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join(t.TempDir(), "blob")
+	if err := os.WriteFile(src, bytes.Repeat([]byte("x"), 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := Open(ctx, t.TempDir(), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lim := NewUploadLimit(4 << 20)
+	start := time.Now()
+	if _, err := New(b, Options{Upload: lim}).Push(ctx, src, "r"); err != nil {
+		t.Fatal(err)
+	}
+	floor := time.Duration(float64((2<<20)-lim.Burst()) / (4 << 20) * float64(time.Second))
+	if el := time.Since(start); el < floor {
+		t.Fatalf("2 MiB at 4 MiB/s took %v, less than the %v the cap allows", el, floor)
 	}
 }

@@ -71,3 +71,37 @@ func FormatDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// ParseRate reads a transfer rate in bytes a second: "50MB/s", "50MiB/s",
+// "400Mbit/s" or "400Mbps" (bits, as links are sold), "2GB" (the "/s" is
+// optional). Decimal units are powers of 1000, binary ones of 1024.
+func ParseRate(s string) (float64, error) {
+	t := strings.TrimSuffix(strings.TrimSpace(s), "/s")
+	bits := false
+	switch {
+	case strings.HasSuffix(t, "bps"):
+		t, bits = strings.TrimSuffix(t, "bps"), true
+	case strings.HasSuffix(t, "bit"):
+		t, bits = strings.TrimSuffix(t, "bit"), true
+	case strings.HasSuffix(t, "B"):
+		t = strings.TrimSuffix(t, "B")
+	}
+	mult := 1.0
+	for _, u := range []struct {
+		suffix string
+		m      float64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"K", 1e3}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}} {
+		if v, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = v, u.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("rate %q: want a positive number with a unit, such as 50MB/s, 50MiB/s or 400Mbit/s", s)
+	}
+	if bits {
+		mult /= 8
+	}
+	return v * mult, nil
+}
