@@ -37,6 +37,7 @@ func newRun(g *globals) *cobra.Command {
 	var (
 		config, ckptDir, preemption, metrics, glob string
 		keep, maxRestarts                          int
+		noStatus                                   bool
 		quiet, grace, poll                         time.Duration
 	)
 	cmd := &cobra.Command{
@@ -153,6 +154,10 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 				defer srv.Close()
 				logf("metrics on http://%s/metrics", ln.Addr())
 			}
+			if f, ok := cmd.ErrOrStderr().(*os.File); ok && !noStatus {
+				status := startStatus(f, func(cols int) string { return statusText(sup.Metrics.Snapshot(time.Now()), cols) })
+				defer status.end()
+			}
 			stop := make(chan os.Signal, 1)
 			signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 			defer signal.Stop(stop)
@@ -179,5 +184,6 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 	f.DurationVar(&quiet, "quiet", 5*time.Second, "a plain file or directory must be unmodified this long to count as complete")
 	f.DurationVar(&grace, "stop-grace", 30*time.Second, "from forwarding SIGTERM to the command to killing it")
 	f.DurationVar(&poll, "poll", time.Second, "how often --ckpt-dir is scanned")
+	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
 	return cmd
 }

@@ -66,3 +66,27 @@ func (m *Metrics) Handler() http.Handler {
 		m.WriteTo(w)
 	})
 }
+
+// Snapshot is the metrics at one moment, for a status line.
+type Snapshot struct {
+	ChildUp      bool
+	Restarts     int64
+	LastCommit   time.Time // zero: none yet
+	AtRisk       time.Duration
+	Bytes        int64
+	UploadErrors int64
+	Notices      int64
+}
+
+// Snapshot reads the counters.
+func (m *Metrics) Snapshot(now time.Time) Snapshot {
+	s := Snapshot{ChildUp: m.childUp.Load() == 1, Restarts: m.restarts.Load(), Bytes: m.bytes.Load(),
+		UploadErrors: m.uploadErrors.Load(), Notices: m.notices.Load()}
+	if t := m.lastCommit.Load(); t > 0 {
+		s.LastCommit = time.Unix(t, 0)
+		s.AtRisk = now.Sub(s.LastCommit)
+	} else if !m.started.IsZero() {
+		s.AtRisk = now.Sub(m.started)
+	}
+	return s
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/gpurent/gpurent/internal/supervise"
+)
+
+// statusLine keeps one line at the bottom of the terminal for gpurent run,
+// the way apt shows its progress: the lines above scroll (a scroll region),
+// the bottom one is redrawn every second. The training command keeps the
+// terminal as its own stdout and stderr, so its progress bars and
+// buffering are unchanged.
+type statusLine struct {
+	mu   sync.Mutex
+	w    io.Writer
+	rows int
+	cols int
+	text func(cols int) string
+	stop chan struct{}
+	done chan struct{}
+}
+
+// termSize is the terminal's height and width, zero when f is no terminal.
+func termSize(f *os.File) (rows, cols int) {
+	var ws struct{ Row, Col, X, Y uint16 }
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), uintptr(syscall.TIOCGWINSZ), uintptr(unsafe.Pointer(&ws)))
+	if errno != 0 {
+		return 0, 0
+	}
+	return int(ws.Row), int(ws.Col)
+}
+
+// startStatus shows text on the bottom line of f when f is a terminal
+// that can take it; otherwise it returns nil and nothing is drawn.
+func startStatus(f *os.File, text func(cols int) string) *statusLine {
+	if t := os.Getenv("TERM"); t == "" || t == "dumb" || !isTerminal(f) {
+		return nil
+	}
+	rows, cols := termSize(f)
+	if rows < 5 {
+		return nil
+	}
+	s := &statusLine{w: f, rows: rows, cols: cols, text: text, stop: make(chan struct{}), done: make(chan struct{})}
+	s.setup()
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	go func() {
+		defer close(s.done)
+		defer signal.Stop(winch)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-winch:
+				if r, c := termSize(f); r >= 5 {
+					s.mu.Lock()
+					s.rows, s.cols = r, c
+					s.mu.Unlock()
+					s.setup()
+				}
+			case <-t.C:
+				s.draw()
+			}
+		}
+	}()
+	return s
+}
+
+// setup makes room at the bottom and confines scrolling to the rows above.
+func (s *statusLine) setup() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	io.WriteString(s.w, "\n"+scrollRegion(s.rows)+"\x1b[1A")
+	io.WriteString(s.w, statusSeq(s.rows, s.text(s.cols)))
+}
+
+func (s *statusLine) draw() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	io.WriteString(s.w, statusSeq(s.rows, s.text(s.cols)))
+}
+
+// end clears the line and gives the whole terminal back.
+func (s *statusLine) end() {
+	if s == nil {
+		return
+	}
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintf(s.w, "\x1b7\x1b[%d;1H\x1b[2K\x1b[r\x1b8", s.rows)
+}
+
+// scrollRegion saves the cursor, limits scrolling to rows 1..rows-1 and
+// restores the cursor.
+func scrollRegion(rows int) string { return fmt.Sprintf("\x1b7\x1b[1;%dr\x1b8", rows-1) }
+
+// statusSeq draws text on the bottom row, leaving the cursor where the
+// scrolling output needs it. One write, so it does not split another
+// process's line more than once.
+func statusSeq(rows int, text string) string {
+	return fmt.Sprintf("\x1b7\x1b[%d;1H\x1b[2K\x1b[7m%s\x1b[0m\x1b8", rows, text)
+}
+
+// statusText is the run's state in one line.
+func statusText(s supervise.Snapshot, cols int) string {
+	child := "training up"
+	if !s.ChildUp {
+		child = "training down"
+	}
+	parts := []string{"gpurent: " + child, fmt.Sprintf("restarts %d", s.Restarts)}
+	if s.LastCommit.IsZero() {
+		parts = append(parts, "no checkpoint committed yet")
+	} else {
+		parts = append(parts, "last commit "+shortDur(s.AtRisk)+" ago")
+	}
+	parts = append(parts, "at risk "+shortDur(s.AtRisk), bytesText(s.Bytes)+" uploaded")
+	if s.UploadErrors > 0 {
+		parts = append(parts, fmt.Sprintf("%d upload errors", s.UploadErrors))
+	}
+	if s.Notices > 0 {
+		parts = append(parts, "PREEMPTION NOTICE")
+	}
+	line := strings.Join(parts, " · ")
+	if r := []rune(line); cols > 0 && len(r) > cols {
+		line = string(r[:cols])
+	}
+	return line
+}
+
+func shortDur(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}

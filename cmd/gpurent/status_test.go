@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/supervise"
+)
+
+func TestStatusText(t *testing.T) {
+	s := supervise.Snapshot{ChildUp: true, Restarts: 2, LastCommit: time.Now().Add(-130 * time.Second), AtRisk: 130 * time.Second,
+		Bytes: 3 << 30, UploadErrors: 1}
+	got := statusText(s, 0)
+	want := "gpurent: training up · restarts 2 · last commit 2m10s ago · at risk 2m10s · 3.00 GiB uploaded · 1 upload errors"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := statusText(supervise.Snapshot{AtRisk: time.Hour + 5*time.Minute}, 40); len([]rune(got)) != 40 ||
+		!strings.HasPrefix(got, "gpurent: training down · restarts 0 · no") {
+		t.Errorf("truncated: %q", got)
+	}
+	// The bottom row of a 24-row terminal, scrolling confined above it.
+	if seq := statusSeq(24, "x"); seq != "\x1b7\x1b[24;1H\x1b[2K\x1b[7mx\x1b[0m\x1b8" {
+		t.Errorf("%q", seq)
+	}
+	if r := scrollRegion(24); r != "\x1b7\x1b[1;23r\x1b8" {
+		t.Errorf("%q", r)
+	}
+}
+
+func TestNoStatusOffTerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	t.Setenv("TERM", "xterm")
+	if s := startStatus(f, func(int) string { return "x" }); s != nil {
+		t.Fatal("a status line on a file")
+	}
+	if st, _ := f.Stat(); st.Size() != 0 {
+		t.Fatal("escape sequences written to a file")
+	}
+}
