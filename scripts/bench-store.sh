@@ -19,9 +19,6 @@ done
 unset AWS_CA_BUNDLE # Debian's rclone 1.60 refuses to start with it set (DESIGN.md)
 
 CGO_ENABLED=0 go build -o "$work/gpurent" ./cmd/gpurent
-WEED_VERSION=v0.0.0-20261109003541-7506e5f91cd6
-weed="${XDG_CACHE_HOME:-$HOME/.cache}/gpurent/weed-$WEED_VERSION/weed"
-[ -x "$weed" ] || { echo "SeaweedFS not built: run bash scripts/test.sh once" >&2; exit 1; }
 
 # Data, once: incompressible bytes.
 data="$work/data"
@@ -33,26 +30,9 @@ fi
 bytes=$(du -sb "$data" | cut -f1)
 
 # SeaweedFS on loopback.
-# A free port whose port+10000 is free too: SeaweedFS puts gRPC there.
-port() { python3 -c '
-import random, socket
-while True:
-    p = random.randint(20000, 50000)
-    try:
-        a = socket.socket(); a.bind(("127.0.0.1", p)); b = socket.socket(); b.bind(("127.0.0.1", p + 10000)); a.close(); b.close(); print(p); break
-    except OSError:
-        pass'; }
-s3port=$(port)
-rm -rf "$work/weed"; mkdir -p "$work/weed"
-setsid "$weed" server -dir="$work/weed" -ip=127.0.0.1 -ip.bind=127.0.0.1 -volume.max=100 -master.volumeSizeLimitMB=1024 \
-  -master.port="$(port)" -volume.port="$(port)" -filer -filer.port="$(port)" -s3 -s3.port="$s3port" >"$work/weed.log" 2>&1 &
-weedpid=$!
-trap 'kill -9 -- -$weedpid 2>/dev/null; kill -9 $weedpid 2>/dev/null; true' EXIT
-ep="http://127.0.0.1:$s3port"
-for _ in $(seq 1 120); do curl -fs "$ep" >/dev/null 2>&1 && break; sleep 0.5; done
-export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
-curl -fs "$ep" >/dev/null || { echo "SeaweedFS did not start: $(tail -5 "$work/weed.log")" >&2; exit 1; }
-for b in gpurent rclone restic aws; do curl -fs -X PUT "$ep/$b" >/dev/null || { echo "cannot create bucket $b" >&2; exit 1; }; done
+. scripts/weed.sh
+start_weed "$work"
+make_buckets gpurent rclone restic aws
 
 export XDG_CONFIG_HOME="$work/cfg" RESTIC_PASSWORD=bench-password
 [ -f "$work/cfg/gpurent/identity.txt" ] || "$work/gpurent" keygen >/dev/null 2>&1

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -38,6 +39,7 @@ func newRun(g *globals) *cobra.Command {
 		config, ckptDir, preemption, metrics, glob string
 		keep, maxRestarts                          int
 		noStatus                                   bool
+		metaAWS, metaGCP, metaAzure                string
 		quiet, grace, poll                         time.Duration
 	)
 	cmd := &cobra.Command{
@@ -103,6 +105,26 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			}
 			var pre supervise.Preempter
 			ep := supervise.DefaultEndpoints()
+			for _, m := range []struct {
+				flag string
+				url  *string
+			}{{"metadata-aws", &metaAWS}, {"metadata-gcp", &metaGCP}, {"metadata-azure", &metaAzure}} {
+				if *m.url == "" {
+					continue
+				}
+				if u, err := url.Parse(*m.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return usagef("--%s: want an http:// URL, got %q", m.flag, *m.url)
+				}
+			}
+			if metaAWS != "" {
+				ep.AWS = strings.TrimSuffix(metaAWS, "/")
+			}
+			if metaGCP != "" {
+				ep.GCP = strings.TrimSuffix(metaGCP, "/")
+			}
+			if metaAzure != "" {
+				ep.Azure = strings.TrimSuffix(metaAzure, "/")
+			}
 			switch preemption {
 			case "none":
 			case "auto":
@@ -185,5 +207,8 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 	f.DurationVar(&grace, "stop-grace", 30*time.Second, "from forwarding SIGTERM to the command to killing it")
 	f.DurationVar(&poll, "poll", time.Second, "how often --ckpt-dir is scanned")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
+	f.StringVar(&metaAWS, "metadata-aws", "", "AWS instance metadata endpoint (default http://169.254.169.254)")
+	f.StringVar(&metaGCP, "metadata-gcp", "", "GCP metadata endpoint (default http://metadata.google.internal)")
+	f.StringVar(&metaAzure, "metadata-azure", "", "Azure metadata endpoint (default http://169.254.169.254; VMs outside a VNET must discover theirs)")
 	return cmd
 }

@@ -282,6 +282,12 @@ func (s *Supervisor) stopChild(done <-chan error, sig syscall.Signal) {
 func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error) Exit {
 	s.Metrics.notices.Add(1)
 	s.cfg.Log("preemption notice from %s (%s): asking the command for a checkpoint", n.Cloud, n.Detail)
+	// The command was asked for a checkpoint and the notice is short (30 s
+	// on GCP and Azure): a plain file no process holds open for writing
+	// needs only a second of quiet now, not --quiet.
+	s.uploading.Lock()
+	s.det.Quiet = min(s.det.Quiet, time.Second)
+	s.uploading.Unlock()
 	before, _, _ := s.det.Newest()
 	s.signal(s.cfg.CheckpointSignal)
 	deadline := time.Now().Add(max(n.Left-5*time.Second, n.Left/2))
