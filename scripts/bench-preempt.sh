@@ -78,7 +78,7 @@ for size in 100 1024; do
     p0=$(now)
     cp "$src" "$work/peer/model.safetensors"
     echo '{"global_step": 1}' >"$work/peer/trainer_state.json"
-    rclone copy "$work/peer" "weed:rclone/$run"
+    rclone copy -q "$work/peer" "weed:rclone/$run"
     p1=$(now)
     g=$(sub "$t1" "$served"); p=$(sub "$p1" "$p0")
     awk -v s="$size MiB" -v r="$r" -v g="$g" -v t="$(sub "$t1" "$t0")" -v w="$write" -v p="$p" \
