@@ -212,6 +212,10 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		}
 		restarts++
 		s.Metrics.restarts.Add(1)
+		full := s.diskFull()
+		if full != "" {
+			s.cfg.Log("%s", full)
+		}
 		if s.commitCount() == commitsBefore {
 			quietRestarts++
 		} else {
@@ -223,7 +227,11 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		}
 		if quietRestarts >= s.cfg.CrashLoop {
 			s.finalUpload(ctx)
-			return Exit{Code: 1, Reason: fmt.Sprintf("crash loop: the command failed %d times in a row (%v) without a new checkpoint; fix it before restarting", quietRestarts, werr)}, nil
+			reason := fmt.Sprintf("crash loop: the command failed %d times in a row (%v) without a new checkpoint; fix it before restarting", quietRestarts, werr)
+			if full != "" {
+				reason += "; " + full
+			}
+			return Exit{Code: 1, Reason: reason}, nil
 		}
 		s.cfg.Log("the command failed (%v); restart %d in %v", werr, restarts, backoff)
 		select {
@@ -236,6 +244,22 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
+}
+
+// diskFull says so when the checkpoint directory's file system is nearly
+// full (under 64 MiB or 1% free): the likeliest reason a command that
+// writes checkpoints starts failing. Empty otherwise.
+func (s *Supervisor) diskFull() string {
+	var st syscall.Statfs_t
+	if syscall.Statfs(s.cfg.CkptDir, &st) != nil || st.Blocks == 0 {
+		return ""
+	}
+	free, total := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
+	if free >= 64<<20 && free >= total/100 {
+		return ""
+	}
+	return fmt.Sprintf("the disk under %s is full (%.1f MiB free of %.1f MiB): delete old local checkpoints (committed ones are in the store) or give the command more room",
+		s.cfg.CkptDir, float64(free)/(1<<20), float64(total)/(1<<20))
 }
 
 // resumePoint is the newest checkpoint the command can resume from: one

@@ -505,3 +505,67 @@ exit 1`}
 		t.Fatalf("the checkpoint was not committed while the command waited 5 s: %+v %v", ex, err)
 	}
 }
+
+// tmpfs mounts a small tmpfs (root only) and unmounts it at the end.
+func tmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (needs root): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+// TestFullLocalDisk: the checkpoint directory's disk fills up. What was
+// committed stays whole and restorable, the failing command stops as a
+// crash loop whose message names the full disk, and a new machine whose
+// disk cannot hold the checkpoint gets a clear error and no half checkpoint.
+func TestFullLocalDisk(t *testing.T) {
+	h := newHarness(t)
+	dir := tmpfs(t, "3m")
+	cfg := h.config(dir, h.b)
+	cfg.CrashLoop = 3
+	cfg.Log = t.Logf
+	cfg.Cmd = []string{"sh", "-c", `i=$(ls "$GPURENT_CKPT_DIR" | grep -c '^ckpt-.*\.bin$')
+while :; do
+  i=$((i + 1)); sleep 0.2
+  f="$GPURENT_CKPT_DIR/ckpt-$(printf %06d $i).bin"
+  head -c 1000000 /dev/urandom > "$f.tmp" && mv "$f.tmp" "$f" || { rm -f "$f.tmp"; exit 1; }
+done`}
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop") || !strings.Contains(ex.Reason, "is full") {
+		t.Fatalf("%+v %v", ex, err)
+	}
+	steps := h.committedSteps()
+	if len(steps) < 2 {
+		t.Fatalf("committed %v: want the checkpoints that fit", steps)
+	}
+	st := h.store(h.b)
+	ms, _ := st.List(context.Background(), "trial")
+	for _, m := range ms {
+		if _, err := st.Pull(context.Background(), "trial", m.ID, filepath.Join(t.TempDir(), "x")); err != nil {
+			t.Errorf("%s does not restore: %v", m.Name, err)
+		}
+	}
+
+	// A new machine with too small a disk: a clear error, nothing half-pulled.
+	small := tmpfs(t, "512k")
+	cfg = h.config(small, h.b)
+	cfg.Cmd = []string{"true"}
+	sup, _ = New(cfg)
+	ex, err = sup.Run(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("pull into a full disk: %+v %v", ex, err)
+	}
+	ents, _ := os.ReadDir(small)
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".gpurent") {
+			t.Errorf("left in the small disk: %s", e.Name())
+		}
+	}
+}
