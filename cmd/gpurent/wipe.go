@@ -139,7 +139,12 @@ check failed, 2 bad usage.`,
 			if err := os.MkdirAll(filepath.Dir(reportPath), 0o700); err != nil {
 				return fmt.Errorf("wipe report: %w", err)
 			}
-			r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Save: func(r *wipe.Report) error { return saveReport(reportPath, r) }})
+			r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Save: func(r *wipe.Report) error { return saveReport(reportPath, r) },
+				Done: func(it wipe.Result) {
+					if it.Status == wipe.Removed {
+						fmt.Fprintf(w, "removed %s (%s)\n", orImage(it), bytesText(it.Freed))
+					}
+				}})
 			writeOutcome(w, r, reportPath)
 			if g.output == report.JSON {
 				if jerr := report.WriteJSON(g.stdout, r); jerr != nil && err == nil {

@@ -53,7 +53,10 @@ type Exec struct {
 	// BeforeRemove, when set, is called with each path about to be
 	// removed; an error fails that removal. Tests inject faults with it.
 	BeforeRemove func(path string) error
-	Now          func() time.Time
+	// Done, when set, is told of each item as it finishes, for a person
+	// watching a long wipe.
+	Done func(Result)
+	Now  func() time.Time
 }
 
 // DryRun is the report of a plan not carried out.
@@ -99,6 +102,9 @@ func Run(ctx context.Context, p *Plan, x Exec) (*Report, error) {
 		r.Freed += res.Freed
 		if res.Status == Failed {
 			r.Failed++
+		}
+		if x.Done != nil {
+			x.Done(*res)
 		}
 		if err := save(); err != nil {
 			return r, err
