@@ -4,12 +4,16 @@
 # S3 server on loopback, in one run. Data: 2 GiB of incompressible bytes laid
 # out like a checkpoint (one 1.5 GiB file and 200 small ones). For each
 # command: wall seconds, MB/s (2 GiB / seconds) and peak RSS (GNU time).
-#   bash scripts/bench-store.sh [WORKDIR]     (needs ~12 GB free there)
+# The machines are shared and noisy, so every tool runs ROUNDS times, the
+# tools' order rotating from round to round, each round on fresh stores; the
+# summary gives the median of each and the ratios between medians.
+#   bash scripts/bench-store.sh [WORKDIR] [ROUNDS]   (needs ~16 GB free there)
 # Peers come from Debian's packages: apt-get install rclone restic awscli time
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 work=${1:-$(mktemp -d /tmp/gpurent-bench-store.XXXX)}
+rounds=${2:-3}
 mkdir -p "$work"
 export PATH="$PATH:/usr/local/go/bin"
 AWS=$(command -v /usr/bin/aws || command -v aws)
@@ -29,50 +33,87 @@ if [ ! -f "$data/model.pt" ]; then
 fi
 bytes=$(du -sb "$data" | cut -f1)
 
-# SeaweedFS on loopback.
+# SeaweedFS on loopback, started afresh each round.
 . scripts/weed.sh
-start_weed "$work"
-make_buckets gpurent rclone restic aws
 
 export XDG_CONFIG_HOME="$work/cfg" RESTIC_PASSWORD=bench-password
 [ -f "$work/cfg/gpurent/identity.txt" ] || "$work/gpurent" keygen >/dev/null 2>&1
-export RCLONE_CONFIG_WEED_TYPE=s3 RCLONE_CONFIG_WEED_PROVIDER=SeaweedFS RCLONE_CONFIG_WEED_ENDPOINT="$ep" \
+export RCLONE_CONFIG_WEED_TYPE=s3 RCLONE_CONFIG_WEED_PROVIDER=SeaweedFS \
   RCLONE_CONFIG_WEED_ACCESS_KEY_ID=bench RCLONE_CONFIG_WEED_SECRET_ACCESS_KEY=bench RCLONE_CONFIG_WEED_REGION=us-east-1
-s3url="endpoint=$ep&region=us-east-1&use_path_style=true"
 
-results="$work/results.md"
-echo "| target | tool | op | seconds | MB/s | peak RSS MiB |" >"$results"
-echo "|---|---|---|---|---|---|" >>"$results"
+results="$work/results.md" raw="$work/raw.tsv"
+echo "| round | target | tool | op | seconds | MB/s | peak RSS MiB |" >"$results"
+echo "|---|---|---|---|---|---|---|" >>"$results"
+: >"$raw"
 run() { # target tool op command...
   local target=$1 tool=$2 op=$3; shift 3
   sync
   /usr/bin/time -f '%e %M' -o "$work/time.txt" "$@" >"$work/last.log" 2>&1 || { echo "FAILED: $*" >&2; tail -5 "$work/last.log" >&2; return 1; }
   read -r secs kb <"$work/time.txt"
-  awk -v t="$target" -v tool="$tool" -v op="$op" -v s="$secs" -v kb="$kb" -v b="$bytes" \
-    'BEGIN { printf "| %s | %s | %s | %.2f | %.0f | %.0f |\n", t, tool, op, s, b / 1e6 / s, kb / 1024 }' | tee -a "$results"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$target" "$tool" "$op" "$secs" "$kb" >>"$raw"
+  awk -v r="$round" -v t="$target" -v tool="$tool" -v op="$op" -v s="$secs" -v kb="$kb" -v b="$bytes" \
+    'BEGIN { printf "| %s | %s | %s | %s | %.2f | %.0f | %.0f |\n", r, t, tool, op, s, b / 1e6 / s, kb / 1024 }' | tee -a "$results"
 }
 out() { rm -rf "$work/out"; echo "$work/out"; }
 
-# Local directory.
-L="$work/local"; rm -rf "$L"; mkdir -p "$L"
-run local "gpurent (age)" push "$work/gpurent" ckpt push "$data" --store "$L/gpurent" --run b
-run local "gpurent (age)" pull "$work/gpurent" ckpt pull "$(out)" --store "$L/gpurent" --run b
-run local "rclone (plain)" push rclone copy "$data" "$L/rclone"
-run local "rclone (plain)" pull rclone copy "$L/rclone" "$(out)"
-restic -r "$L/restic" init >/dev/null
-run local "restic (encrypted)" push restic -r "$L/restic" backup "$data"
-run local "restic (encrypted)" pull restic -r "$L/restic" restore latest --target "$(out)"
+# One tool's push or pull on one target, by name.
+op() { # target tool op
+  local target=$1 tool=$2 o=$3 L="$work/local"
+  case "$target/$tool/$o" in
+    local/gpurent/push) run local "gpurent (age)" push "$work/gpurent" ckpt push "$data" --store "$L/gpurent" --run b ;;
+    local/gpurent/pull) run local "gpurent (age)" pull "$work/gpurent" ckpt pull "$(out)" --store "$L/gpurent" --run b ;;
+    local/rclone/push) run local "rclone (plain)" push rclone copy "$data" "$L/rclone" ;;
+    local/rclone/pull) run local "rclone (plain)" pull rclone copy "$L/rclone" "$(out)" ;;
+    local/restic/push) run local "restic (encrypted)" push restic -r "$L/restic" backup "$data" ;;
+    local/restic/pull) run local "restic (encrypted)" pull restic -r "$L/restic" restore latest --target "$(out)" ;;
+    s3/gpurent/push) run s3 "gpurent (age)" push "$work/gpurent" ckpt push "$data" --store "s3://gpurent/b?$s3url" --run b ;;
+    s3/gpurent/pull) run s3 "gpurent (age)" pull "$work/gpurent" ckpt pull "$(out)" --store "s3://gpurent/b?$s3url" --run b ;;
+    s3/rclone/push) run s3 "rclone (plain)" push rclone copy "$data" weed:rclone/b ;;
+    s3/rclone/pull) run s3 "rclone (plain)" pull rclone copy weed:rclone/b "$(out)" ;;
+    s3/restic/push) run s3 "restic (encrypted)" push restic -r "s3:$ep/restic/b" backup "$data" ;;
+    s3/restic/pull) run s3 "restic (encrypted)" pull restic -r "s3:$ep/restic/b" restore latest --target "$(out)" ;;
+    s3/aws/push) run s3 "aws s3 cp (plain)" push "$AWS" --endpoint-url "$ep" s3 cp --recursive --quiet "$data" s3://aws/b ;;
+    s3/aws/pull) run s3 "aws s3 cp (plain)" pull "$AWS" --endpoint-url "$ep" s3 cp --recursive --quiet s3://aws/b "$(out)" ;;
+  esac
+}
 
-# SeaweedFS S3 on loopback.
-run s3 "gpurent (age)" push "$work/gpurent" ckpt push "$data" --store "s3://gpurent/b?$s3url" --run b
-run s3 "gpurent (age)" pull "$work/gpurent" ckpt pull "$(out)" --store "s3://gpurent/b?$s3url" --run b
-run s3 "rclone (plain)" push rclone copy "$data" weed:rclone/b
-run s3 "rclone (plain)" pull rclone copy weed:rclone/b "$(out)"
-restic -r "s3:$ep/restic/b" init >/dev/null
-run s3 "restic (encrypted)" push restic -r "s3:$ep/restic/b" backup "$data"
-run s3 "restic (encrypted)" pull restic -r "s3:$ep/restic/b" restore latest --target "$(out)"
-run s3 "aws s3 cp (plain)" push "$AWS" --endpoint-url "$ep" s3 cp --recursive --quiet "$data" s3://aws/b
-run s3 "aws s3 cp (plain)" pull "$AWS" --endpoint-url "$ep" s3 cp --recursive --quiet s3://aws/b "$(out)"
+tools=(gpurent rclone restic aws)
+for round in $(seq 1 "$rounds"); do
+  # Rotate the order each round, so no tool always runs first (cold) or last.
+  k=$(( (round - 1) % ${#tools[@]} ))
+  order=("${tools[@]:k}" "${tools[@]:0:k}")
+  # Fresh stores each round: restic would otherwise deduplicate the second backup.
+  rm -rf "$work/local"; mkdir -p "$work/local"
+  restic -r "$work/local/restic" init >/dev/null
+  for o in push pull; do for t in "${order[@]}"; do [ "$t" = aws ] || op local "$t" "$o"; done; done
+  rm -rf "$work/local"
+  start_weed "$work"
+  make_buckets gpurent rclone restic aws
+  export RCLONE_CONFIG_WEED_ENDPOINT="$ep"
+  s3url="endpoint=$ep&region=us-east-1&use_path_style=true"
+  restic -r "s3:$ep/restic/b" init >/dev/null
+  for o in push pull; do for t in "${order[@]}"; do op s3 "$t" "$o"; done; done
+  stop_weed "$work"
+done
+
+# Medians and the ratios the targets are stated in.
+echo
+echo "| target | tool | op | median seconds | median MB/s | max peak RSS MiB | runs |" | tee -a "$results"
+echo "|---|---|---|---|---|---|---|" | tee -a "$results"
+sort -t $'\t' -k1,1 -k2,2 -k3,3 -k4,4n "$raw" | awk -F '\t' -v b="$bytes" '
+  function flush() { if (n) { m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+      printf "| %s | %s | %s | %.2f | %.0f | %.0f | %d |\n", pt, pl, po, m, b / 1e6 / m, rss / 1024, n
+      med[pt "|" pl "|" po] = m } n = 0; rss = 0 }
+  { if ($1 != pt || $2 != pl || $3 != po) { flush(); pt = $1; pl = $2; po = $3 } v[++n] = $4; if ($5 > rss) rss = $5 }
+  END { flush()
+    split("local s3", ts, " "); split("push pull", os, " ")
+    print ""
+    for (i = 1; i <= 2; i++) for (j = 1; j <= 2; j++) {
+      g = med[ts[i] "|gpurent (age)|" os[j]]; r = med[ts[i] "|rclone (plain)|" os[j]]; s = med[ts[i] "|restic (encrypted)|" os[j]]
+      printf "%s %s: gpurent / rclone throughput %.2f (target >= 1)", ts[i], os[j], r / g
+      if (os[j] == "push") printf ", gpurent / restic backup %.2f (target >= 1.5)", s / g
+      printf "\n"
+    } }' | tee -a "$results"
 
 echo
 echo "data: $bytes bytes; versions: $(rclone version | head -1), $(restic version | cut -d' ' -f1-2), $("$AWS" --version 2>&1 | cut -d" " -f1)"

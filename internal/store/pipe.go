@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
+	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -80,4 +82,77 @@ func (w *writeBehind) advance(off int64) {
 	const syncFileRangeWrite = 2
 	syscall.SyncFileRange(int(w.f.Fd()), w.flushed, off-w.flushed, syncFileRangeWrite)
 	w.flushed = off
+}
+
+// fanout copies src to dst and hashes it on three goroutines: the caller's
+// reads (and so decrypts), one writes, one hashes. Each chunk is read once
+// into a pooled buffer and shared by the writer and the hasher, so a pull
+// costs the larger of the three stages rather than their sum: on a 2-core
+// machine, writing the page cache and decrypting are as costly as each
+// other. Chunks in flight are bounded, and so is memory.
+func fanout(dst io.Writer, src io.Reader, progress func(int64)) (n int64, sum string, err error) {
+	type chunk struct {
+		b    []byte
+		refs atomic.Int32
+	}
+	release := func(c *chunk) {
+		if c.refs.Add(-1) == 0 {
+			b := c.b[:cap(c.b)]
+			chunkPool.Put(&b)
+		}
+	}
+	toWrite, toHash := make(chan *chunk, 4), make(chan *chunk, 4)
+	var werr error
+	var failed atomic.Bool // the writer failed: stop reading
+	h := sha256.New()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for c := range toWrite {
+			if werr == nil {
+				if _, werr = dst.Write(c.b); werr != nil {
+					failed.Store(true)
+				}
+			}
+			release(c)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for c := range toHash {
+			h.Write(c.b)
+			if progress != nil {
+				progress(int64(len(c.b)))
+			}
+			release(c)
+		}
+	}()
+	for !failed.Load() {
+		bp := chunkPool.Get().(*[]byte)
+		k, rerr := io.ReadFull(src, *bp)
+		if k > 0 {
+			c := &chunk{b: (*bp)[:k]}
+			c.refs.Store(2)
+			toWrite <- c
+			toHash <- c
+			n += int64(k)
+		} else {
+			chunkPool.Put(bp)
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+	}
+	close(toWrite)
+	close(toHash)
+	wg.Wait()
+	if err == nil {
+		err = werr
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), err
 }

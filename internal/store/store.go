@@ -465,9 +465,8 @@ func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, path stri
 	if err != nil {
 		return fmt.Errorf("pull: %w", err)
 	}
-	hp := newHashPipe(s.progress)
 	sw := &sparseWriter{f: f, wb: writeBehind{f: f}}
-	n, err := io.CopyBuffer(io.MultiWriter(sw, hp), plain, make([]byte, 1<<20))
+	n, sum, err := fanout(sw, plain, s.progress)
 	if err == nil {
 		err = sw.finish(n)
 	}
@@ -478,13 +477,12 @@ func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, path stri
 		err = cerr
 	}
 	if err != nil {
-		hp.abandon()
 		if isCorrupt(err) {
 			return fmt.Errorf("checkpoint %s: %s is corrupt in the store: %v", m.ID, e.Path, err)
 		}
 		return fmt.Errorf("pull %s: %w", e.Path, err)
 	}
-	if sum := hp.Sum(); n != e.Size || sum != e.SHA256 {
+	if n != e.Size || sum != e.SHA256 {
 		return fmt.Errorf("checkpoint %s: %s is corrupt in the store: %d bytes with SHA-256 %s, the manifest says %d bytes with %s",
 			m.ID, e.Path, n, sum, e.Size, e.SHA256)
 	}
