@@ -54,9 +54,6 @@ done
 // next start must resume from at least the newest committed checkpoint;
 // every committed checkpoint must restore byte for byte.
 func TestKillGpurentForReal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("KILL_SEED"); v != "" {
 		seed, _ = strconv.ParseUint(v, 10, 64)
