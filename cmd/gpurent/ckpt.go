@@ -178,7 +178,7 @@ func startProgress(w io.Writer, verb string, total int64) *progress {
 			case <-t.C:
 				d := p.done.Load()
 				rate := float64(d) / time.Since(start).Seconds()
-				fmt.Fprintf(f, "\r\x1b[K%s %s / %s  %s/s", p.verb, bytesText(d), bytesText(p.total), bytesText(int64(rate)))
+				fmt.Fprintf(f, "\r\x1b[K%s %s / %s  %s/s", p.verb, report.Bytes(d), report.Bytes(p.total), report.Bytes(int64(rate)))
 			}
 		}
 	}()
@@ -192,17 +192,6 @@ func (p *progress) end() {
 	<-p.ended
 }
 
-func bytesText(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
 
 func newKeygen(g *globals) *cobra.Command {
 	var out string
@@ -285,7 +274,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err != nil {
 				return err
 			}
-			return writeManifest(g, m, fmt.Sprintf("pushed %s to %s run %s: %d entries, %s in %.1f s", a[0], name, s.run, m.Files, bytesText(m.Bytes), time.Since(start).Seconds()))
+			return writeManifest(g, m, fmt.Sprintf("pushed %s to %s run %s: %d entries, %s in %.1f s", a[0], name, s.run, m.Files, report.Bytes(m.Bytes), time.Since(start).Seconds()))
 		},
 	}
 	var id string
@@ -320,7 +309,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err != nil {
 				return err
 			}
-			return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %d entries, %s in %.1f s, every file checked", m.ID, name, s.run, a[0], m.Files, bytesText(m.Bytes), time.Since(start).Seconds()))
+			return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %d entries, %s in %.1f s, every file checked", m.ID, name, s.run, a[0], m.Files, report.Bytes(m.Bytes), time.Since(start).Seconds()))
 		},
 	}
 	pull.Flags().StringVar(&id, "id", "latest", "checkpoint id from ls, or latest")
@@ -350,7 +339,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			}
 			tab := report.NewTab("ID", "CREATED", "FILES", "SIZE", "ENCRYPTED", "HOST")
 			for _, m := range ms {
-				tab.Row(m.ID, m.Created.Local().Format("2006-01-02 15:04:05"), fmt.Sprint(m.Files), bytesText(m.Bytes), fmt.Sprint(m.Encrypted), m.Host)
+				tab.Row(m.ID, m.Created.Local().Format("2006-01-02 15:04:05"), fmt.Sprint(m.Files), report.Bytes(m.Bytes), fmt.Sprint(m.Encrypted), m.Host)
 			}
 			if err := tab.Write(g.stdout); err != nil {
 				return err

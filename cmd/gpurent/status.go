@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/supervise"
 )
 
@@ -126,7 +127,7 @@ func statusText(s supervise.Snapshot, cols int) string {
 	} else {
 		parts = append(parts, "last commit "+shortDur(s.AtRisk)+" ago")
 	}
-	parts = append(parts, "at risk "+shortDur(s.AtRisk), bytesText(s.Bytes)+" uploaded")
+	parts = append(parts, "at risk "+shortDur(s.AtRisk), report.Bytes(s.Bytes)+" uploaded")
 	if s.UploadErrors > 0 {
 		parts = append(parts, fmt.Sprintf("%d upload errors", s.UploadErrors))
 	}

@@ -142,7 +142,7 @@ check failed, 2 bad usage.`,
 			r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Save: func(r *wipe.Report) error { return saveReport(reportPath, r) },
 				Done: func(it wipe.Result) {
 					if it.Status == wipe.Removed {
-						fmt.Fprintf(w, "removed %s (%s)\n", orImage(it), bytesText(it.Freed))
+						fmt.Fprintf(w, "removed %s (%s)\n", orImage(it), report.Bytes(it.Freed))
 					}
 				}})
 			writeOutcome(w, r, reportPath)
@@ -191,7 +191,7 @@ func isTerminal(f *os.File) bool {
 }
 
 func confirm(in io.Reader, w io.Writer, p *wipe.Plan) bool {
-	fmt.Fprintf(w, "delete these %d items (%s)? type yes to go on: ", len(p.Items), bytesText(p.Bytes))
+	fmt.Fprintf(w, "delete these %d items (%s)? type yes to go on: ", len(p.Items), report.Bytes(p.Bytes))
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	return strings.TrimSpace(line) == "yes"
 }
@@ -221,10 +221,10 @@ func writeWipePlan(w io.Writer, p *wipe.Plan) {
 			if path == "" {
 				path = it.Image
 			}
-			tab.Row(it.Kind, it.What, path, bytesText(it.Bytes), fmt.Sprint(it.Files), how)
+			tab.Row(it.Kind, it.What, path, report.Bytes(it.Bytes), fmt.Sprint(it.Files), how)
 		}
 		_ = tab.Write(w)
-		fmt.Fprintf(w, "\ntotal: %d items, %s\n", len(p.Items), bytesText(p.Bytes))
+		fmt.Fprintf(w, "\ntotal: %d items, %s\n", len(p.Items), report.Bytes(p.Bytes))
 	}
 	for _, k := range p.Kept {
 		fmt.Fprintln(w, "kept:", k)
@@ -246,7 +246,7 @@ func writeOutcome(w io.Writer, r *wipe.Report, path string) {
 			fmt.Fprintf(w, "not run: %s\n", orImage(it))
 		}
 	}
-	fmt.Fprintf(w, "removed %d of %d items, %s freed; report: %s\n", removed, len(r.Items), bytesText(r.Freed), path)
+	fmt.Fprintf(w, "removed %d of %d items, %s freed; report: %s\n", removed, len(r.Items), report.Bytes(r.Freed), path)
 }
 
 func orImage(r wipe.Result) string {
@@ -282,7 +282,7 @@ func checkBackups(ctx context.Context, s *storeFlags, url string, dirs []string,
 			return fmt.Errorf("wipe refused, nothing was deleted: %s: %w", dir, err)
 		}
 		fmt.Fprintf(w, "backup checked: %s is checkpoint %s of run %s in %s (%d files, %s, read back and hashed)\n",
-			b.Checkpoint, b.ID, b.Run, name, b.Files, bytesText(b.Bytes))
+			b.Checkpoint, b.ID, b.Run, name, b.Files, report.Bytes(b.Bytes))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/report"
 )
 
 // Report is the audit's verdict, with bench's check type, so both read
@@ -255,7 +256,7 @@ func (j *judger) leftovers() {
 		if len(l.Owners) > 0 {
 			why = "owned by " + strings.Join(l.Owners, ", ")
 		}
-		items = append(items, fmt.Sprintf("%s (%s, %d files, %s)", l.Path, bytesText(l.Bytes), l.Files, why))
+		items = append(items, fmt.Sprintf("%s (%s, %d files, %s)", l.Path, report.Bytes(l.Bytes), l.Files, why))
 		total += l.Bytes
 	}
 	since := "unknown"
@@ -265,7 +266,7 @@ func (j *judger) leftovers() {
 	switch {
 	case len(items) > 0:
 		c.Status = bench.Warn
-		c.Evidence = fmt.Sprintf("%s left by others or from before this tenancy (began %s): %s", bytesText(total), since, list(items))
+		c.Evidence = fmt.Sprintf("%s left by others or from before this tenancy (began %s): %s", report.Bytes(total), since, list(items))
 		c.Advice = "The image or the machine was used before you and not cleared, so what you leave will stay too. Leave others' files unread; plan gpurent wipe (and an encrypted volume) for your own."
 	default:
 		c.Evidence = "nothing in the home, data or temp directories belongs to another user or predates this tenancy (began " + since + ")"
@@ -276,17 +277,6 @@ func (j *judger) leftovers() {
 	j.add(c)
 }
 
-func bytesText(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
 
 const adviceCrypt = "Keep checkpoints and data on a volume encrypted with a key only you hold (cryptsetup luksFormat on the data disk, or gpurent ckpt's age encryption for what leaves the machine); destroying the key at release is the one erase that works on SSDs, overlays and copy-on-write disks."
 

@@ -108,3 +108,16 @@ func Money(v float64) string { return fmt.Sprintf("%.2f", v) }
 
 // Percent formats a share as a percentage with one decimal.
 func Percent(v float64) string { return fmt.Sprintf("%.1f%%", v*100) }
+
+// Bytes is a byte count for a person: B, KiB, MiB or GiB.
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
