@@ -192,7 +192,6 @@ func (p *progress) end() {
 	<-p.ended
 }
 
-
 func newKeygen(g *globals) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{

@@ -277,7 +277,6 @@ func (j *judger) leftovers() {
 	j.add(c)
 }
 
-
 const adviceCrypt = "Keep checkpoints and data on a volume encrypted with a key only you hold (cryptsetup luksFormat on the data disk, or gpurent ckpt's age encryption for what leaves the machine); destroying the key at release is the one erase that works on SSDs, overlays and copy-on-write disks."
 
 func (j *judger) storage() {
