@@ -34,6 +34,13 @@ type KnownSecret struct {
 	Marker string
 }
 
+// Present reports whether the file is there, a regular file, holding its
+// marker when it has one.
+func (k KnownSecret) Present() bool {
+	st, err := os.Lstat(k.Path)
+	return err == nil && st.Mode().IsRegular() && (k.Marker == "" || head(k.Path, 4096, k.Marker))
+}
+
 // SecretFiles are the credential files of the tools ML work uses, under
 // home, with the Hugging Face token where its variables put it
 // (huggingface_hub: $HF_TOKEN_PATH, else $HF_HOME/token, HF_HOME defaulting
@@ -127,11 +134,11 @@ func head(path string, n int64, marker string) bool {
 func secrets(e Env) []Secret {
 	out := []Secret{}
 	add := func(path, kind, marker string) {
-		st, err := os.Lstat(path)
-		if err != nil || !st.Mode().IsRegular() {
+		if !(KnownSecret{Path: path, Marker: marker}).Present() {
 			return
 		}
-		if marker != "" && !head(path, 4096, marker) {
+		st, err := os.Lstat(path)
+		if err != nil {
 			return
 		}
 		perm := st.Mode().Perm()

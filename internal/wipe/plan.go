@@ -172,7 +172,7 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		cands = append(cands, Item{Kind: Cache, What: c[1], Path: c[0]})
 	}
 	for _, s := range audit.SecretFiles(e.Home, e.Lookup) {
-		if s.Marker == "" || fileHas(s.Path, s.Marker) {
+		if s.Present() {
 			cands = append(cands, Item{Kind: Credential, What: s.Kind, Path: s.Path})
 		}
 	}
@@ -252,11 +252,6 @@ func insideAnother(path string, items []Item) bool {
 		}
 	}
 	return false
-}
-
-func fileHas(path, marker string) bool {
-	b, err := os.ReadFile(path)
-	return err == nil && strings.Contains(string(b[:min(len(b), 4096)]), marker)
 }
 
 // tempItems are this user's own top-level entries in the temp directories,
