@@ -39,13 +39,14 @@ func Read(root string) Table {
 		if len(f) < 4 {
 			continue
 		}
-		t.Mounts = append(t.Mounts, Mount{Source: unescape(f[0]), Point: unescape(f[1]), FSType: f[2], Options: f[3]})
+		t.Mounts = append(t.Mounts, Mount{Source: Unescape(f[0]), Point: Unescape(f[1]), FSType: f[2], Options: f[3]})
 	}
 	return t
 }
 
-// unescape undoes the kernel's octal escapes (\040 for a space).
-func unescape(s string) string {
+// Unescape undoes the kernel's octal escapes in mount tables (\040 for a
+// space), in /proc/self/mounts and mountinfo alike.
+func Unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
@@ -107,12 +108,17 @@ func under(p, point string) bool {
 
 // Network file systems keep the data on someone else's servers; the
 // tenant cannot erase it from here.
-func (m Mount) Network() bool {
-	switch m.FSType {
-	case "nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "9p", "lustre", "beegfs", "gpfs", "virtiofs":
+func (m Mount) Network() bool { return NetworkFS(m.FSType) }
+
+// NetworkFS reports file system types whose data lives on another machine:
+// NFS, SMB, cluster file systems, virtio-fs, and FUSE mounts of object
+// stores and remote disks (s3fs, gcsfuse, juicefs, sshfs, rclone).
+func NetworkFS(fstype string) bool {
+	switch fstype {
+	case "nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "9p", "lustre", "gpfs", "beegfs", "afs", "virtiofs":
 		return true
 	}
-	return strings.HasPrefix(m.FSType, "fuse.") || m.FSType == "fuse"
+	return strings.HasPrefix(fstype, "fuse.")
 }
 
 // Overlay: a container's layered root; deleting a lower-layer file only

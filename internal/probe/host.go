@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/gpurent/gpurent/internal/mounts"
 )
 
 // HostOptions tune the host probes.
@@ -70,7 +72,7 @@ func Host(ctx context.Context, opt HostOptions) HostFacts {
 	h.DataDir = dir
 	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		h.FSType, h.FSSource = mountFor(string(b), dir)
-		h.FSNetwork = networkFS(h.FSType)
+		h.FSNetwork = mounts.NetworkFS(h.FSType)
 	} else {
 		fail("filesystem", err)
 	}
@@ -212,45 +214,13 @@ func mountFor(mountinfo, dir string) (fstype, source string) {
 		if len(f) < 5 || len(g) < 2 {
 			continue
 		}
-		mp := unescapeMount(f[4])
+		mp := mounts.Unescape(f[4])
 		if (dir == mp || strings.HasPrefix(dir, strings.TrimSuffix(mp, "/")+"/") || mp == "/") && len(mp) >= best {
 			best = len(mp)
 			fstype, source = g[0], g[1]
 		}
 	}
 	return fstype, source
-}
-
-// unescapeMount undoes the octal escapes of mountinfo ("\040" is a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// networkFS reports file systems whose data lives on another machine.
-func networkFS(t string) bool {
-	switch {
-	case t == "nfs", t == "nfs4", t == "cifs", t == "smb3", t == "ceph", t == "glusterfs", t == "9p",
-		t == "lustre", t == "gpfs", t == "beegfs", t == "afs", t == "virtiofs":
-		return true
-	case strings.HasPrefix(t, "fuse."):
-		// s3fs, gcsfuse, juicefs, sshfs, rclone mounts: object stores and remote disks.
-		return true
-	}
-	return false
 }
 
 type cpuTimes struct{ total, idle, steal uint64 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/gpurent/gpurent/internal/mounts"
 )
 
 // The Go structs must have the sizes compiled from the real headers
@@ -125,7 +127,7 @@ func TestParsers(t *testing.T) {
 			t.Errorf("mountFor(%s) = %s, want %s", dir, typ, want)
 		}
 	}
-	if !networkFS("nfs4") || !networkFS("fuse.s3fs") || networkFS("overlay") || networkFS("ext4") {
+	if !mounts.NetworkFS("nfs4") || !mounts.NetworkFS("fuse.s3fs") || mounts.NetworkFS("overlay") || mounts.NetworkFS("ext4") {
 		t.Error("networkFS")
 	}
 	total, avail := meminfo("MemTotal:       16384 kB\nMemFree: 1 kB\nMemAvailable:    8192 kB\n")
