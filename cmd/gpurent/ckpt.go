@@ -155,12 +155,7 @@ type progress struct {
 func startProgress(w io.Writer, verb string, total int64) *progress {
 	p := &progress{total: total, verb: verb, stop: make(chan struct{}), ended: make(chan struct{})}
 	f, ok := w.(*os.File)
-	tty := false
-	if ok {
-		if st, err := f.Stat(); err == nil {
-			tty = st.Mode()&os.ModeCharDevice != 0
-		}
-	}
+	tty := ok && isTerminal(f)
 	go func() {
 		defer close(p.ended)
 		if !tty {
