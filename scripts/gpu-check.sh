@@ -111,12 +111,12 @@ if torch is None:
     print("torch backend:", tdev)
 else:
     print(f"cuda/torch ratios on {tdev}:")
-    for name in ("mem_copy", "h2d", "d2h"):
-        if name in cuda and name in torch and torch[name].get("value"):
-            print(f"  {name:12s} cuda {cuda[name]['value']:.1f} / torch {torch[name]['value']:.1f} = {cuda[name]['value'] / torch[name]['value']:.3f}")
-    for name in ("gemm_fp32", "gemm_tf32", "gemm_bf16"):
-        if name in torch:
-            print(f"  {name:12s} torch {torch[name].get('value', 0):.1f} TFLOPS (no cuBLASLt path in the cuda backend yet)")
+    for name in ("mem_copy", "h2d", "d2h", "gemm_fp32", "gemm_tf32", "gemm_bf16"):
+        c, t = cuda.get(name, {}), torch.get(name, {})
+        if c.get("value") and t.get("value"):
+            print(f"  {name:12s} cuda {c['value']:.1f} / torch {t['value']:.1f} {c['unit']} = {c['value'] / t['value']:.3f}")
+        elif name in cuda or name in torch:
+            print(f"  {name:12s} no ratio: cuda {c.get('value') or c.get('error')!r}, torch {t.get('value') or t.get('error')!r}")
 PY
 
 # 3. Co-tenant: 10 quick runs idle, 10 with a GEMM-like loop beside them.

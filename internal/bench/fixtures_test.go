@@ -54,16 +54,25 @@ func healthyH100() probe.Facts {
 
 // probed adds synthetic compute results to a facts builder: figures a
 // healthy H100 SXM could show (FP32 90% of 67, copy 87% of 3350 GB/s, H2D
-// 79% of a Gen5 x16 link), and a sustained series from a 2 ms kernel with
-// 1% jitter, passed through the same analysis bench runs. Synthetic: they
-// test the judgement, not the card.
+// 79% of a Gen5 x16 link, cuBLASLt GEMMs at 70-76% of the dense peaks), and
+// a sustained series from a 2 ms kernel with 1% jitter, passed through the
+// same analysis bench runs. Synthetic: they test the judgement, not the
+// card.
 func probed(f probe.Facts, sustained []float64, allocGiB float64) probe.Facts {
+	return probedGEMM(f, sustained, allocGiB, 692)
+}
+
+// probedGEMM is probed with the BF16 GEMM at bf16 TFLOPS.
+func probedGEMM(f probe.Facts, sustained []float64, allocGiB, bf16 float64) probe.Facts {
 	c := gpu.AnalyzeLaunches(sustained, gpu.DefaultContentionLimits())
 	f.Compute = []gpu.Results{{Backend: "cuda", Index: 0, Available: true, Device: "NVIDIA H100 80GB HBM3", Driver: "CUDA 13.0",
 		Results: []gpu.Result{
 			{Probe: gpu.ProbeFP32, Precision: "fp32", Value: 60.3, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 20.1, Spread: 0.004}},
 			{Probe: gpu.ProbeBF16, Precision: "bf16", Value: 905, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 20.0, Spread: 0.003}},
 			{Probe: gpu.ProbeFP8, Precision: "fp8", Error: "FP8 kernels did not load (PTX 8.4 needs a CUDA 12.4 or newer driver): CUDA_ERROR_UNSUPPORTED_PTX_VERSION", Unit: "TFLOPS"},
+			{Probe: gpu.ProbeGEMMFP32, Precision: "fp32", Value: 51.0, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 21.6, Spread: 0.006}},
+			{Probe: gpu.ProbeGEMMTF32, Precision: "tf32", Value: 361, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 3.05, Spread: 0.01}},
+			{Probe: gpu.ProbeGEMMBF16, Precision: "bf16", Value: bf16, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 1100 / bf16, Spread: 0.01}},
 			{Probe: gpu.ProbeCopy, Value: 2915, Unit: "GB/s", Timing: gpu.Summary{N: 5, Median: 0.37, Spread: 0.01}},
 			{Probe: gpu.ProbeH2D, Value: 50.1, Unit: "GB/s", Timing: gpu.Summary{N: 5, Median: 5.4, Spread: 0.01}},
 			{Probe: gpu.ProbeAlloc, Value: allocGiB, Unit: "GiB"},
@@ -91,6 +100,7 @@ type fixture struct {
 	facts  func() probe.Facts
 	want   string   // verdict
 	fails  []string // ids of failed checks, exactly
+	warns  []string // ids of warned checks, exactly, where given
 	advice string   // in the first failed check's advice
 }
 
@@ -186,6 +196,8 @@ func fixtures() []fixture {
 			facts: func() probe.Facts { return probed(healthyH100(), launches(2000, 0), 77.6) }},
 		{name: "h100-cotenant-time-sliced", want: Fail, fails: []string{"gpu0.sustained"}, advice: "time-sliced",
 			facts: func() probe.Facts { return probed(healthyH100(), launches(2000, 3), 77.6) }},
+		{name: "h100-gemm-at-a-fifth", want: Warn, warns: []string{"gpu0.gemm_bf16"},
+			facts: func() probe.Facts { return probedGEMM(healthyH100(), launches(2000, 0), 77.6, 190) }},
 		{name: "h100-mps-memory-limit", want: Fail, fails: []string{"gpu0.alloc"}, advice: "MPS",
 			facts: func() probe.Facts { return probed(healthyH100(), launches(2000, 0), 19.5) }},
 		{name: "no-driver", want: Pass,
@@ -229,9 +241,12 @@ func TestFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var fails []string
+			var fails, warns []string
 			var firstAdvice string
 			for _, c := range r.Checks {
+				if c.Status == Warn {
+					warns = append(warns, c.ID)
+				}
 				if c.Status == Fail {
 					fails = append(fails, c.ID)
 					if firstAdvice == "" {
@@ -247,6 +262,9 @@ func TestFixtures(t *testing.T) {
 						t.Logf("  %s %s: %s", c.ID, c.Status, c.Evidence)
 					}
 				}
+			}
+			if fx.warns != nil && !slices.Equal(warns, fx.warns) {
+				t.Errorf("warned %v, want %v", warns, fx.warns)
 			}
 			if fx.advice != "" && !strings.Contains(firstAdvice, fx.advice) {
 				t.Errorf("advice %q, want it to contain %q", firstAdvice, fx.advice)

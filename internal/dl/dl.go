@@ -64,12 +64,21 @@ func (l *Lib) Has(name string) bool {
 //
 //go:uintptrescapes
 func (l *Lib) Call(name string, args ...uintptr) (int32, error) {
+	r, err := l.CallWord(name, args...)
+	return int32(uint32(r)), err
+}
+
+// CallWord invokes a C function that returns a pointer-sized integer
+// (size_t, a pointer), such as cublasLtGetVersion.
+//
+//go:uintptrescapes
+func (l *Lib) CallWord(name string, args ...uintptr) (uintptr, error) {
 	p, err := l.Sym(name)
 	if err != nil {
 		return 0, err
 	}
 	r, _, _ := purego.SyscallN(p, args...)
-	return int32(uint32(r)), nil
+	return r, nil
 }
 
 // Close unloads the library.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"strings"
 	"time"
 )
 
@@ -37,6 +39,9 @@ func (CUDA) Run(ctx context.Context, opt Options) Results {
 	for _, prec := range []string{"bf16", "fp16", "tf32", "fp8"} {
 		steps = append(steps, func() Result { return p.tensor(prec) })
 	}
+	for _, g := range gemmPrecisions() {
+		steps = append(steps, func() Result { return p.gemm(g) })
+	}
 	steps = append(steps, p.copyKernel, p.dtod, func() Result { return p.hostCopy(true) }, func() Result { return p.hostCopy(false) },
 		func() Result { return p.sustained(ctx) }, p.alloc)
 	for _, step := range steps {
@@ -60,6 +65,9 @@ type cudaProber struct {
 	mma89Err   error
 	scratch    uint64
 	scratchLen uint64
+	// lt is cuBLASLt, opened by the first GEMM probe; ltErr says why not.
+	lt    *blasLt
+	ltErr error
 }
 
 func (p *cudaProber) setup() error {
@@ -92,6 +100,9 @@ func (p *cudaProber) setup() error {
 }
 
 func (p *cudaProber) teardown() {
+	if p.lt != nil {
+		p.lt.close()
+	}
 	p.c.free(p.scratch)
 	for _, m := range []module{p.common, p.mma80, p.mma89} {
 		if m != 0 {
@@ -197,6 +208,69 @@ func (p *cudaProber) tensor(prec string) Result {
 	return out
 }
 
+// gemm times an n×n×n cuBLASLt matmul in one precision, set up as torch
+// runs a @ b, on operands filled with pseudo-random values in [-1, 1).
+// n is 8192 unless free memory asks for less.
+func (p *cudaProber) gemm(g gemmPrecision) Result {
+	r := Result{Probe: g.probe, Precision: g.prec, Unit: "TFLOPS"}
+	if p.major < 8 && g.prec != "fp32" {
+		r.Error = fmt.Sprintf("%s GEMMs need compute capability 8.0 or newer (this card is %d.%d)", strings.ToUpper(g.prec), p.major, p.minor)
+		return r
+	}
+	if p.lt == nil && p.ltErr == nil {
+		p.lt, p.ltErr = openBlasLt(cublasLtCandidates(os.DirFS("/"), os.Getenv, int(p.c.version/1000)))
+	}
+	if p.ltErr != nil {
+		r.Error = p.ltErr.Error()
+		return r
+	}
+	const workspace = 32 << 20
+	n := uint64(8192)
+	if free, _, err := p.c.memInfo(); err == nil {
+		for n > 1024 && 3*n*n*g.elem+workspace > free/2 {
+			n /= 2
+		}
+	}
+	size := n * n * g.elem
+	var bufs []uint64
+	defer func() {
+		for _, b := range bufs {
+			p.c.free(b)
+		}
+	}()
+	for _, bytes := range []uint64{size, size, size, workspace} {
+		b, err := p.c.alloc(bytes)
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		bufs = append(bufs, b)
+	}
+	fill := "fill_f32"
+	if g.data == cudaR16BF {
+		fill = "fill_bf16"
+	}
+	f, err := p.c.function(p.common, fill)
+	for i := 0; i < 3 && err == nil; i++ {
+		err = p.c.launch(f, uint32(p.sms*8), 256, bufs[i], n*n, uint64(0x9e3779b9*uint32(i+1)))
+	}
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	plan, err := p.lt.plan(g, n, workspace)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer p.lt.destroy(plan)
+	r = p.repeat(r, 2*float64(n*n*n)/1e12, func() error {
+		return p.lt.matmul(plan, bufs[0], bufs[1], bufs[2], bufs[3], workspace, 0)
+	})
+	r.Notes = fmt.Sprintf("%s %d³ GEMM, %s, heuristic's first algorithm, %d MiB workspace; 2·n³ FLOPs", p.lt, n, g.what, workspace>>20)
+	return r
+}
+
 // copyBytes is the buffer size of the bandwidth probes.
 func (p *cudaProber) copyBytes() uint64 {
 	size := uint64(512 << 20)
@@ -228,14 +302,16 @@ func (p *cudaProber) deviceBuffers(n uint64) (a, b uint64, err error) {
 	return a, b, err
 }
 
-// bandwidth times op reps times (after one warm-up) moving bytes each.
-func (p *cudaProber) bandwidth(r Result, bytes float64, op func() error) Result {
+// repeat times op reps times after one warm-up. work is what one op does
+// in r's unit times seconds (GB for GB/s, TFLOP for TFLOPS); r gets the
+// timing and the median rate.
+func (p *cudaProber) repeat(r Result, work float64, op func() error) Result {
 	if _, err := p.c.timed(op); err != nil {
 		r.Error = err.Error()
 		return r
 	}
 	ms := make([]float64, 0, p.reps())
-	gbs := make([]float64, 0, p.reps())
+	rates := make([]float64, 0, p.reps())
 	for range p.reps() {
 		t, err := p.c.timed(op)
 		if err != nil {
@@ -243,10 +319,10 @@ func (p *cudaProber) bandwidth(r Result, bytes float64, op func() error) Result 
 			return r
 		}
 		ms = append(ms, t)
-		gbs = append(gbs, bytes/(t/1e3)/1e9)
+		rates = append(rates, work/(t/1e3))
 	}
 	r.Timing = Summarize(ms)
-	r.Value = Summarize(gbs).Median
+	r.Value = Summarize(rates).Median
 	return r
 }
 
@@ -278,7 +354,7 @@ func (p *cudaProber) deviceCopy(probe, what string, move func(in, out, n uint64)
 	}
 	defer p.c.free(in)
 	defer p.c.free(out)
-	r = p.bandwidth(r, 2*float64(n), func() error { return move(in, out, n) })
+	r = p.repeat(r, 2*float64(n)/1e9, func() error { return move(in, out, n) })
 	r.Notes = fmt.Sprintf("%s of %d MiB; bytes counted read + written", what, n>>20)
 	return r
 }
@@ -306,7 +382,7 @@ func (p *cudaProber) hostCopy(toDevice bool) Result {
 	if toDevice {
 		op = func() error { return p.c.check("cuMemcpyHtoD_v2", uintptr(dev), host, uintptr(n)) }
 	}
-	r = p.bandwidth(r, float64(n), op)
+	r = p.repeat(r, float64(n)/1e9, op)
 	r.Notes = fmt.Sprintf("%d MiB pinned host buffer (cuMemHostAlloc), synchronous copies", n>>20)
 	return r
 }

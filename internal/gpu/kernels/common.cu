@@ -30,3 +30,37 @@ extern "C" __global__ void copy16(const float4_t *in, float4_t *out, unsigned lo
   unsigned long long stride = (unsigned long long)nctaid_x() * ntid_x();
   for (; i < n; i += stride) out[i] = in[i];
 }
+
+// hash32 is a 32-bit integer mix (the "lowbias32" constants), enough to
+// give the GEMM probe operands that look like random data: a GEMM over
+// constant or zero inputs toggles fewer bits, draws less power and can run
+// faster than users' real matmuls.
+__device__ __forceinline__ unsigned hash32(unsigned x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+
+// uniform maps a hash to [-1, 1).
+__device__ __forceinline__ float uniform(unsigned h) { return (float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f; }
+
+// fill_f32 writes n pseudo-random floats in [-1, 1).
+extern "C" __global__ void fill_f32(float *p, unsigned long long n, unsigned seed) {
+  unsigned long long i = (unsigned long long)ctaid_x() * ntid_x() + tid_x();
+  unsigned long long stride = (unsigned long long)nctaid_x() * ntid_x();
+  for (; i < n; i += stride) p[i] = uniform(hash32((unsigned)i ^ seed) ^ (unsigned)(i >> 32));
+}
+
+// fill_bf16 writes n pseudo-random bfloat16 values in [-1, 1): the high
+// half of the FP32 bit pattern.
+extern "C" __global__ void fill_bf16(unsigned short *p, unsigned long long n, unsigned seed) {
+  unsigned long long i = (unsigned long long)ctaid_x() * ntid_x() + tid_x();
+  unsigned long long stride = (unsigned long long)nctaid_x() * ntid_x();
+  for (; i < n; i += stride) {
+    float f = uniform(hash32((unsigned)i ^ seed) ^ (unsigned)(i >> 32));
+    p[i] = (unsigned short)(__builtin_bit_cast(unsigned, f) >> 16);
+  }
+}
