@@ -22,7 +22,7 @@ func newBurn() *cobra.Command {
 			if err != nil || d <= 0 {
 				return usagef("--duration: want a positive duration such as 60s, got %q", duration)
 			}
-			return gpu.Burn(cmd.Context(), device, d)
+			return gpu.CUDA{}.Burn(cmd.Context(), device, d)
 		},
 	}
 	cmd.Flags().IntVar(&device, "device", 0, "CUDA device")

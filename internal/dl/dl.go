@@ -6,6 +6,7 @@ package dl
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -25,13 +26,27 @@ type Lib struct {
 func Open(names ...string) (*Lib, error) {
 	var errs []string
 	for _, n := range names {
-		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopen(n)
 		if err == nil {
 			return &Lib{name: n, h: h, syms: map[string]uintptr{}}, nil
 		}
 		errs = append(errs, err.Error())
 	}
 	return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+}
+
+// dlopen keeps the goroutine on one OS thread from dlopen to dlerror:
+// dlerror's message is per thread, and purego reads it in a second call,
+// so a goroutine moved between the two reads an empty message (seen under
+// load in the tests).
+func dlopen(name string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil && err.Error() == "" {
+		err = fmt.Errorf("%s: cannot be loaded", name)
+	}
+	return h, err
 }
 
 // Name is the file name the library was opened by.

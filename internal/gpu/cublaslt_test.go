@@ -11,10 +11,11 @@ import (
 	"unsafe"
 )
 
-// buildFake compiles testdata/fakecublaslt.c into a shared library named
-// like the real one. go test -race needs a C compiler already, so the
-// test suite always has one; plain go test without one skips.
-func buildFake(t *testing.T) string {
+// buildFake compiles testdata/<src> into a shared library called name in
+// a fresh directory, so every call gets its own copy and its own state.
+// go test -race needs a C compiler already, so the test suite always has
+// one; plain go test without one skips.
+func buildFake(t *testing.T, src, name string) string {
 	t.Helper()
 	cc := os.Getenv("CC")
 	for _, c := range []string{"cc", "gcc", "clang", "clang-19"} {
@@ -28,8 +29,8 @@ func buildFake(t *testing.T) string {
 	if cc == "" {
 		t.Skip("no C compiler to build the fake libcublasLt")
 	}
-	out := filepath.Join(t.TempDir(), "libcublasLt.so.12")
-	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, "testdata/fakecublaslt.c")
+	out := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, filepath.Join("testdata", src))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", cc, err, b)
 	}
@@ -51,7 +52,7 @@ type fakeRecord struct {
 // every argument of every call lands where the C ABI puts it, including
 // cublasLtMatmul's 16, and nothing is leaked.
 func TestCublasLtABI(t *testing.T) {
-	lt, err := openBlasLt([]string{filepath.Join(t.TempDir(), "missing.so"), buildFake(t)})
+	lt, err := openBlasLt([]string{filepath.Join(t.TempDir(), "missing.so"), buildFake(t, "fakecublaslt.c", "libcublasLt.so.12")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,11 +57,16 @@ type cudaLib struct {
 	version int32
 }
 
-// openCUDA loads the driver, initialises it and makes device's primary
-// context current on this (locked) OS thread.
-func openCUDA(device int) (*cudaLib, error) {
+// openCUDA loads the driver (path, or libcuda.so.1 from the loader's search
+// path when empty), initialises it and makes device's primary context
+// current on this (locked) OS thread.
+func openCUDA(path string, device int) (*cudaLib, error) {
 	runtime.LockOSThread()
-	lib, err := dl.Open("libcuda.so.1", "libcuda.so")
+	names := []string{"libcuda.so.1", "libcuda.so"}
+	if path != "" {
+		names = []string{path}
+	}
+	lib, err := dl.Open(names...)
 	if err != nil {
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("%w: libcuda.so.1 is not on this machine (no NVIDIA driver, or a container without GPU access): %v", errNoCUDA, err)

@@ -5,6 +5,8 @@
 // library's contract requires and records the last matmul, so the test
 // proves the Go binding passes each of cublasLtMatmul's 16 arguments (10
 // of them on the stack) where the C ABI expects them.
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +52,12 @@ static struct record last;
 void fake_last(struct record *out) { *out = last; }
 int fake_live(void) { return live; }
 void fake_fail_heuristic(int on) { fail_heuristic = on; }
+
+// With fake_use_cuda(1), matmuls run on fakecuda.c's simulated GPU: the
+// operands must lie in its device allocations, and its clock advances by
+// the GEMM's time. Off by default, for the ABI test's made-up pointers.
+static int use_cuda;
+void fake_use_cuda(int on) { use_cuda = on; }
 
 size_t cublasLtGetVersion(void) { return 120604; }
 
@@ -189,6 +197,16 @@ cublasStatus_t cublasLtMatmul(struct handle *h, struct desc *op, const float *al
   for (int i = 0; i < 8; i++)
     if (algo->data[i] != 0xa160000000000000ull + (uint64_t)i * 0x1111 + (uint64_t)op->compute) return INVALID_VALUE;
   if (workspaceSize < ALGO_WORKSPACE || !workspace) return INVALID_VALUE;
+  if (use_cuda) {
+    int (*valid)(uint64_t, uint64_t) = (int (*)(uint64_t, uint64_t))dlsym(RTLD_DEFAULT, "fake_cuda_valid");
+    void (*gemm)(int, double) = (void (*)(int, double))dlsym(RTLD_DEFAULT, "fake_cuda_gemm");
+    if (!valid || !gemm) return NOT_INITIALIZED;
+    uint64_t bytes = Adesc->rows * Adesc->cols * (Adesc->type == 14 ? 2 : 4);
+    if (!valid((uintptr_t)A, bytes) || !valid((uintptr_t)B, bytes) || !valid((uintptr_t)D, bytes) ||
+        !valid((uintptr_t)workspace, workspaceSize))
+      return 14; // CUBLAS_STATUS_INTERNAL_ERROR: a real GPU would fault
+    gemm(Adesc->type == 14 ? 2 : op->compute == 77 ? 1 : 0, 2.0 * (double)Adesc->rows * (double)Bdesc->cols * (double)Adesc->cols);
+  }
   last = (struct record){
       .calls = last.calls + 1, .compute = op->compute, .scale = op->scale, .transa = op->transa, .transb = op->transb,
       .type = Adesc->type, .rows = Adesc->rows, .cols = Adesc->cols, .ld = Adesc->ld, .alpha = *alpha, .beta = *beta,

@@ -1,0 +1,151 @@
+package gpu
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gpurent/gpurent/internal/dl"
+)
+
+// simConfig mirrors struct config in testdata/fakecuda.c.
+type simConfig struct {
+	DriverVersion, MaxPTX    int64
+	FP32, Tensor, Mem, Link  float64
+	TotalMem, OtherTenantMem int64
+	SliceEvery               int64
+	SliceMs                  float64
+}
+
+// simStats mirrors struct stats in testdata/fakecuda.c.
+type simStats struct {
+	Launches, LiveAllocs, LiveHost, LiveEvents, LiveModules, CtxRefs, WrongThread, BadCalls int64
+}
+
+// simDriver builds the simulated driver and a cuBLASLt that runs on it,
+// and points the GEMM probes at the latter.
+func simDriver(t *testing.T, cfg simConfig) (path string, stats func() simStats) {
+	t.Helper()
+	path = buildFake(t, "fakecuda.c", "libcuda.so.1")
+	blas := buildFake(t, "fakecublaslt.c", "libcublasLt.so.12")
+	lib, err := dl.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lib.Close)
+	lib.Call("fake_config", uintptr(unsafe.Pointer(&cfg)))
+	blib, err := dl.Open(blas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(blib.Close)
+	blib.Call("fake_use_cuda", 1)
+	t.Setenv("GPURENT_CUBLASLT", blas)
+	return path, func() simStats {
+		var s simStats
+		lib.Call("fake_stats", uintptr(unsafe.Pointer(&s)))
+		return s
+	}
+}
+
+func simH100ish() simConfig {
+	return simConfig{DriverVersion: 12080, MaxPTX: 88, FP32: 60e12, Tensor: 800e12, Mem: 3000e9, Link: 50e9,
+		TotalMem: 80 << 30, OtherTenantMem: 1 << 30}
+}
+
+// The cuda backend runs every probe on a simulated driver whose rates are
+// known: each figure must come back as the rate the simulation was given,
+// through the real binding (purego calls, kernel parameters read by the
+// sizes the PTX declares, events), with every allocation, event and module
+// released and every call made on the thread that holds the context.
+func TestCUDABackendSimulated(t *testing.T) {
+	path, stats := simDriver(t, simH100ish())
+	r := CUDA{Library: path}.Run(context.Background(), Options{Sustained: 200 * time.Millisecond})
+	if !r.Available || r.Error != "" || r.Device != "Simulated GPU (gpurent test driver)" || r.Driver != "CUDA 12.8" {
+		t.Fatalf("%+v", r)
+	}
+	want := map[string]float64{
+		ProbeFP32: 60, ProbeBF16: 800, ProbeFP16: 800, ProbeTF32: 400, ProbeFP8: 1600,
+		ProbeGEMMFP32: 60, ProbeGEMMTF32: 400, ProbeGEMMBF16: 800,
+		ProbeCopy: 3000, ProbeDtoD: 3000, ProbeH2D: 50, ProbeD2H: 50,
+		ProbeAlloc: 79 - 1.6, // free minus the 2% margin
+	}
+	for probe, w := range want {
+		got := r.Find(probe)
+		if got == nil {
+			t.Errorf("%s: missing", probe)
+			continue
+		}
+		if got.Error != "" || math.Abs(got.Value-w)/w > 0.01 {
+			t.Errorf("%s = %.2f %s (%s), want %.2f within 1%%", probe, got.Value, got.Unit, got.Error, w)
+		}
+		if probe != ProbeAlloc && got.Timing.N != 5 {
+			t.Errorf("%s: %d repetitions, want 5 in quick mode", probe, got.Timing.N)
+		}
+	}
+	if g := r.Find(ProbeGEMMBF16); g != nil && !strings.Contains(g.Notes, "cuBLASLt 12.6.4") {
+		t.Errorf("GEMM notes: %q", g.Notes)
+	}
+	s := r.Find(ProbeSustain)
+	if s == nil || s.Contention == nil || s.Contention.Verdict != Clean || s.Contention.Launches < 100 {
+		t.Errorf("sustained on an idle simulated GPU: %+v", s)
+	}
+	if st := stats(); st.LiveAllocs != 0 || st.LiveHost != 0 || st.LiveEvents != 0 || st.LiveModules != 0 || st.CtxRefs != 0 ||
+		st.WrongThread != 0 || st.BadCalls != 0 {
+		t.Errorf("driver state after the run: %+v", st)
+	}
+}
+
+// Another tenant's work every third launch shows as contention, and an
+// old driver's JIT refusal of PTX 8.4 reaches the FP8 result with the
+// JIT's own log, while the other probes still run.
+func TestCUDABackendSimulatedSharedOldDriver(t *testing.T) {
+	cfg := simH100ish()
+	cfg.DriverVersion, cfg.MaxPTX, cfg.SliceEvery, cfg.SliceMs = 12020, 82, 3, 4
+	path, stats := simDriver(t, cfg)
+	r := CUDA{Library: path}.Run(context.Background(), Options{Sustained: 200 * time.Millisecond})
+	if !r.Available || r.Driver != "CUDA 12.2" {
+		t.Fatalf("%+v", r)
+	}
+	s := r.Find(ProbeSustain)
+	if s == nil || s.Contention == nil || s.Contention.Verdict != Contended {
+		t.Errorf("sustained beside a simulated co-tenant: %+v", s)
+	} else if math.Abs(s.Contention.SlowShare-1.0/3) > 0.02 || s.Contention.P50Ms < 0.5 || s.Contention.P50Ms > 2 {
+		// The kernel is sized to about 1 ms on the fastest launches, not on
+		// ones that waited for the other tenant.
+		t.Errorf("slow share %.3f, want 1/3; p50 %.3f ms, want about 1", s.Contention.SlowShare, s.Contention.P50Ms)
+	}
+	fp8 := r.Find(ProbeFP8)
+	if fp8 == nil || !strings.Contains(fp8.Error, "CUDA 12.4") || !strings.Contains(fp8.Error, "Unsupported .version 8.4") {
+		t.Errorf("FP8 on a driver without PTX 8.4: %+v", fp8)
+	}
+	if bf := r.Find(ProbeBF16); bf == nil || bf.Error != "" || bf.Value <= 0 {
+		t.Errorf("BF16 should still run: %+v", bf)
+	}
+	if st := stats(); st.LiveAllocs != 0 || st.LiveEvents != 0 || st.LiveModules != 0 || st.CtxRefs != 0 || st.WrongThread != 0 {
+		t.Errorf("driver state after the run: %+v", st)
+	}
+}
+
+// burn, the co-tenant of scripts/gpu-check.sh, launches work until its
+// time is up and releases what it took.
+func TestBurnSimulated(t *testing.T) {
+	path, stats := simDriver(t, simH100ish())
+	start := time.Now()
+	if err := (CUDA{Library: path}).Burn(context.Background(), 0, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond || d > 5*time.Second {
+		t.Errorf("burn for 100ms took %v", d)
+	}
+	st := stats()
+	if st.Launches < 16 || st.LiveAllocs != 0 || st.LiveModules != 0 || st.CtxRefs != 0 || st.BadCalls != 0 {
+		t.Errorf("after burn: %+v", st)
+	}
+	if err := (CUDA{Library: path}).Burn(context.Background(), 3, time.Millisecond); err == nil || !strings.Contains(err.Error(), "device 3 does not exist") {
+		t.Errorf("burn on a missing device: %v", err)
+	}
+}

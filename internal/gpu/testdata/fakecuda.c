@@ -1,0 +1,398 @@
+// fakecuda.c: a simulated libcuda.so.1 for TestCUDABackendSimulated, written
+// from the prototypes, symbol names and values in
+// shared/reference/abi_reference.md §2, not from NVIDIA's headers. It has no
+// GPU behind it: device memory is address ranges, and a virtual clock moves
+// by what each launch or copy would take at the configured rates. What it
+// does check is everything a real driver would refuse or a real card would
+// fault on: calls from a thread without the context current, launch
+// parameters read through kernelParams with the sizes the PTX declares,
+// kernels and copies that stay inside their allocations, events and
+// modules that are destroyed, a PTX ISA newer than the driver supports.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+enum {
+  SUCCESS = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, NO_DEVICE = 100, INVALID_DEVICE = 101,
+  INVALID_CONTEXT = 201, INVALID_PTX = 218, UNSUPPORTED_PTX_VERSION = 222, INVALID_HANDLE = 400, NOT_FOUND = 500,
+  NOT_READY = 600, ILLEGAL_ADDRESS = 700
+};
+
+// Configuration, set by the test through fake_config; all fields 8 bytes.
+struct config {
+  int64_t driver_version; // 1000*major + 10*minor
+  int64_t max_ptx;        // highest PTX ISA accepted, x10 (84 = 8.4)
+  double fp32_flops, tensor_flops, mem_bytes, link_bytes; // per second; tensor is BF16/FP16 (TF32 half, FP8 double)
+  int64_t total_mem, other_tenant_mem;                   // bytes
+  int64_t slice_every;                                   // every Nth launch waits for another tenant (0: never)
+  double slice_ms;
+};
+static struct config cfg;
+
+// Counters the test reads through fake_stats; all fields 8 bytes.
+struct stats {
+  int64_t launches, live_allocs, live_host, live_events, live_modules, ctx_refs, wrong_thread, bad_calls;
+};
+static struct stats st;
+
+static int initialised;
+static __thread void *current; // the context current on this thread
+static int primary_ctx = 0x600d;
+
+static double clock_us; // virtual GPU time
+static double slice_wait(void);
+
+void fake_config(const struct config *c) {
+  cfg = *c;
+  memset(&st, 0, sizeof st);
+  initialised = 0;
+  clock_us = 0;
+}
+void fake_stats(struct stats *out) { *out = st; }
+
+// bad records a refused call so that a test sees it even where the Go code
+// keeps going after an error.
+static CUresult bad(CUresult r) {
+  st.bad_calls++;
+  return r;
+}
+
+#define NEED_CTX()                          \
+  do {                                      \
+    if (!initialised) return bad(NOT_INITIALIZED); \
+    if (current != &primary_ctx) {          \
+      st.wrong_thread++;                    \
+      return bad(INVALID_CONTEXT);          \
+    }                                       \
+  } while (0)
+
+// ---- memory: address ranges, device and pinned host ----
+#define MAX_ALLOCS 4096
+struct alloc { uint64_t base, size; int live, host; };
+static struct alloc allocs[MAX_ALLOCS];
+static int nallocs;
+static uint64_t next_dev = 0x700000000000ull, next_host = 0x7e0000000000ull, used;
+
+static struct alloc *find(uint64_t p, uint64_t n, int host) {
+  for (int i = 0; i < nallocs; i++) {
+    struct alloc *a = &allocs[i];
+    if (a->live && a->host == host && p >= a->base && n <= a->size && p - a->base <= a->size - n) return a;
+  }
+  return NULL;
+}
+
+// Exported for fakecublaslt.c: does [p, p+n) lie in one device allocation?
+int fake_cuda_valid(uint64_t p, uint64_t n) { return find(p, n, 0) != NULL; }
+// Exported for fakecublaslt.c: run work on the virtual GPU.
+void fake_cuda_advance(double us) { clock_us += us; }
+
+// Exported for fakecublaslt.c: a GEMM of flops in FP32 (0), TF32 (1) or
+// BF16 (2).
+void fake_cuda_gemm(int precision, double flops) {
+  double rate = precision == 0 ? cfg.fp32_flops : precision == 1 ? cfg.tensor_flops / 2 : cfg.tensor_flops;
+  clock_us += flops / rate * 1e6 + 2 + slice_wait();
+}
+
+static CUresult new_alloc(uint64_t *out, uint64_t n, int host) {
+  if (n == 0) return bad(INVALID_VALUE);
+  if (!host && used + n > (uint64_t)(cfg.total_mem - cfg.other_tenant_mem)) return OUT_OF_MEMORY;
+  if (nallocs == MAX_ALLOCS) return bad(OUT_OF_MEMORY);
+  uint64_t *next = host ? &next_host : &next_dev;
+  allocs[nallocs++] = (struct alloc){*next, n, 1, host};
+  *out = *next;
+  *next += (n + 0xfffff) & ~0xfffffull;
+  if (host) st.live_host++; else { st.live_allocs++; used += n; }
+  return SUCCESS;
+}
+
+static CUresult free_alloc(uint64_t p, int host) {
+  for (int i = 0; i < nallocs; i++) {
+    struct alloc *a = &allocs[i];
+    if (a->live && a->host == host && a->base == p) {
+      a->live = 0;
+      if (host) st.live_host--; else { st.live_allocs--; used -= a->size; }
+      return SUCCESS;
+    }
+  }
+  return bad(INVALID_VALUE);
+}
+
+// ---- initialisation, device, context ----
+CUresult cuInit(unsigned flags) {
+  if (flags != 0) return bad(INVALID_VALUE);
+  initialised = 1;
+  return SUCCESS;
+}
+CUresult cuDriverGetVersion(int *v) {
+  if (!v) return bad(INVALID_VALUE);
+  *v = (int)cfg.driver_version;
+  return SUCCESS;
+}
+CUresult cuDeviceGetCount(int *n) {
+  if (!initialised) return bad(NOT_INITIALIZED);
+  *n = 1;
+  return SUCCESS;
+}
+CUresult cuDeviceGet(int *dev, int ordinal) {
+  if (!initialised) return bad(NOT_INITIALIZED);
+  if (ordinal != 0) return bad(INVALID_DEVICE);
+  *dev = 0;
+  return SUCCESS;
+}
+CUresult cuDeviceGetName(char *name, int len, int dev) {
+  if (dev != 0 || !name || len < 1) return bad(INVALID_VALUE);
+  snprintf(name, (size_t)len, "Simulated GPU (gpurent test driver)");
+  return SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
+  if (!initialised) return bad(NOT_INITIALIZED);
+  if (dev != 0 || !v) return bad(INVALID_DEVICE);
+  switch (attr) {
+  case 13: *v = 1980000; break; // clock rate, kHz
+  case 16: *v = 132; break;     // SMs
+  case 36: *v = 2619000; break; // memory clock, kHz
+  case 37: *v = 5120; break;    // bus width, bits
+  case 75: *v = 9; break;       // compute capability
+  case 76: *v = 0; break;
+  case 133: *v = 0; break;      // MPS enabled
+  default: return bad(INVALID_VALUE);
+  }
+  return SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+  if (!initialised) return bad(NOT_INITIALIZED);
+  if (dev != 0 || !ctx) return bad(INVALID_DEVICE);
+  *ctx = &primary_ctx;
+  st.ctx_refs++;
+  return SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+  if (dev != 0 || st.ctx_refs == 0) return bad(INVALID_DEVICE);
+  st.ctx_refs--;
+  return SUCCESS;
+}
+CUresult cuCtxSetCurrent(void *ctx) {
+  if (ctx != &primary_ctx || st.ctx_refs == 0) return bad(INVALID_CONTEXT);
+  current = ctx;
+  return SUCCESS;
+}
+CUresult cuCtxSynchronize(void) {
+  NEED_CTX();
+  return SUCCESS;
+}
+
+// ---- modules: PTX text, entries and their parameters ----
+#define MAGIC_MOD 0x6d6f64u
+#define MAGIC_FN 0x666eu
+struct module { unsigned magic; char *ptx; };
+struct function {
+  unsigned magic;
+  struct module *mod;
+  char name[64];
+  int nparams, psize[8];
+  int m, n, k; // mma shape found in the body, 0 when none
+};
+
+CUresult cuModuleLoadDataEx(struct module **out, const char *image, unsigned nopts, int *opts, void **vals) {
+  NEED_CTX();
+  if (!out || !image || (nopts && (!opts || !vals))) return bad(INVALID_VALUE);
+  char *log = NULL;
+  size_t logsize = 0;
+  for (unsigned i = 0; i < nopts; i++) {
+    if (opts[i] == 5) log = vals[i];
+    else if (opts[i] == 6) logsize = (size_t)(uintptr_t)vals[i]; // by value in the pointer slot
+    else return bad(INVALID_VALUE);
+  }
+  const char *v = strstr(image, "\n.version ");
+  int major, minor;
+  if (!v || sscanf(v, "\n.version %d.%d", &major, &minor) != 2 || !strstr(image, ".entry ")) return bad(INVALID_PTX);
+  if (major * 10 + minor > cfg.max_ptx) {
+    if (log && logsize) snprintf(log, logsize, "ptxas fatal : Unsupported .version %d.%d; current version is '%d.%d'", major,
+                                 minor, (int)cfg.max_ptx / 10, (int)cfg.max_ptx % 10);
+    return UNSUPPORTED_PTX_VERSION;
+  }
+  struct module *m = malloc(sizeof *m);
+  m->magic = MAGIC_MOD;
+  m->ptx = strdup(image);
+  *out = m;
+  st.live_modules++;
+  return SUCCESS;
+}
+
+CUresult cuModuleUnload(struct module *m) {
+  NEED_CTX();
+  if (!m || m->magic != MAGIC_MOD) return bad(INVALID_HANDLE);
+  m->magic = 0;
+  free(m->ptx);
+  free(m);
+  st.live_modules--;
+  return SUCCESS;
+}
+
+CUresult cuModuleGetFunction(struct function **out, struct module *m, const char *name) {
+  NEED_CTX();
+  if (!out || !m || m->magic != MAGIC_MOD || !name || strlen(name) >= 64) return bad(INVALID_VALUE);
+  char want[80];
+  snprintf(want, sizeof want, ".entry %s(", name);
+  const char *e = strstr(m->ptx, want);
+  if (!e) return NOT_FOUND;
+  struct function *f = calloc(1, sizeof *f);
+  f->magic = MAGIC_FN;
+  f->mod = m;
+  strcpy(f->name, name);
+  const char *end = strchr(e, ')');
+  for (const char *p = strstr(e, ".param ."); p && p < end && f->nparams < 8; p = strstr(p + 1, ".param .")) {
+    f->psize[f->nparams++] = (p[8] == 'u' && p[9] == '6') || (p[8] == 'b' && p[9] == '6') ? 8 : 4;
+  }
+  const char *next = strstr(end, ".entry ");
+  const char *mma = strstr(end, "mma.sync.aligned.m");
+  if (mma && (!next || mma < next)) sscanf(mma, "mma.sync.aligned.m%dn%dk%d", &f->m, &f->n, &f->k);
+  *out = f; // functions live as long as the process: the driver owns them
+  return SUCCESS;
+}
+
+// ---- launches ----
+static double slice_wait(void) {
+  st.launches++;
+  return cfg.slice_every > 0 && st.launches % cfg.slice_every == 0 ? cfg.slice_ms * 1000 : 0;
+}
+
+CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shmem, void *stream, void **params, void **extra) {
+  NEED_CTX();
+  if (!f || f->magic != MAGIC_FN || f->mod->magic != MAGIC_MOD) return bad(INVALID_HANDLE);
+  if (gx == 0 || gy != 1 || gz != 1 || bx == 0 || bx > 1024 || by != 1 || bz != 1 || shmem != 0 || stream != NULL ||
+      extra != NULL || !params)
+    return bad(INVALID_VALUE);
+  uint64_t v[8];
+  for (int i = 0; i < f->nparams; i++) {
+    if (!params[i]) return bad(INVALID_VALUE);
+    v[i] = f->psize[i] == 8 ? *(uint64_t *)params[i] : *(uint32_t *)params[i];
+  }
+  double threads = (double)gx * bx, us;
+  if (!strcmp(f->name, "fma32")) { // (float *out, int iters, float seed)
+    float seed;
+    memcpy(&seed, &v[2], 4);
+    if (f->nparams != 3 || !find(v[0], (uint64_t)threads * 4, 0) || (int32_t)v[1] < 1 || !isfinite(seed))
+      return bad(ILLEGAL_ADDRESS);
+    us = threads * (double)v[1] * 8 * 2 / cfg.fp32_flops * 1e6;
+  } else if (!strncmp(f->name, "mma_", 4)) { // (float *out, int iters)
+    if (f->nparams != 2 || !f->m || !find(v[0], (uint64_t)threads * 4, 0) || (int32_t)v[1] < 1) return bad(ILLEGAL_ADDRESS);
+    double rate = cfg.tensor_flops;
+    if (!strcmp(f->name, "mma_tf32")) rate /= 2;
+    if (!strcmp(f->name, "mma_fp8")) rate *= 2;
+    us = threads / 32 * (double)v[1] * 4 * 2 * f->m * f->n * f->k / rate * 1e6;
+  } else if (!strcmp(f->name, "copy16")) { // (in, out, n 16-byte elements)
+    if (f->nparams != 3 || !find(v[0], v[2] * 16, 0) || !find(v[1], v[2] * 16, 0)) return bad(ILLEGAL_ADDRESS);
+    us = 2.0 * 16 * (double)v[2] / cfg.mem_bytes * 1e6;
+  } else if (!strcmp(f->name, "fill_f32") || !strcmp(f->name, "fill_bf16")) { // (p, n, seed)
+    uint64_t elem = f->name[5] == 'f' ? 4 : 2;
+    if (f->nparams != 3 || !find(v[0], v[1] * elem, 0)) return bad(ILLEGAL_ADDRESS);
+    us = (double)(v[1] * elem) / cfg.mem_bytes * 1e6;
+  } else {
+    return bad(INVALID_VALUE);
+  }
+  clock_us += us + 2 + slice_wait(); // 2 us launch overhead
+  return SUCCESS;
+}
+
+// ---- memory calls ----
+CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
+  NEED_CTX();
+  if (!p) return bad(INVALID_VALUE);
+  return new_alloc(p, n, 0);
+}
+CUresult cuMemFree_v2(uint64_t p) {
+  NEED_CTX();
+  return free_alloc(p, 0);
+}
+CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
+  NEED_CTX();
+  *total = (size_t)cfg.total_mem;
+  *free = (size_t)(cfg.total_mem - cfg.other_tenant_mem) - used;
+  return SUCCESS;
+}
+CUresult cuMemsetD8_v2(uint64_t p, unsigned char c, size_t n) {
+  NEED_CTX();
+  (void)c;
+  if (!find(p, n, 0)) return bad(ILLEGAL_ADDRESS);
+  clock_us += (double)n / cfg.mem_bytes * 1e6;
+  return SUCCESS;
+}
+CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) {
+  NEED_CTX();
+  if (!find(dst, n, 0) || !find(src, n, 0)) return bad(ILLEGAL_ADDRESS);
+  clock_us += 2.0 * (double)n / cfg.mem_bytes * 1e6;
+  return SUCCESS;
+}
+CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
+  NEED_CTX();
+  if (!find(dst, n, 0) || !find((uint64_t)(uintptr_t)src, n, 1)) return bad(ILLEGAL_ADDRESS);
+  clock_us += (double)n / cfg.link_bytes * 1e6;
+  return SUCCESS;
+}
+CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
+  NEED_CTX();
+  if (!find((uint64_t)(uintptr_t)dst, n, 1) || !find(src, n, 0)) return bad(ILLEGAL_ADDRESS);
+  clock_us += (double)n / cfg.link_bytes * 1e6;
+  return SUCCESS;
+}
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+  NEED_CTX();
+  if (!p || flags > 7) return bad(INVALID_VALUE);
+  uint64_t a;
+  CUresult r = new_alloc(&a, n, 1);
+  *p = (void *)(uintptr_t)a; // never dereferenced: the Go side only passes it on
+  return r;
+}
+CUresult cuMemFreeHost(void *p) {
+  NEED_CTX();
+  return free_alloc((uint64_t)(uintptr_t)p, 1);
+}
+
+// ---- events on the virtual clock ----
+#define MAGIC_EV 0x6576u
+struct event { unsigned magic; int recorded; double at; };
+
+CUresult cuEventCreate(struct event **e, unsigned flags) {
+  NEED_CTX();
+  if (!e || flags != 0) return bad(INVALID_VALUE); // timing events only
+  *e = calloc(1, sizeof **e);
+  (*e)->magic = MAGIC_EV;
+  st.live_events++;
+  return SUCCESS;
+}
+CUresult cuEventDestroy_v2(struct event *e) {
+  NEED_CTX();
+  if (!e || e->magic != MAGIC_EV) return bad(INVALID_HANDLE);
+  e->magic = 0;
+  free(e);
+  st.live_events--;
+  return SUCCESS;
+}
+CUresult cuEventRecord(struct event *e, void *stream) {
+  NEED_CTX();
+  if (!e || e->magic != MAGIC_EV || stream != NULL) return bad(INVALID_HANDLE);
+  e->recorded = 1;
+  e->at = clock_us;
+  return SUCCESS;
+}
+CUresult cuEventSynchronize(struct event *e) {
+  NEED_CTX();
+  if (!e || e->magic != MAGIC_EV) return bad(INVALID_HANDLE);
+  return e->recorded ? SUCCESS : bad(INVALID_HANDLE);
+}
+static CUresult elapsed(float *ms, struct event *a, struct event *b) {
+  NEED_CTX();
+  if (!ms || !a || !b || a->magic != MAGIC_EV || b->magic != MAGIC_EV) return bad(INVALID_HANDLE);
+  if (!a->recorded || !b->recorded) return bad(NOT_READY);
+  *ms = (float)((b->at - a->at) / 1000);
+  return SUCCESS;
+}
+CUresult cuEventElapsedTime(float *ms, struct event *a, struct event *b) { return elapsed(ms, a, b); }
+CUresult cuEventElapsedTime_v2(float *ms, struct event *a, struct event *b) { return elapsed(ms, a, b); }
