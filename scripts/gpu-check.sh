@@ -7,8 +7,8 @@
 #     python3 has torch with CUDA, with the torch backend, and prints the
 #     cuda/torch ratio per probe;
 #  3. runs quick bench 10 times on the idle GPU and 10 times while a second
-#     process (gpurent burn) keeps it busy, and counts how often the
-#     sustained probe raised the alarm.
+#     process (gpurent burn, a cuBLASLt GEMM loop) keeps it busy, and counts
+#     how often the sustained probe raised the alarm.
 # Everything goes to one directory; it finishes in about 5 minutes:
 #   bash scripts/gpu-check.sh [OUTDIR]      (default: ./gpu-check-out)
 # Exit status: 0 when every compared field agrees, 1 otherwise.
@@ -119,7 +119,8 @@ else:
             print(f"  {name:12s} no ratio: cuda {c.get('value') or c.get('error')!r}, torch {t.get('value') or t.get('error')!r}")
 PY
 
-# 3. Co-tenant: 10 quick runs idle, 10 with a GEMM-like loop beside them.
+# 3. Co-tenant: 10 quick runs idle, 10 with a GEMM loop (gpurent burn: cuBLASLt
+# where found, else mma.sync kernels) beside them.
 alarm() { # did the sustained probe fail in this report?
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if any(c["id"]=="gpu0.sustained" and c["status"]=="fail" for c in r["checks"]) else 1)' "$1" 2>/dev/null
 }
@@ -136,5 +137,6 @@ for i in 1 2 3 4 5 6 7 8 9 10; do
   alarm "$out/busy-$i.json" && busy_alarms=$((busy_alarms + 1))
 done
 kill "$burn" 2>/dev/null; wait "$burn" 2>/dev/null
+log "co-tenant: $(head -c 300 "$out/burn.log")"
 log "sustained probe: alarm in $idle_alarms of 10 idle runs (want 0), in $busy_alarms of 10 runs beside a co-tenant (want 10)"
 exit $status

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/gpu"
@@ -22,7 +24,11 @@ func newBurn() *cobra.Command {
 			if err != nil || d <= 0 {
 				return usagef("--duration: want a positive duration such as 60s, got %q", duration)
 			}
-			return gpu.CUDA{}.Burn(cmd.Context(), device, d)
+			what, err := gpu.CUDA{}.Burn(cmd.Context(), device, d)
+			if what != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent burn: device %d, %s\n", device, what)
+			}
+			return err
 		},
 	}
 	cmd.Flags().IntVar(&device, "device", 0, "CUDA device")

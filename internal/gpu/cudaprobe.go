@@ -16,6 +16,9 @@ type CUDA struct {
 	// loader's search path when empty. Tests point it at a simulated
 	// driver.
 	Library string
+	// CublasLt is the cuBLASLt library for the GEMM probes; when empty it
+	// is searched for (cublasLtCandidates).
+	CublasLt string
 }
 
 // Name is "cuda".
@@ -34,7 +37,7 @@ func (cu CUDA) Run(ctx context.Context, opt Options) Results {
 	res.Available = true
 	res.Device = c.name()
 	res.Driver = fmt.Sprintf("CUDA %d.%d", c.version/1000, c.version%1000/10)
-	p := &cudaProber{c: c, opt: opt}
+	p := &cudaProber{c: c, opt: opt, ltPath: cu.CublasLt}
 	if err := p.setup(); err != nil {
 		res.Error = err.Error()
 		return res
@@ -70,9 +73,11 @@ type cudaProber struct {
 	mma89Err   error
 	scratch    uint64
 	scratchLen uint64
-	// lt is cuBLASLt, opened by the first GEMM probe; ltErr says why not.
-	lt    *blasLt
-	ltErr error
+	// lt is cuBLASLt, opened by the first GEMM probe from ltPath or, when
+	// that is empty, the places it is usually installed; ltErr says why not.
+	ltPath string
+	lt     *blasLt
+	ltErr  error
 }
 
 func (p *cudaProber) setup() error {
@@ -213,43 +218,50 @@ func (p *cudaProber) tensor(prec string) Result {
 	return out
 }
 
-// gemm times an n×n×n cuBLASLt matmul in one precision, set up as torch
-// runs a @ b, on operands filled with pseudo-random values in [-1, 1).
-// n is 8192 unless free memory asks for less.
-func (p *cudaProber) gemm(g gemmPrecision) Result {
-	r := Result{Probe: g.probe, Precision: g.prec, Unit: "TFLOPS"}
+// gemmRun is a GEMM ready to enqueue: operands filled, algorithm chosen.
+type gemmRun struct {
+	p    *cudaProber
+	plan *gemmPlan
+	bufs []uint64 // A, B, D, workspace
+	n    uint64
+}
+
+const gemmWorkspace = 32 << 20
+
+// newGEMM opens cuBLASLt on first use, allocates n×n operands (n halves
+// from maxN while they would take over half the free memory), fills A and
+// B with pseudo-random values in [-1, 1) and plans the matmul. Random
+// operands matter: a GEMM over constants toggles fewer bits, draws less
+// power and can run faster than users' real matmuls.
+func (p *cudaProber) newGEMM(g gemmPrecision, maxN uint64) (*gemmRun, error) {
 	if p.major < 8 && g.prec != "fp32" {
-		r.Error = fmt.Sprintf("%s GEMMs need compute capability 8.0 or newer (this card is %d.%d)", strings.ToUpper(g.prec), p.major, p.minor)
-		return r
+		return nil, fmt.Errorf("%s GEMMs need compute capability 8.0 or newer (this card is %d.%d)", strings.ToUpper(g.prec), p.major, p.minor)
 	}
 	if p.lt == nil && p.ltErr == nil {
-		p.lt, p.ltErr = openBlasLt(cublasLtCandidates(os.DirFS("/"), os.Getenv, int(p.c.version/1000)))
+		candidates := []string{p.ltPath}
+		if p.ltPath == "" {
+			candidates = cublasLtCandidates(os.DirFS("/"), os.Getenv, int(p.c.version/1000))
+		}
+		p.lt, p.ltErr = openBlasLt(candidates)
 	}
 	if p.ltErr != nil {
-		r.Error = p.ltErr.Error()
-		return r
+		return nil, p.ltErr
 	}
-	const workspace = 32 << 20
-	n := uint64(8192)
+	n := maxN
 	if free, _, err := p.c.memInfo(); err == nil {
-		for n > 1024 && 3*n*n*g.elem+workspace > free/2 {
+		for n > 1024 && 3*n*n*g.elem+gemmWorkspace > free/2 {
 			n /= 2
 		}
 	}
+	run := &gemmRun{p: p, n: n}
 	size := n * n * g.elem
-	var bufs []uint64
-	defer func() {
-		for _, b := range bufs {
-			p.c.free(b)
-		}
-	}()
-	for _, bytes := range []uint64{size, size, size, workspace} {
+	for _, bytes := range []uint64{size, size, size, gemmWorkspace} {
 		b, err := p.c.alloc(bytes)
 		if err != nil {
-			r.Error = err.Error()
-			return r
+			run.close()
+			return nil, err
 		}
-		bufs = append(bufs, b)
+		run.bufs = append(run.bufs, b)
 	}
 	fill := "fill_f32"
 	if g.data == cudaR16BF {
@@ -257,22 +269,45 @@ func (p *cudaProber) gemm(g gemmPrecision) Result {
 	}
 	f, err := p.c.function(p.common, fill)
 	for i := 0; i < 2 && err == nil; i++ { // A and B; D is overwritten (beta = 0)
-		err = p.c.launch(f, uint32(p.sms*8), 256, bufs[i], n*n, uint64(0x9e3779b9*uint32(i+1)))
+		err = p.c.launch(f, uint32(p.sms*8), 256, run.bufs[i], n*n, uint64(0x9e3779b9*uint32(i+1)))
 	}
+	if err == nil {
+		run.plan, err = p.lt.plan(g, n, gemmWorkspace)
+	}
+	if err != nil {
+		run.close()
+		return nil, err
+	}
+	return run, nil
+}
+
+// enqueue adds one D = A·B to the legacy stream.
+func (g *gemmRun) enqueue() error {
+	return g.p.lt.matmul(g.plan, g.bufs[0], g.bufs[1], g.bufs[2], g.bufs[3], gemmWorkspace, 0)
+}
+
+func (g *gemmRun) close() {
+	if g.plan != nil {
+		g.p.lt.destroy(g.plan)
+	}
+	for _, b := range g.bufs {
+		g.p.c.free(b)
+	}
+}
+
+// gemm times an 8192³ cuBLASLt matmul in one precision, set up as torch
+// runs a @ b.
+func (p *cudaProber) gemm(g gemmPrecision) Result {
+	r := Result{Probe: g.probe, Precision: g.prec, Unit: "TFLOPS"}
+	run, err := p.newGEMM(g, 8192)
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
-	plan, err := p.lt.plan(g, n, workspace)
-	if err != nil {
-		r.Error = err.Error()
-		return r
-	}
-	defer p.lt.destroy(plan)
-	r = p.repeat(r, 2*float64(n*n*n)/1e12, func() error {
-		return p.lt.matmul(plan, bufs[0], bufs[1], bufs[2], bufs[3], workspace, 0)
-	})
-	r.Notes = fmt.Sprintf("%s %d³ GEMM, %s, heuristic's first algorithm, %d MiB workspace; 2·n³ FLOPs", p.lt, n, g.what, workspace>>20)
+	defer run.close()
+	n := run.n
+	r = p.repeat(r, 2*float64(n*n*n)/1e12, run.enqueue)
+	r.Notes = fmt.Sprintf("%s %d³ GEMM, %s, heuristic's first algorithm, %d MiB workspace; 2·n³ FLOPs", p.lt, n, g.what, gemmWorkspace>>20)
 	return r
 }
 
@@ -532,40 +567,55 @@ func (p *cudaProber) sustained(ctx context.Context) Result {
 	return r
 }
 
-// Burn keeps a GPU busy with back-to-back tensor (or, before sm_80, FMA)
-// kernels until ctx ends or d passes: the co-tenant scripts/gpu-check.sh
-// uses to prove the sustained probe catches sharing.
-func (cu CUDA) Burn(ctx context.Context, device int, d time.Duration) error {
+// Burn keeps a GPU busy until ctx ends or d passes: the co-tenant
+// scripts/gpu-check.sh uses to prove the sustained probe catches sharing.
+// Its work is what another tenant's training would run: a 4096³ cuBLASLt
+// GEMM loop (BF16 from sm_80, FP32 before), or, without cuBLASLt,
+// back-to-back mma.sync (FMA before sm_80) kernels. It reports which.
+func (cu CUDA) Burn(ctx context.Context, device int, d time.Duration) (string, error) {
 	c, err := openCUDA(cu.Library, device)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer c.close()
-	p := &cudaProber{c: c}
+	p := &cudaProber{c: c, ltPath: cu.CublasLt}
 	if err := p.setup(); err != nil {
-		return err
+		return "", err
 	}
 	defer p.teardown()
-	mod, name, grid := p.common, "fma32", uint32(p.sms*8)
-	args := []uint64{p.scratch, 1 << 14, uint64(math.Float32bits(1.5))}
-	if p.mma80 != 0 {
-		mod, name, grid = p.mma80, "mma_bf16", uint32(p.sms*4)
-		args = []uint64{p.scratch, 1 << 12}
+	var enqueue func() error
+	var what string
+	g := gemmPrecisions()[2] // BF16
+	if p.major < 8 {
+		g = gemmPrecisions()[0]
 	}
-	f, err := c.function(mod, name)
-	if err != nil {
-		return err
+	if run, gerr := p.newGEMM(g, 4096); gerr == nil {
+		defer run.close()
+		enqueue, what = run.enqueue, fmt.Sprintf("%s %d³ %s GEMM loop", p.lt, run.n, strings.ToUpper(g.prec))
+	} else {
+		mod, name, grid := p.common, "fma32", uint32(p.sms*8)
+		args := []uint64{p.scratch, 1 << 14, uint64(math.Float32bits(1.5))}
+		if p.mma80 != 0 {
+			mod, name, grid = p.mma80, "mma_bf16", uint32(p.sms*4)
+			args = []uint64{p.scratch, 1 << 12}
+		}
+		f, err := c.function(mod, name)
+		if err != nil {
+			return "", err
+		}
+		enqueue = func() error { return c.launch(f, grid, 256, args...) }
+		what = fmt.Sprintf("%s kernel loop (no cuBLASLt: %v)", name, gerr)
 	}
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		for range 16 {
-			if err := c.launch(f, grid, 256, args...); err != nil {
-				return err
+			if err := enqueue(); err != nil {
+				return what, err
 			}
 		}
 		if err := c.check("cuCtxSynchronize"); err != nil {
-			return err
+			return what, err
 		}
 	}
-	return nil
+	return what, nil
 }

@@ -26,10 +26,10 @@ type simStats struct {
 }
 
 // simDriver builds the simulated driver and a cuBLASLt that runs on it,
-// and points the GEMM probes at the latter.
-func simDriver(t *testing.T, cfg simConfig) (path string, stats func() simStats) {
+// and returns the backend that uses both.
+func simDriver(t *testing.T, cfg simConfig) (cu CUDA, stats func() simStats) {
 	t.Helper()
-	path = buildFake(t, "fakecuda.c", "libcuda.so.1")
+	path := buildFake(t, "fakecuda.c", "libcuda.so.1")
 	blas := buildFake(t, "fakecublaslt.c", "libcublasLt.so.12")
 	lib, err := dl.Open(path)
 	if err != nil {
@@ -43,8 +43,7 @@ func simDriver(t *testing.T, cfg simConfig) (path string, stats func() simStats)
 	}
 	t.Cleanup(blib.Close)
 	blib.Call("fake_use_cuda", 1)
-	t.Setenv("GPURENT_CUBLASLT", blas)
-	return path, func() simStats {
+	return CUDA{Library: path, CublasLt: blas}, func() simStats {
 		var s simStats
 		lib.Call("fake_stats", uintptr(unsafe.Pointer(&s)))
 		return s
@@ -62,8 +61,8 @@ func simH100ish() simConfig {
 // sizes the PTX declares, events), with every allocation, event and module
 // released and every call made on the thread that holds the context.
 func TestCUDABackendSimulated(t *testing.T) {
-	path, stats := simDriver(t, simH100ish())
-	r := CUDA{Library: path}.Run(context.Background(), Options{Sustained: 200 * time.Millisecond})
+	cu, stats := simDriver(t, simH100ish())
+	r := cu.Run(context.Background(), Options{Sustained: 200 * time.Millisecond})
 	if !r.Available || r.Error != "" || r.Device != "Simulated GPU (gpurent test driver)" || r.Driver != "CUDA 12.8" {
 		t.Fatalf("%+v", r)
 	}
@@ -105,8 +104,8 @@ func TestCUDABackendSimulated(t *testing.T) {
 func TestCUDABackendSimulatedSharedOldDriver(t *testing.T) {
 	cfg := simH100ish()
 	cfg.DriverVersion, cfg.MaxPTX, cfg.SliceEvery, cfg.SliceMs = 12020, 82, 3, 4
-	path, stats := simDriver(t, cfg)
-	r := CUDA{Library: path}.Run(context.Background(), Options{Sustained: 200 * time.Millisecond})
+	cu, stats := simDriver(t, cfg)
+	r := cu.Run(context.Background(), Options{Sustained: 200 * time.Millisecond})
 	if !r.Available || r.Driver != "CUDA 12.2" {
 		t.Fatalf("%+v", r)
 	}
@@ -133,10 +132,14 @@ func TestCUDABackendSimulatedSharedOldDriver(t *testing.T) {
 // burn, the co-tenant of scripts/gpu-check.sh, launches work until its
 // time is up and releases what it took.
 func TestBurnSimulated(t *testing.T) {
-	path, stats := simDriver(t, simH100ish())
+	cu, stats := simDriver(t, simH100ish())
 	start := time.Now()
-	if err := (CUDA{Library: path}).Burn(context.Background(), 0, 100*time.Millisecond); err != nil {
+	what, err := cu.Burn(context.Background(), 0, 100*time.Millisecond)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(what, "4096³ BF16 GEMM loop") {
+		t.Errorf("burn ran %q, want the cuBLASLt GEMM loop", what)
 	}
 	if d := time.Since(start); d < 100*time.Millisecond || d > 5*time.Second {
 		t.Errorf("burn for 100ms took %v", d)
@@ -145,7 +148,12 @@ func TestBurnSimulated(t *testing.T) {
 	if st.Launches < 16 || st.LiveAllocs != 0 || st.LiveModules != 0 || st.CtxRefs != 0 || st.BadCalls != 0 {
 		t.Errorf("after burn: %+v", st)
 	}
-	if err := (CUDA{Library: path}).Burn(context.Background(), 3, time.Millisecond); err == nil || !strings.Contains(err.Error(), "device 3 does not exist") {
+	cu.CublasLt = "/nonexistent/libcublasLt.so.12"
+	what, err = cu.Burn(context.Background(), 0, 20*time.Millisecond)
+	if err != nil || !strings.Contains(what, "mma_bf16 kernel loop") {
+		t.Errorf("burn without cuBLASLt ran %q: %v", what, err)
+	}
+	if _, err := cu.Burn(context.Background(), 3, time.Millisecond); err == nil || !strings.Contains(err.Error(), "device 3 does not exist") {
 		t.Errorf("burn on a missing device: %v", err)
 	}
 }
