@@ -15,7 +15,7 @@ import (
 // a fresh directory, so every call gets its own copy and its own state.
 // go test -race needs a C compiler already, so the test suite always has
 // one; plain go test without one skips.
-func buildFake(t *testing.T, src, name string) string {
+func buildFake(t *testing.T, src, name string, flags ...string) string {
 	t.Helper()
 	cc := os.Getenv("CC")
 	for _, c := range []string{"cc", "gcc", "clang", "clang-19"} {
@@ -30,7 +30,7 @@ func buildFake(t *testing.T, src, name string) string {
 		t.Skip("no C compiler to build the fake libcublasLt")
 	}
 	out := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, filepath.Join("testdata", src))
+	cmd := exec.Command(cc, append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, filepath.Join("testdata", src)}, flags...)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", cc, err, b)
 	}

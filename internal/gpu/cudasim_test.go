@@ -27,9 +27,9 @@ type simStats struct {
 
 // simDriver builds the simulated driver and a cuBLASLt that runs on it,
 // and returns the backend that uses both.
-func simDriver(t *testing.T, cfg simConfig) (cu CUDA, stats func() simStats) {
+func simDriver(t *testing.T, cfg simConfig, flags ...string) (cu CUDA, stats func() simStats) {
 	t.Helper()
-	path := buildFake(t, "fakecuda.c", "libcuda.so.1")
+	path := buildFake(t, "fakecuda.c", "libcuda.so.1", flags...)
 	blas := buildFake(t, "fakecublaslt.c", "libcublasLt.so.12")
 	lib, err := dl.Open(path)
 	if err != nil {
@@ -125,6 +125,34 @@ func TestCUDABackendSimulatedSharedOldDriver(t *testing.T) {
 		t.Errorf("BF16 should still run: %+v", bf)
 	}
 	if st := stats(); st.LiveAllocs != 0 || st.LiveEvents != 0 || st.LiveModules != 0 || st.CtxRefs != 0 || st.WrongThread != 0 {
+		t.Errorf("driver state after the run: %+v", st)
+	}
+}
+
+// A driver before CUDA 12.8 has only the v1 cuEventElapsedTime, and one
+// without a symbol the backend calls (cuMemHostAlloc here) costs the
+// probes that need it, with the symbol named, and nothing else. Full mode
+// takes 10 repetitions.
+func TestCUDABackendSimulatedMissingSymbols(t *testing.T) {
+	cfg := simH100ish()
+	cfg.DriverVersion = 12060
+	cu, stats := simDriver(t, cfg, "-DOLD_DRIVER", "-DNO_HOST_ALLOC")
+	r := cu.Run(context.Background(), Options{Full: true, Sustained: 100 * time.Millisecond})
+	if !r.Available {
+		t.Fatalf("%+v", r)
+	}
+	for _, probe := range []string{ProbeH2D, ProbeD2H} {
+		if h := r.Find(probe); h == nil || !strings.Contains(h.Error, "symbol cuMemHostAlloc is not in this driver's") {
+			t.Errorf("%s without cuMemHostAlloc: %+v", probe, h)
+		}
+	}
+	if f := r.Find(ProbeFP32); f == nil || f.Error != "" || math.Abs(f.Value-60)/60 > 0.01 || f.Timing.N != 10 {
+		t.Errorf("FP32 on a 12.6 driver in full mode: %+v", f)
+	}
+	if c := r.Find(ProbeCopy); c == nil || !strings.Contains(c.Notes, "1024 MiB") {
+		t.Errorf("full mode copies 1 GiB: %+v", c)
+	}
+	if st := stats(); st.LiveAllocs != 0 || st.LiveEvents != 0 || st.CtxRefs != 0 || st.BadCalls != 0 {
 		t.Errorf("driver state after the run: %+v", st)
 	}
 }

@@ -342,6 +342,7 @@ CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
   clock_us += (double)n / cfg.link_bytes * 1e6;
   return SUCCESS;
 }
+#ifndef NO_HOST_ALLOC // to test a missing symbol
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   NEED_CTX();
   if (!p || flags > 7) return bad(INVALID_VALUE);
@@ -354,6 +355,7 @@ CUresult cuMemFreeHost(void *p) {
   NEED_CTX();
   return free_alloc((uint64_t)(uintptr_t)p, 1);
 }
+#endif
 
 // ---- events on the virtual clock ----
 #define MAGIC_EV 0x6576u
@@ -395,4 +397,6 @@ static CUresult elapsed(float *ms, struct event *a, struct event *b) {
   return SUCCESS;
 }
 CUresult cuEventElapsedTime(float *ms, struct event *a, struct event *b) { return elapsed(ms, a, b); }
+#ifndef OLD_DRIVER // drivers before CUDA 12.8 lack the _v2 name
 CUresult cuEventElapsedTime_v2(float *ms, struct event *a, struct event *b) { return elapsed(ms, a, b); }
+#endif
