@@ -2,7 +2,10 @@ package gpu
 
 import (
 	"context"
+	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +64,38 @@ func TestEmbeddedPTX(t *testing.T) {
 				t.Errorf("PTX lacks %q", n)
 			}
 		}
+	}
+}
+
+// The embedded torch script runs against a stand-in torch module
+// (testdata/faketorch) on a virtual clock: every probe comes back with the
+// rate it was given, TF32 only where the script allowed it, and the JSON
+// fits the Go side's Result.
+func TestTorchScriptSimulated(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 here")
+	}
+	dir, err := filepath.Abs("testdata/faketorch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", dir)
+	t.Setenv("FAKE_TORCH_RATES", `{"fp32": 6e13, "tf32": 4e14, "bf16": 8e14, "device": 3e12, "link": 5e10}`)
+	r := Torch{}.Run(context.Background(), Options{})
+	if !r.Available || r.Error != "" || r.Device != "Simulated GPU (fake torch)" || r.Driver != "torch 0.0-fake, CUDA 12.8" {
+		t.Fatalf("%+v", r)
+	}
+	want := map[string]float64{ProbeGEMMFP32: 60, ProbeGEMMTF32: 400, ProbeGEMMBF16: 800, ProbeCopy: 3000, ProbeH2D: 50, ProbeD2H: 50}
+	for probe, w := range want {
+		got := r.Find(probe)
+		if got == nil || got.Error != "" || math.Abs(got.Value-w)/w > 0.001 || got.Timing.N != 5 {
+			t.Errorf("%s = %+v, want %.0f", probe, got, w)
+		}
+	}
+	if g := r.Find(ProbeGEMMTF32); g == nil || g.Precision != "tf32" || !strings.Contains(g.Notes, "allow_tf32=True") {
+		t.Errorf("tf32: %+v", g)
+	}
+	if len(r.Results) != len(want) {
+		t.Errorf("%d results, want %d", len(r.Results), len(want))
 	}
 }

@@ -1,0 +1,122 @@
+# A stand-in for PyTorch, for TestTorchScriptSimulated: just the calls
+# torch_probe.py makes, on a virtual clock that moves by what each op would
+# take at the rates in FAKE_TORCH_RATES (JSON: fp32, tf32, bf16 in FLOP/s;
+# device, link in bytes/s). It checks what real torch would refuse: events
+# recorded before elapsed_time, pinned host tensors for the H2D/D2H copies,
+# matching sizes for copy_.
+import json, os
+
+__version__ = "0.0-fake"
+_rates = json.loads(os.environ["FAKE_TORCH_RATES"])
+_clock = [0.0]  # seconds
+
+
+class version:
+    cuda = "12.8"
+
+
+class _Matmul:
+    allow_tf32 = False
+
+
+class backends:
+    class cuda:
+        matmul = _Matmul
+
+
+class dtype:
+    def __init__(self, name, size):
+        self.name, self.size = name, size
+
+
+float32, bfloat16, uint8 = dtype("float32", 4), dtype("bfloat16", 2), dtype("uint8", 1)
+
+
+class Tensor:
+    def __init__(self, shape, dtype, device, pinned=False):
+        self.shape, self.dtype, self.device, self.pinned = shape, dtype, device, pinned
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def pin_memory(self):
+        if self.device != "cpu":
+            raise RuntimeError("pin_memory on a CUDA tensor")
+        return Tensor(self.shape, self.dtype, "cpu", True)
+
+    def __matmul__(self, other):
+        if self.device != "cuda" or other.device != "cuda" or self.dtype is not other.dtype:
+            raise RuntimeError("matmul operands must be CUDA tensors of one dtype")
+        n, k = self.shape
+        k2, m = other.shape
+        assert k == k2
+        kind = self.dtype.name
+        if kind == "float32":
+            kind = "tf32" if backends.cuda.matmul.allow_tf32 else "fp32"
+        elif kind == "bfloat16":
+            kind = "bf16"
+        _clock[0] += 2.0 * n * k * m / _rates[kind]
+        return Tensor((n, m), self.dtype, "cuda")
+
+    def copy_(self, src):
+        if self.numel() * self.dtype.size != src.numel() * src.dtype.size:
+            raise RuntimeError("copy_ between tensors of different sizes")
+        nbytes = self.numel() * self.dtype.size
+        if self.device == "cuda" and src.device == "cuda":
+            _clock[0] += 2.0 * nbytes / _rates["device"]
+        else:
+            host = src if src.device == "cpu" else self
+            if not host.pinned:
+                raise RuntimeError("the probe must copy from pinned memory")
+            _clock[0] += nbytes / _rates["link"]
+        return self
+
+
+def randn(*shape, device="cpu", dtype=float32):
+    return Tensor(shape, dtype, device)
+
+
+def empty(*shape, dtype=float32, device="cpu"):
+    return Tensor(shape, dtype, device)
+
+
+def empty_like(x):
+    return Tensor(x.shape, x.dtype, x.device)
+
+
+class cuda:
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def set_device(i):
+        if i != 0:
+            raise RuntimeError("invalid device ordinal")
+
+    @staticmethod
+    def get_device_name(i):
+        return "Simulated GPU (fake torch)"
+
+    @staticmethod
+    def synchronize():
+        pass
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.timing, self.at = enable_timing, None
+
+        def record(self):
+            self.at = _clock[0]
+
+        def synchronize(self):
+            if self.at is None:
+                raise RuntimeError("event not recorded")
+
+        def elapsed_time(self, end):
+            if not (self.timing and end.timing) or self.at is None or end.at is None:
+                raise RuntimeError("elapsed_time needs two recorded timing events")
+            return (end.at - self.at) * 1e3  # ms
