@@ -204,10 +204,24 @@ func computeProbes(ctx context.Context, backend string, full bool, g probe.GPUFa
 				}
 			}
 		}
-		r.Index = i
+		r.Index = nvmlIndex(r.BusID, i, g)
 		out = append(out, r)
 	}
 	return out
+}
+
+// nvmlIndex is the NVML index of the device a backend measured as CUDA
+// device cudaIndex: the one at the same PCI address. Without
+// CUDA_VISIBLE_DEVICES the two orders agree (CUDA_DEVICE_ORDER is
+// PCI_BUS_ID); with it, CUDA's device 0 may be NVML's device 3, whose
+// datasheet, memory and link the results must be judged against.
+func nvmlIndex(busID string, cudaIndex int, g probe.GPUFacts) int {
+	for _, d := range g.Devices {
+		if gpu.SameBusID(d.BusID, busID) {
+			return d.Index
+		}
+	}
+	return cudaIndex
 }
 
 func readFacts(path string) (probe.Facts, error) {

@@ -2,6 +2,8 @@ package gpu
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -43,6 +45,10 @@ type Results struct {
 	Available bool   `json:"available"`
 	Error     string `json:"error,omitempty"` // why the backend could not run
 	Device    string `json:"device,omitempty"`
+	// BusID is the device's PCI address as the backend reports it
+	// ("0000:3B:00.0"), by which bench matches it to NVML's device when
+	// CUDA_VISIBLE_DEVICES renumbers the devices CUDA sees.
+	BusID string `json:"bus_id,omitempty"`
 	// CPU is true for the cpu backend: its figures are the host's and are
 	// never compared with GPU datasheets.
 	CPU     bool     `json:"cpu,omitempty"`
@@ -73,4 +79,32 @@ func (r *Results) Find(probe string) *Result {
 		}
 	}
 	return nil
+}
+
+// SameBusID reports whether two PCI addresses name one device. NVML writes
+// "00000000:3B:00.0" (a 32-bit domain), CUDA "0000:3b:00.0"; both are
+// domain:bus:device.function in hex.
+func SameBusID(a, b string) bool {
+	pa, ok1 := parseBusID(a)
+	pb, ok2 := parseBusID(b)
+	return ok1 && ok2 && pa == pb
+}
+
+func parseBusID(s string) ([4]uint64, bool) {
+	var out [4]uint64
+	s = strings.TrimSpace(s)
+	dom, rest, ok1 := strings.Cut(s, ":")
+	bus, rest, ok2 := strings.Cut(rest, ":")
+	dev, fn, ok3 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || !ok3 {
+		return out, false
+	}
+	for i, part := range []string{dom, bus, dev, fn} {
+		v, err := strconv.ParseUint(part, 16, 32)
+		if err != nil {
+			return out, false
+		}
+		out[i] = v
+	}
+	return out, true
 }

@@ -140,12 +140,16 @@ func (c *cudaLib) name() string {
 	if c.check("cuDeviceGetName", uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(c.dev)) != nil {
 		return ""
 	}
-	for i, b := range buf {
-		if b == 0 {
-			return string(buf[:i])
-		}
+	return string(buf[:clen(buf)])
+}
+
+// busID is the device's PCI address, "" where the driver cannot say.
+func (c *cudaLib) busID() string {
+	buf := make([]byte, 64)
+	if c.check("cuDeviceGetPCIBusId", uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(c.dev)) != nil {
+		return ""
 	}
-	return string(buf)
+	return string(buf[:clen(buf)])
 }
 
 // module is a loaded PTX module.

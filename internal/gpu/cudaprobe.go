@@ -35,7 +35,7 @@ func (cu CUDA) Run(ctx context.Context, opt Options) Results {
 	}
 	defer c.close()
 	res.Available = true
-	res.Device = c.name()
+	res.Device, res.BusID = c.name(), c.busID()
 	res.Driver = fmt.Sprintf("CUDA %d.%d", c.version/1000, c.version%1000/10)
 	p := &cudaProber{c: c, opt: opt, ltPath: cu.CublasLt}
 	if err := p.setup(); err != nil {

@@ -63,7 +63,7 @@ func simH100ish() simConfig {
 func TestCUDABackendSimulated(t *testing.T) {
 	cu, stats := simDriver(t, simH100ish())
 	r := cu.Run(context.Background(), Options{Sustained: 200 * time.Millisecond})
-	if !r.Available || r.Error != "" || r.Device != "Simulated GPU (gpurent test driver)" || r.Driver != "CUDA 12.8" {
+	if !r.Available || r.Error != "" || r.Device != "Simulated GPU (gpurent test driver)" || r.Driver != "CUDA 12.8" || r.BusID != "0000:3B:00.0" {
 		t.Fatalf("%+v", r)
 	}
 	want := map[string]float64{

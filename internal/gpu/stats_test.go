@@ -72,3 +72,22 @@ func TestAnalyzeLaunches(t *testing.T) {
 		t.Errorf("five launches judged %s", c.Verdict)
 	}
 }
+
+func TestSameBusID(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"00000000:3B:00.0", "0000:3b:00.0", true},
+		{"00000001:3B:00.0", "0000:3b:00.0", false},
+		{"00000000:3B:00.0", "0000:3c:00.0", false},
+		{"00000000:3B:00.1", "0000:3b:00.0", false},
+		{"", "", false},
+		{"0000:3b:00", "0000:3b:00", false},
+		{"zz:3b:00.0", "zz:3b:00.0", false},
+	} {
+		if got := SameBusID(c.a, c.b); got != c.same {
+			t.Errorf("SameBusID(%q, %q) = %v", c.a, c.b, got)
+		}
+	}
+}

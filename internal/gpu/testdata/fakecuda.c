@@ -149,6 +149,11 @@ CUresult cuDeviceGetName(char *name, int len, int dev) {
   snprintf(name, (size_t)len, "Simulated GPU (gpurent test driver)");
   return SUCCESS;
 }
+CUresult cuDeviceGetPCIBusId(char *id, int len, int dev) {
+  if (dev != 0 || !id || len < 13) return bad(INVALID_VALUE);
+  snprintf(id, (size_t)len, "0000:3B:00.0");
+  return SUCCESS;
+}
 CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
   if (!initialised) return bad(NOT_INITIALIZED);
   if (dev != 0 || !v) return bad(INVALID_DEVICE);
