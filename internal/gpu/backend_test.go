@@ -82,7 +82,7 @@ func TestTorchScriptSimulated(t *testing.T) {
 	t.Setenv("PYTHONPATH", dir)
 	t.Setenv("FAKE_TORCH_RATES", `{"fp32": 6e13, "tf32": 4e14, "bf16": 8e14, "device": 3e12, "link": 5e10}`)
 	r := Torch{}.Run(context.Background(), Options{})
-	if !r.Available || r.Error != "" || r.Device != "Simulated GPU (fake torch)" || r.Driver != "torch 0.0-fake, CUDA 12.8" {
+	if !r.Available || r.Error != "" || r.Device != "Simulated GPU (fake torch)" || r.Driver != "torch 0.0-fake, CUDA 12.8" || !SameBusID(r.BusID, "00000000:3B:00.0") {
 		t.Fatalf("%+v", r)
 	}
 	want := map[string]float64{ProbeGEMMFP32: 60, ProbeGEMMTF32: 400, ProbeGEMMBF16: 800, ProbeCopy: 3000, ProbeH2D: 50, ProbeD2H: 50}

@@ -53,6 +53,7 @@ func (t Torch) Run(ctx context.Context, opt Options) Results {
 		Available bool     `json:"available"`
 		Error     string   `json:"error"`
 		Device    string   `json:"device"`
+		BusID     string   `json:"bus_id"`
 		Driver    string   `json:"driver"`
 		Results   []Result `json:"results"`
 	}
@@ -68,7 +69,7 @@ func (t Torch) Run(ctx context.Context, opt Options) Results {
 		}
 		return res
 	}
-	res.Available, res.Error, res.Device, res.Driver = parsed.Available, parsed.Error, parsed.Device, parsed.Driver
+	res.Available, res.Error, res.Device, res.BusID, res.Driver = parsed.Available, parsed.Error, parsed.Device, parsed.BusID, parsed.Driver
 	if parsed.Results != nil {
 		res.Results = parsed.Results
 	}

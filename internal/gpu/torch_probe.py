@@ -18,6 +18,10 @@ def main():
     torch.cuda.set_device(dev)
     out.update(available=True, device=torch.cuda.get_device_name(dev),
                driver="torch %s, CUDA %s" % (torch.__version__, torch.version.cuda))
+    props = torch.cuda.get_device_properties(dev)
+    pci = [getattr(props, "pci_%s_id" % k, None) for k in ("domain", "bus", "device")]
+    if None not in pci:  # newer torch only; gpurent matches it to NVML's device
+        out["bus_id"] = "%04x:%02x:%02x.0" % tuple(pci)
 
     def timed(fn):
         fn(); torch.cuda.synchronize()  # warm-up
