@@ -6,9 +6,10 @@
 #  2. runs the compute probes with the cuda backend (full mode) and, where
 #     python3 has torch with CUDA, with the torch backend, and prints the
 #     cuda/torch ratio per probe;
-#  3. runs quick bench 10 times on the idle GPU and 10 times while a second
-#     process (gpurent burn, a cuBLASLt GEMM loop) keeps it busy, and counts
-#     how often the sustained probe raised the alarm.
+#  3. runs the sustained probe 10 times on the idle GPU and 10 times while a
+#     second process (gpurent burn, a cuBLASLt GEMM loop) keeps it busy, and
+#     counts how often it raised the alarm; then every probe once beside the
+#     co-tenant, as ratios over the idle run.
 # Everything goes to one directory; it finishes in about 5 minutes:
 #   bash scripts/gpu-check.sh [OUTDIR]      (default: ./gpu-check-out)
 # Exit status: 0 when every compared field agrees, 1 otherwise.
@@ -119,24 +120,43 @@ else:
             print(f"  {name:12s} no ratio: cuda {c.get('value') or c.get('error')!r}, torch {t.get('value') or t.get('error')!r}")
 PY
 
-# 3. Co-tenant: 10 quick runs idle, 10 with a GEMM loop (gpurent burn: cuBLASLt
-# where found, else mma.sync kernels) beside them.
+# 3. Co-tenant: the sustained probe alone (--probes sustained), 10 runs on the
+# idle GPU and 10 beside a GEMM loop (gpurent burn: cuBLASLt where found, else
+# mma.sync kernels); and once every probe beside it, against the idle quick run.
 alarm() { # did the sustained probe fail in this report?
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if any(c["id"]=="gpu0.sustained" and c["status"]=="fail" for c in r["checks"]) else 1)' "$1" 2>/dev/null
 }
+sustained() { "$out/gpurent" bench --no-history --backend cuda --probes sustained --disk-mb 0 --duration 1s -o json; }
 idle_alarms=0 busy_alarms=0
 for i in 1 2 3 4 5 6 7 8 9 10; do
-  "$out/gpurent" bench --no-history --backend cuda --disk-mb 0 --duration 1s -o json >"$out/idle-$i.json" 2>/dev/null
+  sustained >"$out/idle-$i.json" 2>/dev/null
   alarm "$out/idle-$i.json" && idle_alarms=$((idle_alarms + 1))
 done
 "$out/gpurent" burn --duration 150s >"$out/burn.log" 2>&1 &
 burn=$!
 sleep 3
 for i in 1 2 3 4 5 6 7 8 9 10; do
-  "$out/gpurent" bench --no-history --backend cuda --disk-mb 0 --duration 1s -o json >"$out/busy-$i.json" 2>/dev/null
+  sustained >"$out/busy-$i.json" 2>/dev/null
   alarm "$out/busy-$i.json" && busy_alarms=$((busy_alarms + 1))
 done
+"$out/gpurent" bench --no-history --backend cuda --disk-mb 0 --duration 1s -o json >"$out/busy-all.json" 2>/dev/null
 kill "$burn" 2>/dev/null; wait "$burn" 2>/dev/null
 log "co-tenant: $(head -c 300 "$out/burn.log")"
 log "sustained probe: alarm in $idle_alarms of 10 idle runs (want 0), in $busy_alarms of 10 runs beside a co-tenant (want 10)"
+python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+out = sys.argv[1]
+def probes(name):
+    try:
+        comp = json.load(open(f"{out}/{name}"))["facts"].get("compute") or []
+        return {r["probe"]: r for r in comp[0]["results"]} if comp and comp[0].get("available") else {}
+    except Exception:
+        return {}
+idle, busy = probes("cuda-quick.json"), probes("busy-all.json")
+print("every probe beside the co-tenant, over the idle quick run:")
+for name, b in busy.items():
+    i = idle.get(name, {})
+    if b.get("value") and i.get("value"):
+        print(f"  {name:12s} {b['value']:10.2f} / {i['value']:10.2f} {b['unit']:6s} = {b['value'] / i['value']:.3f}")
+PY
 exit $status

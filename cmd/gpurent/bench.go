@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ func newBench(g *globals) *cobra.Command {
 		noHistory  bool
 		backend    string
 		full       bool
+		probes     string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -78,6 +80,10 @@ judges saved facts anywhere, without a GPU.`,
 			default:
 				return usagef("--backend: want auto, cuda, torch, cpu or none, got %q", backend)
 			}
+			only, err := parseProbes(probes)
+			if err != nil {
+				return err
+			}
 			if full && !cmd.Flags().Changed("duration") {
 				window = 10 * time.Second
 			}
@@ -101,7 +107,7 @@ judges saved facts anywhere, without a GPU.`,
 				}
 			} else {
 				facts = gather(cmd.Context(), window, dataDir, int64(diskMB)<<20)
-				facts.Compute = computeProbes(cmd.Context(), backend, full, facts.GPU)
+				facts.Compute = computeProbes(cmd.Context(), backend, gpu.Options{Full: full, Probes: only}, facts.GPU)
 			}
 			if record != "" {
 				if err := writeFacts(record, facts); err != nil {
@@ -143,6 +149,7 @@ judges saved facts anywhere, without a GPU.`,
 	f.BoolVar(&noHistory, "no-history", false, "do not add this run to the local history")
 	f.StringVar(&backend, "backend", "auto", "compute probes: auto (cuda, else torch, where a GPU is found), cuda, torch, cpu or none")
 	f.BoolVar(&full, "full", false, "full mode: probe every GPU, longer repetitions, 10 s sustained launches and sampling")
+	f.StringVar(&probes, "probes", "", "run only these compute probes, comma-separated (e.g. sustained to check for sharing); all when empty")
 	cmd.AddCommand(newBenchHistory(g))
 	return cmd
 }
@@ -169,11 +176,11 @@ func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes
 // computeProbes measures what the GPUs deliver, after the NVML facts were
 // read (utilization is sampled while gpurent is idle). Quick mode probes the
 // first GPU; full mode every one.
-func computeProbes(ctx context.Context, backend string, full bool, g probe.GPUFacts) []gpu.Results {
+func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe.GPUFacts) []gpu.Results {
 	if backend == "none" {
 		return nil
 	}
-	opt := gpu.Options{Full: full}
+	full := opt.Full
 	if backend == "cpu" {
 		return []gpu.Results{gpu.CPU{}.Run(ctx, opt)}
 	}
@@ -208,6 +215,24 @@ func computeProbes(ctx context.Context, backend string, full bool, g probe.GPUFa
 		out = append(out, r)
 	}
 	return out
+}
+
+// parseProbes reads --probes: known probe names, comma-separated.
+func parseProbes(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(gpu.AllProbes(), p) {
+			return nil, usagef("--probes: unknown probe %q; the probes are %s", p, strings.Join(gpu.AllProbes(), ", "))
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // nvmlIndex is the NVML index of the device a backend measured as CUDA

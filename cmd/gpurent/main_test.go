@@ -93,6 +93,7 @@ func TestExitCodes(t *testing.T) {
 		{"ckpt bad id", []string{"ckpt", "pull", filepath.Join(dir, "d"), "--store", dir, "--id", "yesterday"}, 1, `checkpoint id "yesterday"`},
 		{"bench bad backend", []string{"bench", "--backend", "opencl"}, 2, `--backend: want auto, cuda, torch, cpu or none, got "opencl"`},
 		{"bench bad duration", []string{"bench", "--duration", "forever"}, 2, "--duration: want a duration"},
+		{"bench unknown probe", []string{"bench", "--probes", "gemm_fp64"}, 2, `--probes: unknown probe "gemm_fp64"`},
 		{"bench replay missing", []string{"bench", "--replay", filepath.Join(dir, "none.json")}, 2, "none.json"},
 		{"bench replay not facts", []string{"bench", "--replay", badProfile}, 2, "not a gpurent facts file"},
 		{"inference bad model", []string{"plan", "--inference", "--tokens-per-day", "1e6", "--model", "13B"}, 2, `--model: want 8B or 70B, got "13B"`},

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,19 @@ type Options struct {
 	// (10 s by default); quick mode keeps the whole bench under 15 s.
 	Full      bool
 	Sustained time.Duration
+	// Probes limits the run to these probe names; empty runs them all.
+	Probes []string
+}
+
+// Wants reports whether the options ask for probe.
+func (o Options) Wants(probe string) bool {
+	return len(o.Probes) == 0 || slices.Contains(o.Probes, probe)
+}
+
+// AllProbes lists every probe name, in the order the cuda backend runs them.
+func AllProbes() []string {
+	return []string{ProbeFP32, ProbeBF16, ProbeFP16, ProbeTF32, ProbeFP8, ProbeGEMMFP32, ProbeGEMMTF32, ProbeGEMMBF16,
+		ProbeCopy, ProbeDtoD, ProbeH2D, ProbeD2H, ProbeSustain, ProbeAlloc}
 }
 
 // Backend measures one device.

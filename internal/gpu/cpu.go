@@ -23,7 +23,12 @@ func (CPU) Run(ctx context.Context, opt Options) Results {
 	if opt.Full {
 		reps = 5
 	}
-	res.Results = append(res.Results, cpuGEMM(ctx, 384, reps), cpuCopy(ctx, 128<<20, reps))
+	if opt.Wants(ProbeGEMMFP32) {
+		res.Results = append(res.Results, cpuGEMM(ctx, 384, reps))
+	}
+	if opt.Wants(ProbeCopy) {
+		res.Results = append(res.Results, cpuCopy(ctx, 128<<20, reps))
+	}
 	return res
 }
 

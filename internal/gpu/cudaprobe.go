@@ -43,20 +43,24 @@ func (cu CUDA) Run(ctx context.Context, opt Options) Results {
 		return res
 	}
 	defer p.teardown()
-	steps := []func() Result{p.fp32}
+	steps := map[string]func() Result{
+		ProbeFP32: p.fp32, ProbeCopy: p.copyKernel, ProbeDtoD: p.dtod,
+		ProbeH2D: func() Result { return p.hostCopy(true) }, ProbeD2H: func() Result { return p.hostCopy(false) },
+		ProbeSustain: func() Result { return p.sustained(ctx) }, ProbeAlloc: p.alloc,
+	}
 	for _, prec := range []string{"bf16", "fp16", "tf32", "fp8"} {
-		steps = append(steps, func() Result { return p.tensor(prec) })
+		steps[tensorProbe(prec)] = func() Result { return p.tensor(prec) }
 	}
 	for _, g := range gemmPrecisions() {
-		steps = append(steps, func() Result { return p.gemm(g) })
+		steps[g.probe] = func() Result { return p.gemm(g) }
 	}
-	steps = append(steps, p.copyKernel, p.dtod, func() Result { return p.hostCopy(true) }, func() Result { return p.hostCopy(false) },
-		func() Result { return p.sustained(ctx) }, p.alloc)
-	for _, step := range steps {
+	for _, name := range AllProbes() {
 		if ctx.Err() != nil {
 			break
 		}
-		res.Results = append(res.Results, step())
+		if opt.Wants(name) {
+			res.Results = append(res.Results, steps[name]())
+		}
 	}
 	return res
 }
@@ -182,10 +186,15 @@ func (p *cudaProber) fp32() Result {
 	return r
 }
 
+// tensorProbe names the mma.sync probe of a precision.
+func tensorProbe(prec string) string {
+	return map[string]string{"bf16": ProbeBF16, "fp16": ProbeFP16, "tf32": ProbeTF32, "fp8": ProbeFP8}[prec]
+}
+
 // tensor measures mma.sync: 8 warps a block, 4 blocks an SM, 4 chains a
 // warp; one instruction is 2·M·N·K FLOPs.
 func (p *cudaProber) tensor(prec string) Result {
-	probe := map[string]string{"bf16": ProbeBF16, "fp16": ProbeFP16, "tf32": ProbeTF32, "fp8": ProbeFP8}[prec]
+	probe := tensorProbe(prec)
 	r := Result{Probe: probe, Precision: prec, Unit: "TFLOPS"}
 	mod, kernel, mnk := p.mma80, "mma_"+prec, 16.0*8*16
 	switch prec {

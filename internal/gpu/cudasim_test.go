@@ -96,6 +96,11 @@ func TestCUDABackendSimulated(t *testing.T) {
 		st.WrongThread != 0 || st.BadCalls != 0 {
 		t.Errorf("driver state after the run: %+v", st)
 	}
+	// --probes: only what was asked, in the backend's order.
+	r = cu.Run(context.Background(), Options{Sustained: 50 * time.Millisecond, Probes: []string{ProbeSustain, ProbeH2D}})
+	if len(r.Results) != 2 || r.Results[0].Probe != ProbeH2D || r.Results[1].Probe != ProbeSustain {
+		t.Errorf("probes h2d and sustained ran %+v", r.Results)
+	}
 }
 
 // Another tenant's work every third launch shows as contention, and an

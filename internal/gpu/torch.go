@@ -45,7 +45,7 @@ func (t Torch) Run(ctx context.Context, opt Options) Results {
 	if opt.Full {
 		full = "1"
 	}
-	cmd := exec.CommandContext(ctx, path, "-c", torchScript, fmt.Sprint(opt.Device), full)
+	cmd := exec.CommandContext(ctx, path, "-c", torchScript, fmt.Sprint(opt.Device), full, strings.Join(opt.Probes, ","))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	runErr := cmd.Run()

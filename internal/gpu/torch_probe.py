@@ -1,5 +1,6 @@
 # torch_probe.py: gpurent's torch backend. Prints one JSON object with the
-# same probe names as the cuda backend. argv: device index, full (0/1).
+# same probe names as the cuda backend. argv: device index, full (0/1), and
+# optionally the probes to run, comma-separated (all when absent or empty).
 import json, sys
 
 def main():
@@ -15,6 +16,8 @@ def main():
     dev = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     full = len(sys.argv) > 2 and sys.argv[2] == "1"
     reps = 10 if full else 5
+    only = set(sys.argv[3].split(",")) if len(sys.argv) > 3 and sys.argv[3] else None
+    wants = lambda probe: only is None or probe in only
     torch.cuda.set_device(dev)
     out.update(available=True, device=torch.cuda.get_device_name(dev),
                driver="torch %s, CUDA %s" % (torch.__version__, torch.version.cuda))
@@ -43,32 +46,41 @@ def main():
         if notes: r["notes"] = notes
         out["results"].append(r)
 
+    def failed(probe, unit, e):
+        out["results"].append({"probe": probe, "unit": unit, "value": 0, "timing": {}, "error": str(e)})
+
     n = 8192
     for probe, dtype, tf32, prec in (("gemm_fp32", torch.float32, False, "fp32"),
                                      ("gemm_tf32", torch.float32, True, "tf32"),
                                      ("gemm_bf16", torch.bfloat16, False, "bf16")):
+        if not wants(probe):
+            continue
         try:
             torch.backends.cuda.matmul.allow_tf32 = tf32  # set explicitly: off by default since torch 1.12
             a = torch.randn(n, n, device="cuda", dtype=dtype); b = torch.randn(n, n, device="cuda", dtype=dtype)
             add(probe, "TFLOPS", 2 * n ** 3 / 1e12, timed(lambda: a @ b), prec, "torch.matmul %d^3, allow_tf32=%s" % (n, tf32))
             del a, b
         except Exception as e:
-            out["results"].append({"probe": probe, "unit": "TFLOPS", "value": 0, "timing": {}, "error": str(e)})
+            failed(probe, "TFLOPS", e)
     torch.backends.cuda.matmul.allow_tf32 = False
     size = (1 << 30) if full else (512 << 20)
-    try:
-        x = torch.empty(size, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
-        add("mem_copy", "GB/s", 2 * size / 1e9, timed(lambda: y.copy_(x)), notes="tensor.copy_ of %d MiB; bytes counted read + written" % (size >> 20))
-        del x, y
-    except Exception as e:
-        out["results"].append({"probe": "mem_copy", "unit": "GB/s", "value": 0, "timing": {}, "error": str(e)})
+    if wants("mem_copy"):
+        try:
+            x = torch.empty(size, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
+            add("mem_copy", "GB/s", 2 * size / 1e9, timed(lambda: y.copy_(x)), notes="tensor.copy_ of %d MiB; bytes counted read + written" % (size >> 20))
+            del x, y
+        except Exception as e:
+            failed("mem_copy", "GB/s", e)
     size = 256 << 20
-    try:
-        h = torch.empty(size, dtype=torch.uint8).pin_memory(); d = torch.empty(size, dtype=torch.uint8, device="cuda")
-        add("h2d", "GB/s", size / 1e9, timed(lambda: d.copy_(h)), notes="256 MiB pinned")
-        add("d2h", "GB/s", size / 1e9, timed(lambda: h.copy_(d)), notes="256 MiB pinned")
-    except Exception as e:
-        out["results"].append({"probe": "h2d", "unit": "GB/s", "value": 0, "timing": {}, "error": str(e)})
+    if wants("h2d") or wants("d2h"):
+        try:
+            h = torch.empty(size, dtype=torch.uint8).pin_memory(); d = torch.empty(size, dtype=torch.uint8, device="cuda")
+            if wants("h2d"):
+                add("h2d", "GB/s", size / 1e9, timed(lambda: d.copy_(h)), notes="256 MiB pinned")
+            if wants("d2h"):
+                add("d2h", "GB/s", size / 1e9, timed(lambda: h.copy_(d)), notes="256 MiB pinned")
+        except Exception as e:
+            failed("h2d" if wants("h2d") else "d2h", "GB/s", e)
     print(json.dumps(out))
 
 main()
