@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test.sh: the whole test suite, with the real services the tests need.
 # It builds SeaweedFS (the S3 server the store tests run against) from the Go
-# module proxy once, caches the binary, and runs go test with the race
-# detector. Extra arguments go to go test (e.g. -run TestRoundTrip).
+# module proxy once, caches the binary, does the same for fake-gcs-server and
+# Azurite (npm), and runs go test with the race detector. Extra arguments go
+# to go test (e.g. -run TestRoundTrip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
@@ -25,6 +26,31 @@ if [ ! -x "$cache/weed" ]; then
   mv "$cache/weed.tmp" "$cache/weed"
 fi
 export GPURENT_WEED="$cache/weed"
+
+# The gs:// and azblob:// store tests run against fake-gcs-server (built from
+# the Go module proxy) and Azurite (from npm), each installed once.
+FAKE_GCS_VERSION=v1.56.1
+gcs="${XDG_CACHE_HOME:-$HOME/.cache}/gpurent/fake-gcs-server-$FAKE_GCS_VERSION"
+if [ ! -x "$gcs/fake-gcs-server" ]; then
+  echo "test.sh: building fake-gcs-server $FAKE_GCS_VERSION once (about 2 minutes on 2 cores)" >&2
+  mkdir -p "$gcs"
+  (cd /tmp && GOFLAGS= GOBIN="$gcs" go install "github.com/fsouza/fake-gcs-server@$FAKE_GCS_VERSION")
+fi
+export GPURENT_FAKE_GCS="$gcs/fake-gcs-server"
+AZURITE_VERSION=3.37.0
+az="${XDG_CACHE_HOME:-$HOME/.cache}/gpurent/azurite-$AZURITE_VERSION"
+if [ ! -x "$az/node_modules/.bin/azurite-blob" ]; then
+  if command -v npm >/dev/null; then
+    echo "test.sh: installing Azurite $AZURITE_VERSION from npm once" >&2
+    mkdir -p "$az"
+    npm install --prefix "$az" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >/dev/null
+  else
+    echo "test.sh: no npm here: the azblob:// store tests will say they did not run" >&2
+  fi
+fi
+if [ -x "$az/node_modules/.bin/azurite-blob" ]; then
+  export GPURENT_AZURITE="$az/node_modules/.bin/azurite-blob"
+fi
 go test -race -timeout 30m "$@" ./...
 # Memory limits are judged without the race detector, which inflates memory.
 if [ $# -eq 0 ]; then

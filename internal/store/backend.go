@@ -23,6 +23,7 @@ import (
 	_ "gocloud.dev/blob/gcsblob" // gs://
 	_ "gocloud.dev/blob/s3blob"  // s3://
 	"gocloud.dev/gcerrors"
+	"gocloud.dev/gcp"
 )
 
 // Object is one stored object.
@@ -80,7 +81,7 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 		// rename never crosses file systems.
 		b, err = fileblob.OpenBucket(dir, &fileblob.Options{NoTempDir: true, Metadata: fileblob.MetadataDontWrite})
 	case "s3", "gs", "azblob":
-		if ep := u.Query().Get("endpoint"); ep != "" {
+		if ep := plainEndpoint(u); ep != "" {
 			if err := checkEndpoint(ep, opt.Insecure); err != nil {
 				return nil, "", err
 			}
@@ -99,6 +100,14 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 				}
 			}
 			bu.RawQuery = q.Encode()
+		}
+		if u.Scheme == "gs" && os.Getenv("STORAGE_EMULATOR_HOST") == "" && u.Query().Get("universe_domain") == "" {
+			// gocloud, finding no credentials, prints a warning to stdout
+			// (where gpurent's JSON goes) and goes on to fail later: say it
+			// here, once, in words.
+			if _, err := gcp.DefaultCredentials(ctx); err != nil {
+				return nil, "", fmt.Errorf("store %s: no Google credentials (set GOOGLE_APPLICATION_CREDENTIALS to a key file, run gcloud auth application-default login, or use the instance's service account): %w", redact(u), err)
+			}
 		}
 		b, err = blob.OpenBucket(ctx, bu.String())
 		if err == nil && prefix != "" {
@@ -156,6 +165,42 @@ func checkEndpoint(ep string, insecure bool) error {
 		return nil
 	}
 	return fmt.Errorf("store endpoint %s is plain http to another machine: credentials and data would cross the network unprotected; use https, or pass --insecure if you accept that", ep)
+}
+
+// plainEndpoint is the endpoint a store URL will reach when it names one
+// or asks for plain http, "" when it goes to the cloud's own https
+// service: s3's endpoint parameter; azblob with protocol=http (parameter or
+// AZURE_STORAGE_PROTOCOL) to its domain; gs with STORAGE_EMULATOR_HOST,
+// which gocloud reaches over http.
+func plainEndpoint(u *url.URL) string {
+	q := u.Query()
+	param := func(name, env string) string {
+		if v := q.Get(name); v != "" {
+			return v
+		}
+		return os.Getenv(env)
+	}
+	switch u.Scheme {
+	case "s3":
+		return q.Get("endpoint")
+	case "azblob":
+		if param("protocol", "AZURE_STORAGE_PROTOCOL") != "http" {
+			return ""
+		}
+		domain := param("domain", "AZURE_STORAGE_DOMAIN")
+		if domain == "" {
+			domain = "blob.core.windows.net"
+		}
+		return "http://" + domain
+	case "gs":
+		if h := os.Getenv("STORAGE_EMULATOR_HOST"); h != "" {
+			if strings.Contains(h, "://") {
+				return h
+			}
+			return "http://" + h
+		}
+	}
+	return ""
 }
 
 // redact drops anything secret-looking from a URL before it is shown.

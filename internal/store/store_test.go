@@ -44,6 +44,27 @@ func backends(t *testing.T) map[string]func(t *testing.T) Backend {
 			return b
 		}
 	}
+	if addr := gcsAddr(t); addr != "" {
+		out["gs"] = func(t *testing.T) Backend {
+			b, _, err := Open(context.Background(), "gs://"+newGCSBucket(t, addr)+"/ckpt", OpenOptions{PartSize: 5 << 20, Concurrency: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			return b
+		}
+	}
+	if addr := azuriteAddr(t); addr != "" {
+		out["azblob"] = func(t *testing.T) Backend {
+			url := "azblob://" + newContainer(t, addr) + "/ckpt?protocol=http&domain=" + addr
+			b, _, err := Open(context.Background(), url, OpenOptions{PartSize: 5 << 20, Concurrency: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			return b
+		}
+	}
 	return out
 }
 
@@ -436,11 +457,13 @@ func TestFullDiskOnPull(t *testing.T) {
 func TestOpenRefusals(t *testing.T) {
 	ctx := context.Background()
 	for url, want := range map[string]string{
-		"s3://b?endpoint=http://10.1.2.3:8333": "plain http to another machine",
-		"s3://key:secret@b":                    "credentials in the URL are refused",
-		"ftp://x/y":                            `unknown scheme "ftp"`,
-		"":                                     "no store",
-		"file://host/x":                        "file:// takes an absolute path",
+		"s3://b?endpoint=http://10.1.2.3:8333":           "plain http to another machine",
+		"azblob://c?protocol=http&domain=10.1.2.3:10000": "plain http to another machine",
+		"azblob://c?protocol=http":                       "plain http to another machine",
+		"s3://key:secret@b":                              "credentials in the URL are refused",
+		"ftp://x/y":                                      `unknown scheme "ftp"`,
+		"":                                               "no store",
+		"file://host/x":                                  "file:// takes an absolute path",
 	} {
 		_, _, err := Open(ctx, url, OpenOptions{})
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -449,6 +472,17 @@ func TestOpenRefusals(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "secret") && !strings.Contains(want, "credentials") {
 			t.Errorf("error shows a secret: %v", err)
 		}
+	}
+	// gs:// without credentials says so, and prints nothing.
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "no-such-key.json"))
+	t.Setenv("STORAGE_EMULATOR_HOST", "")
+	if _, _, err := Open(ctx, "gs://b/x", OpenOptions{}); err == nil || !strings.Contains(err.Error(), "no Google credentials") {
+		t.Errorf("gs without credentials: %v", err)
+	}
+	// gs:// to an emulator elsewhere is plain http too.
+	t.Setenv("STORAGE_EMULATOR_HOST", "10.1.2.3:4443")
+	if _, _, err := Open(ctx, "gs://b/x", OpenOptions{}); err == nil || !strings.Contains(err.Error(), "plain http to another machine") {
+		t.Errorf("gs with a remote STORAGE_EMULATOR_HOST: %v", err)
 	}
 	if err := checkEndpoint("http://127.0.0.1:8333", false); err != nil {
 		t.Error(err)

@@ -34,6 +34,8 @@ func TestMain(m *testing.M) {
 		childMain()
 	}
 	code := m.Run()
+	gcsEmu.stop()
+	azEmu.stop()
 	if weed.cmd != nil && weed.cmd.Process != nil {
 		// SeaweedFS ignores SIGTERM for a long time (DESIGN.md): kill it.
 		syscall.Kill(-weed.cmd.Process.Pid, syscall.SIGKILL)
@@ -123,13 +125,20 @@ var bucketN struct {
 	n int
 }
 
+var emulatorsOnce struct{ gcs, az sync.Once }
+
+// uniqueName is a fresh bucket or container name, valid on every store.
+func uniqueName() string {
+	bucketN.Lock()
+	defer bucketN.Unlock()
+	bucketN.n++
+	return fmt.Sprintf("t%d-%d", time.Now().UnixNano()%1e9, bucketN.n)
+}
+
 // newBucket creates a fresh bucket for one test through the S3 API.
 func newBucket(t *testing.T) string {
 	t.Helper()
-	bucketN.Lock()
-	bucketN.n++
-	name := fmt.Sprintf("t%d-%d", time.Now().UnixNano()%1e9, bucketN.n)
-	bucketN.Unlock()
+	name := uniqueName()
 	// SeaweedFS creates a bucket on PUT /bucket.
 	ep := strings.TrimPrefix(strings.Split(weed.url, "&")[0], "endpoint=")
 	req, _ := http.NewRequest(http.MethodPut, ep+"/"+name, nil)
