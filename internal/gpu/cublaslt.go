@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -82,13 +83,20 @@ type blasLt struct {
 // openBlasLt opens the first candidate that loads and yields a handle. The
 // error names every candidate tried and what went wrong with it.
 func openBlasLt(candidates []string) (*blasLt, error) {
+	const notFound = "libcublasLt.so was not found (it comes with the CUDA toolkit, or pip's nvidia-cublas wheels that PyTorch installs); set GPURENT_CUBLASLT to its path"
 	if len(candidates) == 0 {
-		return nil, fmt.Errorf("libcublasLt.so was not found (it comes with the CUDA toolkit, or pip's nvidia-cublas wheels that PyTorch installs); set GPURENT_CUBLASLT to its path")
+		return nil, errors.New(notFound)
 	}
 	var errs []string
+	missing := 0
 	for _, c := range candidates {
 		lib, err := dl.Open(c)
 		if err != nil {
+			// A soname the loader does not know is the usual case on a
+			// machine without the library: not worth a line each.
+			if strings.Contains(err.Error(), "No such file or directory") {
+				missing++
+			}
 			errs = append(errs, err.Error())
 			continue
 		}
@@ -102,6 +110,9 @@ func openBlasLt(candidates []string) (*blasLt, error) {
 			b.version = uint64(v)
 		}
 		return b, nil
+	}
+	if missing == len(candidates) {
+		return nil, errors.New(notFound)
 	}
 	return nil, fmt.Errorf("no usable libcublasLt: %s", strings.Join(errs, "; "))
 }

@@ -110,9 +110,19 @@ func TestCublasLtMissing(t *testing.T) {
 	if _, err := openBlasLt(nil); err == nil || !strings.Contains(err.Error(), "GPURENT_CUBLASLT") {
 		t.Errorf("no candidates: %v", err)
 	}
+	// Nothing there at all: one sentence, not a line per soname.
 	_, err := openBlasLt([]string{"/nonexistent/libcublasLt.so.12", "libcublasLt-not-here.so.99"})
-	if err == nil || !strings.Contains(err.Error(), "/nonexistent/libcublasLt.so.12") || !strings.Contains(err.Error(), "libcublasLt-not-here.so.99") {
+	if err == nil || !strings.Contains(err.Error(), "was not found") || strings.Contains(err.Error(), "not-here") {
 		t.Errorf("missing files: %v", err)
+	}
+	// A file that is there but will not load is named, with why.
+	bad := filepath.Join(t.TempDir(), "libcublasLt.so.12")
+	if err := os.WriteFile(bad, []byte("not an ELF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = openBlasLt([]string{"libcublasLt-not-here.so.99", bad})
+	if err == nil || !strings.Contains(err.Error(), "no usable libcublasLt") || !strings.Contains(err.Error(), bad) {
+		t.Errorf("unloadable file: %v", err)
 	}
 }
 
