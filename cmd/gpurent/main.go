@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -90,6 +91,36 @@ func (g *globals) checkOutput() error {
 	return nil
 }
 
+// versionString is the version with the commit it was built from, where
+// the build recorded one: a bug report then names the exact code.
+func versionString() string {
+	v := version
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		v += " (" + rev
+		if modified == "true" {
+			v += ", modified"
+		}
+		v += ")"
+	}
+	return v + ", " + info.GoVersion
+}
+
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{stdout: stdout}
 	root := &cobra.Command{
@@ -109,7 +140,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
   gpurent catalog the offers behind them, with sources and dates`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("gpurent {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
