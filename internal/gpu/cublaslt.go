@@ -77,7 +77,10 @@ func gemmPrecisions() []gemmPrecision {
 type blasLt struct {
 	lib     *dl.Lib
 	h       uintptr
-	version uint64 // cublasLtGetVersion: major*10000 + minor*100 + patch
+	// version is cublasLtGetVersion's value, read the way cublas_api.h
+	// composes CUBLAS_VERSION (major*10000 + minor*100 + patch); that the
+	// Lt call uses the same form awaits a run on a real library.
+	version uint64
 }
 
 // openBlasLt opens the first candidate that loads and yields a handle. The

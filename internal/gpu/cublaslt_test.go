@@ -30,7 +30,7 @@ func buildFake(t *testing.T, src, name string, flags ...string) string {
 		t.Skip("no C compiler to build the fake libcublasLt")
 	}
 	out := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command(cc, append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, filepath.Join("testdata", src)}, flags...)...)
+	cmd := exec.Command(cc, append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-o", out, filepath.Join("testdata", src)}, flags...)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", cc, err, b)
 	}
