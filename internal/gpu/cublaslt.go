@@ -1,13 +1,16 @@
 package gpu
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os/exec"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/gpurent/gpurent/internal/dl"
@@ -75,8 +78,8 @@ func gemmPrecisions() []gemmPrecision {
 
 // blasLt is an open cuBLASLt with a handle.
 type blasLt struct {
-	lib     *dl.Lib
-	h       uintptr
+	lib *dl.Lib
+	h   uintptr
 	// version is cublasLtGetVersion's value, read the way cublas_api.h
 	// composes CUBLAS_VERSION (major*10000 + minor*100 + patch); that the
 	// Lt call uses the same form awaits a run on a real library.
@@ -225,7 +228,7 @@ var cublasLtDirs = []string{
 	"opt/conda/lib", "opt/conda/envs/*/lib", "root/miniconda3/lib", "root/miniconda3/envs/*/lib",
 }
 
-var sitePackages = []string{
+var usualSitePackages = []string{
 	"usr/lib/python3*/*-packages", "usr/local/lib/python3*/*-packages",
 	"opt/conda/lib/python3*/site-packages", "opt/conda/envs/*/lib/python3*/site-packages",
 	"root/miniconda3/lib/python3*/site-packages", "root/miniconda3/envs/*/lib/python3*/site-packages",
@@ -236,8 +239,9 @@ var sitePackages = []string{
 // then the sonames, newest first, which the loader finds on its search
 // path; then files found under root. A library newer than the driver's
 // CUDA major version (driverMajor, 0 when unknown) cannot run on it and is
-// left out. env supplies CONDA_PREFIX, VIRTUAL_ENV and HOME.
-func cublasLtCandidates(root fs.FS, env func(string) string, driverMajor int) []string {
+// left out. env supplies CONDA_PREFIX, VIRTUAL_ENV and HOME; sitePackages
+// are the Python package directories python3 reported (pythonSitePackages).
+func cublasLtCandidates(root fs.FS, env func(string) string, driverMajor int, sitePackages []string) []string {
 	var out []string
 	if p := env("GPURENT_CUBLASLT"); p != "" {
 		out = append(out, p)
@@ -252,7 +256,7 @@ func cublasLtCandidates(root fs.FS, env func(string) string, driverMajor int) []
 		}
 	}
 	dirs := slices.Clone(cublasLtDirs)
-	for _, sp := range sitePackages {
+	for _, sp := range usualSitePackages {
 		dirs = append(dirs, sp+"/nvidia/cublas/lib", sp+"/nvidia/cu13/lib")
 	}
 	rel := func(p string) string { return strings.TrimPrefix(path.Clean(p), "/") }
@@ -261,6 +265,9 @@ func cublasLtCandidates(root fs.FS, env func(string) string, driverMajor int) []
 	}
 	if p := env("VIRTUAL_ENV"); p != "" {
 		dirs = append(dirs, rel(p)+"/lib/python3*/site-packages/nvidia/cublas/lib", rel(p)+"/lib/python3*/site-packages/nvidia/cu13/lib")
+	}
+	for _, sp := range sitePackages {
+		dirs = append(dirs, rel(sp)+"/nvidia/cublas/lib", rel(sp)+"/nvidia/cu13/lib")
 	}
 	if p := env("HOME"); p != "" && p != "/" {
 		dirs = append(dirs, rel(p)+"/.local/lib/python3*/site-packages/nvidia/cublas/lib", rel(p)+"/.local/lib/python3*/site-packages/nvidia/cu13/lib")
@@ -277,6 +284,27 @@ func cublasLtCandidates(root fs.FS, env func(string) string, driverMajor int) []
 	// Newest major first; within one, the order of dirs above.
 	slices.SortStableFunc(found, func(a, b string) int { return soMajor(path.Base(b)) - soMajor(path.Base(a)) })
 	return append(out, found...)
+}
+
+// pythonSitePackages asks python3 on PATH where its packages live: the
+// interpreter the user runs (a venv, a conda env, pyenv) knows its own
+// directories better than any list of usual places. None when there is no
+// python3 or it does not answer within 5 s.
+func pythonSitePackages(ctx context.Context) []string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "python3", "-c",
+		"import site; print('\\n'.join(site.getsitepackages() + [site.getusersitepackages()]))").Output()
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if line = strings.TrimSpace(line); path.IsAbs(line) {
+			dirs = append(dirs, line)
+		}
+	}
+	return dirs
 }
 
 // soMajor is N in libcublasLt.so.N or libcublasLt.so.N.x.y; 0 otherwise.

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,7 +139,7 @@ func TestCublasLtCandidates(t *testing.T) {
 		"usr/local/cuda/lib64/libcublasLt.so":                                                         {}, // dev symlink: no major
 	}
 	env := map[string]string{"VIRTUAL_ENV": "/srv/venv"}
-	got := cublasLtCandidates(root, func(k string) string { return env[k] }, 12)
+	got := cublasLtCandidates(root, func(k string) string { return env[k] }, 12, nil)
 	want := []string{
 		"libcublasLt.so.12", "libcublasLt.so.11",
 		"/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcublasLt.so.12",
@@ -153,10 +154,31 @@ func TestCublasLtCandidates(t *testing.T) {
 	// A CUDA 13 driver takes the 13 library first; an explicit path goes
 	// before everything.
 	env["GPURENT_CUBLASLT"] = "/opt/mine/libcublasLt.so.12"
-	got = cublasLtCandidates(root, func(k string) string { return env[k] }, 13)
+	got = cublasLtCandidates(root, func(k string) string { return env[k] }, 13, nil)
 	if len(got) < 3 || got[0] != "/opt/mine/libcublasLt.so.12" || got[1] != "libcublasLt.so.13" ||
 		!slices.Contains(got, "/root/miniconda3/lib/python3.10/site-packages/nvidia/cu13/lib/libcublasLt.so.13") ||
 		slices.Index(got, "/root/miniconda3/lib/python3.10/site-packages/nvidia/cu13/lib/libcublasLt.so.13") > slices.Index(got, "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcublasLt.so.12") {
 		t.Errorf("driver 13: %q", got)
+	}
+	// Where python3 keeps its packages (pyenv here) is searched too.
+	root["opt/pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cublas/lib/libcublasLt.so.12"] = &fstest.MapFile{}
+	got = cublasLtCandidates(root, func(string) string { return "" }, 12, []string{"/opt/pyenv/versions/3.11.7/lib/python3.11/site-packages"})
+	if !slices.Contains(got, "/opt/pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cublas/lib/libcublasLt.so.12") {
+		t.Errorf("python's site-packages: %q", got)
+	}
+}
+
+func TestPythonSitePackages(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	dirs := pythonSitePackages(context.Background())
+	if len(dirs) == 0 {
+		t.Fatal("python3 named no package directories")
+	}
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) || !strings.Contains(d, "python") {
+			t.Errorf("%q", d)
+		}
 	}
 }

@@ -249,7 +249,7 @@ func (p *cudaProber) newGEMM(g gemmPrecision, maxN uint64) (*gemmRun, error) {
 	if p.lt == nil && p.ltErr == nil {
 		candidates := []string{p.ltPath}
 		if p.ltPath == "" {
-			candidates = cublasLtCandidates(os.DirFS("/"), os.Getenv, int(p.c.version/1000))
+			candidates = cublasLtCandidates(os.DirFS("/"), os.Getenv, int(p.c.version/1000), pythonSitePackages(context.Background()))
 		}
 		p.lt, p.ltErr = openBlasLt(candidates)
 	}
