@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/statedir"
 	"github.com/gpurent/gpurent/internal/wipe"
 )
 
@@ -288,15 +289,11 @@ func checkBackups(ctx context.Context, s *storeFlags, url string, dirs []string,
 }
 
 func defaultWipeReport() (string, error) {
-	dir := os.Getenv("XDG_STATE_HOME")
-	if dir == "" || !filepath.IsAbs(dir) {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("wipe report: no XDG_STATE_HOME and no home: %w", err)
-		}
-		dir = filepath.Join(home, ".local", "state")
+	dir, err := statedir.Dir()
+	if err != nil {
+		return "", fmt.Errorf("wipe report: %w", err)
 	}
-	return filepath.Join(dir, "gpurent", "wipe-"+time.Now().UTC().Format("20060102T150405Z")+".json"), nil
+	return filepath.Join(dir, "wipe-"+time.Now().UTC().Format("20060102T150405Z")+".json"), nil
 }
 
 // saveReport replaces the report atomically: written beside it, synced,

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/statedir"
 )
 
 // HistoryEntry is one bench run as the local history keeps it: enough to
@@ -63,14 +65,11 @@ func (r *Report) Entry() HistoryEntry {
 // HistoryPath is where the history lives: $XDG_STATE_HOME/gpurent, else
 // ~/.local/state/gpurent (the XDG base directory specification's default).
 func HistoryPath() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "gpurent", "bench.jsonl"), nil
-	}
-	home, err := os.UserHomeDir()
+	dir, err := statedir.Dir()
 	if err != nil {
-		return "", fmt.Errorf("bench history: no XDG_STATE_HOME and no home directory: %w", err)
+		return "", fmt.Errorf("bench history: %w", err)
 	}
-	return filepath.Join(home, ".local", "state", "gpurent", "bench.jsonl"), nil
+	return filepath.Join(dir, "bench.jsonl"), nil
 }
 
 // AppendHistory adds one line to the history file, creating it. Appending
