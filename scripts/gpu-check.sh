@@ -113,7 +113,7 @@ for name, r in cuda.items():
     extra = ""
     if r.get("contention"):
         c = r["contention"]; extra = f" verdict={c['verdict']} slow={c['slow_share']:.3f} cv={c['cv']:.3f} sag={c['sag']:.3f}"
-    print(f"  {name:12s} {r.get('value', 0):10.2f} {r['unit']:6s} {r.get('error', '')}{extra}")
+    print(f"  {name:12s} {r.get('value', 0):10.2f} {r['unit']:6s} {r.get('wall_ms', 0) / 1e3:6.2f} s wall {r.get('error', '')}{extra}")
 if torch is None:
     print("torch backend:", tdev)
 else:

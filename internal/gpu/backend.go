@@ -33,7 +33,10 @@ type Result struct {
 	Value     float64 `json:"value"`               // the median over repetitions, in Unit
 	Unit      string  `json:"unit"`
 	// Timing summarises the repetitions in milliseconds.
-	Timing     Summary     `json:"timing"`
+	Timing Summary `json:"timing"`
+	// WallMs is how long the probe took on the host's clock, set-up
+	// included: what it adds to bench's running time.
+	WallMs     float64     `json:"wall_ms,omitempty"`
 	Notes      string      `json:"notes,omitempty"`
 	Error      string      `json:"error,omitempty"`
 	Contention *Contention `json:"contention,omitempty"`

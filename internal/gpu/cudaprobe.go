@@ -59,7 +59,10 @@ func (cu CUDA) Run(ctx context.Context, opt Options) Results {
 			break
 		}
 		if opt.Wants(name) {
-			res.Results = append(res.Results, steps[name]())
+			start := time.Now()
+			r := steps[name]()
+			r.WallMs = float64(time.Since(start).Microseconds()) / 1e3
+			res.Results = append(res.Results, r)
 		}
 	}
 	return res

@@ -81,6 +81,9 @@ func TestCUDABackendSimulated(t *testing.T) {
 		if got.Error != "" || math.Abs(got.Value-w)/w > 0.01 {
 			t.Errorf("%s = %.2f %s (%s), want %.2f within 1%%", probe, got.Value, got.Unit, got.Error, w)
 		}
+		if got.WallMs <= 0 {
+			t.Errorf("%s: no wall time", probe)
+		}
 		if probe != ProbeAlloc && got.Timing.N != 5 {
 			t.Errorf("%s: %d repetitions, want 5 in quick mode", probe, got.Timing.N)
 		}
