@@ -150,10 +150,10 @@ func (p *cudaProber) throughput(probe, precision string, f uintptr, grid, block 
 		return p.c.timed(func() error { return p.c.launch(f, grid, block, args(iters)...) })
 	}
 	iters := 256
-	t, err := run(iters) // also the warm-up: JIT, clocks up
+	t, err := fastest(2, func() error { return p.c.launch(f, grid, block, args(iters)...) }, p.c.timed) // also the warm-up
 	for err == nil && t < p.target()/4 && iters < 1<<26 {
 		iters *= 4
-		t, err = run(iters)
+		t, err = fastest(2, func() error { return p.c.launch(f, grid, block, args(iters)...) }, p.c.timed)
 	}
 	if err != nil {
 		r.Error = err.Error()
@@ -187,6 +187,21 @@ func (p *cudaProber) fp32() Result {
 		func(it int) []uint64 { return []uint64{p.scratch, uint64(uint32(it)), uint64(math.Float32bits(1.5))} })
 	r.Notes = "8 independent register FMA chains per thread; 2 FLOPs per FMA"
 	return r
+}
+
+// fastest is the shortest of n timings of op. Calibration sizes kernels
+// on it: on a shared GPU any one launch may wait out another tenant's time
+// slice, and a size chosen from that wait would be far too small.
+func fastest(n int, op func() error, timed func(func() error) (float64, error)) (float64, error) {
+	best := math.Inf(1)
+	for range n {
+		t, err := timed(op)
+		if err != nil {
+			return 0, err
+		}
+		best = min(best, t)
+	}
+	return best, nil
 }
 
 // tensorProbe names the mma.sync probe of a precision.
@@ -502,26 +517,16 @@ func (p *cudaProber) sustained(ctx context.Context) Result {
 	}
 	grid, block := uint32(p.sms*2), uint32(256)
 	args := func(it int) []uint64 { return []uint64{p.scratch, uint64(uint32(it)), uint64(math.Float32bits(1.5))} }
-	// Calibrate on the fastest of three launches: on a shared GPU one of
-	// them may wait out another tenant's time slice, and a calibration
-	// fooled by that wait would size the kernel a hundred times too short,
-	// leaving launch overhead to dominate what the probe then measures.
-	fastest := func(iters int) (float64, error) {
-		best := math.Inf(1)
-		for range 3 {
-			t, err := p.c.timed(func() error { return p.c.launch(f, grid, block, args(iters)...) })
-			if err != nil {
-				return 0, err
-			}
-			best = min(best, t)
-		}
-		return best, nil
-	}
+	// Calibrate on the fastest of three launches (see fastest): a kernel
+	// sized on one that waited out another tenant's slice would be a
+	// hundred times too short, and launch overhead would dominate what the
+	// probe then measures.
 	iters := 64
-	t, err := fastest(iters)
+	launch := func() error { return p.c.launch(f, grid, block, args(iters)...) }
+	t, err := fastest(3, launch, p.c.timed)
 	for err == nil && t < 0.25 && iters < 1<<24 {
 		iters *= 2
-		t, err = fastest(iters)
+		t, err = fastest(3, launch, p.c.timed)
 	}
 	if err != nil {
 		r.Error = err.Error()
