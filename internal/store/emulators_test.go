@@ -29,7 +29,8 @@ const (
 	azuriteKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
 
-// emulator is one server process started on first use.
+// emulator is one server process (an emulator, or SeaweedFS) started on
+// first use.
 type emulator struct {
 	env  string // names the program
 	addr string // host:port once it answers
@@ -46,7 +47,7 @@ var azEmu = &emulator{env: "GPURENT_AZURITE"}
 func (e *emulator) start(args func(dir string, port int) []string, up func(addr string) bool) {
 	bin := os.Getenv(e.env)
 	if bin == "" {
-		e.why = e.env + " is not set: run the tests with bash scripts/test.sh, which provides the emulator"
+		e.why = e.env + " is not set: run the tests with bash scripts/test.sh, which provides the server"
 		return
 	}
 	dir, err := os.MkdirTemp("", "gpurent-emu-")

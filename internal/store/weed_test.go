@@ -7,10 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,29 +16,23 @@ import (
 )
 
 // The S3 tests run against a real SeaweedFS server on 127.0.0.1, started
-// once per test binary from the weed binary named by GPURENT_WEED
-// (scripts/test.sh builds it from the Go module proxy and sets it).
+// once per test binary (emulator.start) from the weed binary named by
+// GPURENT_WEED (scripts/test.sh builds it from the Go module proxy and sets
+// it).
 
-var weed struct {
-	once sync.Once
-	url  string // query string for s3 URLs, "" when unavailable
-	why  string
-	cmd  *exec.Cmd
-	dir  string
-}
+// weed is SeaweedFS; weedQuery the s3 URL parameters that reach it, ""
+// when it is not running.
+var weed = &emulator{env: "GPURENT_WEED"}
+var weedQuery string
 
 func TestMain(m *testing.M) {
 	if os.Getenv("GPURENT_STORE_CHILD") != "" {
 		childMain()
 	}
 	code := m.Run()
-	gcsEmu.stop()
-	azEmu.stop()
-	if weed.cmd != nil && weed.cmd.Process != nil {
-		// SeaweedFS ignores SIGTERM for a long time (DESIGN.md): kill it.
-		syscall.Kill(-weed.cmd.Process.Pid, syscall.SIGKILL)
-		weed.cmd.Wait()
-		os.RemoveAll(weed.dir)
+	// SeaweedFS ignores SIGTERM for a long time (DESIGN.md): stop kills.
+	for _, e := range []*emulator{weed, gcsEmu, azEmu} {
+		e.stop()
 	}
 	os.Exit(code)
 }
@@ -67,57 +59,26 @@ func freePort() int {
 }
 
 // weedURL starts SeaweedFS once and returns the s3 URL parameters, or ""
-// after skipping the caller when no weed binary is available.
+// when no weed binary is available.
 func weedURL(t *testing.T) string {
-	weed.once.Do(func() {
-		bin := os.Getenv("GPURENT_WEED")
-		if bin == "" {
-			weed.why = "SeaweedFS is not built: run the tests with bash scripts/test.sh, which builds it and sets GPURENT_WEED"
-			return
+	emulatorsOnce.weed.Do(func() {
+		weed.start(func(dir string, s3 int) []string {
+			master, volume, filer := freePort(), freePort(), freePort()
+			return []string{"server", "-dir=" + dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-volume.max=100",
+				"-master.volumeSizeLimitMB=1024", fmt.Sprintf("-master.port=%d", master), fmt.Sprintf("-volume.port=%d", volume),
+				"-filer", fmt.Sprintf("-filer.port=%d", filer), "-s3", fmt.Sprintf("-s3.port=%d", s3)}
+		}, func(addr string) bool { return answers("http://"+addr, 200) })
+		if weed.addr != "" {
+			weedQuery = "endpoint=http://" + weed.addr + "&region=us-east-1&use_path_style=true"
+			// SeaweedFS without identities accepts any key; the SDK wants one.
+			os.Setenv("AWS_ACCESS_KEY_ID", "gpurent-test")
+			os.Setenv("AWS_SECRET_ACCESS_KEY", "gpurent-test")
 		}
-		dir, err := os.MkdirTemp("", "gpurent-weed-")
-		if err != nil {
-			weed.why = err.Error()
-			return
-		}
-		weed.dir = dir
-		s3, master, volume, filer := freePort(), freePort(), freePort(), freePort()
-		cmd := exec.Command(bin, "server", "-dir="+dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-volume.max=100",
-			"-master.volumeSizeLimitMB=1024", fmt.Sprintf("-master.port=%d", master), fmt.Sprintf("-volume.port=%d", volume),
-			"-filer", fmt.Sprintf("-filer.port=%d", filer), "-s3", fmt.Sprintf("-s3.port=%d", s3))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		log, _ := os.Create(dir + "/weed.log")
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Start(); err != nil {
-			weed.why = "start SeaweedFS: " + err.Error()
-			return
-		}
-		weed.cmd = cmd
-		endpoint := fmt.Sprintf("http://127.0.0.1:%d", s3)
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) {
-			if resp, err := http.Get(endpoint); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					weed.url = "endpoint=" + endpoint + "&region=us-east-1&use_path_style=true"
-					// SeaweedFS without identities accepts any key; the SDK wants one.
-					os.Setenv("AWS_ACCESS_KEY_ID", "gpurent-test")
-					os.Setenv("AWS_SECRET_ACCESS_KEY", "gpurent-test")
-					return
-				}
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
-		b, _ := os.ReadFile(dir + "/weed.log")
-		weed.why = "SeaweedFS did not answer on " + endpoint + " within 60 s: " + string(b[max(0, len(b)-500):])
 	})
-	if weed.url == "" && os.Getenv("GPURENT_WEED") != "" {
-		t.Fatalf("SeaweedFS: %s", weed.why)
+	if weed.ready(t) == "" {
+		return ""
 	}
-	if weed.url == "" {
-		t.Logf("s3 store not tested: %s", weed.why)
-	}
-	return weed.url
+	return weedQuery
 }
 
 var bucketN struct {
@@ -125,7 +86,7 @@ var bucketN struct {
 	n int
 }
 
-var emulatorsOnce struct{ gcs, az sync.Once }
+var emulatorsOnce struct{ weed, gcs, az sync.Once }
 
 // uniqueName is a fresh bucket or container name, valid on every store.
 func uniqueName() string {
@@ -140,8 +101,7 @@ func newBucket(t *testing.T) string {
 	t.Helper()
 	name := uniqueName()
 	// SeaweedFS creates a bucket on PUT /bucket.
-	ep := strings.TrimPrefix(strings.Split(weed.url, "&")[0], "endpoint=")
-	req, _ := http.NewRequest(http.MethodPut, ep+"/"+name, nil)
+	req, _ := http.NewRequest(http.MethodPut, "http://"+weed.addr+"/"+name, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
