@@ -23,46 +23,28 @@ import (
 // backends the suite runs against: the file store always, SeaweedFS's S3
 // when the harness started one (weed_test.go).
 func backends(t *testing.T) map[string]func(t *testing.T) Backend {
+	// open opens a fresh store URL for one test, closed after it; remote
+	// stores upload in 5 MiB parts, four at a time.
+	open := func(t *testing.T, url string) Backend {
+		b, _, err := Open(context.Background(), url, OpenOptions{PartSize: 5 << 20, Concurrency: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
 	out := map[string]func(t *testing.T) Backend{
-		"file": func(t *testing.T) Backend {
-			b, _, err := Open(context.Background(), t.TempDir(), OpenOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			return b
-		},
+		"file": func(t *testing.T) Backend { return open(t, t.TempDir()) },
 	}
 	if s3 := weedURL(t); s3 != "" {
-		out["s3"] = func(t *testing.T) Backend {
-			bucket := newBucket(t)
-			b, _, err := Open(context.Background(), "s3://"+bucket+"/ckpt?"+s3, OpenOptions{PartSize: 5 << 20, Concurrency: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			return b
-		}
+		out["s3"] = func(t *testing.T) Backend { return open(t, "s3://"+newBucket(t)+"/ckpt?"+s3) }
 	}
 	if addr := gcsAddr(t); addr != "" {
-		out["gs"] = func(t *testing.T) Backend {
-			b, _, err := Open(context.Background(), "gs://"+newGCSBucket(t, addr)+"/ckpt", OpenOptions{PartSize: 5 << 20, Concurrency: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			return b
-		}
+		out["gs"] = func(t *testing.T) Backend { return open(t, "gs://"+newGCSBucket(t, addr)+"/ckpt") }
 	}
 	if addr := azuriteAddr(t); addr != "" {
 		out["azblob"] = func(t *testing.T) Backend {
-			url := "azblob://" + newContainer(t, addr) + "/ckpt?protocol=http&domain=" + addr
-			b, _, err := Open(context.Background(), url, OpenOptions{PartSize: 5 << 20, Concurrency: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			return b
+			return open(t, "azblob://"+newContainer(t, addr)+"/ckpt?protocol=http&domain="+addr)
 		}
 	}
 	return out
