@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh: the checks that need a real NVIDIA GPU. Run it on a machine
 # with one (a rented instance, the project's device machine). In one run:
-#  1. builds gpurent, records what it reads through NVML and compares it,
+#  1. takes ./gpurent (or builds it), records what it reads through NVML and compares it,
 #     field by field, with nvidia-smi;
 #  2. runs the compute probes with the cuda backend (full mode) and, where
 #     python3 has torch with CUDA, with the torch backend, and prints the
