@@ -145,15 +145,10 @@ func azuriteAddr(t *testing.T) string {
 func newGCSBucket(t *testing.T, addr string) string {
 	t.Helper()
 	name := uniqueName()
-	resp, err := http.Post("http://"+addr+"/storage/v1/b?project=gpurent-test", "application/json",
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/storage/v1/b?project=gpurent-test",
 		bytes.NewReader([]byte(`{"name": "`+name+`"}`)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("create GCS bucket %s: HTTP %d", name, resp.StatusCode)
-	}
+	req.Header.Set("Content-Type", "application/json")
+	create(t, req, "GCS bucket "+name)
 	return name
 }
 

@@ -102,15 +102,22 @@ func newBucket(t *testing.T) string {
 	name := uniqueName()
 	// SeaweedFS creates a bucket on PUT /bucket.
 	req, _ := http.NewRequest(http.MethodPut, "http://"+weed.addr+"/"+name, nil)
+	create(t, req, "bucket "+name)
+	return name
+}
+
+// create sends a request that makes a bucket or container and fails the
+// test unless the server answers 2xx.
+func create(t *testing.T, req *http.Request, what string) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		t.Fatalf("create bucket %s: HTTP %d", name, resp.StatusCode)
+		t.Fatalf("create %s: HTTP %d", what, resp.StatusCode)
 	}
-	return name
 }
 
 func TestS3Errors(t *testing.T) {
