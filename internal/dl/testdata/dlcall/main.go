@@ -5,12 +5,18 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"unsafe"
 
 	"github.com/gpurent/gpurent/internal/dl"
 )
 
 func main() {
+	// Both calls must run on one OS thread for the second to see the
+	// thread-local count the first left, as the CUDA backend keeps its
+	// context's thread; without this a loaded machine may move the
+	// goroutine between the calls (CI saw "calls 1" twice).
+	runtime.LockOSThread()
 	l, err := dl.Open(os.Args[1])
 	if err != nil {
 		fmt.Println("open:", err)
