@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpurent/gpurent/internal/dl/dltest"
 )
 
 // The tests run with cgo (the race detector needs it), but gpurent ships
@@ -15,19 +17,7 @@ import (
 // threads, exceptions; and a call with 16 arguments, as many as
 // cublasLtMatmul takes.
 func TestWithoutCgo(t *testing.T) {
-	cxx := ""
-	for _, c := range []string{os.Getenv("CXX"), "c++", "g++", "clang++", "clang++-19"} {
-		if c == "" {
-			continue
-		}
-		if _, err := exec.LookPath(c); err == nil {
-			cxx = c
-			break
-		}
-	}
-	if cxx == "" {
-		t.Skip("no C++ compiler")
-	}
+	cxx := dltest.Compiler(t, "CXX", "c++", "g++", "clang++", "clang++-19")
 	dir := t.TempDir()
 	lib := filepath.Join(dir, "libcpplib.so")
 	if b, err := exec.Command(cxx, "-shared", "-fPIC", "-O1", "-o", lib, "testdata/cpplib.cc").CombinedOutput(); err != nil {

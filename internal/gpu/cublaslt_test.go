@@ -10,33 +10,9 @@ import (
 	"testing"
 	"testing/fstest"
 	"unsafe"
-)
 
-// buildFake compiles testdata/<src> into a shared library called name in
-// a fresh directory, so every call gets its own copy and its own state.
-// go test -race needs a C compiler already, so the test suite always has
-// one; plain go test without one skips.
-func buildFake(t *testing.T, src, name string, flags ...string) string {
-	t.Helper()
-	cc := os.Getenv("CC")
-	for _, c := range []string{"cc", "gcc", "clang", "clang-19"} {
-		if cc != "" {
-			break
-		}
-		if _, err := exec.LookPath(c); err == nil {
-			cc = c
-		}
-	}
-	if cc == "" {
-		t.Skip("no C compiler to build the fake libcublasLt")
-	}
-	out := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command(cc, append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-o", out, filepath.Join("testdata", src)}, flags...)...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", cc, err, b)
-	}
-	return out
-}
+	"github.com/gpurent/gpurent/internal/dl/dltest"
+)
 
 // fakeRecord mirrors struct record in fakecublaslt.c.
 type fakeRecord struct {
@@ -53,7 +29,7 @@ type fakeRecord struct {
 // every argument of every call lands where the C ABI puts it, including
 // cublasLtMatmul's 16, and nothing is leaked.
 func TestCublasLtABI(t *testing.T) {
-	lt, err := openBlasLt([]string{filepath.Join(t.TempDir(), "missing.so"), buildFake(t, "fakecublaslt.c", "libcublasLt.so.12")})
+	lt, err := openBlasLt([]string{filepath.Join(t.TempDir(), "missing.so"), dltest.BuildC(t, "testdata/fakecublaslt.c", "libcublasLt.so.12")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gpurent/gpurent/internal/dl"
+	"github.com/gpurent/gpurent/internal/dl/dltest"
 )
 
 // simConfig mirrors struct config in testdata/fakecuda.c.
@@ -29,8 +30,8 @@ type simStats struct {
 // and returns the backend that uses both.
 func simDriver(t *testing.T, cfg simConfig, flags ...string) (cu CUDA, stats func() simStats) {
 	t.Helper()
-	path := buildFake(t, "fakecuda.c", "libcuda.so.1", flags...)
-	blas := buildFake(t, "fakecublaslt.c", "libcublasLt.so.12")
+	path := dltest.BuildC(t, "testdata/fakecuda.c", "libcuda.so.1", flags...)
+	blas := dltest.BuildC(t, "testdata/fakecublaslt.c", "libcublasLt.so.12")
 	lib, err := dl.Open(path)
 	if err != nil {
 		t.Fatal(err)

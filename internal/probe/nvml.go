@@ -83,10 +83,14 @@ type NVML struct {
 // be loaded: no driver, or a container started without GPU access.
 var errNoNVML = errors.New("no NVIDIA GPU was found")
 
-// OpenNVML loads libnvidia-ml.so.1 and initialises it. Its error is a
-// sentence for a person.
-func OpenNVML() (*NVML, error) {
-	lib, err := dl.Open("libnvidia-ml.so.1", "libnvidia-ml.so")
+// OpenNVML loads libnvidia-ml.so.1 (or library, a path, where not empty)
+// and initialises it. Its error is a sentence for a person.
+func OpenNVML(library string) (*NVML, error) {
+	names := []string{"libnvidia-ml.so.1", "libnvidia-ml.so"}
+	if library != "" {
+		names = []string{library}
+	}
+	lib, err := dl.Open(names...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the NVIDIA driver library libnvidia-ml.so.1 is not on this machine (no NVIDIA driver installed, or a container started without GPU access such as docker --gpus all): %v",
 			errNoNVML, err)
@@ -142,13 +146,16 @@ func indexByte(b []byte, c byte) int {
 type GPUOptions struct {
 	// Window is how long utilization is sampled while gpurent is idle.
 	Window time.Duration
+	// Library is the NVML library to load; empty: libnvidia-ml.so.1 by the
+	// dynamic loader's search. Tests point it at a simulated one.
+	Library string
 }
 
 // GPU gathers GPUFacts through NVML. When NVML is absent it returns
 // Available false and the reason; it never fails otherwise: a value that
 // cannot be read is left nil and the reason goes to the device's Errors.
 func GPU(ctx context.Context, opt GPUOptions) GPUFacts {
-	n, err := OpenNVML()
+	n, err := OpenNVML(opt.Library)
 	if err != nil {
 		return GPUFacts{Error: err.Error(), Devices: []Device{}}
 	}

@@ -47,7 +47,7 @@ func TestNVMLAbsentFailsCleanly(t *testing.T) {
 	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
 		t.Skip("this machine has an NVIDIA driver (/dev/nvidiactl): scripts/gpu-check.sh covers it")
 	}
-	n, err := OpenNVML()
+	n, err := OpenNVML("")
 	if err == nil {
 		n.Close()
 		t.Fatal("OpenNVML succeeded without a driver")

@@ -1,0 +1,324 @@
+package probe
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gpurent/gpurent/internal/dl"
+	"github.com/gpurent/gpurent/internal/dl/dltest"
+)
+
+// simDevice mirrors struct device in testdata/fakenvml.c.
+type simDevice struct {
+	Name, UUID                                          [96]byte
+	BusID                                               [32]byte
+	PCIDeviceID, PCISubsystemID, Domain, Bus, Dev       int64
+	Total, Reserved, Used                               int64
+	Arch, CCMajor, CCMinor                              int64
+	MIG, MIGDevices                                     int64
+	Virt, ComputeMode                                   int64
+	PowerLimit, PowerDefault, PowerMax, PowerDraw       int64
+	ClockSM, ClockSMMax, ClockMem, ClockMemMax          int64
+	EventReasons, PState, Temp                          int64
+	PCIeGen, PCIeGenMax, PCIeGenGPUMax                  int64
+	PCIeWidth, PCIeWidthMax                             int64
+	ECC, ECCUncVolatile, ECCCorrVolatile, ECCUncAggr    int64
+	RetiredSBE, RetiredDBE, RetiredPending              int64
+	Remap, RemapCorr, RemapUnc, RemapPending, RemapFail int64
+	NVLinks, NVLinksActive                              int64
+	ComputeProcs, MPSProcs                              int64
+	ProcPID, ProcMem                                    [4]int64
+	Util                                                int64
+}
+
+// simNVMLConfig mirrors struct config in testdata/fakenvml.c.
+type simNVMLConfig struct {
+	Driver, NVML [80]byte
+	CUDAVersion  int64
+	InitResult   int64
+	Count        int64
+	Dev          [2]simDevice
+}
+
+// simNVMLStats mirrors struct stats in testdata/fakenvml.c.
+type simNVMLStats struct {
+	Inits, Shutdowns, Refs, BadCalls, UtilCalls int64
+}
+
+// cstr is s as a NUL-padded C char array of T's size.
+func cstr[T [32]byte | [80]byte | [96]byte](s string) (b T) {
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&b)), unsafe.Sizeof(b)), s)
+	return b
+}
+
+// simH100 is an H100 SXM as a 570 driver would describe it, with two
+// processes of other tenants (one without a memory figure), 2 of 18
+// NVLinks down, a power cap below the default and a correctable remap.
+func simH100() simNVMLConfig {
+	d := simDevice{
+		Name: cstr[[96]byte]("NVIDIA H100 80GB HBM3"), UUID: cstr[[96]byte]("GPU-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e"),
+		BusID:       cstr[[32]byte]("00000000:3B:00.0"),
+		PCIDeviceID: 0x233010de, PCISubsystemID: 0x16c110de, Domain: 0, Bus: 0x3b, Dev: 0,
+		Total: 85520809984, Reserved: 555745280, Used: 2 << 30,
+		Arch: 9, CCMajor: 9, CCMinor: 0, MIG: 0, Virt: 1, ComputeMode: 3,
+		PowerLimit: 500000, PowerDefault: 700000, PowerMax: 700000, PowerDraw: 123456,
+		ClockSM: 1980, ClockSMMax: 1980, ClockMem: 2619, ClockMemMax: 2619,
+		EventReasons: 0x4 | 0x1, PState: 0, Temp: 41,
+		PCIeGen: 5, PCIeGenMax: 4, PCIeGenGPUMax: 5, PCIeWidth: 16, PCIeWidthMax: 16,
+		ECC: 1, ECCUncVolatile: 0, ECCCorrVolatile: 3, ECCUncAggr: 1,
+		RetiredSBE: 0, RetiredDBE: 2, RetiredPending: 0,
+		Remap: 1, RemapCorr: 1, RemapUnc: 0,
+		NVLinks: 18, NVLinksActive: 16,
+		ComputeProcs: 2, MPSProcs: 1, ProcPID: [4]int64{4242, 4343, 4444}, ProcMem: [4]int64{1 << 30, -1, 512 << 20},
+		Util: 37,
+	}
+	return simNVMLConfig{Driver: cstr[[80]byte]("570.86.15"), NVML: cstr[[80]byte]("12.570.86.15"),
+		CUDAVersion: 12080, Count: 1, Dev: [2]simDevice{d}}
+}
+
+// simNVML builds the simulated NVML with flags, configures it and returns
+// its path and a reader of its counters.
+func simNVML(t *testing.T, cfg simNVMLConfig, flags ...string) (string, func() simNVMLStats) {
+	t.Helper()
+	path := dltest.BuildC(t, "testdata/fakenvml.c", "libnvidia-ml.so.1", flags...)
+	lib, err := dl.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lib.Close)
+	if _, err := lib.Call("fake_config", uintptr(unsafe.Pointer(&cfg))); err != nil {
+		t.Fatal(err)
+	}
+	return path, func() simNVMLStats {
+		var s simNVMLStats
+		lib.Call("fake_stats", uintptr(unsafe.Pointer(&s)))
+		return s
+	}
+}
+
+// The NVML binding reads every field of a simulated H100 through real
+// dlopen and calls, with the struct layouts and versioned symbols of
+// abi_reference.md §1, and leaves no call refused and no init unbalanced.
+func TestNVMLSimulated(t *testing.T) {
+	path, stats := simNVML(t, simH100())
+	g := GPU(context.Background(), GPUOptions{Library: path, Window: 50 * time.Millisecond})
+	if !g.Available || g.Error != "" || len(g.Devices) != 1 {
+		t.Fatalf("%+v", g)
+	}
+	if g.DriverVersion != "570.86.15" || g.NVMLVersion != "12.570.86.15" || g.CUDADriverVersion != 12080 {
+		t.Errorf("system: %q %q %d", g.DriverVersion, g.NVMLVersion, g.CUDADriverVersion)
+	}
+	d := g.Devices[0]
+	if len(d.Errors) != 0 {
+		t.Errorf("errors: %v", d.Errors)
+	}
+	str := func(what, got, want string) {
+		if got != want {
+			t.Errorf("%s: got %q, want %q", what, got, want)
+		}
+	}
+	str("name", d.Name, "NVIDIA H100 80GB HBM3")
+	str("uuid", d.UUID, "GPU-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e")
+	str("bus id", d.BusID, "00000000:3B:00.0")
+	str("architecture", d.Architecture, "hopper")
+	str("compute capability", d.ComputeCapability, "9.0")
+	str("virtualization", d.Virtualization, "passthrough")
+	str("compute mode", d.ComputeMode, "exclusive_process")
+	if d.PCIDeviceID != 0x233010de || d.PCISubsystemID != 0x16c110de {
+		t.Errorf("pci ids %#x %#x", d.PCIDeviceID, d.PCISubsystemID)
+	}
+	num := func(what string, got any, want float64) {
+		t.Helper()
+		var v float64
+		switch p := got.(type) {
+		case *uint64:
+			if p == nil {
+				t.Errorf("%s: missing", what)
+				return
+			}
+			v = float64(*p)
+		case *uint32:
+			if p == nil {
+				t.Errorf("%s: missing", what)
+				return
+			}
+			v = float64(*p)
+		case *int:
+			if p == nil {
+				t.Errorf("%s: missing", what)
+				return
+			}
+			v = float64(*p)
+		case *float64:
+			if p == nil {
+				t.Errorf("%s: missing", what)
+				return
+			}
+			v = *p
+		}
+		if v != want {
+			t.Errorf("%s: got %v, want %v", what, v, want)
+		}
+	}
+	num("memory total", d.MemoryTotal, 85520809984)
+	num("memory reserved", d.MemoryReserved, 555745280)
+	num("memory used", d.MemoryUsed, 2<<30)
+	num("memory free", d.MemoryFree, 85520809984-555745280-(2<<30))
+	num("power limit", d.PowerLimitW, 500)
+	num("default power limit", d.PowerLimitDefaultW, 700)
+	num("max power limit", d.PowerLimitMaxW, 700)
+	num("power draw", d.PowerDrawW, 123.456)
+	num("sm clock", d.ClockSMMHz, 1980)
+	num("sm clock max", d.ClockSMMaxMHz, 1980)
+	num("mem clock", d.ClockMemMHz, 2619)
+	num("mem clock max", d.ClockMemMaxMHz, 2619)
+	num("clock event bits", d.ClockEventReasons, 0x5)
+	num("pstate", d.PerformanceState, 0)
+	num("temperature", d.TemperatureC, 41)
+	num("pcie gen", d.PCIeGenCurr, 5)
+	num("pcie gen max", d.PCIeGenMax, 4)
+	num("pcie gen gpu max", d.PCIeGenGPUMax, 5)
+	num("pcie width", d.PCIeWidthCurr, 16)
+	num("pcie width max", d.PCIeWidthMax, 16)
+	num("ecc uncorrected volatile", d.ECCUncorrectedVolatile, 0)
+	num("ecc corrected volatile", d.ECCCorrectedVolatile, 3)
+	num("ecc uncorrected aggregate", d.ECCUncorrectedAggregate, 1)
+	num("retired sbe", d.RetiredPagesSBE, 0)
+	num("retired dbe", d.RetiredPagesDBE, 2)
+	num("remapped correctable", d.RemappedRowsCorrectable, 1)
+	num("remapped uncorrectable", d.RemappedRowsUncorrectable, 0)
+	num("nvlinks active", d.NVLinksActive, 16)
+	if !slices.Equal(d.ClockEvents, []string{"gpu_idle", "sw_power_cap"}) {
+		t.Errorf("clock events %v", d.ClockEvents)
+	}
+	if d.MIGEnabled == nil || *d.MIGEnabled || d.ECCEnabled == nil || !*d.ECCEnabled ||
+		d.RetiredPagesPending == nil || *d.RetiredPagesPending || d.RemapPending == nil || *d.RemapPending ||
+		d.RemapFailed == nil || *d.RemapFailed {
+		t.Errorf("flags: mig %v ecc %v pending %v remap %v/%v", d.MIGEnabled, d.ECCEnabled, d.RetiredPagesPending, d.RemapPending, d.RemapFailed)
+	}
+	wantProcs(t, d.Processes, "4242 compute 1073741824", "4343 compute -", "4444 mps 536870912")
+	if len(d.UtilizationSamples) < 2 || d.UtilizationSamples[0] != 37 {
+		t.Errorf("utilization samples %v", d.UtilizationSamples)
+	}
+	s := stats()
+	if s.BadCalls != 0 || s.Inits != 1 || s.Shutdowns != 1 || s.Refs != 0 {
+		t.Errorf("simulated NVML: %+v (want no refused call, one init, one shutdown)", s)
+	}
+}
+
+// wantProcs compares processes as "pid kind memory" lines.
+func wantProcs(t *testing.T, got []Process, want ...string) {
+	t.Helper()
+	var lines []string
+	for _, p := range got {
+		m := "-"
+		if p.UsedMemory != nil {
+			m = fmtU(*p.UsedMemory)
+		}
+		lines = append(lines, fmtU(uint64(p.PID))+" "+p.Kind+" "+m)
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("processes %q, want %q", lines, want)
+	}
+}
+
+func fmtU(v uint64) string {
+	b := []byte{}
+	for {
+		b = append([]byte{byte('0' + v%10)}, b...)
+		v /= 10
+		if v == 0 {
+			return string(b)
+		}
+	}
+}
+
+// Older and odder drivers: the 535.43-535.86 drivers whose _v3 process
+// functions write 32-byte entries, and a 450 driver with none of the
+// newer symbols; each still reads right, the missing ones named.
+func TestNVMLSimulatedDrivers(t *testing.T) {
+	t.Run("535 early, 32-byte process entries", func(t *testing.T) {
+		path, stats := simNVML(t, simH100(), "-DDRIVER_535_EARLY")
+		g := GPU(context.Background(), GPUOptions{Library: path, Window: time.Millisecond})
+		if len(g.Devices) != 1 {
+			t.Fatalf("%+v", g)
+		}
+		wantProcs(t, g.Devices[0].Processes, "4242 compute 1073741824", "4343 compute -", "4444 mps 536870912")
+		if s := stats(); s.BadCalls != 0 {
+			t.Errorf("%+v", s)
+		}
+	})
+	t.Run("450: v2 processes, v1 memory, throttle reasons", func(t *testing.T) {
+		cfg := simH100()
+		cfg.Driver = cstr[[80]byte]("450.51.06")
+		path, stats := simNVML(t, cfg, "-DDRIVER_450")
+		g := GPU(context.Background(), GPUOptions{Library: path, Window: time.Millisecond})
+		if len(g.Devices) != 1 {
+			t.Fatalf("%+v", g)
+		}
+		d := g.Devices[0]
+		wantProcs(t, d.Processes, "4242 compute 1073741824", "4343 compute -", "4444 mps 536870912")
+		// v1 memory: used includes reserved, and reserved is unknown
+		if d.MemoryTotal == nil || *d.MemoryTotal != 85520809984 || d.MemoryUsed == nil || *d.MemoryUsed != 555745280+(2<<30) || d.MemoryReserved != nil {
+			t.Errorf("memory %v %v %v", d.MemoryTotal, d.MemoryUsed, d.MemoryReserved)
+		}
+		if d.ClockEventReasons == nil || *d.ClockEventReasons != 0x5 {
+			t.Errorf("throttle reasons through the old name: %v", d.ClockEventReasons)
+		}
+		if d.PCIeGenGPUMax != nil || d.Errors["pcie_gen_gpu_max"] == "" || len(d.Errors) != 1 {
+			t.Errorf("errors %v (want only pcie_gen_gpu_max, named)", d.Errors)
+		}
+		if s := stats(); s.BadCalls != 0 {
+			t.Errorf("%+v", s)
+		}
+	})
+}
+
+// A MIG-enabled card: its instances are listed, and what NVML does not
+// answer on a MIG parent (utilization, compute mode, remapped rows) is
+// recorded as not supported rather than guessed.
+func TestNVMLSimulatedMIG(t *testing.T) {
+	cfg := simH100()
+	cfg.Dev[0].MIG, cfg.Dev[0].MIGDevices = 1, 3
+	path, stats := simNVML(t, cfg)
+	g := GPU(context.Background(), GPUOptions{Library: path, Window: 20 * time.Millisecond})
+	if len(g.Devices) != 1 {
+		t.Fatalf("%+v", g)
+	}
+	d := g.Devices[0]
+	if d.MIGEnabled == nil || !*d.MIGEnabled || len(d.MIGDevices) != 3 {
+		t.Fatalf("mig %v %+v", d.MIGEnabled, d.MIGDevices)
+	}
+	for i, m := range d.MIGDevices {
+		if m.Index != i || m.Name != "MIG 1g.10gb (simulated)" || m.UUID != "MIG-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e" || m.MemoryTotal == nil || *m.MemoryTotal != 10<<30 {
+			t.Errorf("mig device %d: %+v", i, m)
+		}
+	}
+	for _, k := range []string{"compute_mode", "remapped_rows", "utilization"} {
+		if d.Errors[k] != "NOT_SUPPORTED" {
+			t.Errorf("errors[%s] = %q, want NOT_SUPPORTED (all: %v)", k, d.Errors[k], d.Errors)
+		}
+	}
+	if s := stats(); s.BadCalls != 0 || s.Refs != 0 {
+		t.Errorf("%+v", s)
+	}
+}
+
+// NVML that loads but will not initialise (the kernel module is not
+// loaded) is no GPU, said in words, and the library is unloaded.
+func TestNVMLSimulatedDriverNotLoaded(t *testing.T) {
+	cfg := simH100()
+	cfg.InitResult = nvmlErrDriverNotLoad
+	path, _ := simNVML(t, cfg)
+	_, err := OpenNVML(path)
+	if !IsNoGPU(err) || err.Error() != "no NVIDIA GPU was found: NVML failed to initialise: DRIVER_NOT_LOADED (the kernel driver is not loaded)" {
+		t.Errorf("%v", err)
+	}
+	g := GPU(context.Background(), GPUOptions{Library: path, Window: time.Millisecond})
+	if g.Available || g.Error != err.Error() {
+		t.Errorf("%+v", g)
+	}
+}

@@ -1,0 +1,475 @@
+// fakenvml.c: a simulated libnvidia-ml.so.1 for TestNVMLSimulated, written
+// from the prototypes, versioned symbol names, struct layouts and return
+// codes in shared/reference/abi_reference.md §1, not from NVIDIA's headers.
+// Each device is what the test configures. What it checks is what a real
+// NVML refuses: calls before nvmlInit_v2 or after the last nvmlShutdown,
+// handles it never gave out, null pointers, buffers shorter than the
+// answer, a nvmlMemory_v2_t whose version field is not 0x02000028, enum
+// values out of range. Refused calls are counted, so that a test sees them
+// even where the Go side carries on.
+//
+// Build flags pick a driver generation:
+//   -DDRIVER_535_EARLY  the _v3 process functions write 32-byte entries
+//                       (drivers 535.43.02-535.86.05, §1.6)
+//   -DDRIVER_450        no _v3 process functions, no nvmlDeviceGetMemoryInfo_v2,
+//                       no nvmlDeviceGetCurrentClocksEventReasons, no
+//                       nvmlDeviceGetGpuMaxPcieLinkGeneration (all newer, §1.3)
+#include <stdint.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+enum {
+  SUCCESS = 0, UNINITIALIZED = 1, INVALID_ARGUMENT = 2, NOT_SUPPORTED = 3, NOT_FOUND = 6, INSUFFICIENT_SIZE = 7,
+  DRIVER_NOT_LOADED = 9, ARGUMENT_VERSION_MISMATCH = 25
+};
+
+#define MAXDEV 2
+#define MAXPROC 4
+#define MAXMIG 7
+
+// One device; every field 8 bytes or a multiple of 8, so that the Go
+// mirror in nvmlsim_test.go has no padding to get wrong.
+struct device {
+  char name[96], uuid[96], bus_id[32];
+  int64_t pci_device_id, pci_subsystem_id, domain, bus, dev;
+  int64_t total, reserved, used;                       // bytes
+  int64_t arch, cc_major, cc_minor;
+  int64_t mig;                                         // -1: no MIG on this card; 0 off; 1 on
+  int64_t mig_devices;                                 // MIG devices when on
+  int64_t virt, compute_mode;
+  int64_t power_limit, power_default, power_max, power_draw; // mW
+  int64_t clock_sm, clock_sm_max, clock_mem, clock_mem_max;  // MHz
+  int64_t event_reasons, pstate, temp;
+  int64_t pcie_gen, pcie_gen_max, pcie_gen_gpu_max, pcie_width, pcie_width_max;
+  int64_t ecc;                                         // -1: not supported; 0 off; 1 on
+  int64_t ecc_unc_volatile, ecc_corr_volatile, ecc_unc_aggregate;
+  int64_t retired_sbe, retired_dbe, retired_pending;
+  int64_t remap;                                       // 0: not supported; 1: the four values below
+  int64_t remap_corr, remap_unc, remap_pending, remap_failed;
+  int64_t nvlinks, nvlinks_active;                     // links the card has, of which active
+  int64_t compute_procs, mps_procs;                    // how many of procs[] are compute, then MPS
+  int64_t proc_pid[MAXPROC], proc_mem[MAXPROC];        // proc_mem -1: not available
+  int64_t util;                                        // %
+};
+
+struct config {
+  char driver[80], nvml[80];
+  int64_t cuda_version; // 1000*major + 10*minor; 0: libcuda not found
+  int64_t init_result;  // what nvmlInit_v2 returns
+  int64_t count;
+  struct device dev[MAXDEV];
+};
+static struct config cfg;
+
+struct stats {
+  int64_t inits, shutdowns, refs, bad_calls, util_calls;
+};
+static struct stats st;
+
+void fake_config(const struct config *c) {
+  cfg = *c;
+  memset(&st, 0, sizeof st);
+}
+void fake_stats(struct stats *out) { *out = st; }
+
+static nvmlReturn_t bad(nvmlReturn_t r) {
+  st.bad_calls++;
+  return r;
+}
+
+// Handles are addresses inside these arrays, as opaque as the driver's.
+static char handles[MAXDEV];
+static char mig_handles[MAXDEV][MAXMIG];
+
+// dev finds the device behind a handle; MIG handles count when mig is set.
+static struct device *dev(void *h, int mig, int *is_mig) {
+  if (is_mig) *is_mig = 0;
+  for (int i = 0; i < cfg.count && i < MAXDEV; i++) {
+    if (h == &handles[i]) return &cfg.dev[i];
+    for (int j = 0; mig && j < cfg.dev[i].mig_devices && j < MAXMIG; j++)
+      if (h == &mig_handles[i][j]) {
+        if (is_mig) *is_mig = 1;
+        return &cfg.dev[i];
+      }
+  }
+  return 0;
+}
+
+#define READY() \
+  if (st.refs <= 0) return bad(UNINITIALIZED)
+#define DEV(h)                                       \
+  READY();                                           \
+  struct device *d = dev(h, 0, 0);                   \
+  if (!d) return bad(INVALID_ARGUMENT)
+#define OUT(p) \
+  if (!(p)) return bad(INVALID_ARGUMENT)
+
+static nvmlReturn_t copy(char *dst, unsigned int len, const char *src) {
+  OUT(dst);
+  size_t n = strlen(src);
+  if (len < n + 1) return INSUFFICIENT_SIZE;
+  memcpy(dst, src, n + 1);
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlInit_v2(void) {
+  if (cfg.init_result != SUCCESS) return (nvmlReturn_t)cfg.init_result;
+  st.inits++;
+  st.refs++;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlShutdown(void) {
+  READY();
+  st.shutdowns++;
+  st.refs--;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+  READY();
+  return copy(version, length, cfg.driver);
+}
+
+nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length) {
+  READY();
+  return copy(version, length, cfg.nvml);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) {
+  READY();
+  OUT(v);
+  if (!cfg.cuda_version) return 12; // LIBRARY_NOT_FOUND: no libcuda.so.1
+  *v = (int)cfg.cuda_version;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n) {
+  READY();
+  OUT(n);
+  *n = (unsigned int)cfg.count;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h) {
+  READY();
+  OUT(h);
+  if (i >= cfg.count || i >= MAXDEV) return bad(INVALID_ARGUMENT);
+  *h = &handles[i];
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetName(void *h, char *name, unsigned int length) {
+  READY();
+  int mig;
+  struct device *d = dev(h, 1, &mig);
+  if (!d) return bad(INVALID_ARGUMENT);
+  if (mig) return copy(name, length, "MIG 1g.10gb (simulated)");
+  return copy(name, length, d->name);
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(void *h, char *uuid, unsigned int length) {
+  READY();
+  int mig;
+  struct device *d = dev(h, 1, &mig);
+  if (!d) return bad(INVALID_ARGUMENT);
+  if (mig) {
+    char u[96] = "MIG-";
+    strncat(u, d->uuid + 4, sizeof u - 5); // MIG UUIDs are longer than GPU ones
+    return copy(uuid, length, u);
+  }
+  return copy(uuid, length, d->uuid);
+}
+
+// nvmlPciInfo_t, 68 bytes (§1.5).
+struct pci {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+};
+_Static_assert(sizeof(struct pci) == 68, "nvmlPciInfo_t is 68 bytes");
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(void *h, struct pci *p) {
+  DEV(h);
+  OUT(p);
+  memset(p, 0, sizeof *p);
+  strncpy(p->busIdLegacy, d->bus_id + 4, 15); // "00000000:3B:00.0" with a 4-digit domain
+  p->domain = (unsigned int)d->domain;
+  p->bus = (unsigned int)d->bus;
+  p->device = (unsigned int)d->dev;
+  p->pciDeviceId = (unsigned int)d->pci_device_id;
+  p->pciSubSystemId = (unsigned int)d->pci_subsystem_id;
+  strncpy(p->busId, d->bus_id, 31);
+  return SUCCESS;
+}
+
+// nvmlMemory_t (24 bytes) and nvmlMemory_v2_t (40 bytes), §1.5.
+struct mem1 {
+  unsigned long long total, free, used;
+};
+struct mem2 {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+};
+_Static_assert(sizeof(struct mem1) == 24, "nvmlMemory_t is 24 bytes");
+_Static_assert(sizeof(struct mem2) == 40, "nvmlMemory_v2_t is 40 bytes");
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(void *h, struct mem1 *m) {
+  READY();
+  int mig;
+  struct device *d = dev(h, 1, &mig);
+  if (!d) return bad(INVALID_ARGUMENT);
+  OUT(m);
+  unsigned long long total = mig ? 10ULL << 30 : (unsigned long long)d->total;
+  m->total = total;
+  m->used = mig ? 0 : (unsigned long long)(d->used + d->reserved); // v1: used includes reserved
+  m->free = total - m->used;
+  return SUCCESS;
+}
+
+#ifndef DRIVER_450
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(void *h, struct mem2 *m) {
+  READY();
+  int mig;
+  struct device *d = dev(h, 1, &mig);
+  if (!d) return bad(INVALID_ARGUMENT);
+  OUT(m);
+  if (m->version != 0x02000028) return bad(ARGUMENT_VERSION_MISMATCH);
+  if (mig) {
+    m->total = 10ULL << 30, m->reserved = 0, m->used = 0, m->free = m->total;
+    return SUCCESS;
+  }
+  m->total = (unsigned long long)d->total;
+  m->reserved = (unsigned long long)d->reserved;
+  m->used = (unsigned long long)d->used;
+  m->free = m->total - m->reserved - m->used;
+  return SUCCESS;
+}
+#endif
+
+#define GETTER(fn, T, field)  \
+  nvmlReturn_t fn(void *h, T *out) { \
+    DEV(h);                          \
+    OUT(out);                        \
+    *out = (T)d->field;              \
+    return SUCCESS;                  \
+  }
+
+GETTER(nvmlDeviceGetArchitecture, unsigned int, arch)
+GETTER(nvmlDeviceGetVirtualizationMode, int, virt)
+GETTER(nvmlDeviceGetEnforcedPowerLimit, unsigned int, power_limit)
+GETTER(nvmlDeviceGetPowerManagementDefaultLimit, unsigned int, power_default)
+GETTER(nvmlDeviceGetPowerUsage, unsigned int, power_draw)
+GETTER(nvmlDeviceGetPerformanceState, int, pstate)
+GETTER(nvmlDeviceGetCurrPcieLinkGeneration, unsigned int, pcie_gen)
+GETTER(nvmlDeviceGetMaxPcieLinkGeneration, unsigned int, pcie_gen_max)
+GETTER(nvmlDeviceGetCurrPcieLinkWidth, unsigned int, pcie_width)
+GETTER(nvmlDeviceGetMaxPcieLinkWidth, unsigned int, pcie_width_max)
+GETTER(nvmlDeviceGetCurrentClocksThrottleReasons, unsigned long long, event_reasons)
+#ifndef DRIVER_450
+GETTER(nvmlDeviceGetGpuMaxPcieLinkGeneration, unsigned int, pcie_gen_gpu_max)
+GETTER(nvmlDeviceGetCurrentClocksEventReasons, unsigned long long, event_reasons)
+#endif
+
+nvmlReturn_t nvmlDeviceGetComputeMode(void *h, int *mode) {
+  DEV(h);
+  OUT(mode);
+  if (d->mig == 1) return NOT_SUPPORTED; // with MIG on, it needs a MIG handle (§1.3)
+  *mode = (int)d->compute_mode;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(void *h, int *major, int *minor) {
+  DEV(h);
+  OUT(major);
+  OUT(minor);
+  *major = (int)d->cc_major, *minor = (int)d->cc_minor;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(void *h, unsigned int *cur, unsigned int *pending) {
+  DEV(h);
+  OUT(cur);
+  OUT(pending);
+  if (d->mig < 0) return NOT_SUPPORTED;
+  *cur = *pending = (unsigned int)d->mig;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(void *h, unsigned int *count) {
+  DEV(h);
+  OUT(count);
+  *count = d->mig == 1 ? MAXMIG : 0;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(void *h, unsigned int i, void **mh) {
+  DEV(h);
+  OUT(mh);
+  if (d->mig != 1) return bad(INVALID_ARGUMENT);
+  if (i >= MAXMIG) return bad(INVALID_ARGUMENT);
+  if (i >= d->mig_devices) return NOT_FOUND; // an empty slot
+  *mh = &mig_handles[d - cfg.dev][i];
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(void *h, unsigned int *min, unsigned int *max) {
+  DEV(h);
+  OUT(min);
+  OUT(max);
+  *min = (unsigned int)(d->power_max / 2);
+  *max = (unsigned int)d->power_max;
+  return SUCCESS;
+}
+
+static nvmlReturn_t clocks(void *h, int type, unsigned int *mhz, int max) {
+  DEV(h);
+  OUT(mhz);
+  switch (type) {
+  case 0: // graphics
+  case 1: // SM
+    *mhz = (unsigned int)(max ? d->clock_sm_max : d->clock_sm);
+    return SUCCESS;
+  case 2: // memory
+    *mhz = (unsigned int)(max ? d->clock_mem_max : d->clock_mem);
+    return SUCCESS;
+  case 3: // video
+    return NOT_SUPPORTED;
+  }
+  return bad(INVALID_ARGUMENT);
+}
+nvmlReturn_t nvmlDeviceGetClockInfo(void *h, int type, unsigned int *mhz) { return clocks(h, type, mhz, 0); }
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(void *h, int type, unsigned int *mhz) { return clocks(h, type, mhz, 1); }
+
+nvmlReturn_t nvmlDeviceGetTemperature(void *h, int sensor, unsigned int *t) {
+  DEV(h);
+  OUT(t);
+  if (sensor != 0) return bad(INVALID_ARGUMENT);
+  *t = (unsigned int)d->temp;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetEccMode(void *h, int *cur, int *pending) {
+  DEV(h);
+  OUT(cur);
+  OUT(pending);
+  if (d->ecc < 0) return NOT_SUPPORTED;
+  *cur = *pending = (int)d->ecc;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(void *h, int type, int counter, unsigned long long *n) {
+  DEV(h);
+  OUT(n);
+  if (d->ecc != 1) return NOT_SUPPORTED; // requires ECC enabled
+  if (type == 1 && counter == 0) *n = (unsigned long long)d->ecc_unc_volatile;
+  else if (type == 0 && counter == 0) *n = (unsigned long long)d->ecc_corr_volatile;
+  else if (type == 1 && counter == 1) *n = (unsigned long long)d->ecc_unc_aggregate;
+  else if (type == 0 && counter == 1) *n = 0;
+  else return bad(INVALID_ARGUMENT);
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPages(void *h, int cause, unsigned int *count, unsigned long long *addresses) {
+  DEV(h);
+  OUT(count);
+  int64_t n;
+  if (cause == 0) n = d->retired_sbe;
+  else if (cause == 1) n = d->retired_dbe;
+  else return bad(INVALID_ARGUMENT);
+  if (*count < n) {
+    *count = (unsigned int)n;
+    return INSUFFICIENT_SIZE;
+  }
+  if (n > 0) OUT(addresses);
+  for (int64_t i = 0; i < n; i++) addresses[i] = 0x1000 * (unsigned long long)(i + 1);
+  *count = (unsigned int)n;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(void *h, int *pending) {
+  DEV(h);
+  OUT(pending);
+  *pending = (int)d->retired_pending;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(void *h, unsigned int *corr, unsigned int *unc, unsigned int *pending,
+                                       unsigned int *failed) {
+  DEV(h);
+  OUT(corr);
+  OUT(unc);
+  OUT(pending);
+  OUT(failed);
+  if (!d->remap || d->mig == 1) return NOT_SUPPORTED;
+  *corr = (unsigned int)d->remap_corr, *unc = (unsigned int)d->remap_unc;
+  *pending = (unsigned int)d->remap_pending, *failed = (unsigned int)d->remap_failed;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(void *h, unsigned int link, int *active) {
+  DEV(h);
+  OUT(active);
+  if (link >= 18) return bad(INVALID_ARGUMENT); // NVML_NVLINK_MAX_LINKS in 11.8-13.2 headers
+  if (link >= d->nvlinks) return NOT_SUPPORTED;
+  *active = link < d->nvlinks_active;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(void *h, unsigned int *u) {
+  DEV(h);
+  OUT(u);
+  if (d->mig == 1) return NOT_SUPPORTED; // not on MIG-enabled GPUs (§1.3)
+  st.util_calls++;
+  u[0] = (unsigned int)d->util;
+  u[1] = (unsigned int)d->util / 2;
+  return SUCCESS;
+}
+
+// procs writes the device's processes of one kind in entries of stride
+// bytes: pid @0, usedGpuMemory @8, and from 24 bytes on the instance ids
+// @16 and @20 (0xFFFFFFFF with MIG off), from 32 the protected memory @24.
+static nvmlReturn_t procs(void *h, unsigned int *count, unsigned char *infos, int mps, int stride) {
+  DEV(h);
+  OUT(count);
+  int first = mps ? (int)d->compute_procs : 0;
+  int n = mps ? (int)d->mps_procs : (int)d->compute_procs;
+  if (n == 0) {
+    *count = 0;
+    return SUCCESS;
+  }
+  if (*count < (unsigned int)n) {
+    *count = (unsigned int)n;
+    return INSUFFICIENT_SIZE;
+  }
+  OUT(infos);
+  for (int i = 0; i < n; i++) {
+    unsigned char *e = infos + (size_t)i * stride;
+    memset(e, 0, stride);
+    unsigned int pid = (unsigned int)d->proc_pid[first + i];
+    unsigned long long m = (unsigned long long)d->proc_mem[first + i];
+    memcpy(e, &pid, 4);
+    memcpy(e + 8, &m, 8);
+    if (stride >= 24) memset(e + 16, 0xFF, 8);
+  }
+  *count = (unsigned int)n;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(void *h, unsigned int *c, void *p) { return procs(h, c, p, 0, 16); }
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(void *h, unsigned int *c, void *p) { return procs(h, c, p, 1, 16); }
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(void *h, unsigned int *c, void *p) { return procs(h, c, p, 0, 24); }
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(void *h, unsigned int *c, void *p) { return procs(h, c, p, 1, 24); }
+#ifndef DRIVER_450
+#ifdef DRIVER_535_EARLY
+#define V3_STRIDE 32
+#else
+#define V3_STRIDE 24
+#endif
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(void *h, unsigned int *c, void *p) {
+  return procs(h, c, p, 0, V3_STRIDE);
+}
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(void *h, unsigned int *c, void *p) {
+  return procs(h, c, p, 1, V3_STRIDE);
+}
+#endif
