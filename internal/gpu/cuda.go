@@ -159,12 +159,17 @@ type module uintptr
 func (c *cudaLib) load(ptx string) (module, error) {
 	src := append([]byte(ptx), 0)
 	logBuf := make([]byte, 4096)
+	// The driver finds logBuf through vals, where Go sees only a number:
+	// pinning puts it on the heap, where it stays put and alive (on the
+	// stack it would move when the stack grows during the call).
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pin.Pin(&logBuf[0])
 	opts := []int32{cuJitErrorLogBuffer, cuJitErrorLogBufBytes}
 	vals := []uintptr{uintptr(unsafe.Pointer(&logBuf[0])), uintptr(len(logBuf))}
 	var m uintptr
 	r, err := c.call("cuModuleLoadDataEx", uintptr(unsafe.Pointer(&m)), uintptr(unsafe.Pointer(&src[0])), uintptr(len(opts)),
 		uintptr(unsafe.Pointer(&opts[0])), uintptr(unsafe.Pointer(&vals[0])))
-	runtime.KeepAlive(logBuf)
 	if err != nil {
 		return 0, err
 	}
@@ -200,13 +205,20 @@ func (c *cudaLib) function(m module, name string) (uintptr, error) {
 func (c *cudaLib) launch(f uintptr, grid, block uint32, args ...uint64) error {
 	slots := make([]uint64, len(args))
 	copy(slots, args)
+	// The driver reads slots through ptrs, where Go sees only numbers:
+	// pinned, slots is on the heap and stays put and alive through the
+	// call (a small slice may otherwise live on the stack, which moves
+	// when it grows).
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	if len(slots) > 0 {
+		pin.Pin(&slots[0])
+	}
 	ptrs := make([]uintptr, len(args)+1)
 	for i := range slots {
 		ptrs[i] = uintptr(unsafe.Pointer(&slots[i]))
 	}
-	err := c.check("cuLaunchKernel", f, uintptr(grid), 1, 1, uintptr(block), 1, 1, 0, 0, uintptr(unsafe.Pointer(&ptrs[0])), 0)
-	runtime.KeepAlive(slots)
-	return err
+	return c.check("cuLaunchKernel", f, uintptr(grid), 1, 1, uintptr(block), 1, 1, 0, 0, uintptr(unsafe.Pointer(&ptrs[0])), 0)
 }
 
 func (c *cudaLib) alloc(bytes uint64) (uint64, error) {

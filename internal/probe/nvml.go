@@ -219,7 +219,13 @@ func errText(r int32, err error) string {
 	return nvmlErrorName(r)
 }
 
-// get calls an NVML getter and records a failure under key.
+// get calls an NVML getter and records a failure under key. Like call it
+// keeps what its arguments point to on the heap and alive: a buffer left
+// on the goroutine's stack moves when the stack grows during the call, and
+// NVML would write where it was (the simulated NVML caught an empty GPU
+// name that way).
+//
+//go:uintptrescapes
 func (n *NVML) get(d *Device, key, name string, args ...uintptr) bool {
 	r, err := n.call(name, args...)
 	if err != nil || r != nvmlSuccess {

@@ -48,40 +48,10 @@ type simNVMLStats struct {
 	Inits, Shutdowns, Refs, BadCalls, UtilCalls int64
 }
 
-// cstr is s as a NUL-padded C char array of T's size.
-func cstr[T [32]byte | [80]byte | [96]byte](s string) (b T) {
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&b)), unsafe.Sizeof(b)), s)
-	return b
-}
-
-// simH100 is an H100 SXM as a 570 driver would describe it, with two
-// processes of other tenants (one without a memory figure), 2 of 18
-// NVLinks down, a power cap below the default and a correctable remap.
-func simH100() simNVMLConfig {
-	d := simDevice{
-		Name: cstr[[96]byte]("NVIDIA H100 80GB HBM3"), UUID: cstr[[96]byte]("GPU-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e"),
-		BusID:       cstr[[32]byte]("00000000:3B:00.0"),
-		PCIDeviceID: 0x233010de, PCISubsystemID: 0x16c110de, Domain: 0, Bus: 0x3b, Dev: 0,
-		Total: 85520809984, Reserved: 555745280, Used: 2 << 30,
-		Arch: 9, CCMajor: 9, CCMinor: 0, MIG: 0, Virt: 1, ComputeMode: 3,
-		PowerLimit: 500000, PowerDefault: 700000, PowerMax: 700000, PowerDraw: 123456,
-		ClockSM: 1980, ClockSMMax: 1980, ClockMem: 2619, ClockMemMax: 2619,
-		EventReasons: 0x4 | 0x1, PState: 0, Temp: 41,
-		PCIeGen: 5, PCIeGenMax: 4, PCIeGenGPUMax: 5, PCIeWidth: 16, PCIeWidthMax: 16,
-		ECC: 1, ECCUncVolatile: 0, ECCCorrVolatile: 3, ECCUncAggr: 1,
-		RetiredSBE: 0, RetiredDBE: 2, RetiredPending: 0,
-		Remap: 1, RemapCorr: 1, RemapUnc: 0,
-		NVLinks: 18, NVLinksActive: 16,
-		ComputeProcs: 2, MPSProcs: 1, ProcPID: [4]int64{4242, 4343, 4444}, ProcMem: [4]int64{1 << 30, -1, 512 << 20},
-		Util: 37,
-	}
-	return simNVMLConfig{Driver: cstr[[80]byte]("570.86.15"), NVML: cstr[[80]byte]("12.570.86.15"),
-		CUDAVersion: 12080, Count: 1, Dev: [2]simDevice{d}}
-}
-
-// simNVML builds the simulated NVML with flags, configures it and returns
-// its path and a reader of its counters.
-func simNVML(t *testing.T, cfg simNVMLConfig, flags ...string) (string, func() simNVMLStats) {
+// simNVML builds the simulated NVML with flags, configures it with its
+// default device (an H100 SXM, see fakenvml.c) changed by edit, and
+// returns its path and a reader of its counters.
+func simNVML(t *testing.T, edit func(*simNVMLConfig), flags ...string) (string, func() simNVMLStats) {
 	t.Helper()
 	path := dltest.BuildC(t, "testdata/fakenvml.c", "libnvidia-ml.so.1", flags...)
 	lib, err := dl.Open(path)
@@ -89,6 +59,11 @@ func simNVML(t *testing.T, cfg simNVMLConfig, flags ...string) (string, func() s
 		t.Fatal(err)
 	}
 	t.Cleanup(lib.Close)
+	var cfg simNVMLConfig
+	lib.Call("fake_default", uintptr(unsafe.Pointer(&cfg)))
+	if edit != nil {
+		edit(&cfg)
+	}
 	if _, err := lib.Call("fake_config", uintptr(unsafe.Pointer(&cfg))); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +78,7 @@ func simNVML(t *testing.T, cfg simNVMLConfig, flags ...string) (string, func() s
 // dlopen and calls, with the struct layouts and versioned symbols of
 // abi_reference.md §1, and leaves no call refused and no init unbalanced.
 func TestNVMLSimulated(t *testing.T) {
-	path, stats := simNVML(t, simH100())
+	path, stats := simNVML(t, nil)
 	g := GPU(context.Background(), GPUOptions{Library: path, Window: 50 * time.Millisecond})
 	if !g.Available || g.Error != "" || len(g.Devices) != 1 {
 		t.Fatalf("%+v", g)
@@ -241,7 +216,7 @@ func fmtU(v uint64) string {
 // newer symbols; each still reads right, the missing ones named.
 func TestNVMLSimulatedDrivers(t *testing.T) {
 	t.Run("535 early, 32-byte process entries", func(t *testing.T) {
-		path, stats := simNVML(t, simH100(), "-DDRIVER_535_EARLY")
+		path, stats := simNVML(t, nil, "-DDRIVER_535_EARLY")
 		g := GPU(context.Background(), GPUOptions{Library: path, Window: time.Millisecond})
 		if len(g.Devices) != 1 {
 			t.Fatalf("%+v", g)
@@ -252,9 +227,7 @@ func TestNVMLSimulatedDrivers(t *testing.T) {
 		}
 	})
 	t.Run("450: v2 processes, v1 memory, throttle reasons", func(t *testing.T) {
-		cfg := simH100()
-		cfg.Driver = cstr[[80]byte]("450.51.06")
-		path, stats := simNVML(t, cfg, "-DDRIVER_450")
+		path, stats := simNVML(t, nil, "-DDRIVER_450")
 		g := GPU(context.Background(), GPUOptions{Library: path, Window: time.Millisecond})
 		if len(g.Devices) != 1 {
 			t.Fatalf("%+v", g)
@@ -281,9 +254,7 @@ func TestNVMLSimulatedDrivers(t *testing.T) {
 // answer on a MIG parent (utilization, compute mode, remapped rows) is
 // recorded as not supported rather than guessed.
 func TestNVMLSimulatedMIG(t *testing.T) {
-	cfg := simH100()
-	cfg.Dev[0].MIG, cfg.Dev[0].MIGDevices = 1, 3
-	path, stats := simNVML(t, cfg)
+	path, stats := simNVML(t, func(c *simNVMLConfig) { c.Dev[0].MIG, c.Dev[0].MIGDevices = 1, 3 })
 	g := GPU(context.Background(), GPUOptions{Library: path, Window: 20 * time.Millisecond})
 	if len(g.Devices) != 1 {
 		t.Fatalf("%+v", g)
@@ -310,9 +281,7 @@ func TestNVMLSimulatedMIG(t *testing.T) {
 // NVML that loads but will not initialise (the kernel module is not
 // loaded) is no GPU, said in words, and the library is unloaded.
 func TestNVMLSimulatedDriverNotLoaded(t *testing.T) {
-	cfg := simH100()
-	cfg.InitResult = nvmlErrDriverNotLoad
-	path, _ := simNVML(t, cfg)
+	path, _ := simNVML(t, func(c *simNVMLConfig) { c.InitResult = nvmlErrDriverNotLoad })
 	_, err := OpenNVML(path)
 	if !IsNoGPU(err) || err.Error() != "no NVIDIA GPU was found: NVML failed to initialise: DRIVER_NOT_LOADED (the kernel driver is not loaded)" {
 		t.Errorf("%v", err)

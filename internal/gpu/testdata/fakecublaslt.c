@@ -59,6 +59,10 @@ void fake_fail_heuristic(int on) { fail_heuristic = on; }
 static int use_cuda;
 void fake_use_cuda(int on) { use_cuda = on; }
 
+// A whole gpurent process configures fakecuda.c through $FAKECUDA; this
+// library then runs on it too.
+__attribute__((constructor)) static void from_env(void) { use_cuda = getenv("FAKECUDA") != NULL; }
+
 size_t cublasLtGetVersion(void) { return 120604; }
 
 cublasStatus_t cublasLtCreate(void **h) {

@@ -8,6 +8,13 @@
 // parameters read through kernelParams with the sizes the PTX declares,
 // kernels and copies that stay inside their allocations, events and
 // modules that are destroyed, a PTX ISA newer than the driver supports.
+//
+// Tests in this package configure it through fake_config. A whole gpurent
+// process (TestGPUCheckSimulated runs scripts/gpu-check.sh on it) sets it
+// from $FAKECUDA instead, "key=value" words: the rates and sizes below,
+// and cotenant=FILE: a process running GEMMs (gpurent burn) marks FILE
+// busy, and while it is, every cotenant_every-th launch of any other
+// process waits cotenant_ms for the co-tenant's time slice.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <math.h>
@@ -15,6 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef int CUresult;
 enum {
@@ -54,6 +64,73 @@ void fake_config(const struct config *c) {
   clock_us = 0;
 }
 void fake_stats(struct stats *out) { *out = st; }
+
+static char cotenant[512];
+static int64_t cotenant_every = 3;
+static double cotenant_ms = 2;
+
+__attribute__((constructor)) static void from_env(void) {
+  const char *env = getenv("FAKECUDA");
+  if (!env) return;
+  struct config c = {.driver_version = 12080, .max_ptx = 88, .fp32_flops = 60e12, .tensor_flops = 800e12,
+                     .mem_bytes = 3000e9, .link_bytes = 50e9, .total_mem = 80ll << 30, .other_tenant_mem = 1ll << 30};
+  char *words = strdup(env), *save = NULL;
+  for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+    char *v = strchr(w, '=');
+    if (!v) continue;
+    *v++ = 0;
+    if (!strcmp(w, "driver")) c.driver_version = strtoll(v, NULL, 0);
+    else if (!strcmp(w, "ptx")) c.max_ptx = strtoll(v, NULL, 0);
+    else if (!strcmp(w, "fp32")) c.fp32_flops = strtod(v, NULL);
+    else if (!strcmp(w, "tensor")) c.tensor_flops = strtod(v, NULL);
+    else if (!strcmp(w, "mem")) c.mem_bytes = strtod(v, NULL);
+    else if (!strcmp(w, "link")) c.link_bytes = strtod(v, NULL);
+    else if (!strcmp(w, "total")) c.total_mem = strtoll(v, NULL, 0);
+    else if (!strcmp(w, "other")) c.other_tenant_mem = strtoll(v, NULL, 0);
+    else if (!strcmp(w, "cotenant")) snprintf(cotenant, sizeof cotenant, "%s", v);
+    else if (!strcmp(w, "cotenant_every")) cotenant_every = strtoll(v, NULL, 0);
+    else if (!strcmp(w, "cotenant_ms")) cotenant_ms = strtod(v, NULL);
+  }
+  free(words);
+  fake_config(&c);
+}
+
+static double wall(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+// mark_busy records, at most ten times a second, that this process keeps
+// the GPU busy: its pid in the cotenant file, whose mtime says when.
+static void mark_busy(void) {
+  static double last;
+  if (!cotenant[0] || wall() - last < 0.1) return;
+  last = wall();
+  FILE *f = fopen(cotenant, "w");
+  if (f) {
+    fprintf(f, "%d\n", (int)getpid());
+    fclose(f);
+  }
+}
+
+// other_busy: has another process marked the GPU busy in the last second?
+// Looked up at most every 50 ms of wall time.
+static int other_busy(void) {
+  static double checked;
+  static int busy;
+  if (!cotenant[0]) return 0;
+  if (wall() - checked < 0.05) return busy;
+  checked = wall();
+  busy = 0;
+  struct stat sb;
+  FILE *f = fopen(cotenant, "r");
+  int pid = 0;
+  if (f && fstat(fileno(f), &sb) == 0 && fscanf(f, "%d", &pid) == 1)
+    busy = pid != getpid() && checked - ((double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec / 1e9) < 1;
+  if (f) fclose(f);
+  return busy;
+}
 
 // bad records a refused call so that a test sees it even where the Go code
 // keeps going after an error.
@@ -95,6 +172,7 @@ void fake_cuda_advance(double us) { clock_us += us; }
 // BF16 (2).
 void fake_cuda_gemm(int precision, double flops) {
   double rate = precision == 0 ? cfg.fp32_flops : precision == 1 ? cfg.tensor_flops / 2 : cfg.tensor_flops;
+  mark_busy();
   clock_us += flops / rate * 1e6 + 2 + slice_wait();
 }
 
@@ -264,7 +342,9 @@ CUresult cuModuleGetFunction(struct function **out, struct module *m, const char
 // ---- launches ----
 static double slice_wait(void) {
   st.launches++;
-  return cfg.slice_every > 0 && st.launches % cfg.slice_every == 0 ? cfg.slice_ms * 1000 : 0;
+  double us = cfg.slice_every > 0 && st.launches % cfg.slice_every == 0 ? cfg.slice_ms * 1000 : 0;
+  if (cotenant_every > 0 && st.launches % cotenant_every == 0 && other_busy()) us += cotenant_ms * 1000;
+  return us;
 }
 
 CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,

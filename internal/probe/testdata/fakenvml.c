@@ -8,6 +8,12 @@
 // values out of range. Refused calls are counted, so that a test sees them
 // even where the Go side carries on.
 //
+// Its one device is an H100 SXM as a 570 driver describes it (fake_default),
+// with two other tenants' processes (one without a memory figure) and an
+// MPS client, 2 of 18 NVLinks down, a power cap below the default and a
+// correctable remap. Tests change it through fake_config; a whole gpurent
+// process (TestGPUCheckSimulated) gets it as it is when $FAKENVML is set.
+//
 // Build flags pick a driver generation:
 //   -DDRIVER_535_EARLY  the _v3 process functions write 32-byte entries
 //                       (drivers 535.43.02-535.86.05, §1.6)
@@ -15,6 +21,7 @@
 //                       no nvmlDeviceGetCurrentClocksEventReasons, no
 //                       nvmlDeviceGetGpuMaxPcieLinkGeneration (all newer, §1.3)
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef int nvmlReturn_t;
@@ -71,6 +78,36 @@ void fake_config(const struct config *c) {
   memset(&st, 0, sizeof st);
 }
 void fake_stats(struct stats *out) { *out = st; }
+
+void fake_default(struct config *c) {
+  memset(c, 0, sizeof *c);
+  strcpy(c->driver, "570.86.15");
+  strcpy(c->nvml, "12.570.86.15");
+  c->cuda_version = 12080;
+  c->count = 1;
+  struct device *d = &c->dev[0];
+  strcpy(d->name, "NVIDIA H100 80GB HBM3");
+  strcpy(d->uuid, "GPU-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e");
+  strcpy(d->bus_id, "00000000:3B:00.0");
+  d->pci_device_id = 0x233010de, d->pci_subsystem_id = 0x16c110de, d->bus = 0x3b;
+  d->total = 85520809984, d->reserved = 555745280, d->used = 2ll << 30;
+  d->arch = 9, d->cc_major = 9, d->cc_minor = 0, d->mig = 0, d->virt = 1, d->compute_mode = 3;
+  d->power_limit = 500000, d->power_default = 700000, d->power_max = 700000, d->power_draw = 123456;
+  d->clock_sm = d->clock_sm_max = 1980, d->clock_mem = d->clock_mem_max = 2619;
+  d->event_reasons = 0x4 | 0x1, d->pstate = 0, d->temp = 41;
+  d->pcie_gen = 5, d->pcie_gen_max = 4, d->pcie_gen_gpu_max = 5, d->pcie_width = d->pcie_width_max = 16;
+  d->ecc = 1, d->ecc_corr_volatile = 3, d->ecc_unc_aggregate = 1, d->retired_dbe = 2;
+  d->remap = 1, d->remap_corr = 1;
+  d->nvlinks = 18, d->nvlinks_active = 16;
+  d->compute_procs = 2, d->mps_procs = 1;
+  d->proc_pid[0] = 4242, d->proc_pid[1] = 4343, d->proc_pid[2] = 4444;
+  d->proc_mem[0] = 1ll << 30, d->proc_mem[1] = -1, d->proc_mem[2] = 512ll << 20;
+  d->util = 37;
+}
+
+__attribute__((constructor)) static void from_env(void) {
+  if (getenv("FAKENVML")) fake_default(&cfg);
+}
 
 static nvmlReturn_t bad(nvmlReturn_t r) {
   st.bad_calls++;
