@@ -12,6 +12,9 @@
 #     co-tenant, as ratios over the idle run.
 # Everything goes to one directory; it finishes in about 5 minutes:
 #   bash scripts/gpu-check.sh [OUTDIR]      (default: ./gpu-check-out)
+# TestGPUCheckSimulated (cmd/gpurent) runs it whole on simulated NVML, CUDA
+# driver, cuBLASLt, torch and nvidia-smi, so it works the first time on a
+# card.
 # Exit status: 0 when every compared field agrees, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +27,11 @@ command -v nvidia-smi >/dev/null || { log "nvidia-smi not found: no NVIDIA drive
 # A ./gpurent built beforehand wins: a GPU machine may have Go but no way to
 # download modules (CGO_ENABLED=0 go build -o gpurent ./cmd/gpurent, then
 # copy the tree over).
+# $GPURENT_BIN names another binary (the simulated run in the tests).
 export PATH="$PATH:/usr/local/go/bin"
-if [ -x ./gpurent ]; then
+if [ -n "${GPURENT_BIN:-}" ]; then
+  cp "$GPURENT_BIN" "$out/gpurent" || { log "cannot copy $GPURENT_BIN"; exit 1; }
+elif [ -x ./gpurent ]; then
   cp ./gpurent "$out/gpurent"
 elif command -v go >/dev/null; then
   CGO_ENABLED=0 go build -o "$out/gpurent" ./cmd/gpurent || { log "build failed"; exit 1; }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +26,11 @@ func newBurn() *cobra.Command {
 			if err != nil || d <= 0 {
 				return usagef("--duration: want a positive duration such as 60s, got %q", duration)
 			}
-			what, err := gpu.CUDA{}.Burn(cmd.Context(), device, d)
+			// Scripts stop it with kill (SIGTERM): it then ends its loop
+			// and says what it ran, like at the end of --duration.
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
+			defer stop()
+			what, err := gpu.CUDA{}.Burn(ctx, device, d)
 			if what != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent burn: device %d, %s\n", device, what)
 			}
