@@ -2,6 +2,8 @@ package probe
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"slices"
 	"testing"
 	"time"
@@ -105,67 +107,42 @@ func TestNVMLSimulated(t *testing.T) {
 	if d.PCIDeviceID != 0x233010de || d.PCISubsystemID != 0x16c110de {
 		t.Errorf("pci ids %#x %#x", d.PCIDeviceID, d.PCISubsystemID)
 	}
-	num := func(what string, got any, want float64) {
+	num := func(what string, got *float64, want float64) {
 		t.Helper()
-		var v float64
-		switch p := got.(type) {
-		case *uint64:
-			if p == nil {
-				t.Errorf("%s: missing", what)
-				return
-			}
-			v = float64(*p)
-		case *uint32:
-			if p == nil {
-				t.Errorf("%s: missing", what)
-				return
-			}
-			v = float64(*p)
-		case *int:
-			if p == nil {
-				t.Errorf("%s: missing", what)
-				return
-			}
-			v = float64(*p)
-		case *float64:
-			if p == nil {
-				t.Errorf("%s: missing", what)
-				return
-			}
-			v = *p
-		}
-		if v != want {
-			t.Errorf("%s: got %v, want %v", what, v, want)
+		if got == nil {
+			t.Errorf("%s: missing", what)
+		} else if *got != want {
+			t.Errorf("%s: got %v, want %v", what, *got, want)
 		}
 	}
-	num("memory total", d.MemoryTotal, 85520809984)
-	num("memory reserved", d.MemoryReserved, 555745280)
-	num("memory used", d.MemoryUsed, 2<<30)
-	num("memory free", d.MemoryFree, 85520809984-555745280-(2<<30))
-	num("power limit", d.PowerLimitW, 500)
-	num("default power limit", d.PowerLimitDefaultW, 700)
-	num("max power limit", d.PowerLimitMaxW, 700)
-	num("power draw", d.PowerDrawW, 123.456)
-	num("sm clock", d.ClockSMMHz, 1980)
-	num("sm clock max", d.ClockSMMaxMHz, 1980)
-	num("mem clock", d.ClockMemMHz, 2619)
-	num("mem clock max", d.ClockMemMaxMHz, 2619)
-	num("clock event bits", d.ClockEventReasons, 0x5)
-	num("pstate", d.PerformanceState, 0)
-	num("temperature", d.TemperatureC, 41)
-	num("pcie gen", d.PCIeGenCurr, 5)
-	num("pcie gen max", d.PCIeGenMax, 4)
-	num("pcie gen gpu max", d.PCIeGenGPUMax, 5)
-	num("pcie width", d.PCIeWidthCurr, 16)
-	num("pcie width max", d.PCIeWidthMax, 16)
-	num("ecc uncorrected volatile", d.ECCUncorrectedVolatile, 0)
-	num("ecc corrected volatile", d.ECCCorrectedVolatile, 3)
-	num("ecc uncorrected aggregate", d.ECCUncorrectedAggregate, 1)
-	num("retired sbe", d.RetiredPagesSBE, 0)
-	num("retired dbe", d.RetiredPagesDBE, 2)
-	num("remapped correctable", d.RemappedRowsCorrectable, 1)
-	num("remapped uncorrectable", d.RemappedRowsUncorrectable, 0)
-	num("nvlinks active", d.NVLinksActive, 16)
+	num("memory total", f64(d.MemoryTotal), 85520809984)
+	num("memory reserved", f64(d.MemoryReserved), 555745280)
+	num("memory used", f64(d.MemoryUsed), 2<<30)
+	num("memory free", f64(d.MemoryFree), 85520809984-555745280-(2<<30))
+	num("power limit", f64(d.PowerLimitW), 500)
+	num("default power limit", f64(d.PowerLimitDefaultW), 700)
+	num("max power limit", f64(d.PowerLimitMaxW), 700)
+	num("power draw", f64(d.PowerDrawW), 123.456)
+	num("sm clock", f64(d.ClockSMMHz), 1980)
+	num("sm clock max", f64(d.ClockSMMaxMHz), 1980)
+	num("mem clock", f64(d.ClockMemMHz), 2619)
+	num("mem clock max", f64(d.ClockMemMaxMHz), 2619)
+	num("clock event bits", f64(d.ClockEventReasons), 0x5)
+	num("pstate", f64(d.PerformanceState), 0)
+	num("temperature", f64(d.TemperatureC), 41)
+	num("pcie gen", f64(d.PCIeGenCurr), 5)
+	num("pcie gen max", f64(d.PCIeGenMax), 4)
+	num("pcie gen gpu max", f64(d.PCIeGenGPUMax), 5)
+	num("pcie width", f64(d.PCIeWidthCurr), 16)
+	num("pcie width max", f64(d.PCIeWidthMax), 16)
+	num("ecc uncorrected volatile", f64(d.ECCUncorrectedVolatile), 0)
+	num("ecc corrected volatile", f64(d.ECCCorrectedVolatile), 3)
+	num("ecc uncorrected aggregate", f64(d.ECCUncorrectedAggregate), 1)
+	num("retired sbe", f64(d.RetiredPagesSBE), 0)
+	num("retired dbe", f64(d.RetiredPagesDBE), 2)
+	num("remapped correctable", f64(d.RemappedRowsCorrectable), 1)
+	num("remapped uncorrectable", f64(d.RemappedRowsUncorrectable), 0)
+	num("nvlinks active", f64(d.NVLinksActive), 16)
 	if !slices.Equal(d.ClockEvents, []string{"gpu_idle", "sw_power_cap"}) {
 		t.Errorf("clock events %v", d.ClockEvents)
 	}
@@ -184,6 +161,15 @@ func TestNVMLSimulated(t *testing.T) {
 	}
 }
 
+// f64 is *p as a float64, or nil.
+func f64[T uint64 | uint32 | int | float64](p *T) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := float64(*p)
+	return &v
+}
+
 // wantProcs compares processes as "pid kind memory" lines.
 func wantProcs(t *testing.T, got []Process, want ...string) {
 	t.Helper()
@@ -191,25 +177,15 @@ func wantProcs(t *testing.T, got []Process, want ...string) {
 	for _, p := range got {
 		m := "-"
 		if p.UsedMemory != nil {
-			m = fmtU(*p.UsedMemory)
+			m = strconv.FormatUint(*p.UsedMemory, 10)
 		}
-		lines = append(lines, fmtU(uint64(p.PID))+" "+p.Kind+" "+m)
+		lines = append(lines, fmt.Sprintf("%d %s %s", p.PID, p.Kind, m))
 	}
 	if !slices.Equal(lines, want) {
 		t.Errorf("processes %q, want %q", lines, want)
 	}
 }
 
-func fmtU(v uint64) string {
-	b := []byte{}
-	for {
-		b = append([]byte{byte('0' + v%10)}, b...)
-		v /= 10
-		if v == 0 {
-			return string(b)
-		}
-	}
-}
 
 // Older and odder drivers: the 535.43-535.86 drivers whose _v3 process
 // functions write 32-byte entries, and a 450 driver with none of the
