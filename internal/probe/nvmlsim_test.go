@@ -3,8 +3,8 @@ package probe
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -185,7 +185,6 @@ func wantProcs(t *testing.T, got []Process, want ...string) {
 		t.Errorf("processes %q, want %q", lines, want)
 	}
 }
-
 
 // Older and odder drivers: the 535.43-535.86 drivers whose _v3 process
 // functions write 32-byte entries, and a 450 driver with none of the
