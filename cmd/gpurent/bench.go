@@ -192,9 +192,14 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 	if _, set := os.LookupEnv("CUDA_DEVICE_ORDER"); !set {
 		os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 	}
-	n := max(1, len(g.Devices))
-	if !full {
-		n = 1
+	// Full mode measures every GPU CUDA shows this process; NVML may see
+	// more (CUDA_VISIBLE_DEVICES), and those are named, not measured.
+	n := 1
+	if full {
+		n = max(1, len(g.Devices))
+		if buses, err := (gpu.CUDA{}).Devices(); err == nil && len(buses) > 0 {
+			n = len(buses)
+		}
 	}
 	var out []gpu.Results
 	for i := 0; i < n && ctx.Err() == nil; i++ {
@@ -213,6 +218,27 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 		}
 		r.Index = nvmlIndex(r.BusID, i, g)
 		out = append(out, r)
+	}
+	if full && ctx.Err() == nil {
+		out = append(out, hiddenFromCUDA(out, g, backend)...)
+	}
+	return out
+}
+
+// hiddenFromCUDA names each GPU NVML sees that no backend result is for:
+// CUDA_VISIBLE_DEVICES hid it from CUDA (or CUDA cannot use it), so full
+// mode could not measure it.
+func hiddenFromCUDA(measured []gpu.Results, g probe.GPUFacts, backend string) []gpu.Results {
+	var out []gpu.Results
+	for _, d := range g.Devices {
+		if slices.ContainsFunc(measured, func(r gpu.Results) bool { return r.Index == d.Index }) {
+			continue
+		}
+		why := "CUDA does not show this GPU to this process, so it was not measured"
+		if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+			why += fmt.Sprintf(" (CUDA_VISIBLE_DEVICES=%q)", v)
+		}
+		out = append(out, gpu.Results{Backend: backend, Index: d.Index, Error: why, Results: []gpu.Result{}})
 	}
 	return out
 }

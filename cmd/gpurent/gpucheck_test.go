@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,14 +34,7 @@ func TestGPUCheckSimulated(t *testing.T) {
 			t.Skipf("no %s", tool)
 		}
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nvml := dltest.BuildC(t, filepath.Join(root, "internal/probe/testdata/fakenvml.c"), "libnvidia-ml.so.1")
-	cuda := dltest.BuildC(t, filepath.Join(root, "internal/gpu/testdata/fakecuda.c"), "libcuda.so.1", "-lm")
-	blas := dltest.BuildC(t, filepath.Join(root, "internal/gpu/testdata/fakecublaslt.c"), "libcublasLt.so.12")
-
+	root, simEnv := simGPUs(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gpurent")
 	build := exec.Command("go", "build", "-o", bin, ".")
@@ -59,12 +54,9 @@ func TestGPUCheckSimulated(t *testing.T) {
 
 	out := filepath.Join(dir, "out")
 	cmd := exec.Command("bash", filepath.Join(root, "scripts/gpu-check.sh"), out)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(simEnv(1, "cotenant="+filepath.Join(dir, "busy")+" cotenant_every=3 cotenant_ms=2"),
 		"GPURENT_BIN="+bin,
 		"PATH="+filepath.Dir(smi)+":"+os.Getenv("PATH"),
-		"LD_LIBRARY_PATH="+strings.Join([]string{filepath.Dir(nvml), filepath.Dir(cuda), filepath.Dir(blas)}, ":"),
-		"FAKENVML=1",
-		"FAKECUDA=driver=12080 ptx=88 fp32=60e12 tensor=800e12 mem=3000e9 link=50e9 cotenant="+filepath.Join(dir, "busy")+" cotenant_every=3 cotenant_ms=2",
 		"PYTHONPATH="+filepath.Join(root, "internal/gpu/testdata/faketorch"),
 		`FAKE_TORCH_RATES={"fp32": 6e13, "tf32": 4e14, "bf16": 8e14, "device": 3e12, "link": 5e10}`,
 		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
@@ -104,5 +96,100 @@ func TestGPUCheckSimulated(t *testing.T) {
 		if !seen[p] {
 			t.Errorf("no cuda/torch ratio for %s", p)
 		}
+	}
+}
+
+// simGPUs builds the simulated NVML, CUDA driver and cuBLASLt and returns
+// the repository root and env: the environment that makes a gpurent process
+// load them, with gpus simulated H100s (1 or 2: NVML at buses 3B and 5E,
+// the driver numbering them as the real one does) and further $FAKECUDA
+// words.
+func simGPUs(t *testing.T) (root string, env func(gpus int, fakecuda string) []string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nvml := dltest.BuildC(t, filepath.Join(root, "internal/probe/testdata/fakenvml.c"), "libnvidia-ml.so.1")
+	cuda := dltest.BuildC(t, filepath.Join(root, "internal/gpu/testdata/fakecuda.c"), "libcuda.so.1", "-lm")
+	blas := dltest.BuildC(t, filepath.Join(root, "internal/gpu/testdata/fakecublaslt.c"), "libcublasLt.so.12")
+	return root, func(gpus int, fakecuda string) []string {
+		var out []string
+		for _, kv := range os.Environ() { // the caller sets the CUDA ordering
+			if !strings.HasPrefix(kv, "CUDA_VISIBLE_DEVICES=") && !strings.HasPrefix(kv, "CUDA_DEVICE_ORDER=") {
+				out = append(out, kv)
+			}
+		}
+		return append(out,
+			"LD_LIBRARY_PATH="+strings.Join([]string{filepath.Dir(nvml), filepath.Dir(cuda), filepath.Dir(blas)}, ":"),
+			"FAKENVML="+strconv.Itoa(gpus),
+			"FAKECUDA=driver=12080 ptx=88 fp32=60e12 tensor=800e12 mem=3000e9 link=50e9 devices="+strconv.Itoa(gpus)+" "+fakecuda)
+	}
+}
+
+// On a two-GPU machine, bench --full measures every GPU CUDA shows and
+// judges each against the NVML device at the same PCI address, whatever
+// CUDA's numbering; a GPU that CUDA_VISIBLE_DEVICES hides is named as not
+// measured, and no result lands on the wrong card.
+func TestBenchMultiGPUSimulated(t *testing.T) {
+	_, simEnv := simGPUs(t)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string // per NVML index: the bus measured there, or "hidden"
+	}{
+		{"default order", nil, "0:0000:3B:00.0 1:0000:5E:00.0"},
+		{"fastest first", []string{"CUDA_DEVICE_ORDER=FASTEST_FIRST"}, "0:0000:3B:00.0 1:0000:5E:00.0"},
+		{"second GPU only", []string{"CUDA_VISIBLE_DEVICES=1"}, "0:hidden 1:0000:5E:00.0"},
+		{"first GPU only", []string{"CUDA_VISIBLE_DEVICES=0"}, "0:0000:3B:00.0 1:hidden"},
+		{"none", []string{"CUDA_VISIBLE_DEVICES="}, "0:none 1:none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "bench", "--no-history", "--full", "--backend", "cuda", "--probes", "fp32_fma",
+				"--duration", "200ms", "--disk-mb", "0", "-o", "json")
+			cmd.Env = append(append(simEnv(2, ""), "GPURENT_AS_MAIN=1", "XDG_STATE_HOME="+t.TempDir()), tc.env...)
+			b, err := cmd.Output()
+			if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 3) { // 3: the other tenants fail the verdict
+				t.Fatalf("%v: %s", err, b)
+			}
+			var rep struct {
+				Facts struct {
+					Compute []struct {
+						Index     int    `json:"index"`
+						Available bool   `json:"available"`
+						BusID     string `json:"bus_id"`
+						Error     string `json:"error"`
+					} `json:"compute"`
+				} `json:"facts"`
+				Checks []struct{ ID, Status, Evidence string } `json:"checks"`
+			}
+			if err := json.Unmarshal(b, &rep); err != nil {
+				t.Fatalf("%v: %s", err, b)
+			}
+			got := map[int]string{}
+			for _, c := range rep.Facts.Compute {
+				if _, dup := got[c.Index]; dup {
+					t.Errorf("two results for gpu%d", c.Index)
+				}
+				switch {
+				case c.Available:
+					got[c.Index] = c.BusID
+				case strings.Contains(c.Error, "CUDA does not show this GPU") && strings.Contains(c.Error, "CUDA_VISIBLE_DEVICES"):
+					got[c.Index] = "hidden"
+				case strings.Contains(c.Error, "CUDA_ERROR_NO_DEVICE") && strings.Contains(c.Error, "CUDA_VISIBLE_DEVICES"):
+					got[c.Index] = "none"
+				default:
+					got[c.Index] = c.Error
+				}
+			}
+			if s := fmt.Sprintf("0:%s 1:%s", got[0], got[1]); s != tc.want || len(got) != 2 {
+				t.Errorf("measured %s, want %s", s, tc.want)
+			}
+			for _, c := range rep.Checks {
+				if strings.HasSuffix(c.ID, ".fp32_fma") && c.Status != "pass" {
+					t.Errorf("%+v", c)
+				}
+			}
+		})
 	}
 }

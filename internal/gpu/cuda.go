@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"unsafe"
 
@@ -17,8 +18,9 @@ import (
 // and cuEventElapsedTime_v2 with a fallback to the v1 name for drivers
 // before 12.8. A missing symbol is an error, never a panic.
 
-// errNoCUDA wraps every failure to load or initialise the driver.
-var errNoCUDA = errors.New("no CUDA driver")
+// errNoCUDA wraps every failure to load or initialise the driver or to
+// open a device.
+var errNoCUDA = errors.New("CUDA unavailable")
 
 // cuResultName names CUresult codes (abi_reference.md §2.4).
 func cuResultName(r int32) string {
@@ -62,33 +64,18 @@ type cudaLib struct {
 // current on this (locked) OS thread.
 func openCUDA(path string, device int) (*cudaLib, error) {
 	runtime.LockOSThread()
-	names := []string{"libcuda.so.1", "libcuda.so"}
-	if path != "" {
-		names = []string{path}
-	}
-	lib, err := dl.Open(names...)
+	c, count, err := loadCUDA(path)
 	if err != nil {
 		runtime.UnlockOSThread()
-		return nil, fmt.Errorf("%w: libcuda.so.1 is not on this machine (no NVIDIA driver, or a container without GPU access): %v", errNoCUDA, err)
+		return nil, err
 	}
-	c := &cudaLib{lib: lib}
 	fail := func(err error) (*cudaLib, error) {
-		lib.Close()
+		c.lib.Close()
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("%w: %v", errNoCUDA, err)
 	}
-	if err := c.check("cuInit", 0); err != nil {
-		return fail(err)
-	}
-	if err := c.check("cuDriverGetVersion", uintptr(unsafe.Pointer(&c.version))); err != nil {
-		return fail(err)
-	}
-	var count int32
-	if err := c.check("cuDeviceGetCount", uintptr(unsafe.Pointer(&count))); err != nil {
-		return fail(err)
-	}
-	if device < 0 || int32(device) >= count {
-		return fail(fmt.Errorf("device %d does not exist (%d CUDA devices)", device, count))
+	if device < 0 || device >= count {
+		return fail(fmt.Errorf("device %d does not exist (%d CUDA devices%s)", device, count, visibleNote()))
 	}
 	if err := c.check("cuDeviceGet", uintptr(unsafe.Pointer(&c.dev)), uintptr(device)); err != nil {
 		return fail(err)
@@ -101,6 +88,71 @@ func openCUDA(path string, device int) (*cudaLib, error) {
 		return fail(err)
 	}
 	return c, nil
+}
+
+// loadCUDA loads and initialises the driver and counts the devices it
+// shows this process. The caller closes c.lib.
+func loadCUDA(path string) (c *cudaLib, count int, err error) {
+	names := []string{"libcuda.so.1", "libcuda.so"}
+	if path != "" {
+		names = []string{path}
+	}
+	lib, err := dl.Open(names...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: libcuda.so.1 is not on this machine (no NVIDIA driver, or a container without GPU access): %v", errNoCUDA, err)
+	}
+	c = &cudaLib{lib: lib}
+	fail := func(err error) (*cudaLib, int, error) {
+		lib.Close()
+		return nil, 0, fmt.Errorf("%w: %v", errNoCUDA, err)
+	}
+	if r, err := c.call("cuInit", 0); err != nil {
+		return fail(err)
+	} else if r == cudaErrorNoDevice {
+		return fail(fmt.Errorf("cuInit: CUDA_ERROR_NO_DEVICE: the driver shows this process no GPU%s", visibleNote()))
+	} else if r != 0 {
+		return fail(fmt.Errorf("cuInit: %s", cuResultName(r)))
+	}
+	if err := c.check("cuDriverGetVersion", uintptr(unsafe.Pointer(&c.version))); err != nil {
+		return fail(err)
+	}
+	var n int32
+	if err := c.check("cuDeviceGetCount", uintptr(unsafe.Pointer(&n))); err != nil {
+		return fail(err)
+	}
+	return c, int(n), nil
+}
+
+// cudaErrorNoDevice is CUDA_ERROR_NO_DEVICE (abi_reference.md §2.4).
+const cudaErrorNoDevice = 100
+
+// visibleNote names CUDA_VISIBLE_DEVICES where it is set: it decides which
+// GPUs the driver shows, and an empty or wrong one hides them all.
+func visibleNote() string {
+	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+		return fmt.Sprintf("; CUDA_VISIBLE_DEVICES=%q", v)
+	}
+	return ""
+}
+
+// Devices lists the PCI addresses of the GPUs the CUDA driver shows this
+// process, in CUDA's numbering (after CUDA_DEVICE_ORDER and
+// CUDA_VISIBLE_DEVICES): bench measures each and matches it to NVML's
+// device by address, since NVML sees every GPU in the machine.
+func (cu CUDA) Devices() ([]string, error) {
+	c, n, err := loadCUDA(cu.Library)
+	if err != nil {
+		return nil, err
+	}
+	defer c.lib.Close()
+	out := make([]string, 0, n)
+	for i := range n {
+		if err := c.check("cuDeviceGet", uintptr(unsafe.Pointer(&c.dev)), uintptr(i)); err != nil {
+			return nil, fmt.Errorf("%w: %v", errNoCUDA, err)
+		}
+		out = append(out, c.busID())
+	}
+	return out, nil
 }
 
 func (c *cudaLib) close() {

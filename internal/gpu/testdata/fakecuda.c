@@ -12,7 +12,7 @@
 // Tests in this package configure it through fake_config. A whole gpurent
 // process (TestGPUCheckSimulated runs scripts/gpu-check.sh on it) sets it
 // from $FAKECUDA instead, "key=value" words: the rates and sizes below,
-// and cotenant=FILE: a process running GEMMs (gpurent burn) marks FILE
+// devices=N (see enumerate), and cotenant=FILE: a process running GEMMs (gpurent burn) marks FILE
 // busy, and while it is, every cotenant_every-th launch of any other
 // process waits cotenant_ms for the co-tenant's time slice.
 #define _GNU_SOURCE
@@ -65,6 +65,8 @@ void fake_config(const struct config *c) {
 }
 void fake_stats(struct stats *out) { *out = st; }
 
+#define MAX_DEV 8
+static int ndevices = 1, visible[MAX_DEV], nvisible; // see enumerate
 static char cotenant[512];
 static int64_t cotenant_every = 3;
 static double cotenant_ms = 2;
@@ -87,6 +89,10 @@ __attribute__((constructor)) static void from_env(void) {
     else if (!strcmp(w, "link")) c.link_bytes = strtod(v, NULL);
     else if (!strcmp(w, "total")) c.total_mem = strtoll(v, NULL, 0);
     else if (!strcmp(w, "other")) c.other_tenant_mem = strtoll(v, NULL, 0);
+    else if (!strcmp(w, "devices")) {
+      long n = strtol(v, NULL, 0);
+      ndevices = n >= 1 && n <= MAX_DEV ? (int)n : 1;
+    }
     else if (!strcmp(w, "cotenant")) snprintf(cotenant, sizeof cotenant, "%s", v);
     else if (!strcmp(w, "cotenant_every")) cotenant_every = strtoll(v, NULL, 0);
     else if (!strcmp(w, "cotenant_ms")) cotenant_ms = strtod(v, NULL);
@@ -202,8 +208,38 @@ static CUresult free_alloc(uint64_t p, int host) {
 }
 
 // ---- initialisation, device, context ----
+// Devices: $FAKECUDA's devices=N (default 1), at PCI buses 3B, 5E, 81, ...
+// Like the real driver, CUDA numbers them fastest first (here: the
+// highest bus first, so that the order differs from NVML's) unless
+// CUDA_DEVICE_ORDER=PCI_BUS_ID, then keeps those CUDA_VISIBLE_DEVICES
+// lists, in its order. visible[ordinal] is the device's PCI rank.
+static void enumerate(void) {
+  int order[MAX_DEV];
+  const char *o = getenv("CUDA_DEVICE_ORDER");
+  int pci = o && !strcmp(o, "PCI_BUS_ID");
+  for (int i = 0; i < ndevices; i++) order[i] = pci ? i : ndevices - 1 - i;
+  const char *v = getenv("CUDA_VISIBLE_DEVICES");
+  nvisible = 0;
+  if (!v) {
+    for (int i = 0; i < ndevices; i++) visible[nvisible++] = order[i];
+    return;
+  }
+  for (const char *p = v; *p && nvisible < MAX_DEV;) { // a bad entry hides it and all after it, as CUDA does
+    char *end;
+    long i = strtol(p, &end, 10);
+    if (end == p || i < 0 || i >= ndevices) return;
+    visible[nvisible++] = order[i];
+    p = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') return;
+  }
+}
+
+static int bus_of(int dev) { return 0x3b + 0x23 * visible[dev]; }
+
 CUresult cuInit(unsigned flags) {
   if (flags != 0) return bad(INVALID_VALUE);
+  enumerate();
+  if (nvisible == 0) return NO_DEVICE;
   initialised = 1;
   return SUCCESS;
 }
@@ -214,28 +250,28 @@ CUresult cuDriverGetVersion(int *v) {
 }
 CUresult cuDeviceGetCount(int *n) {
   if (!initialised) return bad(NOT_INITIALIZED);
-  *n = 1;
+  *n = nvisible;
   return SUCCESS;
 }
 CUresult cuDeviceGet(int *dev, int ordinal) {
   if (!initialised) return bad(NOT_INITIALIZED);
-  if (ordinal != 0) return bad(INVALID_DEVICE);
-  *dev = 0;
+  if (ordinal < 0 || ordinal >= nvisible) return bad(INVALID_DEVICE);
+  *dev = ordinal;
   return SUCCESS;
 }
 CUresult cuDeviceGetName(char *name, int len, int dev) {
-  if (dev != 0 || !name || len < 1) return bad(INVALID_VALUE);
+  if (dev < 0 || dev >= nvisible || !name || len < 1) return bad(INVALID_VALUE);
   snprintf(name, (size_t)len, "Simulated GPU (gpurent test driver)");
   return SUCCESS;
 }
 CUresult cuDeviceGetPCIBusId(char *id, int len, int dev) {
-  if (dev != 0 || !id || len < 13) return bad(INVALID_VALUE);
-  snprintf(id, (size_t)len, "0000:3B:00.0");
+  if (dev < 0 || dev >= nvisible || !id || len < 13) return bad(INVALID_VALUE);
+  snprintf(id, (size_t)len, "0000:%02X:00.0", bus_of(dev));
   return SUCCESS;
 }
 CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
   if (!initialised) return bad(NOT_INITIALIZED);
-  if (dev != 0 || !v) return bad(INVALID_DEVICE);
+  if (dev < 0 || dev >= nvisible || !v) return bad(INVALID_DEVICE);
   switch (attr) {
   case 13: *v = 1980000; break; // clock rate, kHz
   case 16: *v = 132; break;     // SMs
@@ -250,13 +286,13 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
 }
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
   if (!initialised) return bad(NOT_INITIALIZED);
-  if (dev != 0 || !ctx) return bad(INVALID_DEVICE);
+  if (dev < 0 || dev >= nvisible || !ctx) return bad(INVALID_DEVICE);
   *ctx = &primary_ctx;
   st.ctx_refs++;
   return SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
-  if (dev != 0 || st.ctx_refs == 0) return bad(INVALID_DEVICE);
+  if (dev < 0 || dev >= nvisible || st.ctx_refs == 0) return bad(INVALID_DEVICE);
   st.ctx_refs--;
   return SUCCESS;
 }

@@ -13,6 +13,7 @@
 // MPS client, 2 of 18 NVLinks down, a power cap below the default and a
 // correctable remap. Tests change it through fake_config; a whole gpurent
 // process (TestGPUCheckSimulated) gets it as it is when $FAKENVML is set.
+// Handles are pointers into this library, as opaque as the driver's.
 //
 // Build flags pick a driver generation:
 //   -DDRIVER_535_EARLY  the _v3 process functions write 32-byte entries
@@ -105,8 +106,20 @@ void fake_default(struct config *c) {
   d->util = 37;
 }
 
+// $FAKENVML=2 adds a second, idle H100 at bus 5E, where fakecuda.c's
+// devices=2 puts its second device.
 __attribute__((constructor)) static void from_env(void) {
-  if (getenv("FAKENVML")) fake_default(&cfg);
+  const char *env = getenv("FAKENVML");
+  if (!env) return;
+  fake_default(&cfg);
+  if (atoi(env) >= 2) {
+    struct device *d = &cfg.dev[1];
+    *d = cfg.dev[0];
+    strcpy(d->uuid, "GPU-0e2d7c41-8a9b-4f3e-b5d6-7c8d9e0f1a2b");
+    strcpy(d->bus_id, "00000000:5E:00.0");
+    d->bus = 0x5e, d->used = 0, d->compute_procs = d->mps_procs = 0, d->util = 0;
+    cfg.count = 2;
+  }
 }
 
 static nvmlReturn_t bad(nvmlReturn_t r) {
