@@ -229,6 +229,9 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 // CUDA_VISIBLE_DEVICES hid it from CUDA (or CUDA cannot use it), so full
 // mode could not measure it.
 func hiddenFromCUDA(measured []gpu.Results, g probe.GPUFacts, backend string) []gpu.Results {
+	if len(measured) > 0 {
+		backend = measured[0].Backend // what auto chose
+	}
 	var out []gpu.Results
 	for _, d := range g.Devices {
 		if slices.ContainsFunc(measured, func(r gpu.Results) bool { return r.Index == d.Index }) {
