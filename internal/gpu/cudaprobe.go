@@ -270,6 +270,10 @@ func (p *cudaProber) newGEMM(g gemmPrecision, maxN uint64) (*gemmRun, error) {
 			candidates = cublasLtCandidates(os.DirFS("/"), os.Getenv, int(p.c.version/1000), pythonSitePackages(context.Background()))
 		}
 		p.lt, p.ltErr = openBlasLt(candidates)
+		if p.ltErr != nil && p.ltPath == "" && p.c.version > 0 {
+			// Newer cuBLASLt majors were left out: they need a newer driver.
+			p.ltErr = fmt.Errorf("%w (only cuBLASLt for CUDA %d or older, this driver's, was looked for)", p.ltErr, p.c.version/1000)
+		}
 	}
 	if p.ltErr != nil {
 		return nil, p.ltErr
