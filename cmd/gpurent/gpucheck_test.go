@@ -134,15 +134,17 @@ func simGPUs(t *testing.T) (root string, env func(gpus int, fakecuda string) []s
 func TestBenchMultiGPUSimulated(t *testing.T) {
 	_, simEnv := simGPUs(t)
 	for _, tc := range []struct {
-		name string
-		env  []string
-		want string // per NVML index: the bus measured there, or "hidden"
+		name  string
+		env   []string
+		want  string // per NVML index: the bus measured there, or "hidden"
+		order string // NVML indices in the order CUDA numbered them
 	}{
-		{"default order", nil, "0:0000:3B:00.0 1:0000:5E:00.0"},
-		{"fastest first", []string{"CUDA_DEVICE_ORDER=FASTEST_FIRST"}, "0:0000:3B:00.0 1:0000:5E:00.0"},
-		{"second GPU only", []string{"CUDA_VISIBLE_DEVICES=1"}, "0:hidden 1:0000:5E:00.0"},
-		{"first GPU only", []string{"CUDA_VISIBLE_DEVICES=0"}, "0:0000:3B:00.0 1:hidden"},
-		{"none", []string{"CUDA_VISIBLE_DEVICES="}, "0:none 1:none"},
+		// bench asks for PCI order (CUDA_DEVICE_ORDER) unless the user chose
+		{"default order", nil, "0:0000:3B:00.0 1:0000:5E:00.0", "[0 1]"},
+		{"fastest first", []string{"CUDA_DEVICE_ORDER=FASTEST_FIRST"}, "0:0000:3B:00.0 1:0000:5E:00.0", "[1 0]"},
+		{"second GPU only", []string{"CUDA_VISIBLE_DEVICES=1"}, "0:hidden 1:0000:5E:00.0", "[1]"},
+		{"first GPU only", []string{"CUDA_VISIBLE_DEVICES=0"}, "0:0000:3B:00.0 1:hidden", "[0]"},
+		{"none", []string{"CUDA_VISIBLE_DEVICES="}, "0:none 1:none", "[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "bench", "--no-history", "--full", "--backend", "cuda", "--probes", "fp32_fma",
@@ -167,7 +169,11 @@ func TestBenchMultiGPUSimulated(t *testing.T) {
 				t.Fatalf("%v: %s", err, b)
 			}
 			got := map[int]string{}
+			order := []int{}
 			for _, c := range rep.Facts.Compute {
+				if c.Available {
+					order = append(order, c.Index)
+				}
 				if _, dup := got[c.Index]; dup {
 					t.Errorf("two results for gpu%d", c.Index)
 				}
@@ -184,6 +190,9 @@ func TestBenchMultiGPUSimulated(t *testing.T) {
 			}
 			if s := fmt.Sprintf("0:%s 1:%s", got[0], got[1]); s != tc.want || len(got) != 2 {
 				t.Errorf("measured %s, want %s", s, tc.want)
+			}
+			if fmt.Sprint(order) != tc.order {
+				t.Errorf("measured in the order %v, want %s", order, tc.order)
 			}
 			for _, c := range rep.Checks {
 				if strings.HasSuffix(c.ID, ".fp32_fma") && c.Status != "pass" {
