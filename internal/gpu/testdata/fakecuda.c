@@ -12,9 +12,10 @@
 // Tests in this package configure it through fake_config. A whole gpurent
 // process (TestGPUCheckSimulated runs scripts/gpu-check.sh on it) sets it
 // from $FAKECUDA instead, "key=value" words: the rates and sizes below,
-// devices=N (see enumerate), and cotenant=FILE: a process running GEMMs (gpurent burn) marks FILE
-// busy, and while it is, every cotenant_every-th launch of any other
-// process waits cotenant_ms for the co-tenant's time slice.
+// devices=N (see enumerate), and cotenant=FILE: a process running GEMMs
+// (gpurent burn) marks FILE busy, and while it is, every
+// cotenant_every-th launch of any other process waits cotenant_ms for the
+// co-tenant's time slice.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <math.h>
