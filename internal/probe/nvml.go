@@ -25,6 +25,7 @@ const (
 	nvmlErrInsufficient   = 7
 	nvmlErrDriverNotLoad  = 9
 	nvmlErrLibNotFound    = 12
+	nvmlErrRMMismatch     = 18         // LIB_RM_VERSION_MISMATCH
 	nvmlMemoryV2Version   = 0x02000028 // sizeof(nvmlMemory_v2_t)=40 | 2<<24
 	nvmlNameBuffer        = 96         // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 	nvmlUUIDBuffer        = 96         // NVML_DEVICE_UUID_V2_BUFFER_SIZE
@@ -104,8 +105,11 @@ func OpenNVML(library string) (*NVML, error) {
 	if r != nvmlSuccess {
 		lib.Close()
 		hint := ""
-		if r == nvmlErrDriverNotLoad {
+		switch r {
+		case nvmlErrDriverNotLoad:
 			hint = " (the kernel driver is not loaded)"
+		case nvmlErrRMMismatch:
+			hint = " (the driver library and the loaded kernel module are different versions: the driver was updated without a reboot; nvidia-smi says \"Driver/library version mismatch\")"
 		}
 		return nil, fmt.Errorf("%w: NVML failed to initialise: %s%s", errNoNVML, nvmlErrorName(r), hint)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -253,16 +254,25 @@ func TestNVMLSimulatedMIG(t *testing.T) {
 	}
 }
 
-// NVML that loads but will not initialise (the kernel module is not
-// loaded) is no GPU, said in words, and the library is unloaded.
-func TestNVMLSimulatedDriverNotLoaded(t *testing.T) {
-	path, _ := simNVML(t, func(c *simNVMLConfig) { c.InitResult = nvmlErrDriverNotLoad })
-	_, err := OpenNVML(path)
-	if !IsNoGPU(err) || err.Error() != "no NVIDIA GPU was found: NVML failed to initialise: DRIVER_NOT_LOADED (the kernel driver is not loaded)" {
-		t.Errorf("%v", err)
-	}
-	g := GPU(context.Background(), GPUOptions{Library: path, Window: time.Millisecond})
-	if g.Available || g.Error != err.Error() {
-		t.Errorf("%+v", g)
+// NVML that loads but will not initialise is no GPU, said in words with
+// the likely cause: the kernel module is not loaded, or (common on a
+// rented box after an unattended upgrade) it is older than the library.
+func TestNVMLSimulatedInitFails(t *testing.T) {
+	for r, want := range map[int64]string{
+		nvmlErrDriverNotLoad: "no NVIDIA GPU was found: NVML failed to initialise: DRIVER_NOT_LOADED (the kernel driver is not loaded)",
+		nvmlErrRMMismatch:    "no NVIDIA GPU was found: NVML failed to initialise: LIB_RM_VERSION_MISMATCH (the driver library and the loaded kernel module are different versions: the driver was updated without a reboot;",
+	} {
+		path, stats := simNVML(t, func(c *simNVMLConfig) { c.InitResult = r })
+		_, err := OpenNVML(path)
+		if !IsNoGPU(err) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%v, want %s", err, want)
+		}
+		g := GPU(context.Background(), GPUOptions{Library: path, Window: time.Millisecond})
+		if g.Available || g.Error != err.Error() {
+			t.Errorf("%+v", g)
+		}
+		if s := stats(); s.BadCalls != 0 || s.Refs != 0 {
+			t.Errorf("%+v", s)
+		}
 	}
 }
