@@ -111,7 +111,7 @@ func loadCUDA(path string) (c *cudaLib, count int, err error) {
 	} else if r == cudaErrorNoDevice {
 		return fail(fmt.Errorf("cuInit: CUDA_ERROR_NO_DEVICE: the driver shows this process no GPU%s", visibleNote()))
 	} else if r != 0 {
-		return fail(fmt.Errorf("cuInit: %s", cuResultName(r)))
+		return fail(fmt.Errorf("cuInit: %s%s", cuResultName(r), initHint(r)))
 	}
 	if err := c.check("cuDriverGetVersion", uintptr(unsafe.Pointer(&c.version))); err != nil {
 		return fail(err)
@@ -125,6 +125,20 @@ func loadCUDA(path string) (c *cudaLib, count int, err error) {
 
 // cudaErrorNoDevice is CUDA_ERROR_NO_DEVICE (abi_reference.md §2.4).
 const cudaErrorNoDevice = 100
+
+// initHint explains the cuInit failures a rented machine's image causes,
+// from the meanings NVIDIA's CUresult documentation gives them.
+func initHint(r int32) string {
+	switch r {
+	case 34: // CUDA_ERROR_STUB_LIBRARY
+		return ": the libcuda.so loaded is the CUDA toolkit's stub, not the driver's (is a .../lib64/stubs directory on LD_LIBRARY_PATH?)"
+	case 803: // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
+		return ": the CUDA driver library and the kernel driver are different versions (a driver updated without a reboot, or a CUDA compatibility package the kernel driver does not match)"
+	case 804: // CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE
+		return ": a CUDA forward-compatibility package is in use and this GPU does not support it"
+	}
+	return ""
+}
 
 // visibleNote names CUDA_VISIBLE_DEVICES where it is set: it decides which
 // GPUs the driver shows, and an empty or wrong one hides them all.

@@ -194,3 +194,29 @@ func TestBurnSimulated(t *testing.T) {
 		t.Errorf("burn on a missing device: %v", err)
 	}
 }
+
+// A driver that will not start says why in words where the cause is one a
+// rented machine's image typically has.
+func TestCUDAInitFailures(t *testing.T) {
+	for r, want := range map[int]string{
+		34:  "CUDA unavailable: cuInit: CUDA_ERROR_STUB_LIBRARY: the libcuda.so loaded is the CUDA toolkit's stub",
+		803: "CUDA unavailable: cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: the CUDA driver library and the kernel driver are different versions",
+		804: "CUDA unavailable: cuInit: CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: a CUDA forward-compatibility package",
+		999: "CUDA unavailable: cuInit: CUDA_ERROR_UNKNOWN",
+	} {
+		cu, _ := simDriver(t, simH100ish())
+		lib, err := dl.Open(cu.Library)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lib.Call("fake_init_result", uintptr(r))
+		res := cu.Run(context.Background(), Options{Probes: []string{ProbeFP32}})
+		if res.Available || !strings.HasPrefix(res.Error, want) {
+			t.Errorf("cuInit %d: %q, want %q", r, res.Error, want)
+		}
+		if _, err := cu.Devices(); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Devices with cuInit %d: %v", r, err)
+		}
+		lib.Close()
+	}
+}

@@ -68,6 +68,9 @@ void fake_stats(struct stats *out) { *out = st; }
 
 #define MAX_DEV 8
 static int ndevices = 1, visible[MAX_DEV], nvisible; // see enumerate
+// What cuInit returns instead of success, to test gpurent's words for a
+// driver that will not start (fake_init_result, or $FAKECUDA's init=).
+static int init_result;
 static char cotenant[512];
 static int64_t cotenant_every = 3;
 static double cotenant_ms = 2;
@@ -94,6 +97,7 @@ __attribute__((constructor)) static void from_env(void) {
       long n = strtol(v, NULL, 0);
       ndevices = n >= 1 && n <= MAX_DEV ? (int)n : 1;
     }
+    else if (!strcmp(w, "init")) init_result = (int)strtol(v, NULL, 0);
     else if (!strcmp(w, "cotenant")) snprintf(cotenant, sizeof cotenant, "%s", v);
     else if (!strcmp(w, "cotenant_every")) cotenant_every = strtoll(v, NULL, 0);
     else if (!strcmp(w, "cotenant_ms")) cotenant_ms = strtod(v, NULL);
@@ -237,8 +241,11 @@ static void enumerate(void) {
 
 static int bus_of(int dev) { return 0x3b + 0x23 * visible[dev]; }
 
+void fake_init_result(int r) { init_result = r; }
+
 CUresult cuInit(unsigned flags) {
   if (flags != 0) return bad(INVALID_VALUE);
+  if (init_result) return init_result;
   enumerate();
   if (nvisible == 0) return NO_DEVICE;
   initialised = 1;
