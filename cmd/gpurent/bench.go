@@ -195,9 +195,13 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 	// Full mode measures every GPU CUDA shows this process; NVML may see
 	// more (CUDA_VISIBLE_DEVICES), and those are named, not measured.
 	n := 1
+	var buses []string // CUDA's devices by PCI address, where the driver answers
+	if b, err := (gpu.CUDA{}).Devices(); err == nil {
+		buses = b
+	}
 	if full {
 		n = max(1, len(g.Devices))
-		if buses, err := (gpu.CUDA{}).Devices(); err == nil && len(buses) > 0 {
+		if len(buses) > 0 {
 			n = len(buses)
 		}
 	}
@@ -215,6 +219,9 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 					r = t
 				}
 			}
+		}
+		if r.BusID == "" && i < len(buses) { // a run that failed early is still filed under its GPU
+			r.BusID = buses[i]
 		}
 		r.Index = nvmlIndex(r.BusID, i, g)
 		out = append(out, r)
