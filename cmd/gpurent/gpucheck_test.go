@@ -134,22 +134,26 @@ func simGPUs(t *testing.T) (root string, env func(gpus int, fakecuda string) []s
 func TestBenchMultiGPUSimulated(t *testing.T) {
 	_, simEnv := simGPUs(t)
 	for _, tc := range []struct {
-		name  string
-		env   []string
-		want  string // per NVML index: the bus measured there, or "hidden"
-		order string // NVML indices in the order CUDA numbered them
+		name     string
+		env      []string
+		fakecuda string
+		want     string // per NVML index: the bus measured there, or "hidden"
+		order    string // NVML indices in the order CUDA numbered them
 	}{
 		// bench asks for PCI order (CUDA_DEVICE_ORDER) unless the user chose
-		{"default order", nil, "0:0000:3B:00.0 1:0000:5E:00.0", "[0 1]"},
-		{"fastest first", []string{"CUDA_DEVICE_ORDER=FASTEST_FIRST"}, "0:0000:3B:00.0 1:0000:5E:00.0", "[1 0]"},
-		{"second GPU only", []string{"CUDA_VISIBLE_DEVICES=1"}, "0:hidden 1:0000:5E:00.0", "[1]"},
-		{"first GPU only", []string{"CUDA_VISIBLE_DEVICES=0"}, "0:0000:3B:00.0 1:hidden", "[0]"},
-		{"none", []string{"CUDA_VISIBLE_DEVICES="}, "0:none 1:none", "[]"},
+		{"default order", nil, "", "0:0000:3B:00.0 1:0000:5E:00.0", "[0 1]"},
+		{"fastest first", []string{"CUDA_DEVICE_ORDER=FASTEST_FIRST"}, "", "0:0000:3B:00.0 1:0000:5E:00.0", "[1 0]"},
+		{"second GPU only", []string{"CUDA_VISIBLE_DEVICES=1"}, "", "0:hidden 1:0000:5E:00.0", "[1]"},
+		{"first GPU only", []string{"CUDA_VISIBLE_DEVICES=0"}, "", "0:0000:3B:00.0 1:hidden", "[0]"},
+		{"none", []string{"CUDA_VISIBLE_DEVICES="}, "", "0:none 1:none", "[]"},
+		// CUDA's device 0 is held by another process in exclusive mode: its
+		// failure is filed under that GPU (bus 5E, NVML's 1), not under gpu0
+		{"fastest first, one held", []string{"CUDA_DEVICE_ORDER=FASTEST_FIRST"}, "busy=1", "0:0000:3B:00.0 1:held", "[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "bench", "--no-history", "--full", "--backend", "cuda", "--probes", "fp32_fma",
 				"--duration", "200ms", "--disk-mb", "0", "-o", "json")
-			cmd.Env = append(append(simEnv(2, ""), "GPURENT_AS_MAIN=1", "XDG_STATE_HOME="+t.TempDir()), tc.env...)
+			cmd.Env = append(append(simEnv(2, tc.fakecuda), "GPURENT_AS_MAIN=1", "XDG_STATE_HOME="+t.TempDir()), tc.env...)
 			b, err := cmd.Output()
 			if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 3) { // 3: the other tenants fail the verdict
 				t.Fatalf("%v: %s", err, b)
@@ -184,6 +188,8 @@ func TestBenchMultiGPUSimulated(t *testing.T) {
 					got[c.Index] = "hidden"
 				case strings.Contains(c.Error, "CUDA_ERROR_NO_DEVICE") && strings.Contains(c.Error, "CUDA_VISIBLE_DEVICES"):
 					got[c.Index] = "none"
+				case strings.Contains(c.Error, "CUDA_ERROR_DEVICE_UNAVAILABLE"):
+					got[c.Index] = "held"
 				default:
 					got[c.Index] = c.Error
 				}

@@ -71,6 +71,9 @@ static int ndevices = 1, visible[MAX_DEV], nvisible; // see enumerate
 // What cuInit returns instead of success, to test gpurent's words for a
 // driver that will not start (fake_init_result, or $FAKECUDA's init=).
 static int init_result;
+// busy=N: the device of PCI rank N is in exclusive-process mode and held
+// by another process: its context cannot be made (DEVICE_UNAVAILABLE).
+static int busy_rank = -1;
 static char cotenant[512];
 static int64_t cotenant_every = 3;
 static double cotenant_ms = 2;
@@ -97,6 +100,7 @@ __attribute__((constructor)) static void from_env(void) {
       long n = strtol(v, NULL, 0);
       ndevices = n >= 1 && n <= MAX_DEV ? (int)n : 1;
     }
+    else if (!strcmp(w, "busy")) busy_rank = (int)strtol(v, NULL, 0);
     else if (!strcmp(w, "init")) init_result = (int)strtol(v, NULL, 0);
     else if (!strcmp(w, "cotenant")) snprintf(cotenant, sizeof cotenant, "%s", v);
     else if (!strcmp(w, "cotenant_every")) cotenant_every = strtoll(v, NULL, 0);
@@ -295,6 +299,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
   if (!initialised) return bad(NOT_INITIALIZED);
   if (dev < 0 || dev >= nvisible || !ctx) return bad(INVALID_DEVICE);
+  if (visible[dev] == busy_rank) return 46; // CUDA_ERROR_DEVICE_UNAVAILABLE
   *ctx = &primary_ctx;
   st.ctx_refs++;
   return SUCCESS;
