@@ -27,7 +27,7 @@ import (
 // checks the script and the binary's plumbing, not any GPU figure.
 func TestGPUCheckSimulated(t *testing.T) {
 	if testing.Short() {
-		t.Skip("about a minute")
+		t.Skip("-short: the simulated gpu-check.sh run takes about two minutes")
 	}
 	for _, tool := range []string{"bash", "python3", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
