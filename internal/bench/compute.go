@@ -183,6 +183,14 @@ func (j *judge) computeResult(p string, res gpu.Results, r gpu.Result, dev *prob
 			}
 		}
 	}
+	// On a MIG-enabled card the probes ran on one instance, a fraction of
+	// the SMs, memory and copy engines: measured against the whole card
+	// they would fail for what gpuN.mig already says. The sustained probe
+	// still judges the instance itself (time slicing inside it).
+	if dev != nil && dev.MIGEnabled != nil && *dev.MIGEnabled && r.Probe != gpu.ProbeSustain && c.Status != Skip {
+		c.Status, c.Advice = Skip, ""
+		c.Evidence += "; MIG is on, so this measures one instance: reported, not judged against the whole card (see " + p + "mig)"
+	}
 	j.add(c)
 }
 

@@ -123,6 +123,31 @@ func fixtures() []fixture {
 				d.RemapPending, d.RemapFailed, d.RemappedRowsCorrectable, d.RemappedRowsUncorrectable = nil, nil, nil, nil
 				return f
 			}},
+		// A 3g.40gb instance of an H100 rented knowingly (no order): the
+		// instance measures 3/7 of the card's compute and half its memory
+		// (synthetic scaling), which is what MIG means, not a fault.
+		{name: "h100-mig-3g40gb-probed", want: Warn, warns: []string{"gpu0.mig"},
+			facts: func() probe.Facts {
+				f := healthyH100()
+				d := dev(&f)
+				d.MIGEnabled = p(true)
+				d.MIGDevices = []probe.MIGDevice{{Index: 0, Name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", UUID: "MIG-00000000-0000-0000-0000-000000000003", MemoryTotal: p(uint64(40448) << 20)}}
+				d.UtilizationSamples, d.ComputeMode = nil, ""
+				d.Errors = map[string]string{"utilization": "NOT_SUPPORTED", "remapped_rows": "NOT_SUPPORTED", "compute_mode": "NOT_SUPPORTED"}
+				d.RemapPending, d.RemapFailed, d.RemappedRowsCorrectable, d.RemappedRowsUncorrectable = nil, nil, nil, nil
+				f = probed(f, launches(2000, 0), 37.9)
+				for i := range f.Compute[0].Results {
+					r := &f.Compute[0].Results[i]
+					switch r.Probe {
+					case gpu.ProbeCopy, gpu.ProbeH2D:
+						r.Value /= 2
+					case gpu.ProbeAlloc, gpu.ProbeSustain:
+					default:
+						r.Value *= 3.0 / 7
+					}
+				}
+				return f
+			}},
 		{name: "other-tenant-holds-24gb", order: Order{GPU: "H100 SXM"}, want: Fail, fails: []string{"gpu0.memory_used", "gpu0.processes"}, advice: "Someone else's data",
 			facts: func() probe.Facts {
 				f := healthyH100()
