@@ -108,8 +108,6 @@ func loadCUDA(path string) (c *cudaLib, count int, err error) {
 	}
 	if r, err := c.call("cuInit", 0); err != nil {
 		return fail(err)
-	} else if r == cudaErrorNoDevice {
-		return fail(fmt.Errorf("cuInit: CUDA_ERROR_NO_DEVICE: the driver shows this process no GPU%s", visibleNote()))
 	} else if r != 0 {
 		return fail(fmt.Errorf("cuInit: %s%s", cuResultName(r), initHint(r)))
 	}
@@ -123,13 +121,12 @@ func loadCUDA(path string) (c *cudaLib, count int, err error) {
 	return c, int(n), nil
 }
 
-// cudaErrorNoDevice is CUDA_ERROR_NO_DEVICE (abi_reference.md §2.4).
-const cudaErrorNoDevice = 100
-
 // initHint explains the cuInit failures a rented machine's image causes,
 // from the meanings NVIDIA's CUresult documentation gives them.
 func initHint(r int32) string {
 	switch r {
+	case 100: // CUDA_ERROR_NO_DEVICE
+		return ": the driver shows this process no GPU" + visibleNote()
 	case 34: // CUDA_ERROR_STUB_LIBRARY
 		return ": the libcuda.so loaded is the CUDA toolkit's stub, not the driver's (is a .../lib64/stubs directory on LD_LIBRARY_PATH?)"
 	case 803: // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
