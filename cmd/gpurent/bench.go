@@ -192,17 +192,19 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 	if _, set := os.LookupEnv("CUDA_DEVICE_ORDER"); !set {
 		os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 	}
+	// CUDA's devices by PCI address, asked for only where needed: cuInit
+	// can take seconds on a large machine, and quick mode rarely needs it.
+	cudaBuses := sync.OnceValue(func() []string {
+		b, _ := gpu.CUDA{}.Devices()
+		return b
+	})
 	// Full mode measures every GPU CUDA shows this process; NVML may see
 	// more (CUDA_VISIBLE_DEVICES), and those are named, not measured.
 	n := 1
-	var buses []string // CUDA's devices by PCI address, where the driver answers
-	if b, err := (gpu.CUDA{}).Devices(); err == nil {
-		buses = b
-	}
 	if full {
 		n = max(1, len(g.Devices))
-		if len(buses) > 0 {
-			n = len(buses)
+		if b := cudaBuses(); len(b) > 0 {
+			n = len(b)
 		}
 	}
 	var out []gpu.Results
@@ -220,8 +222,8 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 				}
 			}
 		}
-		if r.BusID == "" && i < len(buses) { // a run that failed early is still filed under its GPU
-			r.BusID = buses[i]
+		if r.BusID == "" && i < len(cudaBuses()) { // a run that failed early is still filed under its GPU
+			r.BusID = cudaBuses()[i]
 		}
 		r.Index = nvmlIndex(r.BusID, i, g)
 		out = append(out, r)
