@@ -73,7 +73,7 @@ judges saved facts anywhere, without a GPU.`,
 			}
 			window, err := units.ParseDuration(duration)
 			if err != nil || window <= 0 || window > 10*time.Minute {
-				return usagef("--duration: want a duration between 1s and 10m such as 3s or 30s, got %q", duration)
+				return usagef("--duration: want a positive duration up to 10m such as 3s or 30s, got %q", duration)
 			}
 			switch backend {
 			case "auto", "cuda", "torch", "cpu", "none":
@@ -107,7 +107,9 @@ judges saved facts anywhere, without a GPU.`,
 				}
 			} else {
 				facts = gather(cmd.Context(), window, dataDir, int64(diskMB)<<20)
-				facts.Compute = computeProbes(cmd.Context(), backend, gpu.Options{Full: full, Probes: only}, facts.GPU)
+				// The sustained probe launches for --duration, as long as the
+				// sampling: both look for the same thing, sharing over time.
+				facts.Compute = computeProbes(cmd.Context(), backend, gpu.Options{Full: full, Sustained: window, Probes: only}, facts.GPU)
 			}
 			if record != "" {
 				if err := writeFacts(record, facts); err != nil {
@@ -141,14 +143,14 @@ judges saved facts anywhere, without a GPU.`,
 	f := cmd.Flags()
 	f.StringVar(&expect, "expect", "", `the GPU you ordered, e.g. "A100 80GB SXM", "H100 SXM", "RTX 4090"`)
 	f.IntVar(&expectGPUs, "expect-gpus", 0, "the number of GPUs you ordered")
-	f.StringVar(&duration, "duration", "3s", "how long to sample GPU activity and CPU steal")
+	f.StringVar(&duration, "duration", "3s", "how long to sample GPU activity and CPU steal, and to run the sustained-launch probe (10s with --full)")
 	f.StringVar(&dataDir, "data-dir", ".", "directory whose disk is measured (where your data and checkpoints go)")
 	f.IntVar(&diskMB, "disk-mb", 256, "MB written and read back to measure the disk (0 skips)")
 	f.StringVar(&record, "record", "", "save the raw facts to this JSON file")
 	f.StringVar(&replay, "replay", "", "judge facts saved with --record instead of measuring")
 	f.BoolVar(&noHistory, "no-history", false, "do not add this run to the local history")
 	f.StringVar(&backend, "backend", "auto", "compute probes: auto (cuda, else torch, where a GPU is found), cuda, torch, cpu or none")
-	f.BoolVar(&full, "full", false, "full mode: probe every GPU, longer repetitions, 10 s sustained launches and sampling")
+	f.BoolVar(&full, "full", false, "full mode: probe every GPU, longer repetitions, a 10 s --duration unless set")
 	f.StringVar(&probes, "probes", "", "run only these compute probes, comma-separated (e.g. sustained to check for sharing); all when empty")
 	cmd.AddCommand(newBenchHistory(g))
 	return cmd

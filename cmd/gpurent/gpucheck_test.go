@@ -208,3 +208,38 @@ func TestBenchMultiGPUSimulated(t *testing.T) {
 		})
 	}
 }
+
+// bench's --duration is how long the sustained probe launches, as the
+// sampling window is: a user who asks for 30 s of looking for another
+// tenant gets 30 s of launches, not the quick default.
+func TestBenchDurationSustainedSimulated(t *testing.T) {
+	_, simEnv := simGPUs(t)
+	cmd := exec.Command(os.Args[0], "bench", "--no-history", "--backend", "cuda", "--probes", "sustained",
+		"--duration", "1500ms", "--disk-mb", "0", "-o", "json")
+	cmd.Env = append(simEnv(1, ""), "GPURENT_AS_MAIN=1", "XDG_STATE_HOME="+t.TempDir())
+	b, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 3) { // 3: the other tenants fail the verdict
+		t.Fatalf("%v: %s", err, b)
+	}
+	var rep struct {
+		Facts struct {
+			DurationS float64 `json:"duration_s"`
+			Compute   []struct {
+				Results []struct {
+					Probe, Notes string
+					WallMs       float64 `json:"wall_ms"`
+				} `json:"results"`
+			} `json:"compute"`
+		} `json:"facts"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if rep.Facts.DurationS != 1.5 || len(rep.Facts.Compute) != 1 || len(rep.Facts.Compute[0].Results) != 1 {
+		t.Fatalf("want a 1.5 s window and one sustained result: %s", b)
+	}
+	r := rep.Facts.Compute[0].Results[0]
+	if r.Probe != "sustained" || !strings.HasSuffix(r.Notes, " over 1.5s") || r.WallMs < 1500 {
+		t.Errorf("sustained probe did not launch for --duration: %+v", r)
+	}
+}

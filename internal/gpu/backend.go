@@ -63,9 +63,11 @@ type Results struct {
 // Options tune a probe run.
 type Options struct {
 	Device int
-	// Full runs longer repetitions and the sustained probe for Sustained
-	// (10 s by default); quick mode keeps the whole bench under 15 s.
-	Full      bool
+	// Full runs longer repetitions; quick mode keeps the whole bench
+	// under 15 s.
+	Full bool
+	// Sustained is how long the sustained probe launches (bench's
+	// --duration); zero means 2 s, or 10 s in full mode.
 	Sustained time.Duration
 	// Probes limits the run to these probe names; empty runs them all.
 	Probes []string
