@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,11 +11,18 @@ import (
 	"time"
 )
 
-// Notice is a preemption warning.
+// Notice is a preemption warning, or another event that will end the
+// command with its machine.
 type Notice struct {
 	Cloud  string
 	Detail string
 	Left   time.Duration // time left before the machine goes
+	// Event names what comes when it is not a preemption: "Reboot",
+	// "Redeploy", "Terminate" (Azure).
+	Event string
+	// Approve, when set, tells the cloud that the machine may go now,
+	// once the newest checkpoint is safe.
+	Approve func(ctx context.Context) error
 }
 
 // Preempter watches one cloud's metadata service for preemption notices.
@@ -124,38 +132,148 @@ func GCP(base string, interval time.Duration) Preempter {
 	}}
 }
 
-// Azure polls Scheduled Events once a second (Metadata: true) for a Preempt
-// event, which comes at least 30 s ahead.
+// Azure polls Scheduled Events once a second (Metadata: true), as
+// Microsoft recommends, for an event that ends this VM or the command on
+// it: Preempt (a Spot VM deleted, at least 30 s ahead), Terminate (deleted,
+// 5 to 15 min ahead), Reboot (memory lost) and Redeploy (moved to another
+// host, ephemeral disks lost), 10 to 15 min ahead. Freeze keeps memory and
+// open files, so it is let be. Events reach every VM of an availability set
+// or a scale set's placement group, so only those whose Resources name this
+// VM (IMDS compute/name) count; while the name is unknown, every event does:
+// a checkpoint too many costs seconds, one too few the work since the last.
+// An event far ahead fires when NotBefore is two minutes away, the notice
+// AWS gives: training goes on until then.
 func Azure(base string, interval time.Duration) Preempter {
-	return &poller{cloud: "azure", interval: or(interval, time.Second), check: func(ctx context.Context, c *http.Client) (*Notice, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metadata/scheduledevents?api-version=2020-07-01", nil)
-		req.Header.Set("Metadata", "true")
-		resp, err := c.Do(req)
-		if err != nil {
-			return nil, err
+	a := &azure{base: base}
+	return &poller{cloud: "azure", interval: or(interval, time.Second), check: a.check}
+}
+
+// azureLead is how long before an Azure event's NotBefore gpurent acts.
+const azureLead = 2 * time.Minute
+
+type azure struct {
+	base string
+	name string // this VM's name, once IMDS gave it
+}
+
+// azureEvent is one entry of the Scheduled Events document
+// (shared/reference/resume_security.md §1c).
+type azureEvent struct {
+	EventID     string   `json:"EventId"`
+	EventType   string   `json:"EventType"`
+	Resources   []string `json:"Resources"`
+	EventStatus string   `json:"EventStatus"`
+	NotBefore   string   `json:"NotBefore"`
+	EventSource string   `json:"EventSource"`
+}
+
+func (a *azure) get(ctx context.Context, c *http.Client, path string, limit int64) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Metadata", "true")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	return resp.StatusCode, b, err
+}
+
+func (a *azure) check(ctx context.Context, c *http.Client) (*Notice, error) {
+	if a.name == "" {
+		if code, b, err := a.get(ctx, c, "/metadata/instance/compute/name?api-version=2021-02-01&format=text", 1024); err == nil && code == http.StatusOK {
+			a.name = strings.TrimSpace(string(b))
 		}
-		defer resp.Body.Close()
-		var doc struct {
-			Events []struct {
-				EventID   string `json:"EventId"`
-				EventType string `json:"EventType"`
-				NotBefore string `json:"NotBefore"`
-			} `json:"Events"`
+	}
+	code, b, err := a.get(ctx, c, "/metadata/scheduledevents?api-version=2020-07-01", 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Events []azureEvent `json:"Events"`
+	}
+	if code != http.StatusOK || json.Unmarshal(b, &doc) != nil {
+		return nil, fmt.Errorf("scheduled events: HTTP %d", code)
+	}
+	for _, e := range doc.Events {
+		if n := a.notice(e, time.Now()); n != nil {
+			return n, nil
 		}
-		if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc) != nil {
-			return nil, fmt.Errorf("scheduled events: HTTP %d", resp.StatusCode)
+	}
+	return nil, nil
+}
+
+// notice is what event e means for this VM at now: nil when it is another
+// VM's, harmless, or still more than azureLead away.
+func (a *azure) notice(e azureEvent, now time.Time) *Notice {
+	switch e.EventType {
+	case "Preempt", "Terminate", "Reboot", "Redeploy":
+	default: // Freeze, and types newer than this code
+		return nil
+	}
+	ours := a.name == "" || len(e.Resources) == 0
+	for _, r := range e.Resources {
+		ours = ours || strings.EqualFold(r, a.name)
+	}
+	if !ours {
+		return nil
+	}
+	// NotBefore is blank once the event has started; a hardware failure
+	// skips Scheduled and starts at once.
+	left := time.Duration(0)
+	if t, err := time.Parse(time.RFC1123, e.NotBefore); err == nil && e.EventStatus != "Started" {
+		left = t.Sub(now)
+		if left > azureLead {
+			return nil
 		}
-		for _, e := range doc.Events {
-			if e.EventType == "Preempt" {
-				left := 30 * time.Second
-				if t, err := time.Parse(time.RFC1123, e.NotBefore); err == nil && time.Until(t) > 0 {
-					left = time.Until(t)
-				}
-				return &Notice{Detail: "Preempt event " + e.EventID + " not before " + e.NotBefore, Left: left}, nil
-			}
+		left = max(left, 0)
+	}
+	if left == 0 { // started, or due: what is left is unknown
+		left = 10 * time.Second // a trainer that checkpoints fast still gets to
+		if e.EventType == "Preempt" {
+			left = 30 * time.Second // the minimum notice a Spot eviction gets
 		}
-		return nil, nil
-	}}
+	}
+	n := &Notice{Detail: fmt.Sprintf("%s event %s (%s), not before %q", e.EventType, e.EventID, e.EventStatus, e.NotBefore), Left: left}
+	if e.EventType != "Preempt" {
+		n.Event = e.EventType
+	}
+	// Approving lets the event start now instead of at NotBefore. Only for
+	// events that delete this VM whatever it does, and only when it is the
+	// event's one resource: an approval applies to every VM the event
+	// names, and the others may still be saving their work. A reboot or
+	// redeploy is left to its time: other programs on the VM may be
+	// preparing for it too.
+	if (e.EventType == "Preempt" || e.EventType == "Terminate") && a.name != "" &&
+		len(e.Resources) == 1 && strings.EqualFold(e.Resources[0], a.name) {
+		id := e.EventID
+		n.Approve = func(ctx context.Context) error { return a.approve(ctx, id) }
+	}
+	return n
+}
+
+// approve starts the event now (POST StartRequests): the VM goes, and its
+// bill stops, once gpurent has saved what it can instead of at NotBefore.
+func (a *azure) approve(ctx context.Context, id string) error {
+	body, _ := json.Marshal(map[string][]map[string]string{"StartRequests": {{"EventId": id}}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+"/metadata/scheduledevents?api-version=2020-07-01", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Metadata", "true")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("approve scheduled event %s: %w", id, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("approve scheduled event %s: HTTP %d", id, resp.StatusCode)
+	}
+	return nil
 }
 
 func or(d, def time.Duration) time.Duration {

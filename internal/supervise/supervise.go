@@ -305,7 +305,11 @@ func (s *Supervisor) stopChild(done <-chan error, sig syscall.Signal) {
 // the notice, upload it, stop the command.
 func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error) Exit {
 	s.Metrics.notices.Add(1)
-	s.cfg.Log("preemption notice from %s (%s): asking the command for a checkpoint", n.Cloud, n.Detail)
+	what := "preemption notice"
+	if n.Event != "" {
+		what = n.Event + " notice"
+	}
+	s.cfg.Log("%s from %s (%s): asking the command for a checkpoint", what, n.Cloud, n.Detail)
 	// The command was asked for a checkpoint and the notice is short (30 s
 	// on GCP and Azure): a plain file no process holds open for writing
 	// needs only a second of quiet now, not --quiet.
@@ -327,7 +331,20 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 		}
 	}
 	s.stopChild(done, syscall.SIGTERM)
-	s.finalUpload(ctx)
+	safe := s.finalUpload(ctx)
+	// Only a machine whose newest checkpoint is in the store may be let go
+	// early; otherwise the time to NotBefore is left for nothing but the
+	// chance that a disk kept by a deallocation holds it.
+	if n.Approve != nil && safe {
+		if err := n.Approve(ctx); err != nil {
+			s.cfg.Log("could not let %s start the event early (it starts at its time): %v", n.Cloud, err)
+		} else {
+			s.cfg.Log("told %s the machine may go now", n.Cloud)
+		}
+	}
+	if n.Event != "" {
+		return Exit{Code: 0, Reason: fmt.Sprintf("%s scheduled (%s): newest checkpoint uploaded, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud)}
+	}
 	return Exit{Code: 0, Reason: fmt.Sprintf("preempted (%s): newest checkpoint uploaded, command stopped", n.Cloud)}
 }
 
@@ -403,9 +420,10 @@ func (s *Supervisor) commitLocal(c Candidate, id string) {
 }
 
 // finalUpload makes sure the newest complete checkpoint is committed,
-// retrying for a while if the store fails. The command has stopped, so a
-// file it no longer holds open needs no quiet period.
-func (s *Supervisor) finalUpload(ctx context.Context) {
+// retrying for a while if the store fails, and reports whether it is. The
+// command has stopped, so a file it no longer holds open needs no quiet
+// period.
+func (s *Supervisor) finalUpload(ctx context.Context) bool {
 	s.uploading.Lock()
 	quiet := s.det.Quiet
 	s.det.Quiet = 0
@@ -417,10 +435,11 @@ func (s *Supervisor) finalUpload(ctx context.Context) {
 	}()
 	for i := 0; i < 5 && ctx.Err() == nil; i++ {
 		if s.uploadNewest(ctx) {
-			return
+			return true
 		}
 		time.Sleep(time.Duration(i+1) * 200 * time.Millisecond)
 	}
+	return false
 }
 
 // resume pulls the newest remote checkpoint when the directory holds no

@@ -426,8 +426,27 @@ func TestPreemption(t *testing.T) {
 			io.WriteString(w, `{"DocumentIncarnation": 1, "Events": []}`)
 			return
 		}
-		fmt.Fprintf(w, `{"DocumentIncarnation": 2, "Events": [{"EventId": "E1", "EventType": "Preempt", "ResourceType": "VirtualMachine", "EventStatus": "Scheduled", "NotBefore": %q}]}`,
+		// Another VM of the scale set is evicted first: not this one's notice.
+		fmt.Fprintf(w, `{"DocumentIncarnation": 2, "Events": [
+			{"EventId": "E0", "EventType": "Preempt", "ResourceType": "VirtualMachine", "Resources": ["spot_7"], "EventStatus": "Scheduled", "NotBefore": %[1]q},
+			{"EventId": "E1", "EventType": "Preempt", "ResourceType": "VirtualMachine", "Resources": ["spot_3"], "EventStatus": "Scheduled", "NotBefore": %[1]q}]}`,
 			time.Now().Add(30*time.Second).UTC().Format(time.RFC1123))
+	})
+	mux.HandleFunc("GET /metadata/instance/compute/name", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Metadata") != "true" || r.URL.Query().Get("format") != "text" {
+			w.WriteHeader(400)
+			return
+		}
+		io.WriteString(w, "spot_3")
+	})
+	var approved atomic.Value
+	mux.HandleFunc("POST /metadata/scheduledevents", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Header.Get("Metadata") != "true" {
+			w.WriteHeader(400)
+			return
+		}
+		approved.Store(string(b))
 	})
 	srv := httptest.NewServer(mux) // 127.0.0.1
 	defer srv.Close()
@@ -468,6 +487,10 @@ func TestPreemption(t *testing.T) {
 			}
 			if len(h.committedSteps()) != 1 {
 				t.Errorf("committed %v, want the checkpoint written on notice", h.committedSteps())
+			}
+			// Azure is told this VM may go, once its checkpoint is safe.
+			if got, _ := approved.Load().(string); tc.cloud == "azure" && got != `{"StartRequests":[{"EventId":"E1"}]}` {
+				t.Errorf("approval %q, want event E1's", got)
 			}
 		})
 	}

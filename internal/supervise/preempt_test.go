@@ -1,0 +1,113 @@
+package supervise
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Which Azure Scheduled Events end this VM's command, and when: events
+// reach every VM of a scale set's placement group or an availability set,
+// and some come days ahead.
+func TestAzureEvents(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) string { return now.Add(d).Format(time.RFC1123) }
+	for _, tc := range []struct {
+		name    string
+		vm      string // this VM's name; "" when IMDS did not give it
+		e       azureEvent
+		want    string // "" no notice, else the notice's Event ("-" for a preemption)
+		left    time.Duration
+		approve bool
+	}{
+		{"preempt, this VM", "spot_3", azureEvent{EventID: "A", EventType: "Preempt", Resources: []string{"spot_3"}, EventStatus: "Scheduled", NotBefore: at(30 * time.Second)}, "-", 30 * time.Second, true},
+		{"preempt, another VM", "spot_3", azureEvent{EventID: "A", EventType: "Preempt", Resources: []string{"spot_7"}, EventStatus: "Scheduled", NotBefore: at(30 * time.Second)}, "", 0, false},
+		{"preempt, name in other case", "spot_3", azureEvent{EventID: "A", EventType: "Preempt", Resources: []string{"SPOT_3"}, EventStatus: "Scheduled", NotBefore: at(30 * time.Second)}, "-", 30 * time.Second, true},
+		// an approval would hurry the other VM too
+		{"preempt, this VM and another", "spot_3", azureEvent{EventID: "A", EventType: "Preempt", Resources: []string{"spot_7", "spot_3"}, EventStatus: "Scheduled", NotBefore: at(30 * time.Second)}, "-", 30 * time.Second, false},
+		// name unknown: every event counts, none is approved
+		{"preempt, name unknown", "", azureEvent{EventID: "A", EventType: "Preempt", Resources: []string{"spot_7"}, EventStatus: "Scheduled", NotBefore: at(30 * time.Second)}, "-", 30 * time.Second, false},
+		{"preempt started", "spot_3", azureEvent{EventID: "A", EventType: "Preempt", Resources: []string{"spot_3"}, EventStatus: "Started"}, "-", 30 * time.Second, true},
+		{"freeze keeps memory", "vm", azureEvent{EventID: "F", EventType: "Freeze", Resources: []string{"vm"}, EventStatus: "Scheduled", NotBefore: at(time.Minute)}, "", 0, false},
+		{"reboot 15 min ahead: train on", "vm", azureEvent{EventID: "R", EventType: "Reboot", Resources: []string{"vm"}, EventStatus: "Scheduled", NotBefore: at(15 * time.Minute)}, "", 0, false},
+		{"reboot 90 s ahead", "vm", azureEvent{EventID: "R", EventType: "Reboot", Resources: []string{"vm"}, EventStatus: "Scheduled", NotBefore: at(90 * time.Second)}, "Reboot", 90 * time.Second, false},
+		{"hardware failure: reboot started", "vm", azureEvent{EventID: "R", EventType: "Reboot", Resources: []string{"vm"}, EventStatus: "Started", NotBefore: ""}, "Reboot", 10 * time.Second, false},
+		{"redeploy days ahead", "vm", azureEvent{EventID: "D", EventType: "Redeploy", Resources: []string{"vm"}, EventStatus: "Scheduled", NotBefore: at(72 * time.Hour)}, "", 0, false},
+		{"redeploy due", "vm", azureEvent{EventID: "D", EventType: "Redeploy", Resources: []string{"vm"}, EventStatus: "Scheduled", NotBefore: at(-time.Second)}, "Redeploy", 10 * time.Second, false},
+		{"terminate, this VM", "vm", azureEvent{EventID: "T", EventType: "Terminate", Resources: []string{"vm"}, EventStatus: "Scheduled", NotBefore: at(2 * time.Minute)}, "Terminate", 2 * time.Minute, true},
+		{"a type this code does not know", "vm", azureEvent{EventID: "X", EventType: "Hibernate", Resources: []string{"vm"}, EventStatus: "Scheduled", NotBefore: at(time.Minute)}, "", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := (&azure{name: tc.vm}).notice(tc.e, now)
+			switch {
+			case tc.want == "" && n != nil:
+				t.Fatalf("notice %+v, want none", *n)
+			case tc.want == "":
+				return
+			case n == nil:
+				t.Fatal("no notice")
+			}
+			if ev := strings.Replace(tc.want, "-", "", 1); n.Event != ev || n.Left != tc.left || (n.Approve != nil) != tc.approve {
+				t.Errorf("event %q left %v approve %v; want %q, %v, %v", n.Event, n.Left, n.Approve != nil, ev, tc.left, tc.approve)
+			}
+			if !strings.Contains(n.Detail, tc.e.EventID) {
+				t.Errorf("detail %q does not name the event", n.Detail)
+			}
+		})
+	}
+}
+
+// The poller asks IMDS for this VM's name, keeps asking while IMDS does not
+// answer (and counts every event meanwhile), and approves with the
+// document's format.
+func TestAzurePoller(t *testing.T) {
+	nameUp := false
+	var posted string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metadata/instance/compute/name", func(w http.ResponseWriter, r *http.Request) {
+		if !nameUp {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "spot_3\n")
+	})
+	mux.HandleFunc("GET /metadata/scheduledevents", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Metadata") != "true" || r.URL.Query().Get("api-version") != "2020-07-01" {
+			w.WriteHeader(400)
+			return
+		}
+		io.WriteString(w, `{"DocumentIncarnation": 5, "Events": [{"EventId": "E7", "EventType": "Preempt", "ResourceType": "VirtualMachine",
+			"Resources": ["spot_7"], "EventStatus": "Scheduled", "NotBefore": "`+time.Now().Add(30*time.Second).UTC().Format(time.RFC1123)+`"}]}`)
+	})
+	mux.HandleFunc("POST /metadata/scheduledevents", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Header.Get("Metadata") != "true" {
+			w.WriteHeader(400)
+			return
+		}
+		posted = string(b)
+	})
+	srv := httptest.NewServer(mux) // 127.0.0.1
+	defer srv.Close()
+	ctx, c := context.Background(), srv.Client()
+	a := &azure{base: srv.URL}
+	if n, err := a.check(ctx, c); err != nil || n == nil || n.Approve != nil {
+		t.Fatalf("name unknown: %+v %v; want a notice that approves nothing", n, err)
+	}
+	nameUp = true
+	if n, err := a.check(ctx, c); err != nil || n != nil || a.name != "spot_3" {
+		t.Fatalf("another VM's event: %+v %v (name %q); want none", n, err, a.name)
+	}
+	if err := a.approve(ctx, "E7"); err != nil || posted != `{"StartRequests":[{"EventId":"E7"}]}` {
+		t.Fatalf("approve: %v, posted %q", err, posted)
+	}
+	// A document that is not JSON is an error, not a quiet "no event".
+	bad := &azure{base: srv.URL + "/nowhere", name: "spot_3"}
+	if _, err := bad.check(ctx, c); err == nil {
+		t.Error("a missing endpoint gave no error")
+	}
+}
