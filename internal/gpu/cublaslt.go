@@ -239,10 +239,10 @@ var usualSitePackages = []string{
 // then the sonames, newest first, which the loader finds on its search
 // path; then files found under root. A library newer than the driver's
 // CUDA major version (driverMajor, 0 when unknown) cannot run on it and is
-// left out. env supplies CONDA_PREFIX, VIRTUAL_ENV and HOME; sitePackages
-// are the Python package directories python3 reported (pythonSitePackages).
-func cublasLtCandidates(root fs.FS, env func(string) string, driverMajor int, sitePackages []string) []string {
-	var out []string
+// left out; tooNew lists such files found, so that a failure can name them.
+// env supplies CONDA_PREFIX, VIRTUAL_ENV and HOME; sitePackages are the
+// Python package directories python3 reported (pythonSitePackages).
+func cublasLtCandidates(root fs.FS, env func(string) string, driverMajor int, sitePackages []string) (out, tooNew []string) {
 	if p := env("GPURENT_CUBLASLT"); p != "" {
 		out = append(out, p)
 	}
@@ -276,14 +276,18 @@ func cublasLtCandidates(root fs.FS, env func(string) string, driverMajor int, si
 	for _, d := range dirs {
 		matches, _ := fs.Glob(root, d+"/libcublasLt.so.*")
 		for _, m := range matches {
-			if fits(m) && !slices.Contains(found, "/"+m) {
+			switch {
+			case slices.Contains(found, "/"+m) || slices.Contains(tooNew, "/"+m):
+			case fits(m):
 				found = append(found, "/"+m)
+			case soMajor(path.Base(m)) > driverMajor:
+				tooNew = append(tooNew, "/"+m)
 			}
 		}
 	}
 	// Newest major first; within one, the order of dirs above.
 	slices.SortStableFunc(found, func(a, b string) int { return soMajor(path.Base(b)) - soMajor(path.Base(a)) })
-	return append(out, found...)
+	return append(out, found...), tooNew
 }
 
 // pythonSitePackages asks python3 on PATH where its packages live: the

@@ -115,7 +115,7 @@ func TestCublasLtCandidates(t *testing.T) {
 		"usr/local/cuda/lib64/libcublasLt.so":                                                         {}, // dev symlink: no major
 	}
 	env := map[string]string{"VIRTUAL_ENV": "/srv/venv"}
-	got := cublasLtCandidates(root, func(k string) string { return env[k] }, 12, nil)
+	got, tooNew := cublasLtCandidates(root, func(k string) string { return env[k] }, 12, nil)
 	want := []string{
 		"libcublasLt.so.12", "libcublasLt.so.11",
 		"/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcublasLt.so.12",
@@ -127,18 +127,25 @@ func TestCublasLtCandidates(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("driver 12:\n got %q\nwant %q", got, want)
 	}
+	// What a CUDA 12 driver cannot run is named, so a failure can say why.
+	if want := []string{"/root/miniconda3/lib/python3.10/site-packages/nvidia/cu13/lib/libcublasLt.so.13"}; !slices.Equal(tooNew, want) {
+		t.Errorf("driver 12, too new:\n got %q\nwant %q", tooNew, want)
+	}
 	// A CUDA 13 driver takes the 13 library first; an explicit path goes
 	// before everything.
 	env["GPURENT_CUBLASLT"] = "/opt/mine/libcublasLt.so.12"
-	got = cublasLtCandidates(root, func(k string) string { return env[k] }, 13, nil)
+	got, tooNew = cublasLtCandidates(root, func(k string) string { return env[k] }, 13, nil)
 	if len(got) < 3 || got[0] != "/opt/mine/libcublasLt.so.12" || got[1] != "libcublasLt.so.13" ||
 		!slices.Contains(got, "/root/miniconda3/lib/python3.10/site-packages/nvidia/cu13/lib/libcublasLt.so.13") ||
 		slices.Index(got, "/root/miniconda3/lib/python3.10/site-packages/nvidia/cu13/lib/libcublasLt.so.13") > slices.Index(got, "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcublasLt.so.12") {
 		t.Errorf("driver 13: %q", got)
 	}
+	if len(tooNew) != 0 {
+		t.Errorf("driver 13, too new: %q", tooNew)
+	}
 	// Where python3 keeps its packages (pyenv here) is searched too.
 	root["opt/pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cublas/lib/libcublasLt.so.12"] = &fstest.MapFile{}
-	got = cublasLtCandidates(root, func(string) string { return "" }, 12, []string{"/opt/pyenv/versions/3.11.7/lib/python3.11/site-packages"})
+	got, _ = cublasLtCandidates(root, func(string) string { return "" }, 12, []string{"/opt/pyenv/versions/3.11.7/lib/python3.11/site-packages"})
 	if !slices.Contains(got, "/opt/pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cublas/lib/libcublasLt.so.12") {
 		t.Errorf("python's site-packages: %q", got)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path"
 	"strings"
 	"time"
 )
@@ -265,14 +266,23 @@ func (p *cudaProber) newGEMM(g gemmPrecision, maxN uint64) (*gemmRun, error) {
 		return nil, fmt.Errorf("%s GEMMs need compute capability 8.0 or newer (this card is %d.%d)", strings.ToUpper(g.prec), p.major, p.minor)
 	}
 	if p.lt == nil && p.ltErr == nil {
-		candidates := []string{p.ltPath}
+		candidates, tooNew := []string{p.ltPath}, []string(nil)
 		if p.ltPath == "" {
-			candidates = cublasLtCandidates(os.DirFS("/"), os.Getenv, int(p.c.version/1000), pythonSitePackages(context.Background()))
+			candidates, tooNew = cublasLtCandidates(os.DirFS("/"), os.Getenv, int(p.c.version/1000), pythonSitePackages(context.Background()))
 		}
 		p.lt, p.ltErr = openBlasLt(candidates)
-		if p.ltErr != nil && p.ltPath == "" && p.c.version > 0 {
-			// Newer cuBLASLt majors were left out: they need a newer driver.
-			p.ltErr = fmt.Errorf("%w (only cuBLASLt for CUDA %d or older, this driver's, was looked for)", p.ltErr, p.c.version/1000)
+		if major := p.c.version / 1000; p.ltErr != nil && p.ltPath == "" && major > 0 {
+			p.ltErr = fmt.Errorf("%w (only cuBLASLt for CUDA %d or older, this driver's, was looked for)", p.ltErr, major)
+			if len(tooNew) > 0 {
+				// The usual cause on a rented box: a PyTorch built for a
+				// newer CUDA than the host's driver. Said first.
+				var libs []string
+				for _, l := range tooNew {
+					libs = append(libs, fmt.Sprintf("%s (CUDA %d)", l, soMajor(path.Base(l))))
+				}
+				p.ltErr = fmt.Errorf("%s: newer than this driver's CUDA %d; update the driver, or install cuBLASLt for CUDA %d (e.g. pip's nvidia-cublas-cu%d); %w",
+					strings.Join(libs, ", "), major, major, major, p.ltErr)
+			}
 		}
 	}
 	if p.ltErr != nil {

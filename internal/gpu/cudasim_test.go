@@ -3,6 +3,8 @@ package gpu
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +220,33 @@ func TestCUDAInitFailures(t *testing.T) {
 			t.Errorf("Devices with cuInit %d: %v", r, err)
 		}
 		lib.Close()
+	}
+}
+
+// A cuBLASLt newer than the driver (a PyTorch built for a newer CUDA than
+// the host's driver, the usual case on a rented box) is not loaded, and
+// the GEMM's error names it and what to do.
+func TestCUDAGEMMLibraryTooNew(t *testing.T) {
+	cfg := simH100ish()
+	cfg.DriverVersion = 11080
+	cu, _ := simDriver(t, cfg)
+	prefix := t.TempDir() // a conda env with only a CUDA 12 cuBLASLt
+	os.MkdirAll(filepath.Join(prefix, "lib"), 0o755)
+	b, err := os.ReadFile(cu.CublasLt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := filepath.Join(prefix, "lib", "libcublasLt.so.12")
+	if err := os.WriteFile(newer, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CONDA_PREFIX", prefix)
+	t.Setenv("GPURENT_CUBLASLT", "")
+	cu.CublasLt = ""
+	r := cu.Run(context.Background(), Options{Probes: []string{ProbeGEMMFP32}})
+	g := r.Find(ProbeGEMMFP32)
+	if g == nil || !strings.Contains(g.Error, "only cuBLASLt for CUDA 11 or older") ||
+		!strings.HasPrefix(g.Error, newer+" (CUDA 12): newer than this driver's CUDA 11; update the driver") || !strings.Contains(g.Error, "nvidia-cublas-cu11") {
+		t.Errorf("GEMM with only a too-new cuBLASLt: %+v", g)
 	}
 }
