@@ -317,9 +317,15 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 	s.det.Quiet = min(s.det.Quiet, time.Second)
 	s.uploading.Unlock()
 	before, _, _ := s.det.Newest()
-	s.signal(s.cfg.CheckpointSignal)
 	deadline := time.Now().Add(max(n.Left-5*time.Second, n.Left/2))
-	for time.Now().Before(deadline) {
+	if asked := s.askForCheckpoint(); asked == 0 {
+		// Nothing can checkpoint on demand: a checkpoint being written
+		// may still finish, so the command runs on for half the notice,
+		// and the other half is left to stop it and upload.
+		deadline = time.Now().Add(n.Left / 2)
+	}
+	exited := false
+	for time.Now().Before(deadline) && !exited {
 		c, ok, _ := s.det.Newest()
 		if ok && c.Signature() != before.Signature() {
 			break
@@ -327,10 +333,18 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 		select {
 		case <-time.After(s.cfg.Poll / 4):
 		case <-done:
-			deadline = time.Now()
+			// Saved and exited, as SLURM-style handlers do: done is
+			// drained, so stopChild must not wait on it again.
+			exited = true
 		}
 	}
-	s.stopChild(done, syscall.SIGTERM)
+	if exited {
+		s.signal(syscall.SIGTERM) // what the command started and left behind
+		s.child.Store(0)
+		s.Metrics.childUp.Store(0)
+	} else {
+		s.stopChild(done, syscall.SIGTERM)
+	}
 	safe := s.finalUpload(ctx)
 	// Only a machine whose newest checkpoint is in the store may be let go
 	// early; otherwise the time to NotBefore is left for nothing but the
@@ -346,6 +360,34 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 		return Exit{Code: 0, Reason: fmt.Sprintf("%s scheduled (%s): newest checkpoint uploaded, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud)}
 	}
 	return Exit{Code: 0, Reason: fmt.Sprintf("preempted (%s): newest checkpoint uploaded, command stopped", n.Cloud)}
+}
+
+// askForCheckpoint sends the checkpoint signal to each process of the
+// command's group that catches it, and returns how many got it. Where /proc
+// cannot tell, the whole group gets it, as before there was a /proc to ask.
+func (s *Supervisor) askForCheckpoint() int {
+	pid := int(s.child.Load())
+	if pid <= 0 {
+		return 0
+	}
+	sig := s.cfg.CheckpointSignal
+	pids, members, err := groupCatching("/proc", pid, sig)
+	if err != nil {
+		s.cfg.Log("cannot tell which processes handle %v (%v): sending it to all of them", sig, err)
+		s.signal(sig)
+		return 1
+	}
+	if len(pids) == 0 {
+		s.cfg.Log("the command does not handle %v, so it cannot checkpoint on demand (docs/run.md shows the few lines that let it); it is not sent, since it would kill the command, and the command runs on for half the notice so a checkpoint it is writing can finish", sig)
+		return 0
+	}
+	for _, p := range pids {
+		syscall.Kill(p, sig)
+	}
+	if len(pids) < members {
+		s.cfg.Log("sent %v to the %d of %d processes that handle it", sig, len(pids), members)
+	}
+	return len(pids)
 }
 
 // watch uploads each new complete checkpoint, never blocking the command:
