@@ -23,6 +23,9 @@ type Notice struct {
 	// Approve, when set, tells the cloud that the machine may go now,
 	// once the newest checkpoint is safe.
 	Approve func(ctx context.Context) error
+	// Advisory: the machine is at risk but not going yet (AWS's rebalance
+	// recommendation). A checkpoint is asked for; the command trains on.
+	Advisory bool
 }
 
 // Preempter watches one cloud's metadata service for preemption notices.
@@ -43,7 +46,8 @@ func DefaultEndpoints() Endpoints {
 	return Endpoints{AWS: "http://169.254.169.254", GCP: "http://metadata.google.internal", Azure: "http://169.254.169.254"}
 }
 
-// poller polls one cloud every interval and sends the first notice.
+// poller polls one cloud every interval and sends each advisory and the
+// first notice.
 type poller struct {
 	cloud    string
 	interval time.Duration
@@ -59,8 +63,14 @@ func (p *poller) Watch(ctx context.Context) <-chan Notice {
 		for {
 			if n, err := p.check(ctx, client); err == nil && n != nil {
 				n.Cloud = p.cloud
-				ch <- *n
-				return
+				select {
+				case ch <- *n:
+				case <-ctx.Done():
+					return
+				}
+				if !n.Advisory {
+					return
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -72,45 +82,73 @@ func (p *poller) Watch(ctx context.Context) <-chan Notice {
 	return ch
 }
 
-// AWS polls IMDSv2 spot/instance-action every 5 s, as AWS recommends: a PUT
-// for a token, then the GET with it; 404 means no notice. The notice comes
-// two minutes before the stop.
+// AWS polls IMDSv2 every 5 s, as AWS recommends: a PUT for a token, then
+// spot/instance-action with it (404: no notice; the notice comes two
+// minutes before the stop), then events/recommendations/rebalance (404:
+// none), AWS's word that this Spot instance is at elevated risk. A
+// rebalance recommendation is advice: the command is asked for a
+// checkpoint and trains on.
 func AWS(base string, interval time.Duration) Preempter {
-	return &poller{cloud: "aws", interval: or(interval, 5*time.Second), check: func(ctx context.Context, c *http.Client) (*Notice, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, base+"/latest/api/token", nil)
-		req.Header.Set("X-aws-ec2-metadata-token-ttl-seconds", "21600")
-		resp, err := c.Do(req)
+	a := &aws{base: base}
+	return &poller{cloud: "aws", interval: or(interval, 5*time.Second), check: a.check}
+}
+
+type aws struct {
+	base      string
+	rebalance string // the noticeTime of the recommendation already passed on
+}
+
+func (a *aws) get(ctx context.Context, c *http.Client, token, path string, v any) (found bool, err error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
+	req.Header.Set("X-aws-ec2-metadata-token", token)
+	resp, err := c.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return false, nil
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(v) != nil {
+		return false, fmt.Errorf("%s: HTTP %d", path, resp.StatusCode)
+	}
+	return true, nil
+}
+
+func (a *aws) check(ctx context.Context, c *http.Client) (*Notice, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, a.base+"/latest/api/token", nil)
+	req.Header.Set("X-aws-ec2-metadata-token-ttl-seconds", "21600")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	token, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("IMDS token: HTTP %d", resp.StatusCode)
+	}
+	var action struct {
+		Action string    `json:"action"`
+		Time   time.Time `json:"time"`
+	}
+	if found, err := a.get(ctx, c, string(token), "/latest/meta-data/spot/instance-action", &action); err != nil || found {
 		if err != nil {
 			return nil, err
 		}
-		token, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("IMDS token: HTTP %d", resp.StatusCode)
-		}
-		req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+"/latest/meta-data/spot/instance-action", nil)
-		req.Header.Set("X-aws-ec2-metadata-token", string(token))
-		resp, err = c.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode == http.StatusNotFound {
-			return nil, nil
-		}
-		var a struct {
-			Action string    `json:"action"`
-			Time   time.Time `json:"time"`
-		}
-		if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&a) != nil {
-			return nil, fmt.Errorf("spot/instance-action: HTTP %d", resp.StatusCode)
-		}
-		left := time.Until(a.Time)
+		left := time.Until(action.Time)
 		if left <= 0 || left > 2*time.Minute {
 			left = 2 * time.Minute
 		}
-		return &Notice{Detail: a.Action + " at " + a.Time.Format(time.RFC3339), Left: left}, nil
-	}}
+		return &Notice{Detail: action.Action + " at " + action.Time.Format(time.RFC3339), Left: left}, nil
+	}
+	var rec struct {
+		NoticeTime string `json:"noticeTime"`
+	}
+	if found, err := a.get(ctx, c, string(token), "/latest/meta-data/events/recommendations/rebalance", &rec); err != nil || !found || rec.NoticeTime == a.rebalance {
+		return nil, err
+	}
+	a.rebalance = rec.NoticeTime
+	return &Notice{Detail: "rebalance recommendation at " + rec.NoticeTime, Advisory: true}, nil
 }
 
 // GCP polls instance/preempted (Metadata-Flavor: Google); TRUE means the

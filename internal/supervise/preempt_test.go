@@ -2,10 +2,13 @@ package supervise
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -109,5 +112,78 @@ func TestAzurePoller(t *testing.T) {
 	bad := &azure{base: srv.URL + "/nowhere", name: "spot_3"}
 	if _, err := bad.check(ctx, c); err == nil {
 		t.Error("a missing endpoint gave no error")
+	}
+}
+
+// AWS's rebalance recommendation asks the command for a checkpoint and
+// lets it train on; the interruption notice that may follow stops it.
+func TestAWSRebalance(t *testing.T) {
+	var stage atomic.Int32 // 0 nothing, 1 rebalance, 2 rebalance and notice
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /latest/api/token", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "tok") })
+	mux.HandleFunc("GET /latest/meta-data/spot/instance-action", func(w http.ResponseWriter, r *http.Request) {
+		if stage.Load() < 2 {
+			w.WriteHeader(404)
+			return
+		}
+		fmt.Fprintf(w, `{"action": "terminate", "time": %q}`, time.Now().Add(2*time.Minute).UTC().Format(time.RFC3339))
+	})
+	mux.HandleFunc("GET /latest/meta-data/events/recommendations/rebalance", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-aws-ec2-metadata-token") != "tok" {
+			w.WriteHeader(401)
+			return
+		}
+		if stage.Load() < 1 {
+			w.WriteHeader(404)
+			return
+		}
+		io.WriteString(w, `{"noticeTime": "2026-11-30T08:22:00Z"}`)
+	})
+	srv := httptest.NewServer(mux) // 127.0.0.1
+	defer srv.Close()
+
+	h := newHarness(t)
+	setTrainerEnv(t, 7, "0", 1000000)
+	t.Setenv("FAKE_EVERY", "1000000") // no periodic checkpoints: only those asked for
+	t.Setenv("FAKE_LOG", h.log)
+	cfg := h.config(t.TempDir(), h.b)
+	cfg.Preemption = AWS(srv.URL, 20*time.Millisecond)
+	var mu sync.Mutex
+	var logs strings.Builder
+	cfg.Log = func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(&logs, format+"\n", a...)
+	}
+	sup, _ := New(cfg)
+	go func() {
+		wait := func(what string, ok func() bool) {
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !ok(); time.Sleep(20 * time.Millisecond) {
+			}
+			if !ok() {
+				t.Errorf("never saw %s", what)
+			}
+		}
+		wait("the trainer start", func() bool { return strings.Contains(strings.Join(h.resumes(), " "), "resume") })
+		time.Sleep(50 * time.Millisecond)
+		stage.Store(1)
+		wait("the checkpoint asked for on the recommendation", func() bool { return len(h.committedSteps()) == 1 })
+		time.Sleep(200 * time.Millisecond) // the recommendation stays; it is passed on once
+		stage.Store(2)
+	}()
+	ex, err := sup.Run(context.Background(), nil)
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if err != nil || ex.Code != 0 || !strings.Contains(ex.Reason, "preempted (aws)") {
+		t.Fatalf("%+v %v\n%s", ex, err, out)
+	}
+	if n := strings.Count(out, "rebalance recommendation at 2026-11-30T08:22:00Z from aws: asking the command for a checkpoint; it trains on"); n != 1 {
+		t.Errorf("recommendation passed on %d times, want once:\n%s", n, out)
+	}
+	// One checkpoint on the recommendation, one more on the notice, by a
+	// trainer that was not restarted in between.
+	if got := strings.Count(strings.Join(h.resumes(), " "), "checkpoint-now"); got != 2 || len(h.committedSteps()) != 2 || len(h.resumeSteps()) != 1 {
+		t.Errorf("checkpoints asked %d, committed %v, starts %v", got, h.committedSteps(), h.resumeSteps())
 	}
 }

@@ -185,23 +185,31 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		var werr error
-		select {
-		case <-ctx.Done():
-			// Abandoned (the caller's context ended): the command dies with
-			// the supervisor, nothing more is uploaded, as if gpurent had
-			// been killed.
-			s.signal(syscall.SIGKILL)
-			<-done
-			s.child.Store(0)
-			return Exit{Code: 137, Reason: "abandoned"}, ctx.Err()
-		case werr = <-done:
-		case sig := <-stop:
-			s.cfg.Log("received %v: stopping the command", sig)
-			s.stopChild(done, sig.(syscall.Signal))
-			s.finalUpload(ctx)
-			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v; newest complete checkpoint uploaded", sig)}, nil
-		case n := <-notices:
-			return s.preempted(ctx, n, done), nil
+	running:
+		for {
+			select {
+			case <-ctx.Done():
+				// Abandoned (the caller's context ended): the command dies
+				// with the supervisor, nothing more is uploaded, as if
+				// gpurent had been killed.
+				s.signal(syscall.SIGKILL)
+				<-done
+				s.child.Store(0)
+				return Exit{Code: 137, Reason: "abandoned"}, ctx.Err()
+			case werr = <-done:
+				break running
+			case sig := <-stop:
+				s.cfg.Log("received %v: stopping the command", sig)
+				s.stopChild(done, sig.(syscall.Signal))
+				s.finalUpload(ctx)
+				return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v; newest complete checkpoint uploaded", sig)}, nil
+			case n := <-notices:
+				if !n.Advisory {
+					return s.preempted(ctx, n, done), nil
+				}
+				s.cfg.Log("%s from %s: asking the command for a checkpoint; it trains on", n.Detail, n.Cloud)
+				s.askForCheckpoint()
+			}
 		}
 		s.child.Store(0)
 		s.Metrics.childUp.Store(0)
@@ -323,6 +331,7 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 		// may still finish, so the command runs on for half the notice,
 		// and the other half is left to stop it and upload.
 		deadline = time.Now().Add(n.Left / 2)
+		s.cfg.Log("the command runs on for %v, so that a checkpoint it is writing can finish", (n.Left / 2).Round(time.Second))
 	}
 	exited := false
 	for time.Now().Before(deadline) && !exited {
@@ -378,7 +387,7 @@ func (s *Supervisor) askForCheckpoint() int {
 		return 1
 	}
 	if len(pids) == 0 {
-		s.cfg.Log("the command does not handle %v, so it cannot checkpoint on demand (docs/run.md shows the few lines that let it); it is not sent, since it would kill the command, and the command runs on for half the notice so a checkpoint it is writing can finish", sig)
+		s.cfg.Log("the command does not handle %v, so it cannot checkpoint on demand (docs/run.md shows the few lines that let it); it is not sent, since it would kill the command", sig)
 		return 0
 	}
 	for _, p := range pids {
