@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -148,13 +147,7 @@ func TestAWSRebalance(t *testing.T) {
 	t.Setenv("FAKE_LOG", h.log)
 	cfg := h.config(t.TempDir(), h.b)
 	cfg.Preemption = AWS(srv.URL, 20*time.Millisecond)
-	var mu sync.Mutex
-	var logs strings.Builder
-	cfg.Log = func(format string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(&logs, format+"\n", a...)
-	}
+	logged := logTo(&cfg)
 	sup, _ := New(cfg)
 	go func() {
 		wait := func(what string, ok func() bool) {
@@ -172,9 +165,7 @@ func TestAWSRebalance(t *testing.T) {
 		stage.Store(2)
 	}()
 	ex, err := sup.Run(context.Background(), nil)
-	mu.Lock()
-	out := logs.String()
-	mu.Unlock()
+	out := logged()
 	if err != nil || ex.Code != 0 || !strings.Contains(ex.Reason, "preempted (aws)") {
 		t.Fatalf("%+v %v\n%s", ex, err, out)
 	}

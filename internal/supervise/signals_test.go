@@ -42,6 +42,22 @@ func TestGroupCatching(t *testing.T) {
 	}
 }
 
+// logTo collects cfg's log lines; logged returns them so far.
+func logTo(cfg *Config) (logged func() string) {
+	var mu sync.Mutex
+	var b strings.Builder
+	cfg.Log = func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(&b, format+"\n", a...)
+	}
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return b.String()
+	}
+}
+
 // noticeAfter sends one notice after a delay: a cloud without HTTP.
 type noticeAfter struct {
 	after time.Duration
@@ -68,13 +84,7 @@ func TestPreemptionCommandWithoutHandler(t *testing.T) {
 	h := newHarness(t)
 	dir := t.TempDir()
 	cfg := h.config(dir, h.b)
-	var mu sync.Mutex
-	var logs strings.Builder
-	cfg.Log = func(format string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(&logs, format+"\n", a...)
-	}
+	logged := logTo(&cfg)
 	// The checkpoint takes 1.5 s to write and starts before the notice.
 	cfg.Cmd = []string{"sh", "-c", `cd "$GPURENT_CKPT_DIR" && printf 1 > ckpt-1.bin.tmp && sleep 1.5 && mv ckpt-1.bin.tmp ckpt-1.bin && sleep 30`}
 	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: Notice{Cloud: "test", Detail: "a notice", Left: 10 * time.Second}}
@@ -84,9 +94,7 @@ func TestPreemptionCommandWithoutHandler(t *testing.T) {
 	}
 	start := time.Now()
 	ex, err := sup.Run(context.Background(), nil)
-	mu.Lock()
-	out := logs.String()
-	mu.Unlock()
+	out := logged()
 	if err != nil || ex.Code != 0 || !strings.Contains(ex.Reason, "preempted (test)") {
 		t.Fatalf("%+v %v\n%s", ex, err, out)
 	}
