@@ -49,7 +49,8 @@ func newRun(g *globals) *cobra.Command {
 is uploaded to --store in the background (encrypted, verified, committed last), the
 command is restarted from the newest checkpoint after a failure, and on a new, empty
 machine the same line pulls the newest checkpoint first. Preemption notices (AWS,
-GCP, Azure; on Azure also a reboot, redeploy or deletion two minutes ahead) make
+GCP, Azure; also GCP's host maintenance and Azure's reboot, redeploy or deletion,
+two minutes ahead) make
 the command checkpoint at once (SIGUSR1, sent only to processes that handle it:
 its default action kills), then stop cleanly.
 

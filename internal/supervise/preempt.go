@@ -151,23 +151,66 @@ func (a *aws) check(ctx context.Context, c *http.Client) (*Notice, error) {
 	return &Notice{Detail: "rebalance recommendation at " + rec.NoticeTime, Advisory: true}, nil
 }
 
-// GCP polls instance/preempted (Metadata-Flavor: Google); TRUE means the
-// ACPI soft-off has begun, 30 s before the hard stop for Spot VMs.
+// GCP polls, once a second, instance/preempted (Metadata-Flavor: Google),
+// TRUE once the ACPI soft-off has begun, 30 s before the hard stop for
+// Spot VMs; and instance/maintenance-event. A VM with a GPU cannot be live
+// migrated: host maintenance stops it, about every two weeks to a month,
+// and the key reads TERMINATE_ON_HOST_MAINTENANCE an hour ahead (Google's
+// "Handling GPU host maintenance events"). That asks the command for a
+// checkpoint at once and lets it train on; two minutes before the hour is
+// out it is a notice. Reading the key also keeps the warning coming:
+// Google skips it for a VM that never asked.
 func GCP(base string, interval time.Duration) Preempter {
-	return &poller{cloud: "gcp", interval: or(interval, time.Second), check: func(ctx context.Context, c *http.Client) (*Notice, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/computeMetadata/v1/instance/preempted", nil)
-		req.Header.Set("Metadata-Flavor", "Google")
-		resp, err := c.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64))
-		if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(b)) == "TRUE" {
-			return &Notice{Detail: "instance/preempted is TRUE", Left: 30 * time.Second}, nil
-		}
+	g := &gcp{base: base, maintenance: time.Hour}
+	return &poller{cloud: "gcp", interval: or(interval, time.Second), check: g.check}
+}
+
+type gcp struct {
+	base        string
+	maintenance time.Duration // notice a GPU VM gets before host maintenance stops it
+	since       time.Time     // when TERMINATE_ON_HOST_MAINTENANCE was first read; zero when not
+}
+
+func (g *gcp) get(ctx context.Context, c *http.Client, key string) (string, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.base+"/computeMetadata/v1/instance/"+key, nil)
+	req.Header.Set("Metadata-Flavor", "Google")
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("instance/%s: HTTP %d", key, resp.StatusCode)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func (g *gcp) check(ctx context.Context, c *http.Client) (*Notice, error) {
+	v, err := g.get(ctx, c, "preempted")
+	if err != nil {
+		return nil, err
+	}
+	if v == "TRUE" {
+		return &Notice{Detail: "instance/preempted is TRUE", Left: 30 * time.Second}, nil
+	}
+	if v, err = g.get(ctx, c, "maintenance-event"); err != nil {
+		return nil, err
+	}
+	if v != "TERMINATE_ON_HOST_MAINTENANCE" {
+		g.since = time.Time{} // NONE: done, or called off
 		return nil, nil
-	}}
+	}
+	now := time.Now()
+	if g.since.IsZero() {
+		g.since = now
+		return &Notice{Detail: fmt.Sprintf("host maintenance will stop this VM in about %v (instance/maintenance-event is TERMINATE_ON_HOST_MAINTENANCE)", g.maintenance), Advisory: true}, nil
+	}
+	if left := g.since.Add(g.maintenance).Sub(now); left <= 2*time.Minute {
+		return &Notice{Detail: "host maintenance (TERMINATE_ON_HOST_MAINTENANCE since " + g.since.UTC().Format(time.RFC3339) + ")",
+			Left: max(left, 30*time.Second), Event: "Host maintenance"}, nil
+	}
+	return nil, nil
 }
 
 // Azure polls Scheduled Events once a second (Metadata: true), as

@@ -178,3 +178,73 @@ func TestAWSRebalance(t *testing.T) {
 		t.Errorf("checkpoints asked %d, committed %v, starts %v", got, h.committedSteps(), h.resumeSteps())
 	}
 }
+
+// On GCP a GPU VM learns of host maintenance an hour ahead: the command is
+// asked for a checkpoint at once and trains on, and two minutes before the
+// hour is out it is stopped as on a preemption (the hour is shortened here).
+func TestGCPHostMaintenance(t *testing.T) {
+	var event atomic.Value
+	event.Store("NONE")
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /computeMetadata/v1/instance/{key}", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Metadata-Flavor") != "Google" {
+			w.WriteHeader(403)
+			return
+		}
+		switch r.PathValue("key") {
+		case "preempted":
+			io.WriteString(w, "FALSE")
+		case "maintenance-event":
+			io.WriteString(w, event.Load().(string))
+		default:
+			w.WriteHeader(404)
+		}
+	})
+	srv := httptest.NewServer(mux) // 127.0.0.1
+	defer srv.Close()
+
+	// NONE again (done, or called off) starts the hour over.
+	g := &gcp{base: srv.URL, maintenance: time.Hour}
+	ctx, c := context.Background(), srv.Client()
+	event.Store("TERMINATE_ON_HOST_MAINTENANCE")
+	if n, err := g.check(ctx, c); err != nil || n == nil || !n.Advisory || !strings.Contains(n.Detail, "about 1h0m0s") {
+		t.Fatalf("first sight: %+v %v", n, err)
+	}
+	if n, _ := g.check(ctx, c); n != nil {
+		t.Fatalf("advised twice: %+v", n)
+	}
+	event.Store("NONE")
+	if n, _ := g.check(ctx, c); n != nil || !g.since.IsZero() {
+		t.Fatalf("NONE: %+v, since %v", n, g.since)
+	}
+
+	h := newHarness(t)
+	setTrainerEnv(t, 8, "0", 1000000)
+	t.Setenv("FAKE_EVERY", "1000000")
+	t.Setenv("FAKE_LOG", h.log)
+	cfg := h.config(t.TempDir(), h.b)
+	cfg.Preemption = &poller{cloud: "gcp", interval: 20 * time.Millisecond,
+		check: (&gcp{base: srv.URL, maintenance: 2*time.Minute + 500*time.Millisecond}).check}
+	logged := logTo(&cfg)
+	sup, _ := New(cfg)
+	go func() {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if strings.Contains(strings.Join(h.resumes(), " "), "resume") {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+		event.Store("TERMINATE_ON_HOST_MAINTENANCE")
+	}()
+	ex, err := sup.Run(context.Background(), nil)
+	out := logged()
+	if err != nil || ex.Code != 0 || !strings.HasPrefix(ex.Reason, "Host maintenance scheduled (gcp)") {
+		t.Fatalf("%+v %v\n%s", ex, err, out)
+	}
+	if !strings.Contains(out, "host maintenance will stop this VM in about 2m0.5s") {
+		t.Errorf("no advice logged:\n%s", out)
+	}
+	if got := strings.Count(strings.Join(h.resumes(), " "), "checkpoint-now"); got != 2 || len(h.committedSteps()) != 2 || len(h.resumeSteps()) != 1 {
+		t.Errorf("checkpoints asked %d, committed %v, starts %v", got, h.committedSteps(), h.resumeSteps())
+	}
+}
