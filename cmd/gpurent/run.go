@@ -50,9 +50,8 @@ is uploaded to --store in the background (encrypted, verified, committed last), 
 command is restarted from the newest checkpoint after a failure, and on a new, empty
 machine the same line pulls the newest checkpoint first. Preemption notices (AWS,
 GCP, Azure; also GCP's host maintenance and Azure's reboot, redeploy or deletion,
-two minutes ahead) make
-the command checkpoint at once (SIGUSR1, sent only to processes that handle it:
-its default action kills), then stop cleanly.
+two minutes ahead) make the command checkpoint at once (SIGUSR1, sent only to
+processes that handle it: its default action kills), then stop cleanly.
 
 The command sees GPURENT_RESUME_FROM (the newest complete checkpoint, empty if none),
 GPURENT_RESTART_COUNT, GPURENT_CKPT_DIR and GPURENT_RUN; "{resume}" in an argument is
