@@ -386,6 +386,9 @@ func (s *Supervisor) askForCheckpoint() int {
 		s.signal(sig)
 		return 1
 	}
+	if members == 0 {
+		return 0 // gone already
+	}
 	if len(pids) == 0 {
 		s.cfg.Log("the command does not handle %v, so it cannot checkpoint on demand (docs/run.md shows the few lines that let it); it is not sent, since it would kill the command", sig)
 		return 0
