@@ -92,7 +92,7 @@ func TestExitCodes(t *testing.T) {
 		{"ckpt push missing path", []string{"ckpt", "push", filepath.Join(dir, "nothing"), "--store", dir, "--no-encrypt"}, 2, "nothing"},
 		{"ckpt bad id", []string{"ckpt", "pull", filepath.Join(dir, "d"), "--store", dir, "--id", "yesterday"}, 1, `checkpoint id "yesterday"`},
 		{"bench bad backend", []string{"bench", "--backend", "opencl"}, 2, `--backend: want auto, cuda, torch, cpu or none, got "opencl"`},
-		{"bench bad duration", []string{"bench", "--duration", "forever"}, 2, "--duration: want a duration"},
+		{"bench bad duration", []string{"bench", "--duration", "forever"}, 2, "--duration: want a positive duration up to 10m"},
 		{"bench unknown probe", []string{"bench", "--probes", "gemm_fp64"}, 2, `--probes: unknown probe "gemm_fp64"`},
 		{"bench replay missing", []string{"bench", "--replay", filepath.Join(dir, "none.json")}, 2, "none.json"},
 		{"bench replay not facts", []string{"bench", "--replay", badProfile}, 2, "not a gpurent facts file"},
