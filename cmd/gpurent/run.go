@@ -36,11 +36,11 @@ type runFile struct {
 func newRun(g *globals) *cobra.Command {
 	var s storeFlags
 	var (
-		config, ckptDir, preemption, metrics, glob string
-		keep, maxRestarts                          int
-		noStatus                                   bool
-		metaAWS, metaGCP, metaAzure                string
-		quiet, grace, poll                         time.Duration
+		config, ckptDir, preemption, metrics, glob            string
+		keep, maxRestarts                                     int
+		noStatus                                              bool
+		metaAWS, metaGCP, metaAzure, metaAlibaba, metaTencent string
+		quiet, grace, poll                                    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
@@ -49,9 +49,10 @@ func newRun(g *globals) *cobra.Command {
 is uploaded to --store in the background (encrypted, verified, committed last), the
 command is restarted from the newest checkpoint after a failure, and on a new, empty
 machine the same line pulls the newest checkpoint first. Preemption notices (AWS,
-GCP, Azure; also GCP's host maintenance and Azure's reboot, redeploy or deletion,
-two minutes ahead) make the command checkpoint at once (SIGUSR1, sent only to
-processes that handle it: its default action kills), then stop cleanly.
+GCP, Azure, Alibaba, Tencent; also GCP's host maintenance and Azure's reboot,
+redeploy or deletion, two minutes ahead) make the command checkpoint at once
+(SIGUSR1, sent only to processes that handle it: its default action kills), then
+stop cleanly.
 
 The command sees GPURENT_RESUME_FROM (the newest complete checkpoint, empty if none),
 GPURENT_RESTART_COUNT, GPURENT_CKPT_DIR and GPURENT_RUN; "{resume}" in an argument is
@@ -110,7 +111,7 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			for _, m := range []struct {
 				flag string
 				url  *string
-			}{{"metadata-aws", &metaAWS}, {"metadata-gcp", &metaGCP}, {"metadata-azure", &metaAzure}} {
+			}{{"metadata-aws", &metaAWS}, {"metadata-gcp", &metaGCP}, {"metadata-azure", &metaAzure}, {"metadata-alibaba", &metaAlibaba}, {"metadata-tencent", &metaTencent}} {
 				if *m.url == "" {
 					continue
 				}
@@ -127,6 +128,12 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			if metaAzure != "" {
 				ep.Azure = strings.TrimSuffix(metaAzure, "/")
 			}
+			if metaAlibaba != "" {
+				ep.Alibaba = strings.TrimSuffix(metaAlibaba, "/")
+			}
+			if metaTencent != "" {
+				ep.Tencent = strings.TrimSuffix(metaTencent, "/")
+			}
 			switch preemption {
 			case "none":
 			case "auto":
@@ -137,8 +144,12 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 				pre = supervise.GCP(ep.GCP, 0)
 			case "azure":
 				pre = supervise.Azure(ep.Azure, 0)
+			case "alibaba":
+				pre = supervise.Alibaba(ep.Alibaba, 0)
+			case "tencent":
+				pre = supervise.Tencent(ep.Tencent, 0)
 			default:
-				return usagef("--preemption: want auto, aws, gcp, azure or none, got %q", preemption)
+				return usagef("--preemption: want auto, aws, gcp, azure, alibaba, tencent or none, got %q", preemption)
 			}
 			logf := func(format string, a ...any) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: "+format+"\n", a...)
@@ -202,7 +213,7 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&maxRestarts, "max-restarts", 10, "restarts after failures before giving up")
-	f.StringVar(&preemption, "preemption", "auto", "preemption notices to watch: auto, aws, gcp, azure or none")
+	f.StringVar(&preemption, "preemption", "auto", "preemption notices to watch: auto, aws, gcp, azure, alibaba, tencent or none")
 	f.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on this address (\":9464\" binds 127.0.0.1)")
 	f.StringVar(&glob, "glob", "", "only names in --ckpt-dir matching this glob are checkpoints")
 	f.DurationVar(&quiet, "quiet", 5*time.Second, "a plain file or directory must be unmodified this long to count as complete")
@@ -212,5 +223,7 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 	f.StringVar(&metaAWS, "metadata-aws", "", "AWS instance metadata endpoint (default http://169.254.169.254)")
 	f.StringVar(&metaGCP, "metadata-gcp", "", "GCP metadata endpoint (default http://metadata.google.internal)")
 	f.StringVar(&metaAzure, "metadata-azure", "", "Azure metadata endpoint (default http://169.254.169.254; VMs outside a VNET must discover theirs)")
+	f.StringVar(&metaAlibaba, "metadata-alibaba", "", "Alibaba Cloud ECS metadata endpoint (default http://100.100.100.200)")
+	f.StringVar(&metaTencent, "metadata-tencent", "", "Tencent Cloud CVM metadata endpoint (default http://metadata.tencentyun.com)")
 	return cmd
 }

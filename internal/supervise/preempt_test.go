@@ -248,3 +248,36 @@ func TestGCPHostMaintenance(t *testing.T) {
 		t.Errorf("checkpoints asked %d, committed %v, starts %v", got, h.committedSteps(), h.resumeSteps())
 	}
 }
+
+// Alibaba and Tencent say when the spot instance goes; the notice gives
+// the time left until then, read in the zone each writes it in.
+func TestTerminationTime(t *testing.T) {
+	var body atomic.Value
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /latest/meta-data/spot/termination-time", func(w http.ResponseWriter, r *http.Request) {
+		v, _ := body.Load().(string)
+		if v == "" {
+			w.WriteHeader(404)
+			return
+		}
+		io.WriteString(w, v+"\n")
+	})
+	srv := httptest.NewServer(mux) // 127.0.0.1
+	defer srv.Close()
+	check := Tencent(srv.URL, 0).(*poller).check
+	ctx, c := context.Background(), srv.Client()
+	if n, err := check(ctx, c); n != nil || err != nil {
+		t.Fatalf("404: %+v %v", n, err)
+	}
+	// Tencent writes UTC+8 wall time: three minutes from now there.
+	body.Store(time.Now().Add(3 * time.Minute).In(time.FixedZone("", 8*3600)).Format(time.DateTime))
+	n, err := check(ctx, c)
+	if err != nil || n == nil || n.Left < 2*time.Minute+50*time.Second || n.Left > 3*time.Minute {
+		t.Fatalf("3 min ahead: %+v %v", n, err)
+	}
+	// Past or unreadable: the shortest notice.
+	body.Store("soon")
+	if n, err := check(ctx, c); err != nil || n == nil || n.Left != 30*time.Second || !strings.Contains(n.Detail, "soon") {
+		t.Fatalf("unreadable: %+v %v", n, err)
+	}
+}

@@ -448,8 +448,45 @@ func TestPreemption(t *testing.T) {
 		}
 		approved.Store(string(b))
 	})
+	mux.HandleFunc("GET /computeMetadata/v1/instance/id", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Metadata-Flavor") != "Google" {
+			w.WriteHeader(403)
+			return
+		}
+		io.WriteString(w, "4520031799277581759")
+	})
+	mux.HandleFunc("GET /tencent/latest/meta-data/instance-id", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ins-2pz8d9r1") })
+	mux.HandleFunc("GET /tencent/latest/meta-data/spot/termination-time", func(w http.ResponseWriter, r *http.Request) {
+		if !notice.Load() {
+			w.WriteHeader(404)
+			return
+		}
+		io.WriteString(w, time.Now().Add(2*time.Minute).In(time.FixedZone("CST", 8*3600)).Format(time.DateTime))
+	})
 	srv := httptest.NewServer(mux) // 127.0.0.1
 	defer srv.Close()
+	// Alibaba's token path is AWS's, with other headers: a server apart.
+	ali := http.NewServeMux()
+	ali.HandleFunc("PUT /latest/api/token", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-aliyun-ecs-metadata-token-ttl-seconds") == "" {
+			w.WriteHeader(400)
+			return
+		}
+		io.WriteString(w, "ali-tok")
+	})
+	ali.HandleFunc("GET /latest/meta-data/instance/spot/termination-time", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-aliyun-ecs-metadata-token") != "ali-tok" {
+			w.WriteHeader(401)
+			return
+		}
+		if !notice.Load() {
+			w.WriteHeader(404)
+			return
+		}
+		io.WriteString(w, time.Now().Add(5*time.Minute).UTC().Format(time.RFC3339))
+	})
+	aliSrv := httptest.NewServer(ali) // 127.0.0.1
+	defer aliSrv.Close()
 	for _, tc := range []struct {
 		cloud string
 		p     Preempter
@@ -457,6 +494,8 @@ func TestPreemption(t *testing.T) {
 		{"aws", AWS(srv.URL, 20*time.Millisecond)},
 		{"gcp", GCP(srv.URL, 20*time.Millisecond)},
 		{"azure", Azure(srv.URL, 20*time.Millisecond)},
+		{"alibaba", Alibaba(aliSrv.URL, 20*time.Millisecond)},
+		{"tencent", Tencent(srv.URL+"/tencent", 20*time.Millisecond)},
 	} {
 		t.Run(tc.cloud, func(t *testing.T) {
 			notice.Store(false)
@@ -494,9 +533,23 @@ func TestPreemption(t *testing.T) {
 			}
 		})
 	}
-	// auto finds the cloud that answers.
-	if p := Auto(context.Background(), Endpoints{AWS: srv.URL, GCP: "http://127.0.0.1:1", Azure: "http://127.0.0.1:1"}); p == nil || p.(*poller).cloud != "aws" {
-		t.Errorf("auto: %v", p)
+	// auto finds the cloud that answers, asking all at once.
+	none := "http://127.0.0.1:1"
+	for _, tc := range []struct {
+		ep   Endpoints
+		want string
+	}{
+		{Endpoints{AWS: srv.URL, GCP: none, Azure: none, Alibaba: none, Tencent: none}, "aws"},
+		{Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: aliSrv.URL, Tencent: none}, "alibaba"},
+		{Endpoints{AWS: srv.URL, GCP: srv.URL, Azure: none, Alibaba: aliSrv.URL, Tencent: none}, "gcp"},
+		{Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: none, Tencent: srv.URL + "/tencent"}, "tencent"},
+	} {
+		if p := Auto(context.Background(), tc.ep); p == nil || p.(*poller).cloud != tc.want {
+			t.Errorf("auto: %v, want %s", p, tc.want)
+		}
+	}
+	if p := Auto(context.Background(), Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: none, Tencent: none}); p != nil {
+		t.Errorf("auto off the clouds: %v", p)
 	}
 }
 
