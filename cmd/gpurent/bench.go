@@ -209,19 +209,25 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 			n = len(b)
 		}
 	}
+	var cuda []gpu.Results
+	if backend != "torch" && n > 1 {
+		cuda = cudaParallel(ctx, opt, n)
+	}
 	var out []gpu.Results
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		opt.Device = i
 		var r gpu.Results
-		switch backend {
-		case "torch":
+		switch {
+		case backend == "torch":
 			r = gpu.Torch{}.Run(ctx, opt)
+		case cuda != nil:
+			r = cuda[i]
 		default:
 			r = gpu.CUDA{}.Run(ctx, opt)
-			if backend == "auto" && !r.Available {
-				if t := (gpu.Torch{}).Run(ctx, opt); t.Available {
-					r = t
-				}
+		}
+		if backend == "auto" && !r.Available {
+			if t := (gpu.Torch{}).Run(ctx, opt); t.Available {
+				r = t
 			}
 		}
 		if r.BusID == "" && i < len(cudaBuses()) { // a run that failed early is still filed under its GPU
@@ -232,6 +238,56 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 	}
 	if full && ctx.Err() == nil {
 		out = append(out, hiddenFromCUDA(out, g, backend)...)
+	}
+	return out
+}
+
+// cudaParallel runs the cuda backend on CUDA devices 0..n-1 at once: each
+// has its own context on its own OS thread, and a node of eight measured
+// one GPU after another would take eight times as long (the sustained
+// probe alone is 10 s a GPU). The host links are the exception: H2D and
+// D2H of all GPUs share the host's PCIe switches and memory, so they run
+// one GPU at a time afterwards, each judged against its own link. nil when
+// the probes asked for are all link probes (nothing to run at once).
+func cudaParallel(ctx context.Context, opt gpu.Options, n int) []gpu.Results {
+	var shared, links []string
+	for _, p := range gpu.AllProbes() {
+		switch {
+		case !opt.Wants(p):
+		case p == gpu.ProbeH2D || p == gpu.ProbeD2H:
+			links = append(links, p)
+		default:
+			shared = append(shared, p)
+		}
+	}
+	if len(shared) == 0 {
+		return nil
+	}
+	out := make([]gpu.Results, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		o := opt
+		o.Device, o.Probes = i, shared
+		wg.Go(func() { out[i] = gpu.CUDA{}.Run(ctx, o) })
+	}
+	wg.Wait()
+	for i := 0; i < n && len(links) > 0 && ctx.Err() == nil; i++ {
+		if !out[i].Available {
+			continue
+		}
+		o := opt
+		o.Device, o.Probes = i, links
+		r := gpu.CUDA{}.Run(ctx, o)
+		if !r.Available {
+			for _, p := range links {
+				r.Results = append(r.Results, gpu.Result{Probe: p, Error: r.Error})
+			}
+		}
+		out[i].Results = append(out[i].Results, r.Results...)
+		order := gpu.AllProbes()
+		slices.SortStableFunc(out[i].Results, func(a, b gpu.Result) int {
+			return slices.Index(order, a.Probe) - slices.Index(order, b.Probe)
+		})
 	}
 	return out
 }

@@ -243,3 +243,49 @@ func TestBenchDurationSustainedSimulated(t *testing.T) {
 		t.Errorf("sustained probe did not launch for --duration: %+v", r)
 	}
 }
+
+// Full mode on a node measures its GPUs at once, but H2D and D2H one GPU
+// at a time; every GPU gets every probe asked for, in the usual order,
+// with the rates the simulation was given, whichever phase ran it.
+func TestBenchFullParallelSimulated(t *testing.T) {
+	_, simEnv := simGPUs(t)
+	cmd := exec.Command(os.Args[0], "bench", "--no-history", "--full", "--backend", "cuda",
+		"--probes", "h2d,fp32_fma,sustained,d2h,gemm_bf16", "--duration", "1s", "--disk-mb", "0", "-o", "json")
+	cmd.Env = append(simEnv(2, ""), "GPURENT_AS_MAIN=1", "XDG_STATE_HOME="+t.TempDir())
+	b, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 3) { // 3: the other tenants fail the verdict
+		t.Fatalf("%v: %s", err, b)
+	}
+	var rep struct {
+		Facts struct {
+			Compute []struct {
+				Index     int
+				Available bool
+				BusID     string `json:"bus_id"`
+				Results   []struct {
+					Probe, Error string
+					Value        float64
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if len(rep.Facts.Compute) != 2 {
+		t.Fatalf("%d GPUs measured, want 2: %s", len(rep.Facts.Compute), b)
+	}
+	want := map[string]float64{"fp32_fma": 60, "gemm_bf16": 800, "h2d": 50, "d2h": 50}
+	for i, c := range rep.Facts.Compute {
+		var probes []string
+		for _, r := range c.Results {
+			probes = append(probes, r.Probe)
+			if w, ok := want[r.Probe]; r.Error != "" || (ok && (r.Value < 0.98*w || r.Value > 1.02*w)) {
+				t.Errorf("gpu%d %s = %v (%s)", c.Index, r.Probe, r.Value, r.Error)
+			}
+		}
+		if c.Index != i || !c.Available || fmt.Sprint(probes) != "[fp32_fma gemm_bf16 h2d d2h sustained]" {
+			t.Errorf("gpu%d (%s): available %v, probes %v", c.Index, c.BusID, c.Available, probes)
+		}
+	}
+}

@@ -16,9 +16,15 @@
 // (gpurent burn) marks FILE busy, and while it is, every
 // cotenant_every-th launch of any other process waits cotenant_ms for the
 // co-tenant's time slice.
+//
+// Like the real driver, it may be called from several threads at once,
+// each with its own device's context current (bench --full measures the
+// GPUs of a node in parallel): one lock serialises the calls, and each
+// device has its own context and virtual clock.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,22 +57,39 @@ struct stats {
 };
 static struct stats st;
 
-static int initialised;
-static __thread void *current; // the context current on this thread
-static int primary_ctx = 0x600d;
+// Every exported call holds mu for its whole length (LOCKED).
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static void unlock(int *unused) {
+  (void)unused;
+  pthread_mutex_unlock(&mu);
+}
+#define LOCKED                  \
+  pthread_mutex_lock(&mu);      \
+  __attribute__((cleanup(unlock))) int locked_ = 1; \
+  (void)locked_
 
-static double clock_us; // virtual GPU time
+#define MAX_DEV 8
+static int initialised;
+static __thread int *current;   // the context current on this thread
+static int primary_ctx[MAX_DEV]; // one per device ordinal; the value is its reference count
+static double clock_us[MAX_DEV]; // virtual GPU time, per device
 static double slice_wait(void);
 
+// dev is the device of the context current on this thread.
+static int dev(void) { return (int)(current - primary_ctx); }
+
 void fake_config(const struct config *c) {
+  LOCKED;
   cfg = *c;
   memset(&st, 0, sizeof st);
   initialised = 0;
-  clock_us = 0;
+  memset(clock_us, 0, sizeof clock_us);
 }
-void fake_stats(struct stats *out) { *out = st; }
+void fake_stats(struct stats *out) {
+  LOCKED;
+  *out = st;
+}
 
-#define MAX_DEV 8
 static int ndevices = 1, visible[MAX_DEV], nvisible; // see enumerate
 // What cuInit returns instead of success, to test gpurent's words for a
 // driver that will not start (fake_init_result, or $FAKECUDA's init=).
@@ -155,21 +178,22 @@ static CUresult bad(CUresult r) {
   return r;
 }
 
-#define NEED_CTX()                          \
-  do {                                      \
-    if (!initialised) return bad(NOT_INITIALIZED); \
-    if (current != &primary_ctx) {          \
-      st.wrong_thread++;                    \
-      return bad(INVALID_CONTEXT);          \
-    }                                       \
+#define NEED_CTX()                                   \
+  LOCKED;                                            \
+  do {                                               \
+    if (!initialised) return bad(NOT_INITIALIZED);   \
+    if (!current || *current == 0) {                 \
+      st.wrong_thread++;                             \
+      return bad(INVALID_CONTEXT);                   \
+    }                                                \
   } while (0)
 
 // ---- memory: address ranges, device and pinned host ----
 #define MAX_ALLOCS 4096
-struct alloc { uint64_t base, size; int live, host; };
+struct alloc { uint64_t base, size; int live, host, dev; };
 static struct alloc allocs[MAX_ALLOCS];
 static int nallocs;
-static uint64_t next_dev = 0x700000000000ull, next_host = 0x7e0000000000ull, used;
+static uint64_t next_dev = 0x700000000000ull, next_host = 0x7e0000000000ull, used[MAX_DEV];
 
 static struct alloc *find(uint64_t p, uint64_t n, int host) {
   for (int i = 0; i < nallocs; i++) {
@@ -180,27 +204,35 @@ static struct alloc *find(uint64_t p, uint64_t n, int host) {
 }
 
 // Exported for fakecublaslt.c: does [p, p+n) lie in one device allocation?
-int fake_cuda_valid(uint64_t p, uint64_t n) { return find(p, n, 0) != NULL; }
+int fake_cuda_valid(uint64_t p, uint64_t n) {
+  LOCKED;
+  return find(p, n, 0) != NULL;
+}
 // Exported for fakecublaslt.c: run work on the virtual GPU.
-void fake_cuda_advance(double us) { clock_us += us; }
+void fake_cuda_advance(double us) {
+  LOCKED;
+  if (current) clock_us[dev()] += us;
+}
 
 // Exported for fakecublaslt.c: a GEMM of flops in FP32 (0), TF32 (1) or
-// BF16 (2).
+// BF16 (2), on the device current on this thread.
 void fake_cuda_gemm(int precision, double flops) {
+  LOCKED;
   double rate = precision == 0 ? cfg.fp32_flops : precision == 1 ? cfg.tensor_flops / 2 : cfg.tensor_flops;
   mark_busy();
-  clock_us += flops / rate * 1e6 + 2 + slice_wait();
+  if (current) clock_us[dev()] += flops / rate * 1e6 + 2 + slice_wait();
 }
 
 static CUresult new_alloc(uint64_t *out, uint64_t n, int host) {
   if (n == 0) return bad(INVALID_VALUE);
-  if (!host && used + n > (uint64_t)(cfg.total_mem - cfg.other_tenant_mem)) return OUT_OF_MEMORY;
+  int d = dev();
+  if (!host && used[d] + n > (uint64_t)(cfg.total_mem - cfg.other_tenant_mem)) return OUT_OF_MEMORY;
   if (nallocs == MAX_ALLOCS) return bad(OUT_OF_MEMORY);
   uint64_t *next = host ? &next_host : &next_dev;
-  allocs[nallocs++] = (struct alloc){*next, n, 1, host};
+  allocs[nallocs++] = (struct alloc){*next, n, 1, host, d};
   *out = *next;
   *next += (n + 0xfffff) & ~0xfffffull;
-  if (host) st.live_host++; else { st.live_allocs++; used += n; }
+  if (host) st.live_host++; else { st.live_allocs++; used[d] += n; }
   return SUCCESS;
 }
 
@@ -209,7 +241,7 @@ static CUresult free_alloc(uint64_t p, int host) {
     struct alloc *a = &allocs[i];
     if (a->live && a->host == host && a->base == p) {
       a->live = 0;
-      if (host) st.live_host--; else { st.live_allocs--; used -= a->size; }
+      if (host) st.live_host--; else { st.live_allocs--; used[a->dev] -= a->size; }
       return SUCCESS;
     }
   }
@@ -245,9 +277,13 @@ static void enumerate(void) {
 
 static int bus_of(int dev) { return 0x3b + 0x23 * visible[dev]; }
 
-void fake_init_result(int r) { init_result = r; }
+void fake_init_result(int r) {
+  LOCKED;
+  init_result = r;
+}
 
 CUresult cuInit(unsigned flags) {
+  LOCKED;
   if (flags != 0) return bad(INVALID_VALUE);
   if (init_result) return init_result;
   enumerate();
@@ -256,32 +292,38 @@ CUresult cuInit(unsigned flags) {
   return SUCCESS;
 }
 CUresult cuDriverGetVersion(int *v) {
+  LOCKED;
   if (!v) return bad(INVALID_VALUE);
   *v = (int)cfg.driver_version;
   return SUCCESS;
 }
 CUresult cuDeviceGetCount(int *n) {
+  LOCKED;
   if (!initialised) return bad(NOT_INITIALIZED);
   *n = nvisible;
   return SUCCESS;
 }
-CUresult cuDeviceGet(int *dev, int ordinal) {
+CUresult cuDeviceGet(int *d, int ordinal) {
+  LOCKED;
   if (!initialised) return bad(NOT_INITIALIZED);
   if (ordinal < 0 || ordinal >= nvisible) return bad(INVALID_DEVICE);
-  *dev = ordinal;
+  *d = ordinal;
   return SUCCESS;
 }
 CUresult cuDeviceGetName(char *name, int len, int dev) {
+  LOCKED;
   if (dev < 0 || dev >= nvisible || !name || len < 1) return bad(INVALID_VALUE);
   snprintf(name, (size_t)len, "Simulated GPU (gpurent test driver)");
   return SUCCESS;
 }
 CUresult cuDeviceGetPCIBusId(char *id, int len, int dev) {
+  LOCKED;
   if (dev < 0 || dev >= nvisible || !id || len < 13) return bad(INVALID_VALUE);
   snprintf(id, (size_t)len, "0000:%02X:00.0", bus_of(dev));
   return SUCCESS;
 }
 CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
+  LOCKED;
   if (!initialised) return bad(NOT_INITIALIZED);
   if (dev < 0 || dev >= nvisible || !v) return bad(INVALID_DEVICE);
   switch (attr) {
@@ -297,21 +339,27 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
   return SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+  LOCKED;
   if (!initialised) return bad(NOT_INITIALIZED);
   if (dev < 0 || dev >= nvisible || !ctx) return bad(INVALID_DEVICE);
   if (visible[dev] == busy_rank) return 46; // CUDA_ERROR_DEVICE_UNAVAILABLE
-  *ctx = &primary_ctx;
+  *ctx = &primary_ctx[dev];
+  primary_ctx[dev]++;
   st.ctx_refs++;
   return SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
-  if (dev < 0 || dev >= nvisible || st.ctx_refs == 0) return bad(INVALID_DEVICE);
+  LOCKED;
+  if (dev < 0 || dev >= nvisible || primary_ctx[dev] == 0) return bad(INVALID_DEVICE);
+  primary_ctx[dev]--;
   st.ctx_refs--;
   return SUCCESS;
 }
 CUresult cuCtxSetCurrent(void *ctx) {
-  if (ctx != &primary_ctx || st.ctx_refs == 0) return bad(INVALID_CONTEXT);
-  current = ctx;
+  LOCKED;
+  int *c = ctx;
+  if (c < primary_ctx || c >= primary_ctx + MAX_DEV || *c == 0) return bad(INVALID_CONTEXT);
+  current = c;
   return SUCCESS;
 }
 CUresult cuCtxSynchronize(void) {
@@ -432,7 +480,7 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
   } else {
     return bad(INVALID_VALUE);
   }
-  clock_us += us + 2 + slice_wait(); // 2 us launch overhead
+  clock_us[dev()] += us + 2 + slice_wait(); // 2 us launch overhead
   return SUCCESS;
 }
 
@@ -449,32 +497,32 @@ CUresult cuMemFree_v2(uint64_t p) {
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
   NEED_CTX();
   *total = (size_t)cfg.total_mem;
-  *free = (size_t)(cfg.total_mem - cfg.other_tenant_mem) - used;
+  *free = (size_t)(cfg.total_mem - cfg.other_tenant_mem) - used[dev()];
   return SUCCESS;
 }
 CUresult cuMemsetD8_v2(uint64_t p, unsigned char c, size_t n) {
   NEED_CTX();
   (void)c;
   if (!find(p, n, 0)) return bad(ILLEGAL_ADDRESS);
-  clock_us += (double)n / cfg.mem_bytes * 1e6;
+  clock_us[dev()] += (double)n / cfg.mem_bytes * 1e6;
   return SUCCESS;
 }
 CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) {
   NEED_CTX();
   if (!find(dst, n, 0) || !find(src, n, 0)) return bad(ILLEGAL_ADDRESS);
-  clock_us += 2.0 * (double)n / cfg.mem_bytes * 1e6;
+  clock_us[dev()] += 2.0 * (double)n / cfg.mem_bytes * 1e6;
   return SUCCESS;
 }
 CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
   NEED_CTX();
   if (!find(dst, n, 0) || !find((uint64_t)(uintptr_t)src, n, 1)) return bad(ILLEGAL_ADDRESS);
-  clock_us += (double)n / cfg.link_bytes * 1e6;
+  clock_us[dev()] += (double)n / cfg.link_bytes * 1e6;
   return SUCCESS;
 }
 CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
   NEED_CTX();
   if (!find((uint64_t)(uintptr_t)dst, n, 1) || !find(src, n, 0)) return bad(ILLEGAL_ADDRESS);
-  clock_us += (double)n / cfg.link_bytes * 1e6;
+  clock_us[dev()] += (double)n / cfg.link_bytes * 1e6;
   return SUCCESS;
 }
 #ifndef NO_HOST_ALLOC // to test a missing symbol
@@ -516,7 +564,7 @@ CUresult cuEventRecord(struct event *e, void *stream) {
   NEED_CTX();
   if (!e || e->magic != MAGIC_EV || stream != NULL) return bad(INVALID_HANDLE);
   e->recorded = 1;
-  e->at = clock_us;
+  e->at = clock_us[dev()];
   return SUCCESS;
 }
 CUresult cuEventSynchronize(struct event *e) {
