@@ -88,10 +88,11 @@ func (p *poller) Watch(ctx context.Context) <-chan Notice {
 
 // AWS polls IMDSv2 every 5 s, as AWS recommends: a PUT for a token, then
 // spot/instance-action with it (404: no notice; the notice comes two
-// minutes before the stop), then events/recommendations/rebalance (404:
-// none), AWS's word that this Spot instance is at elevated risk. A
-// rebalance recommendation is advice: the command is asked for a
-// checkpoint and trains on.
+// minutes before the stop or termination; a hibernation starts at once),
+// then events/recommendations/rebalance (404: none), AWS's word that this
+// Spot instance is at elevated risk. A rebalance recommendation and a
+// hibernation are advice: the command is asked for a checkpoint and goes
+// on.
 func AWS(base string, interval time.Duration) Preempter {
 	a := &aws{base: base}
 	return &poller{cloud: "aws", interval: or(interval, 5*time.Second), check: a.check}
@@ -100,6 +101,7 @@ func AWS(base string, interval time.Duration) Preempter {
 type aws struct {
 	base      string
 	rebalance string // the noticeTime of the recommendation already passed on
+	hibernate bool   // a hibernation notice was passed on
 }
 
 func (a *aws) get(ctx context.Context, c *http.Client, token, path string, v any) (found bool, err error) {
@@ -138,6 +140,17 @@ func (a *aws) check(ctx context.Context, c *http.Client) (*Notice, error) {
 	if found, err := a.get(ctx, c, string(token), "/latest/meta-data/spot/instance-action", &action); err != nil || found {
 		if err != nil {
 			return nil, err
+		}
+		if action.Action == "hibernate" {
+			// Hibernation starts at once, with no two minutes, and keeps
+			// memory: the command resumes with the instance. Stopping it
+			// would lose what hibernation keeps; a checkpoint is asked for
+			// in case the instance does not come back.
+			if a.hibernate {
+				return nil, nil
+			}
+			a.hibernate = true
+			return &Notice{Detail: "hibernate at " + action.Time.Format(time.RFC3339) + " (memory is kept: the command resumes with the instance)", Advisory: true}, nil
 		}
 		left := time.Until(action.Time)
 		if left <= 0 || left > 2*time.Minute {

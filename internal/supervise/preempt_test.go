@@ -281,3 +281,24 @@ func TestTerminationTime(t *testing.T) {
 		t.Fatalf("unreadable: %+v %v", n, err)
 	}
 }
+
+// A Spot instance set to hibernate gets its notice as hibernation starts;
+// memory is kept, so the command is asked for a checkpoint, once, and not
+// stopped.
+func TestAWSHibernate(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /latest/api/token", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "tok") })
+	mux.HandleFunc("GET /latest/meta-data/spot/instance-action", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"action": "hibernate", "time": %q}`, time.Now().UTC().Format(time.RFC3339))
+	})
+	srv := httptest.NewServer(mux) // 127.0.0.1
+	defer srv.Close()
+	a := &aws{base: srv.URL}
+	ctx, c := context.Background(), srv.Client()
+	if n, err := a.check(ctx, c); err != nil || n == nil || !n.Advisory || !strings.Contains(n.Detail, "hibernate") {
+		t.Fatalf("hibernate: %+v %v", n, err)
+	}
+	if n, err := a.check(ctx, c); err != nil || n != nil {
+		t.Fatalf("hibernate passed on twice: %+v %v", n, err)
+	}
+}
