@@ -127,6 +127,20 @@ func simGPUs(t *testing.T) (root string, env func(gpus int, fakecuda string) []s
 	}
 }
 
+// benchSim runs this binary as gpurent bench in env (simGPUs' simulated
+// GPUs) with args, and returns its JSON report; exit 3 (a failed verdict:
+// the simulation has other tenants) is not an error.
+func benchSim(t *testing.T, env []string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"bench", "--no-history", "--disk-mb", "0", "-o", "json"}, args...)...)
+	cmd.Env = append(env, "GPURENT_AS_MAIN=1", "XDG_STATE_HOME="+t.TempDir())
+	b, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 3) {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return b
+}
+
 // On a two-GPU machine, bench --full measures every GPU CUDA shows and
 // judges each against the NVML device at the same PCI address, whatever
 // CUDA's numbering; a GPU that CUDA_VISIBLE_DEVICES hides is named as not
@@ -151,13 +165,7 @@ func TestBenchMultiGPUSimulated(t *testing.T) {
 		{"fastest first, one held", []string{"CUDA_DEVICE_ORDER=FASTEST_FIRST"}, "busy=1", "0:0000:3B:00.0 1:held", "[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "bench", "--no-history", "--full", "--backend", "cuda", "--probes", "fp32_fma",
-				"--duration", "200ms", "--disk-mb", "0", "-o", "json")
-			cmd.Env = append(append(simEnv(2, tc.fakecuda), "GPURENT_AS_MAIN=1", "XDG_STATE_HOME="+t.TempDir()), tc.env...)
-			b, err := cmd.Output()
-			if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 3) { // 3: the other tenants fail the verdict
-				t.Fatalf("%v: %s", err, b)
-			}
+			b := benchSim(t, append(simEnv(2, tc.fakecuda), tc.env...), "--full", "--backend", "cuda", "--probes", "fp32_fma", "--duration", "200ms")
 			var rep struct {
 				Facts struct {
 					Compute []struct {
@@ -214,13 +222,7 @@ func TestBenchMultiGPUSimulated(t *testing.T) {
 // tenant gets 30 s of launches, not the quick default.
 func TestBenchDurationSustainedSimulated(t *testing.T) {
 	_, simEnv := simGPUs(t)
-	cmd := exec.Command(os.Args[0], "bench", "--no-history", "--backend", "cuda", "--probes", "sustained",
-		"--duration", "1500ms", "--disk-mb", "0", "-o", "json")
-	cmd.Env = append(simEnv(1, ""), "GPURENT_AS_MAIN=1", "XDG_STATE_HOME="+t.TempDir())
-	b, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 3) { // 3: the other tenants fail the verdict
-		t.Fatalf("%v: %s", err, b)
-	}
+	b := benchSim(t, simEnv(1, ""), "--backend", "cuda", "--probes", "sustained", "--duration", "1500ms")
 	var rep struct {
 		Facts struct {
 			DurationS float64 `json:"duration_s"`
@@ -249,13 +251,7 @@ func TestBenchDurationSustainedSimulated(t *testing.T) {
 // with the rates the simulation was given, whichever phase ran it.
 func TestBenchFullParallelSimulated(t *testing.T) {
 	_, simEnv := simGPUs(t)
-	cmd := exec.Command(os.Args[0], "bench", "--no-history", "--full", "--backend", "cuda",
-		"--probes", "h2d,fp32_fma,sustained,d2h,gemm_bf16", "--duration", "1s", "--disk-mb", "0", "-o", "json")
-	cmd.Env = append(simEnv(2, ""), "GPURENT_AS_MAIN=1", "XDG_STATE_HOME="+t.TempDir())
-	b, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 3) { // 3: the other tenants fail the verdict
-		t.Fatalf("%v: %s", err, b)
-	}
+	b := benchSim(t, simEnv(2, ""), "--full", "--backend", "cuda", "--probes", "h2d,fp32_fma,sustained,d2h,gemm_bf16", "--duration", "1s")
 	var rep struct {
 		Facts struct {
 			Compute []struct {
