@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -179,8 +181,14 @@ func stepOf(name string) int {
 	return n
 }
 
+// readResumes lists the steps the trainer resumed from; none when no
+// trainer has started yet (gpurent killed before it got that far, which a
+// loaded machine makes likely on the first start).
 func readResumes(t *testing.T, path string) []int {
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
