@@ -19,13 +19,14 @@ type Notice struct {
 	Detail string
 	Left   time.Duration // time left before the machine goes
 	// Event names what comes when it is not a preemption: "Reboot",
-	// "Redeploy", "Terminate" (Azure).
+	// "Redeploy", "Terminate" (Azure), "Host maintenance" (GCP).
 	Event string
 	// Approve, when set, tells the cloud that the machine may go now,
 	// once the newest checkpoint is safe.
 	Approve func(ctx context.Context) error
 	// Advisory: the machine is at risk but not going yet (AWS's rebalance
-	// recommendation). A checkpoint is asked for; the command trains on.
+	// recommendation, a hibernation, GCP's maintenance an hour ahead). A
+	// checkpoint is asked for; the command trains on.
 	Advisory bool
 }
 
@@ -34,7 +35,8 @@ type Preempter interface {
 	Watch(ctx context.Context) <-chan Notice
 }
 
-// Metadata endpoints (shared/reference/resume_security.md §1). Tests point
+// Metadata endpoints (shared/reference/resume_security.md §1; Alibaba's
+// and Tencent's from their documents, cited in docs/run.md). Tests point
 // them at fake servers on 127.0.0.1.
 type Endpoints struct {
 	AWS     string // http://169.254.169.254
