@@ -134,25 +134,32 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			if metaTencent != "" {
 				ep.Tencent = strings.TrimSuffix(metaTencent, "/")
 			}
+			logf := func(format string, a ...any) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: "+format+"\n", a...)
+			}
+			// A poller whose metadata service never answers misses every
+			// notice without a word: say which cloud is watched, or none.
 			switch preemption {
 			case "none":
 			case "auto":
-				pre = supervise.Auto(cmd.Context(), ep)
-			case "aws":
-				pre = supervise.AWS(ep.AWS, 0)
-			case "gcp":
-				pre = supervise.GCP(ep.GCP, 0)
-			case "azure":
-				pre = supervise.Azure(ep.Azure, 0)
-			case "alibaba":
-				pre = supervise.Alibaba(ep.Alibaba, 0)
-			case "tencent":
-				pre = supervise.Tencent(ep.Tencent, 0)
+				var name string
+				if name, pre = supervise.Auto(cmd.Context(), ep); pre != nil {
+					logf("watching %s's preemption notices", name)
+				} else {
+					logf("no cloud metadata service answered (%s): preemption notices are not watched (--preemption none skips this check)",
+						strings.Join(supervise.Clouds(), ", "))
+				}
 			default:
-				return usagef("--preemption: want auto, aws, gcp, azure, alibaba, tencent or none, got %q", preemption)
-			}
-			logf := func(format string, a ...any) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: "+format+"\n", a...)
+				if pre = supervise.For(preemption, ep); pre == nil {
+					return usagef("--preemption: want auto, %s or none, got %q", strings.Join(supervise.Clouds(), ", "), preemption)
+				}
+				if !supervise.Answers(cmd.Context(), preemption, ep) {
+					hint := ""
+					if preemption == "aws" { // reference: resume_security.md §1a, hop limit
+						hint = " (in a container, IMDSv2 needs the instance's hop limit at 2 or more)"
+					}
+					logf("warning: %s's metadata service does not answer: its preemption notices will be missed while it does not%s", preemption, hint)
+				}
 			}
 			cfg := supervise.Config{Cmd: argv, CkptDir: ckptDir, Run: s.run, Keep: keep, MaxRestarts: maxRestarts,
 				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf}
@@ -213,7 +220,7 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&maxRestarts, "max-restarts", 10, "restarts after failures before giving up")
-	f.StringVar(&preemption, "preemption", "auto", "preemption notices to watch: auto, aws, gcp, azure, alibaba, tencent or none")
+	f.StringVar(&preemption, "preemption", "auto", "preemption notices to watch: auto, gcp, azure, aws, alibaba, tencent or none")
 	f.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on this address (\":9464\" binds 127.0.0.1)")
 	f.StringVar(&glob, "glob", "", "only names in --ckpt-dir matching this glob are checkpoints")
 	f.DurationVar(&quiet, "quiet", 5*time.Second, "a plain file or directory must be unmodified this long to count as complete")

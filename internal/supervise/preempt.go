@@ -52,6 +52,15 @@ func DefaultEndpoints() Endpoints {
 		Alibaba: "http://100.100.100.200", Tencent: "http://metadata.tencentyun.com"}
 }
 
+// metadataClient talks to a metadata service directly, never through
+// HTTP_PROXY or HTTPS_PROXY: a rented box often has one set for downloads,
+// and a proxy cannot reach the link-local address (or answers for it).
+func metadataClient(timeout time.Duration) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	return &http.Client{Transport: t, Timeout: timeout}
+}
+
 // poller polls one cloud every interval and sends each advisory and the
 // first notice.
 type poller struct {
@@ -62,7 +71,7 @@ type poller struct {
 
 func (p *poller) Watch(ctx context.Context) <-chan Notice {
 	ch := make(chan Notice, 1)
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := metadataClient(2 * time.Second)
 	go func() {
 		t := time.NewTicker(p.interval)
 		defer t.Stop()
@@ -365,7 +374,7 @@ func (a *azure) approve(ctx context.Context, id string) error {
 	}
 	req.Header.Set("Metadata", "true")
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	resp, err := metadataClient(5 * time.Second).Do(req)
 	if err != nil {
 		return fmt.Errorf("approve scheduled event %s: %w", id, err)
 	}
@@ -448,48 +457,90 @@ func or(d, def time.Duration) time.Duration {
 	return def
 }
 
-// Auto finds which cloud's metadata service answers (one quick request to
-// each, all at once, so that off the clouds it costs half a second, not
-// one per cloud) and returns its poller, or nil off the clouds. Where two
-// answer (AWS and Azure share an address), the first in this order wins.
-func Auto(ctx context.Context, ep Endpoints) Preempter {
-	c := &http.Client{Timeout: 500 * time.Millisecond}
-	probe := func(method, url string, h map[string]string) bool {
-		req, err := http.NewRequestWithContext(ctx, method, url, nil)
-		if err != nil {
-			return false
-		}
-		for k, v := range h {
-			req.Header.Set(k, v)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+// cloud is one cloud's metadata service: the request that tells it is
+// there, and its poller.
+type cloud struct {
+	name, method, url string
+	h                 map[string]string
+	poller            func() Preempter
+}
+
+// clouds lists the clouds gpurent knows, in the order Auto prefers (AWS and
+// Azure share an address: Azure's request is the one AWS cannot answer).
+func clouds(ep Endpoints) []cloud {
+	return []cloud{
+		{"gcp", http.MethodGet, ep.GCP + "/computeMetadata/v1/instance/id", map[string]string{"Metadata-Flavor": "Google"}, func() Preempter { return GCP(ep.GCP, 0) }},
+		{"azure", http.MethodGet, ep.Azure + "/metadata/instance?api-version=2021-02-01", map[string]string{"Metadata": "true"}, func() Preempter { return Azure(ep.Azure, 0) }},
+		{"aws", http.MethodPut, ep.AWS + "/latest/api/token", map[string]string{"X-aws-ec2-metadata-token-ttl-seconds": "60"}, func() Preempter { return AWS(ep.AWS, 0) }},
+		{"alibaba", http.MethodPut, ep.Alibaba + "/latest/api/token", map[string]string{"X-aliyun-ecs-metadata-token-ttl-seconds": "60"}, func() Preempter { return Alibaba(ep.Alibaba, 0) }},
+		{"tencent", http.MethodGet, ep.Tencent + "/latest/meta-data/instance-id", nil, func() Preempter { return Tencent(ep.Tencent, 0) }},
 	}
-	clouds := []struct {
-		method, url string
-		h           map[string]string
-		p           func() Preempter
-	}{
-		{http.MethodGet, ep.GCP + "/computeMetadata/v1/instance/id", map[string]string{"Metadata-Flavor": "Google"}, func() Preempter { return GCP(ep.GCP, 0) }},
-		{http.MethodGet, ep.Azure + "/metadata/instance?api-version=2021-02-01", map[string]string{"Metadata": "true"}, func() Preempter { return Azure(ep.Azure, 0) }},
-		{http.MethodPut, ep.AWS + "/latest/api/token", map[string]string{"X-aws-ec2-metadata-token-ttl-seconds": "60"}, func() Preempter { return AWS(ep.AWS, 0) }},
-		{http.MethodPut, ep.Alibaba + "/latest/api/token", map[string]string{"X-aliyun-ecs-metadata-token-ttl-seconds": "60"}, func() Preempter { return Alibaba(ep.Alibaba, 0) }},
-		{http.MethodGet, ep.Tencent + "/latest/meta-data/instance-id", nil, func() Preempter { return Tencent(ep.Tencent, 0) }},
+}
+
+// answers sends cl's request, waiting half a second at most.
+func (cl cloud) answers(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, cl.method, cl.url, nil)
+	if err != nil {
+		return false
 	}
-	answered := make([]bool, len(clouds))
-	var wg sync.WaitGroup
-	for i, cl := range clouds {
-		wg.Go(func() { answered[i] = probe(cl.method, cl.url, cl.h) })
+	for k, v := range cl.h {
+		req.Header.Set(k, v)
 	}
-	wg.Wait()
-	for i, cl := range clouds {
-		if answered[i] {
-			return cl.p()
+	resp, err := metadataClient(500 * time.Millisecond).Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// Clouds are the names For and Answers know, in Auto's order.
+func Clouds() []string {
+	var out []string
+	for _, cl := range clouds(Endpoints{}) {
+		out = append(out, cl.name)
+	}
+	return out
+}
+
+// For returns the poller of the cloud named, nil for a name it does not
+// know.
+func For(name string, ep Endpoints) Preempter {
+	for _, cl := range clouds(ep) {
+		if cl.name == name {
+			return cl.poller()
 		}
 	}
 	return nil
+}
+
+// Answers reports whether the named cloud's metadata service answers
+// (one request, half a second at most): a poller whose service never
+// answers misses every notice, silently.
+func Answers(ctx context.Context, name string, ep Endpoints) bool {
+	for _, cl := range clouds(ep) {
+		if cl.name == name {
+			return cl.answers(ctx)
+		}
+	}
+	return false
+}
+
+// Auto finds which cloud's metadata service answers (one request to each,
+// all at once, so that off the clouds it costs half a second, not one per
+// cloud) and returns its name and poller; "" and nil off the clouds.
+func Auto(ctx context.Context, ep Endpoints) (string, Preempter) {
+	cs := clouds(ep)
+	answered := make([]bool, len(cs))
+	var wg sync.WaitGroup
+	for i, cl := range cs {
+		wg.Go(func() { answered[i] = cl.answers(ctx) })
+	}
+	wg.Wait()
+	for i, cl := range cs {
+		if answered[i] {
+			return cl.name, cl.poller()
+		}
+	}
+	return "", nil
 }

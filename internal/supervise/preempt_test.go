@@ -304,3 +304,11 @@ func TestAWSHibernate(t *testing.T) {
 		t.Fatalf("hibernate passed on twice: %+v %v", n, err)
 	}
 }
+
+// Metadata requests go straight to the link-local service: a proxy set
+// for downloads (HTTP_PROXY, common on rented boxes) cannot reach it.
+func TestMetadataClientIgnoresProxy(t *testing.T) {
+	if tr, ok := metadataClient(time.Second).Transport.(*http.Transport); !ok || tr.Proxy != nil {
+		t.Errorf("metadata requests may go through a proxy: %+v", tr)
+	}
+}

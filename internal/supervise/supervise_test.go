@@ -533,23 +533,36 @@ func TestPreemption(t *testing.T) {
 			}
 		})
 	}
-	// auto finds the cloud that answers, asking all at once.
+	// auto finds the cloud that answers, asking all at once; Answers asks
+	// one.
 	none := "http://127.0.0.1:1"
 	for _, tc := range []struct {
-		ep   Endpoints
-		want string
+		ep        Endpoints
+		answering string
 	}{
-		{Endpoints{AWS: srv.URL, GCP: none, Azure: none, Alibaba: none, Tencent: none}, "aws"},
-		{Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: aliSrv.URL, Tencent: none}, "alibaba"},
-		{Endpoints{AWS: srv.URL, GCP: srv.URL, Azure: none, Alibaba: aliSrv.URL, Tencent: none}, "gcp"},
-		{Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: none, Tencent: srv.URL + "/tencent"}, "tencent"},
+		{Endpoints{AWS: srv.URL, GCP: none, Azure: none, Alibaba: none, Tencent: none}, "[aws]"},
+		{Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: aliSrv.URL, Tencent: none}, "[alibaba]"},
+		{Endpoints{AWS: srv.URL, GCP: srv.URL, Azure: none, Alibaba: aliSrv.URL, Tencent: none}, "[gcp aws alibaba]"},
+		{Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: none, Tencent: srv.URL + "/tencent"}, "[tencent]"},
 	} {
-		if p := Auto(context.Background(), tc.ep); p == nil || p.(*poller).cloud != tc.want {
-			t.Errorf("auto: %v, want %s", p, tc.want)
+		var answering []string
+		for _, c := range Clouds() {
+			if Answers(context.Background(), c, tc.ep) {
+				answering = append(answering, c)
+			}
+		}
+		if fmt.Sprint(answering) != tc.answering {
+			t.Errorf("answering %v, want %s", answering, tc.answering)
+		}
+		if name, p := Auto(context.Background(), tc.ep); len(answering) > 0 && (p == nil || name != answering[0] || p.(*poller).cloud != name) {
+			t.Errorf("auto: %q %v, want %s", name, p, answering[0])
 		}
 	}
-	if p := Auto(context.Background(), Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: none, Tencent: none}); p != nil {
-		t.Errorf("auto off the clouds: %v", p)
+	if name, p := Auto(context.Background(), Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: none, Tencent: none}); p != nil || name != "" {
+		t.Errorf("auto off the clouds: %q %v", name, p)
+	}
+	if For("ovh", Endpoints{}) != nil || Answers(context.Background(), "ovh", Endpoints{}) {
+		t.Error("a cloud gpurent does not know")
 	}
 }
 
