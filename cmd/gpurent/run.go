@@ -109,30 +109,17 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			var pre supervise.Preempter
 			ep := supervise.DefaultEndpoints()
 			for _, m := range []struct {
-				flag string
-				url  *string
-			}{{"metadata-aws", &metaAWS}, {"metadata-gcp", &metaGCP}, {"metadata-azure", &metaAzure}, {"metadata-alibaba", &metaAlibaba}, {"metadata-tencent", &metaTencent}} {
+				flag     string
+				url, set *string
+			}{{"metadata-aws", &metaAWS, &ep.AWS}, {"metadata-gcp", &metaGCP, &ep.GCP}, {"metadata-azure", &metaAzure, &ep.Azure},
+				{"metadata-alibaba", &metaAlibaba, &ep.Alibaba}, {"metadata-tencent", &metaTencent, &ep.Tencent}} {
 				if *m.url == "" {
 					continue
 				}
 				if u, err := url.Parse(*m.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 					return usagef("--%s: want an http:// URL, got %q", m.flag, *m.url)
 				}
-			}
-			if metaAWS != "" {
-				ep.AWS = strings.TrimSuffix(metaAWS, "/")
-			}
-			if metaGCP != "" {
-				ep.GCP = strings.TrimSuffix(metaGCP, "/")
-			}
-			if metaAzure != "" {
-				ep.Azure = strings.TrimSuffix(metaAzure, "/")
-			}
-			if metaAlibaba != "" {
-				ep.Alibaba = strings.TrimSuffix(metaAlibaba, "/")
-			}
-			if metaTencent != "" {
-				ep.Tencent = strings.TrimSuffix(metaTencent, "/")
+				*m.set = strings.TrimSuffix(*m.url, "/")
 			}
 			logf := func(format string, a ...any) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: "+format+"\n", a...)
