@@ -261,9 +261,13 @@ func Azure(base string, interval time.Duration) Preempter {
 const azureLead = 2 * time.Minute
 
 type azure struct {
-	base string
-	name string // this VM's name, once IMDS gave it
+	base    string
+	name    string // this VM's name, once IMDS gave it
+	enabled bool   // Scheduled Events has answered once
 }
+
+// azureFirstCall bounds the first request for Scheduled Events.
+const azureFirstCall = 130 * time.Second
 
 // azureEvent is one entry of the Scheduled Events document
 // (shared/reference/resume_security.md §1c).
@@ -297,10 +301,17 @@ func (a *azure) check(ctx context.Context, c *http.Client) (*Notice, error) {
 			a.name = strings.TrimSpace(string(b))
 		}
 	}
+	if !a.enabled {
+		// The service starts on the first request for events, and that
+		// answer can take up to two minutes (Microsoft's Scheduled Events
+		// page): wait it out once rather than time out every second.
+		c = metadataClient(azureFirstCall)
+	}
 	code, b, err := a.get(ctx, c, "/metadata/scheduledevents?api-version=2020-07-01", 1<<20)
 	if err != nil {
 		return nil, err
 	}
+	a.enabled = true
 	var doc struct {
 		Events []azureEvent `json:"Events"`
 	}

@@ -312,3 +312,26 @@ func TestMetadataClientIgnoresProxy(t *testing.T) {
 		t.Errorf("metadata requests may go through a proxy: %+v", tr)
 	}
 }
+
+// Scheduled Events starts on its first request and may take a while to
+// answer it: the first call waits longer than the poller's usual 2 s.
+func TestAzureFirstCallWaits(t *testing.T) {
+	var calls atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metadata/scheduledevents", func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			time.Sleep(2500 * time.Millisecond) // the service starting
+		}
+		io.WriteString(w, `{"DocumentIncarnation": 1, "Events": []}`)
+	})
+	srv := httptest.NewServer(mux) // 127.0.0.1
+	defer srv.Close()
+	a := &azure{base: srv.URL, name: "vm"}
+	c := metadataClient(2 * time.Second) // the poller's
+	if n, err := a.check(context.Background(), c); err != nil || n != nil {
+		t.Fatalf("first call: %+v %v", n, err)
+	}
+	if n, err := a.check(context.Background(), c); err != nil || n != nil || calls.Load() != 2 {
+		t.Fatalf("second call: %+v %v (%d calls)", n, err, calls.Load())
+	}
+}
