@@ -61,6 +61,25 @@ func metadataClient(timeout time.Duration) *http.Client {
 	return &http.Client{Transport: t, Timeout: timeout}
 }
 
+// fetch sends one request to a metadata service with the headers h and
+// returns its status and at most limit bytes of its body.
+func fetch(ctx context.Context, c *http.Client, method, url string, h map[string]string, limit int64) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	return resp.StatusCode, b, err
+}
+
 // poller polls one cloud every interval and sends each advisory and the
 // first notice.
 type poller struct {
@@ -116,33 +135,23 @@ type aws struct {
 }
 
 func (a *aws) get(ctx context.Context, c *http.Client, token, path string, v any) (found bool, err error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
-	req.Header.Set("X-aws-ec2-metadata-token", token)
-	resp, err := c.Do(req)
-	if err != nil {
+	code, b, err := fetch(ctx, c, http.MethodGet, a.base+path, map[string]string{"X-aws-ec2-metadata-token": token}, 4096)
+	if err != nil || code == http.StatusNotFound {
 		return false, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		return false, nil
-	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(v) != nil {
-		return false, fmt.Errorf("%s: HTTP %d", path, resp.StatusCode)
+	if code != http.StatusOK || json.Unmarshal(b, v) != nil {
+		return false, fmt.Errorf("%s: HTTP %d", path, code)
 	}
 	return true, nil
 }
 
 func (a *aws) check(ctx context.Context, c *http.Client) (*Notice, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, a.base+"/latest/api/token", nil)
-	req.Header.Set("X-aws-ec2-metadata-token-ttl-seconds", "21600")
-	resp, err := c.Do(req)
+	code, token, err := fetch(ctx, c, http.MethodPut, a.base+"/latest/api/token", map[string]string{"X-aws-ec2-metadata-token-ttl-seconds": "21600"}, 4096)
 	if err != nil {
 		return nil, err
 	}
-	token, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("IMDS token: HTTP %d", resp.StatusCode)
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("IMDS token: HTTP %d", code)
 	}
 	var action struct {
 		Action string    `json:"action"`
@@ -200,16 +209,12 @@ type gcp struct {
 }
 
 func (g *gcp) get(ctx context.Context, c *http.Client, key string) (string, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.base+"/computeMetadata/v1/instance/"+key, nil)
-	req.Header.Set("Metadata-Flavor", "Google")
-	resp, err := c.Do(req)
+	code, b, err := fetch(ctx, c, http.MethodGet, g.base+"/computeMetadata/v1/instance/"+key, map[string]string{"Metadata-Flavor": "Google"}, 256)
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("instance/%s: HTTP %d", key, resp.StatusCode)
+	if code != http.StatusOK {
+		return "", fmt.Errorf("instance/%s: HTTP %d", key, code)
 	}
 	return strings.TrimSpace(string(b)), nil
 }
@@ -281,18 +286,7 @@ type azureEvent struct {
 }
 
 func (a *azure) get(ctx context.Context, c *http.Client, path string, limit int64) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Metadata", "true")
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
-	return resp.StatusCode, b, err
+	return fetch(ctx, c, http.MethodGet, a.base+path, map[string]string{"Metadata": "true"}, limit)
 }
 
 func (a *azure) check(ctx context.Context, c *http.Client) (*Notice, error) {
@@ -405,14 +399,9 @@ func (a *azure) approve(ctx context.Context, id string) error {
 func Alibaba(base string, interval time.Duration) Preempter {
 	return &poller{cloud: "alibaba", interval: or(interval, 5*time.Second), check: func(ctx context.Context, c *http.Client) (*Notice, error) {
 		h := map[string]string{}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, base+"/latest/api/token", nil)
-		req.Header.Set("X-aliyun-ecs-metadata-token-ttl-seconds", "300")
-		if resp, err := c.Do(req); err == nil {
-			tok, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				h["X-aliyun-ecs-metadata-token"] = string(tok)
-			}
+		code, tok, err := fetch(ctx, c, http.MethodPut, base+"/latest/api/token", map[string]string{"X-aliyun-ecs-metadata-token-ttl-seconds": "300"}, 4096)
+		if err == nil && code == http.StatusOK {
+			h["X-aliyun-ecs-metadata-token"] = string(tok)
 		}
 		return reclaimAt(ctx, c, base+"/latest/meta-data/instance/spot/termination-time", h, func(v string) (time.Time, error) {
 			return time.Parse(time.RFC3339, v)
@@ -437,22 +426,13 @@ func Tencent(base string, interval time.Duration) Preempter {
 // with the time left until the time it holds (30 s, the shortest notice a
 // cloud gives, when the time is past or unreadable).
 func reclaimAt(ctx context.Context, c *http.Client, url string, h map[string]string, parse func(string) (time.Time, error)) (*Notice, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	for k, v := range h {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
+	code, b, err := fetch(ctx, c, http.MethodGet, url, h, 256)
+	if err != nil || code == http.StatusNotFound {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		return nil, nil
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	v := strings.TrimSpace(string(b))
-	if resp.StatusCode != http.StatusOK || v == "" {
-		return nil, fmt.Errorf("termination-time: HTTP %d", resp.StatusCode)
+	if code != http.StatusOK || v == "" {
+		return nil, fmt.Errorf("termination-time: HTTP %d", code)
 	}
 	left := 30 * time.Second
 	if t, err := parse(v); err == nil && time.Until(t) > 0 {
@@ -490,19 +470,8 @@ func clouds(ep Endpoints) []cloud {
 
 // answers sends cl's request, waiting half a second at most.
 func (cl cloud) answers(ctx context.Context) bool {
-	req, err := http.NewRequestWithContext(ctx, cl.method, cl.url, nil)
-	if err != nil {
-		return false
-	}
-	for k, v := range cl.h {
-		req.Header.Set(k, v)
-	}
-	resp, err := metadataClient(500 * time.Millisecond).Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	code, _, err := fetch(ctx, metadataClient(500*time.Millisecond), cl.method, cl.url, cl.h, 0)
+	return err == nil && code == http.StatusOK
 }
 
 // Clouds are the names For and Answers know, in Auto's order.
