@@ -24,8 +24,10 @@ extern "C" __global__ void fma32(float *out, int iters, float seed) {
 }
 
 // copy16: grid-stride copy of n 16-byte elements. Each element is read once
-// and written once: bytes moved = 2 x 16 x n.
-extern "C" __global__ void copy16(const float4_t *in, float4_t *out, unsigned long long n) {
+// and written once: bytes moved = 2 x 16 x n. The buffers do not overlap
+// (__restrict__): otherwise each load must wait for the previous store, and
+// a thread has one load in flight, far too few to cover DRAM latency.
+extern "C" __global__ void copy16(const float4_t *__restrict__ in, float4_t *__restrict__ out, unsigned long long n) {
   unsigned long long i = (unsigned long long)ctaid_x() * ntid_x() + tid_x();
   unsigned long long stride = (unsigned long long)nctaid_x() * ntid_x();
   for (; i < n; i += stride) out[i] = in[i];
