@@ -51,6 +51,10 @@ fi
 if [ -x "$az/node_modules/.bin/azurite-blob" ]; then
   export GPURENT_AZURITE="$az/node_modules/.bin/azurite-blob"
 fi
+# NVIDIA's ptxas and driver libraries, for the tests that check the GPU code
+# against them without a GPU (Debian non-free, downloaded once, not installed).
+nvidia_env=$(bash scripts/nvidia-debs.sh)
+eval "$nvidia_env"
 go test -race -timeout 30m "$@" ./...
 # Memory limits are judged without the race detector, which inflates memory.
 if [ $# -eq 0 ]; then
