@@ -80,9 +80,9 @@ func gemmPrecisions() []gemmPrecision {
 type blasLt struct {
 	lib *dl.Lib
 	h   uintptr
-	// version is cublasLtGetVersion's value, read the way cublas_api.h
-	// composes CUBLAS_VERSION (major*10000 + minor*100 + patch); that the
-	// Lt call uses the same form awaits a run on a real library.
+	// version is cublasLtGetVersion's value, major*10000 + minor*100 +
+	// patch as cublas_api.h composes CUBLAS_VERSION (the real 12.4.5.8
+	// library says 120405: TestRealCublasLtWithoutGPU).
 	version uint64
 }
 
@@ -155,8 +155,33 @@ type gemmPlan struct {
 }
 
 // plan describes the GEMM and asks the heuristic for its best algorithm.
-// All four matrices share one layout: square, same type, ld = n.
 func (b *blasLt) plan(g gemmPrecision, n, workspace uint64) (*gemmPlan, error) {
+	p, err := b.describe(g, n, workspace)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*gemmPlan, error) {
+		b.destroy(p)
+		return nil, err
+	}
+	var found int32
+	if err := b.check("cublasLtMatmulAlgoGetHeuristic", b.h, p.desc, p.layout, p.layout, p.layout, p.layout, p.pref, 1,
+		uintptr(unsafe.Pointer(&p.heur)), uintptr(unsafe.Pointer(&found))); err != nil {
+		return fail(err)
+	}
+	if found < 1 || p.heur.State != 0 {
+		return fail(fmt.Errorf("cublasLtMatmulAlgoGetHeuristic found no algorithm for %s (%d results, state %s)", g.what, found, cublasStatusName(p.heur.State)))
+	}
+	if p.heur.WorkspaceSize > workspace {
+		return fail(fmt.Errorf("cublasLtMatmulAlgoGetHeuristic chose an algorithm needing %d bytes of workspace, over the %d allowed", p.heur.WorkspaceSize, workspace))
+	}
+	return p, nil
+}
+
+// describe creates the GEMM's descriptors: the operation, one layout all
+// four matrices share (square, same type, ld = n) and the preference that
+// caps the workspace. It needs no GPU, unlike the heuristic.
+func (b *blasLt) describe(g gemmPrecision, n, workspace uint64) (*gemmPlan, error) {
 	p := &gemmPlan{n: n}
 	fail := func(err error) (*gemmPlan, error) {
 		b.destroy(p)
@@ -179,17 +204,6 @@ func (b *blasLt) plan(g gemmPrecision, n, workspace uint64) (*gemmPlan, error) {
 	}
 	if err := b.check("cublasLtMatmulPreferenceSetAttribute", p.pref, ltPrefMaxWorkspace, uintptr(unsafe.Pointer(&workspace)), 8); err != nil {
 		return fail(err)
-	}
-	var found int32
-	if err := b.check("cublasLtMatmulAlgoGetHeuristic", b.h, p.desc, p.layout, p.layout, p.layout, p.layout, p.pref, 1,
-		uintptr(unsafe.Pointer(&p.heur)), uintptr(unsafe.Pointer(&found))); err != nil {
-		return fail(err)
-	}
-	if found < 1 || p.heur.State != 0 {
-		return fail(fmt.Errorf("cublasLtMatmulAlgoGetHeuristic found no algorithm for %s (%d results, state %s)", g.what, found, cublasStatusName(p.heur.State)))
-	}
-	if p.heur.WorkspaceSize > workspace {
-		return fail(fmt.Errorf("cublasLtMatmulAlgoGetHeuristic chose an algorithm needing %d bytes of workspace, over the %d allowed", p.heur.WorkspaceSize, workspace))
 	}
 	return p, nil
 }

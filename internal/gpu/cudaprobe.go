@@ -107,7 +107,7 @@ func (p *cudaProber) setup() error {
 			return err
 		}
 	}
-	if p.major > 8 || (p.major == 8 && p.minor >= 9) {
+	if native, _ := fp8MMA(p.major, p.minor); native {
 		p.mma89, p.mma89Err = p.c.load(ptxMMA89) // PTX 8.4 needs a CUDA 12.4 driver
 	}
 	// The kernels store to out only when a sum equals -1, which never
@@ -210,6 +210,27 @@ func tensorProbe(prec string) string {
 	return map[string]string{"bf16": ProbeBF16, "fp16": ProbeFP16, "tf32": ProbeTF32, "fp8": ProbeFP8}[prec]
 }
 
+// fp8MMA reports whether mma.sync takes FP8 operands natively on compute
+// capability major.minor, and where it does not, why the FP8 probe does
+// not run ("" below 8.9, where FP8 does not exist at all). Hopper has no
+// FP8 mma.sync: its compiler converts the operands to FP16 and uses the
+// FP16 tensor cores (NVIDIA in CUTLASS issue 1986; ptxas 12.4 turns the
+// kernel into F2FP and HMMA), so a figure there would be neither FP8 nor
+// the kernel's arithmetic. Ada (8.9) runs it as QMMA; consumer Blackwell
+// (12.x) runs FP8 mma.sync at twice its FP16 rate (Triton PR 7409,
+// measured on an RTX 5070 Ti). For 10.x it is not known.
+func fp8MMA(major, minor int) (native bool, why string) {
+	switch {
+	case major == 8 && minor >= 9, major == 12:
+		return true, ""
+	case major < 9:
+		return false, ""
+	case major == 9:
+		return false, "not measured on Hopper: it has no FP8 mma.sync (the compiler converts FP8 operands to FP16 for the FP16 tensor cores); its FP8 peak is reached only through wgmma"
+	}
+	return false, fmt.Sprintf("not measured on compute capability %d.%d: whether its mma.sync takes FP8 natively is not verified", major, minor)
+}
+
 // tensor measures mma.sync: 8 warps a block, 4 blocks an SM, 4 chains a
 // warp; one instruction is 2·M·N·K FLOPs.
 func (p *cudaProber) tensor(prec string) Result {
@@ -223,6 +244,10 @@ func (p *cudaProber) tensor(prec string) Result {
 		mnk = 16 * 8 * 8
 	case "fp8":
 		mod, mnk = p.mma89, 16*8*32
+		if native, why := fp8MMA(p.major, p.minor); !native && why != "" {
+			r.Error = why
+			return r
+		}
 		if p.mma89Err != nil {
 			r.Error = "FP8 kernels did not load (PTX 8.4 needs a CUDA 12.4 or newer driver): " + p.mma89Err.Error()
 			return r

@@ -21,6 +21,7 @@ type simConfig struct {
 	TotalMem, OtherTenantMem int64
 	SliceEvery               int64
 	SliceMs                  float64
+	CC                       int64 // compute capability x10; 0: 9.0
 }
 
 // simStats mirrors struct stats in testdata/fakecuda.c.
@@ -70,7 +71,7 @@ func TestCUDABackendSimulated(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	want := map[string]float64{
-		ProbeFP32: 60, ProbeBF16: 800, ProbeFP16: 800, ProbeTF32: 400, ProbeFP8: 1600,
+		ProbeFP32: 60, ProbeBF16: 800, ProbeFP16: 800, ProbeTF32: 400,
 		ProbeGEMMFP32: 60, ProbeGEMMTF32: 400, ProbeGEMMBF16: 800,
 		ProbeCopy: 3000, ProbeDtoD: 3000, ProbeH2D: 50, ProbeD2H: 50,
 		ProbeAlloc: 79 - 1.6, // free minus the 2% margin
@@ -94,6 +95,17 @@ func TestCUDABackendSimulated(t *testing.T) {
 	if g := r.Find(ProbeGEMMBF16); g != nil && !strings.Contains(g.Notes, "cuBLASLt 12.6.4") {
 		t.Errorf("GEMM notes: %q", g.Notes)
 	}
+	// Compute capability 9.0 has no FP8 mma.sync (fp8MMA); 8.9 has.
+	if f := r.Find(ProbeFP8); f == nil || !strings.HasPrefix(f.Error, "not measured on Hopper") || f.Value != 0 {
+		t.Errorf("FP8 on Hopper: %+v", f)
+	}
+	ada := simH100ish()
+	ada.CC = 89
+	cuAda, _ := simDriver(t, ada)
+	ra := cuAda.Run(context.Background(), Options{Probes: []string{ProbeFP8}})
+	if f := ra.Find(ProbeFP8); f == nil || f.Error != "" || math.Abs(f.Value-1600)/1600 > 0.01 {
+		t.Errorf("FP8 on compute capability 8.9: %+v, want 1600 TFLOPS", f)
+	}
 	s := r.Find(ProbeSustain)
 	if s == nil || s.Contention == nil || s.Contention.Verdict != Clean || s.Contention.Launches < 100 {
 		t.Errorf("sustained on an idle simulated GPU: %+v", s)
@@ -114,7 +126,7 @@ func TestCUDABackendSimulated(t *testing.T) {
 // JIT's own log, while the other probes still run.
 func TestCUDABackendSimulatedSharedOldDriver(t *testing.T) {
 	cfg := simH100ish()
-	cfg.DriverVersion, cfg.MaxPTX, cfg.SliceEvery, cfg.SliceMs = 12020, 82, 3, 4
+	cfg.DriverVersion, cfg.MaxPTX, cfg.SliceEvery, cfg.SliceMs, cfg.CC = 12020, 82, 3, 4, 89
 	cu, stats := simDriver(t, cfg)
 	r := cu.Run(context.Background(), Options{Sustained: 200 * time.Millisecond})
 	if !r.Available || r.Driver != "CUDA 12.2" {

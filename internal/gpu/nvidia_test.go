@@ -112,8 +112,9 @@ func TestRealCUDADriverWithoutGPU(t *testing.T) {
 }
 
 // The embedded PTX and the architectures each is loaded on (cudaprobe.go:
-// common from sm_70, mma_sm80 from 8.0, mma_sm89 from 8.9). ptxas 11.8
-// targets up to sm_90; newer cards are left to their drivers' JIT.
+// common from sm_70, mma_sm80 from 8.0, mma_sm89 where fp8MMA says FP8
+// mma.sync is native). ptxas 12.4 targets up to sm_90; newer cards are
+// left to their drivers' JIT.
 var ptxTargets = []struct {
 	name, ptx string
 	archs     []string
@@ -129,14 +130,20 @@ var ptxTargets = []struct {
 //   - fma32: at least 90% of the loop's instructions are FFMA, in multiples
 //     of the 8 chains. On sm_86/sm_89 an FFMA issues every cycle, so every
 //     other instruction in the loop costs FP32 peak; the target is 90%.
-//   - mma_*: at least one tensor instruction (HMMA) for every other
-//     instruction in the loop, one per mma.sync. An m16n8k16 HMMA keeps the
-//     tensor pipe busy 4 (sm_90) to 8 (sm_80) cycles while the warp can
-//     issue one instruction a cycle, so that leaves room to spare.
+//   - mma_*: one tensor instruction (HMMA, QMMA) per mma.sync, and at most
+//     two other instructions (NOPs the assembler pads QMMA with included)
+//     for each. The quickest here, HMMA.16816 on sm_90, keeps the tensor
+//     pipe of its SM partition busy 4 cycles (989 dense FP16 TFLOPS over
+//     132 SMs x 4 partitions x 1.83 GHz is 1024 FLOPs a clock, and it is
+//     4096 FLOPs), while the partition issues one instruction a cycle: up
+//     to three others fit beside each without slowing it.
 //   - copy16: every global load and store in the loop is 128 bits wide.
 //     Narrower accesses put too few bytes in flight per thread to cover
 //     DRAM latency (a copy of a 4-byte-aligned struct was four dependent
 //     32-bit load/store pairs: one load in flight per thread).
+//
+// mma_fp8 for sm_90 is the exception that proves fp8MMA right: Hopper has
+// no FP8 tensor instruction for mma.sync, and the loop must contain none.
 func TestPTXAssemblesToRegisterLoops(t *testing.T) {
 	tools := os.Getenv("GPURENT_CUDA_TOOLS")
 	if tools == "" {
@@ -179,11 +186,18 @@ func TestPTXAssemblesToRegisterLoops(t *testing.T) {
 				t.Fatalf("cuobjdump -sass %s: %v\n%s", cubin, err, sass)
 			}
 			for fn, code := range parseSASS(string(sass)) {
+				if fn == "mma_fp8" && arch == "sm_90" {
+					if n := count(code, "QMMA"); n != 0 {
+						t.Errorf("mma_fp8 for sm_90 has %d QMMA: FP8 mma.sync is native on Hopper after all; revisit fp8MMA", n)
+					}
+					t.Logf("mma_fp8 for sm_90: no FP8 tensor instruction (%d HMMA in all: emulated through FP16)", count(code, "HMMA"))
+					continue
+				}
 				checkLoop(t, fn+" for "+arch, fn, code)
 			}
 		}
 	}
-	if checked < 10 {
+	if checked < 12 {
 		t.Errorf("only %d kernel files assembled", checked)
 	}
 }
@@ -275,12 +289,16 @@ func checkLoop(t *testing.T, what, fn string, code []sassInst) {
 		}
 		t.Logf("%s: %d FFMA of %d instructions in the loop", what, n, len(loop))
 	case strings.HasPrefix(fn, "mma_"):
-		loop := hotLoop(code, "HMMA")
-		n := count(loop, "HMMA")
-		if n == 0 || n%4 != 0 || 2*n < len(loop) {
-			t.Errorf("%s: the loop has %d HMMA of %d instructions; want a multiple of the 4 chains and at least half", what, n, len(loop))
+		op := "HMMA"
+		if fn == "mma_fp8" {
+			op = "QMMA"
 		}
-		t.Logf("%s: %d HMMA of %d instructions in the loop", what, n, len(loop))
+		loop := hotLoop(code, op)
+		n := count(loop, op)
+		if n == 0 || n%4 != 0 || len(loop)-n > 2*n {
+			t.Errorf("%s: the loop has %d %s of %d instructions; want a multiple of the 4 chains and at most 2 others for each", what, n, op, len(loop))
+		}
+		t.Logf("%s: %d %s of %d instructions in the loop", what, n, op, len(loop))
 	case fn == "copy16":
 		loop := hotLoop(code, "LDG")
 		if count(loop, "LDG") == 0 || count(loop, "STG") == 0 {
@@ -291,5 +309,60 @@ func checkLoop(t *testing.T, what, fn string, code []sassInst) {
 				t.Errorf("%s: %s at %#x in the copy loop: want 128-bit accesses only", what, in.op, in.addr)
 			}
 		}
+	}
+}
+
+// The real cuBLASLt (12.4.5.8, Debian's libcublaslt12) without a GPU:
+// cublasLtGetVersion reads as the library's own version, the descriptors
+// of gpurent's GEMMs are accepted with the attribute sizes gpurent passes
+// (the heuristic and the matmul need a device), and the missing GPU is
+// reported at cublasLtCreate, naming the library.
+func TestRealCublasLtWithoutGPU(t *testing.T) {
+	path := os.Getenv("GPURENT_REAL_CUBLASLT")
+	if path == "" {
+		t.Skip("GPURENT_REAL_CUBLASLT is not set: scripts/test.sh sets it (scripts/nvidia-debs.sh)")
+	}
+	if _, err := openBlasLt([]string{path}); err == nil || !strings.Contains(err.Error(), path+": cublasLtCreate: CUBLAS_STATUS_NOT_INITIALIZED") {
+		t.Errorf("openBlasLt with no GPU: %v", err)
+	}
+	lib, err := dl.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close()
+	v, err := lib.CallWord("cublasLtGetVersion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blasLt{lib: lib, version: uint64(v)} // no handle: cublasLtCreate needs a GPU
+	file, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// libcublasLt.so.12.4.5.8 is version 12.4.5, build 8.
+	parts := strings.Split(strings.TrimPrefix(filepath.Base(file), "libcublasLt.so."), ".")
+	if len(parts) < 3 || !strings.HasPrefix(b.String(), "cuBLASLt "+strings.Join(parts[:3], ".")+" ") {
+		t.Errorf("cublasLtGetVersion %d reads as %q; the file is %s", v, b.String(), filepath.Base(file))
+	}
+	t.Logf("%s: cublasLtGetVersion %d, %s", file, v, b)
+
+	for _, g := range gemmPrecisions() {
+		p, err := b.describe(g, 8192, gemmWorkspace)
+		if err != nil {
+			t.Errorf("%s: %v", g.what, err)
+			continue
+		}
+		b.destroy(p)
+	}
+	// The library checks attribute sizes, so the accepted ones above mean
+	// something: a transpose attribute given 8 bytes is refused.
+	var desc uintptr
+	if err := b.check("cublasLtMatmulDescCreate", uintptr(unsafe.Pointer(&desc)), cublasCompute32F, cudaR32F); err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Call("cublasLtMatmulDescDestroy", desc)
+	op := int64(cublasOpN)
+	if err := b.check("cublasLtMatmulDescSetAttribute", desc, ltDescTransA, uintptr(unsafe.Pointer(&op)), 8); err == nil || !strings.Contains(err.Error(), "INVALID_VALUE") {
+		t.Errorf("an 8-byte transpose attribute was not refused: %v", err)
 	}
 }

@@ -48,6 +48,7 @@ struct config {
   int64_t total_mem, other_tenant_mem;                   // bytes
   int64_t slice_every;                                   // every Nth launch waits for another tenant (0: never)
   double slice_ms;
+  int64_t cc;                                            // compute capability x10 (89 = 8.9); 0: 9.0
 };
 static struct config cfg;
 
@@ -119,6 +120,7 @@ __attribute__((constructor)) static void from_env(void) {
     else if (!strcmp(w, "link")) c.link_bytes = strtod(v, NULL);
     else if (!strcmp(w, "total")) c.total_mem = strtoll(v, NULL, 0);
     else if (!strcmp(w, "other")) c.other_tenant_mem = strtoll(v, NULL, 0);
+    else if (!strcmp(w, "cc")) c.cc = strtoll(v, NULL, 0);
     else if (!strcmp(w, "devices")) {
       long n = strtol(v, NULL, 0);
       ndevices = n >= 1 && n <= MAX_DEV ? (int)n : 1;
@@ -331,8 +333,8 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
   case 16: *v = 132; break;     // SMs
   case 36: *v = 2619000; break; // memory clock, kHz
   case 37: *v = 5120; break;    // bus width, bits
-  case 75: *v = 9; break;       // compute capability
-  case 76: *v = 0; break;
+  case 75: *v = cfg.cc ? (int)(cfg.cc / 10) : 9; break; // compute capability
+  case 76: *v = cfg.cc ? (int)(cfg.cc % 10) : 0; break;
   case 133: *v = 0; break;      // MPS enabled
   default: return bad(INVALID_VALUE);
   }
