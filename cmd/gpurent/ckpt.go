@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -300,6 +301,9 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			start := time.Now()
 			m, err := st.Pull(cmd.Context(), s.run, id, a[0])
 			bar.end()
+			if errors.Is(err, store.ErrNoCheckpoint) {
+				return fmt.Errorf("%w; %s", err, runsHint(cmd.Context(), st))
+			}
 			if err != nil {
 				return err
 			}
@@ -339,6 +343,9 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				return err
 			}
 			fmt.Fprintf(g.stdout, "\n%d checkpoints in run %s\n", len(ms), s.run)
+			if len(ms) == 0 {
+				fmt.Fprintln(g.stdout, runsHint(cmd.Context(), st))
+			}
 			return nil
 		},
 	}
@@ -369,8 +376,16 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				vid = ""
 			}
 			ms, probs, err := st.Verify(cmd.Context(), s.run, vid, deep)
+			if errors.Is(err, store.ErrNoCheckpoint) {
+				return fmt.Errorf("%w; %s", err, runsHint(cmd.Context(), st))
+			}
 			if err != nil {
 				return err
+			}
+			if len(ms) == 0 {
+				// Nothing to check is not a pass: a mistyped run name must
+				// not read as "the checkpoints are safe, release the machine".
+				probs = append(probs, store.Problem{Msg: fmt.Sprintf("run %s has no checkpoint; %s", s.run, runsHint(cmd.Context(), st))})
 			}
 			if g.output == report.JSON {
 				if probs == nil {
@@ -381,6 +396,10 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				}
 			} else {
 				for _, p := range probs {
+					if p.ID == "" {
+						fmt.Fprintln(g.stdout, p.Msg)
+						continue
+					}
 					fmt.Fprintf(g.stdout, "%s %s: %s\n", p.ID, p.Path, p.Msg)
 				}
 				kind := "objects present with their sizes"
@@ -433,7 +452,38 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 		},
 	}
 	prune.Flags().IntVar(&keep, "keep", 0, "how many of the newest checkpoints to keep")
-	cmd.AddCommand(push, pull, ls, verify, prune)
+	runs := &cobra.Command{
+		Use:   "runs",
+		Short: "List the runs in the store, with their checkpoints and the newest one's time",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			st, name, closeFn, err := s.open(cmd.Context(), &store.Crypto{}, nil)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			rs, err := st.Runs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if g.output == report.JSON {
+				return report.WriteJSON(g.stdout, map[string]any{"store": name, "runs": rs})
+			}
+			tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "CREATED")
+			for _, r := range rs {
+				tab.Row(r.Run, fmt.Sprint(r.Checkpoints), r.Newest, r.NewestCreated.Local().Format("2006-01-02 15:04:05"))
+			}
+			if err := tab.Write(g.stdout); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "\n%d runs in %s\n", len(rs), name)
+			return nil
+		},
+	}
+	cmd.AddCommand(push, pull, ls, verify, prune, runs)
 	return cmd
 }
 
@@ -445,6 +495,28 @@ type summary struct {
 	Bytes     int64     `json:"bytes"`
 	Encrypted bool      `json:"encrypted"`
 	Objects   int       `json:"objects"`
+}
+
+// runsHint names the store's runs, for a person who asked for a run with
+// no checkpoint: most often a mistyped name, or one forgotten on a new
+// machine.
+func runsHint(ctx context.Context, st *store.Store) string {
+	rs, err := st.Runs(ctx)
+	switch {
+	case err != nil:
+		return "the store's runs could not be listed: " + err.Error()
+	case len(rs) == 0:
+		return "this store has no checkpoints in any run yet"
+	}
+	names := make([]string, 0, min(len(rs), 10))
+	for _, r := range rs[:min(len(rs), 10)] {
+		names = append(names, fmt.Sprintf("%s (%d)", r.Run, r.Checkpoints))
+	}
+	more := ""
+	if len(rs) > 10 {
+		more = fmt.Sprintf(" and %d more", len(rs)-10)
+	}
+	return "runs in this store (checkpoints): " + strings.Join(names, ", ") + more + "; see gpurent ckpt runs"
 }
 
 func summaries(ms []*store.Manifest) []summary {

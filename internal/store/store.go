@@ -339,7 +339,7 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 		}
 		m, err := s.manifest(ctx, manifestKey(run, id))
 		if IsNotFound(err) {
-			return nil, fmt.Errorf("run %s has no checkpoint %s", run, id)
+			return nil, fmt.Errorf("run %s has %w %s", run, ErrNoCheckpoint, id)
 		}
 		return m, err
 	}
@@ -348,9 +348,55 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 		return nil, err
 	}
 	if len(all) == 0 {
-		return nil, fmt.Errorf("run %s has no checkpoint yet", run)
+		return nil, fmt.Errorf("run %s has %w yet", run, ErrNoCheckpoint)
 	}
 	return all[len(all)-1], nil
+}
+
+// ErrNoCheckpoint is wrapped by Find's error when the run has no committed
+// checkpoint (or none with the id asked for).
+var ErrNoCheckpoint = errors.New("no checkpoint")
+
+// RunInfo is one run of a store: its committed checkpoints and the newest
+// one's id and creation time.
+type RunInfo struct {
+	Run           string    `json:"run"`
+	Checkpoints   int       `json:"checkpoints"`
+	Newest        string    `json:"newest"`
+	NewestCreated time.Time `json:"newest_created"`
+}
+
+// Runs lists the runs with a committed checkpoint, by name: what a person
+// who mistyped a run name, or forgot it on a new machine, needs. It reads
+// only the listing (a checkpoint is committed when its manifest exists,
+// and an id begins with its creation time), no manifest.
+func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
+	objs, err := s.b.List(ctx, "runs/")
+	if err != nil {
+		return nil, err
+	}
+	byRun := map[string]*RunInfo{}
+	for _, o := range objs {
+		run, rest, _ := strings.Cut(strings.TrimPrefix(o.Key, "runs/"), "/")
+		id, ok := strings.CutPrefix(rest, "manifests/")
+		if id, ok = strings.CutSuffix(id, ".json"); !ok || !idRe.MatchString(id) || ValidRun(run) != nil {
+			continue
+		}
+		r := byRun[run]
+		if r == nil {
+			r = &RunInfo{Run: run}
+			byRun[run] = r
+		}
+		r.Checkpoints++
+		r.Newest = max(r.Newest, id)
+	}
+	out := make([]RunInfo, 0, len(byRun))
+	for _, r := range byRun {
+		r.NewestCreated, _ = idTime(r.Newest)
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Run < out[j].Run })
+	return out, nil
 }
 
 // Files decrypts and checks the file list of m.

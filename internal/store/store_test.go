@@ -249,6 +249,44 @@ func TestKilledPushLeavesNothingVisible(t *testing.T) {
 	}
 }
 
+// Runs lists the runs with a committed checkpoint, on every backend: a run
+// whose only push was killed has nothing committed and is not listed.
+func TestRuns(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := open(t)
+			cr, _ := newCrypto(t)
+			src := tree(t)
+			s := New(b, Options{Crypto: cr})
+			var newest string
+			for _, run := range []string{"b-run", "a.run", "b-run"} {
+				m, err := s.Push(ctx, src, run)
+				if err != nil {
+					t.Fatal(err)
+				}
+				newest = m.ID
+			}
+			f := &failing{Backend: b}
+			f.left.Store(3)
+			if _, err := New(f, Options{Crypto: cr, Workers: 1}).Push(ctx, src, "killed"); !errors.Is(err, errKilled) {
+				t.Fatalf("push: %v", err)
+			}
+			rs, err := s.Runs(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 2 || rs[0].Run != "a.run" || rs[0].Checkpoints != 1 || rs[1].Run != "b-run" || rs[1].Checkpoints != 2 ||
+				rs[1].Newest != newest || rs[1].NewestCreated.IsZero() || time.Since(rs[1].NewestCreated) > time.Hour {
+				t.Errorf("runs: %+v", rs)
+			}
+			if _, err := s.Find(ctx, "killed", "latest"); !errors.Is(err, ErrNoCheckpoint) || err.Error() != "run killed has no checkpoint yet" {
+				t.Errorf("Find in a run with nothing committed: %v", err)
+			}
+		})
+	}
+}
+
 // corrupt overwrites an object with changed content, going around the
 // store (as a faulty disk or a tamperer would).
 func corrupt(t *testing.T, b Backend, key string, change func([]byte) []byte) {

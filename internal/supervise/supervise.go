@@ -504,7 +504,7 @@ func (s *Supervisor) resume(ctx context.Context) error {
 	}
 	m, err := s.cfg.Store.Find(ctx, s.cfg.Run, "latest")
 	if err != nil {
-		if strings.Contains(err.Error(), "has no checkpoint yet") {
+		if errors.Is(err, store.ErrNoCheckpoint) {
 			return nil
 		}
 		return fmt.Errorf("run: looking for a checkpoint to resume from: %w", err)
