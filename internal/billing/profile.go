@@ -81,16 +81,19 @@ func (p *Profile) Validate() []yamlfile.Problem {
 	var ps []yamlfile.Problem
 	bad := func(field, format string, args ...any) { ps = append(ps, yamlfile.Problemf(field, format, args...)) }
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	hoursOK := finite(p.ComputeHours) && p.ComputeHours > 0
 	switch {
-	case !finite(p.ComputeHours) || p.ComputeHours <= 0:
+	case !hoursOK:
 		bad("compute_hours", "want a positive number of hours, got %v", p.ComputeHours)
-	case p.ComputeHours > float64(p.SpanDays)*24:
+	case p.SpanDays >= 1 && p.ComputeHours > float64(p.SpanDays)*24:
 		bad("compute_hours", "%v h do not fit in span_days %d (%d h)", p.ComputeHours, p.SpanDays, p.SpanDays*24)
 	}
 	if p.GPUs < 1 {
 		bad("gpus", "want at least 1 GPU, got %d", p.GPUs)
 	}
-	if p.SpanDays < 1 {
+	// A span left out is derived from the hours: when those are wrong,
+	// the one error to report is theirs.
+	if p.SpanDays < 1 && (p.SpanDays != 0 || hoursOK) {
 		bad("span_days", "want at least 1 day, got %d", p.SpanDays)
 	}
 	if p.Starts < 1 {

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -292,5 +293,28 @@ func TestOffersNoMatch(t *testing.T) {
 	_, err := Offers(&p, []catalog.Offer{testOffer()})
 	if err == nil || !strings.Contains(err.Error(), `no offer has GPU "TPU v5"; the catalog has: RTX 4090`) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// Each mistake is reported once, against the field that holds it: a span
+// derived from bad hours, or hours checked against a bad span, add noise.
+func TestProfileValidateOneErrorPerMistake(t *testing.T) {
+	for _, c := range []struct {
+		p    Profile
+		want []string
+	}{
+		{Profile{ComputeHours: -1}, []string{"compute_hours: want a positive number of hours, got -1"}},
+		{Profile{ComputeHours: 5, SpanDays: -2}, []string{"span_days: want at least 1 day, got -2"}},
+		{Profile{ComputeHours: 50, SpanDays: 1}, []string{"compute_hours: 50 h do not fit in span_days 1 (24 h)"}},
+		{Profile{ComputeHours: 0, SpanDays: -1}, []string{"compute_hours: want a positive number of hours, got 0", "span_days: want at least 1 day, got -1"}},
+	} {
+		c.p.Defaults()
+		var got []string
+		for _, pr := range c.p.Validate() {
+			got = append(got, pr.Path+": "+pr.Msg)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
+		}
 	}
 }
