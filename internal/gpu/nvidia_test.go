@@ -6,62 +6,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/gpurent/gpurent/internal/dl"
+	"github.com/gpurent/gpurent/internal/dl/dltest"
 )
 
 // The tests in this file run against NVIDIA's own software without a GPU:
 // the driver's libcuda.so.1 and the CUDA toolkit's ptxas and cuobjdump,
 // unpacked from Debian's non-free archive by scripts/nvidia-debs.sh, which
 // scripts/test.sh runs. Where they are absent, the tests say so and skip.
-
-// realDrivers lists the driver library directories in
-// GPURENT_NVIDIA_DRIVERS (colon-separated).
-func realDrivers(t *testing.T) []string {
-	t.Helper()
-	v := os.Getenv("GPURENT_NVIDIA_DRIVERS")
-	if v == "" {
-		t.Skip("GPURENT_NVIDIA_DRIVERS is not set: scripts/test.sh sets it (scripts/nvidia-debs.sh)")
-	}
-	return strings.Split(v, ":")
-}
-
-// boundSymbols is every CUDA driver entry point the package's code names:
-// the string literals of its non-test files that look like one, so a new
-// binding is checked without being listed here.
-func boundSymbols(t *testing.T, pattern string) []string {
-	t.Helper()
-	re := regexp.MustCompile(pattern)
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
-			if !slices.Contains(out, m[1]) {
-				out = append(out, m[1])
-			}
-		}
-	}
-	slices.Sort(out)
-	if len(out) == 0 {
-		t.Fatalf("no symbol matching %s in the package's source", pattern)
-	}
-	return out
-}
 
 // cudaFallbacks names, for each entry point a driver may lack, the one the
 // binding uses instead (abi_reference.md §2: cuEventElapsedTime_v2 is
@@ -73,8 +30,8 @@ var cudaFallbacks = map[string]string{"cuEventElapsedTime_v2": "cuEventElapsedTi
 // and with no kernel driver, the backend says CUDA is unavailable and why,
 // in words, without a panic.
 func TestRealCUDADriverWithoutGPU(t *testing.T) {
-	syms := boundSymbols(t, `"(cu[A-Z][A-Za-z0-9_]*)"`)
-	for _, dir := range realDrivers(t) {
+	syms := dltest.BoundSymbols(t, `"(cu[A-Z][A-Za-z0-9_]*)"`, 20)
+	for _, dir := range dltest.RealDrivers(t) {
 		path := filepath.Join(dir, "libcuda.so.1")
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			lib, err := dl.Open(path)

@@ -1,14 +1,12 @@
 package probe
 
 import (
-	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gpurent/gpurent/internal/dl"
+	"github.com/gpurent/gpurent/internal/dl/dltest"
 )
 
 // nvmlFallbacks names, for each NVML function a driver may lack, what the
@@ -27,12 +25,8 @@ var nvmlFallbacks = map[string]string{
 // or the fallback it uses, and with no kernel driver OpenNVML says there is
 // no GPU and why, without a panic.
 func TestRealNVMLWithoutGPU(t *testing.T) {
-	v := os.Getenv("GPURENT_NVIDIA_DRIVERS")
-	if v == "" {
-		t.Skip("GPURENT_NVIDIA_DRIVERS is not set: scripts/test.sh sets it (scripts/nvidia-debs.sh)")
-	}
-	syms := nvmlSymbols(t)
-	for _, dir := range strings.Split(v, ":") {
+	syms := dltest.BoundSymbols(t, `"(nvml[A-Z][A-Za-z0-9]*(?:_v[0-9])?)"`, 20)
+	for _, dir := range dltest.RealDrivers(t) {
 		path := filepath.Join(dir, "libnvidia-ml.so.1")
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			lib, err := dl.Open(path)
@@ -67,34 +61,4 @@ func TestRealNVMLWithoutGPU(t *testing.T) {
 			t.Logf("without a GPU: %v", err)
 		})
 	}
-}
-
-// nvmlSymbols is every NVML function the package's code names.
-func nvmlSymbols(t *testing.T) []string {
-	t.Helper()
-	re := regexp.MustCompile(`"(nvml[A-Z][A-Za-z0-9]*(?:_v[0-9])?)"`)
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
-			if !slices.Contains(out, m[1]) {
-				out = append(out, m[1])
-			}
-		}
-	}
-	slices.Sort(out)
-	if len(out) < 20 {
-		t.Fatalf("only %d NVML functions found in the package's source: %v", len(out), out)
-	}
-	return out
 }

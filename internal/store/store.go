@@ -378,8 +378,9 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 	byRun := map[string]*RunInfo{}
 	for _, o := range objs {
 		run, rest, _ := strings.Cut(strings.TrimPrefix(o.Key, "runs/"), "/")
-		id, ok := strings.CutPrefix(rest, "manifests/")
-		if id, ok = strings.CutSuffix(id, ".json"); !ok || !idRe.MatchString(id) || ValidRun(run) != nil {
+		name, inManifests := strings.CutPrefix(rest, "manifests/")
+		id, isJSON := strings.CutSuffix(name, ".json")
+		if !inManifests || !isJSON || !idRe.MatchString(id) || ValidRun(run) != nil {
 			continue
 		}
 		r := byRun[run]

@@ -208,6 +208,17 @@ func (f *failing) Put(ctx context.Context, key string, fill func(io.Writer) erro
 	return f.Backend.Put(ctx, key, fill)
 }
 
+// killedPush pushes src to run through b and kills the push after n
+// objects were stored.
+func killedPush(t *testing.T, b Backend, cr *Crypto, src, run string, n int64) {
+	t.Helper()
+	f := &failing{Backend: b}
+	f.left.Store(n)
+	if _, err := New(f, Options{Crypto: cr, Workers: 1}).Push(context.Background(), src, run); !errors.Is(err, errKilled) {
+		t.Fatalf("push: %v", err)
+	}
+}
+
 func TestKilledPushLeavesNothingVisible(t *testing.T) {
 	for name, open := range backends(t) {
 		t.Run(name, func(t *testing.T) {
@@ -219,11 +230,7 @@ func TestKilledPushLeavesNothingVisible(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := &failing{Backend: b}
-			f.left.Store(5)
-			if _, err := New(f, Options{Crypto: cr, Workers: 1}).Push(ctx, src, "r"); !errors.Is(err, errKilled) {
-				t.Fatalf("push: %v", err)
-			}
+			killedPush(t, b, cr, src, "r", 5)
 			s := New(b, Options{Crypto: cr, Grace: -1})
 			list, _ := s.List(ctx, "r")
 			if len(list) != 1 || list[0].ID != good.ID {
@@ -267,11 +274,7 @@ func TestRuns(t *testing.T) {
 				}
 				newest = m.ID
 			}
-			f := &failing{Backend: b}
-			f.left.Store(3)
-			if _, err := New(f, Options{Crypto: cr, Workers: 1}).Push(ctx, src, "killed"); !errors.Is(err, errKilled) {
-				t.Fatalf("push: %v", err)
-			}
+			killedPush(t, b, cr, src, "killed", 3)
 			rs, err := s.Runs(ctx)
 			if err != nil {
 				t.Fatal(err)
