@@ -11,18 +11,22 @@
 #     must be there or have a fallback, and with no kernel driver both
 #     loaders must fail with a sentence, never a panic;
 #   - libcublasLt.so.12 (12.4): its version and the GEMM descriptors'
-#     attribute sizes as gpurent sets them.
+#     attribute sizes as gpurent sets them;
+#   - nvml.h (libnvidia-ml-dev 12.4): the NVML structs, enum values and
+#     limits gpurent mirrors, compiled and compared.
 # The packages are downloaded and unpacked into a cache, never installed: the
 # machine's apt configuration is untouched (apt runs on a private sources
 # list and state). It prints the environment the tests read, as shell
 # assignments, on stdout. Usage: eval "$(bash scripts/nvidia-debs.sh)"
 set -euo pipefail
 
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/gpurent/nvidia-debs-2"
+base="${XDG_CACHE_HOME:-$HOME/.cache}/gpurent"
+cache="$base/nvidia-debs-3" # a new name when the package list changes
+rm -rf "$base/nvidia-debs" "$base/nvidia-debs-2"
 root="$cache/root"
 lib="$root/usr/lib/x86_64-linux-gnu"
 packages=(nvidia-cuda-toolkit/trixie libcuda1/trixie libnvidia-ml1/trixie
-  libnvidia-tesla-535-cuda1/trixie libnvidia-tesla-535-ml1/trixie libcublaslt12/trixie
+  libnvidia-tesla-535-cuda1/trixie libnvidia-tesla-535-ml1/trixie libcublaslt12/trixie libnvidia-ml-dev/trixie
   libnvidia-tesla-470-cuda1/bookworm libnvidia-tesla-470-ml1/bookworm)
 
 if [ ! -e "$cache/complete" ]; then
@@ -48,10 +52,12 @@ if [ ! -e "$cache/complete" ]; then
   mv "$root.tmp" "$root"
   # Keep only what the tests use (the toolkit's package is 170 MB unpacked).
   find "$root/usr/bin" -type f ! -name ptxas ! -name cuobjdump ! -name nvdisasm -delete
-  rm -rf "$root/usr/share" "$root/usr/lib/nvidia-cuda-toolkit" "$root/usr/include"
+  find "$root/usr/include" -type f ! -name nvml.h -delete
+  rm -rf "$root/usr/share" "$root/usr/lib/nvidia-cuda-toolkit"
   touch "$cache/complete"
 fi
 
 echo "export GPURENT_CUDA_TOOLS='$root/usr/bin'"
 echo "export GPURENT_NVIDIA_DRIVERS='$lib/nvidia/current:$lib/nvidia/tesla-535:$lib/nvidia/tesla-470'"
 echo "export GPURENT_REAL_CUBLASLT='$lib/libcublasLt.so.12'"
+echo "export GPURENT_NVML_HEADER='$root/usr/include/nvml.h'"

@@ -35,6 +35,15 @@ const (
 	nvmlClockGraphicsType = 0
 	nvmlClockSMType       = 1
 	nvmlClockMemType      = 2
+
+	nvmlEnabled            = 1 // NVML_FEATURE_ENABLED, NVML_DEVICE_MIG_ENABLE; an NVLink that is up
+	nvmlTemperatureGPU     = 0 // NVML_TEMPERATURE_GPU
+	nvmlErrCorrected       = 0 // NVML_MEMORY_ERROR_TYPE_CORRECTED
+	nvmlErrUncorrected     = 1 // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+	nvmlVolatileECC        = 0 // NVML_VOLATILE_ECC: since the driver loaded
+	nvmlAggregateECC       = 1 // NVML_AGGREGATE_ECC: the card's lifetime
+	nvmlRetiredMultipleSBE = 0 // NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+	nvmlRetiredDBE         = 1 // NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
 )
 
 // nvmlErrorName names return codes for Errors maps and messages.
@@ -274,7 +283,7 @@ func (n *NVML) device(h uintptr, d *Device) {
 	r, err := n.call("nvmlDeviceGetMigMode", h, uintptr(unsafe.Pointer(&cur)), uintptr(unsafe.Pointer(&pend)))
 	switch {
 	case err == nil && r == nvmlSuccess:
-		on := cur == 1
+		on := cur == nvmlEnabled
 		d.MIGEnabled = &on
 		if on {
 			n.migDevices(h, d)
@@ -287,11 +296,11 @@ func (n *NVML) device(h uintptr, d *Device) {
 	}
 	var virt uint32
 	if n.get(d, "virtualization", "nvmlDeviceGetVirtualizationMode", h, uintptr(unsafe.Pointer(&virt))) {
-		d.Virtualization = [...]string{"none", "passthrough", "vgpu", "host_vgpu", "host_vsga"}[min(virt, 4)]
+		d.Virtualization = virtualizationName(virt)
 	}
 	var mode uint32
 	if n.get(d, "compute_mode", "nvmlDeviceGetComputeMode", h, uintptr(unsafe.Pointer(&mode))) {
-		d.ComputeMode = [...]string{"default", "exclusive_thread", "prohibited", "exclusive_process", "unknown"}[min(mode, 4)]
+		d.ComputeMode = computeModeName(mode)
 	}
 	d.Processes = append(n.processes(h, d, "compute", "nvmlDeviceGetComputeRunningProcesses"), n.processes(h, d, "mps", "nvmlDeviceGetMPSComputeRunningProcesses")...)
 
@@ -341,7 +350,7 @@ func (n *NVML) device(h uintptr, d *Device) {
 		d.PerformanceState = &p
 	}
 	var temp uint32
-	if n.get(d, "temperature", "nvmlDeviceGetTemperature", h, 0, uintptr(unsafe.Pointer(&temp))) {
+	if n.get(d, "temperature", "nvmlDeviceGetTemperature", h, nvmlTemperatureGPU, uintptr(unsafe.Pointer(&temp))) {
 		t := int(temp)
 		d.TemperatureC = &t
 	}
@@ -368,16 +377,16 @@ func (n *NVML) device(h uintptr, d *Device) {
 func (n *NVML) health(h uintptr, d *Device) {
 	var cur, pend uint32
 	if n.get(d, "ecc_mode", "nvmlDeviceGetEccMode", h, uintptr(unsafe.Pointer(&cur)), uintptr(unsafe.Pointer(&pend))) {
-		on := cur == 1
+		on := cur == nvmlEnabled
 		d.ECCEnabled = &on
 		for _, c := range []struct {
 			key          string
 			typ, counter uintptr
 			dst          **uint64
 		}{
-			{"ecc_uncorrected_volatile", 1, 0, &d.ECCUncorrectedVolatile},
-			{"ecc_corrected_volatile", 0, 0, &d.ECCCorrectedVolatile},
-			{"ecc_uncorrected_aggregate", 1, 1, &d.ECCUncorrectedAggregate},
+			{"ecc_uncorrected_volatile", nvmlErrUncorrected, nvmlVolatileECC, &d.ECCUncorrectedVolatile},
+			{"ecc_corrected_volatile", nvmlErrCorrected, nvmlVolatileECC, &d.ECCCorrectedVolatile},
+			{"ecc_uncorrected_aggregate", nvmlErrUncorrected, nvmlAggregateECC, &d.ECCUncorrectedAggregate},
 		} {
 			v := new(uint64)
 			if on && n.get(d, c.key, "nvmlDeviceGetTotalEccErrors", h, c.typ, c.counter, uintptr(unsafe.Pointer(v))) {
@@ -389,7 +398,7 @@ func (n *NVML) health(h uintptr, d *Device) {
 		key   string
 		cause uintptr
 		dst   **uint32
-	}{{"retired_pages_sbe", 0, &d.RetiredPagesSBE}, {"retired_pages_dbe", 1, &d.RetiredPagesDBE}} {
+	}{{"retired_pages_sbe", nvmlRetiredMultipleSBE, &d.RetiredPagesSBE}, {"retired_pages_dbe", nvmlRetiredDBE, &d.RetiredPagesDBE}} {
 		count := new(uint32) // 0 asks for the count: INSUFFICIENT_SIZE or SUCCESS (none)
 		r, err := n.call("nvmlDeviceGetRetiredPages", h, c.cause, uintptr(unsafe.Pointer(count)), 0)
 		if err == nil && (r == nvmlSuccess || r == nvmlErrInsufficient) {
@@ -400,7 +409,7 @@ func (n *NVML) health(h uintptr, d *Device) {
 	}
 	var pending uint32
 	if n.get(d, "retired_pages_pending", "nvmlDeviceGetRetiredPagesPendingStatus", h, uintptr(unsafe.Pointer(&pending))) {
-		p := pending == 1
+		p := pending == nvmlEnabled
 		d.RetiredPagesPending = &p
 	}
 	var corr, unc, isPend, failed uint32
@@ -419,7 +428,7 @@ func (n *NVML) health(h uintptr, d *Device) {
 		}
 		if r == nvmlSuccess {
 			supported = true
-			if state == 1 {
+			if state == nvmlEnabled {
 				active++
 			}
 		}
@@ -608,6 +617,16 @@ func archName(a uint32) string {
 		return "rubin"
 	}
 	return fmt.Sprintf("unknown(%d)", a)
+}
+
+// virtualizationName names nvmlGpuVirtualizationMode_t.
+func virtualizationName(v uint32) string {
+	return [...]string{"none", "passthrough", "vgpu", "host_vgpu", "host_vsga"}[min(v, 4)]
+}
+
+// computeModeName names nvmlComputeMode_t.
+func computeModeName(m uint32) string {
+	return [...]string{"default", "exclusive_thread", "prohibited", "exclusive_process", "unknown"}[min(m, 4)]
 }
 
 // ClockEventNames decodes NVML's clock event (throttle) reasons bitmask
