@@ -12,8 +12,9 @@
 #     loaders must fail with a sentence, never a panic;
 #   - libcublasLt.so.12 (12.4): its version and the GEMM descriptors'
 #     attribute sizes as gpurent sets them;
-#   - nvml.h (libnvidia-ml-dev 12.4): the NVML structs, enum values and
-#     limits gpurent mirrors, compiled and compared.
+#   - nvml.h, cuda.h and cublasLt.h (libnvidia-ml-dev, nvidia-cuda-dev 12.4:
+#     only the headers are kept; libcu++-dev for one they include): the structs, enum values, limits and
+#     versioned entry-point names gpurent mirrors, compiled and compared.
 # The packages are downloaded and unpacked into a cache, never installed: the
 # machine's apt configuration is untouched (apt runs on a private sources
 # list and state). It prints the environment the tests read, as shell
@@ -21,21 +22,22 @@
 set -euo pipefail
 
 base="${XDG_CACHE_HOME:-$HOME/.cache}/gpurent"
-cache="$base/nvidia-debs-3" # a new name when the package list changes
-rm -rf "$base/nvidia-debs" "$base/nvidia-debs-2"
+cache="$base/nvidia-debs-5" # a new name when the package list changes
+rm -rf "$base"/nvidia-debs "$base"/nvidia-debs-[1-4]
 root="$cache/root"
 lib="$root/usr/lib/x86_64-linux-gnu"
 packages=(nvidia-cuda-toolkit/trixie libcuda1/trixie libnvidia-ml1/trixie
-  libnvidia-tesla-535-cuda1/trixie libnvidia-tesla-535-ml1/trixie libcublaslt12/trixie libnvidia-ml-dev/trixie
+  libnvidia-tesla-535-cuda1/trixie libnvidia-tesla-535-ml1/trixie libcublaslt12/trixie libnvidia-ml-dev/trixie nvidia-cuda-dev/trixie libcu++-dev/trixie
   libnvidia-tesla-470-cuda1/bookworm libnvidia-tesla-470-ml1/bookworm)
 
 if [ ! -e "$cache/complete" ]; then
   command -v apt-get >/dev/null || { echo "nvidia-debs.sh: no apt-get here" >&2; exit 1; }
-  echo "nvidia-debs.sh: downloading ptxas, cuBLASLt and NVIDIA driver libraries from Debian non-free once (about 300 MB)" >&2
+  echo "nvidia-debs.sh: downloading ptxas, cuBLASLt, headers and NVIDIA driver libraries from Debian non-free once (1.2 GB; 600 MB are kept)" >&2
   state="$cache/apt"
   mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$cache/debs"
-  for suite in trixie bookworm; do
-    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite non-free"
+  # main only for libcu++'s nv/target, which CUDA 12.4's cuda_fp16.h includes.
+  for suite in "trixie main non-free" "bookworm non-free"; do
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite"
   done >"$state/sources.list"
   opts=(-o "Dir::Etc::SourceList=$state/sources.list" -o Dir::Etc::SourceParts=/nonexistent
     -o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache" -o Debug::NoLocking=1
@@ -46,13 +48,17 @@ if [ ! -e "$cache/complete" ]; then
   (cd "$cache/debs" && apt-get "${opts[@]}" download "${packages[@]}" >&2)
   rm -rf "$root.tmp"
   for deb in "$cache"/debs/*.deb; do
-    dpkg-deb -x "$deb" "$root.tmp"
+    case "$deb" in
+    */nvidia-cuda-dev_*) # 2.5 GB of libraries; only the headers are wanted
+      mkdir -p "$root.tmp"
+      dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$root.tmp" --wildcards './usr/include/*' ;;
+    *) dpkg-deb -x "$deb" "$root.tmp" ;;
+    esac
   done
   rm -rf "$root" "$cache/debs"
   mv "$root.tmp" "$root"
   # Keep only what the tests use (the toolkit's package is 170 MB unpacked).
   find "$root/usr/bin" -type f ! -name ptxas ! -name cuobjdump ! -name nvdisasm -delete
-  find "$root/usr/include" -type f ! -name nvml.h -delete
   rm -rf "$root/usr/share" "$root/usr/lib/nvidia-cuda-toolkit"
   touch "$cache/complete"
 fi
@@ -60,4 +66,4 @@ fi
 echo "export GPURENT_CUDA_TOOLS='$root/usr/bin'"
 echo "export GPURENT_NVIDIA_DRIVERS='$lib/nvidia/current:$lib/nvidia/tesla-535:$lib/nvidia/tesla-470'"
 echo "export GPURENT_REAL_CUBLASLT='$lib/libcublasLt.so.12'"
-echo "export GPURENT_NVML_HEADER='$root/usr/include/nvml.h'"
+echo "export GPURENT_NVIDIA_INCLUDE='$root/usr/include'"

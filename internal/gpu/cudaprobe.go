@@ -443,7 +443,7 @@ func (p *cudaProber) copyKernel() Result {
 }
 
 func (p *cudaProber) dtod() Result {
-	return p.deviceCopy(ProbeDtoD, "cuMemcpyDtoD", func(in, out, n uint64) error {
+	return p.deviceCopy(ProbeDtoD, "cuMemcpyDtoD_v2", func(in, out, n uint64) error {
 		return p.c.check("cuMemcpyDtoD_v2", uintptr(out), uintptr(in), uintptr(n))
 	})
 }

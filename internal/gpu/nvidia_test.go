@@ -323,3 +323,83 @@ func TestRealCublasLtWithoutGPU(t *testing.T) {
 		t.Errorf("an 8-byte transpose attribute was not refused: %v", err)
 	}
 }
+
+// The CUDA driver and cuBLASLt bindings agree with NVIDIA's cuda.h and
+// cublasLt.h (12.4, Debian's nvidia-cuda-dev, headers only, unpacked by
+// scripts/nvidia-debs.sh):
+//   - every entry point gpurent calls is the one the header maps its name
+//     to (cuMemAlloc is cuMemAlloc_v2; the bare names are the 32-bit
+//     legacy ABI), but for cuEventElapsedTime_v2, newer than the header,
+//     whose fallback must be the header's;
+//   - every CUresult and cublasStatus_t gpurent names, device attribute,
+//     JIT option and cuBLASLt enum it passes, and the layout of
+//     cublasLtMatmulHeuristicResult_t it reads, have the header's values.
+func TestCUDAMatchesNVIDIAHeaders(t *testing.T) {
+	dir := dltest.Headers(t)
+	syms := dltest.BoundSymbols(t, `"(cu[A-Z][A-Za-z0-9_]*)"`, 20)
+	base := regexp.MustCompile(`_v[0-9]+$`)
+	var names []string
+	for _, s := range syms {
+		names = append(names, base.ReplaceAllString(s, ""))
+	}
+	ev := dltest.EvalC(t, dir, []string{"cuda.h"}, nil, names)
+	for _, s := range syms {
+		want := ev.Names[base.ReplaceAllString(s, "")]
+		if fb, ok := cudaFallbacks[s]; ok {
+			s = fb // newer than the header: its fallback must be the header's name
+		}
+		if s != want {
+			t.Errorf("gpurent calls %s; cuda.h maps %s to %s", s, base.ReplaceAllString(s, ""), want)
+		}
+	}
+
+	checks := map[string]int64{
+		"CU_DEVICE_ATTRIBUTE_CLOCK_RATE":               cuAttrClockRate,
+		"CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT":     cuAttrSMCount,
+		"CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE":        cuAttrMemClockRate,
+		"CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH":  cuAttrBusWidth,
+		"CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": cuAttrCCMajor,
+		"CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": cuAttrCCMinor,
+		"CU_DEVICE_ATTRIBUTE_MPS_ENABLED":              cuAttrMPSEnabled,
+		"CU_JIT_ERROR_LOG_BUFFER":                      cuJitErrorLogBuffer,
+		"CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES":           cuJitErrorLogBufBytes,
+		"CUDA_SUCCESS":                                 0,
+	}
+	for r := int32(1); r <= 1000; r++ {
+		if n, ok := strings.CutPrefix(cuResultName(r), "CUDA_ERROR_"); ok {
+			checks["CUDA_ERROR_"+n] = int64(r)
+		}
+	}
+	ev = dltest.CompareC(t, dir, "cuda.h", checks)
+	if len(ev.Values) < 40 {
+		t.Errorf("only %d cuda.h values compiled", len(ev.Values))
+	}
+	t.Logf("%d entry points and %d values compared with cuda.h; not in it: %v", len(syms), len(ev.Values), ev.Absent)
+
+	lt := map[string]int64{
+		"CUBLAS_COMPUTE_32F":                                       cublasCompute32F,
+		"CUBLAS_COMPUTE_32F_FAST_TF32":                             cublasCompute32FTF32,
+		"CUDA_R_32F":                                               cudaR32F,
+		"CUDA_R_16BF":                                              cudaR16BF,
+		"CUBLASLT_MATMUL_DESC_TRANSA":                              ltDescTransA,
+		"CUBLASLT_MATMUL_DESC_TRANSB":                              ltDescTransB,
+		"CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES":                 ltPrefMaxWorkspace,
+		"CUBLAS_OP_N":                                              cublasOpN,
+		"CUBLAS_STATUS_SUCCESS":                                    0,
+		"sizeof(cublasLtMatmulAlgo_t)":                             int64(unsafe.Sizeof(ltHeuristic{}.Algo)),
+		"sizeof(cublasLtMatmulHeuristicResult_t)":                  int64(unsafe.Sizeof(ltHeuristic{})),
+		"offsetof(cublasLtMatmulHeuristicResult_t, workspaceSize)": int64(unsafe.Offsetof(ltHeuristic{}.WorkspaceSize)),
+		"offsetof(cublasLtMatmulHeuristicResult_t, state)":         int64(unsafe.Offsetof(ltHeuristic{}.State)),
+		"offsetof(cublasLtMatmulHeuristicResult_t, wavesCount)":    int64(unsafe.Offsetof(ltHeuristic{}.WavesCount)),
+	}
+	for s := int32(1); s <= 100; s++ {
+		if n, ok := strings.CutPrefix(cublasStatusName(s), "CUBLAS_STATUS_"); ok {
+			lt["CUBLAS_STATUS_"+n] = int64(s)
+		}
+	}
+	ev = dltest.CompareC(t, dir, "cublasLt.h", lt)
+	if len(ev.Values) != len(lt) {
+		t.Errorf("cublasLt.h lacks %v", ev.Absent)
+	}
+	t.Logf("%d values compared with cublasLt.h", len(ev.Values))
+}

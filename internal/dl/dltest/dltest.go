@@ -5,11 +5,13 @@
 package dltest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -91,4 +93,130 @@ func BoundSymbols(t testing.TB, pattern string, min int) []string {
 		t.Fatalf("only %d symbols matching %s in the package's source: %v", len(out), pattern, out)
 	}
 	return out
+}
+
+// Headers is the directory of NVIDIA's headers (nvml.h, cuda.h,
+// cublasLt.h) in GPURENT_NVIDIA_INCLUDE, which scripts/test.sh sets from
+// scripts/nvidia-debs.sh; it skips the test where that is unset.
+func Headers(t testing.TB) string {
+	t.Helper()
+	v := os.Getenv("GPURENT_NVIDIA_INCLUDE")
+	if v == "" {
+		t.Skip("GPURENT_NVIDIA_INCLUDE is not set: scripts/test.sh sets it (scripts/nvidia-debs.sh)")
+	}
+	return v
+}
+
+// CEval is what a C compiler makes of expressions over headers.
+type CEval struct {
+	// Values maps each integer expression to its value, Names each name to
+	// its macro expansion (cuMemAlloc to cuMemAlloc_v2).
+	Values map[string]int64
+	Names  map[string]string
+	// Absent lists the expressions and names that use an identifier none
+	// of the headers in the directory has (one newer than they are); they
+	// are not compiled.
+	Absent []string
+}
+
+// EvalC compiles and runs a C program that includes headers from dir and
+// prints each of values (integer expressions: sizeof, offsetof, enum
+// values, macros) and the expansion of each of names.
+func EvalC(t testing.TB, dir string, headers, values, names []string) CEval {
+	t.Helper()
+	known := map[string]bool{"sizeof": true, "offsetof": true}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.h"))
+	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ident.FindAll(b, -1) {
+			known[string(id)] = true
+		}
+	}
+	ev := CEval{Values: map[string]int64{}, Names: map[string]string{}}
+	present := func(expr string) bool {
+		for _, id := range ident.FindAllString(expr, -1) {
+			if !known[id] {
+				ev.Absent = append(ev.Absent, expr)
+				return false
+			}
+		}
+		return true
+	}
+	var src strings.Builder
+	src.WriteString("#include <stdio.h>\n#include <stddef.h>\n")
+	for _, h := range headers {
+		fmt.Fprintf(&src, "#include \"%s\"\n", h)
+	}
+	src.WriteString("#define GPURENT_STR(x) #x\n#define GPURENT_XSTR(x) GPURENT_STR(x)\nint main(void) {\n")
+	var vals, nms []string
+	for _, e := range values {
+		if !slices.Contains(vals, e) && present(e) {
+			fmt.Fprintf(&src, "  printf(\"v%d %%lld\\n\", (long long)(%s));\n", len(vals), e)
+			vals = append(vals, e)
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(nms, n) {
+			fmt.Fprintf(&src, "  printf(\"n%d %%s\\n\", GPURENT_XSTR(%s));\n", len(nms), n)
+			nms = append(nms, n)
+		}
+	}
+	src.WriteString("  return 0;\n}\n")
+	tmp := t.TempDir()
+	c, bin := filepath.Join(tmp, "eval.c"), filepath.Join(tmp, "eval")
+	if err := os.WriteFile(c, []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc := Compiler(t, "CC", "cc", "gcc", "clang", "clang-19")
+	if out, err := exec.Command(cc, "-I", dir, "-o", bin, c).CombinedOutput(); err != nil {
+		t.Fatalf("%s with %v: %v\n%s", cc, headers, err, out)
+	}
+	out, err := exec.Command(bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		key, val, _ := strings.Cut(line, " ")
+		i, err := strconv.Atoi(key[1:])
+		if err != nil {
+			t.Fatalf("line %q", line)
+		}
+		if key[0] == 'n' {
+			ev.Names[nms[i]] = strings.Join(strings.Fields(val), "")
+			continue
+		}
+		v, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			t.Fatalf("line %q", line)
+		}
+		ev.Values[vals[i]] = v
+	}
+	if len(ev.Values) != len(vals) || len(ev.Names) != len(nms) {
+		t.Fatalf("the C program printed %d values and %d names for %d and %d", len(ev.Values), len(ev.Names), len(vals), len(nms))
+	}
+	slices.Sort(ev.Absent)
+	return ev
+}
+
+// CompareC evaluates the expressions of checks with EvalC and fails the
+// test for each value that differs from the one the Go binding holds; it
+// returns the evaluation.
+func CompareC(t testing.TB, dir, header string, checks map[string]int64) CEval {
+	t.Helper()
+	exprs := make([]string, 0, len(checks))
+	for e := range checks {
+		exprs = append(exprs, e)
+	}
+	slices.Sort(exprs)
+	ev := EvalC(t, dir, []string{header}, exprs, nil)
+	for _, e := range exprs {
+		if got, ok := ev.Values[e]; ok && got != checks[e] {
+			t.Errorf("%s is %d in %s, %d in gpurent", e, got, header, checks[e])
+		}
+	}
+	return ev
 }
