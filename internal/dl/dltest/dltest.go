@@ -61,10 +61,10 @@ func RealDrivers(t testing.TB) []string {
 	return strings.Split(v, ":")
 }
 
-// BoundSymbols lists the distinct first submatches of pattern in the
-// string literals of the test's package's non-test Go files: the entry
-// points a binding names, so that a new one is checked against the real
-// library without being listed in a test. It fails the test when there
+// BoundSymbols lists the distinct first submatches of pattern in the test's
+// package's non-test Go files (a pattern in quotes matches string
+// literals): the entry points a binding names, so that a new one is
+// checked against the real library without being listed in a test. It fails the test when there
 // are fewer than min.
 func BoundSymbols(t testing.TB, pattern string, min int) []string {
 	t.Helper()
@@ -113,9 +113,9 @@ type CEval struct {
 	// its macro expansion (cuMemAlloc to cuMemAlloc_v2).
 	Values map[string]int64
 	Names  map[string]string
-	// Absent lists the expressions and names that use an identifier none
-	// of the headers in the directory has (one newer than they are); they
-	// are not compiled.
+	// Absent lists the value expressions that use an identifier no header
+	// in the directory has (one newer than they are); they are not
+	// compiled.
 	Absent []string
 }
 
