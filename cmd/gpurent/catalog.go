@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -28,10 +30,21 @@ func newCatalog(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var offers []catalog.Offer
-			for _, o := range c.Offers {
-				if catalog.MatchGPU(o.GPU, gpu) && (provider == "" || o.Provider == provider) {
-					offers = append(offers, o)
+			offers, err := catalog.WithGPU(c.Offers, gpu)
+			if err != nil {
+				return usagef("--gpu: %v", err)
+			}
+			if provider != "" {
+				var names []string
+				offers = slices.DeleteFunc(offers, func(o catalog.Offer) bool {
+					if !slices.Contains(names, o.Provider) {
+						names = append(names, o.Provider)
+					}
+					return !strings.EqualFold(o.Provider, provider)
+				})
+				if len(offers) == 0 {
+					slices.Sort(names)
+					return usagef("--provider: no offer from %q%s; providers: %s", provider, gpuNote(gpu), strings.Join(names, ", "))
 				}
 			}
 			if g.output == report.JSON {
@@ -71,7 +84,7 @@ func newCatalog(g *globals) *cobra.Command {
 		},
 	}
 	ls.Flags().StringVar(&gpu, "gpu", "", "only offers of this GPU model")
-	ls.Flags().StringVar(&provider, "provider", "", "only offers of this provider (exact name)")
+	ls.Flags().StringVar(&provider, "provider", "", "only offers of this provider (its name, any case)")
 
 	check := &cobra.Command{
 		Use:   "check FILE...",
@@ -120,6 +133,14 @@ func newCatalog(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(ls, check, def)
 	return cmd
+}
+
+// gpuNote is " with GPU X" where --gpu narrowed the offers.
+func gpuNote(gpu string) string {
+	if gpu == "" {
+		return ""
+	}
+	return fmt.Sprintf(" with GPU %q", gpu)
 }
 
 func feeJSON(f catalog.Fee) any {

@@ -72,25 +72,7 @@ type Quote struct {
 // Offers returns the offers whose GPU matches the profile's, or an error
 // naming the GPU when none does.
 func Offers(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
-	var out []catalog.Offer
-	for _, o := range offers {
-		if catalog.MatchGPU(o.GPU, p.GPU) {
-			out = append(out, o)
-		}
-	}
-	if len(out) == 0 {
-		models := map[string]bool{}
-		var names []string
-		for _, o := range offers {
-			if !models[o.GPU] {
-				models[o.GPU] = true
-				names = append(names, o.GPU)
-			}
-		}
-		sort.Strings(names)
-		return nil, fmt.Errorf("no offer has GPU %q; the catalog has: %s", p.GPU, strings.Join(names, ", "))
-	}
-	return out, nil
+	return catalog.WithGPU(offers, p.GPU)
 }
 
 // Make computes every bill of p over offers (already matched to its GPU).

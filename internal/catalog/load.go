@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/gpurent/gpurent/internal/specs"
 )
@@ -51,6 +53,29 @@ func Load(paths []string) (*Catalog, error) {
 		c = Merge(c, u)
 	}
 	return c, nil
+}
+
+// WithGPU returns the offers whose GPU matches want (all when want is
+// empty), or an error that names the models the offers have when none
+// does: an unknown name is most often a typo.
+func WithGPU(offers []Offer, want string) ([]Offer, error) {
+	var out []Offer
+	for _, o := range offers {
+		if MatchGPU(o.GPU, want) {
+			out = append(out, o)
+		}
+	}
+	if len(out) == 0 && len(offers) > 0 {
+		var names []string
+		for _, o := range offers {
+			if !slices.Contains(names, o.GPU) {
+				names = append(names, o.GPU)
+			}
+		}
+		slices.Sort(names)
+		return nil, fmt.Errorf("no offer has GPU %q; the catalog has: %s", want, strings.Join(names, ", "))
+	}
+	return out, nil
 }
 
 // MatchGPU reports whether the offer's GPU model is the one asked for. The
