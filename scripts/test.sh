@@ -51,10 +51,15 @@ fi
 if [ -x "$az/node_modules/.bin/azurite-blob" ]; then
   export GPURENT_AZURITE="$az/node_modules/.bin/azurite-blob"
 fi
-# NVIDIA's ptxas and driver libraries, for the tests that check the GPU code
-# against them without a GPU (Debian non-free, downloaded once, not installed).
-nvidia_env=$(bash scripts/nvidia-debs.sh)
-eval "$nvidia_env"
+# NVIDIA's ptxas, cuBLASLt, headers and driver libraries, for the tests that
+# check the GPU code against them without a GPU (Debian non-free, downloaded
+# once through apt, not installed).
+if command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
+  nvidia_env=$(bash scripts/nvidia-debs.sh)
+  eval "$nvidia_env"
+else
+  echo "test.sh: no apt-get here: the tests against NVIDIA's own tools and libraries will say they did not run" >&2
+fi
 go test -race -timeout 30m "$@" ./...
 # Memory limits are judged without the race detector, which inflates memory.
 if [ $# -eq 0 ]; then
