@@ -16,16 +16,17 @@ import (
 )
 
 // The tests in this file run against NVIDIA's own software without a GPU:
-// the driver's libcuda.so.1 and the CUDA toolkit's ptxas and cuobjdump,
-// unpacked from Debian's non-free archive by scripts/nvidia-debs.sh, which
-// scripts/test.sh runs. Where they are absent, the tests say so and skip.
+// the drivers' libcuda.so.1, the CUDA toolkit's ptxas and cuobjdump,
+// cuBLASLt and the headers, unpacked from Debian's non-free archive by
+// scripts/nvidia-debs.sh, which scripts/test.sh runs. Where they are
+// absent, the tests say so and skip.
 
 // cudaFallbacks names, for each entry point a driver may lack, the one the
 // binding uses instead (abi_reference.md §2: cuEventElapsedTime_v2 is
 // exported from CUDA 12.8).
 var cudaFallbacks = map[string]string{"cuEventElapsedTime_v2": "cuEventElapsedTime"}
 
-// A real driver library (535, CUDA 12.2; Tesla 470, CUDA 11.4) exports
+// A real driver library (550, CUDA 12.4; 535, 12.2; Tesla 470, 11.4) exports
 // every entry point gpurent calls, or the fallback it uses in its place;
 // and with no kernel driver, the backend says CUDA is unavailable and why,
 // in words, without a panic.
@@ -100,7 +101,8 @@ var ptxTargets = []struct {
 //     32-bit load/store pairs: one load in flight per thread).
 //
 // mma_fp8 for sm_90 is the exception that proves fp8MMA right: Hopper has
-// no FP8 tensor instruction for mma.sync, and the loop must contain none.
+// no FP8 tensor instruction for mma.sync, and the kernel must contain no
+// QMMA.
 func TestPTXAssemblesToRegisterLoops(t *testing.T) {
 	tools := os.Getenv("GPURENT_CUDA_TOOLS")
 	if tools == "" {
