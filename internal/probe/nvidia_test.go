@@ -20,7 +20,7 @@ var nvmlFallbacks = map[string]string{
 	"nvmlDeviceGetGpuMaxPcieLinkGeneration":  "",
 }
 
-// A real NVML (drivers 535 and Tesla 470 from Debian's non-free archive,
+// A real NVML (drivers 550, 535 and Tesla 470 from Debian's non-free archive,
 // unpacked by scripts/nvidia-debs.sh) exports every function gpurent calls
 // or the fallback it uses, and with no kernel driver OpenNVML says there is
 // no GPU and why, without a panic.
