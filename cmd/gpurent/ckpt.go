@@ -497,26 +497,9 @@ type summary struct {
 	Objects   int       `json:"objects"`
 }
 
-// runsHint names the store's runs, for a person who asked for a run with
-// no checkpoint: most often a mistyped name, or one forgotten on a new
-// machine.
+// runsHint names the store's runs where a run has no checkpoint.
 func runsHint(ctx context.Context, st *store.Store) string {
-	rs, err := st.Runs(ctx)
-	switch {
-	case err != nil:
-		return "the store's runs could not be listed: " + err.Error()
-	case len(rs) == 0:
-		return "this store has no checkpoints in any run yet"
-	}
-	names := make([]string, 0, min(len(rs), 10))
-	for _, r := range rs[:min(len(rs), 10)] {
-		names = append(names, fmt.Sprintf("%s (%d)", r.Run, r.Checkpoints))
-	}
-	more := ""
-	if len(rs) > 10 {
-		more = fmt.Sprintf(" and %d more", len(rs)-10)
-	}
-	return "runs in this store (checkpoints): " + strings.Join(names, ", ") + more + "; see gpurent ckpt runs"
+	return st.DescribeRuns(ctx) + "; see gpurent ckpt runs"
 }
 
 func summaries(ms []*store.Manifest) []summary {

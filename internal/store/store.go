@@ -353,6 +353,28 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 	return all[len(all)-1], nil
 }
 
+// DescribeRuns names the store's runs and how many checkpoints each has,
+// in one line, for a person who named a run with no checkpoint: most often
+// a mistyped name, or one forgotten on a new machine.
+func (s *Store) DescribeRuns(ctx context.Context) string {
+	rs, err := s.Runs(ctx)
+	switch {
+	case err != nil:
+		return "the store's runs could not be listed: " + err.Error()
+	case len(rs) == 0:
+		return "this store has no checkpoints in any run yet"
+	}
+	names := make([]string, 0, min(len(rs), 10))
+	for _, r := range rs[:min(len(rs), 10)] {
+		names = append(names, fmt.Sprintf("%s (%d)", r.Run, r.Checkpoints))
+	}
+	more := ""
+	if len(rs) > 10 {
+		more = fmt.Sprintf(" and %d more", len(rs)-10)
+	}
+	return "runs in this store (checkpoints): " + strings.Join(names, ", ") + more
+}
+
 // ErrNoCheckpoint is wrapped by Find's error when the run has no committed
 // checkpoint (or none with the id asked for).
 var ErrNoCheckpoint = errors.New("no checkpoint")

@@ -505,6 +505,9 @@ func (s *Supervisor) resume(ctx context.Context) error {
 	m, err := s.cfg.Store.Find(ctx, s.cfg.Run, "latest")
 	if err != nil {
 		if errors.Is(err, store.ErrNoCheckpoint) {
+			// Said out loud: a mistyped --run on a new machine would
+			// otherwise train from the beginning without a word.
+			s.cfg.Log("no checkpoint of run %s in the store: the command starts from the beginning (%s)", s.cfg.Run, s.cfg.Store.DescribeRuns(ctx))
 			return nil
 		}
 		return fmt.Errorf("run: looking for a checkpoint to resume from: %w", err)

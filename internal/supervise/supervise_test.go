@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -298,6 +299,27 @@ func TestResumeOnNewMachine(t *testing.T) {
 	}
 	if log := h.resumes(); len(log) < 2 || log[0] != "resume" || log[1] != "20" {
 		t.Errorf("the new machine resumed with %q, want resume 20", log)
+	}
+	// A run name with no checkpoint (a typo on the new machine) starts
+	// from the beginning, and says so, naming the runs the store has.
+	setTrainerEnv(t, 13, "0", 2)
+	cfg = h.config(t.TempDir(), h.b)
+	cfg.Run = "trail"
+	var mu sync.Mutex
+	var lines []string
+	cfg.Log = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
+	sup, _ = New(cfg)
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(lines, "\n"); !strings.Contains(got, "no checkpoint of run trail in the store: the command starts from the beginning (runs in this store (checkpoints): trial (") {
+		t.Errorf("a run with no checkpoint logged:\n%s", got)
 	}
 }
 
