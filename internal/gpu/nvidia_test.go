@@ -104,10 +104,7 @@ var ptxTargets = []struct {
 // no FP8 tensor instruction for mma.sync, and the kernel must contain no
 // QMMA.
 func TestPTXAssemblesToRegisterLoops(t *testing.T) {
-	tools := os.Getenv("GPURENT_CUDA_TOOLS")
-	if tools == "" {
-		t.Skip("GPURENT_CUDA_TOOLS is not set: scripts/test.sh sets it (scripts/nvidia-debs.sh)")
-	}
+	tools := dltest.NVIDIA(t, "GPURENT_CUDA_TOOLS")
 	ptxas := filepath.Join(tools, "ptxas")
 	out, err := exec.Command(ptxas, "--version").CombinedOutput()
 	if err != nil {
@@ -277,10 +274,7 @@ func checkLoop(t *testing.T, what, fn string, code []sassInst) {
 // (the heuristic and the matmul need a device), and the missing GPU is
 // reported at cublasLtCreate, naming the library.
 func TestRealCublasLtWithoutGPU(t *testing.T) {
-	path := os.Getenv("GPURENT_REAL_CUBLASLT")
-	if path == "" {
-		t.Skip("GPURENT_REAL_CUBLASLT is not set: scripts/test.sh sets it (scripts/nvidia-debs.sh)")
-	}
+	path := dltest.NVIDIA(t, "GPURENT_REAL_CUBLASLT")
 	if _, err := openBlasLt([]string{path}); err == nil || !strings.Contains(err.Error(), path+": cublasLtCreate: CUBLAS_STATUS_NOT_INITIALIZED") {
 		t.Errorf("openBlasLt with no GPU: %v", err)
 	}
@@ -337,7 +331,7 @@ func TestRealCublasLtWithoutGPU(t *testing.T) {
 //     JIT option and cuBLASLt enum it passes, and the layout of
 //     cublasLtMatmulHeuristicResult_t it reads, have the header's values.
 func TestCUDAMatchesNVIDIAHeaders(t *testing.T) {
-	dir := dltest.Headers(t)
+	dir := dltest.NVIDIA(t, "GPURENT_NVIDIA_INCLUDE")
 	syms := dltest.BoundSymbols(t, `"(cu[A-Z][A-Za-z0-9_]*)"`, 20)
 	base := regexp.MustCompile(`_v[0-9]+$`)
 	var names []string

@@ -94,7 +94,7 @@ func camel(s string) string {
 // Go side. A name the header does not have (newer than 12.4: Blackwell's
 // architecture code, say) is listed, not compared.
 func TestNVMLMatchesNVIDIAHeader(t *testing.T) {
-	dir := dltest.Headers(t)
+	dir := dltest.NVIDIA(t, "GPURENT_NVIDIA_INCLUDE")
 	ev := dltest.CompareC(t, dir, "nvml.h", nvmlChecks())
 	if len(ev.Values) < 60 {
 		t.Errorf("only %d values compiled", len(ev.Values))

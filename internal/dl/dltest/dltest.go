@@ -48,17 +48,24 @@ func Compiler(t testing.TB, env string, names ...string) string {
 	return ""
 }
 
+// NVIDIA is the value of env, one of the variables scripts/test.sh sets
+// from scripts/nvidia-debs.sh to where NVIDIA's tools, libraries and
+// headers were unpacked; it skips the test where that is unset (NVIDIA's
+// software is not on this machine).
+func NVIDIA(t testing.TB, env string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		t.Skip(env + " is not set: scripts/test.sh sets it (scripts/nvidia-debs.sh)")
+	}
+	return v
+}
+
 // RealDrivers lists the directories of NVIDIA's real driver libraries
-// (libcuda.so.1, libnvidia-ml.so.1) in GPURENT_NVIDIA_DRIVERS, which
-// scripts/test.sh sets from scripts/nvidia-debs.sh; it skips the test
-// where that is unset.
+// (libcuda.so.1, libnvidia-ml.so.1) in GPURENT_NVIDIA_DRIVERS.
 func RealDrivers(t testing.TB) []string {
 	t.Helper()
-	v := os.Getenv("GPURENT_NVIDIA_DRIVERS")
-	if v == "" {
-		t.Skip("GPURENT_NVIDIA_DRIVERS is not set: scripts/test.sh sets it (scripts/nvidia-debs.sh)")
-	}
-	return strings.Split(v, ":")
+	return strings.Split(NVIDIA(t, "GPURENT_NVIDIA_DRIVERS"), ":")
 }
 
 // BoundSymbols lists the distinct first submatches of pattern in the test's
@@ -93,18 +100,6 @@ func BoundSymbols(t testing.TB, pattern string, min int) []string {
 		t.Fatalf("only %d symbols matching %s in the package's source: %v", len(out), pattern, out)
 	}
 	return out
-}
-
-// Headers is the directory of NVIDIA's headers (nvml.h, cuda.h,
-// cublasLt.h) in GPURENT_NVIDIA_INCLUDE, which scripts/test.sh sets from
-// scripts/nvidia-debs.sh; it skips the test where that is unset.
-func Headers(t testing.TB) string {
-	t.Helper()
-	v := os.Getenv("GPURENT_NVIDIA_INCLUDE")
-	if v == "" {
-		t.Skip("GPURENT_NVIDIA_INCLUDE is not set: scripts/test.sh sets it (scripts/nvidia-debs.sh)")
-	}
-	return v
 }
 
 // CEval is what a C compiler makes of expressions over headers.
