@@ -137,6 +137,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
   gpurent run     training that survives crashes, preemption and a vanishing machine
   gpurent ckpt    checkpoints off the box: encrypted, verified, on external storage
   gpurent keygen  the age identity ckpt encrypts to
+  gpurent audit   what on the rented machine can leak: users, ports, secrets, leftovers
+  gpurent wipe    a clean-up before release that touches only what its plan lists
   gpurent catalog the offers behind them, with sources and dates`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -126,7 +126,10 @@ func TestQuoteJSONContract(t *testing.T) {
 				Kind   string   `json:"kind"`
 				Amount *float64 `json:"amount"`
 			} `json:"items"`
-			Warnings []string `json:"warnings"`
+			Warnings     []string `json:"warnings"`
+			Source       string   `json:"source"`
+			AsOf         string   `json:"as_of"`
+			PriceAgeDays *int     `json:"price_age_days"`
 		} `json:"bills"`
 	}
 	if err := json.Unmarshal([]byte(out), &q); err != nil {
@@ -136,10 +139,15 @@ func TestQuoteJSONContract(t *testing.T) {
 		t.Fatalf("currency %q, %d bills", q.Currency, len(q.Bills))
 	}
 	plans := map[string]bool{}
+	dated := 0
 	for i, b := range q.Bills {
 		plans[b.Plan] = true
-		if b.Offer == "" || b.Provider == "" || b.Total == nil || b.ListTotal == nil || b.HiddenShare == nil || len(b.Items) != 5 || b.Warnings == nil {
+		if b.Offer == "" || b.Provider == "" || b.Total == nil || b.ListTotal == nil || b.HiddenShare == nil || len(b.Items) != 5 || b.Warnings == nil ||
+			b.Source == "" || b.AsOf == "" {
 			t.Fatalf("bill %d incomplete: %+v", i, b)
+		}
+		if b.PriceAgeDays != nil {
+			dated++
 		}
 		if i > 0 && *b.Total < *q.Bills[i-1].Total {
 			t.Errorf("bills not sorted by total at %d", i)
@@ -147,6 +155,9 @@ func TestQuoteJSONContract(t *testing.T) {
 	}
 	if !plans["on_demand"] || !plans["spot"] {
 		t.Errorf("plans seen: %v", plans)
+	}
+	if dated == 0 {
+		t.Error("no bill has a price_age_days")
 	}
 }
 

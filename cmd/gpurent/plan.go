@@ -137,6 +137,13 @@ func writePlan(w io.Writer, plan *billing.Plan, deadline string) error {
 			fmt.Fprintf(w, "    note: %s\n", n)
 		}
 	}
+	offers, ages := make([]string, len(plan.Offers)), make([]*int, len(plan.Offers))
+	for i, o := range plan.Offers {
+		offers[i], ages[i] = o.Offer, o.PriceAgeDays
+	}
+	if line := priceDates(offers, ages); line != "" {
+		fmt.Fprintf(w, "\nprices: %s\n", line)
+	}
 	return nil
 }
 

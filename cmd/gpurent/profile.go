@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -145,7 +147,26 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 		}
 		opt.InterruptionsPerDay = &v
 	}
+	if opt.Today, err = today(os.LookupEnv, time.Now); err != nil {
+		return nil, nil, nil, opt, err
+	}
 	return p, offers, cat, opt, nil
+}
+
+// today is the day the prices' ages are judged on: SOURCE_DATE_EPOCH's when
+// it is set (the reproducible-builds convention: the same quote, word for
+// word, on any later day), the clock's otherwise. UTC midnight.
+func today(lookup func(string) (string, bool), now func() time.Time) (time.Time, error) {
+	t := now()
+	if v, ok := lookup("SOURCE_DATE_EPOCH"); ok {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || secs < 0 {
+			return time.Time{}, usagef("SOURCE_DATE_EPOCH: want seconds since 1970-01-01 UTC, got %q", v)
+		}
+		t = time.Unix(secs, 0)
+	}
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC), nil
 }
 
 // placeProblems reports problems at the flag that set the field, or at the

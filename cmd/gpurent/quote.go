@@ -94,10 +94,63 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	for _, n := range q.Notes {
 		fmt.Fprintf(w, "\nnote: %s\n", n)
 	}
+	offers, ages := make([]string, len(q.Bills)), make([]*int, len(q.Bills))
+	for i, b := range q.Bills {
+		offers[i], ages[i] = b.Offer, b.PriceAgeDays
+	}
+	if line := priceDates(offers, ages); line != "" {
+		fmt.Fprintf(w, "prices: %s\n", line)
+	}
 	for _, r := range q.Rates {
 		fmt.Fprintf(w, "rate: %s\n", r)
 	}
 	return nil
+}
+
+// priceDates sums up how old the listed offers' prices are (ages[i] is
+// offers[i]'s, nil when undated): the least age their as_of dates allow,
+// youngest to oldest. An undated offer carries its own warning. Empty
+// when no offer is dated, or the ages were not judged (Options.Today).
+func priceDates(offers []string, ages []*int) string {
+	lo, hi, dated := -1, -1, 0
+	seen := map[string]bool{}
+	for i, o := range offers {
+		if seen[o] {
+			continue
+		}
+		seen[o] = true
+		if ages[i] == nil {
+			continue
+		}
+		age := *ages[i]
+		if lo < 0 || age < lo {
+			lo = age
+		}
+		hi = max(hi, age)
+		dated++
+	}
+	if dated == 0 {
+		return ""
+	}
+	span := days(lo)
+	if hi != lo {
+		span = fmt.Sprintf("%d to %s", lo, days(hi))
+	}
+	on := fmt.Sprintf(" on %d of %d offers", dated, len(seen))
+	switch {
+	case len(seen) == 1:
+		on = ""
+	case dated == len(seen):
+		on = fmt.Sprintf(" on all %d offers", dated)
+	}
+	return fmt.Sprintf("at least %s old%s (by the as_of dates, a month counting as its last day); prices move: confirm each at its source before ordering (gpurent catalog ls -o json lists them)", span, on)
+}
+
+func days(n int) string {
+	if n == 1 {
+		return "1 day"
+	}
+	return fmt.Sprintf("%d days", n)
 }
 
 func trim(v float64) string {

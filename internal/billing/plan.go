@@ -51,6 +51,11 @@ type OfferPlan struct {
 	Checkpoint     *CheckpointAdvice  `json:"checkpoint"`
 	Spot           *SpotRisk          `json:"spot"`
 	Notes          []string           `json:"notes,omitempty"`
+	// Source, AsOf, PriceDate and PriceAgeDays are as in Bill.
+	Source       string `json:"source"`
+	AsOf         string `json:"as_of"`
+	PriceDate    string `json:"price_date,omitempty"`
+	PriceAgeDays *int   `json:"price_age_days,omitempty"`
 }
 
 // Plan is the advice for every offer of the profile's GPU.
@@ -132,7 +137,11 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 }
 
 func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, seed uint64) OfferPlan {
-	op := OfferPlan{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, BreakEven: []BreakEven{}, Totals: map[string]float64{}}
+	op := OfferPlan{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, BreakEven: []BreakEven{}, Totals: map[string]float64{}, Source: o.Source, AsOf: o.AsOf}
+	var stale string
+	if op.PriceDate, op.PriceAgeDays, stale = priceAge(o, opt.Today); stale != "" {
+		op.Notes = append(op.Notes, stale)
+	}
 	hourly, odOK := o.OnDemand.Hourly.Value()
 	if odOK {
 		for _, s := range o.Subscriptions {

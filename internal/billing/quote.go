@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
 )
@@ -50,6 +51,55 @@ type Bill struct {
 	Warnings []string `json:"warnings"`
 	// Currency is the offer's own; amounts are in the quote's currency.
 	OfferCurrency string `json:"offer_currency"`
+	// Source and AsOf say where the offer's prices come from and when, as
+	// the catalog states them. PriceDate is the newest date AsOf states (a
+	// month counts as its last day) and PriceAgeDays its age on
+	// Options.Today: the least age the prices can have. Both are empty when
+	// AsOf states no date or no Today was given.
+	Source       string `json:"source"`
+	AsOf         string `json:"as_of"`
+	PriceDate    string `json:"price_date,omitempty"`
+	PriceAgeDays *int   `json:"price_age_days,omitempty"`
+}
+
+// StalePriceDays is the age past which a bill warns that its prices may
+// have moved. A quarter is a policy, not a measured rate of change: cloud
+// list prices change a few times a year, marketplace prices (Vast.ai,
+// AutoDL's market) every day, and the user confirms on the source either way.
+const StalePriceDays = 90
+
+// date fills the bill's source and price date from o, and warns when the
+// prices are old or undated (priceAge).
+func (b *Bill) date(o *catalog.Offer, today time.Time) {
+	b.Source, b.AsOf = o.Source, o.AsOf
+	var warning string
+	b.PriceDate, b.PriceAgeDays, warning = priceAge(o, today)
+	if warning != "" {
+		b.Warnings = append(b.Warnings, warning)
+	}
+}
+
+// priceAge is the newest date o's as_of states and its age in days on
+// today, with a warning when the prices are older than StalePriceDays or
+// carry no date at all. Nothing when today is zero.
+func priceAge(o *catalog.Offer, today time.Time) (date string, days *int, warning string) {
+	if today.IsZero() {
+		return "", nil, ""
+	}
+	d, ok := o.PriceDate()
+	if !ok {
+		return "", nil, fmt.Sprintf("the source states no date for these prices (as_of: %s): confirm them there before ordering", o.AsOf)
+	}
+	age := int(today.Sub(d).Hours() / 24)
+	date = d.Format(time.DateOnly)
+	if age > StalePriceDays {
+		stated := date
+		if o.AsOf != date {
+			stated += " (as_of: " + o.AsOf + ")"
+		}
+		warning = fmt.Sprintf("prices dated %s, %d days before today: they may have moved; confirm them at the source before ordering", stated, age)
+	}
+	return date, &age, warning
 }
 
 // Options adjust a quote beyond the profile.
@@ -59,6 +109,9 @@ type Options struct {
 	// InterruptionsPerDay overrides every offer's spot interruption rate
 	// when set (the embedded catalog knows none).
 	InterruptionsPerDay *float64
+	// Today is the day the prices' ages are judged on (UTC midnight);
+	// zero leaves them unjudged.
+	Today time.Time
 }
 
 // Quote is every bill of the profile, cheapest first.
@@ -93,6 +146,7 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 			used[o.Currency] = true
 		}
 		for _, b := range billsFor(p, o, opt) {
+			b.date(o, opt.Today)
 			b.scale(f)
 			q.Bills = append(q.Bills, b)
 		}

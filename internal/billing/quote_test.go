@@ -318,3 +318,51 @@ func TestProfileValidateOneErrorPerMistake(t *testing.T) {
 		}
 	}
 }
+
+// TestPriceAge: every bill carries its offer's source and the age of its
+// prices on Options.Today; past StalePriceDays, or with no date stated, a
+// warning says to confirm them; without a Today nothing is judged.
+func TestPriceAge(t *testing.T) {
+	p := Profile{GPU: "RTX 4090", ComputeHours: 10, SpanDays: 1}
+	p.Defaults()
+	dated, undated := testOffer(), testOffer()
+	undated.ID, undated.AsOf = "u", "not stated on the page"
+	stated := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		today time.Time
+		age   int // -1: not judged
+		stale bool
+	}{
+		{time.Time{}, -1, false},
+		{stated, 0, false},
+		{stated.AddDate(0, 0, StalePriceDays), StalePriceDays, false},
+		{stated.AddDate(0, 0, StalePriceDays+1), StalePriceDays + 1, true},
+	} {
+		q, err := Make(&p, []catalog.Offer{dated, undated}, catalog.Rates{}, Options{Today: c.today})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range q.Bills {
+			if b.Source != "hand" || b.AsOf != dated.AsOf && b.AsOf != undated.AsOf {
+				t.Errorf("today %v, %s: source %q, as_of %q", c.today, b.Offer, b.Source, b.AsOf)
+			}
+			warned := slices.ContainsFunc(b.Warnings, func(w string) bool {
+				return strings.HasPrefix(w, "prices dated ") || strings.HasPrefix(w, "the source states no date")
+			})
+			switch {
+			case b.Offer == "u":
+				if b.PriceAgeDays != nil || warned != !c.today.IsZero() {
+					t.Errorf("today %v, undated offer: age %v, warnings %q", c.today, b.PriceAgeDays, b.Warnings)
+				}
+			case c.age < 0:
+				if b.PriceAgeDays != nil || b.PriceDate != "" || warned {
+					t.Errorf("no today: age %v, date %q, warnings %q", b.PriceAgeDays, b.PriceDate, b.Warnings)
+				}
+			default:
+				if b.PriceAgeDays == nil || *b.PriceAgeDays != c.age || b.PriceDate != "2026-11-30" || warned != c.stale {
+					t.Errorf("today %v: age %v, date %q, warnings %q; want age %d, stale %v", c.today, b.PriceAgeDays, b.PriceDate, b.Warnings, c.age, c.stale)
+				}
+			}
+		}
+	}
+}

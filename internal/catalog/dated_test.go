@@ -1,0 +1,63 @@
+package catalog
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPriceDate reads the as_of texts the embedded catalog holds: the
+// newest date stated, as the last day it can mean, or none.
+func TestPriceDate(t *testing.T) {
+	for _, c := range []struct{ asOf, want string }{
+		{"2026-09-25", "2026-09-25"},
+		{"c. 2026-10", "2026-10-31"},
+		{"OD feed published 2026-08-06; spot snapshot 2026-08-11", "2026-08-11"},
+		{"catalog undated; same per-GPU prices on lambda.ai 2026-09-20/25", "2026-09-25"},
+		{"2026-09-20 (H100/H200/B200 on-demand re-read 2026-10-06)", "2026-10-06"},
+		{"2026-09-16 / 2026-10-06", "2026-10-06"},
+		{"2025-10-29 (doc revision)", "2025-10-29"},
+		{"2025-Q4 (per code comment)", "2025-12-31"},
+		{"2024-02", "2024-02-29"},
+		{"not stated on the page", ""},
+		{"catalog undated (older than 2026-09 list)", "2026-09-30"},
+		{"page, undated", ""},
+		{"2026-13-01", ""},
+		{"2026-02-30", ""},
+		{"12026-09-01", ""},
+		{"", ""},
+	} {
+		o := Offer{AsOf: c.asOf}
+		d, ok := o.PriceDate()
+		got := ""
+		if ok {
+			got = d.Format(time.DateOnly)
+		}
+		if got != c.want {
+			t.Errorf("PriceDate(%q) = %q, want %q", c.asOf, got, c.want)
+		}
+	}
+}
+
+// TestEmbeddedPriceDates: every embedded offer's as_of either states a date
+// that is no later than the catalog's newest research (none in the future)
+// or says plainly that the source gives none.
+func TestEmbeddedPriceDates(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dated := 0
+	for _, o := range c.Offers {
+		d, ok := o.PriceDate()
+		if !ok {
+			continue
+		}
+		dated++
+		if d.Before(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)) || d.After(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)) {
+			t.Errorf("%s: as_of %q reads as %s", o.ID, o.AsOf, d.Format(time.DateOnly))
+		}
+	}
+	if dated < len(c.Offers)*3/4 {
+		t.Errorf("only %d of %d offers read as dated", dated, len(c.Offers))
+	}
+}
