@@ -342,7 +342,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err := tab.Write(g.stdout); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "\n%d checkpoints in run %s\n", len(ms), s.run)
+			fmt.Fprintf(g.stdout, "\n%s in run %s\n", counted(len(ms), "checkpoint"), s.run)
 			if len(ms) == 0 {
 				fmt.Fprintln(g.stdout, runsHint(cmd.Context(), st))
 			}
@@ -406,7 +406,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				if deep {
 					kind = "every byte decrypted and hashed"
 				}
-				fmt.Fprintf(g.stdout, "%d checkpoints checked (%s): %d problems\n", len(ms), kind, len(probs))
+				fmt.Fprintf(g.stdout, "%s checked (%s): %s\n", counted(len(ms), "checkpoint"), kind, counted(len(probs), "problem"))
 			}
 			if len(probs) > 0 {
 				return exitCode(exitFailure)

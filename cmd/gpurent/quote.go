@@ -132,9 +132,9 @@ func priceDates(offers []string, ages []*int) string {
 	if dated == 0 {
 		return ""
 	}
-	span := days(lo)
+	span := counted(lo, "day")
 	if hi != lo {
-		span = fmt.Sprintf("%d to %s", lo, days(hi))
+		span = fmt.Sprintf("%d to %s", lo, counted(hi, "day"))
 	}
 	on := fmt.Sprintf(" on %d of %d offers", dated, len(seen))
 	switch {
@@ -146,11 +146,12 @@ func priceDates(offers []string, ages []*int) string {
 	return fmt.Sprintf("at least %s old%s (by the as_of dates, a month counting as its last day); prices move: confirm each at its source before ordering (gpurent catalog ls -o json lists them)", span, on)
 }
 
-func days(n int) string {
+// counted is n and the noun, plural unless n is 1: "1 day", "3 checkpoints".
+func counted(n int, noun string) string {
 	if n == 1 {
-		return "1 day"
+		return "1 " + noun
 	}
-	return fmt.Sprintf("%d days", n)
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func trim(v float64) string {

@@ -95,10 +95,11 @@ var ptxTargets = []struct {
 //     132 SMs x 4 partitions x 1.83 GHz is 1024 FLOPs a clock, and it is
 //     4096 FLOPs), while the partition issues one instruction a cycle: up
 //     to three others fit beside each without slowing it.
-//   - copy16: every global load and store in the loop is 128 bits wide.
-//     Narrower accesses put too few bytes in flight per thread to cover
-//     DRAM latency (a copy of a 4-byte-aligned struct was four dependent
-//     32-bit load/store pairs: one load in flight per thread).
+//   - copy16: every global load and store in the loop is 128 bits wide,
+//     four or more a loop, and more than one load is issued before a store
+//     waits for its data. Fewer bytes in flight per thread leave DRAM
+//     latency uncovered (a copy of a 4-byte-aligned struct was four
+//     dependent 32-bit load/store pairs: one load in flight per thread).
 //
 // mma_fp8 for sm_90 is the exception that proves fp8MMA right: Hopper has
 // no FP8 tensor instruction for mma.sync, and the kernel must contain no
@@ -257,14 +258,28 @@ func checkLoop(t *testing.T, what, fn string, code []sassInst) {
 		t.Logf("%s: %d %s of %d instructions in the loop", what, n, op, len(loop))
 	case fn == "copy16":
 		loop := hotLoop(code, "LDG")
-		if count(loop, "LDG") == 0 || count(loop, "STG") == 0 {
-			t.Errorf("%s: no loop with global loads and stores", what)
+		loads, stores := count(loop, "LDG"), count(loop, "STG")
+		// A store waits for its load's data and the warp issues in order:
+		// the loads issued ahead of the store that waits are in flight.
+		inFlight, most := 0, 0
+		for _, in := range loop {
+			switch {
+			case strings.HasPrefix(in.op, "LDG"):
+				inFlight++
+				most = max(most, inFlight)
+			case strings.HasPrefix(in.op, "STG"):
+				inFlight--
+			}
+		}
+		if loads < 4 || loads != stores || most < 2 {
+			t.Errorf("%s: the copy loop has %d loads and %d stores, at most %d loads in flight; want 4 or more of each, and more than one in flight", what, loads, stores, most)
 		}
 		for _, in := range loop {
 			if (strings.HasPrefix(in.op, "LDG") || strings.HasPrefix(in.op, "STG")) && !strings.Contains(in.op, ".128") {
 				t.Errorf("%s: %s at %#x in the copy loop: want 128-bit accesses only", what, in.op, in.addr)
 			}
 		}
+		t.Logf("%s: %d 128-bit loads a loop, up to %d in flight before a store waits", what, loads, most)
 	}
 }
 

@@ -25,11 +25,23 @@ extern "C" __global__ void fma32(float *out, int iters, float seed) {
 
 // copy16: grid-stride copy of n 16-byte elements. Each element is read once
 // and written once: bytes moved = 2 x 16 x n. The buffers do not overlap
-// (__restrict__): otherwise each load must wait for the previous store, and
-// a thread has one load in flight, far too few to cover DRAM latency.
+// (__restrict__): otherwise each load must wait for the previous store.
+// Each thread loads four elements, a grid stride apart, before it stores
+// any: four 16-byte loads in flight per thread. With one, latency rules on
+// HBM3e: gpu-benches' grid-stride stream kernels read 57% and copy 74% of
+// the H200's datasheet bandwidth (shared/reference/bench_anchors.md 6c),
+// where PyTorch's copy moved 4.3 of its 4.8 TB/s on the project's device
+// machine (2026-10-28).
 extern "C" __global__ void copy16(const float4_t *__restrict__ in, float4_t *__restrict__ out, unsigned long long n) {
   unsigned long long i = (unsigned long long)ctaid_x() * ntid_x() + tid_x();
   unsigned long long stride = (unsigned long long)nctaid_x() * ntid_x();
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    float4_t v0 = in[i], v1 = in[i + stride], v2 = in[i + 2 * stride], v3 = in[i + 3 * stride];
+    out[i] = v0;
+    out[i + stride] = v1;
+    out[i + 2 * stride] = v2;
+    out[i + 3 * stride] = v3;
+  }
   for (; i < n; i += stride) out[i] = in[i];
 }
 
