@@ -63,9 +63,9 @@ type Bill struct {
 }
 
 // StalePriceDays is the age past which a bill warns that its prices may
-// have moved. A quarter is a policy, not a measured rate of change: cloud
-// list prices change a few times a year, marketplace prices (Vast.ai,
-// AutoDL's market) every day, and the user confirms on the source either way.
+// have moved. A quarter is a policy, not a measured rate at which prices
+// change: no source gives one, and the user confirms at the source either
+// way; the summary line gives every offer's age.
 const StalePriceDays = 90
 
 // date fills the bill's source and price date from o, and warns when the
@@ -80,8 +80,9 @@ func (b *Bill) date(o *catalog.Offer, today time.Time) {
 }
 
 // priceAge is the newest date o's as_of states and its age in days on
-// today, with a warning when the prices are older than StalePriceDays or
-// carry no date at all. Nothing when today is zero.
+// today, with a warning when the prices are older than StalePriceDays,
+// carry no date at all, or are dated after today (a slip in a catalog, or
+// a clock that is wrong: no age then). Nothing when today is zero.
 func priceAge(o *catalog.Offer, today time.Time) (date string, days *int, warning string) {
 	if today.IsZero() {
 		return "", nil, ""
@@ -90,8 +91,11 @@ func priceAge(o *catalog.Offer, today time.Time) (date string, days *int, warnin
 	if !ok {
 		return "", nil, fmt.Sprintf("the source states no date for these prices (as_of: %s): confirm them there before ordering", o.AsOf)
 	}
-	age := int(today.Sub(d).Hours() / 24)
 	date = d.Format(time.DateOnly)
+	if d.After(today) {
+		return date, nil, fmt.Sprintf("prices dated %s (as_of: %s), after today (%s): check the catalog's as_of and this machine's clock", date, o.AsOf, today.Format(time.DateOnly))
+	}
+	age := int(today.Sub(d).Hours() / 24)
 	if age > StalePriceDays {
 		stated := date
 		if o.AsOf != date {

@@ -330,13 +330,14 @@ func TestPriceAge(t *testing.T) {
 	stated := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		today time.Time
-		age   int // -1: not judged
+		age   int // -1: not judged; -2: dated after today
 		stale bool
 	}{
 		{time.Time{}, -1, false},
 		{stated, 0, false},
 		{stated.AddDate(0, 0, StalePriceDays), StalePriceDays, false},
 		{stated.AddDate(0, 0, StalePriceDays+1), StalePriceDays + 1, true},
+		{stated.AddDate(0, 0, -1), -2, true}, // dated after today: warned, no age
 	} {
 		q, err := Make(&p, []catalog.Offer{dated, undated}, catalog.Rates{}, Options{Today: c.today})
 		if err != nil {
@@ -349,6 +350,12 @@ func TestPriceAge(t *testing.T) {
 			warned := slices.ContainsFunc(b.Warnings, func(w string) bool {
 				return strings.HasPrefix(w, "prices dated ") || strings.HasPrefix(w, "the source states no date")
 			})
+			if c.age == -2 && b.Offer != "u" {
+				if b.PriceAgeDays != nil || !warned || !strings.Contains(strings.Join(b.Warnings, "\n"), "after today (2026-11-29)") {
+					t.Errorf("dated after today: age %v, warnings %q", b.PriceAgeDays, b.Warnings)
+				}
+				continue
+			}
 			switch {
 			case b.Offer == "u":
 				if b.PriceAgeDays != nil || warned != !c.today.IsZero() {
