@@ -1,7 +1,7 @@
 // kernels_host.cpp: kernels/common.cu compiled for the host, every thread
 // of a grid run in turn, to check the kernels' index arithmetic without a
 // GPU: each element below n copied exactly once or filled, none past it
-// touched, and fma32's result kept in registers. TestKernelsOnHost builds and runs it;
+// touched, and fma32 stores nothing. TestKernelsOnHost builds and runs it;
 // it prints one line per failure and exits 1 when there is any.
 #define GPURENT_HOST 1
 // Plain C memory and no C++ library: the C compiler's driver links it.
