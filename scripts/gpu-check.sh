@@ -10,6 +10,8 @@
 #     second process (gpurent burn, a cuBLASLt GEMM loop) keeps it busy, and
 #     counts how often it raised the alarm; then every probe once beside the
 #     co-tenant, as ratios over the idle run.
+# The summary gives each probe's judgement with its fraction of the datasheet
+# peak: the mma.sync fractions calibration() (internal/bench/compute.go) takes.
 # Everything goes to one directory. It waits about 3 minutes in all on its
 # own timers (sampling windows, sustained launches); what the probes add on
 # a real card is not measured yet; the issue allows 8 minutes:
@@ -122,6 +124,16 @@ for name, r in cuda.items():
     if r.get("contention"):
         c = r["contention"]; extra = f" verdict={c['verdict']} slow={c['slow_share']:.3f} cv={c['cv']:.3f} sag={c['sag']:.3f}"
     print(f"  {name:12s} {r.get('value', 0):10.2f} {r['unit']:6s} {r.get('wall_ms', 0) / 1e3:6.2f} s wall {r.get('error', '')}{extra}")
+# The judgement of each probe, with its fraction of the datasheet's peak:
+# what calibration() in internal/bench/compute.go takes for mma.sync.
+import re
+checks = json.load(open(f"{out}/cuda.json")).get("checks") or []
+print("judged against the datasheet (cuda backend, full mode):")
+for c in checks:
+    probe = c["id"].split(".", 1)[-1]
+    if probe in cuda:
+        m = re.search(r"\d+% of the .*? datasheet's [0-9.e+]+ \S+|\d+% of the Gen\d x\d+ link's [0-9.]+ GB/s|\d+% of the [0-9.]+ GiB NVML reports", c.get("evidence", ""))
+        print(f"  {c['id']:22s} {c['status']:5s} {m.group(0) if m else c.get('evidence', '')[:160]}")
 if torch is None:
     print("torch backend:", tdev)
 else:
