@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/logging"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
 	"gocloud.dev/blob/fileblob"
@@ -101,6 +103,11 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 			}
 			bu.RawQuery = q.Encode()
 		}
+		if u.Scheme == "s3" {
+			if err := checkAWS(ctx, u); err != nil {
+				return nil, "", err
+			}
+		}
 		if u.Scheme == "gs" && os.Getenv("STORAGE_EMULATOR_HOST") == "" && u.Query().Get("universe_domain") == "" {
 			// gocloud, finding no credentials, prints a warning to stdout
 			// (where gpurent's JSON goes) and goes on to fail later: say it
@@ -120,6 +127,38 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 		return nil, "", fmt.Errorf("open store %s: %w", redact(u), err)
 	}
 	return &bucket{b: b, opt: opt, name: redact(u)}, redact(u), nil
+}
+
+// checkAWS looks for a region and credentials where the AWS SDK will,
+// before the first request: without them the SDK fails there with
+// "resolve endpoint: endpoint rule error, Invalid region" or "get
+// identity: get credentials: failed to refresh cached credentials", which
+// says little to someone who only forgot a variable.
+func checkAWS(ctx context.Context, u *url.URL) error {
+	q := u.Query()
+	// The SDK's own log lines (IMDS fallbacks) would only add noise here.
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithLogger(logging.Nop{})}
+	if r := q.Get("region"); r != "" {
+		opts = append(opts, awsconfig.WithRegion(r))
+	}
+	if p := q.Get("profile"); p != "" {
+		opts = append(opts, awsconfig.WithSharedConfigProfile(p))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return fmt.Errorf("store %s: AWS configuration: %w", redact(u), err)
+	}
+	if cfg.Region == "" {
+		return fmt.Errorf("store %s: no region: add region=REGION to the URL (the bucket's; for an S3-compatible service with endpoint=, the region it asks for, often us-east-1), or set AWS_REGION", redact(u))
+	}
+	// anonymous=true reads a public bucket; role= assumes a role with them.
+	if q.Get("anonymous") == "true" || q.Get("role") != "" {
+		return nil
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return fmt.Errorf("store %s: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (the S3-compatible service's keys too), AWS_PROFILE, or use the instance's role: %w", redact(u), err)
+	}
+	return nil
 }
 
 // parseStoreURL accepts a plain path as file://.

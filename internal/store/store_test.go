@@ -510,6 +510,38 @@ func TestOpenRefusals(t *testing.T) {
 	if err := checkEndpoint("http://127.0.0.1:8333", false); err != nil {
 		t.Error(err)
 	}
+	// s3:// without a region or credentials says which, in words, before
+	// any request; with them it opens. No instance metadata is asked for.
+	home := t.TempDir()
+	for k, v := range map[string]string{"AWS_EC2_METADATA_DISABLED": "true", "HOME": home,
+		"AWS_CONFIG_FILE": filepath.Join(home, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(home, "credentials"),
+		"AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
+		"AWS_SESSION_TOKEN": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "",
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": ""} {
+		t.Setenv(k, v)
+	}
+	local := "s3://b/x?endpoint=http://127.0.0.1:1&use_path_style=true"
+	for _, c := range []struct{ url, region, key, want string }{
+		{local, "", "", "no region: add region=REGION to the URL"},
+		{local + "&region=us-east-1", "", "", "no AWS credentials: set AWS_ACCESS_KEY_ID"},
+		{local, "eu-west-1", "", "no AWS credentials"},
+		{local, "eu-west-1", "gpurent-test", ""},
+		{local + "&region=us-east-1&anonymous=true", "", "", ""},
+	} {
+		t.Setenv("AWS_REGION", c.region)
+		t.Setenv("AWS_ACCESS_KEY_ID", c.key)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", c.key)
+		b, _, err := Open(ctx, c.url, OpenOptions{})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("Open(%q), AWS_REGION %q, key %q: %v", c.url, c.region, c.key, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "store ")):
+			t.Errorf("Open(%q), AWS_REGION %q, key %q: %v, want %q", c.url, c.region, c.key, err, c.want)
+		}
+		if b != nil {
+			b.Close()
+		}
+	}
 	if err := checkEndpoint("http://10.1.2.3:8333", true); err != nil {
 		t.Error(err)
 	}
