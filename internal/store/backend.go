@@ -108,6 +108,9 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 				return nil, "", err
 			}
 		}
+		if u.Scheme == "azblob" && azureAccount(u, os.Getenv) == "" {
+			return nil, "", fmt.Errorf("store %s: no storage account: set AZURE_STORAGE_ACCOUNT (with AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or Azure's default identity), or AZURE_STORAGE_CONNECTION_STRING, or add storage_account=NAME to the URL", redact(u))
+		}
 		if u.Scheme == "gs" && os.Getenv("STORAGE_EMULATOR_HOST") == "" && u.Query().Get("universe_domain") == "" {
 			// gocloud, finding no credentials, prints a warning to stdout
 			// (where gpurent's JSON goes) and goes on to fail later: say it
@@ -159,6 +162,29 @@ func checkAWS(ctx context.Context, u *url.URL) error {
 		return fmt.Errorf("store %s: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (the S3-compatible service's keys too), AWS_PROFILE, or use the instance's role: %w", redact(u), err)
 	}
 	return nil
+}
+
+// azureAccount is the storage account an azblob:// URL addresses, found
+// where gocloud's azureblob looks: the URL's storage_account, then
+// AZURE_STORAGE_ACCOUNT, then the AccountName of a connection string.
+// Without one it fails with "Options.AccountName is required".
+func azureAccount(u *url.URL, getenv func(string) string) string {
+	if a := u.Query().Get("storage_account"); a != "" {
+		return a
+	}
+	if a := getenv("AZURE_STORAGE_ACCOUNT"); a != "" {
+		return a
+	}
+	cs := getenv("AZURE_STORAGE_CONNECTION_STRING")
+	if cs == "" {
+		cs = getenv("AZURE_STORAGEBLOB_CONNECTIONSTRING")
+	}
+	for part := range strings.SplitSeq(cs, ";") {
+		if k, v, ok := strings.Cut(part, "="); ok && k == "AccountName" {
+			return v
+		}
+	}
+	return ""
 }
 
 // parseStoreURL accepts a plain path as file://.

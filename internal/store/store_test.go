@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -509,6 +510,20 @@ func TestOpenRefusals(t *testing.T) {
 	}
 	if err := checkEndpoint("http://127.0.0.1:8333", false); err != nil {
 		t.Error(err)
+	}
+	// azblob:// without a storage account says so, in words; the
+	// connection string's account counts.
+	t.Setenv("AZURE_STORAGE_ACCOUNT", "")
+	t.Setenv("AZURE_STORAGEBLOB_CONNECTIONSTRING", "")
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "")
+	if _, _, err := Open(ctx, "azblob://c/x", OpenOptions{}); err == nil || !strings.HasPrefix(err.Error(), "store azblob://c/x: no storage account") {
+		t.Errorf("azblob without an account: %v", err)
+	}
+	getenv := func(k string) string {
+		return map[string]string{"AZURE_STORAGE_CONNECTION_STRING": "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=k=="}[k]
+	}
+	if a := azureAccount(&url.URL{Scheme: "azblob", Host: "c"}, getenv); a != "devstoreaccount1" {
+		t.Errorf("account from the connection string: %q", a)
 	}
 	// s3:// without a region or credentials says which, in words, before
 	// any request; with them it opens. No instance metadata is asked for.
