@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -165,6 +168,9 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 		return usagef("--gpu: %v", err)
 	}
 	q := billing.InferenceQuery{Model: model, TokensPerDay: perDay, Currency: t.currency}
+	if q.Today, err = today(os.LookupEnv, time.Now); err != nil {
+		return err
+	}
 	for _, c := range []struct {
 		name string
 		v    float64
@@ -200,5 +206,22 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 		tab.Row(o.Offer, o.GPU, fmt.Sprintf("%.0f", o.TokensPerSecond), fmt.Sprint(o.Instances), report.Money(o.RentPerDay), report.Money(o.APIPerDay),
 			fmt.Sprintf("%.4f", o.RentPerMillion), be, o.Cheaper)
 	}
-	return tab.Write(w)
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	ids, ages := make([]string, len(res.Offers)), make([]*int, len(res.Offers))
+	var notes []string
+	for i, o := range res.Offers {
+		ids[i], ages[i] = o.Offer, o.PriceAgeDays
+		for _, n := range o.Notes {
+			notes = append(notes, fmt.Sprintf("  %s: %s", o.Offer, n))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\nnotes:\n%s\n", strings.Join(notes, "\n"))
+	}
+	if line := priceDates(ids, ages); line != "" {
+		fmt.Fprintf(w, "\nprices: %s\n", line)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
 )
@@ -63,6 +64,7 @@ type InferenceQuery struct {
 	TokensPerSec *float64 // per instance, overriding the table
 	APIPricePerM *float64 // per 1M output tokens in the plan's currency, overriding the table
 	Currency     string
+	Today        time.Time // the day the offers' price ages are judged on; zero: not judged
 }
 
 // InferenceOffer compares renting one offer with calling the API.
@@ -78,6 +80,12 @@ type InferenceOffer struct {
 	BreakEvenTokensDay *float64 `json:"break_even_tokens_per_day"` // nil: renting never beats the API
 	Cheaper            string   `json:"cheaper"`                   // "rent" or "api"
 	ThroughputSource   string   `json:"throughput_source"`
+	// AsOf, PriceDate and PriceAgeDays are as in Bill; Notes warns of
+	// prices that are old, undated or dated after today.
+	AsOf         string   `json:"as_of"`
+	PriceDate    string   `json:"price_date,omitempty"`
+	PriceAgeDays *int     `json:"price_age_days,omitempty"`
+	Notes        []string `json:"notes,omitempty"`
 }
 
 // Inference is the rent-versus-API comparison.
@@ -168,7 +176,11 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 		io := InferenceOffer{
 			Offer: o.ID, Provider: o.Provider, GPU: o.GPU, TokensPerSecond: tps, Instances: n,
 			RentPerDay: float64(n) * 24 * hourly, RentPerMillion: hourly / (tps * 3600) * 1e6,
-			APIPerDay: apiPerDay, ThroughputSource: src,
+			APIPerDay: apiPerDay, ThroughputSource: src, AsOf: o.AsOf,
+		}
+		var stale string
+		if io.PriceDate, io.PriceAgeDays, stale = priceAge(o, q.Today); stale != "" {
+			io.Notes = append(io.Notes, stale)
 		}
 		if io.RentPerMillion < res.APIPerM {
 			be := 24 * hourly / res.APIPerM * 1e6
