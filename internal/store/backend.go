@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -155,7 +156,7 @@ func checkAWS(ctx context.Context, u *url.URL) error {
 		return fmt.Errorf("store %s: no region: add region=REGION to the URL (the bucket's; for an S3-compatible service with endpoint=, the region it asks for, often us-east-1), or set AWS_REGION", redact(u))
 	}
 	// anonymous=true reads a public bucket; role= assumes a role with them.
-	if q.Get("anonymous") == "true" || q.Get("role") != "" {
+	if anon, _ := strconv.ParseBool(q.Get("anonymous")); anon || q.Get("role") != "" {
 		return nil
 	}
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {

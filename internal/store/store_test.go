@@ -541,7 +541,7 @@ func TestOpenRefusals(t *testing.T) {
 		{local + "&region=us-east-1", "", "", "no AWS credentials: set AWS_ACCESS_KEY_ID"},
 		{local, "eu-west-1", "", "no AWS credentials"},
 		{local, "eu-west-1", "gpurent-test", ""},
-		{local + "&region=us-east-1&anonymous=true", "", "", ""},
+		{local + "&region=us-east-1&anonymous=1", "", "", ""},
 	} {
 		t.Setenv("AWS_REGION", c.region)
 		t.Setenv("AWS_ACCESS_KEY_ID", c.key)
