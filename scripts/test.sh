@@ -63,5 +63,7 @@ fi
 go test -race -timeout 30m "$@" ./...
 # Memory limits are judged without the race detector, which inflates memory.
 if [ $# -eq 0 ]; then
-  go test -timeout 20m -run 'TestLargeFileMemory' -v ./internal/store | grep -E '^(=== RUN|--- |\s+memory_test|ok|FAIL|PASS)'
+  # Every test file's lines: a failure in a helper (the S3 server's start)
+  # must show why.
+  go test -timeout 20m -run 'TestLargeFileMemory' -v ./internal/store | grep -E '^(=== RUN|--- |\s+\w+_test\.go:|ok|FAIL|PASS)'
 fi

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,17 +44,34 @@ var gcsEmu = &emulator{env: "GPURENT_FAKE_GCS"}
 var azEmu = &emulator{env: "GPURENT_AZURITE"}
 
 // start runs the program with args(dir, port) until up(addr) says it
-// answers, at most 60 s. Called under the caller's sync.Once.
+// answers, at most 60 s, and tries twice more, on fresh ports and a fresh
+// directory, when it does not: a port freePort found free can be taken
+// before the server binds it. Called under the caller's sync.Once.
 func (e *emulator) start(args func(dir string, port int) []string, up func(addr string) bool) {
 	bin := os.Getenv(e.env)
 	if bin == "" {
 		e.why = e.env + " is not set: run the tests with bash scripts/test.sh, which provides the server"
 		return
 	}
+	var whys []string
+	for attempt := 1; attempt <= 3; attempt++ {
+		if e.try(bin, args, up) {
+			return
+		}
+		whys = append(whys, fmt.Sprintf("attempt %d: %s", attempt, e.why))
+		e.stop()
+		os.RemoveAll(e.dir)
+		e.cmd, e.dir = nil, ""
+	}
+	e.why = strings.Join(whys, "; ")
+}
+
+// try is one start: true once the server answers.
+func (e *emulator) try(bin string, args func(dir string, port int) []string, up func(addr string) bool) bool {
 	dir, err := os.MkdirTemp("", "gpurent-emu-")
 	if err != nil {
 		e.why = err.Error()
-		return
+		return false
 	}
 	e.dir = dir
 	port := freePort()
@@ -63,18 +81,19 @@ func (e *emulator) start(args func(dir string, port int) []string, up func(addr 
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		e.why = "start " + bin + ": " + err.Error()
-		return
+		return false
 	}
 	e.cmd = cmd
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 		if up(addr) {
 			e.addr = addr
-			return
+			return true
 		}
 	}
 	b, _ := os.ReadFile(dir + "/server.log")
 	e.why = bin + " did not answer on " + addr + " within 60 s: " + string(b[max(0, len(b)-500):])
+	return false
 }
 
 // ready reports the address, failing the test when the emulator was
