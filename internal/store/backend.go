@@ -159,7 +159,10 @@ func checkAWS(ctx context.Context, u *url.URL) error {
 	if anon, _ := strconv.ParseBool(q.Get("anonymous")); anon || q.Get("role") != "" {
 		return nil
 	}
-	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+	// Retried as a store operation would be: the instance's metadata
+	// service can time out once, and that must not end a training run.
+	retrieve := func() error { _, err := cfg.Credentials.Retrieve(ctx); return err }
+	if err := (&Retrying{}).do(ctx, retrieve); err != nil {
 		return fmt.Errorf("store %s: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (the S3-compatible service's keys too), AWS_PROFILE, or use the instance's role: %w", redact(u), err)
 	}
 	return nil
