@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
@@ -46,6 +47,9 @@ and prints the tokens per day above which renting pays.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			if err := modeFlags(cmd.Flags(), inference); err != nil {
 				return err
 			}
 			if inference {
@@ -87,6 +91,28 @@ and prints the tokens per day above which renting pays.`,
 	f.Float64Var(&tokensPerSec, "tokens-per-second", 0, "with --inference: your measured output tokens/s per instance")
 	f.Float64Var(&apiPrice, "api-price", 0, "with --inference: API price per 1M output tokens, in --currency")
 	return cmd
+}
+
+// Flags that belong to one of plan's two modes. A flag of the other mode
+// would be ignored without a word, and a user who passes --hours to
+// --inference (or --model without it) believes it shaped the answer.
+var (
+	trainingOnly  = []string{"profile", "gpus", "hours", "days", "starts", "disk", "egress", "interruptible", "ckpt-every", "ckpt-write", "ckpt-restart", "interruptions-per-day", "trials", "seed", "deadline"}
+	inferenceOnly = []string{"tokens-per-day", "model", "tokens-per-second", "api-price"}
+)
+
+// modeFlags refuses a flag the chosen mode does not read.
+func modeFlags(fs *pflag.FlagSet, inference bool) error {
+	unused, mode := inferenceOnly, "without --inference"
+	if inference {
+		unused, mode = trainingOnly, "with --inference"
+	}
+	for _, name := range unused {
+		if fs.Changed(name) {
+			return usagef("--%s: not used %s", name, mode)
+		}
+	}
+	return nil
 }
 
 func writePlan(w io.Writer, plan *billing.Plan, deadline string) error {

@@ -125,7 +125,7 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	if !set("hours") && (ix == nil || !ix.Has("compute_hours")) {
 		return nil, nil, nil, opt, usagef("--hours: required (or compute_hours in --profile)")
 	}
-	p.Defaults()
+	p.Defaults(func(field string) bool { return fromFlag[field] || (ix != nil && ix.Has(field)) })
 	if err := placeProblems(t.profile, ix, fromFlag, p.Validate()); err != nil {
 		return nil, nil, nil, opt, err
 	}

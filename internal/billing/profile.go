@@ -63,15 +63,21 @@ func (d Duration) Hours() float64 { return time.Duration(d).Hours() }
 func (d Duration) String() string { return units.FormatDuration(time.Duration(d)) }
 
 // Defaults fills what a profile may leave out: one GPU, one start, and a
-// span just long enough to run the hours back to back.
-func (p *Profile) Defaults() {
-	if p.GPUs == 0 {
+// span just long enough to run the hours back to back. given reports the
+// fields the user set (nil: none); those keep their value even when it is
+// zero, so that "gpus: 0" or --starts 0 is refused by Validate instead of
+// quietly becoming 1.
+func (p *Profile) Defaults(given func(field string) bool) {
+	if given == nil {
+		given = func(string) bool { return false }
+	}
+	if p.GPUs == 0 && !given("gpus") {
 		p.GPUs = 1
 	}
-	if p.Starts == 0 {
+	if p.Starts == 0 && !given("starts") {
 		p.Starts = 1
 	}
-	if p.SpanDays == 0 && p.ComputeHours > 0 && p.ComputeHours < 24*365*100 {
+	if p.SpanDays == 0 && !given("span_days") && p.ComputeHours > 0 && p.ComputeHours < 24*365*100 {
 		p.SpanDays = int(math.Ceil(p.ComputeHours/24 - 1e-9))
 	}
 }
@@ -136,7 +142,7 @@ func ParseProfile(file string, data []byte) (*Profile, *yamlfile.Index, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	p.Defaults()
+	p.Defaults(ix.Has)
 	if err := ix.Place(file, p.Validate()); err != nil {
 		return nil, nil, err
 	}

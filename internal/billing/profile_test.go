@@ -39,6 +39,10 @@ func TestParseProfileBad(t *testing.T) {
 		{"compute_hours: 300", "compute_hours: .nan", "task.yaml:3: compute_hours: want a positive number of hours"},
 		{"compute_hours: 300", "compute_hours: 800", "task.yaml:3: compute_hours: 800 h do not fit in span_days 30 (720 h)"},
 		{"starts: 10", "starts: -1", "task.yaml:5: starts: want at least 1 start"},
+		// A zero the user wrote is refused, not taken for "left out".
+		{"starts: 10", "starts: 0", "task.yaml:5: starts: want at least 1 start, got 0"},
+		{"gpus: 1", "gpus: 0", "task.yaml:2: gpus: want at least 1 GPU, got 0"},
+		{"span_days: 30", "span_days: 0", "task.yaml:4: span_days: want at least 1 day, got 0"},
 		{"disk_gb: 200", "disk_gb: -5", "task.yaml:6: disk_gb: want a non-negative size"},
 		{"every: 30m", "every: 30", "task.yaml:9: checkpoint.every: invalid duration \"30\""},
 		{"every: 30m", "every: 0s", "task.yaml:9: checkpoint.every: want a positive interval"},

@@ -41,7 +41,7 @@ func testOffer() catalog.Offer {
 
 func onDemand(t *testing.T, p Profile, o catalog.Offer) Bill {
 	t.Helper()
-	p.Defaults()
+	p.Defaults(nil)
 	if ps := p.Validate(); len(ps) > 0 {
 		t.Fatalf("profile invalid: %v", ps)
 	}
@@ -156,7 +156,7 @@ func TestSubscriptionCover(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := subOffer(2, tc.subs...)
 			p := Profile{ComputeHours: tc.hours, SpanDays: tc.days}
-			p.Defaults()
+			p.Defaults(nil)
 			b, ok := subscriptionBill(&p, &o)
 			if !ok {
 				t.Fatal("no subscription bill")
@@ -170,7 +170,7 @@ func TestSubscriptionCover(t *testing.T) {
 	// there is no subscription bill.
 	o := subOffer(2, day, week, month)
 	p := Profile{ComputeHours: 60, SpanDays: 30}
-	p.Defaults()
+	p.Defaults(nil)
 	if b, ok := subscriptionBill(&p, &o); ok {
 		t.Errorf("subscription offered although on demand is cheaper: %+v", b)
 	}
@@ -183,7 +183,7 @@ func TestSubscriptionStorage(t *testing.T) {
 	o := subOffer(2, catalog.Subscription{Period: "month", Price: 900})
 	o.Storage = catalog.Storage{IncludedGB: catalog.Known(0), RunningGBMonth: catalog.Known(0.72), StoppedGBMonth: catalog.Known(100)}
 	p := Profile{ComputeHours: 720, SpanDays: 30, DiskGB: 100}
-	p.Defaults()
+	p.Defaults(nil)
 	b, ok := subscriptionBill(&p, &o)
 	if !ok || !near(item(b, ItemStorage), 72) || !near(b.Total, 972) {
 		t.Fatalf("ok %v storage %v total %v", ok, item(b, ItemStorage), b.Total)
@@ -195,7 +195,7 @@ func TestBreakEvenFollowsFromPrices(t *testing.T) {
 	// at 540 h (18 h a day), not at the 160-180 h the seed document claims.
 	o := subOffer(1, catalog.Subscription{Period: "month", Price: 0.75 * 720})
 	p := Profile{ComputeHours: 300, SpanDays: 30}
-	p.Defaults()
+	p.Defaults(nil)
 	plan, err := MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestSpotBill(t *testing.T) {
 	// the 1.1 h itself, 2 segments take 2 × 1.186035 = 2.372070 h in all.
 	p := Profile{ComputeHours: 2, SpanDays: 1, Interruptible: true,
 		Checkpoint: &Checkpoint{Every: Duration(time.Hour), Write: Duration(6 * time.Minute), Restart: Duration(12 * time.Minute)}}
-	p.Defaults()
+	p.Defaults(nil)
 	b, ok := spotBill(&p, &o, Options{})
 	if !ok {
 		t.Fatal("no spot bill")
@@ -268,7 +268,7 @@ func TestQuoteSortsAndConverts(t *testing.T) {
 	dear.ID = "usd"
 	rates := catalog.Rates{AsOf: "2026-11-30", PerUSD: map[string]float64{"USD": 1, "CNY": 10}}
 	p := Profile{ComputeHours: 10}
-	p.Defaults()
+	p.Defaults(nil)
 	q, err := Make(&p, []catalog.Offer{dear, cheap}, rates, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +308,7 @@ func TestProfileValidateOneErrorPerMistake(t *testing.T) {
 		{Profile{ComputeHours: 50, SpanDays: 1}, []string{"compute_hours: 50 h do not fit in span_days 1 (24 h)"}},
 		{Profile{ComputeHours: 0, SpanDays: -1}, []string{"compute_hours: want a positive number of hours, got 0", "span_days: want at least 1 day, got -1"}},
 	} {
-		c.p.Defaults()
+		c.p.Defaults(nil)
 		var got []string
 		for _, pr := range c.p.Validate() {
 			got = append(got, pr.Path+": "+pr.Msg)
@@ -324,7 +324,7 @@ func TestProfileValidateOneErrorPerMistake(t *testing.T) {
 // warning says to confirm them; without a Today nothing is judged.
 func TestPriceAge(t *testing.T) {
 	p := Profile{GPU: "RTX 4090", ComputeHours: 10, SpanDays: 1}
-	p.Defaults()
+	p.Defaults(nil)
 	dated, undated := testOffer(), testOffer()
 	undated.ID, undated.AsOf = "u", "not stated on the page"
 	stated := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
