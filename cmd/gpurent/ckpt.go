@@ -479,7 +479,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err := tab.Write(g.stdout); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "\n%d runs in %s\n", len(rs), name)
+			fmt.Fprintf(g.stdout, "\n%s in %s\n", counted(len(rs), "run"), name)
 			return nil
 		},
 	}

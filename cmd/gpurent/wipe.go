@@ -192,7 +192,7 @@ func isTerminal(f *os.File) bool {
 }
 
 func confirm(in io.Reader, w io.Writer, p *wipe.Plan) bool {
-	fmt.Fprintf(w, "delete these %d items (%s)? type yes to go on: ", len(p.Items), report.Bytes(p.Bytes))
+	fmt.Fprintf(w, "delete these %s (%s)? type yes to go on: ", counted(len(p.Items), "item"), report.Bytes(p.Bytes))
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	return strings.TrimSpace(line) == "yes"
 }
@@ -225,7 +225,7 @@ func writeWipePlan(w io.Writer, p *wipe.Plan) {
 			tab.Row(it.Kind, it.What, path, report.Bytes(it.Bytes), fmt.Sprint(it.Files), how)
 		}
 		_ = tab.Write(w)
-		fmt.Fprintf(w, "\ntotal: %d items, %s\n", len(p.Items), report.Bytes(p.Bytes))
+		fmt.Fprintf(w, "\ntotal: %s, %s\n", counted(len(p.Items), "item"), report.Bytes(p.Bytes))
 	}
 	for _, k := range p.Kept {
 		fmt.Fprintln(w, "kept:", k)
@@ -247,7 +247,7 @@ func writeOutcome(w io.Writer, r *wipe.Report, path string) {
 			fmt.Fprintf(w, "not run: %s\n", orImage(it))
 		}
 	}
-	fmt.Fprintf(w, "removed %d of %d items, %s freed; report: %s\n", removed, len(r.Items), report.Bytes(r.Freed), path)
+	fmt.Fprintf(w, "removed %d of %s, %s freed; report: %s\n", removed, counted(len(r.Items), "item"), report.Bytes(r.Freed), path)
 }
 
 func orImage(r wipe.Result) string {
