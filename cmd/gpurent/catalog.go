@@ -79,7 +79,7 @@ func newCatalog(g *globals) *cobra.Command {
 			for _, o := range offers {
 				providers[o.Provider] = true
 			}
-			fmt.Fprintf(g.stdout, "\n%s from %s; exchange rates as of %s\n", counted(len(offers), "offer"), counted(len(providers), "provider"), c.Rates.AsOf)
+			fmt.Fprintf(g.stdout, "\n%s from %s; exchange rates as of %s\n", report.Count(len(offers), "offer"), report.Count(len(providers), "provider"), c.Rates.AsOf)
 			return nil
 		},
 	}
@@ -109,14 +109,14 @@ func newCatalog(g *globals) *cobra.Command {
 						}
 					}
 				}
-				fmt.Fprintf(g.stdout, "%s: ok, %s\n", path, counted(len(c.Offers), "offer"))
+				fmt.Fprintf(g.stdout, "%s: ok, %s\n", path, report.Count(len(c.Offers), "offer"))
 				names := make([]string, 0, len(unknown))
 				for n := range unknown {
 					names = append(names, n)
 				}
 				sort.Strings(names)
 				for _, n := range names {
-					fmt.Fprintf(g.stdout, "  %s unknown in %s (quotes count it as 0 and say so)\n", n, counted(unknown[n], "offer"))
+					fmt.Fprintf(g.stdout, "  %s unknown in %s (quotes count it as 0 and say so)\n", n, report.Count(unknown[n], "offer"))
 				}
 			}
 			return nil

@@ -269,7 +269,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err != nil {
 				return err
 			}
-			return writeManifest(g, m, fmt.Sprintf("pushed %s to %s run %s: %d entries, %s in %.1f s", a[0], name, s.run, m.Files, report.Bytes(m.Bytes), time.Since(start).Seconds()))
+			return writeManifest(g, m, fmt.Sprintf("pushed %s to %s run %s: %s, %s in %.1f s", a[0], name, s.run, report.Count(m.Files, "entry"), report.Bytes(m.Bytes), time.Since(start).Seconds()))
 		},
 	}
 	var id string
@@ -307,7 +307,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err != nil {
 				return err
 			}
-			return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %d entries, %s in %.1f s, every file checked", m.ID, name, s.run, a[0], m.Files, report.Bytes(m.Bytes), time.Since(start).Seconds()))
+			return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %s, %s in %.1f s, every file checked", m.ID, name, s.run, a[0], report.Count(m.Files, "entry"), report.Bytes(m.Bytes), time.Since(start).Seconds()))
 		},
 	}
 	pull.Flags().StringVar(&id, "id", "latest", "checkpoint id from ls, or latest")
@@ -342,7 +342,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err := tab.Write(g.stdout); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "\n%s in run %s\n", counted(len(ms), "checkpoint"), s.run)
+			fmt.Fprintf(g.stdout, "\n%s in run %s\n", report.Count(len(ms), "checkpoint"), s.run)
 			if len(ms) == 0 {
 				fmt.Fprintln(g.stdout, runsHint(cmd.Context(), st))
 			}
@@ -406,7 +406,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				if deep {
 					kind = "every byte decrypted and hashed"
 				}
-				fmt.Fprintf(g.stdout, "%s checked (%s): %s\n", counted(len(ms), "checkpoint"), kind, counted(len(probs), "problem"))
+				fmt.Fprintf(g.stdout, "%s checked (%s): %s\n", report.Count(len(ms), "checkpoint"), kind, report.Count(len(probs), "problem"))
 			}
 			if len(probs) > 0 {
 				return exitCode(exitFailure)
@@ -479,7 +479,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err := tab.Write(g.stdout); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "\n%s in %s\n", counted(len(rs), "run"), name)
+			fmt.Fprintf(g.stdout, "\n%s in %s\n", report.Count(len(rs), "run"), name)
 			return nil
 		},
 	}

@@ -60,8 +60,8 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	if gpu == "" {
 		gpu = "any GPU"
 	}
-	fmt.Fprintf(w, "%s h on %s x%d over %d days, %d starts, %s GB disk, %s GB egress; amounts in %s\n\n",
-		trim(p.ComputeHours), gpu, p.GPUs, p.SpanDays, p.Starts, trim(p.DiskGB), trim(p.EgressGB), q.Currency)
+	fmt.Fprintf(w, "%s h on %s x%d over %s, %s, %s GB disk, %s GB egress; amounts in %s\n\n",
+		trim(p.ComputeHours), gpu, p.GPUs, report.Count(p.SpanDays, "day"), report.Count(p.Starts, "start"), trim(p.DiskGB), trim(p.EgressGB), q.Currency)
 	tab := report.NewTab("#", "OFFER", "PROVIDER", "GPU", "INST", "PLAN", "TOTAL", "LIST", "HIDDEN", "COMPUTE", "STORAGE", "EGRESS", "BOOT", "IP", "UNKNOWN", "DETAIL")
 	for i, b := range q.Bills {
 		warn := "-"
@@ -132,9 +132,9 @@ func priceDates(offers []string, ages []*int) string {
 	if dated == 0 {
 		return ""
 	}
-	span := counted(lo, "day")
+	span := report.Count(lo, "day")
 	if hi != lo {
-		span = fmt.Sprintf("%d to %s", lo, counted(hi, "day"))
+		span = fmt.Sprintf("%d to %s", lo, report.Count(hi, "day"))
 	}
 	on := fmt.Sprintf(" on %d of %d offers", dated, len(seen))
 	switch {
@@ -144,14 +144,6 @@ func priceDates(offers []string, ages []*int) string {
 		on = fmt.Sprintf(" on all %d offers", dated)
 	}
 	return fmt.Sprintf("at least %s old%s (by the as_of dates, a month counting as its last day); prices move: confirm each at its source before ordering (gpurent catalog ls -o json lists them)", span, on)
-}
-
-// counted is n and the noun, plural unless n is 1: "1 day", "3 checkpoints".
-func counted(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func trim(v float64) string {

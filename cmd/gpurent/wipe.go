@@ -156,7 +156,7 @@ check failed, 2 bad usage.`,
 				return err
 			}
 			if r.Failed > 0 {
-				return fmt.Errorf("wipe: %d of %d items could not be removed completely; see %s", r.Failed, len(r.Items), reportPath)
+				return fmt.Errorf("wipe: %d of %s could not be removed completely; see %s", r.Failed, report.Count(len(r.Items), "item"), reportPath)
 			}
 			return nil
 		},
@@ -192,7 +192,7 @@ func isTerminal(f *os.File) bool {
 }
 
 func confirm(in io.Reader, w io.Writer, p *wipe.Plan) bool {
-	fmt.Fprintf(w, "delete these %s (%s)? type yes to go on: ", counted(len(p.Items), "item"), report.Bytes(p.Bytes))
+	fmt.Fprintf(w, "delete these %s (%s)? type yes to go on: ", report.Count(len(p.Items), "item"), report.Bytes(p.Bytes))
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	return strings.TrimSpace(line) == "yes"
 }
@@ -225,7 +225,7 @@ func writeWipePlan(w io.Writer, p *wipe.Plan) {
 			tab.Row(it.Kind, it.What, path, report.Bytes(it.Bytes), fmt.Sprint(it.Files), how)
 		}
 		_ = tab.Write(w)
-		fmt.Fprintf(w, "\ntotal: %s, %s\n", counted(len(p.Items), "item"), report.Bytes(p.Bytes))
+		fmt.Fprintf(w, "\ntotal: %s, %s\n", report.Count(len(p.Items), "item"), report.Bytes(p.Bytes))
 	}
 	for _, k := range p.Kept {
 		fmt.Fprintln(w, "kept:", k)
@@ -247,7 +247,7 @@ func writeOutcome(w io.Writer, r *wipe.Report, path string) {
 			fmt.Fprintf(w, "not run: %s\n", orImage(it))
 		}
 	}
-	fmt.Fprintf(w, "removed %d of %s, %s freed; report: %s\n", removed, counted(len(r.Items), "item"), report.Bytes(r.Freed), path)
+	fmt.Fprintf(w, "removed %d of %s, %s freed; report: %s\n", removed, report.Count(len(r.Items), "item"), report.Bytes(r.Freed), path)
 }
 
 func orImage(r wipe.Result) string {
@@ -282,8 +282,8 @@ func checkBackups(ctx context.Context, s *storeFlags, url string, dirs []string,
 		if err != nil {
 			return fmt.Errorf("wipe refused, nothing was deleted: %s: %w", dir, err)
 		}
-		fmt.Fprintf(w, "backup checked: %s is checkpoint %s of run %s in %s (%d files, %s, read back and hashed)\n",
-			b.Checkpoint, b.ID, b.Run, name, b.Files, report.Bytes(b.Bytes))
+		fmt.Fprintf(w, "backup checked: %s is checkpoint %s of run %s in %s (%s, %s, read back and hashed)\n",
+			b.Checkpoint, b.ID, b.Run, name, report.Count(b.Files, "file"), report.Bytes(b.Bytes))
 	}
 	return nil
 }

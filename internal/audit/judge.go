@@ -256,7 +256,7 @@ func (j *judger) leftovers() {
 		if len(l.Owners) > 0 {
 			why = "owned by " + strings.Join(l.Owners, ", ")
 		}
-		items = append(items, fmt.Sprintf("%s (%s, %d files, %s)", l.Path, report.Bytes(l.Bytes), l.Files, why))
+		items = append(items, fmt.Sprintf("%s (%s, %s, %s)", l.Path, report.Bytes(l.Bytes), report.Count(l.Files, "file"), why))
 		total += l.Bytes
 	}
 	since := "unknown"

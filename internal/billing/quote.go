@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/report"
 )
 
 // Plans a bill can be for.
@@ -413,7 +414,7 @@ func subscriptionBill(p *Profile, o *catalog.Offer) (Bill, bool) {
 	var parts []string
 	for _, per := range []string{catalog.PeriodMonth, catalog.PeriodWeek, catalog.PeriodDay} {
 		if n := counts[per]; n > 0 {
-			parts = append(parts, plural(n, per))
+			parts = append(parts, report.Count(n, per))
 		}
 	}
 	if odDays > 0 {
@@ -493,13 +494,6 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 	}
 	b.Warnings = append(b.Warnings, releaseWarning(p, o, hours)...)
 	return b, true
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 // hoursText prints hours compactly: "300 h", "12.5 h", "0.25 h".

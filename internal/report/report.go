@@ -121,3 +121,23 @@ func Bytes(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// Count is n and the noun, plural unless n is 1: "1 day", "3 checkpoints",
+// "2 entries", "4 processes". Nouns in gpurent's messages are regular, so
+// English's regular rules are all it needs.
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %s", n, pluralNoun(noun))
+}
+
+func pluralNoun(s string) string {
+	switch {
+	case strings.HasSuffix(s, "y") && len(s) > 1 && !strings.ContainsRune("aeiou", rune(s[len(s)-2])):
+		return s[:len(s)-1] + "ies"
+	case strings.HasSuffix(s, "s"), strings.HasSuffix(s, "x"), strings.HasSuffix(s, "ch"), strings.HasSuffix(s, "sh"):
+		return s + "es"
+	}
+	return s + "s"
+}

@@ -29,3 +29,19 @@ func TestCheckFormat(t *testing.T) {
 		t.Error("CheckFormat")
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		noun string
+		want string
+	}{
+		{1, "day", "1 day"}, {2, "day", "2 days"}, {0, "checkpoint", "0 checkpoints"},
+		{1, "entry", "1 entry"}, {3, "entry", "3 entries"}, {2, "process", "2 processes"},
+		{5, "key", "5 keys"}, {2, "box", "2 boxes"}, {-1, "file", "-1 files"},
+	} {
+		if got := Count(tc.n, tc.noun); got != tc.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 )
 
@@ -231,11 +232,11 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		}
 		if restarts > s.cfg.MaxRestarts {
 			s.finalUpload(ctx)
-			return Exit{Code: 1, Reason: fmt.Sprintf("the command failed (%v) and the %d restarts allowed are used up", werr, s.cfg.MaxRestarts)}, nil
+			return Exit{Code: 1, Reason: fmt.Sprintf("the command failed (%v) and the %s allowed are used up", werr, report.Count(s.cfg.MaxRestarts, "restart"))}, nil
 		}
 		if quietRestarts >= s.cfg.CrashLoop {
 			s.finalUpload(ctx)
-			reason := fmt.Sprintf("crash loop: the command failed %d times in a row (%v) without a new checkpoint; fix it before restarting", quietRestarts, werr)
+			reason := fmt.Sprintf("crash loop: the command failed %s in a row (%v) without a new checkpoint; fix it before restarting", report.Count(quietRestarts, "time"), werr)
 			if full != "" {
 				reason += "; " + full
 			}
@@ -452,7 +453,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	s.commitLocal(c, m.ID)
 	s.Metrics.bytes.Add(m.Bytes)
 	s.Metrics.lastUploadSeconds.Store(int64(time.Since(start).Milliseconds()))
-	s.cfg.Log("committed %s as %s (%d bytes in %.1f s)", c.Name, m.ID, m.Bytes, time.Since(start).Seconds())
+	s.cfg.Log("committed %s as %s (%s in %.1f s)", c.Name, m.ID, report.Bytes(m.Bytes), time.Since(start).Seconds())
 	if s.cfg.Keep > 0 {
 		if _, _, err := s.cfg.Store.Prune(ctx, s.cfg.Run, s.cfg.Keep); err != nil {
 			s.cfg.Log("prune: %v", err)
