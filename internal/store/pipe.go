@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 )
 
 // hashPipe computes SHA-256 on its own goroutine, so hashing runs beside
@@ -79,8 +78,7 @@ func (w *writeBehind) advance(off int64) {
 	if off-w.flushed < writeBehindStep {
 		return
 	}
-	const syncFileRangeWrite = 2
-	syscall.SyncFileRange(int(w.f.Fd()), w.flushed, off-w.flushed, syncFileRangeWrite)
+	startWriteback(w.f, w.flushed, off-w.flushed)
 	w.flushed = off
 }
 

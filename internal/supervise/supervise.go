@@ -168,11 +168,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		cmd.Env = append(os.Environ(), "GPURENT_RESUME_FROM="+resumeFrom, "GPURENT_RESTART_COUNT="+strconv.Itoa(restarts),
 			"GPURENT_CKPT_DIR="+s.cfg.CkptDir, "GPURENT_RUN="+s.cfg.Run)
 		cmd.Stdout, cmd.Stderr = s.cfg.Stdout, s.cfg.Stderr
-		// Its own process group, so signals reach torchrun's workers too;
-		// and SIGTERM if gpurent itself dies (even by SIGKILL), so no
-		// orphaned trainer goes on writing checkpoints nobody uploads, or
-		// beside the next gpurent's trainer.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+		cmd.SysProcAttr = childAttr()
 		if err := cmd.Start(); err != nil {
 			return Exit{Code: 127}, fmt.Errorf("run: start %s: %w", s.cfg.Cmd[0], err)
 		}
