@@ -14,6 +14,7 @@ require (
 	github.com/spf13/pflag v1.0.9
 	go.yaml.in/yaml/v3 v3.0.6
 	gocloud.dev v0.47.0
+	golang.org/x/term v0.45.0
 	golang.org/x/time v0.15.0
 )
 

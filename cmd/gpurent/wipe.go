@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/statedir"
@@ -186,9 +187,11 @@ func dockerCLI(ctx context.Context, args ...string) ([]byte, error) {
 	return exec.CommandContext(ctx, bin, args...).CombinedOutput()
 }
 
+// isTerminal asks the terminal driver (tcgetattr), not the file mode:
+// /dev/null is a character device too, and a wipe run with </dev/null
+// must not ask a question nobody sees.
 func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return term.IsTerminal(int(f.Fd()))
 }
 
 func confirm(in io.Reader, w io.Writer, p *wipe.Plan) bool {
@@ -218,6 +221,9 @@ func writeWipePlan(w io.Writer, p *wipe.Plan) {
 			case it.FSType != "":
 				how = "unlink (" + it.FSType + ")"
 			}
+			if it.Overwrite && it.Linked > 0 {
+				how += "; " + report.Count(it.Linked, "file") + " with other hard links: unlinked only"
+			}
 			path := it.Path
 			if path == "" {
 				path = it.Image
@@ -226,6 +232,15 @@ func writeWipePlan(w io.Writer, p *wipe.Plan) {
 		}
 		_ = tab.Write(w)
 		fmt.Fprintf(w, "\ntotal: %s, %s\n", report.Count(len(p.Items), "item"), report.Bytes(p.Bytes))
+	}
+	linked := 0
+	for _, it := range p.Items {
+		if it.Overwrite {
+			linked += it.Linked
+		}
+	}
+	if linked > 0 {
+		fmt.Fprintf(w, "note: unlinked only, not overwritten: %s with other hard links (a local git clone's objects, a package store); overwriting would destroy the data under the other names, outside this plan, and that data stays there\n", report.Count(linked, "file"))
 	}
 	for _, k := range p.Kept {
 		fmt.Fprintln(w, "kept:", k)
@@ -246,6 +261,13 @@ func writeOutcome(w io.Writer, r *wipe.Report, path string) {
 		case wipe.NotRun:
 			fmt.Fprintf(w, "not run: %s\n", orImage(it))
 		}
+	}
+	notOver := 0
+	for _, it := range r.Items {
+		notOver += it.NotOverwritten
+	}
+	if notOver > 0 {
+		fmt.Fprintf(w, "not overwritten: %s with other hard links, unlinked only (their data stays under the other names)\n", report.Count(notOver, "file"))
 	}
 	fmt.Fprintf(w, "removed %d of %s, %s freed; report: %s\n", removed, report.Count(len(r.Items), "item"), report.Bytes(r.Freed), path)
 }

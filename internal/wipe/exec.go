@@ -29,6 +29,9 @@ type Result struct {
 	Freed       int64  `json:"freed"`       // bytes of files removed
 	Left        int    `json:"left"`        // entries that could not be removed
 	Overwritten int64  `json:"overwritten"` // bytes overwritten before unlinking
+	// NotOverwritten counts files only unlinked because other hard links
+	// share their data (see Item.Linked); not a failure.
+	NotOverwritten int    `json:"not_overwritten"`
 	Error       string `json:"error,omitempty"`
 }
 
@@ -186,9 +189,12 @@ func (x Exec) remove(ctx context.Context, res *Result) {
 	} else {
 		if st.Mode().IsRegular() && res.Overwrite {
 			n, err := overwrite(func(flag int) (*os.File, error) { return os.OpenFile(res.Path, flag, 0) },
-				func() error { return os.Chmod(res.Path, 0o600) }, st.Size())
+				func() error { return os.Chmod(res.Path, 0o600) }, st)
 			res.Overwritten += n
-			if err != nil {
+			switch {
+			case errors.Is(err, errLinked):
+				res.NotOverwritten++
+			case err != nil:
 				fail(fmt.Errorf("overwrite %s: %w", res.Path, err))
 			}
 		}
@@ -272,9 +278,12 @@ func (x Exec) removeTree(ctx context.Context, res *Result, fail func(error)) {
 		full := filepath.Join(res.Path, e.rel)
 		if e.info.Mode().IsRegular() && res.Overwrite {
 			n, err := overwrite(func(flag int) (*os.File, error) { return root.OpenFile(e.rel, flag, 0) },
-				func() error { return root.Chmod(e.rel, 0o600) }, e.info.Size())
+				func() error { return root.Chmod(e.rel, 0o600) }, e.info)
 			res.Overwritten += n
-			if err != nil {
+			switch {
+			case errors.Is(err, errLinked):
+				res.NotOverwritten++
+			case err != nil:
 				fail(fmt.Errorf("overwrite %s: %w", full, err))
 			}
 		}
@@ -298,11 +307,22 @@ func (x Exec) removeTree(ctx context.Context, res *Result, fail func(error)) {
 	}
 }
 
+// errLinked: the file has other hard links, so it was not overwritten.
+var errLinked = errors.New("other hard links share this file's data")
+
 // overwrite writes size random bytes over a regular file, in place, and
 // syncs: once is what NIST SP 800-88 asks of Clear by overwriting. The
 // file is opened without following a symlink; a read-only file of ours is
-// made writable first.
-func overwrite(open func(flag int) (*os.File, error), chmod func() error, size int64) (int64, error) {
+// made writable first. A file with other hard links is left as it is,
+// mode included (errLinked): its data belongs to names outside the plan
+// too, such as the objects a local git clone shares with the repository it
+// came from. The link count is read again from the open file, so a link
+// made since info was taken is seen before a byte is written.
+func overwrite(open func(flag int) (*os.File, error), chmod func() error, info fs.FileInfo) (int64, error) {
+	if links(info) > 1 {
+		return 0, errLinked
+	}
+	size := info.Size()
 	flag := os.O_WRONLY | syscall.O_NOFOLLOW
 	f, err := open(flag)
 	if errors.Is(err, fs.ErrPermission) && chmod() == nil {
@@ -310,6 +330,13 @@ func overwrite(open func(flag int) (*os.File, error), chmod func() error, size i
 	}
 	if err != nil {
 		return 0, err
+	}
+	if info, err := f.Stat(); err != nil || links(info) > 1 {
+		f.Close()
+		if err != nil {
+			return 0, err
+		}
+		return 0, errLinked
 	}
 	var seed [32]byte
 	for i := range seed {

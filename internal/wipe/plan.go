@@ -43,6 +43,11 @@ type Item struct {
 	Image string `json:"image,omitempty"` // Docker image id
 	Bytes int64  `json:"bytes"`
 	Files int    `json:"files"`
+	// Linked counts the regular files that have other hard links (a git
+	// clone's objects, a package store). Overwriting one would destroy the
+	// data under every other name, outside the plan, so these are only
+	// unlinked: the data lives on under the other names.
+	Linked int `json:"linked,omitempty"`
 	// Symlink: the path itself is a symlink; only the link is removed.
 	Symlink bool   `json:"symlink,omitempty"`
 	Target  string `json:"target,omitempty"`
@@ -309,10 +314,21 @@ func size(it *Item, tab mounts.Table, noOverwrite bool) error {
 			if info, err := d.Info(); err == nil {
 				it.Bytes += info.Size()
 				it.Files++
+				if links(info) > 1 {
+					it.Linked++
+				}
 			}
 		}
 		return nil
 	})
+}
+
+// links is a file's hard-link count, 1 where the system does not say.
+func links(info fs.FileInfo) uint64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
 }
 
 // warnings say what a wipe cannot do, plainly.

@@ -504,3 +504,52 @@ func TestDockerImages(t *testing.T) {
 		t.Fatalf("%v %v", err, p.Warnings)
 	}
 }
+
+// A file with other hard links shares its data with names outside the
+// plan: a local git clone in /tmp shares its objects with the repository
+// it came from. Overwriting it would destroy that repository's objects, so
+// it is unlinked only, and its mode is left alone.
+func TestHardLinkedFilesAreNotOverwritten(t *testing.T) {
+	b := newBox(t)
+	repo := b.outside + "/repo/.git/objects/ab/cdef"
+	put(t, repo, "object bytes", 0o444) // git writes objects read-only
+	clone := b.root + "/tmp/clone/.git/objects/ab/cdef"
+	must(t, os.MkdirAll(filepath.Dir(clone), 0o755))
+	must(t, os.Link(repo, clone))
+	must(t, os.Link(repo, b.data+"/linked.bin"))
+
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]int{}
+	for _, it := range p.Items {
+		linked[strings.TrimPrefix(it.Path, b.root)] = it.Linked
+	}
+	if linked["/data/run1"] != 1 || linked["/tmp/clone"] != 1 {
+		t.Fatalf("plan's hard-link counts: %v", linked)
+	}
+	r, err := Run(context.Background(), p, Exec{Save: func(*Report) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notOver := 0
+	for _, it := range r.Items {
+		notOver += it.NotOverwritten
+	}
+	if r.Failed != 0 || notOver != 2 {
+		t.Fatalf("failed %d, not overwritten %d (want 0, 2): %+v", r.Failed, notOver, r.Items)
+	}
+	for _, gone := range []string{clone, b.data + "/linked.bin"} {
+		if _, err := os.Lstat(gone); err == nil {
+			t.Errorf("%s is in the plan and survived", gone)
+		}
+	}
+	got, err := os.ReadFile(repo)
+	if err != nil || string(got) != "object bytes" {
+		t.Fatalf("the repository's object outside the plan was destroyed: %q, %v", got, err)
+	}
+	if st, err := os.Stat(repo); err != nil || st.Mode().Perm() != 0o444 {
+		t.Errorf("the object's mode changed: %v, %v", st.Mode(), err)
+	}
+}
