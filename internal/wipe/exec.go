@@ -26,13 +26,13 @@ const (
 type Result struct {
 	Item
 	Status      string `json:"status"`
-	Freed       int64  `json:"freed"`       // bytes of files removed
+	Freed       int64  `json:"freed"`       // bytes of files removed (not counting those with other hard links)
 	Left        int    `json:"left"`        // entries that could not be removed
 	Overwritten int64  `json:"overwritten"` // bytes overwritten before unlinking
 	// NotOverwritten counts files only unlinked because other hard links
 	// share their data (see Item.Linked); not a failure.
 	NotOverwritten int    `json:"not_overwritten"`
-	Error       string `json:"error,omitempty"`
+	Error          string `json:"error,omitempty"`
 }
 
 // Report is the record of a wipe, saved after every item.
@@ -202,7 +202,7 @@ func (x Exec) remove(ctx context.Context, res *Result) {
 			fail(err)
 			return
 		}
-		if st.Mode().IsRegular() {
+		if st.Mode().IsRegular() && links(st) == 1 {
 			res.Freed += st.Size()
 		}
 		return
@@ -301,8 +301,8 @@ func (x Exec) removeTree(ctx context.Context, res *Result, fail func(error)) {
 			fail(err)
 			continue
 		}
-		if e.info.Mode().IsRegular() {
-			res.Freed += e.info.Size()
+		if e.info.Mode().IsRegular() && links(e.info) == 1 {
+			res.Freed += e.info.Size() // a linked file's blocks stay in use
 		}
 	}
 }

@@ -540,6 +540,11 @@ func TestHardLinkedFilesAreNotOverwritten(t *testing.T) {
 	if r.Failed != 0 || notOver != 2 {
 		t.Fatalf("failed %d, not overwritten %d (want 0, 2): %+v", r.Failed, notOver, r.Items)
 	}
+	for _, it := range r.Items {
+		if it.Path == b.data && it.Freed != it.Bytes-int64(len("object bytes")) {
+			t.Errorf("data item freed %d of %d bytes: a linked file's blocks stay in use and are not freed", it.Freed, it.Bytes)
+		}
+	}
 	for _, gone := range []string{clone, b.data + "/linked.bin"} {
 		if _, err := os.Lstat(gone); err == nil {
 			t.Errorf("%s is in the plan and survived", gone)
