@@ -265,6 +265,9 @@ func writeOutcome(w io.Writer, r *wipe.Report, path string) {
 	notOver := 0
 	for _, it := range r.Items {
 		notOver += it.NotOverwritten
+		for _, k := range it.Kept {
+			fmt.Fprintf(w, "kept: %s (a file system mounted inside %s: not entered)\n", k, it.Path)
+		}
 	}
 	if notOver > 0 {
 		fmt.Fprintf(w, "not overwritten: %s with other hard links, unlinked only (their data stays under the other names)\n", report.Count(notOver, "file"))

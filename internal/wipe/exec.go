@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,8 +32,12 @@ type Result struct {
 	Overwritten int64  `json:"overwritten"` // bytes overwritten before unlinking
 	// NotOverwritten counts files only unlinked because other hard links
 	// share their data (see Item.Linked); not a failure.
-	NotOverwritten int    `json:"not_overwritten"`
-	Error          string `json:"error,omitempty"`
+	NotOverwritten int `json:"not_overwritten"`
+	// Kept are the file systems found mounted inside the item, planned
+	// (Item.Mounts) or mounted since: not entered, and kept with the
+	// directories leading to them.
+	Kept  []string `json:"kept,omitempty"`
+	Error string   `json:"error,omitempty"`
 }
 
 // Report is the record of a wipe, saved after every item.
@@ -151,9 +156,10 @@ func (x Exec) remove(ctx context.Context, res *Result) {
 			errs = append(errs, err)
 		}
 	}
+	keepRoot := res.MountPoint
 	defer func() {
-		if res.MountPoint {
-			if ents, err := os.ReadDir(res.Path); err == nil && len(ents) > 0 && len(errs) == 0 {
+		if keepRoot {
+			if ents, err := os.ReadDir(res.Path); err == nil && len(ents) > 0 && len(errs) == 0 && len(res.Kept) == 0 {
 				errs = append(errs, fmt.Errorf("%d entries still in the mount point", len(ents)))
 			}
 			res.Status = Removed
@@ -185,7 +191,9 @@ func (x Exec) remove(ctx context.Context, res *Result) {
 		return
 	}
 	if st.IsDir() {
-		x.removeTree(ctx, res, fail)
+		if res.Kept = x.removeTree(ctx, res, fail); len(res.Kept) > 0 {
+			keepRoot = true
+		}
 	} else {
 		if st.Mode().IsRegular() && res.Overwrite {
 			n, err := overwrite(func(flag int) (*os.File, error) { return os.OpenFile(res.Path, flag, 0) },
@@ -207,7 +215,7 @@ func (x Exec) remove(ctx context.Context, res *Result) {
 		}
 		return
 	}
-	if res.MountPoint {
+	if keepRoot {
 		return
 	}
 	if err := x.unlink(res.Path, func() error { return os.Remove(res.Path) }); err != nil && res.Left == 0 {
@@ -227,22 +235,45 @@ func (x Exec) unlink(path string, rm func() error) error {
 	return nil
 }
 
-func (x Exec) removeTree(ctx context.Context, res *Result, fail func(error)) {
+// removeTree removes what is inside res.Path, and returns the file systems
+// it found mounted inside and did not enter (see Result.Kept).
+func (x Exec) removeTree(ctx context.Context, res *Result, fail func(error)) []string {
 	root, err := os.OpenRoot(res.Path)
 	if err != nil {
 		fail(err)
-		return
+		return nil
 	}
 	defer root.Close()
 	type entry struct {
 		rel  string
 		info fs.FileInfo
 	}
+	rootInfo, err := root.Lstat(".")
+	if err != nil {
+		fail(err)
+		return nil
+	}
+	// A directory is another file system when the plan found it in the
+	// mount table, or when its device differs (mounted since the plan).
+	planned := map[string]bool{}
+	for _, m := range res.Mounts {
+		if rel, err := filepath.Rel(res.Path, m); err == nil {
+			planned[filepath.ToSlash(rel)] = true
+		}
+	}
+	otherFS := func(rel string, d fs.DirEntry) bool {
+		if planned[rel] {
+			return true
+		}
+		info, err := d.Info()
+		return err == nil && !sameDevice(info, rootInfo)
+	}
 	// An unreadable directory of ours is opened up and the walk redone;
 	// three passes cover nested ones without looping forever.
 	var all []entry
+	var kept []string
 	for pass := 0; pass < 3; pass++ {
-		all = all[:0]
+		all, kept = all[:0], kept[:0]
 		opened := false
 		var walkErrs []error
 		_ = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
@@ -257,6 +288,10 @@ func (x Exec) removeTree(ctx context.Context, res *Result, fail func(error)) {
 			if rel == "." {
 				return nil
 			}
+			if d.IsDir() && otherFS(rel, d) {
+				kept = append(kept, rel)
+				return fs.SkipDir
+			}
 			if info, err := d.Info(); err == nil {
 				all = append(all, entry{rel, info})
 			}
@@ -269,11 +304,20 @@ func (x Exec) removeTree(ctx context.Context, res *Result, fail func(error)) {
 			break
 		}
 	}
+	// The directories leading to a kept mount stay, or it would be
+	// removed with them (and a mounted one cannot be).
+	all = slices.DeleteFunc(all, func(e entry) bool {
+		return slices.ContainsFunc(kept, func(k string) bool { return strings.HasPrefix(k, e.rel+"/") })
+	})
+	var keptAbs []string
+	for _, k := range kept {
+		keptAbs = append(keptAbs, filepath.Join(res.Path, filepath.FromSlash(k)))
+	}
 	slices.Reverse(all) // children before their directory
 	for _, e := range all {
 		if ctx.Err() != nil {
 			fail(fmt.Errorf("interrupted: %w", ctx.Err()))
-			return
+			return keptAbs
 		}
 		full := filepath.Join(res.Path, e.rel)
 		if e.info.Mode().IsRegular() && res.Overwrite {
@@ -305,6 +349,7 @@ func (x Exec) removeTree(ctx context.Context, res *Result, fail func(error)) {
 			res.Freed += e.info.Size() // a linked file's blocks stay in use
 		}
 	}
+	return keptAbs
 }
 
 // errLinked: the file has other hard links, so it was not overwritten.

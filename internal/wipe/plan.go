@@ -58,6 +58,11 @@ type Item struct {
 	// MountPoint: the directory is a mount point; its contents go, the
 	// directory itself stays.
 	MountPoint bool `json:"mount_point,omitempty"`
+	// Mounts are file systems mounted inside the item (a network volume, a
+	// bind mount of a data disk). They are not entered: the plan lists
+	// them as kept, with the directories that lead to them, as rm
+	// --one-file-system does; name one to wipe it.
+	Mounts []string `json:"mounts,omitempty"`
 }
 
 // Plan is what a wipe will remove, and the warnings that go with it.
@@ -220,6 +225,9 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		if err := size(&it, tab, o.NoOverwrite); err != nil {
 			return nil, err
 		}
+		for _, m := range it.Mounts {
+			p.Kept = append(p.Kept, m+" (a file system mounted inside "+it.Path+": not entered; name it to wipe it)")
+		}
 		p.Items = append(p.Items, it)
 		p.Bytes += it.Bytes
 	}
@@ -306,9 +314,13 @@ func size(it *Item, tab mounts.Table, noOverwrite bool) error {
 		it.Overwrite = !noOverwrite && m.OverwriteMeaningful()
 		it.MountPoint = st.IsDir() && tab.IsMountPoint(it.Path)
 	}
-	return filepath.WalkDir(it.Path, func(_ string, d fs.DirEntry, err error) error {
+	return filepath.WalkDir(it.Path, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
+		}
+		if d.IsDir() && path != it.Path && tab.IsMountPoint(path) {
+			it.Mounts = append(it.Mounts, path)
+			return fs.SkipDir
 		}
 		if d.Type().IsRegular() {
 			if info, err := d.Info(); err == nil {
@@ -399,4 +411,12 @@ func dockerSize(s string) int64 {
 		}
 	}
 	return 0
+}
+
+// sameDevice: a and b are on one file system (true where the system does
+// not say).
+func sameDevice(a, b fs.FileInfo) bool {
+	sa, ok1 := a.Sys().(*syscall.Stat_t)
+	sb, ok2 := b.Sys().(*syscall.Stat_t)
+	return !ok1 || !ok2 || uint64(sa.Dev) == uint64(sb.Dev)
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -556,5 +557,80 @@ func TestHardLinkedFilesAreNotOverwritten(t *testing.T) {
 	}
 	if st, err := os.Stat(repo); err != nil || st.Mode().Perm() != 0o444 {
 		t.Errorf("the object's mode changed: %v, %v", st.Mode(), err)
+	}
+}
+
+// A file system mounted inside an item (a network volume, a bind mount of
+// a data disk) is not entered, as rm --one-file-system does not: the plan
+// lists it as kept, and the directories leading to it stay.
+func TestMountsInsideAnItemAreKept(t *testing.T) {
+	b := newBox(t)
+	vol := b.data + "/a/b/vol"
+	put(t, vol+"/results.bin", "the network volume's data", 0o644)
+	put(t, b.data+"/a/mine.bin", "mine", 0o644)
+	put(t, b.root+"/proc/self/mounts", "/dev/vda1 / ext4 rw 0 0\nserver:/export /data/run1/a/b/vol nfs4 rw 0 0\n", 0o644)
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var it Item
+	for _, i := range p.Items {
+		if i.Path == b.data {
+			it = i
+		}
+	}
+	if len(it.Mounts) != 1 || it.Mounts[0] != vol || it.Bytes != 9005+4 {
+		t.Fatalf("plan item %+v: want the volume listed in mounts and not sized", it)
+	}
+	if !strings.Contains(strings.Join(p.Kept, "\n"), vol+" (a file system mounted inside "+b.data) {
+		t.Errorf("kept: %v", p.Kept)
+	}
+	r, err := Run(context.Background(), &Plan{Items: []Item{it}}, Exec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.Items[0]
+	if res.Status != Removed || len(res.Kept) != 1 || res.Kept[0] != vol {
+		t.Fatalf("result %+v", res)
+	}
+	if got, err := os.ReadFile(vol + "/results.bin"); err != nil || string(got) != "the network volume's data" {
+		t.Fatalf("the mounted volume was entered: %q, %v", got, err)
+	}
+	for _, gone := range []string{b.data + "/a/mine.bin", b.data + "/shard-0.bin", b.data + "/ro"} {
+		if _, err := os.Lstat(gone); err == nil {
+			t.Errorf("%s survived", gone)
+		}
+	}
+}
+
+// A file system mounted after the plan was made is found by its device.
+func TestMountMadeAfterThePlanIsKept(t *testing.T) {
+	b := newBox(t)
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol := b.data + "/late"
+	must(t, os.Mkdir(vol, 0o755))
+	if err := syscall.Mount("tmpfs", vol, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(vol, syscall.MNT_DETACH) })
+	put(t, vol+"/x", "on another file system", 0o644)
+	var it Item
+	for _, i := range p.Items {
+		if i.Path == b.data {
+			it = i
+		}
+	}
+	r, err := Run(context.Background(), &Plan{Items: []Item{it}}, Exec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := r.Items[0]; res.Status != Removed || len(res.Kept) != 1 || res.Kept[0] != vol {
+		t.Fatalf("result %+v", res)
+	}
+	if got, err := os.ReadFile(vol + "/x"); err != nil || string(got) != "on another file system" {
+		t.Fatalf("the late mount was entered: %q, %v", got, err)
 	}
 }
