@@ -206,11 +206,19 @@ push needs only the recipient (--recipient or GPURENT_RECIPIENT); pull needs the
 				return usageError{err}
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (keep it secret; it is needed to pull)\n", out)
+			if g.output == report.JSON {
+				return report.WriteJSON(g.stdout, struct {
+					Recipient    string `json:"recipient"`
+					IdentityFile string `json:"identity_file"`
+				}{r, out})
+			}
 			fmt.Fprintln(g.stdout, r)
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "O", "", "where to write the identity (default ~/.config/gpurent/identity.txt)")
+	// --identity names the file as ckpt's and wipe's --identity do; it
+	// was --output (-O) until that shadowed the global -o of every command.
+	cmd.Flags().StringVar(&out, "identity", "", "where to write the identity (default $XDG_CONFIG_HOME/gpurent/identity.txt, else ~/.config/gpurent/identity.txt)")
 	return cmd
 }
 

@@ -28,7 +28,7 @@ func Keygen(path string) (string, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return "", fmt.Errorf("keygen: %s already exists; it is not overwritten (move it away first, or choose another path with --output)", path)
+			return "", fmt.Errorf("keygen: %s already exists; it is not overwritten (move it away first, or choose another path with --identity)", path)
 		}
 		return "", fmt.Errorf("keygen: %w", err)
 	}
