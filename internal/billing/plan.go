@@ -164,6 +164,8 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 	if c := p.Checkpoint; hasSpot && c != nil && rateKnown && r.Rate > 0 {
 		iv := OptimalInterval(c.Write.Hours(), 1/r.Rate)
 		op.Checkpoint = &CheckpointAdvice{YoungMinutes: iv.Young * 60, DalyMinutes: iv.Daly * 60, LostFraction: r.LostFraction()}
+	} else if hasSpot && rateKnown && r.Rate == 0 {
+		op.Notes = append(op.Notes, "no checkpoint advice: at 0 interruptions a day the Young and Daly intervals are unbounded; checkpoints then guard against crashes only")
 	} else if hasSpot {
 		op.Notes = append(op.Notes, "no checkpoint advice: it needs checkpoint settings and a known interruption rate (--interruptions-per-day)")
 	}
