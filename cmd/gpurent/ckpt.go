@@ -41,7 +41,7 @@ func (s *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.url, "store", os.Getenv("GPURENT_STORE"), "where checkpoints live: a path, file:///path, s3://bucket/prefix?endpoint=...&region=..., gs://, azblob:// (default $GPURENT_STORE)")
 	fs.StringVar(&s.run, "run", "default", "the run (training job) the checkpoints belong to")
 	fs.StringArrayVar(&s.recipients, "recipient", nil, "age public key to encrypt to (repeatable; default $GPURENT_RECIPIENT, else the identity's own)")
-	fs.StringVar(&s.identity, "identity", "", "age identity file to decrypt with (default $GPURENT_IDENTITY, else ~/.config/gpurent/identity.txt)")
+	fs.StringVar(&s.identity, "identity", "", "age identity file to decrypt with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
 	fs.BoolVar(&s.noEncrypt, "no-encrypt", false, "store plaintext (no recipient needed)")
 	fs.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to an endpoint that is not this machine")
 	fs.DurationVar(&s.grace, "grace", 10*time.Minute, "leave uncommitted uploads younger than this alone when cleaning up")
@@ -49,8 +49,19 @@ func (s *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.bwlimit, "bwlimit", "", "cap uploads at this rate, e.g. 50MB/s, 50MiB/s or 400Mbit/s (default: no cap)")
 }
 
-// defaultIdentity is where keygen writes: $XDG_CONFIG_HOME/gpurent or
-// ~/.config/gpurent.
+// identityPath is the identity every command uses unless --identity names
+// one: $GPURENT_IDENTITY (set: true, the user chose it), else the default.
+// keygen writes there too, so that what it creates is what push and pull
+// read.
+func identityPath() (path string, set bool) {
+	if v := os.Getenv("GPURENT_IDENTITY"); v != "" {
+		return v, true
+	}
+	return defaultIdentity(), false
+}
+
+// defaultIdentity is $XDG_CONFIG_HOME/gpurent/identity.txt, else
+// ~/.config/gpurent/identity.txt.
 func defaultIdentity() string {
 	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "gpurent", "identity.txt")
@@ -68,11 +79,7 @@ func (s *storeFlags) crypto(forPush bool) (*store.Crypto, error) {
 	c := &store.Crypto{}
 	idPath, explicit := s.identity, s.identity != ""
 	if !explicit {
-		if v := os.Getenv("GPURENT_IDENTITY"); v != "" {
-			idPath, explicit = v, true
-		} else {
-			idPath = defaultIdentity()
-		}
+		idPath, explicit = identityPath()
 	}
 	if idPath != "" {
 		if _, err := os.Stat(idPath); err == nil || explicit {
@@ -199,7 +206,7 @@ push needs only the recipient (--recipient or GPURENT_RECIPIENT); pull needs the
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				out = defaultIdentity()
+				out, _ = identityPath()
 			}
 			r, err := store.Keygen(out)
 			if err != nil {
@@ -218,7 +225,7 @@ push needs only the recipient (--recipient or GPURENT_RECIPIENT); pull needs the
 	}
 	// --identity names the file as ckpt's and wipe's --identity do; it
 	// was --output (-O) until that shadowed the global -o of every command.
-	cmd.Flags().StringVar(&out, "identity", "", "where to write the identity (default $XDG_CONFIG_HOME/gpurent/identity.txt, else ~/.config/gpurent/identity.txt)")
+	cmd.Flags().StringVar(&out, "identity", "", "where to write the identity (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
 	return cmd
 }
 

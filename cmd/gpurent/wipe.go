@@ -90,10 +90,7 @@ check failed, 2 bad usage.`,
 				}
 			}
 			if removeIdentity {
-				o.Identity = defaultIdentity()
-				if v := os.Getenv("GPURENT_IDENTITY"); v != "" {
-					o.Identity = v
-				}
+				o.Identity, _ = identityPath()
 			}
 			if requireBackup != "" && len(o.Checkpoints) == 0 {
 				return usagef("--require-backup: no checkpoint directory to guard; name it with --ckpt DIR")
@@ -171,7 +168,7 @@ check failed, 2 bad usage.`,
 	f.StringVar(&requireBackup, "require-backup", "", "refuse to delete checkpoints unless the newest one is committed and verified in this store")
 	f.StringVar(&reportPath, "report", "", "where to save the JSON report (default $XDG_STATE_HOME/gpurent/wipe-TIME.json)")
 	f.StringVar(&s.run, "run", "", "the store's run holding the checkpoints (default: the one gpurent run recorded in the directory)")
-	f.StringVar(&s.identity, "identity", "", "age identity to read the store with (default $GPURENT_IDENTITY, else ~/.config/gpurent/identity.txt)")
+	f.StringVar(&s.identity, "identity", "", "age identity to read the store with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
 	f.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to a store endpoint that is not this machine")
 	f.StringVar(&root, "root", "", "look for temp files and mounts under this directory instead of /")
 	_ = f.MarkHidden("root")
