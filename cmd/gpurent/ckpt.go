@@ -296,6 +296,11 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
+			if id != "latest" {
+				if err := store.ValidID(id); err != nil {
+					return usagef("--id: %v", err)
+				}
+			}
 			if _, err := os.Lstat(a[0]); err == nil {
 				return usagef("pull: %s already exists; pull into a new path (nothing was changed)", a[0])
 			}
@@ -372,6 +377,11 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err
+			}
+			if id != "latest" {
+				if err := store.ValidID(id); err != nil {
+					return usagef("--id: %v", err)
+				}
 			}
 			c, err := s.crypto(false)
 			if err != nil {

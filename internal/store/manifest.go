@@ -70,6 +70,15 @@ func ValidRun(run string) error {
 	return nil
 }
 
+// ValidID rejects what cannot be a checkpoint id (ls prints them), so a
+// typo is a usage error before the store is asked.
+func ValidID(id string) error {
+	if !idRe.MatchString(id) {
+		return fmt.Errorf("checkpoint id %q: want an id from gpurent ckpt ls, or latest", id)
+	}
+	return nil
+}
+
 // decodeStrict decodes JSON rejecting unknown fields and trailing data.
 func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -334,8 +334,8 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 		return nil, err
 	}
 	if id != "" && id != "latest" {
-		if !idRe.MatchString(id) {
-			return nil, fmt.Errorf("checkpoint id %q: want an id from gpurent ckpt ls, or latest", id)
+		if err := ValidID(id); err != nil {
+			return nil, err
 		}
 		m, err := s.manifest(ctx, manifestKey(run, id))
 		if IsNotFound(err) {
