@@ -58,6 +58,8 @@ func TestExitCodes(t *testing.T) {
 	}
 	badProfile := write("bad.yaml", "gpu: RTX 4090\ncompute_hours: 300\nspan_days: 30\negress: 5\n")
 	zeroHours := write("zero.yaml", "gpu: RTX 4090\ncompute_hours: 0\n")
+	runKeep := write("run.yaml", "ckpt_dir: out\nkeep: -1\ncommand: [echo, hi]\n")
+	runQuiet := write("quiet.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nquiet: 5x\n")
 	noGPU := write("nogpu.yaml", "gpu: TPU v9\ncompute_hours: 10\n")
 	badCatalog := write("cat.yaml", "version: 1\noffers:\n  - id: x\n    provider: P\n    gpu: G\n    gpus: 1\n    currency: USD\n    source: s\n    as_of: d\n    on_demand: {hourly: -1}\n")
 	for _, tc := range []struct {
@@ -95,6 +97,9 @@ func TestExitCodes(t *testing.T) {
 		{"ckpt plain http to another machine", []string{"ckpt", "ls", "--store", "s3://b/x?endpoint=http://10.9.8.7:8333"}, 2, "plain http to another machine"},
 		{"ckpt prune without keep", []string{"ckpt", "prune", "--store", dir}, 2, "--keep N is required"},
 		{"ckpt push missing path", []string{"ckpt", "push", filepath.Join(dir, "nothing"), "--store", dir, "--no-encrypt"}, 2, "nothing"},
+		{"run config negative keep", []string{"run", "--config", runKeep}, 2, "run.yaml:2: keep: want 0 (keep all) or more, got -1"},
+		{"run config bad quiet", []string{"run", "--config", runQuiet}, 2, `quiet.yaml:3: quiet: time: unknown unit "x"`},
+		{"run negative restarts flag", []string{"run", "--max-restarts", "-1", "--", "true"}, 2, "--max-restarts: want 0 or more, got -1"},
 		{"ckpt bad id", []string{"ckpt", "pull", filepath.Join(dir, "d"), "--store", dir, "--id", "yesterday"}, 2, `--id: checkpoint id "yesterday"`},
 		{"ckpt verify bad id", []string{"ckpt", "verify", "--store", dir, "--id", "yesterday"}, 2, `--id: checkpoint id "yesterday"`},
 		{"bench bad backend", []string{"bench", "--backend", "opencl"}, 2, `--backend: want auto, cuda, torch, cpu or none, got "opencl"`},

@@ -62,16 +62,25 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
       python train.py --resume_from_checkpoint {resume}`,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			var file runFile
+			var ix *yamlfile.Index
 			if config != "" {
 				data, err := readFile(config)
 				if err != nil {
 					return err
 				}
-				if _, err := yamlfile.Decode(config, data, &file); err != nil {
+				if ix, err = yamlfile.Decode(config, data, &file); err != nil {
 					return err
 				}
 			}
 			fs := cmd.Flags()
+			// bad names where a wrong value came from: the flag, or the
+			// config file's line and field.
+			bad := func(flag, field, format string, a ...any) error {
+				if fs.Changed(flag) || ix == nil || !ix.Has(field) {
+					return usagef("--%s: "+format, append([]any{flag}, a...)...)
+				}
+				return usageError{ix.Place(config, []yamlfile.Problem{yamlfile.Problemf(field, format, a...)})}
+			}
 			pick := func(flag, fromFile string, v *string) {
 				if !fs.Changed(flag) && fromFile != "" {
 					*v = fromFile
@@ -93,7 +102,7 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			if !fs.Changed("quiet") && file.Quiet != "" {
 				d, err := time.ParseDuration(file.Quiet)
 				if err != nil {
-					return usagef("%s: quiet: %v", config, err)
+					return bad("quiet", "quiet", "%v", err)
 				}
 				quiet = d
 			}
@@ -103,8 +112,11 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			if len(argv) == 0 {
 				return usagef("no command: gpurent run [flags] -- CMD ARGS")
 			}
-			if keep < 0 || maxRestarts < 0 {
-				return usagef("--keep and --max-restarts must be 0 or more")
+			if keep < 0 {
+				return bad("keep", "keep", "want 0 (keep all) or more, got %d", keep)
+			}
+			if maxRestarts < 0 {
+				return bad("max-restarts", "max_restarts", "want 0 or more, got %d", maxRestarts)
 			}
 			var pre supervise.Preempter
 			ep := supervise.DefaultEndpoints()
