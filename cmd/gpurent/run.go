@@ -150,7 +150,7 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 				}
 			default:
 				if pre = supervise.For(preemption, ep); pre == nil {
-					return usagef("--preemption: want auto, %s or none, got %q", strings.Join(supervise.Clouds(), ", "), preemption)
+					return bad("preemption", "preemption", "want auto, %s or none, got %q", strings.Join(supervise.Clouds(), ", "), preemption)
 				}
 				if !supervise.Answers(cmd.Context(), preemption, ep) {
 					hint := ""
