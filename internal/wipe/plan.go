@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -204,6 +205,10 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			p.Kept = append(p.Kept, it.Path+" (holds the working directory)")
 		case e.Exe != "" && within(e.Exe, it.Path):
 			p.Kept = append(p.Kept, it.Path+" (holds gpurent itself)")
+		case tab.IsMountPoint(it.Path) && !slices.ContainsFunc(cands, func(c Item) bool { return c.Path == it.Path }):
+			// Someone mounted a file system here (a data disk, a network
+			// volume): that is not a temp file.
+			p.Kept = append(p.Kept, it.Path+" (a file system mounted in a temp directory, not a temp file; name it to wipe it)")
 		default:
 			cands = append(cands, it)
 		}

@@ -634,3 +634,29 @@ func TestMountMadeAfterThePlanIsKept(t *testing.T) {
 		t.Fatalf("the late mount was entered: %q, %v", got, err)
 	}
 }
+
+// A file system mounted in a temp directory is not one of the user's temp
+// files: it is kept unless named.
+func TestMountInTempIsNotATempFile(t *testing.T) {
+	b := newBox(t)
+	put(t, b.root+"/tmp/nfs/results.bin", "on a network volume", 0o644)
+	put(t, b.root+"/proc/self/mounts", "/dev/vda1 / ext4 rw 0 0\nserver:/export /tmp/nfs nfs4 rw 0 0\n", 0o644)
+	p, err := Make(context.Background(), b.env(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(paths(p, b.base), " "); strings.Contains(got, "/tmp/nfs") {
+		t.Fatalf("the mounted volume is in the plan: %s", got)
+	}
+	if !strings.Contains(strings.Join(p.Kept, "\n"), b.root+"/tmp/nfs (a file system mounted in a temp directory") {
+		t.Errorf("kept: %v", p.Kept)
+	}
+	// Named, it is wiped like any mount point: its contents go.
+	p, err = Make(context.Background(), b.env(), Options{Data: []string{b.root + "/tmp/nfs"}})
+	if err != nil || !strings.Contains(strings.Join(paths(p, b.base), " "), "/tmp/nfs") {
+		t.Fatalf("named mount not planned: %v %v", err, paths(p, b.base))
+	}
+	if strings.Contains(strings.Join(p.Kept, "\n"), "/tmp/nfs") {
+		t.Errorf("a named mount is also said to be kept: %v", p.Kept)
+	}
+}
