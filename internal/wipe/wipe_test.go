@@ -560,6 +560,16 @@ func TestHardLinkedFilesAreNotOverwritten(t *testing.T) {
 	}
 }
 
+// itemAt is the plan's item for path (zero when there is none).
+func itemAt(p *Plan, path string) Item {
+	for _, it := range p.Items {
+		if it.Path == path {
+			return it
+		}
+	}
+	return Item{}
+}
+
 // A file system mounted inside an item (a network volume, a bind mount of
 // a data disk) is not entered, as rm --one-file-system does not: the plan
 // lists it as kept, and the directories leading to it stay.
@@ -573,12 +583,7 @@ func TestMountsInsideAnItemAreKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var it Item
-	for _, i := range p.Items {
-		if i.Path == b.data {
-			it = i
-		}
-	}
+	it := itemAt(p, b.data)
 	if len(it.Mounts) != 1 || it.Mounts[0] != vol || it.Bytes != 9005+4 {
 		t.Fatalf("plan item %+v: want the volume listed in mounts and not sized", it)
 	}
@@ -617,12 +622,7 @@ func TestMountMadeAfterThePlanIsKept(t *testing.T) {
 	}
 	t.Cleanup(func() { syscall.Unmount(vol, syscall.MNT_DETACH) })
 	put(t, vol+"/x", "on another file system", 0o644)
-	var it Item
-	for _, i := range p.Items {
-		if i.Path == b.data {
-			it = i
-		}
-	}
+	it := itemAt(p, b.data)
 	r, err := Run(context.Background(), &Plan{Items: []Item{it}}, Exec{})
 	if err != nil {
 		t.Fatal(err)
