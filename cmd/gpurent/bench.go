@@ -68,7 +68,7 @@ judges saved facts anywhere, without a GPU.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			if expectGPUs < 0 {
+			if expectGPUs < 0 || (expectGPUs == 0 && cmd.Flags().Changed("expect-gpus")) {
 				return usagef("--expect-gpus: want a positive number of GPUs, got %d", expectGPUs)
 			}
 			window, err := units.ParseDuration(duration)
@@ -471,7 +471,7 @@ func newBenchHistory(g *globals) *cobra.Command {
 				return err
 			}
 			if n < 1 {
-				return usagef("-n: want at least 1, got %d", n)
+				return usagef("--last (-n): want at least 1, got %d", n)
 			}
 			path, err := bench.HistoryPath()
 			if err != nil {

@@ -100,6 +100,7 @@ func TestExitCodes(t *testing.T) {
 		{"run config negative keep", []string{"run", "--config", runKeep}, 2, "run.yaml:2: keep: want 0 (keep all) or more, got -1"},
 		{"run config bad quiet", []string{"run", "--config", runQuiet}, 2, `quiet.yaml:3: quiet: time: unknown unit "x"`},
 		{"run negative restarts flag", []string{"run", "--max-restarts", "-1", "--", "true"}, 2, "--max-restarts: want 0 or more, got -1"},
+		{"bench zero expected GPUs", []string{"bench", "--expect-gpus", "0"}, 2, "--expect-gpus: want a positive number of GPUs, got 0"},
 		{"ckpt bad id", []string{"ckpt", "pull", filepath.Join(dir, "d"), "--store", dir, "--id", "yesterday"}, 2, `--id: checkpoint id "yesterday"`},
 		{"ckpt verify bad id", []string{"ckpt", "verify", "--store", dir, "--id", "yesterday"}, 2, `--id: checkpoint id "yesterday"`},
 		{"bench bad backend", []string{"bench", "--backend", "opencl"}, 2, `--backend: want auto, cuda, torch, cpu or none, got "opencl"`},
