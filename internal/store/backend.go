@@ -73,6 +73,11 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 	if u.User != nil {
 		return nil, "", fmt.Errorf("store URL: credentials in the URL are refused (they would show in ps and logs); use the cloud's environment variables or credential files")
 	}
+	for k := range u.Query() {
+		if secretParam(k) {
+			return nil, "", fmt.Errorf("store URL: the %s parameter is refused: a signature or token in the URL would show in ps, logs and errors; use the cloud's environment variables or credential files (AZURE_STORAGE_SAS_TOKEN for a SAS)", k)
+		}
+	}
 	var b *blob.Bucket
 	switch u.Scheme {
 	case "file":
@@ -272,14 +277,26 @@ func plainEndpoint(u *url.URL) string {
 	return ""
 }
 
+// secretParam: a query parameter that carries a secret: a SAS signature
+// (sig), a presigned URL's (X-Amz-*, X-Goog-*), a token, a password. Key
+// ids and key paths (kmskeyid, private_key_path) are not secrets.
+func secretParam(k string) bool {
+	lk := strings.ToLower(k)
+	for _, s := range []string{"signature", "secret", "token", "password", "credential"} {
+		if strings.Contains(lk, s) {
+			return true
+		}
+	}
+	return lk == "sig" || lk == "access_key" || strings.HasPrefix(lk, "x-amz-") || strings.HasPrefix(lk, "x-goog-")
+}
+
 // redact drops anything secret-looking from a URL before it is shown.
 func redact(u *url.URL) string {
 	c := *u
 	c.User = nil
 	q := c.Query()
 	for k := range q {
-		lk := strings.ToLower(k)
-		if strings.Contains(lk, "secret") || strings.Contains(lk, "token") || strings.Contains(lk, "key") || strings.Contains(lk, "password") {
+		if secretParam(k) || strings.Contains(strings.ToLower(k), "key") {
 			q.Set(k, "REDACTED")
 		}
 	}
