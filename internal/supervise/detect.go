@@ -70,10 +70,27 @@ func (d *Detector) Scan() ([]Candidate, error) {
 	if openW == nil {
 		openW = procOpenForWrite
 	}
+	// A directory the Hugging Face Trainer writes to holds more than its
+	// checkpoints: runs/ (TensorBoard events, quiet between logging
+	// steps), the final model's files. Once one checkpoint-N/ shows the
+	// Trainer's files, only checkpoint-N/ directories are candidates;
+	// otherwise a quiet runs/ would be uploaded as the newest checkpoint,
+	// crowd real ones out of --keep, and be handed to the command to
+	// resume from. --glob, when given, is the user's own choice instead.
+	hfDir := false
+	for _, e := range entries {
+		if e.IsDir() && hfName(e.Name()) && hfFiles(filepath.Join(d.Dir, e.Name())) {
+			hfDir = true
+			break
+		}
+	}
 	var out []Candidate
 	for _, e := range entries {
 		name := e.Name()
 		if internalName(name) || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".partial") {
+			continue
+		}
+		if hfDir && d.Glob == "" && !(e.IsDir() && hfName(name)) {
 			continue
 		}
 		if d.Glob != "" {
@@ -100,11 +117,21 @@ func (d *Detector) Scan() ([]Candidate, error) {
 				}
 				return nil
 			})
+			hfPending := false
 			switch {
 			case exists(filepath.Join(c.Path, ".metadata")):
 				c.Kind = "dcp" // torch.distributed.checkpoint renames .metadata into place last
-			case strings.HasPrefix(name, "checkpoint-") && exists(filepath.Join(c.Path, "trainer_state.json")):
+			case hfName(name) && exists(filepath.Join(c.Path, "trainer_state.json")):
 				c.Kind = "hf" // the Trainer writes trainer_state.json after the weights
+			case hfName(name) && hfFiles(c.Path):
+				// The Trainer's files without its state: a save in
+				// progress, or one a crash cut short. Never whole.
+				c.Kind, hfPending = "hf", true
+			}
+			if hfPending {
+				c.Why = "no trainer_state.json yet (the Trainer writes it last)"
+				out = append(out, c)
+				continue
 			}
 		} else if e.Type().IsRegular() {
 			c.Kind = "file"
@@ -148,6 +175,22 @@ func (d *Detector) Newest() (Candidate, bool, error) {
 		}
 	}
 	return Candidate{}, false, nil
+}
+
+// hfName: the Trainer names its checkpoints checkpoint-<step>.
+func hfName(name string) bool {
+	n, ok := strings.CutPrefix(name, "checkpoint-")
+	if !ok || n == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(n, 10, 64)
+	return err == nil
+}
+
+// hfFiles: dir holds what the Trainer writes into a checkpoint: its
+// trainer_state.json (last), or training_args.bin (first, with the model).
+func hfFiles(dir string) bool {
+	return exists(filepath.Join(dir, "trainer_state.json")) || exists(filepath.Join(dir, "training_args.bin"))
 }
 
 func exists(p string) bool {

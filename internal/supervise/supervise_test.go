@@ -62,9 +62,6 @@ func TestDetector(t *testing.T) {
 	write("a.pt", old)
 	write("b.pt.tmp", now)                         // a temporary name: never a checkpoint
 	write("c.pt", now)                             // too fresh
-	write("checkpoint-100/model.safetensors", now) // HF without trainer_state: not yet
-	write("checkpoint-200/model.safetensors", old) // HF complete
-	write("checkpoint-200/trainer_state.json", old)
 	write("dcp-5/__0_0.distcp", now) // DCP without .metadata
 	write(".gpurent-run.json", now)
 	open := filepath.Join(dir, "d.pt")
@@ -78,7 +75,7 @@ func TestDetector(t *testing.T) {
 	for _, c := range cs {
 		got[c.Name] = c.Complete
 	}
-	want := map[string]bool{"a.pt": true, "c.pt": false, "checkpoint-100": false, "checkpoint-200": true, "dcp-5": false, "d.pt": false}
+	want := map[string]bool{"a.pt": true, "c.pt": false, "dcp-5": false, "d.pt": false}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s complete = %v, want %v", k, got[k], v)
@@ -95,6 +92,65 @@ func TestDetector(t *testing.T) {
 	defer f.Close()
 	if !procOpenForWrite(filepath.Join(dir, "e.pt")) || procOpenForWrite(filepath.Join(dir, "a.pt")) {
 		t.Error("procOpenForWrite")
+	}
+}
+
+// The Hugging Face Trainer's output directory: checkpoint-N/ is whole with
+// trainer_state.json, which it writes last; one with only the first files
+// (a save in progress, or cut short by a crash) never is, however quiet;
+// and what else the Trainer writes there (runs/ with TensorBoard events,
+// the final model's files) is not a checkpoint at all, even when newer.
+func TestDetectorHuggingFaceDir(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	at := func(ago time.Duration) time.Time { return now.Add(-ago) }
+	write := func(p string, when time.Time) {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte("x"), 0o644)
+		os.Chtimes(filepath.Join(dir, p), when, when)
+	}
+	write("checkpoint-200/model.safetensors", at(5*time.Minute))
+	write("checkpoint-200/training_args.bin", at(5*time.Minute))
+	write("checkpoint-200/trainer_state.json", at(5*time.Minute))
+	write("checkpoint-300/model.safetensors", at(3*time.Minute)) // cut short by a crash
+	write("checkpoint-300/training_args.bin", at(3*time.Minute))
+	write("runs/Nov30/events.out.tfevents.1", at(time.Minute)) // quiet, and newest
+	write("config.json", at(time.Minute))
+	// Directories as old as what they hold, so that quietness alone
+	// would call each of them whole.
+	for p, ago := range map[string]time.Duration{"checkpoint-200": 5 * time.Minute, "checkpoint-300": 3 * time.Minute, "runs/Nov30": time.Minute, "runs": time.Minute} {
+		os.Chtimes(filepath.Join(dir, p), at(ago), at(ago))
+	}
+	d := &Detector{Dir: dir, Quiet: 5 * time.Second, OpenForWrite: func(string) bool { return false }}
+	cs, err := d.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, c := range cs {
+		got[c.Name] = c.Complete
+	}
+	if len(got) != 2 || !got["checkpoint-200"] || got["checkpoint-300"] {
+		t.Fatalf("candidates %v: want checkpoint-200 whole, checkpoint-300 not, nothing else", got)
+	}
+	if c, ok, _ := d.Newest(); !ok || c.Name != "checkpoint-200" {
+		t.Errorf("newest %+v %v, want checkpoint-200", c, ok)
+	}
+	// With --glob the user says what a checkpoint is.
+	d.Glob = "*.json"
+	if c, ok, _ := d.Newest(); !ok || c.Name != "config.json" {
+		t.Errorf("with a glob, newest %+v %v, want config.json", c, ok)
+	}
+	// A directory of checkpoint-N/ that are not the Trainer's is judged as
+	// any other directory: by quietness.
+	other := t.TempDir()
+	os.MkdirAll(filepath.Join(other, "checkpoint-7"), 0o755)
+	os.WriteFile(filepath.Join(other, "checkpoint-7", "model.pt"), []byte("x"), 0o644)
+	os.Chtimes(filepath.Join(other, "checkpoint-7", "model.pt"), at(time.Minute), at(time.Minute))
+	os.Chtimes(filepath.Join(other, "checkpoint-7"), at(time.Minute), at(time.Minute))
+	d2 := &Detector{Dir: other, Quiet: 5 * time.Second, OpenForWrite: func(string) bool { return false }}
+	if c, ok, _ := d2.Newest(); !ok || c.Name != "checkpoint-7" || c.Kind != "dir" {
+		t.Errorf("a plain checkpoint-7/: %+v %v", c, ok)
 	}
 }
 
