@@ -60,8 +60,8 @@ func TestDetector(t *testing.T) {
 		os.Chtimes(filepath.Join(dir, p), at, at)
 	}
 	write("a.pt", old)
-	write("b.pt.tmp", now)                         // a temporary name: never a checkpoint
-	write("c.pt", now)                             // too fresh
+	write("b.pt.tmp", now)           // a temporary name: never a checkpoint
+	write("c.pt", now)               // too fresh
 	write("dcp-5/__0_0.distcp", now) // DCP without .metadata
 	write(".gpurent-run.json", now)
 	open := filepath.Join(dir, "d.pt")
