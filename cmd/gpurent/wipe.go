@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ func newWipe(g *globals) *cobra.Command {
 		noOverwrite    bool
 		removeIdentity bool
 		ckpts          []string
+		keep           []string
 		requireBackup  string
 		reportPath     string
 		root           string
@@ -47,7 +49,8 @@ terminal it asks, anywhere else it is a dry run. Only the listed paths are
 touched: symlinks are removed, never followed, and nothing outside the listed
 roots changes. On file systems that write in place (ext2/3/4, FAT) files are
 overwritten once before unlinking; on SSDs, overlay and copy-on-write storage only
-a crypto-erase is reliable, and wipe says so.
+a crypto-erase is reliable, and wipe says so. --keep PATH leaves a path alone,
+whether the plan would list it or it lies inside something listed.
 
 --require-backup STORE refuses to delete checkpoint directories (--ckpt, or any
 named directory gpurent run used) unless the newest local checkpoint is committed
@@ -79,7 +82,7 @@ check failed, 2 bad usage.`,
 			if exe, err := os.Executable(); err == nil {
 				e.Exe, _ = filepath.EvalSymlinks(exe)
 			}
-			o := wipe.Options{Docker: docker, NoOverwrite: noOverwrite}
+			o := wipe.Options{Docker: docker, NoOverwrite: noOverwrite, Keep: keep}
 			o.Checkpoints = append(o.Checkpoints, ckpts...)
 			for _, p := range paths {
 				// A directory gpurent run watched is checkpoint data.
@@ -163,6 +166,7 @@ check failed, 2 bad usage.`,
 	f.BoolVar(&yes, "yes", false, "delete what the plan lists (without it: a dry run, or a question on a terminal)")
 	f.BoolVar(&docker, "docker", false, "also remove every Docker image")
 	f.BoolVar(&noOverwrite, "no-overwrite", false, "unlink only, even where overwriting first would mean something")
+	f.StringArrayVar(&keep, "keep", nil, "leave this path alone, whether it is an item or inside one (repeatable)")
 	f.BoolVar(&removeIdentity, "remove-identity", false, "also remove gpurent's age identity (keep a copy elsewhere: it is the only key to your checkpoints)")
 	f.StringArrayVar(&ckpts, "ckpt", nil, "a checkpoint directory to remove, guarded by --require-backup (repeatable)")
 	f.StringVar(&requireBackup, "require-backup", "", "refuse to delete checkpoints unless the newest one is committed and verified in this store")
@@ -263,7 +267,9 @@ func writeOutcome(w io.Writer, r *wipe.Report, path string) {
 	for _, it := range r.Items {
 		notOver += it.NotOverwritten
 		for _, k := range it.Kept {
-			fmt.Fprintf(w, "kept: %s (a file system mounted inside %s: not entered)\n", k, it.Path)
+			if !slices.Contains(it.Keep, k) { // the plan named those already
+				fmt.Fprintf(w, "kept: %s (a file system mounted inside %s since the plan: not entered)\n", k, it.Path)
+			}
 		}
 	}
 	if notOver > 0 {

@@ -33,9 +33,9 @@ type Result struct {
 	// NotOverwritten counts files only unlinked because other hard links
 	// share their data (see Item.Linked); not a failure.
 	NotOverwritten int `json:"not_overwritten"`
-	// Kept are the file systems found mounted inside the item, planned
-	// (Item.Mounts) or mounted since: not entered, and kept with the
-	// directories leading to them.
+	// Kept are the paths inside the item left in place, with the
+	// directories leading to them: the plan's (Item.Keep) and file
+	// systems found mounted since the plan.
 	Kept  []string `json:"kept,omitempty"`
 	Error string   `json:"error,omitempty"`
 }
@@ -235,8 +235,8 @@ func (x Exec) unlink(path string, rm func() error) error {
 	return nil
 }
 
-// removeTree removes what is inside res.Path, and returns the file systems
-// it found mounted inside and did not enter (see Result.Kept).
+// removeTree removes what is inside res.Path, and returns what it left in
+// place (see Result.Kept).
 func (x Exec) removeTree(ctx context.Context, res *Result, fail func(error)) []string {
 	root, err := os.OpenRoot(res.Path)
 	if err != nil {
@@ -253,17 +253,20 @@ func (x Exec) removeTree(ctx context.Context, res *Result, fail func(error)) []s
 		fail(err)
 		return nil
 	}
-	// A directory is another file system when the plan found it in the
-	// mount table, or when its device differs (mounted since the plan).
+	// What stays: what the plan keeps (mounted file systems, --keep), and
+	// a directory on another device (a file system mounted since).
 	planned := map[string]bool{}
-	for _, m := range res.Mounts {
-		if rel, err := filepath.Rel(res.Path, m); err == nil {
+	for _, k := range res.Keep {
+		if rel, err := filepath.Rel(res.Path, k); err == nil {
 			planned[filepath.ToSlash(rel)] = true
 		}
 	}
-	otherFS := func(rel string, d fs.DirEntry) bool {
+	stays := func(rel string, d fs.DirEntry) bool {
 		if planned[rel] {
 			return true
+		}
+		if !d.IsDir() {
+			return false
 		}
 		info, err := d.Info()
 		return err == nil && !sameDevice(info, rootInfo)
@@ -288,9 +291,12 @@ func (x Exec) removeTree(ctx context.Context, res *Result, fail func(error)) []s
 			if rel == "." {
 				return nil
 			}
-			if d.IsDir() && otherFS(rel, d) {
+			if stays(rel, d) {
 				kept = append(kept, rel)
-				return fs.SkipDir
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
 			}
 			if info, err := d.Info(); err == nil {
 				all = append(all, entry{rel, info})

@@ -59,11 +59,12 @@ type Item struct {
 	// MountPoint: the directory is a mount point; its contents go, the
 	// directory itself stays.
 	MountPoint bool `json:"mount_point,omitempty"`
-	// Mounts are file systems mounted inside the item (a network volume, a
-	// bind mount of a data disk). They are not entered: the plan lists
-	// them as kept, with the directories that lead to them, as rm
-	// --one-file-system does; name one to wipe it.
-	Mounts []string `json:"mounts,omitempty"`
+	// Keep are paths inside the item left as they are, with the
+	// directories that lead to them: file systems mounted there (a network
+	// volume, a bind mount of a data disk), which are not entered, as rm
+	// --one-file-system does not, and the paths the user keeps (--keep).
+	// The plan lists each in Kept with its reason.
+	Keep []string `json:"keep,omitempty"`
 }
 
 // Plan is what a wipe will remove, and the warnings that go with it.
@@ -93,6 +94,7 @@ type Options struct {
 	Docker      bool     // remove all Docker images
 	Identity    string   // gpurent's age identity, removed only when set
 	NoOverwrite bool     // unlink only, even where overwriting would mean something
+	Keep        []string // paths left alone, whatever item they are in or are (--keep)
 }
 
 // ErrRefused is bad input: a path the wipe will not take.
@@ -154,6 +156,25 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	}
 	p := &Plan{Items: []Item{}, Warnings: []string{}, Kept: []string{}}
 	tab := mounts.Read(e.Root)
+	keep := map[string]bool{}
+	for _, k := range o.Keep {
+		abs, err := filepath.Abs(k)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --keep %s: %v", ErrRefused, k, err)
+		}
+		if _, err := os.Lstat(abs); err != nil {
+			return nil, fmt.Errorf("%w: --keep %s: %v", ErrRefused, k, err)
+		}
+		keep[abs] = true
+	}
+	keptBy := func(path string) string {
+		for k := range keep {
+			if within(path, k) {
+				return k
+			}
+		}
+		return ""
+	}
 	var cands []Item
 	named := func(paths []string, kind, what string) error {
 		for _, d := range paths {
@@ -227,11 +248,19 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			continue
 		}
 		seen[it.Path] = true
-		if err := size(&it, tab, o.NoOverwrite); err != nil {
+		if k := keptBy(it.Path); k != "" {
+			p.Kept = append(p.Kept, it.Path+" (--keep "+k+")")
+			continue
+		}
+		if err := size(&it, tab, o.NoOverwrite, keep); err != nil {
 			return nil, err
 		}
-		for _, m := range it.Mounts {
-			p.Kept = append(p.Kept, m+" (a file system mounted inside "+it.Path+": not entered; name it to wipe it)")
+		for _, k := range it.Keep {
+			if keep[k] {
+				p.Kept = append(p.Kept, k+" (--keep, inside "+it.Path+")")
+			} else {
+				p.Kept = append(p.Kept, k+" (a file system mounted inside "+it.Path+": not entered; name it to wipe it)")
+			}
 		}
 		p.Items = append(p.Items, it)
 		p.Bytes += it.Bytes
@@ -303,8 +332,9 @@ func tempItems(e Env) []Item {
 	return out
 }
 
-// size fills bytes, files, symlink and overwrite for a path item.
-func size(it *Item, tab mounts.Table, noOverwrite bool) error {
+// size fills bytes, files, symlink and overwrite for a path item, and
+// Keep with what inside it stays: mounted file systems and kept paths.
+func size(it *Item, tab mounts.Table, noOverwrite bool, keep map[string]bool) error {
 	st, err := os.Lstat(it.Path)
 	if err != nil {
 		return err
@@ -323,9 +353,12 @@ func size(it *Item, tab mounts.Table, noOverwrite bool) error {
 		if err != nil {
 			return nil
 		}
-		if d.IsDir() && path != it.Path && tab.IsMountPoint(path) {
-			it.Mounts = append(it.Mounts, path)
-			return fs.SkipDir
+		if path != it.Path && (keep[path] || d.IsDir() && tab.IsMountPoint(path)) {
+			it.Keep = append(it.Keep, path)
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		if d.Type().IsRegular() {
 			if info, err := d.Info(); err == nil {

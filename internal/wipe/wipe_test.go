@@ -584,8 +584,8 @@ func TestMountsInsideAnItemAreKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	it := itemAt(p, b.data)
-	if len(it.Mounts) != 1 || it.Mounts[0] != vol || it.Bytes != 9005+4 {
-		t.Fatalf("plan item %+v: want the volume listed in mounts and not sized", it)
+	if len(it.Keep) != 1 || it.Keep[0] != vol || it.Bytes != 9005+4 {
+		t.Fatalf("plan item %+v: want the volume listed in keep and not sized", it)
 	}
 	if !strings.Contains(strings.Join(p.Kept, "\n"), vol+" (a file system mounted inside "+b.data) {
 		t.Errorf("kept: %v", p.Kept)
@@ -658,5 +658,45 @@ func TestMountInTempIsNotATempFile(t *testing.T) {
 	}
 	if strings.Contains(strings.Join(p.Kept, "\n"), "/tmp/nfs") {
 		t.Errorf("a named mount is also said to be kept: %v", p.Kept)
+	}
+}
+
+// --keep leaves a path alone: an item the plan would list, or a file or
+// directory inside one (with the directories leading to it).
+func TestKeepPaths(t *testing.T) {
+	b := newBox(t)
+	inner := b.data + "/ro/inner.bin"
+	pip := b.home + "/.cache/pip"
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Keep: []string{inner, pip}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := itemAt(p, pip); it.Path != "" {
+		t.Fatalf("the kept pip cache is an item: %+v", it)
+	}
+	it := itemAt(p, b.data)
+	if len(it.Keep) != 1 || it.Keep[0] != inner || it.Bytes != 9000 {
+		t.Fatalf("data item %+v: want inner.bin kept and not sized", it)
+	}
+	kept := strings.Join(p.Kept, "\n")
+	if !strings.Contains(kept, pip+" (--keep "+pip+")") || !strings.Contains(kept, inner+" (--keep, inside "+b.data+")") {
+		t.Errorf("kept: %v", p.Kept)
+	}
+	r, err := Run(context.Background(), p, Exec{})
+	if err != nil || r.Failed != 0 {
+		t.Fatalf("%v %+v", err, r.Items)
+	}
+	if got, err := os.ReadFile(inner); err != nil || string(got) != "inner" {
+		t.Errorf("kept file: %q %v", got, err)
+	}
+	if _, err := os.Stat(pip + "/http/abc"); err != nil {
+		t.Errorf("kept cache: %v", err)
+	}
+	if _, err := os.Lstat(b.data + "/shard-0.bin"); err == nil {
+		t.Error("shard-0.bin survived")
+	}
+	// A path to keep that does not exist is a typo, refused.
+	if _, err := Make(context.Background(), b.env(), Options{Keep: []string{b.data + "/nope"}}); !errors.Is(err, ErrRefused) {
+		t.Errorf("--keep of a missing path: %v", err)
 	}
 }
