@@ -70,17 +70,18 @@ func (d *Detector) Scan() ([]Candidate, error) {
 	if openW == nil {
 		openW = procOpenForWrite
 	}
-	// A directory the Hugging Face Trainer writes to holds more than its
-	// checkpoints: runs/ (TensorBoard events, quiet between logging
-	// steps), the final model's files. Once one checkpoint-N/ shows the
-	// Trainer's files, only checkpoint-N/ directories are candidates;
-	// otherwise a quiet runs/ would be uploaded as the newest checkpoint,
-	// crowd real ones out of --keep, and be handed to the command to
-	// resume from. --glob, when given, is the user's own choice instead.
-	hfDir := false
+	// A directory a framework writes its checkpoints to holds more than
+	// them: the Hugging Face Trainer's output directory has runs/
+	// (TensorBoard events, quiet between logging steps) and the final
+	// model's files. Once one entry shows a framework's files, only such
+	// entries are candidates; otherwise a quiet runs/ would be uploaded as
+	// the newest checkpoint, crowd real ones out of --keep, and be handed
+	// to the command to resume from. --glob, when given, is the user's own
+	// choice instead.
+	managed := false
 	for _, e := range entries {
-		if e.IsDir() && hfName(e.Name()) && hfFiles(filepath.Join(d.Dir, e.Name())) {
-			hfDir = true
+		if _, _, ok := framework(filepath.Join(d.Dir, e.Name()), e); ok {
+			managed = true
 			break
 		}
 	}
@@ -90,7 +91,8 @@ func (d *Detector) Scan() ([]Candidate, error) {
 		if internalName(name) || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".partial") {
 			continue
 		}
-		if hfDir && d.Glob == "" && !(e.IsDir() && hfName(name)) {
+		kind, whole, fw := framework(filepath.Join(d.Dir, name), e)
+		if managed && d.Glob == "" && !fw {
 			continue
 		}
 		if d.Glob != "" {
@@ -117,19 +119,15 @@ func (d *Detector) Scan() ([]Candidate, error) {
 				}
 				return nil
 			})
-			hfPending := false
-			switch {
-			case exists(filepath.Join(c.Path, ".metadata")):
-				c.Kind = "dcp" // torch.distributed.checkpoint renames .metadata into place last
-			case hfName(name) && exists(filepath.Join(c.Path, "trainer_state.json")):
-				c.Kind = "hf" // the Trainer writes trainer_state.json after the weights
-			case hfName(name) && hfFiles(c.Path):
-				// The Trainer's files without its state: a save in
-				// progress, or one a crash cut short. Never whole.
-				c.Kind, hfPending = "hf", true
+			if fw {
+				c.Kind = kind
 			}
-			if hfPending {
-				c.Why = "no trainer_state.json yet (the Trainer writes it last)"
+			if fw && !whole {
+				// The framework's files without the one it writes
+				// last: a save in progress, or one a crash cut short.
+				// Never whole, however quiet.
+				c.Why = map[string]string{"hf": "no trainer_state.json yet (the Trainer writes it last)",
+					"dcp": "no .metadata yet (torch.distributed.checkpoint writes it last)"}[kind]
 				out = append(out, c)
 				continue
 			}
@@ -177,6 +175,33 @@ func (d *Detector) Newest() (Candidate, bool, error) {
 	return Candidate{}, false, nil
 }
 
+// framework recognises a checkpoint directory by the files its framework
+// writes, and whether the one written last is there: torch.distributed.
+// checkpoint's shards (*.distcp) and its .metadata, renamed into place
+// last; the Hugging Face Trainer's checkpoint-<step>/ with
+// training_args.bin (written with the model, first) and
+// trainer_state.json (last).
+func framework(path string, e fs.DirEntry) (kind string, whole, ok bool) {
+	if !e.IsDir() {
+		return "", false, false
+	}
+	if exists(filepath.Join(path, ".metadata")) {
+		return "dcp", true, true
+	}
+	if shards, _ := filepath.Glob(filepath.Join(path, "*.distcp")); len(shards) > 0 {
+		return "dcp", false, true
+	}
+	if hfName(e.Name()) {
+		if exists(filepath.Join(path, "trainer_state.json")) {
+			return "hf", true, true
+		}
+		if exists(filepath.Join(path, "training_args.bin")) {
+			return "hf", false, true
+		}
+	}
+	return "", false, false
+}
+
 // hfName: the Trainer names its checkpoints checkpoint-<step>.
 func hfName(name string) bool {
 	n, ok := strings.CutPrefix(name, "checkpoint-")
@@ -185,12 +210,6 @@ func hfName(name string) bool {
 	}
 	_, err := strconv.ParseUint(n, 10, 64)
 	return err == nil
-}
-
-// hfFiles: dir holds what the Trainer writes into a checkpoint: its
-// trainer_state.json (last), or training_args.bin (first, with the model).
-func hfFiles(dir string) bool {
-	return exists(filepath.Join(dir, "trainer_state.json")) || exists(filepath.Join(dir, "training_args.bin"))
 }
 
 func exists(p string) bool {

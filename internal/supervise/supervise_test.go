@@ -60,9 +60,8 @@ func TestDetector(t *testing.T) {
 		os.Chtimes(filepath.Join(dir, p), at, at)
 	}
 	write("a.pt", old)
-	write("b.pt.tmp", now)           // a temporary name: never a checkpoint
-	write("c.pt", now)               // too fresh
-	write("dcp-5/__0_0.distcp", now) // DCP without .metadata
+	write("b.pt.tmp", now) // a temporary name: never a checkpoint
+	write("c.pt", now)     // too fresh
 	write(".gpurent-run.json", now)
 	open := filepath.Join(dir, "d.pt")
 	write("d.pt", old)
@@ -75,7 +74,7 @@ func TestDetector(t *testing.T) {
 	for _, c := range cs {
 		got[c.Name] = c.Complete
 	}
-	want := map[string]bool{"a.pt": true, "c.pt": false, "dcp-5": false, "d.pt": false}
+	want := map[string]bool{"a.pt": true, "c.pt": false, "d.pt": false}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s complete = %v, want %v", k, got[k], v)
@@ -151,6 +150,38 @@ func TestDetectorHuggingFaceDir(t *testing.T) {
 	d2 := &Detector{Dir: other, Quiet: 5 * time.Second, OpenForWrite: func(string) bool { return false }}
 	if c, ok, _ := d2.Newest(); !ok || c.Name != "checkpoint-7" || c.Kind != "dir" {
 		t.Errorf("a plain checkpoint-7/: %+v %v", c, ok)
+	}
+}
+
+// torch.distributed.checkpoint writes its shards (*.distcp), then renames
+// .metadata into place: shards without it are a save in progress or cut
+// short, never whole however quiet, and the directory's other entries are
+// not checkpoints.
+func TestDetectorDistributedCheckpointDir(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Minute)
+	for p, at := range map[string]time.Time{
+		"step-100/__0_0.distcp": old.Add(-time.Minute), "step-100/.metadata": old.Add(-time.Minute),
+		"step-200/__0_0.distcp": old, // cut short by a crash
+		"train.log":             old,
+	} {
+		full := filepath.Join(dir, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		os.WriteFile(full, []byte("x"), 0o644)
+		os.Chtimes(full, at, at)
+		os.Chtimes(filepath.Dir(full), at, at)
+	}
+	d := &Detector{Dir: dir, Quiet: 5 * time.Second, OpenForWrite: func(string) bool { return false }}
+	cs, err := d.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, c := range cs {
+		got[c.Name] = c.Complete
+	}
+	if len(got) != 2 || !got["step-100"] || got["step-200"] {
+		t.Fatalf("candidates %v: want step-100 whole, step-200 not, nothing else", got)
 	}
 }
 
