@@ -95,9 +95,6 @@ check failed, 2 bad usage.`,
 			if removeIdentity {
 				o.Identity, _ = identityPath()
 			}
-			if requireBackup != "" && len(o.Checkpoints) == 0 {
-				return usagef("--require-backup: no checkpoint directory to guard; name it with --ckpt DIR")
-			}
 			plan, err := wipe.Make(ctx, e, o)
 			if errors.Is(err, wipe.ErrRefused) {
 				return usageError{fmt.Errorf("wipe: %w (nothing was deleted)", err)}
@@ -105,8 +102,14 @@ check failed, 2 bad usage.`,
 			if err != nil {
 				return err
 			}
-			if len(o.Checkpoints) > 0 && requireBackup == "" {
-				plan.Warnings = append(plan.Warnings, "checkpoint data is deleted without checking a backup: add --require-backup STORE")
+			// Checkpoints are guarded wherever the plan finds them: named,
+			// or a run's directory inside a temp or data item.
+			ckptDirs := plan.CheckpointDirs()
+			if requireBackup != "" && len(ckptDirs) == 0 {
+				return usagef("--require-backup: no checkpoint directory to guard; name it with --ckpt DIR")
+			}
+			if len(ckptDirs) > 0 && requireBackup == "" {
+				plan.Warnings = append(plan.Warnings, "checkpoint data is deleted without checking a backup ("+strings.Join(ckptDirs, ", ")+"): add --require-backup STORE")
 			}
 			w := cmd.ErrOrStderr()
 			if g.output != report.JSON {
@@ -129,7 +132,7 @@ check failed, 2 bad usage.`,
 			}
 
 			if requireBackup != "" {
-				if err := checkBackups(ctx, &s, requireBackup, o.Checkpoints, w); err != nil {
+				if err := checkBackups(ctx, &s, requireBackup, ckptDirs, w); err != nil {
 					return err
 				}
 			}

@@ -8,10 +8,10 @@ import (
 	"sync"
 )
 
-// stateFile lives in the checkpoint directory and survives gpurent being
+// StateFile lives in the checkpoint directory and survives gpurent being
 // killed: it records which local checkpoints are already committed
 // remotely, so a restarted gpurent uploads nothing twice.
-const stateFile = ".gpurent-run.json"
+const StateFile = ".gpurent-run.json"
 
 type state struct {
 	mu        sync.Mutex
@@ -27,7 +27,7 @@ type committed struct {
 }
 
 func loadState(dir, run string) (*state, error) {
-	s := &state{path: filepath.Join(dir, stateFile), Run: run, Committed: map[string]committed{}}
+	s := &state{path: filepath.Join(dir, StateFile), Run: run, Committed: map[string]committed{}}
 	b, err := os.ReadFile(s.path)
 	if os.IsNotExist(err) {
 		return s, nil

@@ -37,7 +37,7 @@ type Backed struct {
 // RunOf reads the run name gpurent run recorded in a checkpoint
 // directory, or "".
 func RunOf(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, ".gpurent-run.json"))
+	b, err := os.ReadFile(filepath.Join(dir, supervise.StateFile))
 	if err != nil {
 		return ""
 	}

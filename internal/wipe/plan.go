@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/mounts"
+	"github.com/gpurent/gpurent/internal/supervise"
 )
 
 // Kinds of plan items.
@@ -65,6 +66,10 @@ type Item struct {
 	// --one-file-system does not, and the paths the user keeps (--keep).
 	// The plan lists each in Kept with its reason.
 	Keep []string `json:"keep,omitempty"`
+	// Runs are the directories in the item (or the item itself) that hold
+	// gpurent run's state: checkpoint directories, which --require-backup
+	// guards wherever they are, not only when named.
+	Runs []string `json:"runs,omitempty"`
 }
 
 // Plan is what a wipe will remove, and the warnings that go with it.
@@ -95,6 +100,24 @@ type Options struct {
 	Identity    string   // gpurent's age identity, removed only when set
 	NoOverwrite bool     // unlink only, even where overwriting would mean something
 	Keep        []string // paths left alone, whatever item they are in or are (--keep)
+}
+
+// CheckpointDirs are the checkpoint directories the plan deletes: the
+// checkpoint items and every directory of gpurent run's found inside an
+// item (a run's output left in /tmp, or under a data directory).
+func (p *Plan) CheckpointDirs() []string {
+	var out []string
+	for _, it := range p.Items {
+		if it.Kind == Checkpoints && !slices.Contains(out, it.Path) {
+			out = append(out, it.Path)
+		}
+		for _, r := range it.Runs {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // ErrRefused is bad input: a path the wipe will not take.
@@ -361,6 +384,9 @@ func size(it *Item, tab mounts.Table, noOverwrite bool, keep map[string]bool) er
 			return nil
 		}
 		if d.Type().IsRegular() {
+			if d.Name() == supervise.StateFile {
+				it.Runs = append(it.Runs, filepath.Dir(path))
+			}
 			if info, err := d.Info(); err == nil {
 				it.Bytes += info.Size()
 				it.Files++

@@ -700,3 +700,21 @@ func TestKeepPaths(t *testing.T) {
 		t.Errorf("--keep of a missing path: %v", err)
 	}
 }
+
+// A directory of gpurent run's (it holds the run's state file) inside a
+// temp or data item is checkpoint data wherever it lies.
+func TestCheckpointDirsFoundInsideItems(t *testing.T) {
+	b := newBox(t)
+	put(t, b.root+"/tmp/job/out/.gpurent-run.json", `{"run":"exp2"}`, 0o600)
+	put(t, b.data+"/ft/.gpurent-run.json", `{"run":"exp3"}`, 0o600)
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.CheckpointDirs()
+	want := []string{b.data + "/ft", b.root + "/tmp/job/out"}
+	sort.Strings(got)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("checkpoint directories %v, want %v", got, want)
+	}
+}
