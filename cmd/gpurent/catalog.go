@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +15,8 @@ func newCatalog(g *globals) *cobra.Command {
 		Use:   "catalog",
 		Short: "List, check and export the offers gpurent prices",
 	}
-	var gpu, provider string
+	var gpu string
+	var providers []string
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List offers (the embedded catalog with any --catalog files merged over it)",
@@ -34,18 +33,8 @@ func newCatalog(g *globals) *cobra.Command {
 			if err != nil {
 				return usagef("--gpu: %v", err)
 			}
-			if provider != "" {
-				var names []string
-				offers = slices.DeleteFunc(offers, func(o catalog.Offer) bool {
-					if !slices.Contains(names, o.Provider) {
-						names = append(names, o.Provider)
-					}
-					return !strings.EqualFold(o.Provider, provider)
-				})
-				if len(offers) == 0 {
-					slices.Sort(names)
-					return usagef("--provider: no offer from %q%s; providers: %s", provider, gpuNote(gpu), strings.Join(names, ", "))
-				}
+			if offers, err = catalog.WithProvider(offers, providers); err != nil {
+				return usagef("--provider: %v%s", err, gpuNote(gpu))
 			}
 			if g.output == report.JSON {
 				out := []map[string]any{}
@@ -84,7 +73,7 @@ func newCatalog(g *globals) *cobra.Command {
 		},
 	}
 	ls.Flags().StringVar(&gpu, "gpu", "", "only offers of this GPU model")
-	ls.Flags().StringVar(&provider, "provider", "", "only offers of this provider (its name, any case)")
+	ls.Flags().StringArrayVar(&providers, "provider", nil, `only this provider's offers, e.g. "RunPod", "alibaba cloud" (repeatable)`)
 
 	check := &cobra.Command{
 		Use:   "check FILE...",
@@ -135,12 +124,12 @@ func newCatalog(g *globals) *cobra.Command {
 	return cmd
 }
 
-// gpuNote is " with GPU X" where --gpu narrowed the offers.
+// gpuNote says which offers a provider list was drawn from.
 func gpuNote(gpu string) string {
 	if gpu == "" {
 		return ""
 	}
-	return fmt.Sprintf(" with GPU %q", gpu)
+	return fmt.Sprintf(" (among the offers with GPU %q)", gpu)
 }
 
 func feeJSON(f catalog.Fee) any {

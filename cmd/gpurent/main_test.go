@@ -72,6 +72,7 @@ func TestExitCodes(t *testing.T) {
 		{"no hours", []string{"quote", "--gpu", "RTX 4090"}, 2, "--hours: required"},
 		{"zero hours flag", []string{"quote", "--hours", "0"}, 2, "--hours: want a positive number of hours"},
 		{"NaN hours", []string{"quote", "--hours", "NaN"}, 2, "--hours: want a positive number of hours"},
+		{"provider nobody is", []string{"quote", "--hours", "1", "--gpu", "H100", "--provider", "runpod", "--provider", "nope"}, 2, `--provider: no offer from "nope"; providers: AWS`},
 		{"zero gpus flag", []string{"quote", "--hours", "1", "--gpus", "0"}, 2, "--gpus: want at least 1 GPU, got 0"},
 		{"zero starts flag", []string{"quote", "--hours", "1", "--starts", "0"}, 2, "--starts: want at least 1 start, got 0"},
 		{"inference flag without --inference", []string{"plan", "--hours", "1", "--model", "70B"}, 2, "--model: not used without --inference"},

@@ -193,6 +193,9 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 	if err != nil {
 		return usagef("--gpu: %v", err)
 	}
+	if offers, err = t.withProvider(offers); err != nil {
+		return err
+	}
 	q := billing.InferenceQuery{Model: model, TokensPerDay: perDay, Currency: t.currency}
 	if q.Today, err = today(os.LookupEnv, time.Now); err != nil {
 		return err

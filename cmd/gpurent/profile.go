@@ -33,6 +33,18 @@ type taskFlags struct {
 	restart       string
 	currency      string
 	interruptions float64
+	providers     []string
+}
+
+// withProvider keeps the offers of --provider, if given, and says which
+// providers there are (among the offers with the GPU asked for) when a
+// name matches none.
+func (t *taskFlags) withProvider(offers []catalog.Offer) ([]catalog.Offer, error) {
+	out, err := catalog.WithProvider(offers, t.providers)
+	if err != nil {
+		return nil, usagef("--provider: %v%s", err, gpuNote(t.gpu))
+	}
+	return out, nil
 }
 
 // flagOf names the flag behind each profile field, for error messages.
@@ -56,6 +68,7 @@ func (t *taskFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.write, "ckpt-write", "", "time to write one checkpoint until it is safe remotely (1m)")
 	fs.StringVar(&t.restart, "ckpt-restart", "", "time from an interruption to running again (5m)")
 	fs.StringVar(&t.currency, "currency", "USD", "currency of every amount, converted with the catalog's rates")
+	fs.StringArrayVar(&t.providers, "provider", nil, `only this provider's offers, e.g. "RunPod", "alibaba cloud" (repeatable)`)
 	fs.Float64Var(&t.interruptions, "interruptions-per-day", 0, "spot interruptions a day, for every offer (the embedded catalog knows none)")
 }
 
@@ -132,6 +145,9 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	offers, err := billing.Offers(p, cat.Offers)
 	if err != nil {
 		return nil, nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: "gpu", Msg: err.Error()}})
+	}
+	if offers, err = t.withProvider(offers); err != nil {
+		return nil, nil, nil, opt, err
 	}
 	if !catalog.IsCurrency(t.currency) {
 		return nil, nil, nil, opt, usagef("--currency: want a currency code like USD or CNY, got %q", t.currency)

@@ -197,6 +197,39 @@ func TestMatchGPU(t *testing.T) {
 	}
 }
 
+func TestWithProvider(t *testing.T) {
+	offers := []Offer{{ID: "a", Provider: "Alibaba Cloud (阿里云)"}, {ID: "r", Provider: "RunPod"}, {ID: "r2", Provider: "RunPod"}, {ID: "l", Provider: "Lambda"}}
+	ids := func(os []Offer) string {
+		var s []string
+		for _, o := range os {
+			s = append(s, o.ID)
+		}
+		return strings.Join(s, " ")
+	}
+	for _, tc := range []struct {
+		want []string
+		ids  string
+	}{
+		{nil, "a r r2 l"},
+		{[]string{"runpod"}, "r r2"},
+		{[]string{"alibaba cloud", "Lambda"}, "a l"},
+		{[]string{"Alibaba Cloud (阿里云)"}, "a"},
+	} {
+		got, err := WithProvider(offers, tc.want)
+		if err != nil || ids(got) != tc.ids {
+			t.Errorf("WithProvider(%q) = %q, %v; want %q", tc.want, ids(got), err, tc.ids)
+		}
+	}
+	// One name that matches nothing is an error, even beside good ones.
+	if _, err := WithProvider(offers, []string{"runpod", "vast"}); err == nil ||
+		!strings.Contains(err.Error(), `no offer from "vast"; providers: Alibaba Cloud (阿里云), Lambda, RunPod`) {
+		t.Errorf("unknown provider: %v", err)
+	}
+	if _, err := WithProvider(offers, []string{"alibaba"}); err == nil {
+		t.Error("a part of a name is not a name")
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
 	f.Add(DefaultYAML()[:2000])

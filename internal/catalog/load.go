@@ -78,6 +78,40 @@ func WithGPU(offers []Offer, want string) ([]Offer, error) {
 	return out, nil
 }
 
+// WithProvider returns the offers from any of the providers named in want
+// (all when want is empty). A name matches a provider's whole name or the
+// part before its parenthesis, in any case: "alibaba cloud" and
+// "Alibaba Cloud (阿里云)" both name Alibaba Cloud (阿里云). A name that
+// matches none of offers is an error naming the providers there are.
+func WithProvider(offers []Offer, want []string) ([]Offer, error) {
+	if len(want) == 0 {
+		return offers, nil
+	}
+	matches := func(provider, name string) bool {
+		short, _, _ := strings.Cut(provider, " (")
+		return strings.EqualFold(provider, name) || strings.EqualFold(short, strings.TrimSpace(name))
+	}
+	var names []string
+	for _, o := range offers {
+		if !slices.Contains(names, o.Provider) {
+			names = append(names, o.Provider)
+		}
+	}
+	slices.Sort(names)
+	for _, w := range want {
+		if !slices.ContainsFunc(names, func(p string) bool { return matches(p, w) }) {
+			return nil, fmt.Errorf("no offer from %q; providers: %s", w, strings.Join(names, ", "))
+		}
+	}
+	var out []Offer
+	for _, o := range offers {
+		if slices.ContainsFunc(want, func(w string) bool { return matches(o.Provider, w) }) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
 // MatchGPU reports whether the offer's GPU model is the one asked for. The
 // words of want (specs.Words: case, spacing and "GeForce" ignored) must
 // appear in order in the model name: "H100" matches "H100 SXM" and "H100 PCIe", "RTX 4090" matches
