@@ -254,6 +254,9 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if _, err := os.Lstat(a[0]); err != nil {
 				return usageError{fmt.Errorf("push: %w", err)}
 			}
+			if dir := store.LocalDir(s.url); store.Within(dir, a[0]) {
+				return usagef("push: the store %s lies inside %s, which would be pushed into itself; keep the store elsewhere", dir, a[0])
+			}
 			c, err := s.crypto(true)
 			if err != nil {
 				return err

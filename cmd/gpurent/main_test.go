@@ -102,6 +102,8 @@ func TestExitCodes(t *testing.T) {
 		{"run config bad quiet", []string{"run", "--config", runQuiet}, 2, `quiet.yaml:3: quiet: time: unknown unit "x"`},
 		{"run negative restarts flag", []string{"run", "--max-restarts", "-1", "--", "true"}, 2, "--max-restarts: want 0 or more, got -1"},
 		{"bench zero expected GPUs", []string{"bench", "--expect-gpus", "0"}, 2, "--expect-gpus: want a positive number of GPUs, got 0"},
+		{"ckpt push into itself", []string{"ckpt", "push", dir, "--store", filepath.Join(dir, "store"), "--no-encrypt"}, 2, "which would be pushed into itself"},
+		{"run store inside ckpt dir", []string{"run", "--ckpt-dir", dir, "--store", filepath.Join(dir, "st"), "--", "true"}, 2, "lies inside --ckpt-dir"},
 		{"ckpt bad id", []string{"ckpt", "pull", filepath.Join(dir, "d"), "--store", dir, "--id", "yesterday"}, 2, `--id: checkpoint id "yesterday"`},
 		{"ckpt verify bad id", []string{"ckpt", "verify", "--store", dir, "--id", "yesterday"}, 2, `--id: checkpoint id "yesterday"`},
 		{"bench bad backend", []string{"bench", "--backend", "opencl"}, 2, `--backend: want auto, cuda, torch, cpu or none, got "opencl"`},

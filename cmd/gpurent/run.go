@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
@@ -111,6 +112,9 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			}
 			if len(argv) == 0 {
 				return usagef("no command: gpurent run [flags] -- CMD ARGS")
+			}
+			if dir := store.LocalDir(s.url); s.url != "" && store.Within(dir, ckptDir) {
+				return usagef("--store %s lies inside --ckpt-dir %s: every upload would look like a new checkpoint there; keep the store elsewhere", dir, ckptDir)
 			}
 			if keep < 0 {
 				return bad("keep", "keep", "want 0 (keep all) or more, got %d", keep)

@@ -197,6 +197,38 @@ func azureAccount(u *url.URL, getenv func(string) string) string {
 }
 
 // parseStoreURL accepts a plain path as file://.
+// LocalDir is the directory of a store on this machine's file system (a
+// path or file:// URL), or "" for a remote store. The directory is
+// resolved through symlinks where it exists.
+func LocalDir(raw string) string {
+	u, err := parseStoreURL(raw)
+	if err != nil || u.Scheme != "file" {
+		return ""
+	}
+	dir := filepath.Clean(u.Path)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return dir
+}
+
+// Within reports whether the local store dir lies in the tree at path
+// (resolved through symlinks): pushing that tree, or watching it for
+// checkpoints, would take the store's own objects in, again and again.
+func Within(dir, path string) bool {
+	if dir == "" {
+		return false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	return dir == abs || strings.HasPrefix(dir, abs+string(filepath.Separator)) || abs == string(filepath.Separator)
+}
+
 func parseStoreURL(raw string) (*url.URL, error) {
 	if raw == "" {
 		return nil, errors.New("no store: give --store URL (or set GPURENT_STORE)")

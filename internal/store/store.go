@@ -235,17 +235,36 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manifest{Version: ManifestVersion, ID: id, Run: run, Created: s.opt.Now().UTC(), Host: s.opt.Host, Gpurent: s.opt.Version, Name: filepath.Base(filepath.Clean(src)),
+	m := &Manifest{Version: ManifestVersion, ID: id, Run: run, Created: s.opt.Now().UTC(), Host: s.opt.Host, Gpurent: s.opt.Version, Name: pushName(src),
 		Encrypted: s.opt.Crypto.Encrypting(), Recipients: s.opt.Crypto.Keys, Files: len(entries), Bytes: total, Objects: objects, FileList: sealed}
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, err
+	}
+	// What ls and pull would refuse is never committed: check it as they will.
+	if _, err := ParseManifest(body); err != nil {
+		return nil, fmt.Errorf("push: %w", err)
 	}
 	// The commit: until this object exists, nothing of the push is visible.
 	if _, err := s.b.Put(ctx, manifestKey(run, id), func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// pushName is the base name of what is pushed, so that pull into a
+// directory can restore it under its name: "." is the current directory's
+// own name; the root has none.
+func pushName(src string) string {
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return ""
+	}
+	name := filepath.Base(abs)
+	if name == "." || name == ".." || name == string(filepath.Separator) {
+		return ""
+	}
+	return name
 }
 
 // parallel runs f(0..n-1) on the store's workers; the first error cancels

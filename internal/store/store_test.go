@@ -652,3 +652,41 @@ func TestUploadLimit(t *testing.T) {
 		t.Fatalf("2 MiB at 4 MiB/s took %v, less than the %v the cap allows", el, floor)
 	}
 }
+
+// Pushing "." names the checkpoint after the directory: "." itself is not
+// a name, and a manifest that says it would make ls refuse the whole run.
+func TestPushDotKeepsTheRunReadable(t *testing.T) {
+	ctx := context.Background()
+	b := backends(t)["file"](t)
+	src := tree(t)
+	t.Chdir(src)
+	st := New(b, Options{})
+	m, err := st.Push(ctx, ".", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Name != filepath.Base(src) {
+		t.Errorf("name %q, want %q", m.Name, filepath.Base(src))
+	}
+	if ms, err := st.List(ctx, "r"); err != nil || len(ms) != 1 {
+		t.Fatalf("ls after pushing .: %v, %v", ms, err)
+	}
+}
+
+func TestStoreWithin(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		store, path string
+		want        bool
+	}{
+		{dir + "/src/store", dir + "/src", true},
+		{dir + "/src", dir + "/src", true},
+		{dir + "/store", dir + "/src", false},
+		{dir + "/srcstore", dir + "/src", false},
+		{"s3://b/x", dir, false},
+	} {
+		if got := Within(LocalDir(tc.store), tc.path); got != tc.want {
+			t.Errorf("Within(%q, %q) = %v, want %v", tc.store, tc.path, got, tc.want)
+		}
+	}
+}
