@@ -114,7 +114,13 @@ func ParseManifest(data []byte) (*Manifest, error) {
 			return nil, fmt.Errorf("manifest %s: object %d %q is not an object of this checkpoint", m.ID, i, o.Key)
 		}
 	}
-	if m.Name != "" && (strings.ContainsAny(m.Name, "/\x00") || m.Name == "." || m.Name == "..") {
+	// gpurent before pushName recorded "push ." as "." (and ".." or "/"
+	// likewise): that names nothing, so it reads as no name instead of
+	// making every ls of the run fail.
+	if m.Name == "." || m.Name == ".." || m.Name == "/" {
+		m.Name = ""
+	}
+	if strings.ContainsAny(m.Name, "/\x00") {
 		return nil, fmt.Errorf("manifest %s: name %q is not a single file name", m.ID, m.Name)
 	}
 	if m.Files < 0 || m.Bytes < 0 {

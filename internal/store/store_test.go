@@ -671,6 +671,13 @@ func TestPushDotKeepsTheRunReadable(t *testing.T) {
 	if ms, err := st.List(ctx, "r"); err != nil || len(ms) != 1 {
 		t.Fatalf("ls after pushing .: %v, %v", ms, err)
 	}
+	// A manifest an older gpurent wrote with the name "." reads as unnamed.
+	corrupt(t, b, manifestKey("r", m.ID), func(d []byte) []byte {
+		return bytes.Replace(d, []byte(`"name": "`+m.Name+`"`), []byte(`"name": "."`), 1)
+	})
+	if ms, err := st.List(ctx, "r"); err != nil || len(ms) != 1 || ms[0].Name != "" {
+		t.Fatalf("ls of a manifest named \".\": %v, %v", ms, err)
+	}
 }
 
 func TestStoreWithin(t *testing.T) {
