@@ -675,7 +675,7 @@ func TestPushDotKeepsTheRunReadable(t *testing.T) {
 	corrupt(t, b, manifestKey("r", m.ID), func(d []byte) []byte {
 		return bytes.Replace(d, []byte(`"name": "`+m.Name+`"`), []byte(`"name": "."`), 1)
 	})
-	if ms, err := st.List(ctx, "r"); err != nil || len(ms) != 1 || ms[0].Name != "" {
+	if ms, err := New(b, Options{}).List(ctx, "r"); err != nil || len(ms) != 1 || ms[0].Name != "" {
 		t.Fatalf("ls of a manifest named \".\": %v, %v", ms, err)
 	}
 }
