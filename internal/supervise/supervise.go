@@ -211,7 +211,9 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		s.child.Store(0)
 		s.Metrics.childUp.Store(0)
 		if werr == nil {
-			s.cfg.Log("the command finished; uploading the newest checkpoint")
+			if s.cfg.Store != nil {
+				s.cfg.Log("the command finished; uploading the newest checkpoint")
+			}
 			s.finalUpload(ctx)
 			return Exit{Code: 0, Reason: "the command finished"}, nil
 		}
