@@ -49,6 +49,18 @@ func (s *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.bwlimit, "bwlimit", "", "cap uploads at this rate, e.g. 50MB/s, 50MiB/s or 400Mbit/s (default: no cap)")
 }
 
+// checkID refuses an --id that cannot be a checkpoint id before the store
+// is opened: a typo is bad input, not a store failure.
+func checkID(id string) error {
+	if id == "latest" {
+		return nil
+	}
+	if err := store.ValidID(id); err != nil {
+		return usagef("--id: %v", err)
+	}
+	return nil
+}
+
 // identityPath is the identity every command uses unless --identity names
 // one: $GPURENT_IDENTITY (set: true, the user chose it), else the default.
 // keygen writes there too, so that what it creates is what push and pull
@@ -299,10 +311,8 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			if id != "latest" {
-				if err := store.ValidID(id); err != nil {
-					return usagef("--id: %v", err)
-				}
+			if err := checkID(id); err != nil {
+				return err
 			}
 			if _, err := os.Lstat(a[0]); err == nil {
 				return usagef("pull: %s already exists; pull into a new path (nothing was changed)", a[0])
@@ -381,10 +391,8 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			if id != "latest" {
-				if err := store.ValidID(id); err != nil {
-					return usagef("--id: %v", err)
-				}
+			if err := checkID(id); err != nil {
+				return err
 			}
 			c, err := s.crypto(false)
 			if err != nil {
