@@ -113,7 +113,7 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			if len(argv) == 0 {
 				return usagef("no command: gpurent run [flags] -- CMD ARGS")
 			}
-			if dir := store.LocalDir(s.url); s.url != "" && store.Within(dir, ckptDir) {
+			if dir := store.LocalDir(s.url); store.Within(dir, ckptDir) {
 				return usagef("--store %s lies inside --ckpt-dir %s: every upload would look like a new checkpoint there; keep the store elsewhere", dir, ckptDir)
 			}
 			if keep < 0 {

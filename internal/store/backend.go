@@ -196,7 +196,6 @@ func azureAccount(u *url.URL, getenv func(string) string) string {
 	return ""
 }
 
-// parseStoreURL accepts a plain path as file://.
 // LocalDir is the directory of a store on this machine's file system (a
 // path or file:// URL), or "" for a remote store. The directory is
 // resolved through symlinks where it exists.
@@ -229,6 +228,7 @@ func Within(dir, path string) bool {
 	return dir == abs || strings.HasPrefix(dir, abs+string(filepath.Separator)) || abs == string(filepath.Separator)
 }
 
+// parseStoreURL accepts a plain path as file://.
 func parseStoreURL(raw string) (*url.URL, error) {
 	if raw == "" {
 		return nil, errors.New("no store: give --store URL (or set GPURENT_STORE)")
