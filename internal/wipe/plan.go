@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,7 +192,7 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		keep[abs] = true
 	}
 	keptBy := func(path string) string {
-		for k := range keep {
+		for _, k := range slices.Sorted(maps.Keys(keep)) {
 			if within(path, k) {
 				return k
 			}
