@@ -66,14 +66,7 @@ func TestDetector(t *testing.T) {
 	open := filepath.Join(dir, "d.pt")
 	write("d.pt", old)
 	d := &Detector{Dir: dir, Quiet: 5 * time.Second, OpenForWrite: func(p string) bool { return p == open }}
-	cs, err := d.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, c := range cs {
-		got[c.Name] = c.Complete
-	}
+	got := completeness(t, d)
 	want := map[string]bool{"a.pt": true, "c.pt": false, "d.pt": false}
 	for k, v := range want {
 		if got[k] != v {
@@ -92,6 +85,20 @@ func TestDetector(t *testing.T) {
 	if !procOpenForWrite(filepath.Join(dir, "e.pt")) || procOpenForWrite(filepath.Join(dir, "a.pt")) {
 		t.Error("procOpenForWrite")
 	}
+}
+
+// completeness is what d's scan says of each candidate: whole or not.
+func completeness(t *testing.T, d *Detector) map[string]bool {
+	t.Helper()
+	cs, err := d.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, c := range cs {
+		got[c.Name] = c.Complete
+	}
+	return got
 }
 
 // The Hugging Face Trainer's output directory: checkpoint-N/ is whole with
@@ -121,14 +128,7 @@ func TestDetectorHuggingFaceDir(t *testing.T) {
 		os.Chtimes(filepath.Join(dir, p), at(ago), at(ago))
 	}
 	d := &Detector{Dir: dir, Quiet: 5 * time.Second, OpenForWrite: func(string) bool { return false }}
-	cs, err := d.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, c := range cs {
-		got[c.Name] = c.Complete
-	}
+	got := completeness(t, d)
 	if len(got) != 2 || !got["checkpoint-200"] || got["checkpoint-300"] {
 		t.Fatalf("candidates %v: want checkpoint-200 whole, checkpoint-300 not, nothing else", got)
 	}
@@ -172,14 +172,7 @@ func TestDetectorDistributedCheckpointDir(t *testing.T) {
 		os.Chtimes(filepath.Dir(full), at, at)
 	}
 	d := &Detector{Dir: dir, Quiet: 5 * time.Second, OpenForWrite: func(string) bool { return false }}
-	cs, err := d.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, c := range cs {
-		got[c.Name] = c.Complete
-	}
+	got := completeness(t, d)
 	if len(got) != 2 || !got["step-100"] || got["step-200"] {
 		t.Fatalf("candidates %v: want step-100 whole, step-200 not, nothing else", got)
 	}
