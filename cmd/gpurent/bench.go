@@ -347,7 +347,7 @@ func nvmlIndex(busID string, cudaIndex int, g probe.GPUFacts) int {
 
 func readFacts(path string) (probe.Facts, error) {
 	var f probe.Facts
-	data, err := readFile(path)
+	data, err := readFile("--replay", path)
 	if err != nil {
 		return f, err
 	}

@@ -82,7 +82,7 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	p := &billing.Profile{}
 	var ix *yamlfile.Index
 	if t.profile != "" {
-		data, err := readFile(t.profile)
+		data, err := readFile("--profile", t.profile)
 		if err != nil {
 			return nil, nil, nil, opt, err
 		}
@@ -214,11 +214,12 @@ func placeProblems(file string, ix *yamlfile.Index, fromFlag map[string]bool, ps
 	return usageError{errors.New(strings.Join(msgs, "\n"))}
 }
 
-// readFile reads a file the user named; a missing one is bad usage.
-func readFile(path string) ([]byte, error) {
+// readFile reads a file the user named with flag; a missing one is bad
+// usage, and the message names the flag.
+func readFile(flag, path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usagef("%s: %v", flag, err)
 	}
 	return data, nil
 }

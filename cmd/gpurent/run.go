@@ -65,7 +65,7 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			var file runFile
 			var ix *yamlfile.Index
 			if config != "" {
-				data, err := readFile(config)
+				data, err := readFile("--config", config)
 				if err != nil {
 					return err
 				}
