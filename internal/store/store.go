@@ -467,6 +467,10 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 		return nil, err
 	}
 	parent := filepath.Dir(filepath.Clean(dest))
+	// Missing parents are made, as git clone makes them.
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("pull: %w", err)
+	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".gpurent-pull-")
 	if err != nil {
 		return nil, fmt.Errorf("pull: %w", err)

@@ -680,6 +680,22 @@ func TestPushDotKeepsTheRunReadable(t *testing.T) {
 	}
 }
 
+// pull makes the destination's missing parents.
+func TestPullMakesParents(t *testing.T) {
+	ctx := context.Background()
+	b := backends(t)["file"](t)
+	src := tree(t)
+	st := New(b, Options{})
+	if _, err := st.Push(ctx, src, "r"); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "a", "b", "out")
+	if _, err := st.Pull(ctx, "r", "", dest); err != nil {
+		t.Fatal(err)
+	}
+	same(t, src, dest)
+}
+
 func TestStoreWithin(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
