@@ -228,6 +228,9 @@ func writeWipePlan(w io.Writer, p *wipe.Plan) {
 			if it.Overwrite && it.Linked > 0 {
 				how += "; " + report.Count(it.Linked, "file") + " with other hard links: unlinked only"
 			}
+			if len(it.Keep) > 0 {
+				how += "; " + report.Count(len(it.Keep), "path") + " inside kept (see kept:)"
+			}
 			path := it.Path
 			if path == "" {
 				path = it.Image
