@@ -453,11 +453,25 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 	verify.Flags().BoolVar(&deep, "deep", false, "read every object, decrypt it and compare its SHA-256")
 	verify.Flags().StringVar(&id, "id", "latest", "only this checkpoint (default: all of the run)")
 
-	var keep int
+	var (
+		keep      int
+		dryRun    bool
+		removeAll bool
+	)
 	prune := &cobra.Command{
 		Use:   "prune",
 		Short: "Keep the newest N checkpoints of a run and delete the rest, and leftovers of killed pushes",
-		Args:  args(cobra.NoArgs),
+		Long: `prune keeps the newest --keep checkpoints of the run and deletes the older
+ones, each manifest first so that a checkpoint disappears whole, and the data
+of pushes killed before they committed (older than --grace: a younger one may
+still be uploading).
+
+--dry-run lists what would be deleted and deletes nothing. --keep 0 deletes
+every checkpoint of the run, so it also needs --unsafe-allow-remove-all (as
+restic's forget does): a slip of the keyboard must not empty a run.`,
+		Example: `  gpurent ckpt prune --store s3://bucket/ckpt --run exp1 --keep 3 --dry-run
+  gpurent ckpt prune --store s3://bucket/ckpt --run exp1 --keep 3`,
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err
@@ -465,11 +479,33 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if !cmd.Flags().Changed("keep") || keep < 0 {
 				return usagef("--keep N is required (N >= 0): how many of the newest checkpoints to keep")
 			}
+			if keep == 0 && !removeAll && !dryRun {
+				return usagef("--keep 0 deletes every checkpoint of run %s; add --unsafe-allow-remove-all if that is what you want (--dry-run shows them)", s.run)
+			}
 			st, _, closeFn, err := s.open(cmd.Context(), &store.Crypto{}, nil)
 			if err != nil {
 				return err
 			}
 			defer closeFn()
+			if dryRun {
+				p, err := st.PlanPrune(cmd.Context(), s.run, keep)
+				if err != nil {
+					return err
+				}
+				ids := []string{}
+				for _, m := range p.Checkpoints {
+					ids = append(ids, m.ID)
+				}
+				if g.output == report.JSON {
+					return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "dry_run": true, "would_delete": ids, "leftover_objects": len(p.Leftovers)})
+				}
+				for _, m := range p.Checkpoints {
+					fmt.Fprintf(g.stdout, "would delete %s  %s  %s\n", m.ID, m.Name, report.Bytes(m.Bytes))
+				}
+				fmt.Fprintf(g.stdout, "dry run: would keep the newest %d of run %s, delete %s and remove %s; nothing was deleted\n",
+					keep, s.run, report.Count(len(ids), "checkpoint"), report.Count(len(p.Leftovers), "leftover object"))
+				return nil
+			}
 			deleted, leftovers, err := st.Prune(cmd.Context(), s.run, keep)
 			if err != nil {
 				return err
@@ -483,11 +519,14 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			for _, d := range deleted {
 				fmt.Fprintf(g.stdout, "deleted %s\n", d)
 			}
-			fmt.Fprintf(g.stdout, "kept the newest %d of run %s; deleted %d; removed %d leftover objects\n", keep, s.run, len(deleted), leftovers)
+			fmt.Fprintf(g.stdout, "kept the newest %d of run %s; deleted %s; removed %s\n", keep, s.run,
+				report.Count(len(deleted), "checkpoint"), report.Count(leftovers, "leftover object"))
 			return nil
 		},
 	}
 	prune.Flags().IntVar(&keep, "keep", 0, "how many of the newest checkpoints to keep")
+	prune.Flags().BoolVarP(&dryRun, "dry-run", "n", false, "list what would be deleted and delete nothing")
+	prune.Flags().BoolVar(&removeAll, "unsafe-allow-remove-all", false, "let --keep 0 delete every checkpoint of the run")
 	runs := &cobra.Command{
 		Use:   "runs",
 		Short: "List the runs in the store, with their checkpoints and the newest one's time",

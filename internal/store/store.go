@@ -759,20 +759,44 @@ func (s *Store) checkFile(ctx context.Context, m *Manifest, e Entry) error {
 	return nil
 }
 
+// PrunePlan is what Prune(ctx, run, keep) would delete, deleting nothing:
+// the checkpoints beyond the newest keep, oldest first, and the data keys
+// of pushes that never committed and are older than the grace period. It is
+// how `ckpt prune --dry-run` shows a deletion before it is made.
+type PrunePlan struct {
+	Checkpoints []*Manifest
+	Leftovers   []string
+}
+
+// PlanPrune lists what a prune of run keeping the newest keep checkpoints
+// deletes.
+func (s *Store) PlanPrune(ctx context.Context, run string, keep int) (*PrunePlan, error) {
+	if keep < 0 {
+		return nil, fmt.Errorf("prune: --keep must be 0 or more, got %d", keep)
+	}
+	all, err := s.List(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	p := &PrunePlan{}
+	if len(all) > keep {
+		p.Checkpoints = all[:len(all)-keep]
+	}
+	if p.Leftovers, err = s.leftovers(ctx, run); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // Prune keeps the newest keep checkpoints of run and deletes the rest:
 // manifest first (the checkpoint disappears whole), then its objects. It
 // also removes leftovers of pushes that never committed.
 func (s *Store) Prune(ctx context.Context, run string, keep int) (deleted []string, leftovers int, err error) {
-	if keep < 0 {
-		return nil, 0, fmt.Errorf("prune: --keep must be 0 or more, got %d", keep)
-	}
-	all, err := s.List(ctx, run)
+	p, err := s.PlanPrune(ctx, run, keep)
 	if err != nil {
 		return nil, 0, err
 	}
-	for len(all) > keep {
-		m := all[0]
-		all = all[1:]
+	for _, m := range p.Checkpoints {
 		if err := s.b.Delete(ctx, manifestKey(run, m.ID)); err != nil && !IsNotFound(err) {
 			return deleted, 0, err
 		}
@@ -783,32 +807,55 @@ func (s *Store) Prune(ctx context.Context, run string, keep int) (deleted []stri
 		}
 		deleted = append(deleted, m.ID)
 	}
-	n, err := s.cleanLeftovers(ctx, run)
+	n, err := s.deleteKeys(ctx, p.Leftovers)
 	return deleted, n, err
 }
 
 // cleanLeftovers deletes data of checkpoints of run that never committed
 // and are older than the grace period.
 func (s *Store) cleanLeftovers(ctx context.Context, run string) (int, error) {
+	keys, err := s.leftovers(ctx, run)
+	if err != nil {
+		return 0, err
+	}
+	return s.deleteKeys(ctx, keys)
+}
+
+// deleteKeys deletes keys, counting those deleted; one already gone counts
+// as deleted, since a concurrent clean-up got there first.
+func (s *Store) deleteKeys(ctx context.Context, keys []string) (int, error) {
+	n := 0
+	for _, k := range keys {
+		if err := s.b.Delete(ctx, k); err != nil && !IsNotFound(err) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// leftovers lists the data keys of checkpoints of run that never committed
+// and are older than the grace period: the remains of a killed push.
+func (s *Store) leftovers(ctx context.Context, run string) ([]string, error) {
 	objs, err := s.b.List(ctx, runPrefix(run)+"data/")
 	if err != nil {
 		if IsNotFound(err) {
-			return 0, nil
+			return nil, nil
 		}
-		return 0, err
+		return nil, err
 	}
 	if len(objs) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	committed := map[string]bool{}
 	mans, err := s.b.List(ctx, runPrefix(run)+"manifests/")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, o := range mans {
 		committed[strings.TrimSuffix(strings.TrimPrefix(o.Key, runPrefix(run)+"manifests/"), ".json")] = true
 	}
-	n := 0
+	var keys []string
 	for _, o := range objs {
 		rest := strings.TrimPrefix(o.Key, runPrefix(run)+"data/")
 		id, _, _ := strings.Cut(rest, "/")
@@ -818,10 +865,7 @@ func (s *Store) cleanLeftovers(ctx context.Context, run string) (int, error) {
 		if t, ok := idTime(id); ok && s.opt.Grace > 0 && s.opt.Now().Sub(t) < s.opt.Grace {
 			continue // may still be uploading
 		}
-		if err := s.b.Delete(ctx, o.Key); err != nil && !IsNotFound(err) {
-			return n, err
-		}
-		n++
+		keys = append(keys, o.Key)
 	}
-	return n, nil
+	return keys, nil
 }

@@ -713,3 +713,69 @@ func TestStoreWithin(t *testing.T) {
 		}
 	}
 }
+
+// A prune plan names the oldest checkpoints beyond keep and the leftovers of
+// a killed push and deletes nothing; Prune then deletes exactly those, on
+// every backend.
+func TestPrune(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := open(t)
+			cr, _ := newCrypto(t)
+			src := t.TempDir()
+			for i := range 8 {
+				if err := os.WriteFile(filepath.Join(src, fmt.Sprintf("f%d", i)), bytes.Repeat([]byte{byte(i)}, 1000+i), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := New(b, Options{Crypto: cr, Grace: -1})
+			var ids []string
+			for range 3 {
+				m, err := s.Push(ctx, src, "r")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, m.ID)
+			}
+			killedPush(t, b, cr, src, "r", 2)
+			before, _ := b.List(ctx, "runs/r/")
+
+			p, err := s.PlanPrune(ctx, "r", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Checkpoints) != 2 || p.Checkpoints[0].ID != ids[0] || p.Checkpoints[1].ID != ids[1] {
+				t.Fatalf("plan deletes %v, want the two oldest of %v", p.Checkpoints, ids)
+			}
+			if len(p.Leftovers) != 2 {
+				t.Errorf("plan removes %d leftovers, want the killed push's 2", len(p.Leftovers))
+			}
+			if after, _ := b.List(ctx, "runs/r/"); len(after) != len(before) {
+				t.Fatalf("planning deleted objects: %d before, %d after", len(before), len(after))
+			}
+
+			deleted, n, err := s.Prune(ctx, "r", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(deleted) != 2 || deleted[0] != ids[0] || deleted[1] != ids[1] || n != 2 {
+				t.Errorf("prune deleted %v and %d leftovers, want %v and 2", deleted, n, ids[:2])
+			}
+			list, _ := s.List(ctx, "r")
+			if len(list) != 1 || list[0].ID != ids[2] {
+				t.Fatalf("after prune the run holds %v, want only %s", list, ids[2])
+			}
+			data, _ := b.List(ctx, "runs/r/data/")
+			if len(data) != len(list[0].Objects) {
+				t.Errorf("%d data objects left, want the kept checkpoint's %d", len(data), len(list[0].Objects))
+			}
+			if _, probs, err := s.Verify(ctx, "r", ids[2], true); err != nil || len(probs) != 0 {
+				t.Errorf("kept checkpoint damaged: %v %v", probs, err)
+			}
+			if _, err := s.PlanPrune(ctx, "r", -1); err == nil {
+				t.Error("a negative keep was accepted")
+			}
+		})
+	}
+}
