@@ -148,7 +148,7 @@ func (d *Detector) Scan() ([]Candidate, error) {
 			}
 		}
 		if c.Complete && (c.Kind == "file" || c.Kind == "dir") && now().Sub(c.ModTime) < d.Quiet {
-			c.Complete, c.Why = false, "modified within the quiet period"
+			c.Complete, c.Why = false, whyRecent
 		}
 		if c.Complete && c.Kind == "dir" && d.Glob == "" {
 			// A plain directory is whole only by quietness; that is weaker,
@@ -160,6 +160,9 @@ func (d *Detector) Scan() ([]Candidate, error) {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ModTime.After(out[j].ModTime) })
 	return out, nil
 }
+
+// whyRecent is the Why of a candidate complete but for its quiet period.
+const whyRecent = "modified within the quiet period"
 
 // Newest is the newest complete candidate, or false.
 func (d *Detector) Newest() (Candidate, bool, error) {

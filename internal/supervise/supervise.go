@@ -240,9 +240,18 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 			}
 			return Exit{Code: 1, Reason: reason}, nil
 		}
-		s.cfg.Log("the command failed (%v); restart %d in %v", werr, restarts, backoff)
+		wait := backoff
+		if c, d := s.untilQuiet(); d > wait {
+			// A checkpoint written just before the crash would count only
+			// after its quiet period: restarting sooner would resume from
+			// an older one (or the beginning) and redo the work.
+			wait = d
+			s.cfg.Log("the command failed (%v); restart %d in %v, once %s has been quiet for %v", werr, restarts, wait.Round(time.Millisecond), c.Name, s.det.Quiet)
+		} else {
+			s.cfg.Log("the command failed (%v); restart %d in %v", werr, restarts, backoff)
+		}
 		select {
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			return Exit{Code: 137, Reason: "abandoned"}, ctx.Err()
 		case sig := <-stop:
@@ -280,6 +289,19 @@ func (s *Supervisor) resumePoint() string {
 		}
 	}
 	return s.pulled
+}
+
+// untilQuiet is how long until the newest candidate, complete but for its
+// quiet period, counts as complete; 0 when there is none. The quiet period
+// tells a checkpoint still being written from a finished one; waiting it out
+// once before a restart is cheaper than resuming from an older checkpoint.
+func (s *Supervisor) untilQuiet() (Candidate, time.Duration) {
+	cs, _ := s.det.Scan()
+	if len(cs) == 0 || cs[0].Complete || cs[0].Why != whyRecent {
+		return Candidate{}, 0
+	}
+	// A little past the boundary, so the next scan finds it complete.
+	return cs[0], s.det.Quiet - time.Since(cs[0].ModTime) + 20*time.Millisecond
 }
 
 func (s *Supervisor) commitCount() int {

@@ -419,6 +419,34 @@ func TestCrashLoopStops(t *testing.T) {
 	}
 }
 
+// A command that dies right after writing a checkpoint is restarted from
+// that checkpoint, not an older one, though its quiet period had not passed
+// when the command died.
+func TestRestartWaitsForTheNewestCheckpoint(t *testing.T) {
+	h := newHarness(t)
+	setTrainerEnv(t, 3, "0", 12)
+	t.Setenv("FAKE_CRASH_AFTER", "10")
+	t.Setenv("FAKE_LOG", h.log)
+	cfg := h.config(t.TempDir(), h.b)
+	cfg.Quiet = 1500 * time.Millisecond
+	var mu sync.Mutex
+	var lines []string
+	cfg.Log = func(f string, a ...any) { mu.Lock(); lines = append(lines, fmt.Sprintf(f, a...)); mu.Unlock() }
+	sup, _ := New(cfg)
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 0 {
+		t.Fatalf("%+v %v", ex, err)
+	}
+	if got := h.resumeSteps(); len(got) != 2 || got[0] != 0 || got[1] != 10 {
+		t.Errorf("resumed from steps %v, want [0 10]: %v", got, h.resumes())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(lines, "\n"); !strings.Contains(got, "once ckpt-000010.bin has been quiet for 1.5s") {
+		t.Errorf("the wait was not said:\n%s", got)
+	}
+}
+
 func TestStopSignalForwarded(t *testing.T) {
 	h := newHarness(t)
 	setTrainerEnv(t, 2, "0", 100000)

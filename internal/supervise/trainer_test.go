@@ -19,7 +19,8 @@ import (
 // checking the checkpoint byte for byte; takes steps; every FAKE_EVERY steps
 // writes a checkpoint of about a MB to a temporary name, sometimes slowly,
 // and renames it into place; checkpoints at once on SIGUSR1; crashes at
-// random with FAKE_CRASH probability per step; exits 0 at FAKE_STEPS.
+// random with FAKE_CRASH probability per step, and on its first run right
+// after the checkpoint of step FAKE_CRASH_AFTER; exits 0 at FAKE_STEPS.
 // Each resume is logged to FAKE_LOG as "resume STEP" (or "corrupt").
 func fakeTrainer() {
 	env := func(k string, def int) int {
@@ -87,6 +88,9 @@ func fakeTrainer() {
 		step++
 		if step%every == 0 {
 			write()
+			if step == env("FAKE_CRASH_AFTER", -1) && os.Getenv("GPURENT_RESTART_COUNT") == "0" {
+				os.Exit(3) // dies right after a checkpoint, on the first run
+			}
 		}
 		if rng.Float64() < crash {
 			os.Exit(3)
