@@ -151,6 +151,19 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.Metrics.started = time.Now()
+	if c, d := s.untilQuiet(); d > 0 {
+		// Written moments ago (by a run gpurent did not see end): it
+		// counts once quiet, and deciding before would pull or resume
+		// from an older checkpoint.
+		s.cfg.Log("%s was modified %v ago: waiting until it has been quiet for %v", c.Name, time.Since(c.ModTime).Round(time.Millisecond), s.det.Quiet)
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return Exit{Code: 137, Reason: "abandoned"}, ctx.Err()
+		case sig := <-stop:
+			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v before the command started", sig)}, nil
+		}
+	}
 	if err := s.resume(ctx); err != nil {
 		return Exit{Code: 1}, err
 	}

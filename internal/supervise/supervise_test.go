@@ -447,6 +447,35 @@ func TestRestartWaitsForTheNewestCheckpoint(t *testing.T) {
 	}
 }
 
+// At start, a checkpoint written moments ago (gpurent killed and started
+// again) is waited for, not passed over for an older one in the store.
+func TestStartWaitsForAFreshCheckpoint(t *testing.T) {
+	h := newHarness(t)
+	setTrainerEnv(t, 4, "0", 12)
+	t.Setenv("FAKE_LOG", h.log)
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(1, 2))
+	old := filepath.Join(t.TempDir(), "ckpt-000005.bin")
+	if err := os.WriteFile(old, checkpointBytes(5, rng), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store(h.b).Push(context.Background(), old, "trial"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ckpt-000010.bin"), checkpointBytes(10, rng), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.config(dir, h.b)
+	cfg.Quiet = time.Second
+	sup, _ := New(cfg)
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatalf("%+v %v", ex, err)
+	}
+	if got := h.resumeSteps(); len(got) != 1 || got[0] != 10 {
+		t.Errorf("resumed from steps %v, want [10]: %v", got, h.resumes())
+	}
+}
+
 func TestStopSignalForwarded(t *testing.T) {
 	h := newHarness(t)
 	setTrainerEnv(t, 2, "0", 100000)
