@@ -412,7 +412,18 @@ func paint(s string, color bool) string {
 }
 
 func writeBench(w io.Writer, r *bench.Report, color bool) error {
-	return writeChecks(w, r.Checks, r.Verdict, color, true)
+	if err := writeChecks(w, r.Checks, r.Verdict, color, true); err != nil {
+		return err
+	}
+	for _, c := range r.Checks {
+		if c.ID == "gpu.present" && c.Status == bench.Skip {
+			// A container started without GPU access passes every host
+			// check; the verdict alone would read as "the GPU is fine".
+			_, err := fmt.Fprintln(w, "(the host only: no GPU was found, so none was checked; --expect MODEL or --expect-gpus N makes that a failure)")
+			return err
+		}
+	}
+	return nil
 }
 
 // writeChecks prints checks as a table, the advice of those that are not
