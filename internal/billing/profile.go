@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
@@ -92,7 +93,7 @@ func (p *Profile) Validate() []yamlfile.Problem {
 	case !hoursOK:
 		bad("compute_hours", "want a positive number of hours, got %v", p.ComputeHours)
 	case p.SpanDays >= 1 && p.ComputeHours > float64(p.SpanDays)*24:
-		bad("compute_hours", "%v h do not fit in span_days %d (%d h)", p.ComputeHours, p.SpanDays, p.SpanDays*24)
+		bad("compute_hours", "%v h do not fit in a span of %s (%d h)", p.ComputeHours, report.Count(p.SpanDays, "day"), p.SpanDays*24)
 	}
 	if p.GPUs < 1 {
 		bad("gpus", "want at least 1 GPU, got %d", p.GPUs)

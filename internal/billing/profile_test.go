@@ -37,7 +37,7 @@ func TestParseProfileBad(t *testing.T) {
 	for _, tc := range []struct{ old, new, want string }{
 		{"compute_hours: 300", "compute_hours: 0", "task.yaml:3: compute_hours: want a positive number of hours"},
 		{"compute_hours: 300", "compute_hours: .nan", "task.yaml:3: compute_hours: want a positive number of hours"},
-		{"compute_hours: 300", "compute_hours: 800", "task.yaml:3: compute_hours: 800 h do not fit in span_days 30 (720 h)"},
+		{"compute_hours: 300", "compute_hours: 800", "task.yaml:3: compute_hours: 800 h do not fit in a span of 30 days (720 h)"},
 		{"starts: 10", "starts: -1", "task.yaml:5: starts: want at least 1 start"},
 		// A zero the user wrote is refused, not taken for "left out".
 		{"starts: 10", "starts: 0", "task.yaml:5: starts: want at least 1 start, got 0"},

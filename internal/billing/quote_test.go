@@ -305,7 +305,7 @@ func TestProfileValidateOneErrorPerMistake(t *testing.T) {
 	}{
 		{Profile{ComputeHours: -1}, []string{"compute_hours: want a positive number of hours, got -1"}},
 		{Profile{ComputeHours: 5, SpanDays: -2}, []string{"span_days: want at least 1 day, got -2"}},
-		{Profile{ComputeHours: 50, SpanDays: 1}, []string{"compute_hours: 50 h do not fit in span_days 1 (24 h)"}},
+		{Profile{ComputeHours: 50, SpanDays: 1}, []string{"compute_hours: 50 h do not fit in a span of 1 day (24 h)"}},
 		{Profile{ComputeHours: 0, SpanDays: -1}, []string{"compute_hours: want a positive number of hours, got 0", "span_days: want at least 1 day, got -1"}},
 	} {
 		c.p.Defaults(nil)
