@@ -39,7 +39,7 @@ Exit codes: 0 pass or warn, 3 fail, 2 bad usage.`,
 		Example: `  gpurent audit
   gpurent audit --data /mnt/datasets -o json > audit.json
   gpurent audit --since 2h`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err

@@ -63,7 +63,7 @@ judges saved facts anywhere, without a GPU.`,
   gpurent bench --expect "H100 SXM" --expect-gpus 8
   gpurent bench --record facts.json -o json > report.json
   gpurent bench --replay facts.json --expect "A100 80GB SXM"`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err
@@ -476,7 +476,7 @@ func newBenchHistory(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "Past bench runs side by side, newest last",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err

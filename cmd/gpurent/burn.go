@@ -20,7 +20,7 @@ func newBurn() *cobra.Command {
 		Use:    "burn",
 		Short:  "Keep a GPU busy (a simulated co-tenant for scripts/gpu-check.sh)",
 		Hidden: true,
-		Args:   args(cobra.NoArgs),
+		Args:   args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := units.ParseDuration(duration)
 			if err != nil || d <= 0 {

@@ -20,7 +20,7 @@ func newCatalog(g *globals) *cobra.Command {
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List offers (the embedded catalog with any --catalog files merged over it)",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err
@@ -114,7 +114,7 @@ func newCatalog(g *globals) *cobra.Command {
 	def := &cobra.Command{
 		Use:   "default",
 		Short: "Print the embedded catalog, to start your own from",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := g.stdout.Write(catalog.DefaultYAML())
 			return err

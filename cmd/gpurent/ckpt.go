@@ -215,7 +215,7 @@ func newKeygen(g *globals) *cobra.Command {
 		Long: `keygen writes a new age X25519 identity (mode 0600) and prints its recipient, the
 public key push encrypts to. Keep the identity off the rented machine when you can:
 push needs only the recipient (--recipient or GPURENT_RECIPIENT); pull needs the identity.`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				out, _ = identityPath()
@@ -348,7 +348,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List the committed checkpoints of a run",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err
@@ -386,7 +386,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 	verify := &cobra.Command{
 		Use:   "verify",
 		Short: "Check that checkpoints are whole (--deep: read, decrypt and hash every byte)",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err
@@ -471,7 +471,7 @@ every checkpoint of the run, so it also needs --unsafe-allow-remove-all (as
 restic's forget does): a slip of the keyboard must not empty a run.`,
 		Example: `  gpurent ckpt prune --store s3://bucket/ckpt --run exp1 --keep 3 --dry-run
   gpurent ckpt prune --store s3://bucket/ckpt --run exp1 --keep 3`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err
@@ -530,7 +530,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 	runs := &cobra.Command{
 		Use:   "runs",
 		Short: "List the runs in the store, with their checkpoints and the newest one's time",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err

@@ -67,14 +67,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitFailure
 }
 
-// args wraps a cobra argument check so that its failure exits 2.
+// args wraps a cobra argument check so that its failure exits 2 and shows
+// the command's usage line, which says what arguments it takes.
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {
-			return usageError{err}
+			return usageError{fmt.Errorf("%w (usage: %s)", err, cmd.UseLine())}
 		}
 		return nil
 	}
+}
+
+// noArgs refuses arguments with a sentence that names them; cobra's NoArgs
+// calls a stray word an unknown command, which misleads when it was meant
+// as a value ("gpurent quote H100" for --gpu H100).
+func noArgs(cmd *cobra.Command, a []string) error {
+	if len(a) > 0 {
+		name := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+		return fmt.Errorf("%s takes no arguments, got %q; a value goes after its flag, as in --FLAG %s", name, strings.Join(a, " "), a[0])
+	}
+	return nil
 }
 
 // globals are the flags every command shares.

@@ -92,6 +92,8 @@ func TestExitCodes(t *testing.T) {
 		{"bad deadline", []string{"plan", "--hours", "1", "--deadline", "soon"}, 2, "--deadline: want a positive duration"},
 		{"bad trials", []string{"plan", "--hours", "1", "--trials", "0"}, 2, "--trials: want 1 to 10000000"},
 		{"hours beyond span", []string{"quote", "--hours", "100", "--days", "1"}, 2, "--hours: 100 h do not fit in a span of 1 day"},
+		{"a value without its flag", []string{"quote", "H100", "--hours", "1"}, 2, `quote takes no arguments, got "H100"; a value goes after its flag, as in --FLAG H100 (usage: gpurent quote [flags])`},
+		{"push without a path", []string{"ckpt", "push", "--store", dir}, 2, "accepts 1 arg(s), received 0 (usage: gpurent ckpt push PATH [flags])"},
 		{"inference without tokens", []string{"plan", "--inference"}, 2, "--tokens-per-day: required"},
 		{"bench expecting a GPU on a machine without one", []string{"bench", "--no-history", "--duration", "1s", "--disk-mb", "0", "--expect", "H100 SXM"}, 3, ""},
 		{"bench unknown model", []string{"bench", "--expect", "TPU v5"}, 2, `--expect: no GPU in the datasheet table matches "TPU v5"`},

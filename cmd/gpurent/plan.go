@@ -44,7 +44,7 @@ and prints the tokens per day above which renting pays.`,
   gpurent plan --gpu H100 --hours 300 --interruptible --interruptions-per-day 1.5 \
       --ckpt-every 30m --ckpt-write 1m --ckpt-restart 5m --deadline 15d
   gpurent plan --inference --model 70B --gpu H100 --tokens-per-day 50000000`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err

@@ -25,7 +25,7 @@ real total it leaves out. A fee no source confirmed is computed as 0 and named.`
 		Example: `  gpurent quote --gpu "RTX 4090" --hours 300
   gpurent quote --gpu H100 --gpus 8 --hours 200 --days 30 --starts 10 --disk 500 --egress 200
   gpurent quote --profile task.yaml --currency CNY -o json`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err
