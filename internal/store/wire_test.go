@@ -144,6 +144,8 @@ func TestS3WithoutStreamingChecksums(t *testing.T) {
 			if !bytes.Equal(got, big) {
 				t.Fatal("pulled model.pt differs")
 			}
+			strict.mu.Lock()
+			defer strict.mu.Unlock()
 			if len(strict.refused) > 0 {
 				t.Errorf("refused on pull: %v", strict.refused)
 			}
