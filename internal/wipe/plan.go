@@ -91,6 +91,9 @@ type Env struct {
 	UID    int
 	Lookup func(string) (string, bool)
 	Docker func(ctx context.Context, args ...string) ([]byte, error)
+	// Holders lists the paths running programs use (nil: read /proc,
+	// leaving gpurent itself out).
+	Holders func() []Holder
 }
 
 // Options choose what goes beyond the defaults.
@@ -244,16 +247,26 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	for _, h := range histories(e.Home) {
 		cands = append(cands, Item{Kind: History, What: h[1], Path: h[0]})
 	}
+	if e.Holders == nil {
+		e.Holders = func() []Holder { return procHolders("/proc", os.Getpid()) }
+	}
+	holders := e.Holders()
 	for _, it := range tempItems(e) {
+		named := slices.ContainsFunc(cands, func(c Item) bool { return c.Path == it.Path })
 		switch {
 		case within(e.Cwd, it.Path):
 			p.Kept = append(p.Kept, it.Path+" (holds the working directory)")
 		case e.Exe != "" && within(e.Exe, it.Path):
 			p.Kept = append(p.Kept, it.Path+" (holds gpurent itself)")
-		case tab.IsMountPoint(it.Path) && !slices.ContainsFunc(cands, func(c Item) bool { return c.Path == it.Path }):
+		case tab.IsMountPoint(it.Path) && !named:
 			// Someone mounted a file system here (a data disk, a network
 			// volume): that is not a temp file.
 			p.Kept = append(p.Kept, it.Path+" (a file system mounted in a temp directory, not a temp file; name it to wipe it)")
+		case len(usedBy(it.Path, holders)) > 0 && !named:
+			// A running program's socket, session or working files (an
+			// editor's server, a notebook kernel, the shell the user
+			// works in): removing them breaks it mid-session.
+			p.Kept = append(p.Kept, it.Path+" (in use by "+describeHolders(usedBy(it.Path, holders))+"; name it to wipe it anyway)")
 		default:
 			cands = append(cands, it)
 		}
@@ -285,6 +298,9 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			} else {
 				p.Kept = append(p.Kept, k+" (a file system mounted inside "+it.Path+": not entered; name it to wipe it)")
 			}
+		}
+		if hs := usedBy(it.Path, holders); len(hs) > 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s is in use by %s: what it writes after the wipe stays; stop it first", it.Path, describeHolders(hs)))
 		}
 		p.Items = append(p.Items, it)
 		p.Bytes += it.Bytes

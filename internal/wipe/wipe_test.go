@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -716,5 +718,81 @@ func TestCheckpointDirsFoundInsideItems(t *testing.T) {
 	sort.Strings(got)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("checkpoint directories %v, want %v", got, want)
+	}
+}
+
+// procHolders reads cwd, exe and fd links, names socket fds by their path,
+// and leaves out itself and deleted files.
+func TestProcHolders(t *testing.T) {
+	proc := t.TempDir()
+	link := func(target, name string) {
+		t.Helper()
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(proc, name)), 0o755))
+		must(t, os.Symlink(target, filepath.Join(proc, name)))
+	}
+	put(t, proc+"/100/comm", "jupyter-lab\n", 0o644)
+	link("/tmp/nb", "100/cwd")
+	link("/usr/bin/python3", "100/exe")
+	link("/tmp/data/x.bin", "100/fd/3")
+	link("socket:[555]", "100/fd/4")
+	link("socket:[556]", "100/fd/5") // unbound: no path
+	link("/tmp/gone (deleted)", "100/fd/6")
+	link("pipe:[7]", "100/fd/7")
+	put(t, proc+"/200/comm", "gpurent\n", 0o644)
+	link("/tmp/self", "200/cwd")
+	put(t, proc+"/net/unix", "Num       RefCount Protocol Flags    Type St Inode Path\n"+
+		"0000000000000000: 00000002 00000000 00010000 0001 01 555 /tmp/vscode-ipc/sock\n"+
+		"0000000000000000: 00000002 00000000 00010000 0001 01 556\n", 0o644)
+	var got []string
+	for _, h := range procHolders(proc, 200) {
+		got = append(got, h.String()+" "+h.Path)
+	}
+	sort.Strings(got)
+	want := []string{"PID 100 (jupyter-lab) /tmp/data/x.bin", "PID 100 (jupyter-lab) /tmp/nb", "PID 100 (jupyter-lab) /tmp/vscode-ipc/sock", "PID 100 (jupyter-lab) /usr/bin/python3"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("holders:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if procHolders(filepath.Join(proc, "none"), 0) != nil {
+		t.Error("no /proc gave holders")
+	}
+}
+
+// A temp entry a running program uses (its working directory, an open
+// file) is kept and said to be in use; named, it is planned with a warning.
+func TestTempInUseIsKept(t *testing.T) {
+	b := newBox(t)
+	busy := b.root + "/tmp/busy"
+	put(t, busy+"/state", "a session's state", 0o644)
+	sleep := exec.Command("sleep", "60")
+	sleep.Dir = busy
+	if err := sleep.Start(); err != nil {
+		t.Skipf("no sleep: %v", err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	free := b.root + "/tmp/free.log"
+	put(t, free, "nobody holds this", 0o644)
+
+	p, err := Make(context.Background(), b.env(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := strings.Join(p.Kept, "\n")
+	if !strings.Contains(kept, busy+" (in use by PID "+strconv.Itoa(sleep.Process.Pid)+" (sleep); name it to wipe it anyway)") {
+		t.Errorf("kept:\n%s", kept)
+	}
+	if itemAt(p, busy).Path != "" {
+		t.Error("a temp directory in use is in the plan")
+	}
+	if itemAt(p, free).Path == "" || itemAt(p, b.root+"/tmp/mine.tmp").Path == "" {
+		t.Errorf("temp files nobody else holds are missing: %v", paths(p, b.base))
+	}
+
+	// Named, it is the user's call: planned, with a warning.
+	p, err = Make(context.Background(), b.env(), Options{Data: []string{busy}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if itemAt(p, busy).Path == "" || !strings.Contains(strings.Join(p.Warnings, "\n"), busy+" is in use by PID "+strconv.Itoa(sleep.Process.Pid)+" (sleep): what it writes after the wipe stays") {
+		t.Errorf("named busy dir: items %v, warnings %v", paths(p, b.base), p.Warnings)
 	}
 }
