@@ -7,10 +7,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpurent/gpurent/internal/procfs"
 )
 
 // Listener is a socket waiting for connections (TCP) or datagrams (UDP).
@@ -129,33 +130,12 @@ type owner struct {
 // fd links in /proc; other users' fds are unreadable without root.
 func socketOwners(e Env) map[uint64]owner {
 	out := map[uint64]owner{}
-	ents, _ := os.ReadDir(e.path("proc"))
-	for _, d := range ents {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		dir := e.path(fmt.Sprintf("proc/%d/fd", pid))
-		fds, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		var name string
-		for _, fd := range fds {
-			link, err := os.Readlink(filepath.Join(dir, fd.Name()))
-			if err != nil || !strings.HasPrefix(link, "socket:[") {
-				continue
-			}
-			ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]"), 10, 64)
-			if err != nil {
-				continue
-			}
-			if name == "" {
-				b, _ := os.ReadFile(e.path(fmt.Sprintf("proc/%d/comm", pid)))
-				name = strings.TrimSpace(string(b))
-			}
-			if _, ok := out[ino]; !ok {
-				out[ino] = owner{pid: pid, name: name}
+	for _, p := range procfs.Processes(e.path("proc")) {
+		for _, fd := range p.FDs {
+			if ino, ok := procfs.SocketInode(fd); ok {
+				if _, seen := out[ino]; !seen {
+					out[ino] = owner{pid: p.PID, name: p.Comm}
+				}
 			}
 		}
 	}

@@ -1,12 +1,10 @@
 package wipe
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/gpurent/gpurent/internal/procfs"
 )
 
 // Holder is a running process that uses a path: a file it holds open, its
@@ -20,63 +18,28 @@ type Holder struct {
 func (h Holder) String() string { return fmt.Sprintf("PID %d (%s)", h.PID, h.Comm) }
 
 // procHolders lists the paths that running processes other than self hold,
-// from proc (/proc): each process's cwd, exe and fd links, with socket
-// fds named by the path /proc/net/unix gives their inode. Processes it may
-// not read (another user's, without privilege) are left out; so is a file
-// already deleted. Off Linux there is no /proc and the list is empty.
+// from proc (/proc): each process's cwd, exe and fd links, with socket fds
+// named by the path they are bound to. Processes it may not read (another
+// user's, without privilege) are left out; so is a file already deleted.
 func procHolders(proc string, self int) []Holder {
-	ents, err := os.ReadDir(proc)
-	if err != nil {
-		return nil
-	}
-	sockets := unixSockets(filepath.Join(proc, "net", "unix"))
+	sockets := procfs.UnixSockets(proc)
 	var out []Holder
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
+	for _, p := range procfs.Processes(proc) {
+		if p.PID == self {
 			continue
 		}
-		dir := filepath.Join(proc, e.Name())
-		comm, _ := os.ReadFile(filepath.Join(dir, "comm"))
-		add := func(p string) {
-			if strings.HasPrefix(p, "/") && !strings.HasSuffix(p, " (deleted)") {
-				out = append(out, Holder{Path: p, PID: pid, Comm: strings.TrimSpace(string(comm))})
+		add := func(path string) {
+			if strings.HasPrefix(path, "/") && !strings.HasSuffix(path, " (deleted)") {
+				out = append(out, Holder{Path: path, PID: p.PID, Comm: p.Comm})
 			}
 		}
-		for _, l := range []string{"cwd", "exe"} {
-			if p, err := os.Readlink(filepath.Join(dir, l)); err == nil {
-				add(p)
+		add(p.Cwd)
+		add(p.Exe)
+		for _, fd := range p.FDs {
+			if inode, ok := procfs.SocketInode(fd); ok {
+				fd = sockets[inode]
 			}
-		}
-		fds, _ := os.ReadDir(filepath.Join(dir, "fd"))
-		for _, fd := range fds {
-			p, err := os.Readlink(filepath.Join(dir, "fd", fd.Name()))
-			if err != nil {
-				continue
-			}
-			if inode, ok := strings.CutPrefix(p, "socket:["); ok {
-				p = sockets[strings.TrimSuffix(inode, "]")]
-			}
-			add(p)
-		}
-	}
-	return out
-}
-
-// unixSockets maps the inode of each bound unix socket to its path, from
-// /proc/net/unix ("Num RefCount Protocol Flags Type St Inode Path").
-func unixSockets(path string) map[string]string {
-	out := map[string]string{}
-	f, err := os.Open(path)
-	if err != nil {
-		return out
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 8 && strings.HasPrefix(fields[7], "/") {
-			out[fields[6]] = fields[7]
+			add(fd)
 		}
 	}
 	return out
