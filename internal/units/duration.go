@@ -103,5 +103,10 @@ func ParseRate(s string) (float64, error) {
 	if bits {
 		mult /= 8
 	}
-	return v * mult, nil
+	// A huge mantissa times its unit overflows to +Inf, and a rate under a
+	// byte a second would stall an upload for good: neither is a cap.
+	if r := v * mult; r >= 1 && !math.IsInf(r, 0) {
+		return r, nil
+	}
+	return 0, fmt.Errorf("rate %q: want from 1 B/s to a finite rate, such as 50MB/s, 50MiB/s or 400Mbit/s", s)
 }

@@ -1,6 +1,7 @@
 package units
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -75,9 +76,23 @@ func TestParseRate(t *testing.T) {
 			t.Errorf("%s: %v %v, want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "fast", "-5MB/s", "0", "MB/s", "5XB/s", "Inf"} {
+	for _, bad := range []string{"", "fast", "-5MB/s", "0", "MB/s", "5XB/s", "Inf", "1e308GB/s", "0.5B/s", "4bit/s"} {
 		if _, err := ParseRate(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+}
+
+// Any text is read without a panic, and an accepted rate is a usable cap:
+// finite and at least a byte a second.
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"50MB/s", "50MiB/s", "400Mbit/s", "400Mbps", "2GB", "1e308GB/s", "0x1p-1074B", "NaN", " 1 /s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRate(s)
+		if err == nil && (r < 1 || math.IsInf(r, 0) || math.IsNaN(r)) {
+			t.Fatalf("%q gave %v", s, r)
+		}
+	})
 }
