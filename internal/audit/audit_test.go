@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -323,4 +324,36 @@ func TestParseAuthKeyFingerprint(t *testing.T) {
 	if !strings.HasPrefix(k.Fingerprint, "SHA256:") || len(k.Fingerprint) != 7+43 {
 		t.Fatalf("fingerprint %q", k.Fingerprint)
 	}
+}
+
+// Any /proc/net table is read without a panic, and every listener it gives
+// has an address that parses and a port that fits.
+func FuzzParseSockets(f *testing.F) {
+	f.Add("tcp", "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"+
+		"   0: 00000000:0B06 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 12345 1 0000000000000000 100 0 0 10 0\n")
+	f.Add("tcp6", "h\n   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 0:0 0:0 0 1000 0 777\n")
+	f.Add("udp", "h\n   0: 0100007F:0035 00000000:0000 07 0:0 0:0 0 0 0 1\n")
+	f.Add("udp", "h\n 0: zz:0035 00000000:FFFFF 07 0 0 0 x 0 y\n")
+	f.Fuzz(func(t *testing.T, proto, table string) {
+		for _, l := range parseSockets(proto, table) {
+			if _, err := netip.ParseAddr(l.Addr); err != nil || l.Port < 0 || l.Port > 65535 {
+				t.Fatalf("listener %+v", l)
+			}
+		}
+	})
+}
+
+// Any authorized_keys line is read without a panic; a key found has a
+// key type and a SHA-256 fingerprint.
+func FuzzParseAuthKey(f *testing.F) {
+	f.Add("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG me@laptop")
+	f.Add(`command="echo a,b",no-pty ssh-rsa AAAAB3NzaC1yc2E= ops`)
+	f.Add("# comment")
+	f.Add("ssh-ed25519 !!!notbase64")
+	f.Fuzz(func(t *testing.T, line string) {
+		k, ok := parseAuthKey(line)
+		if ok && (!keyType(k.Type) || !strings.HasPrefix(k.Fingerprint, "SHA256:")) {
+			t.Fatalf("%q gave %+v", line, k)
+		}
+	})
 }

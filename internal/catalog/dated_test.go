@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -60,4 +61,25 @@ func TestEmbeddedPriceDates(t *testing.T) {
 	if dated < len(c.Offers)*3/4 {
 		t.Errorf("only %d of %d offers read as dated", dated, len(c.Offers))
 	}
+}
+
+// Any as_of text is read without a panic, and a date found in it is a real
+// day of a year the text states.
+func FuzzStatedDate(f *testing.F) {
+	for _, s := range []string{"2026-09-20", "c. 2026-10", "2025-Q4", "2026-09-20/25", "OD feed published 2026-08-06; spot snapshot 2026-08-11",
+		"2026-02-30", "2026-13", "9999-Q4", "catalog undated", "2026-00-10"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := statedDate(s)
+		if !ok {
+			return
+		}
+		if y := d.Format("2006"); !strings.Contains(s, y+"-") {
+			t.Fatalf("%q gave %s, a year it does not state", s, d.Format(time.DateOnly))
+		}
+		if d.Hour() != 0 || d.Location() != time.UTC {
+			t.Fatalf("%q gave %v, not a UTC day", s, d)
+		}
+	})
 }

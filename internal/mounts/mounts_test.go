@@ -3,6 +3,7 @@ package mounts
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -47,4 +48,18 @@ func TestFindAndJudge(t *testing.T) {
 	if _, _, ok := tab.Encryption(Mount{Source: "overlay"}); ok {
 		t.Error("an overlay's disk cannot be known")
 	}
+}
+
+// Any mount-table field unescapes without a panic, never grows, and is
+// left as it is when it holds no backslash.
+func FuzzUnescape(f *testing.F) {
+	for _, s := range []string{`/mnt/my\040disk`, `\134`, `\0`, `\777`, `a\`, `/plain/path`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u := Unescape(s)
+		if len(u) > len(s) || (!strings.Contains(s, `\`) && u != s) {
+			t.Fatalf("%q unescaped to %q", s, u)
+		}
+	})
 }
