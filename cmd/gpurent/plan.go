@@ -159,6 +159,9 @@ func writePlan(w io.Writer, plan *billing.Plan, deadline string) error {
 	if err := tab.Write(w); err != nil {
 		return err
 	}
+	for _, n := range plan.Notes {
+		fmt.Fprintf(w, "\nnote: %s\n", n)
+	}
 	fmt.Fprintln(w, "\nwhy:")
 	for _, o := range plan.Offers {
 		fmt.Fprintf(w, "  %s: %s\n", o.Offer, o.Reason)

@@ -62,6 +62,7 @@ type OfferPlan struct {
 type Plan struct {
 	Currency string      `json:"currency"`
 	Offers   []OfferPlan `json:"offers"`
+	Notes    []string    `json:"notes,omitempty"` // what holds for all offers
 }
 
 // PlanOptions adjust the spot simulation.
@@ -104,6 +105,9 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 		cur = "USD"
 	}
 	plan := &Plan{Currency: cur, Offers: make([]OfferPlan, len(offers))}
+	if n := splitNote(p, offers); n != "" {
+		plan.Notes = append(plan.Notes, n)
+	}
 	factors := make([]float64, len(offers))
 	for i := range offers {
 		f, err := rates.Convert(1, offers[i].Currency, cur)

@@ -156,6 +156,9 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 			q.Bills = append(q.Bills, b)
 		}
 	}
+	if n := splitNote(p, offers); n != "" {
+		q.Notes = append(q.Notes, n)
+	}
 	if !p.Interruptible {
 		q.Notes = append(q.Notes, "spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)")
 	}
@@ -175,6 +178,30 @@ func (b *Bill) scale(f float64) {
 	for i := range b.Items {
 		b.Items[i].Amount *= f
 	}
+}
+
+// splitNote says how many offers spread the profile's GPUs over several
+// instances, and what that means, or "" when none does. A bill totals the
+// instances' prices, so 16 single-GPU machines can top a ranking that a
+// job splitting one model over 16 GPUs could never use well.
+func splitNote(p *Profile, offers []catalog.Offer) string {
+	split, most := 0, 0
+	for i := range offers {
+		if instances(p, &offers[i]) > 1 {
+			split++
+		}
+		most = max(most, offers[i].GPUs)
+	}
+	if split == 0 {
+		return ""
+	}
+	n := fmt.Sprintf("%d of %s need several instances for %d GPUs: their GPUs sit in separate machines and talk over the network, "+
+		"which a job that splits one model across GPUs (tensor or pipeline parallel, FSDP) feels; the catalog does not record the network between instances",
+		split, report.Count(len(offers), "offer"), p.GPUs)
+	if most < p.GPUs {
+		n += fmt.Sprintf("; no offer here has %d GPUs in one instance (the most is %d)", p.GPUs, most)
+	}
+	return n
 }
 
 // instances is how many instances of o the profile needs.

@@ -124,6 +124,40 @@ func TestInstancesAndUnknownFees(t *testing.T) {
 	}
 }
 
+// GPUs spread over several instances are said to be, in quote and plan;
+// a job that fits one instance of every offer gets no such note.
+func TestSplitAcrossInstancesNote(t *testing.T) {
+	two, eight := testOffer(), testOffer()
+	eight.ID, eight.GPUs = "eight", 8
+	for _, tc := range []struct {
+		gpus int
+		want string
+	}{
+		{2, ""},
+		{8, "1 of 2 offers need several instances for 8 GPUs: their GPUs sit in separate machines and talk over the network"},
+		{16, "2 of 2 offers need several instances for 16 GPUs: their GPUs sit in separate machines and talk over the network, " +
+			"which a job that splits one model across GPUs (tensor or pipeline parallel, FSDP) feels; the catalog does not record the network " +
+			"between instances; no offer here has 16 GPUs in one instance (the most is 8)"},
+	} {
+		p := Profile{GPUs: tc.gpus, ComputeHours: 10, Interruptible: true}
+		p.Defaults(nil)
+		q, err := Make(&p, []catalog.Offer{two, eight}, catalog.Rates{}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := MakePlan(&p, []catalog.Offer{two, eight}, catalog.Rates{}, PlanOptions{Trials: 10}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, notes := range map[string][]string{"quote": q.Notes, "plan": plan.Notes} {
+			got := strings.Join(notes, "\n")
+			if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+				t.Errorf("%d GPUs, %s notes %q, want %q", tc.gpus, what, got, tc.want)
+			}
+		}
+	}
+}
+
 func subOffer(hourly float64, subs ...catalog.Subscription) catalog.Offer {
 	return catalog.Offer{ID: "s", Provider: "Sub", GPU: "RTX 4090", GPUs: 1, Currency: "USD", Source: "hand", AsOf: "2026-11-30",
 		OnDemand:      catalog.OnDemand{Hourly: catalog.Known(hourly), Increment: dur(time.Second), Minimum: dur(0)},
