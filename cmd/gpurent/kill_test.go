@@ -219,3 +219,58 @@ func openFileStore(ctx context.Context, dir, cfg string) (*store.Store, error) {
 	}
 	return store.New(b, store.Options{Crypto: &store.Crypto{Identities: ids}, Grace: -1}), nil
 }
+
+// A hangup (the SSH connection behind the terminal dropped) stops the
+// command with SIGTERM and exits 129, saying where the checkpoints are;
+// under nohup, which ignores SIGHUP, gpurent leaves it ignored and the
+// command trains on.
+func TestHangup(t *testing.T) {
+	base := t.TempDir()
+	up, done := filepath.Join(base, "up"), filepath.Join(base, "done")
+	start := func(nohup bool, script string) (*exec.Cmd, *strings.Builder) {
+		args := []string{os.Args[0], "run", "--ckpt-dir", filepath.Join(base, "ck"), "--preemption", "none", "--no-status", "--", "sh", "-c", script}
+		if nohup {
+			p, err := exec.LookPath("nohup")
+			if err != nil {
+				t.Skip("no nohup")
+			}
+			args = append([]string{p}, args...)
+		}
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1", "UP="+up, "DONE="+done)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		os.Remove(up)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(up); err == nil {
+				break
+			}
+		}
+		return cmd, &stderr
+	}
+
+	cmd, stderr := start(false, `echo up > "$UP"; trap 'exit 0' TERM; while :; do sleep 0.05; done`)
+	cmd.Process.Signal(syscall.SIGHUP)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 129 {
+		t.Errorf("after a hangup: %v, want exit 129\n%s", err, stderr)
+	}
+	for _, want := range []string{"received hangup (the terminal closed): stopping the command with terminated", "no store given: checkpoints are only in"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+
+	cmd, stderr = start(true, `echo up > "$UP"; sleep 1; echo done > "$DONE"`)
+	cmd.Process.Signal(syscall.SIGHUP)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("under nohup a hangup ended the run: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(done); err != nil {
+		t.Errorf("under nohup the command did not finish: %v\n%s", err, stderr)
+	}
+}

@@ -204,7 +204,16 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 				defer status.end()
 			}
 			stop := make(chan os.Signal, 1)
-			signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+			sigs := []os.Signal{syscall.SIGTERM, syscall.SIGINT}
+			// Under nohup SIGHUP is ignored, and asking for it would undo
+			// that (signal.Notify installs a handler): leave it be.
+			if !signal.Ignored(syscall.SIGHUP) {
+				sigs = append(sigs, syscall.SIGHUP)
+				if f, ok := cmd.ErrOrStderr().(*os.File); ok && isTerminal(f) && os.Getenv("TMUX") == "" && os.Getenv("STY") == "" {
+					logf("if this terminal closes (an SSH connection drops), the command is stopped and its newest checkpoint uploaded; to keep training, run gpurent under tmux, screen or nohup")
+				}
+			}
+			signal.Notify(stop, sigs...)
 			defer signal.Stop(stop)
 			ex, err := sup.Run(context.WithoutCancel(cmd.Context()), stop)
 			if err != nil {

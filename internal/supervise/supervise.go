@@ -209,10 +209,19 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 			case werr = <-done:
 				break running
 			case sig := <-stop:
-				s.cfg.Log("received %v: stopping the command", sig)
-				s.stopChild(done, sig.(syscall.Signal))
-				s.finalUpload(ctx)
-				return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v; newest complete checkpoint uploaded", sig)}, nil
+				fwd := sig.(syscall.Signal)
+				if fwd == syscall.SIGHUP {
+					// The terminal closed (an SSH connection dropped):
+					// the command is asked to stop the way trainers
+					// expect, with SIGTERM, and saves what it can.
+					fwd = syscall.SIGTERM
+					s.cfg.Log("received %v (the terminal closed): stopping the command with %v", sig, fwd)
+				} else {
+					s.cfg.Log("received %v: stopping the command", sig)
+				}
+				s.stopChild(done, fwd)
+				ok := s.finalUpload(ctx)
+				return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v; %s", sig, s.finalWords(ok))}, nil
 			case n := <-notices:
 				if !n.Advisory {
 					return s.preempted(ctx, n, done), nil
@@ -268,8 +277,8 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		case <-ctx.Done():
 			return Exit{Code: 137, Reason: "abandoned"}, ctx.Err()
 		case sig := <-stop:
-			s.finalUpload(ctx)
-			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v between restarts", sig)}, nil
+			ok := s.finalUpload(ctx)
+			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v between restarts; %s", sig, s.finalWords(ok))}, nil
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
@@ -400,9 +409,23 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 		}
 	}
 	if n.Event != "" {
-		return Exit{Code: 0, Reason: fmt.Sprintf("%s scheduled (%s): newest checkpoint uploaded, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud)}
+		return Exit{Code: 0, Reason: fmt.Sprintf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(safe))}
 	}
-	return Exit{Code: 0, Reason: fmt.Sprintf("preempted (%s): newest checkpoint uploaded, command stopped", n.Cloud)}
+	return Exit{Code: 0, Reason: fmt.Sprintf("preempted (%s): %s, command stopped", n.Cloud, s.finalWords(safe))}
+}
+
+// finalWords says what the last upload achieved, for an exit reason: a
+// message that said "uploaded" after a failed upload, or with no store,
+// would send someone to release a machine that holds the only copy.
+func (s *Supervisor) finalWords(uploaded bool) string {
+	switch {
+	case s.cfg.Store == nil:
+		return "no store given: checkpoints are only in " + s.cfg.CkptDir
+	case uploaded:
+		return "newest complete checkpoint uploaded"
+	default:
+		return "the newest checkpoint is NOT in the store (its upload failed, see above): it is only in " + s.cfg.CkptDir
+	}
 }
 
 // askForCheckpoint sends the checkpoint signal to each process of the

@@ -502,6 +502,42 @@ func TestStopSignalForwarded(t *testing.T) {
 	}
 }
 
+// A hangup (the terminal closed) stops the command with SIGTERM, which
+// trainers handle, not SIGHUP, and the exit says what reached the store:
+// with no store, that nothing did.
+func TestHangupStopsWithSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	got := filepath.Join(t.TempDir(), "signal")
+	script := `trap 'echo TERM > "$GOT"; exit 0' TERM; trap 'echo HUP > "$GOT"; exit 0' HUP; echo up > "$GOT.up"; while :; do sleep 0.05; done`
+	t.Setenv("GOT", got)
+	cfg := Config{Cmd: []string{"sh", "-c", script}, CkptDir: dir, Run: "trial", MaxRestarts: 1, CrashLoop: 3,
+		Backoff: 10 * time.Millisecond, Grace: 5 * time.Second, Poll: 20 * time.Millisecond, Quiet: 50 * time.Millisecond,
+		Stdout: io.Discard, Stderr: io.Discard, Log: func(string, ...any) {}}
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan os.Signal, 1)
+	go func() {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(got + ".up"); err == nil {
+				break
+			}
+		}
+		stop <- syscall.SIGHUP
+	}()
+	ex, err := sup.Run(context.Background(), stop)
+	if err != nil || ex.Code != 128+1 {
+		t.Errorf("%+v %v", ex, err)
+	}
+	if b, _ := os.ReadFile(got); strings.TrimSpace(string(b)) != "TERM" {
+		t.Errorf("the command got %q, want TERM", b)
+	}
+	if !strings.Contains(ex.Reason, "no store given: checkpoints are only in "+dir) {
+		t.Errorf("reason %q", ex.Reason)
+	}
+}
+
 // failingBackend fails every write until healed.
 type failingBackend struct {
 	store.Backend
