@@ -228,7 +228,7 @@ func TestHangup(t *testing.T) {
 	base := t.TempDir()
 	up, done := filepath.Join(base, "up"), filepath.Join(base, "done")
 	start := func(nohup bool, script string) (*exec.Cmd, *strings.Builder) {
-		args := []string{os.Args[0], "run", "--ckpt-dir", filepath.Join(base, "ck"), "--preemption", "none", "--no-status", "--", "sh", "-c", script}
+		args := []string{os.Args[0], "run", "--ckpt-dir", filepath.Join(base, "ck"), "--quiet", "100ms", "--preemption", "none", "--no-status", "--", "sh", "-c", script}
 		if nohup {
 			p, err := exec.LookPath("nohup")
 			if err != nil {
@@ -252,7 +252,7 @@ func TestHangup(t *testing.T) {
 		return cmd, &stderr
 	}
 
-	cmd, stderr := start(false, `echo up > "$UP"; trap 'exit 0' TERM; while :; do sleep 0.05; done`)
+	cmd, stderr := start(false, `echo 1 > "$GPURENT_CKPT_DIR/ckpt-1"; echo up > "$UP"; trap 'exit 0' TERM; while :; do sleep 0.05; done`)
 	cmd.Process.Signal(syscall.SIGHUP)
 	err := cmd.Wait()
 	var ee *exec.ExitError

@@ -220,8 +220,8 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 					s.cfg.Log("received %v: stopping the command", sig)
 				}
 				s.stopChild(done, fwd)
-				ok := s.finalUpload(ctx)
-				return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v; %s", sig, s.finalWords(ok))}, nil
+				f := s.finalUpload(ctx)
+				return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v; %s", sig, s.finalWords(f))}, nil
 			case n := <-notices:
 				if !n.Advisory {
 					return s.preempted(ctx, n, done), nil
@@ -277,8 +277,8 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		case <-ctx.Done():
 			return Exit{Code: 137, Reason: "abandoned"}, ctx.Err()
 		case sig := <-stop:
-			ok := s.finalUpload(ctx)
-			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v between restarts; %s", sig, s.finalWords(ok))}, nil
+			f := s.finalUpload(ctx)
+			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v between restarts; %s", sig, s.finalWords(f))}, nil
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
@@ -397,7 +397,8 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 	} else {
 		s.stopChild(done, syscall.SIGTERM)
 	}
-	safe := s.finalUpload(ctx)
+	f := s.finalUpload(ctx)
+	safe := f.committed
 	// Only a machine whose newest checkpoint is in the store may be let go
 	// early; otherwise the time to NotBefore is left for nothing but the
 	// chance that a disk kept by a deallocation holds it.
@@ -409,19 +410,21 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 		}
 	}
 	if n.Event != "" {
-		return Exit{Code: 0, Reason: fmt.Sprintf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(safe))}
+		return Exit{Code: 0, Reason: fmt.Sprintf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
 	}
-	return Exit{Code: 0, Reason: fmt.Sprintf("preempted (%s): %s, command stopped", n.Cloud, s.finalWords(safe))}
+	return Exit{Code: 0, Reason: fmt.Sprintf("preempted (%s): %s, command stopped", n.Cloud, s.finalWords(f))}
 }
 
 // finalWords says what the last upload achieved, for an exit reason: a
 // message that said "uploaded" after a failed upload, or with no store,
 // would send someone to release a machine that holds the only copy.
-func (s *Supervisor) finalWords(uploaded bool) string {
+func (s *Supervisor) finalWords(f final) string {
 	switch {
+	case !f.found:
+		return "no complete checkpoint was written"
 	case s.cfg.Store == nil:
 		return "no store given: checkpoints are only in " + s.cfg.CkptDir
-	case uploaded:
+	case f.committed:
 		return "newest complete checkpoint uploaded"
 	default:
 		return "the newest checkpoint is NOT in the store (its upload failed, see above): it is only in " + s.cfg.CkptDir
@@ -530,14 +533,21 @@ func (s *Supervisor) commitLocal(c Candidate, id string) {
 	s.Metrics.lastCommit.Store(now.Unix())
 }
 
+// final is what the last upload found and achieved.
+type final struct {
+	found     bool // a complete checkpoint exists
+	committed bool // the newest complete one is in the store
+}
+
 // finalUpload makes sure the newest complete checkpoint is committed,
 // retrying for a while if the store fails, and reports whether it is. The
 // command has stopped, so a file it no longer holds open needs no quiet
 // period.
-func (s *Supervisor) finalUpload(ctx context.Context) bool {
+func (s *Supervisor) finalUpload(ctx context.Context) final {
 	s.uploading.Lock()
 	quiet := s.det.Quiet
 	s.det.Quiet = 0
+	_, found, _ := s.det.Newest()
 	s.uploading.Unlock()
 	defer func() {
 		s.uploading.Lock()
@@ -546,11 +556,11 @@ func (s *Supervisor) finalUpload(ctx context.Context) bool {
 	}()
 	for i := 0; i < 5 && ctx.Err() == nil; i++ {
 		if s.uploadNewest(ctx) {
-			return true
+			return final{found: found, committed: true}
 		}
 		time.Sleep(time.Duration(i+1) * 200 * time.Millisecond)
 	}
-	return false
+	return final{found: found}
 }
 
 // resume pulls the newest remote checkpoint when the directory holds no

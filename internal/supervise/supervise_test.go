@@ -508,7 +508,7 @@ func TestStopSignalForwarded(t *testing.T) {
 func TestHangupStopsWithSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	got := filepath.Join(t.TempDir(), "signal")
-	script := `trap 'echo TERM > "$GOT"; exit 0' TERM; trap 'echo HUP > "$GOT"; exit 0' HUP; echo up > "$GOT.up"; while :; do sleep 0.05; done`
+	script := `trap 'echo TERM > "$GOT"; exit 0' TERM; trap 'echo HUP > "$GOT"; exit 0' HUP; echo 1 > "$GPURENT_CKPT_DIR/ckpt-1"; echo up > "$GOT.up"; while :; do sleep 0.05; done`
 	t.Setenv("GOT", got)
 	cfg := Config{Cmd: []string{"sh", "-c", script}, CkptDir: dir, Run: "trial", MaxRestarts: 1, CrashLoop: 3,
 		Backoff: 10 * time.Millisecond, Grace: 5 * time.Second, Poll: 20 * time.Millisecond, Quiet: 50 * time.Millisecond,
