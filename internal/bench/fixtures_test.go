@@ -108,6 +108,13 @@ func fixtures() []fixture {
 	dev := func(f *probe.Facts) *probe.Device { return &f.GPU.Devices[0] }
 	return []fixture{
 		{name: "healthy-h100-sxm", order: Order{GPU: "H100 SXM", GPUs: 1}, want: Pass, facts: healthyH100},
+		// /proc/meminfo shows the host's 225 GiB; the container may use 16.
+		{name: "h100-container-limited-to-16gib", order: Order{GPU: "H100 SXM", GPUs: 1}, want: Warn, warns: []string{"host.memory"},
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.Host.MemLimit = p(16 * gib64)
+				return f
+			}},
 		{name: "a100-80gb-is-mig-3g40gb", order: Order{GPU: "A100 80GB SXM"}, want: Fail, fails: []string{"gpu0.mig"}, advice: "MIG slice",
 			facts: func() probe.Facts {
 				f := healthyH100()
@@ -304,6 +311,27 @@ func TestFixtures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A container's memory limit, not the host RAM /proc/meminfo shows, is
+// what host.memory measures and judges.
+func TestContainerMemoryLimit(t *testing.T) {
+	tab, _ := specs.Load()
+	f := healthyH100()
+	f.Host.MemLimit = p(16 * gib64)
+	r, err := Judge(f, tab, Order{}, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Checks {
+		if c.ID == "host.memory" {
+			if c.Measured != 16.0 || c.Status != Warn || c.Evidence != "this container may use 16.0 GiB (its memory cgroup's limit) of the host's 225.0 GiB RAM, 219.0 GiB of which is available; GPU memory 79.7 GiB in all" {
+				t.Errorf("%+v", c)
+			}
+			return
+		}
+	}
+	t.Fatal("no host.memory check")
 }
 
 func TestBadOrder(t *testing.T) {

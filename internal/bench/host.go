@@ -123,8 +123,17 @@ func (j *judge) host() {
 		j.add(b)
 	}
 
-	mem := Check{ID: "host.memory", Unit: "GiB", Measured: gib(h.MemTotal), Status: Pass}
-	mem.Evidence = fmt.Sprintf("%.1f GiB RAM, %.1f GiB available", gib(h.MemTotal), gib(h.MemAvailable))
+	// In a container /proc/meminfo shows the host's RAM; the memory
+	// cgroup's limit is what the training may use before the OOM killer.
+	total, avail := h.MemTotal, h.MemAvailable
+	mem := Check{ID: "host.memory", Unit: "GiB", Status: Pass}
+	mem.Evidence = fmt.Sprintf("%.1f GiB RAM, %.1f GiB available", gib(total), gib(avail))
+	if h.MemLimit != nil && *h.MemLimit < total {
+		total, avail = *h.MemLimit, min(avail, *h.MemLimit)
+		mem.Evidence = fmt.Sprintf("this container may use %.1f GiB (its memory cgroup's limit) of the host's %.1f GiB RAM, %.1f GiB of which is available",
+			gib(total), gib(h.MemTotal), gib(h.MemAvailable))
+	}
+	mem.Measured = gib(total)
 	var vram uint64
 	for _, d := range j.f.GPU.Devices {
 		if d.MemoryTotal != nil {
@@ -135,11 +144,11 @@ func (j *judge) host() {
 		want := j.lim.RAMPerVRAM * float64(vram)
 		mem.Expected = round1(want / (1 << 30))
 		mem.Evidence += fmt.Sprintf("; GPU memory %.1f GiB in all", gib(vram))
-		if float64(h.MemTotal) < want {
+		if float64(total) < want {
 			mem.Status, mem.Advice = Warn, "Less RAM than GPU memory: loading a model or dataset that fills the GPU will not fit in RAM first."
 		}
 	}
-	if h.MemTotal > 0 && h.MemAvailable*10 < h.MemTotal {
+	if total > 0 && avail*10 < total {
 		mem.Status, mem.Advice = Warn, "Less than 10% of RAM is available: something else holds it."
 	}
 	j.add(mem)

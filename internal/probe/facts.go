@@ -155,8 +155,11 @@ type HostFacts struct {
 	StealPct     *float64 `json:"steal_pct,omitempty"` // of all CPU time over the sampling window
 	BusyPct      *float64 `json:"busy_pct,omitempty"`  // non-idle, non-steal CPU time by everyone, of all CPU time
 	LoadAvg1     *float64 `json:"load_avg_1,omitempty"`
-	MemTotal     uint64   `json:"mem_total"`     // bytes
-	MemAvailable uint64   `json:"mem_available"` // bytes
+	MemTotal     uint64   `json:"mem_total"`     // bytes, from /proc/meminfo: the host's, even in a container
+	MemAvailable uint64   `json:"mem_available"` // bytes, likewise
+	// MemLimit is what the memory cgroup (the container) may use, in
+	// bytes; nil when it sets no limit.
+	MemLimit *uint64 `json:"mem_limit,omitempty"`
 
 	DataDir        string   `json:"data_dir"`
 	FSType         string   `json:"fs_type,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/gpurent/gpurent/internal/mounts"
+	"github.com/gpurent/gpurent/internal/procfs"
 )
 
 // HostOptions tune the host probes.
@@ -53,6 +54,10 @@ func Host(ctx context.Context, opt HostOptions) HostFacts {
 		h.MemTotal, h.MemAvailable = meminfo(string(b))
 	} else {
 		fail("memory", err)
+	}
+	if lim, ok := procfs.MemoryLimit("/"); ok {
+		v := uint64(lim)
+		h.MemLimit = &v
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 0 {

@@ -1,8 +1,11 @@
-// Package procfs reads what Linux's /proc says about running processes:
-// the files, directories and sockets each one holds. audit names the
-// program behind a listening port with it, and wipe keeps the temp files a
-// running program still uses. Off Linux there is no /proc and every list is
-// empty, which the callers read as "nothing known", never as an error.
+// Package procfs reads what Linux's /proc and /sys/fs/cgroup say about
+// running processes: the files, directories and sockets each one holds, and
+// the memory its cgroup (the container, on a rented box) may use. audit
+// names the program behind a listening port with it, wipe keeps the temp
+// files a running program still uses, bench judges the RAM a container
+// really has (/proc/meminfo shows the host's) and run tells an
+// out-of-memory kill from a crash. Off Linux there is no /proc and every
+// answer is "nothing known", never an error.
 package procfs
 
 import (

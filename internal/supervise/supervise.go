@@ -63,6 +63,9 @@ type Supervisor struct {
 	uploading  sync.Mutex // one upload at a time
 	pulled     string     // a checkpoint resume pulled, verified: usable at once
 	Metrics    Metrics
+	// sysRoot is where /proc/self/cgroup and /sys/fs/cgroup are read
+	// ("/"; tests give a fake tree).
+	sysRoot string
 }
 
 // New validates the config and prepares the directory.
@@ -113,7 +116,7 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob}}
+	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob}, sysRoot: "/"}
 	for _, c := range st.Committed {
 		if t := time.Unix(c.At, 0); t.After(s.lastCommit) {
 			s.lastCommit = t
@@ -182,6 +185,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 			"GPURENT_CKPT_DIR="+s.cfg.CkptDir, "GPURENT_RUN="+s.cfg.Run)
 		cmd.Stdout, cmd.Stderr = s.cfg.Stdout, s.cfg.Stderr
 		cmd.SysProcAttr = childAttr()
+		oom := startOOMWatch(s.sysRoot)
 		if err := cmd.Start(); err != nil {
 			return Exit{Code: 127}, fmt.Errorf("run: start %s: %w", s.cfg.Cmd[0], err)
 		}
@@ -241,9 +245,22 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		}
 		restarts++
 		s.Metrics.restarts.Add(1)
-		full := s.diskFull()
-		if full != "" {
-			s.cfg.Log("%s", full)
+		// What ended it, when gpurent can tell: both are said before the
+		// restart, since the same command will meet them again and an exit
+		// status alone ("signal: killed") names no cause.
+		var causes []string
+		if full := s.diskFull(); full != "" {
+			causes = append(causes, full)
+		}
+		if oomed := oom.explain(); oomed != "" {
+			causes = append(causes, oomed)
+		}
+		for _, c := range causes {
+			s.cfg.Log("%s", c)
+		}
+		cause := ""
+		if len(causes) > 0 {
+			cause = "; " + strings.Join(causes, "; ")
 		}
 		if s.commitCount() == commitsBefore {
 			quietRestarts++
@@ -252,15 +269,12 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		}
 		if restarts > s.cfg.MaxRestarts {
 			s.finalUpload(ctx)
-			return Exit{Code: 1, Reason: fmt.Sprintf("the command failed (%v) and the %s allowed are used up", werr, report.Count(s.cfg.MaxRestarts, "restart"))}, nil
+			return Exit{Code: 1, Reason: fmt.Sprintf("the command failed (%v) and the %s allowed are used up%s", werr, report.Count(s.cfg.MaxRestarts, "restart"), cause)}, nil
 		}
 		if quietRestarts >= s.cfg.CrashLoop {
 			s.finalUpload(ctx)
-			reason := fmt.Sprintf("crash loop: the command failed %s in a row (%v) without a new checkpoint; fix it before restarting", report.Count(quietRestarts, "time"), werr)
-			if full != "" {
-				reason += "; " + full
-			}
-			return Exit{Code: 1, Reason: reason}, nil
+			return Exit{Code: 1, Reason: fmt.Sprintf("crash loop: the command failed %s in a row (%v) without a new checkpoint; fix it before restarting%s",
+				report.Count(quietRestarts, "time"), werr, cause)}, nil
 		}
 		wait := backoff
 		if c, d := s.untilQuiet(); d > wait {
