@@ -10,16 +10,6 @@ import (
 	"time"
 )
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A command the OOM killer ends is restarted with the cause said, and the
 // crash-loop reason names it; a command that just fails is not blamed on
 // memory.
@@ -27,9 +17,17 @@ func TestOOMKillIsNamed(t *testing.T) {
 	for _, oomed := range []bool{true, false} {
 		root := t.TempDir()
 		events := filepath.Join(root, "sys/fs/cgroup/memory.events")
-		writeFile(t, filepath.Join(root, "proc/self/cgroup"), "0::/\n")
-		writeFile(t, events, "oom 0\noom_kill 0\n")
-		writeFile(t, filepath.Join(root, "sys/fs/cgroup/memory.max"), "8589934592\n")
+		if err := os.MkdirAll(filepath.Join(root, "proc/self"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(events), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for path, content := range map[string]string{"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/memory.events": "oom 0\noom_kill 0\n", "sys/fs/cgroup/memory.max": "8589934592\n"} {
+			if err := os.WriteFile(filepath.Join(root, path), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// The command plays the kernel: it bumps the count, then dies of SIGKILL.
 		script := `n=$(sed -n 's/^oom_kill //p' "$EVENTS"); printf 'oom 1\noom_kill %d\n' $((n+1)) > "$EVENTS"; kill -9 $$`
 		if !oomed {

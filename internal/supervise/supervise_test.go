@@ -205,6 +205,23 @@ func (h *harness) config(dir string, b store.Backend) Config {
 		Stdout: io.Discard, Stderr: io.Discard}
 }
 
+// captureLog makes cfg log into memory, safely from any goroutine, and
+// returns what was logged so far, a line each.
+func captureLog(cfg *Config) func() string {
+	var mu sync.Mutex
+	var lines []string
+	cfg.Log = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(lines, "\n")
+	}
+}
+
 // committedSteps lists the steps of the checkpoints the store has.
 func (h *harness) committedSteps() []int {
 	ms, err := h.store(h.b).List(context.Background(), "trial")
@@ -385,20 +402,12 @@ func TestResumeOnNewMachine(t *testing.T) {
 	setTrainerEnv(t, 13, "0", 2)
 	cfg = h.config(t.TempDir(), h.b)
 	cfg.Run = "trail"
-	var mu sync.Mutex
-	var lines []string
-	cfg.Log = func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, fmt.Sprintf(format, args...))
-	}
+	logged := captureLog(&cfg)
 	sup, _ = New(cfg)
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
 		t.Fatal(ex, err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if got := strings.Join(lines, "\n"); !strings.Contains(got, "no checkpoint of run trail in the store: the command starts from the beginning (runs in this store (checkpoints): trial (") {
+	if got := logged(); !strings.Contains(got, "no checkpoint of run trail in the store: the command starts from the beginning (runs in this store (checkpoints): trial (") {
 		t.Errorf("a run with no checkpoint logged:\n%s", got)
 	}
 }
@@ -429,9 +438,7 @@ func TestRestartWaitsForTheNewestCheckpoint(t *testing.T) {
 	t.Setenv("FAKE_LOG", h.log)
 	cfg := h.config(t.TempDir(), h.b)
 	cfg.Quiet = 1500 * time.Millisecond
-	var mu sync.Mutex
-	var lines []string
-	cfg.Log = func(f string, a ...any) { mu.Lock(); lines = append(lines, fmt.Sprintf(f, a...)); mu.Unlock() }
+	logged := captureLog(&cfg)
 	sup, _ := New(cfg)
 	ex, err := sup.Run(context.Background(), nil)
 	if err != nil || ex.Code != 0 {
@@ -440,9 +447,7 @@ func TestRestartWaitsForTheNewestCheckpoint(t *testing.T) {
 	if got := h.resumeSteps(); len(got) != 2 || got[0] != 0 || got[1] != 10 {
 		t.Errorf("resumed from steps %v, want [0 10]: %v", got, h.resumes())
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if got := strings.Join(lines, "\n"); !strings.Contains(got, "once ckpt-000010.bin has been quiet for 1.5s") {
+	if got := logged(); !strings.Contains(got, "once ckpt-000010.bin has been quiet for 1.5s") {
 		t.Errorf("the wait was not said:\n%s", got)
 	}
 }
