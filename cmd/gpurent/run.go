@@ -181,6 +181,9 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			} else {
 				logf("warning: no --store: checkpoints stay on this machine and die with it")
 			}
+			if glob == "" && sameDir(ckptDir, ".") {
+				logf("warning: --ckpt-dir is the working directory: any file in it but code, logs, notebooks and configs counts as a checkpoint; name yours with --glob (e.g. --glob 'ckpt-*.pt')")
+			}
 			sup, err := supervise.New(cfg)
 			if err != nil {
 				return usageError{err}
@@ -245,4 +248,11 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 	f.StringVar(&metaAlibaba, "metadata-alibaba", "", "Alibaba Cloud ECS metadata endpoint (default http://100.100.100.200)")
 	f.StringVar(&metaTencent, "metadata-tencent", "", "Tencent Cloud CVM metadata endpoint (default http://metadata.tencentyun.com)")
 	return cmd
+}
+
+// sameDir reports whether a and b are the same directory, through symlinks.
+func sameDir(a, b string) bool {
+	ia, err1 := os.Stat(a)
+	ib, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
 }

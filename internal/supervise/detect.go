@@ -95,6 +95,9 @@ func (d *Detector) Scan() ([]Candidate, error) {
 		if managed && d.Glob == "" && !fw {
 			continue
 		}
+		if d.Glob == "" && notCheckpoint(name, e.IsDir()) {
+			continue
+		}
 		if d.Glob != "" {
 			if ok, _ := filepath.Match(d.Glob, name); !ok {
 				continue
@@ -131,6 +134,11 @@ func (d *Detector) Scan() ([]Candidate, error) {
 				out = append(out, c)
 				continue
 			}
+			if len(files) == 0 {
+				// Made, not yet written (or a stray empty directory):
+				// nothing to resume from.
+				continue
+			}
 		} else if e.Type().IsRegular() {
 			c.Kind = "file"
 			if info, err := e.Info(); err == nil {
@@ -159,6 +167,26 @@ func (d *Detector) Scan() ([]Candidate, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ModTime.After(out[j].ModTime) })
 	return out, nil
+}
+
+// notCheckpoint: without --glob, hidden entries (.git, .ipynb_checkpoints,
+// .env) and files plainly of another kind (source, notebooks, logs,
+// configs) are never checkpoints. A --ckpt-dir that is also the project
+// directory, or where the script writes its log, would otherwise hand
+// train.py to the command as the checkpoint to resume from.
+func notCheckpoint(name string, dir bool) bool {
+	if strings.HasPrefix(name, ".") {
+		return true
+	}
+	if dir {
+		return name == "__pycache__" || name == "wandb"
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".py", ".pyc", ".sh", ".bash", ".ipynb", ".md", ".rst", ".txt", ".log", ".out", ".err",
+		".yaml", ".yml", ".toml", ".cfg", ".ini", ".lock", ".csv", ".html":
+		return true
+	}
+	return false
 }
 
 // whyRecent is the Why of a candidate complete but for its quiet period.

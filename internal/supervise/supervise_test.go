@@ -79,6 +79,26 @@ func TestDetector(t *testing.T) {
 	if _, ok := got[".gpurent-run.json"]; ok {
 		t.Error("the state file was a candidate")
 	}
+	// A --ckpt-dir that is also the project directory: its code, logs,
+	// notebooks and hidden entries are not checkpoints; a --glob that
+	// names them makes them so.
+	for _, f := range []string{"train.py", "train.log", "config.yaml", "notes.md", "run.ipynb", ".git/HEAD", ".env", "__pycache__/m.pyc"} {
+		write(f, old)
+	}
+	os.Mkdir(filepath.Join(dir, "step-9"), 0o755) // made, nothing written yet
+	os.Chtimes(filepath.Join(dir, "step-9"), old, old)
+	got = completeness(t, d)
+	for _, f := range []string{"train.py", "train.log", "config.yaml", "notes.md", "run.ipynb", ".git", ".env", "__pycache__", "step-9"} {
+		if _, ok := got[f]; ok {
+			t.Errorf("%s was a candidate", f)
+		}
+	}
+	if !got["a.pt"] {
+		t.Error("a.pt is no longer a whole checkpoint")
+	}
+	if got := completeness(t, &Detector{Dir: dir, Glob: "*.log", OpenForWrite: d.OpenForWrite}); !got["train.log"] {
+		t.Error("--glob '*.log' did not make train.log a candidate")
+	}
 	// The real /proc check sees this process's own open file.
 	f, _ := os.Create(filepath.Join(dir, "e.pt"))
 	defer f.Close()
