@@ -213,7 +213,11 @@ PyTorch, Hugging Face, Lightning and torchrun examples.`,
 			if !signal.Ignored(syscall.SIGHUP) {
 				sigs = append(sigs, syscall.SIGHUP)
 				if f, ok := cmd.ErrOrStderr().(*os.File); ok && isTerminal(f) && os.Getenv("TMUX") == "" && os.Getenv("STY") == "" {
-					logf("if this terminal closes (an SSH connection drops), the command is stopped and its newest checkpoint uploaded; to keep training, run gpurent under tmux, screen or nohup")
+					saved := ""
+					if cfg.Store != nil {
+						saved = " and its newest checkpoint uploaded"
+					}
+					logf("if this terminal closes (an SSH connection drops), the command is stopped%s; to keep training, run gpurent under tmux, screen or nohup", saved)
 				}
 			}
 			signal.Notify(stop, sigs...)
