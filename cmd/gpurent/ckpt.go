@@ -317,6 +317,11 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if _, err := os.Lstat(a[0]); err == nil {
 				return usagef("pull: %s already exists; pull into a new path (nothing was changed)", a[0])
 			}
+			if dir := store.LocalDir(s.url); dir != "" && store.Within(resolvedNew(a[0]), dir) {
+				// Files among the store's objects could be taken for a
+				// killed push's leftovers, and deleted by the next prune.
+				return usagef("pull: %s lies inside the store %s; pull elsewhere (nothing was changed)", a[0], dir)
+			}
 			c, err := s.crypto(false)
 			if err != nil {
 				return err
@@ -591,4 +596,17 @@ func writeManifest(g *globals, m *store.Manifest, line string) error {
 	}
 	fmt.Fprintf(g.stdout, "%s\n%s\n", m.ID, line)
 	return nil
+}
+
+// resolvedNew is the absolute path a file not yet made at p will have,
+// its parent resolved through symlinks as far as it exists.
+func resolvedNew(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(parent, filepath.Base(abs))
+	}
+	return abs
 }
