@@ -340,7 +340,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			m, err := st.Pull(cmd.Context(), s.run, id, a[0])
 			bar.end()
 			if errors.Is(err, store.ErrNoCheckpoint) {
-				return fmt.Errorf("%w; %s", err, runsHint(cmd.Context(), st))
+				return noCheckpoint(cmd.Context(), st, err, id != "latest")
 			}
 			if err != nil {
 				return err
@@ -418,7 +418,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			}
 			ms, probs, err := st.Verify(cmd.Context(), s.run, vid, deep)
 			if errors.Is(err, store.ErrNoCheckpoint) {
-				return fmt.Errorf("%w; %s", err, runsHint(cmd.Context(), st))
+				return noCheckpoint(cmd.Context(), st, err, vid != "" && vid != "latest")
 			}
 			if err != nil {
 				return err
@@ -609,4 +609,15 @@ func resolvedNew(p string) string {
 		return filepath.Join(parent, filepath.Base(abs))
 	}
 	return abs
+}
+
+// noCheckpoint adds the store's runs to a "no checkpoint" error. An --id
+// the run does not hold is bad input (exit 2); a run with nothing in it yet
+// is a failure (exit 1), as a verify that found nothing to check is.
+func noCheckpoint(ctx context.Context, st *store.Store, err error, byID bool) error {
+	err = fmt.Errorf("%w; %s", err, runsHint(ctx, st))
+	if byID {
+		return usageError{err}
+	}
+	return err
 }

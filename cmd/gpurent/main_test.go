@@ -98,6 +98,8 @@ func TestExitCodes(t *testing.T) {
 		{"bench expecting a GPU on a machine without one", []string{"bench", "--no-history", "--duration", "1s", "--disk-mb", "0", "--expect", "H100 SXM"}, 3, ""},
 		{"bench unknown model", []string{"bench", "--expect", "TPU v5"}, 2, `--expect: no GPU in the datasheet table matches "TPU v5"`},
 		{"ckpt plain http to another machine", []string{"ckpt", "ls", "--store", "s3://b/x?endpoint=http://10.9.8.7:8333"}, 2, "plain http to another machine"},
+		{"ckpt pull an id the run lacks", []string{"ckpt", "pull", filepath.Join(dir, "out"), "--store", filepath.Join(dir, "st"), "--run", "r", "--id", "20261130T000000.000Z-deadbeef"}, 2, "run r has no checkpoint 20261130T000000.000Z-deadbeef"},
+		{"ckpt verify an id the run lacks", []string{"ckpt", "verify", "--store", dir, "--run", "r", "--id", "20261130T000000.000Z-deadbeef"}, 2, "run r has no checkpoint 20261130T000000.000Z-deadbeef"},
 		{"ckpt prune without keep", []string{"ckpt", "prune", "--store", dir}, 2, "--keep N is required"},
 		{"ckpt push missing path", []string{"ckpt", "push", filepath.Join(dir, "nothing"), "--store", dir, "--no-encrypt"}, 2, "nothing"},
 		{"run config negative keep", []string{"run", "--config", runKeep}, 2, "run.yaml:2: keep: want 0 (keep all) or more, got -1"},
