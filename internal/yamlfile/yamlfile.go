@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -206,6 +207,10 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 			if u := unknownRe.FindStringSubmatch(fe.Msg); u != nil {
 				fe.Msg = "unknown field " + strconv.Quote(u[1])
 				fe.Path = ix.atLine(fe.Line, u[1])
+				parent := strings.TrimSuffix(strings.TrimSuffix(fe.Path, u[1]), ".")
+				if near := closest(u[1], fieldNames(reflect.TypeOf(v), parent)); near != "" {
+					fe.Msg += " (did you mean " + strconv.Quote(near) + "?)"
+				}
 			}
 		}
 		es = append(es, fe)
@@ -228,4 +233,137 @@ func syntaxError(file string, err error) error {
 // Decode places it on the node's line and field.
 func Invalid(n *yaml.Node, format string, args ...any) error {
 	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: col %d: %s", n.Line, n.Column, fmt.Sprintf(format, args...))}}
+}
+
+// fieldNames lists the YAML field names of the struct at path (dotted,
+// "offers[2].on_demand") inside t, following pointers, slices and maps;
+// nil when path leads to no struct.
+func fieldNames(t reflect.Type, path string) []string {
+	t = elem(t)
+	if path != "" {
+		for _, seg := range strings.Split(path, ".") {
+			if i := strings.IndexByte(seg, '['); i >= 0 {
+				seg = seg[:i]
+			}
+			f, ok := fieldByYAMLName(t, seg)
+			if !ok {
+				return nil
+			}
+			t = elem(f.Type)
+		}
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	eachYAMLField(t, func(name string, _ reflect.StructField) bool {
+		names = append(names, name)
+		return true
+	})
+	return names
+}
+
+// elem strips pointers, slices, arrays and maps down to what they hold.
+func elem(t reflect.Type) reflect.Type {
+	for t != nil {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			t = t.Elem()
+		default:
+			return t
+		}
+	}
+	return t
+}
+
+func fieldByYAMLName(t reflect.Type, name string) (reflect.StructField, bool) {
+	var found reflect.StructField
+	ok := false
+	if t.Kind() == reflect.Struct {
+		eachYAMLField(t, func(n string, f reflect.StructField) bool {
+			if n == name {
+				found, ok = f, true
+				return false
+			}
+			return true
+		})
+	}
+	return found, ok
+}
+
+// eachYAMLField calls fn with each field's YAML name, as yaml.v3 names it
+// (the tag's name, else the lowercased Go name), descending into inline
+// fields; fn returns false to stop.
+func eachYAMLField(t reflect.Type, fn func(name string, f reflect.StructField) bool) bool {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() && !f.Anonymous { // yaml.v3 inlines unexported embedded structs too
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if strings.Contains(","+opts+",", ",inline,") {
+			if it := elem(f.Type); it.Kind() == reflect.Struct && !eachYAMLField(it, fn) {
+				return false
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		if !fn(name, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// closest is the one name within a small edit distance of typed (a
+// transposition, a missing or extra letter: a third of its length at
+// most), or "" when none or more than one is that near.
+func closest(typed string, names []string) string {
+	best, bestD, ties := "", len(typed)/3+1, 0
+	for _, n := range names {
+		d := editDistance(strings.ToLower(typed), n)
+		switch {
+		case d < bestD:
+			best, bestD, ties = n, d, 0
+		case d == bestD && best != "":
+			ties++
+		}
+	}
+	if ties > 0 {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance: insertions,
+// deletions, substitutions and transpositions of neighbours cost 1.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }

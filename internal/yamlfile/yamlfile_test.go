@@ -34,6 +34,54 @@ func TestDecodeAndPlace(t *testing.T) {
 	}
 }
 
+// A misspelt field is named with the one it most likely meant, at any
+// depth; a word near none, or near two, gets no guess.
+func TestUnknownFieldSuggestion(t *testing.T) {
+	type inner struct {
+		Hourly    float64 `yaml:"hourly"`
+		Increment string  `yaml:"increment"`
+	}
+	type common struct {
+		Source string `yaml:"source"`
+	}
+	type file struct {
+		common  `yaml:",inline"`
+		Keep    int      `yaml:"keep"`
+		Offers  []*inner `yaml:"offers"`
+		Spot    inner    `yaml:"spot"`
+		Timeout int
+		AB      int `yaml:"ab"`
+		AC      int `yaml:"ac"`
+	}
+	for src, want := range map[string]string{
+		"kep: 1":                           `f.yaml:1: kep: unknown field "kep" (did you mean "keep"?)`,
+		"offers:\n  - incremnt: 1s":        `f.yaml:2: offers[0].incremnt: unknown field "incremnt" (did you mean "increment"?)`,
+		"spot:\n  hourlly: 1":              `f.yaml:2: spot.hourlly: unknown field "hourlly" (did you mean "hourly"?)`,
+		"sourec: x":                        `f.yaml:1: sourec: unknown field "sourec" (did you mean "source"?)`,
+		"timeuot: 3":                       `f.yaml:1: timeuot: unknown field "timeuot" (did you mean "timeout"?)`,
+		"storage: 3":                       `f.yaml:1: storage: unknown field "storage"`,
+		"ad: 3":                            `f.yaml:1: ad: unknown field "ad"`,
+		"offers:\n  - hourly: 1\n    x: 2": `f.yaml:3: offers[0].x: unknown field "x"`,
+	} {
+		var f file
+		_, err := Decode("f.yaml", []byte(src), &f)
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: got %v, want %s", src, err, want)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		d    int
+	}{{"keep", "keep", 0}, {"kep", "keep", 1}, {"kepe", "keep", 1}, {"", "abc", 3}, {"span_day", "span_days", 1}, {"abc", "xyz", 3}} {
+		if got := editDistance(c.a, c.b); got != c.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
+		}
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	for src, want := range map[string]string{
 		"":                          "f.yaml: empty document",
