@@ -15,8 +15,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/suggest"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
 
@@ -89,6 +91,23 @@ func noArgs(cmd *cobra.Command, a []string) error {
 	return nil
 }
 
+// flagError makes a flag error exit 2 and, for an unknown flag, names the
+// flag of the command most likely meant ("--hourz": did you mean --hours?).
+func flagError(cmd *cobra.Command, err error) error {
+	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+		var names []string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden {
+				names = append(names, f.Name)
+			}
+		})
+		if near := suggest.Closest(name, names); near != "" {
+			err = fmt.Errorf("%w (did you mean --%s?)", err, near)
+		}
+	}
+	return usageError{err}
+}
+
 // globals are the flags every command shares.
 type globals struct {
 	output   string
@@ -159,7 +178,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetVersionTemplate("gpurent {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", report.Table, "output format: table or json")
 	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
 	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newAudit(g), newWipe(g), newBurn())

@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpurent/gpurent/internal/suggest"
 )
 
 // FieldError is one problem in a user's file.
@@ -208,7 +210,7 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 				fe.Msg = "unknown field " + strconv.Quote(u[1])
 				fe.Path = ix.atLine(fe.Line, u[1])
 				parent := strings.TrimSuffix(strings.TrimSuffix(fe.Path, u[1]), ".")
-				if near := closest(u[1], fieldNames(reflect.TypeOf(v), parent)); near != "" {
+				if near := suggest.Closest(u[1], fieldNames(reflect.TypeOf(v), parent)); near != "" {
 					fe.Msg += " (did you mean " + strconv.Quote(near) + "?)"
 				}
 			}
@@ -319,51 +321,4 @@ func eachYAMLField(t reflect.Type, fn func(name string, f reflect.StructField) b
 		}
 	}
 	return true
-}
-
-// closest is the one name within a small edit distance of typed (a
-// transposition, a missing or extra letter: a third of its length at
-// most), or "" when none or more than one is that near.
-func closest(typed string, names []string) string {
-	best, bestD, ties := "", len(typed)/3+1, 0
-	for _, n := range names {
-		d := editDistance(strings.ToLower(typed), n)
-		switch {
-		case d < bestD:
-			best, bestD, ties = n, d, 0
-		case d == bestD && best != "":
-			ties++
-		}
-	}
-	if ties > 0 {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the optimal string alignment distance: insertions,
-// deletions, substitutions and transpositions of neighbours cost 1.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }

@@ -71,17 +71,6 @@ func TestUnknownFieldSuggestion(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		d    int
-	}{{"keep", "keep", 0}, {"kep", "keep", 1}, {"kepe", "keep", 1}, {"", "abc", 3}, {"span_day", "span_days", 1}, {"abc", "xyz", 3}} {
-		if got := editDistance(c.a, c.b); got != c.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
-		}
-	}
-}
-
 func TestDecodeErrors(t *testing.T) {
 	for src, want := range map[string]string{
 		"":                          "f.yaml: empty document",
