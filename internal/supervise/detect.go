@@ -131,6 +131,9 @@ func (d *Detector) Scan() ([]Candidate, error) {
 				// Never whole, however quiet.
 				c.Why = map[string]string{"hf": "no trainer_state.json yet (the Trainer writes it last)",
 					"dcp": "no .metadata yet (torch.distributed.checkpoint writes it last)"}[kind]
+				if kind == "hf" && exists(filepath.Join(c.Path, hfIncomplete)) {
+					c.Why = hfIncomplete + " is there (the Trainer's just-in-time save has not finished)"
+				}
 				out = append(out, c)
 				continue
 			}
@@ -223,6 +226,9 @@ func framework(path string, e fs.DirEntry) (kind string, whole, ok bool) {
 		return "dcp", false, true
 	}
 	if hfName(e.Name()) {
+		if exists(filepath.Join(path, hfIncomplete)) {
+			return "hf", false, true
+		}
 		if exists(filepath.Join(path, "trainer_state.json")) {
 			return "hf", true, true
 		}
@@ -232,6 +238,12 @@ func framework(path string, e fs.DirEntry) (kind string, whole, ok bool) {
 	}
 	return "", false, false
 }
+
+// hfIncomplete is the sentinel the Trainer's just-in-time checkpoint
+// (enable_jit_checkpoint, on SIGTERM) writes into checkpoint-<step>/ before
+// saving and removes once the save succeeded: while it is there the
+// checkpoint is not whole, trainer_state.json or not.
+const hfIncomplete = "checkpoint-is-incomplete.txt"
 
 // hfName: the Trainer names its checkpoints checkpoint-<step>.
 func hfName(name string) bool {

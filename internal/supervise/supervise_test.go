@@ -155,6 +155,22 @@ func TestDetectorHuggingFaceDir(t *testing.T) {
 	if c, ok, _ := d.Newest(); !ok || c.Name != "checkpoint-200" {
 		t.Errorf("newest %+v %v, want checkpoint-200", c, ok)
 	}
+	// A just-in-time save (enable_jit_checkpoint) still holding its
+	// sentinel is not whole, though trainer_state.json is there.
+	write("checkpoint-400/model.safetensors", at(2*time.Minute))
+	write("checkpoint-400/training_args.bin", at(2*time.Minute))
+	write("checkpoint-400/trainer_state.json", at(2*time.Minute))
+	write("checkpoint-400/checkpoint-is-incomplete.txt", at(2*time.Minute))
+	os.Chtimes(filepath.Join(dir, "checkpoint-400"), at(2*time.Minute), at(2*time.Minute))
+	cs, _ := d.Scan()
+	for _, c := range cs {
+		if c.Name == "checkpoint-400" && (c.Complete || !strings.Contains(c.Why, "checkpoint-is-incomplete.txt is there")) {
+			t.Errorf("a JIT save in progress: %+v", c)
+		}
+	}
+	if c, ok, _ := d.Newest(); !ok || c.Name != "checkpoint-200" {
+		t.Errorf("with a JIT save in progress, newest %+v %v, want checkpoint-200", c, ok)
+	}
 	// With --glob the user says what a checkpoint is.
 	d.Glob = "*.json"
 	if c, ok, _ := d.Newest(); !ok || c.Name != "config.json" {
