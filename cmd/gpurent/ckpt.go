@@ -502,30 +502,29 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 					ids = append(ids, m.ID)
 				}
 				if g.output == report.JSON {
-					return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "dry_run": true, "would_delete": ids, "leftover_objects": len(p.Leftovers)})
+					return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "dry_run": true, "would_delete": ids,
+						"leftover_objects": len(p.Leftovers), "incomplete_uploads": len(p.Uploads)})
 				}
 				for _, m := range p.Checkpoints {
 					fmt.Fprintf(g.stdout, "would delete %s  %s  %s\n", m.ID, m.Name, report.Bytes(m.Bytes))
 				}
-				fmt.Fprintf(g.stdout, "dry run: would keep the newest %d of run %s, delete %s and remove %s; nothing was deleted\n",
-					keep, s.run, report.Count(len(ids), "checkpoint"), report.Count(len(p.Leftovers), "leftover object"))
+				fmt.Fprintf(g.stdout, "dry run: would keep the newest %d of run %s, delete %s and remove %s%s; nothing was deleted\n",
+					keep, s.run, report.Count(len(ids), "checkpoint"), report.Count(len(p.Leftovers), "leftover object"), uploadsText(len(p.Uploads), "abort"))
 				return nil
 			}
-			deleted, leftovers, err := st.Prune(cmd.Context(), s.run, keep)
+			r, err := st.Prune(cmd.Context(), s.run, keep)
 			if err != nil {
 				return err
 			}
-			if deleted == nil {
-				deleted = []string{}
-			}
 			if g.output == report.JSON {
-				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "deleted": deleted, "leftover_objects_removed": leftovers})
+				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "deleted": r.Checkpoints,
+					"leftover_objects_removed": r.Leftovers, "incomplete_uploads_aborted": r.Uploads})
 			}
-			for _, d := range deleted {
+			for _, d := range r.Checkpoints {
 				fmt.Fprintf(g.stdout, "deleted %s\n", d)
 			}
-			fmt.Fprintf(g.stdout, "kept the newest %d of run %s; deleted %s; removed %s\n", keep, s.run,
-				report.Count(len(deleted), "checkpoint"), report.Count(leftovers, "leftover object"))
+			fmt.Fprintf(g.stdout, "kept the newest %d of run %s; deleted %s; removed %s%s\n", keep, s.run,
+				report.Count(len(r.Checkpoints), "checkpoint"), report.Count(r.Leftovers, "leftover object"), uploadsText(r.Uploads, "aborted"))
 			return nil
 		},
 	}
@@ -620,4 +619,13 @@ func noCheckpoint(ctx context.Context, st *store.Store, err error, byID bool) er
 		return usageError{err}
 	}
 	return err
+}
+
+// uploadsText names incomplete multipart uploads in a prune's summary, and
+// nothing when there are none: only S3 stores have them.
+func uploadsText(n int, verb string) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %s %s (a killed push's parts, billed by S3 and shown by no listing)", verb, report.Count(n, "incomplete upload"))
 }

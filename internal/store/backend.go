@@ -79,6 +79,7 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 		}
 	}
 	var b *blob.Bucket
+	var mp *multipart
 	switch u.Scheme {
 	case "file":
 		dir := u.Path
@@ -126,6 +127,9 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 			}
 		}
 		b, err = blob.OpenBucket(ctx, bu.String())
+		if err == nil {
+			mp = s3Uploads(b, u.Host, prefix)
+		}
 		if err == nil && prefix != "" {
 			b = blob.PrefixedBucket(b, prefix+"/")
 		}
@@ -135,7 +139,7 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 	if err != nil {
 		return nil, "", fmt.Errorf("open store %s: %w", redact(u), err)
 	}
-	return &bucket{b: b, opt: opt, name: redact(u)}, redact(u), nil
+	return &bucket{b: b, opt: opt, name: redact(u), multipart: mp}, redact(u), nil
 }
 
 // checkAWS looks for a region and credentials where the AWS SDK will,
@@ -340,6 +344,9 @@ type bucket struct {
 	b    *blob.Bucket
 	opt  OpenOptions
 	name string
+	// multipart reaches an S3 store's incomplete multipart uploads, which
+	// the blob API does not show; nil for other stores.
+	multipart *multipart
 }
 
 func (b *bucket) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {

@@ -766,6 +766,9 @@ func (s *Store) checkFile(ctx context.Context, m *Manifest, e Entry) error {
 type PrunePlan struct {
 	Checkpoints []*Manifest
 	Leftovers   []string
+	// Uploads are multipart uploads a killed push began and never ended:
+	// S3 bills their parts, and only aborting them deletes the parts.
+	Uploads []Upload
 }
 
 // PlanPrune lists what a prune of run keeping the newest keep checkpoints
@@ -785,30 +788,75 @@ func (s *Store) PlanPrune(ctx context.Context, run string, keep int) (*PrunePlan
 	if p.Leftovers, err = s.leftovers(ctx, run); err != nil {
 		return nil, err
 	}
+	if p.Uploads, err = s.incompleteUploads(ctx, run); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// incompleteUploads lists the run's multipart uploads older than the grace
+// period (a younger one may belong to a push still running).
+func (s *Store) incompleteUploads(ctx context.Context, run string) ([]Upload, error) {
+	u, ok := s.b.(uploads)
+	if !ok {
+		return nil, nil
+	}
+	var before time.Time
+	if s.opt.Grace > 0 {
+		before = s.opt.Now().Add(-s.opt.Grace)
+	}
+	return u.IncompleteUploads(ctx, runPrefix(run)+"data/", before)
+}
+
+// abortUploads aborts ups, counting those aborted.
+func (s *Store) abortUploads(ctx context.Context, ups []Upload) (int, error) {
+	u, ok := s.b.(uploads)
+	if !ok {
+		return 0, nil
+	}
+	n := 0
+	for _, up := range ups {
+		if err := u.AbortUpload(ctx, up); err != nil && !IsNotFound(err) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Pruned is what a prune deleted.
+type Pruned struct {
+	Checkpoints []string // ids, oldest first
+	Leftovers   int      // data objects of pushes that never committed
+	Uploads     int      // incomplete multipart uploads aborted
 }
 
 // Prune keeps the newest keep checkpoints of run and deletes the rest:
 // manifest first (the checkpoint disappears whole), then its objects. It
-// also removes leftovers of pushes that never committed.
-func (s *Store) Prune(ctx context.Context, run string, keep int) (deleted []string, leftovers int, err error) {
+// also removes what killed pushes left: data objects that never committed
+// and, on S3, multipart uploads never completed.
+func (s *Store) Prune(ctx context.Context, run string, keep int) (*Pruned, error) {
 	p, err := s.PlanPrune(ctx, run, keep)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
+	r := &Pruned{Checkpoints: []string{}}
 	for _, m := range p.Checkpoints {
 		if err := s.b.Delete(ctx, manifestKey(run, m.ID)); err != nil && !IsNotFound(err) {
-			return deleted, 0, err
+			return r, err
 		}
 		for _, o := range m.Objects {
 			if err := s.b.Delete(ctx, o.Key); err != nil && !IsNotFound(err) {
-				return deleted, 0, err
+				return r, err
 			}
 		}
-		deleted = append(deleted, m.ID)
+		r.Checkpoints = append(r.Checkpoints, m.ID)
 	}
-	n, err := s.deleteKeys(ctx, p.Leftovers)
-	return deleted, n, err
+	if r.Leftovers, err = s.deleteKeys(ctx, p.Leftovers); err != nil {
+		return r, err
+	}
+	r.Uploads, err = s.abortUploads(ctx, p.Uploads)
+	return r, err
 }
 
 // cleanLeftovers deletes data of checkpoints of run that never committed
@@ -818,7 +866,16 @@ func (s *Store) cleanLeftovers(ctx context.Context, run string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return s.deleteKeys(ctx, keys)
+	n, err := s.deleteKeys(ctx, keys)
+	if err != nil {
+		return n, err
+	}
+	ups, err := s.incompleteUploads(ctx, run)
+	if err != nil {
+		return n, err
+	}
+	a, err := s.abortUploads(ctx, ups)
+	return n + a, err
 }
 
 // deleteKeys deletes keys, counting those deleted; one already gone counts

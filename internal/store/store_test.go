@@ -755,12 +755,12 @@ func TestPrune(t *testing.T) {
 				t.Fatalf("planning deleted objects: %d before, %d after", len(before), len(after))
 			}
 
-			deleted, n, err := s.Prune(ctx, "r", 1)
+			r, err := s.Prune(ctx, "r", 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(deleted) != 2 || deleted[0] != ids[0] || deleted[1] != ids[1] || n != 2 {
-				t.Errorf("prune deleted %v and %d leftovers, want %v and 2", deleted, n, ids[:2])
+			if len(r.Checkpoints) != 2 || r.Checkpoints[0] != ids[0] || r.Checkpoints[1] != ids[1] || r.Leftovers != 2 || r.Uploads != 0 {
+				t.Errorf("prune deleted %+v, want %v, 2 leftovers and no uploads", r, ids[:2])
 			}
 			list, _ := s.List(ctx, "r")
 			if len(list) != 1 || list[0].ID != ids[2] {

@@ -15,6 +15,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // strictS3 stands in front of SeaweedFS and answers as Alibaba Cloud OSS
@@ -150,5 +154,71 @@ func TestS3WithoutStreamingChecksums(t *testing.T) {
 				t.Errorf("refused on pull: %v", strict.refused)
 			}
 		})
+	}
+}
+
+// A push killed mid-file leaves a multipart upload that S3 bills and no
+// listing shows. Prune finds it under the run, leaves a young one alone
+// (it may belong to a push still running) and aborts an old one; push's
+// own clean-up does the same.
+func TestIncompleteUploadsAborted(t *testing.T) {
+	q := weedURL(t)
+	if q == "" {
+		t.Skip("needs SeaweedFS (bash scripts/test.sh builds it)")
+	}
+	ctx := context.Background()
+	b, _, err := Open(ctx, "s3://"+newBucket(t)+"/ckpt?"+q, OpenOptions{PartSize: 5 << 20, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	mp := b.(*bucket).multipart
+	if mp == nil {
+		t.Fatal("an s3:// store has no multipart handle")
+	}
+	// What a killed push leaves: an upload begun, one part sent, never completed.
+	begin := func(key string) {
+		t.Helper()
+		up, err := mp.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(mp.bucket), Key: aws.String(mp.full(key))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mp.client.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(mp.bucket), Key: aws.String(mp.full(key)),
+			UploadId: up.UploadId, PartNumber: aws.Int32(1), Body: bytes.NewReader(make([]byte, 5<<20))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killed := "runs/r/data/20261130T000000.000Z-deadbeef/000003"
+	begin(killed)
+	begin("runs/other/data/20261130T000000.000Z-cafef00d/000000") // another run's: not this prune's business
+	src := filepath.Join(t.TempDir(), "step.txt")
+	if err := os.WriteFile(src, []byte("1200\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cr, _ := newCrypto(t)
+	if _, err := New(b, Options{Crypto: cr}).Push(ctx, src, "r"); err != nil { // grace 10 min: the young upload stays
+		t.Fatal(err)
+	}
+	if ups, _ := b.(uploads).IncompleteUploads(ctx, "runs/", time.Time{}); len(ups) != 2 {
+		t.Fatalf("after a push with the default grace, %d incomplete uploads, want both still there", len(ups))
+	}
+	s := New(&Retrying{Backend: b}, Options{Crypto: cr, Grace: -1})
+	p, err := s.PlanPrune(ctx, "r", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Uploads) != 1 || p.Uploads[0].Key != killed || len(p.Checkpoints) != 0 {
+		t.Fatalf("plan %+v, want the killed upload of run r only", p)
+	}
+	r, err := s.Prune(ctx, "r", 1)
+	if err != nil || r.Uploads != 1 {
+		t.Fatalf("prune %+v %v, want 1 upload aborted", r, err)
+	}
+	ups, _ := b.(uploads).IncompleteUploads(ctx, "runs/", time.Time{})
+	if len(ups) != 1 || !strings.HasPrefix(ups[0].Key, "runs/other/") {
+		t.Errorf("left %+v, want only the other run's upload", ups)
+	}
+	if list, _ := s.List(ctx, "r"); len(list) != 1 {
+		t.Errorf("the committed checkpoint is gone: %d left", len(list))
 	}
 }

@@ -528,7 +528,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	s.Metrics.lastUploadSeconds.Store(int64(time.Since(start).Milliseconds()))
 	s.cfg.Log("committed %s as %s (%s in %.1f s)", c.Name, m.ID, report.Bytes(m.Bytes), time.Since(start).Seconds())
 	if s.cfg.Keep > 0 {
-		if _, _, err := s.cfg.Store.Prune(ctx, s.cfg.Run, s.cfg.Keep); err != nil {
+		if _, err := s.cfg.Store.Prune(ctx, s.cfg.Run, s.cfg.Keep); err != nil {
 			s.cfg.Log("prune: %v", err)
 		}
 	}
