@@ -502,6 +502,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 					ids = append(ids, m.ID)
 				}
 				if g.output == report.JSON {
+					uploadsNote(cmd.ErrOrStderr(), p.UploadsErr)
 					return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "dry_run": true, "would_delete": ids,
 						"leftover_objects": len(p.Leftovers), "incomplete_uploads": len(p.Uploads)})
 				}
@@ -510,6 +511,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 				}
 				fmt.Fprintf(g.stdout, "dry run: would keep the newest %d of run %s, delete %s and remove %s%s; nothing was deleted\n",
 					keep, s.run, report.Count(len(ids), "checkpoint"), report.Count(len(p.Leftovers), "leftover object"), uploadsText(len(p.Uploads), "abort"))
+				uploadsNote(cmd.ErrOrStderr(), p.UploadsErr)
 				return nil
 			}
 			r, err := st.Prune(cmd.Context(), s.run, keep)
@@ -517,6 +519,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 				return err
 			}
 			if g.output == report.JSON {
+				uploadsNote(cmd.ErrOrStderr(), r.UploadsErr)
 				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "deleted": r.Checkpoints,
 					"leftover_objects_removed": r.Leftovers, "incomplete_uploads_aborted": r.Uploads})
 			}
@@ -525,6 +528,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			}
 			fmt.Fprintf(g.stdout, "kept the newest %d of run %s; deleted %s; removed %s%s\n", keep, s.run,
 				report.Count(len(r.Checkpoints), "checkpoint"), report.Count(r.Leftovers, "leftover object"), uploadsText(r.Uploads, "aborted"))
+			uploadsNote(cmd.ErrOrStderr(), r.UploadsErr)
 			return nil
 		},
 	}
@@ -628,4 +632,12 @@ func uploadsText(n int, verb string) string {
 		return ""
 	}
 	return fmt.Sprintf("; %s %s (a killed push's parts, billed by S3 and shown by no listing)", verb, report.Count(n, "incomplete upload"))
+}
+
+// uploadsNote warns, on stderr, that incomplete uploads could not be
+// checked: the prune itself went ahead.
+func uploadsNote(w io.Writer, err error) {
+	if err != nil {
+		fmt.Fprintf(w, "gpurent: warning: incomplete multipart uploads were not checked (%v); a bucket lifecycle rule with AbortIncompleteMultipartUpload cleans them instead\n", err)
+	}
 }

@@ -769,6 +769,10 @@ type PrunePlan struct {
 	// Uploads are multipart uploads a killed push began and never ended:
 	// S3 bills their parts, and only aborting them deletes the parts.
 	Uploads []Upload
+	// UploadsErr says why they could not be listed (credentials without
+	// s3:ListBucketMultipartUploads, a service without the call); the rest
+	// of the prune does not depend on it.
+	UploadsErr error
 }
 
 // PlanPrune lists what a prune of run keeping the newest keep checkpoints
@@ -788,9 +792,7 @@ func (s *Store) PlanPrune(ctx context.Context, run string, keep int) (*PrunePlan
 	if p.Leftovers, err = s.leftovers(ctx, run); err != nil {
 		return nil, err
 	}
-	if p.Uploads, err = s.incompleteUploads(ctx, run); err != nil {
-		return nil, err
-	}
+	p.Uploads, p.UploadsErr = s.incompleteUploads(ctx, run)
 	return p, nil
 }
 
@@ -829,6 +831,7 @@ type Pruned struct {
 	Checkpoints []string // ids, oldest first
 	Leftovers   int      // data objects of pushes that never committed
 	Uploads     int      // incomplete multipart uploads aborted
+	UploadsErr  error    // why they could not be listed or aborted
 }
 
 // Prune keeps the newest keep checkpoints of run and deletes the rest:
@@ -855,8 +858,11 @@ func (s *Store) Prune(ctx context.Context, run string, keep int) (*Pruned, error
 	if r.Leftovers, err = s.deleteKeys(ctx, p.Leftovers); err != nil {
 		return r, err
 	}
-	r.Uploads, err = s.abortUploads(ctx, p.Uploads)
-	return r, err
+	r.UploadsErr = p.UploadsErr
+	if r.UploadsErr == nil {
+		r.Uploads, r.UploadsErr = s.abortUploads(ctx, p.Uploads)
+	}
+	return r, nil
 }
 
 // cleanLeftovers deletes data of checkpoints of run that never committed
@@ -870,12 +876,13 @@ func (s *Store) cleanLeftovers(ctx context.Context, run string) (int, error) {
 	if err != nil {
 		return n, err
 	}
-	ups, err := s.incompleteUploads(ctx, run)
-	if err != nil {
-		return n, err
+	// Best effort: credentials that may push need not be allowed to list
+	// multipart uploads, and a push must not fail for it (prune says so).
+	if ups, err := s.incompleteUploads(ctx, run); err == nil {
+		a, _ := s.abortUploads(ctx, ups)
+		n += a
 	}
-	a, err := s.abortUploads(ctx, ups)
-	return n + a, err
+	return n, nil
 }
 
 // deleteKeys deletes keys, counting those deleted; one already gone counts

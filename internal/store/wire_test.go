@@ -222,3 +222,45 @@ func TestIncompleteUploadsAborted(t *testing.T) {
 		t.Errorf("the committed checkpoint is gone: %d left", len(list))
 	}
 }
+
+// Credentials allowed to push need not be allowed to list multipart
+// uploads (s3:ListBucketMultipartUploads): push still works, and prune
+// deletes what it can and says what it could not check.
+func TestUploadsNotListable(t *testing.T) {
+	q := weedURL(t)
+	if q == "" {
+		t.Skip("needs SeaweedFS (bash scripts/test.sh builds it)")
+	}
+	target, _ := url.Parse("http://" + weed.addr)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.URL.Query()["uploads"]; ok && r.Method == http.MethodGet {
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>")
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	b, _, err := Open(ctx, "s3://"+newBucket(t)+"/ckpt?endpoint="+srv.URL+"&region=us-east-1&use_path_style=true", OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	src := filepath.Join(t.TempDir(), "step.txt")
+	if err := os.WriteFile(src, []byte("1200\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cr, _ := newCrypto(t)
+	s := New(&Retrying{Backend: b, Base: time.Millisecond}, Options{Crypto: cr, Grace: -1})
+	for range 2 {
+		if _, err := s.Push(ctx, src, "r"); err != nil {
+			t.Fatalf("push with no right to list uploads: %v", err)
+		}
+	}
+	r, err := s.Prune(ctx, "r", 1)
+	if err != nil || len(r.Checkpoints) != 1 || r.UploadsErr == nil || !strings.Contains(r.UploadsErr.Error(), "AccessDenied") {
+		t.Errorf("prune %+v %v: want one checkpoint deleted and the uploads' AccessDenied said", r, err)
+	}
+}
