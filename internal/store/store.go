@@ -866,7 +866,8 @@ func (s *Store) Prune(ctx context.Context, run string, keep int) (*Pruned, error
 }
 
 // cleanLeftovers deletes data of checkpoints of run that never committed
-// and are older than the grace period.
+// and are older than the grace period, and aborts the run's incomplete
+// multipart uploads as old.
 func (s *Store) cleanLeftovers(ctx context.Context, run string) (int, error) {
 	keys, err := s.leftovers(ctx, run)
 	if err != nil {
