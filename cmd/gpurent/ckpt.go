@@ -467,9 +467,10 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 		Use:   "prune",
 		Short: "Keep the newest N checkpoints of a run and delete the rest, and leftovers of killed pushes",
 		Long: `prune keeps the newest --keep checkpoints of the run and deletes the older
-ones, each manifest first so that a checkpoint disappears whole, and the data
-of pushes killed before they committed (older than --grace: a younger one may
-still be uploading).
+ones, each manifest first so that a checkpoint disappears whole, and what
+pushes killed before they committed left (older than --grace: a younger one may
+still be uploading): their data and, on S3, their unfinished multipart uploads,
+whose parts S3 bills and no listing shows.
 
 --dry-run lists what would be deleted and deletes nothing. --keep 0 deletes
 every checkpoint of the run, so it also needs --unsafe-allow-remove-all (as
