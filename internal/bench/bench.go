@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
+	"github.com/gpurent/gpurent/internal/suggest"
 )
 
 // Statuses, from best to worst; skip means the check could not run.
@@ -126,7 +127,12 @@ func Judge(f probe.Facts, tab *specs.Table, order Order, lim Limits) (*Report, e
 	var accepted []*specs.GPU
 	if order.GPU != "" {
 		if accepted = tab.Match(order.GPU); len(accepted) == 0 {
-			return nil, fmt.Errorf("--expect: no GPU in the datasheet table matches %q; known models include %s", order.GPU, knownModels(tab))
+			models := knownModels(tab)
+			hint := ""
+			if near := suggest.Closest(order.GPU, models); near != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			return nil, fmt.Errorf("--expect: no GPU in the datasheet table matches %q%s; known models include %s", order.GPU, hint, strings.Join(models, ", "))
 		}
 	}
 	j := &judge{f: f, tab: tab, order: order, accepted: accepted, lim: lim, clim: DefaultComputeLimits()}
@@ -147,14 +153,14 @@ func rank(s string) int {
 	return 0
 }
 
-func knownModels(tab *specs.Table) string {
+func knownModels(tab *specs.Table) []string {
 	var names []string
 	for _, g := range tab.GPUs {
 		if g.IsNVIDIA() {
 			names = append(names, g.Model)
 		}
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 type judge struct {

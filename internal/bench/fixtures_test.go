@@ -336,8 +336,11 @@ func TestContainerMemoryLimit(t *testing.T) {
 
 func TestBadOrder(t *testing.T) {
 	tab, _ := specs.Load()
-	if _, err := Judge(healthyH100(), tab, Order{GPU: "TPU v5"}, DefaultLimits()); err == nil || !strings.Contains(err.Error(), `--expect: no GPU in the datasheet table matches "TPU v5"`) {
+	if _, err := Judge(healthyH100(), tab, Order{GPU: "TPU v5"}, DefaultLimits()); err == nil || !strings.Contains(err.Error(), `--expect: no GPU in the datasheet table matches "TPU v5"; known models include`) {
 		t.Errorf("got %v", err)
+	}
+	if _, err := Judge(healthyH100(), tab, Order{GPU: "A100 80GB SMX4"}, DefaultLimits()); err == nil || !strings.Contains(err.Error(), `matches "A100 80GB SMX4" (did you mean "A100 80GB SXM4"?)`) {
+		t.Errorf("near miss: %v", err)
 	}
 }
 

@@ -228,6 +228,20 @@ func TestWithProvider(t *testing.T) {
 	if _, err := WithProvider(offers, []string{"alibaba"}); err == nil {
 		t.Error("a part of a name is not a name")
 	}
+	// A near miss is named, by its English name.
+	if _, err := WithProvider(offers, []string{"runpd"}); err == nil || !strings.Contains(err.Error(), `no offer from "runpd" (did you mean "RunPod"?); providers:`) {
+		t.Errorf("near miss: %v", err)
+	}
+	if _, err := WithProvider(offers, []string{"alibaba clud"}); err == nil || !strings.Contains(err.Error(), `(did you mean "Alibaba Cloud"?)`) {
+		t.Errorf("near miss of a name with a parenthesis: %v", err)
+	}
+	gpus := []Offer{{GPU: "RTX 4090"}, {GPU: "RTX 4090D"}, {GPU: "H100 SXM"}}
+	if _, err := WithGPU(gpus, "RTX 4900"); err == nil || !strings.Contains(err.Error(), `no offer has GPU "RTX 4900" (did you mean "RTX 4090"?); the catalog has:`) {
+		t.Errorf("near-miss GPU: %v", err)
+	}
+	if _, err := WithGPU(gpus, "TPU v9"); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("a GPU near nothing got a guess: %v", err)
+	}
 }
 
 func FuzzParse(f *testing.F) {

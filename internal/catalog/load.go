@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/specs"
+	"github.com/gpurent/gpurent/internal/suggest"
 )
 
 // defaultYAML is the embedded catalog, generated from the sourced research
@@ -73,7 +74,7 @@ func WithGPU(offers []Offer, want string) ([]Offer, error) {
 			}
 		}
 		slices.Sort(names)
-		return nil, fmt.Errorf("no offer has GPU %q; the catalog has: %s", want, strings.Join(names, ", "))
+		return nil, fmt.Errorf("no offer has GPU %q%s; the catalog has: %s", want, didYouMean(want, names), strings.Join(names, ", "))
 	}
 	return out, nil
 }
@@ -100,7 +101,12 @@ func WithProvider(offers []Offer, want []string) ([]Offer, error) {
 	slices.Sort(names)
 	for _, w := range want {
 		if !slices.ContainsFunc(names, func(p string) bool { return matches(p, w) }) {
-			return nil, fmt.Errorf("no offer from %q; providers: %s", w, strings.Join(names, ", "))
+			var short []string
+			for _, n := range names {
+				sh, _, _ := strings.Cut(n, " (")
+				short = append(short, sh)
+			}
+			return nil, fmt.Errorf("no offer from %q%s; providers: %s", w, didYouMean(strings.TrimSpace(w), short), strings.Join(names, ", "))
 		}
 	}
 	var out []Offer
@@ -135,4 +141,13 @@ func MatchGPU(model, want string) bool {
 		}
 	}
 	return false
+}
+
+// didYouMean is " (did you mean X?)" for the one name typed most likely
+// meant, or "" when none is clearly nearest.
+func didYouMean(typed string, names []string) string {
+	if near := suggest.Closest(typed, names); near != "" {
+		return fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return ""
 }

@@ -5,13 +5,13 @@ package suggest
 
 import "strings"
 
-// Closest is the one name within a small edit distance of typed (a
+// Closest is the one name, compared without case, within a small edit distance of typed (a
 // transposition, a missing or extra letter: a third of its length at
 // most), or "" when none or more than one is that near.
 func Closest(typed string, names []string) string {
 	best, bestD, ties := "", len(typed)/3+1, 0
 	for _, n := range names {
-		d := editDistance(strings.ToLower(typed), n)
+		d := editDistance(strings.ToLower(typed), strings.ToLower(n))
 		switch {
 		case d < bestD:
 			best, bestD, ties = n, d, 0
