@@ -51,6 +51,7 @@ nvidia-smi --query-gpu=index,name,uuid,pci.device_id,pci.sub_device_id,memory.to
 log "nvidia-smi: $(head -c 300 "$out/nvidia-smi.csv")"
 
 start=$(date +%s)
+rm -f "$out/facts.json" # a rerun into the same directory: bench --record never overwrites
 "$out/gpurent" bench --no-history --duration 3s --data-dir "$out" --record "$out/facts.json" -o json >"$out/bench.json" 2>"$out/bench.stderr"
 code=$?
 log "gpurent bench exit $code in $(( $(date +%s) - start )) s (0 pass/warn, 3 fail)"

@@ -90,6 +90,9 @@ judges saved facts anywhere, without a GPU.`,
 			if diskMB < 0 {
 				return usagef("--disk-mb: want 0 (skip) or more, got %d", diskMB)
 			}
+			if err := notThere("--record", record); err != nil {
+				return err
+			}
 			tab, err := specs.Load()
 			if err != nil {
 				return err
@@ -360,6 +363,19 @@ func readFacts(path string) (probe.Facts, error) {
 		return f, usagef("--replay %s: facts version %d, this gpurent reads version %d", path, f.Version, probe.FactsVersion)
 	}
 	return f, nil
+}
+
+// notThere refuses an output file that already exists, before any work:
+// a bench record or a wipe report may be the evidence of a refund claim or
+// of a clean release, and a second run must not replace it unasked.
+func notThere(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return usagef("%s %s: the file exists and is not overwritten (it may be the record of an earlier run); choose a new name or move it away", flag, path)
+	}
+	return nil
 }
 
 // writeFacts saves facts with a temporary file, fsync and rename, so an

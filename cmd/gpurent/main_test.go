@@ -60,6 +60,7 @@ func TestExitCodes(t *testing.T) {
 	zeroHours := write("zero.yaml", "gpu: RTX 4090\ncompute_hours: 0\n")
 	runKeep := write("run.yaml", "ckpt_dir: out\nkeep: -1\ncommand: [echo, hi]\n")
 	runQuiet := write("quiet.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nquiet: 5x\n")
+	existing := write("facts.json", "{\"an earlier run\": true}\n")
 	noGPU := write("nogpu.yaml", "gpu: TPU v9\ncompute_hours: 10\n")
 	badCatalog := write("cat.yaml", "version: 1\noffers:\n  - id: x\n    provider: P\n    gpu: G\n    gpus: 1\n    currency: USD\n    source: s\n    as_of: d\n    on_demand: {hourly: -1}\n")
 	for _, tc := range []struct {
@@ -102,6 +103,8 @@ func TestExitCodes(t *testing.T) {
 		{"ckpt plain http to another machine", []string{"ckpt", "ls", "--store", "s3://b/x?endpoint=http://10.9.8.7:8333"}, 2, "plain http to another machine"},
 		{"ckpt pull an id the run lacks", []string{"ckpt", "pull", filepath.Join(dir, "out"), "--store", filepath.Join(dir, "st"), "--run", "r", "--id", "20261130T000000.000Z-deadbeef"}, 2, "run r has no checkpoint 20261130T000000.000Z-deadbeef"},
 		{"ckpt verify an id the run lacks", []string{"ckpt", "verify", "--store", dir, "--run", "r", "--id", "20261130T000000.000Z-deadbeef"}, 2, "run r has no checkpoint 20261130T000000.000Z-deadbeef"},
+		{"bench record over an earlier one", []string{"bench", "--no-history", "--record", existing}, 2, "--record " + existing + ": the file exists and is not overwritten"},
+		{"wipe report over an earlier one", []string{"wipe", "--report", existing}, 2, "--report " + existing + ": the file exists and is not overwritten"},
 		{"ckpt prune without keep", []string{"ckpt", "prune", "--store", dir}, 2, "--keep N is required"},
 		{"ckpt push missing path", []string{"ckpt", "push", filepath.Join(dir, "nothing"), "--store", dir, "--no-encrypt"}, 2, "nothing"},
 		{"run config negative keep", []string{"run", "--config", runKeep}, 2, "run.yaml:2: keep: want 0 (keep all) or more, got -1"},
@@ -125,6 +128,9 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tc.code, tc.stderr)
 			}
 		})
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "{\"an earlier run\": true}\n" {
+		t.Errorf("an earlier record was changed: %q", b)
 	}
 }
 

@@ -67,6 +67,9 @@ check failed, 2 bad usage.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
+			if err := notThere("--report", reportPath); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			e := wipe.Env{Root: "/", UID: os.Getuid(), Lookup: os.LookupEnv, Docker: dockerCLI}
 			if root != "" {
