@@ -199,6 +199,7 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 	if offers, err = t.withProvider(offers); err != nil {
 		return err
 	}
+	t.currency = strings.ToUpper(strings.TrimSpace(t.currency))
 	q := billing.InferenceQuery{Model: model, TokensPerDay: perDay, Currency: t.currency}
 	if q.Today, err = today(os.LookupEnv, time.Now); err != nil {
 		return err

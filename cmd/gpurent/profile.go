@@ -149,6 +149,7 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	if offers, err = t.withProvider(offers); err != nil {
 		return nil, nil, nil, opt, err
 	}
+	t.currency = strings.ToUpper(strings.TrimSpace(t.currency)) // "cny" is CNY
 	if !catalog.IsCurrency(t.currency) {
 		return nil, nil, nil, opt, usagef("--currency: want a currency code like USD or CNY, got %q", t.currency)
 	}

@@ -179,7 +179,12 @@ func TestMatchGPU(t *testing.T) {
 		ok          bool
 	}{
 		{"RTX 4090", "RTX 4090", true},
-		{"GeForce RTX 4090", "rtx4090", false}, // one word is not two
+		{"GeForce RTX 4090", "rtx4090", true}, // the words run together, as people type them
+		{"RTX 4090D", "rtx4090", false},       // still whole words
+		{"RTX 4090D", "rtx4090d", true},
+		{"H100 NVL", "h100nvl", true},
+		{"A100", "a10", false},
+		{"H200", "h20", false},
 		{"GeForce RTX 4090", "rtx 4090", true},
 		{"RTX 4090D", "RTX 4090", false},
 		{"GeForce RTX 4090 D", "RTX 4090D", true},

@@ -121,7 +121,8 @@ func WithProvider(offers []Offer, want []string) ([]Offer, error) {
 // MatchGPU reports whether the offer's GPU model is the one asked for. The
 // words of want (specs.Words: case, spacing and "GeForce" ignored) must
 // appear in order in the model name: "H100" matches "H100 SXM" and "H100 PCIe", "RTX 4090" matches
-// "GeForce RTX 4090" but not "RTX 4090D". An empty want matches every GPU.
+// "GeForce RTX 4090" but not "RTX 4090D", and so does "rtx4090". An empty
+// want matches every GPU.
 func MatchGPU(model, want string) bool {
 	w := specs.Words(want)
 	if len(w) == 0 {
@@ -138,6 +139,17 @@ func MatchGPU(model, want string) bool {
 		}
 		if ok {
 			return true
+		}
+	}
+	// Written without its spaces ("rtx4090", "a100-80gb"): the same words
+	// run together, still whole words ("rtx4090" is not "RTX 4090D").
+	joined := strings.Join(w, "")
+	for i := range m {
+		run := ""
+		for j := i; j < len(m) && len(run) < len(joined); j++ {
+			if run += m[j]; run == joined {
+				return true
+			}
 		}
 	}
 	return false
