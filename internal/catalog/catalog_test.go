@@ -219,6 +219,7 @@ func TestWithProvider(t *testing.T) {
 		{[]string{"runpod"}, "r r2"},
 		{[]string{"alibaba cloud", "Lambda"}, "a l"},
 		{[]string{"Alibaba Cloud (阿里云)"}, "a"},
+		{[]string{"阿里云"}, "a"},
 	} {
 		got, err := WithProvider(offers, tc.want)
 		if err != nil || ids(got) != tc.ids {

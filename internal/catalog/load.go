@@ -80,17 +80,20 @@ func WithGPU(offers []Offer, want string) ([]Offer, error) {
 }
 
 // WithProvider returns the offers from any of the providers named in want
-// (all when want is empty). A name matches a provider's whole name or the
-// part before its parenthesis, in any case: "alibaba cloud" and
-// "Alibaba Cloud (阿里云)" both name Alibaba Cloud (阿里云). A name that
-// matches none of offers is an error naming the providers there are.
+// (all when want is empty). A name matches a provider's whole name, the
+// part before its parenthesis or the part inside it, in any case:
+// "alibaba cloud", "阿里云" and "Alibaba Cloud (阿里云)" all name Alibaba
+// Cloud (阿里云). A name that matches none of offers is an error naming the
+// providers there are.
 func WithProvider(offers []Offer, want []string) ([]Offer, error) {
 	if len(want) == 0 {
 		return offers, nil
 	}
 	matches := func(provider, name string) bool {
-		short, _, _ := strings.Cut(provider, " (")
-		return strings.EqualFold(provider, name) || strings.EqualFold(short, strings.TrimSpace(name))
+		name = strings.TrimSpace(name)
+		short, rest, paren := strings.Cut(provider, " (")
+		local, _, _ := strings.Cut(rest, ")")
+		return strings.EqualFold(provider, name) || strings.EqualFold(short, name) || (paren && local != "" && strings.EqualFold(local, name))
 	}
 	var names []string
 	for _, o := range offers {
