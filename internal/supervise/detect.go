@@ -78,20 +78,26 @@ func (d *Detector) Scan() ([]Candidate, error) {
 	// the newest checkpoint, crowd real ones out of --keep, and be handed
 	// to the command to resume from. --glob, when given, is the user's own
 	// choice instead.
+	// Each entry's framework is looked at once a scan (a few stats and a
+	// glob per directory, every --poll).
+	type fwInfo struct {
+		kind      string
+		whole, ok bool
+	}
+	fws := make([]fwInfo, len(entries))
 	managed := false
-	for _, e := range entries {
-		if _, _, ok := framework(filepath.Join(d.Dir, e.Name()), e); ok {
-			managed = true
-			break
-		}
+	for i, e := range entries {
+		f := &fws[i]
+		f.kind, f.whole, f.ok = framework(filepath.Join(d.Dir, e.Name()), e)
+		managed = managed || f.ok
 	}
 	var out []Candidate
-	for _, e := range entries {
+	for i, e := range entries {
 		name := e.Name()
 		if internalName(name) || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".partial") {
 			continue
 		}
-		kind, whole, fw := framework(filepath.Join(d.Dir, name), e)
+		kind, whole, fw := fws[i].kind, fws[i].whole, fws[i].ok
 		if managed && d.Glob == "" && !fw {
 			continue
 		}

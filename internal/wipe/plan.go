@@ -253,6 +253,7 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	holders := e.Holders()
 	for _, it := range tempItems(e) {
 		named := slices.ContainsFunc(cands, func(c Item) bool { return c.Path == it.Path })
+		inUse := usedBy(it.Path, holders)
 		switch {
 		case within(e.Cwd, it.Path):
 			p.Kept = append(p.Kept, it.Path+" (holds the working directory)")
@@ -262,11 +263,11 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			// Someone mounted a file system here (a data disk, a network
 			// volume): that is not a temp file.
 			p.Kept = append(p.Kept, it.Path+" (a file system mounted in a temp directory, not a temp file; name it to wipe it)")
-		case len(usedBy(it.Path, holders)) > 0 && !named:
+		case len(inUse) > 0 && !named:
 			// A running program's socket, session or working files (an
 			// editor's server, a notebook kernel, the shell the user
 			// works in): removing them breaks it mid-session.
-			p.Kept = append(p.Kept, it.Path+" (in use by "+describeHolders(usedBy(it.Path, holders))+"; name it to wipe it anyway)")
+			p.Kept = append(p.Kept, it.Path+" (in use by "+describeHolders(inUse)+"; name it to wipe it anyway)")
 		default:
 			cands = append(cands, it)
 		}
