@@ -128,11 +128,7 @@ func Judge(f probe.Facts, tab *specs.Table, order Order, lim Limits) (*Report, e
 	if order.GPU != "" {
 		if accepted = tab.Match(order.GPU); len(accepted) == 0 {
 			models := knownModels(tab)
-			hint := ""
-			if near := suggest.Closest(order.GPU, models); near != "" {
-				hint = fmt.Sprintf(" (did you mean %q?)", near)
-			}
-			return nil, fmt.Errorf("--expect: no GPU in the datasheet table matches %q%s; known models include %s", order.GPU, hint, strings.Join(models, ", "))
+			return nil, fmt.Errorf("--expect: no GPU in the datasheet table matches %q%s; known models include %s", order.GPU, suggest.DidYouMean(order.GPU, models), strings.Join(models, ", "))
 		}
 	}
 	j := &judge{f: f, tab: tab, order: order, accepted: accepted, lim: lim, clim: DefaultComputeLimits()}

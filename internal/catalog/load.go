@@ -74,7 +74,7 @@ func WithGPU(offers []Offer, want string) ([]Offer, error) {
 			}
 		}
 		slices.Sort(names)
-		return nil, fmt.Errorf("no offer has GPU %q%s; the catalog has: %s", want, didYouMean(want, names), strings.Join(names, ", "))
+		return nil, fmt.Errorf("no offer has GPU %q%s; the catalog has: %s", want, suggest.DidYouMean(want, names), strings.Join(names, ", "))
 	}
 	return out, nil
 }
@@ -109,7 +109,7 @@ func WithProvider(offers []Offer, want []string) ([]Offer, error) {
 				sh, _, _ := strings.Cut(n, " (")
 				short = append(short, sh)
 			}
-			return nil, fmt.Errorf("no offer from %q%s; providers: %s", w, didYouMean(strings.TrimSpace(w), short), strings.Join(names, ", "))
+			return nil, fmt.Errorf("no offer from %q%s; providers: %s", w, suggest.DidYouMean(strings.TrimSpace(w), short), strings.Join(names, ", "))
 		}
 	}
 	var out []Offer
@@ -156,13 +156,4 @@ func MatchGPU(model, want string) bool {
 		}
 	}
 	return false
-}
-
-// didYouMean is " (did you mean X?)" for the one name typed most likely
-// meant, or "" when none is clearly nearest.
-func didYouMean(typed string, names []string) string {
-	if near := suggest.Closest(typed, names); near != "" {
-		return fmt.Sprintf(" (did you mean %q?)", near)
-	}
-	return ""
 }

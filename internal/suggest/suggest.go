@@ -3,7 +3,20 @@
 // than none, so it guesses only when one name is clearly nearest.
 package suggest
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
+
+// DidYouMean is ` (did you mean "X"?)` for the one name typed most likely
+// meant, or "" when none is clearly nearest: a suffix for an error that
+// names what was not found.
+func DidYouMean(typed string, names []string) string {
+	if near := Closest(typed, names); near != "" {
+		return fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return ""
+}
 
 // Closest is the one name, compared without case, within a small edit distance of typed (a
 // transposition, a missing or extra letter: a third of its length at

@@ -210,9 +210,7 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 				fe.Msg = "unknown field " + strconv.Quote(u[1])
 				fe.Path = ix.atLine(fe.Line, u[1])
 				parent := strings.TrimSuffix(strings.TrimSuffix(fe.Path, u[1]), ".")
-				if near := suggest.Closest(u[1], fieldNames(reflect.TypeOf(v), parent)); near != "" {
-					fe.Msg += " (did you mean " + strconv.Quote(near) + "?)"
-				}
+				fe.Msg += suggest.DidYouMean(u[1], fieldNames(reflect.TypeOf(v), parent))
 			}
 		}
 		es = append(es, fe)
