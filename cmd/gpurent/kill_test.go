@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -252,9 +253,23 @@ func TestHangup(t *testing.T) {
 		return cmd, &stderr
 	}
 
+	// wait gives a run a minute to end, then kills it: a hangup that is
+	// not seen must fail the test, not hang it.
+	wait := func(cmd *exec.Cmd) error {
+		timer := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+		defer timer.Stop()
+		return cmd.Wait()
+	}
+	// Run under nohup itself, this test would hand its children SIGHUP
+	// ignored; a handler here makes them start with the default action.
+	if signal.Ignored(syscall.SIGHUP) {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	cmd, stderr := start(false, `echo 1 > "$GPURENT_CKPT_DIR/ckpt-1"; echo up > "$UP"; trap 'exit 0' TERM; while :; do sleep 0.05; done`)
 	cmd.Process.Signal(syscall.SIGHUP)
-	err := cmd.Wait()
+	err := wait(cmd)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 129 {
 		t.Errorf("after a hangup: %v, want exit 129\n%s", err, stderr)
@@ -267,7 +282,7 @@ func TestHangup(t *testing.T) {
 
 	cmd, stderr = start(true, `echo up > "$UP"; sleep 1; echo done > "$DONE"`)
 	cmd.Process.Signal(syscall.SIGHUP)
-	if err := cmd.Wait(); err != nil {
+	if err := wait(cmd); err != nil {
 		t.Errorf("under nohup a hangup ended the run: %v\n%s", err, stderr)
 	}
 	if _, err := os.Stat(done); err != nil {
