@@ -146,14 +146,5 @@ func MatchGPU(model, want string) bool {
 	}
 	// Written without its spaces ("rtx4090", "a100-80gb"): the same words
 	// run together, still whole words ("rtx4090" is not "RTX 4090D").
-	joined := strings.Join(w, "")
-	for i := range m {
-		run := ""
-		for j := i; j < len(m) && len(run) < len(joined); j++ {
-			if run += m[j]; run == joined {
-				return true
-			}
-		}
-	}
-	return false
+	return specs.RunTogether(m, strings.Join(w, ""))
 }

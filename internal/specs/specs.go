@@ -161,7 +161,8 @@ func KnownPCIName(device uint16) string {
 // normalising form factors ("SXM4", "SXM5" are "SXM") and ignoring
 // "NVIDIA" and "GeForce": "H100" accepts all H100 rows, "H100 SXM" only the
 // SXM5 one, "A100 80GB SXM" only "A100 80GB SXM4". Order does not matter;
-// "H20" does not match "H200".
+// "H20" does not match "H200". Words may run together ("rtx4090",
+// "H100SXM"; see RunTogether).
 func (t *Table) Match(want string) []*GPU {
 	w := Words(want)
 	if len(w) == 0 {
@@ -170,12 +171,13 @@ func (t *Table) Match(want string) []*GPU {
 	var out []*GPU
 	for i := range t.GPUs {
 		have := map[string]bool{}
-		for _, x := range Words(t.GPUs[i].Model + " " + t.GPUs[i].Variant) {
+		m := Words(t.GPUs[i].Model + " " + t.GPUs[i].Variant)
+		for _, x := range m {
 			have[x] = true
 		}
 		all := true
 		for _, x := range w {
-			if !have[x] {
+			if !have[x] && !RunTogether(m, x) {
 				all = false
 				break
 			}
@@ -185,6 +187,26 @@ func (t *Table) Match(want string) []*GPU {
 		}
 	}
 	return out
+}
+
+// RunTogether reports whether word is some consecutive words of words
+// written without the spaces between them, as people type names
+// ("rtx4090", "h100sxm5"): still whole words, so "rtx4090" is not
+// "RTX 4090 D" and "h20" is not "H200". A form factor's digit is dropped
+// as Words drops it ("h100sxm5" is "h100" "sxm").
+func RunTogether(words []string, word string) bool {
+	if i := strings.LastIndex(word, "sxm"); i >= 0 && i+4 == len(word) && unicode.IsDigit(rune(word[i+3])) {
+		word = word[:i+3]
+	}
+	for i := range words {
+		run := ""
+		for j := i; j < len(words) && len(run) < len(word); j++ {
+			if run += words[j]; run == word {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ByName finds the row for a name as NVML reports it ("NVIDIA H100 80GB
@@ -226,7 +248,7 @@ func Words(s string) []string {
 		switch {
 		case w == "nvidia" || w == "geforce" || w == "tesla":
 			continue
-		case strings.HasPrefix(w, "sxm"):
+		case strings.HasPrefix(w, "sxm") && strings.Trim(w[3:], "0123456789") == "":
 			w = "sxm"
 		}
 		if len(out) > 0 && (w == "gb" || (len(w) == 1 && unicode.IsLetter(rune(w[0])))) {

@@ -50,6 +50,16 @@ func TestMatch(t *testing.T) {
 		"H20":           {"H20"},
 		"RTX 4090":      {"GeForce RTX 4090"},
 		"RTX 4090D":     {"GeForce RTX 4090 D"},
+		// Run together, as people type them; still whole words.
+		"rtx4090":       {"GeForce RTX 4090"},
+		"rtx4090d":      {"GeForce RTX 4090 D"},
+		"H100SXM5":      {"H100 SXM5"},
+		"h100sxm":       {"H100 SXM5"},
+		"a100 80gbsxm4": {"A100 80GB SXM4"},
+		"H200nvl":       {"H200 NVL"},
+		"rtx409":        nil,
+		"h10":           nil,
+		"sxm5h100":      nil,
 		"A100 80GB":     {"A100 80GB PCIe", "A100 80GB SXM4"},
 		"TPU":           nil,
 	} {
