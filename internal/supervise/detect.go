@@ -188,11 +188,72 @@ func notCheckpoint(name string, dir bool) bool {
 		return true
 	}
 	if dir {
-		return name == "__pycache__" || name == "wandb"
+		// lightning_logs holds TensorBoard events and, in
+		// version_N/checkpoints/, Lightning's own checkpoints: handed to
+		// the command whole, it is not a checkpoint Lightning can load
+		// (Deeper tells the user where its checkpoints are).
+		return name == "__pycache__" || name == "wandb" || name == "lightning_logs"
 	}
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".py", ".pyc", ".sh", ".bash", ".ipynb", ".md", ".rst", ".txt", ".log", ".out", ".err",
 		".yaml", ".yml", ".toml", ".cfg", ".ini", ".lock", ".csv", ".html":
+		return true
+	}
+	return false
+}
+
+// Deeper finds a checkpoint the command wrote below the entries of Dir,
+// where Scan never looks: a name matching Glob or, without one, a file
+// with a checkpoint's extension (.ckpt, .pt, .safetensors, ...), at least
+// two levels down. PyTorch Lightning saves to
+// lightning_logs/version_N/checkpoints/ under its root directory unless
+// told otherwise, and a --ckpt-dir set to that root would otherwise
+// protect nothing, without a word, for the whole run. It returns the
+// first such path, or "". At most limit entries are looked at, so a huge
+// dataset beside the checkpoints costs a bounded walk.
+func (d *Detector) Deeper(limit int) string {
+	found, seen := "", 0
+	filepath.WalkDir(d.Dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return filepath.SkipDir
+		}
+		if seen++; seen > limit {
+			return filepath.SkipAll
+		}
+		if p == d.Dir {
+			return nil
+		}
+		rel, _ := filepath.Rel(d.Dir, p)
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || internalName(name) {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.Contains(rel, string(filepath.Separator)) {
+			return nil // Scan's own level
+		}
+		if d.Glob != "" {
+			if ok, _ := filepath.Match(d.Glob, name); ok {
+				found = p
+			}
+		} else if !e.IsDir() && checkpointExt(name) {
+			found = p
+		}
+		if found != "" {
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
+}
+
+// checkpointExt: the extensions frameworks save checkpoints and weights
+// under.
+func checkpointExt(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".ckpt", ".pt", ".pth", ".safetensors", ".bin", ".distcp", ".pkl", ".h5", ".msgpack", ".nemo":
 		return true
 	}
 	return false

@@ -62,6 +62,11 @@ type Supervisor struct {
 	commits    int
 	uploading  sync.Mutex // one upload at a time
 	pulled     string     // a checkpoint resume pulled, verified: usable at once
+	// deeper: when lookDeeper last looked below --ckpt-dir for
+	// checkpoints Scan cannot see, and whether it has said so (once a
+	// run); under mu.
+	deeperAt   time.Time
+	deeperSaid bool
 	Metrics    Metrics
 	// sysRoot is where /proc/self/cgroup and /sys/fs/cgroup are read
 	// ("/"; tests give a fake tree).
@@ -240,8 +245,8 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 			if s.cfg.Store != nil {
 				s.cfg.Log("the command finished; uploading the newest checkpoint")
 			}
-			s.finalUpload(ctx)
-			return Exit{Code: 0, Reason: "the command finished"}, nil
+			f := s.finalUpload(ctx)
+			return Exit{Code: 0, Reason: "the command finished; " + s.finalWords(f)}, nil
 		}
 		restarts++
 		s.Metrics.restarts.Add(1)
@@ -491,7 +496,49 @@ func (s *Supervisor) watch(ctx context.Context) {
 		case <-events:
 		}
 		s.uploadNewest(ctx)
+		s.lookDeeper(false)
 	}
+}
+
+// lookDeeper warns, once, when --ckpt-dir itself holds no checkpoint but
+// one sits further down (Lightning's lightning_logs/version_N/checkpoints/):
+// otherwise a run believed protected uploads nothing for weeks. Until a
+// checkpoint counts or it has warned, it looks every 5 s, and always when
+// force is set (the command has ended).
+func (s *Supervisor) lookDeeper(force bool) {
+	if s.commitCount() > 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.deeperSaid || !force && time.Since(s.deeperAt) < 5*time.Second {
+		s.mu.Unlock()
+		return
+	}
+	s.deeperAt = time.Now()
+	s.mu.Unlock()
+	if cs, err := s.det.Scan(); err != nil || len(cs) > 0 {
+		return
+	}
+	p := s.det.Deeper(20000)
+	if p == "" {
+		return
+	}
+	s.mu.Lock()
+	said := s.deeperSaid
+	s.deeperSaid = true
+	s.mu.Unlock()
+	if said {
+		return
+	}
+	what := "entries"
+	if s.det.Glob != "" {
+		what = fmt.Sprintf("names matching --glob %q", s.det.Glob)
+	}
+	hint := ""
+	if strings.Contains(p, "lightning_logs") {
+		hint = " (for Lightning, ModelCheckpoint(dirpath=...): its default, lightning_logs/version_N/checkpoints, moves with every start)"
+	}
+	s.cfg.Log("WARNING: nothing in %s is a checkpoint, so nothing is uploaded: gpurent looks only at the %s directly in --ckpt-dir, and %s is further down. Point --ckpt-dir at the directory the checkpoints are saved in%s", s.cfg.CkptDir, what, p, hint)
 }
 
 // uploadNewest pushes the newest complete checkpoint unless it is already
@@ -563,6 +610,9 @@ func (s *Supervisor) finalUpload(ctx context.Context) final {
 	s.det.Quiet = 0
 	_, found, _ := s.det.Newest()
 	s.uploading.Unlock()
+	if !found {
+		s.lookDeeper(true)
+	}
 	defer func() {
 		s.uploading.Lock()
 		s.det.Quiet = quiet

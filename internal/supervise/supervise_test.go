@@ -107,6 +107,43 @@ func TestDetector(t *testing.T) {
 	}
 }
 
+// Checkpoints saved below --ckpt-dir's own entries (Lightning's default
+// lightning_logs/version_N/checkpoints/) are found by Deeper, which Scan
+// never reports; what is directly in the directory, or hidden, is not.
+func TestDetectorDeeper(t *testing.T) {
+	dir := t.TempDir()
+	write := func(p string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte("x"), 0o644)
+	}
+	write("notes.txt")
+	write(".cache/hub/model.safetensors") // hidden: never a checkpoint
+	write("top.ckpt.tmp")
+	for _, glob := range []string{"", "*.ckpt"} {
+		if got := (&Detector{Dir: dir, Glob: glob}).Deeper(1000); got != "" {
+			t.Errorf("glob %q: Deeper = %q with nothing deeper", glob, got)
+		}
+	}
+	nested := filepath.Join(dir, "lightning_logs", "version_0", "checkpoints", "epoch=0-step=5.ckpt")
+	write("lightning_logs/version_0/events.out.tfevents.1")
+	write("lightning_logs/version_0/checkpoints/epoch=0-step=5.ckpt")
+	for _, glob := range []string{"", "*.ckpt", "epoch=*"} {
+		d := &Detector{Dir: dir, Glob: glob, OpenForWrite: func(string) bool { return false }}
+		if got := d.Deeper(1000); got != nested {
+			t.Errorf("glob %q: Deeper = %q, want %q", glob, got, nested)
+		}
+		if got := completeness(t, d); len(got) != 0 {
+			t.Errorf("glob %q: candidates %v: lightning_logs is no checkpoint", glob, got)
+		}
+	}
+	if got := (&Detector{Dir: dir, Glob: "*.pt"}).Deeper(1000); got != "" {
+		t.Errorf("--glob '*.pt' found %q", got)
+	}
+	if got := (&Detector{Dir: dir}).Deeper(3); got != "" {
+		t.Errorf("a walk limited to 3 entries found %q", got)
+	}
+}
+
 // completeness is what d's scan says of each candidate: whole or not.
 func completeness(t *testing.T, d *Detector) map[string]bool {
 	t.Helper()
@@ -461,6 +498,43 @@ func TestCrashLoopStops(t *testing.T) {
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Errorf("took %v", time.Since(start))
+	}
+}
+
+// A command that saves its checkpoints below --ckpt-dir (Lightning's
+// default) is warned about, since nothing is uploaded, and the exit says
+// no checkpoint was written instead of a bare "finished".
+func TestCheckpointsDeeperAreNamed(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	cfg := h.config(dir, h.b)
+	cfg.Glob = "*.ckpt"
+	nested := filepath.Join(dir, "lightning_logs", "version_0", "checkpoints")
+	cfg.Cmd = []string{"sh", "-c", fmt.Sprintf("mkdir -p %q && echo x > %q/epoch=0-step=5.ckpt", nested, nested)}
+	logged := captureLog(&cfg)
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 0 || ex.Reason != "the command finished; no complete checkpoint was written" {
+		t.Errorf("%+v %v", ex, err)
+	}
+	if l := logged(); strings.Count(l, "WARNING: nothing in") != 1 || !strings.Contains(l, filepath.Join(nested, "epoch=0-step=5.ckpt")+" is further down") ||
+		!strings.Contains(l, "ModelCheckpoint(dirpath=...)") {
+		t.Errorf("log:\n%s", l)
+	}
+	// A checkpoint where gpurent looks: no warning, and the exit says it
+	// is in the store.
+	cfg.Cmd = []string{"sh", "-c", fmt.Sprintf("echo x > %q/epoch=1-step=9.ckpt", dir)}
+	logged = captureLog(&cfg)
+	sup, _ = New(cfg)
+	ex, err = sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 0 || ex.Reason != "the command finished; newest complete checkpoint uploaded" {
+		t.Errorf("%+v %v", ex, err)
+	}
+	if l := logged(); strings.Contains(l, "WARNING") {
+		t.Errorf("log:\n%s", l)
 	}
 }
 
