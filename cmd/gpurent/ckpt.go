@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/supervise"
 	"github.com/gpurent/gpurent/internal/units"
 )
 
@@ -344,6 +345,13 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			}
 			if err != nil {
 				return err
+			}
+			// A DeepSpeed or Megatron checkpoint is found through a
+			// tracker file beside it, which the store does not hold.
+			if wrote, err := supervise.RestoreTracker(a[0]); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: %v\n", err)
+			} else if wrote != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: wrote %s, which the framework reads to find the checkpoint to load\n", wrote)
 			}
 			return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %s, %s in %.1f s, every file checked", m.ID, name, s.run, a[0], report.Count(m.Files, "entry"), report.Bytes(m.Bytes), time.Since(start).Seconds()))
 		},

@@ -58,7 +58,7 @@ stop cleanly.
 The command sees GPURENT_RESUME_FROM (the newest complete checkpoint, empty if none),
 GPURENT_RESTART_COUNT, GPURENT_CKPT_DIR and GPURENT_RUN; "{resume}" in an argument is
 replaced by the path (and dropped with its flag when there is none). docs/run.md has
-PyTorch, Hugging Face, Lightning and torchrun examples.`,
+PyTorch, Hugging Face, Lightning, torchrun, DeepSpeed and Megatron examples.`,
 		Example: `  gpurent run --ckpt-dir out --glob 'checkpoint-*' --store s3://bucket/runs --run llama -- \
       python train.py --output_dir out --resume_from_checkpoint {resume}`,
 		RunE: func(cmd *cobra.Command, argv []string) error {

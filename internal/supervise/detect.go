@@ -22,8 +22,9 @@ type Candidate struct {
 	Path string
 	Name string
 	// Kind says why it is complete: hf (checkpoint-N with trainer_state.json),
-	// dcp (PyTorch distributed checkpoint with .metadata), file (a file no
-	// process holds open for writing and quiet for the quiet period), dir.
+	// dcp (PyTorch distributed checkpoint with .metadata), deepspeed or
+	// megatron (named by the tracker file), file (a file no process holds
+	// open for writing and quiet for the quiet period), dir.
 	Kind     string
 	ModTime  time.Time // newest modification inside
 	Size     int64
@@ -86,9 +87,10 @@ func (d *Detector) Scan() ([]Candidate, error) {
 	}
 	fws := make([]fwInfo, len(entries))
 	managed := false
+	tr := readTrackers(d.Dir)
 	for i, e := range entries {
 		f := &fws[i]
-		f.kind, f.whole, f.ok = framework(filepath.Join(d.Dir, e.Name()), e)
+		f.kind, f.whole, f.ok = framework(filepath.Join(d.Dir, e.Name()), e, tr)
 		managed = managed || f.ok
 	}
 	var out []Candidate
@@ -136,7 +138,9 @@ func (d *Detector) Scan() ([]Candidate, error) {
 				// last: a save in progress, or one a crash cut short.
 				// Never whole, however quiet.
 				c.Why = map[string]string{"hf": "no trainer_state.json yet (the Trainer writes it last)",
-					"dcp": "no .metadata yet (torch.distributed.checkpoint writes it last)"}[kind]
+					"dcp":       "no .metadata yet (torch.distributed.checkpoint writes it last)",
+					"deepspeed": "not named by " + deepSpeedTracker + " yet (DeepSpeed writes it once every rank has saved)",
+					"megatron":  "not covered by " + megatronTracker + " yet (written once every rank has saved)"}[kind]
 				if kind == "hf" && exists(filepath.Join(c.Path, hfIncomplete)) {
 					c.Why = hfIncomplete + " is there (the Trainer's just-in-time save has not finished)"
 				}
@@ -277,33 +281,60 @@ func (d *Detector) Newest() (Candidate, bool, error) {
 }
 
 // framework recognises a checkpoint directory by the files its framework
-// writes, and whether the one written last is there: torch.distributed.
-// checkpoint's shards (*.distcp) and its .metadata, renamed into place
-// last; the Hugging Face Trainer's checkpoint-<step>/ with
-// training_args.bin (written with the model, first) and
+// writes, and whether the one written last is there: DeepSpeed's and
+// Megatron-LM's (or verl's) directories once the tracker file, written
+// after every rank saved, names them or a later step (tracker.go);
+// torch.distributed.checkpoint's shards (*.distcp) and its .metadata,
+// renamed into place last; the Hugging Face Trainer's checkpoint-<step>/
+// with training_args.bin (written with the model, first) and
 // trainer_state.json (last).
-func framework(path string, e fs.DirEntry) (kind string, whole, ok bool) {
+//
+// Each directory is read once a scan, every --poll: one ReadDir, however
+// many frameworks are tried.
+func framework(path string, e fs.DirEntry, tr trackers) (kind string, whole, ok bool) {
 	if !e.IsDir() {
 		return "", false, false
 	}
-	if exists(filepath.Join(path, ".metadata")) {
+	in := readContents(path)
+	name := e.Name()
+	switch {
+	case in.deepSpeed():
+		return "deepspeed", tr.deepspeed.covers(name), true
+	case in.megatron(name, tr):
+		return "megatron", tr.megatron.covers(name), true
+	case in[".metadata"]:
 		return "dcp", true, true
-	}
-	if shards, _ := filepath.Glob(filepath.Join(path, "*.distcp")); len(shards) > 0 {
+	case in.any(func(n string) bool { return strings.HasSuffix(n, ".distcp") }):
 		return "dcp", false, true
-	}
-	if hfName(e.Name()) {
-		if exists(filepath.Join(path, hfIncomplete)) {
-			return "hf", false, true
-		}
-		if exists(filepath.Join(path, "trainer_state.json")) {
-			return "hf", true, true
-		}
-		if exists(filepath.Join(path, "training_args.bin")) {
-			return "hf", false, true
-		}
+	case hfName(name) && in[hfIncomplete]:
+		return "hf", false, true
+	case hfName(name) && in["trainer_state.json"]:
+		return "hf", true, true
+	case hfName(name) && in["training_args.bin"]:
+		return "hf", false, true
 	}
 	return "", false, false
+}
+
+// contents are the names a directory holds directly.
+type contents map[string]bool
+
+func readContents(path string) contents {
+	es, _ := os.ReadDir(path)
+	in := make(contents, len(es))
+	for _, e := range es {
+		in[e.Name()] = true
+	}
+	return in
+}
+
+func (in contents) any(pred func(string) bool) bool {
+	for n := range in {
+		if pred(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // hfIncomplete is the sentinel the Trainer's just-in-time checkpoint

@@ -516,10 +516,13 @@ func (s *Supervisor) lookDeeper(force bool) {
 	}
 	s.deeperAt = time.Now()
 	s.mu.Unlock()
-	if cs, err := s.det.Scan(); err != nil || len(cs) > 0 {
-		return
+	s.uploading.Lock() // the detector's settings are the uploader's
+	cs, err := s.det.Scan()
+	p := ""
+	if err == nil && len(cs) == 0 {
+		p = s.det.Deeper(20000)
 	}
-	p := s.det.Deeper(20000)
+	s.uploading.Unlock()
 	if p == "" {
 		return
 	}
@@ -654,6 +657,13 @@ func (s *Supervisor) resume(ctx context.Context) error {
 	s.cfg.Log("no complete checkpoint in %s: pulling %s from the store", s.cfg.CkptDir, m.ID)
 	if _, err := s.cfg.Store.Pull(ctx, s.cfg.Run, m.ID, dest); err != nil {
 		return fmt.Errorf("run: pull %s: %w", m.ID, err)
+	}
+	// DeepSpeed and Megatron find their checkpoint through a tracker file
+	// beside it, which the store does not hold.
+	if wrote, err := RestoreTracker(dest); err != nil {
+		s.cfg.Log("%v: the command may not find %s by itself", err, name)
+	} else if wrote != "" {
+		s.cfg.Log("wrote %s, which the framework reads to find the checkpoint it resumes from", wrote)
 	}
 	// Pull restored the files' own modification times; the checkpoint was
 	// verified whole, so it needs no quiet period (Run uses it at once).
