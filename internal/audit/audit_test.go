@@ -246,6 +246,42 @@ func TestSSHEmptyPasswordsFail(t *testing.T) {
 	}
 }
 
+// A Match block that opens passwords to some users or addresses is judged
+// as if it applied (who connects from where is not known here), and named,
+// whether the global settings come from the files or from sshd -T, which
+// prints those of a connection no block selects.
+func TestSSHMatchBlocks(t *testing.T) {
+	m := newFake(t)
+	write(t, m.root+"/etc/ssh/sshd_config", "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"+
+		"Match User git\n  PasswordAuthentication no\n"+
+		"Match Address 10.0.0.0/8\n  Include /etc/ssh/lan.conf\n", 0o644)
+	write(t, m.root+"/etc/ssh/lan.conf", "PasswordAuthentication yes\n", 0o644)
+	check := func(e Env, status, contains string) {
+		t.Helper()
+		f := Gather(context.Background(), e)
+		c := checkByID(t, Judge(f), "ssh.login")
+		if c.Status != status || !strings.Contains(c.Evidence, contains) {
+			t.Errorf("got %s %q; want %s containing %q", c.Status, c.Evidence, status, contains)
+		}
+		if len(f.SSH.MatchBlocks) != 2 || f.SSH.MatchBlocks[1].Condition != "Address 10.0.0.0/8" {
+			t.Errorf("match blocks %+v", f.SSH.MatchBlocks)
+		}
+	}
+	check(m.env(), bench.Warn, "Match Address 10.0.0.0/8 (/etc/ssh/sshd_config) sets passwordauthentication yes")
+	e := m.env()
+	e.SSHD = func(context.Context) ([]byte, error) {
+		return []byte("passwordauthentication no\nkbdinteractiveauthentication no\npermitemptypasswords no\npermitrootlogin prohibit-password\nusepam yes\n"), nil
+	}
+	check(e, bench.Warn, "from sshd -T: passwordauthentication no")
+	// Empty passwords for the block's connections fail, as they would
+	// globally.
+	write(t, m.root+"/etc/ssh/lan.conf", "PasswordAuthentication yes\nPermitEmptyPasswords yes\n", 0o644)
+	check(m.env(), bench.Fail, "sets passwordauthentication yes, permitemptypasswords yes")
+	// Blocks that allow nothing more leave the check passing.
+	write(t, m.root+"/etc/ssh/lan.conf", "PasswordAuthentication no\n", 0o644)
+	check(m.env(), bench.Pass, "Match blocks change none of these to allow more")
+}
+
 func TestCleanMachinePasses(t *testing.T) {
 	base := t.TempDir()
 	root := filepath.Join(base, "root")

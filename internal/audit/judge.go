@@ -2,6 +2,8 @@ package audit
 
 import (
 	"fmt"
+	"maps"
+	"sort"
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/bench"
@@ -131,10 +133,6 @@ func (j *judger) ssh() {
 		j.add(c)
 		return
 	}
-	pw := s.Settings["passwordauthentication"] == "yes"
-	kbd := s.Settings["kbdinteractiveauthentication"] == "yes" && s.Settings["usepam"] == "yes"
-	empty := s.Settings["permitemptypasswords"] == "yes"
-	root := s.Settings["permitrootlogin"] == "yes"
 	var set []string
 	for _, k := range []string{"passwordauthentication", "kbdinteractiveauthentication", "permitemptypasswords", "permitrootlogin", "usepam"} {
 		set = append(set, k+" "+s.Settings[k])
@@ -144,21 +142,55 @@ func (j *judger) ssh() {
 	if len(s.Defaulted) > 0 {
 		c.Evidence += " (OpenSSH defaults for " + strings.Join(s.Defaulted, ", ") + ")"
 	}
-	if s.Match {
-		c.Evidence += "; Match blocks may change these for some users or addresses"
+	status, advice := sshLogin(s.Settings)
+	// A Match block's settings apply to the connections it selects, over
+	// the global ones: judged as if every block applied, since who
+	// connects from where is not known here.
+	var opened []string
+	for _, m := range s.MatchBlocks {
+		eff := maps.Clone(s.Settings)
+		var own []string
+		for k, v := range m.Settings {
+			eff[k] = v
+			own = append(own, k+" "+v)
+		}
+		sort.Strings(own)
+		st, adv := sshLogin(eff)
+		if bench.Verdict([]bench.Check{{Status: st}, {Status: status}}) != status {
+			status, advice = st, adv
+		}
+		if st != bench.Pass && len(own) > 0 {
+			opened = append(opened, fmt.Sprintf("Match %s (%s) sets %s", m.Condition, m.File, strings.Join(own, ", ")))
+		}
 	}
 	switch {
-	case empty && (pw || kbd):
-		c.Status = bench.Fail
-		c.Advice = "sshd accepts empty passwords: any account without a password is open to the internet. Set PermitEmptyPasswords no and restart sshd, or leave the machine."
-	case root && (pw || kbd):
-		c.Status = bench.Warn
-		c.Advice = "root can log in with a password, which bots guess all day on public addresses. Put your key in ~/.ssh/authorized_keys, set PasswordAuthentication no (and KbdInteractiveAuthentication no) and restart sshd."
-	case pw || kbd:
-		c.Status = bench.Warn
-		c.Advice = "sshd accepts passwords. Log in with a key and set PasswordAuthentication no (and KbdInteractiveAuthentication no)."
+	case len(opened) > 0:
+		c.Evidence += "; " + strings.Join(opened, "; ")
+		advice += " The Match blocks named above do so for the users or addresses they select: change them too."
+	case s.Match:
+		c.Evidence += "; Match blocks change none of these to allow more"
 	}
+	c.Status, c.Advice = status, advice
 	j.add(c)
+}
+
+// sshLogin judges one set of sshd settings: empty passwords fail;
+// passwords, keyboard-interactive through PAM, or root with a password
+// warn.
+func sshLogin(set map[string]string) (status, advice string) {
+	pw := set["passwordauthentication"] == "yes"
+	kbd := set["kbdinteractiveauthentication"] == "yes" && set["usepam"] == "yes"
+	empty := set["permitemptypasswords"] == "yes"
+	root := set["permitrootlogin"] == "yes"
+	switch {
+	case empty && (pw || kbd):
+		return bench.Fail, "sshd accepts empty passwords: any account without a password is open to the internet. Set PermitEmptyPasswords no and restart sshd, or leave the machine."
+	case root && (pw || kbd):
+		return bench.Warn, "root can log in with a password, which bots guess all day on public addresses. Put your key in ~/.ssh/authorized_keys, set PasswordAuthentication no (and KbdInteractiveAuthentication no) and restart sshd."
+	case pw || kbd:
+		return bench.Warn, "sshd accepts passwords. Log in with a key and set PasswordAuthentication no (and KbdInteractiveAuthentication no)."
+	}
+	return bench.Pass, ""
 }
 
 func (j *judger) keys() {

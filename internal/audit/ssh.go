@@ -21,9 +21,21 @@ type SSHFacts struct {
 	// defaults.
 	Defaulted []string `json:"defaulted,omitempty"`
 	// Match: the files have Match blocks, which can override the global
-	// settings for some users or addresses; gpurent does not evaluate them.
-	Match bool   `json:"match,omitempty"`
-	Note  string `json:"note,omitempty"`
+	// settings for some users or addresses. Their conditions are not
+	// evaluated (they depend on who connects from where); MatchBlocks
+	// lists what each sets, so that one that opens passwords to some
+	// users is judged, not hidden behind the global "no".
+	Match       bool       `json:"match,omitempty"`
+	MatchBlocks []SSHMatch `json:"match_blocks,omitempty"`
+	Note        string     `json:"note,omitempty"`
+}
+
+// SSHMatch is one Match block of sshd's files and the judged settings it
+// gives the connections its condition selects.
+type SSHMatch struct {
+	Condition string            `json:"condition"` // "User git", "Address 10.0.0.0/8"
+	File      string            `json:"file"`
+	Settings  map[string]string `json:"settings"`
 }
 
 // sshKeys are the settings judged. Their OpenSSH defaults are what the
@@ -49,6 +61,16 @@ func sshAliases() map[string]string {
 func sshFacts(ctx context.Context, e Env) SSHFacts {
 	want := sshDefaults()
 	s := SSHFacts{Settings: map[string]string{}}
+	main := e.path("etc/ssh/sshd_config")
+	_, statErr := os.Stat(main)
+	// The files are read in any case: sshd -T prints the settings of a
+	// connection that matches no Match block, so the blocks come from
+	// the files.
+	r := sshReader{e: e, set: map[string]string{}, seen: map[string]bool{}}
+	if statErr == nil {
+		r.read(main, 0, -1)
+	}
+	s.Match, s.MatchBlocks = len(r.matches) > 0, r.matches
 	if e.SSHD != nil {
 		if out, err := e.SSHD(ctx); err == nil && len(out) > 0 {
 			s.Source = "sshd -T"
@@ -63,15 +85,12 @@ func sshFacts(ctx context.Context, e Env) SSHFacts {
 			return s
 		}
 	}
-	main := e.path("etc/ssh/sshd_config")
-	if _, err := os.Stat(main); err != nil {
+	if statErr != nil {
 		return s
 	}
 	s.Source = "/etc/ssh/sshd_config"
 	s.Note = "sshd -T was not available (it needs root); settings read from the files"
-	r := sshReader{e: e, set: s.Settings, seen: map[string]bool{}}
-	r.read(main, 0)
-	s.Match = r.match
+	s.Settings = r.set
 	for k, v := range want {
 		if _, ok := s.Settings[k]; !ok {
 			s.Settings[k] = v
@@ -85,15 +104,18 @@ func sshFacts(ctx context.Context, e Env) SSHFacts {
 // sshReader follows sshd_config's rules: the first value obtained for a
 // keyword wins, Include pulls files in (globs, relative to /etc/ssh) where
 // it stands, and a Match line starts a conditional block that lasts to the
-// end of its file.
+// next Match or the end of its file; an Include inside a block belongs to
+// it.
 type sshReader struct {
-	e     Env
-	set   map[string]string
-	seen  map[string]bool
-	match bool
+	e       Env
+	set     map[string]string
+	seen    map[string]bool
+	matches []SSHMatch
 }
 
-func (r *sshReader) read(path string, depth int) {
+// read reads one file; block is the index in matches of the Match block
+// the file was included from, -1 outside any.
+func (r *sshReader) read(path string, depth, block int) {
 	if depth > 8 || r.seen[path] {
 		return
 	}
@@ -117,8 +139,9 @@ func (r *sshReader) read(path string, depth int) {
 		}
 		switch {
 		case key == "match":
-			r.match = true
-			return
+			shown, _ := filepath.Rel(r.e.path("/"), path)
+			r.matches = append(r.matches, SSHMatch{Condition: val, File: "/" + shown, Settings: map[string]string{}})
+			block = len(r.matches) - 1
 		case key == "include":
 			for _, pat := range strings.Fields(val) {
 				if !filepath.IsAbs(pat) {
@@ -127,14 +150,19 @@ func (r *sshReader) read(path string, depth int) {
 				files, _ := filepath.Glob(r.e.path(pat))
 				sort.Strings(files)
 				for _, inc := range files {
-					r.read(inc, depth+1)
+					r.read(inc, depth+1, block)
 				}
 			}
 		default:
-			if _, ok := want[key]; ok {
-				if _, set := r.set[key]; !set {
-					r.set[key] = strings.ToLower(strings.Trim(val, `"`))
-				}
+			if _, ok := want[key]; !ok {
+				continue
+			}
+			set := r.set
+			if block >= 0 {
+				set = r.matches[block].Settings
+			}
+			if _, done := set[key]; !done {
+				set[key] = strings.ToLower(strings.Trim(val, `"`))
 			}
 		}
 	}
