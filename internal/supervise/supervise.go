@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,6 +62,7 @@ type Supervisor struct {
 	lastCommit time.Time
 	commits    int
 	uploading  sync.Mutex // one upload at a time
+	rotated    int        // uploads in a row whose checkpoint was deleted during them; under uploading
 	pulled     string     // a checkpoint resume pulled, verified: usable at once
 	// deeper: when lookDeeper last looked below --ckpt-dir for
 	// checkpoints Scan cannot see, and whether it has said so (once a
@@ -563,6 +565,20 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	start := time.Now()
 	m, err := s.cfg.Store.Push(ctx, c.Path, s.cfg.Run)
 	if err != nil {
+		if _, gone := os.Lstat(c.Path); errors.Is(gone, fs.ErrNotExist) && ctx.Err() == nil {
+			// Trainers delete older checkpoints as they save new ones
+			// (the Trainer's save_total_limit, Lightning's save_top_k):
+			// no fault of the store's, and nothing to retry.
+			s.cfg.Log("%s was deleted while it was uploaded (by the command, as trainers rotate checkpoints); the newest one is uploaded next", c.Name)
+			if s.rotated++; s.rotated == 2 {
+				// Every upload overtaken: with a limit of one or two
+				// checkpoints kept and uploads slower than saves,
+				// none would ever reach the store.
+				s.cfg.Log("WARNING: %d checkpoints in a row were deleted before their upload finished, so the store may never get one: keep more of them locally (save_total_limit, save_top_k: 2 or more), save less often, or raise --bwlimit", s.rotated)
+			}
+			return false
+		}
+		s.rotated = 0
 		s.cfg.Log("upload of %s failed (training goes on; retried next scan): %v", c.Name, err)
 		s.Metrics.uploadErrors.Add(1)
 		return false
@@ -573,6 +589,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 		s.cfg.Log("%s changed during its upload; it will be uploaded again", c.Name)
 		return false
 	}
+	s.rotated = 0
 	s.commitLocal(c, m.ID)
 	s.Metrics.bytes.Add(m.Bytes)
 	s.Metrics.lastUploadSeconds.Store(int64(time.Since(start).Milliseconds()))

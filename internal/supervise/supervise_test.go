@@ -666,6 +666,55 @@ func (f *failingBackend) Put(ctx context.Context, key string, fill func(io.Write
 	return f.Backend.Put(ctx, key, fill)
 }
 
+// rotatingBackend deletes the checkpoint being uploaded as its first
+// object is stored, as a trainer keeping one checkpoint deletes the last
+// when it saves the next, for the first n uploads.
+type rotatingBackend struct {
+	store.Backend
+	dir string
+	mu  sync.Mutex // uploads put files in parallel
+	n   int
+}
+
+func (r *rotatingBackend) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	r.mu.Lock()
+	if es, _ := os.ReadDir(r.dir); r.n > 0 && len(es) > 0 && strings.Contains(key, "/data/") {
+		r.n--
+		for _, e := range es {
+			os.RemoveAll(filepath.Join(r.dir, e.Name()))
+		}
+	}
+	r.mu.Unlock()
+	return r.Backend.Put(ctx, key, fill)
+}
+
+// A checkpoint deleted by the command while it was uploaded is said to be
+// so, not reported as a failure of the store; two in a row bring the
+// advice to keep more of them.
+func TestCheckpointRotatedDuringUpload(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	rb := &rotatingBackend{Backend: h.b, dir: dir, n: 2}
+	cfg := h.config(dir, rb)
+	cfg.Glob = "step-*"
+	save := `mkdir %[1]q/step-%[2]d && echo a%[2]d > %[1]q/step-%[2]d/a && echo b%[2]d > %[1]q/step-%[2]d/b; sleep 1`
+	cfg.Cmd = []string{"sh", "-c", fmt.Sprintf(save, dir, 1) + "; " + fmt.Sprintf(save, dir, 2) + "; " + fmt.Sprintf(save, dir, 3)}
+	logged := captureLog(&cfg)
+	sup, _ := New(cfg)
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	l := logged()
+	if strings.Count(l, "was deleted while it was uploaded") != 2 || strings.Count(l, "WARNING: 2 checkpoints in a row were deleted") != 1 ||
+		strings.Contains(l, "upload of") || sup.Metrics.uploadErrors.Load() != 0 {
+		t.Errorf("log:\n%s", l)
+	}
+	if !strings.Contains(ex.Reason, "newest complete checkpoint uploaded") {
+		t.Errorf("exit %+v\n%s", ex, l)
+	}
+}
+
 func TestStoreDownForAWhile(t *testing.T) {
 	h := newHarness(t)
 	setTrainerEnv(t, 3, "0", 60)
