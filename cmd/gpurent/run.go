@@ -142,11 +142,13 @@ PyTorch, Hugging Face, Lightning, torchrun, DeepSpeed and Megatron examples.`,
 			}
 			// A poller whose metadata service never answers misses every
 			// notice without a word: say which cloud is watched, or none.
+			cloud := preemption
 			switch preemption {
 			case "none":
 			case "auto":
 				var name string
 				if name, pre = supervise.Auto(cmd.Context(), ep); pre != nil {
+					cloud = name
 					logf("watching %s's preemption notices", name)
 				} else {
 					logf("no cloud metadata service answered (%s): preemption notices are not watched (--preemption none skips this check)",
@@ -166,6 +168,9 @@ PyTorch, Hugging Face, Lightning, torchrun, DeepSpeed and Megatron examples.`,
 			}
 			cfg := supervise.Config{Cmd: argv, CkptDir: ckptDir, Run: s.run, Keep: keep, MaxRestarts: maxRestarts,
 				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf}
+			if pre != nil {
+				cfg.Cloud, cfg.Notice = cloud, supervise.ShortestNotice(cloud)
+			}
 			if s.url != "" {
 				c, err := s.crypto(true)
 				if err != nil {

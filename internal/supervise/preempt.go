@@ -422,6 +422,21 @@ func Tencent(base string, interval time.Duration) Preempter {
 	}}
 }
 
+// ShortestNotice is the least warning a cloud's preemption notice gives,
+// 0 where no source states one (shared/reference/resume_security.md §1):
+// AWS two minutes; GCP Spot 30 s (best effort; the 120 s notice is a
+// preview one must ask for); Azure's Preempt event at least 30 s. Alibaba's
+// and Tencent's termination-time keys carry their own time.
+func ShortestNotice(cloud string) time.Duration {
+	switch cloud {
+	case "aws":
+		return 2 * time.Minute
+	case "gcp", "azure":
+		return 30 * time.Second
+	}
+	return 0
+}
+
 // reclaimAt reads a termination-time key: nothing on 404, else a notice
 // with the time left until the time it holds (30 s, the shortest notice a
 // cloud gives, when the time is past or unreadable).

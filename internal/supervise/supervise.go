@@ -41,8 +41,13 @@ type Config struct {
 	Quiet            time.Duration // quiet period for plain files and directories
 	Glob             string
 	Preemption       Preempter // nil: none
-	Stdout, Stderr   io.Writer
-	Log              func(format string, args ...any)
+	// Cloud and Notice: the cloud whose notices are watched and the
+	// shortest notice it gives (0: unknown), which an upload taking longer
+	// cannot fit in.
+	Cloud          string
+	Notice         time.Duration
+	Stdout, Stderr io.Writer
+	Log            func(format string, args ...any)
 }
 
 // Exit is how a run ended.
@@ -63,6 +68,7 @@ type Supervisor struct {
 	commits    int
 	uploading  sync.Mutex // one upload at a time
 	rotated    int        // uploads in a row whose checkpoint was deleted during them; under uploading
+	noticeSaid bool       // an upload longer than the preemption notice was said; under uploading
 	pulled     string     // a checkpoint resume pulled, verified: usable at once
 	// deeper: when lookDeeper last looked below --ckpt-dir for
 	// checkpoints Scan cannot see, and whether it has said so (once a
@@ -592,8 +598,15 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	s.rotated = 0
 	s.commitLocal(c, m.ID)
 	s.Metrics.bytes.Add(m.Bytes)
-	s.Metrics.lastUploadSeconds.Store(int64(time.Since(start).Milliseconds()))
-	s.cfg.Log("committed %s as %s (%s in %.1f s)", c.Name, m.ID, report.Bytes(m.Bytes), time.Since(start).Seconds())
+	took := time.Since(start)
+	s.Metrics.lastUploadSeconds.Store(int64(took.Milliseconds()))
+	s.cfg.Log("committed %s as %s (%s in %.1f s)", c.Name, m.ID, report.Bytes(m.Bytes), took.Seconds())
+	if s.cfg.Notice > 0 && took > s.cfg.Notice && !s.noticeSaid {
+		// Said once, at the first upload that shows it: the checkpoint
+		// asked for on a notice will not reach the store in time.
+		s.noticeSaid = true
+		s.cfg.Log("note: this upload took %.0f s, longer than the %v notice a %s preemption can give: a checkpoint saved on the notice will not reach the store in time, so a preemption loses the work since the last one uploaded before it; save checkpoints often enough that this is acceptable", took.Seconds(), s.cfg.Notice, s.cfg.Cloud)
+	}
 	if s.cfg.Keep > 0 {
 		if _, err := s.cfg.Store.Prune(ctx, s.cfg.Run, s.cfg.Keep); err != nil {
 			s.cfg.Log("prune: %v", err)

@@ -715,6 +715,41 @@ func TestCheckpointRotatedDuringUpload(t *testing.T) {
 	}
 }
 
+// slowBackend takes d over each object it stores.
+type slowBackend struct {
+	store.Backend
+	d time.Duration
+}
+
+func (b slowBackend) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	time.Sleep(b.d)
+	return b.Backend.Put(ctx, key, fill)
+}
+
+// An upload longer than the watched cloud's shortest preemption notice is
+// said once: a checkpoint saved on the notice cannot reach the store.
+func TestUploadLongerThanTheNotice(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		notice time.Duration
+		want   int
+	}{{50 * time.Millisecond, 1}, {time.Minute, 0}, {0, 0}} {
+		cfg := h.config(dir, slowBackend{h.b, 60 * time.Millisecond})
+		cfg.Cloud, cfg.Notice, cfg.Glob = "gcp", tc.notice, "step-*"
+		save := `echo %[2]d%[3]v > %[1]q/step-%[2]d; sleep 0.3`
+		cfg.Cmd = []string{"sh", "-c", fmt.Sprintf(save, dir, 1, tc.notice) + "; " + fmt.Sprintf(save, dir, 2, tc.notice)}
+		logged := captureLog(&cfg)
+		sup, _ := New(cfg)
+		if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+			t.Fatal(ex, err)
+		}
+		if l := logged(); strings.Count(l, "longer than the 50ms notice a gcp preemption can give") != tc.want || strings.Count(l, "committed") < 2 {
+			t.Errorf("notice %v: log:\n%s", tc.notice, l)
+		}
+	}
+}
+
 func TestStoreDownForAWhile(t *testing.T) {
 	h := newHarness(t)
 	setTrainerEnv(t, 3, "0", 60)
