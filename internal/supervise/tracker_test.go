@@ -28,13 +28,19 @@ func layout(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
+// detectorIn is a detector of a new directory laid out with files.
+func detectorIn(t *testing.T, files map[string]string) *Detector {
+	dir := t.TempDir()
+	layout(t, dir, files)
+	return &Detector{Dir: dir, Quiet: 5 * time.Second, OpenForWrite: func(string) bool { return false }}
+}
+
 // DeepSpeed's save_dir: global_step<N>/ with each rank's files, and
 // "latest", written by rank 0 once every rank has saved, naming the tag.
 // A directory is whole once latest names it or a later step, however quiet
 // a half-saved one is; "latest" and zero_to_fp32.py are no checkpoints.
 func TestDetectorDeepSpeedDir(t *testing.T) {
-	dir := t.TempDir()
-	layout(t, dir, map[string]string{
+	d := detectorIn(t, map[string]string{
 		"global_step100/mp_rank_00_model_states.pt":                     "",
 		"global_step100/zero_pp_rank_0_mp_rank_00_optim_states.pt":      "",
 		"global_step200/mp_rank_00_model_states.pt":                     "",
@@ -43,7 +49,7 @@ func TestDetectorDeepSpeedDir(t *testing.T) {
 		"zero_to_fp32.py": "",
 		"latest":          "global_step200\n",
 	})
-	d := &Detector{Dir: dir, Quiet: 5 * time.Second, OpenForWrite: func(string) bool { return false }}
+	dir := d.Dir
 	got := completeness(t, d)
 	if len(got) != 3 || !got["global_step100"] || !got["global_step200"] || got["global_step300"] {
 		t.Fatalf("candidates %v: want 100 and 200 whole, 300 not, nothing else", got)
@@ -71,8 +77,7 @@ func TestDetectorDeepSpeedDir(t *testing.T) {
 // written last with the iteration; verl's global_step_<N>/ with the same
 // tracker.
 func TestDetectorMegatronDir(t *testing.T) {
-	dir := t.TempDir()
-	layout(t, dir, map[string]string{
+	d := detectorIn(t, map[string]string{
 		"iter_0000100/mp_rank_00/model_optim_rng.pt": "",
 		"iter_0000200/.metadata":                     "",
 		"iter_0000200/__0_0.distcp":                  "",
@@ -81,19 +86,16 @@ func TestDetectorMegatronDir(t *testing.T) {
 		"latest_checkpointed_iteration.txt":          "200",
 		"progress.txt":                               "",
 	})
-	d := &Detector{Dir: dir, Quiet: 5 * time.Second, OpenForWrite: func(string) bool { return false }}
 	got := completeness(t, d)
 	if len(got) != 3 || !got["iter_0000100"] || !got["iter_0000200"] || got["iter_0000300"] {
 		t.Fatalf("candidates %v: want 100 and 200 whole, 300 not", got)
 	}
-	verl := t.TempDir()
-	layout(t, verl, map[string]string{
+	d = detectorIn(t, map[string]string{
 		"global_step_5/actor/model_world_size_2_rank_0.pt":  "",
 		"global_step_5/data.pt":                             "",
 		"global_step_10/actor/model_world_size_2_rank_0.pt": "",
 		"latest_checkpointed_iteration.txt":                 "5",
 	})
-	d.Dir = verl
 	if got := completeness(t, d); len(got) != 2 || !got["global_step_5"] || got["global_step_10"] {
 		t.Errorf("verl: %v, want global_step_5 whole, global_step_10 not", got)
 	}
