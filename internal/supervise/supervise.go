@@ -549,7 +549,7 @@ func (s *Supervisor) lookDeeper(force bool) {
 	if strings.Contains(p, "lightning_logs") {
 		hint = " (for Lightning, ModelCheckpoint(dirpath=...): its default, lightning_logs/version_N/checkpoints, moves with every start)"
 	}
-	s.cfg.Log("WARNING: nothing in %s is a checkpoint, so nothing is uploaded: gpurent looks only at the %s directly in --ckpt-dir, and %s is further down. Point --ckpt-dir at the directory the checkpoints are saved in%s", s.cfg.CkptDir, what, p, hint)
+	s.cfg.Log("warning: nothing in %s is a checkpoint, so nothing is uploaded: gpurent looks only at the %s directly in --ckpt-dir, and %s is further down. Point --ckpt-dir at the directory the checkpoints are saved in%s", s.cfg.CkptDir, what, p, hint)
 }
 
 // uploadNewest pushes the newest complete checkpoint unless it is already
@@ -580,7 +580,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 				// Every upload overtaken: with a limit of one or two
 				// checkpoints kept and uploads slower than saves,
 				// none would ever reach the store.
-				s.cfg.Log("WARNING: %d checkpoints in a row were deleted before their upload finished, so the store may never get one: keep more of them locally (save_total_limit, save_top_k: 2 or more), save less often, or raise --bwlimit", s.rotated)
+				s.cfg.Log("warning: %d checkpoints in a row were deleted before their upload finished, so the store may never get one: keep more of them locally (save_total_limit, save_top_k: 2 or more), save less often, or raise --bwlimit", s.rotated)
 			}
 			return false
 		}

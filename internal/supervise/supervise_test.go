@@ -520,7 +520,7 @@ func TestCheckpointsDeeperAreNamed(t *testing.T) {
 	if err != nil || ex.Code != 0 || ex.Reason != "the command finished; no complete checkpoint was written" {
 		t.Errorf("%+v %v", ex, err)
 	}
-	if l := logged(); strings.Count(l, "WARNING: nothing in") != 1 || !strings.Contains(l, filepath.Join(nested, "epoch=0-step=5.ckpt")+" is further down") ||
+	if l := logged(); strings.Count(l, "warning: nothing in") != 1 || !strings.Contains(l, filepath.Join(nested, "epoch=0-step=5.ckpt")+" is further down") ||
 		!strings.Contains(l, "ModelCheckpoint(dirpath=...)") {
 		t.Errorf("log:\n%s", l)
 	}
@@ -533,7 +533,7 @@ func TestCheckpointsDeeperAreNamed(t *testing.T) {
 	if err != nil || ex.Code != 0 || ex.Reason != "the command finished; newest complete checkpoint uploaded" {
 		t.Errorf("%+v %v", ex, err)
 	}
-	if l := logged(); strings.Contains(l, "WARNING") {
+	if l := logged(); strings.Contains(l, "warning: nothing in") {
 		t.Errorf("log:\n%s", l)
 	}
 }
@@ -706,7 +706,7 @@ func TestCheckpointRotatedDuringUpload(t *testing.T) {
 		t.Fatal(ex, err)
 	}
 	l := logged()
-	if strings.Count(l, "was deleted while it was uploaded") != 2 || strings.Count(l, "WARNING: 2 checkpoints in a row were deleted") != 1 ||
+	if strings.Count(l, "was deleted while it was uploaded") != 2 || strings.Count(l, "warning: 2 checkpoints in a row were deleted") != 1 ||
 		strings.Contains(l, "upload of") || sup.Metrics.uploadErrors.Load() != 0 {
 		t.Errorf("log:\n%s", l)
 	}
