@@ -50,6 +50,8 @@ type Detector struct {
 	// (from /proc/*/fd); nil means procOpenForWrite.
 	OpenForWrite func(path string) bool
 	Now          func() time.Time
+
+	short shortCache // files found cut short, by version
 }
 
 // internal names gpurent writes into the directory, never checkpoints.
@@ -112,7 +114,7 @@ func (d *Detector) Scan() ([]Candidate, error) {
 			}
 		}
 		c := Candidate{Path: filepath.Join(d.Dir, name), Name: name}
-		var files []string
+		var files []fileVersion
 		if e.IsDir() {
 			c.Kind = "dir"
 			filepath.WalkDir(c.Path, func(p string, de fs.DirEntry, err error) error {
@@ -125,7 +127,7 @@ func (d *Detector) Scan() ([]Candidate, error) {
 					}
 					if info.Mode().IsRegular() {
 						c.Size += info.Size()
-						files = append(files, p)
+						files = append(files, fileVersion{p, info.Size(), info.ModTime()})
 					}
 				}
 				return nil
@@ -157,19 +159,30 @@ func (d *Detector) Scan() ([]Candidate, error) {
 			if info, err := e.Info(); err == nil {
 				c.ModTime, c.Size = info.ModTime(), info.Size()
 			}
-			files = []string{c.Path}
+			files = []fileVersion{{c.Path, c.Size, c.ModTime}}
 		} else {
 			continue
 		}
 		c.Complete = true
 		for _, f := range files {
-			if openW(f) {
-				c.Complete, c.Why = false, f+" is open for writing"
+			if openW(f.path) {
+				c.Complete, c.Why = false, f.path+" is open for writing"
 				break
 			}
 		}
 		if c.Complete && (c.Kind == "file" || c.Kind == "dir") && now().Sub(c.ModTime) < d.Quiet {
 			c.Complete, c.Why = false, whyRecent
+		}
+		if c.Complete && (c.Kind == "file" || c.Kind == "dir") {
+			// Closed and quiet, which a file a crash cut short is too:
+			// where its format can tell, it is asked (a framework's
+			// directory has its last file for that).
+			for _, f := range files {
+				if why := d.short.check(f.path, f.size, f.mtime); why != "" {
+					c.Complete, c.Why = false, f.path+" is "+why
+					break
+				}
+			}
 		}
 		if c.Complete && c.Kind == "dir" && d.Glob == "" {
 			// A plain directory is whole only by quietness; that is weaker,
@@ -178,8 +191,16 @@ func (d *Detector) Scan() ([]Candidate, error) {
 		}
 		out = append(out, c)
 	}
+	d.short.roll()
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ModTime.After(out[j].ModTime) })
 	return out, nil
+}
+
+// fileVersion is one file of a candidate as the scan saw it.
+type fileVersion struct {
+	path  string
+	size  int64
+	mtime time.Time
 }
 
 // notCheckpoint: without --glob, hidden entries (.git, .ipynb_checkpoints,

@@ -1,0 +1,154 @@
+package supervise
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// zipBytes is an archive as torch.save writes one (a zip of the pickle and
+// the tensors' storages), with an optional archive comment.
+func zipBytes(t testing.TB, comment string) []byte {
+	var b bytes.Buffer
+	w := zip.NewWriter(&b)
+	for _, name := range []string{"archive/data.pkl", "archive/data/0"} {
+		f, _ := w.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
+		f.Write(bytes.Repeat([]byte(name), 500))
+	}
+	w.SetComment(comment)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// safetensorsBytes lays out two tensors of 16 and 8 bytes: 8 bytes of
+// header length, the JSON header, then 24 bytes of data.
+func safetensorsBytes() []byte {
+	hdr := []byte(`{"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[2],"data_offsets":[16,24]}}`)
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+	out = append(out, hdr...)
+	return append(out, make([]byte, 24)...)
+}
+
+func TestCutShort(t *testing.T) {
+	dir := t.TempDir()
+	z, st := zipBytes(t, ""), safetensorsBytes()
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string // "" whole, else a part of the reason
+	}{
+		{"whole.pt", z, ""},
+		{"commented.ckpt", zipBytes(t, "a comment"), ""},
+		{"one-byte-short.pt", z[:len(z)-1], "without the record it ends with"},
+		{"half.pt", z[:len(z)/2], "without the record it ends with"},
+		{"no-central-directory.pt", z[:len(z)-22], "without the record it ends with"},
+		{"model.safetensors", st, ""},
+		{"model-trailing.safetensors", append(append([]byte{}, st...), 0), ""},
+		{"short-data.safetensors", st[:len(st)-1], "whose header says"},
+		{"short-header.safetensors", st[:20], "shorter than its"},
+		{"pickle.pt", append([]byte{0x80, 0x02}, bytes.Repeat([]byte("x"), 100)...), ""}, // legacy torch.save: cannot tell
+		{"tiny.bin", []byte("abc"), ""},
+		{"weights.safetensors.bin", []byte("\xff\xff\xff\xff\xff\xff\xff\xffrest"), ""}, // not safetensors by name
+	} {
+		p := filepath.Join(dir, tc.name)
+		os.WriteFile(p, tc.data, 0o644)
+		got, err := cutShort(p)
+		if err != nil || (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: cutShort = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// A torch.save file that a crash cut short, closed and quiet, is not a
+// checkpoint: the one before it is the newest, and the restart resumes from
+// it instead of looping on a file that cannot load.
+func TestDetectorCutShortFile(t *testing.T) {
+	dir := t.TempDir()
+	z := zipBytes(t, "")
+	old := time.Now().Add(-time.Minute)
+	for name, data := range map[string][]byte{"step-1.pt": z, "step-2.pt": z[:len(z)-100]} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, data, 0o644)
+		os.Chtimes(p, old, old)
+		old = old.Add(time.Second) // step-2 is the newer
+	}
+	d := &Detector{Dir: dir, Quiet: 5 * time.Second, OpenForWrite: func(string) bool { return false }}
+	cs, err := d.Scan()
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("%+v %v", cs, err)
+	}
+	if cs[0].Name != "step-2.pt" || cs[0].Complete || !strings.Contains(cs[0].Why, "step-2.pt is a zip archive (torch.save's format) without the record it ends with: cut short") {
+		t.Errorf("step-2.pt: %+v", cs[0])
+	}
+	if c, ok, _ := d.Newest(); !ok || c.Name != "step-1.pt" {
+		t.Errorf("newest %+v %v, want step-1.pt", c, ok)
+	}
+	// Written again whole (a new version): it counts.
+	p := filepath.Join(dir, "step-2.pt")
+	os.WriteFile(p, z, 0o644)
+	os.Chtimes(p, old, old)
+	if c, ok, _ := d.Newest(); !ok || c.Name != "step-2.pt" {
+		t.Errorf("newest %+v %v, want step-2.pt once whole", c, ok)
+	}
+	// The same inside a plain checkpoint directory.
+	os.MkdirAll(filepath.Join(dir, "step-3"), 0o755)
+	p = filepath.Join(dir, "step-3", "model.pt")
+	os.WriteFile(p, z[:len(z)/3], 0o644)
+	later := old.Add(time.Minute)
+	os.Chtimes(p, later, later)
+	if got := completeness(t, d); got["step-3"] || !got["step-2.pt"] {
+		t.Errorf("%v: want step-3 not whole", got)
+	}
+}
+
+func FuzzCutShort(f *testing.F) {
+	f.Add(zipBytes(f, ""), false)
+	f.Add(safetensorsBytes(), true)
+	f.Add([]byte("PK\x03\x04PK\x05\x06"), false)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, st bool) {
+		name := "x.pt"
+		if st {
+			name = "x.safetensors"
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Skip()
+		}
+		cutShort(p) // must not panic, whatever the bytes
+	})
+}
+
+// A command that crashed while writing step-2.pt in place is restarted from
+// step-1.pt, not from the file it cannot load (which would loop until the
+// crash-loop limit ended the run).
+func TestRestartSkipsACutShortCheckpoint(t *testing.T) {
+	h := newHarness(t)
+	dir, src := t.TempDir(), t.TempDir()
+	z := zipBytes(t, "")
+	os.WriteFile(filepath.Join(src, "whole.pt"), z, 0o644)
+	os.WriteFile(filepath.Join(src, "cut.pt"), z[:len(z)/2], 0o644)
+	seen := filepath.Join(src, "seen")
+	cfg := h.config(dir, h.b)
+	cfg.Glob = "step-*.pt"
+	cfg.Cmd = []string{"sh", "-c", `if [ "$GPURENT_RESTART_COUNT" = 0 ]; then
+cp "$0/whole.pt" "$GPURENT_CKPT_DIR/step-1.pt"; sleep 0.3; cp "$0/cut.pt" "$GPURENT_CKPT_DIR/step-2.pt"; exit 1
+fi
+echo "$GPURENT_RESUME_FROM" > "$0/seen"`, src}
+	logged := captureLog(&cfg)
+	sup, _ := New(cfg)
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatalf("%+v %v\n%s", ex, err, logged())
+	}
+	if b, _ := os.ReadFile(seen); strings.TrimSpace(string(b)) != filepath.Join(dir, "step-1.pt") {
+		t.Errorf("resumed from %q, want step-1.pt\n%s", b, logged())
+	}
+}
