@@ -47,6 +47,17 @@ func cutShort(path string) (string, error) {
 // a comment of up to 65535) at the end of the file.
 func zipCutShort(f *os.File, size int64) (string, error) {
 	const eocd, maxTail = 22, 22 + 65535
+	// Without a comment (torch.save writes none) the record is the last
+	// 22 bytes: one small read decides.
+	last := make([]byte, eocd)
+	if size >= eocd {
+		if _, err := f.ReadAt(last, size-eocd); err != nil {
+			return "", err
+		}
+		if bytes.HasPrefix(last, []byte("PK\x05\x06")) && last[20] == 0 && last[21] == 0 {
+			return "", nil
+		}
+	}
 	n := min(size, maxTail)
 	tail := make([]byte, n)
 	if _, err := f.ReadAt(tail, size-n); err != nil {
