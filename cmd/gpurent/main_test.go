@@ -110,6 +110,7 @@ func TestExitCodes(t *testing.T) {
 		{"run config negative keep", []string{"run", "--config", runKeep}, 2, "run.yaml:2: keep: want 0 (keep all) or more, got -1"},
 		{"run config bad quiet", []string{"run", "--config", runQuiet}, 2, `quiet.yaml:3: quiet: time: unknown unit "x"`},
 		{"run negative restarts flag", []string{"run", "--max-restarts", "-1", "--", "true"}, 2, "--max-restarts: want 0 or more, got -1"},
+		{"run command not found", []string{"run", "--ckpt-dir", dir, "--preemption", "none", "--", "no-such-trainer"}, 2, `exec: "no-such-trainer": executable file not found`},
 		{"bench zero expected GPUs", []string{"bench", "--expect-gpus", "0"}, 2, "--expect-gpus: want a positive number of GPUs, got 0"},
 		{"ckpt push into itself", []string{"ckpt", "push", dir, "--store", filepath.Join(dir, "store"), "--no-encrypt"}, 2, "which would be pushed into itself"},
 		{"run store inside ckpt dir", []string{"run", "--ckpt-dir", dir, "--store", filepath.Join(dir, "st"), "--", "true"}, 2, "lies inside --ckpt-dir"},

@@ -86,6 +86,11 @@ func New(cfg Config) (*Supervisor, error) {
 	if len(cfg.Cmd) == 0 {
 		return nil, errors.New("run: no command given after --")
 	}
+	if _, err := exec.LookPath(cfg.Cmd[0]); err != nil {
+		// Found out now, not after pulling a checkpoint of many GB for a
+		// command that cannot start.
+		return nil, fmt.Errorf("run: %w", err)
+	}
 	if cfg.CkptDir == "" {
 		return nil, errors.New("run: --ckpt-dir is required: the directory the command writes checkpoints to")
 	}
