@@ -31,6 +31,7 @@ func TestScripts(t *testing.T) {
 	}
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
+		WorkdirRoot:   t.TempDir(), // removed by the testing package once every script has run
 		UpdateScripts: os.Getenv("UPDATE_GOLDEN") != "",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("FIXTURES", fixtures)
