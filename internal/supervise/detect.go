@@ -233,10 +233,12 @@ func notCheckpoint(name string, dir bool) bool {
 // two levels down. PyTorch Lightning saves to
 // lightning_logs/version_N/checkpoints/ under its root directory unless
 // told otherwise, and a --ckpt-dir set to that root would otherwise
-// protect nothing, without a word, for the whole run. It returns the
-// first such path, or "". At most limit entries are looked at, so a huge
-// dataset beside the checkpoints costs a bounded walk.
-func (d *Detector) Deeper(limit int) string {
+// protect nothing, without a word, for the whole run. Only files modified
+// after since count: those the command wrote, not the pretrained weights
+// a project keeps beside its checkpoints. It returns the first such path,
+// or "". At most limit entries are looked at, so a huge dataset beside the
+// checkpoints costs a bounded walk.
+func (d *Detector) Deeper(limit int, since time.Time) string {
 	found, seen := "", 0
 	filepath.WalkDir(d.Dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -259,11 +261,13 @@ func (d *Detector) Deeper(limit int) string {
 		if !strings.Contains(rel, string(filepath.Separator)) {
 			return nil // Scan's own level
 		}
+		match := false
 		if d.Glob != "" {
-			if ok, _ := filepath.Match(d.Glob, name); ok {
-				found = p
-			}
-		} else if !e.IsDir() && checkpointExt(name) {
+			match, _ = filepath.Match(d.Glob, name)
+		} else {
+			match = !e.IsDir() && checkpointExt(name)
+		}
+		if info, err := e.Info(); match && err == nil && info.ModTime().After(since) {
 			found = p
 		}
 		if found != "" {

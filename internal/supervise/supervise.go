@@ -533,7 +533,7 @@ func (s *Supervisor) lookDeeper(force bool) {
 	cs, err := s.det.Scan()
 	p := ""
 	if err == nil && len(cs) == 0 {
-		p = s.det.Deeper(20000)
+		p = s.det.Deeper(20000, s.Metrics.started)
 	}
 	s.uploading.Unlock()
 	if p == "" {

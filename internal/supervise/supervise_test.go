@@ -120,7 +120,7 @@ func TestDetectorDeeper(t *testing.T) {
 	write(".cache/hub/model.safetensors") // hidden: never a checkpoint
 	write("top.ckpt.tmp")
 	for _, glob := range []string{"", "*.ckpt"} {
-		if got := (&Detector{Dir: dir, Glob: glob}).Deeper(1000); got != "" {
+		if got := (&Detector{Dir: dir, Glob: glob}).Deeper(1000, time.Time{}); got != "" {
 			t.Errorf("glob %q: Deeper = %q with nothing deeper", glob, got)
 		}
 	}
@@ -129,18 +129,21 @@ func TestDetectorDeeper(t *testing.T) {
 	write("lightning_logs/version_0/checkpoints/epoch=0-step=5.ckpt")
 	for _, glob := range []string{"", "*.ckpt", "epoch=*"} {
 		d := &Detector{Dir: dir, Glob: glob, OpenForWrite: func(string) bool { return false }}
-		if got := d.Deeper(1000); got != nested {
+		if got := d.Deeper(1000, time.Time{}); got != nested {
 			t.Errorf("glob %q: Deeper = %q, want %q", glob, got, nested)
 		}
 		if got := completeness(t, d); len(got) != 0 {
 			t.Errorf("glob %q: candidates %v: lightning_logs is no checkpoint", glob, got)
 		}
 	}
-	if got := (&Detector{Dir: dir, Glob: "*.pt"}).Deeper(1000); got != "" {
+	if got := (&Detector{Dir: dir, Glob: "*.pt"}).Deeper(1000, time.Time{}); got != "" {
 		t.Errorf("--glob '*.pt' found %q", got)
 	}
-	if got := (&Detector{Dir: dir}).Deeper(3); got != "" {
+	if got := (&Detector{Dir: dir}).Deeper(3, time.Time{}); got != "" {
 		t.Errorf("a walk limited to 3 entries found %q", got)
+	}
+	if got := (&Detector{Dir: dir}).Deeper(1000, time.Now().Add(time.Minute)); got != "" {
+		t.Errorf("a file older than the run (pretrained weights, say) found: %q", got)
 	}
 }
 
