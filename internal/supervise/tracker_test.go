@@ -3,28 +3,39 @@ package supervise
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// layout writes files (content "x", or the given content) under dir, each
-// a minute old, as a framework would have left them.
+// layout writes files (content "x", or the given content) under dir as a
+// framework would have left them a minute ago: in the order of their
+// names, a second apart, each directory as new as its newest file, so that
+// global_step200 is newer than global_step100 whatever the map's order.
 func layout(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
-	old := time.Now().Add(-time.Minute)
-	for p, content := range files {
+	names := slices.Sorted(maps.Keys(files))
+	for _, p := range names {
 		full := filepath.Join(dir, p)
 		os.MkdirAll(filepath.Dir(full), 0o755)
+		content := files[p]
 		if content == "" {
 			content = "x"
 		}
 		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		os.Chtimes(full, old, old)
+	}
+	at := time.Now().Add(-time.Minute)
+	for _, p := range names {
+		at = at.Add(time.Second)
+		for q := p; q != "." && q != "/"; q = filepath.Dir(q) {
+			os.Chtimes(filepath.Join(dir, q), at, at)
+		}
 	}
 }
 
