@@ -142,12 +142,7 @@ func RestoreTracker(dest string) (string, error) {
 	default:
 		return "", nil
 	}
-	tmp := filepath.Join(dir, ".gpurent-tracker.tmp")
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		return "", fmt.Errorf("write %s: %w", file, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, file)); err != nil {
-		os.Remove(tmp)
+	if err := writeFileSync(filepath.Join(dir, ".gpurent-tracker.tmp"), filepath.Join(dir, file), []byte(content), 0o644); err != nil {
 		return "", fmt.Errorf("write %s: %w", file, err)
 	}
 	return fmt.Sprintf("%s (%s)", filepath.Join(dir, file), content), nil
