@@ -93,6 +93,9 @@ type Facts struct {
 
 	Listeners []Listener `json:"listeners"`
 	Secrets   []Secret   `json:"secrets"`
+	// OpenDirs are your home, working directory and data directories
+	// that every account on the machine can list and enter.
+	OpenDirs []OpenDir `json:"open_dirs"`
 
 	Leftovers   []Leftover `json:"leftovers"`
 	ScanPartial string     `json:"scan_partial,omitempty"`
@@ -121,7 +124,7 @@ func Gather(ctx context.Context, e Env) Facts {
 		e.Budget = 2500 * time.Millisecond
 	}
 	f := Facts{CollectedAt: e.Now().UTC(), UID: e.UID, Logins: []Login{}, Recent: []Login{}, Processes: []Proc{},
-		Keys: []AuthKey{}, Listeners: []Listener{}, Secrets: []Secret{}, Leftovers: []Leftover{},
+		Keys: []AuthKey{}, Listeners: []Listener{}, Secrets: []Secret{}, OpenDirs: []OpenDir{}, Leftovers: []Leftover{},
 		Volumes: []Volume{}, Swap: []Volume{}, Docker: []DockerSocket{}, Unseen: []string{}}
 	users := readPasswd(e.Root)
 	f.User = users.name(e.UID)
@@ -160,6 +163,7 @@ func Gather(ctx context.Context, e Env) Facts {
 	f.Keys = authorizedKeys(e.Home)
 	f.Listeners = listeners(e, users, unseen)
 	f.Secrets = secrets(e)
+	f.OpenDirs = openDirs(e)
 	tab := mounts.Read(e.Root)
 	f.Volumes, f.Swap = volumes(e, tab)
 	f.Docker = dockerSockets(e.Root)

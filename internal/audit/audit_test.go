@@ -173,6 +173,7 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 		"ssh.authorized_keys": {bench.Warn, "provider-recovery"},
 		"net.listeners":       {bench.Warn, "tcp 0.0.0.0:8888 miner (pid 4242, mallory)"},
 		"secrets.files":       {bench.Fail, ".aws/credentials (AWS access keys, -rw-r--r--)"},
+		"data.permissions":    {bench.Warn, "while others use this machine (mallory): "},
 		"data.leftovers":      {bench.Warn, "old-dataset"},
 		"storage.encryption":  {bench.Warn, "not encrypted"},
 		"storage.swap":        {bench.Warn, "/dev/vda2"},
@@ -280,6 +281,36 @@ func TestSSHMatchBlocks(t *testing.T) {
 	// Blocks that allow nothing more leave the check passing.
 	write(t, m.root+"/etc/ssh/lan.conf", "PasswordAuthentication no\n", 0o644)
 	check(m.env(), bench.Pass, "Match blocks change none of these to allow more")
+}
+
+// A home or data directory every account may enter is a warning only
+// where someone else uses the machine; a closed one passes either way.
+func TestOpenDirs(t *testing.T) {
+	m := newFake(t)
+	os.MkdirAll(m.root+"/workspace", 0o755)
+	os.Chmod(m.root+"/workspace", 0o755)
+	os.Chmod(m.home, 0o755)
+	c := checkByID(t, Judge(Gather(context.Background(), m.env())), "data.permissions")
+	if c.Status != bench.Warn || !strings.Contains(c.Evidence, m.home+" (drwxr-xr-x)") || !strings.Contains(c.Evidence, m.root+"/workspace (drwxr-xr-x)") {
+		t.Errorf("open home beside mallory: %s %q", c.Status, c.Evidence)
+	}
+	// Alone on the machine: said, not warned.
+	for _, p := range []string{"/run/utmp", "/var/log/wtmp", "/proc/4242"} {
+		os.RemoveAll(m.root + p)
+	}
+	c = checkByID(t, Judge(Gather(context.Background(), m.env())), "data.permissions")
+	if c.Status != bench.Pass || !strings.Contains(c.Evidence, "no other account was seen") {
+		t.Errorf("open home, alone: %s %q", c.Status, c.Evidence)
+	}
+	// Closed (or unreachable: a parent others cannot pass) is closed.
+	os.Chmod(m.home, 0o700)
+	os.Chmod(m.root+"/workspace", 0o750)
+	os.Chmod(m.cwd, 0o711)
+	os.Chmod(m.root+"/data", 0o700)
+	c = checkByID(t, Judge(Gather(context.Background(), m.env())), "data.permissions")
+	if c.Status != bench.Pass || c.Measured != 0 {
+		t.Errorf("closed: %s %v %q", c.Status, c.Measured, c.Evidence)
+	}
 }
 
 func TestCleanMachinePasses(t *testing.T) {

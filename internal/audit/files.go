@@ -167,6 +167,48 @@ func secrets(e Env) []Secret {
 }
 
 // traversable: every directory from dir up to / lets others pass (o+x).
+// OpenDir is a directory of yours that any account on the machine can
+// list (r) and enter (x), through parents that let it pass: what is below
+// it is theirs to read unless each file says otherwise.
+type OpenDir struct {
+	Path string `json:"path"`
+	Mode string `json:"mode"`
+}
+
+// openDirs looks at your home, the working directory and the data
+// directories rented machines use (dataRoots, but /home and /mnt, which
+// hold others' homes and mounts), where owned by you.
+func openDirs(e Env) []OpenDir {
+	out := []OpenDir{}
+	seen := map[string]bool{}
+	cands := []string{e.Home, e.Cwd}
+	for _, d := range dataRoots() {
+		if d != "/home" && d != "/mnt" {
+			cands = append(cands, e.path(d))
+		}
+	}
+	for _, d := range cands {
+		if d == "" || seen[d] {
+			continue
+		}
+		seen[d] = true
+		st, err := os.Stat(d)
+		if err != nil || !st.IsDir() || !ownedBy(st, e.UID) {
+			continue
+		}
+		if perm := st.Mode().Perm(); perm&0o005 == 0o005 && traversable(filepath.Dir(d)) {
+			out = append(out, OpenDir{Path: d, Mode: st.Mode().String()})
+		}
+	}
+	return out
+}
+
+// ownedBy reports whether uid owns the file st describes.
+func ownedBy(st fs.FileInfo, uid int) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int(sys.Uid) == uid
+}
+
 func traversable(dir string) bool {
 	for d := dir; ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)

@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,6 +31,7 @@ func Judge(f Facts) *Report {
 	j.keys()
 	j.listeners()
 	j.secrets()
+	j.openDirs()
 	j.leftovers()
 	j.storage()
 	j.swap()
@@ -246,6 +248,36 @@ func (j *judger) listeners() {
 		c.Evidence = "only sshd listens beyond loopback: " + list(sshd)
 	default:
 		c.Evidence = "nothing listens beyond loopback"
+	}
+	j.add(c)
+}
+
+// openDirs: a home or data directory that every account may list and
+// enter shares everything under it that is not closed file by file, which
+// matters as soon as someone else uses the machine.
+func (j *judger) openDirs() {
+	c := bench.Check{ID: "data.permissions", Status: bench.Pass, Measured: len(j.f.OpenDirs), Expected: 0, Unit: "directories"}
+	var open []string
+	for _, d := range j.f.OpenDirs {
+		open = append(open, fmt.Sprintf("%s (%s)", d.Path, d.Mode))
+	}
+	others := map[string]bool{}
+	for _, l := range append(append([]Login{}, j.f.Logins...), j.f.Recent...) {
+		others[l.User] = true
+	}
+	for _, p := range j.f.Processes {
+		others[p.User] = true
+	}
+	names := slices.Sorted(maps.Keys(others))
+	switch {
+	case len(open) == 0:
+		c.Evidence = "your home, working directory and data directories are closed to other accounts"
+	case len(names) > 0:
+		c.Status = bench.Warn
+		c.Evidence = fmt.Sprintf("open to every account, while others use this machine (%s): %s", list(names), list(open))
+		c.Advice = "Other people on this machine can list and read what these hold (datasets, checkpoints, code, shell history). chmod 700 them (chmod 700 ~ for the home), or keep your data where only you can reach it."
+	default:
+		c.Evidence = "open to every account, but no other account was seen using this machine: " + list(open)
 	}
 	j.add(c)
 }
