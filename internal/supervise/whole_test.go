@@ -75,9 +75,12 @@ func TestDetectorCutShortFile(t *testing.T) {
 	dir := t.TempDir()
 	z := zipBytes(t, "")
 	old := time.Now().Add(-time.Minute)
-	for name, data := range map[string][]byte{"step-1.pt": z, "step-2.pt": z[:len(z)-100]} {
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, data, 0o644)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"step-1.pt", z}, {"step-2.pt", z[:len(z)-100]}} {
+		p := filepath.Join(dir, f.name)
+		os.WriteFile(p, f.data, 0o644)
 		os.Chtimes(p, old, old)
 		old = old.Add(time.Second) // step-2 is the newer
 	}
