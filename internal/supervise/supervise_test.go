@@ -700,8 +700,12 @@ func TestCheckpointRotatedDuringUpload(t *testing.T) {
 	rb := &rotatingBackend{Backend: h.b, dir: dir, n: 2}
 	cfg := h.config(dir, rb)
 	cfg.Glob = "step-*"
-	save := `mkdir %[1]q/step-%[2]d && echo a%[2]d > %[1]q/step-%[2]d/a && echo b%[2]d > %[1]q/step-%[2]d/b; sleep 1`
-	cfg.Cmd = []string{"sh", "-c", fmt.Sprintf(save, dir, 1) + "; " + fmt.Sprintf(save, dir, 2) + "; " + fmt.Sprintf(save, dir, 3)}
+	// Each save waits (20 s at most) until the upload has deleted it, so
+	// that the next is not saved before: however slow the machine, the
+	// first two are overtaken and the third is not.
+	save := `mkdir %[1]q/step-%[2]d && echo a%[2]d > %[1]q/step-%[2]d/a && echo b%[2]d > %[1]q/step-%[2]d/b`
+	rotated := `; i=0; while [ -e %[1]q/step-%[2]d ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
+	cfg.Cmd = []string{"sh", "-c", fmt.Sprintf(save+rotated, dir, 1) + "; " + fmt.Sprintf(save+rotated, dir, 2) + "; " + fmt.Sprintf(save, dir, 3) + "; sleep 0.3"}
 	logged := captureLog(&cfg)
 	sup, _ := New(cfg)
 	ex, err := sup.Run(context.Background(), nil)
