@@ -193,7 +193,10 @@ func openDirs(e Env) []OpenDir {
 		}
 		seen[d] = true
 		st, err := os.Stat(d)
-		if err != nil || !st.IsDir() || !ownedBy(st, e.UID) {
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		if uid, ok := ownerUID(st); !ok || uid != e.UID {
 			continue
 		}
 		if perm := st.Mode().Perm(); perm&0o005 == 0o005 && traversable(filepath.Dir(d)) {
@@ -203,10 +206,14 @@ func openDirs(e Env) []OpenDir {
 	return out
 }
 
-// ownedBy reports whether uid owns the file st describes.
-func ownedBy(st fs.FileInfo, uid int) bool {
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	return ok && int(sys.Uid) == uid
+// ownerUID is the uid owning the file info describes, false where the
+// system does not say.
+func ownerUID(info fs.FileInfo) (int, bool) {
+	sys, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(sys.Uid), true
 }
 
 func traversable(dir string) bool {
@@ -295,10 +302,8 @@ func leftovers(e Env, since time.Time, users passwd) ([]Leftover, string) {
 				if info.ModTime().After(l.Newest) {
 					l.Newest = info.ModTime()
 				}
-				if st, ok := info.Sys().(*syscall.Stat_t); ok {
-					if uid := int(st.Uid); uid != e.UID && uid != 0 {
-						owners[uid] = true
-					}
+				if uid, ok := ownerUID(info); ok && uid != e.UID && uid != 0 {
+					owners[uid] = true
 				}
 			}
 			ok := true

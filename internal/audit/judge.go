@@ -262,7 +262,7 @@ func (j *judger) openDirs() {
 		open = append(open, fmt.Sprintf("%s (%s)", d.Path, d.Mode))
 	}
 	others := map[string]bool{}
-	for _, l := range append(append([]Login{}, j.f.Logins...), j.f.Recent...) {
+	for _, l := range slices.Concat(j.f.Logins, j.f.Recent) {
 		others[l.User] = true
 	}
 	for _, p := range j.f.Processes {

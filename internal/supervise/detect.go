@@ -261,16 +261,16 @@ func (d *Detector) Deeper(limit int, since time.Time) string {
 		if !strings.Contains(rel, string(filepath.Separator)) {
 			return nil // Scan's own level
 		}
-		match := false
+		match := !e.IsDir() && checkpointExt(name)
 		if d.Glob != "" {
 			match, _ = filepath.Match(d.Glob, name)
-		} else {
-			match = !e.IsDir() && checkpointExt(name)
 		}
-		if info, err := e.Info(); match && err == nil && info.ModTime().After(since) {
+		if !match {
+			return nil
+		}
+		// Only a match is stat'ed: the walk may pass thousands of files.
+		if info, err := e.Info(); err == nil && info.ModTime().After(since) {
 			found = p
-		}
-		if found != "" {
 			return filepath.SkipAll
 		}
 		return nil
