@@ -142,3 +142,20 @@ func TestPreemptionCommandSavesAndExits(t *testing.T) {
 		t.Errorf("committed %v, want the checkpoint saved on the signal", got)
 	}
 }
+
+// A preemption whose last upload fails ends with ExitNotStored: the
+// checkpoint saved on the notice is only on a machine about to go.
+func TestPreemptionNotStored(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(t.TempDir(), &failingBackend{Backend: h.b})
+	cfg.Cmd = []string{"sh", "-c", `cd "$GPURENT_CKPT_DIR" && trap 'printf 2 > ckpt-2.bin; exit 0' USR1; while :; do sleep 0.02; done`}
+	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: Notice{Cloud: "test", Detail: "a notice", Left: 10 * time.Second}}
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != ExitNotStored || !strings.Contains(ex.Reason, "preempted (test): the newest checkpoint is NOT in the store") {
+		t.Fatalf("%+v %v", ex, err)
+	}
+}

@@ -50,6 +50,14 @@ type Config struct {
 	Log            func(format string, args ...any)
 }
 
+// ExitNotStored is the status of a run whose command finished (or was
+// stopped on a preemption notice) while its newest complete checkpoint
+// failed to reach the store: the command's work is done, but the machine
+// holds its only copy, so `gpurent run ... && shutdown` must not go on.
+// restic returns 3 for the same kind of half success (a snapshot saved
+// without some files).
+const ExitNotStored = 3
+
 // Exit is how a run ended.
 type Exit struct {
 	Code   int    // the exit status gpurent should return
@@ -259,7 +267,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				s.cfg.Log("the command finished; uploading the newest checkpoint")
 			}
 			f := s.finalUpload(ctx)
-			return Exit{Code: 0, Reason: "the command finished; " + s.finalWords(f)}, nil
+			return Exit{Code: s.doneCode(f), Reason: "the command finished; " + s.finalWords(f)}, nil
 		}
 		restarts++
 		s.Metrics.restarts.Add(1)
@@ -286,13 +294,13 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 			quietRestarts = 0
 		}
 		if restarts > s.cfg.MaxRestarts {
-			s.finalUpload(ctx)
-			return Exit{Code: 1, Reason: fmt.Sprintf("the command failed (%v) and the %s allowed are used up%s", werr, report.Count(s.cfg.MaxRestarts, "restart"), cause)}, nil
+			f := s.finalUpload(ctx)
+			return Exit{Code: 1, Reason: fmt.Sprintf("the command failed (%v) and the %s allowed are used up%s; %s", werr, report.Count(s.cfg.MaxRestarts, "restart"), cause, s.finalWords(f))}, nil
 		}
 		if quietRestarts >= s.cfg.CrashLoop {
-			s.finalUpload(ctx)
-			return Exit{Code: 1, Reason: fmt.Sprintf("crash loop: the command failed %s in a row (%v) without a new checkpoint; fix it before restarting%s",
-				report.Count(quietRestarts, "time"), werr, cause)}, nil
+			f := s.finalUpload(ctx)
+			return Exit{Code: 1, Reason: fmt.Sprintf("crash loop: the command failed %s in a row (%v) without a new checkpoint; fix it before restarting%s; %s",
+				report.Count(quietRestarts, "time"), werr, cause, s.finalWords(f))}, nil
 		}
 		wait := backoff
 		if c, d := s.untilQuiet(); d > wait {
@@ -442,9 +450,9 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 		}
 	}
 	if n.Event != "" {
-		return Exit{Code: 0, Reason: fmt.Sprintf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
+		return Exit{Code: s.doneCode(f), Reason: fmt.Sprintf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
 	}
-	return Exit{Code: 0, Reason: fmt.Sprintf("preempted (%s): %s, command stopped", n.Cloud, s.finalWords(f))}
+	return Exit{Code: s.doneCode(f), Reason: fmt.Sprintf("preempted (%s): %s, command stopped", n.Cloud, s.finalWords(f))}
 }
 
 // finalWords says what the last upload achieved, for an exit reason: a
@@ -461,6 +469,16 @@ func (s *Supervisor) finalWords(f final) string {
 	default:
 		return "the newest checkpoint is NOT in the store (its upload failed, see above): it is only in " + s.cfg.CkptDir
 	}
+}
+
+// doneCode is the status of a run that ended as it should (the command
+// finished, or stopped on a notice): 0, unless a store was given and the
+// newest complete checkpoint is not in it.
+func (s *Supervisor) doneCode(f final) int {
+	if s.cfg.Store != nil && f.found && !f.committed {
+		return ExitNotStored
+	}
+	return 0
 }
 
 // askForCheckpoint sends the checkpoint signal to each process of the

@@ -771,7 +771,6 @@ func TestStoreDownForAWhile(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		fb.healed.Store(true)
 	}()
-	start := time.Now()
 	ex, err := sup.Run(context.Background(), nil)
 	if err != nil || ex.Code != 0 {
 		t.Fatal(ex, err)
@@ -782,7 +781,30 @@ func TestStoreDownForAWhile(t *testing.T) {
 	if sup.Metrics.uploadErrors.Load() == 0 {
 		t.Error("no upload failed while the store was down")
 	}
-	_ = start
+}
+
+// A command that finished while the store stayed down ends with
+// ExitNotStored, not 0: `gpurent run ... && shutdown` must not release a
+// machine that holds the only copy of the last checkpoint. A command that
+// gave up still says where its checkpoint is.
+func TestFinishedButNotStored(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	cfg := h.config(dir, &failingBackend{Backend: h.b})
+	cfg.Glob = "step-*"
+	cfg.Cmd = []string{"sh", "-c", fmt.Sprintf("echo 1 > %q/step-1.pt", dir)}
+	sup, _ := New(cfg)
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != ExitNotStored || !strings.Contains(ex.Reason, "the newest checkpoint is NOT in the store") {
+		t.Errorf("%+v %v", ex, err)
+	}
+	cfg.Cmd = []string{"sh", "-c", fmt.Sprintf("echo 2 > %q/step-2.pt; exit 1", dir)}
+	cfg.MaxRestarts = 0
+	sup, _ = New(cfg)
+	ex, err = sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 1 || !strings.HasSuffix(ex.Reason, "allowed are used up; the newest checkpoint is NOT in the store (its upload failed, see above): it is only in "+dir) {
+		t.Errorf("%+v %v", ex, err)
+	}
 }
 
 // Preemption on each cloud's fake metadata server.
