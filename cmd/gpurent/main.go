@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/suggest"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
@@ -61,8 +62,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ue usageError
 	var fe *yamlfile.FieldError
 	var fes yamlfile.Errors
-	// cobra reports unknown subcommands with an untyped error.
+	// cobra reports unknown subcommands with an untyped error. A missing
+	// or wrong age identity is the caller's to fix, like a bad flag.
 	if errors.As(err, &ue) || errors.As(err, &fe) || errors.As(err, &fes) || errors.Is(err, fs.ErrNotExist) ||
+		errors.Is(err, store.ErrNoIdentity) || errors.Is(err, store.ErrWrongIdentity) ||
 		strings.HasPrefix(err.Error(), "unknown command") {
 		return exitUsage
 	}

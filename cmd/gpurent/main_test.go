@@ -243,3 +243,41 @@ func TestPlanJSONContract(t *testing.T) {
 		t.Error("two runs with the same seed differ")
 	}
 }
+
+// A missing or wrong age identity is the caller's to fix: exit 2, in pull,
+// verify --deep and in run, whose command is then never started (it would
+// train from the beginning on a new machine).
+func TestIdentityErrorsExit2(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "cfg"))
+	t.Setenv("GPURENT_IDENTITY", "")
+	t.Setenv("GPURENT_RECIPIENT", "")
+	st, data, other := filepath.Join(dir, "store"), filepath.Join(dir, "step-1.pt"), filepath.Join(dir, "other.txt")
+	if err := os.WriteFile(data, []byte("weights"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"keygen"}, {"keygen", "--identity", other}, {"ckpt", "push", data, "--store", st, "--run", "r"}} {
+		if code, _, stderr := gpurent(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	marker := filepath.Join(dir, "started")
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "empty"))
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"ckpt", "pull", filepath.Join(dir, "out"), "--store", st, "--run", "r"}, "and no identity was given: pass --identity FILE"},
+		{[]string{"ckpt", "pull", filepath.Join(dir, "out"), "--store", st, "--run", "r", "--identity", other}, "wrong identity: this identity"},
+		{[]string{"ckpt", "verify", "--deep", "--store", st, "--run", "r", "--identity", other}, "wrong identity: this identity"},
+		{[]string{"run", "--ckpt-dir", filepath.Join(dir, "ck"), "--store", st, "--run", "r", "--preemption", "none", "--no-encrypt", "--", "touch", marker},
+			"resuming run r needs the age identity (secret key) its checkpoint"},
+	} {
+		if code, _, stderr := gpurent(t, tc.args...); code != 2 || !strings.Contains(stderr, tc.stderr) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.stderr)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("run started the command without the checkpoint to resume from")
+	}
+}

@@ -115,8 +115,13 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-// ErrWrongIdentity means the identity cannot open the checkpoint.
-var ErrWrongIdentity = errors.New("wrong identity")
+// ErrWrongIdentity means the identity cannot open the checkpoint, and
+// ErrNoIdentity that none was given for one that is encrypted: both are
+// the caller's input to fix, not a fault of the store's.
+var (
+	ErrWrongIdentity = errors.New("wrong identity")
+	ErrNoIdentity    = errors.New("no identity was given")
+)
 
 // wrapReader decrypts r when the checkpoint is encrypted.
 func (c *Crypto) wrapReader(r io.Reader, encrypted bool, recipients []string) (io.Reader, error) {
@@ -124,7 +129,7 @@ func (c *Crypto) wrapReader(r io.Reader, encrypted bool, recipients []string) (i
 		return r, nil
 	}
 	if len(c.Identities) == 0 {
-		return nil, fmt.Errorf("the checkpoint is encrypted (to %s) and no identity was given: pass --identity FILE or set GPURENT_IDENTITY", strings.Join(recipients, ", "))
+		return nil, fmt.Errorf("the checkpoint is encrypted (to %s) and %w: pass --identity FILE or set GPURENT_IDENTITY", strings.Join(recipients, ", "), ErrNoIdentity)
 	}
 	d, err := age.Decrypt(r, c.Identities...)
 	if err != nil {

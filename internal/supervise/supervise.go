@@ -709,6 +709,12 @@ func (s *Supervisor) resume(ctx context.Context) error {
 	}
 	s.cfg.Log("no complete checkpoint in %s: pulling %s from the store", s.cfg.CkptDir, m.ID)
 	if _, err := s.cfg.Store.Pull(ctx, s.cfg.Run, m.ID, dest); err != nil {
+		if errors.Is(err, store.ErrNoIdentity) {
+			// Pushing needs only the public key, so a new machine set up
+			// like the first may lack the secret one: nothing was started.
+			return fmt.Errorf("run: resuming run %s needs the age identity (secret key) its checkpoint %s is encrypted to (%s), and %w: copy it here (~/.config/gpurent/identity.txt where gpurent keygen ran; keep it mode 0600) and pass --identity FILE or set GPURENT_IDENTITY, or give another --run to start afresh",
+				s.cfg.Run, m.ID, strings.Join(m.Recipients, ", "), store.ErrNoIdentity)
+		}
 		return fmt.Errorf("run: pull %s: %w", m.ID, err)
 	}
 	// DeepSpeed and Megatron find their checkpoint through a tracker file
