@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -252,6 +253,22 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 	}
 	if len(notes) > 0 {
 		fmt.Fprintf(w, "\nnotes:\n%s\n", strings.Join(notes, "\n"))
+	}
+	// TOK/S decides every row, and each rate in the table was measured
+	// with one model, precision and server version: say which.
+	if q.TokensPerSec == nil && len(res.Offers) > 0 {
+		var rates, sources []string
+		for _, r := range billing.Throughputs() {
+			if r.Model != model {
+				continue
+			}
+			rates = append(rates, fmt.Sprintf("%s ×%d %g", r.GPU, r.GPUs, r.TokensSec))
+			if !slices.Contains(sources, r.Source) {
+				sources = append(sources, r.Source)
+			}
+		}
+		fmt.Fprintf(w, "\nthroughput (TOK/S): %s tok/s (%s); an instance with more GPUs serves with the largest of these that divides it, as replicas; a newer server or another model serves at another rate: give your own measured one with --tokens-per-second\n",
+			strings.Join(rates, ", "), strings.Join(sources, "; "))
 	}
 	if line := priceDates(ids, ages); line != "" {
 		fmt.Fprintf(w, "\nprices: %s\n", line)
