@@ -35,6 +35,8 @@ func newBench(g *globals) *cobra.Command {
 	var (
 		expect     string
 		expectGPUs int
+		expectCPUs int
+		expectRAM  string
 		duration   string
 		dataDir    string
 		diskMB     int
@@ -53,14 +55,17 @@ memory and count (by PCI id, not only by name), that it is whole (no MIG slice,
 no vGPU, no MPS, no API-hooking layer such as HAMi's libvgpu.so, no other
 tenant's processes or activity), unthrottled (power limit, clock slowdowns,
 PCIe link) and healthy (ECC, retired pages, remapped rows); and that the host's
-CPUs are not oversold (steal), its RAM fits the GPUs and its data disk is local
-and fast. Every check prints its evidence and, when it is not a pass, advice.
+CPUs are not oversold (steal), the container may use the CPUs and RAM the offer
+promised (--expect-cpus, --expect-ram), its RAM fits the GPUs and its data disk
+is local and fast. Every check prints its evidence and, when it is not a pass,
+advice.
 
 Exit codes: 0 pass or warn, 3 fail, 2 bad usage. Each run is added to a local
 history (gpurent bench history); --record saves the raw facts, and --replay
 judges saved facts anywhere, without a GPU.`,
 		Example: `  gpurent bench
   gpurent bench --expect "H100 SXM" --expect-gpus 8
+  gpurent bench --expect "RTX 4090" --expect-cpus 16 --expect-ram 120GB
   gpurent bench --record facts.json -o json > report.json
   gpurent bench --replay facts.json --expect "A100 80GB SXM"`,
 		Args: args(noArgs),
@@ -70,6 +75,16 @@ judges saved facts anywhere, without a GPU.`,
 			}
 			if expectGPUs < 0 || (expectGPUs == 0 && cmd.Flags().Changed("expect-gpus")) {
 				return usagef("--expect-gpus: want a positive number of GPUs, got %d", expectGPUs)
+			}
+			if expectCPUs < 0 || (expectCPUs == 0 && cmd.Flags().Changed("expect-cpus")) {
+				return usagef("--expect-cpus: want a positive number of CPUs, got %d", expectCPUs)
+			}
+			var ram float64
+			if cmd.Flags().Changed("expect-ram") {
+				var err error
+				if ram, err = units.ParseSize(expectRAM, 1e9); err != nil {
+					return usagef("--expect-ram: %v", err)
+				}
 			}
 			window, err := units.ParseDuration(duration)
 			if err != nil || window <= 0 || window > 10*time.Minute {
@@ -97,7 +112,7 @@ judges saved facts anywhere, without a GPU.`,
 			if err != nil {
 				return err
 			}
-			order := bench.Order{GPU: expect, GPUs: expectGPUs}
+			order := bench.Order{GPU: expect, GPUs: expectGPUs, CPUs: expectCPUs, RAM: ram}
 			// An order nobody can match is bad usage, before any measuring.
 			if expect != "" && len(tab.Match(expect)) == 0 {
 				_, err := bench.Judge(probe.Facts{}, tab, order, bench.DefaultLimits())
@@ -146,6 +161,8 @@ judges saved facts anywhere, without a GPU.`,
 	f := cmd.Flags()
 	f.StringVar(&expect, "expect", "", `the GPU you ordered, e.g. "A100 80GB SXM", "H100 SXM", "RTX 4090"`)
 	f.IntVar(&expectGPUs, "expect-gpus", 0, "the number of GPUs you ordered")
+	f.IntVar(&expectCPUs, "expect-cpus", 0, "the CPUs (vCPUs, cores) the offer promised: fails when this container may use fewer")
+	f.StringVar(&expectRAM, "expect-ram", "", "the RAM the offer promised, e.g. 120GB or 128GiB (a bare number is GB): fails below 95% of it")
 	f.StringVar(&duration, "duration", "3s", "how long to sample GPU activity and CPU steal, and to run the sustained-launch probe (10s with --full)")
 	f.StringVar(&dataDir, "data-dir", ".", "directory whose disk is measured (where your data and checkpoints go)")
 	f.IntVar(&diskMB, "disk-mb", 256, "MB written and read back to measure the disk (0 skips)")

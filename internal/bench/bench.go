@@ -47,6 +47,10 @@ type Report struct {
 type Order struct {
 	GPU  string // "A100 80GB SXM"; rows accepted are specs.Table.Match(GPU)
 	GPUs int
+	// CPUs and RAM (bytes) are the host the offer promised: the CPUs this
+	// container may use and the memory it may fill.
+	CPUs int
+	RAM  float64
 }
 
 // Limits are the thresholds of every check, in one place, each with why.
@@ -90,6 +94,12 @@ type Limits struct {
 	// RAMPerVRAM: Vast.ai's self-test requires system RAM ≥ 0.95 × the total
 	// GPU memory (bench_anchors.md §4).
 	RAMPerVRAM float64
+	// RAMOrderMin: usable RAM over the RAM ordered. /proc/meminfo's
+	// MemTotal leaves out the kernel's code and reserved memory: on the
+	// 24 GiB development VM, 24684084 kB of 25165432 kB (0.981; its boot
+	// log shows 496508K reserved, 2026-12-01). A container's memory limit
+	// is exact. Below 0.95 the memory is short, not merely accounted.
+	RAMOrderMin float64
 	// DiskWriteWarnMBs: below 200 MB/s a 20 GB checkpoint takes over 100 s,
 	// longer than most spot notices (AWS 120 s, GCP and Azure 30 s).
 	DiskWriteWarnMBs float64
@@ -111,6 +121,7 @@ func DefaultLimits() Limits {
 		StealWarn:              5, StealFail: 20,
 		BusyWarn:         50,
 		RAMPerVRAM:       0.95,
+		RAMOrderMin:      0.95,
 		DiskWriteWarnMBs: 200,
 		DiskFreeWarn:     20e9,
 	}

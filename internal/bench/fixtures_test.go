@@ -217,6 +217,27 @@ func fixtures() []fixture {
 				d.PowerLimitW, d.PowerLimitDefaultW = p(500.0), p(500.0)
 				return f
 			}},
+		// The offer said 16 vCPUs and 256 GB: the container's cpuset holds
+		// 8 of the host's 26, and its memory cgroup 128 GiB.
+		{name: "host-short-of-the-order", order: Order{GPU: "H100 SXM", CPUs: 16, RAM: 256e9}, want: Fail, fails: []string{"host.cpu", "host.memory"},
+			advice: "You ordered 16 CPUs and this container may use 8",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.Host.AllowedCPUs = 8
+				f.Host.MemLimit = p(128 * gib64)
+				return f
+			}},
+		// The same container judged without an order: it sees 26 CPUs and
+		// may use 8, which is said, not failed.
+		{name: "host-cpuset-8-of-26", want: Warn, warns: []string{"host.cpu"},
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.Host.AllowedCPUs = 8
+				return f
+			}},
+		// An order the host meets: 26 CPUs, and 225 GiB (241.6 GB) of RAM
+		// for 240 GB ordered.
+		{name: "healthy-h100-sxm-host-ordered", order: Order{GPU: "H100 SXM", GPUs: 1, CPUs: 26, RAM: 240e9}, want: Pass, facts: healthyH100},
 		{name: "host-steal-25pct", want: Fail, fails: []string{"host.steal"}, advice: "oversold",
 			facts: func() probe.Facts {
 				f := healthyH100()

@@ -83,15 +83,34 @@ func (j *judge) sharing() {
 
 func (j *judge) host() {
 	h := j.f.Host
-	cpu := Check{ID: "host.cpu", Status: Pass, Measured: h.OnlineCPUs, Unit: "CPUs"}
+	cpu := Check{ID: "host.cpu", Status: Pass, Unit: "CPUs"}
 	cpu.Evidence = fmt.Sprintf("%s, %d CPUs online", h.CPUModel, h.OnlineCPUs)
+	// What the container may use: /sys lists the host's CPUs, while its
+	// cpuset (the affinity) and its cgroup quota say how many it gets.
+	usable := float64(h.OnlineCPUs)
+	if h.AllowedCPUs > 0 && (h.AllowedCPUs < h.OnlineCPUs || h.OnlineCPUs == 0) {
+		usable = float64(h.AllowedCPUs)
+		cpu.Evidence += fmt.Sprintf(", %d of them allowed to this process (its cpuset)", h.AllowedCPUs)
+	}
 	if h.CPUQuota != nil {
-		cpu.Measured = round1(*h.CPUQuota)
 		cpu.Evidence += fmt.Sprintf(", cgroup quota %.1f CPUs", *h.CPUQuota)
-		if *h.CPUQuota < float64(h.OnlineCPUs)-0.01 {
-			cpu.Status = Warn
-			cpu.Expected = h.OnlineCPUs
-			cpu.Advice = "The container may use fewer CPUs than it sees: set data-loader workers to the quota, not to the CPU count."
+		if usable == 0 || *h.CPUQuota < usable {
+			usable = *h.CPUQuota
+		}
+	}
+	cpu.Measured = round1(usable)
+	if h.OnlineCPUs > 0 && usable < float64(h.OnlineCPUs)-0.01 {
+		cpu.Status, cpu.Expected = Warn, h.OnlineCPUs
+		cpu.Advice = "The container may use fewer CPUs than it sees: set data-loader workers to the CPUs it may use, not to the CPU count."
+	}
+	if want := j.order.CPUs; want > 0 {
+		cpu.Expected = want
+		switch {
+		case usable == 0:
+			cpu.Status, cpu.Evidence = Skip, "CPUs not counted: "+h.Errors["online_cpus"]
+		case usable < float64(want)-0.01:
+			cpu.Status = Fail
+			cpu.Advice = fmt.Sprintf("You ordered %d CPUs and this container may use %g: data loading and preprocessing get less than was paid for. %s", want, round1(usable), adviceRefund)
 		}
 	}
 	j.add(cpu)
@@ -150,6 +169,17 @@ func (j *judge) host() {
 	}
 	if total > 0 && avail*10 < total {
 		mem.Status, mem.Advice = Warn, "Less than 10% of RAM is available: something else holds it."
+	}
+	if want := j.order.RAM; want > 0 {
+		mem.Expected = round1(want / (1 << 30))
+		switch {
+		case total == 0:
+			mem.Status, mem.Evidence = Skip, "RAM not read: "+h.Errors["memory"]
+		case float64(total) < j.lim.RAMOrderMin*want:
+			mem.Status = Fail
+			mem.Advice = fmt.Sprintf("You ordered %.0f GB of RAM and this machine gives %.1f GiB (%.0f GB): a dataset or model that fits the order will not fit here. %s",
+				want/1e9, gib(total), float64(total)/1e9, adviceRefund)
+		}
 	}
 	j.add(mem)
 

@@ -149,8 +149,12 @@ type SharingFacts struct {
 
 // HostFacts describe the CPU, memory and the data directory's disk.
 type HostFacts struct {
-	CPUModel     string   `json:"cpu_model,omitempty"`
-	OnlineCPUs   int      `json:"online_cpus"`
+	CPUModel   string `json:"cpu_model,omitempty"`
+	OnlineCPUs int    `json:"online_cpus"`
+	// AllowedCPUs is how many CPUs this process may run on (its affinity:
+	// a container's cpuset), which /sys's online list does not show;
+	// 0 when unknown.
+	AllowedCPUs  int      `json:"allowed_cpus,omitempty"`
 	CPUQuota     *float64 `json:"cpu_quota,omitempty"` // cores the cgroup allows; nil when unlimited
 	StealPct     *float64 `json:"steal_pct,omitempty"` // of all CPU time over the sampling window
 	BusyPct      *float64 `json:"busy_pct,omitempty"`  // non-idle, non-steal CPU time by everyone, of all CPU time

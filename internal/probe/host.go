@@ -45,6 +45,11 @@ func Host(ctx context.Context, opt HostOptions) HostFacts {
 	} else {
 		fail("online_cpus", err)
 	}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		if n, ok := allowedCPUs(string(b)); ok {
+			h.AllowedCPUs = n
+		}
+	}
 	if q, err := cgroupQuota(); err == nil {
 		h.CPUQuota = q
 	} else {
@@ -133,6 +138,18 @@ func cpuModel(cpuinfo string) string {
 }
 
 // countCPUList counts a kernel CPU list such as "0-3,8,10-11".
+// allowedCPUs counts the CPUs in /proc/self/status's Cpus_allowed_list:
+// the affinity a container's cpuset gives its processes.
+func allowedCPUs(status string) (int, bool) {
+	for line := range strings.Lines(status) {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			n, err := countCPUList(strings.TrimSpace(v))
+			return n, err == nil && n > 0
+		}
+	}
+	return 0, false
+}
+
 func countCPUList(s string) (int, error) {
 	n := 0
 	for _, part := range strings.Split(s, ",") {

@@ -106,6 +106,13 @@ func TestParsers(t *testing.T) {
 	if _, err := countCPUList("3-1"); err == nil {
 		t.Error("bad range accepted")
 	}
+	status := "Name:\tgpurent\nCpus_allowed:\tff00\nCpus_allowed_list:\t8-15\nMems_allowed_list:\t0\n"
+	if n, ok := allowedCPUs(status); !ok || n != 8 {
+		t.Errorf("allowedCPUs: %d %v", n, ok)
+	}
+	if _, ok := allowedCPUs("Name:\tgpurent\n"); ok {
+		t.Error("allowedCPUs without the line")
+	}
 	if q, err := parseCPUMax("400000 100000\n"); err != nil || q == nil || *q != 4 {
 		t.Errorf("cpu.max: %v %v", q, err)
 	}

@@ -110,3 +110,25 @@ func ParseRate(s string) (float64, error) {
 	}
 	return 0, fmt.Errorf("rate %q: want from 1 B/s to a finite rate, such as 50MB/s, 50MiB/s or 400Mbit/s", s)
 }
+
+// ParseSize reads an amount of memory or disk in bytes: "120GB" or "120G"
+// (powers of 1000, as sizes are sold), "120GiB" (powers of 1024), "2TB",
+// "512MB"; a bare number counts in bare units, such as 1e9 for GB.
+func ParseSize(s string, bare float64) (float64, error) {
+	t := strings.TrimSuffix(strings.TrimSpace(s), "B")
+	mult := bare
+	for _, u := range []struct {
+		suffix string
+		m      float64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"K", 1e3}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}} {
+		if v, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = strings.TrimSpace(v), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if r := v * mult; err == nil && v > 0 && r >= 1 && !math.IsInf(r, 0) {
+		return r, nil
+	}
+	return 0, fmt.Errorf("size %q: want a positive amount such as 120GB, 120GiB or 2TB", s)
+}

@@ -96,3 +96,18 @@ func FuzzParseRate(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]float64{
+		"120GB": 120e9, "120G": 120e9, "120GiB": 120 << 30, "120": 120e9, "1.5TB": 1.5e12, "512MiB": 512 << 20, "64 GB": 64e9, " 2Ti ": 2 << 40,
+	} {
+		if got, err := ParseSize(in, 1e9); err != nil || got != want {
+			t.Errorf("%s: %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "lots", "-5GB", "0", "GB", "5XB", "Inf", "NaN", "1e308TB", "0x1p-1074B"} {
+		if _, err := ParseSize(bad, 1e9); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
