@@ -60,11 +60,12 @@ GPURENT_RESTART_COUNT, GPURENT_CKPT_DIR and GPURENT_RUN; "{resume}" in an argume
 replaced by the path (and dropped with its flag when there is none). docs/run.md has
 PyTorch, Hugging Face, Lightning, torchrun, DeepSpeed and Megatron examples.
 
-Exit status: 0 the command finished, or stopped on a preemption notice, and its newest
-checkpoint is in the store (or there is no store, or no checkpoint); 1 it failed with
-its restarts used up, or in a crash loop; 2 bad usage; 3 as 0, but the newest
-checkpoint's upload failed, so this machine holds the only copy; 128+N stopped by
-signal N. "gpurent run ... && shutdown -h now" stops the machine only after a 0.`,
+Exit status: 0 the command finished and its newest checkpoint is in the store (or
+there is no store, or no checkpoint); 1 it failed with its restarts used up, or in a
+crash loop; 2 bad usage; 3 as 0 or 75, but the newest checkpoint's upload failed, so
+this machine holds the only copy; 75 stopped on a preemption notice or a scheduled
+event: run it again, later or elsewhere; 128+N stopped by signal N.
+"gpurent run ... && shutdown -h now" stops the machine only after a 0.`,
 		Example: `  gpurent run --ckpt-dir out --glob 'checkpoint-*' --store s3://bucket/runs --run llama -- \
       python train.py --output_dir out --resume_from_checkpoint {resume}`,
 		RunE: func(cmd *cobra.Command, argv []string) error {

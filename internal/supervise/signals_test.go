@@ -95,7 +95,7 @@ func TestPreemptionCommandWithoutHandler(t *testing.T) {
 	start := time.Now()
 	ex, err := sup.Run(context.Background(), nil)
 	out := logged()
-	if err != nil || ex.Code != 0 || !strings.Contains(ex.Reason, "preempted (test)") {
+	if err != nil || ex.Code != ExitStopped || !strings.Contains(ex.Reason, "preempted (test)") {
 		t.Fatalf("%+v %v\n%s", ex, err, out)
 	}
 	if got := h.committedSteps(); !slices.Equal(got, []int{1}) {
@@ -135,7 +135,7 @@ func TestPreemptionCommandSavesAndExits(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("gpurent did not return after the command saved and exited")
 	}
-	if err != nil || ex.Code != 0 || !strings.Contains(ex.Reason, "preempted (test)") {
+	if err != nil || ex.Code != ExitStopped || !strings.Contains(ex.Reason, "preempted (test)") {
 		t.Fatalf("%+v %v", ex, err)
 	}
 	if got := h.committedSteps(); !slices.Equal(got, []int{2}) {

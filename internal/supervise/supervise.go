@@ -58,6 +58,13 @@ type Config struct {
 // without some files).
 const ExitNotStored = 3
 
+// ExitStopped is the status of a run stopped on a preemption notice or a
+// scheduled event: its checkpoint is safe, but the command did not finish,
+// so `gpurent run ... && shutdown` must not go on (a VM due back after
+// maintenance would then stay off). sysexits.h's EX_TEMPFAIL: "the user is
+// invited to retry the operation later", which is what to do.
+const ExitStopped = 75
+
 // Exit is how a run ended.
 type Exit struct {
 	Code   int    // the exit status gpurent should return
@@ -267,7 +274,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				s.cfg.Log("the command finished; uploading the newest checkpoint")
 			}
 			f := s.finalUpload(ctx)
-			return Exit{Code: s.doneCode(f), Reason: "the command finished; " + s.finalWords(f)}, nil
+			return Exit{Code: s.endCode(0, f), Reason: "the command finished; " + s.finalWords(f)}, nil
 		}
 		restarts++
 		s.Metrics.restarts.Add(1)
@@ -450,9 +457,9 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 		}
 	}
 	if n.Event != "" {
-		return Exit{Code: s.doneCode(f), Reason: fmt.Sprintf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
+		return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
 	}
-	return Exit{Code: s.doneCode(f), Reason: fmt.Sprintf("preempted (%s): %s, command stopped", n.Cloud, s.finalWords(f))}
+	return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("preempted (%s): %s, command stopped; run the same gpurent run again on another machine to resume", n.Cloud, s.finalWords(f))}
 }
 
 // finalWords says what the last upload achieved, for an exit reason: a
@@ -471,14 +478,14 @@ func (s *Supervisor) finalWords(f final) string {
 	}
 }
 
-// doneCode is the status of a run that ended as it should (the command
-// finished, or stopped on a notice): 0, unless a store was given and the
-// newest complete checkpoint is not in it.
-func (s *Supervisor) doneCode(f final) int {
+// endCode is the status of a run that ended as it should (the command
+// finished, or stopped on a notice): code, unless a store was given and
+// the newest complete checkpoint is not in it.
+func (s *Supervisor) endCode(code int, f final) int {
 	if s.cfg.Store != nil && f.found && !f.committed {
 		return ExitNotStored
 	}
-	return 0
+	return code
 }
 
 // askForCheckpoint sends the checkpoint signal to each process of the

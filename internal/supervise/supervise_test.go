@@ -941,7 +941,7 @@ func TestPreemption(t *testing.T) {
 				notice.Store(true)
 			}()
 			ex, err := sup.Run(context.Background(), nil)
-			if err != nil || ex.Code != 0 || !strings.Contains(ex.Reason, "preempted ("+tc.cloud+")") {
+			if err != nil || ex.Code != ExitStopped || !strings.Contains(ex.Reason, "preempted ("+tc.cloud+")") {
 				t.Fatalf("%+v %v", ex, err)
 			}
 			if !strings.Contains(strings.Join(h.resumes(), " "), "checkpoint-now") {
