@@ -28,7 +28,8 @@ func newAudit(g *globals) *cobra.Command {
 other users logged in now or in the last week and their processes; whether sshd
 takes passwords, empty passwords or root with a password, and which keys can log
 in as you; sockets that answer on addresses other than loopback, with their
-process; credential files (AWS, netrc/W&B, git, docker, Hugging Face, SSH keys,
+process, and among them a Jupyter notebook without a token, TensorBoard or Ray's
+dashboard (asked with a few GET requests from this machine); credential files (AWS, netrc/W&B, git, docker, Hugging Face, SSH keys,
 .env) and whether other accounts can read them; data other users left, or that
 predates this tenancy, in the home, data and temp directories; whether the data
 disks and swap are encrypted, overlay or network file systems; a Docker socket
@@ -46,7 +47,8 @@ Exit codes: 0 pass or warn, 3 fail, 2 bad usage.`,
 			}
 			e := audit.RealEnv()
 			if root != "" {
-				e.Root = root
+				// Another root's sockets are not this machine's to ask.
+				e.Root, e.Fetch = root, nil
 			}
 			if home != "" {
 				e.Home = home

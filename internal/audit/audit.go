@@ -36,6 +36,9 @@ type Env struct {
 	SSHD func(ctx context.Context) ([]byte, error)
 	// GPU gathers part 2's GPU facts; nil skips them.
 	GPU func(ctx context.Context) probe.GPUFacts
+	// Fetch asks the exposed ports what answers there (a notebook, a
+	// dashboard); nil asks nothing.
+	Fetch Fetch
 	// Budget bounds the walk for leftovers, so the audit stays quick on a
 	// disk with millions of files; what it did not reach it says.
 	Budget time.Duration
@@ -47,7 +50,7 @@ func RealEnv() Env {
 	cwd, _ := os.Getwd()
 	return Env{
 		Root: "/", Home: home, Cwd: cwd, UID: os.Getuid(), Lookup: os.LookupEnv, Now: time.Now,
-		SSHD: realSSHD,
+		SSHD: realSSHD, Fetch: HTTPGet,
 		GPU: func(ctx context.Context) probe.GPUFacts {
 			return probe.GPU(ctx, probe.GPUOptions{Window: 200 * time.Millisecond})
 		},
@@ -92,7 +95,9 @@ type Facts struct {
 	Keys []AuthKey `json:"authorized_keys"`
 
 	Listeners []Listener `json:"listeners"`
-	Secrets   []Secret   `json:"secrets"`
+	// Services are the notebooks and dashboards found on exposed ports.
+	Services []Service `json:"services"`
+	Secrets  []Secret  `json:"secrets"`
 	// OpenDirs are your home, working directory and data directories
 	// that every account on the machine can list and enter.
 	OpenDirs []OpenDir `json:"open_dirs"`
@@ -124,7 +129,7 @@ func Gather(ctx context.Context, e Env) Facts {
 		e.Budget = 2500 * time.Millisecond
 	}
 	f := Facts{CollectedAt: e.Now().UTC(), UID: e.UID, Logins: []Login{}, Recent: []Login{}, Processes: []Proc{},
-		Keys: []AuthKey{}, Listeners: []Listener{}, Secrets: []Secret{}, OpenDirs: []OpenDir{}, Leftovers: []Leftover{},
+		Keys: []AuthKey{}, Listeners: []Listener{}, Services: []Service{}, Secrets: []Secret{}, OpenDirs: []OpenDir{}, Leftovers: []Leftover{},
 		Volumes: []Volume{}, Swap: []Volume{}, Docker: []DockerSocket{}, Unseen: []string{}}
 	users := readPasswd(e.Root)
 	f.User = users.name(e.UID)
@@ -162,6 +167,7 @@ func Gather(ctx context.Context, e Env) Facts {
 	f.SSH = sshFacts(ctx, e)
 	f.Keys = authorizedKeys(e.Home)
 	f.Listeners = listeners(e, users, unseen)
+	f.Services = services(ctx, e.Fetch, f.Listeners, unseen)
 	f.Secrets = secrets(e)
 	f.OpenDirs = openDirs(e)
 	tab := mounts.Read(e.Root)

@@ -30,6 +30,7 @@ func Judge(f Facts) *Report {
 	j.ssh()
 	j.keys()
 	j.listeners()
+	j.services()
 	j.secrets()
 	j.openDirs()
 	j.leftovers()
@@ -248,6 +249,42 @@ func (j *judger) listeners() {
 		c.Evidence = "only sshd listens beyond loopback: " + list(sshd)
 	default:
 		c.Evidence = "nothing listens beyond loopback"
+	}
+	j.add(c)
+}
+
+// services: a notebook without a token runs any code for whoever reaches
+// its port, as does Ray's Jobs API; TensorBoard shows the training's logs
+// and has no login at all.
+func (j *judger) services() {
+	c := bench.Check{ID: "net.services", Status: bench.Pass, Expected: "none open", Unit: "services"}
+	var run, read, closed []string
+	for _, s := range j.f.Services {
+		line := fmt.Sprintf("%s on port %d (%s)", s.Kind, s.Port, s.Evidence)
+		switch {
+		case !s.Open:
+			closed = append(closed, line)
+		case s.Kind == "tensorboard":
+			read = append(read, line)
+		default:
+			run = append(run, line)
+		}
+	}
+	c.Measured = len(run) + len(read)
+	switch {
+	case len(run) > 0:
+		c.Status, c.Evidence = bench.Fail, "runs code for anyone who reaches it: "+list(run)
+		c.Advice = "Anyone who can reach this port runs commands as its owner, here and on every machine this one can reach. Stop it now, or restart it bound to 127.0.0.1 (jupyter lab --ip 127.0.0.1; ray start --dashboard-host 127.0.0.1) with a token, and reach it with ssh -L."
+		if len(read) > 0 {
+			c.Evidence += "; readable by anyone: " + list(read)
+		}
+	case len(read) > 0:
+		c.Status, c.Evidence = bench.Warn, "readable by anyone who reaches it: "+list(read)
+		c.Advice = "TensorBoard has no login: anyone who reaches the port reads the training's curves, text and images. Restart it with --host 127.0.0.1 and reach it with ssh -L."
+	case len(closed) > 0:
+		c.Evidence = "asks for credentials: " + list(closed)
+	default:
+		c.Evidence = "no Jupyter, TensorBoard or Ray dashboard answers on a port other machines can reach"
 	}
 	j.add(c)
 }
