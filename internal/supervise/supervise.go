@@ -459,7 +459,7 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 	if n.Event != "" {
 		return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
 	}
-	return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("preempted (%s): %s, command stopped; run the same gpurent run again on another machine to resume", n.Cloud, s.finalWords(f))}
+	return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("preempted (%s): %s, command stopped; run the same gpurent run again to resume, here once the machine is back or on another", n.Cloud, s.finalWords(f))}
 }
 
 // finalWords says what the last upload achieved, for an exit reason: a
