@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ func newBench(g *globals) *cobra.Command {
 		expectGPUs int
 		expectCPUs int
 		expectRAM  string
+		expectCUDA string
 		duration   string
 		dataDir    string
 		diskMB     int
@@ -54,7 +56,8 @@ func newBench(g *globals) *cobra.Command {
 memory and count (by PCI id, not only by name), that it is whole (no MIG slice,
 no vGPU, no MPS, no API-hooking layer such as HAMi's libvgpu.so, no other
 tenant's processes or activity), unthrottled (power limit, clock slowdowns,
-PCIe link) and healthy (ECC, retired pages, remapped rows); and that the host's
+PCIe link) and healthy (ECC, retired pages, remapped rows); that its driver runs
+the CUDA your PyTorch was built with (--expect-cuda for other software); and that the host's
 CPUs are not oversold (steal), the container may use the CPUs and RAM the offer
 promised (--expect-cpus, --expect-ram), its RAM fits the GPUs and its data disk
 is local and fast. Every check prints its evidence and, when it is not a pass,
@@ -86,6 +89,9 @@ judges saved facts anywhere, without a GPU.`,
 					return usagef("--expect-ram: %v", err)
 				}
 			}
+			if cmd.Flags().Changed("expect-cuda") && !cudaVersionRe.MatchString(expectCUDA) {
+				return usagef("--expect-cuda: want a CUDA version such as 12.8 or 13.0, got %q", expectCUDA)
+			}
 			window, err := units.ParseDuration(duration)
 			if err != nil || window <= 0 || window > 10*time.Minute {
 				return usagef("--duration: want a positive duration up to 10m such as 3s or 30s, got %q", duration)
@@ -112,7 +118,7 @@ judges saved facts anywhere, without a GPU.`,
 			if err != nil {
 				return err
 			}
-			order := bench.Order{GPU: expect, GPUs: expectGPUs, CPUs: expectCPUs, RAM: ram}
+			order := bench.Order{GPU: expect, GPUs: expectGPUs, CPUs: expectCPUs, RAM: ram, CUDA: expectCUDA}
 			// An order nobody can match is bad usage, before any measuring.
 			if expect != "" && len(tab.Match(expect)) == 0 {
 				_, err := bench.Judge(probe.Facts{}, tab, order, bench.DefaultLimits())
@@ -162,6 +168,7 @@ judges saved facts anywhere, without a GPU.`,
 	f.StringVar(&expect, "expect", "", `the GPU you ordered, e.g. "A100 80GB SXM", "H100 SXM", "RTX 4090"`)
 	f.IntVar(&expectGPUs, "expect-gpus", 0, "the number of GPUs you ordered")
 	f.IntVar(&expectCPUs, "expect-cpus", 0, "the CPUs (vCPUs, cores) the offer promised: fails when this container may use fewer")
+	f.StringVar(&expectCUDA, "expect-cuda", "", "the CUDA version your software is built with, e.g. 12.8: fails when the driver is too old for it (PyTorch installs found are judged too)")
 	f.StringVar(&expectRAM, "expect-ram", "", "the RAM the offer promised, e.g. 120GB or 128GiB (a bare number is GB): fails below 95% of it")
 	f.StringVar(&duration, "duration", "3s", "how long to sample GPU activity and CPU steal, and to run the sustained-launch probe (10s with --full)")
 	f.StringVar(&dataDir, "data-dir", ".", "directory whose disk is measured (where your data and checkpoints go)")
@@ -191,9 +198,14 @@ func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes
 		f.Host = probe.Host(ctx, probe.HostOptions{DataDir: dataDir, Window: window, DiskBytes: diskBytes})
 	}()
 	f.Sharing = probe.Sharing(probe.RealEnviron())
+	home, _ := os.UserHomeDir()
+	f.Torch = probe.Torch("/", home, os.LookupEnv)
 	wg.Wait()
 	return f
 }
+
+// cudaVersionRe is a CUDA version as toolkits and wheels name it.
+var cudaVersionRe = regexp.MustCompile(`^[1-9][0-9]?(\.[0-9]{1,2})?$`)
 
 // computeProbes measures what the GPUs deliver, after the NVML facts were
 // read (utilization is sampled while gpurent is idle). Quick mode probes the

@@ -51,6 +51,8 @@ type Order struct {
 	// container may use and the memory it may fill.
 	CPUs int
 	RAM  float64
+	// CUDA is the CUDA version the user's software was built with, "12.8".
+	CUDA string
 }
 
 // Limits are the thresholds of every check, in one place, each with why.

@@ -238,6 +238,22 @@ func fixtures() []fixture {
 		// An order the host meets: 26 CPUs, and 225 GiB (241.6 GB) of RAM
 		// for 240 GB ordered.
 		{name: "healthy-h100-sxm-host-ordered", order: Order{GPU: "H100 SXM", GPUs: 1, CPUs: 26, RAM: 240e9}, want: Pass, facts: healthyH100},
+		// The image's PyTorch was built with CUDA 13.0; the host's driver
+		// (550, CUDA 12.4) cannot run it, and a container cannot change it.
+		{name: "driver-too-old-for-torch-cu130", want: Fail, fails: []string{"gpu.cuda"}, advice: "This driver is too old for that software",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.GPU.DriverVersion, f.GPU.CUDADriverVersion = "550.54.15", 12040
+				f.Torch = []probe.TorchInstall{{Path: "/opt/conda/lib/python3.11/site-packages/torch/version.py", Version: "2.9.0+cu130", CUDA: "13.0"}}
+				return f
+			}},
+		// A CPU-only PyTorch is the only one: it would train on the CPU.
+		{name: "torch-cpu-only", want: Warn, warns: []string{"gpu.cuda"},
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.Torch = []probe.TorchInstall{{Path: "/usr/local/lib/python3.12/dist-packages/torch/version.py", Version: "2.7.0+cpu"}}
+				return f
+			}},
 		{name: "host-steal-25pct", want: Fail, fails: []string{"host.steal"}, advice: "oversold",
 			facts: func() probe.Facts {
 				f := healthyH100()

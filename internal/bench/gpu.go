@@ -38,6 +38,7 @@ func (j *judge) gpu() {
 		}
 		j.add(c)
 	}
+	j.cuda()
 	for i := range g.Devices {
 		j.device(&g.Devices[i])
 	}

@@ -25,6 +25,9 @@ type Facts struct {
 	GPU         GPUFacts     `json:"gpu"`
 	Sharing     SharingFacts `json:"sharing"`
 	Host        HostFacts    `json:"host"`
+	// Torch lists the PyTorch installs found, to judge the CUDA they were
+	// built with against the driver's.
+	Torch []TorchInstall `json:"torch,omitempty"`
 	// Compute holds what the compute probes measured, one entry per device
 	// and backend; absent when none ran.
 	Compute []gpu.Results `json:"compute,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,4 +212,40 @@ func FuzzHostParsers(f *testing.F) {
 		}
 		mountFor(mounts, "/work")
 	})
+}
+
+// Torch reads version.py files under the usual Python prefixes of a root,
+// each install once, without Python.
+func TestTorch(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("opt/conda/lib/python3.11/site-packages/torch/version.py",
+		"from typing import Optional\n__version__ = '2.9.0+cu130'\ndebug = False\ncuda: Optional[str] = '13.0'\ngit_version = 'x'\nhip: Optional[str] = None\n")
+	write("root/miniconda3/envs/ft/lib/python3.10/site-packages/torch/version.py", "__version__ = '1.13.1+cu117'\ndebug = False\ncuda = '11.7'\ngit_version = 'y'\nhip = None\n")
+	write("usr/local/lib/python3.12/dist-packages/torch/version.py", "__version__ = '2.7.0+cpu'\ncuda: Optional[str] = None\nhip: Optional[str] = None\n")
+	write("venv/lib/python3.12/site-packages/torch/version.py", "__version__ = '2.7.0+rocm6.3'\ncuda: Optional[str] = None\nhip: Optional[str] = '6.3.42131'\n")
+	lookup := func(k string) (string, bool) {
+		if k == "VIRTUAL_ENV" {
+			return "/venv", true
+		}
+		return "", false
+	}
+	got := Torch(root, "/root", lookup)
+	want := []TorchInstall{
+		{Path: "/venv/lib/python3.12/site-packages/torch/version.py", Version: "2.7.0+rocm6.3", HIP: "6.3.42131"},
+		{Path: "/opt/conda/lib/python3.11/site-packages/torch/version.py", Version: "2.9.0+cu130", CUDA: "13.0"},
+		{Path: "/root/miniconda3/envs/ft/lib/python3.10/site-packages/torch/version.py", Version: "1.13.1+cu117", CUDA: "11.7"},
+		{Path: "/usr/local/lib/python3.12/dist-packages/torch/version.py", Version: "2.7.0+cpu"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
 }

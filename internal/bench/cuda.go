@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// cudaFamilyDriver is the least driver each CUDA major release runs on:
+// by CUDA's minor version compatibility an application built with any
+// 12.x toolkit runs, "with limited feature-set", on a 525 driver or newer,
+// a 13.x one on 580 or newer (NVIDIA, CUDA Compatibility, "Minor Version
+// Compatibility", table 1: docs.nvidia.com/deploy/cuda-compatibility/
+// minor-version-compatibility.html, read 2026-12-01). A driver that
+// reports CUDA 12.2 is therefore new enough for all of 12.x.
+var cudaFamilyDriver = map[int]string{11: "450.80.02", 12: "525", 13: "580"}
+
+// cudaVersion reads a CUDA version such as "12.8" or "13".
+func cudaVersion(v string) (major, minor int, ok bool) {
+	a, b, dot := strings.Cut(v, ".")
+	major, err := strconv.Atoi(a)
+	if err != nil || major <= 0 {
+		return 0, 0, false
+	}
+	if dot {
+		if minor, err = strconv.Atoi(b); err != nil || minor < 0 {
+			return 0, 0, false
+		}
+	}
+	return major, minor, true
+}
+
+// cuda judges the driver's CUDA version against what the software needs:
+// --expect-cuda, and each PyTorch found, by the CUDA it was built with. A
+// container cannot change the driver, so a driver too old for the image's
+// PyTorch makes the machine useless for it, which is best known within the
+// first billing increment.
+func (j *judge) cuda() {
+	g := j.f.GPU
+	c := Check{ID: "gpu.cuda", Status: Pass}
+	type need struct{ who, cuda string }
+	var needs []need
+	if j.order.CUDA != "" {
+		needs = append(needs, need{"software built with CUDA " + j.order.CUDA + " (--expect-cuda)", j.order.CUDA})
+	}
+	var noCUDA []string
+	for _, t := range j.f.Torch {
+		who := fmt.Sprintf("PyTorch %s (%s)", t.Version, t.Path)
+		if t.CUDA != "" {
+			who = fmt.Sprintf("PyTorch %s, built with CUDA %s (%s),", t.Version, t.CUDA, t.Path)
+		}
+		switch {
+		case t.CUDA != "":
+			needs = append(needs, need{who, t.CUDA})
+		case t.HIP != "":
+			noCUDA = append(noCUDA, who+" is a ROCm build")
+		default:
+			noCUDA = append(noCUDA, who+" is a CPU-only build")
+		}
+	}
+	if g.CUDADriverVersion <= 0 {
+		if len(needs) == 0 {
+			return
+		}
+		c.Status, c.Evidence = Skip, "the driver did not report the CUDA version it supports"
+		j.add(c)
+		return
+	}
+	dMajor, dMinor := g.CUDADriverVersion/1000, g.CUDADriverVersion%1000/10
+	c.Measured = fmt.Sprintf("CUDA %d.%d", dMajor, dMinor)
+	ev := []string{fmt.Sprintf("driver %s supports CUDA %d.%d: software built with CUDA %d.x or older runs", g.DriverVersion, dMajor, dMinor, dMajor)}
+	var short []string
+	hiMajor, hiMinor := -1, -1
+	for _, n := range needs {
+		major, minor, ok := cudaVersion(n.cuda)
+		if !ok {
+			continue
+		}
+		if major > hiMajor || (major == hiMajor && minor > hiMinor) {
+			hiMajor, hiMinor, c.Expected = major, minor, "CUDA "+n.cuda
+		}
+		switch {
+		case major > dMajor:
+			s := fmt.Sprintf("%s needs a driver that supports CUDA %d", n.who, major)
+			if least := cudaFamilyDriver[major]; least != "" {
+				s += fmt.Sprintf(" (%s or newer)", least)
+			}
+			short = append(short, s)
+		case major == dMajor && minor > dMinor:
+			ev = append(ev, fmt.Sprintf("%s runs by CUDA's minor version compatibility", n.who))
+		default:
+			ev = append(ev, n.who+" runs")
+		}
+	}
+	switch {
+	case len(short) > 0:
+		c.Status = Fail
+		c.Evidence = strings.Join(short, "; ") + "; " + strings.Join(ev, "; ")
+		c.Advice = fmt.Sprintf("This driver is too old for that software, and a container cannot change it: ask for a machine with a newer driver within the first billing increment, or install a build made for CUDA %d.x or older.", dMajor)
+	case len(noCUDA) > 0 && len(needs) == 0:
+		c.Status = Warn
+		c.Advice = "A PyTorch without CUDA does not use the GPU: install a CUDA build of PyTorch."
+		ev = append(ev, noCUDA...)
+		c.Evidence = strings.Join(ev, "; ")
+	default:
+		c.Evidence = strings.Join(append(ev, noCUDA...), "; ")
+	}
+	j.add(c)
+}
