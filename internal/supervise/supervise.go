@@ -558,7 +558,11 @@ func (s *Supervisor) lookDeeper(force bool) {
 	cs, err := s.det.Scan()
 	p := ""
 	if err == nil && len(cs) == 0 {
-		p = s.det.Deeper(20000, s.Metrics.started)
+		// File systems stamp times from a coarser clock than time.Now
+		// (Linux's lags by up to a jiffy, ext3 keeps seconds, FAT two,
+		// NFS the server's): a file the command wrote at once could
+		// otherwise look older than the run.
+		p = s.det.Deeper(20000, s.Metrics.started.Add(-2*time.Second))
 	}
 	s.uploading.Unlock()
 	if p == "" {
