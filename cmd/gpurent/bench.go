@@ -57,11 +57,11 @@ memory and count (by PCI id, not only by name), that it is whole (no MIG slice,
 no vGPU, no MPS, no API-hooking layer such as HAMi's libvgpu.so, no other
 tenant's processes or activity), unthrottled (power limit, clock slowdowns,
 PCIe link) and healthy (ECC, retired pages, remapped rows); that its driver runs
-the CUDA your PyTorch was built with (--expect-cuda for other software); and that the host's
-CPUs are not oversold (steal), the container may use the CPUs and RAM the offer
-promised (--expect-cpus, --expect-ram), its RAM fits the GPUs and its data disk
-is local and fast. Every check prints its evidence and, when it is not a pass,
-advice.
+the CUDA your PyTorch was built with (--expect-cuda for other software); and
+that the host's CPUs are not oversold (steal), the container may use the CPUs
+and RAM the offer promised (--expect-cpus, --expect-ram), its RAM fits the GPUs
+and its data disk is local and fast. Every check prints its evidence and, when
+it is not a pass, advice.
 
 Exit codes: 0 pass or warn, 3 fail, 2 bad usage. Each run is added to a local
 history (gpurent bench history); --record saves the raw facts, and --replay
