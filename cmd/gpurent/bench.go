@@ -39,6 +39,7 @@ func newBench(g *globals) *cobra.Command {
 		expectCPUs int
 		expectRAM  string
 		expectCUDA string
+		expectDisk string
 		duration   string
 		dataDir    string
 		diskMB     int
@@ -60,7 +61,7 @@ PCIe link) and healthy (ECC, retired pages, remapped rows); that its driver runs
 the CUDA your PyTorch was built with (--expect-cuda for other software); and
 that the host's CPUs are not oversold (steal), the container may use the CPUs
 and RAM the offer promised (--expect-cpus, --expect-ram), its RAM fits the GPUs
-and its data disk is local and fast. Every check prints its evidence and, when
+and its data disk is as large as promised (--expect-disk), local and fast. Every check prints its evidence and, when
 it is not a pass, advice.
 
 Exit codes: 0 pass or warn, 3 fail, 2 bad usage. Each run is added to a local
@@ -87,6 +88,13 @@ judges saved facts anywhere, without a GPU.`,
 				var err error
 				if ram, err = units.ParseSize(expectRAM, 1e9); err != nil {
 					return usagef("--expect-ram: %v", err)
+				}
+			}
+			var disk float64
+			if cmd.Flags().Changed("expect-disk") {
+				var err error
+				if disk, err = units.ParseSize(expectDisk, 1e9); err != nil {
+					return usagef("--expect-disk: %v", err)
 				}
 			}
 			if cmd.Flags().Changed("expect-cuda") && !cudaVersionRe.MatchString(expectCUDA) {
@@ -118,7 +126,7 @@ judges saved facts anywhere, without a GPU.`,
 			if err != nil {
 				return err
 			}
-			order := bench.Order{GPU: expect, GPUs: expectGPUs, CPUs: expectCPUs, RAM: ram, CUDA: expectCUDA}
+			order := bench.Order{GPU: expect, GPUs: expectGPUs, CPUs: expectCPUs, RAM: ram, Disk: disk, CUDA: expectCUDA}
 			// An order nobody can match is bad usage, before any measuring.
 			if expect != "" && len(tab.Match(expect)) == 0 {
 				_, err := bench.Judge(probe.Facts{}, tab, order, bench.DefaultLimits())
@@ -169,6 +177,7 @@ judges saved facts anywhere, without a GPU.`,
 	f.IntVar(&expectGPUs, "expect-gpus", 0, "the number of GPUs you ordered")
 	f.IntVar(&expectCPUs, "expect-cpus", 0, "the CPUs (vCPUs, cores) the offer promised: fails when this container may use fewer")
 	f.StringVar(&expectCUDA, "expect-cuda", "", "the CUDA version your software is built with, e.g. 12.8: fails when the driver is too old for it (PyTorch installs found are judged too)")
+	f.StringVar(&expectDisk, "expect-disk", "", "the size of the disk --data-dir is on, as the offer promised, e.g. 50GB (a bare number is GB): fails below 95% of it")
 	f.StringVar(&expectRAM, "expect-ram", "", "the RAM the offer promised, e.g. 120GB or 128GiB (a bare number is GB): fails below 95% of it")
 	f.StringVar(&duration, "duration", "3s", "how long to sample GPU activity and CPU steal, and to run the sustained-launch probe (10s with --full)")
 	f.StringVar(&dataDir, "data-dir", ".", "directory whose disk is measured (where your data and checkpoints go)")

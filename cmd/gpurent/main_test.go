@@ -113,6 +113,7 @@ func TestExitCodes(t *testing.T) {
 		{"run negative restarts flag", []string{"run", "--max-restarts", "-1", "--", "true"}, 2, "--max-restarts: want 0 or more, got -1"},
 		{"run command not found", []string{"run", "--ckpt-dir", dir, "--preemption", "none", "--", "no-such-trainer"}, 2, `exec: "no-such-trainer": executable file not found`},
 		{"bench zero expected GPUs", []string{"bench", "--expect-gpus", "0"}, 2, "--expect-gpus: want a positive number of GPUs, got 0"},
+		{"bench bad expected disk", []string{"bench", "--expect-disk", "-5GB"}, 2, `--expect-disk: size "-5GB": want a positive amount`},
 		{"bench bad expected CUDA", []string{"bench", "--expect-cuda", "cu128"}, 2, `--expect-cuda: want a CUDA version such as 12.8 or 13.0, got "cu128"`},
 		{"bench zero expected CPUs", []string{"bench", "--expect-cpus", "0"}, 2, "--expect-cpus: want a positive number of CPUs, got 0"},
 		{"bench bad expected RAM", []string{"bench", "--expect-ram", "120 gigs"}, 2, `--expect-ram: size "120 gigs": want a positive amount such as 120GB`},

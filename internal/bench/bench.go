@@ -51,6 +51,9 @@ type Order struct {
 	// container may use and the memory it may fill.
 	CPUs int
 	RAM  float64
+	// Disk is the size (bytes) promised for the disk the data directory
+	// is on.
+	Disk float64
 	// CUDA is the CUDA version the user's software was built with, "12.8".
 	CUDA string
 }
@@ -102,6 +105,11 @@ type Limits struct {
 	// log shows 496508K reserved, 2026-12-01). A container's memory limit
 	// is exact. Below 0.95 the memory is short, not merely accounted.
 	RAMOrderMin float64
+	// DiskOrderMin: file system size over the disk size ordered. A file
+	// system keeps part of its disk for its journal and inode tables: the
+	// development VM's 274877906944-byte disk holds an ext4 of
+	// 270553174016 bytes (0.984, statfs, 2026-12-01).
+	DiskOrderMin float64
 	// DiskWriteWarnMBs: below 200 MB/s a 20 GB checkpoint takes over 100 s,
 	// longer than most spot notices (AWS 120 s, GCP and Azure 30 s).
 	DiskWriteWarnMBs float64
@@ -124,6 +132,7 @@ func DefaultLimits() Limits {
 		BusyWarn:         50,
 		RAMPerVRAM:       0.95,
 		RAMOrderMin:      0.95,
+		DiskOrderMin:     0.95,
 		DiskWriteWarnMBs: 200,
 		DiskFreeWarn:     20e9,
 	}

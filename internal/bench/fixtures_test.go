@@ -48,7 +48,7 @@ func healthyH100() probe.Facts {
 		Sharing: probe.SharingFacts{Container: "docker", ContainerEvidence: "/.dockerenv exists"},
 		Host: probe.HostFacts{CPUModel: "Intel(R) Xeon(R) Platinum 8480+", OnlineCPUs: 26, StealPct: p(0.2), BusyPct: p(1.5), LoadAvg1: p(0.3),
 			MemTotal: 225 * gib64, MemAvailable: 219 * gib64, DataDir: "/workspace", FSType: "ext4", FSSource: "/dev/nvme0n1p1",
-			FSFree: p(uint64(480e9)), DiskWriteMBs: p(1850.0), DiskReadMBs: p(3100.0), DiskTestBytes: 256 << 20, DiskTestMethod: "o_direct"},
+			FSFree: p(uint64(480e9)), FSSize: p(uint64(500e9)), DiskWriteMBs: p(1850.0), DiskReadMBs: p(3100.0), DiskTestBytes: 256 << 20, DiskTestMethod: "o_direct"},
 	}
 }
 
@@ -237,7 +237,14 @@ func fixtures() []fixture {
 			}},
 		// An order the host meets: 26 CPUs, and 225 GiB (241.6 GB) of RAM
 		// for 240 GB ordered.
-		{name: "healthy-h100-sxm-host-ordered", order: Order{GPU: "H100 SXM", GPUs: 1, CPUs: 26, RAM: 240e9}, want: Pass, facts: healthyH100},
+		{name: "healthy-h100-sxm-host-ordered", order: Order{GPU: "H100 SXM", GPUs: 1, CPUs: 26, RAM: 240e9, Disk: 500e9}, want: Pass, facts: healthyH100},
+		// The offer said a 500 GB data disk; /workspace is on 200 GB.
+		{name: "host-disk-smaller-than-ordered", order: Order{Disk: 500e9}, want: Fail, fails: []string{"host.disk_size"}, advice: "You ordered a 500 GB disk and the one under /workspace holds 200.0 GB",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.Host.FSSize, f.Host.FSFree = p(uint64(200e9)), p(uint64(180e9))
+				return f
+			}},
 		// The image's PyTorch was built with CUDA 13.0; the host's driver
 		// (550, CUDA 12.4) cannot run it, and a container cannot change it.
 		{name: "driver-too-old-for-torch-cu130", want: Fail, fails: []string{"gpu.cuda"}, advice: "This driver is too old for that software",

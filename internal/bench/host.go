@@ -211,6 +211,22 @@ func (j *judge) host() {
 		}
 	}
 	j.add(d)
+
+	if want := j.order.Disk; want > 0 {
+		ds := Check{ID: "host.disk_size", Unit: "GB", Status: Pass, Expected: round1(want / 1e9)}
+		if h.FSSize == nil {
+			ds.Status, ds.Evidence = Skip, "the file system's size was not read: "+h.Errors["fs_free"]
+		} else {
+			size := float64(*h.FSSize)
+			ds.Measured = round1(size / 1e9)
+			ds.Evidence = fmt.Sprintf("%s is on a file system of %.1f GB (%s)", h.DataDir, size/1e9, h.FSSource)
+			if size < j.lim.DiskOrderMin*want {
+				ds.Status = Fail
+				ds.Advice = fmt.Sprintf("You ordered a %.0f GB disk and the one under %s holds %.1f GB: check that --data-dir is on the disk the offer named; if it is, the disk is smaller than was paid for. %s", want/1e9, h.DataDir, size/1e9, adviceRefund)
+			}
+		}
+		j.add(ds)
+	}
 }
 
 // SharingChecks judges only the signs that someone else shares this

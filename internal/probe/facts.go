@@ -173,6 +173,7 @@ type HostFacts struct {
 	FSSource       string   `json:"fs_source,omitempty"`
 	FSNetwork      bool     `json:"fs_network"`
 	FSFree         *uint64  `json:"fs_free,omitempty"` // bytes
+	FSSize         *uint64  `json:"fs_size,omitempty"` // bytes: the file system's size as df shows it
 	DiskWriteMBs   *float64 `json:"disk_write_mbs,omitempty"`
 	DiskReadMBs    *float64 `json:"disk_read_mbs,omitempty"`
 	DiskTestBytes  int64    `json:"disk_test_bytes,omitempty"`

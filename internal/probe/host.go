@@ -88,8 +88,8 @@ func Host(ctx context.Context, opt HostOptions) HostFacts {
 	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err == nil {
-		free := st.Bavail * uint64(st.Bsize)
-		h.FSFree = &free
+		free, size := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Frsize)
+		h.FSFree, h.FSSize = &free, &size
 	} else {
 		fail("fs_free", err)
 	}
