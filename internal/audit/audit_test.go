@@ -108,6 +108,11 @@ func newFake(t *testing.T) *fakeMachine {
 	write(t, m.root+"/hf/token", fakeSecret, 0o600)
 	write(t, m.cwd+"/.env", "OPENAI_API_KEY="+fakeSecret+"\n", 0o600)
 	write(t, m.cwd+"/train.py", "print(1)\n", 0o644)
+	// A repository cloned with a token in its URL, one with a user name
+	// alone and one over ssh: only the first holds a secret.
+	write(t, m.cwd+"/private-llm/.git/config", "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://me:AKIAFAKETOKEN123@github.com/me/private-llm.git\n", 0o644)
+	write(t, m.cwd+"/public/.git/config", "[remote \"origin\"]\n\turl = https://me@github.com/me/public.git\n", 0o644)
+	write(t, m.cwd+"/.git/config", "[remote \"origin\"]\n\turl = git@github.com:me/work.git\n", 0o644)
 	// Leftovers: an old dataset in /data, new data of mine beside it.
 	write(t, r+"/data/old-dataset/shard-0.bin", strings.Repeat("x", 3000), 0o644)
 	old := m.now.Add(-400 * 24 * time.Hour)
@@ -199,10 +204,13 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 	for _, s := range f.Secrets {
 		secrets[strings.TrimPrefix(s.Path, m.root)] = true
 	}
-	for _, p := range []string{"/home/me/.aws/credentials", "/home/me/.netrc", "/home/me/.ssh/id_ed25519", "/hf/token", "/work/.env"} {
+	for _, p := range []string{"/home/me/.aws/credentials", "/home/me/.netrc", "/home/me/.ssh/id_ed25519", "/hf/token", "/work/.env", "/work/private-llm/.git/config"} {
 		if !secrets[p] {
 			t.Errorf("secret %s not found; found %v", p, secrets)
 		}
+	}
+	if secrets["/work/public/.git/config"] || secrets["/work/.git/config"] {
+		t.Error("a git remote without a password was reported as a secret")
 	}
 	if secrets["/home/me/.docker/config.json"] {
 		t.Error("a docker config without credentials was reported as a secret")

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -154,6 +155,9 @@ func secrets(e Env) []Secret {
 	for _, p := range EnvFiles(e.Cwd) {
 		add(p, "dotenv file (often API keys)", "")
 	}
+	for _, p := range gitConfigsWithPasswords(e) {
+		add(p, gitRemoteKind, "")
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	seen := map[string]bool{}
 	uniq := out[:0]
@@ -164,6 +168,55 @@ func secrets(e Env) []Secret {
 		}
 	}
 	return uniq
+}
+
+// gitRemoteKind names a git config whose remote URL holds a secret.
+const gitRemoteKind = "git remote URL holding a password or token"
+
+// remoteWithPassword is a remote URL in a git config that carries a
+// password or token: https://user:TOKEN@host/... (git-clone(1): the URL's
+// user information is kept in .git/config as typed). A user name alone is
+// no secret and does not match.
+var remoteWithPassword = regexp.MustCompile(`(?mi)^\s*(url|pushurl)\s*=\s*https?://[^/\s@:]*:[^/\s@]+@`)
+
+// gitConfigsWithPasswords finds the repositories cloned with a token in
+// their URL, a common way to clone private code onto a rented machine: in
+// the working directory, the home and the data directories, and one level
+// below each.
+func gitConfigsWithPasswords(e Env) []string {
+	var out []string
+	roots := []string{e.Cwd, e.Home}
+	for _, d := range dataRoots() {
+		if d != "/home" && d != "/mnt" {
+			roots = append(roots, e.path(d))
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range roots {
+		if r == "" {
+			continue
+		}
+		cands := []string{filepath.Join(r, ".git", "config")}
+		if m, err := filepath.Glob(filepath.Join(r, "*", ".git", "config")); err == nil {
+			cands = append(cands, m...)
+		}
+		for _, c := range cands {
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			f, err := os.Open(c)
+			if err != nil {
+				continue
+			}
+			b, _ := io.ReadAll(io.LimitReader(f, 64<<10))
+			f.Close()
+			if remoteWithPassword.Match(b) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // traversable: every directory from dir up to / lets others pass (o+x).

@@ -343,7 +343,13 @@ func (j *judger) secrets() {
 		c.Evidence = "credentials on this machine's disk: " + list(present)
 		c.Advice = "These stay on a disk someone else owns after you leave. Prefer environment variables for the session, and run gpurent wipe before releasing the machine."
 	default:
-		c.Evidence = "no credential files in the home or .env files in the working directory"
+		c.Evidence = "no credential files in the home, .env files in the working directory or git remotes holding a token"
+	}
+	for _, s := range j.f.Secrets {
+		if s.Kind == gitRemoteKind {
+			c.Advice += " For a git remote: git remote set-url origin with the URL less its token, and let git keep the token in memory (git config --global credential.helper cache)."
+			break
+		}
 	}
 	j.add(c)
 }
