@@ -113,6 +113,10 @@ func newFake(t *testing.T) *fakeMachine {
 	write(t, m.cwd+"/private-llm/.git/config", "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://me:AKIAFAKETOKEN123@github.com/me/private-llm.git\n", 0o644)
 	write(t, m.cwd+"/public/.git/config", "[remote \"origin\"]\n\turl = https://me@github.com/me/public.git\n", 0o644)
 	write(t, m.cwd+"/.git/config", "[remote \"origin\"]\n\turl = git@github.com:me/work.git\n", 0o644)
+	// A token typed on a command line stays in the history; another
+	// history holds only names that look alike.
+	write(t, m.home+"/.bash_history", "ls\nexport HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\npython train.py\n", 0o600)
+	write(t, m.home+"/.python_history", "from huggingface_hub import hf_hub_download\nos.environ['AKIA_NOT_A_KEY']\n", 0o600)
 	// Leftovers: an old dataset in /data, new data of mine beside it.
 	write(t, r+"/data/old-dataset/shard-0.bin", strings.Repeat("x", 3000), 0o644)
 	old := m.now.Add(-400 * 24 * time.Hour)
@@ -204,13 +208,17 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 	for _, s := range f.Secrets {
 		secrets[strings.TrimPrefix(s.Path, m.root)] = true
 	}
-	for _, p := range []string{"/home/me/.aws/credentials", "/home/me/.netrc", "/home/me/.ssh/id_ed25519", "/hf/token", "/work/.env", "/work/private-llm/.git/config"} {
+	for _, p := range []string{"/home/me/.aws/credentials", "/home/me/.netrc", "/home/me/.ssh/id_ed25519", "/hf/token", "/work/.env", "/work/private-llm/.git/config", "/home/me/.bash_history"} {
 		if !secrets[p] {
 			t.Errorf("secret %s not found; found %v", p, secrets)
 		}
 	}
-	if secrets["/work/public/.git/config"] || secrets["/work/.git/config"] {
-		t.Error("a git remote without a password was reported as a secret")
+	if secrets["/work/public/.git/config"] || secrets["/work/.git/config"] || secrets["/home/me/.python_history"] {
+		t.Error("a git remote without a password, or a history without a token, was reported as a secret")
+	}
+	if c := checkByID(t, r, "secrets.files"); !strings.Contains(c.Evidence, "/home/me/.bash_history (history holding a token (a Hugging Face token), -rw-------)") ||
+		!strings.Contains(c.Advice, "gpurent wipe removes the histories") {
+		t.Errorf("secrets.files: %s / %s", c.Evidence, c.Advice)
 	}
 	if secrets["/home/me/.docker/config.json"] {
 		t.Error("a docker config without credentials was reported as a secret")
@@ -232,7 +240,7 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 	}
 	// No secret's content reaches the report.
 	b, _ := json.Marshal(r)
-	if strings.Contains(string(b), "AKIAFAKE") {
+	if strings.Contains(string(b), "AKIAFAKE") || strings.Contains(string(b), "hf_AbCdEf") {
 		t.Fatal("a secret's content leaked into the report")
 	}
 }

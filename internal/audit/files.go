@@ -65,6 +65,58 @@ func SecretFiles(home string, lookup func(string) (string, bool)) []KnownSecret 
 	return append(list, KnownSecret{HFTokenPath(home, lookup), "Hugging Face token", ""})
 }
 
+// HistoryFiles are the shells' and REPLs' histories under home: what was
+// typed, credentials pasted on a command line included. Package wipe
+// removes the same list.
+func HistoryFiles(home string) []string {
+	var out []string
+	for _, n := range []string{".bash_history", ".zsh_history", ".python_history", ".local/share/fish/fish_history",
+		".ipython/profile_default/history.sqlite", ".lesshst", ".viminfo", ".node_repl_history", ".psql_history",
+		".mysql_history", ".sqlite_history", ".wget-hsts"} {
+		out = append(out, filepath.Join(home, n))
+	}
+	return out
+}
+
+// tokenFormats are credentials whose format tells them apart from any
+// other text, so a history can be searched for them without guessing:
+//   - AWS access key ids: AKIA (long-term) or ASIA (temporary) and 16 more
+//     capitals and digits (AWS STS GetAccessKeyInfo: "Access key IDs
+//     beginning with AKIA are long-term credentials ... ASIA are temporary
+//     credentials"; its example AKIAIOSFODNN7EXAMPLE);
+//   - GitHub tokens: ghp_, gho_, ghu_, ghs_, ghr_ and 36 or more letters,
+//     digits and underscores (github.blog changelog 2021-03-31, "Authentication
+//     token format updates are generally available"), github_pat_ for
+//     fine-grained ones;
+//   - Hugging Face user access tokens, hf_... (huggingface.co/docs/hub/
+//     security-tokens), taken with 30 or more letters and digits after
+//     the prefix so that names such as hf_hub_download do not match.
+var tokenFormats = []struct {
+	name string
+	re   *regexp.Regexp
+}{
+	{"an AWS access key id", regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`)},
+	{"a GitHub token", regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9_]{36,}|github_pat_[A-Za-z0-9_]{22,})`)},
+	{"a Hugging Face token", regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}`)},
+}
+
+// tokensIn names the kinds of token in the first max bytes of path.
+func tokensIn(path string, max int64) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, max))
+	var found []string
+	for _, t := range tokenFormats {
+		if t.re.Match(b) {
+			found = append(found, t.name)
+		}
+	}
+	return found
+}
+
 // HFHome is huggingface_hub's cache root.
 func HFHome(home string, lookup func(string) (string, bool)) string {
 	if v, ok := lookup("HF_HOME"); ok && v != "" {
@@ -158,6 +210,11 @@ func secrets(e Env) []Secret {
 	for _, p := range gitConfigsWithPasswords(e) {
 		add(p, gitRemoteKind, "")
 	}
+	for _, p := range HistoryFiles(e.Home) {
+		if found := tokensIn(p, 16<<20); len(found) > 0 {
+			add(p, historyKind+" ("+strings.Join(found, ", ")+")", "")
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	seen := map[string]bool{}
 	uniq := out[:0]
@@ -170,14 +227,19 @@ func secrets(e Env) []Secret {
 	return uniq
 }
 
-// gitRemoteKind names a git config whose remote URL holds a secret.
-const gitRemoteKind = "git remote URL holding a password or token"
+// gitRemoteKind names a git config whose remote URL holds a secret, and
+// historyKind a history that holds a token typed on a command line.
+const (
+	gitRemoteKind = "git remote URL holding a password or token"
+	historyKind   = "history holding a token"
+)
 
 // remoteWithPassword is a remote URL in a git config that carries a
-// password or token: https://user:TOKEN@host/... (git-clone(1): the URL's
-// user information is kept in .git/config as typed). A user name alone is
-// no secret and does not match.
-var remoteWithPassword = regexp.MustCompile(`(?mi)^\s*(url|pushurl)\s*=\s*https?://[^/\s@:]*:[^/\s@]+@`)
+// password or token: https://user:TOKEN@host/..., or a token of a known
+// format (tokenFormats) as the user name (git-clone(1): the URL's user
+// information is kept in .git/config as typed). A user name alone is no
+// secret and does not match.
+var remoteWithPassword = regexp.MustCompile(`(?mi)^\s*(url|pushurl)\s*=\s*https?://([^/\s@:]*:[^/\s@]+|(gh[pousr]_|github_pat_|hf_)[A-Za-z0-9_]+)@`)
 
 // gitConfigsWithPasswords finds the repositories cloned with a token in
 // their URL, a common way to clone private code onto a rented machine: in

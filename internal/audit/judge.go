@@ -345,11 +345,16 @@ func (j *judger) secrets() {
 	default:
 		c.Evidence = "no credential files in the home, .env files in the working directory or git remotes holding a token"
 	}
+	var git, history bool
 	for _, s := range j.f.Secrets {
-		if s.Kind == gitRemoteKind {
-			c.Advice += " For a git remote: git remote set-url origin with the URL less its token, and let git keep the token in memory (git config --global credential.helper cache)."
-			break
-		}
+		git = git || s.Kind == gitRemoteKind
+		history = history || strings.HasPrefix(s.Kind, historyKind)
+	}
+	if git {
+		c.Advice += " For a git remote: git remote set-url origin with the URL less its token, and let git keep the token in memory (git config --global credential.helper cache)."
+	}
+	if history {
+		c.Advice += " For a history: the token was typed on a command line; gpurent wipe removes the histories (bash: history -c; history -w), and a token others could read must be rotated."
 	}
 	j.add(c)
 }

@@ -158,10 +158,9 @@ func caches(home string, lookup func(string) (string, bool)) [][2]string {
 // tokens pasted on command lines included.
 func histories(home string) [][2]string {
 	var out [][2]string
-	for _, n := range []string{".bash_history", ".zsh_history", ".python_history", ".local/share/fish/fish_history",
-		".ipython/profile_default/history.sqlite", ".lesshst", ".viminfo", ".node_repl_history", ".psql_history",
-		".mysql_history", ".sqlite_history", ".wget-hsts"} {
-		out = append(out, [2]string{filepath.Join(home, n), "history " + n})
+	for _, p := range audit.HistoryFiles(home) {
+		rel, _ := filepath.Rel(home, p)
+		out = append(out, [2]string{p, "history " + rel})
 	}
 	return out
 }

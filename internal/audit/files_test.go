@@ -1,0 +1,43 @@
+package audit
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Tokens are told by their formats; names that merely look alike, and git
+// remotes with a user name alone, are not.
+func TestTokenFormats(t *testing.T) {
+	dir := t.TempDir()
+	for text, want := range map[string]string{
+		"aws s3 ls # AKIAIOSFODNN7EXAMPLE":                                          "an AWS access key id",
+		"export AWS_ACCESS_KEY_ID=ASIAY34FZKBOKMUTVV7A":                             "an AWS access key id",
+		"git clone https://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@github.com/x/y": "a GitHub token",
+		"huggingface-cli login --token hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789":     "a Hugging Face token",
+		"from huggingface_hub import hf_hub_download":                               "",
+		"echo AKIA_IS_A_PREFIX":                                                     "",
+		"ghp_short":                                                                 "",
+	} {
+		p := filepath.Join(dir, "h")
+		if err := os.WriteFile(p, []byte(text+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(tokensIn(p, 1<<20), ", "); got != want {
+			t.Errorf("%q: %q, want %q", text, got, want)
+		}
+	}
+	for url, want := range map[string]bool{
+		"https://me:s3cret@github.com/me/x.git":                                true,
+		"https://oauth2:glpat-xxxxxxxx@gitlab.com/me/x.git":                    true,
+		"https://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@github.com/me/x.git": true,
+		"https://me@github.com/me/x.git":                                       false,
+		"git@github.com:me/x.git":                                              false,
+		"ssh://git@github.com/me/x.git":                                        false,
+	} {
+		if got := remoteWithPassword.MatchString("[remote \"origin\"]\n\turl = " + url + "\n"); got != want {
+			t.Errorf("%s: %v, want %v", url, got, want)
+		}
+	}
+}
