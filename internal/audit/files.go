@@ -100,13 +100,17 @@ var tokenFormats = []struct {
 	{"a Hugging Face token", regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}`)},
 }
 
-// tokensIn names the kinds of token in the first max bytes of path.
+// tokensIn names the kinds of token in the last max bytes of path, where
+// a history keeps what was typed most recently.
 func tokensIn(path string, max int64) []string {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > max {
+		f.Seek(st.Size()-max, io.SeekStart)
+	}
 	b, _ := io.ReadAll(io.LimitReader(f, max))
 	var found []string
 	for _, t := range tokenFormats {
@@ -239,7 +243,7 @@ const (
 // format (tokenFormats) as the user name (git-clone(1): the URL's user
 // information is kept in .git/config as typed). A user name alone is no
 // secret and does not match.
-var remoteWithPassword = regexp.MustCompile(`(?mi)^\s*(url|pushurl)\s*=\s*https?://([^/\s@:]*:[^/\s@]+|(gh[pousr]_|github_pat_|hf_)[A-Za-z0-9_]+)@`)
+var remoteWithPassword = regexp.MustCompile(`(?mi)^\s*(url|pushurl)\s*=\s*https?://([^/\s@:]*:[^/\s@]+|gh[pousr]_[A-Za-z0-9_]{36,}|github_pat_[A-Za-z0-9_]{22,}|hf_[A-Za-z0-9]{30,})@`)
 
 // gitConfigsWithPasswords finds the repositories cloned with a token in
 // their URL, a common way to clone private code onto a rented machine: in

@@ -28,6 +28,14 @@ func TestTokenFormats(t *testing.T) {
 			t.Errorf("%q: %q, want %q", text, got, want)
 		}
 	}
+	// A long history is read from its end, where the newest lines are.
+	p := filepath.Join(dir, "long")
+	if err := os.WriteFile(p, []byte(strings.Repeat("ls\n", 1<<20)+"export HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := tokensIn(p, 1<<20); len(got) != 1 {
+		t.Errorf("a token at the end of a 3 MiB history: %v", got)
+	}
 	for url, want := range map[string]bool{
 		"https://me:s3cret@github.com/me/x.git":                                true,
 		"https://oauth2:glpat-xxxxxxxx@gitlab.com/me/x.git":                    true,
