@@ -29,13 +29,17 @@ other users logged in now or in the last week and their processes; whether sshd
 takes passwords, empty passwords or root with a password, and which keys can log
 in as you; sockets that answer on addresses other than loopback, with their
 process, and among them a Jupyter notebook without a token, TensorBoard or Ray's
-dashboard (asked with a few GET requests from this machine); credential files (AWS, netrc/W&B, git, docker, Hugging Face, SSH keys,
-.env) and whether other accounts can read them; data other users left, or that
-predates this tenancy, in the home, data and temp directories; whether the data
-disks and swap are encrypted, overlay or network file systems; a Docker socket
-that answers; and the GPU-sharing signs of gpurent bench.
+dashboard (asked with a few GET requests from this machine); credential files
+(AWS, netrc/W&B, git, docker, Hugging Face, SSH keys, .env), git remotes and
+shell histories holding a token, and whether other accounts can read them; data
+other users left, or that predates this tenancy, in the home, data and temp
+directories; whether the data disks and swap are encrypted, overlay or network
+file systems; a Docker socket that answers; and the GPU-sharing signs of gpurent
+bench.
 
-Secret contents are never read beyond their first bytes and never printed.
+Secrets are never printed: a credential file is read no further than the bytes
+that say what it is, and histories and git configs are searched for a token's
+format, reporting only which kind was found.
 Exit codes: 0 pass or warn, 3 fail, 2 bad usage.`,
 		Example: `  gpurent audit
   gpurent audit --data /mnt/datasets -o json > audit.json

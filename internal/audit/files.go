@@ -13,8 +13,10 @@ import (
 	"time"
 )
 
-// Secret is a credential file on this machine. Its content is never read
-// beyond the few bytes that tell what it is, and never reported.
+// Secret is a credential file on this machine. Its content is never
+// reported: a credential file is read no further than the few bytes that
+// tell what it is, a history or git config only searched for a token's
+// format.
 type Secret struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"`
