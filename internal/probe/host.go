@@ -88,7 +88,7 @@ func Host(ctx context.Context, opt HostOptions) HostFacts {
 	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err == nil {
-		free, size := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Frsize)
+		free, size := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
 		h.FSFree, h.FSSize = &free, &size
 	} else {
 		fail("fs_free", err)
