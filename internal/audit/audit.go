@@ -90,6 +90,8 @@ type Facts struct {
 	Recent     []Login `json:"recent_logins"` // other users' logins in the last week
 	Processes  []Proc  `json:"processes"`     // other users' processes
 	ProcHidden bool    `json:"proc_hidden"`   // /proc mounted with hidepid
+	// TokenArgs are your processes with a token on their command line.
+	TokenArgs []TokenArg `json:"token_args"`
 
 	SSH  SSHFacts  `json:"ssh"`
 	Keys []AuthKey `json:"authorized_keys"`
@@ -128,7 +130,7 @@ func Gather(ctx context.Context, e Env) Facts {
 	if e.Budget <= 0 {
 		e.Budget = 2500 * time.Millisecond
 	}
-	f := Facts{CollectedAt: e.Now().UTC(), UID: e.UID, Logins: []Login{}, Recent: []Login{}, Processes: []Proc{},
+	f := Facts{CollectedAt: e.Now().UTC(), UID: e.UID, Logins: []Login{}, Recent: []Login{}, Processes: []Proc{}, TokenArgs: []TokenArg{},
 		Keys: []AuthKey{}, Listeners: []Listener{}, Services: []Service{}, Secrets: []Secret{}, OpenDirs: []OpenDir{}, Leftovers: []Leftover{},
 		Volumes: []Volume{}, Swap: []Volume{}, Docker: []DockerSocket{}, Unseen: []string{}}
 	users := readPasswd(e.Root)
@@ -163,7 +165,7 @@ func Gather(ctx context.Context, e Env) Facts {
 		}
 	}()
 	f.Logins, f.Recent = logins(e, f.User, unseen)
-	f.Processes, f.ProcHidden = processes(e, users, unseen)
+	f.Processes, f.TokenArgs, f.ProcHidden = processes(e, users, unseen)
 	f.SSH = sshFacts(ctx, e)
 	f.Keys = authorizedKeys(e.Home)
 	f.Listeners = listeners(e, users, unseen)

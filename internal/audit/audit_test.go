@@ -79,6 +79,11 @@ func newFake(t *testing.T) *fakeMachine {
 	// Processes: mallory's miner, holding a socket on 0.0.0.0:8888.
 	write(t, r+"/proc/4242/status", "Name:\tminer\nUid:\t1001\t1001\t1001\t1001\n", 0o644)
 	write(t, r+"/proc/4242/comm", "miner\n", 0o644)
+	// My trainer got its token as an argument; my shell has none.
+	write(t, r+"/proc/777/status", "Name:\tpython\nUid:\t"+itoa(uid)+"\t"+itoa(uid)+"\t"+itoa(uid)+"\t"+itoa(uid)+"\n", 0o644)
+	write(t, r+"/proc/777/cmdline", "python\x00train.py\x00--hf_token\x00hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\x00", 0o644)
+	write(t, r+"/proc/778/status", "Name:\tbash\nUid:\t"+itoa(uid)+"\t"+itoa(uid)+"\t"+itoa(uid)+"\t"+itoa(uid)+"\n", 0o644)
+	write(t, r+"/proc/778/cmdline", "bash\x00", 0o644)
 	os.MkdirAll(r+"/proc/4242/fd", 0o755)
 	if err := os.Symlink("socket:[555]", r+"/proc/4242/fd/3"); err != nil {
 		t.Fatal(err)
@@ -187,6 +192,7 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 		"storage.encryption":  {bench.Warn, "not encrypted"},
 		"storage.swap":        {bench.Warn, "/dev/vda2"},
 		"docker.socket":       {bench.Warn, "/var/run/docker.sock"},
+		"secrets.cmdline":     {bench.Fail, "python (pid 777): a Hugging Face token; others use this machine (mallory)"},
 	}
 	for id, w := range want {
 		c := checkByID(t, r, id)

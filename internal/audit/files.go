@@ -114,6 +114,11 @@ func tokensIn(path string, max int64) []string {
 		f.Seek(st.Size()-max, io.SeekStart)
 	}
 	b, _ := io.ReadAll(io.LimitReader(f, max))
+	return tokenKinds(b)
+}
+
+// tokenKinds names the kinds of token in b.
+func tokenKinds(b []byte) []string {
 	var found []string
 	for _, t := range tokenFormats {
 		if t.re.Match(b) {

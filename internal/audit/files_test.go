@@ -49,3 +49,23 @@ func TestTokenFormats(t *testing.T) {
 		}
 	}
 }
+
+// A token on a command line: a warning when nobody else was seen, a failure
+// when others use the machine, and no concern where /proc hides processes.
+func TestTokenArgsJudged(t *testing.T) {
+	args := []TokenArg{{PID: 9, Name: "python", Kind: "a GitHub token"}}
+	for _, tc := range []struct {
+		name string
+		f    Facts
+		want string
+	}{
+		{"alone", Facts{TokenArgs: args}, "warn"},
+		{"others here", Facts{TokenArgs: args, Processes: []Proc{{PID: 5, UID: 1001, User: "mallory", Name: "sh"}}}, "fail"},
+		{"hidepid", Facts{TokenArgs: args, ProcHidden: true, Processes: []Proc{{PID: 5, UID: 1001, User: "mallory", Name: "sh"}}}, "pass"},
+		{"none", Facts{}, "pass"},
+	} {
+		if c := checkByID(t, Judge(tc.f), "secrets.cmdline"); c.Status != tc.want {
+			t.Errorf("%s: %s (%s)", tc.name, c.Status, c.Evidence)
+		}
+	}
+}

@@ -32,6 +32,7 @@ func Judge(f Facts) *Report {
 	j.listeners()
 	j.services()
 	j.secrets()
+	j.tokenArgs()
 	j.openDirs()
 	j.leftovers()
 	j.storage()
@@ -289,6 +290,45 @@ func (j *judger) services() {
 	j.add(c)
 }
 
+// others are the accounts seen using this machine: logged in now or in
+// the last week, or running processes.
+func (j *judger) others() []string {
+	others := map[string]bool{}
+	for _, l := range slices.Concat(j.f.Logins, j.f.Recent) {
+		others[l.User] = true
+	}
+	for _, p := range j.f.Processes {
+		others[p.User] = true
+	}
+	return slices.Sorted(maps.Keys(others))
+}
+
+// tokenArgs: a command line is readable by every account (ps), so a token
+// passed as an argument is shared with whoever else uses the machine.
+func (j *judger) tokenArgs() {
+	c := bench.Check{ID: "secrets.cmdline", Status: bench.Pass, Measured: len(j.f.TokenArgs), Expected: 0, Unit: "processes"}
+	var items []string
+	for _, a := range j.f.TokenArgs {
+		items = append(items, fmt.Sprintf("%s (pid %d): %s", a.Name, a.PID, a.Kind))
+	}
+	names := j.others()
+	switch {
+	case len(items) == 0:
+		c.Evidence = "no process of yours has a token on its command line"
+	case j.f.ProcHidden:
+		c.Evidence = "a token on the command line, but /proc hides it from other accounts (hidepid): " + list(items)
+	default:
+		c.Status = bench.Warn
+		c.Evidence = "a token on the command line, which every account here can read with ps: " + list(items)
+		if len(names) > 0 {
+			c.Status = bench.Fail
+			c.Evidence += fmt.Sprintf("; others use this machine (%s)", list(names))
+		}
+		c.Advice = "Pass tokens in environment variables or files (HF_TOKEN, huggingface-cli login, ~/.aws/credentials), not as arguments, and rotate one others may have read."
+	}
+	j.add(c)
+}
+
 // openDirs: a home or data directory that every account may list and
 // enter shares everything under it that is not closed file by file, which
 // matters as soon as someone else uses the machine.
@@ -298,14 +338,7 @@ func (j *judger) openDirs() {
 	for _, d := range j.f.OpenDirs {
 		open = append(open, fmt.Sprintf("%s (%s)", d.Path, d.Mode))
 	}
-	others := map[string]bool{}
-	for _, l := range slices.Concat(j.f.Logins, j.f.Recent) {
-		others[l.User] = true
-	}
-	for _, p := range j.f.Processes {
-		others[p.User] = true
-	}
-	names := slices.Sorted(maps.Keys(others))
+	names := j.others()
 	switch {
 	case len(open) == 0:
 		c.Evidence = "your home, working directory and data directories are closed to other accounts"

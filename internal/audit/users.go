@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -184,10 +185,21 @@ type Proc struct {
 	Name string `json:"name"`
 }
 
+// TokenArg is a process of yours with a token on its command line, which
+// every account on the machine can read (ps, /proc/PID/cmdline) unless
+// /proc hides other users' processes.
+type TokenArg struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
+	Kind string `json:"kind"` // as tokenFormats names it
+}
+
 // processes lists processes of people other than this user: uids from
-// UID_MIN up, except nobody (65534).
-func processes(e Env, users passwd, unseen func(string)) ([]Proc, bool) {
+// UID_MIN up, except nobody (65534); and this user's processes that carry
+// a token on their command line.
+func processes(e Env, users passwd, unseen func(string)) ([]Proc, []TokenArg, bool) {
 	out := []Proc{}
+	args := []TokenArg{}
 	hidden := false
 	if b, err := os.ReadFile(e.path("proc/self/mounts")); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -203,7 +215,7 @@ func processes(e Env, users passwd, unseen func(string)) ([]Proc, bool) {
 	ents, err := os.ReadDir(e.path("proc"))
 	if err != nil {
 		unseen("processes: no /proc")
-		return out, hidden
+		return out, args, hidden
 	}
 	min := uidMin(e.Root)
 	for _, d := range ents {
@@ -227,10 +239,18 @@ func processes(e Env, users passwd, unseen func(string)) ([]Proc, bool) {
 				}
 			}
 		}
-		if uid < min || uid == e.UID || uid == 65534 {
+		if uid == e.UID {
+			if cmd, err := os.ReadFile(e.path(fmt.Sprintf("proc/%d/cmdline", pid))); err == nil {
+				for _, kind := range tokenKinds(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})) {
+					args = append(args, TokenArg{PID: pid, Name: name, Kind: kind})
+				}
+			}
+			continue
+		}
+		if uid < min || uid == 65534 {
 			continue
 		}
 		out = append(out, Proc{PID: pid, UID: uid, User: users.name(uid), Name: name})
 	}
-	return out, hidden
+	return out, args, hidden
 }
