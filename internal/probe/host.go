@@ -137,7 +137,6 @@ func cpuModel(cpuinfo string) string {
 	return ""
 }
 
-// countCPUList counts a kernel CPU list such as "0-3,8,10-11".
 // allowedCPUs counts the CPUs in /proc/self/status's Cpus_allowed_list:
 // the affinity a container's cpuset gives its processes.
 func allowedCPUs(status string) (int, bool) {
@@ -150,6 +149,7 @@ func allowedCPUs(status string) (int, bool) {
 	return 0, false
 }
 
+// countCPUList counts a kernel CPU list such as "0-3,8,10-11".
 func countCPUList(s string) (int, error) {
 	n := 0
 	for _, part := range strings.Split(s, ",") {
