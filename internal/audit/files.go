@@ -292,7 +292,6 @@ func gitConfigsWithPasswords(e Env) []string {
 	return out
 }
 
-// traversable: every directory from dir up to / lets others pass (o+x).
 // OpenDir is a directory of yours that any account on the machine can
 // list (r) and enter (x), through parents that let it pass: what is below
 // it is theirs to read unless each file says otherwise.
@@ -342,6 +341,7 @@ func ownerUID(info fs.FileInfo) (int, bool) {
 	return int(sys.Uid), true
 }
 
+// traversable: every directory from dir up to / lets others pass (o+x).
 func traversable(dir string) bool {
 	for d := dir; ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
