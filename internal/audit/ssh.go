@@ -38,7 +38,7 @@ type SSHMatch struct {
 	Settings  map[string]string `json:"settings"`
 }
 
-// sshKeys are the settings judged. Their OpenSSH defaults are what the
+// sshDefaults are OpenSSH's defaults for the settings judged: what the
 // upstream sshd_config shows commented out ("options ... with their default
 // value where possible, but leave them commented"): PasswordAuthentication
 // yes, PermitEmptyPasswords no, PermitRootLogin prohibit-password,
