@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/gpu"
@@ -83,19 +84,13 @@ judges saved facts anywhere, without a GPU.`,
 			if expectCPUs < 0 || (expectCPUs == 0 && cmd.Flags().Changed("expect-cpus")) {
 				return usagef("--expect-cpus: want a positive number of CPUs, got %d", expectCPUs)
 			}
-			var ram float64
-			if cmd.Flags().Changed("expect-ram") {
-				var err error
-				if ram, err = units.ParseSize(expectRAM, 1e9); err != nil {
-					return usagef("--expect-ram: %v", err)
-				}
+			ram, err := sizeFlag(cmd.Flags(), "expect-ram", expectRAM)
+			if err != nil {
+				return err
 			}
-			var disk float64
-			if cmd.Flags().Changed("expect-disk") {
-				var err error
-				if disk, err = units.ParseSize(expectDisk, 1e9); err != nil {
-					return usagef("--expect-disk: %v", err)
-				}
+			disk, err := sizeFlag(cmd.Flags(), "expect-disk", expectDisk)
+			if err != nil {
+				return err
 			}
 			if cmd.Flags().Changed("expect-cuda") && !cudaVersionRe.MatchString(expectCUDA) {
 				return usagef("--expect-cuda: want a CUDA version such as 12.8 or 13.0, got %q", expectCUDA)
@@ -211,6 +206,19 @@ func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes
 	f.Torch = probe.Torch("/", home, os.LookupEnv)
 	wg.Wait()
 	return f
+}
+
+// sizeFlag reads a size flag such as --expect-ram 120GB (a bare number is
+// GB), 0 when it is not given.
+func sizeFlag(fs *pflag.FlagSet, name, v string) (float64, error) {
+	if !fs.Changed(name) {
+		return 0, nil
+	}
+	n, err := units.ParseSize(v, 1e9)
+	if err != nil {
+		return 0, usagef("--%s: %v", name, err)
+	}
+	return n, nil
 }
 
 // cudaVersionRe is a CUDA version as toolkits and wheels name it.

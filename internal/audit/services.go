@@ -84,24 +84,28 @@ func serviceProbes() []serviceProbe {
 			return false, false, ""
 		}},
 		{"tensorboard", "/data/environment", func(status int, _ string, body []byte) (bool, bool, string) {
-			var env map[string]any
-			if status == http.StatusOK && json.Unmarshal(body, &env) == nil {
-				if loc, ok := env["data_location"].(string); ok {
-					return true, true, fmt.Sprintf("GET /data/environment answered its logdir %q", loc)
-				}
+			if loc, ok := jsonField(status, body, "data_location"); ok {
+				return true, true, fmt.Sprintf("GET /data/environment answered its logdir %q", loc)
 			}
 			return false, false, ""
 		}},
 		{"ray", "/api/version", func(status int, _ string, body []byte) (bool, bool, string) {
-			var v map[string]any
-			if status == http.StatusOK && json.Unmarshal(body, &v) == nil {
-				if rv, ok := v["ray_version"].(string); ok {
-					return true, true, fmt.Sprintf("GET /api/version answered ray_version %s, without a token", rv)
-				}
+			if rv, ok := jsonField(status, body, "ray_version"); ok {
+				return true, true, fmt.Sprintf("GET /api/version answered ray_version %s, without a token", rv)
 			}
 			return false, false, ""
 		}},
 	}
+}
+
+// jsonField is the string field key of a 200 answer that is a JSON object.
+func jsonField(status int, body []byte, key string) (string, bool) {
+	var v map[string]any
+	if status != http.StatusOK || json.Unmarshal(body, &v) != nil {
+		return "", false
+	}
+	s, ok := v[key].(string)
+	return s, ok
 }
 
 // dialAddr is where this machine reaches a listener: its own address, or
@@ -135,14 +139,18 @@ func services(ctx context.Context, fetch Fetch, ls []Listener, unseen func(strin
 		return out
 	}
 	seen := map[string]bool{}
-	var targets []Listener
+	type target struct {
+		l    Listener
+		addr string
+	}
+	var targets []target
 	for _, l := range ls {
 		addr := dialAddr(l)
 		if !strings.HasPrefix(l.Proto, "tcp") || l.Loopback() || l.Process == "sshd" || l.Port == 22 || addr == "" || seen[addr] {
 			continue
 		}
 		seen[addr] = true
-		targets = append(targets, l)
+		targets = append(targets, target{l, addr})
 	}
 	if len(targets) > maxServicePorts {
 		unseen(fmt.Sprintf("what answers on %d of the exposed ports (only the first %d were asked)", len(targets)-maxServicePorts, maxServicePorts))
@@ -150,19 +158,19 @@ func services(ctx context.Context, fetch Fetch, ls []Listener, unseen func(strin
 	}
 	found := make([]*Service, len(targets))
 	var wg sync.WaitGroup
-	for i, l := range targets {
+	for i, tg := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for _, p := range serviceProbes() {
 				c, cancel := context.WithTimeout(ctx, time.Second)
-				status, server, body, err := fetch(c, dialAddr(l), p.path)
+				status, server, body, err := fetch(c, tg.addr, p.path)
 				cancel()
 				if err != nil {
 					return // not HTTP, or not answering: nothing more to ask
 				}
 				if known, open, ev := p.judge(status, server, body); known {
-					found[i] = &Service{Port: l.Port, Addr: l.Addr, Kind: p.kind, Open: open, Evidence: ev}
+					found[i] = &Service{Port: tg.l.Port, Addr: tg.l.Addr, Kind: p.kind, Open: open, Evidence: ev}
 					return
 				}
 			}
