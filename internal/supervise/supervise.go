@@ -716,7 +716,18 @@ func (s *Supervisor) resume(ctx context.Context) error {
 	}
 	dest := filepath.Join(s.cfg.CkptDir, name)
 	if _, err := os.Lstat(dest); err == nil {
-		dest = filepath.Join(s.cfg.CkptDir, name+"-"+m.ID)
+		// A checkpoint of that name is here but not complete (a save cut
+		// short, a copy taken mid-write). Frameworks find their
+		// checkpoint by name (the Trainer's checkpoint-<N>, Megatron's
+		// tracker, Lightning's last.ckpt), so a pulled copy under any
+		// other name would be passed over for the broken one: the broken
+		// one is moved aside, kept, under a name no framework and no
+		// scan of gpurent's reads.
+		aside := filepath.Join(s.cfg.CkptDir, fmt.Sprintf(".gpurent-incomplete-%s-%s", name, time.Now().UTC().Format("20060102T150405Z")))
+		if err := os.Rename(dest, aside); err != nil {
+			return fmt.Errorf("run: %s is not a complete checkpoint and the store's %s has its name, so it must move aside for the pulled one: %w", dest, m.ID, err)
+		}
+		s.cfg.Log("%s is not a complete checkpoint: moved it to %s (delete it when you no longer need it), so that the pulled one takes its name", dest, aside)
 	}
 	s.cfg.Log("no complete checkpoint in %s: pulling %s from the store", s.cfg.CkptDir, m.ID)
 	if _, err := s.cfg.Store.Pull(ctx, s.cfg.Run, m.ID, dest); err != nil {

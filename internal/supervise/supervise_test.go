@@ -488,6 +488,51 @@ func TestResumeOnNewMachine(t *testing.T) {
 	}
 }
 
+// A broken checkpoint with the name of the store's newest (a copy taken
+// mid-write) is moved aside, kept, and the pulled one takes its name:
+// frameworks find their checkpoint by name, so a pulled copy under another
+// would be passed over for the broken one.
+func TestResumeReplacesBrokenNamesake(t *testing.T) {
+	h := newHarness(t)
+	setTrainerEnv(t, 21, "0", 20)
+	sup, _ := New(h.config(t.TempDir(), h.b))
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "ckpt-000020.bin")
+	if err := os.WriteFile(broken, []byte("half a checkpoint"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(broken, os.O_WRONLY|os.O_APPEND, 0) // still being written
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg := h.config(dir, h.b)
+	seen := filepath.Join(t.TempDir(), "seen")
+	// The command reads its checkpoint by name, as frameworks do.
+	cfg.Cmd = []string{"sh", "-c", `head -c 8 "$GPURENT_CKPT_DIR/ckpt-000020.bin" > "$1"`, "sh", seen}
+	logged := captureLog(&cfg)
+	sup, _ = New(cfg)
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	if b, _ := os.ReadFile(seen); string(b) != "step 20\n" {
+		t.Errorf("the command read %q from ckpt-000020.bin, want the pulled checkpoint's \"step 20\"\n%s", b, logged())
+	}
+	aside, _ := filepath.Glob(filepath.Join(dir, ".gpurent-incomplete-ckpt-000020.bin-*"))
+	if len(aside) != 1 {
+		t.Fatalf("moved aside: %q\n%s", aside, logged())
+	}
+	if b, _ := os.ReadFile(aside[0]); string(b) != "half a checkpoint" {
+		t.Errorf("the broken checkpoint was not kept: %q", b)
+	}
+	if !strings.Contains(logged(), "is not a complete checkpoint: moved it to "+aside[0]) {
+		t.Errorf("the move was not said:\n%s", logged())
+	}
+}
+
 func TestCrashLoopStops(t *testing.T) {
 	h := newHarness(t)
 	setTrainerEnv(t, 1, "1", 100) // crashes on its first step, every time
