@@ -3,12 +3,16 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,22 +27,29 @@ type Service struct {
 	Addr     string `json:"addr"`
 	Kind     string `json:"kind"` // jupyter, tensorboard, ray
 	Open     bool   `json:"open"` // answers without a token or password
+	// URL is where it answered: scheme, the address asked, its base path.
+	URL      string `json:"url"`
 	Evidence string `json:"evidence"`
 }
 
-// Fetch makes one GET request to addr (host:port) for path and returns the
-// status, the Server header and the start of the body.
-type Fetch func(ctx context.Context, addr, path string) (status int, server string, body []byte, err error)
+// Fetch makes one GET request to base (http://host:port or
+// https://host:port) for path and returns the status, the Server header and
+// the start of the body.
+type Fetch func(ctx context.Context, base, path string) (status int, server string, body []byte, err error)
 
-// HTTPGet is Fetch over plain HTTP: no proxy (a rented box's HTTP_PROXY
+// HTTPGet is Fetch over HTTP or HTTPS: no proxy (a rented box's HTTP_PROXY
 // must not see requests for its own ports), no redirects followed (a
-// login page is an answer), at most 64 KiB read.
-func HTTPGet(ctx context.Context, addr, path string) (int, string, []byte, error) {
+// login page is an answer), at most 64 KiB read. The certificate is not
+// checked: the request asks this machine's own port what it serves and
+// sends nothing secret, and a notebook's certificate is self-signed more
+// often than not.
+func HTTPGet(ctx context.Context, base, path string) (int, string, []byte, error) {
 	client := &http.Client{
-		Transport:     &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		return 0, "", nil, err
 	}
@@ -54,9 +65,10 @@ func HTTPGet(ctx context.Context, addr, path string) (int, string, []byte, error
 // serviceProbe recognizes one kind of service by a read-only request.
 type serviceProbe struct {
 	kind, path string
-	// judge says whether the answer is this kind of service, and if so
-	// whether it answered without credentials and what shows it.
-	judge func(status int, server string, body []byte) (known, open bool, evidence string)
+	// judge says whether the answer to the request asked ("GET /api/kernels",
+	// with the base path and scheme it went to) is this kind of service,
+	// and if so whether it answered without credentials and what shows it.
+	judge func(asked string, status int, server string, body []byte) (known, open bool, evidence string)
 }
 
 // serviceProbes are the notebooks and dashboards that run code or show
@@ -73,25 +85,25 @@ type serviceProbe struct {
 //     any command it is sent.
 func serviceProbes() []serviceProbe {
 	return []serviceProbe{
-		{"jupyter", "/api/kernels", func(status int, server string, body []byte) (bool, bool, string) {
+		{"jupyter", "api/kernels", func(asked string, status int, server string, body []byte) (bool, bool, string) {
 			body = bytes.TrimSpace(body)
 			switch {
 			case status == http.StatusOK && bytes.HasPrefix(body, []byte("[")) && json.Valid(body):
-				return true, true, "GET /api/kernels answered 200 with the kernel list, without a token"
+				return true, true, asked + " answered 200 with the kernel list, without a token"
 			case strings.HasPrefix(server, "TornadoServer") && (status == http.StatusForbidden || status == http.StatusFound || status == http.StatusUnauthorized):
-				return true, false, fmt.Sprintf("GET /api/kernels answered %d without a token", status)
+				return true, false, fmt.Sprintf("%s answered %d without a token", asked, status)
 			}
 			return false, false, ""
 		}},
-		{"tensorboard", "/data/environment", func(status int, _ string, body []byte) (bool, bool, string) {
+		{"tensorboard", "data/environment", func(asked string, status int, _ string, body []byte) (bool, bool, string) {
 			if loc, ok := jsonField(status, body, "data_location"); ok {
-				return true, true, fmt.Sprintf("GET /data/environment answered its logdir %q", loc)
+				return true, true, fmt.Sprintf("%s answered its logdir %q", asked, loc)
 			}
 			return false, false, ""
 		}},
-		{"ray", "/api/version", func(status int, _ string, body []byte) (bool, bool, string) {
+		{"ray", "api/version", func(asked string, status int, _ string, body []byte) (bool, bool, string) {
 			if rv, ok := jsonField(status, body, "ray_version"); ok {
-				return true, true, fmt.Sprintf("GET /api/version answered ray_version %s, without a token", rv)
+				return true, true, fmt.Sprintf("%s answered ray_version %s, without a token", asked, rv)
 			}
 			return false, false, ""
 		}},
@@ -131,9 +143,12 @@ const maxServicePorts = 32
 
 // services asks each TCP port that other machines can reach, except
 // sshd's, what it is: a few read-only GET requests from this machine, at
-// most a second each, all ports at once. Ports that do not speak HTTP
-// answer nothing and are left out.
-func services(ctx context.Context, fetch Fetch, ls []Listener, unseen func(string)) []Service {
+// most a second each, all ports at once, under the base path its process
+// serves from (roots, by PID). A port that answers plain HTTP with an
+// error is asked again over HTTPS (a notebook with a certificate drops
+// plain requests). Ports that do not speak HTTP answer nothing and are
+// left out.
+func services(ctx context.Context, fetch Fetch, ls []Listener, roots map[int]webRoot, unseen func(string)) []Service {
 	out := []Service{}
 	if fetch == nil {
 		return out
@@ -162,15 +177,37 @@ func services(ctx context.Context, fetch Fetch, ls []Listener, unseen func(strin
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, p := range serviceProbes() {
-				c, cancel := context.WithTimeout(ctx, time.Second)
-				status, server, body, err := fetch(c, tg.addr, p.path)
-				cancel()
+			root := roots[tg.l.PID]
+			prefix := root.path()
+			schemes := []string{"http", "https"}
+			if root.tls {
+				schemes = []string{"https"}
+			}
+			for n, p := range serviceProbes() {
+				var status int
+				var server, base string
+				var body []byte
+				err := errors.New("not asked")
+				for _, scheme := range schemes {
+					base = scheme + "://" + tg.addr
+					c, cancel := context.WithTimeout(ctx, time.Second)
+					status, server, body, err = fetch(c, base, prefix+p.path)
+					cancel()
+					if n == 0 && scheme == "http" && len(schemes) > 1 && (err != nil || plainToTLS(status, body)) {
+						continue // perhaps HTTPS
+					}
+					schemes = []string{scheme} // the rest go where this answered
+					break
+				}
 				if err != nil {
 					return // not HTTP, or not answering: nothing more to ask
 				}
-				if known, open, ev := p.judge(status, server, body); known {
-					found[i] = &Service{Port: tg.l.Port, Addr: tg.l.Addr, Kind: p.kind, Open: open, Evidence: ev}
+				asked := "GET " + prefix + p.path
+				if strings.HasPrefix(base, "https:") {
+					asked += " over HTTPS"
+				}
+				if known, open, ev := p.judge(asked, status, server, body); known {
+					found[i] = &Service{Port: tg.l.Port, Addr: tg.l.Addr, Kind: p.kind, Open: open, URL: base + prefix, Evidence: ev}
 					return
 				}
 			}
@@ -183,4 +220,125 @@ func services(ctx context.Context, fetch Fetch, ls []Listener, unseen func(strin
 		}
 	}
 	return out
+}
+
+// plainToTLS: the answer of a server that wants HTTPS to a plain request
+// (nginx: "The plain HTTP request was sent to HTTPS port"; Go: "Client
+// sent an HTTP request to an HTTPS server").
+func plainToTLS(status int, body []byte) bool {
+	return status == http.StatusBadRequest && bytes.Contains(bytes.ToUpper(body), []byte("HTTPS"))
+}
+
+// webRoot is where a listening process serves its web application: the
+// base path its URLs start with, and whether it speaks HTTPS. A Jupyter
+// with a base_url answers 404 at /api/kernels, and one with a certificate
+// drops plain HTTP, so both would pass unseen.
+type webRoot struct {
+	prefix string // "" or "/x/"
+	tls    bool
+}
+
+// path is the base path, "/" at least, with a slash at each end.
+func (w webRoot) path() string {
+	p := strings.Trim(w.prefix, "/")
+	if p == "" {
+		return "/"
+	}
+	return "/" + p + "/"
+}
+
+// webRoots says, for the process behind each listener, where it serves:
+// from the runtime file Jupyter writes for `jupyter server list`
+// (jpserver-PID.json; nbserver-PID.json for Notebook 6), whose base_url
+// and secure are what the server runs with whatever configured them, else
+// from its command line (--ServerApp.base_url, --NotebookApp.base_url,
+// --certfile, TensorBoard's --path_prefix). Another account's process is
+// unreadable without root and keeps the defaults.
+func webRoots(e Env, ls []Listener) map[int]webRoot {
+	out := map[int]webRoot{}
+	for _, l := range ls {
+		if l.PID <= 0 {
+			continue
+		}
+		if _, done := out[l.PID]; done {
+			continue
+		}
+		proc := e.path(filepath.Join("proc", strconv.Itoa(l.PID)))
+		if w, ok := jupyterRuntime(e, proc, l.PID); ok {
+			out[l.PID] = w
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(proc, "cmdline"))
+		if err != nil {
+			continue
+		}
+		out[l.PID] = cmdlineRoot(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"))
+	}
+	return out
+}
+
+// jupyterRuntime reads the runtime file of the Jupyter server pid, in the
+// runtime directory its environment names (jupyter_core's order:
+// $JUPYTER_RUNTIME_DIR, $JUPYTER_DATA_DIR/runtime,
+// $XDG_DATA_HOME/jupyter/runtime, ~/.local/share/jupyter/runtime).
+func jupyterRuntime(e Env, proc string, pid int) (webRoot, bool) {
+	b, err := os.ReadFile(filepath.Join(proc, "environ"))
+	if err != nil {
+		return webRoot{}, false
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	var dirs []string
+	if d := env["JUPYTER_RUNTIME_DIR"]; d != "" {
+		dirs = append(dirs, d)
+	}
+	if d := env["JUPYTER_DATA_DIR"]; d != "" {
+		dirs = append(dirs, filepath.Join(d, "runtime"))
+	}
+	if d := env["XDG_DATA_HOME"]; d != "" {
+		dirs = append(dirs, filepath.Join(d, "jupyter", "runtime"))
+	}
+	if d := env["HOME"]; d != "" {
+		dirs = append(dirs, filepath.Join(d, ".local", "share", "jupyter", "runtime"))
+	}
+	for _, d := range dirs {
+		for _, name := range []string{"jpserver-%d.json", "nbserver-%d.json"} {
+			b, err := os.ReadFile(e.path(filepath.Join(d, fmt.Sprintf(name, pid))))
+			if err != nil {
+				continue
+			}
+			var info struct {
+				BaseURL string `json:"base_url"`
+				Secure  bool   `json:"secure"`
+				PID     int    `json:"pid"`
+			}
+			if json.Unmarshal(b, &info) == nil && info.PID == pid {
+				return webRoot{prefix: info.BaseURL, tls: info.Secure}, true
+			}
+		}
+	}
+	return webRoot{}, false
+}
+
+// cmdlineRoot reads the base path and certificate flags of a command line,
+// as --flag=value or --flag value.
+func cmdlineRoot(args []string) webRoot {
+	var w webRoot
+	for i, a := range args {
+		flag, val, eq := strings.Cut(a, "=")
+		if !eq && i+1 < len(args) {
+			val = args[i+1]
+		}
+		switch flag {
+		case "--ServerApp.base_url", "--NotebookApp.base_url", "--path_prefix", "--path-prefix":
+			w.prefix = val
+		case "--certfile", "--ServerApp.certfile", "--NotebookApp.certfile":
+			w.tls = val != ""
+		}
+	}
+	return w
 }
