@@ -23,12 +23,11 @@ import (
 // answered gpurent's requests as a notebook or dashboard does: what it is,
 // and whether it answers without credentials.
 type Service struct {
-	Port int    `json:"port"`
-	Addr string `json:"addr"`
-	Kind string `json:"kind"` // jupyter, tensorboard, ray
-	Open bool   `json:"open"` // answers without a token or password
-	// URL is where it answered: scheme, the address asked, its base path.
-	URL      string `json:"url"`
+	Port     int    `json:"port"`
+	Addr     string `json:"addr"`
+	Kind     string `json:"kind"` // jupyter, tensorboard, ray
+	Open     bool   `json:"open"` // answers without a token or password
+	URL      string `json:"url"`  // where it answered: scheme, address asked, base path
 	Evidence string `json:"evidence"`
 }
 
