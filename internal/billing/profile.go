@@ -78,18 +78,24 @@ func (p *Profile) Defaults(given func(field string) bool) {
 	if p.Starts == 0 && !given("starts") {
 		p.Starts = 1
 	}
-	if p.SpanDays == 0 && !given("span_days") && p.ComputeHours > 0 && p.ComputeHours < 24*365*100 {
+	if p.SpanDays == 0 && !given("span_days") && p.ComputeHours > 0 && p.ComputeHours < maxHours {
 		p.SpanDays = int(math.Ceil(p.ComputeHours/24 - 1e-9))
 	}
 }
+
+// maxHours bounds compute_hours at a century: beyond it a number is a
+// typo, and the span derived from it would not fit in an int of days.
+const maxHours = 24 * 365 * 100
 
 // Validate reports every problem as a field path.
 func (p *Profile) Validate() []yamlfile.Problem {
 	var ps []yamlfile.Problem
 	bad := func(field, format string, args ...any) { ps = append(ps, yamlfile.Problemf(field, format, args...)) }
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-	hoursOK := finite(p.ComputeHours) && p.ComputeHours > 0
+	hoursOK := finite(p.ComputeHours) && p.ComputeHours > 0 && p.ComputeHours < maxHours
 	switch {
+	case !hoursOK && p.ComputeHours >= maxHours && !math.IsInf(p.ComputeHours, 1):
+		bad("compute_hours", "want fewer than %d hours (a century), got %v", maxHours, p.ComputeHours)
 	case !hoursOK:
 		bad("compute_hours", "want a positive number of hours, got %v", p.ComputeHours)
 	case p.SpanDays >= 1 && p.ComputeHours > float64(p.SpanDays)*24:

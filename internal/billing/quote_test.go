@@ -341,6 +341,8 @@ func TestProfileValidateOneErrorPerMistake(t *testing.T) {
 		{Profile{ComputeHours: 5, SpanDays: -2}, []string{"span_days: want at least 1 day, got -2"}},
 		{Profile{ComputeHours: 50, SpanDays: 1}, []string{"compute_hours: 50 h do not fit in a span of 1 day (24 h)"}},
 		{Profile{ComputeHours: 0, SpanDays: -1}, []string{"compute_hours: want a positive number of hours, got 0", "span_days: want at least 1 day, got -1"}},
+		// Not "span_days: ... got 0", which the user never gave.
+		{Profile{ComputeHours: 1e9}, []string{"compute_hours: want fewer than 876000 hours (a century), got 1e+09"}},
 	} {
 		c.p.Defaults(nil)
 		var got []string
