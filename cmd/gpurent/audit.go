@@ -51,11 +51,19 @@ Exit codes: 0 pass or warn, 3 fail, 2 bad usage.`,
 			}
 			e := audit.RealEnv()
 			if root != "" {
+				abs, err := dirFlag("--root", root)
+				if err != nil {
+					return err
+				}
 				// Another root's sockets are not this machine's to ask.
-				e.Root, e.Fetch = root, nil
+				e.Root, e.Fetch = abs, nil
 			}
 			if home != "" {
-				e.Home = home
+				abs, err := dirFlag("--home", home)
+				if err != nil {
+					return err
+				}
+				e.Home = abs
 			}
 			if since != "" {
 				t, err := parseSince(since, e.Now())
@@ -65,12 +73,9 @@ Exit codes: 0 pass or warn, 3 fail, 2 bad usage.`,
 				e.Since = t
 			}
 			for _, d := range data {
-				abs, err := filepath.Abs(d)
+				abs, err := dirFlag("--data", d)
 				if err != nil {
-					return usagef("--data %s: %v", d, err)
-				}
-				if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-					return usagef("--data %s: not a directory", d)
+					return err
 				}
 				e.DataDirs = append(e.DataDirs, abs)
 			}
@@ -98,6 +103,20 @@ Exit codes: 0 pass or warn, 3 fail, 2 bad usage.`,
 	_ = f.MarkHidden("root")
 	_ = f.MarkHidden("home")
 	return cmd
+}
+
+// dirFlag is the absolute path of a flag's directory, or a usage error
+// naming the flag: a mistyped directory would otherwise be audited as an
+// empty one and pass.
+func dirFlag(flag, dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usagef("%s %s: %v", flag, dir, err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return "", usagef("%s %s: not a directory", flag, dir)
+	}
+	return abs, nil
 }
 
 // parseSince reads an RFC 3339 time or a duration ago.

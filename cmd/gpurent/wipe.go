@@ -71,11 +71,13 @@ check failed, 2 bad usage.`,
 				return err
 			}
 			ctx := cmd.Context()
+			var err error
 			e := wipe.Env{Root: "/", UID: os.Getuid(), Lookup: os.LookupEnv, Docker: dockerCLI}
 			if root != "" {
-				e.Root = root
+				if e.Root, err = dirFlag("--root", root); err != nil {
+					return err
+				}
 			}
-			var err error
 			if e.Home, err = os.UserHomeDir(); err != nil {
 				return fmt.Errorf("wipe: %w", err)
 			}
