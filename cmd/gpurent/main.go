@@ -55,10 +55,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	var code exitCode
+	if !errors.As(err, &code) {
+		fmt.Fprintln(stderr, "gpurent:", err)
+	}
+	return exitStatus(err)
+}
+
+// exitStatus is the exit code for a command's error.
+func exitStatus(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var code exitCode
 	if errors.As(err, &code) {
 		return int(code)
 	}
-	fmt.Fprintln(stderr, "gpurent:", err)
 	var ue usageError
 	var fe *yamlfile.FieldError
 	var fes yamlfile.Errors

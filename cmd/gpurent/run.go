@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/notify"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
 	"github.com/gpurent/gpurent/internal/yamlfile"
@@ -31,17 +33,18 @@ type runFile struct {
 	Glob        string   `yaml:"glob"`
 	Quiet       string   `yaml:"quiet"`
 	BWLimit     string   `yaml:"bwlimit"`
+	Notify      string   `yaml:"notify"`
 	Command     []string `yaml:"command"`
 }
 
 func newRun(g *globals) *cobra.Command {
 	var s storeFlags
 	var (
-		config, ckptDir, preemption, metrics, glob            string
-		keep, maxRestarts                                     int
-		noStatus                                              bool
-		metaAWS, metaGCP, metaAzure, metaAlibaba, metaTencent string
-		quiet, grace, poll                                    time.Duration
+		config, ckptDir, preemption, metrics, glob, notifyFile string
+		keep, maxRestarts                                      int
+		noStatus                                               bool
+		metaAWS, metaGCP, metaAzure, metaAlibaba, metaTencent  string
+		quiet, grace, poll                                     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
@@ -68,7 +71,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 "gpurent run ... && shutdown -h now" stops the machine only after a 0.`,
 		Example: `  gpurent run --ckpt-dir out --glob 'checkpoint-*' --store s3://bucket/runs --run llama -- \
       python train.py --output_dir out --resume_from_checkpoint {resume}`,
-		RunE: func(cmd *cobra.Command, argv []string) error {
+		RunE: func(cmd *cobra.Command, argv []string) (rerr error) {
 			var file runFile
 			var ix *yamlfile.Index
 			if config != "" {
@@ -101,6 +104,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			pick("metrics", file.Metrics, &metrics)
 			pick("glob", file.Glob, &glob)
 			pick("bwlimit", file.BWLimit, &s.bwlimit)
+			pick("notify", file.Notify, &notifyFile)
 			if !fs.Changed("keep") && file.Keep != nil {
 				keep = *file.Keep
 			}
@@ -147,6 +151,36 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			logf := func(format string, a ...any) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: "+format+"\n", a...)
 			}
+			hook, err := openWebhook(notifyFile)
+			if err != nil {
+				return err
+			}
+			event := func(string, string) {}
+			endReason := ""
+			if hook != nil {
+				// Started first, so that a run that cannot start (a store
+				// that does not answer on a new machine's boot) is heard of
+				// too; the end is sent whatever RunE returns.
+				q := hook.Start(func(format string, a ...any) { logf("notify: "+format, a...) })
+				host, _ := os.Hostname()
+				post := func(kind, text string, code *int) {
+					q.Post(notify.Event{Kind: kind, Run: s.run, Host: host, Time: time.Now().UTC(), ExitCode: code,
+						Text: fmt.Sprintf("gpurent run %s on %s: %s", s.run, host, text)})
+				}
+				event = func(kind, text string) { post(kind, text, nil) }
+				logf("events go to %s (%s)", hook.Where(), hook.Service())
+				defer func() {
+					code, text := exitStatus(rerr), endReason
+					var ec exitCode
+					if rerr != nil && !errors.As(rerr, &ec) {
+						text = rerr.Error()
+					}
+					post("end", text, &code)
+					ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 15*time.Second)
+					defer cancel()
+					q.Close(ctx)
+				}()
+			}
 			// A poller whose metadata service never answers misses every
 			// notice without a word: say which cloud is watched, or none.
 			cloud := preemption
@@ -174,7 +208,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				}
 			}
 			cfg := supervise.Config{Cmd: argv, CkptDir: ckptDir, Run: s.run, Keep: keep, MaxRestarts: maxRestarts,
-				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf}
+				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: event}
 			if pre != nil {
 				cfg.Cloud, cfg.Notice = cloud, supervise.ShortestNotice(cloud)
 			}
@@ -239,6 +273,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				return err
 			}
 			logf("%s", ex.Reason)
+			endReason = ex.Reason
 			if ex.Code != 0 {
 				return exitCode(ex.Code)
 			}
@@ -247,7 +282,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	}
 	s.register(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, bwlimit, command (flags override)")
+	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, command (flags override)")
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&maxRestarts, "max-restarts", 10, "restarts after failures before giving up")
@@ -258,12 +293,42 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.DurationVar(&grace, "stop-grace", 30*time.Second, "from forwarding SIGTERM to the command to killing it")
 	f.DurationVar(&poll, "poll", time.Second, "how often --ckpt-dir is scanned")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
+	f.StringVar(&notifyFile, "notify", "", "file holding a webhook URL (Slack, Discord, Feishu/Lark, DingTalk, WeCom or any JSON endpoint) told of the start, restarts, notices, a failing store and the end (default $GPURENT_NOTIFY)")
 	f.StringVar(&metaAWS, "metadata-aws", "", "AWS instance metadata endpoint (default http://169.254.169.254)")
 	f.StringVar(&metaGCP, "metadata-gcp", "", "GCP metadata endpoint (default http://metadata.google.internal)")
 	f.StringVar(&metaAzure, "metadata-azure", "", "Azure metadata endpoint (default http://169.254.169.254; VMs outside a VNET must discover theirs)")
 	f.StringVar(&metaAlibaba, "metadata-alibaba", "", "Alibaba Cloud ECS metadata endpoint (default http://100.100.100.200)")
 	f.StringVar(&metaTencent, "metadata-tencent", "", "Tencent Cloud CVM metadata endpoint (default http://metadata.tencentyun.com)")
 	return cmd
+}
+
+// openWebhook is where run's events go: the URL in the file --notify
+// names, else $GPURENT_NOTIFY; nil for neither. The URL is a credential
+// (whoever has it posts to the channel), so it is never taken from the
+// command line, which every account on the machine reads with ps.
+func openWebhook(path string) (*notify.Webhook, error) {
+	raw, where := os.Getenv("GPURENT_NOTIFY"), "$GPURENT_NOTIFY"
+	if path != "" {
+		if strings.Contains(path, "://") {
+			return nil, usagef("--notify: give a file that holds the webhook URL, not the URL: every account on this machine reads command lines (ps), and the URL's token posts to your channel")
+		}
+		data, err := readFile("--notify", path)
+		if err != nil {
+			return nil, err
+		}
+		raw, where = strings.TrimSpace(string(data)), "--notify "+path
+		if raw == "" {
+			return nil, usagef("%s: the file is empty; want the webhook URL", where)
+		}
+	}
+	if raw == "" {
+		return nil, nil
+	}
+	w, err := notify.New(raw)
+	if err != nil {
+		return nil, usagef("%s: %v", where, err)
+	}
+	return w, nil
 }
 
 // sameDir reports whether a and b are the same directory, through symlinks.

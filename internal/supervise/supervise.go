@@ -48,6 +48,16 @@ type Config struct {
 	Notice         time.Duration
 	Stdout, Stderr io.Writer
 	Log            func(format string, args ...any)
+	// Event hears, a line each, what someone away from the terminal needs
+	// to know while the run goes on: kind "start" (the command's first
+	// start), "restart" (after a failure), "notice" (a preemption or
+	// scheduled event), "store_failing" (no upload has succeeded for
+	// StoreAlarm) and "store_ok" (uploads work again after that). How the
+	// run ended is Run's Exit. Nil hears nothing.
+	Event func(kind, text string)
+	// StoreAlarm is how long uploads must fail before store_failing: a
+	// store down for a minute is retried without a word (5 min if zero).
+	StoreAlarm time.Duration
 }
 
 // ExitNotStored is the status of a run whose command finished (or was
@@ -84,7 +94,12 @@ type Supervisor struct {
 	uploading  sync.Mutex // one upload at a time
 	rotated    int        // uploads in a row whose checkpoint was deleted during them; under uploading
 	noticeSaid bool       // an upload longer than the preemption notice was said; under uploading
-	pulled     string     // a checkpoint resume pulled, verified: usable at once
+	// failingSince is the first failed upload since the last success
+	// (zero while uploads work), and alarmed whether Event has heard of
+	// it; both under uploading.
+	failingSince time.Time
+	alarmed      bool
+	pulled       string // a checkpoint resume pulled, verified: usable at once
 	// deeper: when lookDeeper last looked below --ckpt-dir for
 	// checkpoints Scan cannot see, and whether it has said so (once a
 	// run); under mu.
@@ -144,6 +159,12 @@ func New(cfg Config) (*Supervisor, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = func(string, ...any) {}
+	}
+	if cfg.Event == nil {
+		cfg.Event = func(string, string) {}
+	}
+	if cfg.StoreAlarm <= 0 {
+		cfg.StoreAlarm = 5 * time.Minute
 	}
 	st, err := loadState(cfg.CkptDir, cfg.Run)
 	if err != nil {
@@ -224,10 +245,16 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		}
 		s.child.Store(int64(cmd.Process.Pid))
 		s.Metrics.childUp.Store(1)
+		started := fmt.Sprintf("started %s (pid %d)", s.cfg.Cmd[0], cmd.Process.Pid)
 		if resumeFrom != "" {
-			s.cfg.Log("started %s (pid %d), resuming from %s", s.cfg.Cmd[0], cmd.Process.Pid, resumeFrom)
-		} else {
-			s.cfg.Log("started %s (pid %d)", s.cfg.Cmd[0], cmd.Process.Pid)
+			started += ", resuming from " + resumeFrom
+		}
+		s.cfg.Log("%s", started)
+		if restarts == 0 {
+			if resumeFrom == "" {
+				started += ", from the beginning"
+			}
+			s.cfg.Event("start", started)
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -319,6 +346,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		} else {
 			s.cfg.Log("the command failed (%v); restart %d in %v", werr, restarts, backoff)
 		}
+		s.cfg.Event("restart", fmt.Sprintf("the command failed (%v)%s; restart %d of %d", werr, cause, restarts, s.cfg.MaxRestarts))
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
@@ -408,6 +436,7 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 		what = n.Event + " notice"
 	}
 	s.cfg.Log("%s from %s (%s): asking the command for a checkpoint", what, n.Cloud, n.Detail)
+	s.cfg.Event("notice", fmt.Sprintf("%s from %s (%s): saving a checkpoint and stopping the command", what, n.Cloud, n.Detail))
 	// The command was asked for a checkpoint and the notice is short (30 s
 	// on GCP and Azure): a plain file no process holds open for writing
 	// needs only a second of quiet now, not --quiet.
@@ -621,6 +650,15 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 		s.rotated = 0
 		s.cfg.Log("upload of %s failed (training goes on; retried next scan): %v", c.Name, err)
 		s.Metrics.uploadErrors.Add(1)
+		now := time.Now()
+		if s.failingSince.IsZero() {
+			s.failingSince = now
+		}
+		if !s.alarmed && now.Sub(s.failingSince) >= s.cfg.StoreAlarm {
+			s.alarmed = true
+			s.cfg.Event("store_failing", fmt.Sprintf("no checkpoint has reached the store for %v (training goes on; retried): %v",
+				now.Sub(s.failingSince).Round(time.Second), err))
+		}
 		return false
 	}
 	// The checkpoint may have changed while it was read: only a signature
@@ -630,6 +668,10 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 		return false
 	}
 	s.rotated = 0
+	if s.alarmed {
+		s.cfg.Event("store_ok", fmt.Sprintf("uploads work again after %v: committed %s", time.Since(s.failingSince).Round(time.Second), c.Name))
+	}
+	s.failingSince, s.alarmed = time.Time{}, false
 	s.commitLocal(c, m.ID)
 	s.Metrics.bytes.Add(m.Bytes)
 	took := time.Since(start)

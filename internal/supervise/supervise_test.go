@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -298,6 +299,33 @@ func captureLog(cfg *Config) func() string {
 	}
 }
 
+// captureEvents records cfg's events as "kind: text", safely from any
+// goroutine, and returns what was recorded so far.
+func captureEvents(cfg *Config) func() []string {
+	var mu sync.Mutex
+	var events []string
+	cfg.Event = func(kind, text string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, kind+": "+text)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), events...)
+	}
+}
+
+// kinds are the events' kinds, in order.
+func kinds(events []string) []string {
+	var out []string
+	for _, e := range events {
+		k, _, _ := strings.Cut(e, ": ")
+		out = append(out, k)
+	}
+	return out
+}
+
 // committedSteps lists the steps of the checkpoints the store has.
 func (h *harness) committedSteps() []int {
 	ms, err := h.store(h.b).List(context.Background(), "trial")
@@ -538,11 +566,19 @@ func TestCrashLoopStops(t *testing.T) {
 	setTrainerEnv(t, 1, "1", 100) // crashes on its first step, every time
 	cfg := h.config(t.TempDir(), h.b)
 	cfg.CrashLoop = 3
+	events := captureEvents(&cfg)
 	sup, _ := New(cfg)
 	start := time.Now()
 	ex, err := sup.Run(context.Background(), nil)
 	if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop") {
 		t.Errorf("%+v %v", ex, err)
+	}
+	// The start, then a restart for each failure but the last (the run
+	// ends there, and its end is the caller's to tell).
+	if got := events(); !slices.Equal(kinds(got), []string{"start", "restart", "restart"}) ||
+		!strings.HasPrefix(got[0], "start: started "+os.Args[0]+" (pid ") || !strings.HasSuffix(got[0], "), from the beginning") ||
+		got[2] != "restart: the command failed (exit status 3); restart 2 of 50" {
+		t.Errorf("events %q", got)
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Errorf("took %v", time.Since(start))
@@ -811,10 +847,13 @@ func TestStoreDownForAWhile(t *testing.T) {
 	setTrainerEnv(t, 3, "0", 60)
 	t.Setenv("FAKE_LOG", h.log)
 	fb := &failingBackend{Backend: h.b}
-	sup, _ := New(h.config(t.TempDir(), fb))
+	cfg := h.config(t.TempDir(), fb)
+	cfg.StoreAlarm = 50 * time.Millisecond
+	events := captureEvents(&cfg)
+	sup, _ := New(cfg)
 	go func() {
-		// Heal once an upload has failed (or after 20 s).
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && sup.Metrics.uploadErrors.Load() == 0; {
+		// Heal once the failing store was told of (or after 20 s).
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !slices.Contains(kinds(events()), "store_failing"); {
 			time.Sleep(20 * time.Millisecond)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -829,6 +868,12 @@ func TestStoreDownForAWhile(t *testing.T) {
 	}
 	if sup.Metrics.uploadErrors.Load() == 0 {
 		t.Error("no upload failed while the store was down")
+	}
+	// Told once when uploads had failed for StoreAlarm, once when they
+	// worked again.
+	if got := events(); !slices.Equal(kinds(got), []string{"start", "store_failing", "store_ok"}) ||
+		!strings.Contains(got[1], "no checkpoint has reached the store for ") || !strings.Contains(got[2], "uploads work again after ") {
+		t.Errorf("events %q", got)
 	}
 }
 
@@ -977,6 +1022,7 @@ func TestPreemption(t *testing.T) {
 			t.Setenv("FAKE_LOG", h.log)
 			cfg := h.config(t.TempDir(), h.b)
 			cfg.Preemption = tc.p
+			events := captureEvents(&cfg)
 			sup, _ := New(cfg)
 			go func() {
 				// The notice comes once the trainer runs (its SIGUSR1
@@ -995,6 +1041,9 @@ func TestPreemption(t *testing.T) {
 			}
 			if !strings.Contains(strings.Join(h.resumes(), " "), "checkpoint-now") {
 				t.Error("the trainer was not asked for a checkpoint")
+			}
+			if got := events(); !slices.Equal(kinds(got), []string{"start", "notice"}) || !strings.Contains(got[1], "from "+tc.cloud) {
+				t.Errorf("events %q, want the start and the notice from %s", got, tc.cloud)
 			}
 			if len(h.committedSteps()) != 1 {
 				t.Errorf("committed %v, want the checkpoint written on notice", h.committedSteps())

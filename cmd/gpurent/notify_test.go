@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gpurent/gpurent/internal/notify"
+)
+
+// TestRunNotifies: with --notify, the webhook hears the start and the end
+// of a run, with its exit status, also when the run cannot start; the URL
+// is refused on the command line and in plain HTTP to another machine,
+// and never printed.
+func TestRunNotifies(t *testing.T) {
+	var mu sync.Mutex
+	var got []notify.Event
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e notify.Event
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path != "/hook/T0KEN" || json.Unmarshal(b, &e) != nil {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		mu.Lock()
+		got = append(got, e)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	hookFile := filepath.Join(dir, "hook.txt")
+	if err := os.WriteFile(hookFile, []byte(srv.URL+"/hook/T0KEN\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GPURENT_NOTIFY", "")
+	host, _ := os.Hostname()
+	events := func() []notify.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		out := got
+		got = nil
+		return out
+	}
+	base := []string{"run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status", "--max-restarts", "0", "--notify", hookFile, "--"}
+	for _, tc := range []struct {
+		name  string
+		cmd   []string
+		code  int
+		kinds []string
+		end   string
+	}{
+		{"finished", []string{"true"}, 0, []string{"start", "end"}, "the command finished; no complete checkpoint was written"},
+		{"failed", []string{"sh", "-c", "exit 4"}, 1, []string{"start", "end"}, "the command failed (exit status 4) and the 0 restarts allowed are used up"},
+		{"cannot start", []string{"no-such-command-here"}, 2, []string{"end"}, `run: exec: "no-such-command-here": executable file not found in $PATH`},
+	} {
+		code, _, stderr := gpurent(t, append(append([]string(nil), base...), tc.cmd...)...)
+		if code != tc.code || strings.Contains(stderr, "T0KEN") {
+			t.Errorf("%s: exit %d, want %d; stderr:\n%s", tc.name, code, tc.code, stderr)
+		}
+		es := events()
+		var kinds []string
+		for _, e := range es {
+			kinds = append(kinds, e.Kind)
+		}
+		if strings.Join(kinds, " ") != strings.Join(tc.kinds, " ") {
+			t.Errorf("%s: events %v, want %v", tc.name, kinds, tc.kinds)
+			continue
+		}
+		end := es[len(es)-1]
+		if end.ExitCode == nil || *end.ExitCode != tc.code || end.Run != "default" || end.Host != host ||
+			!strings.HasPrefix(end.Text, "gpurent run default on "+host+": "+tc.end) {
+			t.Errorf("%s: end event %+v, want exit %d and %q", tc.name, end, tc.code, tc.end)
+		}
+	}
+	empty := filepath.Join(dir, "empty.txt")
+	os.WriteFile(empty, nil, 0o600)
+	for _, tc := range []struct {
+		env    string
+		flag   []string
+		stderr string
+	}{
+		{"", []string{"--notify", srv.URL + "/hook/T0KEN"}, "--notify: give a file that holds the webhook URL, not the URL"},
+		{"", []string{"--notify", empty}, "--notify " + empty + ": the file is empty; want the webhook URL"},
+		{"", []string{"--notify", filepath.Join(dir, "missing.txt")}, "--notify: open " + filepath.Join(dir, "missing.txt")},
+		{"http://10.11.12.13/hook/T0KEN", nil, "$GPURENT_NOTIFY: plain http to 10.11.12.13 would send the webhook's token unprotected: use https"},
+	} {
+		t.Setenv("GPURENT_NOTIFY", tc.env)
+		args := append([]string{"run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none"}, tc.flag...)
+		code, _, stderr := gpurent(t, append(args, "--", "true")...)
+		if code != 2 || !strings.Contains(stderr, tc.stderr) || strings.Contains(stderr, "T0KEN") {
+			t.Errorf("%v (env %q): exit %d, stderr %q; want exit 2 and %q", tc.flag, tc.env, code, stderr, tc.stderr)
+		}
+	}
+	if len(events()) != 0 {
+		t.Error("a refused webhook was sent events")
+	}
+}

@@ -1,0 +1,272 @@
+// Package notify tells a person what happened to a run nobody watches: a
+// training job of days on a rented machine ends, is preempted, restarts
+// after a crash, or stops reaching its store, and the bill runs on while
+// nobody knows. Each event is one HTTPS POST to a webhook: the chat
+// services people already read (Slack, Discord, Feishu/Lark, DingTalk,
+// WeCom) in their own message format, any other endpoint as gpurent's JSON.
+//
+// A webhook URL is a credential (whoever holds it posts to the channel), so
+// it is never logged, never put in an error, and never sent in plain HTTP
+// except to this machine.
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Event is what happened, as sent to an endpoint that is none of the known
+// chat services (docs/run.md documents the fields).
+type Event struct {
+	Kind     string    `json:"event"` // end, restart, notice, store_failing, store_ok
+	Run      string    `json:"run"`
+	Host     string    `json:"host"`
+	Time     time.Time `json:"time"`
+	ExitCode *int      `json:"exit_code,omitempty"` // only for end
+	Text     string    `json:"text"`                // one line for a person, run and host included
+}
+
+// Webhook posts events to one URL.
+type Webhook struct {
+	u      *url.URL
+	client *http.Client
+	// Backoff is the wait before each retry; len(Backoff)+1 attempts.
+	Backoff []time.Duration
+}
+
+// New checks a webhook URL: https, or http to this machine only (a token
+// in the URL would otherwise cross the network in the clear). Its errors
+// never repeat the URL.
+func New(raw string) (*Webhook, error) {
+	raw = strings.TrimSpace(raw)
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, errors.New("want an https:// webhook URL")
+	}
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return nil, fmt.Errorf("plain http to %s would send the webhook's token unprotected: use https", u.Hostname())
+	}
+	return &Webhook{u: u, client: &http.Client{Timeout: 10 * time.Second}, Backoff: []time.Duration{2 * time.Second, 8 * time.Second}}, nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Where names the webhook without its secret parts: scheme and host.
+func (w *Webhook) Where() string { return w.u.Scheme + "://" + w.u.Host }
+
+// Service is the chat service the URL belongs to, by its host: "slack",
+// "discord", "feishu", "dingtalk", "wecom", or "json" for gpurent's own
+// format.
+func (w *Webhook) Service() string {
+	host := strings.ToLower(w.u.Hostname())
+	is := func(domain string) bool { return host == domain || strings.HasSuffix(host, "."+domain) }
+	switch {
+	case is("hooks.slack.com"):
+		return "slack"
+	case is("discord.com") || is("discordapp.com"):
+		return "discord"
+	case is("open.feishu.cn") || is("open.larksuite.com"):
+		return "feishu"
+	case is("oapi.dingtalk.com"):
+		return "dingtalk"
+	case is("qyapi.weixin.qq.com"):
+		return "wecom"
+	}
+	return "json"
+}
+
+// Body is the request body for e in the service's format:
+//   - Slack incoming webhooks: {"text": ...};
+//   - Discord webhooks: {"content": ...} (at most 2000 characters);
+//   - Feishu and Lark custom bots: {"msg_type": "text", "content": {"text": ...}};
+//   - DingTalk and WeCom group robots: {"msgtype": "text", "text": {"content": ...}}
+//     (WeCom: at most 2048 bytes);
+//   - anything else: the Event itself.
+//
+// A DingTalk or Feishu bot set to accept only messages with a keyword
+// needs "gpurent" as the keyword: every text starts with it.
+func (w *Webhook) Body(e Event) ([]byte, error) {
+	var v any
+	switch w.Service() {
+	case "slack":
+		v = map[string]string{"text": e.Text}
+	case "discord":
+		v = map[string]string{"content": clip(e.Text, 2000)}
+	case "feishu":
+		v = map[string]any{"msg_type": "text", "content": map[string]string{"text": e.Text}}
+	case "dingtalk", "wecom":
+		v = map[string]any{"msgtype": "text", "text": map[string]string{"content": clip(e.Text, 2000)}}
+	default:
+		v = e
+	}
+	return json.Marshal(v)
+}
+
+// clip shortens s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// Send posts e, retrying a failed attempt (a network error, a 5xx or 429,
+// or a chat service's error code in a 200 answer) after each Backoff wait.
+// A 4xx other than 429 is permanent: the URL is wrong or revoked.
+func (w *Webhook) Send(ctx context.Context, e Event) error {
+	body, err := w.Body(e)
+	if err != nil {
+		return err
+	}
+	var last error
+	for i := 0; ; i++ {
+		var retry bool
+		if retry, last = w.post(ctx, body); last == nil {
+			return nil
+		}
+		if !retry || i >= len(w.Backoff) {
+			break
+		}
+		select {
+		case <-time.After(w.Backoff[i]):
+		case <-ctx.Done():
+			return fmt.Errorf("notify %s: %w", w.Where(), last)
+		}
+	}
+	return fmt.Errorf("notify %s: %w", w.Where(), last)
+}
+
+// post makes one attempt; it says whether another may succeed.
+func (w *Webhook) post(ctx context.Context, body []byte) (retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.u.String(), bytes.NewReader(body))
+	if err != nil {
+		return false, errors.New("bad request")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := w.client.Do(req)
+	if err != nil {
+		// url.Error carries the whole URL, token and all: keep only
+		// its cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return true, err
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return true, fmt.Errorf("answered %s", resp.Status)
+	case resp.StatusCode >= 300:
+		return false, fmt.Errorf("answered %s (is the webhook URL right and still valid?)", resp.Status)
+	}
+	if msg := chatError(answer); msg != "" {
+		return false, fmt.Errorf("answered %s", msg)
+	}
+	return false, nil
+}
+
+// chatError is the error a chat service reports in a 200 answer: DingTalk
+// and WeCom {"errcode": N, "errmsg": ...}, Feishu {"code": N, "msg": ...}
+// (or the older {"StatusCode": N, "StatusMessage": ...}); "" when none.
+func chatError(answer []byte) string {
+	var v struct {
+		ErrCode    *int   `json:"errcode"`
+		ErrMsg     string `json:"errmsg"`
+		Code       *int   `json:"code"`
+		Msg        string `json:"msg"`
+		StatusCode *int   `json:"StatusCode"`
+		StatusMsg  string `json:"StatusMessage"`
+	}
+	if json.Unmarshal(answer, &v) != nil {
+		return ""
+	}
+	for _, c := range []struct {
+		code *int
+		msg  string
+	}{{v.ErrCode, v.ErrMsg}, {v.Code, v.Msg}, {v.StatusCode, v.StatusMsg}} {
+		if c.code != nil && *c.code != 0 {
+			return fmt.Sprintf("error %d: %s", *c.code, c.msg)
+		}
+	}
+	return ""
+}
+
+// Queue sends events in the background, in order, so that a slow or
+// unreachable webhook never holds up training or an upload.
+type Queue struct {
+	w      *Webhook
+	log    func(format string, args ...any)
+	ch     chan Event
+	done   chan struct{}
+	mu     sync.Mutex
+	closed bool
+}
+
+// Start begins sending; log reports events that could not be sent.
+func (w *Webhook) Start(log func(format string, args ...any)) *Queue {
+	q := &Queue{w: w, log: log, ch: make(chan Event, 32), done: make(chan struct{})}
+	go func() {
+		defer close(q.done)
+		for e := range q.ch {
+			if err := w.Send(context.Background(), e); err != nil {
+				q.log("%s event not sent: %v", e.Kind, err)
+			}
+		}
+	}()
+	return q
+}
+
+// Post queues e; when 32 are waiting, or after Close, it is dropped and
+// said.
+func (q *Queue) Post(e Event) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		q.log("%s event not sent: gpurent is exiting", e.Kind)
+		return
+	}
+	select {
+	case q.ch <- e:
+	default:
+		q.log("%s event not sent: %d events are waiting for %s", e.Kind, cap(q.ch), q.w.Where())
+	}
+}
+
+// Close waits for the queued events to be sent, until ctx ends.
+func (q *Queue) Close(ctx context.Context) {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		close(q.ch)
+	}
+	q.mu.Unlock()
+	select {
+	case <-q.done:
+	case <-ctx.Done():
+		q.log("events not sent before exiting: %s did not answer in time", q.w.Where())
+	}
+}

@@ -1,0 +1,216 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const token = "s3cr3t-T0KEN"
+
+func TestNewRefusesWhatWouldLeakTheToken(t *testing.T) {
+	for _, c := range []struct{ url, err string }{
+		{"http://hooks.example.com/" + token, "plain http to hooks.example.com would send the webhook's token unprotected"},
+		{"ftp://example.com/" + token, "want an https:// webhook URL"},
+		{"hooks.slack.com/services/" + token, "want an https:// webhook URL"},
+		{"", "want an https:// webhook URL"},
+	} {
+		_, err := New(c.url)
+		if err == nil || !strings.Contains(err.Error(), c.err) || strings.Contains(err.Error(), token) {
+			t.Errorf("New(%q): %v, want %q without the token", c.url, err, c.err)
+		}
+	}
+	for _, ok := range []string{"https://hooks.slack.com/services/" + token, "http://127.0.0.1:8080/" + token, "http://localhost/x", " https://a.b/c\n"} {
+		if _, err := New(ok); err != nil {
+			t.Errorf("New(%q): %v", ok, err)
+		}
+	}
+}
+
+// TestBody: each chat service gets its own message format (from their
+// webhook documentation), anything else the Event.
+func TestBody(t *testing.T) {
+	code := 75
+	e := Event{Kind: "end", Run: "llama", Host: "gpu-7", Time: time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC), ExitCode: &code,
+		Text: "gpurent run llama on gpu-7: preempted"}
+	for _, c := range []struct{ url, service, body string }{
+		{"https://hooks.slack.com/services/T0/B0/" + token, "slack", `{"text":"gpurent run llama on gpu-7: preempted"}`},
+		{"https://discord.com/api/webhooks/1/" + token, "discord", `{"content":"gpurent run llama on gpu-7: preempted"}`},
+		{"https://open.feishu.cn/open-apis/bot/v2/hook/" + token, "feishu", `{"content":{"text":"gpurent run llama on gpu-7: preempted"},"msg_type":"text"}`},
+		{"https://open.larksuite.com/open-apis/bot/v2/hook/" + token, "feishu", `{"content":{"text":"gpurent run llama on gpu-7: preempted"},"msg_type":"text"}`},
+		{"https://oapi.dingtalk.com/robot/send?access_token=" + token, "dingtalk", `{"msgtype":"text","text":{"content":"gpurent run llama on gpu-7: preempted"}}`},
+		{"https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=" + token, "wecom", `{"msgtype":"text","text":{"content":"gpurent run llama on gpu-7: preempted"}}`},
+		{"https://ntfy.example.org/" + token, "json", `{"event":"end","run":"llama","host":"gpu-7","time":"2026-12-01T04:00:00Z","exit_code":75,"text":"gpurent run llama on gpu-7: preempted"}`},
+		{"https://evil-hooks.slack.com.example.org/x", "json", ""},
+	} {
+		w, err := New(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Service() != c.service {
+			t.Errorf("%s: service %s, want %s", c.url, w.Service(), c.service)
+		}
+		if c.body == "" {
+			continue
+		}
+		b, err := w.Body(e)
+		if err != nil || string(b) != c.body {
+			t.Errorf("%s:\n got %s\nwant %s", c.service, b, c.body)
+		}
+	}
+	// A long text is cut for the services that cap it, on a character.
+	w, _ := New("https://discord.com/api/webhooks/1/x")
+	b, _ := w.Body(Event{Text: strings.Repeat("训", 1000)})
+	var v struct{ Content string }
+	if json.Unmarshal(b, &v) != nil || len(v.Content) > 2000 || !strings.HasSuffix(v.Content, "训…") {
+		t.Errorf("clipped to %d bytes: %.40q", len(v.Content), v.Content)
+	}
+}
+
+// hook is a webhook on loopback that answers with the statuses and bodies
+// given, in turn (the last one repeats), and records what it was sent.
+type hook struct {
+	mu      sync.Mutex
+	answers []answer
+	got     []string
+	srv     *httptest.Server
+}
+
+type answer struct {
+	status int
+	body   string
+}
+
+func newHook(t *testing.T, answers ...answer) *hook {
+	h := &hook{answers: answers}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		a := h.answers[min(len(h.got), len(h.answers)-1)]
+		h.got = append(h.got, string(b))
+		h.mu.Unlock()
+		w.WriteHeader(a.status)
+		fmt.Fprint(w, a.body)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hook) webhook(t *testing.T) *Webhook {
+	w, err := New(h.srv.URL + "/hook/" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Backoff = []time.Duration{time.Millisecond, time.Millisecond}
+	return w
+}
+
+func (h *hook) posts() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.got...)
+}
+
+func TestSend(t *testing.T) {
+	e := Event{Kind: "restart", Run: "r", Text: "gpurent run r: restart 1"}
+	for _, c := range []struct {
+		name     string
+		answers  []answer
+		attempts int
+		err      string
+	}{
+		{"ok", []answer{{200, "ok"}}, 1, ""},
+		{"retried after 500 and 429", []answer{{500, ""}, {429, ""}, {200, ""}}, 3, ""},
+		{"gives up after three", []answer{{503, ""}}, 3, "answered 503 Service Unavailable"},
+		{"revoked is permanent", []answer{{404, "no such hook"}}, 1, "answered 404 Not Found (is the webhook URL right and still valid?)"},
+		{"a robot's refusal in a 200", []answer{{200, `{"errcode":310000,"errmsg":"keywords not in content"}`}}, 1, "answered error 310000: keywords not in content"},
+		{"feishu's refusal", []answer{{200, `{"code":19024,"msg":"Key Words Not Found","data":{}}`}}, 1, "answered error 19024: Key Words Not Found"},
+		{"feishu's success", []answer{{200, `{"StatusCode":0,"StatusMessage":"success","code":0,"msg":"success"}`}}, 1, ""},
+	} {
+		h := newHook(t, c.answers...)
+		err := h.webhook(t).Send(context.Background(), e)
+		switch {
+		case c.err == "" && err != nil, c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: %v, want %q", c.name, err, c.err)
+		case err != nil && strings.Contains(err.Error(), token):
+			t.Errorf("%s: the error shows the token: %v", c.name, err)
+		}
+		if got := h.posts(); len(got) != c.attempts {
+			t.Errorf("%s: %d attempts, want %d", c.name, len(got), c.attempts)
+		}
+	}
+	// Nothing listening: a network error, retried, without the URL.
+	h := newHook(t, answer{200, ""})
+	w := h.webhook(t)
+	h.srv.Close()
+	if err := w.Send(context.Background(), e); err == nil || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "notify http://127.0.0.1:") {
+		t.Errorf("unreachable: %v", err)
+	}
+}
+
+func TestQueue(t *testing.T) {
+	h := newHook(t, answer{200, ""})
+	var mu sync.Mutex
+	var logged []string
+	q := h.webhook(t).Start(func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+	})
+	for i := range 5 {
+		q.Post(Event{Kind: "restart", Text: fmt.Sprint(i)})
+	}
+	q.Close(context.Background())
+	got := h.posts()
+	if len(got) != 5 {
+		t.Fatalf("sent %d, want 5", len(got))
+	}
+	for i, b := range got {
+		var e Event
+		if json.Unmarshal([]byte(b), &e) != nil || e.Text != fmt.Sprint(i) {
+			t.Errorf("post %d: %s", i, b)
+		}
+	}
+	q.Post(Event{Kind: "end"})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 1 || logged[0] != "end event not sent: gpurent is exiting" {
+		t.Errorf("logged %q", logged)
+	}
+}
+
+// TestQueueCloseGivesUp: an endpoint that never answers holds up the exit
+// no longer than Close's context.
+func TestQueueCloseGivesUp(t *testing.T) {
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-block }))
+	t.Cleanup(func() { close(block); srv.Close() })
+	w, _ := New(srv.URL + "/" + token)
+	var logged []string
+	var mu sync.Mutex
+	q := w.Start(func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+	})
+	q.Post(Event{Kind: "end"})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	q.Close(ctx)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 1 || !strings.Contains(logged[0], "did not answer in time") || strings.Contains(logged[0], token) {
+		t.Errorf("logged %q", logged)
+	}
+}
