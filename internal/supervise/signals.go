@@ -19,9 +19,43 @@ import (
 // it may be writing. members is how many processes the group has; err is
 // set when /proc cannot tell.
 func groupCatching(proc string, pgid int, sig syscall.Signal) (pids []int, members int, err error) {
+	err = eachInGroup(proc, pgid, func(pid int, _ byte) {
+		members++
+		status, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "status"))
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+				mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				if err == nil && mask&(1<<(uint(sig)-1)) != 0 {
+					pids = append(pids, pid)
+				}
+				break
+			}
+		}
+	})
+	return pids, members, err
+}
+
+// groupLive lists the processes of group pgid that still run: zombies
+// (exited, waiting for their parent to reap them) hold no memory, GPU or
+// port, and are left out. err is set when /proc cannot tell.
+func groupLive(proc string, pgid int) (pids []int, err error) {
+	err = eachInGroup(proc, pgid, func(pid int, state byte) {
+		if state != 'Z' && state != 'X' {
+			pids = append(pids, pid)
+		}
+	})
+	return pids, err
+}
+
+// eachInGroup calls fn with each process of group pgid under proc and its
+// state letter (R, S, D, Z, ...), by the fields of /proc/PID/stat.
+func eachInGroup(proc string, pgid int, fn func(pid int, state byte)) error {
 	entries, err := os.ReadDir(proc)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading %s: %w", proc, err)
+		return fmt.Errorf("reading %s: %w", proc, err)
 	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -34,24 +68,14 @@ func groupCatching(proc string, pgid int, sig syscall.Signal) (pids []int, membe
 		}
 		// pid (comm) state ppid pgrp ...: comm may hold spaces and ')'.
 		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
 		f := strings.Fields(string(stat[i+1:]))
-		if i < 0 || len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) || len(f[0]) != 1 {
 			continue
 		}
-		members++
-		status, err := os.ReadFile(filepath.Join(proc, e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if v, ok := strings.CutPrefix(line, "SigCgt:"); ok {
-				mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-				if err == nil && mask&(1<<(uint(sig)-1)) != 0 {
-					pids = append(pids, pid)
-				}
-				break
-			}
-		}
+		fn(pid, f[0][0])
 	}
-	return pids, members, nil
+	return nil
 }

@@ -303,6 +303,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 			f := s.finalUpload(ctx)
 			return Exit{Code: s.endCode(0, f), Reason: "the command finished; " + s.finalWords(f)}, nil
 		}
+		s.endStrays(cmd.Process.Pid)
 		restarts++
 		s.Metrics.restarts.Add(1)
 		// What ended it, when gpurent can tell: both are said before the
@@ -357,6 +358,62 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
+}
+
+// endStrays stops what a failed command left running in its process group
+// (pgid, the command's pid): ranks started by mp.spawn that outlive a
+// crashed rank 0 and wait in a collective for NCCL's timeout, a launcher's
+// workers, a server it started. They hold GPU memory and ports, so the
+// restart would fail on them (CUDA out of memory, address in use) and the
+// run end in a crash loop. They get SIGTERM, and SIGKILL after --stop-grace.
+// Orphans that became this process's children (gpurent as a container's
+// PID 1) are reaped, or they would stay zombies.
+func (s *Supervisor) endStrays(pgid int) {
+	proc := filepath.Join(s.sysRoot, "proc")
+	live := func() []int {
+		for {
+			pid, err := syscall.Wait4(-pgid, nil, syscall.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+		}
+		pids, err := groupLive(proc, pgid)
+		if err != nil && syscall.Kill(-pgid, 0) == nil {
+			return []int{0} // no /proc: the group has members, which ones unknown
+		}
+		return pids
+	}
+	pids := live()
+	if len(pids) == 0 {
+		return
+	}
+	which := "pid " + joinInts(pids)
+	if pids[0] == 0 {
+		which = "process group " + strconv.Itoa(pgid)
+	}
+	s.cfg.Log("the command left %s running (%s): SIGTERM now, SIGKILL after %v, so that the restart finds their GPU memory and ports free",
+		report.Count(len(pids), "process"), which, s.cfg.Grace)
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		syscall.Kill(-pgid, sig)
+		wait := s.cfg.Grace
+		if i == 1 {
+			wait = 5 * time.Second
+		}
+		for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if len(live()) == 0 {
+				return
+			}
+		}
+	}
+	s.cfg.Log("warning: %s the command started outlived SIGKILL (stuck in the kernel, as a process in a GPU driver call can be): the restart may not find their GPU memory free", report.Count(len(live()), "process"))
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 // diskFull says so when the checkpoint directory's file system is nearly

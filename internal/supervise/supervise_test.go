@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -583,6 +584,52 @@ func TestCrashLoopStops(t *testing.T) {
 	if time.Since(start) > 10*time.Second {
 		t.Errorf("took %v", time.Since(start))
 	}
+}
+
+// TestStraysEndedBeforeRestart: what a failed command left running in its
+// process group (a rank that outlived rank 0's crash, holding GPU memory)
+// is stopped before the restart, with SIGKILL for what ignores SIGTERM.
+func TestStraysEndedBeforeRestart(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(t.TempDir(), h.b)
+	cfg.MaxRestarts = 1
+	cfg.Grace = 300 * time.Millisecond
+	pids := filepath.Join(t.TempDir(), "pids")
+	cfg.Cmd = []string{"sh", "-c", `sleep 60 & echo $! >> "$1"; sh -c 'trap "" TERM; exec sleep 61' & echo $! >> "$1"; exit 3`, "sh", pids}
+	// Files, as a terminal is: with a pipe, Wait would wait for the
+	// strays, which hold its write end.
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	cfg.Stdout, cfg.Stderr = null, null
+	logged := captureLog(&cfg)
+	sup, _ := New(cfg)
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 1 {
+		t.Fatalf("%+v %v", ex, err)
+	}
+	b, _ := os.ReadFile(pids)
+	left := strings.Fields(string(b))
+	if len(left) != 4 {
+		t.Fatalf("strays started: %q, want two per start", left)
+	}
+	for _, p := range left {
+		stat, err := os.ReadFile("/proc/" + p + "/stat")
+		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); err == nil && len(f) > 0 && f[0] != "Z" {
+			t.Errorf("stray %s still runs: %s", p, stat)
+			syscall.Kill(atoi(p), syscall.SIGKILL)
+		}
+	}
+	if n := strings.Count(logged(), "the command left 2 processes running (pid "); n != 2 {
+		t.Errorf("the strays were named %d times, want once per failure:\n%s", n, logged())
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // A command that saves its checkpoints below --ckpt-dir (Lightning's
