@@ -61,6 +61,7 @@ func TestExitCodes(t *testing.T) {
 	zeroHours := write("zero.yaml", "gpu: RTX 4090\ncompute_hours: 0\n")
 	runKeep := write("run.yaml", "ckpt_dir: out\nkeep: -1\ncommand: [echo, hi]\n")
 	runQuiet := write("quiet.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nquiet: 5x\n")
+	runStall := write("stall.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nstall: 2x\n")
 	existing := write("facts.json", "{\"an earlier run\": true}\n")
 	noGPU := write("nogpu.yaml", "gpu: TPU v9\ncompute_hours: 10\n")
 	badCatalog := write("cat.yaml", "version: 1\noffers:\n  - id: x\n    provider: P\n    gpu: G\n    gpus: 1\n    currency: USD\n    source: s\n    as_of: d\n    on_demand: {hourly: -1}\n")
@@ -113,6 +114,8 @@ func TestExitCodes(t *testing.T) {
 		{"ckpt push missing path", []string{"ckpt", "push", filepath.Join(dir, "nothing"), "--store", dir, "--no-encrypt"}, 2, "nothing"},
 		{"run config negative keep", []string{"run", "--config", runKeep}, 2, "run.yaml:2: keep: want 0 (keep all) or more, got -1"},
 		{"run config bad quiet", []string{"run", "--config", runQuiet}, 2, `quiet.yaml:3: quiet: time: unknown unit "x"`},
+		{"run config bad stall", []string{"run", "--config", runStall}, 2, `stall.yaml:3: stall: `},
+		{"run negative stall flag", []string{"run", "--stall", "-1s", "--", "true"}, 2, "--stall: want a positive duration such as 2h, or 0 to only warn, got -1s"},
 		{"run negative restarts flag", []string{"run", "--max-restarts", "-1", "--", "true"}, 2, "--max-restarts: want 0 or more, got -1"},
 		{"run command not found", []string{"run", "--ckpt-dir", dir, "--preemption", "none", "--", "no-such-trainer"}, 2, `exec: "no-such-trainer": executable file not found`},
 		{"bench zero expected GPUs", []string{"bench", "--expect-gpus", "0"}, 2, "--expect-gpus: want a positive number of GPUs, got 0"},

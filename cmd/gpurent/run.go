@@ -18,6 +18,7 @@ import (
 	"github.com/gpurent/gpurent/internal/notify"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
+	"github.com/gpurent/gpurent/internal/units"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
 
@@ -34,6 +35,7 @@ type runFile struct {
 	Quiet       string   `yaml:"quiet"`
 	BWLimit     string   `yaml:"bwlimit"`
 	Notify      string   `yaml:"notify"`
+	Stall       string   `yaml:"stall"`
 	Command     []string `yaml:"command"`
 }
 
@@ -44,7 +46,7 @@ func newRun(g *globals) *cobra.Command {
 		keep, maxRestarts                                      int
 		noStatus                                               bool
 		metaAWS, metaGCP, metaAzure, metaAlibaba, metaTencent  string
-		quiet, grace, poll                                     time.Duration
+		quiet, grace, poll, stall                              time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
@@ -110,6 +112,16 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			}
 			if !fs.Changed("max-restarts") && file.MaxRestarts != nil {
 				maxRestarts = *file.MaxRestarts
+			}
+			if !fs.Changed("stall") && file.Stall != "" {
+				d, err := units.ParseDuration(file.Stall)
+				if err != nil {
+					return bad("stall", "stall", "%v", err)
+				}
+				stall = d
+			}
+			if stall < 0 {
+				return bad("stall", "stall", "want a positive duration such as 2h, or 0 to only warn, got %v", stall)
 			}
 			if !fs.Changed("quiet") && file.Quiet != "" {
 				d, err := time.ParseDuration(file.Quiet)
@@ -208,7 +220,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				}
 			}
 			cfg := supervise.Config{Cmd: argv, CkptDir: ckptDir, Run: s.run, Keep: keep, MaxRestarts: maxRestarts,
-				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: event}
+				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: event, Stall: stall}
 			if pre != nil {
 				cfg.Cloud, cfg.Notice = cloud, supervise.ShortestNotice(cloud)
 			}
@@ -282,7 +294,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	}
 	s.register(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, command (flags override)")
+	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, stall, command (flags override)")
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&maxRestarts, "max-restarts", 10, "restarts after failures before giving up")
@@ -292,6 +304,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.DurationVar(&quiet, "quiet", 5*time.Second, "a plain file or directory must be unmodified this long to count as complete")
 	f.DurationVar(&grace, "stop-grace", 30*time.Second, "from forwarding SIGTERM to the command to killing it")
 	f.DurationVar(&poll, "poll", time.Second, "how often --ckpt-dir is scanned")
+	f.DurationVar(&stall, "stall", 0, "restart the command when it has written no new checkpoint for this long (hung); 0 only warns, at three times the usual interval")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
 	f.StringVar(&notifyFile, "notify", "", "file holding a webhook URL (Slack, Discord, Feishu/Lark, DingTalk, WeCom or any JSON endpoint) told of the start, restarts, notices, a failing store and the end (default $GPURENT_NOTIFY)")
 	f.StringVar(&metaAWS, "metadata-aws", "", "AWS instance metadata endpoint (default http://169.254.169.254)")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,14 +51,21 @@ type Config struct {
 	Log            func(format string, args ...any)
 	// Event hears, a line each, what someone away from the terminal needs
 	// to know while the run goes on: kind "start" (the command's first
-	// start), "restart" (after a failure), "notice" (a preemption or
-	// scheduled event), "store_failing" (no upload has succeeded for
-	// StoreAlarm) and "store_ok" (uploads work again after that). How the
-	// run ended is Run's Exit. Nil hears nothing.
+	// start), "restart" (after a failure), "stall" (no new checkpoint for
+	// long: see Stall), "notice" (a preemption or scheduled event),
+	// "store_failing" (no upload has succeeded for StoreAlarm) and
+	// "store_ok" (uploads work again after that). How the run ended is
+	// Run's Exit. Nil hears nothing.
 	Event func(kind, text string)
 	// StoreAlarm is how long uploads must fail before store_failing: a
 	// store down for a minute is retried without a word (5 min if zero).
 	StoreAlarm time.Duration
+	// Stall restarts a command that has written no new checkpoint for this
+	// long: hung in an NCCL collective that waits on a dead rank, or on a
+	// stuck DataLoader, it would otherwise hold the rented GPUs idle until
+	// someone looks. Zero only warns, once no new checkpoint has come for
+	// three times the usual interval between them (30 min at least).
+	Stall time.Duration
 }
 
 // ExitNotStored is the status of a run whose command finished (or was
@@ -99,6 +107,8 @@ type Supervisor struct {
 	// it; both under uploading.
 	failingSince time.Time
 	alarmed      bool
+	progress     progress // under mu
+	stalled      chan time.Duration
 	pulled       string // a checkpoint resume pulled, verified: usable at once
 	// deeper: when lookDeeper last looked below --ckpt-dir for
 	// checkpoints Scan cannot see, and whether it has said so (once a
@@ -170,7 +180,8 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob}, sysRoot: "/"}
+	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob}, sysRoot: "/",
+		stalled: make(chan time.Duration, 1)}
 	for _, c := range st.Committed {
 		if t := time.Unix(c.At, 0); t.After(s.lastCommit) {
 			s.lastCommit = t
@@ -224,6 +235,9 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 	if err := s.resume(ctx); err != nil {
 		return Exit{Code: 1}, err
 	}
+	if c, ok, _ := s.det.Newest(); ok {
+		s.progress.sig = c.Signature() // there before: not progress
+	}
 	go s.watch(ctx)
 	var notices <-chan Notice
 	if s.cfg.Preemption != nil {
@@ -245,6 +259,13 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		}
 		s.child.Store(int64(cmd.Process.Pid))
 		s.Metrics.childUp.Store(1)
+		s.mu.Lock()
+		s.progress.started(time.Now())
+		s.mu.Unlock()
+		select {
+		case <-s.stalled: // judged against the command that is gone
+		default:
+		}
 		started := fmt.Sprintf("started %s (pid %d)", s.cfg.Cmd[0], cmd.Process.Pid)
 		if resumeFrom != "" {
 			started += ", resuming from " + resumeFrom
@@ -286,6 +307,11 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				s.stopChild(done, fwd)
 				f := s.finalUpload(ctx)
 				return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v; %s", sig, s.finalWords(f))}, nil
+			case idle := <-s.stalled:
+				s.cfg.Log("no new checkpoint for %v (--stall %v): the command is taken to hang, and is stopped to restart from its newest checkpoint", idle.Round(time.Second), s.cfg.Stall)
+				s.stopChild(done, syscall.SIGTERM)
+				werr = fmt.Errorf("stalled: no new checkpoint for %v", idle.Round(time.Second))
+				break running
 			case n := <-notices:
 				if !n.Advisory {
 					return s.preempted(ctx, n, done), nil
@@ -621,7 +647,91 @@ func (s *Supervisor) watch(ctx context.Context) {
 		}
 		s.uploadNewest(ctx)
 		s.lookDeeper(false)
+		s.checkStall()
 	}
+}
+
+// progress is what stall detection knows: the newest complete checkpoint
+// seen, when the command last made one (or started), and the intervals
+// between its checkpoints.
+type progress struct {
+	sig     string
+	at      time.Time       // the last new checkpoint, or the command's start
+	startAt time.Time       // the command's (re)start
+	gaps    []time.Duration // the last intervals between new checkpoints of one start
+	said    bool            // this stall was reported
+}
+
+// started resets progress for a new start of the command.
+func (p *progress) started(now time.Time) { p.at, p.startAt, p.said = now, now, false }
+
+// saw records the newest complete checkpoint; a new signature is progress.
+func (p *progress) saw(c Candidate, now time.Time) {
+	sig := c.Signature()
+	if sig == p.sig {
+		return
+	}
+	p.sig = sig
+	if !p.startAt.IsZero() && p.at.After(p.startAt) {
+		p.gaps = append(p.gaps, now.Sub(p.at))
+		if len(p.gaps) > 16 {
+			p.gaps = p.gaps[1:]
+		}
+	}
+	p.at, p.said = now, false
+}
+
+// usual is the median interval between checkpoints, once three are known.
+func (p *progress) usual() time.Duration {
+	if len(p.gaps) < 3 {
+		return 0
+	}
+	g := slices.Clone(p.gaps)
+	slices.Sort(g)
+	return g[len(g)/2]
+}
+
+// limit is how long without a new checkpoint makes a stall: --stall when
+// given, else three times the usual interval and at least 30 min (a
+// checkpoint every 5 min says nothing about a 20 min evaluation), else
+// none until the usual interval is known.
+func (p *progress) limit(stall time.Duration) time.Duration {
+	if stall > 0 {
+		return stall
+	}
+	if u := p.usual(); u > 0 {
+		return max(3*u, 30*time.Minute)
+	}
+	return 0
+}
+
+// checkStall reports a command that has made no new checkpoint for long:
+// with --stall it is stopped and restarted; without, it is said once.
+func (s *Supervisor) checkStall() {
+	if s.child.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	p := &s.progress
+	idle, usual, limit := time.Since(p.at), p.usual(), p.limit(s.cfg.Stall)
+	if limit == 0 || idle < limit || p.said {
+		s.mu.Unlock()
+		return
+	}
+	p.said = true
+	s.mu.Unlock()
+	if s.cfg.Stall > 0 {
+		s.cfg.Event("stall", fmt.Sprintf("no new checkpoint for %v (--stall %v): restarting the command from its newest checkpoint", idle.Round(time.Second), s.cfg.Stall))
+		select {
+		case s.stalled <- idle:
+		default:
+		}
+		return
+	}
+	msg := fmt.Sprintf("no new checkpoint for %v, while they came every %v until now: the command may hang (an NCCL collective waiting on a dead rank, a stuck DataLoader) while the GPUs are billed; --stall DURATION restarts it then",
+		idle.Round(time.Second), usual.Round(time.Second))
+	s.cfg.Log("warning: %s", msg)
+	s.cfg.Event("stall", msg)
 }
 
 // lookDeeper warns, once, when --ckpt-dir itself holds no checkpoint but
@@ -681,6 +791,9 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	if err != nil || !ok {
 		return !ok
 	}
+	s.mu.Lock()
+	s.progress.saw(c, time.Now())
+	s.mu.Unlock()
 	if s.st.isCommitted(c) {
 		return true
 	}

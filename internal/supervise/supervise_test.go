@@ -632,6 +632,72 @@ func atoi(s string) int {
 	return n
 }
 
+// TestStallRestarts: a command that stops making checkpoints (hung) is
+// stopped and restarted after --stall; hanging again without a new
+// checkpoint, it ends in the crash-loop rule.
+func TestStallRestarts(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(t.TempDir(), h.b)
+	cfg.Stall = 300 * time.Millisecond
+	cfg.CrashLoop = 2
+	// One checkpoint on the first start, then it hangs, every start.
+	cfg.Cmd = []string{"sh", "-c", `if [ "$GPURENT_RESTART_COUNT" = 0 ]; then echo x > "$GPURENT_CKPT_DIR/ckpt-000001.bin"; fi; exec sleep 60`}
+	events := captureEvents(&cfg)
+	start := time.Now()
+	sup, _ := New(cfg)
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop: the command failed 2 times in a row (stalled: no new checkpoint for ") {
+		t.Fatalf("%+v %v", ex, err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %v", d)
+	}
+	got := events()
+	if want := []string{"start", "stall", "restart", "stall", "restart", "stall"}; !slices.Equal(kinds(got), want) {
+		t.Errorf("events %q, want kinds %v", got, want)
+	}
+	if len(h.committedSteps()) != 1 {
+		t.Errorf("committed %v, want the one checkpoint", h.committedSteps())
+	}
+}
+
+// TestStallLimit: without --stall, a stall is three times the usual
+// interval between checkpoints of one start, 30 min at least, and unknown
+// until three intervals are seen.
+func TestStallLimit(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var p progress
+	p.started(t0)
+	sig := 0
+	at := func(d time.Duration) {
+		sig++
+		p.saw(Candidate{Path: "/c", Size: int64(sig), ModTime: t0}, t0.Add(d))
+	}
+	at(2 * time.Hour) // the first checkpoint of a start: no interval yet
+	at(2*time.Hour + 20*time.Minute)
+	at(2*time.Hour + 40*time.Minute)
+	if l := p.limit(0); l != 0 {
+		t.Errorf("two intervals: limit %v, want none", l)
+	}
+	at(3*time.Hour + 10*time.Minute)
+	if l := p.limit(0); l != time.Hour { // median of 20, 20, 30 min, times 3
+		t.Errorf("limit %v, want 1h", l)
+	}
+	if l := p.limit(10 * time.Minute); l != 10*time.Minute {
+		t.Errorf("--stall 10m: limit %v", l)
+	}
+	p.gaps = []time.Duration{time.Minute, time.Minute, time.Minute}
+	if l := p.limit(0); l != 30*time.Minute {
+		t.Errorf("checkpoints every minute: limit %v, want the 30 min floor", l)
+	}
+	// The same checkpoint seen again is no progress.
+	before := p.at
+	p.saw(Candidate{Path: "/c", Size: int64(sig), ModTime: t0}, t0.Add(5*time.Hour))
+	if p.at != before {
+		t.Error("an unchanged checkpoint counted as progress")
+	}
+}
+
 // A command that saves its checkpoints below --ckpt-dir (Lightning's
 // default) is warned about, since nothing is uploaded, and the exit says
 // no checkpoint was written instead of a bare "finished".
