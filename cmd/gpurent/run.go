@@ -173,25 +173,9 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				// Started first, so that a run that cannot start (a store
 				// that does not answer on a new machine's boot) is heard of
 				// too; the end is sent whatever RunE returns.
-				q := hook.Start(func(format string, a ...any) { logf("notify: "+format, a...) })
-				host, _ := os.Hostname()
-				post := func(kind, text string, code *int) {
-					q.Post(notify.Event{Kind: kind, Run: s.run, Host: host, Time: time.Now().UTC(), ExitCode: code,
-						Text: fmt.Sprintf("gpurent run %s on %s: %s", s.run, host, text)})
-				}
-				event = func(kind, text string) { post(kind, text, nil) }
-				logf("events go to %s (%s)", hook.Where(), hook.Service())
-				defer func() {
-					code, text := exitStatus(rerr), endReason
-					var ec exitCode
-					if rerr != nil && !errors.As(rerr, &ec) {
-						text = rerr.Error()
-					}
-					post("end", text, &code)
-					ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 15*time.Second)
-					defer cancel()
-					q.Close(ctx)
-				}()
+				var end func(error, string)
+				event, end = startEvents(cmd.Context(), hook, s.run, logf)
+				defer func() { end(rerr, endReason) }()
 			}
 			// A poller whose metadata service never answers misses every
 			// notice without a word: say which cloud is watched, or none.
@@ -313,6 +297,33 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.StringVar(&metaAlibaba, "metadata-alibaba", "", "Alibaba Cloud ECS metadata endpoint (default http://100.100.100.200)")
 	f.StringVar(&metaTencent, "metadata-tencent", "", "Tencent Cloud CVM metadata endpoint (default http://metadata.tencentyun.com)")
 	return cmd
+}
+
+// startEvents sends run's events to hook, each naming the run and this
+// host. end sends the last one, with the exit status err makes (reason is
+// the supervisor's line when err is only that status), and waits up to
+// 15 s for the queue to empty.
+func startEvents(ctx context.Context, hook *notify.Webhook, run string, logf func(string, ...any)) (event func(kind, text string), end func(err error, reason string)) {
+	q := hook.Start(func(format string, a ...any) { logf("notify: "+format, a...) })
+	host, _ := os.Hostname()
+	post := func(kind, text string, code *int) {
+		q.Post(notify.Event{Kind: kind, Run: run, Host: host, Time: time.Now().UTC(), ExitCode: code,
+			Text: fmt.Sprintf("gpurent run %s on %s: %s", run, host, text)})
+	}
+	logf("events go to %s (%s)", hook.Where(), hook.Service())
+	event = func(kind, text string) { post(kind, text, nil) }
+	end = func(err error, reason string) {
+		code := exitStatus(err)
+		var ec exitCode
+		if err != nil && !errors.As(err, &ec) {
+			reason = err.Error()
+		}
+		post("end", reason, &code)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		q.Close(ctx)
+	}
+	return event, end
 }
 
 // openWebhook is where run's events go: the URL in the file --notify
