@@ -30,8 +30,9 @@ takes passwords, empty passwords or root with a password, and which keys can log
 in as you; sockets that answer on addresses other than loopback, with their
 process, and among them a Jupyter notebook without a token, TensorBoard or Ray's
 dashboard (asked with a few GET requests from this machine); credential files
-(AWS, netrc/W&B, git, docker, Hugging Face, SSH keys, .env), git remotes,
-shell histories and your processes' command lines holding a token, and whether
+(AWS, netrc/W&B, git, docker, rclone, GitHub CLI, PyPI, npm, Hugging Face, SSH
+keys, .env), git remotes, shell histories and your processes' command lines
+holding a token, and whether
 other accounts can read them; data other users left, or that predates this
 tenancy, in the home, data and temp directories; whether the data disks and swap
 are encrypted, overlay or network file systems; a Docker socket that answers;

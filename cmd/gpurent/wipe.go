@@ -40,9 +40,10 @@ func newWipe(g *globals) *cobra.Command {
 		Short: "Plan and carry out a verified clean-up before you release the machine",
 		Long: `wipe removes what you leave on a rented machine: the data directories you name,
 ML caches (Hugging Face, torch hub, pip, W&B, Triton, CUDA), credentials (AWS,
-netrc/W&B, git, docker, Kaggle, gcloud, Hugging Face token, SSH private keys, .env
-in this directory), shell and REPL histories, your own temp files (not those a
-running program uses) and, with --docker, every Docker image.
+netrc/W&B, git, docker, Kaggle, gcloud, rclone, s3cmd, GitHub CLI, PyPI, npm,
+Hugging Face token, SSH private keys, .env in this directory), shell and REPL
+histories, your own temp files (not those a running program uses) and, with
+--docker, every Docker image.
 
 It prints the plan with sizes first. Without --yes nothing is deleted: on a
 terminal it asks, anywhere else it is a dry run. Only the listed paths are

@@ -108,6 +108,9 @@ func newFake(t *testing.T) *fakeMachine {
 	write(t, m.home+"/.aws/credentials", "[default]\naws_access_key_id = "+fakeSecret+"\n", 0o644)
 	write(t, m.home+"/.netrc", "machine api.wandb.ai login user password "+fakeSecret+"\n", 0o600)
 	write(t, m.home+"/.docker/config.json", `{"credsStore":"desktop"}`, 0o600)
+	write(t, m.home+"/.config/rclone/rclone.conf", "[oss]\ntype = s3\naccess_key_id = x\nsecret_access_key = "+fakeSecret+"\n", 0o600)
+	write(t, m.home+"/.config/gh/hosts.yml", "github.com:\n    oauth_token: "+fakeSecret+"\n    user: me\n", 0o600)
+	write(t, m.home+"/.npmrc", "registry=https://registry.npmmirror.com\n", 0o644) // a mirror, no token
 	write(t, m.home+"/.ssh/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\n"+fakeSecret+"\n", 0o600)
 	write(t, m.home+"/.ssh/authorized_keys", "ssh-ed25519 "+keyA+" me@laptop\nno-pty,command=\"echo a, b\" ssh-ed25519 "+keyB+" provider-recovery\n", 0o600)
 	write(t, m.root+"/hf/token", fakeSecret, 0o600)
@@ -214,7 +217,8 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 	for _, s := range f.Secrets {
 		secrets[strings.TrimPrefix(s.Path, m.root)] = true
 	}
-	for _, p := range []string{"/home/me/.aws/credentials", "/home/me/.netrc", "/home/me/.ssh/id_ed25519", "/hf/token", "/work/.env", "/work/private-llm/.git/config", "/home/me/.bash_history"} {
+	for _, p := range []string{"/home/me/.aws/credentials", "/home/me/.netrc", "/home/me/.ssh/id_ed25519", "/hf/token", "/work/.env", "/work/private-llm/.git/config", "/home/me/.bash_history",
+		"/home/me/.config/rclone/rclone.conf", "/home/me/.config/gh/hosts.yml"} {
 		if !secrets[p] {
 			t.Errorf("secret %s not found; found %v", p, secrets)
 		}
@@ -226,8 +230,8 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 		!strings.Contains(c.Advice, "gpurent wipe removes the histories") {
 		t.Errorf("secrets.files: %s / %s", c.Evidence, c.Advice)
 	}
-	if secrets["/home/me/.docker/config.json"] {
-		t.Error("a docker config without credentials was reported as a secret")
+	if secrets["/home/me/.docker/config.json"] || secrets["/home/me/.npmrc"] {
+		t.Error("a docker config or an npmrc without credentials was reported as a secret")
 	}
 	if len(f.Recent) != 1 {
 		t.Errorf("recent logins %v: want only mallory's of two days ago", f.Recent)

@@ -60,6 +60,11 @@ func SecretFiles(home string, lookup func(string) (string, bool)) []KnownSecret 
 		{".config/gcloud/application_default_credentials.json", "Google Cloud credentials", ""},
 		{".config/gcloud/credentials.db", "Google Cloud credentials", ""},
 		{".huggingface/token", "Hugging Face token (old location)", ""},
+		{".config/rclone/rclone.conf", "rclone remotes (storage keys and tokens)", ""},
+		{".s3cfg", "s3cmd keys", "secret_key"},
+		{".config/gh/hosts.yml", "GitHub CLI token", "oauth_token"},
+		{".pypirc", "PyPI upload credentials", "password"},
+		{".npmrc", "npm registry token", "_authToken"},
 	}
 	for i := range list {
 		list[i].Path = filepath.Join(home, list[i].Path)
