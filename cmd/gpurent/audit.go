@@ -32,11 +32,10 @@ process, and among them a Jupyter notebook without a token, TensorBoard or Ray's
 dashboard (asked with a few GET requests from this machine); credential files
 (AWS, netrc/W&B, git, docker, rclone, GitHub CLI, PyPI, npm, Hugging Face, SSH
 keys, .env), git remotes, shell histories and your processes' command lines
-holding a token, and whether
-other accounts can read them; data other users left, or that predates this
-tenancy, in the home, data and temp directories; whether the data disks and swap
-are encrypted, overlay or network file systems; a Docker socket that answers;
-and the GPU-sharing signs of gpurent bench.
+holding a token, and whether other accounts can read them; data other users
+left, or that predates this tenancy, in the home, data and temp directories;
+whether the data disks and swap are encrypted, overlay or network file systems;
+a Docker socket that answers; and the GPU-sharing signs of gpurent bench.
 
 Secrets are never printed: a credential file is read no further than the bytes
 that say what it is, and histories, git configs and command lines are searched
