@@ -192,8 +192,34 @@ func (d *Detector) Scan() ([]Candidate, error) {
 		out = append(out, c)
 	}
 	d.short.roll()
-	sort.SliceStable(out, func(i, j int) bool { return out[i].ModTime.After(out[j].ModTime) })
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.ModTime.Equal(b.ModTime) {
+			return a.ModTime.After(b.ModTime)
+		}
+		// File systems stamp times from a coarse clock, so two saves in a
+		// row can share one: the higher step in the name is the newer.
+		return lastNumber(a.Name) > lastNumber(b.Name)
+	})
 	return out, nil
+}
+
+// lastNumber is the last run of digits in name ("checkpoint-1500" 1500,
+// "epoch=3-step=1500.ckpt" 1500, "ckpt-000020.bin" 20), -1 for none.
+func lastNumber(name string) int64 {
+	end := strings.LastIndexAny(name, "0123456789")
+	if end < 0 {
+		return -1
+	}
+	start := end
+	for start > 0 && name[start-1] >= '0' && name[start-1] <= '9' {
+		start--
+	}
+	n, err := strconv.ParseInt(name[start:end+1], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // fileVersion is one file of a candidate as the scan saw it.

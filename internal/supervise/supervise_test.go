@@ -52,6 +52,30 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// TestDetectorSameTime: two saves in a row can share one coarse file time;
+// the higher step in the name is then the newer, whatever the listing
+// order ("checkpoint-1000" lists before "checkpoint-500").
+func TestDetectorSameTime(t *testing.T) {
+	for _, names := range [][]string{{"ckpt-000010.bin", "ckpt-000020.bin"}, {"checkpoint-500", "checkpoint-1000"}, {"epoch=0-step=900.ckpt", "epoch=1-step=1800.ckpt"}} {
+		dir := t.TempDir()
+		at := time.Now().Add(-time.Minute).Truncate(time.Second)
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(filepath.Join(dir, n), at, at)
+		}
+		d := &Detector{Dir: dir, Quiet: time.Second, OpenForWrite: func(string) bool { return false }}
+		c, ok, err := d.Newest()
+		if err != nil || !ok || c.Name != names[1] {
+			t.Errorf("%v at one time: newest %q %v %v, want %s", names, c.Name, ok, err, names[1])
+		}
+	}
+	if lastNumber("model.pt") != -1 || lastNumber("iter_0000020") != 20 {
+		t.Error("lastNumber")
+	}
+}
+
 func TestDetector(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
@@ -638,7 +662,7 @@ func atoi(s string) int {
 func TestStallRestarts(t *testing.T) {
 	h := newHarness(t)
 	cfg := h.config(t.TempDir(), h.b)
-	cfg.Stall = 300 * time.Millisecond
+	cfg.Stall = time.Second // well above the start and first save, even under -race on a loaded machine
 	cfg.CrashLoop = 2
 	// One checkpoint on the first start, then it hangs, every start.
 	cfg.Cmd = []string{"sh", "-c", `if [ "$GPURENT_RESTART_COUNT" = 0 ]; then echo x > "$GPURENT_CKPT_DIR/ckpt-000001.bin"; fi; exec sleep 60`}
