@@ -54,6 +54,18 @@ func (s *state) isCommitted(c Candidate) bool {
 	return ok && x.Signature == c.Signature()
 }
 
+// committedAs reports whether a checkpoint here was committed as id.
+func (s *state) committedAs(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.Committed {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *state) commit(c Candidate, id string, at int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -873,6 +873,38 @@ func (s *Supervisor) commitLocal(c Candidate, id string) {
 	s.Metrics.lastCommit.Store(now.Unix())
 }
 
+// storeNewer: the store's newest checkpoint m is a later step of the same
+// naming as local, the newest complete one here ("checkpoint-5000" over
+// "checkpoint-2000", "global_step20" over "global_step10"). Names without
+// a step, or of another shape, are never judged newer: file times from two
+// machines' clocks are no ground to pull many GB over what is here.
+func (s *Supervisor) storeNewer(m *store.Manifest, local Candidate) bool {
+	if s.st.committedAs(m.ID) {
+		return false // made here, or pulled here already
+	}
+	ns, nl := lastNumber(m.Name), lastNumber(local.Name)
+	return ns >= 0 && nl >= 0 && ns > nl && stepShape(m.Name) == stepShape(local.Name)
+}
+
+// stepShape is a name with each run of digits replaced by '#':
+// "epoch=3-step=1500.ckpt" is "epoch=#-step=#.ckpt".
+func stepShape(name string) string {
+	var b strings.Builder
+	digits := false
+	for _, r := range name {
+		if r >= '0' && r <= '9' {
+			if !digits {
+				b.WriteByte('#')
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // final is what the last upload found and achieved.
 type final struct {
 	found     bool // a complete checkpoint exists
@@ -907,12 +939,27 @@ func (s *Supervisor) finalUpload(ctx context.Context) final {
 }
 
 // resume pulls the newest remote checkpoint when the directory holds no
-// complete one (a new machine).
+// complete one (a new machine), or only older ones by their step (a
+// machine made from a snapshot or image of the first, a data disk copied
+// while the first trained on): resuming from those would redo the work
+// the store's newer checkpoint holds.
 func (s *Supervisor) resume(ctx context.Context) error {
-	if _, ok, err := s.det.Newest(); err != nil || ok || s.cfg.Store == nil {
+	local, ok, err := s.det.Newest()
+	if err != nil || s.cfg.Store == nil {
 		return err
 	}
 	m, err := s.cfg.Store.Find(ctx, s.cfg.Run, "latest")
+	if ok {
+		switch {
+		case err != nil && !errors.Is(err, store.ErrNoCheckpoint):
+			s.cfg.Log("could not ask the store for a newer checkpoint (%v): resuming from %s", err, local.Name)
+			return nil
+		case err != nil || !s.storeNewer(m, local):
+			return nil
+		}
+		s.cfg.Log("the store's newest checkpoint %s (step %d, from %s at %s) is newer than %s here (step %d)",
+			m.Name, lastNumber(m.Name), m.Host, m.Created.UTC().Format(time.RFC3339), local.Name, lastNumber(local.Name))
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrNoCheckpoint) {
 			// Said out loud: a mistyped --run on a new machine would
@@ -941,13 +988,21 @@ func (s *Supervisor) resume(ctx context.Context) error {
 		}
 		s.cfg.Log("%s is not a complete checkpoint: moved it to %s (delete it when you no longer need it), so that the pulled one takes its name", dest, aside)
 	}
-	s.cfg.Log("no complete checkpoint in %s: pulling %s from the store", s.cfg.CkptDir, m.ID)
+	if ok {
+		s.cfg.Log("pulling %s from the store", m.ID)
+	} else {
+		s.cfg.Log("no complete checkpoint in %s: pulling %s from the store", s.cfg.CkptDir, m.ID)
+	}
 	if _, err := s.cfg.Store.Pull(ctx, s.cfg.Run, m.ID, dest); err != nil {
 		if errors.Is(err, store.ErrNoIdentity) {
 			// Pushing needs only the public key, so a new machine set up
 			// like the first may lack the secret one: nothing was started.
 			return fmt.Errorf("run: resuming run %s needs the age identity (secret key) its checkpoint %s is encrypted to (%s), and %w: copy it here (~/.config/gpurent/identity.txt where gpurent keygen ran; keep it mode 0600) and pass --identity FILE or set GPURENT_IDENTITY, or give another --run to start afresh",
 				s.cfg.Run, m.ID, strings.Join(m.Recipients, ", "), store.ErrNoIdentity)
+		}
+		if ok {
+			s.cfg.Log("warning: could not pull %s (%v): resuming from the older %s here", m.ID, err, local.Name)
+			return nil
 		}
 		return fmt.Errorf("run: pull %s: %w", m.ID, err)
 	}

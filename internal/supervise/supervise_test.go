@@ -541,6 +541,62 @@ func TestResumeOnNewMachine(t *testing.T) {
 	}
 }
 
+// A machine made from a snapshot of the first holds an older checkpoint
+// than the store's newest: that one is pulled and resumed from, not the
+// older one here; a store newest that is this directory's own is not.
+func TestResumeNewerInStore(t *testing.T) {
+	h := newHarness(t)
+	t.Setenv("FAKE_LOG", h.log)
+	first := t.TempDir()
+	setTrainerEnv(t, 31, "0", 10)
+	sup, _ := New(h.config(first, h.b))
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	snapshot := t.TempDir() // the first machine's disk at step 10
+	for _, n := range []string{"ckpt-000010.bin", StateFile} {
+		b, err := os.ReadFile(filepath.Join(first, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(snapshot, n), b, 0o644)
+	}
+	setTrainerEnv(t, 32, "0", 30) // the first machine trains on to 30
+	sup, _ = New(h.config(first, h.b))
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	os.Remove(h.log)
+	setTrainerEnv(t, 33, "0", 40)
+	cfg := h.config(snapshot, h.b)
+	logged := captureLog(&cfg)
+	sup, _ = New(cfg)
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	if log := h.resumes(); len(log) < 2 || log[0] != "resume" || log[1] != "30" {
+		t.Errorf("the machine from the snapshot resumed with %q, want resume 30\n%s", log, logged())
+	}
+	if !strings.Contains(logged(), "the store's newest checkpoint ckpt-000030.bin (step 30, from ") || !strings.Contains(logged(), "is newer than ckpt-000010.bin here (step 10)") {
+		t.Errorf("the newer checkpoint was not named:\n%s", logged())
+	}
+	// Back on the first machine, whose newest (40's, from the snapshot
+	// machine) it lacks: it pulls that too; run again, it pulls nothing.
+	os.Remove(h.log)
+	setTrainerEnv(t, 34, "0", 40)
+	for i, want := range []string{"is newer than ckpt-000030.bin here", ""} {
+		cfg := h.config(first, h.b)
+		logged := captureLog(&cfg)
+		sup, _ = New(cfg)
+		if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+			t.Fatal(ex, err)
+		}
+		if got := logged(); (want == "") == strings.Contains(got, "pulling") || !strings.Contains(got, want) {
+			t.Errorf("run %d on the first machine:\n%s", i, got)
+		}
+	}
+}
+
 // A broken checkpoint with the name of the store's newest (a copy taken
 // mid-write) is moved aside, kept, and the pulled one takes its name:
 // frameworks find their checkpoint by name, so a pulled copy under another

@@ -113,9 +113,11 @@ func digits(s string) bool {
 
 // RestoreTracker writes the tracker file of the framework whose checkpoint
 // was just pulled into dest, into dest's parent, unless one there already
-// names a checkpoint that exists: on a new machine global_step<N>/ alone
-// would leave DeepSpeed's load_checkpoint(dir) (or Megatron's --load dir)
-// starting from scratch while gpurent said it resumed. It returns what it
+// names a checkpoint that exists and is as new (by its step, or one of the
+// script's own naming): on a new machine global_step<N>/ alone would leave
+// DeepSpeed's load_checkpoint(dir) (or Megatron's --load dir) starting
+// from scratch while gpurent said it resumed, and beside an older one it
+// would load the older. It returns what it
 // wrote ("" for nothing); the file is written to a temporary name and
 // renamed, as the frameworks' own loaders may read it at any time.
 func RestoreTracker(dest string) (string, error) {
@@ -126,7 +128,9 @@ func RestoreTracker(dest string) (string, error) {
 	switch {
 	case in.deepSpeed():
 		if tr.deepspeed.ok && exists(filepath.Join(dir, tr.deepspeed.target)) {
-			return "", nil
+			if t, n := lastNumber(tr.deepspeed.target), lastNumber(name); t < 0 || n < 0 || t >= n {
+				return "", nil
+			}
 		}
 		file, content = deepSpeedTracker, name
 	case in.megatron(name, trackers{}):
@@ -134,7 +138,7 @@ func RestoreTracker(dest string) (string, error) {
 		if n < 0 || (name != fmt.Sprintf("iter_%07d", n) && name != fmt.Sprintf("global_step_%d", n)) {
 			return "", nil // a name the framework would not derive from a number
 		}
-		if tr.megatron.ok && tr.megatron.step >= 0 &&
+		if tr.megatron.ok && tr.megatron.step >= n &&
 			(exists(filepath.Join(dir, fmt.Sprintf("iter_%07d", tr.megatron.step))) || exists(filepath.Join(dir, fmt.Sprintf("global_step_%d", tr.megatron.step)))) {
 			return "", nil
 		}

@@ -122,7 +122,11 @@ func TestRestoreTracker(t *testing.T) {
 	}{
 		{"deepspeed", "global_step200", "mp_rank_00_model_states.pt", "", "latest", "global_step200"},
 		{"deepspeed stale latest", "global_step200", "mp_rank_00_model_states.pt", "latest=global_step900", "latest", "global_step200"},
-		{"deepspeed latest names one here", "global_step200", "mp_rank_00_model_states.pt", "latest=global_step100", "latest", "global_step100"},
+		{"deepspeed latest names an older one here", "global_step200", "mp_rank_00_model_states.pt", "latest=global_step100", "latest", "global_step200"},
+		{"deepspeed latest names a newer one here", "global_step200", "mp_rank_00_model_states.pt", "latest=global_step300", "latest", "global_step300"},
+		{"deepspeed latest names a tag of its own", "global_step200", "mp_rank_00_model_states.pt", "latest=best", "latest", "best"},
+		{"megatron tracker names an older one here", "iter_0000200", ".metadata", "latest_checkpointed_iteration.txt=100", "latest_checkpointed_iteration.txt", "200"},
+		{"megatron tracker names a newer one here", "iter_0000200", ".metadata", "latest_checkpointed_iteration.txt=300", "latest_checkpointed_iteration.txt", "300"},
 		{"megatron", "iter_0000200", "mp_rank_00/model_optim_rng.pt", "", "latest_checkpointed_iteration.txt", "200"},
 		{"megatron dcp", "iter_0000200", ".metadata", "", "latest_checkpointed_iteration.txt", "200"},
 		{"verl", "global_step_7", "actor/model_world_size_1_rank_0.pt", "", "latest_checkpointed_iteration.txt", "7"},
@@ -135,8 +139,11 @@ func TestRestoreTracker(t *testing.T) {
 			if tc.existing != "" {
 				f, c, _ := strings.Cut(tc.existing, "=")
 				layout(t, dir, map[string]string{f: c})
-				if c == "global_step100" {
-					layout(t, dir, map[string]string{"global_step100/mp_rank_00_model_states.pt": ""})
+				switch c {
+				case "global_step100", "global_step300", "best":
+					layout(t, dir, map[string]string{c + "/mp_rank_00_model_states.pt": ""})
+				case "100", "300":
+					layout(t, dir, map[string]string{"iter_0000" + c + "/.metadata": ""})
 				}
 			}
 			wrote, err := RestoreTracker(filepath.Join(dir, tc.ckpt))
