@@ -116,6 +116,11 @@ type Limits struct {
 	// DiskFreeWarn: bytes; less than 20 GB leaves no room for a model and
 	// two checkpoints.
 	DiskFreeWarn uint64
+	// ShmWarn: bytes of /dev/shm at or below which DataLoader workers and
+	// NCCL fail: Docker's default --shm-size, 64 MiB, which PyTorch's
+	// README says is not enough for its multiprocessing data loaders
+	// ("increase shared memory size either with --ipc=host or --shm-size").
+	ShmWarn uint64
 }
 
 // DefaultLimits are the limits bench uses.
@@ -135,6 +140,7 @@ func DefaultLimits() Limits {
 		DiskOrderMin:     0.95,
 		DiskWriteWarnMBs: 200,
 		DiskFreeWarn:     20e9,
+		ShmWarn:          64 << 20,
 	}
 }
 

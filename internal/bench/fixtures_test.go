@@ -48,7 +48,8 @@ func healthyH100() probe.Facts {
 		Sharing: probe.SharingFacts{Container: "docker", ContainerEvidence: "/.dockerenv exists"},
 		Host: probe.HostFacts{CPUModel: "Intel(R) Xeon(R) Platinum 8480+", OnlineCPUs: 26, StealPct: p(0.2), BusyPct: p(1.5), LoadAvg1: p(0.3),
 			MemTotal: 225 * gib64, MemAvailable: 219 * gib64, DataDir: "/workspace", FSType: "ext4", FSSource: "/dev/nvme0n1p1",
-			FSFree: p(uint64(480e9)), FSSize: p(uint64(500e9)), DiskWriteMBs: p(1850.0), DiskReadMBs: p(3100.0), DiskTestBytes: 256 << 20, DiskTestMethod: "o_direct"},
+			FSFree: p(uint64(480e9)), FSSize: p(uint64(500e9)), DiskWriteMBs: p(1850.0), DiskReadMBs: p(3100.0), DiskTestBytes: 256 << 20, DiskTestMethod: "o_direct",
+			ShmSize: p(uint64(225 * gib64 / 2))}, // --ipc=host: the host's tmpfs, half its RAM by default
 	}
 }
 
@@ -259,6 +260,13 @@ func fixtures() []fixture {
 			facts: func() probe.Facts {
 				f := healthyH100()
 				f.Torch = []probe.TorchInstall{{Path: "/usr/local/lib/python3.12/dist-packages/torch/version.py", Version: "2.7.0+cpu"}}
+				return f
+			}},
+		// A container started without --shm-size: Docker's 64 MiB.
+		{name: "docker-default-shm", want: Warn, warns: []string{"host.shm"},
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.Host.ShmSize = p(uint64(64 << 20))
 				return f
 			}},
 		{name: "host-steal-25pct", want: Fail, fails: []string{"host.steal"}, advice: "oversold",

@@ -212,6 +212,21 @@ func (j *judge) host() {
 	}
 	j.add(d)
 
+	shm := Check{ID: "host.shm", Unit: "MiB", Status: Pass, Expected: fmt.Sprintf("> %d", j.lim.ShmWarn>>20)}
+	switch {
+	case h.ShmSize == nil:
+		shm.Status, shm.Evidence = Skip, "/dev/shm not read: "+h.Errors["shm"]
+	default:
+		shm.Measured = round1(float64(*h.ShmSize) / (1 << 20))
+		shm.Evidence = fmt.Sprintf("/dev/shm holds %.0f MiB", float64(*h.ShmSize)/(1<<20))
+		if *h.ShmSize <= j.lim.ShmWarn {
+			shm.Status = Warn
+			shm.Evidence += " (Docker's default size)"
+			shm.Advice = "DataLoader workers hand batches over through /dev/shm, and NCCL uses it too: at this size they die with \"Bus error\" or \"unexpected bus error encountered in worker\". Ask for a container with --shm-size 16g or --ipc=host; until then num_workers=0 avoids it, slowly."
+		}
+	}
+	j.add(shm)
+
 	if want := j.order.Disk; want > 0 {
 		ds := Check{ID: "host.disk_size", Unit: "GB", Status: Pass, Expected: round1(want / 1e9)}
 		if h.FSSize == nil {

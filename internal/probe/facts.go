@@ -178,6 +178,9 @@ type HostFacts struct {
 	DiskReadMBs    *float64 `json:"disk_read_mbs,omitempty"`
 	DiskTestBytes  int64    `json:"disk_test_bytes,omitempty"`
 	DiskTestMethod string   `json:"disk_test_method,omitempty"` // o_direct, or fsync+fadvise
+	// ShmSize is the size of /dev/shm in bytes, where PyTorch's DataLoader
+	// workers and NCCL exchange data; nil when unread.
+	ShmSize *uint64 `json:"shm_size,omitempty"`
 	// Errors names each host probe that failed and why.
 	Errors map[string]string `json:"errors,omitempty"`
 }

@@ -93,6 +93,12 @@ func Host(ctx context.Context, opt HostOptions) HostFacts {
 	} else {
 		fail("fs_free", err)
 	}
+	if err := syscall.Statfs("/dev/shm", &st); err == nil {
+		size := st.Blocks * uint64(st.Bsize)
+		h.ShmSize = &size
+	} else {
+		fail("shm", err)
+	}
 
 	// Steal and busy time over the window; the disk test runs meanwhile
 	// would disturb it, so it runs after.
