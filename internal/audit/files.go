@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -107,6 +108,14 @@ var tokenFormats = []struct {
 	{"a Hugging Face token", regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}`)},
 }
 
+// secretAssignment is NAME=value where NAME says it holds a secret
+// (..._API_KEY, ..._TOKEN, ..._SECRET, ..._SECRET_KEY, ..._ACCESS_KEY,
+// ..._PASSWORD) and value is a literal of 16 or more characters, not a
+// reference ($VAR, $(cmd)): `export WANDB_API_KEY=...` typed in a shell,
+// `env OPENAI_API_KEY=... python serve.py` in a process list. It names the
+// keys whose format nothing tells apart (W&B's, OpenAI's, DashScope's).
+var secretAssignment = regexp.MustCompile(`\b([A-Z][A-Z0-9_]*(?:API_KEY|APIKEY|TOKEN|SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD))=["']?([^\s"'$]{16,})`)
+
 // tokensIn names the kinds of token in the last max bytes of path, where
 // a history keeps what was typed most recently.
 func tokensIn(path string, max int64) []string {
@@ -122,12 +131,27 @@ func tokensIn(path string, max int64) []string {
 	return tokenKinds(b)
 }
 
-// tokenKinds names the kinds of token in b.
+// tokenKinds names the kinds of token in b: by format, then secrets
+// assigned to a variable whose value no format names.
 func tokenKinds(b []byte) []string {
 	var found []string
+	known := func(v []byte) bool {
+		for _, t := range tokenFormats {
+			if t.re.Match(v) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, t := range tokenFormats {
 		if t.re.Match(b) {
 			found = append(found, t.name)
+		}
+	}
+	for _, m := range secretAssignment.FindAllSubmatch(b, -1) {
+		kind := "a secret assigned to " + string(m[1])
+		if !known(m[2]) && !slices.Contains(found, kind) {
+			found = append(found, kind)
 		}
 	}
 	return found

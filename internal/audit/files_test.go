@@ -12,13 +12,19 @@ import (
 func TestTokenFormats(t *testing.T) {
 	dir := t.TempDir()
 	for text, want := range map[string]string{
-		"aws s3 ls # AKIAIOSFODNN7EXAMPLE":                                          "an AWS access key id",
-		"export AWS_ACCESS_KEY_ID=ASIAY34FZKBOKMUTVV7A":                             "an AWS access key id",
-		"git clone https://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@github.com/x/y": "a GitHub token",
-		"huggingface-cli login --token hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789":     "a Hugging Face token",
-		"from huggingface_hub import hf_hub_download":                               "",
-		"echo AKIA_IS_A_PREFIX":                                                     "",
-		"ghp_short":                                                                 "",
+		"aws s3 ls # AKIAIOSFODNN7EXAMPLE":                                           "an AWS access key id",
+		"export AWS_ACCESS_KEY_ID=ASIAY34FZKBOKMUTVV7A":                              "an AWS access key id",
+		"git clone https://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@github.com/x/y":  "a GitHub token",
+		"huggingface-cli login --token hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789":      "a Hugging Face token",
+		"from huggingface_hub import hf_hub_download":                                "",
+		"echo AKIA_IS_A_PREFIX":                                                      "",
+		"ghp_short":                                                                  "",
+		"export WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567":              "a secret assigned to WANDB_API_KEY",
+		"AWS_SECRET_ACCESS_KEY='wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' aws s3 ls": "a secret assigned to AWS_SECRET_ACCESS_KEY",
+		"export OPENAI_API_KEY=$(cat ~/.openai)":                                     "",
+		"export HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789":                    "a Hugging Face token",
+		"export MY_TOKEN=short":                                                      "",
+		"CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 torchrun train.py":                     "",
 	} {
 		p := filepath.Join(dir, "h")
 		if err := os.WriteFile(p, []byte(text+"\n"), 0o600); err != nil {
