@@ -39,7 +39,8 @@ a Docker socket that answers; and the GPU-sharing signs of gpurent bench.
 
 Secrets are never printed: a credential file is read no further than the bytes
 that say what it is, and histories, git configs and command lines are searched
-for a token's format, reporting only which kind was found.
+for a token's format or a secret assigned to a variable (WANDB_API_KEY=...),
+reporting only which kind, or which variable, was found.
 Exit codes: 0 pass or warn, 3 fail, 2 bad usage.`,
 		Example: `  gpurent audit
   gpurent audit --data /mnt/datasets -o json > audit.json
