@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Event is what happened, as sent to an endpoint that is none of the known
@@ -124,17 +125,16 @@ func clip(s string, n int) string {
 		return s
 	}
 	cut := n - len("…")
-	for cut > 0 && !utf8Start(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + "…"
 }
 
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
-// Send posts e, retrying a failed attempt (a network error, a 5xx or 429,
-// or a chat service's error code in a 200 answer) after each Backoff wait.
-// A 4xx other than 429 is permanent: the URL is wrong or revoked.
+// Send posts e, retrying a failed attempt (a network error, a 5xx or 429)
+// after each Backoff wait. A 4xx other than 429 is permanent (the URL is
+// wrong or revoked), and so is a chat service's error code in a 200 answer
+// (a keyword missing, a bot switched off).
 func (w *Webhook) Send(ctx context.Context, e Event) error {
 	body, err := w.Body(e)
 	if err != nil {
