@@ -290,7 +290,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.DurationVar(&poll, "poll", time.Second, "how often --ckpt-dir is scanned")
 	f.DurationVar(&stall, "stall", 0, "restart the command when it has written no new checkpoint for this long (hung); 0 only warns, at three times the usual interval")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
-	f.StringVar(&notifyFile, "notify", "", "file holding a webhook URL (Slack, Discord, Feishu/Lark, DingTalk, WeCom or any JSON endpoint) told of the start, restarts, notices, a failing store and the end (default $GPURENT_NOTIFY)")
+	f.StringVar(&notifyFile, "notify", "", "file holding a webhook URL (Slack, Discord, Feishu/Lark, DingTalk, WeCom or any JSON endpoint) told of the start, restarts, stalls, notices, a failing store and the end (default $GPURENT_NOTIFY)")
 	f.StringVar(&metaAWS, "metadata-aws", "", "AWS instance metadata endpoint (default http://169.254.169.254)")
 	f.StringVar(&metaGCP, "metadata-gcp", "", "GCP metadata endpoint (default http://metadata.google.internal)")
 	f.StringVar(&metaAzure, "metadata-azure", "", "Azure metadata endpoint (default http://169.254.169.254; VMs outside a VNET must discover theirs)")
