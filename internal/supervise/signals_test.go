@@ -42,6 +42,28 @@ func TestGroupCatching(t *testing.T) {
 	}
 }
 
+// groupLive reads a process's group and state from /proc/PID/stat, whose
+// command name may hold spaces and parentheses, and leaves zombies out.
+func TestGroupLive(t *testing.T) {
+	proc := t.TempDir()
+	layout(t, proc, map[string]string{
+		"10/stat": "10 (python3) S 1 10 10 0 -1 4194560 1 0",
+		"11/stat": "11 (pt_data_worker) Z 10 10 10 0 -1 4194560 1 0",    // exited, not reaped
+		"12/stat": "12 (a) b) (c) R 10 10 10 0 -1 4194560 1 0",          // a name with ") ("
+		"13/stat": "13 (sleep) S 1 13 13 0 -1 4194560 1 0",              // another group
+		"14/stat": "14 (torchrun worker 3) D 10 10 10 0 -1 4194560 1 0", // in the kernel: running
+		"x/stat":  "not a pid",
+	})
+	pids, err := groupLive(proc, 10)
+	slices.Sort(pids)
+	if err != nil || !slices.Equal(pids, []int{10, 12, 14}) {
+		t.Errorf("live %v %v, want 10, 12, 14", pids, err)
+	}
+	if _, err := groupLive(filepath.Join(proc, "none"), 10); err == nil {
+		t.Error("no /proc, no error")
+	}
+}
+
 // logTo collects cfg's log lines; logged returns them so far.
 func logTo(cfg *Config) (logged func() string) {
 	var mu sync.Mutex
