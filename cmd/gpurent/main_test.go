@@ -115,6 +115,8 @@ func TestExitCodes(t *testing.T) {
 		{"run config negative keep", []string{"run", "--config", runKeep}, 2, "run.yaml:2: keep: want 0 (keep all) or more, got -1"},
 		{"run config bad quiet", []string{"run", "--config", runQuiet}, 2, `quiet.yaml:3: quiet: time: unknown unit "x"`},
 		{"run config bad stall", []string{"run", "--config", runStall}, 2, `stall.yaml:3: stall: `},
+		{"negative checkpoint size", []string{"quote", "--hours", "10", "--ckpt-every", "1h", "--ckpt-size", "-1"}, 2, "--ckpt-size: want a non-negative size, got -1"},
+		{"checkpoint size without interval", []string{"quote", "--hours", "10", "--ckpt-size", "20"}, 2, "checkpoint settings need --ckpt-every"},
 		{"run negative stall flag", []string{"run", "--stall", "-1s", "--", "true"}, 2, "--stall: want a positive duration such as 2h, or 0 to only warn, got -1s"},
 		{"run negative restarts flag", []string{"run", "--max-restarts", "-1", "--", "true"}, 2, "--max-restarts: want 0 or more, got -1"},
 		{"run command not found", []string{"run", "--ckpt-dir", dir, "--preemption", "none", "--", "no-such-trainer"}, 2, `exec: "no-such-trainer": executable file not found`},

@@ -98,7 +98,7 @@ and prints the tokens per day above which renting pays.`,
 // would be ignored without a word, and a user who passes --hours to
 // --inference (or --model without it) believes it shaped the answer.
 var (
-	trainingOnly  = []string{"profile", "gpus", "hours", "days", "starts", "disk", "egress", "interruptible", "ckpt-every", "ckpt-write", "ckpt-restart", "interruptions-per-day", "trials", "seed", "deadline"}
+	trainingOnly  = []string{"profile", "gpus", "hours", "days", "starts", "disk", "egress", "interruptible", "ckpt-every", "ckpt-write", "ckpt-restart", "ckpt-size", "interruptions-per-day", "trials", "seed", "deadline"}
 	inferenceOnly = []string{"tokens-per-day", "model", "tokens-per-second", "api-price"}
 )
 

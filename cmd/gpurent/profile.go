@@ -31,6 +31,7 @@ type taskFlags struct {
 	every         string
 	write         string
 	restart       string
+	ckptSize      float64
 	currency      string
 	interruptions float64
 	providers     []string
@@ -52,6 +53,7 @@ var flagOf = map[string]string{
 	"gpu": "--gpu", "gpus": "--gpus", "compute_hours": "--hours", "span_days": "--days", "starts": "--starts",
 	"disk_gb": "--disk", "egress_gb": "--egress", "interruptible": "--interruptible",
 	"checkpoint.every": "--ckpt-every", "checkpoint.write": "--ckpt-write", "checkpoint.restart": "--ckpt-restart",
+	"checkpoint.size_gb": "--ckpt-size",
 }
 
 func (t *taskFlags) register(fs *pflag.FlagSet) {
@@ -67,6 +69,7 @@ func (t *taskFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.every, "ckpt-every", "", "work between checkpoints (30m)")
 	fs.StringVar(&t.write, "ckpt-write", "", "time to write one checkpoint until it is safe remotely (1m)")
 	fs.StringVar(&t.restart, "ckpt-restart", "", "time from an interruption to running again (5m)")
+	fs.Float64Var(&t.ckptSize, "ckpt-size", 0, "GB one checkpoint uploads to a store outside the provider, billed as egress once per --ckpt-every")
 	fs.StringVar(&t.currency, "currency", "USD", "currency of every amount, converted with the catalog's rates")
 	fs.StringArrayVar(&t.providers, "provider", nil, `only this provider's offers, e.g. "RunPod", "alibaba cloud" (repeatable)`)
 	fs.Float64Var(&t.interruptions, "interruptions-per-day", 0, "spot interruptions a day, for every offer (the embedded catalog knows none)")
@@ -131,6 +134,13 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 		}
 		*c.dst(p.Checkpoint) = billing.Duration(d)
 		mark(c.field)
+	}
+	if set("ckpt-size") {
+		if p.Checkpoint == nil {
+			p.Checkpoint = &billing.Checkpoint{}
+		}
+		p.Checkpoint.SizeGB = t.ckptSize
+		mark("checkpoint.size_gb")
 	}
 	if p.Checkpoint != nil && p.Checkpoint.Every == 0 {
 		return nil, nil, nil, opt, usagef("checkpoint settings need --ckpt-every (or checkpoint.every in the profile)")

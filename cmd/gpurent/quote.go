@@ -60,8 +60,12 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	if gpu == "" {
 		gpu = "any GPU"
 	}
-	fmt.Fprintf(w, "%s h on %s x%d over %s, %s, %s GB disk, %s GB egress; amounts in %s\n\n",
-		trim(p.ComputeHours), gpu, p.GPUs, report.Count(p.SpanDays, "day"), report.Count(p.Starts, "start"), trim(p.DiskGB), trim(p.EgressGB), q.Currency)
+	egress := trim(p.EgressGB) + " GB egress"
+	if _, up := p.Uploads(); up > 0 {
+		egress += fmt.Sprintf(" + %s GB of checkpoint uploads", trim(up))
+	}
+	fmt.Fprintf(w, "%s h on %s x%d over %s, %s, %s GB disk, %s; amounts in %s\n\n",
+		trim(p.ComputeHours), gpu, p.GPUs, report.Count(p.SpanDays, "day"), report.Count(p.Starts, "start"), trim(p.DiskGB), egress, q.Currency)
 	tab := report.NewTab("#", "OFFER", "PROVIDER", "GPU", "INST", "PLAN", "TOTAL", "LIST", "HIDDEN", "COMPUTE", "STORAGE", "EGRESS", "BOOT", "IP", "UNKNOWN", "DETAIL")
 	for i, b := range q.Bills {
 		warn := "-"

@@ -108,6 +108,9 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 	if n := splitNote(p, offers); n != "" {
 		plan.Notes = append(plan.Notes, n)
 	}
+	if n := uploadNote(p); n != "" {
+		plan.Notes = append(plan.Notes, n)
+	}
 	factors := make([]float64, len(offers))
 	for i := range offers {
 		f, err := rates.Convert(1, offers[i].Currency, cur)

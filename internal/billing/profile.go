@@ -40,6 +40,28 @@ type Checkpoint struct {
 	Every   Duration `yaml:"every"`   // work between checkpoints
 	Write   Duration `yaml:"write"`   // time to write one (until it is safe remotely)
 	Restart Duration `yaml:"restart"` // time from an interruption to running again
+	// SizeGB is what one checkpoint uploads to a store outside the
+	// provider (gpurent run's --store): data transfer out, billed as
+	// egress like a download, once every Every of compute.
+	SizeGB float64 `yaml:"size_gb"`
+}
+
+// Uploads is how many checkpoints the task uploads, one every
+// checkpoint.every of compute and the last at the end, and the GB they
+// make; 0 without a checkpoint size.
+func (p *Profile) Uploads() (n int, gb float64) {
+	c := p.Checkpoint
+	if c == nil || c.SizeGB <= 0 || c.Every <= 0 || p.ComputeHours <= 0 {
+		return 0, 0
+	}
+	n = int(math.Ceil(p.ComputeHours/c.Every.Hours() - 1e-9))
+	return n, float64(n) * c.SizeGB
+}
+
+// egressGB is all the task sends out: its downloads and its checkpoints.
+func (p *Profile) egressGB() float64 {
+	_, up := p.Uploads()
+	return p.EgressGB + up
 }
 
 // Duration is a profile duration in Go syntax or days ("30m", "15d").
@@ -127,6 +149,9 @@ func (p *Profile) Validate() []yamlfile.Problem {
 		}
 		if c.Restart < 0 {
 			bad("checkpoint.restart", "want a non-negative time, got %v", c.Restart)
+		}
+		if !finite(c.SizeGB) || c.SizeGB < 0 {
+			bad("checkpoint.size_gb", "want a non-negative size, got %v", c.SizeGB)
 		}
 	}
 	return ps

@@ -159,6 +159,9 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 	if n := splitNote(p, offers); n != "" {
 		q.Notes = append(q.Notes, n)
 	}
+	if n := uploadNote(p); n != "" {
+		q.Notes = append(q.Notes, n)
+	}
 	if !p.Interruptible {
 		q.Notes = append(q.Notes, "spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)")
 	}
@@ -178,6 +181,17 @@ func (b *Bill) scale(f float64) {
 	for i := range b.Items {
 		b.Items[i].Amount *= f
 	}
+}
+
+// uploadNote says what the checkpoint uploads add to egress, or "" when
+// the profile has no checkpoint size.
+func uploadNote(p *Profile) string {
+	n, gb := p.Uploads()
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("egress includes %d checkpoint uploads of %g GB (%g GB) to a store outside the provider: one every %s of compute, as gpurent run streams them; a store in the provider's own region may not bill them",
+		n, p.Checkpoint.SizeGB, gb, time.Duration(p.Checkpoint.Every))
 }
 
 // splitNote says how many offers spread the profile's GPUs over several
@@ -256,7 +270,7 @@ func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64) sh
 	s.extraGB = math.Max(0, p.DiskGB-inc)
 	s.runGB = u.fee("storage.running_gb_month", o.Storage.RunningGBMonth, s.extraGB > 0) / catalog.HoursPerMonth
 	s.stopGB = u.fee("storage.stopped_gb_month", o.Storage.StoppedGBMonth, s.extraGB > 0 && stoppedHours > 0) / catalog.HoursPerMonth
-	s.egress = p.EgressGB * u.fee("egress_gb", o.EgressGB, p.EgressGB > 0)
+	s.egress = p.egressGB() * u.fee("egress_gb", o.EgressGB, p.egressGB() > 0)
 	s.boot = u.fee("boot_fee", o.BootFee, true)
 	s.ip = u.fee("ip_month", o.IPMonth, true) * float64(p.SpanDays) / 30
 	return s

@@ -76,6 +76,39 @@ func TestOnDemandWorkedExample(t *testing.T) {
 	}
 }
 
+// Checkpoints streamed to a store outside the provider are data sent out:
+// the worked example with a 2 GB checkpoint every 3 h of compute.
+//
+//	uploads  ceil(10 h / 3 h) = 4, the last at the end; 4 × 2 GB = 8 GB
+//	egress   (50 + 8) GB × 0.1 = 5.8 (was 5)
+func TestCheckpointUploadsAreEgress(t *testing.T) {
+	p := Profile{GPUs: 2, ComputeHours: 10, SpanDays: 10, Starts: 4, DiskGB: 100, EgressGB: 50,
+		Checkpoint: &Checkpoint{Every: Duration(3 * time.Hour), SizeGB: 2}}
+	if n, gb := p.Uploads(); n != 4 || gb != 8 {
+		t.Errorf("uploads %d, %v GB; want 4, 8", n, gb)
+	}
+	b := onDemand(t, p, testOffer())
+	if got := item(b, ItemEgress); !near(got, 5.8) || !near(b.Total, 56.3) {
+		t.Errorf("egress %v total %v, want 5.8 and 56.3", got, b.Total)
+	}
+	q, err := Make(&p, []catalog.Offer{testOffer()}, catalog.Rates{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(q.Notes, func(n string) bool { return strings.HasPrefix(n, "egress includes 4 checkpoint uploads of 2 GB (8 GB)") }) {
+		t.Errorf("notes %q", q.Notes)
+	}
+	// Without a size, or exactly 9 h (3 intervals), the counts follow.
+	p.Checkpoint.SizeGB = 0
+	if n, gb := p.Uploads(); n != 0 || gb != 0 {
+		t.Errorf("no size: %d, %v", n, gb)
+	}
+	p.Checkpoint.SizeGB, p.ComputeHours = 1, 9
+	if n, _ := p.Uploads(); n != 3 {
+		t.Errorf("9 h every 3 h: %d uploads, want 3", n)
+	}
+}
+
 func TestOnDemandRounding(t *testing.T) {
 	o := testOffer()
 	for _, tc := range []struct {
