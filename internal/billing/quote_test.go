@@ -95,7 +95,9 @@ func TestCheckpointUploadsAreEgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(q.Notes, func(n string) bool { return strings.HasPrefix(n, "egress includes 4 checkpoint uploads of 2 GB (8 GB)") }) {
+	if !slices.ContainsFunc(q.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "egress includes 4 checkpoint uploads of 2 GB (8 GB)")
+	}) {
 		t.Errorf("notes %q", q.Notes)
 	}
 	// Without a size, or exactly 9 h (3 intervals), the counts follow.
