@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/units"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -191,7 +192,7 @@ func uploadNote(p *Profile) string {
 		return ""
 	}
 	return fmt.Sprintf("egress includes %d checkpoint uploads of %g GB (%g GB) to a store outside the provider: one every %s of compute, as gpurent run streams them; a store in the provider's own region may not bill them",
-		n, p.Checkpoint.SizeGB, gb, time.Duration(p.Checkpoint.Every))
+		n, p.Checkpoint.SizeGB, gb, units.FormatDuration(time.Duration(p.Checkpoint.Every)))
 }
 
 // splitNote says how many offers spread the profile's GPUs over several
