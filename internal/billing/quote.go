@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
-	"github.com/gpurent/gpurent/internal/units"
 	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/units"
 )
 
 // Plans a bill can be for.
