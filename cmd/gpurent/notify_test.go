@@ -80,6 +80,9 @@ func TestRunNotifies(t *testing.T) {
 	}
 	empty := filepath.Join(dir, "empty.txt")
 	os.WriteFile(empty, nil, 0o600)
+	open := filepath.Join(dir, "open.txt")
+	os.WriteFile(open, []byte(srv.URL+"/hook/T0KEN\n"), 0o600)
+	os.Chmod(open, 0o644)
 	for _, tc := range []struct {
 		env    string
 		flag   []string
@@ -87,6 +90,7 @@ func TestRunNotifies(t *testing.T) {
 	}{
 		{"", []string{"--notify", srv.URL + "/hook/T0KEN"}, "--notify: give a file that holds the webhook URL, not the URL"},
 		{"", []string{"--notify", empty}, "--notify " + empty + ": the file is empty; want the webhook URL"},
+		{"", []string{"--notify", open}, "--notify " + open + " is readable by other users (mode -rw-r--r--): chmod 600 it"},
 		{"", []string{"--notify", filepath.Join(dir, "missing.txt")}, "--notify: open " + filepath.Join(dir, "missing.txt")},
 		{"http://10.11.12.13/hook/T0KEN", nil, "$GPURENT_NOTIFY: plain http to 10.11.12.13 would send the webhook's token unprotected: use https"},
 	} {

@@ -340,6 +340,11 @@ func openWebhook(path string) (*notify.Webhook, error) {
 		if err != nil {
 			return nil, err
 		}
+		if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+			// As with the age identity: on a shared machine another
+			// account would post to the channel.
+			return nil, usagef("--notify %s is readable by other users (mode %v): chmod 600 it", path, st.Mode().Perm())
+		}
 		raw, where = strings.TrimSpace(string(data)), "--notify "+path
 		if raw == "" {
 			return nil, usagef("%s: the file is empty; want the webhook URL", where)
