@@ -221,7 +221,7 @@ func (j *judge) host() {
 		shm.Evidence = fmt.Sprintf("/dev/shm holds %.0f MiB", float64(*h.ShmSize)/(1<<20))
 		if *h.ShmSize <= j.lim.ShmWarn {
 			shm.Status = Warn
-			shm.Evidence += " (Docker's default size)"
+			shm.Evidence += " (Docker gives a container 64 MiB unless told otherwise)"
 			shm.Advice = "DataLoader workers hand batches over through /dev/shm, and NCCL uses it too: at this size they die with \"Bus error\" or \"unexpected bus error encountered in worker\". Ask for a container with --shm-size 16g or --ipc=host; until then num_workers=0 avoids it, slowly."
 		}
 	}
