@@ -28,8 +28,9 @@ func newAudit(g *globals) *cobra.Command {
 other users logged in now or in the last week and their processes; whether sshd
 takes passwords, empty passwords or root with a password, and which keys can log
 in as you; sockets that answer on addresses other than loopback, with their
-process, and among them a Jupyter notebook without a token, TensorBoard or Ray's
-dashboard (asked with a few GET requests from this machine); credential files
+process, and among them a Jupyter notebook without a token, TensorBoard, Ray's
+dashboard or a code-server without a password (asked with a few GET requests
+from this machine); credential files
 (AWS, netrc/W&B, git, docker, rclone, GitHub CLI, PyPI, npm, Hugging Face, SSH
 keys, .env), git remotes, shell histories and your processes' command lines
 holding a token, and whether other accounts can read them; data other users

@@ -275,7 +275,7 @@ func (j *judger) services() {
 	switch {
 	case len(run) > 0:
 		c.Status, c.Evidence = bench.Fail, "runs code for anyone who reaches it: "+list(run)
-		c.Advice = "Anyone who can reach this port runs commands on this machine as the service's owner, with your data and credentials in reach. Stop it now, or restart it bound to 127.0.0.1 (jupyter lab --ip 127.0.0.1; ray start --dashboard-host 127.0.0.1) with a token, and reach it with ssh -L."
+		c.Advice = "Anyone who can reach this port runs commands on this machine as the service's owner, with your data and credentials in reach. Stop it now, or restart it bound to 127.0.0.1 (jupyter lab --ip 127.0.0.1; ray start --dashboard-host 127.0.0.1; code-server --bind-addr 127.0.0.1:8080 --auth password) with a token or password, and reach it with ssh -L."
 		if len(read) > 0 {
 			c.Evidence += "; readable by anyone: " + list(read)
 		}
@@ -285,7 +285,7 @@ func (j *judger) services() {
 	case len(closed) > 0:
 		c.Evidence = "asks for credentials: " + list(closed)
 	default:
-		c.Evidence = "no Jupyter, TensorBoard or Ray dashboard answers on a port other machines can reach"
+		c.Evidence = "no Jupyter, TensorBoard, Ray dashboard or code-server answers on a port other machines can reach"
 	}
 	j.add(c)
 }

@@ -68,6 +68,10 @@ type serviceProbe struct {
 	// with the base path and scheme it went to) is this kind of service,
 	// and if so whether it answered without credentials and what shows it.
 	judge func(asked string, status int, server string, body []byte) (known, open bool, evidence string)
+	// then, when set, is a second path asked once the kind is known, and
+	// decide reads whether its answer lets anyone in.
+	then   string
+	decide func(asked string, status int) (open bool, evidence string)
 }
 
 // serviceProbes are the notebooks and dashboards that run code or show
@@ -81,10 +85,15 @@ type serviceProbe struct {
 //     (tensorboard/plugins/core/core_plugin.py); TensorBoard has no login;
 //   - Ray's dashboard: GET /api/version answers ray_version as JSON
 //     (dashboard/modules/job/job_head.py), and its Jobs API beside it runs
-//     any command it is sent.
+//     any command it is sent;
+//   - code-server (VS Code in a browser, with a terminal): GET /healthz
+//     answers {"status", "lastHeartbeat"} with or without a password
+//     (src/node/routes/health.ts); /login is its login page under
+//     --auth password and a redirect to / under --auth none
+//     (src/node/routes/index.ts).
 func serviceProbes() []serviceProbe {
 	return []serviceProbe{
-		{"jupyter", "api/kernels", func(asked string, status int, server string, body []byte) (bool, bool, string) {
+		{kind: "jupyter", path: "api/kernels", judge: func(asked string, status int, server string, body []byte) (bool, bool, string) {
 			body = bytes.TrimSpace(body)
 			switch {
 			case status == http.StatusOK && bytes.HasPrefix(body, []byte("[")) && json.Valid(body):
@@ -94,18 +103,39 @@ func serviceProbes() []serviceProbe {
 			}
 			return false, false, ""
 		}},
-		{"tensorboard", "data/environment", func(asked string, status int, _ string, body []byte) (bool, bool, string) {
+		{kind: "tensorboard", path: "data/environment", judge: func(asked string, status int, _ string, body []byte) (bool, bool, string) {
 			if loc, ok := jsonField(status, body, "data_location"); ok {
 				return true, true, fmt.Sprintf("%s answered its logdir %q", asked, loc)
 			}
 			return false, false, ""
 		}},
-		{"ray", "api/version", func(asked string, status int, _ string, body []byte) (bool, bool, string) {
+		{kind: "ray", path: "api/version", judge: func(asked string, status int, _ string, body []byte) (bool, bool, string) {
 			if rv, ok := jsonField(status, body, "ray_version"); ok {
 				return true, true, fmt.Sprintf("%s answered ray_version %s, without a token", asked, rv)
 			}
 			return false, false, ""
 		}},
+		{kind: "code-server", path: "healthz", then: "login",
+			judge: func(asked string, status int, _ string, body []byte) (bool, bool, string) {
+				var v map[string]any
+				if status != http.StatusOK || json.Unmarshal(body, &v) != nil {
+					return false, false, ""
+				}
+				_, beat := v["lastHeartbeat"]
+				if st, ok := v["status"].(string); ok && beat {
+					return true, false, fmt.Sprintf("%s answered its heartbeat (%s)", asked, st)
+				}
+				return false, false, ""
+			},
+			decide: func(asked string, status int) (bool, string) {
+				switch {
+				case status == http.StatusOK:
+					return false, asked + " answered 200: a login page"
+				case status >= 300 && status < 400:
+					return true, fmt.Sprintf("%s answered %d, a redirect past the login: --auth none", asked, status)
+				}
+				return false, fmt.Sprintf("%s answered %d", asked, status)
+			}},
 	}
 }
 
@@ -206,6 +236,17 @@ func services(ctx context.Context, fetch Fetch, ls []Listener, roots map[int]web
 					asked += " over HTTPS"
 				}
 				if known, open, ev := p.judge(asked, status, server, body); known {
+					if p.then != "" {
+						c, cancel := context.WithTimeout(ctx, time.Second)
+						status, _, _, err := fetch(c, base, prefix+p.then)
+						cancel()
+						if err != nil {
+							ev += fmt.Sprintf("; GET %s%s did not answer, so whether it asks for a password is unknown", prefix, p.then)
+						} else {
+							o, more := p.decide(strings.Replace(asked, p.path, p.then, 1), status)
+							open, ev = o, ev+"; "+more
+						}
+					}
 					found[i] = &Service{Port: tg.l.Port, Addr: tg.l.Addr, Kind: p.kind, Open: open, URL: base + prefix, Evidence: ev}
 					return
 				}

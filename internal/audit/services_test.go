@@ -50,6 +50,23 @@ func TestServices(t *testing.T) {
 		}
 		http.NotFound(w, r)
 	})
+	codeServer := func(auth bool) http.HandlerFunc { // code-server's routes, as src/node/routes/index.ts mounts them
+		return func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.URL.Path == "/healthz":
+				w.Write([]byte(`{"status":"alive","lastHeartbeat":1764561600000}`))
+			case r.URL.Path == "/login" && auth:
+				w.Write([]byte("<html>password</html>"))
+			case r.URL.Path == "/login":
+				http.Redirect(w, r, "/", http.StatusFound)
+			case auth:
+				http.Redirect(w, r, "./login", http.StatusFound)
+			default:
+				w.Write([]byte("<html>workbench</html>"))
+			}
+		}
+	}
+	openCS, lockedCS := serve(codeServer(false)), serve(codeServer(true))
 	web := serve(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>hello</html>")) })
 	var loopbackAsked atomic.Int32
 	lo := serve(func(w http.ResponseWriter, r *http.Request) { loopbackAsked.Add(1); w.Write([]byte("[]")) })
@@ -71,7 +88,7 @@ func TestServices(t *testing.T) {
 	rawPort := raw.Addr().(*net.TCPAddr).Port
 
 	var ls []Listener
-	for _, p := range []int{openNB, tokenNB, tb, ray, web, rawPort} {
+	for _, p := range []int{openNB, tokenNB, tb, ray, openCS, lockedCS, web, rawPort} {
 		ls = append(ls, Listener{Proto: "tcp", Addr: "0.0.0.0", Port: p})
 	}
 	ls = append(ls, Listener{Proto: "tcp", Addr: "127.0.0.1", Port: lo}, Listener{Proto: "udp", Addr: "0.0.0.0", Port: openNB})
@@ -83,13 +100,17 @@ func TestServices(t *testing.T) {
 	for p, want := range map[int]struct {
 		kind string
 		open bool
-	}{openNB: {"jupyter", true}, tokenNB: {"jupyter", false}, tb: {"tensorboard", true}, ray: {"ray", true}} {
+	}{openNB: {"jupyter", true}, tokenNB: {"jupyter", false}, tb: {"tensorboard", true}, ray: {"ray", true},
+		openCS: {"code-server", true}, lockedCS: {"code-server", false}} {
 		if s, ok := byPort[p]; !ok || s.Kind != want.kind || s.Open != want.open {
 			t.Errorf("port %d: %+v, want %s open=%v", p, s, want.kind, want.open)
 		}
 	}
-	if len(got) != 4 {
-		t.Errorf("found %d services, want 4: %+v", len(got), got)
+	if len(got) != 6 {
+		t.Errorf("found %d services, want 6: %+v", len(got), got)
+	}
+	if ev := byPort[openCS].Evidence; ev != "GET /healthz answered its heartbeat (alive); GET /login answered 302, a redirect past the login: --auth none" {
+		t.Errorf("code-server without a password: %q", ev)
 	}
 	if loopbackAsked.Load() != 0 {
 		t.Error("a service on loopback alone was asked")
