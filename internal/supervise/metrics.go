@@ -17,6 +17,8 @@ type Metrics struct {
 	uploadErrors      atomic.Int64
 	notices           atomic.Int64
 	lastUploadSeconds atomic.Int64 // milliseconds, despite the name
+	lastCheckpoint    atomic.Int64 // unix seconds a new complete checkpoint last appeared
+	stalls            atomic.Int64
 	started           time.Time
 }
 
@@ -30,6 +32,10 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	atRisk := age
 	if age < 0 && !m.started.IsZero() {
 		atRisk = now.Sub(m.started).Seconds()
+	}
+	ckptAge := -1.0
+	if t := m.lastCheckpoint.Load(); t > 0 {
+		ckptAge = now.Sub(time.Unix(t, 0)).Seconds()
 	}
 	n, err := fmt.Fprintf(w, `# HELP gpurent_child_up Whether the training command is running.
 # TYPE gpurent_child_up gauge
@@ -55,7 +61,14 @@ gpurent_upload_errors_total %d
 # HELP gpurent_preemption_notices_total Preemption notices received.
 # TYPE gpurent_preemption_notices_total counter
 gpurent_preemption_notices_total %d
-`, m.childUp.Load(), m.restarts.Load(), age, atRisk, m.bytes.Load(), float64(m.lastUploadSeconds.Load())/1000, m.uploadErrors.Load(), m.notices.Load())
+# HELP gpurent_last_checkpoint_age_seconds Seconds since a new complete checkpoint last appeared in --ckpt-dir, uploaded or not (-1: none yet).
+# TYPE gpurent_last_checkpoint_age_seconds gauge
+gpurent_last_checkpoint_age_seconds %.0f
+# HELP gpurent_stalls_total Times the command wrote no new checkpoint for longer than --stall, or three times its usual interval.
+# TYPE gpurent_stalls_total counter
+gpurent_stalls_total %d
+`, m.childUp.Load(), m.restarts.Load(), age, atRisk, m.bytes.Load(), float64(m.lastUploadSeconds.Load())/1000, m.uploadErrors.Load(), m.notices.Load(),
+		ckptAge, m.stalls.Load())
 	return int64(n), err
 }
 

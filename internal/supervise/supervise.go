@@ -237,6 +237,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 	}
 	if c, ok, _ := s.det.Newest(); ok {
 		s.progress.sig = c.Signature() // there before: not progress
+		s.Metrics.lastCheckpoint.Store(c.ModTime.Unix())
 	}
 	go s.watch(ctx)
 	var notices <-chan Notice
@@ -665,11 +666,12 @@ type progress struct {
 // started resets progress for a new start of the command.
 func (p *progress) started(now time.Time) { p.at, p.startAt, p.said = now, now, false }
 
-// saw records the newest complete checkpoint; a new signature is progress.
-func (p *progress) saw(c Candidate, now time.Time) {
+// saw records the newest complete checkpoint; a new signature is
+// progress, and reported.
+func (p *progress) saw(c Candidate, now time.Time) bool {
 	sig := c.Signature()
 	if sig == p.sig {
-		return
+		return false
 	}
 	p.sig = sig
 	if !p.startAt.IsZero() && p.at.After(p.startAt) {
@@ -679,6 +681,7 @@ func (p *progress) saw(c Candidate, now time.Time) {
 		}
 	}
 	p.at, p.said = now, false
+	return true
 }
 
 // usual is the median interval between checkpoints, once three are known.
@@ -720,6 +723,7 @@ func (s *Supervisor) checkStall() {
 	}
 	p.said = true
 	s.mu.Unlock()
+	s.Metrics.stalls.Add(1)
 	if s.cfg.Stall > 0 {
 		s.cfg.Event("stall", fmt.Sprintf("no new checkpoint for %v (--stall %v): restarting the command from its newest checkpoint", idle.Round(time.Second), s.cfg.Stall))
 		select {
@@ -791,9 +795,13 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	if err != nil || !ok {
 		return !ok
 	}
+	now := time.Now()
 	s.mu.Lock()
-	s.progress.saw(c, time.Now())
+	progressed := s.progress.saw(c, now)
 	s.mu.Unlock()
+	if progressed {
+		s.Metrics.lastCheckpoint.Store(now.Unix())
+	}
 	if s.st.isCommitted(c) {
 		return true
 	}

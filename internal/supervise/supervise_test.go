@@ -739,6 +739,11 @@ func TestStallRestarts(t *testing.T) {
 	if len(h.committedSteps()) != 1 {
 		t.Errorf("committed %v, want the one checkpoint", h.committedSteps())
 	}
+	var b strings.Builder
+	sup.Metrics.WriteTo(&b)
+	if !strings.Contains(b.String(), "\ngpurent_stalls_total 3\n") || sup.Metrics.lastCheckpoint.Load() == 0 {
+		t.Errorf("metrics:\n%s", b.String())
+	}
 }
 
 // TestStallLimit: without --stall, a stall is three times the usual
