@@ -362,14 +362,24 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 		}
 		return m, err
 	}
-	all, err := s.List(ctx, run)
+	// Ids begin with their commit time, so the newest is the greatest
+	// key: one manifest read, not one per checkpoint (gpurent run asks at
+	// every start, and a run kept whole can hold thousands).
+	prefix := runPrefix(run) + "manifests/"
+	objs, err := s.b.List(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
-	if len(all) == 0 {
+	latest := ""
+	for _, o := range objs {
+		if id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, prefix), ".json"); ok && ValidID(id) == nil && id > latest {
+			latest = id
+		}
+	}
+	if latest == "" {
 		return nil, fmt.Errorf("run %s has %w yet", run, ErrNoCheckpoint)
 	}
-	return all[len(all)-1], nil
+	return s.manifest(ctx, manifestKey(run, latest))
 }
 
 // DescribeRuns names the store's runs and how many checkpoints each has,

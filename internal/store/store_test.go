@@ -717,6 +717,49 @@ func TestStoreWithin(t *testing.T) {
 // A prune plan names the oldest checkpoints beyond keep and the leftovers of
 // a killed push and deletes nothing; Prune then deletes exactly those, on
 // every backend.
+// countingGets counts the objects read whole.
+type countingGets struct {
+	Backend
+	gets atomic.Int64
+}
+
+func (c *countingGets) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	c.gets.Add(1)
+	return c.Backend.Get(ctx, key)
+}
+
+// Find's latest reads one manifest however many the run has (gpurent run
+// asks at every start), and is the newest pushed; a stray object among
+// the manifests is passed over.
+func TestFindLatestReadsOneManifest(t *testing.T) {
+	ctx := context.Background()
+	b := &countingGets{Backend: backends(t)["file"](t)}
+	s := New(b, Options{Grace: -1})
+	src := filepath.Join(t.TempDir(), "w.pt")
+	if err := os.WriteFile(src, []byte("weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var newest string
+	for range 5 {
+		m, err := s.Push(ctx, src, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		newest = m.ID
+	}
+	if _, err := b.Put(ctx, "runs/r/manifests/notes.json", func(w io.Writer) error { _, err := w.Write([]byte("{}")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	b.gets.Store(0)
+	m, err := s.Find(ctx, "r", "latest")
+	if err != nil || m.ID != newest {
+		t.Fatalf("latest %v %v, want %s", m, err, newest)
+	}
+	if n := b.gets.Load(); n != 1 {
+		t.Errorf("Find read %d objects, want 1", n)
+	}
+}
+
 func TestPrune(t *testing.T) {
 	for name, open := range backends(t) {
 		t.Run(name, func(t *testing.T) {
