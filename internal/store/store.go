@@ -362,9 +362,10 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 		}
 		return m, err
 	}
-	// Ids begin with their commit time, so the newest is the greatest
-	// key: one manifest read, not one per checkpoint (gpurent run asks at
-	// every start, and a run kept whole can hold thousands).
+	// Ids begin with the time their push began, at a fixed width, so the
+	// greatest key is the newest, as List orders them: one manifest read,
+	// not one per checkpoint (gpurent run asks at every start, and a run
+	// kept whole can hold thousands).
 	prefix := runPrefix(run) + "manifests/"
 	objs, err := s.b.List(ctx, prefix)
 	if err != nil {
