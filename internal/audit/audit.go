@@ -169,7 +169,7 @@ func Gather(ctx context.Context, e Env) Facts {
 	f.SSH = sshFacts(ctx, e)
 	f.Keys = authorizedKeys(e.Home)
 	f.Listeners = listeners(e, users, unseen)
-	f.Services = services(ctx, e.Fetch, f.Listeners, webRoots(e, f.Listeners), unseen)
+	f.Services = services(ctx, e.Fetch, f.Listeners, func(pid int) webRoot { w, _ := webRootOf(e, pid); return w }, unseen)
 	f.Secrets = secrets(e)
 	f.OpenDirs = openDirs(e)
 	tab := mounts.Read(e.Root)

@@ -173,11 +173,11 @@ const maxServicePorts = 32
 // services asks each TCP port that other machines can reach, except
 // sshd's, what it is: a few read-only GET requests from this machine, at
 // most a second each, all ports at once, under the base path its process
-// serves from (roots, by PID). A port that answers plain HTTP with an
+// serves from (rootOf, by PID; asked only for the ports asked). A port that answers plain HTTP with an
 // error is asked again over HTTPS (a notebook with a certificate drops
 // plain requests). Ports that do not speak HTTP answer nothing and are
 // left out.
-func services(ctx context.Context, fetch Fetch, ls []Listener, roots map[int]webRoot, unseen func(string)) []Service {
+func services(ctx context.Context, fetch Fetch, ls []Listener, rootOf func(pid int) webRoot, unseen func(string)) []Service {
 	out := []Service{}
 	if fetch == nil {
 		return out
@@ -206,7 +206,10 @@ func services(ctx context.Context, fetch Fetch, ls []Listener, roots map[int]web
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			root := roots[tg.l.PID]
+			var root webRoot
+			if rootOf != nil {
+				root = rootOf(tg.l.PID)
+			}
 			prefix := root.path()
 			schemes := []string{"http", "https"}
 			if root.tls {
@@ -287,34 +290,26 @@ func (w webRoot) path() string {
 	return "/" + p + "/"
 }
 
-// webRoots says, for the process behind each listener, where it serves:
-// from the runtime file Jupyter writes for `jupyter server list`
-// (jpserver-PID.json; nbserver-PID.json for Notebook 6), whose base_url
-// and secure are what the server runs with whatever configured them, else
-// from its command line (--ServerApp.base_url, --NotebookApp.base_url,
-// --certfile, TensorBoard's --path_prefix). Another account's process is
-// unreadable without root and keeps the defaults.
-func webRoots(e Env, ls []Listener) map[int]webRoot {
-	out := map[int]webRoot{}
-	for _, l := range ls {
-		if l.PID <= 0 {
-			continue
-		}
-		if _, done := out[l.PID]; done {
-			continue
-		}
-		proc := e.path(filepath.Join("proc", strconv.Itoa(l.PID)))
-		if w, ok := jupyterRuntime(e, proc, l.PID); ok {
-			out[l.PID] = w
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(proc, "cmdline"))
-		if err != nil {
-			continue
-		}
-		out[l.PID] = cmdlineRoot(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"))
+// webRootOf says where process pid serves: from the runtime file Jupyter
+// writes for `jupyter server list` (jpserver-PID.json; nbserver-PID.json
+// for Notebook 6), whose base_url and secure are what the server runs with
+// whatever configured them, else from its command line
+// (--ServerApp.base_url, --NotebookApp.base_url, --certfile, TensorBoard's
+// --path_prefix). Another account's process is unreadable without root:
+// false, and the defaults.
+func webRootOf(e Env, pid int) (webRoot, bool) {
+	if pid <= 0 {
+		return webRoot{}, false
 	}
-	return out
+	proc := e.path(filepath.Join("proc", strconv.Itoa(pid)))
+	if w, ok := jupyterRuntime(e, proc, pid); ok {
+		return w, true
+	}
+	b, err := os.ReadFile(filepath.Join(proc, "cmdline"))
+	if err != nil {
+		return webRoot{}, false
+	}
+	return cmdlineRoot(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")), true
 }
 
 // jupyterRuntime reads the runtime file of the Jupyter server pid, in the

@@ -198,7 +198,8 @@ func TestServicesWhereTheyServe(t *testing.T) {
 		{Proto: "tcp", Addr: "0.0.0.0", Port: port(basedTLS), PID: 4243},
 	}
 	roots := map[int]webRoot{4242: {prefix: "/nb"}, 4243: {prefix: "lab/x/", tls: true}}
-	got := services(context.Background(), HTTPGet, ls, roots, func(string) {})
+	rootOf := func(pid int) webRoot { return roots[pid] }
+	got := services(context.Background(), HTTPGet, ls, rootOf, func(string) {})
 	byPort := map[int]Service{}
 	for _, s := range got {
 		byPort[s.Port] = s
@@ -242,7 +243,12 @@ func TestWebRoots(t *testing.T) {
 	for _, pid := range []int{4242, 4243, 4244, 4245, 4246, 0} {
 		ls = append(ls, Listener{Proto: "tcp", Addr: "0.0.0.0", Port: 8000 + pid%100, PID: pid})
 	}
-	got := webRoots(Env{Root: root}, ls)
+	got := map[int]webRoot{}
+	for _, l := range ls {
+		if w, ok := webRootOf(Env{Root: root}, l.PID); ok {
+			got[l.PID] = w
+		}
+	}
 	want := map[int]webRoot{4242: {"/user/ann/", true}, 4243: {"/", false}, 4244: {"/tb", false}, 4245: {"/nb/", true}}
 	for pid, w := range want {
 		if got[pid] != w {
