@@ -575,7 +575,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(push, pull, ls, verify, prune, runs)
+	cmd.AddCommand(push, pull, ls, verify, prune, runs, newCkptLog(g, &s))
 	return cmd
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/notify"
+	"github.com/gpurent/gpurent/internal/runlog"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
 	"github.com/gpurent/gpurent/internal/units"
@@ -36,17 +37,19 @@ type runFile struct {
 	BWLimit     string   `yaml:"bwlimit"`
 	Notify      string   `yaml:"notify"`
 	Stall       string   `yaml:"stall"`
+	Log         string   `yaml:"log"`
+	LogEvery    string   `yaml:"log_every"`
 	Command     []string `yaml:"command"`
 }
 
 func newRun(g *globals) *cobra.Command {
 	var s storeFlags
 	var (
-		config, ckptDir, preemption, metrics, glob, notifyFile string
-		keep, maxRestarts                                      int
-		noStatus                                               bool
-		metaAWS, metaGCP, metaAzure, metaAlibaba, metaTencent  string
-		quiet, grace, poll, stall                              time.Duration
+		config, ckptDir, preemption, metrics, glob, notifyFile, logPath string
+		keep, maxRestarts                                               int
+		noStatus                                                        bool
+		metaAWS, metaGCP, metaAzure, metaAlibaba, metaTencent           string
+		quiet, grace, poll, stall, logEvery                             time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
@@ -107,6 +110,19 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			pick("glob", file.Glob, &glob)
 			pick("bwlimit", file.BWLimit, &s.bwlimit)
 			pick("notify", file.Notify, &notifyFile)
+			pick("log", file.Log, &logPath)
+			if !fs.Changed("log-every") && file.LogEvery != "" {
+				d, err := units.ParseDuration(file.LogEvery)
+				if err != nil {
+					return bad("log-every", "log_every", "%v", err)
+				}
+				logEvery = d
+			}
+			if logEvery < 10*time.Second {
+				// Each shipment is a request and an object: more often
+				// than this, a week's run leaves tens of thousands.
+				return bad("log-every", "log_every", "want 10s or more, got %v", logEvery)
+			}
 			if !fs.Changed("keep") && file.Keep != nil {
 				keep = *file.Keep
 			}
@@ -160,8 +176,21 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				}
 				*m.set = strings.TrimSuffix(*m.url, "/")
 			}
+			var out *runlog.Output
 			logf := func(format string, a ...any) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: "+format+"\n", a...)
+				line := fmt.Sprintf(format, a...)
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: %s\n", line)
+				if out != nil {
+					out.Note(line)
+				}
+			}
+			if logPath != "" {
+				o, err := openOutput(cmd, logPath)
+				if err != nil {
+					return err
+				}
+				out = o
+				defer out.Close(2 * time.Second)
 			}
 			hook, err := openWebhook(notifyFile)
 			if err != nil {
@@ -169,6 +198,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			}
 			event := func(string, string) {}
 			endReason := ""
+			var ship *runlog.Shipper
 			if hook != nil {
 				// Started first, so that a run that cannot start (a store
 				// that does not answer on a new machine's boot) is heard of
@@ -203,8 +233,24 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 					logf("warning: %s's metadata service does not answer: its preemption notices will be missed while it does not%s", preemption, hint)
 				}
 			}
+			tell := event
+			event = func(kind, text string) {
+				tell(kind, text)
+				switch kind {
+				case "restart", "notice", "stall":
+					// The command's last lines (a traceback) reach the log
+					// file a moment after it exits: ship them before a new
+					// machine is all that is left.
+					if ship != nil {
+						time.AfterFunc(time.Second, ship.Kick)
+					}
+				}
+			}
 			cfg := supervise.Config{Cmd: argv, CkptDir: ckptDir, Run: s.run, Keep: keep, MaxRestarts: maxRestarts,
 				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: event, Stall: stall}
+			if out != nil {
+				cfg.Stdout, cfg.Stderr = out.Stdout, out.Stderr
+			}
 			if pre != nil {
 				cfg.Cloud, cfg.Notice = cloud, supervise.ShortestNotice(cloud)
 			}
@@ -220,6 +266,11 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				defer closeFn()
 				cfg.Store = st
 				logf("checkpoints from %s go to %s, run %s", ckptDir, name, s.run)
+				if out != nil {
+					sl := &storeLog{st: st, run: s.run}
+					ship = runlog.Ship(cmd.Context(), logPath, out.Start, sl, logEvery, logSegment, logf)
+					defer finishLog(cmd.Context(), out, ship, sl, logf)
+				}
 			} else {
 				logf("warning: no --store: checkpoints stay on this machine and die with it")
 			}
@@ -278,7 +329,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	}
 	s.register(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, stall, command (flags override)")
+	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, stall, log, log_every, command (flags override)")
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&maxRestarts, "max-restarts", 10, "restarts after failures before giving up")
@@ -290,6 +341,8 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.DurationVar(&poll, "poll", time.Second, "how often --ckpt-dir is scanned")
 	f.DurationVar(&stall, "stall", 0, "restart the command when it has written no new checkpoint for this long (hung); 0 only warns, at three times the usual interval")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
+	f.StringVar(&logPath, "log", "", "append the command's output to this file and, with --store, ship it there (encrypted) every --log-every and at each restart: gpurent ckpt log reads it back")
+	f.DurationVar(&logEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")
 	f.StringVar(&notifyFile, "notify", "", "file holding a webhook URL (Slack, Discord, Feishu/Lark, DingTalk, WeCom or any JSON endpoint) told of the start, restarts, stalls, notices, a failing store and the end (default $GPURENT_NOTIFY)")
 	f.StringVar(&metaAWS, "metadata-aws", "", "AWS instance metadata endpoint (default http://169.254.169.254)")
 	f.StringVar(&metaGCP, "metadata-gcp", "", "GCP metadata endpoint (default http://metadata.google.internal)")
@@ -365,4 +418,61 @@ func sameDir(a, b string) bool {
 	ia, err1 := os.Stat(a)
 	ib, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
+}
+
+// logSegment is the most one shipment of the log holds: a store request of
+// a size every backend takes in one piece.
+const logSegment = 8 << 20
+
+// openOutput opens --log: the command's output is copied there as it is
+// shown.
+func openOutput(cmd *cobra.Command, path string) (*runlog.Output, error) {
+	if strings.HasSuffix(path, string(os.PathSeparator)) {
+		return nil, usagef("--log %s: want a file, not a directory", path)
+	}
+	stdout, ok1 := cmd.OutOrStdout().(*os.File)
+	stderr, ok2 := cmd.ErrOrStderr().(*os.File)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("--log: gpurent's output is not a file")
+	}
+	o, err := runlog.Open(runlog.Options{Path: path, Stdout: stdout, Stderr: stderr})
+	if err != nil {
+		return nil, usagef("--log: %v", err)
+	}
+	return o, nil
+}
+
+// finishLog stops the copying and ships what is left of the log, for up to
+// a minute: a machine about to be taken gives no longer.
+func finishLog(ctx context.Context, out *runlog.Output, ship *runlog.Shipper, sl *storeLog, logf func(string, ...any)) {
+	out.Close(2 * time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := ship.Close(ctx); err != nil {
+		logf("log: the end of the output is on this machine only: %v", err)
+		return
+	}
+	if sl.w != nil {
+		logf("log: in the store as session %s of run %s (gpurent ckpt log --run %s)", sl.w.Session(), sl.run, sl.run)
+	}
+}
+
+// storeLog is the run's log in the store: a session begun at the first
+// shipment, so that a store that does not answer at the start costs the
+// log nothing but time.
+type storeLog struct {
+	st  *store.Store
+	run string
+	w   *store.LogWriter
+}
+
+func (l *storeLog) Append(ctx context.Context, data []byte) error {
+	if l.w == nil {
+		w, err := l.st.NewLog(ctx, l.run)
+		if err != nil {
+			return err
+		}
+		l.w = w
+	}
+	return l.w.Append(ctx, data)
 }

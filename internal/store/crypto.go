@@ -123,20 +123,21 @@ var (
 	ErrNoIdentity    = errors.New("no identity was given")
 )
 
-// wrapReader decrypts r when the checkpoint is encrypted.
-func (c *Crypto) wrapReader(r io.Reader, encrypted bool, recipients []string) (io.Reader, error) {
+// wrapReader decrypts r when it is encrypted; what names it in errors
+// ("checkpoint", "log").
+func (c *Crypto) wrapReader(r io.Reader, encrypted bool, recipients []string, what string) (io.Reader, error) {
 	if !encrypted {
 		return r, nil
 	}
 	if len(c.Identities) == 0 {
-		return nil, fmt.Errorf("the checkpoint is encrypted (to %s) and %w: pass --identity FILE or set GPURENT_IDENTITY", strings.Join(recipients, ", "), ErrNoIdentity)
+		return nil, fmt.Errorf("the %s is encrypted (to %s) and %w: pass --identity FILE or set GPURENT_IDENTITY", what, strings.Join(recipients, ", "), ErrNoIdentity)
 	}
 	d, err := age.Decrypt(r, c.Identities...)
 	if err != nil {
 		var nm *age.NoIdentityMatchError
 		if errors.As(err, &nm) {
-			return nil, fmt.Errorf("%w: this identity (%s) cannot decrypt a checkpoint encrypted to %s", ErrWrongIdentity,
-				strings.Join(RecipientsOf(c.Identities), ", "), strings.Join(recipients, ", "))
+			return nil, fmt.Errorf("%w: this identity (%s) cannot decrypt a %s encrypted to %s", ErrWrongIdentity,
+				strings.Join(RecipientsOf(c.Identities), ", "), what, strings.Join(recipients, ", "))
 		}
 		return nil, err
 	}
@@ -163,7 +164,7 @@ func (c *Crypto) seal(plain []byte) ([]byte, error) {
 }
 
 func (c *Crypto) open(m *Manifest) ([]byte, error) {
-	r, err := c.wrapReader(bytes.NewReader(m.FileList), m.Encrypted, m.Recipients)
+	r, err := c.wrapReader(bytes.NewReader(m.FileList), m.Encrypted, m.Recipients, "checkpoint")
 	if err != nil {
 		return nil, err
 	}

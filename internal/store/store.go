@@ -560,7 +560,7 @@ func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, path stri
 		return err
 	}
 	defer r.Close()
-	plain, err := s.opt.Crypto.wrapReader(r, m.Encrypted, m.Recipients)
+	plain, err := s.opt.Crypto.wrapReader(r, m.Encrypted, m.Recipients, "checkpoint")
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %s: %w", m.ID, e.Path, err)
 	}
@@ -754,7 +754,7 @@ func (s *Store) checkFile(ctx context.Context, m *Manifest, e Entry) error {
 		return err
 	}
 	defer r.Close()
-	plain, err := s.opt.Crypto.wrapReader(r, m.Encrypted, m.Recipients)
+	plain, err := s.opt.Crypto.wrapReader(r, m.Encrypted, m.Recipients, "checkpoint")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,185 @@
+// Package runlog keeps the console output of the command gpurent run
+// supervises: on the terminal as before, in a local file, and, by a
+// Shipper, in the checkpoint store, so that the traceback of a machine
+// that died with its disk can be read from the next one.
+//
+// On a terminal the command writes to a pseudo-terminal whose other end
+// gpurent copies to the real one, so the command still sees a terminal:
+// Python keeps its line buffering, progress bars and colours stay as they
+// were. Elsewhere (under nohup, in a container without a TTY) it writes
+// to pipes, as it would have written to a file or pipe anyway.
+package runlog
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+)
+
+// Options say where output goes besides the log file.
+type Options struct {
+	// Path is the local log file, appended to (created 0600: training
+	// output can hold what other accounts should not read).
+	Path string
+	// Stdout and Stderr are gpurent's own; when Stdout is a terminal the
+	// command is given a pseudo-terminal of its size.
+	Stdout, Stderr *os.File
+}
+
+// Output is the command's side of the log: the files to give it as its
+// stdout and stderr, and the copying from them.
+type Output struct {
+	// Stdout and Stderr are what the command writes to; the same file
+	// when it is given a pseudo-terminal.
+	Stdout, Stderr *os.File
+	// Start is the log file's size when it was opened: a shipper sends
+	// what follows.
+	Start int64
+	// PTY says the command writes to a pseudo-terminal.
+	PTY bool
+
+	mu     sync.Mutex // orders writes to log
+	log    *os.File
+	reads  []*os.File // gpurent's ends, closed last
+	copies sync.WaitGroup
+	winch  chan os.Signal
+	closed bool // log closed: Note writes nothing
+	once   sync.Once
+}
+
+// Open opens the log file and the command's outputs, and starts copying.
+func Open(opt Options) (*Output, error) {
+	log, err := os.OpenFile(opt.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	st, err := log.Stat()
+	if err != nil {
+		log.Close()
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		log.Close()
+		return nil, fmt.Errorf("log file %s: not a regular file", opt.Path)
+	}
+	o := &Output{log: log, Start: st.Size()}
+	if term.IsTerminal(int(opt.Stdout.Fd())) {
+		if master, slave, err := openPTY(); err == nil {
+			o.PTY = true
+			o.Stdout, o.Stderr = slave, slave
+			o.reads = []*os.File{master}
+			o.fitTo(opt.Stdout)
+			o.winch = make(chan os.Signal, 1)
+			signal.Notify(o.winch, syscall.SIGWINCH)
+			go func() {
+				for range o.winch {
+					o.fitTo(opt.Stdout)
+				}
+			}()
+			o.copy(master, opt.Stdout)
+			return o, nil
+		}
+		// No pseudo-terminal (none left, /dev/pts not mounted): pipes
+		// still keep the log, with a pipe's buffering.
+	}
+	for _, dst := range []*os.File{opt.Stdout, opt.Stderr} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			o.Close(0)
+			return nil, fmt.Errorf("log: %w", err)
+		}
+		o.reads = append(o.reads, r)
+		if o.Stdout == nil {
+			o.Stdout = w
+		} else {
+			o.Stderr = w
+		}
+		o.copy(r, dst)
+	}
+	return o, nil
+}
+
+// fitTo gives the pseudo-terminal the size of tty.
+func (o *Output) fitTo(tty *os.File) {
+	if cols, rows, err := term.GetSize(int(tty.Fd())); err == nil {
+		setSize(o.reads[0], rows, cols)
+	}
+}
+
+// copy copies what the command writes to r to dst and to the log, until
+// EOF (a pipe) or EIO (a pseudo-terminal no process holds any more) or
+// Close.
+func (o *Output) copy(r *os.File, dst io.Writer) {
+	o.copies.Add(1)
+	go func() {
+		defer o.copies.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				dst.Write(buf[:n]) // a closed terminal must not stop the log
+				o.mu.Lock()
+				o.log.Write(buf[:n])
+				o.mu.Unlock()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// Note writes one of gpurent's own lines to the log (not to the
+// terminal: the caller prints it), with the time, so that the log tells
+// what gpurent did between the command's lines: a restart, a notice.
+func (o *Output) Note(line string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	fmt.Fprintf(o.log, "[gpurent %s] %s\n", time.Now().UTC().Format(time.RFC3339), line)
+}
+
+// Close stops the copying: it closes the command's ends, waits up to
+// drain for what is in flight (a process the command left behind may hold
+// them open), then closes gpurent's ends and the log file. Calls after the
+// first do nothing.
+func (o *Output) Close(drain time.Duration) error {
+	var err error
+	o.once.Do(func() { err = o.close(drain) })
+	return err
+}
+
+func (o *Output) close(drain time.Duration) error {
+	if o.winch != nil {
+		signal.Stop(o.winch)
+		close(o.winch)
+	}
+	if o.Stdout != nil {
+		o.Stdout.Close()
+	}
+	if o.Stderr != nil && o.Stderr != o.Stdout {
+		o.Stderr.Close()
+	}
+	done := make(chan struct{})
+	go func() { o.copies.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drain):
+	}
+	for _, r := range o.reads {
+		r.Close()
+	}
+	<-done
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	return o.log.Close()
+}
