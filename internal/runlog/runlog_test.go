@@ -1,0 +1,249 @@
+package runlog
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// collect is an Appender that keeps what it was given and fails while
+// told to.
+type collect struct {
+	mu    sync.Mutex
+	got   bytes.Buffer
+	calls int
+	fail  bool
+}
+
+func (c *collect) Append(_ context.Context, data []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	if c.fail {
+		return errors.New("store down")
+	}
+	c.got.Write(data)
+	return nil
+}
+
+func (c *collect) text() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.got.String()
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// What the file held before shipping began is not sent; what is added is
+// sent once, in order, through a store that fails for a while, in
+// segments no larger than asked.
+func TestShipperSendsEachByteOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "train.log")
+	appendFile(t, path, "old run\n")
+	app := &collect{}
+	var logged []string
+	var mu sync.Mutex
+	logf := func(f string, a ...any) { mu.Lock(); logged = append(logged, f); mu.Unlock() }
+	sh := Ship(context.Background(), path, int64(len("old run\n")), app, time.Hour, 7, logf)
+	appendFile(t, path, "epoch 1 loss 2.0\n")
+	if err := sh.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	app.fail = true
+	appendFile(t, path, "epoch 2 loss 1.5\n")
+	if err := sh.flush(context.Background()); err == nil {
+		t.Fatal("flush through a failing store reported no error")
+	}
+	appendFile(t, path, "Traceback: CUDA error\n")
+	if err := sh.flush(context.Background()); err == nil {
+		t.Fatal("second flush through a failing store reported no error")
+	}
+	app.fail = false
+	appendFile(t, path, "last line")
+	if err := sh.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := "epoch 1 loss 2.0\nepoch 2 loss 1.5\nTraceback: CUDA error\nlast line"
+	if got := app.text(); got != want {
+		t.Fatalf("shipped %q, want %q", got, want)
+	}
+	if sh.Shipped() != int64(len("old run\n")+len(want)) {
+		t.Errorf("shipped up to %d", sh.Shipped())
+	}
+	// The failure is told once, and the recovery once.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 2 || !strings.Contains(logged[0], "kept in") || !strings.Contains(logged[1], "shipping again") {
+		t.Errorf("told %q", logged)
+	}
+}
+
+// A log cut short (logrotate's copytruncate) is shipped from its start.
+func TestShipperAfterTruncation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "train.log")
+	app := &collect{}
+	sh := Ship(context.Background(), path, 0, app, time.Hour, 1<<20, func(string, ...any) {})
+	appendFile(t, path, "a long first part\n")
+	if err := sh.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, "new\n")
+	if err := sh.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := app.text(); got != "a long first part\nnew\n" {
+		t.Fatalf("shipped %q", got)
+	}
+}
+
+// Kick flushes without waiting for the interval.
+func TestShipperKick(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "train.log")
+	app := &collect{}
+	sh := Ship(context.Background(), path, 0, app, time.Hour, 1<<20, func(string, ...any) {})
+	defer sh.Close(context.Background())
+	appendFile(t, path, "crash\n")
+	sh.Kick()
+	deadline := time.Now().Add(10 * time.Second)
+	for app.text() != "crash\n" {
+		if time.Now().After(deadline) {
+			t.Fatalf("not shipped after a kick: %q", app.text())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Without a terminal the command writes to pipes: its stdout and stderr
+// reach gpurent's own and the log, and a line the log had stays.
+func TestOutputPipes(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "train.log")
+	appendFile(t, path, "before\n")
+	stdout, _ := os.Create(filepath.Join(dir, "stdout"))
+	stderr, _ := os.Create(filepath.Join(dir, "stderr"))
+	o, err := Open(Options{Path: path, Stdout: stdout, Stderr: stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.PTY || o.Start != int64(len("before\n")) {
+		t.Fatalf("PTY %v, start %d", o.PTY, o.Start)
+	}
+	cmd := exec.Command("sh", "-c", `echo out; echo err >&2; [ -t 1 ] && echo tty || echo notty`)
+	cmd.Stdout, cmd.Stderr = o.Stdout, o.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	o.Note("the command finished")
+	if err := o.Close(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	o.Note("after close: not written")
+	out, _ := os.ReadFile(filepath.Join(dir, "stdout"))
+	errs, _ := os.ReadFile(filepath.Join(dir, "stderr"))
+	log, _ := os.ReadFile(path)
+	if string(out) != "out\nnotty\n" || string(errs) != "err\n" {
+		t.Errorf("stdout %q, stderr %q", out, errs)
+	}
+	for _, want := range []string{"before\n", "out\n", "err\n", "notty\n", "] the command finished\n"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("log %q lacks %q", log, want)
+		}
+	}
+	if strings.Contains(string(log), "after close") {
+		t.Errorf("a note after Close reached the log: %q", log)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("log mode %v", st.Mode().Perm())
+	}
+}
+
+// On a terminal the command gets a pseudo-terminal of the terminal's size:
+// it sees a TTY (so Python keeps line buffering), and its lines reach the
+// real terminal and the log unchanged ("\n", not "\r\n").
+func TestOutputPseudoTerminal(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("pseudo-terminals are made on Linux only")
+	}
+	// The user's terminal, played by a pseudo-terminal of our own.
+	master, tty, err := openPTY()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer master.Close()
+	defer tty.Close()
+	setSize(master, 40, 120)
+	path := filepath.Join(t.TempDir(), "train.log")
+	o, err := Open(Options{Path: path, Stdout: tty, Stderr: tty})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.PTY || o.Stdout != o.Stderr {
+		t.Fatalf("PTY %v", o.PTY)
+	}
+	seen := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		r := bufio.NewReader(master)
+		for !strings.Contains(b.String(), "end") {
+			line, err := r.ReadString('\n')
+			b.WriteString(line)
+			if err != nil {
+				break
+			}
+		}
+		seen <- b.String()
+	}()
+	cmd := exec.Command("sh", "-c", `[ -t 1 ] && echo stdout-tty; [ -t 2 ] && echo stderr-tty >&2; stty size <&1; echo end`)
+	cmd.Stdout, cmd.Stderr = o.Stdout, o.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := os.ReadFile(path)
+	if want := "stdout-tty\nstderr-tty\n40 120\nend\n"; string(log) != want {
+		t.Errorf("log %q, want %q", log, want)
+	}
+	select {
+	case s := <-seen:
+		if !strings.Contains(s, "stdout-tty") || !strings.Contains(s, "40 120") {
+			t.Errorf("terminal showed %q", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("nothing reached the terminal")
+	}
+}
+
+// A directory, or a file that cannot be created, is an error naming it.
+func TestOpenBadPath(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(Options{Path: dir, Stdout: os.Stdout, Stderr: os.Stderr}); err == nil {
+		t.Error("a directory was taken as the log file")
+	}
+	if _, err := Open(Options{Path: filepath.Join(dir, "no", "such", "log"), Stdout: os.Stdout, Stderr: os.Stderr}); err == nil || !strings.Contains(err.Error(), "log file") {
+		t.Errorf("missing directory: %v", err)
+	}
+}
