@@ -62,6 +62,7 @@ func TestExitCodes(t *testing.T) {
 	runKeep := write("run.yaml", "ckpt_dir: out\nkeep: -1\ncommand: [echo, hi]\n")
 	runQuiet := write("quiet.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nquiet: 5x\n")
 	runStall := write("stall.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nstall: 2x\n")
+	runLogEvery := write("logevery.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nlog: out.log\nlog_every: 5s\n")
 	existing := write("facts.json", "{\"an earlier run\": true}\n")
 	noGPU := write("nogpu.yaml", "gpu: TPU v9\ncompute_hours: 10\n")
 	badCatalog := write("cat.yaml", "version: 1\noffers:\n  - id: x\n    provider: P\n    gpu: G\n    gpus: 1\n    currency: USD\n    source: s\n    as_of: d\n    on_demand: {hourly: -1}\n")
@@ -115,6 +116,7 @@ func TestExitCodes(t *testing.T) {
 		{"run config negative keep", []string{"run", "--config", runKeep}, 2, "run.yaml:2: keep: want 0 (keep all) or more, got -1"},
 		{"run config bad quiet", []string{"run", "--config", runQuiet}, 2, `quiet.yaml:3: quiet: time: unknown unit "x"`},
 		{"run config bad stall", []string{"run", "--config", runStall}, 2, `stall.yaml:3: stall: `},
+		{"run config log too often", []string{"run", "--config", runLogEvery}, 2, `logevery.yaml:4: log_every: want 10s or more, got 5s`},
 		{"negative checkpoint size", []string{"quote", "--hours", "10", "--ckpt-every", "1h", "--ckpt-size", "-1"}, 2, "--ckpt-size: want a non-negative size, got -1"},
 		{"checkpoint size without interval", []string{"quote", "--hours", "10", "--ckpt-size", "20"}, 2, "checkpoint settings need --ckpt-every"},
 		{"run negative stall flag", []string{"run", "--stall", "-1s", "--", "true"}, 2, "--stall: want a positive duration such as 2h, or 0 to only warn, got -1s"},
