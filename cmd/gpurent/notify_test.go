@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -103,5 +104,70 @@ func TestRunNotifies(t *testing.T) {
 	}
 	if len(events()) != 0 {
 		t.Error("a refused webhook was sent events")
+	}
+}
+
+// With --log, a restart and a failed end carry the command's last lines,
+// as a terminal shows them (no colour codes, a progress bar's last
+// state): the traceback that says why. Without --log there are none.
+func TestRunNotifiesLastLines(t *testing.T) {
+	var mu sync.Mutex
+	var got []notify.Event
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e notify.Event
+		b, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(b, &e) == nil {
+			mu.Lock()
+			got = append(got, e)
+			mu.Unlock()
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	hookFile := filepath.Join(dir, "hook.txt")
+	if err := os.WriteFile(hookFile, []byte(srv.URL+"/hook\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GPURENT_NOTIFY", "")
+	// One stream: the order of lines on two pipes is the scheduler's.
+	script := `exec 2>&1; printf '\033[32mepoch 1\033[0m\n'; printf 'step 1/9\rstep 5/9\rstep 9/9\n'; echo 'Traceback (most recent call last):' >&2; echo 'RuntimeError: CUDA error: an illegal memory access was encountered' >&2; exit 1`
+	for _, withLog := range []bool{true, false} {
+		args := []string{"run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status",
+			"--max-restarts", "1", "--notify", hookFile}
+		if withLog {
+			args = append(args, "--log", filepath.Join(dir, "train.log"))
+		}
+		stdout, _ := os.Create(filepath.Join(dir, "stdout"))
+		stderr, _ := os.Create(filepath.Join(dir, "stderr"))
+		code := run(context.Background(), append(args, "--", "sh", "-c", script), stdout, stderr)
+		stdout.Close()
+		stderr.Close()
+		if code != 1 {
+			errs, _ := os.ReadFile(filepath.Join(dir, "stderr"))
+			t.Fatalf("log %v: exit %d\n%s", withLog, code, errs)
+		}
+		mu.Lock()
+		es := got
+		got = nil
+		mu.Unlock()
+		var kinds []string
+		for _, e := range es {
+			kinds = append(kinds, e.Kind)
+			once := "epoch 1\nstep 9/9\nTraceback (most recent call last):\nRuntimeError: CUDA error: an illegal memory access was encountered"
+			want := ""
+			switch {
+			case !withLog || e.Kind == "start":
+			case e.Kind == "restart":
+				want = once
+			case e.Kind == "end": // both starts' lines, the last 12
+				want = once + "\n" + once
+			}
+			if e.Output != want {
+				t.Errorf("log %v: %s event's output %q, want %q", withLog, e.Kind, e.Output, want)
+			}
+		}
+		if strings.Join(kinds, " ") != "start restart end" {
+			t.Errorf("log %v: events %v", withLog, kinds)
+		}
 	}
 }

@@ -196,16 +196,22 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if err != nil {
 				return err
 			}
-			event := func(string, string) {}
+			event := func(kind, text, output string) {}
 			endReason := ""
 			var ship *runlog.Shipper
 			if hook != nil {
 				// Started first, so that a run that cannot start (a store
 				// that does not answer on a new machine's boot) is heard of
 				// too; the end is sent whatever RunE returns.
-				var end func(error, string)
+				var end func(error, string, string)
 				event, end = startEvents(cmd.Context(), hook, s.run, logf)
-				defer func() { end(rerr, endReason) }()
+				defer func() {
+					output := ""
+					if out != nil && exitStatus(rerr) == 1 {
+						output = out.Tail(tailLines) // it failed: the last words say why
+					}
+					end(rerr, endReason, output)
+				}()
 			}
 			// A poller whose metadata service never answers misses every
 			// notice without a word: say which cloud is watched, or none.
@@ -233,9 +239,17 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 					logf("warning: %s's metadata service does not answer: its preemption notices will be missed while it does not%s", preemption, hint)
 				}
 			}
-			tell := event
-			event = func(kind, text string) {
-				tell(kind, text)
+			supEvent := func(kind, text string) {
+				output := ""
+				if out != nil && hook != nil && (kind == "restart" || kind == "stall") {
+					if kind == "restart" {
+						// The lines it printed as it died are still
+						// being copied.
+						time.Sleep(100 * time.Millisecond)
+					}
+					output = out.Tail(tailLines)
+				}
+				event(kind, text, output)
 				switch kind {
 				case "restart", "notice", "stall":
 					// The command's last lines (a traceback) reach the log
@@ -247,7 +261,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				}
 			}
 			cfg := supervise.Config{Cmd: argv, CkptDir: ckptDir, Run: s.run, Keep: keep, MaxRestarts: maxRestarts,
-				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: event, Stall: stall}
+				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: supEvent, Stall: stall}
 			if out != nil {
 				cfg.Stdout, cfg.Stderr = out.Stdout, out.Stderr
 			}
@@ -356,22 +370,22 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 // host. end sends the last one, with the exit status err makes (reason is
 // the supervisor's line when err is only that status), and waits up to
 // 15 s for the queue to empty.
-func startEvents(ctx context.Context, hook *notify.Webhook, run string, logf func(string, ...any)) (event func(kind, text string), end func(err error, reason string)) {
+func startEvents(ctx context.Context, hook *notify.Webhook, run string, logf func(string, ...any)) (event func(kind, text, output string), end func(err error, reason, output string)) {
 	q := hook.Start(func(format string, a ...any) { logf("notify: "+format, a...) })
 	host, _ := os.Hostname()
-	post := func(kind, text string, code *int) {
+	post := func(kind, text, output string, code *int) {
 		q.Post(notify.Event{Kind: kind, Run: run, Host: host, Time: time.Now().UTC(), ExitCode: code,
-			Text: fmt.Sprintf("gpurent run %s on %s: %s", run, host, text)})
+			Text: fmt.Sprintf("gpurent run %s on %s: %s", run, host, text), Output: output})
 	}
 	logf("events go to %s (%s)", hook.Where(), hook.Service())
-	event = func(kind, text string) { post(kind, text, nil) }
-	end = func(err error, reason string) {
+	event = func(kind, text, output string) { post(kind, text, output, nil) }
+	end = func(err error, reason, output string) {
 		code := exitStatus(err)
 		var ec exitCode
 		if err != nil && !errors.As(err, &ec) {
 			reason = err.Error()
 		}
-		post("end", reason, &code)
+		post("end", reason, output, &code)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
 		q.Close(ctx)
@@ -419,6 +433,11 @@ func sameDir(a, b string) bool {
 	ib, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
 }
+
+// tailLines is how many of the command's last lines a notification of a
+// restart, a stall or a failed end carries (with --log): a Python
+// traceback's last frames and its error.
+const tailLines = 12
 
 // logSegment is the most one shipment of the log holds: a store request of
 // a size every backend takes in one piece.

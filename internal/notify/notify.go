@@ -35,7 +35,14 @@ type Event struct {
 	Time     time.Time `json:"time"`
 	ExitCode *int      `json:"exit_code,omitempty"` // only for end
 	Text     string    `json:"text"`                // one line for a person, run and host included
+	// Output is the command's last lines (gpurent run --log), on a
+	// restart, a stall and a failed end: what it printed as it failed.
+	Output string `json:"output,omitempty"`
 }
+
+// MaxOutput is the most of Event.Output a chat message carries: with the
+// line before it, within Discord's 2000 characters and WeCom's 2048 bytes.
+const MaxOutput = 1200
 
 // Webhook posts events to one URL.
 type Webhook struct {
@@ -104,19 +111,42 @@ func (w *Webhook) Service() string {
 // needs "gpurent" as the keyword: every text starts with it.
 func (w *Webhook) Body(e Event) ([]byte, error) {
 	var v any
+	text, out := e.Text, tailClip(e.Output, MaxOutput)
+	switch {
+	case out == "":
+	case w.Service() == "slack" || w.Service() == "discord":
+		// Both show a fenced block in a fixed-width font; a fence in
+		// the output would end it early.
+		text += "\n```\n" + strings.ReplaceAll(out, "```", "` ` `") + "\n```"
+	default:
+		text += "\n" + out
+	}
 	switch w.Service() {
 	case "slack":
-		v = map[string]string{"text": e.Text}
+		v = map[string]string{"text": text}
 	case "discord":
-		v = map[string]string{"content": clip(e.Text, 2000)}
+		v = map[string]string{"content": clip(text, 2000)}
 	case "feishu":
-		v = map[string]any{"msg_type": "text", "content": map[string]string{"text": e.Text}}
+		v = map[string]any{"msg_type": "text", "content": map[string]string{"text": text}}
 	case "dingtalk", "wecom":
-		v = map[string]any{"msgtype": "text", "text": map[string]string{"content": clip(e.Text, 2000)}}
+		v = map[string]any{"msgtype": "text", "text": map[string]string{"content": clip(text, 2000)}}
 	default:
 		v = e
 	}
 	return json.Marshal(v)
+}
+
+// tailClip keeps the last n bytes of s, from a rune boundary: the end of
+// a traceback is the part that names the error.
+func tailClip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := len(s) - n + len("…")
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return "…" + s[cut:]
 }
 
 // clip shortens s to at most n bytes, on a rune boundary.

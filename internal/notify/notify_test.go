@@ -74,6 +74,45 @@ func TestBody(t *testing.T) {
 	}
 }
 
+// The command's last lines follow the text: in a fenced block where the
+// chat shows one, kept from their end when long (the error is the last
+// line), whole in gpurent's JSON.
+func TestBodyOutput(t *testing.T) {
+	long := strings.Repeat("  File \"train.py\", line 1, in <module>\n", 60) + "RuntimeError: CUDA out of memory"
+	e := Event{Kind: "restart", Text: "gpurent run r on h: restart 1", Output: "a ```fence```\n" + long}
+	for _, c := range []struct{ url, field, before, after string }{
+		{"https://hooks.slack.com/services/T/B/x", "text", "restart 1\n```\n…", "RuntimeError: CUDA out of memory\n```"},
+		{"https://discord.com/api/webhooks/1/x", "content", "restart 1\n```\n…", "RuntimeError: CUDA out of memory\n```"},
+		{"https://oapi.dingtalk.com/robot/send?access_token=x", "", "restart 1\n…", "RuntimeError: CUDA out of memory"},
+	} {
+		w, _ := New(c.url)
+		b, _ := w.Body(e)
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		text, _ := v[c.field].(string)
+		if c.field == "" {
+			text, _ = v["text"].(map[string]any)["content"].(string)
+		}
+		if !strings.Contains(text, c.before) || !strings.HasSuffix(text, c.after) || len(text) > 2000 {
+			t.Errorf("%s: %d bytes, %q", c.url, len(text), text)
+		}
+	}
+	w, _ := New("https://ntfy.example/x")
+	b, _ := w.Body(e)
+	var got Event
+	if json.Unmarshal(b, &got) != nil || got.Output != e.Output || got.Text != e.Text {
+		t.Errorf("JSON event: %s", b)
+	}
+	// Whole fences in a short output are broken, so the block holds.
+	w, _ = New("https://hooks.slack.com/services/T/B/x")
+	b, _ = w.Body(Event{Text: "t", Output: "a ```fence```"})
+	if !strings.Contains(string(b), "a ` ` `fence` ` `") {
+		t.Errorf("fence kept: %s", b)
+	}
+}
+
 // hook is a webhook on loopback that answers with the statuses and bodies
 // given, in turn (the last one repeats), and records what it was sent.
 type hook struct {

@@ -15,6 +15,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -49,9 +51,13 @@ type Output struct {
 	reads  []*os.File // gpurent's ends, closed last
 	copies sync.WaitGroup
 	winch  chan os.Signal
-	closed bool // log closed: Note writes nothing
+	closed bool   // log closed: Note writes nothing
+	last   []byte // the command's last tailKeep bytes, for Tail
 	once   sync.Once
 }
+
+// tailKeep is how much of the command's output Tail looks at.
+const tailKeep = 16 << 10
 
 // Open opens the log file and the command's outputs, and starts copying.
 func Open(opt Options) (*Output, error) {
@@ -163,10 +169,50 @@ func (o *Output) copy(r *os.File, dst io.Writer) {
 			dst.Write(chunk) // a closed terminal must not stop the log
 			o.mu.Lock()
 			o.log.Write(chunk)
+			o.keep(chunk)
 			o.mu.Unlock()
 			spare = chunk
 		}
 	}()
+}
+
+// keep adds b to the end of o.last, dropping what falls out of tailKeep.
+func (o *Output) keep(b []byte) {
+	if len(b) >= tailKeep {
+		o.last = append(o.last[:0], b[len(b)-tailKeep:]...)
+		return
+	}
+	if drop := len(o.last) + len(b) - tailKeep; drop > 0 {
+		o.last = append(o.last[:0], o.last[drop:]...)
+	}
+	o.last = append(o.last, b...)
+}
+
+// ansi matches a terminal's control sequences: colours, cursor moves.
+var ansi = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-_])`)
+
+// Tail is the command's last n lines as a terminal would have shown them:
+// colours and cursor moves taken out, of a line redrawn with "\r" (a
+// progress bar) its last state, blank lines dropped. A person reads it in
+// a notification, where "\x1b[31m" and forty states of one bar are noise.
+func (o *Output) Tail(n int) string {
+	o.mu.Lock()
+	raw, cut := string(o.last), len(o.last) == tailKeep
+	o.mu.Unlock()
+	raw = ansi.ReplaceAllString(raw, "")
+	var lines []string
+	for _, l := range strings.Split(raw, "\n") {
+		if i := strings.LastIndex(strings.TrimRight(l, "\r"), "\r"); i >= 0 {
+			l = l[i+1:]
+		}
+		if l = strings.TrimRight(l, "\r \t"); strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 0 && cut {
+		lines = lines[1:] // cut at the ring's start
+	}
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // Note writes one of gpurent's own lines to the log (not to the

@@ -247,3 +247,33 @@ func TestOpenBadPath(t *testing.T) {
 		t.Errorf("missing directory: %v", err)
 	}
 }
+
+// Tail is what a terminal would show of the last lines: colours and
+// cursor moves out, a redrawn progress bar's last state, no blank lines,
+// and no line cut in two by the start of what is kept.
+func TestTail(t *testing.T) {
+	o := &Output{}
+	o.keep([]byte("\x1b[1;31mERROR\x1b[0m first\n\n  \n"))
+	o.keep([]byte(" 10%|█         | 1/10\r 50%|█████     | 5/10\r100%|██████████| 10/10\r\n"))
+	o.keep([]byte("\x1b]0;title\x07Traceback (most recent call last):\n"))
+	o.keep([]byte("RuntimeError: CUDA out of memory\n"))
+	want := "ERROR first\n100%|██████████| 10/10\nTraceback (most recent call last):\nRuntimeError: CUDA out of memory"
+	if got := o.Tail(12); got != want {
+		t.Errorf("Tail(12) = %q, want %q", got, want)
+	}
+	if got := o.Tail(1); got != "RuntimeError: CUDA out of memory" {
+		t.Errorf("Tail(1) = %q", got)
+	}
+	// More than is kept: the oldest line, cut by the ring, is dropped.
+	o.keep([]byte(strings.Repeat("x", tailKeep-10) + "\nlast line\n"))
+	if len(o.last) != tailKeep {
+		t.Fatalf("kept %d bytes", len(o.last))
+	}
+	if got := o.Tail(5); got != "last line" {
+		t.Errorf("after the ring turned: %q", got)
+	}
+	o.keep(bytes.Repeat([]byte("y"), 3*tailKeep))
+	if len(o.last) != tailKeep || o.Tail(3) != "" {
+		t.Errorf("one huge chunk: kept %d, tail %q", len(o.last), o.Tail(3))
+	}
+}
