@@ -546,7 +546,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 	prune.Flags().BoolVar(&removeAll, "unsafe-allow-remove-all", false, "let --keep 0 delete every checkpoint of the run")
 	runs := &cobra.Command{
 		Use:   "runs",
-		Short: "List the runs in the store, with their checkpoints and the newest one's time",
+		Short: "List the runs in the store, with their checkpoints, the newest one's time and their logs",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
@@ -564,9 +564,13 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			if g.output == report.JSON {
 				return report.WriteJSON(g.stdout, map[string]any{"store": name, "runs": rs})
 			}
-			tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "CREATED")
+			tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "CREATED", "LOGS")
 			for _, r := range rs {
-				tab.Row(r.Run, fmt.Sprint(r.Checkpoints), r.Newest, r.NewestCreated.Local().Format("2006-01-02 15:04:05"))
+				newest, created := "-", "-"
+				if r.Newest != "" {
+					newest, created = r.Newest, r.NewestCreated.Local().Format("2006-01-02 15:04:05")
+				}
+				tab.Row(r.Run, fmt.Sprint(r.Checkpoints), newest, created, fmt.Sprint(r.LogSessions))
 			}
 			if err := tab.Write(g.stdout); err != nil {
 				return err

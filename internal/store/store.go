@@ -409,19 +409,21 @@ func (s *Store) DescribeRuns(ctx context.Context) string {
 // checkpoint (or none with the id asked for).
 var ErrNoCheckpoint = errors.New("no checkpoint")
 
-// RunInfo is one run of a store: its committed checkpoints and the newest
-// one's id and creation time.
+// RunInfo is one run of a store: its committed checkpoints, the newest
+// one's id and creation time, and its log sessions (gpurent run --log).
 type RunInfo struct {
 	Run           string    `json:"run"`
 	Checkpoints   int       `json:"checkpoints"`
 	Newest        string    `json:"newest"`
 	NewestCreated time.Time `json:"newest_created"`
+	LogSessions   int       `json:"log_sessions"`
 }
 
-// Runs lists the runs with a committed checkpoint, by name: what a person
-// who mistyped a run name, or forgot it on a new machine, needs. It reads
-// only the listing (a checkpoint is committed when its manifest exists,
-// and an id begins with its creation time), no manifest.
+// Runs lists the runs with a committed checkpoint or a log, by name: what
+// a person who mistyped a run name, or forgot it on a new machine, needs
+// (a run that died before its first checkpoint has only its log). It
+// reads only the listing (a checkpoint is committed when its manifest
+// exists, and an id begins with its creation time), no manifest.
 func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 	objs, err := s.b.List(ctx, "runs/")
 	if err != nil {
@@ -430,22 +432,34 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 	byRun := map[string]*RunInfo{}
 	for _, o := range objs {
 		run, rest, _ := strings.Cut(strings.TrimPrefix(o.Key, "runs/"), "/")
-		name, inManifests := strings.CutPrefix(rest, "manifests/")
-		id, isJSON := strings.CutSuffix(name, ".json")
-		if !inManifests || !isJSON || !idRe.MatchString(id) || ValidRun(run) != nil {
+		if ValidRun(run) != nil {
 			continue
 		}
-		r := byRun[run]
-		if r == nil {
-			r = &RunInfo{Run: run}
-			byRun[run] = r
+		info := func() *RunInfo {
+			r := byRun[run]
+			if r == nil {
+				r = &RunInfo{Run: run}
+				byRun[run] = r
+			}
+			return r
 		}
-		r.Checkpoints++
-		r.Newest = max(r.Newest, id)
+		if name, ok := strings.CutPrefix(rest, "manifests/"); ok {
+			if id, ok := strings.CutSuffix(name, ".json"); ok && idRe.MatchString(id) {
+				r := info()
+				r.Checkpoints++
+				r.Newest = max(r.Newest, id)
+			}
+		} else if name, ok := strings.CutPrefix(rest, "logs/"); ok {
+			if sess, ok := strings.CutSuffix(name, "/info.json"); ok && idRe.MatchString(sess) {
+				info().LogSessions++
+			}
+		}
 	}
 	out := make([]RunInfo, 0, len(byRun))
 	for _, r := range byRun {
-		r.NewestCreated, _ = idTime(r.Newest)
+		if r.Newest != "" {
+			r.NewestCreated, _ = idTime(r.Newest)
+		}
 		out = append(out, *r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Run < out[j].Run })
