@@ -51,8 +51,10 @@ type Output struct {
 	reads  []*os.File // gpurent's ends, closed last
 	copies sync.WaitGroup
 	winch  chan os.Signal
-	closed bool   // log closed: Note writes nothing
-	last   []byte // the command's last tailKeep bytes, for Tail
+	closed bool     // log closed: Note writes nothing
+	last   []byte   // the command's last tailKeep bytes, for Tail
+	lines  []*lines // each stream's line held back from the log
+	stop   chan struct{}
 	once   sync.Once
 }
 
@@ -74,7 +76,7 @@ func Open(opt Options) (*Output, error) {
 		log.Close()
 		return nil, fmt.Errorf("log file %s: not a regular file", opt.Path)
 	}
-	o := &Output{log: log, Start: st.Size()}
+	o := &Output{log: log, Start: st.Size(), stop: make(chan struct{})}
 	if term.IsTerminal(int(opt.Stdout.Fd())) {
 		if master, slave, err := openPTY(); err == nil {
 			o.PTY = true
@@ -89,6 +91,7 @@ func Open(opt Options) (*Output, error) {
 				}
 			}()
 			o.copy(master, opt.Stdout)
+			go o.flushEvery(redrawEvery)
 			return o, nil
 		}
 		// No pseudo-terminal (none left, /dev/pts not mounted): pipes
@@ -108,6 +111,7 @@ func Open(opt Options) (*Output, error) {
 		}
 		o.copy(r, dst)
 	}
+	go o.flushEvery(redrawEvery)
 	return o, nil
 }
 
@@ -132,6 +136,8 @@ func (o *Output) copy(r *os.File, dst io.Writer) {
 		eof     bool
 	)
 	const most = 1 << 20 // gathered at most: then the command waits, as on a slow terminal
+	ln := &lines{}
+	o.lines = append(o.lines, ln)
 	o.copies.Add(2)
 	go func() {
 		defer o.copies.Done()
@@ -168,12 +174,32 @@ func (o *Output) copy(r *os.File, dst io.Writer) {
 			}
 			dst.Write(chunk) // a closed terminal must not stop the log
 			o.mu.Lock()
-			o.log.Write(chunk)
+			o.log.Write(ln.add(chunk, time.Now()))
 			o.keep(chunk)
 			o.mu.Unlock()
 			spare = chunk
 		}
 	}()
+}
+
+// flushEvery writes what each stream holds back, every d: the newest state
+// of a progress bar, a line a command is slow to end, reach the log (and
+// the store) even while the command prints nothing more.
+func (o *Output) flushEvery(d time.Duration) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.stop:
+			return
+		case now := <-t.C:
+			o.mu.Lock()
+			for _, ln := range o.lines {
+				o.log.Write(ln.flush(now, false))
+			}
+			o.mu.Unlock()
+		}
+	}
 }
 
 // keep adds b to the end of o.last, dropping what falls out of tailKeep.
@@ -224,6 +250,10 @@ func (o *Output) Note(line string) {
 	if o.closed {
 		return
 	}
+	now := time.Now()
+	for _, ln := range o.lines {
+		o.log.Write(ln.flush(now, true))
+	}
 	fmt.Fprintf(o.log, "[gpurent %s] %s\n", time.Now().UTC().Format(time.RFC3339), line)
 }
 
@@ -258,8 +288,13 @@ func (o *Output) close(drain time.Duration) error {
 		r.Close()
 	}
 	<-done
+	close(o.stop)
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	now := time.Now()
+	for _, ln := range o.lines {
+		o.log.Write(ln.flush(now, true))
+	}
 	o.closed = true
 	return o.log.Close()
 }

@@ -1,0 +1,101 @@
+package runlog
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A progress bar redrawn ten times a second (tqdm writes "\r" before each
+// state) keeps one state per redrawEvery in the log, and its last at the
+// line's end; the lines around it are whole.
+func TestLinesProgressBar(t *testing.T) {
+	var l lines
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var log bytes.Buffer
+	log.Write(l.add([]byte("epoch 1\n"), t0))
+	for i := range 250 { // 25 s
+		log.Write(l.add([]byte(fmt.Sprintf("\r%3d%%|bar| %d/250", i*100/250, i)), t0.Add(time.Duration(i)*100*time.Millisecond)))
+	}
+	log.Write(l.add([]byte("\r100%|bar| 250/250\n"), t0.Add(25*time.Second)))
+	log.Write(l.add([]byte("saved checkpoint-250\n"), t0.Add(26*time.Second)))
+	want := "epoch 1\n\r" + " 39%|bar| 99/250\r" + " 79%|bar| 199/250\r" + "100%|bar| 250/250\nsaved checkpoint-250\n"
+	// The first "\r" ends an empty state, written at once; then a state
+	// each time 10 s have passed since the last one written.
+	if got := log.String(); got != want {
+		t.Errorf("log\n got %q\nwant %q", got, want)
+	}
+}
+
+// Without "\r" the log is the output, however it is cut into chunks; a
+// line's end that comes in the next chunk still ends it.
+func TestLinesPlainOutputUnchanged(t *testing.T) {
+	text := []byte("Traceback (most recent call last):\n  File \"train.py\", line 3\nRuntimeError: boom\nno newline at the end")
+	for seed := range uint64(50) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		var l lines
+		var log bytes.Buffer
+		now := time.Now()
+		for rest := text; len(rest) > 0; {
+			n := 1 + r.IntN(len(rest))
+			log.Write(l.add(rest[:n], now))
+			rest = rest[n:]
+		}
+		log.Write(l.flush(now, false))
+		if log.String() != string(text) {
+			t.Fatalf("seed %d: %q", seed, log.String())
+		}
+	}
+	var l lines
+	got := string(l.add([]byte("a\r\nb\rc\r"), time.Now())) + string(l.add([]byte("\n"), time.Now()))
+	if got != "a\nb\rc\n" {
+		// "\r\n" is "\n"; "b" was the first state (written), "c" the last.
+		t.Errorf("line ends: %q", got)
+	}
+}
+
+// flush writes what is held; with brk it ends a line that is partly in
+// the log, so that gpurent's own line starts on a line of its own.
+func TestLinesFlush(t *testing.T) {
+	var l lines
+	now := time.Now()
+	var log bytes.Buffer
+	log.Write(l.add([]byte("\rstep 1\rstep 2\rste"), now))
+	log.Write(l.flush(now, false))
+	log.Write(l.add([]byte("p 3"), now.Add(time.Second)))
+	if got := log.String(); got != "\rstep 2\rste" {
+		t.Errorf("flushed %q", got)
+	}
+	log.Write(l.flush(now.Add(2*time.Second), true))
+	if got := log.String(); got != "\rstep 2\rstep 3\n" {
+		t.Errorf("broken %q", got)
+	}
+	if b := l.flush(now, true); len(b) != 0 {
+		t.Errorf("nothing held, yet %q", b)
+	}
+	// A state in the log, then nothing: brk still ends the line.
+	var m lines
+	out := string(m.add([]byte("x\r"), now)) + string(m.flush(now, true))
+	if out != "x\r\n" {
+		t.Errorf("%q", out)
+	}
+}
+
+// How much of a day's tqdm bar reaches the log.
+func TestLinesDayOfProgressBar(t *testing.T) {
+	var l lines
+	t0 := time.Now()
+	raw, kept := 0, 0
+	for i := range 24 * 3600 * 10 {
+		b := []byte("\r" + strings.Repeat("#", 40) + fmt.Sprintf(" %d/864000 [1:00:00<2:00:00, 10.00it/s]", i))
+		raw += len(b)
+		kept += len(l.add(b, t0.Add(time.Duration(i)*100*time.Millisecond)))
+	}
+	if raw < 50<<20 || kept > raw/90 {
+		t.Errorf("a day of one bar: %d bytes printed, %d kept", raw, kept)
+	}
+	t.Logf("a day of one bar redrawn 10 times a second: %d bytes printed, %d kept", raw, kept)
+}
