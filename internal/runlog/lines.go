@@ -24,8 +24,24 @@ type lines struct {
 	open  bool      // part of the line is in the log, its end is not
 }
 
-// add takes a chunk of the stream at now and returns what goes to the log.
+// add takes a chunk of the stream at now and returns what goes to the log,
+// which may be part of b: write it before b changes.
 func (l *lines) add(b []byte, now time.Time) []byte {
+	if l.state == nil && bytes.IndexByte(b, '\r') < 0 {
+		// Plain lines, most output: up to the last "\n" as it is.
+		j := bytes.LastIndexByte(b, '\n')
+		if j < 0 {
+			l.pend = append(l.pend, b...)
+			return nil
+		}
+		out := b[:j+1]
+		if len(l.pend) > 0 {
+			out = append(append(make([]byte, 0, len(l.pend)+j+1), l.pend...), out...)
+		}
+		l.pend = append(l.pend[:0], b[j+1:]...)
+		l.wrote, l.open = time.Time{}, false
+		return out
+	}
 	var out []byte
 	for len(b) > 0 {
 		i := bytes.IndexAny(b, "\r\n")
