@@ -126,8 +126,8 @@ func (o *Output) fitTo(tty *os.File) {
 // EOF (a pipe) or EIO (a pseudo-terminal no process holds any more) or
 // Close. One goroutine reads, another writes what has gathered since its
 // last write: a pseudo-terminal hands out about a kilobyte per read, and
-// as many writes to a terminal cost six times the command's own time
-// (BenchmarkOutput); gathered, they cost what the command's own do.
+// a write to the terminal for each took twice as long as gathered ones
+// (BenchmarkOutput, docs/BENCHMARKS.md).
 func (o *Output) copy(r *os.File, dst io.Writer) {
 	var (
 		mu      sync.Mutex
