@@ -109,7 +109,8 @@ func TestRunNotifies(t *testing.T) {
 
 // With --log, a restart and a failed end carry the command's last lines,
 // as a terminal shows them (no colour codes, a progress bar's last
-// state): the traceback that says why. Without --log there are none.
+// state), tokens taken out: the traceback that says why. Without --log
+// there are none.
 func TestRunNotifiesLastLines(t *testing.T) {
 	var mu sync.Mutex
 	var got []notify.Event
@@ -129,8 +130,9 @@ func TestRunNotifiesLastLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GPURENT_NOTIFY", "")
+	t.Setenv("T", "hf_"+strings.Repeat("Z", 34)) // not a real token
 	// One stream: the order of lines on two pipes is the scheduler's.
-	script := `exec 2>&1; printf '\033[32mepoch 1\033[0m\n'; printf 'step 1/9\rstep 5/9\rstep 9/9\n'; echo 'Traceback (most recent call last):' >&2; echo 'RuntimeError: CUDA error: an illegal memory access was encountered' >&2; exit 1`
+	script := `exec 2>&1; printf '\033[32mepoch 1\033[0m\n'; printf 'step 1/9\rstep 5/9\rstep 9/9\n'; echo 'Traceback (most recent call last):' >&2; echo 'RuntimeError: CUDA error: an illegal memory access was encountered' >&2; echo "using token $T" >&2; exit 1`
 	for _, withLog := range []bool{true, false} {
 		args := []string{"run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status",
 			"--max-restarts", "1", "--notify", hookFile}
@@ -153,7 +155,7 @@ func TestRunNotifiesLastLines(t *testing.T) {
 		var kinds []string
 		for _, e := range es {
 			kinds = append(kinds, e.Kind)
-			once := "epoch 1\nstep 9/9\nTraceback (most recent call last):\nRuntimeError: CUDA error: an illegal memory access was encountered"
+			once := "epoch 1\nstep 9/9\nTraceback (most recent call last):\nRuntimeError: CUDA error: an illegal memory access was encountered\nusing token [a Hugging Face token]"
 			want := ""
 			switch {
 			case !withLog || e.Kind == "start":

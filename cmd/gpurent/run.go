@@ -19,6 +19,7 @@ import (
 	"github.com/gpurent/gpurent/internal/runlog"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
+	"github.com/gpurent/gpurent/internal/tokens"
 	"github.com/gpurent/gpurent/internal/units"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
@@ -367,7 +368,9 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 }
 
 // startEvents sends run's events to hook, each naming the run and this
-// host. end sends the last one, with the exit status err makes (reason is
+// host; credentials of the formats internal/tokens knows are taken out of
+// the command's lines first, since a chat channel is read by more people
+// than the machine. end sends the last one, with the exit status err makes (reason is
 // the supervisor's line when err is only that status), and waits up to
 // 15 s for the queue to empty.
 func startEvents(ctx context.Context, hook *notify.Webhook, run string, logf func(string, ...any)) (event func(kind, text, output string), end func(err error, reason, output string)) {
@@ -375,7 +378,7 @@ func startEvents(ctx context.Context, hook *notify.Webhook, run string, logf fun
 	host, _ := os.Hostname()
 	post := func(kind, text, output string, code *int) {
 		q.Post(notify.Event{Kind: kind, Run: run, Host: host, Time: time.Now().UTC(), ExitCode: code,
-			Text: fmt.Sprintf("gpurent run %s on %s: %s", run, host, text), Output: output})
+			Text: fmt.Sprintf("gpurent run %s on %s: %s", run, host, text), Output: tokens.Redact(output)})
 	}
 	logf("events go to %s (%s)", hook.Where(), hook.Service())
 	event = func(kind, text, output string) { post(kind, text, output, nil) }

@@ -7,11 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/tokens"
 )
 
 // Secret is a credential file on this machine. Its content is never
@@ -86,36 +87,6 @@ func HistoryFiles(home string) []string {
 	return out
 }
 
-// tokenFormats are credentials whose format tells them apart from any
-// other text, so a history can be searched for them without guessing:
-//   - AWS access key ids: AKIA (long-term) or ASIA (temporary) and 16 more
-//     capitals and digits (AWS STS GetAccessKeyInfo: "Access key IDs
-//     beginning with AKIA are long-term credentials ... ASIA are temporary
-//     credentials"; its example AKIAIOSFODNN7EXAMPLE);
-//   - GitHub tokens: ghp_, gho_, ghu_, ghs_, ghr_ and 36 or more letters,
-//     digits and underscores (github.blog changelog 2021-03-31, "Authentication
-//     token format updates are generally available"), github_pat_ for
-//     fine-grained ones;
-//   - Hugging Face user access tokens, hf_... (huggingface.co/docs/hub/
-//     security-tokens), taken with 30 or more letters and digits after
-//     the prefix so that names such as hf_hub_download do not match.
-var tokenFormats = []struct {
-	name string
-	re   *regexp.Regexp
-}{
-	{"an AWS access key id", regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`)},
-	{"a GitHub token", regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9_]{36,}|github_pat_[A-Za-z0-9_]{22,})`)},
-	{"a Hugging Face token", regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}`)},
-}
-
-// secretAssignment is NAME=value where NAME says it holds a secret
-// (..._API_KEY, ..._TOKEN, ..._SECRET, ..._SECRET_KEY, ..._ACCESS_KEY,
-// ..._PASSWORD) and value is a literal of 16 or more characters, not a
-// reference ($VAR, $(cmd)): `export WANDB_API_KEY=...` typed in a shell,
-// `env OPENAI_API_KEY=... python serve.py` in a process list. It names the
-// keys whose format nothing tells apart (W&B's, OpenAI's, DashScope's).
-var secretAssignment = regexp.MustCompile(`\b([A-Z][A-Z0-9_]*(?:API_KEY|APIKEY|TOKEN|SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD))=["']?([^\s"'$]{16,})`)
-
 // tokensIn names the kinds of token in the last max bytes of path, where
 // a history keeps what was typed most recently.
 func tokensIn(path string, max int64) []string {
@@ -131,31 +102,8 @@ func tokensIn(path string, max int64) []string {
 	return tokenKinds(b)
 }
 
-// tokenKinds names the kinds of token in b: by format, then secrets
-// assigned to a variable whose value no format names.
-func tokenKinds(b []byte) []string {
-	var found []string
-	known := func(v []byte) bool {
-		for _, t := range tokenFormats {
-			if t.re.Match(v) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, t := range tokenFormats {
-		if t.re.Match(b) {
-			found = append(found, t.name)
-		}
-	}
-	for _, m := range secretAssignment.FindAllSubmatch(b, -1) {
-		kind := "a secret assigned to " + string(m[1])
-		if !known(m[2]) && !slices.Contains(found, kind) {
-			found = append(found, kind)
-		}
-	}
-	return found
-}
+// tokenKinds names the kinds of token in b (tokens.Kinds).
+func tokenKinds(b []byte) []string { return tokens.Kinds(b) }
 
 // HFHome is huggingface_hub's cache root.
 func HFHome(home string, lookup func(string) (string, bool)) string {
@@ -276,7 +224,7 @@ const (
 
 // remoteWithPassword is a remote URL in a git config that carries a
 // password or token: https://user:TOKEN@host/..., or a token of a known
-// format (tokenFormats) as the user name (git-clone(1): the URL's user
+// format (internal/tokens) as the user name (git-clone(1): the URL's user
 // information is kept in .git/config as typed). A user name alone is no
 // secret and does not match.
 var remoteWithPassword = regexp.MustCompile(`(?mi)^\s*(url|pushurl)\s*=\s*https?://([^/\s@:]*:[^/\s@]+|gh[pousr]_[A-Za-z0-9_]{36,}|github_pat_[A-Za-z0-9_]{22,}|hf_[A-Za-z0-9]{30,})@`)

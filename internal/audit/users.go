@@ -191,7 +191,7 @@ type Proc struct {
 type TokenArg struct {
 	PID  int    `json:"pid"`
 	Name string `json:"name"`
-	Kind string `json:"kind"` // as tokenFormats names it
+	Kind string `json:"kind"` // as internal/tokens names it
 }
 
 // processes lists processes of people other than this user: uids from
