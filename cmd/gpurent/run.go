@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -281,6 +282,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				defer closeFn()
 				cfg.Store = st
 				logf("checkpoints from %s go to %s, run %s", ckptDir, name, s.run)
+				previousLog(cmd.Context(), st, s.run, logf)
 				if out != nil {
 					sl := &storeLog{st: st, run: s.run}
 					ship = runlog.Ship(cmd.Context(), logPath, out.Start, sl, logEvery, logSegment, logf)
@@ -497,4 +499,43 @@ func (l *storeLog) Append(ctx context.Context, data []byte) error {
 		l.w = w
 	}
 	return l.w.Append(ctx, data)
+}
+
+// previousLog prints the last lines of the run's newest log session when
+// another machine shipped it: on a new machine the first question is why
+// the last one stopped, and its own last lines (gpurent's among them)
+// usually say. Nothing is printed when there is no such log, or the
+// store is slow (it never holds up the start for long).
+func previousLog(ctx context.Context, st *store.Store, run string, logf func(string, ...any)) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	ss, err := st.LogSessions(ctx, run)
+	if err != nil || len(ss) == 0 {
+		return
+	}
+	last := &ss[len(ss)-1]
+	if host, _ := os.Hostname(); last.Host == host || last.Segments == 0 {
+		return
+	}
+	const want = 10
+	var text string
+	first := last.Segments
+	for first > 0 && first > last.Segments-3 && strings.Count(text, "\n") <= want {
+		first--
+		var buf bytes.Buffer
+		if err := st.ReadLogSegment(ctx, last, first, &buf); err != nil {
+			logf("the previous session's log (on %s) could not be read: %v", last.Host, err)
+			return
+		}
+		text = buf.String() + text
+	}
+	shown := runlog.LastLines(text, want, first > 0)
+	if shown == "" {
+		return
+	}
+	logf("the previous session of run %s, on %s (started %s, last shipped %s), ended with:", run, last.Host,
+		last.Started.Local().Format("2006-01-02 15:04"), last.Updated.Local().Format("2006-01-02 15:04"))
+	for _, l := range strings.Split(shown, "\n") {
+		logf("  | %s", l)
+	}
 }

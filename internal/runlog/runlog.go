@@ -217,17 +217,24 @@ func (o *Output) keep(b []byte) {
 // ansi matches a terminal's control sequences: colours, cursor moves.
 var ansi = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-_])`)
 
-// Tail is the command's last n lines as a terminal would have shown them:
-// colours and cursor moves taken out, of a line redrawn with "\r" (a
-// progress bar) its last state, blank lines dropped. A person reads it in
-// a notification, where "\x1b[31m" and forty states of one bar are noise.
+// Tail is the command's last n lines as LastLines reads them.
 func (o *Output) Tail(n int) string {
 	o.mu.Lock()
 	raw, cut := string(o.last), len(o.last) == tailKeep
 	o.mu.Unlock()
-	raw = ansi.ReplaceAllString(raw, "")
+	return LastLines(raw, n, cut)
+}
+
+// LastLines is the last n lines of out as a terminal would have shown
+// them: colours and cursor moves taken out, of a line redrawn with "\r"
+// (a progress bar) its last state, blank lines dropped; cut says out
+// begins mid-line, so its first line is dropped. A person reads them in a
+// notification or a note, where "\x1b[31m" and forty states of one bar
+// are noise.
+func LastLines(out string, n int, cut bool) string {
+	out = ansi.ReplaceAllString(out, "")
 	var lines []string
-	for _, l := range strings.Split(raw, "\n") {
+	for _, l := range strings.Split(out, "\n") {
 		if i := strings.LastIndex(strings.TrimRight(l, "\r"), "\r"); i >= 0 {
 			l = l[i+1:]
 		}
@@ -236,7 +243,7 @@ func (o *Output) Tail(n int) string {
 		}
 	}
 	if len(lines) > 0 && cut {
-		lines = lines[1:] // cut at the ring's start
+		lines = lines[1:]
 	}
 	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// On a new machine, run prints how the run's last session, shipped by
+// another machine, ended; after a session of this machine it does not.
+func TestRunShowsThePreviousMachinesEnd(t *testing.T) {
+	dir := t.TempDir()
+	st := filepath.Join(dir, "store")
+	runIt := func(ck string, argv ...string) (int, string) {
+		t.Helper()
+		stdout, _ := os.Create(filepath.Join(dir, "stdout"))
+		stderr, _ := os.Create(filepath.Join(dir, "stderr"))
+		args := []string{"run", "--ckpt-dir", filepath.Join(dir, ck), "--store", st, "--no-encrypt", "--run", "r",
+			"--preemption", "none", "--no-status", "--max-restarts", "0", "--log", filepath.Join(dir, ck+".log"), "--"}
+		code := run(context.Background(), append(args, argv...), stdout, stderr)
+		stdout.Close()
+		stderr.Close()
+		b, _ := os.ReadFile(filepath.Join(dir, "stderr"))
+		return code, string(b)
+	}
+	code, _ := runIt("ck1", "sh", "-c", `echo "epoch 7 loss 1.9"; echo "RuntimeError: NCCL watchdog timeout" >&2; exit 1`)
+	if code != 1 {
+		t.Fatalf("first run: exit %d", code)
+	}
+	if _, stderr := runIt("ck2", "true"); strings.Contains(stderr, "previous session") {
+		t.Errorf("this machine's own session was shown:\n%s", stderr)
+	}
+	// The newest session now is ck2's; make it another machine's.
+	infos, _ := filepath.Glob(filepath.Join(st, "runs", "r", "logs", "*", "info.json"))
+	if len(infos) != 2 {
+		t.Fatalf("sessions: %v", infos)
+	}
+	host, _ := os.Hostname()
+	for _, p := range infos {
+		b, _ := os.ReadFile(p)
+		os.WriteFile(p, []byte(strings.Replace(string(b), `"host": "`+host+`"`, `"host": "gpu-old"`, 1)), 0o600)
+	}
+	os.Remove(infos[1]) // the first machine's session is the newest
+	_, stderr := runIt("ck3", "true")
+	for _, want := range []string{"the previous session of run r, on gpu-old (started ", "  | epoch 7 loss 1.9",
+		"  | RuntimeError: NCCL watchdog timeout", "  | [gpurent ", "the 0 restarts allowed are used up"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
