@@ -524,7 +524,9 @@ func previousLog(ctx context.Context, st *store.Store, run string, logf func(str
 		first--
 		var buf bytes.Buffer
 		if err := st.ReadLogSegment(ctx, last, first, &buf); err != nil {
-			logf("the previous session's log (on %s) could not be read: %v", last.Host, err)
+			if !errors.Is(err, store.ErrNoIdentity) { // a machine that only pushes need not read
+				logf("the previous session's log (on %s) could not be read: %v", last.Host, err)
+			}
 			return
 		}
 		text = buf.String() + text
