@@ -74,7 +74,7 @@ A line naming each session goes to stderr, so that stdout is the log alone.`,
 			if list {
 				return listSessions(g, sessions, s.run, name)
 			}
-			p := &logPrinter{st: st, out: g.stdout, errw: cmd.ErrOrStderr(), read: map[string]int{}, many: want == ""}
+			p := &logPrinter{st: st, out: g.stdout, errw: cmd.ErrOrStderr(), read: map[string]int{}, warned: map[string]bool{}, many: want == ""}
 			if tail > 0 {
 				err = p.tail(cmd.Context(), sessions, tail)
 			} else {
@@ -168,8 +168,19 @@ func listSessions(g *globals, sessions []store.LogSession, run, where string) er
 type logPrinter struct {
 	st        *store.Store
 	out, errw io.Writer
-	read      map[string]int // session: segments printed
-	many      bool           // name each session on stderr
+	read      map[string]int  // session: segments printed
+	warned    map[string]bool // session: its missing segment was named
+	many      bool            // name each session on stderr
+}
+
+// gap says, once per session, that its log stops short of a missing
+// segment: the lines after it are in the store but cannot be read in
+// order.
+func (p *logPrinter) gap(ls *store.LogSession) {
+	if ls.Missing > 0 && !p.warned[ls.Session] {
+		p.warned[ls.Session] = true
+		fmt.Fprintf(p.errw, "gpurent: session %s: segment %d is missing from the store; its log stops before it\n", ls.Session, ls.Missing)
+	}
 }
 
 // head names a session on stderr before its first line.
@@ -185,6 +196,7 @@ func (p *logPrinter) from(ctx context.Context, sessions []store.LogSession) erro
 		ls := &sessions[i]
 		n := p.read[ls.Session]
 		if n >= ls.Segments {
+			p.gap(ls)
 			continue
 		}
 		if n == 0 {
@@ -196,6 +208,7 @@ func (p *logPrinter) from(ctx context.Context, sessions []store.LogSession) erro
 			}
 			p.read[ls.Session] = n + 1
 		}
+		p.gap(ls)
 	}
 	return nil
 }
@@ -213,6 +226,7 @@ func (p *logPrinter) tail(ctx context.Context, sessions []store.LogSession, line
 	for i := len(sessions) - 1; i >= 0 && have <= lines; i-- {
 		ls := &sessions[i]
 		p.read[ls.Session] = ls.Segments
+		p.gap(ls)
 		for n := ls.Segments - 1; n >= 0 && have <= lines; n-- {
 			var buf bytes.Buffer
 			if err := p.st.ReadLogSegment(ctx, ls, n, &buf); err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpurent/gpurent/internal/store"
 )
 
 // On a new machine, run prints how the run's last session, shipped by
@@ -48,6 +50,37 @@ func TestRunShowsThePreviousMachinesEnd(t *testing.T) {
 		"  | RuntimeError: NCCL watchdog timeout", "  | [gpurent ", "the 0 restarts allowed are used up"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// A log with a segment missing (deleted by hand) reads up to the gap and
+// says so, rather than joining the lines around it.
+func TestCkptLogSaysWhenASegmentIsMissing(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	b, _, err := store.Open(ctx, dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := store.New(b, store.Options{Host: "gpu-1"}).NewLog(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"one\n", "two\n", "three\n"} {
+		if err := w.Append(ctx, []byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	segs, _ := filepath.Glob(filepath.Join(dir, "runs", "r", "logs", w.Session(), "000002-*"))
+	if len(segs) != 1 || os.Remove(segs[0]) != nil {
+		t.Fatalf("segment 2: %v", segs)
+	}
+	for _, args := range [][]string{{}, {"--tail", "5"}} {
+		code, stdout, stderr := gpurent(t, append([]string{"ckpt", "log", "--store", dir, "--run", "r"}, args...)...)
+		if code != 0 || stdout != "one\n" || !strings.Contains(stderr, "segment 2 is missing from the store; its log stops before it") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
 		}
 	}
 }

@@ -261,7 +261,7 @@ func (o *Output) Note(line string) {
 	for _, ln := range o.lines {
 		o.log.Write(ln.flush(now, true))
 	}
-	fmt.Fprintf(o.log, "[gpurent %s] %s\n", time.Now().UTC().Format(time.RFC3339), line)
+	fmt.Fprintf(o.log, "[gpurent %s] %s\n", now.UTC().Format(time.RFC3339), line)
 }
 
 // Close stops the copying: it closes the command's ends, waits up to
