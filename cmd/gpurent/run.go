@@ -467,10 +467,12 @@ func openOutput(cmd *cobra.Command, path string) (*runlog.Output, error) {
 }
 
 // finishLog stops the copying and ships what is left of the log, for up to
-// a minute: a machine about to be taken gives no longer.
+// 20 s: what is left is small, a store that takes longer is failing, and
+// the end's notification waits for this (on a preempted machine, seconds
+// count).
 func finishLog(ctx context.Context, out *runlog.Output, ship *runlog.Shipper, sl *storeLog, logf func(string, ...any)) {
 	out.Close(2 * time.Second)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
 	if err := ship.Close(ctx); err != nil {
 		logf("log: the end of the output is on this machine only: %v", err)
