@@ -70,6 +70,10 @@ GPURENT_RESTART_COUNT, GPURENT_CKPT_DIR and GPURENT_RUN; "{resume}" in an argume
 replaced by the path (and dropped with its flag when there is none). docs/run.md has
 PyTorch, Hugging Face, Lightning, torchrun, DeepSpeed and Megatron examples.
 
+--log FILE keeps the command's output in FILE and ships it, encrypted, to the store
+(gpurent ckpt log reads it from any machine), so the traceback of a machine that
+vanished is not lost with it; the command still sees a terminal.
+
 Exit status: 0 the command finished and its newest checkpoint is in the store (or
 there is no store, or no checkpoint); 1 it failed with its restarts used up, or in a
 crash loop; 2 bad usage; 3 as 0 or 75, but the newest checkpoint's upload failed, so
