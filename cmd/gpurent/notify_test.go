@@ -164,6 +164,9 @@ func TestRunNotifiesLastLines(t *testing.T) {
 			case e.Kind == "end": // both starts' lines, the last 12
 				want = once + "\n" + once
 			}
+			if e.Kind == "restart" && withLog != strings.Contains(e.Text, "; CUDA illegal memory access: ") {
+				t.Errorf("log %v: restart text %q", withLog, e.Text)
+			}
 			if e.Output != want {
 				t.Errorf("log %v: %s event's output %q, want %q", withLog, e.Kind, e.Output, want)
 			}

@@ -248,11 +248,6 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			supEvent := func(kind, text string) {
 				output := ""
 				if out != nil && hook != nil && (kind == "restart" || kind == "stall") {
-					if kind == "restart" {
-						// The lines it printed as it died are still
-						// being copied.
-						time.Sleep(100 * time.Millisecond)
-					}
 					output = out.Tail(tailLines)
 				}
 				event(kind, text, output)
@@ -270,6 +265,12 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: supEvent, Stall: stall}
 			if out != nil {
 				cfg.Stdout, cfg.Stderr = out.Stdout, out.Stderr
+				cfg.Explain = func() []string {
+					// Asked as the command has exited: the lines it
+					// printed as it died are still being copied.
+					time.Sleep(100 * time.Millisecond)
+					return runlog.Explain(out.Tail(200))
+				}
 			}
 			if pre != nil {
 				cfg.Cloud, cfg.Notice = cloud, supervise.ShortestNotice(cloud)

@@ -277,3 +277,25 @@ func TestTail(t *testing.T) {
 		t.Errorf("one huge chunk: kept %d, tail %q", len(o.last), o.Tail(3))
 	}
 }
+
+// Explain finds the errors whose meaning for a restart gpurent can say,
+// in the lines as commands print them, and nothing in others.
+func TestExplain(t *testing.T) {
+	for _, c := range []struct{ out, cause string }{
+		{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB", "the GPU's memory ran out"},
+		{"RuntimeError: CUDA error: uncorrectable ECC error encountered\nCUDA kernel errors might be asynchronously reported", "the GPU reported an uncorrectable ECC error"},
+		{"RuntimeError: CUDA error: an illegal memory access was encountered", "CUDA illegal memory access"},
+		{"../aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\nRuntimeError: CUDA error: device-side assert triggered", "a device-side assert"},
+		{"[rank1]:[E1201 06:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.", "an NCCL collective timed out"},
+		{"OSError: [Errno 28] No space left on device: 'out/checkpoint-500/model.safetensors'", "a disk filled up"},
+		{"torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\nOSError: [Errno 98] Address already in use", "a port was taken"},
+	} {
+		got := Explain(c.out)
+		if len(got) != 1 || !strings.HasPrefix(got[0], c.cause) {
+			t.Errorf("Explain(%.50q) = %q, want one cause starting %q", c.out, got, c.cause)
+		}
+	}
+	if got := Explain("Traceback (most recent call last):\nValueError: too many values to unpack\n"); len(got) != 0 {
+		t.Errorf("a plain error explained as %q", got)
+	}
+}

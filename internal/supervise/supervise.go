@@ -66,6 +66,10 @@ type Config struct {
 	// someone looks. Zero only warns, once no new checkpoint has come for
 	// three times the usual interval between them (30 min at least).
 	Stall time.Duration
+	// Explain, when set, names causes of a failure that gpurent cannot
+	// see but the command's output shows (CUDA out of memory, an ECC
+	// error): said with the restart, as a full disk or the OOM killer is.
+	Explain func() []string
 }
 
 // ExitNotStored is the status of a run whose command finished (or was
@@ -342,6 +346,9 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		}
 		if oomed := oom.explain(); oomed != "" {
 			causes = append(causes, oomed)
+		}
+		if s.cfg.Explain != nil {
+			causes = append(causes, s.cfg.Explain()...)
 		}
 		for _, c := range causes {
 			s.cfg.Log("%s", c)

@@ -1,0 +1,43 @@
+package runlog
+
+import "strings"
+
+// signatures are errors a training command prints as it dies, with what
+// they mean for a restart: the exit status alone ("exit status 1") says
+// nothing, and the same command meets the same cause again. Each text is
+// the one PyTorch, the CUDA runtime or the C library prints:
+// "CUDA out of memory" starts PyTorch's torch.OutOfMemoryError (and the
+// RuntimeError before it); "uncorrectable ECC error encountered", "an
+// illegal memory access was encountered" and "device-side assert
+// triggered" are cudaGetErrorString's for cudaErrorECCUncorrectable,
+// cudaErrorIllegalAddress and cudaErrorAssert; "Watchdog caught
+// collective operation timeout" is PyTorch's ProcessGroupNCCL watchdog;
+// "No space left on device" and "Address already in use" are strerror's
+// for ENOSPC and EADDRINUSE.
+var signatures = []struct{ text, cause string }{
+	{"CUDA out of memory", "the GPU's memory ran out (CUDA out of memory): with the same batch size a restart runs out again, " +
+		"unless what else held GPU memory is gone (a stray process, another tenant: gpurent bench's gpu0.processes and gpu0.memory_used)"},
+	{"uncorrectable ECC error encountered", "the GPU reported an uncorrectable ECC error: failing GPU memory, which a restart does not cure " +
+		"(gpurent bench reads its ECC counters, retired pages and remapped rows); ask the provider for another machine"},
+	{"an illegal memory access was encountered", "CUDA illegal memory access: the process's CUDA context is lost; a bug in a kernel " +
+		"or its input happens again after a restart, a hardware fault may not"},
+	{"device-side assert triggered", "a device-side assert (often an index out of range, such as a label not below the number of " +
+		"classes): a restart meets it again at the same step"},
+	{"Watchdog caught collective operation timeout", "an NCCL collective timed out: a rank died, hung or fell behind (a stuck " +
+		"DataLoader, a slow disk), or the GPUs lost contact with each other"},
+	{"No space left on device", "a disk filled up (No space left on device): old checkpoints already in the store can go"},
+	{"Address already in use", "a port was taken (Address already in use): a process of the last attempt, or another program, " +
+		"still listens on it (torchrun's --master_port)"},
+}
+
+// Explain names the causes of a failure that the command's last output
+// shows, in the order of signatures.
+func Explain(output string) []string {
+	var out []string
+	for _, s := range signatures {
+		if strings.Contains(output, s.text) {
+			out = append(out, s.cause)
+		}
+	}
+	return out
+}
