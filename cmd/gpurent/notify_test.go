@@ -15,11 +15,10 @@ import (
 	"github.com/gpurent/gpurent/internal/notify"
 )
 
-// TestRunNotifies: with --notify, the webhook hears the start and the end
-// of a run, with its exit status, also when the run cannot start; the URL
-// is refused on the command line and in plain HTTP to another machine,
-// and never printed.
-func TestRunNotifies(t *testing.T) {
+// webhook is a JSON webhook on loopback (its path holds a token, as real
+// ones do), the file naming it for --notify, and the events it has been
+// sent since the last call.
+func webhook(t *testing.T, dir string) (url, file string, events func() []notify.Event) {
 	var mu sync.Mutex
 	var got []notify.Event
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -33,21 +32,30 @@ func TestRunNotifies(t *testing.T) {
 		got = append(got, e)
 		mu.Unlock()
 	}))
-	defer srv.Close()
-	dir := t.TempDir()
-	hookFile := filepath.Join(dir, "hook.txt")
-	if err := os.WriteFile(hookFile, []byte(srv.URL+"/hook/T0KEN\n"), 0o600); err != nil {
+	t.Cleanup(srv.Close)
+	url = srv.URL + "/hook/T0KEN"
+	file = filepath.Join(dir, "hook.txt")
+	if err := os.WriteFile(file, []byte(url+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("GPURENT_NOTIFY", "")
-	host, _ := os.Hostname()
-	events := func() []notify.Event {
+	return url, file, func() []notify.Event {
 		mu.Lock()
 		defer mu.Unlock()
 		out := got
 		got = nil
 		return out
 	}
+}
+
+// TestRunNotifies: with --notify, the webhook hears the start and the end
+// of a run, with its exit status, also when the run cannot start; the URL
+// is refused on the command line and in plain HTTP to another machine,
+// and never printed.
+func TestRunNotifies(t *testing.T) {
+	dir := t.TempDir()
+	url, hookFile, events := webhook(t, dir)
+	host, _ := os.Hostname()
 	base := []string{"run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status", "--max-restarts", "0", "--notify", hookFile, "--"}
 	for _, tc := range []struct {
 		name  string
@@ -82,14 +90,14 @@ func TestRunNotifies(t *testing.T) {
 	empty := filepath.Join(dir, "empty.txt")
 	os.WriteFile(empty, nil, 0o600)
 	open := filepath.Join(dir, "open.txt")
-	os.WriteFile(open, []byte(srv.URL+"/hook/T0KEN\n"), 0o600)
+	os.WriteFile(open, []byte(url+"\n"), 0o600)
 	os.Chmod(open, 0o644)
 	for _, tc := range []struct {
 		env    string
 		flag   []string
 		stderr string
 	}{
-		{"", []string{"--notify", srv.URL + "/hook/T0KEN"}, "--notify: give a file that holds the webhook URL, not the URL"},
+		{"", []string{"--notify", url}, "--notify: give a file that holds the webhook URL, not the URL"},
 		{"", []string{"--notify", empty}, "--notify " + empty + ": the file is empty; want the webhook URL"},
 		{"", []string{"--notify", open}, "--notify " + open + " is readable by other users (mode -rw-r--r--): chmod 600 it"},
 		{"", []string{"--notify", filepath.Join(dir, "missing.txt")}, "--notify: open " + filepath.Join(dir, "missing.txt")},
@@ -112,24 +120,8 @@ func TestRunNotifies(t *testing.T) {
 // state), tokens taken out: the traceback that says why. Without --log
 // there are none.
 func TestRunNotifiesLastLines(t *testing.T) {
-	var mu sync.Mutex
-	var got []notify.Event
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var e notify.Event
-		b, _ := io.ReadAll(r.Body)
-		if json.Unmarshal(b, &e) == nil {
-			mu.Lock()
-			got = append(got, e)
-			mu.Unlock()
-		}
-	}))
-	defer srv.Close()
 	dir := t.TempDir()
-	hookFile := filepath.Join(dir, "hook.txt")
-	if err := os.WriteFile(hookFile, []byte(srv.URL+"/hook\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GPURENT_NOTIFY", "")
+	_, hookFile, events := webhook(t, dir)
 	t.Setenv("T", "hf_"+strings.Repeat("Z", 34)) // not a real token
 	// One stream: the order of lines on two pipes is the scheduler's.
 	script := `exec 2>&1; printf '\033[32mepoch 1\033[0m\n'; printf 'step 1/9\rstep 5/9\rstep 9/9\n'; echo 'Traceback (most recent call last):' >&2; echo 'RuntimeError: CUDA error: an illegal memory access was encountered' >&2; echo "using token $T" >&2; exit 1`
@@ -148,10 +140,7 @@ func TestRunNotifiesLastLines(t *testing.T) {
 			errs, _ := os.ReadFile(filepath.Join(dir, "stderr"))
 			t.Fatalf("log %v: exit %d\n%s", withLog, code, errs)
 		}
-		mu.Lock()
-		es := got
-		got = nil
-		mu.Unlock()
+		es := events()
 		var kinds []string
 		for _, e := range es {
 			kinds = append(kinds, e.Kind)
