@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -265,6 +266,11 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: supEvent, Stall: stall}
 			if out != nil {
 				cfg.Stdout, cfg.Stderr = out.Stdout, out.Stderr
+				if sameDir(filepath.Dir(logPath), ckptDir) {
+					// A log without ".log" (or one --glob matches) would
+					// count as a checkpoint, uploaded as it grows.
+					cfg.Exclude = []string{filepath.Base(logPath)}
+				}
 				cfg.Explain = func() []string {
 					// Asked as the command has exited: the lines it
 					// printed as it died are still being copied.

@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -63,6 +64,11 @@ const tailKeep = 16 << 10
 
 // Open opens the log file and the command's outputs, and starts copying.
 func Open(opt Options) (*Output, error) {
+	// The directory may be one the command makes later (its output
+	// directory): make it now, as the command would.
+	if err := os.MkdirAll(filepath.Dir(opt.Path), 0o755); err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
 	log, err := os.OpenFile(opt.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("log file: %w", err)

@@ -237,15 +237,23 @@ func TestOutputPseudoTerminal(t *testing.T) {
 	}
 }
 
-// A directory, or a file that cannot be created, is an error naming it.
+// A directory, or a file that cannot be created, is an error naming it;
+// a missing directory is made.
 func TestOpenBadPath(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := Open(Options{Path: dir, Stdout: os.Stdout, Stderr: os.Stderr}); err == nil {
 		t.Error("a directory was taken as the log file")
 	}
-	if _, err := Open(Options{Path: filepath.Join(dir, "no", "such", "log"), Stdout: os.Stdout, Stderr: os.Stderr}); err == nil || !strings.Contains(err.Error(), "log file") {
-		t.Errorf("missing directory: %v", err)
+	os.WriteFile(filepath.Join(dir, "file"), nil, 0o600)
+	if _, err := Open(Options{Path: filepath.Join(dir, "file", "log"), Stdout: os.Stdout, Stderr: os.Stderr}); err == nil || !strings.Contains(err.Error(), "log file") {
+		t.Errorf("under a file: %v", err)
 	}
+	// A directory not made yet (the command's output directory) is made.
+	o, err := Open(Options{Path: filepath.Join(dir, "out", "run1", "train.log"), Stdout: os.Stdout, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Close(time.Second)
 }
 
 // Tail is what a terminal would show of the last lines: colours and

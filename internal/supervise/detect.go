@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +47,9 @@ type Detector struct {
 	Quiet time.Duration
 	// Glob, when set, limits candidates to names matching it.
 	Glob string
+	// Exclude names entries of Dir that are never checkpoints, whatever
+	// Glob says: gpurent's own log file (--log) written there.
+	Exclude []string
 	// OpenForWrite reports whether a process holds path open for writing
 	// (from /proc/*/fd); nil means procOpenForWrite.
 	OpenForWrite func(path string) bool
@@ -98,7 +102,7 @@ func (d *Detector) Scan() ([]Candidate, error) {
 	var out []Candidate
 	for i, e := range entries {
 		name := e.Name()
-		if internalName(name) || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".partial") {
+		if internalName(name) || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".partial") || slices.Contains(d.Exclude, name) {
 			continue
 		}
 		kind, whole, fw := fws[i].kind, fws[i].whole, fws[i].ok

@@ -70,6 +70,9 @@ type Config struct {
 	// see but the command's output shows (CUDA out of memory, an ECC
 	// error): said with the restart, as a full disk or the OOM killer is.
 	Explain func() []string
+	// Exclude names entries of CkptDir that are never checkpoints (see
+	// Detector.Exclude).
+	Exclude []string
 }
 
 // ExitNotStored is the status of a run whose command finished (or was
@@ -184,7 +187,7 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob}, sysRoot: "/",
+	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob, Exclude: cfg.Exclude}, sysRoot: "/",
 		stalled: make(chan time.Duration, 1)}
 	for _, c := range st.Committed {
 		if t := time.Unix(c.At, 0); t.After(s.lastCommit) {

@@ -125,6 +125,10 @@ func TestDetector(t *testing.T) {
 	if got := completeness(t, &Detector{Dir: dir, Glob: "*.log", OpenForWrite: d.OpenForWrite}); !got["train.log"] {
 		t.Error("--glob '*.log' did not make train.log a candidate")
 	}
+	// gpurent's own --log, whatever --glob says.
+	if got := completeness(t, &Detector{Dir: dir, Glob: "*.log", Exclude: []string{"train.log"}, OpenForWrite: d.OpenForWrite}); len(got) != 0 {
+		t.Errorf("with train.log excluded: %v", got)
+	}
 	// The real /proc check sees this process's own open file.
 	f, _ := os.Create(filepath.Join(dir, "e.pt"))
 	defer f.Close()
