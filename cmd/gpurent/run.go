@@ -198,6 +198,11 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				}
 				out = o
 				defer out.Close(2 * time.Second)
+				if st, err := os.Stat(logPath); err == nil && st.Mode().Perm()&0o077 != 0 {
+					// Made by an earlier `> train.log`: kept as it is, but
+					// a shared machine's other accounts read it.
+					logf("warning: --log %s is readable by other users (mode %v); chmod 600 it if the output is private", logPath, st.Mode().Perm())
+				}
 			}
 			hook, err := openWebhook(notifyFile)
 			if err != nil {
