@@ -296,6 +296,8 @@ func TestExplain(t *testing.T) {
 		{"../aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\nRuntimeError: CUDA error: device-side assert triggered", "a device-side assert"},
 		{"[rank1]:[E1201 06:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.", "an NCCL collective timed out"},
 		{"OSError: [Errno 28] No space left on device: 'out/checkpoint-500/model.safetensors'", "a disk filled up"},
+		{"ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\nRuntimeError: DataLoader worker (pid 2841) is killed by signal: Bus error.", "a DataLoader worker ran out of shared memory"},
+		{"gpu-7:168:168 [0] misc/shmutils.cc:113 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-UbzKZ9 (size 9637888), error: No space left on device (28)", "NCCL could not create its segment in /dev/shm"},
 		{"torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\nOSError: [Errno 98] Address already in use", "a port was taken"},
 	} {
 		got := Explain(c.out)
