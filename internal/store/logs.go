@@ -205,6 +205,9 @@ func (s *Store) LogSessions(ctx context.Context, run string) ([]LogSession, erro
 
 func (s *Store) logInfo(ctx context.Context, run, sess string) (*LogInfo, error) {
 	key := logPrefix(run) + sess + "/info.json"
+	if info, ok := s.logInfos.Load(key); ok {
+		return info.(*LogInfo), nil
+	}
 	r, err := s.b.Get(ctx, key)
 	if err != nil {
 		return nil, err
@@ -221,6 +224,7 @@ func (s *Store) logInfo(ctx context.Context, run, sess string) (*LogInfo, error)
 	if info.Version != 1 || info.Session != sess || info.Run != run {
 		return nil, fmt.Errorf("%s: not session %s of run %s (version %d)", key, sess, run, info.Version)
 	}
+	s.logInfos.Store(key, &info)
 	return &info, nil
 }
 

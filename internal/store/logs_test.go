@@ -208,3 +208,29 @@ func TestLogDamagedSegment(t *testing.T) {
 		t.Errorf("damaged segment: err %v, %d bytes written", err, got.Len())
 	}
 }
+
+// A session's info.json is read once per Store: `ckpt log --follow` lists
+// the sessions every few seconds, and a run can have many.
+func TestLogSessionsReadEachInfoOnce(t *testing.T) {
+	ctx := context.Background()
+	b := &countingGets{Backend: backends(t)["file"](t)}
+	s := New(b, Options{})
+	for range 4 {
+		w, err := s.NewLog(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Append(ctx, []byte("line\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		ls, err := s.LogSessions(ctx, "r")
+		if err != nil || len(ls) != 4 || ls[3].Segments != 1 {
+			t.Fatalf("sessions %+v %v", ls, err)
+		}
+	}
+	if n := b.gets.Load(); n != 4 {
+		t.Errorf("three listings read %d objects, want the 4 info.json once each", n)
+	}
+}

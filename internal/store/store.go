@@ -70,6 +70,9 @@ func NewUploadLimit(bytesPerSecond float64) *rate.Limiter {
 type Store struct {
 	b   Backend
 	opt Options
+	// logInfos caches log sessions' info.json by key: written once and
+	// never changed, read again at every poll of `ckpt log --follow`.
+	logInfos sync.Map
 }
 
 // New wraps a backend. The crypto may be nil for plaintext.
