@@ -222,10 +222,14 @@ func (p *logPrinter) tail(ctx context.Context, sessions []store.LogSession, line
 		data []byte
 	}
 	var parts []part // newest first
+	for _, ls := range sessions {
+		// What comes before the tail counts as printed: --follow goes on
+		// from the end, not from older sessions' beginnings.
+		p.read[ls.Session] = ls.Segments
+	}
 	have := 0
 	for i := len(sessions) - 1; i >= 0 && have <= lines; i-- {
 		ls := &sessions[i]
-		p.read[ls.Session] = ls.Segments
 		p.gap(ls)
 		for n := ls.Segments - 1; n >= 0 && have <= lines; n-- {
 			var buf bytes.Buffer

@@ -84,3 +84,40 @@ func TestCkptLogSaysWhenASegmentIsMissing(t *testing.T) {
 		}
 	}
 }
+
+// --tail with --follow: after the tail, following prints only what is
+// shipped later, not the older sessions the tail did not reach.
+func TestCkptLogTailThenFollow(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	b, _, err := store.Open(ctx, dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	st := store.New(b, store.Options{Host: "gpu-1"})
+	for _, text := range []string{"old session\n", "new 1\nnew 2\nnew 3\n"} {
+		w, err := st.NewLog(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Append(ctx, []byte(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sessions, err := st.LogSessions(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errw strings.Builder
+	p := &logPrinter{st: st, out: &out, errw: &errw, read: map[string]int{}, warned: map[string]bool{}, many: true}
+	if err := p.tail(ctx, sessions, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.from(ctx, sessions); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "new 2\nnew 3\n" {
+		t.Errorf("tail then follow printed %q", out.String())
+	}
+}
