@@ -58,22 +58,8 @@ func TestRunShowsThePreviousMachinesEnd(t *testing.T) {
 // says so, rather than joining the lines around it.
 func TestCkptLogSaysWhenASegmentIsMissing(t *testing.T) {
 	dir := t.TempDir()
-	ctx := context.Background()
-	b, _, err := store.Open(ctx, dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := store.New(b, store.Options{Host: "gpu-1"}).NewLog(ctx, "r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{"one\n", "two\n", "three\n"} {
-		if err := w.Append(ctx, []byte(p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.Close()
-	segs, _ := filepath.Glob(filepath.Join(dir, "runs", "r", "logs", w.Session(), "000002-*"))
+	_, ws := shipLogs(t, dir, []string{"one\n", "two\n", "three\n"})
+	segs, _ := filepath.Glob(filepath.Join(dir, "runs", "r", "logs", ws[0].Session(), "000002-*"))
 	if len(segs) != 1 || os.Remove(segs[0]) != nil {
 		t.Fatalf("segment 2: %v", segs)
 	}
@@ -88,23 +74,8 @@ func TestCkptLogSaysWhenASegmentIsMissing(t *testing.T) {
 // --tail with --follow: after the tail, following prints only what is
 // shipped later, not the older sessions the tail did not reach.
 func TestCkptLogTailThenFollow(t *testing.T) {
-	dir := t.TempDir()
 	ctx := context.Background()
-	b, _, err := store.Open(ctx, dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	st := store.New(b, store.Options{Host: "gpu-1"})
-	for _, text := range []string{"old session\n", "new 1\nnew 2\nnew 3\n"} {
-		w, err := st.NewLog(ctx, "r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Append(ctx, []byte(text)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st, _ := shipLogs(t, t.TempDir(), []string{"old session\n"}, []string{"new 1\nnew 2\nnew 3\n"})
 	sessions, err := st.LogSessions(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
@@ -120,4 +91,31 @@ func TestCkptLogTailThenFollow(t *testing.T) {
 	if out.String() != "new 2\nnew 3\n" {
 		t.Errorf("tail then follow printed %q", out.String())
 	}
+}
+
+// shipLogs writes log sessions of run r into a file store at dir, one per
+// list, each string a segment, as gpurent run --log ships them.
+func shipLogs(t *testing.T, dir string, sessions ...[]string) (*store.Store, []*store.LogWriter) {
+	t.Helper()
+	ctx := context.Background()
+	b, _, err := store.Open(ctx, dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	st := store.New(b, store.Options{Host: "gpu-1"})
+	var ws []*store.LogWriter
+	for _, segs := range sessions {
+		w, err := st.NewLog(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seg := range segs {
+			if err := w.Append(ctx, []byte(seg)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ws = append(ws, w)
+	}
+	return st, ws
 }
