@@ -62,6 +62,7 @@ func TestExitCodes(t *testing.T) {
 	runKeep := write("run.yaml", "ckpt_dir: out\nkeep: -1\ncommand: [echo, hi]\n")
 	runQuiet := write("quiet.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nquiet: 5x\n")
 	runStall := write("stall.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nstall: 2x\n")
+	runSilence := write("silence.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nsilence: 30m\n")
 	runLogEvery := write("logevery.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nlog: out.log\nlog_every: 5s\n")
 	existing := write("facts.json", "{\"an earlier run\": true}\n")
 	noGPU := write("nogpu.yaml", "gpu: TPU v9\ncompute_hours: 10\n")
@@ -120,6 +121,9 @@ func TestExitCodes(t *testing.T) {
 		{"negative checkpoint size", []string{"quote", "--hours", "10", "--ckpt-every", "1h", "--ckpt-size", "-1"}, 2, "--ckpt-size: want a non-negative size, got -1"},
 		{"checkpoint size without interval", []string{"quote", "--hours", "10", "--ckpt-size", "20"}, 2, "checkpoint settings need --ckpt-every"},
 		{"run negative stall flag", []string{"run", "--stall", "-1s", "--", "true"}, 2, "--stall: want a positive duration such as 2h, or 0 to only warn, got -1s"},
+		{"run silence without log", []string{"run", "--silence", "20m", "--", "true"}, 2, "--silence: needs --log FILE: gpurent sees the command's output only when it keeps it"},
+		{"run config silence without log", []string{"run", "--config", runSilence}, 2, "silence.yaml:3: silence: needs --log FILE"},
+		{"run negative silence flag", []string{"run", "--silence", "-1s", "--log", "x.log", "--", "true"}, 2, "--silence: want a positive duration such as 30m, or 0 to only warn, got -1s"},
 		{"run negative restarts flag", []string{"run", "--max-restarts", "-1", "--", "true"}, 2, "--max-restarts: want 0 or more, got -1"},
 		{"run command not found", []string{"run", "--ckpt-dir", dir, "--preemption", "none", "--", "no-such-trainer"}, 2, `exec: "no-such-trainer": executable file not found`},
 		{"bench zero expected GPUs", []string{"bench", "--expect-gpus", "0"}, 2, "--expect-gpus: want a positive number of GPUs, got 0"},

@@ -40,6 +40,7 @@ type runFile struct {
 	BWLimit     string   `yaml:"bwlimit"`
 	Notify      string   `yaml:"notify"`
 	Stall       string   `yaml:"stall"`
+	Silence     string   `yaml:"silence"`
 	Log         string   `yaml:"log"`
 	LogEvery    string   `yaml:"log_every"`
 	Command     []string `yaml:"command"`
@@ -52,7 +53,7 @@ func newRun(g *globals) *cobra.Command {
 		keep, maxRestarts                                               int
 		noStatus                                                        bool
 		metaAWS, metaGCP, metaAzure, metaAlibaba, metaTencent           string
-		quiet, grace, poll, stall, logEvery                             time.Duration
+		quiet, grace, poll, stall, silence, logEvery                    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
@@ -145,6 +146,19 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			}
 			if stall < 0 {
 				return bad("stall", "stall", "want a positive duration such as 2h, or 0 to only warn, got %v", stall)
+			}
+			if !fs.Changed("silence") && file.Silence != "" {
+				d, err := units.ParseDuration(file.Silence)
+				if err != nil {
+					return bad("silence", "silence", "%v", err)
+				}
+				silence = d
+			}
+			if silence < 0 {
+				return bad("silence", "silence", "want a positive duration such as 30m, or 0 to only warn, got %v", silence)
+			}
+			if silence > 0 && logPath == "" {
+				return bad("silence", "silence", "needs --log FILE: gpurent sees the command's output only when it keeps it")
 			}
 			if !fs.Changed("quiet") && file.Quiet != "" {
 				d, err := time.ParseDuration(file.Quiet)
@@ -271,6 +285,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: supEvent, Stall: stall}
 			if out != nil {
 				cfg.Stdout, cfg.Stderr = out.Stdout, out.Stderr
+				cfg.Output, cfg.Silence = out.LastOutput, silence
 				if sameDir(filepath.Dir(logPath), ckptDir) {
 					// A log without ".log" (or one --glob matches) would
 					// count as a checkpoint, uploaded as it grows.
@@ -362,7 +377,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	}
 	s.register(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, stall, log, log_every, command (flags override)")
+	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, stall, silence, log, log_every, command (flags override)")
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&maxRestarts, "max-restarts", 10, "restarts after failures before giving up")
@@ -373,6 +388,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.DurationVar(&grace, "stop-grace", 30*time.Second, "from forwarding SIGTERM to the command to killing it")
 	f.DurationVar(&poll, "poll", time.Second, "how often --ckpt-dir is scanned")
 	f.DurationVar(&stall, "stall", 0, "restart the command when it has written no new checkpoint for this long (hung); 0 only warns, at three times the usual interval")
+	f.DurationVar(&silence, "silence", 0, "with --log, restart the command when it has printed nothing (and written no new checkpoint) for this long (hung); 0 only warns, at three times its longest silence")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
 	f.StringVar(&logPath, "log", "", "append the command's output to this file and, with --store, ship it there (encrypted) every --log-every and at each restart: gpurent ckpt log reads it back")
 	f.DurationVar(&logEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")

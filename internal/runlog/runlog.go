@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +58,9 @@ type Output struct {
 	lines  []*lines // each stream's line held back from the log
 	stop   chan struct{}
 	once   sync.Once
+	// lastAt is when the command last wrote (unix nanoseconds; 0: not
+	// yet), for LastOutput.
+	lastAt atomic.Int64
 }
 
 // tailKeep is how much of the command's output Tail looks at.
@@ -179,8 +183,10 @@ func (o *Output) copy(r *os.File, dst io.Writer) {
 				return
 			}
 			dst.Write(chunk) // a closed terminal must not stop the log
+			now := time.Now()
+			o.lastAt.Store(now.UnixNano())
 			o.mu.Lock()
-			o.log.Write(ln.add(chunk, time.Now()))
+			o.log.Write(ln.add(chunk, now))
 			o.keep(chunk)
 			o.mu.Unlock()
 			spare = chunk
@@ -206,6 +212,16 @@ func (o *Output) flushEvery(d time.Duration) {
 			o.mu.Unlock()
 		}
 	}
+}
+
+// LastOutput is when the command last wrote to its stdout or stderr (zero:
+// not yet); gpurent's own notes do not count. A trainer that hangs falls
+// silent long before its next checkpoint is due.
+func (o *Output) LastOutput() time.Time {
+	if ns := o.lastAt.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // keep adds b to the end of o.last, dropping what falls out of tailKeep.

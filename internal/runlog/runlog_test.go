@@ -150,6 +150,11 @@ func TestOutputPipes(t *testing.T) {
 	if o.PTY || o.Start != int64(len("before\n")) {
 		t.Fatalf("PTY %v, start %d", o.PTY, o.Start)
 	}
+	o.Note("gpurent's own line is not the command's output")
+	if !o.LastOutput().IsZero() {
+		t.Errorf("nothing printed yet, last output %v", o.LastOutput())
+	}
+	before := time.Now()
 	cmd := exec.Command("sh", "-c", `echo out; echo err >&2; [ -t 1 ] && echo tty || echo notty`)
 	cmd.Stdout, cmd.Stderr = o.Stdout, o.Stderr
 	if err := cmd.Run(); err != nil {
@@ -158,6 +163,9 @@ func TestOutputPipes(t *testing.T) {
 	o.Note("the command finished")
 	if err := o.Close(time.Second); err != nil {
 		t.Fatal(err)
+	}
+	if last := o.LastOutput(); last.Before(before) || last.After(time.Now()) {
+		t.Errorf("last output %v, want between %v and now", last, before)
 	}
 	o.Note("after close: not written")
 	out, _ := os.ReadFile(filepath.Join(dir, "stdout"))

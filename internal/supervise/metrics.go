@@ -19,6 +19,7 @@ type Metrics struct {
 	lastUploadSeconds atomic.Int64 // milliseconds, despite the name
 	lastCheckpoint    atomic.Int64 // unix seconds a new complete checkpoint last appeared
 	stalls            atomic.Int64
+	lastOutput        atomic.Int64 // unix seconds the command last printed (0: unknown)
 	started           time.Time
 }
 
@@ -36,6 +37,10 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	ckptAge := -1.0
 	if t := m.lastCheckpoint.Load(); t > 0 {
 		ckptAge = now.Sub(time.Unix(t, 0)).Seconds()
+	}
+	outAge := -1.0
+	if t := m.lastOutput.Load(); t > 0 {
+		outAge = now.Sub(time.Unix(t, 0)).Seconds()
 	}
 	n, err := fmt.Fprintf(w, `# HELP gpurent_child_up Whether the training command is running.
 # TYPE gpurent_child_up gauge
@@ -64,11 +69,14 @@ gpurent_preemption_notices_total %d
 # HELP gpurent_last_checkpoint_age_seconds Seconds since a new complete checkpoint last appeared in --ckpt-dir, uploaded or not (-1: none yet).
 # TYPE gpurent_last_checkpoint_age_seconds gauge
 gpurent_last_checkpoint_age_seconds %.0f
-# HELP gpurent_stalls_total Times the command wrote no new checkpoint for longer than --stall, or three times its usual interval.
+# HELP gpurent_stalls_total Times the command was taken to hang: no new checkpoint for longer than --stall or three times its usual interval, or no output for longer than --silence or three times its longest silence.
 # TYPE gpurent_stalls_total counter
 gpurent_stalls_total %d
+# HELP gpurent_last_output_age_seconds Seconds since the command last printed, as gpurent run --log sees it (-1: unknown).
+# TYPE gpurent_last_output_age_seconds gauge
+gpurent_last_output_age_seconds %.0f
 `, m.childUp.Load(), m.restarts.Load(), age, atRisk, m.bytes.Load(), float64(m.lastUploadSeconds.Load())/1000, m.uploadErrors.Load(), m.notices.Load(),
-		ckptAge, m.stalls.Load())
+		ckptAge, m.stalls.Load(), outAge)
 	return int64(n), err
 }
 

@@ -55,6 +55,7 @@ func TestMetricsText(t *testing.T) {
 		"gpurent_child_up": 1, "gpurent_restarts_total": 2, "gpurent_uploaded_bytes_total": 1 << 30,
 		"gpurent_upload_errors_total": 4, "gpurent_preemption_notices_total": 1, "gpurent_last_upload_seconds": 12.345,
 		"gpurent_stalls_total": 3, "gpurent_last_commit_age_seconds": -1, "gpurent_work_at_risk_seconds": 3600,
+		"gpurent_last_output_age_seconds": -1,
 	} {
 		if got[name] != want {
 			t.Errorf("%s = %v, want %v", name, got[name], want)
@@ -62,5 +63,11 @@ func TestMetricsText(t *testing.T) {
 	}
 	if a := got["gpurent_last_checkpoint_age_seconds"]; a < 89 || a > 92 {
 		t.Errorf("last checkpoint age %v, want 90", a)
+	}
+	m.lastOutput.Store(time.Now().Add(-42 * time.Second).Unix())
+	b.Reset()
+	m.WriteTo(&b)
+	if !strings.Contains(b.String(), "\ngpurent_last_output_age_seconds 42\n") && !strings.Contains(b.String(), "\ngpurent_last_output_age_seconds 43\n") {
+		t.Errorf("last output 42 s ago:\n%s", b.String())
 	}
 }

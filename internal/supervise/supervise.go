@@ -66,6 +66,16 @@ type Config struct {
 	// someone looks. Zero only warns, once no new checkpoint has come for
 	// three times the usual interval between them (30 min at least).
 	Stall time.Duration
+	// Output, when set, says when the command last printed (zero: not
+	// yet). A trainer prints every few steps, a progress bar each step;
+	// hung, it prints nothing, long before a checkpoint is overdue. With
+	// it, a command that has printed nothing and written no new
+	// checkpoint for Silence is stopped and restarted as Stall does; with
+	// Silence zero, that is only warned of, once it has printed ten times
+	// and then stayed silent three times as long as ever before, 30 min
+	// at least.
+	Output  func() time.Time
+	Silence time.Duration
 	// Explain, when set, names causes of a failure that gpurent cannot
 	// see but the command's output shows (CUDA out of memory, an ECC
 	// error): said with the restart, as a full disk or the OOM killer is.
@@ -114,9 +124,9 @@ type Supervisor struct {
 	// it; both under uploading.
 	failingSince time.Time
 	alarmed      bool
-	progress     progress // under mu
-	stalled      chan time.Duration
-	pulled       string // a checkpoint resume pulled, verified: usable at once
+	progress     progress    // under mu
+	stalled      chan string // why the command is taken to hang
+	pulled       string      // a checkpoint resume pulled, verified: usable at once
 	// deeper: when lookDeeper last looked below --ckpt-dir for
 	// checkpoints Scan cannot see, and whether it has said so (once a
 	// run); under mu.
@@ -188,7 +198,7 @@ func New(cfg Config) (*Supervisor, error) {
 		return nil, err
 	}
 	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob, Exclude: cfg.Exclude}, sysRoot: "/",
-		stalled: make(chan time.Duration, 1)}
+		stalled: make(chan string, 1)}
 	for _, c := range st.Committed {
 		if t := time.Unix(c.At, 0); t.After(s.lastCommit) {
 			s.lastCommit = t
@@ -315,10 +325,10 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				s.stopChild(done, fwd)
 				f := s.finalUpload(ctx)
 				return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v; %s", sig, s.finalWords(f))}, nil
-			case idle := <-s.stalled:
-				s.cfg.Log("no new checkpoint for %v (--stall %v): the command is taken to hang, and is stopped to restart from its newest checkpoint", idle.Round(time.Second), s.cfg.Stall)
+			case why := <-s.stalled:
+				s.cfg.Log("%s: the command is taken to hang, and is stopped to restart from its newest checkpoint", why)
 				s.stopChild(done, syscall.SIGTERM)
-				werr = fmt.Errorf("stalled: no new checkpoint for %v", idle.Round(time.Second))
+				werr = fmt.Errorf("stalled: %s", why)
 				break running
 			case n := <-notices:
 				if !n.Advisory {
@@ -658,7 +668,7 @@ func (s *Supervisor) watch(ctx context.Context) {
 		}
 		s.uploadNewest(ctx)
 		s.lookDeeper(false)
-		s.checkStall()
+		s.checkStall(time.Now())
 	}
 }
 
@@ -671,10 +681,60 @@ type progress struct {
 	startAt time.Time       // the command's (re)start
 	gaps    []time.Duration // the last intervals between new checkpoints of one start
 	said    bool            // this stall was reported
+
+	// Output, where Config.Output tells it: the command's last output of
+	// this start, how many times it was seen to print (every start), the
+	// longest silence between its outputs of one start, and whether the
+	// present silence was reported.
+	outAt     time.Time
+	outs      int
+	longest   time.Duration
+	quietSaid bool
 }
 
 // started resets progress for a new start of the command.
-func (p *progress) started(now time.Time) { p.at, p.startAt, p.said = now, now, false }
+func (p *progress) started(now time.Time) {
+	p.at, p.startAt, p.said = now, now, false
+	p.outAt, p.quietSaid = time.Time{}, false
+}
+
+// heard records the time of the command's last output, as Config.Output
+// tells it when asked (every Poll, so a silence is known to the poll).
+// Output from before this start is the previous command's.
+func (p *progress) heard(last time.Time) {
+	if !last.After(p.outAt) || last.Before(p.startAt) {
+		return
+	}
+	if !p.outAt.IsZero() {
+		p.longest = max(p.longest, last.Sub(p.outAt))
+	}
+	p.outAt, p.outs, p.quietSaid = last, p.outs+1, false
+}
+
+// silentSince is when the command last showed life: its last output, its
+// last new checkpoint, or its start.
+func (p *progress) silentSince() time.Time {
+	if p.outAt.After(p.at) {
+		return p.outAt
+	}
+	return p.at
+}
+
+// silenceLimit is how long without output (or a new checkpoint) makes a
+// stall: --silence when given, else, once the command has printed ten
+// times, three times its longest silence so far and at least 30 min (a
+// first evaluation may print nothing for longer than any step did), else
+// none: a command that prints a few lines and then trains quietly is not
+// hanging.
+func (p *progress) silenceLimit(silence time.Duration) time.Duration {
+	if silence > 0 {
+		return silence
+	}
+	if p.outs >= 10 {
+		return max(3*p.longest, 30*time.Minute)
+	}
+	return 0
+}
 
 // saw records the newest complete checkpoint; a new signature is
 // progress, and reported.
@@ -718,34 +778,64 @@ func (p *progress) limit(stall time.Duration) time.Duration {
 	return 0
 }
 
-// checkStall reports a command that has made no new checkpoint for long:
-// with --stall it is stopped and restarted; without, it is said once.
-func (s *Supervisor) checkStall() {
+// checkStall reports a command that has made no new checkpoint, or
+// printed nothing, for long: with --stall or --silence it is stopped and
+// restarted; without, it is said once.
+func (s *Supervisor) checkStall(now time.Time) {
 	if s.child.Load() == 0 {
 		return
 	}
+	var lastOut time.Time
+	if s.cfg.Output != nil {
+		lastOut = s.cfg.Output()
+	}
 	s.mu.Lock()
 	p := &s.progress
-	idle, usual, limit := time.Since(p.at), p.usual(), p.limit(s.cfg.Stall)
-	if limit == 0 || idle < limit || p.said {
-		s.mu.Unlock()
-		return
+	p.heard(lastOut)
+	if !p.outAt.IsZero() {
+		s.Metrics.lastOutput.Store(p.outAt.Unix())
 	}
-	p.said = true
+	// A stall is said once per silence: the checkpoint rule and the output
+	// rule see the same hang, and the first to see it speaks. --stall and
+	// --silence act even after a warning.
+	var why, warn string
+	if idle, limit := now.Sub(p.at), p.limit(s.cfg.Stall); limit > 0 && idle >= limit && !p.said {
+		switch {
+		case s.cfg.Stall > 0:
+			why = fmt.Sprintf("no new checkpoint for %v (--stall %v)", idle.Round(time.Second), s.cfg.Stall)
+		case !p.quietSaid:
+			warn = fmt.Sprintf("no new checkpoint for %v, while they came every %v until now: the command may hang (an NCCL collective waiting on a dead rank, a stuck DataLoader) while the GPUs are billed; --stall DURATION restarts it then",
+				idle.Round(time.Second), p.usual().Round(time.Second))
+		}
+		p.said = why != "" || warn != ""
+	}
+	if idle, limit := now.Sub(p.silentSince()), p.silenceLimit(s.cfg.Silence); s.cfg.Output != nil && why == "" && limit > 0 && idle >= limit && !p.quietSaid {
+		switch {
+		case s.cfg.Silence > 0:
+			why = fmt.Sprintf("no output and no new checkpoint for %v (--silence %v)", idle.Round(time.Second), s.cfg.Silence)
+		case !p.said:
+			warn = fmt.Sprintf("no output and no new checkpoint for %v, while it never went %v without printing until now: the command may hang (an NCCL collective waiting on a dead rank, a stuck DataLoader) while the GPUs are billed; --silence DURATION restarts it then",
+				idle.Round(time.Second), p.longest.Round(time.Second))
+		}
+		p.quietSaid = why != "" || warn != ""
+	}
+	if why != "" {
+		p.said, p.quietSaid = true, true // the command is being stopped: once is enough
+	}
 	s.mu.Unlock()
-	s.Metrics.stalls.Add(1)
-	if s.cfg.Stall > 0 {
-		s.cfg.Event("stall", fmt.Sprintf("no new checkpoint for %v (--stall %v): restarting the command from its newest checkpoint", idle.Round(time.Second), s.cfg.Stall))
+	switch {
+	case why != "":
+		s.Metrics.stalls.Add(1)
+		s.cfg.Event("stall", why+": restarting the command from its newest checkpoint")
 		select {
-		case s.stalled <- idle:
+		case s.stalled <- why:
 		default:
 		}
-		return
+	case warn != "":
+		s.Metrics.stalls.Add(1)
+		s.cfg.Log("warning: %s", warn)
+		s.cfg.Event("stall", warn)
 	}
-	msg := fmt.Sprintf("no new checkpoint for %v, while they came every %v until now: the command may hang (an NCCL collective waiting on a dead rank, a stuck DataLoader) while the GPUs are billed; --stall DURATION restarts it then",
-		idle.Round(time.Second), usual.Round(time.Second))
-	s.cfg.Log("warning: %s", msg)
-	s.cfg.Event("stall", msg)
 }
 
 // lookDeeper warns, once, when --ckpt-dir itself holds no checkpoint but

@@ -787,6 +787,186 @@ func TestStallLimit(t *testing.T) {
 	}
 }
 
+// stampWriter keeps when it was last written to: the command's output as
+// gpurent run --log sees it (runlog.Output.LastOutput).
+type stampWriter struct{ at atomic.Int64 }
+
+func (w *stampWriter) Write(b []byte) (int, error) {
+	w.at.Store(time.Now().UnixNano())
+	return len(b), nil
+}
+
+func (w *stampWriter) last() time.Time {
+	if ns := w.at.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// TestSilenceRestarts: with --silence, a command that prints and then
+// falls silent (hung) is stopped and restarted long before a checkpoint
+// would be overdue; hanging again, it ends in the crash-loop rule. One
+// that goes on printing, though it writes no checkpoint, is left alone.
+func TestSilenceRestarts(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(t.TempDir(), h.b)
+	out := &stampWriter{}
+	cfg.Stdout, cfg.Stderr, cfg.Output = out, out, out.last
+	cfg.Silence = time.Second // well above the start, even under -race on a loaded machine
+	cfg.CrashLoop = 2
+	cfg.Cmd = []string{"sh", "-c", `if [ "$GPURENT_RESTART_COUNT" = 0 ]; then echo x > "$GPURENT_CKPT_DIR/ckpt-000001.bin"; fi; echo step 1; sleep 0.2; echo step 2; exec sleep 60`}
+	events := captureEvents(&cfg)
+	start := time.Now()
+	sup, _ := New(cfg)
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop: the command failed 2 times in a row (stalled: no output and no new checkpoint for ") {
+		t.Fatalf("%+v %v", ex, err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %v", d)
+	}
+	got := events()
+	if want := []string{"start", "stall", "restart", "stall", "restart", "stall"}; !slices.Equal(kinds(got), want) {
+		t.Errorf("events %q, want kinds %v", got, want)
+	}
+	if !strings.Contains(got[1], "(--silence 1s): restarting the command from its newest checkpoint") {
+		t.Errorf("stall event %q", got[1])
+	}
+
+	// Printing every 200 ms for 3 s: never silent for 1 s.
+	cfg.Cmd = []string{"sh", "-c", `for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do echo step $i; sleep 0.2; done`}
+	events = captureEvents(&cfg)
+	sup, _ = New(cfg)
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatalf("a command printing all along: %+v %v (events %q)", ex, err, events())
+	}
+	if k := kinds(events()); slices.Contains(k, "stall") {
+		t.Errorf("a command printing all along was taken to hang: %q", events())
+	}
+}
+
+// TestSilenceLimit: without --silence, silence is a stall once the command
+// has printed ten times, at three times its longest silence between
+// outputs of one start and 30 min at least; output from before a start is
+// the previous command's.
+func TestSilenceLimit(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var p progress
+	p.started(t0)
+	p.heard(time.Time{}) // nothing printed yet
+	for i := 1; i <= 9; i++ {
+		p.heard(t0.Add(time.Duration(i) * time.Second))
+	}
+	if l := p.silenceLimit(0); l != 0 {
+		t.Errorf("nine outputs: limit %v, want none", l)
+	}
+	p.heard(t0.Add(9 * time.Second)) // the same output seen again
+	if p.outs != 9 {
+		t.Errorf("an output seen twice counted: %d", p.outs)
+	}
+	p.heard(t0.Add(20 * time.Minute)) // an 11 min 51 s evaluation
+	if l := p.silenceLimit(0); l != 3*(20*time.Minute-9*time.Second) {
+		t.Errorf("limit %v, want three times the longest silence", l)
+	}
+	if l := p.silenceLimit(5 * time.Minute); l != 5*time.Minute {
+		t.Errorf("--silence 5m: limit %v", l)
+	}
+	var q progress
+	q.started(t0)
+	for i := 1; i <= 10; i++ {
+		q.heard(t0.Add(time.Duration(i) * time.Second))
+	}
+	if l := q.silenceLimit(0); l != 30*time.Minute {
+		t.Errorf("printing every second: limit %v, want the 30 min floor", l)
+	}
+	// A restart: the dying command's last output is not the new one's,
+	// and the silence counts from the start.
+	t1 := t0.Add(time.Hour)
+	q.started(t1)
+	q.heard(t0.Add(10 * time.Second))
+	if !q.outAt.IsZero() || !q.silentSince().Equal(t1) {
+		t.Errorf("after a restart: out %v, silent since %v", q.outAt, q.silentSince())
+	}
+	q.heard(t1.Add(time.Hour)) // the first output of a start is no interval
+	if q.longest != time.Second {
+		t.Errorf("longest silence %v, want 1s: the gap across a restart counted", q.longest)
+	}
+	// A new checkpoint is life too.
+	q.saw(Candidate{Path: "/c", Size: 1, ModTime: t0}, t1.Add(2*time.Hour))
+	if !q.silentSince().Equal(t1.Add(2 * time.Hour)) {
+		t.Errorf("silent since %v, want the new checkpoint's time", q.silentSince())
+	}
+}
+
+// TestSilenceWarns: without --silence, a silence past the limit is said
+// once, as a warning and a stall event, and said again only after the
+// command printed again; the checkpoint rule, seeing the same hang, says
+// nothing more; --silence then acts though a warning was given.
+func TestSilenceWarns(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(t.TempDir(), h.b)
+	var last time.Time
+	cfg.Output = func() time.Time { return last }
+	logged := captureLog(&cfg)
+	events := captureEvents(&cfg)
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup.child.Store(1) // judged as if a command ran
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	sup.progress.started(t0)
+	for i := 1; i <= 10; i++ {
+		last = t0.Add(time.Duration(i) * time.Minute)
+		sup.checkStall(last)
+	}
+	// Checkpoints every 20 min are known: three intervals, a limit of 1 h.
+	sup.progress.gaps = []time.Duration{20 * time.Minute, 20 * time.Minute, 20 * time.Minute}
+	sup.progress.at = t0.Add(10 * time.Minute)
+	sup.checkStall(last.Add(29 * time.Minute))
+	if e := events(); len(e) != 0 {
+		t.Fatalf("29 min of silence: %q", e)
+	}
+	sup.checkStall(last.Add(30 * time.Minute))
+	sup.checkStall(last.Add(31 * time.Minute))
+	e := events()
+	if len(e) != 1 || !strings.HasPrefix(e[0], "stall: no output and no new checkpoint for 30m0s, while it never went 1m0s without printing until now: the command may hang") {
+		t.Fatalf("events %q, want one output stall", e)
+	}
+	if !strings.Contains(logged(), "warning: no output and no new checkpoint for 30m0s") {
+		t.Errorf("log:\n%s", logged())
+	}
+	sup.checkStall(last.Add(3 * time.Hour)) // the checkpoint rule sees the same hang
+	if e := events(); len(e) != 1 {
+		t.Errorf("one hang said twice: %q", e)
+	}
+	if sup.Metrics.stalls.Load() != 1 || sup.Metrics.lastOutput.Load() != last.Unix() {
+		t.Errorf("stalls %d, last output %d", sup.Metrics.stalls.Load(), sup.Metrics.lastOutput.Load())
+	}
+	// It prints again, then hangs again: said again.
+	last = last.Add(3*time.Hour + time.Minute)
+	sup.checkStall(last)
+	sup.checkStall(last.Add(3 * time.Hour))
+	if e := events(); len(e) != 2 {
+		t.Errorf("a second hang: events %q", e)
+	}
+	// --silence acts though the warning was given.
+	sup.cfg.Silence = 2 * time.Hour
+	sup.checkStall(last.Add(3*time.Hour + time.Second))
+	e = events()
+	if len(e) != 3 || !strings.Contains(e[2], "(--silence 2h0m0s): restarting the command") {
+		t.Errorf("events %q, want --silence to act", e)
+	}
+	select {
+	case why := <-sup.stalled:
+		if !strings.HasPrefix(why, "no output and no new checkpoint for 3h0m1s") {
+			t.Errorf("stalled: %q", why)
+		}
+	default:
+		t.Error("the command was not stopped")
+	}
+}
+
 // A command that saves its checkpoints below --ckpt-dir (Lightning's
 // default) is warned about, since nothing is uploaded, and the exit says
 // no checkpoint was written instead of a bare "finished".
