@@ -361,8 +361,24 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 					logf("if this terminal closes (an SSH connection drops), the command is stopped%s; to keep training, run gpurent under tmux, screen or nohup", saved)
 				}
 			}
-			signal.Notify(stop, sigs...)
-			defer signal.Stop(stop)
+			sigc := make(chan os.Signal, 1)
+			signal.Notify(sigc, sigs...)
+			defer func() { signal.Stop(sigc); close(sigc) }()
+			go func() {
+				for sig := range sigc {
+					select {
+					case stop <- sig:
+					default:
+					}
+					// A machine taken away may not live to the end's
+					// shipment (a RunPod spot pod gets SIGKILL 5 s after
+					// SIGTERM): ship what the command printed now, once
+					// the supervisor has noted the signal in the log.
+					if ship != nil {
+						time.AfterFunc(100*time.Millisecond, ship.Kick)
+					}
+				}
+			}()
 			ex, err := sup.Run(context.WithoutCancel(cmd.Context()), stop)
 			if err != nil {
 				return err

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpurent/gpurent/internal/store"
 )
@@ -118,4 +122,58 @@ func shipLogs(t *testing.T, dir string, sessions ...[]string) (*store.Store, []*
 		ws = append(ws, w)
 	}
 	return st, ws
+}
+
+// A stop signal ships the log at once: a machine taken away (a RunPod spot
+// pod: SIGTERM, then SIGKILL 5 s later) may not live to the end's
+// shipment, and without it what was printed since the last --log-every
+// would die with the machine.
+func TestLogShippedOnStopSignal(t *testing.T) {
+	dir := t.TempDir()
+	st, logPath, pidfile := filepath.Join(dir, "store"), filepath.Join(dir, "train.log"), filepath.Join(dir, "cmd.pid")
+	// The command ignores SIGTERM, so gpurent waits out --stop-grace.
+	cmd := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "ck"), "--store", st, "--no-encrypt", "--run", "r",
+		"--preemption", "none", "--no-status", "--stop-grace", "60s", "--log", logPath, "--",
+		"sh", "-c", `trap "" TERM; echo $$ > "$0"; echo "epoch 3 loss 2.1"; exec sleep 60`, pidfile)
+	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if b, err := os.ReadFile(pidfile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s after 15 s", what)
+			}
+		}
+	}
+	waitFor("output in the log file", func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "epoch 3 loss 2.1")
+	})
+	if code, stdout, _ := gpurent(t, "ckpt", "log", "--store", st, "--run", "r", "--no-encrypt"); code == 0 || strings.Contains(stdout, "epoch 3") {
+		t.Fatalf("shipped before the signal (exit %d): %q", code, stdout)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	var last string
+	defer func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("ckpt log: %s\nlog file: %s", last, b)
+		}
+	}()
+	waitFor("shipment after SIGTERM", func() bool {
+		_, stdout, stderr := gpurent(t, "ckpt", "log", "--store", st, "--run", "r", "--no-encrypt")
+		last = stdout + stderr
+		return strings.Contains(stdout, "epoch 3 loss 2.1") && strings.Contains(stdout, "received terminated: stopping the command")
+	})
 }
