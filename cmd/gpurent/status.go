@@ -128,6 +128,11 @@ func statusText(s supervise.Snapshot, cols int) string {
 		parts = append(parts, "last commit "+shortDur(s.AtRisk)+" ago")
 	}
 	parts = append(parts, "at risk "+shortDur(s.AtRisk), report.Bytes(s.Bytes)+" uploaded")
+	if s.ChildUp && s.Silent >= time.Minute {
+		// A trainer prints every few steps: a minute without a line is
+		// worth a glance (it may hang; see --silence).
+		parts = append(parts, "no output for "+shortDur(s.Silent))
+	}
 	if s.UploadErrors > 0 {
 		parts = append(parts, fmt.Sprintf("%d upload errors", s.UploadErrors))
 	}

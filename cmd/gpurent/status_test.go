@@ -18,6 +18,14 @@ func TestStatusText(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+	s.Silent = 59 * time.Second
+	if got := statusText(s, 0); got != want {
+		t.Errorf("silent for under a minute: %q", got)
+	}
+	s.Silent = 12 * time.Minute
+	if got := statusText(s, 0); got != strings.Replace(want, "uploaded", "uploaded · no output for 12m00s", 1) {
+		t.Errorf("silent for 12 min: %q", got)
+	}
 	if got := statusText(supervise.Snapshot{AtRisk: time.Hour + 5*time.Minute}, 40); len([]rune(got)) != 40 ||
 		!strings.HasPrefix(got, "gpurent: training down · restarts 0 · no") {
 		t.Errorf("truncated: %q", got)

@@ -97,6 +97,9 @@ type Snapshot struct {
 	Bytes        int64
 	UploadErrors int64
 	Notices      int64
+	// Silent is how long the command has printed nothing (with --log;
+	// zero when unknown).
+	Silent time.Duration
 }
 
 // Snapshot reads the counters.
@@ -108,6 +111,9 @@ func (m *Metrics) Snapshot(now time.Time) Snapshot {
 		s.AtRisk = now.Sub(s.LastCommit)
 	} else if !m.started.IsZero() {
 		s.AtRisk = now.Sub(m.started)
+	}
+	if t := m.lastOutput.Load(); t > 0 {
+		s.Silent = now.Sub(time.Unix(t, 0))
 	}
 	return s
 }
