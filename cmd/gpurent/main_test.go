@@ -124,6 +124,8 @@ func TestExitCodes(t *testing.T) {
 		{"run silence without log", []string{"run", "--silence", "20m", "--", "true"}, 2, "--silence: needs --log FILE: gpurent sees the command's output only when it keeps it"},
 		{"run config silence without log", []string{"run", "--config", runSilence}, 2, "silence.yaml:3: silence: needs --log FILE"},
 		{"run negative silence flag", []string{"run", "--silence", "-1s", "--log", "x.log", "--", "true"}, 2, "--silence: want a positive duration such as 30m, or 0 to only warn, got -1s"},
+		{"run keep-local without store", []string{"run", "--keep-local", "2", "--", "true"}, 2, "--keep-local: needs --store: a local checkpoint is deleted only once the store holds a newer one"},
+		{"run negative keep-local", []string{"run", "--keep-local", "-1", "--store", dir, "--", "true"}, 2, "--keep-local: want 0 (keep all) or more, got -1"},
 		{"run negative restarts flag", []string{"run", "--max-restarts", "-1", "--", "true"}, 2, "--max-restarts: want 0 or more, got -1"},
 		{"run command not found", []string{"run", "--ckpt-dir", dir, "--preemption", "none", "--", "no-such-trainer"}, 2, `exec: "no-such-trainer": executable file not found`},
 		{"bench zero expected GPUs", []string{"bench", "--expect-gpus", "0"}, 2, "--expect-gpus: want a positive number of GPUs, got 0"},

@@ -32,6 +32,7 @@ type runFile struct {
 	Store       string   `yaml:"store"`
 	Run         string   `yaml:"run"`
 	Keep        *int     `yaml:"keep"`
+	KeepLocal   *int     `yaml:"keep_local"`
 	MaxRestarts *int     `yaml:"max_restarts"`
 	Preemption  string   `yaml:"preemption"`
 	Metrics     string   `yaml:"metrics"`
@@ -50,7 +51,7 @@ func newRun(g *globals) *cobra.Command {
 	var s storeFlags
 	var (
 		config, ckptDir, preemption, metrics, glob, notifyFile, logPath string
-		keep, maxRestarts                                               int
+		keep, keepLocal, maxRestarts                                    int
 		noStatus                                                        bool
 		metaAWS, metaGCP, metaAzure, metaAlibaba, metaTencent           string
 		quiet, grace, poll, stall, silence, logEvery                    time.Duration
@@ -134,6 +135,9 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if !fs.Changed("keep") && file.Keep != nil {
 				keep = *file.Keep
 			}
+			if !fs.Changed("keep-local") && file.KeepLocal != nil {
+				keepLocal = *file.KeepLocal
+			}
 			if !fs.Changed("max-restarts") && file.MaxRestarts != nil {
 				maxRestarts = *file.MaxRestarts
 			}
@@ -178,6 +182,12 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			}
 			if keep < 0 {
 				return bad("keep", "keep", "want 0 (keep all) or more, got %d", keep)
+			}
+			if keepLocal < 0 {
+				return bad("keep-local", "keep_local", "want 0 (keep all) or more, got %d", keepLocal)
+			}
+			if keepLocal > 0 && s.url == "" {
+				return bad("keep-local", "keep_local", "needs --store: a local checkpoint is deleted only once the store holds a newer one")
 			}
 			if maxRestarts < 0 {
 				return bad("max-restarts", "max_restarts", "want 0 or more, got %d", maxRestarts)
@@ -282,7 +292,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				}
 			}
 			cfg := supervise.Config{Cmd: argv, CkptDir: ckptDir, Run: s.run, Keep: keep, MaxRestarts: maxRestarts,
-				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: supEvent, Stall: stall}
+				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: supEvent, Stall: stall, KeepLocal: keepLocal}
 			if out != nil {
 				cfg.Stdout, cfg.Stderr = out.Stdout, out.Stderr
 				cfg.Output, cfg.Silence = out.LastOutput, silence
@@ -393,9 +403,10 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	}
 	s.register(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, stall, silence, log, log_every, command (flags override)")
+	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, keep_local, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, stall, silence, log, log_every, command (flags override)")
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
+	f.IntVar(&keepLocal, "keep-local", 0, "newest checkpoints kept in --ckpt-dir: older ones are deleted once the store holds a newer one (0: all)")
 	f.IntVar(&maxRestarts, "max-restarts", 10, "restarts after failures before giving up")
 	f.StringVar(&preemption, "preemption", "auto", "preemption notices to watch: auto, gcp, azure, aws, alibaba, tencent or none")
 	f.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on this address (\":9464\" binds 127.0.0.1)")

@@ -76,6 +76,10 @@ type Config struct {
 	// at least.
 	Output  func() time.Time
 	Silence time.Duration
+	// KeepLocal, when above zero, deletes the complete checkpoints in
+	// CkptDir older than the newest KeepLocal once the store holds a
+	// newer one (see trimLocal); it needs Store.
+	KeepLocal int
 	// Explain, when set, names causes of a failure that gpurent cannot
 	// see but the command's output shows (CUDA out of memory, an ECC
 	// error): said with the restart, as a full disk or the OOM killer is.
@@ -119,6 +123,11 @@ type Supervisor struct {
 	uploading  sync.Mutex // one upload at a time
 	rotated    int        // uploads in a row whose checkpoint was deleted during them; under uploading
 	noticeSaid bool       // an upload longer than the preemption notice was said; under uploading
+	// trimmedFor is the signature of the newest committed checkpoint
+	// trimLocal last ran for, and unsureSaid whether it said it keeps
+	// entries it cannot tell are checkpoints; both under uploading.
+	trimmedFor string
+	unsureSaid bool
 	// failingSince is the first failed upload since the last success
 	// (zero while uploads work), and alarmed whether Event has heard of
 	// it; both under uploading.
@@ -475,8 +484,12 @@ func (s *Supervisor) diskFull() string {
 	if free >= 64<<20 && free >= total/100 {
 		return ""
 	}
-	return fmt.Sprintf("the disk under %s is full (%.1f MiB free of %.1f MiB): delete old local checkpoints (committed ones are in the store) or give the command more room",
-		s.cfg.CkptDir, float64(free)/(1<<20), float64(total)/(1<<20))
+	hint := ""
+	if s.cfg.Store != nil && s.cfg.KeepLocal == 0 {
+		hint = "; --keep-local 2 deletes older ones once a newer one is in the store"
+	}
+	return fmt.Sprintf("the disk under %s is full (%.1f MiB free of %.1f MiB): delete old local checkpoints (committed ones are in the store) or give the command more room%s",
+		s.cfg.CkptDir, float64(free)/(1<<20), float64(total)/(1<<20), hint)
 }
 
 // resumePoint is the newest checkpoint the command can resume from: one
@@ -903,6 +916,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 		s.Metrics.lastCheckpoint.Store(now.Unix())
 	}
 	if s.st.isCommitted(c) {
+		s.trimLocal(c)
 		return true
 	}
 	if s.cfg.Store == nil {
@@ -966,6 +980,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 			s.cfg.Log("prune: %v", err)
 		}
 	}
+	s.trimLocal(c)
 	return true
 }
 
