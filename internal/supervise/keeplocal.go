@@ -68,7 +68,7 @@ func (s *Supervisor) trimLocal(newest Candidate) {
 	}
 	if len(unsure) > 0 && !s.unsureSaid {
 		s.unsureSaid = true
-		s.cfg.Log("--keep-local: %s and other entries without a framework's files are kept: name the checkpoints with --glob for gpurent to delete old ones", unsure[0])
+		s.cfg.Log("--keep-local: %s is kept, and so is every entry without a framework's files (it may be data, not a checkpoint): name the checkpoints with --glob for gpurent to delete old ones", unsure[0])
 	}
 }
 

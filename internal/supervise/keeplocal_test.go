@@ -117,7 +117,7 @@ func TestKeepLocalPlainFiles(t *testing.T) {
 		sup.uploadNewest(context.Background()) // committed already: said once only
 		got := ls(t, dir)
 		if glob == "" {
-			if len(got) != 4 || strings.Count(logged(), "without a framework's files are kept: name the checkpoints with --glob") != 1 {
+			if len(got) != 4 || strings.Count(logged(), "--keep-local: step-2.pt is kept, and so is every entry without a framework's files") != 1 {
 				t.Errorf("without --glob: %v\n%s", got, logged())
 			}
 		} else if !slices.Equal(got, []string{"step-3.pt", "step-4.pt"}) {
