@@ -92,6 +92,10 @@ func TestRunNotifies(t *testing.T) {
 	open := filepath.Join(dir, "open.txt")
 	os.WriteFile(open, []byte(url+"\n"), 0o600)
 	os.Chmod(open, 0o644)
+	signed := filepath.Join(dir, "signed.txt")
+	os.WriteFile(signed, []byte(url+"\nSECsigningsecret\n"), 0o600)
+	three := filepath.Join(dir, "three.txt")
+	os.WriteFile(three, []byte(url+"\nSECsigningsecret\nmore\n"), 0o600)
 	for _, tc := range []struct {
 		env    string
 		flag   []string
@@ -101,12 +105,14 @@ func TestRunNotifies(t *testing.T) {
 		{"", []string{"--notify", empty}, "--notify " + empty + ": the file is empty; want the webhook URL"},
 		{"", []string{"--notify", open}, "--notify " + open + " is readable by other users (mode -rw-r--r--): chmod 600 it"},
 		{"", []string{"--notify", filepath.Join(dir, "missing.txt")}, "--notify: open " + filepath.Join(dir, "missing.txt")},
+		{"", []string{"--notify", signed}, "--notify " + signed + ": a signing secret was given, but json webhooks are not signed (only DingTalk's and Feishu/Lark's are)"},
+		{"", []string{"--notify", three}, "--notify " + three + ": want the webhook URL and, for a signed DingTalk or Feishu/Lark bot, its secret on the next line; found 3 lines"},
 		{"http://10.11.12.13/hook/T0KEN", nil, "$GPURENT_NOTIFY: plain http to 10.11.12.13 would send the webhook's token unprotected: use https"},
 	} {
 		t.Setenv("GPURENT_NOTIFY", tc.env)
 		args := append([]string{"run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none"}, tc.flag...)
 		code, _, stderr := gpurent(t, append(args, "--", "true")...)
-		if code != 2 || !strings.Contains(stderr, tc.stderr) || strings.Contains(stderr, "T0KEN") {
+		if code != 2 || !strings.Contains(stderr, tc.stderr) || strings.Contains(stderr, "T0KEN") || strings.Contains(stderr, "signingsecret") {
 			t.Errorf("%v (env %q): exit %d, stderr %q; want exit 2 and %q", tc.flag, tc.env, code, stderr, tc.stderr)
 		}
 	}

@@ -419,7 +419,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
 	f.StringVar(&logPath, "log", "", "append the command's output to this file and, with --store, ship it there (encrypted) every --log-every and at each restart: gpurent ckpt log reads it back")
 	f.DurationVar(&logEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")
-	f.StringVar(&notifyFile, "notify", "", "file holding a webhook URL (Slack, Discord, Feishu/Lark, DingTalk, WeCom or any JSON endpoint) told of the start, restarts, stalls, notices, a failing store and the end (default $GPURENT_NOTIFY)")
+	f.StringVar(&notifyFile, "notify", "", "file holding a webhook URL (Slack, Discord, Feishu/Lark, DingTalk, WeCom or any JSON endpoint; a signed DingTalk or Feishu/Lark bot's secret on the next line) told of the start, restarts, stalls, notices, a failing store and the end (default $GPURENT_NOTIFY)")
 	f.StringVar(&metaAWS, "metadata-aws", "", "AWS instance metadata endpoint (default http://169.254.169.254)")
 	f.StringVar(&metaGCP, "metadata-gcp", "", "GCP metadata endpoint (default http://metadata.google.internal)")
 	f.StringVar(&metaAzure, "metadata-azure", "", "Azure metadata endpoint (default http://169.254.169.254; VMs outside a VNET must discover theirs)")
@@ -484,9 +484,25 @@ func openWebhook(path string) (*notify.Webhook, error) {
 	if raw == "" {
 		return nil, nil
 	}
-	w, err := notify.New(raw)
+	// The URL, then, for a DingTalk or Feishu/Lark bot that verifies
+	// signatures, its secret on the next line.
+	var lines []string
+	for _, l := range strings.Split(raw, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 2 {
+		return nil, usagef("%s: want the webhook URL and, for a signed DingTalk or Feishu/Lark bot, its secret on the next line; found %d lines", where, len(lines))
+	}
+	w, err := notify.New(lines[0])
 	if err != nil {
 		return nil, usagef("%s: %v", where, err)
+	}
+	if len(lines) == 2 {
+		if err := w.Sign(lines[1]); err != nil {
+			return nil, usagef("%s: %v", where, err)
+		}
 	}
 	return w, nil
 }

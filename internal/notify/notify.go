@@ -13,6 +13,9 @@ package notify
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +54,10 @@ type Webhook struct {
 	client *http.Client
 	// Backoff is the wait before each retry; len(Backoff)+1 attempts.
 	Backoff []time.Duration
+	// secret signs each request, for a DingTalk or Feishu/Lark bot set to
+	// verify signatures (see Sign); now stamps it.
+	secret string
+	now    func() time.Time
 }
 
 // New checks a webhook URL: https, or http to this machine only (a token
@@ -64,7 +72,62 @@ func New(raw string) (*Webhook, error) {
 	if u.Scheme == "http" && !loopback(u.Hostname()) {
 		return nil, fmt.Errorf("plain http to %s would send the webhook's token unprotected: use https", u.Hostname())
 	}
-	return &Webhook{u: u, client: &http.Client{Timeout: 10 * time.Second}, Backoff: []time.Duration{2 * time.Second, 8 * time.Second}}, nil
+	return &Webhook{u: u, client: &http.Client{Timeout: 10 * time.Second}, Backoff: []time.Duration{2 * time.Second, 8 * time.Second}, now: time.Now}, nil
+}
+
+// Sign makes every request carry a signature made with secret, for a
+// DingTalk robot with 加签 or a Feishu/Lark bot with 签名校验 (signature
+// verification) set: the security setting that, unlike a keyword, keeps
+// out whoever learns the URL alone. The other services have no such
+// setting, and a secret given for one of them is refused rather than
+// ignored. The secret, like the URL, never appears in an error.
+func (w *Webhook) Sign(secret string) error {
+	secret = strings.TrimSpace(secret)
+	switch {
+	case secret == "":
+		return errors.New("the signing secret is empty")
+	case w.Service() != "dingtalk" && w.Service() != "feishu":
+		return fmt.Errorf("a signing secret was given, but %s webhooks are not signed (only DingTalk's and Feishu/Lark's are)", w.Service())
+	}
+	w.secret = secret
+	return nil
+}
+
+// request is the URL and body of one attempt to post v, signed at now
+// where a secret is set:
+//   - DingTalk: timestamp (milliseconds) and sign in the query, sign being
+//     base64(HMAC-SHA256(key secret, timestamp + "\n" + secret));
+//   - Feishu/Lark: timestamp (seconds) and sign in the body, sign being
+//     base64(HMAC-SHA256(key timestamp + "\n" + secret, empty message)).
+//
+// Both services refuse a timestamp more than an hour from their clock, so
+// each attempt, retries included, is signed anew.
+func (w *Webhook) request(v any, now time.Time) (string, []byte, error) {
+	target := w.u.String()
+	if w.secret != "" {
+		switch w.Service() {
+		case "dingtalk":
+			ts := strconv.FormatInt(now.UnixMilli(), 10)
+			mac := hmac.New(sha256.New, []byte(w.secret))
+			mac.Write([]byte(ts + "\n" + w.secret))
+			u := *w.u
+			q := u.Query()
+			q.Set("timestamp", ts)
+			q.Set("sign", base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+			u.RawQuery = q.Encode()
+			target = u.String()
+		case "feishu":
+			ts := strconv.FormatInt(now.Unix(), 10)
+			mac := hmac.New(sha256.New, []byte(ts+"\n"+w.secret))
+			signed := map[string]any{"timestamp": ts, "sign": base64.StdEncoding.EncodeToString(mac.Sum(nil))}
+			for k, x := range v.(map[string]any) {
+				signed[k] = x
+			}
+			v = signed
+		}
+	}
+	body, err := json.Marshal(v)
+	return target, body, err
 }
 
 func loopback(host string) bool {
@@ -110,6 +173,11 @@ func (w *Webhook) Service() string {
 // A DingTalk or Feishu bot set to accept only messages with a keyword
 // needs "gpurent" as the keyword: every text starts with it.
 func (w *Webhook) Body(e Event) ([]byte, error) {
+	return json.Marshal(w.payload(e))
+}
+
+// payload is what Body marshals.
+func (w *Webhook) payload(e Event) any {
 	var v any
 	text, out := e.Text, tailClip(e.Output, MaxOutput)
 	switch {
@@ -133,7 +201,7 @@ func (w *Webhook) Body(e Event) ([]byte, error) {
 	default:
 		v = e
 	}
-	return json.Marshal(v)
+	return v
 }
 
 // tailClip keeps the last n bytes of s, from a rune boundary: the end of
@@ -166,14 +234,15 @@ func clip(s string, n int) string {
 // wrong or revoked), and so is a chat service's error code in a 200 answer
 // (a keyword missing, a bot switched off).
 func (w *Webhook) Send(ctx context.Context, e Event) error {
-	body, err := w.Body(e)
-	if err != nil {
-		return err
-	}
+	v := w.payload(e)
 	var last error
 	for i := 0; ; i++ {
+		target, body, err := w.request(v, w.now())
+		if err != nil {
+			return err
+		}
 		var retry bool
-		if retry, last = w.post(ctx, body); last == nil {
+		if retry, last = w.post(ctx, target, body); last == nil {
 			return nil
 		}
 		if !retry || i >= len(w.Backoff) {
@@ -189,8 +258,8 @@ func (w *Webhook) Send(ctx context.Context, e Event) error {
 }
 
 // post makes one attempt; it says whether another may succeed.
-func (w *Webhook) post(ctx context.Context, body []byte) (retry bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.u.String(), bytes.NewReader(body))
+func (w *Webhook) post(ctx context.Context, target string, body []byte) (retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return false, errors.New("bad request")
 	}

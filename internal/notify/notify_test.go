@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -251,5 +252,101 @@ func TestQueueCloseGivesUp(t *testing.T) {
 	defer mu.Unlock()
 	if len(logged) != 1 || !strings.Contains(logged[0], "did not answer in time") || strings.Contains(logged[0], token) {
 		t.Errorf("logged %q", logged)
+	}
+}
+
+// toServer sends every request to srv, whatever host it names: the chat
+// services' hosts, answered on loopback.
+type toServer struct{ srv *httptest.Server }
+
+func (s toServer) RoundTrip(r *http.Request) (*http.Response, error) {
+	u, _ := url.Parse(s.srv.URL)
+	r = r.Clone(r.Context())
+	r.URL.Scheme, r.URL.Host = u.Scheme, u.Host
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestSign: a DingTalk robot with 加签 and a Feishu bot with signature
+// verification get each request signed as their documents say. The
+// expected signatures were computed with the services' own Python samples
+// (DingTalk: hmac.new(secret, timestamp + "\n" + secret, sha256), base64,
+// URL-quoted; Feishu: hmac.new(timestamp + "\n" + secret, "", sha256),
+// base64), run on the same inputs; a retry is signed anew.
+func TestSign(t *testing.T) {
+	at := time.Unix(1764547200, 0)
+	for _, c := range []struct {
+		url, secret string
+		check       func(t *testing.T, query url.Values, rawQuery string, body map[string]any)
+	}{
+		{"https://oapi.dingtalk.com/robot/send?access_token=" + token, "SEC0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			func(t *testing.T, q url.Values, raw string, body map[string]any) {
+				if q.Get("access_token") != token || q.Get("timestamp") != "1764547200000" || q.Get("sign") != "rP9FEYwnsOvdXEu5MeXicLJ/oJ3Fqe7/T8huW1+6Hck=" ||
+					!strings.Contains(raw, "sign=rP9FEYwnsOvdXEu5MeXicLJ%2FoJ3Fqe7%2FT8huW1%2B6Hck%3D") {
+					t.Errorf("dingtalk query %q", raw)
+				}
+				if body["msgtype"] != "text" || body["sign"] != nil {
+					t.Errorf("dingtalk body %v", body)
+				}
+			}},
+		{"https://open.feishu.cn/open-apis/bot/v2/hook/" + token, "feishu-secret-0123",
+			func(t *testing.T, q url.Values, raw string, body map[string]any) {
+				if raw != "" || body["timestamp"] != "1764547200" || body["sign"] != "r2MXm6nrQYmNWbKcnNQYlEiPIfb+3ZxTQqvmOu9Yx6A=" || body["msg_type"] != "text" {
+					t.Errorf("feishu query %q, body %v", raw, body)
+				}
+			}},
+	} {
+		var mu sync.Mutex
+		type got struct {
+			raw  string
+			body map[string]any
+		}
+		var posts []got
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body map[string]any
+			json.NewDecoder(r.Body).Decode(&body)
+			mu.Lock()
+			posts = append(posts, got{r.URL.RawQuery, body})
+			n := len(posts)
+			mu.Unlock()
+			if n == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}))
+		w, err := New(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sign(" " + c.secret + "\n"); err != nil {
+			t.Fatal(err)
+		}
+		w.client = &http.Client{Transport: toServer{srv}}
+		w.Backoff = []time.Duration{time.Millisecond}
+		clock := at
+		w.now = func() time.Time { t := clock; clock = clock.Add(90 * time.Second); return t }
+		if err := w.Send(context.Background(), Event{Kind: "end", Text: "gpurent run r on gpu-1: finished"}); err != nil {
+			t.Fatalf("%s: %v", w.Service(), err)
+		}
+		srv.Close()
+		if len(posts) != 2 {
+			t.Fatalf("%s: %d posts, want a failed one and its retry", w.Service(), len(posts))
+		}
+		q, _ := url.ParseQuery(posts[0].raw)
+		c.check(t, q, posts[0].raw, posts[0].body)
+		q2, _ := url.ParseQuery(posts[1].raw)
+		if q2.Get("timestamp")+fmt.Sprint(posts[1].body["timestamp"]) == q.Get("timestamp")+fmt.Sprint(posts[0].body["timestamp"]) {
+			t.Errorf("%s: the retry kept the first attempt's timestamp", w.Service())
+		}
+	}
+	// Services without signatures refuse a secret rather than ignore it;
+	// neither error repeats it.
+	for _, u := range []string{"https://hooks.slack.com/services/" + token, "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=" + token} {
+		w, _ := New(u)
+		if err := w.Sign("SECabc"); err == nil || strings.Contains(err.Error(), "SECabc") || strings.Contains(err.Error(), token) {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	w, _ := New("https://oapi.dingtalk.com/robot/send?access_token=" + token)
+	if err := w.Sign("  "); err == nil {
+		t.Error("an empty secret was taken")
 	}
 }
