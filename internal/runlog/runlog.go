@@ -154,6 +154,11 @@ func (o *Output) copy(r *os.File, dst io.Writer) {
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := r.Read(buf)
+			if n > 0 {
+				// Stamped as read, not as copied on: a terminal slow
+				// to take output is not the command falling silent.
+				o.lastAt.Store(time.Now().UnixNano())
+			}
 			mu.Lock()
 			for len(pending) >= most {
 				cond.Wait()
@@ -183,10 +188,8 @@ func (o *Output) copy(r *os.File, dst io.Writer) {
 				return
 			}
 			dst.Write(chunk) // a closed terminal must not stop the log
-			now := time.Now()
-			o.lastAt.Store(now.UnixNano())
 			o.mu.Lock()
-			o.log.Write(ln.add(chunk, now))
+			o.log.Write(ln.add(chunk, time.Now()))
 			o.keep(chunk)
 			o.mu.Unlock()
 			spare = chunk
