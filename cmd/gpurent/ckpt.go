@@ -546,7 +546,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 	prune.Flags().BoolVar(&removeAll, "unsafe-allow-remove-all", false, "let --keep 0 delete every checkpoint of the run")
 	runs := &cobra.Command{
 		Use:   "runs",
-		Short: "List the runs in the store, with their checkpoints, the newest one's time and their logs",
+		Short: "List the runs in the store, with their checkpoints, the newest one's time, their logs and the bytes they hold",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
@@ -564,18 +564,22 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			if g.output == report.JSON {
 				return report.WriteJSON(g.stdout, map[string]any{"store": name, "runs": rs})
 			}
-			tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "CREATED", "LOGS")
+			tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "CREATED", "LOGS", "STORED")
+			var total int64
 			for _, r := range rs {
 				newest, created := "-", "-"
 				if r.Newest != "" {
 					newest, created = r.Newest, r.NewestCreated.Local().Format("2006-01-02 15:04:05")
 				}
-				tab.Row(r.Run, fmt.Sprint(r.Checkpoints), newest, created, fmt.Sprint(r.LogSessions))
+				tab.Row(r.Run, fmt.Sprint(r.Checkpoints), newest, created, fmt.Sprint(r.LogSessions), report.Bytes(r.StoredBytes))
+				total += r.StoredBytes
 			}
 			if err := tab.Write(g.stdout); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "\n%s in %s\n", report.Count(len(rs), "run"), name)
+			// The store bills by the month what is left in it: the sum is
+			// the line to read before forgetting an old run there.
+			fmt.Fprintf(g.stdout, "\n%s in %s, %s stored\n", report.Count(len(rs), "run"), name, report.Bytes(total))
 			return nil
 		},
 	}

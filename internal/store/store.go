@@ -420,6 +420,11 @@ type RunInfo struct {
 	Newest        string    `json:"newest"`
 	NewestCreated time.Time `json:"newest_created"`
 	LogSessions   int       `json:"log_sessions"`
+	// StoredBytes is what the listing says the run's objects hold:
+	// checkpoints (encrypted), manifests, logs and leftovers of killed
+	// pushes; the store bills it every month, long after the machine is
+	// gone.
+	StoredBytes int64 `json:"stored_bytes"`
 }
 
 // Runs lists the runs with a committed checkpoint or a log, by name: what
@@ -433,11 +438,13 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 		return nil, err
 	}
 	byRun := map[string]*RunInfo{}
+	stored := map[string]int64{}
 	for _, o := range objs {
 		run, rest, _ := strings.Cut(strings.TrimPrefix(o.Key, "runs/"), "/")
 		if ValidRun(run) != nil {
 			continue
 		}
+		stored[run] += o.Size
 		info := func() *RunInfo {
 			r := byRun[run]
 			if r == nil {
@@ -463,6 +470,7 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 		if r.Newest != "" {
 			r.NewestCreated, _ = idTime(r.Newest)
 		}
+		r.StoredBytes = stored[r.Run]
 		out = append(out, *r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Run < out[j].Run })

@@ -268,12 +268,21 @@ func TestRuns(t *testing.T) {
 			src := tree(t)
 			s := New(b, Options{Crypto: cr})
 			var newest string
+			stored := map[string]int64{} // what each push put: its objects and its manifest
 			for _, run := range []string{"b-run", "a.run", "b-run"} {
 				m, err := s.Push(ctx, src, run)
 				if err != nil {
 					t.Fatal(err)
 				}
 				newest = m.ID
+				for _, o := range m.Objects {
+					stored[run] += o.Size
+				}
+				n, err := b.Size(ctx, manifestKey(run, m.ID))
+				if err != nil {
+					t.Fatal(err)
+				}
+				stored[run] += n
 			}
 			killedPush(t, b, cr, src, "killed", 3)
 			rs, err := s.Runs(ctx)
@@ -283,6 +292,11 @@ func TestRuns(t *testing.T) {
 			if len(rs) != 2 || rs[0].Run != "a.run" || rs[0].Checkpoints != 1 || rs[1].Run != "b-run" || rs[1].Checkpoints != 2 ||
 				rs[1].Newest != newest || rs[1].NewestCreated.IsZero() || time.Since(rs[1].NewestCreated) > time.Hour {
 				t.Errorf("runs: %+v", rs)
+			}
+			for _, r := range rs {
+				if r.StoredBytes != stored[r.Run] {
+					t.Errorf("run %s: %d bytes stored, want %d", r.Run, r.StoredBytes, stored[r.Run])
+				}
 			}
 			if _, err := s.Find(ctx, "killed", "latest"); !errors.Is(err, ErrNoCheckpoint) || err.Error() != "run killed has no checkpoint yet" {
 				t.Errorf("Find in a run with nothing committed: %v", err)
