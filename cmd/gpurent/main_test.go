@@ -126,6 +126,7 @@ func TestExitCodes(t *testing.T) {
 		{"run negative silence flag", []string{"run", "--silence", "-1s", "--log", "x.log", "--", "true"}, 2, "--silence: want a positive duration such as 30m, or 0 to only warn, got -1s"},
 		{"run keep-local without store", []string{"run", "--keep-local", "2", "--", "true"}, 2, "--keep-local: needs --store: a local checkpoint is deleted only once the store holds a newer one"},
 		{"run negative keep-local", []string{"run", "--keep-local", "-1", "--store", dir, "--", "true"}, 2, "--keep-local: want 0 (keep all) or more, got -1"},
+		{"run notify-every without notify", []string{"run", "--notify-every", "6h", "--", "true"}, 2, "--notify-every: needs --notify FILE (or $GPURENT_NOTIFY)"},
 		{"run negative restarts flag", []string{"run", "--max-restarts", "-1", "--", "true"}, 2, "--max-restarts: want 0 or more, got -1"},
 		{"run command not found", []string{"run", "--ckpt-dir", dir, "--preemption", "none", "--", "no-such-trainer"}, 2, `exec: "no-such-trainer": executable file not found`},
 		{"bench zero expected GPUs", []string{"bench", "--expect-gpus", "0"}, 2, "--expect-gpus: want a positive number of GPUs, got 0"},

@@ -171,3 +171,40 @@ func TestRunNotifiesLastLines(t *testing.T) {
 		}
 	}
 }
+
+// --notify-every: the webhook hears, at each interval, how the run stands
+// and (with --log) its last lines, a progress bar's state among them.
+func TestRunNotifiesProgress(t *testing.T) {
+	dir := t.TempDir()
+	_, hookFile, events := webhook(t, dir)
+	script := `printf 'loading\n'; for i in 1 2 3 4 5 6; do printf '\rstep %d/9 loss 2.%d' $i $i; sleep 0.5; done; echo`
+	stdout, _ := os.Create(filepath.Join(dir, "stdout"))
+	stderr, _ := os.Create(filepath.Join(dir, "stderr"))
+	code := run(context.Background(), []string{"run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status",
+		"--notify", hookFile, "--notify-every", "1s", "--log", filepath.Join(dir, "train.log"), "--", "sh", "-c", script}, stdout, stderr)
+	stdout.Close()
+	stderr.Close()
+	if code != 0 {
+		b, _ := os.ReadFile(filepath.Join(dir, "stderr"))
+		t.Fatalf("exit %d\n%s", code, b)
+	}
+	var progress []notify.Event
+	for _, e := range events() {
+		if e.Kind == "progress" {
+			progress = append(progress, e)
+		}
+	}
+	if len(progress) < 2 {
+		t.Fatalf("%d progress events in 3 s at --notify-every 1s", len(progress))
+	}
+	for _, e := range progress {
+		if !strings.Contains(e.Text, ": training for ") || !strings.Contains(e.Text, "; 0 restarts; no checkpoint in the store yet") ||
+			!strings.HasPrefix(e.Output, "loading\nstep ") {
+			t.Errorf("progress event %q, output %q", e.Text, e.Output)
+		}
+	}
+	// The bar moved between the first and the last.
+	if progress[0].Output == progress[len(progress)-1].Output {
+		t.Errorf("the same output in every progress event: %q", progress[0].Output)
+	}
+}

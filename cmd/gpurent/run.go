@@ -40,6 +40,7 @@ type runFile struct {
 	Quiet       string   `yaml:"quiet"`
 	BWLimit     string   `yaml:"bwlimit"`
 	Notify      string   `yaml:"notify"`
+	NotifyEvery string   `yaml:"notify_every"`
 	Stall       string   `yaml:"stall"`
 	Silence     string   `yaml:"silence"`
 	Log         string   `yaml:"log"`
@@ -54,7 +55,7 @@ func newRun(g *globals) *cobra.Command {
 		keep, keepLocal, maxRestarts                                    int
 		noStatus                                                        bool
 		metaAWS, metaGCP, metaAzure, metaAlibaba, metaTencent           string
-		quiet, grace, poll, stall, silence, logEvery                    time.Duration
+		quiet, grace, poll, stall, silence, logEvery, notifyEvery       time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
@@ -163,6 +164,19 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			}
 			if silence > 0 && logPath == "" {
 				return bad("silence", "silence", "needs --log FILE: gpurent sees the command's output only when it keeps it")
+			}
+			if !fs.Changed("notify-every") && file.NotifyEvery != "" {
+				d, err := units.ParseDuration(file.NotifyEvery)
+				if err != nil {
+					return bad("notify-every", "notify_every", "%v", err)
+				}
+				notifyEvery = d
+			}
+			if notifyEvery < 0 {
+				return bad("notify-every", "notify_every", "want a positive duration such as 6h, or 0 for none, got %v", notifyEvery)
+			}
+			if notifyEvery > 0 && notifyFile == "" && os.Getenv("GPURENT_NOTIFY") == "" {
+				return bad("notify-every", "notify_every", "needs --notify FILE (or $GPURENT_NOTIFY): the webhook the progress goes to")
 			}
 			if !fs.Changed("quiet") && file.Quiet != "" {
 				d, err := time.ParseDuration(file.Quiet)
@@ -339,6 +353,29 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if err != nil {
 				return usageError{err}
 			}
+			if hook != nil && notifyEvery > 0 {
+				// A run of days is watched from a phone: every
+				// --notify-every, where it stands and, with --log, its
+				// last lines (a progress bar's state, the loss).
+				beat := time.NewTicker(notifyEvery)
+				done := make(chan struct{})
+				defer func() { beat.Stop(); close(done) }()
+				started := time.Now()
+				go func() {
+					for {
+						select {
+						case <-done:
+							return
+						case now := <-beat.C:
+							output := ""
+							if out != nil {
+								output = out.Tail(progressLines)
+							}
+							event("progress", progressText(sup.Metrics.Snapshot(now), now.Sub(started)), output)
+						}
+					}
+				}()
+			}
 			if metrics != "" {
 				addr := metrics
 				if strings.HasPrefix(addr, ":") {
@@ -403,7 +440,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	}
 	s.register(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, keep_local, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, stall, silence, log, log_every, command (flags override)")
+	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, keep_local, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, notify_every, stall, silence, log, log_every, command (flags override)")
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&keepLocal, "keep-local", 0, "newest checkpoints kept in --ckpt-dir: older ones are deleted once the store holds a newer one (0: all)")
@@ -419,6 +456,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
 	f.StringVar(&logPath, "log", "", "append the command's output to this file and, with --store, ship it there (encrypted) every --log-every and at each restart: gpurent ckpt log reads it back")
 	f.DurationVar(&logEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")
+	f.DurationVar(&notifyEvery, "notify-every", 0, "with --notify, also say every this long how the run stands (with --log, its last lines); 0: never")
 	f.StringVar(&notifyFile, "notify", "", "file holding a webhook URL (Slack, Discord, Feishu/Lark, DingTalk, WeCom or any JSON endpoint; a signed DingTalk or Feishu/Lark bot's secret on the next line) told of the start, restarts, stalls, notices, a failing store and the end (default $GPURENT_NOTIFY)")
 	f.StringVar(&metaAWS, "metadata-aws", "", "AWS instance metadata endpoint (default http://169.254.169.254)")
 	f.StringVar(&metaGCP, "metadata-gcp", "", "GCP metadata endpoint (default http://metadata.google.internal)")
@@ -513,6 +551,10 @@ func sameDir(a, b string) bool {
 	ib, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
 }
+
+// progressLines is how many of the command's last lines a progress
+// notification carries: a progress bar and the lines logged above it.
+const progressLines = 3
 
 // tailLines is how many of the command's last lines a notification of a
 // restart, a stall or a failed end carries (with --log): a Python

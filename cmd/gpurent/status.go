@@ -156,3 +156,26 @@ func shortDur(d time.Duration) string {
 	}
 	return fmt.Sprintf("%ds", int(d.Seconds()))
 }
+
+// progressText is a progress notification's line: how long the run has
+// gone on, whether the command is up, its restarts, the age of the last
+// committed checkpoint, what was uploaded, and a silence worth a look.
+func progressText(s supervise.Snapshot, ran time.Duration) string {
+	first := "training for " + shortDur(ran)
+	if !s.ChildUp {
+		first = shortDur(ran) + " in, the command is not running (between restarts)"
+	}
+	parts := []string{first, report.Count(int(s.Restarts), "restart")}
+	if s.LastCommit.IsZero() {
+		parts = append(parts, "no checkpoint in the store yet")
+	} else {
+		parts = append(parts, "last checkpoint committed "+shortDur(s.AtRisk)+" ago", report.Bytes(s.Bytes)+" uploaded")
+	}
+	if s.UploadErrors > 0 {
+		parts = append(parts, report.Count(int(s.UploadErrors), "upload error"))
+	}
+	if s.ChildUp && s.Silent >= time.Minute {
+		parts = append(parts, "no output for "+shortDur(s.Silent))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -39,6 +39,20 @@ func TestStatusText(t *testing.T) {
 	}
 }
 
+func TestProgressText(t *testing.T) {
+	s := supervise.Snapshot{ChildUp: true, Restarts: 1, LastCommit: time.Now().Add(-12 * time.Minute), AtRisk: 12 * time.Minute,
+		Bytes: 41 << 30, Silent: 25 * time.Minute}
+	want := "training for 14h02m; 1 restart; last checkpoint committed 12m00s ago; 41.00 GiB uploaded; no output for 25m00s"
+	if got := progressText(s, 14*time.Hour+2*time.Minute); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	s = supervise.Snapshot{UploadErrors: 3, Silent: time.Hour}
+	want = "5m00s in, the command is not running (between restarts); 0 restarts; no checkpoint in the store yet; 3 upload errors"
+	if got := progressText(s, 5*time.Minute); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
 func TestNoStatusOffTerminal(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
 	if err != nil {
