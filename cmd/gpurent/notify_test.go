@@ -197,14 +197,18 @@ func TestRunNotifiesProgress(t *testing.T) {
 	if len(progress) < 2 {
 		t.Fatalf("%d progress events in 3 s at --notify-every 1s", len(progress))
 	}
+	bars := map[string]bool{}
 	for _, e := range progress {
-		if !strings.Contains(e.Text, ": training for ") || !strings.Contains(e.Text, "; 0 restarts; no checkpoint in the store yet") ||
-			!strings.HasPrefix(e.Output, "loading\nstep ") {
-			t.Errorf("progress event %q, output %q", e.Text, e.Output)
+		if !strings.Contains(e.Text, ": training for ") || !strings.Contains(e.Text, "; 0 restarts; no checkpoint in the store yet") {
+			t.Errorf("progress event %q", e.Text)
+		}
+		// (The first may come before the command printed, on a loaded
+		// machine.)
+		if strings.HasPrefix(e.Output, "loading\nstep ") && strings.Count(e.Output, "\n") == 1 {
+			bars[e.Output] = true
 		}
 	}
-	// The bar moved between the first and the last.
-	if progress[0].Output == progress[len(progress)-1].Output {
-		t.Errorf("the same output in every progress event: %q", progress[0].Output)
+	if len(bars) < 2 {
+		t.Errorf("want the bar's state, moving, in the progress events: %+v", progress)
 	}
 }

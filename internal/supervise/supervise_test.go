@@ -833,7 +833,9 @@ func TestSilenceRestarts(t *testing.T) {
 		t.Errorf("stall event %q", got[1])
 	}
 
-	// Printing every 200 ms for 3 s: never silent for 1 s.
+	// Printing every 200 ms for 3 s: never silent for 2 s (ten times
+	// the gap, for a loaded machine).
+	cfg.Silence = 2 * time.Second
 	cfg.Cmd = []string{"sh", "-c", `for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do echo step $i; sleep 0.2; done`}
 	events = captureEvents(&cfg)
 	sup, _ = New(cfg)
