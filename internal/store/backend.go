@@ -108,6 +108,12 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 					q.Set(k, "when_required")
 				}
 			}
+			if q.Get("use_path_style") == "" && ipEndpoint(q.Get("endpoint")) {
+				// A bucket cannot be a subdomain of an address: the
+				// SDK's virtual-hosted request to "bucket.10.0.0.5"
+				// never resolves (a MinIO or SeaweedFS at an IP).
+				q.Set("use_path_style", "true")
+			}
 			bu.RawQuery = q.Encode()
 		}
 		if u.Scheme == "s3" {
@@ -252,6 +258,16 @@ func parseStoreURL(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("store URL %q: file:// takes an absolute path (file:///path)", raw)
 	}
 	return u, nil
+}
+
+// ipEndpoint says an endpoint URL names its host by IP address or as
+// localhost, where only path-style requests can reach a bucket.
+func ipEndpoint(ep string) bool {
+	u, err := url.Parse(ep)
+	if err != nil {
+		return false
+	}
+	return u.Hostname() == "localhost" || net.ParseIP(u.Hostname()) != nil
 }
 
 // checkEndpoint refuses plain http to anything but loopback unless

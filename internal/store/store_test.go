@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -834,5 +837,48 @@ func TestPrune(t *testing.T) {
 				t.Error("a negative keep was accepted")
 			}
 		})
+	}
+}
+
+// An S3 endpoint named by IP address is asked in path style without
+// use_path_style=true: the SDK's default, the bucket as a subdomain
+// ("b.127.0.0.1"), can never resolve.
+func TestS3EndpointByAddressIsPathStyle(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.Host+" "+r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>b</Name><KeyCount>0</KeyCount><IsTruncated>false</IsTruncated></ListBucketResult>`)
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	for k, v := range map[string]string{"AWS_EC2_METADATA_DISABLED": "true", "HOME": home,
+		"AWS_CONFIG_FILE": filepath.Join(home, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(home, "credentials"),
+		"AWS_PROFILE": "", "AWS_ACCESS_KEY_ID": "gpurent-test", "AWS_SECRET_ACCESS_KEY": "gpurent-test", "AWS_SESSION_TOKEN": ""} {
+		t.Setenv(k, v)
+	}
+	b, _, err := Open(context.Background(), "s3://b/x?endpoint="+srv.URL+"&region=us-east-1", OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.List(context.Background(), "runs/"); err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(paths) == 0 || !strings.HasPrefix(paths[0], strings.TrimPrefix(srv.URL, "http://")+" /b") {
+		t.Errorf("requests %q, want path style (/b) at %s", paths, srv.URL)
+	}
+	for _, ep := range []string{"http://localhost:9000", "http://[::1]:9000", "https://10.0.0.5"} {
+		if !ipEndpoint(ep) {
+			t.Errorf("%s: not taken for an address", ep)
+		}
+	}
+	if ipEndpoint("https://oss-cn-hangzhou.aliyuncs.com") {
+		t.Error("a host name taken for an address")
 	}
 }
