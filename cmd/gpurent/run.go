@@ -337,6 +337,18 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				defer closeFn()
 				cfg.Store = st
 				logf("checkpoints from %s go to %s, run %s", ckptDir, name, s.run)
+				// Found now, not at the first checkpoint hours later.
+				deleted, err := st.CheckWrite(cmd.Context(), s.run)
+				if err != nil {
+					err = fmt.Errorf("%w; no checkpoint could be kept there (nothing was started)", err)
+					if store.IsPermissionDenied(err) {
+						return usageError{err}
+					}
+					return err
+				}
+				if !deleted && keep > 0 {
+					logf("warning: the store took a write but refused to delete it (%s/runs/%s/write-check): checkpoints are uploaded, but --keep %d cannot prune old ones there (a key without delete permission)", name, s.run, keep)
+				}
 				previousLog(cmd.Context(), st, s.run, logf)
 				if out != nil {
 					sl := &storeLog{st: st, run: s.run}

@@ -494,6 +494,13 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &se) && se.Code == gcerrors.NotFound && !noBucket(se.Err)
 }
 
+// IsPermissionDenied reports whether err is the store refusing the
+// credentials' request, which no retry mends.
+func IsPermissionDenied(err error) bool {
+	var se *StoreError
+	return errors.As(err, &se) && se.Code == gcerrors.PermissionDenied
+}
+
 // noBucket spots a missing bucket, which S3 also reports as NotFound.
 func noBucket(err error) bool {
 	s := err.Error()

@@ -970,3 +970,20 @@ func (s *Store) leftovers(ctx context.Context, run string) ([]string, error) {
 	}
 	return keys, nil
 }
+
+// CheckWrite writes a small object under run and deletes it: a store that
+// lists but refuses writes (a read-only key, a bucket policy without
+// PutObject) would otherwise be found out at the first checkpoint, hours
+// of paid training later. The object, runs/<run>/write-check, holds
+// nothing secret. A store that takes the write but refuses the delete (a
+// write-only key, kept so the machine cannot erase backups) is fine for
+// pushing; deleted says whether the object went, and pruning will fail
+// there the same way.
+func (s *Store) CheckWrite(ctx context.Context, run string) (deleted bool, err error) {
+	key := runPrefix(run) + "write-check"
+	body := []byte("gpurent checks that it can write here before a run starts; this object can be deleted\n")
+	if _, err := s.b.Put(ctx, key, func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
+		return false, fmt.Errorf("the store does not take writes: %w", err)
+	}
+	return s.b.Delete(ctx, key) == nil, nil
+}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"gocloud.dev/gcerrors"
 )
 
 // backends the suite runs against: the file store always, SeaweedFS's S3
@@ -880,5 +881,57 @@ func TestS3EndpointByAddressIsPathStyle(t *testing.T) {
 	}
 	if ipEndpoint("https://oss-cn-hangzhou.aliyuncs.com") {
 		t.Error("a host name taken for an address")
+	}
+}
+
+// refusing is a backend whose credentials may not write, or not delete.
+type refusing struct {
+	Backend
+	put, del bool
+}
+
+func (r refusing) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	if r.put {
+		return 0, &StoreError{Op: "put", Key: key, Store: "s3://b", Code: gcerrors.PermissionDenied, Err: errors.New("AccessDenied")}
+	}
+	return r.Backend.Put(ctx, key, fill)
+}
+
+func (r refusing) Delete(ctx context.Context, key string) error {
+	if r.del {
+		return &StoreError{Op: "delete", Key: key, Store: "s3://b", Code: gcerrors.PermissionDenied, Err: errors.New("AccessDenied")}
+	}
+	return r.Backend.Delete(ctx, key)
+}
+
+// CheckWrite: a store that takes writes is left as it was, on every
+// backend; one that refuses them says so as a permission error; one that
+// refuses only the delete is usable, and says the object stayed.
+func TestCheckWrite(t *testing.T) {
+	ctx := context.Background()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			b := open(t)
+			s := New(b, Options{})
+			if deleted, err := s.CheckWrite(ctx, "r"); err != nil || !deleted {
+				t.Fatalf("deleted %v, %v", deleted, err)
+			}
+			if objs, err := b.List(ctx, "runs/"); err != nil || len(objs) != 0 {
+				t.Errorf("left in the store: %v %v", objs, err)
+			}
+		})
+	}
+	b, _, err := Open(ctx, t.TempDir(), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_, err = New(refusing{Backend: b, put: true}, Options{}).CheckWrite(ctx, "r")
+	if !IsPermissionDenied(err) || !strings.HasPrefix(err.Error(), "the store does not take writes: put runs/r/write-check in s3://b: access denied") {
+		t.Errorf("refused write: %v", err)
+	}
+	deleted, err := New(refusing{Backend: b, del: true}, Options{}).CheckWrite(ctx, "r")
+	if err != nil || deleted {
+		t.Errorf("refused delete: deleted %v, %v", deleted, err)
 	}
 }
