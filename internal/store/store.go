@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/gpurent/gpurent/internal/report"
 )
 
 // Options configure a Store.
@@ -38,6 +40,9 @@ type Options struct {
 	// Upload caps the bytes read for uploads, across all workers (nil: no
 	// cap), so a push never takes the link the training job needs.
 	Upload *rate.Limiter
+	// Free is the space free to this user on the file system of dir
+	// (freeSpace when nil; ok false when it cannot tell).
+	Free func(dir string) (free uint64, ok bool)
 }
 
 // limited reads no faster than its limiter allows.
@@ -506,6 +511,18 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	// Missing parents are made, as git clone makes them.
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("pull: %w", err)
+	}
+	// A checkpoint of 140 GB pulled onto a 50 GB data disk would fail
+	// with "no space left on device" after half an hour of paid
+	// download: told now instead. (Files written sparsely can need less;
+	// a checkpoint seldom is sparse.)
+	free := s.opt.Free
+	if free == nil {
+		free = freeSpace
+	}
+	if avail, ok := free(parent); ok && avail < uint64(m.Bytes) {
+		return nil, fmt.Errorf("pull: checkpoint %s holds %s and the file system of %s has %s free: make room or pull elsewhere (nothing was written)",
+			m.ID, report.Bytes(m.Bytes), parent, report.Bytes(int64(avail)))
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".gpurent-pull-")
 	if err != nil {

@@ -481,12 +481,22 @@ func TestFullDiskOnPull(t *testing.T) {
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 	ctx := context.Background()
 	cr, _ := newCrypto(t)
-	s := New(backends(t)["file"](t), Options{Crypto: cr})
+	b := backends(t)["file"](t)
+	s := New(b, Options{Crypto: cr})
 	if _, err := s.Push(ctx, tree(t), "r"); err != nil {
 		t.Fatal(err)
 	}
 	dest := filepath.Join(mnt, "out")
+	// Told before any download, from statfs.
 	_, err := s.Pull(ctx, "r", "", dest)
+	if err == nil || !strings.Contains(err.Error(), "free: make room or pull elsewhere (nothing was written)") {
+		t.Errorf("pull onto a small disk: %v", err)
+	}
+	assertAbsent(t, dest)
+	// A disk that fills during the pull (another writer; here statfs is
+	// told to say there is room): stopped by ENOSPC, nothing left.
+	s = New(b, Options{Crypto: cr, Free: func(string) (uint64, bool) { return 1 << 40, true }})
+	_, err = s.Pull(ctx, "r", "", dest)
 	if err == nil || !strings.Contains(err.Error(), "no space left") {
 		t.Errorf("pull onto a full disk: %v", err)
 	}
@@ -933,5 +943,37 @@ func TestCheckWrite(t *testing.T) {
 	deleted, err := New(refusing{Backend: b, del: true}, Options{}).CheckWrite(ctx, "r")
 	if err != nil || deleted {
 		t.Errorf("refused delete: deleted %v, %v", deleted, err)
+	}
+}
+
+// Pull says at once when the destination's file system cannot hold the
+// checkpoint, before any download, and leaves nothing behind.
+func TestPullChecksFreeSpace(t *testing.T) {
+	ctx := context.Background()
+	b, _, err := Open(ctx, t.TempDir(), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m, err := New(b, Options{}).Push(ctx, tree(t), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	var asked string
+	small := New(b, Options{Free: func(dir string) (uint64, bool) { asked = dir; return uint64(m.Bytes) - 1, true }})
+	_, err = small.Pull(ctx, "r", "", filepath.Join(parent, "ckpt"))
+	if err == nil || !strings.Contains(err.Error(), "free: make room or pull elsewhere (nothing was written)") || asked != parent {
+		t.Fatalf("pull onto a disk one byte short: %v (asked about %q)", err, asked)
+	}
+	if left, _ := os.ReadDir(parent); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	roomy := New(b, Options{Free: func(string) (uint64, bool) { return uint64(m.Bytes), true }})
+	if _, err := roomy.Pull(ctx, "r", "", filepath.Join(parent, "ckpt")); err != nil {
+		t.Errorf("pull onto a disk just large enough: %v", err)
+	}
+	if free, ok := freeSpace(parent); !ok || free == 0 {
+		t.Errorf("freeSpace(%s) = %d, %v", parent, free, ok)
 	}
 }
