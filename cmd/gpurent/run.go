@@ -310,6 +310,14 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if out != nil {
 				cfg.Stdout, cfg.Stderr = out.Stdout, out.Stderr
 				cfg.Output, cfg.Silence = out.LastOutput, silence
+				if _, set := os.LookupEnv("PYTHONUNBUFFERED"); !out.PTY && !set {
+					// On pipes Python holds stdout in 8 KiB blocks: lines
+					// would reach the log minutes late, and those of a
+					// trainer the OOM killer ends, never. As on a terminal,
+					// each line goes when printed (PYTHONUNBUFFERED= keeps
+					// the blocks).
+					cfg.Env = append(cfg.Env, "PYTHONUNBUFFERED=1")
+				}
 				if sameDir(filepath.Dir(logPath), ckptDir) {
 					// A log without ".log" (or one --glob matches) would
 					// count as a checkpoint, uploaded as it grows.

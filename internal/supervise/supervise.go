@@ -84,6 +84,9 @@ type Config struct {
 	// see but the command's output shows (CUDA out of memory, an ECC
 	// error): said with the restart, as a full disk or the OOM killer is.
 	Explain func() []string
+	// Env is added to the command's environment (gpurent's own, plus
+	// GPURENT_RESUME_FROM and the rest).
+	Env []string
 	// Exclude names entries of CkptDir that are never checkpoints (see
 	// Detector.Exclude).
 	Exclude []string
@@ -276,7 +279,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		resumeFrom := s.resumePoint()
 		commitsBefore := s.commitCount()
 		cmd := exec.Command(s.cfg.Cmd[0], Args(s.cfg.Cmd[1:], resumeFrom)...)
-		cmd.Env = append(os.Environ(), "GPURENT_RESUME_FROM="+resumeFrom, "GPURENT_RESTART_COUNT="+strconv.Itoa(restarts),
+		cmd.Env = append(append(os.Environ(), s.cfg.Env...), "GPURENT_RESUME_FROM="+resumeFrom, "GPURENT_RESTART_COUNT="+strconv.Itoa(restarts),
 			"GPURENT_CKPT_DIR="+s.cfg.CkptDir, "GPURENT_RUN="+s.cfg.Run)
 		cmd.Stdout, cmd.Stderr = s.cfg.Stdout, s.cfg.Stderr
 		cmd.SysProcAttr = childAttr()
