@@ -121,12 +121,31 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			pick("bwlimit", file.BWLimit, &s.bwlimit)
 			pick("notify", file.Notify, &notifyFile)
 			pick("log", file.Log, &logPath)
-			if !fs.Changed("log-every") && file.LogEvery != "" {
-				d, err := units.ParseDuration(file.LogEvery)
-				if err != nil {
-					return bad("log-every", "log_every", "%v", err)
+			// Durations come from the config file where the flag was not
+			// given; a negative one is refused, saying what zero does
+			// (log_every has its own floor, below).
+			for _, d := range []struct {
+				flag, field, fromFile string
+				v                     *time.Duration
+				parse                 func(string) (time.Duration, error)
+				zero                  string // "want a positive duration such as ..., or 0 ..."
+			}{
+				{"log-every", "log_every", file.LogEvery, &logEvery, units.ParseDuration, ""},
+				{"stall", "stall", file.Stall, &stall, units.ParseDuration, "such as 2h, or 0 to only warn"},
+				{"silence", "silence", file.Silence, &silence, units.ParseDuration, "such as 30m, or 0 to only warn"},
+				{"notify-every", "notify_every", file.NotifyEvery, &notifyEvery, units.ParseDuration, "such as 6h, or 0 for none"},
+				{"quiet", "quiet", file.Quiet, &quiet, time.ParseDuration, "such as 5s, or 0 for none"},
+			} {
+				if !fs.Changed(d.flag) && d.fromFile != "" {
+					v, err := d.parse(d.fromFile)
+					if err != nil {
+						return bad(d.flag, d.field, "%v", err)
+					}
+					*d.v = v
 				}
-				logEvery = d
+				if *d.v < 0 && d.zero != "" {
+					return bad(d.flag, d.field, "want a positive duration %s, got %v", d.zero, *d.v)
+				}
 			}
 			if logEvery < 10*time.Second {
 				// Each shipment is a request and an object: more often
@@ -142,48 +161,11 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if !fs.Changed("max-restarts") && file.MaxRestarts != nil {
 				maxRestarts = *file.MaxRestarts
 			}
-			if !fs.Changed("stall") && file.Stall != "" {
-				d, err := units.ParseDuration(file.Stall)
-				if err != nil {
-					return bad("stall", "stall", "%v", err)
-				}
-				stall = d
-			}
-			if stall < 0 {
-				return bad("stall", "stall", "want a positive duration such as 2h, or 0 to only warn, got %v", stall)
-			}
-			if !fs.Changed("silence") && file.Silence != "" {
-				d, err := units.ParseDuration(file.Silence)
-				if err != nil {
-					return bad("silence", "silence", "%v", err)
-				}
-				silence = d
-			}
-			if silence < 0 {
-				return bad("silence", "silence", "want a positive duration such as 30m, or 0 to only warn, got %v", silence)
-			}
 			if silence > 0 && logPath == "" {
 				return bad("silence", "silence", "needs --log FILE: gpurent sees the command's output only when it keeps it")
 			}
-			if !fs.Changed("notify-every") && file.NotifyEvery != "" {
-				d, err := units.ParseDuration(file.NotifyEvery)
-				if err != nil {
-					return bad("notify-every", "notify_every", "%v", err)
-				}
-				notifyEvery = d
-			}
-			if notifyEvery < 0 {
-				return bad("notify-every", "notify_every", "want a positive duration such as 6h, or 0 for none, got %v", notifyEvery)
-			}
 			if notifyEvery > 0 && notifyFile == "" && os.Getenv("GPURENT_NOTIFY") == "" {
 				return bad("notify-every", "notify_every", "needs --notify FILE (or $GPURENT_NOTIFY): the webhook the progress goes to")
-			}
-			if !fs.Changed("quiet") && file.Quiet != "" {
-				d, err := time.ParseDuration(file.Quiet)
-				if err != nil {
-					return bad("quiet", "quiet", "%v", err)
-				}
-				quiet = d
 			}
 			if len(argv) == 0 {
 				argv = file.Command
@@ -355,7 +337,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 					return err
 				}
 				if !deleted && keep > 0 {
-					logf("warning: the store took a write but refused to delete it (%s/runs/%s/write-check): checkpoints are uploaded, but --keep %d cannot prune old ones there (a key without delete permission)", name, s.run, keep)
+					logf("warning: the store took a write but refused to delete it (runs/%s/write-check in %s): checkpoints are uploaded, but --keep %d cannot prune old ones there (a key without delete permission)", s.run, name, keep)
 				}
 				previousLog(cmd.Context(), st, s.run, logf)
 				if out != nil {

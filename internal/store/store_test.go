@@ -931,12 +931,8 @@ func TestCheckWrite(t *testing.T) {
 			}
 		})
 	}
-	b, _, err := Open(ctx, t.TempDir(), OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	_, err = New(refusing{Backend: b, put: true}, Options{}).CheckWrite(ctx, "r")
+	b := backends(t)["file"](t)
+	_, err := New(refusing{Backend: b, put: true}, Options{}).CheckWrite(ctx, "r")
 	if !IsPermissionDenied(err) || !strings.HasPrefix(err.Error(), "the store does not take writes: put runs/r/write-check in s3://b: access denied") {
 		t.Errorf("refused write: %v", err)
 	}
@@ -950,11 +946,7 @@ func TestCheckWrite(t *testing.T) {
 // checkpoint, before any download, and leaves nothing behind.
 func TestPullChecksFreeSpace(t *testing.T) {
 	ctx := context.Background()
-	b, _, err := Open(ctx, t.TempDir(), OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := backends(t)["file"](t)
 	m, err := New(b, Options{}).Push(ctx, tree(t), "r")
 	if err != nil {
 		t.Fatal(err)

@@ -716,37 +716,50 @@ func atoi(s string) int {
 	return n
 }
 
-// TestStallRestarts: a command that stops making checkpoints (hung) is
-// stopped and restarted after --stall; hanging again without a new
-// checkpoint, it ends in the crash-loop rule.
+// TestStallRestarts: a command that stops making checkpoints (--stall),
+// or stops printing (--silence), is taken to hang, stopped and restarted;
+// hanging again without a new checkpoint, it ends in the crash-loop rule.
 func TestStallRestarts(t *testing.T) {
-	h := newHarness(t)
-	cfg := h.config(t.TempDir(), h.b)
-	cfg.Stall = time.Second // well above the start and first save, even under -race on a loaded machine
-	cfg.CrashLoop = 2
-	// One checkpoint on the first start, then it hangs, every start.
-	cfg.Cmd = []string{"sh", "-c", `if [ "$GPURENT_RESTART_COUNT" = 0 ]; then echo x > "$GPURENT_CKPT_DIR/ckpt-000001.bin"; fi; exec sleep 60`}
-	events := captureEvents(&cfg)
-	start := time.Now()
-	sup, _ := New(cfg)
-	ex, err := sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop: the command failed 2 times in a row (stalled: no new checkpoint for ") {
-		t.Fatalf("%+v %v", ex, err)
-	}
-	if d := time.Since(start); d > 15*time.Second {
-		t.Errorf("took %v", d)
-	}
-	got := events()
-	if want := []string{"start", "stall", "restart", "stall", "restart", "stall"}; !slices.Equal(kinds(got), want) {
-		t.Errorf("events %q, want kinds %v", got, want)
-	}
-	if len(h.committedSteps()) != 1 {
-		t.Errorf("committed %v, want the one checkpoint", h.committedSteps())
-	}
-	var b strings.Builder
-	sup.Metrics.WriteTo(&b)
-	if !strings.Contains(b.String(), "\ngpurent_stalls_total 3\n") || sup.Metrics.lastCheckpoint.Load() == 0 {
-		t.Errorf("metrics:\n%s", b.String())
+	for _, c := range []struct {
+		rule, why string
+		set       func(*Config)
+	}{
+		{"--stall 1s", "no new checkpoint for ", func(cfg *Config) { cfg.Stall = time.Second }},
+		{"--silence 1s", "no output and no new checkpoint for ", func(cfg *Config) {
+			out := &stampWriter{}
+			cfg.Stdout, cfg.Stderr, cfg.Output, cfg.Silence = out, out, out.last, time.Second
+		}},
+	} {
+		h := newHarness(t)
+		cfg := h.config(t.TempDir(), h.b)
+		c.set(&cfg) // 1 s: well above the start and first save, even under -race on a loaded machine
+		cfg.CrashLoop = 2
+		// One checkpoint on the first start, then it prints twice and hangs, every start.
+		cfg.Cmd = []string{"sh", "-c", `if [ "$GPURENT_RESTART_COUNT" = 0 ]; then echo x > "$GPURENT_CKPT_DIR/ckpt-000001.bin"; fi; echo step 1; sleep 0.2; echo step 2; exec sleep 60`}
+		events := captureEvents(&cfg)
+		start := time.Now()
+		sup, _ := New(cfg)
+		ex, err := sup.Run(context.Background(), nil)
+		if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop: the command failed 2 times in a row (stalled: "+c.why) {
+			t.Fatalf("%s: %+v %v", c.rule, ex, err)
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("%s: took %v", c.rule, d)
+		}
+		got := events()
+		if want := []string{"start", "stall", "restart", "stall", "restart", "stall"}; !slices.Equal(kinds(got), want) {
+			t.Errorf("%s: events %q, want kinds %v", c.rule, got, want)
+		} else if !strings.Contains(got[1], "("+c.rule+"): restarting the command from its newest checkpoint") {
+			t.Errorf("%s: stall event %q", c.rule, got[1])
+		}
+		if len(h.committedSteps()) != 1 {
+			t.Errorf("%s: committed %v, want the one checkpoint", c.rule, h.committedSteps())
+		}
+		var b strings.Builder
+		sup.Metrics.WriteTo(&b)
+		if !strings.Contains(b.String(), "\ngpurent_stalls_total 3\n") || sup.Metrics.lastCheckpoint.Load() == 0 {
+			t.Errorf("%s: metrics:\n%s", c.rule, b.String())
+		}
 	}
 }
 
@@ -803,42 +816,19 @@ func (w *stampWriter) last() time.Time {
 	return time.Time{}
 }
 
-// TestSilenceRestarts: with --silence, a command that prints and then
-// falls silent (hung) is stopped and restarted long before a checkpoint
-// would be overdue; hanging again, it ends in the crash-loop rule. One
-// that goes on printing, though it writes no checkpoint, is left alone.
-func TestSilenceRestarts(t *testing.T) {
+// TestSilenceNotWhilePrinting: a command that goes on printing, though it
+// writes no checkpoint, is not taken to hang by --silence.
+func TestSilenceNotWhilePrinting(t *testing.T) {
 	h := newHarness(t)
 	cfg := h.config(t.TempDir(), h.b)
 	out := &stampWriter{}
 	cfg.Stdout, cfg.Stderr, cfg.Output = out, out, out.last
-	cfg.Silence = time.Second // well above the start, even under -race on a loaded machine
-	cfg.CrashLoop = 2
-	cfg.Cmd = []string{"sh", "-c", `if [ "$GPURENT_RESTART_COUNT" = 0 ]; then echo x > "$GPURENT_CKPT_DIR/ckpt-000001.bin"; fi; echo step 1; sleep 0.2; echo step 2; exec sleep 60`}
-	events := captureEvents(&cfg)
-	start := time.Now()
-	sup, _ := New(cfg)
-	ex, err := sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop: the command failed 2 times in a row (stalled: no output and no new checkpoint for ") {
-		t.Fatalf("%+v %v", ex, err)
-	}
-	if d := time.Since(start); d > 15*time.Second {
-		t.Errorf("took %v", d)
-	}
-	got := events()
-	if want := []string{"start", "stall", "restart", "stall", "restart", "stall"}; !slices.Equal(kinds(got), want) {
-		t.Errorf("events %q, want kinds %v", got, want)
-	}
-	if !strings.Contains(got[1], "(--silence 1s): restarting the command from its newest checkpoint") {
-		t.Errorf("stall event %q", got[1])
-	}
-
 	// Printing every 200 ms for 3 s: never silent for 2 s (ten times
 	// the gap, for a loaded machine).
 	cfg.Silence = 2 * time.Second
 	cfg.Cmd = []string{"sh", "-c", `for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do echo step $i; sleep 0.2; done`}
-	events = captureEvents(&cfg)
-	sup, _ = New(cfg)
+	events := captureEvents(&cfg)
+	sup, _ := New(cfg)
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
 		t.Fatalf("a command printing all along: %+v %v (events %q)", ex, err, events())
 	}
