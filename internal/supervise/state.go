@@ -54,6 +54,17 @@ func (s *state) isCommitted(c Candidate) bool {
 	return ok && x.Signature == c.Signature()
 }
 
+// idOf is the id c was committed as, "" when it was not (or only
+// locally, without a store).
+func (s *state) idOf(c Candidate) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if x, ok := s.Committed[c.Name]; ok && x.Signature == c.Signature() {
+		return x.ID
+	}
+	return ""
+}
+
 // committedAs reports whether a checkpoint here was committed as id.
 func (s *state) committedAs(id string) bool {
 	s.mu.Lock()

@@ -620,6 +620,9 @@ func (s *Supervisor) finalWords(f final) string {
 		return "no complete checkpoint was written"
 	case s.cfg.Store == nil:
 		return "no store given: checkpoints are only in " + s.cfg.CkptDir
+	case f.committed && f.id != "":
+		// Named, so that the end's notification says what to pull.
+		return fmt.Sprintf("newest complete checkpoint uploaded (%s, as %s)", f.name, f.id)
 	case f.committed:
 		return "newest complete checkpoint uploaded"
 	default:
@@ -1033,8 +1036,9 @@ func stepShape(name string) string {
 
 // final is what the last upload found and achieved.
 type final struct {
-	found     bool // a complete checkpoint exists
-	committed bool // the newest complete one is in the store
+	found     bool   // a complete checkpoint exists
+	committed bool   // the newest complete one is in the store
+	name, id  string // the newest's name here and, committed, its id in the store
 }
 
 // finalUpload makes sure the newest complete checkpoint is committed,
@@ -1045,7 +1049,7 @@ func (s *Supervisor) finalUpload(ctx context.Context) final {
 	s.uploading.Lock()
 	quiet := s.det.Quiet
 	s.det.Quiet = 0
-	_, found, _ := s.det.Newest()
+	newest, found, _ := s.det.Newest()
 	s.uploading.Unlock()
 	if !found {
 		s.lookDeeper(true)
@@ -1057,7 +1061,13 @@ func (s *Supervisor) finalUpload(ctx context.Context) final {
 	}()
 	for i := 0; i < 5 && ctx.Err() == nil; i++ {
 		if s.uploadNewest(ctx) {
-			return final{found: found, committed: true}
+			f := final{found: found, committed: true}
+			if c, ok, _ := s.det.Newest(); ok {
+				f.name, f.id = c.Name, s.st.idOf(c)
+			} else if found {
+				f.name, f.id = newest.Name, s.st.idOf(newest)
+			}
+			return f
 		}
 		time.Sleep(time.Duration(i+1) * 200 * time.Millisecond)
 	}
