@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -492,9 +493,17 @@ func (s *Store) Files(m *Manifest) ([]Entry, error) {
 }
 
 // Pull restores checkpoint id (or the newest) of run to dest, which must
-// not exist. Everything is written into a temporary directory beside dest
-// and checked against the manifest; only then is it renamed into place, so
+// not exist. Everything is written into a directory beside dest and
+// checked against the manifest; only then is it renamed into place, so
 // dest never holds half a checkpoint.
+//
+// A pull cut short (the store gone for minutes, Ctrl-C, a spot machine
+// stopped with its disk kept) keeps the files it finished there, named by
+// the checkpoint's id, with a journal of them: pulling the same
+// checkpoint to the same place again fetches only the rest. Objects are
+// never rewritten under an id, so what was verified stays true. A disk
+// that filled is the exception: what was pulled is removed, to give the
+// space back.
 func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, error) {
 	if _, err := os.Lstat(dest); err == nil {
 		return nil, fmt.Errorf("pull: %s already exists; pull into a new path (nothing was changed)", dest)
@@ -512,6 +521,19 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("pull: %w", err)
 	}
+	base := "." + filepath.Base(dest) + ".gpurent-pull-"
+	tmp := filepath.Join(parent, base+m.ID)
+	journal := tmp + ".journal"
+	// An earlier pull of another checkpoint to this place is of no use
+	// now.
+	if olds, err := filepath.Glob(filepath.Join(parent, globQuote(base)+"*")); err == nil {
+		for _, o := range olds {
+			if o != tmp && o != journal {
+				os.RemoveAll(o)
+			}
+		}
+	}
+	done, doneBytes := readJournal(journal, tmp, entries)
 	// A checkpoint of 140 GB pulled onto a 50 GB data disk would fail
 	// with "no space left on device" after half an hour of paid
 	// download: told now instead. (Files written sparsely can need less;
@@ -520,18 +542,24 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	if free == nil {
 		free = freeSpace
 	}
-	if avail, ok := free(parent); ok && avail < uint64(m.Bytes) {
+	if avail, ok := free(parent); ok && avail+uint64(doneBytes) < uint64(m.Bytes) {
 		return nil, fmt.Errorf("pull: checkpoint %s holds %s and the file system of %s has %s free: make room or pull elsewhere (nothing was written)",
-			m.ID, report.Bytes(m.Bytes), parent, report.Bytes(int64(avail)))
+			m.ID, report.Bytes(m.Bytes-doneBytes), parent, report.Bytes(int64(avail)))
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".gpurent-pull-")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("pull: %w", err)
+	}
+	jf, err := os.OpenFile(journal, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
+		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("pull: %w", err)
 	}
 	ok := false
 	defer func() {
-		if !ok {
+		jf.Close()
+		if !ok && len(done) == 0 {
 			os.RemoveAll(tmp)
+			os.Remove(journal)
 		}
 	}()
 	rootIsFile := len(entries) > 0 && entries[0].Path == "." && entries[0].Type != "dir"
@@ -549,18 +577,52 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 				return nil, fmt.Errorf("pull: %w", err)
 			}
 		case "symlink":
+			os.Remove(place(e.Path)) // made by the pull that was cut short
 			if err := os.Symlink(e.Link, place(e.Path)); err != nil {
 				return nil, fmt.Errorf("pull: %w", err)
 			}
 		case "file":
-			files = append(files, i)
+			if !done[e.Path] {
+				files = append(files, i)
+			}
 		}
 	}
+	var jmu sync.Mutex
 	err = s.parallel(ctx, len(files), func(ctx context.Context, k int) error {
 		e := entries[files[k]]
-		return s.restoreFile(ctx, m, e, place(e.Path))
+		p := place(e.Path)
+		os.Remove(p) // a file the pull cut short wrote part of
+		if err := s.restoreFile(ctx, m, e, p); err != nil {
+			return err
+		}
+		jmu.Lock()
+		defer jmu.Unlock()
+		if _, err := fmt.Fprintf(jf, "%s\n", e.Path); err != nil {
+			return fmt.Errorf("pull: journal: %w", err)
+		}
+		done[e.Path] = true
+		return jf.Sync()
 	})
 	if err != nil {
+		var bad damaged
+		if errors.Is(err, syscall.ENOSPC) || errors.As(err, &bad) {
+			// A full disk wants its space back; a checkpoint damaged
+			// in the store will not mend by pulling it again.
+			os.RemoveAll(tmp)
+			os.Remove(journal)
+			clear(done)
+			return nil, err
+		}
+		if len(done) > 0 {
+			var kept int64
+			for _, e := range entries {
+				if e.Type == "file" && done[e.Path] {
+					kept += e.Size
+				}
+			}
+			return nil, fmt.Errorf("%w; the %d of %d files pulled (%s) are kept in %s: pulling checkpoint %s to %s again fetches only the rest",
+				err, len(done), countFiles(entries), report.Bytes(kept), tmp, m.ID, dest)
+		}
 		return nil, err
 	}
 	// Modes and times last, deepest first, so directories stay writable
@@ -586,9 +648,68 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	if rootIsFile {
 		os.Remove(tmp)
 	}
+	os.Remove(journal)
 	ok = true
 	syncDir(parent)
 	return m, nil
+}
+
+// damaged is a checkpoint's object missing or corrupt in the store.
+type damaged struct{ error }
+
+func (d damaged) Unwrap() error { return d.error }
+
+// readJournal is what an earlier pull of the same checkpoint into tmp
+// finished: the paths its journal names whose file is there at its size
+// (anything else is fetched again), and their bytes.
+func readJournal(journal, tmp string, entries []Entry) (map[string]bool, int64) {
+	done := map[string]bool{}
+	b, err := os.ReadFile(journal)
+	if err != nil {
+		return done, 0
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		listed[line] = true
+	}
+	rootIsFile := len(entries) > 0 && entries[0].Path == "." && entries[0].Type != "dir"
+	var n int64
+	for _, e := range entries {
+		if e.Type != "file" || !listed[e.Path] {
+			continue
+		}
+		p := filepath.Join(tmp, filepath.FromSlash(e.Path))
+		if rootIsFile {
+			p = filepath.Join(tmp, "root")
+		}
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() && st.Size() == e.Size {
+			done[e.Path] = true
+			n += e.Size
+		}
+	}
+	return done, n
+}
+
+func countFiles(entries []Entry) int {
+	n := 0
+	for _, e := range entries {
+		if e.Type == "file" {
+			n++
+		}
+	}
+	return n
+}
+
+// globQuote escapes the characters filepath.Match treats specially.
+func globQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // restoreFile streams one object into path, checking size and SHA-256.
@@ -597,7 +718,7 @@ func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, path stri
 	r, err := openObject(ctx, s.b, obj.Key, obj.Size)
 	if err != nil {
 		if IsNotFound(err) {
-			return fmt.Errorf("checkpoint %s: %s is missing from the store (object %s)", m.ID, e.Path, obj.Key)
+			return damaged{fmt.Errorf("checkpoint %s: %s is missing from the store (object %s)", m.ID, e.Path, obj.Key)}
 		}
 		return err
 	}
@@ -623,13 +744,13 @@ func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, path stri
 	}
 	if err != nil {
 		if isCorrupt(err) {
-			return fmt.Errorf("checkpoint %s: %s is corrupt in the store: %v", m.ID, e.Path, err)
+			return damaged{fmt.Errorf("checkpoint %s: %s is corrupt in the store: %v", m.ID, e.Path, err)}
 		}
 		return fmt.Errorf("pull %s: %w", e.Path, err)
 	}
 	if n != e.Size || sum != e.SHA256 {
-		return fmt.Errorf("checkpoint %s: %s is corrupt in the store: %d bytes with SHA-256 %s, the manifest says %d bytes with %s",
-			m.ID, e.Path, n, sum, e.Size, e.SHA256)
+		return damaged{fmt.Errorf("checkpoint %s: %s is corrupt in the store: %d bytes with SHA-256 %s, the manifest says %d bytes with %s",
+			m.ID, e.Path, n, sum, e.Size, e.SHA256)}
 	}
 	return nil
 }

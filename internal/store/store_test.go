@@ -969,3 +969,93 @@ func TestPullChecksFreeSpace(t *testing.T) {
 		t.Errorf("freeSpace(%s) = %d, %v", parent, free, ok)
 	}
 }
+
+// reads counts the data objects read, and fails the reads of those in
+// broken, as a store that went away in the middle of a pull.
+type reads struct {
+	Backend
+	mu     sync.Mutex
+	n      map[string]int
+	broken map[string]bool
+}
+
+func (r *reads) read(key string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if strings.Contains(key, "/data/") {
+		r.n[key]++
+	}
+	if r.broken[key] {
+		return &StoreError{Op: "read", Key: key, Store: "s3://b", Err: errors.New("connection reset by peer")}
+	}
+	return nil
+}
+
+func (r *reads) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if err := r.read(key); err != nil {
+		return nil, err
+	}
+	return r.Backend.Get(ctx, key)
+}
+
+func (r *reads) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if err := r.read(key); err != nil {
+		return nil, err
+	}
+	return r.Backend.GetRange(ctx, key, off, n)
+}
+
+// A pull cut short keeps what it finished, and pulling the same
+// checkpoint again fetches only the rest; another checkpoint's leftovers
+// at the same place are removed.
+func TestPullResumes(t *testing.T) {
+	ctx := context.Background()
+	cr, _ := newCrypto(t)
+	b := backends(t)["file"](t)
+	src := tree(t)
+	m, err := New(b, Options{Crypto: cr}).Push(ctx, src, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := New(b, Options{Crypto: cr}).Files(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sparseKey string
+	files := 0
+	for _, e := range entries {
+		if e.Type == "file" {
+			files++
+		}
+		if e.Path == "sparse.bin" {
+			sparseKey = m.Objects[e.Object].Key
+		}
+	}
+	parent := t.TempDir()
+	dest := filepath.Join(parent, "ckpt")
+	os.MkdirAll(filepath.Join(parent, ".ckpt.gpurent-pull-20200101T000000.000Z-00000000", "x"), 0o700) // another checkpoint's
+	cut := &reads{Backend: b, n: map[string]int{}, broken: map[string]bool{sparseKey: true}}
+	_, err = New(cut, Options{Crypto: cr, Workers: 1}).Pull(ctx, "r", m.ID, dest)
+	tmp := filepath.Join(parent, ".ckpt.gpurent-pull-"+m.ID)
+	want := fmt.Sprintf("; the %d of %d files pulled (", files-1, files)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "are kept in "+tmp+": pulling checkpoint "+m.ID+" to "+dest+" again fetches only the rest") {
+		t.Fatalf("pull cut short: %v", err)
+	}
+	if _, err := os.Lstat(dest); err == nil {
+		t.Errorf("%s exists after a pull cut short", dest)
+	}
+	if _, err := os.Stat(filepath.Join(parent, ".ckpt.gpurent-pull-20200101T000000.000Z-00000000")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("another checkpoint's leftovers stayed: %v", err)
+	}
+	again := &reads{Backend: b, n: map[string]int{}}
+	if _, err := New(again, Options{Crypto: cr, Workers: 1}).Pull(ctx, "r", m.ID, dest); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.n) != 1 || again.n[sparseKey] == 0 {
+		t.Errorf("the second pull read %v, want only %s", again.n, sparseKey)
+	}
+	same(t, src, dest)
+	if left, _ := filepath.Glob(filepath.Join(parent, ".ckpt.gpurent-pull-*")); len(left) != 0 {
+		t.Errorf("left beside the checkpoint: %v", left)
+	}
+}
