@@ -526,13 +526,7 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	journal := tmp + ".journal"
 	// An earlier pull of another checkpoint to this place is of no use
 	// now.
-	if olds, err := filepath.Glob(filepath.Join(parent, globQuote(base)+"*")); err == nil {
-		for _, o := range olds {
-			if o != tmp && o != journal {
-				os.RemoveAll(o)
-			}
-		}
-	}
+	discardPartial(dest, m.ID)
 	done, doneBytes := readJournal(journal, tmp, entries)
 	// A checkpoint of 140 GB pulled onto a 50 GB data disk would fail
 	// with "no space left on device" after half an hour of paid
@@ -614,14 +608,13 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 			return nil, err
 		}
 		if len(done) > 0 {
-			var kept int64
+			p := &PartialPull{Err: err, Files: len(done), Of: countFiles(entries), Dir: tmp, ID: m.ID, Dest: dest}
 			for _, e := range entries {
 				if e.Type == "file" && done[e.Path] {
-					kept += e.Size
+					p.Bytes += e.Size
 				}
 			}
-			return nil, fmt.Errorf("%w; the %d of %d files pulled (%s) are kept in %s: pulling checkpoint %s to %s again fetches only the rest",
-				err, len(done), countFiles(entries), report.Bytes(kept), tmp, m.ID, dest)
+			return nil, p
 		}
 		return nil, err
 	}
@@ -652,6 +645,38 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	ok = true
 	syncDir(parent)
 	return m, nil
+}
+
+// PartialPull is a pull cut short that kept the files it verified beside
+// its destination: pulling the same checkpoint there again fetches only
+// the rest, and DiscardPartial removes them.
+type PartialPull struct {
+	Err       error
+	Files, Of int   // files kept, of the checkpoint's
+	Bytes     int64 // their size
+	Dir       string
+	ID, Dest  string
+}
+
+func (p *PartialPull) Error() string {
+	return fmt.Sprintf("%v; the %d of %d files pulled (%s) are kept in %s: pulling checkpoint %s to %s again fetches only the rest",
+		p.Err, p.Files, p.Of, report.Bytes(p.Bytes), p.Dir, p.ID, p.Dest)
+}
+
+func (p *PartialPull) Unwrap() error { return p.Err }
+
+// DiscardPartial removes what pulls to dest cut short kept beside it.
+func DiscardPartial(dest string) { discardPartial(dest, "") }
+
+// discardPartial removes the kept pulls to dest but checkpoint keep's.
+func discardPartial(dest, keep string) {
+	parent, base := filepath.Dir(filepath.Clean(dest)), "."+filepath.Base(dest)+".gpurent-pull-"
+	olds, _ := filepath.Glob(filepath.Join(parent, globQuote(base)+"*"))
+	for _, o := range olds {
+		if keep == "" || strings.TrimSuffix(strings.TrimPrefix(filepath.Base(o), base), ".journal") != keep {
+			os.RemoveAll(o)
+		}
+	}
 }
 
 // damaged is a checkpoint's object missing or corrupt in the store.

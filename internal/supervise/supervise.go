@@ -1137,6 +1137,13 @@ func (s *Supervisor) resume(ctx context.Context) error {
 				s.cfg.Run, m.ID, strings.Join(m.Recipients, ", "), store.ErrNoIdentity)
 		}
 		if ok {
+			// Going on from the older one here, this run will not want
+			// the part it pulled: its disk space is given back.
+			var part *store.PartialPull
+			if errors.As(err, &part) {
+				store.DiscardPartial(dest)
+				err = part.Err
+			}
 			s.cfg.Log("warning: could not pull %s (%v): resuming from the older %s here", m.ID, err, local.Name)
 			return nil
 		}

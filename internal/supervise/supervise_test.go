@@ -1554,3 +1554,68 @@ done`}
 		}
 	}
 }
+
+// brokenReads is a store whose reads of the objects named fail: gone in
+// the middle of a pull.
+type brokenReads struct {
+	store.Backend
+	key string
+}
+
+func (b brokenReads) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if key == b.key {
+		return nil, errors.New("connection reset by peer")
+	}
+	return b.Backend.GetRange(ctx, key, off, n)
+}
+
+func (b brokenReads) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if key == b.key {
+		return nil, errors.New("connection reset by peer")
+	}
+	return b.Backend.Get(ctx, key)
+}
+
+// When the store's newer checkpoint cannot be pulled and the run goes on
+// from the older one here, what the pull kept is removed: this run will
+// not want it, and it would hold the disk unseen.
+func TestResumeFromOlderDiscardsThePartialPull(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	newer := filepath.Join(t.TempDir(), "ckpt-000020")
+	os.MkdirAll(newer, 0o755)
+	for _, n := range []string{"a.bin", "b.bin", "c.bin"} {
+		os.WriteFile(filepath.Join(newer, n), []byte("weights "+n), 0o644)
+	}
+	m, err := h.store(h.b).Push(ctx, newer, "trial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	older := filepath.Join(dir, "ckpt-000010")
+	os.MkdirAll(older, 0o755)
+	os.WriteFile(filepath.Join(older, "a.bin"), []byte("old"), 0o644)
+	past := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(older, "a.bin"), past, past)
+	os.Chtimes(older, past, past)
+	cfg := h.config(dir, h.b)
+	cfg.Glob = "ckpt-*"
+	cfg.Store = store.New(&store.Retrying{Backend: brokenReads{Backend: h.b, key: m.Objects[len(m.Objects)-1].Key}, Base: time.Millisecond, Attempts: 2},
+		store.Options{Grace: -1, Workers: 1})
+	cfg.Cmd = []string{"sh", "-c", `echo "resumed from $GPURENT_RESUME_FROM"`}
+	logged := captureLog(&cfg)
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex, err := sup.Run(ctx, nil); err != nil || ex.Code != 0 {
+		t.Fatalf("%+v %v", ex, err)
+	}
+	l := logged()
+	if !strings.Contains(l, "warning: could not pull "+m.ID+" (") || !strings.Contains(l, "): resuming from the older ckpt-000010 here") || strings.Contains(l, "are kept in") {
+		t.Errorf("log:\n%s", l)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".ckpt-000020.gpurent-pull-*")); len(left) != 0 {
+		t.Errorf("the partial pull stayed: %v", left)
+	}
+}
