@@ -353,7 +353,12 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			} else if wrote != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: wrote %s, which the framework reads to find the checkpoint to load\n", wrote)
 			}
-			return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %s, %s in %.1f s, every file checked", m.ID, name, s.run, a[0], report.Count(m.Files, "entry"), report.Bytes(m.Bytes), time.Since(start).Seconds()))
+			size := report.Bytes(m.Bytes)
+			if got := bar.done.Load(); got < m.Bytes {
+				// An earlier pull cut short had the rest.
+				size += fmt.Sprintf(" (%s fetched now, the rest kept by an earlier try)", report.Bytes(got))
+			}
+			return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %s, %s in %.1f s, every file checked", m.ID, name, s.run, a[0], report.Count(m.Files, "entry"), size, time.Since(start).Seconds()))
 		},
 	}
 	pull.Flags().StringVar(&id, "id", "latest", "checkpoint id from ls, or latest")
