@@ -472,9 +472,9 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 	verify.Flags().StringVar(&id, "id", "latest", "only this checkpoint (default: all of the run)")
 
 	var (
-		keep      int
-		dryRun    bool
-		removeAll bool
+		keep, keepLogs int
+		dryRun         bool
+		removeAll      bool
 	)
 	prune := &cobra.Command{
 		Use:   "prune",
@@ -485,11 +485,15 @@ pushes killed before they committed left (older than --grace: a younger one may
 still be uploading): their data and, on S3, their unfinished multipart uploads,
 whose parts S3 bills and no listing shows.
 
+--keep-logs N also deletes the run's log sessions (gpurent run --log) but the
+newest N; without it logs are left alone, since they are the run's history.
+
 --dry-run lists what would be deleted and deletes nothing. --keep 0 deletes
 every checkpoint of the run, so it also needs --unsafe-allow-remove-all (as
 restic's forget does): a slip of the keyboard must not empty a run.`,
 		Example: `  gpurent ckpt prune --store s3://bucket/ckpt --run exp1 --keep 3 --dry-run
-  gpurent ckpt prune --store s3://bucket/ckpt --run exp1 --keep 3`,
+  gpurent ckpt prune --store s3://bucket/ckpt --run exp1 --keep 3
+  gpurent ckpt prune --store s3://bucket/ckpt --run old --keep 0 --keep-logs 0 --unsafe-allow-remove-all`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
@@ -501,14 +505,30 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			if keep == 0 && !removeAll && !dryRun {
 				return usagef("--keep 0 deletes every checkpoint of run %s; add --unsafe-allow-remove-all if that is what you want (--dry-run shows them)", s.run)
 			}
+			if cmd.Flags().Changed("keep-logs") && keepLogs < 0 {
+				return usagef("--keep-logs: want 0 or more log sessions to keep, got %d", keepLogs)
+			}
 			st, _, closeFn, err := s.open(cmd.Context(), &store.Crypto{}, nil)
 			if err != nil {
 				return err
 			}
 			defer closeFn()
+			// Logs only when asked for: they are the run's history.
+			logs := []string{}
+			pruneLogs := func(dry bool) error {
+				if !cmd.Flags().Changed("keep-logs") {
+					return nil
+				}
+				var err error
+				logs, err = st.PruneLogs(cmd.Context(), s.run, keepLogs, dry)
+				return err
+			}
 			if dryRun {
 				p, err := st.PlanPrune(cmd.Context(), s.run, keep)
 				if err != nil {
+					return err
+				}
+				if err := pruneLogs(true); err != nil {
 					return err
 				}
 				ids := []string{}
@@ -518,13 +538,16 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 				if g.output == report.JSON {
 					uploadsNote(cmd.ErrOrStderr(), p.UploadsErr)
 					return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "dry_run": true, "would_delete": ids,
-						"leftover_objects": len(p.Leftovers), "incomplete_uploads": len(p.Uploads)})
+						"leftover_objects": len(p.Leftovers), "incomplete_uploads": len(p.Uploads), "would_delete_log_sessions": logs})
 				}
 				for _, m := range p.Checkpoints {
 					fmt.Fprintf(g.stdout, "would delete %s  %s  %s\n", m.ID, m.Name, report.Bytes(m.Bytes))
 				}
-				fmt.Fprintf(g.stdout, "dry run: would keep the newest %d of run %s, delete %s and remove %s%s; nothing was deleted\n",
-					keep, s.run, report.Count(len(ids), "checkpoint"), report.Count(len(p.Leftovers), "leftover object"), uploadsText(len(p.Uploads), "abort"))
+				for _, l := range logs {
+					fmt.Fprintf(g.stdout, "would delete log session %s\n", l)
+				}
+				fmt.Fprintf(g.stdout, "dry run: would keep the newest %d of run %s, delete %s%s and remove %s%s; nothing was deleted\n",
+					keep, s.run, report.Count(len(ids), "checkpoint"), logsText(logs), report.Count(len(p.Leftovers), "leftover object"), uploadsText(len(p.Uploads), "abort"))
 				uploadsNote(cmd.ErrOrStderr(), p.UploadsErr)
 				return nil
 			}
@@ -532,21 +555,28 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			if err != nil {
 				return err
 			}
+			if err := pruneLogs(false); err != nil {
+				return err
+			}
 			if g.output == report.JSON {
 				uploadsNote(cmd.ErrOrStderr(), r.UploadsErr)
 				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "deleted": r.Checkpoints,
-					"leftover_objects_removed": r.Leftovers, "incomplete_uploads_aborted": r.Uploads})
+					"leftover_objects_removed": r.Leftovers, "incomplete_uploads_aborted": r.Uploads, "deleted_log_sessions": logs})
 			}
 			for _, d := range r.Checkpoints {
 				fmt.Fprintf(g.stdout, "deleted %s\n", d)
 			}
-			fmt.Fprintf(g.stdout, "kept the newest %d of run %s; deleted %s; removed %s%s\n", keep, s.run,
-				report.Count(len(r.Checkpoints), "checkpoint"), report.Count(r.Leftovers, "leftover object"), uploadsText(r.Uploads, "aborted"))
+			for _, l := range logs {
+				fmt.Fprintf(g.stdout, "deleted log session %s\n", l)
+			}
+			fmt.Fprintf(g.stdout, "kept the newest %d of run %s; deleted %s%s; removed %s%s\n", keep, s.run,
+				report.Count(len(r.Checkpoints), "checkpoint"), logsText(logs), report.Count(r.Leftovers, "leftover object"), uploadsText(r.Uploads, "aborted"))
 			uploadsNote(cmd.ErrOrStderr(), r.UploadsErr)
 			return nil
 		},
 	}
 	prune.Flags().IntVar(&keep, "keep", 0, "how many of the newest checkpoints to keep")
+	prune.Flags().IntVar(&keepLogs, "keep-logs", 0, "also delete the run's log sessions but the newest N (without it, logs are left alone)")
 	prune.Flags().BoolVarP(&dryRun, "dry-run", "n", false, "list what would be deleted and delete nothing")
 	prune.Flags().BoolVar(&removeAll, "unsafe-allow-remove-all", false, "let --keep 0 delete every checkpoint of the run")
 	runs := &cobra.Command{
@@ -600,6 +630,14 @@ type summary struct {
 	Bytes     int64     `json:"bytes"`
 	Encrypted bool      `json:"encrypted"`
 	Objects   int       `json:"objects"`
+}
+
+// logsText is ", N log sessions" for a prune's summary, "" for none.
+func logsText(sessions []string) string {
+	if len(sessions) == 0 {
+		return ""
+	}
+	return ", " + report.Count(len(sessions), "log session")
 }
 
 // runsHint names the store's runs where a run has no checkpoint.

@@ -264,3 +264,43 @@ func (s *Store) ReadLogSegment(ctx context.Context, ls *LogSession, i int, w io.
 // MaxSegment is the most plaintext one segment holds: a shipper Appends no
 // more at once, and a reader refuses a segment that unpacks to more.
 const MaxSegment = 64 << 20
+
+// PruneLogs deletes the run's log sessions but the newest keep, each with
+// everything under its prefix (retried segments included), info.json
+// first so that a session leaves the listing whole; with dryRun it only
+// says which. The sessions are returned oldest first. A session still
+// being shipped is the newest, so keep 1 or more leaves it alone.
+func (s *Store) PruneLogs(ctx context.Context, run string, keep int, dryRun bool) ([]string, error) {
+	if keep < 0 {
+		return nil, fmt.Errorf("prune: --keep-logs must be 0 or more, got %d", keep)
+	}
+	sessions, err := s.LogSessions(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	gone := []string{}
+	if len(sessions) <= keep {
+		return gone, nil
+	}
+	for _, ls := range sessions[:len(sessions)-keep] {
+		if !dryRun {
+			prefix := logPrefix(run) + ls.Session + "/"
+			if err := s.b.Delete(ctx, prefix+"info.json"); err != nil && !IsNotFound(err) {
+				return gone, err
+			}
+			objs, err := s.b.List(ctx, prefix)
+			if err != nil {
+				return gone, err
+			}
+			keys := make([]string, len(objs))
+			for i, o := range objs {
+				keys[i] = o.Key
+			}
+			if _, err := s.deleteKeys(ctx, keys); err != nil {
+				return gone, err
+			}
+		}
+		gone = append(gone, ls.Session)
+	}
+	return gone, nil
+}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -232,5 +234,55 @@ func TestLogSessionsReadEachInfoOnce(t *testing.T) {
 	}
 	if n := b.gets.Load(); n != 4 {
 		t.Errorf("three listings read %d objects, want the 4 info.json once each", n)
+	}
+}
+
+// PruneLogs keeps the newest sessions of a run and deletes everything of
+// the others, retried segments included; a dry run deletes nothing.
+func TestPruneLogs(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := open(t)
+			s := New(b, Options{})
+			var ids []string
+			for i := range 3 {
+				w, err := s.NewLog(ctx, "r")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j := range 2 {
+					if err := w.Append(ctx, []byte(fmt.Sprintf("session %d line %d\n", i, j))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ids = append(ids, w.Session())
+				time.Sleep(2 * time.Millisecond) // session ids are stamped to the millisecond
+			}
+			if gone, err := s.PruneLogs(ctx, "r", 1, true); err != nil || !slices.Equal(gone, ids[:2]) {
+				t.Fatalf("dry run: %v %v, want %v", gone, err, ids[:2])
+			}
+			if ls, _ := s.LogSessions(ctx, "r"); len(ls) != 3 {
+				t.Fatalf("a dry run deleted: %d sessions left", len(ls))
+			}
+			if gone, err := s.PruneLogs(ctx, "r", 1, false); err != nil || !slices.Equal(gone, ids[:2]) {
+				t.Fatalf("prune: %v %v, want %v", gone, err, ids[:2])
+			}
+			objs, err := b.List(ctx, "runs/r/logs/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range objs {
+				if !strings.HasPrefix(o.Key, "runs/r/logs/"+ids[2]+"/") {
+					t.Errorf("left: %s", o.Key)
+				}
+			}
+			if len(objs) != 3 { // info.json and two segments
+				t.Errorf("the newest session has %d objects, want 3", len(objs))
+			}
+			if gone, err := s.PruneLogs(ctx, "r", 5, false); err != nil || len(gone) != 0 {
+				t.Errorf("keep 5 of 1: %v %v", gone, err)
+			}
+		})
 	}
 }
