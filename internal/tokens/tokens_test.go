@@ -41,3 +41,68 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// Each format is found by its shape, in the places a secret turns up on a
+// rented machine: a shell history, a command line, a printed config. The
+// samples are the formats filled with repeated or counting characters.
+func TestKindsFormats(t *testing.T) {
+	r := strings.Repeat
+	for _, c := range []struct{ text, want string }{
+		{"export OPENAI_BASE=x; curl -H 'Authorization: Bearer sk-proj-" + r("A1b2", 15) + "T3BlbkFJ" + r("c3D4", 15) + "'", "an OpenAI API key"},
+		{"client = OpenAI(api_key='sk-" + r("a", 20) + "T3BlbkFJ" + r("b", 20) + "')", "an OpenAI API key"},
+		{"ANTHROPIC=sk-ant-api03-" + r("x_Y-", 23) + "zAA", "an Anthropic API key"},
+		{"genai.configure(key=\"AIza" + r("S", 35) + "\")", "a Google API key"},
+		{"git remote add origin https://oauth2:glpat-" + r("k", 20) + "@gitlab.com/a/b", "a GitLab token"},
+		{"SLACK=xoxb-" + r("1", 12) + "-" + r("2", 13) + "-" + r("Ab", 12), "a Slack token"},
+		{"//registry.npmjs.org/:_authToken=npm_" + r("n", 36), "an npm token"},
+		{"twine upload -p pypi-AgEIcHlwaS5vcmc" + r("Q", 60) + " dist/*", "a PyPI token"},
+		{"wandb_v1_" + r("w", 40), "a W&B API key"},
+		{"curl -d @m.json https://hooks.slack.com/services/T0000000/B0000000/" + r("X", 24), "a Slack webhook URL"},
+		{"https://discord.com/api/webhooks/123456789012345678/" + r("t", 68), "a Discord webhook URL"},
+		{"https://open.feishu.cn/open-apis/bot/v2/hook/01234567-89ab-cdef-0123-456789abcdef", "a Feishu or Lark webhook URL"},
+		{"https://oapi.dingtalk.com/robot/send?access_token=" + r("0a", 32), "a DingTalk webhook URL"},
+		{"https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=01234567-89ab-cdef-0123-456789abcdef", "a WeCom webhook URL"},
+		{"python train.py --wandb_api_key " + r("0f", 20) + " --epochs 3", "a secret passed as --wandb_api_key"},
+		{"python serve.py --api-key=" + r("k9", 12), "a secret passed as --api-key"},
+		{"mysql -h db --password " + r("pw7", 6), "a secret passed as --password"},
+		{"wandb login " + r("0123456789", 4), "a W&B API key given to wandb login"},
+		{"wandb login --relogin local-" + r("abcdef0123", 4), "a W&B API key given to wandb login"},
+		{`{'lr': 0.0003, 'wandb_api_key': '` + r("e5", 20) + `', 'epochs': 3}`, "a secret under the key wandb_api_key"},
+		{"model: llama\ndb_password: " + r("Zz9", 6) + "\n", "a secret under the key db_password"},
+	} {
+		if got := strings.Join(Kinds([]byte(c.text)), "; "); got != c.want {
+			t.Errorf("Kinds(%q) = %q, want %q", c.text, got, c.want)
+		}
+		if red := Redact(c.text); Kinds([]byte(red)) != nil {
+			t.Errorf("Redact(%q) = %q still holds %q", c.text, red, Kinds([]byte(red)))
+		}
+	}
+}
+
+// What a training run prints and a shell history holds without any
+// secret: names that contain "token" or "key", tokenizer special tokens,
+// references to variables, paths, placeholders, short values.
+func TestKindsNoFalseAlarm(t *testing.T) {
+	text := strings.Join([]string{
+		"from huggingface_hub import hf_hub_download",
+		"python train.py --tokenizer_name meta-llama/Llama-3.1-8B --max-tokens 4096 --hub_token $HF_TOKEN",
+		"python train.py --api-key ${OPENAI_API_KEY} --token-file /root/.cache/huggingface/token --secret /run/secrets/db",
+		"python eval.py --metric-key validation_loss_total --sort-key epoch_and_step_0001",
+		`{"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>", "pad_token": "<|finetune_right_pad_id|>"}`,
+		"tokenizer_config: {'model_max_length': 131072, 'additional_special_tokens': ['<|im_start|>']}",
+		"api_key: os.environ/OPENAI_API_KEY",
+		"openai_api_key: your-openai-api-key",
+		"hf_token: ${HF_TOKEN}",
+		"max_new_tokens: 1024",
+		"TOKENIZERS_PARALLELISM=false python train.py",
+		"Epoch 3: 100%|██████████| 1563/1563 [02:11<00:00, 11.9it/s, loss=0.231, tokens_per_second=48213.7]",
+		"wandb login",
+		"sk-learn is not a package; pip install scikit-learn",
+	}, "\n")
+	if k := Kinds([]byte(text)); len(k) != 0 {
+		t.Errorf("false alarms: %q", k)
+	}
+	if got := Redact(text); got != text {
+		t.Errorf("Redact changed text without a secret:\n%s", got)
+	}
+}
