@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/statedir"
 	"github.com/gpurent/gpurent/internal/wipe"
@@ -33,6 +34,7 @@ func newWipe(g *globals) *cobra.Command {
 		keep           []string
 		requireBackup  string
 		reportPath     string
+		since          string
 		root           string
 	)
 	cmd := &cobra.Command{
@@ -78,6 +80,13 @@ check failed, 2 bad usage.`,
 				if e.Root, err = dirFlag("--root", root); err != nil {
 					return err
 				}
+			}
+			if since != "" {
+				if e.Since, err = parseSince(since, time.Now()); err != nil {
+					return usageError{err}
+				}
+			} else if t, ok := audit.TenancyStart(e.Root); ok {
+				e.Since = t
 			}
 			if e.Home, err = os.UserHomeDir(); err != nil {
 				return fmt.Errorf("wipe: %w", err)
@@ -183,6 +192,7 @@ check failed, 2 bad usage.`,
 	f.StringVar(&s.run, "run", "", "the store's run holding the checkpoints (default: the one gpurent run recorded in the directory)")
 	f.StringVar(&s.identity, "identity", "", "age identity to read the store with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
 	f.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to a store endpoint that is not this machine")
+	f.StringVar(&since, "since", "", "when this tenancy began, to tell temp files from before it: a time (2026-11-30T09:00:00Z) or how long ago (2h, 3d); default: when PID 1 started")
 	f.StringVar(&root, "root", "", "look for temp files and mounts under this directory instead of /")
 	_ = f.MarkHidden("root")
 	return cmd

@@ -58,6 +58,11 @@ func uidMin(root string) int {
 	return 1000
 }
 
+// TenancyStart is when this tenancy began as far as the machine can
+// tell: when PID 1 started (this boot, or this container), false where
+// /proc does not say. A reboot during the tenancy moves it later.
+func TenancyStart(root string) (time.Time, bool) { return pid1Start(root) }
+
 // pid1Start is when PID 1 started: boot time (btime in /proc/stat) plus
 // its start time in clock ticks (field 22 of /proc/1/stat, USER_HZ 100 on
 // every Linux architecture gpurent ships for).

@@ -20,9 +20,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/mounts"
+	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/supervise"
 )
 
@@ -71,6 +73,14 @@ type Item struct {
 	// gpurent run's state: checkpoint directories, which --require-backup
 	// guards wherever they are, not only when named.
 	Runs []string `json:"runs,omitempty"`
+	// Predates: a temp item in which nothing changed since the tenancy
+	// began (Env.Since), by the change time (ctime), which copying or
+	// unpacking cannot set back: the image's or an earlier tenant's
+	// files under the same account, not this tenant's. It is removed
+	// like the rest and said to be what it is.
+	Predates bool `json:"predates_tenancy,omitempty"`
+
+	changed time.Time // the newest change time inside, for Predates
 }
 
 // Plan is what a wipe will remove, and the warnings that go with it.
@@ -94,6 +104,9 @@ type Env struct {
 	// Holders lists the paths running programs use (nil: read /proc,
 	// leaving gpurent itself out).
 	Holders func() []Holder
+	// Since is when this tenancy began (zero: unknown); temp items older
+	// than it are labelled as the image's or an earlier tenant's.
+	Since time.Time
 }
 
 // Options choose what goes beyond the defaults.
@@ -280,6 +293,7 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		}
 	}
 	seen := map[string]bool{}
+	predates, predatesBytes := 0, int64(0)
 	for _, it := range exist {
 		if seen[it.Path] || insideAnother(it.Path, exist) {
 			continue
@@ -299,11 +313,21 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 				p.Kept = append(p.Kept, k+" (a file system mounted inside "+it.Path+": not entered; name it to wipe it)")
 			}
 		}
+		if it.Kind == Temp && !e.Since.IsZero() && !it.changed.IsZero() && it.changed.Before(e.Since) {
+			it.Predates = true
+			it.What = "temp file from before this tenancy"
+			predates++
+			predatesBytes += it.Bytes
+		}
 		if hs := usedBy(it.Path, holders); len(hs) > 0 {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s is in use by %s: what it writes after the wipe stays; stop it first", it.Path, describeHolders(hs)))
 		}
 		p.Items = append(p.Items, it)
 		p.Bytes += it.Bytes
+	}
+	if predates > 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s (%s) last changed before this tenancy began (%s; --since sets it): the image's or an earlier tenant's under your account, not yours; they go too (--keep PATH leaves one)",
+			report.Count(predates, "temp item"), report.Bytes(predatesBytes), e.Since.UTC().Format("2006-01-02 15:04 MST")))
 	}
 	if o.Docker {
 		imgs, err := dockerImages(ctx, e)
@@ -399,6 +423,13 @@ func size(it *Item, tab mounts.Table, noOverwrite bool, keep map[string]bool) er
 				return fs.SkipDir
 			}
 			return nil
+		}
+		if it.Kind == Temp {
+			if info, err := d.Info(); err == nil {
+				if c := changeTime(info); c.After(it.changed) {
+					it.changed = c
+				}
+			}
 		}
 		if d.Type().IsRegular() {
 			if d.Name() == supervise.StateFile {

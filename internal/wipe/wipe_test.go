@@ -796,3 +796,58 @@ func TestTempInUseIsKept(t *testing.T) {
 		t.Errorf("named busy dir: items %v, warnings %v", paths(p, b.base), p.Warnings)
 	}
 }
+
+// Temp files in which nothing changed since the tenancy began are the
+// image's or an earlier tenant's: still removed, but not called the
+// user's. The change time decides, so a tree unpacked with its archive's
+// old modification times is still the user's.
+func TestTempFromBeforeTheTenancy(t *testing.T) {
+	b := newBox(t)
+	old, oldDir := b.root+"/tmp/python-build.log", b.root+"/tmp/olddir"
+	put(t, old, "the image's build log", 0o644)
+	put(t, oldDir+"/a", "before", 0o644)
+	time.Sleep(20 * time.Millisecond)
+	since := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	unpacked := b.root + "/tmp/unpacked"
+	put(t, unpacked+"/data.bin", "from a tar archive", 0o644)
+	past := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	must(t, os.Chtimes(unpacked+"/data.bin", past, past))
+	must(t, os.Chtimes(unpacked, past, past))
+	put(t, oldDir+"/b", "added during the tenancy", 0o644)
+
+	e := b.env()
+	e.Since = since
+	p, err := Make(context.Background(), e, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{old: true, b.root + "/tmp/mine.tmp": true, oldDir: false, unpacked: false} {
+		it := itemAt(p, path)
+		if it.Path == "" {
+			t.Errorf("%s is not in the plan: %v", path, paths(p, b.base))
+			continue
+		}
+		if it.Predates != want {
+			t.Errorf("%s: predates %v, want %v", path, it.Predates, want)
+		}
+		if label := map[bool]string{true: "temp file from before this tenancy", false: "your temp file"}[want]; it.What != label {
+			t.Errorf("%s: what %q, want %q", path, it.What, label)
+		}
+	}
+	if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, "last changed before this tenancy began ("+since.UTC().Format("2006-01-02 15:04 MST")+";") {
+		t.Errorf("warnings:\n%s", w)
+	}
+
+	// Where the start of the tenancy is unknown, every own temp file is
+	// the user's.
+	p, err = Make(context.Background(), b.env(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range p.Items {
+		if it.Predates || strings.Contains(strings.Join(p.Warnings, "\n"), "before this tenancy") {
+			t.Errorf("no start known, yet %s predates it", it.Path)
+		}
+	}
+}
