@@ -65,6 +65,16 @@ func newFake(t *testing.T) *fakeMachine {
 	m.home = filepath.Join(m.root, "home", "me")
 	m.cwd = filepath.Join(m.root, "work")
 	r := m.root
+	// An old dataset in /data, there before the tenancy: a year old by its
+	// modification time, and, since the change time cannot be set back,
+	// written before PID 1 "starts" (tenancy) and everything else is.
+	write(t, r+"/data/old-dataset/shard-0.bin", strings.Repeat("x", 3000), 0o644)
+	old := m.now.Add(-400 * 24 * time.Hour)
+	os.Chtimes(r+"/data/old-dataset/shard-0.bin", old, old)
+	os.Chtimes(r+"/data/old-dataset", old, old)
+	time.Sleep(20 * time.Millisecond)
+	tenancy := time.Now()
+	time.Sleep(40 * time.Millisecond)
 	uid := os.Getuid()
 	write(t, r+"/etc/passwd", "root:x:0:0::/root:/bin/bash\nme:x:"+itoa(uid)+":"+itoa(uid)+"::/home/me:/bin/bash\nmallory:x:1001:1001::/home/mallory:/bin/bash\n", 0o644)
 	if uid == 0 {
@@ -92,9 +102,12 @@ func newFake(t *testing.T) *fakeMachine {
 		"   0: 00000000:22B8 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1001        0 555 1 0 100 0 0 10 0\n"+
 		"   1: 0100007F:1776 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 556 1 0 100 0 0 10 0\n"+
 		"   2: 0100007F:1776 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 557 1 0 100 0 0 10 0\n", 0o644)
-	// PID 1 started 100 s after a boot an hour ago: the tenancy began then.
-	write(t, r+"/proc/stat", "cpu 1 2 3\nbtime "+itoa(int(m.now.Add(-time.Hour).Unix()))+"\n", 0o644)
-	write(t, r+"/proc/1/stat", "1 (systemd (init)) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 10000 1000 100\n", 0o644)
+	// PID 1 started 100 s after boot, at tenancy (rounded up to the 10 ms
+	// of a clock tick): the tenancy began then.
+	btime := tenancy.Unix() - 100
+	ticks := int(tenancy.Sub(time.Unix(btime, 0))/(10*time.Millisecond)) + 1
+	write(t, r+"/proc/stat", "cpu 1 2 3\nbtime "+itoa(int(btime))+"\n", 0o644)
+	write(t, r+"/proc/1/stat", "1 (systemd (init)) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 "+itoa(ticks)+" 1000 100\n", 0o644)
 	// Storage: the root on a plain disk, /data on LUKS, plain swap.
 	write(t, r+"/proc/self/mounts", "/dev/vda1 / ext4 rw,relatime 0 0\n/dev/mapper/cryptdata /data ext4 rw 0 0\nproc /proc proc rw 0 0\n", 0o644)
 	write(t, r+"/sys/block/dm-0/dm/name", "cryptdata\n", 0o644)
@@ -125,12 +138,12 @@ func newFake(t *testing.T) *fakeMachine {
 	// history holds only names that look alike.
 	write(t, m.home+"/.bash_history", "ls\nexport HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\npython train.py\n", 0o600)
 	write(t, m.home+"/.python_history", "from huggingface_hub import hf_hub_download\nos.environ['AKIA_NOT_A_KEY']\n", 0o600)
-	// Leftovers: an old dataset in /data, new data of mine beside it.
-	write(t, r+"/data/old-dataset/shard-0.bin", strings.Repeat("x", 3000), 0o644)
-	old := m.now.Add(-400 * 24 * time.Hour)
-	os.Chtimes(r+"/data/old-dataset/shard-0.bin", old, old)
-	os.Chtimes(r+"/data/old-dataset", old, old)
+	// Leftovers: new data of mine beside the old dataset, and mine
+	// unpacked from an archive with last year's modification times.
 	write(t, r+"/data/mine/today.bin", "new", 0o644)
+	write(t, r+"/data/unpacked/shard-0.bin", "from a tar archive", 0o644)
+	os.Chtimes(r+"/data/unpacked/shard-0.bin", old, old)
+	os.Chtimes(r+"/data/unpacked", old, old)
 	write(t, r+"/tmp/foreign.bin", strings.Repeat("y", 500), 0o644)
 	if os.Getuid() == 0 {
 		if err := os.Chown(r+"/tmp/foreign.bin", 1001, 1001); err != nil {
@@ -205,6 +218,9 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 	}
 	if r.Verdict != bench.Fail {
 		t.Errorf("verdict %s, want fail (a world-readable credential)", r.Verdict)
+	}
+	if c := checkByID(t, r, "data.leftovers"); strings.Contains(c.Evidence, "/data/mine") || strings.Contains(c.Evidence, "/data/unpacked") {
+		t.Errorf("data of this tenancy taken for a leftover (old modification times are not old data): %s", c.Evidence)
 	}
 	// The details behind the checks.
 	if c := checkByID(t, r, "ssh.login"); !strings.Contains(c.Evidence, "permitrootlogin yes") || !strings.Contains(c.Evidence, "Match blocks") {

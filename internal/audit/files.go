@@ -335,14 +335,20 @@ func traversable(dir string) bool {
 // someone other than this tenant left: owned by another user, or (outside
 // the home) untouched since before this tenancy began.
 type Leftover struct {
-	Path    string    `json:"path"`
-	Where   string    `json:"where"` // home, data, temp
-	Bytes   int64     `json:"bytes"`
-	Files   int       `json:"files"`
-	Owners  []string  `json:"owners,omitempty"` // other users owning files inside
-	Newest  time.Time `json:"newest"`
-	Old     bool      `json:"old"` // nothing inside changed since the tenancy began
-	Partial bool      `json:"partial,omitempty"`
+	Path   string    `json:"path"`
+	Where  string    `json:"where"` // home, data, temp
+	Bytes  int64     `json:"bytes"`
+	Files  int       `json:"files"`
+	Owners []string  `json:"owners,omitempty"` // other users owning files inside
+	Newest time.Time `json:"newest"`           // the newest modification time inside
+	// Old: nothing inside changed since the tenancy began, by the change
+	// time (ctime), which unpacking an archive or cp -p cannot set back as
+	// they set the modification time: data the tenant unpacked today with
+	// last year's times is not taken for someone else's.
+	Old     bool `json:"old"`
+	Partial bool `json:"partial,omitempty"`
+
+	changed time.Time
 }
 
 type walkBudget struct {
@@ -405,6 +411,9 @@ func leftovers(e Env, since time.Time, users passwd) ([]Leftover, string) {
 				if info.ModTime().After(l.Newest) {
 					l.Newest = info.ModTime()
 				}
+				if c := ChangeTime(info); c.After(l.changed) {
+					l.changed = c
+				}
 				if uid, ok := ownerUID(info); ok && uid != e.UID && uid != 0 {
 					owners[uid] = true
 				}
@@ -430,7 +439,7 @@ func leftovers(e Env, since time.Time, users passwd) ([]Leftover, string) {
 				l.Owners = append(l.Owners, users.name(uid))
 			}
 			sort.Strings(l.Owners)
-			l.Old = !since.IsZero() && !l.Newest.IsZero() && l.Newest.Before(since) && r.where != "home"
+			l.Old = !since.IsZero() && !l.changed.IsZero() && l.changed.Before(since) && r.where != "home"
 			if len(l.Owners) > 0 || l.Old {
 				l.Newest = l.Newest.UTC()
 				out = append(out, l)

@@ -426,7 +426,7 @@ func size(it *Item, tab mounts.Table, noOverwrite bool, keep map[string]bool) er
 		}
 		if it.Kind == Temp {
 			if info, err := d.Info(); err == nil {
-				if c := changeTime(info); c.After(it.changed) {
+				if c := audit.ChangeTime(info); c.After(it.changed) {
 					it.changed = c
 				}
 			}

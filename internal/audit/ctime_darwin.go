@@ -1,4 +1,4 @@
-package wipe
+package audit
 
 import (
 	"io/fs"
@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// changeTime is when the file's inode last changed (ctime), which no call
+// ChangeTime is when the file's inode last changed (ctime), which no call
 // sets back, unlike the modification time.
-func changeTime(info fs.FileInfo) time.Time {
+func ChangeTime(info fs.FileInfo) time.Time {
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		return time.Unix(st.Ctimespec.Sec, st.Ctimespec.Nsec)
 	}

@@ -1,4 +1,4 @@
-package wipe
+package audit
 
 import (
 	"io/fs"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// changeTime is when the file's inode last changed (ctime): unlike the
+// ChangeTime is when the file's inode last changed (ctime): unlike the
 // modification time, which tar, cp -p and rsync -t set back to the
 // archive's, no call sets it, so a tree unpacked today reads as today's.
-func changeTime(info fs.FileInfo) time.Time {
+func ChangeTime(info fs.FileInfo) time.Time {
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		return time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
 	}
