@@ -111,6 +111,9 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 	if n := uploadNote(p); n != "" {
 		plan.Notes = append(plan.Notes, n)
 	}
+	if n := egressNote(p, offers); n != "" {
+		plan.Notes = append(plan.Notes, n)
+	}
 	factors := make([]float64, len(offers))
 	for i := range offers {
 		f, err := rates.Convert(1, offers[i].Currency, cur)

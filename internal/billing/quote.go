@@ -3,6 +3,7 @@ package billing
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -163,6 +164,9 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 	if n := uploadNote(p); n != "" {
 		q.Notes = append(q.Notes, n)
 	}
+	if n := egressNote(p, offers); n != "" {
+		q.Notes = append(q.Notes, n)
+	}
 	if !p.Interruptible {
 		q.Notes = append(q.Notes, "spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)")
 	}
@@ -193,6 +197,41 @@ func uploadNote(p *Profile) string {
 	}
 	return fmt.Sprintf("egress includes %d checkpoint uploads of %g GB (%g GB) to a store outside the provider: one every %s of compute, as gpurent run streams them; a store in the provider's own region may not bill them",
 		n, p.Checkpoint.SizeGB, gb, units.FormatDuration(time.Duration(p.Checkpoint.Every)))
+}
+
+// egressMonths is how many calendar months the task's egress falls in,
+// for providers that bill it by month: the span in 30-day months, at
+// least one. The task's egress is spread evenly over them.
+func egressMonths(p *Profile) int {
+	return max(1, int(math.Ceil(float64(p.SpanDays)/30)))
+}
+
+// egressNote says how egress is priced on the offers that bill it by
+// month (a free allowance, cheaper tiers), or "" when none of them does
+// or the task sends nothing out.
+func egressNote(p *Profile, offers []catalog.Offer) string {
+	if p.egressGB() <= 0 {
+		return ""
+	}
+	var providers, free []string
+	for _, o := range offers {
+		if o.EgressMonth != nil && !slices.Contains(providers, o.Provider) {
+			providers = append(providers, o.Provider)
+			if o.EgressMonth.FreeGB > 0 {
+				free = append(free, fmt.Sprintf("%s: %g GB", o.Provider, o.EgressMonth.FreeGB))
+			}
+		}
+	}
+	if len(providers) == 0 {
+		return ""
+	}
+	m := egressMonths(p)
+	n := fmt.Sprintf("%s bill egress by each month's volume, in tiers: the task's %g GB counts as %g GB in each of %s (spread evenly over the span)",
+		strings.Join(providers, ", "), p.egressGB(), p.egressGB()/float64(m), report.Count(m, "month"))
+	if len(free) > 0 {
+		n += "; a month's free allowance (" + strings.Join(free, ", ") + ") is the account's, shared by all its services and regions: what other work used that month is billed"
+	}
+	return n
 }
 
 // splitNote says how many offers spread the profile's GPUs over several
@@ -271,7 +310,8 @@ func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64) sh
 	s.extraGB = math.Max(0, p.DiskGB-inc)
 	s.runGB = u.fee("storage.running_gb_month", o.Storage.RunningGBMonth, s.extraGB > 0) / catalog.HoursPerMonth
 	s.stopGB = u.fee("storage.stopped_gb_month", o.Storage.StoppedGBMonth, s.extraGB > 0 && stoppedHours > 0) / catalog.HoursPerMonth
-	s.egress = p.egressGB() * u.fee("egress_gb", o.EgressGB, p.egressGB() > 0)
+	months := float64(egressMonths(p))
+	s.egress = months * o.EgressMonth.MonthCost(p.egressGB()/months, u.fee("egress_gb", o.EgressGB, p.egressGB() > 0))
 	s.boot = u.fee("boot_fee", o.BootFee, true)
 	s.ip = u.fee("ip_month", o.IPMonth, true) * float64(p.SpanDays) / 30
 	return s

@@ -3,6 +3,7 @@ package billing
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,50 @@ func TestCheckpointUploadsAreEgress(t *testing.T) {
 		t.Errorf("9 h every 3 h: %d uploads, want 3", n)
 	}
 }
+
+// A provider that bills egress by month (AWS's schedule: 100 GB free,
+// then 0.09 up to 10 TB): the task's egress is spread over the months of
+// its span, each month with its own allowance.
+//
+//	30 days, 2000 GB: one month, (2000 − 100) × 0.09 = 171
+//	45 days, 2000 GB: two months of 1000 GB, 2 × 900 × 0.09 = 162
+//	45 days, 150 GB: two months of 75 GB, all free
+func TestEgressByMonth(t *testing.T) {
+	o := testOffer()
+	o.EgressGB = catalog.Known(0.09)
+	o.EgressMonth = &catalog.EgressMonth{FreeGB: 100, Tiers: []catalog.EgressTier{{AboveGB: 10240, Price: 0.085}}}
+	for _, c := range []struct {
+		days      int
+		gb, want  float64
+		wantMonth string
+	}{{30, 2000, 171, "counts as 2000 GB in each of 1 month"}, {45, 2000, 162, "counts as 1000 GB in each of 2 months"}, {45, 150, 0, "counts as 75 GB in each of 2 months"}} {
+		p := Profile{GPUs: 2, ComputeHours: 10, SpanDays: c.days, Starts: 1, EgressGB: c.gb}
+		if got := item(onDemand(t, p, o), ItemEgress); !near(got, c.want) {
+			t.Errorf("%d days, %v GB: egress %v, want %v", c.days, c.gb, got, c.want)
+		}
+		q, err := Make(&p, []catalog.Offer{o, testOffer()}, catalog.Rates{}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		note := "Test bill egress by each month's volume, in tiers: the task's " + strconvG(c.gb) + " GB " + c.wantMonth +
+			" (spread evenly over the span); a month's free allowance (Test: 100 GB) is the account's"
+		if !slices.ContainsFunc(q.Notes, func(n string) bool { return strings.HasPrefix(n, note) }) {
+			t.Errorf("notes %q, want one starting %q", q.Notes, note)
+		}
+	}
+	// An offer without a schedule pays every GB at egress_gb, whatever
+	// the span, and no note speaks of months.
+	p := Profile{GPUs: 2, ComputeHours: 10, SpanDays: 45, Starts: 1, EgressGB: 2000}
+	if got := item(onDemand(t, p, testOffer()), ItemEgress); !near(got, 200) {
+		t.Errorf("flat egress %v, want 200", got)
+	}
+	q, _ := Make(&p, []catalog.Offer{testOffer()}, catalog.Rates{}, Options{})
+	if slices.ContainsFunc(q.Notes, func(n string) bool { return strings.Contains(n, "each month's volume") }) {
+		t.Errorf("a month note without a monthly schedule: %q", q.Notes)
+	}
+}
+
+func strconvG(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 func TestOnDemandRounding(t *testing.T) {
 	o := testOffer()

@@ -221,6 +221,7 @@ type Offer struct {
 	BootFee             Fee            `yaml:"boot_fee"` // per start
 	Storage             Storage        `yaml:"storage"`
 	EgressGB            Fee            `yaml:"egress_gb"` // per GB out to the internet
+	EgressMonth         *EgressMonth   `yaml:"egress_month,omitempty"`
 	IPMonth             Fee            `yaml:"ip_month"`
 	ReleaseAfterStopped Duration       `yaml:"release_after_stopped"`
 }
@@ -264,6 +265,39 @@ type Spot struct {
 	Hourly              Fee      `yaml:"hourly"`
 	InterruptionsPerDay Fee      `yaml:"interruptions_per_day"`
 	Notice              Duration `yaml:"notice"`
+}
+
+// EgressMonth is how the price of data transfer out changes with the
+// month's volume, where a provider bills it per account and calendar
+// month: a free allowance first, egress_gb up to the first tier, then
+// each tier's price for what lies above its threshold.
+type EgressMonth struct {
+	FreeGB float64      `yaml:"free_gb,omitempty"`
+	Tiers  []EgressTier `yaml:"tiers,omitempty"`
+}
+
+// EgressTier is the price per GB of a month's egress above AboveGB.
+type EgressTier struct {
+	AboveGB float64 `yaml:"above_gb"`
+	Price   float64 `yaml:"price"`
+}
+
+// MonthCost is what gb of egress in one month costs at first per GB
+// (egress_gb) under the schedule m (nil: first for every GB).
+func (m *EgressMonth) MonthCost(gb, first float64) float64 {
+	if m == nil {
+		return gb * first
+	}
+	billable := func(lo, hi float64) float64 { // GB in [lo, hi) above the free allowance
+		lo, hi = math.Max(lo, m.FreeGB), math.Min(hi, gb)
+		return math.Max(0, hi-lo)
+	}
+	price, from, cost := first, 0.0, 0.0
+	for _, t := range m.Tiers {
+		cost += billable(from, t.AboveGB) * price
+		price, from = t.Price, t.AboveGB
+	}
+	return cost + billable(from, math.Inf(1))*price
 }
 
 // Storage is the disk fee schedule, per GB-month above what is included.
@@ -336,6 +370,25 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 	fee("storage.running_gb_month", o.Storage.RunningGBMonth)
 	fee("storage.stopped_gb_month", o.Storage.StoppedGBMonth)
 	fee("egress_gb", o.EgressGB)
+	if m := o.EgressMonth; m != nil {
+		if !o.EgressGB.IsKnown() {
+			bad("egress_month", "a monthly schedule needs egress_gb, the first tier's price")
+		}
+		if math.IsNaN(m.FreeGB) || math.IsInf(m.FreeGB, 0) || m.FreeGB < 0 {
+			bad("egress_month.free_gb", "want a non-negative size, got %v", m.FreeGB)
+		}
+		prev := 0.0
+		for i, t := range m.Tiers {
+			tp := fmt.Sprintf("egress_month.tiers[%d]", i)
+			if math.IsNaN(t.AboveGB) || math.IsInf(t.AboveGB, 0) || t.AboveGB <= prev {
+				bad(tp+".above_gb", "want a size above the previous tier's (%v), got %v", prev, t.AboveGB)
+			}
+			if math.IsNaN(t.Price) || math.IsInf(t.Price, 0) || t.Price < 0 {
+				bad(tp+".price", "want a non-negative price, got %v", t.Price)
+			}
+			prev = math.Max(prev, t.AboveGB)
+		}
+	}
 	fee("ip_month", o.IPMonth)
 	if d, ok := o.OnDemand.Increment.Value(); ok && d <= 0 {
 		bad("on_demand.increment", "want a positive increment such as 1s, got %v", o.OnDemand.Increment)

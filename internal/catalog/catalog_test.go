@@ -78,6 +78,12 @@ func TestParseBad(t *testing.T) {
 		{"zero gpus", "gpus: 1", "gpus: 0", "bad.yaml:7: offers[0].gpus: want at least 1"},
 		{"syntax", "gpus: 1", "gpus: [1", "bad.yaml:"},
 		{"version", "version: 1", "version: 2", "bad.yaml:1: version: want version: 1"},
+		{"tiers out of order", "egress_gb: 0.8\n", "egress_gb: 0.8\n    egress_month: {tiers: [{above_gb: 100, price: 0.7}, {above_gb: 50, price: 0.6}]}\n",
+			"bad.yaml:18: offers[0].egress_month.tiers[1].above_gb: want a size above the previous tier's (100), got 50"},
+		{"negative tier price", "egress_gb: 0.8\n", "egress_gb: 0.8\n    egress_month: {tiers: [{above_gb: 100, price: -1}]}\n",
+			"bad.yaml:18: offers[0].egress_month.tiers[0].price: want a non-negative price"},
+		{"schedule without a price", "egress_gb: 0.8\n", "egress_gb: unknown\n    egress_month: {free_gb: 100}\n",
+			"bad.yaml:18: offers[0].egress_month: a monthly schedule needs egress_gb"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := strings.Replace(good, tc.old, tc.new, 1)
@@ -272,4 +278,32 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A month's egress under AWS's schedule (shared/reference/pricing.md:
+// 100 GB free, 0.09 to 10 TB, 0.085 to 50 TB, 0.07 to 150 TB, 0.05 above)
+// and Google Cloud's (0.12 to 1 TB, 0.11 to 10 TB, 0.08 above), by hand.
+func TestEgressMonthCost(t *testing.T) {
+	aws := &EgressMonth{FreeGB: 100, Tiers: []EgressTier{{10240, 0.085}, {51200, 0.07}, {153600, 0.05}}}
+	gcp := &EgressMonth{Tiers: []EgressTier{{1024, 0.11}, {10240, 0.08}}}
+	for _, c := range []struct {
+		name  string
+		m     *EgressMonth
+		gb    float64
+		first float64
+		want  float64
+	}{
+		{"no schedule", nil, 2000, 0.09, 180},
+		{"within the free allowance", aws, 80, 0.09, 0},
+		{"past the allowance", aws, 2000, 0.09, 1900 * 0.09},
+		{"into the second tier", aws, 20480, 0.09, 10140*0.09 + 10240*0.085},
+		{"every tier", aws, 204800, 0.09, 10140*0.09 + 40960*0.085 + 102400*0.07 + 51200*0.05},
+		{"gcp second tier", gcp, 2000, 0.12, 1024*0.12 + 976*0.11},
+		{"gcp third tier", gcp, 20000, 0.12, 1024*0.12 + 9216*0.11 + 9760*0.08},
+		{"nothing", aws, 0, 0.09, 0},
+	} {
+		if got := c.m.MonthCost(c.gb, c.first); math.Abs(got-c.want) > 1e-9*math.Max(1, c.want) {
+			t.Errorf("%s: %v GB cost %v, want %v", c.name, c.gb, got, c.want)
+		}
+	}
 }

@@ -18,6 +18,9 @@
 //   - Rows priced as multi-year commitments are skipped: gpurent's
 //     subscriptions are day, week and month.
 //   - Egress "0 (in-region)" is unknown: the profile's egress leaves the region.
+//   - AWS, Google Cloud and Azure bill egress by monthly volume: their rows
+//     get the tier schedule (and AWS its free 100 GB) of pricing.md, see
+//     egressMonths.
 //   - No source gives spot interruption rates, so interruptions_per_day is
 //     unknown everywhere; users pass their own with --interruptions-per-day.
 //   - No source lists a per-start boot fee, so boot_fee is unknown.
@@ -124,6 +127,9 @@ func run(path string, w io.Writer) error {
 			eg = ""
 		}
 		fmt.Fprintf(w, "    egress_gb: %s\n", num(eg))
+		if m, ok := egressMonths[get("provider")]; ok && eg == m.first {
+			fmt.Fprintf(w, "    egress_month: %s\n", m.schedule)
+		}
 		fmt.Fprintf(w, "    ip_month: %s\n", num(get("ip_month")))
 		rel := "unknown"
 		if d := get("release_after_stopped_days"); d != "" {
@@ -139,6 +145,19 @@ func run(path string, w io.Writer) error {
 		return fmt.Errorf("%s: every row was skipped", path)
 	}
 	return nil
+}
+
+// egressMonths are the providers that bill egress by volume per month,
+// from shared/reference/pricing.md (sections 5 to 7: each cloud's
+// get_egress_cost in SkyPilot, 1 TB = 1024 GB as there; AWS's first
+// 100 GB a month free from its S3 pricing page). A row takes its
+// provider's schedule only when its egress_per_gb is the schedule's first
+// price, so a research pass that changes the price drops a stale schedule
+// rather than mixing the two.
+var egressMonths = map[string]struct{ first, schedule string }{
+	"AWS":          {"0.09", "{free_gb: 100, tiers: [{above_gb: 10240, price: 0.085}, {above_gb: 51200, price: 0.07}, {above_gb: 153600, price: 0.05}]}"},
+	"Google Cloud": {"0.12", "{tiers: [{above_gb: 1024, price: 0.11}, {above_gb: 10240, price: 0.08}]}"},
+	"Azure":        {"0.0875", "{tiers: [{above_gb: 10240, price: 0.083}, {above_gb: 51200, price: 0.07}, {above_gb: 153600, price: 0.05}]}"},
 }
 
 // num is a number cell as YAML: the number, or unknown when empty.
