@@ -261,6 +261,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(DefaultYAML()[:2000])
 	f.Add([]byte("version: 1\noffers: []\n"))
 	f.Add([]byte("version: 1\nexchange_rates: {USD: .nan}\n"))
+	f.Add([]byte(strings.Replace(good, "egress_gb: 0.8\n", "egress_gb: 0.8\n    egress_month: {free_gb: 100, tiers: [{above_gb: 1024, price: 0.7}]}\n", 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse("fuzz.yaml", data)
 		if err != nil {
@@ -275,6 +276,15 @@ func FuzzParse(f *testing.F) {
 				if v, ok := fee.Value(); ok && (v < 0 || math.IsNaN(v) || math.IsInf(v, 0)) {
 					t.Fatalf("accepted fee %v in offer %s", v, o.ID)
 				}
+			}
+			// A month's egress costs something finite, never less for more.
+			prev := 0.0
+			for _, gb := range []float64{0, 50, 1000, 1e5, 1e7} {
+				c := o.EgressMonth.MonthCost(gb, o.EgressGB.Or(0))
+				if c < prev || math.IsNaN(c) || math.IsInf(c, 0) {
+					t.Fatalf("offer %s: %v GB of egress costs %v (less, or not finite, after %v)", o.ID, gb, c, prev)
+				}
+				prev = c
 			}
 		}
 	})

@@ -106,3 +106,18 @@ func TestKindsNoFalseAlarm(t *testing.T) {
 		t.Errorf("Redact changed text without a secret:\n%s", got)
 	}
 }
+
+// Whatever the text, what Redact leaves holds no credential Kinds names.
+func FuzzRedact(f *testing.F) {
+	f.Add("export WANDB_API_KEY=" + strings.Repeat("0f", 20))
+	f.Add("python train.py --hub_token hf_" + strings.Repeat("a", 34) + " --api-key=k9k9k9k9k9k9k9k9k9")
+	f.Add(`{"api_key": "sk-proj-` + strings.Repeat("A1", 12) + "T3BlbkFJ" + strings.Repeat("b2", 12) + `"}`)
+	f.Add("https://alice:pw@host/x https://hooks.slack.com/services/T0/B0/" + strings.Repeat("X", 24))
+	f.Add("wandb login --relogin " + strings.Repeat("0123456789", 4))
+	f.Fuzz(func(t *testing.T, s string) {
+		r := Redact(s)
+		if k := Kinds([]byte(r)); len(k) > 0 {
+			t.Fatalf("Redact(%q) = %q still holds %q", s, r, k)
+		}
+	})
+}
