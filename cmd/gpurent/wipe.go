@@ -43,6 +43,7 @@ func newWipe(g *globals) *cobra.Command {
 		Long: `wipe removes what you leave on a rented machine: the data directories you name,
 ML caches (Hugging Face, torch hub, pip, W&B, Triton, CUDA), credentials (AWS,
 netrc/W&B, git, docker, Kaggle, gcloud, rclone, s3cmd, GitHub CLI, PyPI, npm,
+Alibaba Cloud CLI and ossutil, Tencent Cloud CLI and coscmd, MinIO mc, Azure CLI,
 Hugging Face token, SSH private keys, .env in this directory), shell and REPL
 histories, your own temp files (not those a running program uses) and, with
 --docker, every Docker image.

@@ -124,6 +124,10 @@ func newFake(t *testing.T) *fakeMachine {
 	write(t, m.home+"/.config/rclone/rclone.conf", "[oss]\ntype = s3\naccess_key_id = x\nsecret_access_key = "+fakeSecret+"\n", 0o600)
 	write(t, m.home+"/.config/gh/hosts.yml", "github.com:\n    oauth_token: "+fakeSecret+"\n    user: me\n", 0o600)
 	write(t, m.home+"/.npmrc", "registry=https://registry.npmmirror.com\n", 0o644) // a mirror, no token
+	// Tencent Cloud's CLI holds a key; ossutil set up for an ECS RAM role
+	// holds none.
+	write(t, m.home+"/.tccli/default.credential", `{"secretId": "AKID`+fakeSecret+`", "secretKey": "`+fakeSecret+`"}`, 0o600)
+	write(t, m.home+"/.ossutilconfig", "[Credentials]\nlanguage=EN\nendpoint=oss-cn-hangzhou-internal.aliyuncs.com\nmode=EcsRamRole\necsRoleName=train\n", 0o600)
 	write(t, m.home+"/.ssh/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\n"+fakeSecret+"\n", 0o600)
 	write(t, m.home+"/.ssh/authorized_keys", "ssh-ed25519 "+keyA+" me@laptop\nno-pty,command=\"echo a, b\" ssh-ed25519 "+keyB+" provider-recovery\n", 0o600)
 	write(t, m.root+"/hf/token", fakeSecret, 0o600)
@@ -234,7 +238,7 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 		secrets[strings.TrimPrefix(s.Path, m.root)] = true
 	}
 	for _, p := range []string{"/home/me/.aws/credentials", "/home/me/.netrc", "/home/me/.ssh/id_ed25519", "/hf/token", "/work/.env", "/work/private-llm/.git/config", "/home/me/.bash_history",
-		"/home/me/.config/rclone/rclone.conf", "/home/me/.config/gh/hosts.yml"} {
+		"/home/me/.config/rclone/rclone.conf", "/home/me/.config/gh/hosts.yml", "/home/me/.tccli/default.credential"} {
 		if !secrets[p] {
 			t.Errorf("secret %s not found; found %v", p, secrets)
 		}
@@ -246,8 +250,8 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 		!strings.Contains(c.Advice, "gpurent wipe removes the histories") {
 		t.Errorf("secrets.files: %s / %s", c.Evidence, c.Advice)
 	}
-	if secrets["/home/me/.docker/config.json"] || secrets["/home/me/.npmrc"] {
-		t.Error("a docker config or an npmrc without credentials was reported as a secret")
+	if secrets["/home/me/.docker/config.json"] || secrets["/home/me/.npmrc"] || secrets["/home/me/.ossutilconfig"] {
+		t.Error("a docker config, an npmrc or an ossutil config without credentials was reported as a secret")
 	}
 	if len(f.Recent) != 1 {
 		t.Errorf("recent logins %v: want only mallory's of two days ago", f.Recent)

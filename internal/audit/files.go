@@ -47,8 +47,9 @@ func (k KnownSecret) Present() bool {
 }
 
 // SecretFiles are the credential files of the tools ML work uses, under
-// home, with the Hugging Face token where its variables put it
-// (huggingface_hub: $HF_TOKEN_PATH, else $HF_HOME/token, HF_HOME defaulting
+// home (with the marker a file must hold to hold a credential: ossutil's
+// file set up for an ECS RAM role has no accessKeySecret), with the
+// Hugging Face token where its variables put it (huggingface_hub: $HF_TOKEN_PATH, else $HF_HOME/token, HF_HOME defaulting
 // to $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface). Package wipe
 // removes the same list.
 func SecretFiles(home string, lookup func(string) (string, bool)) []KnownSecret {
@@ -67,6 +68,17 @@ func SecretFiles(home string, lookup func(string) (string, bool)) []KnownSecret 
 		{".config/gh/hosts.yml", "GitHub CLI token", "oauth_token"},
 		{".pypirc", "PyPI upload credentials", "password"},
 		{".npmrc", "npm registry token", "_authToken"},
+		// The object stores checkpoints and datasets go to from a rented
+		// machine in China, and the other S3 and cloud clients: each tool's
+		// default file (Alibaba Cloud CLI, ossutil, Tencent Cloud's tccli,
+		// coscmd, MinIO's mc, the Azure CLI's token caches, new and old).
+		{".aliyun/config.json", "Alibaba Cloud CLI AccessKey", "access_key_secret"},
+		{".ossutilconfig", "ossutil (Alibaba Cloud OSS) AccessKey", "accessKeySecret"},
+		{".tccli/default.credential", "Tencent Cloud CLI secret key", "secretKey"},
+		{".cos.conf", "coscmd (Tencent Cloud COS) secret key", "secret_key"},
+		{".mc/config.json", "MinIO client (mc) aliases with secret keys", "secretKey"},
+		{".azure/msal_token_cache.json", "Azure CLI tokens", ""},
+		{".azure/accessTokens.json", "Azure CLI tokens (old location)", ""},
 	}
 	for i := range list {
 		list[i].Path = filepath.Join(home, list[i].Path)
