@@ -14,6 +14,20 @@ import (
 type token struct {
 	name string
 	re   *regexp.Regexp
+	// hints are literals one of which every match contains: text without
+	// any is passed over without running the expression, which is what
+	// keeps a 16 MiB history quick to search.
+	hints []string
+}
+
+// mayBeIn: s holds one of t's hints, so t.re may match.
+func (t token) mayBeIn(s string) bool {
+	for _, h := range t.hints {
+		if strings.Contains(s, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // tokens are credentials whose format tells them apart from any
@@ -57,22 +71,22 @@ type token struct {
 //     ...): anyone holding one posts to the channel, and a log shipped to
 //     that very channel (gpurent run --notify) must not carry it.
 var tokens = []token{
-	{name: "an AWS access key id", re: regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`)},
-	{name: "a GitHub token", re: regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9_]{36,}|github_pat_[A-Za-z0-9_]{22,})`)},
-	{name: "a Hugging Face token", re: regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}`)},
-	{name: "an OpenAI API key", re: regexp.MustCompile(`\bsk-(?:(?:proj|svcacct|admin)-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}`)},
-	{name: "an Anthropic API key", re: regexp.MustCompile(`\bsk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{40,}`)},
-	{name: "a Google API key", re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
-	{name: "a GitLab token", re: regexp.MustCompile(`\bglpat-[0-9A-Za-z_.-]{20,}`)},
-	{name: "a Slack token", re: regexp.MustCompile(`\bxox[abeoprs]-\d{6,}-[0-9A-Za-z-]{8,}`)},
-	{name: "an npm token", re: regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`)},
-	{name: "a PyPI token", re: regexp.MustCompile(`\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}`)},
-	{name: "a W&B API key", re: regexp.MustCompile(`\bwandb_v1_[A-Za-z0-9_]{20,}`)},
-	{name: "a Slack webhook URL", re: regexp.MustCompile(`https://hooks\.slack\.com/services/[A-Za-z0-9_/-]{20,}`)},
-	{name: "a Discord webhook URL", re: regexp.MustCompile(`https://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}`)},
-	{name: "a Feishu or Lark webhook URL", re: regexp.MustCompile(`https://open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/[A-Za-z0-9-]{16,}`)},
-	{name: "a DingTalk webhook URL", re: regexp.MustCompile(`https://oapi\.dingtalk\.com/robot/send\?\S*access_token=[A-Za-z0-9]{16,}`)},
-	{name: "a WeCom webhook URL", re: regexp.MustCompile(`https://qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?\S*key=[A-Za-z0-9-]{16,}`)},
+	{name: "an AWS access key id", re: regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`), hints: []string{"AKIA", "ASIA"}},
+	{name: "a GitHub token", re: regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9_]{36,}|github_pat_[A-Za-z0-9_]{22,})`), hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}},
+	{name: "a Hugging Face token", re: regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}`), hints: []string{"hf_"}},
+	{name: "an OpenAI API key", re: regexp.MustCompile(`\bsk-(?:(?:proj|svcacct|admin)-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}`), hints: []string{"T3BlbkFJ"}},
+	{name: "an Anthropic API key", re: regexp.MustCompile(`\bsk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{40,}`), hints: []string{"sk-ant-"}},
+	{name: "a Google API key", re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), hints: []string{"AIza"}},
+	{name: "a GitLab token", re: regexp.MustCompile(`\bglpat-[0-9A-Za-z_.-]{20,}`), hints: []string{"glpat-"}},
+	{name: "a Slack token", re: regexp.MustCompile(`\bxox[abeoprs]-\d{6,}-[0-9A-Za-z-]{8,}`), hints: []string{"xox"}},
+	{name: "an npm token", re: regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`), hints: []string{"npm_"}},
+	{name: "a PyPI token", re: regexp.MustCompile(`\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}`), hints: []string{"pypi-AgEIcHlwaS5vcmc"}},
+	{name: "a W&B API key", re: regexp.MustCompile(`\bwandb_v1_[A-Za-z0-9_]{20,}`), hints: []string{"wandb_v1_"}},
+	{name: "a Slack webhook URL", re: regexp.MustCompile(`https://hooks\.slack\.com/services/[A-Za-z0-9_/-]{20,}`), hints: []string{"hooks.slack.com/services/"}},
+	{name: "a Discord webhook URL", re: regexp.MustCompile(`https://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}`), hints: []string{"/api/webhooks/"}},
+	{name: "a Feishu or Lark webhook URL", re: regexp.MustCompile(`https://open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/[A-Za-z0-9-]{16,}`), hints: []string{"/open-apis/bot/v2/hook/"}},
+	{name: "a DingTalk webhook URL", re: regexp.MustCompile(`https://oapi\.dingtalk\.com/robot/send\?\S*access_token=[A-Za-z0-9]{16,}`), hints: []string{"oapi.dingtalk.com/robot/send"}},
+	{name: "a WeCom webhook URL", re: regexp.MustCompile(`https://qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?\S*key=[A-Za-z0-9-]{16,}`), hints: []string{"qyapi.weixin.qq.com/cgi-bin/webhook/send"}},
 }
 
 // secretName ends a name that says its value is a secret: an API key,
@@ -122,30 +136,22 @@ type named struct {
 	start, end int
 }
 
-// namedSecrets finds the named secrets in s, each value once.
+// namedSecrets finds the named secrets in s, each value once. A value
+// never spans lines, and most lines name no secret: only the lines that
+// hold one of the names' words (in any case) are searched.
 func namedSecrets(s string) []named {
 	var out []named
-	for _, m := range assignment.FindAllStringSubmatchIndex(s, -1) {
-		out = append(out, named{"a secret assigned to " + s[m[2]:m[3]], m[4], m[5]})
-	}
-	for _, m := range flag.FindAllStringSubmatchIndex(s, -1) {
-		if random(s[m[4]:m[5]]) {
-			out = append(out, named{"a secret passed as " + s[m[2]:m[3]], m[4], m[5]})
-		}
-	}
-	for _, m := range wandbLogin.FindAllStringSubmatchIndex(s, -1) {
-		out = append(out, named{"a W&B API key given to wandb login", m[2], m[3]})
-	}
-	for _, m := range key.FindAllStringSubmatchIndex(s, -1) {
-		name := ""
-		if m[2] >= 0 {
-			name = s[m[2]:m[3]]
+	for start := 0; start < len(s); {
+		end := strings.IndexByte(s[start:], '\n')
+		if end < 0 {
+			end = len(s)
 		} else {
-			name = s[m[4]:m[5]]
+			end += start
 		}
-		if random(s[m[6]:m[7]]) {
-			out = append(out, named{"a secret under the key " + name, m[6], m[7]})
+		if line := s[start:end]; namesASecret(line) {
+			out = append(out, namedInLine(line, start)...)
 		}
+		start = end + 1
 	}
 	// One value can answer to two ways (an assignment inside a flag's
 	// value): keep the first of those that overlap.
@@ -160,16 +166,72 @@ func namedSecrets(s string) []named {
 	return kept
 }
 
+// secretWords are in every name a named secret can have, in lower case.
+var secretWords = []string{"key", "token", "secret", "passw", "wandb"}
+
+// namesASecret: line holds one of secretWords, in any case.
+func namesASecret(line string) bool {
+	var lower []byte
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if 'A' <= c && c <= 'Z' {
+			if lower == nil {
+				lower = []byte(line)
+			}
+			lower[i] = c + 'a' - 'A'
+		}
+	}
+	l := line
+	if lower != nil {
+		l = string(lower)
+	}
+	for _, w := range secretWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// namedInLine finds the named secrets in one line that begins at offset
+// off of the text.
+func namedInLine(s string, off int) []named {
+	var out []named
+	for _, m := range assignment.FindAllStringSubmatchIndex(s, -1) {
+		out = append(out, named{"a secret assigned to " + s[m[2]:m[3]], off + m[4], off + m[5]})
+	}
+	for _, m := range flag.FindAllStringSubmatchIndex(s, -1) {
+		if random(s[m[4]:m[5]]) {
+			out = append(out, named{"a secret passed as " + s[m[2]:m[3]], off + m[4], off + m[5]})
+		}
+	}
+	for _, m := range wandbLogin.FindAllStringSubmatchIndex(s, -1) {
+		out = append(out, named{"a W&B API key given to wandb login", off + m[2], off + m[3]})
+	}
+	for _, m := range key.FindAllStringSubmatchIndex(s, -1) {
+		name := ""
+		if m[2] >= 0 {
+			name = s[m[2]:m[3]]
+		} else {
+			name = s[m[4]:m[5]]
+		}
+		if random(s[m[6]:m[7]]) {
+			out = append(out, named{"a secret under the key " + name, off + m[6], off + m[7]})
+		}
+	}
+	return out
+}
+
 // Kinds names the kinds of token in b: by format, then secrets assigned to
 // a variable whose value no format names.
 func Kinds(b []byte) []string {
 	var found []string
+	s := string(b)
 	for _, t := range tokens {
-		if t.re.Match(b) {
+		if t.mayBeIn(s) && t.re.MatchString(s) {
 			found = append(found, t.name)
 		}
 	}
-	s := string(b)
 	for _, n := range namedSecrets(s) {
 		if !known(s[n.start:n.end]) && !slices.Contains(found, n.kind) {
 			found = append(found, n.kind)
@@ -180,7 +242,7 @@ func Kinds(b []byte) []string {
 
 func known(v string) bool {
 	for _, t := range tokens {
-		if t.re.MatchString(v) {
+		if t.mayBeIn(v) && t.re.MatchString(v) {
 			return true
 		}
 	}
@@ -196,7 +258,9 @@ var urlPassword = regexp.MustCompile(`\b[a-z][a-z0-9+.-]*://[^/\s@:]*:([^/\s@]+)
 // cannot know a secret that looks like none of these.
 func Redact(s string) string {
 	for _, t := range tokens {
-		s = t.re.ReplaceAllLiteralString(s, "["+t.name+"]")
+		if t.mayBeIn(s) {
+			s = t.re.ReplaceAllLiteralString(s, "["+t.name+"]")
+		}
 	}
 	var b strings.Builder
 	last := 0
