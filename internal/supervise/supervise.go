@@ -1012,7 +1012,16 @@ func (s *Supervisor) storeNewer(m *store.Manifest, local Candidate) bool {
 		return false // made here, or pulled here already
 	}
 	ns, nl := lastNumber(m.Name), lastNumber(local.Name)
-	return ns >= 0 && nl >= 0 && ns > nl && stepShape(m.Name) == stepShape(local.Name)
+	if ns >= 0 && nl >= 0 && stepShape(m.Name) == stepShape(local.Name) {
+		return ns > nl
+	}
+	// Names without steps to compare (Lightning's last.ckpt, a script's
+	// ckpt_latest.pt saved over and over): the one here is older when it
+	// is a commit of this run that the store's newest came after. Ids
+	// begin with the time their push began, so they sort in that order.
+	// One never committed (saved after the last upload) stays the newer.
+	id := s.st.idOf(local)
+	return id != "" && m.ID > id
 }
 
 // stepShape is a name with each run of digits replaced by '#':
@@ -1093,8 +1102,13 @@ func (s *Supervisor) resume(ctx context.Context) error {
 		case err != nil || !s.storeNewer(m, local):
 			return nil
 		}
-		s.cfg.Log("the store's newest checkpoint %s (step %d, from %s at %s) is newer than %s here (step %d)",
-			m.Name, lastNumber(m.Name), m.Host, m.Created.UTC().Format(time.RFC3339), local.Name, lastNumber(local.Name))
+		if ns, nl := lastNumber(m.Name), lastNumber(local.Name); ns >= 0 && nl >= 0 && stepShape(m.Name) == stepShape(local.Name) {
+			s.cfg.Log("the store's newest checkpoint %s (step %d, from %s at %s) is newer than %s here (step %d)",
+				m.Name, ns, m.Host, m.Created.UTC().Format(time.RFC3339), local.Name, nl)
+		} else {
+			s.cfg.Log("the store's newest checkpoint %s (%s, from %s at %s) is newer than %s here, which is the store's older %s",
+				m.Name, m.ID, m.Host, m.Created.UTC().Format(time.RFC3339), local.Name, s.st.idOf(local))
+		}
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrNoCheckpoint) {
@@ -1110,7 +1124,17 @@ func (s *Supervisor) resume(ctx context.Context) error {
 		name = m.ID
 	}
 	dest := filepath.Join(s.cfg.CkptDir, name)
-	if _, err := os.Lstat(dest); err == nil {
+	older, olderID := "", s.st.idOf(local) // the older checkpoint here, moved aside for one of its name
+	if _, err := os.Lstat(dest); err == nil && ok && local.Path == dest {
+		// The older checkpoint here has the newer one's name (one name
+		// saved over and over): the store holds it too, so it moves
+		// aside for the pull, and back if the pull fails.
+		older = filepath.Join(s.cfg.CkptDir, fmt.Sprintf(".gpurent-older-%s-%s", name, time.Now().UTC().Format("20060102T150405Z")))
+		if err := os.Rename(dest, older); err != nil {
+			s.cfg.Log("warning: could not move %s aside for the newer %s (%v): resuming from it", dest, m.ID, err)
+			return nil
+		}
+	} else if err == nil {
 		// A checkpoint of that name is here but not complete (a save cut
 		// short, a copy taken mid-write). Frameworks find their
 		// checkpoint by name (the Trainer's checkpoint-<N>, Megatron's
@@ -1144,10 +1168,23 @@ func (s *Supervisor) resume(ctx context.Context) error {
 				store.DiscardPartial(dest)
 				err = part.Err
 			}
+			if older != "" {
+				os.RemoveAll(dest)
+				if rerr := os.Rename(older, dest); rerr != nil {
+					return fmt.Errorf("run: could not pull %s (%v), nor move the older %s back from %s: %w", m.ID, err, name, older, rerr)
+				}
+			}
 			s.cfg.Log("warning: could not pull %s (%v): resuming from the older %s here", m.ID, err, local.Name)
 			return nil
 		}
 		return fmt.Errorf("run: pull %s: %w", m.ID, err)
+	}
+	if older != "" {
+		if err := os.RemoveAll(older); err != nil {
+			s.cfg.Log("warning: could not remove the older %s at %s (%v); the store keeps it as %s", name, older, err, olderID)
+		} else {
+			s.cfg.Log("removed the older %s here; the store keeps it as %s", name, olderID)
+		}
 	}
 	// DeepSpeed and Megatron find their checkpoint through a tracker file
 	// beside it, which the store does not hold.

@@ -1619,3 +1619,95 @@ func TestResumeFromOlderDiscardsThePartialPull(t *testing.T) {
 		t.Errorf("the partial pull stayed: %v", left)
 	}
 }
+
+// The snapshot machine again, with one name saved over and over (as
+// Lightning's last.ckpt and a script's ckpt_latest.pt are): no step tells
+// the two apart, but the one here was committed before the store's
+// newest, so that one is pulled in its place and resumed from.
+func TestResumeNewerInStoreSameName(t *testing.T) {
+	h := newHarness(t)
+	t.Setenv("FAKE_LOG", h.log)
+	t.Setenv("FAKE_NAME", "last.ckpt")
+	config := func(dir string) Config {
+		cfg := h.config(dir, h.b)
+		cfg.Glob = "last.ckpt"
+		return cfg
+	}
+	first := t.TempDir()
+	setTrainerEnv(t, 41, "0", 10)
+	sup, _ := New(config(first))
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	snapshot := t.TempDir() // the first machine's disk at step 10
+	for _, n := range []string{"last.ckpt", StateFile} {
+		b, err := os.ReadFile(filepath.Join(first, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(snapshot, n), b, 0o644)
+		st, _ := os.Stat(filepath.Join(first, n))
+		os.Chtimes(filepath.Join(snapshot, n), st.ModTime(), st.ModTime())
+	}
+	setTrainerEnv(t, 42, "0", 30) // the first machine trains on to 30
+	sup, _ = New(config(first))
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	// A pull that fails puts the older last.ckpt back, unchanged, and the
+	// command resumes from it.
+	before, _ := os.ReadFile(filepath.Join(snapshot, "last.ckpt"))
+	m, err := h.store(h.b).Find(context.Background(), "trial", "latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(snapshot)
+	cfg.Store = store.New(&store.Retrying{Backend: brokenReads{Backend: h.b, key: m.Objects[len(m.Objects)-1].Key}, Base: time.Millisecond, Attempts: 2},
+		store.Options{Grace: -1, Workers: 1})
+	cfg.Cmd = []string{"sh", "-c", `echo "resumed from $GPURENT_RESUME_FROM"`}
+	logged := captureLog(&cfg)
+	sup, _ = New(cfg)
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(snapshot, "last.ckpt")); !bytes.Equal(after, before) || !strings.Contains(logged(), "resuming from the older last.ckpt here") {
+		t.Errorf("after a failed pull last.ckpt changed (%d bytes, was %d):\n%s", len(after), len(before), logged())
+	}
+
+	os.Remove(h.log)
+	setTrainerEnv(t, 43, "0", 40)
+	cfg = config(snapshot)
+	logged = captureLog(&cfg)
+	sup, _ = New(cfg)
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	if log := h.resumes(); len(log) < 2 || log[0] != "resume" || log[1] != "30" {
+		t.Errorf("the machine from the snapshot resumed with %q, want resume 30\n%s", log, logged())
+	}
+	for _, want := range []string{"the store's newest checkpoint last.ckpt (", "is newer than last.ckpt here, which is the store's older ", "removed the older last.ckpt here; the store keeps it as "} {
+		if !strings.Contains(logged(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logged())
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(snapshot, ".gpurent-older-*")); len(left) != 0 {
+		t.Errorf("left behind: %q", left)
+	}
+	// Back on the first machine, whose last.ckpt (30) the snapshot
+	// machine's 40 came after: pulled too; run again, nothing is.
+	os.Remove(h.log)
+	for i, want := range []string{"is newer than last.ckpt here", ""} {
+		cfg := config(first)
+		logged := captureLog(&cfg)
+		sup, _ = New(cfg)
+		if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+			t.Fatal(ex, err)
+		}
+		if got := logged(); (want == "") == strings.Contains(got, "pulling") || !strings.Contains(got, want) {
+			t.Errorf("run %d on the first machine:\n%s", i, got)
+		}
+	}
+	if log := h.resumes(); len(log) < 2 || log[1] != "40" {
+		t.Errorf("the first machine resumed with %q, want resume 40 first", log)
+	}
+}

@@ -21,6 +21,7 @@ import (
 // and renames it into place; checkpoints at once on SIGUSR1; crashes at
 // random with FAKE_CRASH probability per step, and on its first run right
 // after the checkpoint of step FAKE_CRASH_AFTER; exits 0 at FAKE_STEPS.
+// With FAKE_NAME every checkpoint has that one name.
 // Each resume is logged to FAKE_LOG as "resume STEP" (or "corrupt").
 func fakeTrainer() {
 	env := func(k string, def int) int {
@@ -56,6 +57,9 @@ func fakeTrainer() {
 	signal.Notify(usr1, syscall.SIGUSR1)
 	write := func() {
 		name := filepath.Join(dir, fmt.Sprintf("ckpt-%06d.bin", step))
+		if n := os.Getenv("FAKE_NAME"); n != "" { // one name saved over, as last.ckpt is
+			name = filepath.Join(dir, n)
+		}
 		tmp := name + ".tmp"
 		data := checkpointBytes(step, rng)
 		f, err := os.Create(tmp)
