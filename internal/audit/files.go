@@ -49,8 +49,9 @@ func (k KnownSecret) Present() bool {
 // SecretFiles are the credential files of the tools ML work uses, under
 // home (with the marker a file must hold to hold a credential: ossutil's
 // file set up for an ECS RAM role has no accessKeySecret), with the
-// Hugging Face token where its variables put it (huggingface_hub: $HF_TOKEN_PATH, else $HF_HOME/token, HF_HOME defaulting
-// to $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface). Package wipe
+// Hugging Face token where its variables put it (huggingface_hub:
+// $HF_TOKEN_PATH, else $HF_HOME/token, HF_HOME defaulting to
+// $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface). Package wipe
 // removes the same list.
 func SecretFiles(home string, lookup func(string) (string, bool)) []KnownSecret {
 	list := []KnownSecret{

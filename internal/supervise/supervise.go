@@ -467,6 +467,17 @@ func (s *Supervisor) endStrays(pgid int) {
 	s.cfg.Log("warning: %s the command started outlived SIGKILL (stuck in the kernel, as a process in a GPU driver call can be): the restart may not find their GPU memory free", report.Count(len(live()), "process"))
 }
 
+// completeAt is the complete checkpoint at path, or false.
+func (s *Supervisor) completeAt(path string) (Candidate, bool) {
+	cs, _ := s.det.Scan()
+	for _, c := range cs {
+		if c.Path == path && c.Complete {
+			return c, true
+		}
+	}
+	return Candidate{}, false
+}
+
 func joinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
@@ -1124,17 +1135,21 @@ func (s *Supervisor) resume(ctx context.Context) error {
 		name = m.ID
 	}
 	dest := filepath.Join(s.cfg.CkptDir, name)
-	older, olderID := "", s.st.idOf(local) // the older checkpoint here, moved aside for one of its name
-	if _, err := os.Lstat(dest); err == nil && ok && local.Path == dest {
-		// The older checkpoint here has the newer one's name (one name
-		// saved over and over): the store holds it too, so it moves
-		// aside for the pull, and back if the pull fails.
-		older = filepath.Join(s.cfg.CkptDir, fmt.Sprintf(".gpurent-older-%s-%s", name, time.Now().UTC().Format("20060102T150405Z")))
-		if err := os.Rename(dest, older); err != nil {
-			s.cfg.Log("warning: could not move %s aside for the newer %s (%v): resuming from it", dest, m.ID, err)
-			return nil
+	older, olderID := "", "" // an older checkpoint here, moved aside for one of its name
+	if _, err := os.Lstat(dest); err == nil && ok {
+		if c, whole := s.completeAt(dest); whole {
+			// A complete, older checkpoint has the newer one's name (one
+			// name saved over and over): it moves aside for the pull, back
+			// if the pull fails, and is removed after only when the store
+			// holds it too.
+			older, olderID = filepath.Join(s.cfg.CkptDir, fmt.Sprintf(".gpurent-older-%s-%s", name, time.Now().UTC().Format("20060102T150405Z"))), s.st.idOf(c)
+			if err := os.Rename(dest, older); err != nil {
+				s.cfg.Log("warning: could not move %s aside for the newer %s (%v): resuming from %s here", dest, m.ID, err, local.Name)
+				return nil
+			}
 		}
-	} else if err == nil {
+	}
+	if _, err := os.Lstat(dest); err == nil {
 		// A checkpoint of that name is here but not complete (a save cut
 		// short, a copy taken mid-write). Frameworks find their
 		// checkpoint by name (the Trainer's checkpoint-<N>, Megatron's
@@ -1179,7 +1194,10 @@ func (s *Supervisor) resume(ctx context.Context) error {
 		}
 		return fmt.Errorf("run: pull %s: %w", m.ID, err)
 	}
-	if older != "" {
+	switch {
+	case older != "" && olderID == "":
+		s.cfg.Log("kept the older %s at %s: the store does not hold it (delete it when you no longer need it)", name, older)
+	case older != "":
 		if err := os.RemoveAll(older); err != nil {
 			s.cfg.Log("warning: could not remove the older %s at %s (%v); the store keeps it as %s", name, older, err, olderID)
 		} else {

@@ -52,16 +52,17 @@ func (t token) mayBeIn(s string) bool {
 //     taken here as 40 or more after the version so that a new version
 //     is still found;
 //   - Google API keys (Gemini's among them): AIza and 35 letters, digits,
-//     "_" and "-" (gitleaks' gcp-api-key rule);
-//   - GitLab personal access tokens: glpat- and 20 or more (docs.gitlab.com
-//     "Token prefixes");
+//     "_" and "-" (the shape of gitleaks' GCP API key rule and of other
+//     public secret scanners');
+//   - GitLab personal access tokens: glpat- and 20 or more (GitLab's
+//     "Token prefixes" page, as gitleaks' gitlab-pat rule cites it);
 //   - Slack tokens: xoxb- (bot), xoxp- (user), xoxe-, xoxa-, xoxr-, xoxs-,
-//     xoxo- followed by a number and more (api.slack.com "Token types");
-//   - npm access tokens: npm_ and 36 letters and digits (github.blog
-//     2021-09-23, "npm has a new access token format");
-//   - PyPI API tokens: pypi- and a macaroon whose base64 starts with the
-//     encoded "pypi.org" header, AgEIcHlwaS5vcmc (pypi.org/help/#apitoken
-//     and warehouse's token scanning);
+//     xoxo- followed by a number and more (Slack's "Token types", as
+//     gitleaks' Slack rules cite it);
+//   - npm access tokens: npm_ and 36 letters and digits, and PyPI API
+//     tokens: pypi- and a macaroon whose base64 begins AgEIcHlwaS5vcmc
+//     (the encoded "pypi.org" location), as several public secret
+//     scanners' rule sets match them (read 2026-12-01);
 //   - W&B's newer API keys, wandb_v1_... (older ones are 40 hexadecimal
 //     digits, told apart only by a name: see the named secrets below);
 //   - chat webhook URLs, whose path or query is the credential: Slack
@@ -94,7 +95,7 @@ var tokens = []token{
 const secretName = `(?:API_?KEY|APIKEY|TOKEN|SECRET|SECRET_?KEY|ACCESS_?KEY|PASSWORD|PASSWD)`
 
 // A named secret is a literal of 16 or more characters given to a name
-// that says it is a secret, in the three ways a secret is handed over
+// that says it is a secret, in the four ways a secret is handed over
 // that no format tells apart (W&B's keys, OpenAI-compatible gateways',
 // DashScope's, a database password):
 //   - assignment, NAME=value: `export WANDB_API_KEY=...` typed in a shell,
@@ -222,8 +223,8 @@ func namedInLine(s string, off int) []named {
 	return out
 }
 
-// Kinds names the kinds of token in b: by format, then secrets assigned to
-// a variable whose value no format names.
+// Kinds names the kinds of token in b: by format, then named secrets
+// whose value no format names.
 func Kinds(b []byte) []string {
 	var found []string
 	s := string(b)
