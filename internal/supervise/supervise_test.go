@@ -558,14 +558,7 @@ func TestResumeNewerInStore(t *testing.T) {
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
 		t.Fatal(ex, err)
 	}
-	snapshot := t.TempDir() // the first machine's disk at step 10
-	for _, n := range []string{"ckpt-000010.bin", StateFile} {
-		b, err := os.ReadFile(filepath.Join(first, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(snapshot, n), b, 0o644)
-	}
+	snapshot := snapshotOf(t, first, "ckpt-000010.bin", StateFile) // the first machine's disk at step 10
 	setTrainerEnv(t, 32, "0", 30) // the first machine trains on to 30
 	sup, _ = New(h.config(first, h.b))
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
@@ -600,6 +593,30 @@ func TestResumeNewerInStore(t *testing.T) {
 			t.Errorf("run %d on the first machine:\n%s", i, got)
 		}
 	}
+}
+
+// snapshotOf copies the named files of dir, with their modification
+// times, to a new directory, as a disk snapshot or image keeps them.
+func snapshotOf(t *testing.T, dir string, names ...string) string {
+	t.Helper()
+	snap := t.TempDir()
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(snap, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Join(snap, n), st.ModTime(), st.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return snap
 }
 
 // A broken checkpoint with the name of the store's newest (a copy taken
@@ -1639,16 +1656,7 @@ func TestResumeNewerInStoreSameName(t *testing.T) {
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
 		t.Fatal(ex, err)
 	}
-	snapshot := t.TempDir() // the first machine's disk at step 10
-	for _, n := range []string{"last.ckpt", StateFile} {
-		b, err := os.ReadFile(filepath.Join(first, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(snapshot, n), b, 0o644)
-		st, _ := os.Stat(filepath.Join(first, n))
-		os.Chtimes(filepath.Join(snapshot, n), st.ModTime(), st.ModTime())
-	}
+	snapshot := snapshotOf(t, first, "last.ckpt", StateFile) // the first machine's disk at step 10
 	setTrainerEnv(t, 42, "0", 30) // the first machine trains on to 30
 	sup, _ = New(config(first))
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
