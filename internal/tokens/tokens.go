@@ -100,9 +100,9 @@ const secretName = `(?:API_?KEY|APIKEY|TOKEN|SECRET|SECRET_?KEY|ACCESS_?KEY|PASS
 // DashScope's, a database password):
 //   - assignment, NAME=value: `export WANDB_API_KEY=...` typed in a shell,
 //     `env OPENAI_API_KEY=... python serve.py` in a process list;
-//   - a flag, --name value or --name=value: `python train.py --wandb-key
-//     ...` or `--api_key=...` on a command line, which every account on the
-//     machine can read in /proc;
+//   - a flag, --name value or --name=value: `python train.py --wandb_api_key
+//     ...`, `--api_key=...`, Jupyter's `--ServerApp.token=...` on a command
+//     line, which every account on the machine can read in /proc;
 //   - a key, "name": "value" or name: value on a line of its own: a config
 //     printed as JSON, a Python dict or YAML at the top of a training log;
 //   - `wandb login KEY`, whose key is 40 hexadecimal digits, after a
@@ -114,7 +114,7 @@ const secretName = `(?:API_?KEY|APIKEY|TOKEN|SECRET|SECRET_?KEY|ACCESS_?KEY|PASS
 // tokenizer's "<|endoftext|>" (printed as eos_token) out.
 var (
 	assignment = regexp.MustCompile(`\b([A-Z][A-Z0-9_]*` + secretName + `)=["']?([^\s"'$]{16,})`)
-	flag       = regexp.MustCompile(`(?:^|\s)(--?(?i:[a-z0-9][a-z0-9_-]*?[_-])?(?i:api[_-]?key|apikey|token|secret|secret[_-]key|access[_-]key|password|passwd))(?:=|\s+)["']?([^\s"'$<{/~.][^\s"']{15,})`)
+	flag       = regexp.MustCompile(`(?:^|\s)(--?(?i:[a-z0-9][a-z0-9_.-]*?[_.-])?(?i:api[_-]?key|apikey|token|secret|secret[_-]key|access[_-]key|password|passwd))(?:=|\s+)["']?([^\s"'$<{/~.][^\s"']{15,})`)
 	wandbLogin = regexp.MustCompile(`\bwandb\s+login\s+(?:--?[a-z-]+(?:=\S+)?\s+)*((?:[a-z]+-)?[0-9a-f]{40})\b`)
 	key        = regexp.MustCompile(`(?m)(?:["']((?i:[a-z0-9_]*(?:api_?key|apikey|token|secret|secret_key|access_key|password|passwd)))["']\s*:\s*["']|^\s*((?i:[a-z0-9_]*(?:api_?key|apikey|token|secret|secret_key|access_key|password|passwd)))\s*[:=]\s*["']?)([A-Za-z0-9_+=-][A-Za-z0-9_.+/=-]{15,})`)
 )

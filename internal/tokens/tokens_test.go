@@ -65,6 +65,7 @@ func TestKindsFormats(t *testing.T) {
 		{"python train.py --wandb_api_key " + r("0f", 20) + " --epochs 3", "a secret passed as --wandb_api_key"},
 		{"python serve.py --api-key=" + r("k9", 12), "a secret passed as --api-key"},
 		{"mysql -h db --password " + r("pw7", 6), "a secret passed as --password"},
+		{"jupyter-lab --allow-root --ServerApp.token=" + r("3fa9", 12) + " --port 8888", "a secret passed as --ServerApp.token"},
 		{"wandb login " + r("0123456789", 4), "a W&B API key given to wandb login"},
 		{"wandb login --relogin local-" + r("abcdef0123", 4), "a W&B API key given to wandb login"},
 		{`{'lr': 0.0003, 'wandb_api_key': '` + r("e5", 20) + `', 'epochs': 3}`, "a secret under the key wandb_api_key"},
