@@ -559,7 +559,7 @@ func TestResumeNewerInStore(t *testing.T) {
 		t.Fatal(ex, err)
 	}
 	snapshot := snapshotOf(t, first, "ckpt-000010.bin", StateFile) // the first machine's disk at step 10
-	setTrainerEnv(t, 32, "0", 30) // the first machine trains on to 30
+	setTrainerEnv(t, 32, "0", 30)                                  // the first machine trains on to 30
 	sup, _ = New(h.config(first, h.b))
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
 		t.Fatal(ex, err)
@@ -1657,7 +1657,7 @@ func TestResumeNewerInStoreSameName(t *testing.T) {
 		t.Fatal(ex, err)
 	}
 	snapshot := snapshotOf(t, first, "last.ckpt", StateFile) // the first machine's disk at step 10
-	setTrainerEnv(t, 42, "0", 30) // the first machine trains on to 30
+	setTrainerEnv(t, 42, "0", 30)                            // the first machine trains on to 30
 	sup, _ = New(config(first))
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
 		t.Fatal(ex, err)
