@@ -558,8 +558,9 @@ func TestResumeNewerInStore(t *testing.T) {
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
 		t.Fatal(ex, err)
 	}
-	snapshot := snapshotOf(t, first, "ckpt-000010.bin", StateFile) // the first machine's disk at step 10
-	setTrainerEnv(t, 32, "0", 30)                                  // the first machine trains on to 30
+	// The first machine's disk at step 10; then it trains on to 30.
+	snapshot := snapshotOf(t, first, "ckpt-000010.bin", StateFile)
+	setTrainerEnv(t, 32, "0", 30)
 	sup, _ = New(h.config(first, h.b))
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
 		t.Fatal(ex, err)
@@ -1656,8 +1657,9 @@ func TestResumeNewerInStoreSameName(t *testing.T) {
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
 		t.Fatal(ex, err)
 	}
-	snapshot := snapshotOf(t, first, "last.ckpt", StateFile) // the first machine's disk at step 10
-	setTrainerEnv(t, 42, "0", 30)                            // the first machine trains on to 30
+	// The first machine's disk at step 10; then it trains on to 30.
+	snapshot := snapshotOf(t, first, "last.ckpt", StateFile)
+	setTrainerEnv(t, 42, "0", 30)
 	sup, _ = New(config(first))
 	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
 		t.Fatal(ex, err)
