@@ -51,7 +51,7 @@ func BenchmarkKinds(b *testing.B) {
 					n++
 				}
 			}
-			for _, re := range []interface{ Match([]byte) bool }{assignment, flag, wandbLogin, key} {
+			for _, re := range []interface{ Match([]byte) bool }{assignment, flag, authHeader, wandbLogin, key} {
 				if re.Match(text) {
 					n++
 				}

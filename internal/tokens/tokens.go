@@ -95,7 +95,7 @@ var tokens = []token{
 const secretName = `(?:API_?KEY|APIKEY|TOKEN|SECRET|SECRET_?KEY|ACCESS_?KEY|PASSWORD|PASSWD)`
 
 // A named secret is a literal of 16 or more characters given to a name
-// that says it is a secret, in the four ways a secret is handed over
+// that says it is a secret, in the five ways a secret is handed over
 // that no format tells apart (W&B's keys, OpenAI-compatible gateways',
 // DashScope's, a database password):
 //   - assignment, NAME=value: `export WANDB_API_KEY=...` typed in a shell,
@@ -105,6 +105,8 @@ const secretName = `(?:API_?KEY|APIKEY|TOKEN|SECRET|SECRET_?KEY|ACCESS_?KEY|PASS
 //     line, which every account on the machine can read in /proc;
 //   - a key, "name": "value" or name: value on a line of its own: a config
 //     printed as JSON, a Python dict or YAML at the top of a training log;
+//   - an HTTP Authorization header's credentials (`curl -H "Authorization:
+//     Bearer ..."` in a history, a request dumped to a log);
 //   - `wandb login KEY`, whose key is 40 hexadecimal digits, after a
 //     prefix and a dash for a self-hosted server (wandb's apikey.py:
 //     "Normal API keys are 40-character hex strings").
@@ -115,6 +117,7 @@ const secretName = `(?:API_?KEY|APIKEY|TOKEN|SECRET|SECRET_?KEY|ACCESS_?KEY|PASS
 var (
 	assignment = regexp.MustCompile(`\b([A-Z][A-Z0-9_]*` + secretName + `)=["']?([^\s"'$]{16,})`)
 	flag       = regexp.MustCompile(`(?:^|\s)(--?(?i:[a-z0-9][a-z0-9_.-]*?[_.-])?(?i:api[_-]?key|apikey|token|secret|secret[_-]key|access[_-]key|password|passwd))(?:=|\s+)["']?([^\s"'$<{/~.][^\s"']{15,})`)
+	authHeader = regexp.MustCompile(`(?i:\bauthorization["']?\s*[:=]\s*["']?(?:bearer|token|basic)\s+)([A-Za-z0-9._~+/=-]{16,})`)
 	wandbLogin = regexp.MustCompile(`\bwandb\s+login\s+(?:--?[a-z-]+(?:=\S+)?\s+)*((?:[a-z]+-)?[0-9a-f]{40})\b`)
 	key        = regexp.MustCompile(`(?m)(?:["']((?i:[a-z0-9_]*(?:api_?key|apikey|token|secret|secret_key|access_key|password|passwd)))["']\s*:\s*["']|^\s*((?i:[a-z0-9_]*(?:api_?key|apikey|token|secret|secret_key|access_key|password|passwd)))\s*[:=]\s*["']?)([A-Za-z0-9_+=-][A-Za-z0-9_.+/=-]{15,})`)
 )
@@ -168,7 +171,7 @@ func namedSecrets(s string) []named {
 }
 
 // secretWords are in every name a named secret can have, in lower case.
-var secretWords = []string{"key", "token", "secret", "passw", "wandb"}
+var secretWords = []string{"key", "token", "secret", "passw", "wandb", "authorization"}
 
 // namesASecret: line holds one of secretWords, in any case.
 func namesASecret(line string) bool {
@@ -205,6 +208,9 @@ func namedInLine(s string, off int) []named {
 		if random(s[m[4]:m[5]]) {
 			out = append(out, named{"a secret passed as " + s[m[2]:m[3]], off + m[4], off + m[5]})
 		}
+	}
+	for _, m := range authHeader.FindAllStringSubmatchIndex(s, -1) {
+		out = append(out, named{"a secret in an Authorization header", off + m[2], off + m[3]})
 	}
 	for _, m := range wandbLogin.FindAllStringSubmatchIndex(s, -1) {
 		out = append(out, named{"a W&B API key given to wandb login", off + m[2], off + m[3]})

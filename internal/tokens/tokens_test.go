@@ -67,6 +67,8 @@ func TestKindsFormats(t *testing.T) {
 		{"mysql -h db --password " + r("pw7", 6), "a secret passed as --password"},
 		{"jupyter-lab --allow-root --ServerApp.token=" + r("3fa9", 12) + " --port 8888", "a secret passed as --ServerApp.token"},
 		{"wandb login " + r("0123456789", 4), "a W&B API key given to wandb login"},
+		{`curl -H "Authorization: Bearer ` + r("eyJ0", 8) + `" https://api.example.com/v1/models`, "a secret in an Authorization header"},
+		{`headers={'authorization': 'token ` + r("a1", 12) + `'}`, "a secret in an Authorization header"},
 		{"wandb login --relogin local-" + r("abcdef0123", 4), "a W&B API key given to wandb login"},
 		{`{'lr': 0.0003, 'wandb_api_key': '` + r("e5", 20) + `', 'epochs': 3}`, "a secret under the key wandb_api_key"},
 		{"model: llama\ndb_password: " + r("Zz9", 6) + "\n", "a secret under the key db_password"},
@@ -98,6 +100,7 @@ func TestKindsNoFalseAlarm(t *testing.T) {
 		"TOKENIZERS_PARALLELISM=false python train.py",
 		"Epoch 3: 100%|██████████| 1563/1563 [02:11<00:00, 11.9it/s, loss=0.231, tokens_per_second=48213.7]",
 		"wandb login",
+		`curl -H "Authorization: Bearer $OPENAI_API_KEY" https://api.openai.com/v1/models`,
 		"sk-learn is not a package; pip install scikit-learn",
 	}, "\n")
 	if k := Kinds([]byte(text)); len(k) != 0 {
