@@ -424,23 +424,27 @@ func size(it *Item, tab mounts.Table, noOverwrite bool, keep map[string]bool) er
 			}
 			return nil
 		}
+		regular := d.Type().IsRegular()
+		if regular && d.Name() == supervise.StateFile {
+			it.Runs = append(it.Runs, filepath.Dir(path))
+		}
+		if !regular && it.Kind != Temp {
+			return nil
+		}
+		info, err := d.Info() // one lstat for the size and the change time
+		if err != nil {
+			return nil
+		}
 		if it.Kind == Temp {
-			if info, err := d.Info(); err == nil {
-				if c := audit.ChangeTime(info); c.After(it.changed) {
-					it.changed = c
-				}
+			if c := audit.ChangeTime(info); c.After(it.changed) {
+				it.changed = c
 			}
 		}
-		if d.Type().IsRegular() {
-			if d.Name() == supervise.StateFile {
-				it.Runs = append(it.Runs, filepath.Dir(path))
-			}
-			if info, err := d.Info(); err == nil {
-				it.Bytes += info.Size()
-				it.Files++
-				if links(info) > 1 {
-					it.Linked++
-				}
+		if regular {
+			it.Bytes += info.Size()
+			it.Files++
+			if links(info) > 1 {
+				it.Linked++
 			}
 		}
 		return nil
