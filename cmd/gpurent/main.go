@@ -11,12 +11,14 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpurent/gpurent/internal/initproc"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/suggest"
@@ -39,10 +41,38 @@ func (e usageError) Unwrap() error { return e.err }
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 func main() {
+	if code, ok := asInit(os.Args, os.Stderr); ok {
+		os.Exit(code)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// asInit runs "gpurent run" as the child of a PID 1 that reaps orphans
+// (initproc) when a container starts it as its PID 1; ok is false when
+// this process is to carry on as usual. If the child cannot be started,
+// gpurent runs as before, where orphans of the command stay zombies, and
+// says so.
+func asInit(argv []string, stderr io.Writer) (code int, ok bool) {
+	if os.Getpid() != 1 || runtime.GOOS != "linux" {
+		return 0, false
+	}
+	cmd, _, err := newRoot(io.Discard, io.Discard).Find(argv[1:])
+	if err != nil || cmd.Name() != "run" || cmd.Parent() != cmd.Root() {
+		return 0, false
+	}
+	in, err := initproc.Start(argv)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpurent: %v; running as PID 1 itself, where the command's orphans stay zombies until gpurent exits\n", err)
+		return 0, false
+	}
+	code, err = in.Wait()
+	if err != nil {
+		fmt.Fprintln(stderr, "gpurent:", err)
+	}
+	return code, true
 }
 
 // run executes one command line and returns the exit code; main is only

@@ -14,6 +14,9 @@ import (
 
 func TestMain(m *testing.M) {
 	if os.Getenv("GPURENT_AS_MAIN") == "1" { // the test binary as gpurent, for tests that kill it
+		if code, ok := asInit(os.Args, os.Stderr); ok {
+			os.Exit(code)
+		}
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	testscript.Main(m, map[string]func(){

@@ -425,8 +425,9 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 // workers, a server it started. They hold GPU memory and ports, so the
 // restart would fail on them (CUDA out of memory, address in use) and the
 // run end in a crash loop. They get SIGTERM, and SIGKILL after --stop-grace.
-// Orphans that became this process's children (gpurent as a container's
-// PID 1) are reaped, or they would stay zombies.
+// Members that are this process's children (gpurent as PID 1 when
+// initproc could not start it as a child) are reaped, or they would stay
+// zombies.
 func (s *Supervisor) endStrays(pgid int) {
 	proc := filepath.Join(s.sysRoot, "proc")
 	live := func() []int {
