@@ -341,7 +341,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				}
 				previousLog(cmd.Context(), st, s.run, logf)
 				if out != nil {
-					sl := &storeLog{st: st, run: s.run}
+					sl := &storeLog{st: st, run: s.run, started: out.Opened}
 					ship = runlog.Ship(cmd.Context(), logPath, out.Start, sl, logEvery, logSegment, logf)
 					defer finishLog(cmd.Context(), out, ship, sl, logf)
 				}
@@ -606,14 +606,15 @@ func finishLog(ctx context.Context, out *runlog.Output, ship *runlog.Shipper, sl
 // shipment, so that a store that does not answer at the start costs the
 // log nothing but time.
 type storeLog struct {
-	st  *store.Store
-	run string
-	w   *store.LogWriter
+	st      *store.Store
+	run     string
+	started time.Time // when the output began, the session's start
+	w       *store.LogWriter
 }
 
 func (l *storeLog) Append(ctx context.Context, data []byte) error {
 	if l.w == nil {
-		w, err := l.st.NewLog(ctx, l.run)
+		w, err := l.st.NewLog(ctx, l.run, l.started)
 		if err != nil {
 			return err
 		}

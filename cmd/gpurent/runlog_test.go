@@ -110,7 +110,7 @@ func shipLogs(t *testing.T, dir string, sessions ...[]string) (*store.Store, []*
 	st := store.New(b, store.Options{Host: "gpu-1"})
 	var ws []*store.LogWriter
 	for _, segs := range sessions {
-		w, err := st.NewLog(ctx, "r")
+		w, err := st.NewLog(ctx, "r", time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,6 +136,7 @@ func TestLogShippedOnStopSignal(t *testing.T) {
 		"--preemption", "none", "--no-status", "--stop-grace", "60s", "--log", logPath, "--",
 		"sh", "-c", `trap "" TERM; echo $$ > "$0"; echo "epoch 3 loss 2.1"; exec sleep 60`, pidfile)
 	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1")
+	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +164,7 @@ func TestLogShippedOnStopSignal(t *testing.T) {
 	if code, stdout, _ := gpurent(t, "ckpt", "log", "--store", st, "--run", "r", "--no-encrypt"); code == 0 || strings.Contains(stdout, "epoch 3") {
 		t.Fatalf("shipped before the signal (exit %d): %q", code, stdout)
 	}
+	signalled := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
 	var last string
 	defer func() {
@@ -176,4 +178,15 @@ func TestLogShippedOnStopSignal(t *testing.T) {
 		last = stdout + stderr
 		return strings.Contains(stdout, "epoch 3 loss 2.1") && strings.Contains(stdout, "received terminated: stopping the command")
 	})
+	// The session began with the output, not at its first shipment.
+	ctx := context.Background()
+	b, _, err := store.Open(ctx, st, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ls, err := store.New(b, store.Options{}).LogSessions(ctx, "r")
+	if err != nil || len(ls) != 1 || ls[0].Started.Before(began) || !ls[0].Started.Before(signalled) {
+		t.Errorf("sessions %+v (%v): want one, started after %v and before the signal at %v", ls, err, began, signalled)
+	}
 }

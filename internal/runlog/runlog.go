@@ -47,6 +47,9 @@ type Output struct {
 	Start int64
 	// PTY says the command writes to a pseudo-terminal.
 	PTY bool
+	// Opened is when the log was opened: when this run's part of it
+	// began.
+	Opened time.Time
 
 	mu     sync.Mutex // orders writes to log
 	log    *os.File
@@ -86,7 +89,7 @@ func Open(opt Options) (*Output, error) {
 		log.Close()
 		return nil, fmt.Errorf("log file %s: not a regular file", opt.Path)
 	}
-	o := &Output{log: log, Start: st.Size(), stop: make(chan struct{})}
+	o := &Output{log: log, Start: st.Size(), Opened: time.Now(), stop: make(chan struct{})}
 	if term.IsTerminal(int(opt.Stdout.Fd())) {
 		if master, slave, err := openPTY(); err == nil {
 			o.PTY = true

@@ -71,13 +71,16 @@ type LogWriter struct {
 
 // NewLog begins a session of run's log: it writes the session's info.json,
 // so that a session is listed (and its encryption known) before its first
-// segment.
-func (s *Store) NewLog(ctx context.Context, run string) (*LogWriter, error) {
+// segment. started is when the output began, which may be minutes before
+// its first shipment; zero means now.
+func (s *Store) NewLog(ctx context.Context, run string, started time.Time) (*LogWriter, error) {
 	if err := ValidRun(run); err != nil {
 		return nil, err
 	}
-	now := s.opt.Now()
-	info := LogInfo{Version: 1, Session: newID(now), Run: run, Host: s.opt.Host, Started: now.UTC(),
+	if started.IsZero() {
+		started = s.opt.Now()
+	}
+	info := LogInfo{Version: 1, Session: newID(started), Run: run, Host: s.opt.Host, Started: started.UTC(),
 		Gpurent: s.opt.Version, Encrypted: s.opt.Crypto.Encrypting(), Recipients: s.opt.Crypto.Keys}
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {

@@ -22,7 +22,9 @@ func TestLogRoundTrip(t *testing.T) {
 			b := open(t)
 			cr, _ := newCrypto(t)
 			s := New(b, Options{Crypto: cr, Host: "gpu-7", Version: "test", Grace: -1})
-			w, err := s.NewLog(ctx, "llama")
+			// The output began before its first shipment.
+			began := time.Now().Add(-10 * time.Minute)
+			w, err := s.NewLog(ctx, "llama", began)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +41,7 @@ func TestLogRoundTrip(t *testing.T) {
 				t.Error("a segment over MaxSegment was taken")
 			}
 			// A second session: a new machine.
-			w2, err := s.NewLog(ctx, "llama")
+			w2, err := s.NewLog(ctx, "llama", time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +57,7 @@ func TestLogRoundTrip(t *testing.T) {
 				t.Fatalf("sessions %+v", ls)
 			}
 			if ls[0].Segments != 3 || ls[0].Host != "gpu-7" || !ls[0].Encrypted || ls[0].StoredBytes == 0 ||
-				ls[0].Updated.IsZero() || time.Since(ls[0].Started) > time.Hour || ls[0].Missing != 0 {
+				ls[0].Updated.IsZero() || !ls[0].Started.Equal(began) || ls[0].Missing != 0 {
 				t.Errorf("session %+v", ls[0])
 			}
 			var got bytes.Buffer
@@ -134,7 +136,7 @@ func TestLogRetriedAndMissingSegments(t *testing.T) {
 	defer b.Close()
 	now := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
 	s := New(b, Options{Now: func() time.Time { return now }})
-	w, err := s.NewLog(ctx, "r")
+	w, err := s.NewLog(ctx, "r", time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +201,7 @@ func TestLogDamagedSegment(t *testing.T) {
 	defer b.Close()
 	cr, _ := newCrypto(t)
 	s := New(b, Options{Crypto: cr})
-	w, _ := s.NewLog(ctx, "r")
+	w, _ := s.NewLog(ctx, "r", time.Time{})
 	if err := w.Append(ctx, bytes.Repeat([]byte("loss 1.0\n"), 10000)); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +220,7 @@ func TestLogSessionsReadEachInfoOnce(t *testing.T) {
 	b := &countingGets{Backend: backends(t)["file"](t)}
 	s := New(b, Options{})
 	for range 4 {
-		w, err := s.NewLog(ctx, "r")
+		w, err := s.NewLog(ctx, "r", time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +249,7 @@ func TestPruneLogs(t *testing.T) {
 			s := New(b, Options{})
 			var ids []string
 			for i := range 3 {
-				w, err := s.NewLog(ctx, "r")
+				w, err := s.NewLog(ctx, "r", time.Time{})
 				if err != nil {
 					t.Fatal(err)
 				}
