@@ -41,12 +41,28 @@ func safetensorsBytes() []byte {
 func TestCutShort(t *testing.T) {
 	dir := t.TempDir()
 	z, st := zipBytes(t, ""), safetensorsBytes()
+	// Written by torch.save of PyTorch 1.13.1 (Debian bookworm's
+	// python3-torch) on 2026-12-01: {"model": {"w": a 2x3 tensor},
+	// "step": 7}, in the zip format and the legacy pickle one.
+	real, err := os.ReadFile("testdata/torch-1.13.1.pt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := os.ReadFile("testdata/torch-1.13.1-legacy.pt")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		data []byte
 		want string // "" whole, else a part of the reason
 	}{
 		{"whole.pt", z, ""},
+		{"torch-1.13.1.pt", real, ""},
+		{"torch-one-byte-short.pt", real[:len(real)-1], "without the record it ends with"},
+		{"torch-half.pt", real[:len(real)/2], "without the record it ends with"},
+		{"torch-legacy.pt", legacy, ""},
+		{"torch-legacy-half.pt", legacy[:len(legacy)/2], ""}, // cannot tell
 		{"commented.ckpt", zipBytes(t, "a comment"), ""},
 		{"one-byte-short.pt", z[:len(z)-1], "without the record it ends with"},
 		{"half.pt", z[:len(z)/2], "without the record it ends with"},
