@@ -45,6 +45,7 @@ type runFile struct {
 	Silence     string   `yaml:"silence"`
 	Log         string   `yaml:"log"`
 	LogEvery    string   `yaml:"log_every"`
+	GPUBusyMin  *float64 `yaml:"gpu_busy_min"`
 	Command     []string `yaml:"command"`
 }
 
@@ -53,6 +54,7 @@ func newRun(g *globals) *cobra.Command {
 	var (
 		config, ckptDir, preemption, metrics, glob, notifyFile, logPath string
 		keep, keepLocal, maxRestarts                                    int
+		gpuBusyMin                                                      float64
 		noStatus                                                        bool
 		metaAWS, metaGCP, metaAzure, metaAlibaba, metaTencent           string
 		quiet, grace, poll, stall, silence, logEvery, notifyEvery       time.Duration
@@ -187,6 +189,12 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			}
 			if maxRestarts < 0 {
 				return bad("max-restarts", "max_restarts", "want 0 or more, got %d", maxRestarts)
+			}
+			if !fs.Changed("gpu-busy-min") && file.GPUBusyMin != nil {
+				gpuBusyMin = *file.GPUBusyMin
+			}
+			if gpuBusyMin < 0 || gpuBusyMin > 100 || gpuBusyMin != gpuBusyMin {
+				return bad("gpu-busy-min", "gpu_busy_min", "want a percent from 0 (never warn) to 100, got %v", gpuBusyMin)
 			}
 			var pre supervise.Preempter
 			ep := supervise.DefaultEndpoints()
@@ -355,6 +363,9 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if err != nil {
 				return usageError{err}
 			}
+			running := func() bool { return sup.Metrics.Snapshot(time.Now()).ChildUp }
+			watch, stopWatch := startGPUWatch(cmd.Context(), gpuBusyMin, running, logf, func(kind, text string) { supEvent(kind, text) })
+			defer stopWatch()
 			if hook != nil && notifyEvery > 0 {
 				// A run of days is watched from a phone: every
 				// --notify-every, where it stands and, with --log, its
@@ -387,13 +398,13 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				if err != nil {
 					return usagef("--metrics %s: %v", metrics, err)
 				}
-				srv := &http.Server{Handler: sup.Metrics.Handler(), ReadHeaderTimeout: 5 * time.Second}
+				srv := &http.Server{Handler: metricsHandler(&sup.Metrics, watch), ReadHeaderTimeout: 5 * time.Second}
 				go srv.Serve(ln)
 				defer srv.Close()
 				logf("metrics on http://%s/metrics", ln.Addr())
 			}
 			if f, ok := cmd.ErrOrStderr().(*os.File); ok && !noStatus {
-				status := startStatus(f, func(cols int) string { return statusText(sup.Metrics.Snapshot(time.Now()), cols) })
+				status := startStatus(f, func(cols int) string { return statusText(sup.Metrics.Snapshot(time.Now()), busyText(watch), cols) })
 				defer status.end()
 			}
 			stop := make(chan os.Signal, 1)
@@ -432,6 +443,11 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if err != nil {
 				return err
 			}
+			if watch != nil {
+				if s := watch.Summary(); s != "" {
+					logf("%s", s)
+				}
+			}
 			logf("%s", ex.Reason)
 			endReason = ex.Reason
 			if ex.Code != 0 {
@@ -442,7 +458,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	}
 	s.register(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, keep_local, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, notify_every, stall, silence, log, log_every, command (flags override)")
+	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, keep_local, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, notify_every, stall, silence, log, log_every, gpu_busy_min, command (flags override)")
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&keepLocal, "keep-local", 0, "newest checkpoints kept in --ckpt-dir: older ones are deleted once the store holds a newer one (0: all)")
@@ -455,6 +471,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.DurationVar(&poll, "poll", time.Second, "how often --ckpt-dir is scanned")
 	f.DurationVar(&stall, "stall", 0, "restart the command when it has written no new checkpoint for this long (hung); 0 only warns, at three times the usual interval")
 	f.DurationVar(&silence, "silence", 0, "with --log, restart the command when it has printed nothing (and written no new checkpoint) for this long (hung); 0 only warns, at three times its longest silence")
+	f.Float64Var(&gpuBusyMin, "gpu-busy-min", 50, "warn (and notify) when a GPU of this machine ran kernels less than this percent of 10 min while the command ran, 5 min after each start (NVML utilization: idle GPUs are billed too); 0 never warns")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
 	f.StringVar(&logPath, "log", "", "append the command's output to this file and, with --store, ship it there (encrypted) every --log-every and at each restart: gpurent ckpt log reads it back")
 	f.DurationVar(&logEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")

@@ -116,7 +116,7 @@ func statusSeq(rows int, text string) string {
 }
 
 // statusText is the run's state in one line.
-func statusText(s supervise.Snapshot, cols int) string {
+func statusText(s supervise.Snapshot, gpus string, cols int) string {
 	child := "training up"
 	if !s.ChildUp {
 		child = "training down"
@@ -128,6 +128,9 @@ func statusText(s supervise.Snapshot, cols int) string {
 		parts = append(parts, "last commit "+shortDur(s.AtRisk)+" ago")
 	}
 	parts = append(parts, "at risk "+shortDur(s.AtRisk), report.Bytes(s.Bytes)+" uploaded")
+	if s.ChildUp && gpus != "" {
+		parts = append(parts, gpus)
+	}
 	if s.ChildUp && s.Silent >= time.Minute {
 		// A trainer prints every few steps: a minute without a line is
 		// worth a glance (it may hang; see --silence).

@@ -555,6 +555,47 @@ func processStride(fn string, buf []byte, n int) int {
 	return 24
 }
 
+// Utilization is one GPU's utilization.gpu at one moment: the percent of
+// NVML's last sample period in which a kernel ran.
+type Utilization struct {
+	Index int
+	UUID  string
+	GPU   uint32
+}
+
+// Utilizations reads every GPU's utilization now, for gpurent run's watch
+// of idle GPUs. A GPU that gives none (MIG mode: NOT_SUPPORTED) is left
+// out; the error says why when none gave one.
+func (n *NVML) Utilizations() ([]Utilization, error) {
+	var count uint32
+	if r, err := n.call("nvmlDeviceGetCount_v2", uintptr(unsafe.Pointer(&count))); err != nil || r != nvmlSuccess {
+		return nil, fmt.Errorf("NVML could not count GPUs: %s", errText(r, err))
+	}
+	var out []Utilization
+	var why string
+	for i := range int(count) {
+		var h uintptr
+		if r, err := n.call("nvmlDeviceGetHandleByIndex_v2", uintptr(i), uintptr(unsafe.Pointer(&h))); err != nil || r != nvmlSuccess {
+			why = fmt.Sprintf("GPU %d: %s", i, errText(r, err))
+			continue
+		}
+		u := new(nvmlUtilization)
+		if r, err := n.call("nvmlDeviceGetUtilizationRates", h, uintptr(unsafe.Pointer(u))); err != nil || r != nvmlSuccess {
+			why = fmt.Sprintf("GPU %d utilization: %s", i, errText(r, err))
+			continue
+		}
+		uuid := make([]byte, nvmlUUIDBuffer)
+		if r, err := n.call("nvmlDeviceGetUUID", h, uintptr(unsafe.Pointer(&uuid[0])), uintptr(len(uuid))); err != nil || r != nvmlSuccess {
+			uuid[0] = 0
+		}
+		out = append(out, Utilization{Index: i, UUID: cstring(uuid), GPU: u.GPU})
+	}
+	if len(out) == 0 && why != "" {
+		return nil, errors.New(why)
+	}
+	return out, nil
+}
+
 // sampleUtilization reads GPU utilization samples over the window, while
 // gpurent holds no context: activity then is another process's.
 func (n *NVML) sampleUtilization(ctx context.Context, handles []uintptr, g *GPUFacts, window time.Duration) {

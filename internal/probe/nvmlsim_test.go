@@ -190,6 +190,39 @@ func wantProcs(t *testing.T, got []Process, want ...string) {
 // Older and odder drivers: the 535.43-535.86 drivers whose _v3 process
 // functions write 32-byte entries, and a 450 driver with none of the
 // newer symbols; each still reads right, the missing ones named.
+// Utilizations reads each GPU's utilization and UUID, and leaves out a
+// GPU in MIG mode, which has none.
+func TestNVMLSimulatedUtilizations(t *testing.T) {
+	path, stats := simNVML(t, func(c *simNVMLConfig) {
+		c.Count, c.Dev[1] = 2, c.Dev[0]
+		c.Dev[0].Util = 93
+		copy(c.Dev[1].UUID[:], "GPU-00000000-0000-0000-0000-000000000001\x00")
+		c.Dev[1].Util = 12
+	})
+	n, err := OpenNVML(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, err := n.Utilizations()
+	want := []Utilization{{0, "GPU-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e", 93}, {1, "GPU-00000000-0000-0000-0000-000000000001", 12}}
+	if err != nil || !slices.Equal(us, want) {
+		t.Errorf("Utilizations = %v, %v; want %v", us, err, want)
+	}
+	n.Close()
+	if s := stats(); s.BadCalls != 0 || s.UtilCalls != 2 {
+		t.Errorf("simulated NVML: %+v", s)
+	}
+
+	path, _ = simNVML(t, func(c *simNVMLConfig) { c.Dev[0].MIG = 1 })
+	if n, err = OpenNVML(path); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if us, err := n.Utilizations(); err == nil || !strings.Contains(err.Error(), "GPU 0 utilization: ") {
+		t.Errorf("MIG mode: %v, %v; want an error naming the GPU", us, err)
+	}
+}
+
 func TestNVMLSimulatedDrivers(t *testing.T) {
 	t.Run("535 early, 32-byte process entries", func(t *testing.T) {
 		path, stats := simNVML(t, nil, "-DDRIVER_535_EARLY")

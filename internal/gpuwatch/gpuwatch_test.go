@@ -1,0 +1,175 @@
+package gpuwatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// script is a meter whose readings are a function of the time since t0.
+type script struct {
+	t0   time.Time
+	now  *time.Time
+	busy func(at time.Duration) []float64 // per GPU index
+	err  func(at time.Duration) error
+}
+
+func (s script) Read(context.Context) ([]Reading, error) {
+	at := s.now.Sub(s.t0)
+	if s.err != nil {
+		if err := s.err(at); err != nil {
+			return nil, err
+		}
+	}
+	var rs []Reading
+	for i, b := range s.busy(at) {
+		rs = append(rs, Reading{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Busy: b})
+	}
+	return rs, nil
+}
+
+type warning struct {
+	at   time.Duration
+	text string
+}
+
+// drive runs a watch for span on a synthetic clock, one Tick every 10 s,
+// and returns the warnings it logged, the events it sent and its summary.
+func drive(t *testing.T, span time.Duration, busy func(time.Duration) []float64, edit func(*Config, *script)) (warns []warning, events []string, summary string) {
+	t.Helper()
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	now := t0
+	m := &script{t0: t0, now: &now, busy: busy}
+	cfg := Config{Meter: m, Min: 50,
+		Log: func(format string, args ...any) {
+			if line := fmt.Sprintf(format, args...); strings.HasPrefix(line, "warning: ") {
+				warns = append(warns, warning{now.Sub(t0), line})
+			} else {
+				t.Logf("log: %s", line)
+			}
+		},
+		Event: func(kind, text string) { events = append(events, kind) },
+	}
+	if edit != nil {
+		edit(&cfg, m)
+	}
+	w := New(cfg)
+	for ; now.Sub(t0) <= span; now = now.Add(10 * time.Second) {
+		w.Tick(context.Background(), now)
+	}
+	return warns, events, w.Summary()
+}
+
+func flat(v ...float64) func(time.Duration) []float64 {
+	return func(time.Duration) []float64 { return v }
+}
+
+func TestBusyGPUsRaiseNothing(t *testing.T) {
+	warns, _, sum := drive(t, 3*time.Hour, flat(96, 91), nil)
+	if len(warns) != 0 {
+		t.Errorf("warnings %v", warns)
+	}
+	if sum != "GPU utilization while the command ran (NVML, every 10s): GPU 0 96%, GPU 1 91%" {
+		t.Errorf("summary %q", sum)
+	}
+}
+
+// A data-starved GPU is named once the window after the warm-up is full
+// (15 min in), and again an hour later, not at every sample.
+func TestStarvedGPUWarnedHourly(t *testing.T) {
+	warns, events, _ := drive(t, 2*time.Hour, flat(93, 31), nil)
+	if len(warns) != 2 || warns[0].at < 14*time.Minute+50*time.Second || warns[0].at > 15*time.Minute || warns[1].at != warns[0].at+time.Hour {
+		t.Fatalf("warnings %v", warns)
+	}
+	if !strings.Contains(warns[0].text, "(GPU 1 31%; NVML utilization, under --gpu-busy-min 50)") || strings.Contains(warns[0].text, "GPU 0") ||
+		!strings.Contains(warns[0].text, "data loading") {
+		t.Errorf("warning %q", warns[0].text)
+	}
+	if len(events) != 2 || events[0] != "gpu_idle" {
+		t.Errorf("events %v", events)
+	}
+}
+
+// A GPU that runs nothing at all: the command may not use it.
+func TestIdleGPUNamed(t *testing.T) {
+	warns, _, sum := drive(t, 20*time.Minute, flat(0), nil)
+	if len(warns) != 1 || !strings.Contains(warns[0].text, "GPU 0 ran no kernel in the last 10 min") || !strings.Contains(warns[0].text, "CPU-only PyTorch") {
+		t.Fatalf("warnings %v", warns)
+	}
+	if sum != "GPU utilization while the command ran (NVML, every 10s): GPU 0 0%" {
+		t.Errorf("summary %q", sum)
+	}
+}
+
+// Loading the data and the model keeps the GPU idle for minutes after
+// each start: not warned of.
+func TestWarmupNotJudged(t *testing.T) {
+	busy := func(at time.Duration) []float64 {
+		if at < 5*time.Minute {
+			return []float64{0}
+		}
+		return []float64{88}
+	}
+	if warns, _, _ := drive(t, time.Hour, busy, nil); len(warns) != 0 {
+		t.Errorf("warnings %v", warns)
+	}
+}
+
+// Between a failure and the restart the GPU is idle by design; the window
+// begins again with the restart, and its warm-up.
+func TestRestartStartsAnewWindow(t *testing.T) {
+	busy := func(at time.Duration) []float64 {
+		if at < 13*time.Minute {
+			return []float64{20} // low, but never for a whole window before the crash
+		}
+		return []float64{90}
+	}
+	edit := func(c *Config, s *script) {
+		c.Running = func() bool {
+			at := s.now.Sub(s.t0)
+			return at < 13*time.Minute || at >= 14*time.Minute
+		}
+	}
+	if warns, _, _ := drive(t, time.Hour, busy, edit); len(warns) != 0 {
+		t.Errorf("warnings %v", warns)
+	}
+	// The same low GPU without the restart is warned of.
+	if warns, _, _ := drive(t, time.Hour, flat(20), nil); len(warns) != 1 {
+		t.Errorf("without the restart: warnings %v", warns)
+	}
+}
+
+// NVML that stops answering is said once and judged across no gap.
+func TestReadErrorsSaidOnce(t *testing.T) {
+	var logs []string
+	edit := func(c *Config, s *script) {
+		s.err = func(at time.Duration) error {
+			if at > 8*time.Minute && at < 12*time.Minute {
+				return errors.New("GPU is lost")
+			}
+			return nil
+		}
+		log := c.Log
+		c.Log = func(format string, args ...any) {
+			logs = append(logs, fmt.Sprintf(format, args...))
+			log(format, args...)
+		}
+	}
+	warns, _, _ := drive(t, 20*time.Minute, flat(10), edit)
+	if len(warns) != 0 {
+		t.Errorf("warnings across the gap: %v", warns)
+	}
+	if len(logs) != 1 || !strings.Contains(logs[0], "GPU is lost") {
+		t.Errorf("logs %q", logs)
+	}
+}
+
+// --gpu-busy-min 0 judges nothing.
+func TestOff(t *testing.T) {
+	if warns, _, _ := drive(t, time.Hour, flat(0), func(c *Config, _ *script) { c.Min = 0 }); len(warns) != 0 {
+		t.Errorf("--gpu-busy-min 0: warnings %v", warns)
+	}
+}
