@@ -9,10 +9,13 @@
 #  3. runs the sustained probe 10 times on the idle GPU and 10 times while a
 #     second process (gpurent burn, a cuBLASLt GEMM loop) keeps it busy, and
 #     counts how often it raised the alarm; then every probe once beside the
-#     co-tenant, as ratios over the idle run.
+#     co-tenant, as ratios over the idle run;
+#  4. runs gpurent burn for 35 s under gpurent run, whose GPU watch reads
+#     NVML's utilization, and prints its mean beside nvidia-smi's
+#     utilization.gpu sampled meanwhile.
 # The summary gives each probe's judgement with its fraction of the datasheet
 # peak: the mma.sync fractions calibration() (internal/bench/compute.go) takes.
-# Everything goes to one directory. It waits about 3 minutes in all on its
+# Everything goes to one directory. It waits about 4 minutes in all on its
 # own timers (sampling windows, sustained launches); what the probes add on
 # a real card is not measured yet; the issue allows 8 minutes:
 #   bash scripts/gpu-check.sh [OUTDIR]      (default: ./gpu-check-out)
@@ -187,4 +190,14 @@ for name, b in busy.items():
     if b.get("value") and i.get("value"):
         print(f"  {name:12s} {b['value']:10.2f} / {i['value']:10.2f} {b['unit']:6s} = {b['value'] / i['value']:.3f}")
 PY
+
+# 4. gpurent run's GPU watch on a command that keeps the GPU busy: the mean
+# it gives at the end (every sample while the command ran, CUDA's start
+# included) beside nvidia-smi's utilization.gpu over the same time.
+nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -l 2 >"$out/smi-util.csv" 2>&1 &
+smi=$!
+"$out/gpurent" run --ckpt-dir "$out/run-ck" --preemption none --no-status -- "$out/gpurent" burn --duration 35s >"$out/run-watch.log" 2>&1
+kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+log "gpurent run's GPU watch: $(grep -m1 'GPU utilization while the command ran' "$out/run-watch.log" || echo "no utilization line (see $out/run-watch.log)")"
+log "nvidia-smi utilization.gpu meanwhile: $(awk -F', *' 'NF == 2 && $2 ~ /^[0-9]+$/ { s[$1] += $2; n[$1]++ } END { k = 0; for (g in s) { printf "GPU %s %.0f%% (%d samples) ", g, s[g] / n[g], n[g]; k++ } if (!k) printf "no samples" }' "$out/smi-util.csv")"
 exit $status

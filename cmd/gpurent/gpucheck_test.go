@@ -77,6 +77,8 @@ func TestGPUCheckSimulated(t *testing.T) {
 		"co-tenant: gpurent burn: device 0, cuBLASLt ",
 		"GEMM loop",
 		"every probe beside the co-tenant, over the idle quick run:",
+		"gpurent run's GPU watch: gpurent: GPU utilization while the command ran (NVML, every 10s): GPU 0 37%",
+		"nvidia-smi utilization.gpu meanwhile: no samples",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q", want)
