@@ -97,8 +97,8 @@ func New(cfg Config) *Watch {
 }
 
 // Run samples every Every until ctx ends. While the command does not run
-// it looks every second, so that the first sample of a start is not an
-// interval late.
+// it looks every second (no NVML call), so that the first sample of a
+// start is not an interval late.
 func (w *Watch) Run(ctx context.Context) {
 	for {
 		wait := w.cfg.Every
@@ -113,36 +113,51 @@ func (w *Watch) Run(ctx context.Context) {
 	}
 }
 
-// Tick takes one sample at now and judges the window, and says whether it
-// took one; Run calls it, and tests with a clock of their own.
+// Tick takes one sample at now and judges the window; Run calls it, and
+// tests with a clock of their own. It says whether the command runs.
 func (w *Watch) Tick(ctx context.Context, now time.Time) bool {
-	running := w.cfg.Running == nil || w.cfg.Running()
-	var rs []Reading
-	if running {
-		// Every GPU of the machine is watched, not only those the command
-		// was given: an idle one is billed as much, and which GPU NVML's
-		// numbering means by CUDA_VISIBLE_DEVICES=1 depends on
-		// CUDA_DEVICE_ORDER.
-		var err error
-		rs, err = w.cfg.Meter.Read(ctx)
-		if err != nil {
-			w.mu.Lock()
-			first := !w.failed
-			w.failed = true
-			w.mu.Unlock()
-			if first {
-				w.cfg.Log("GPU utilization could not be read (%v): idle GPUs are not watched while it cannot", err)
-			}
-			running = false // a gap: judge nothing across it
+	if w.cfg.Running != nil && !w.cfg.Running() {
+		w.gap()
+		return false
+	}
+	// Every GPU of the machine is watched, not only those the command was
+	// given: an idle one is billed as much, and which GPU NVML's numbering
+	// means by CUDA_VISIBLE_DEVICES=1 depends on CUDA_DEVICE_ORDER.
+	rs, err := w.cfg.Meter.Read(ctx)
+	if err != nil || len(rs) == 0 {
+		w.mu.Lock()
+		first := err != nil && !w.failed
+		w.failed = w.failed || err != nil
+		w.mu.Unlock()
+		if first {
+			w.cfg.Log("GPU utilization could not be read (%v): idle GPUs are not watched while it cannot", err)
+		}
+		w.gap() // judge nothing across it
+		return true
+	}
+	text := w.add(now, rs)
+	if text != "" {
+		w.cfg.Log("warning: %s", text)
+		if w.cfg.Event != nil {
+			w.cfg.Event("gpu_idle", text)
 		}
 	}
+	return true
+}
+
+// gap forgets the window: the command does not run, or its GPUs were not
+// read.
+func (w *Watch) gap() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.latest, w.upSince, w.window = nil, time.Time{}, nil
+}
+
+// add records rs, taken at now, and returns the warning to give, if any.
+func (w *Watch) add(now time.Time, rs []Reading) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.latest = rs
-	if !running || len(rs) == 0 {
-		w.upSince, w.window = time.Time{}, nil
-		return false
-	}
 	if w.upSince.IsZero() {
 		w.upSince = now
 	}
@@ -153,28 +168,24 @@ func (w *Watch) Tick(ctx context.Context, now time.Time) bool {
 		w.total[r.Index] = sum{t.busy + r.Busy, t.n + 1}
 	}
 	if now.Sub(w.upSince) < w.cfg.Warmup {
-		return true
+		return ""
 	}
 	w.window = append(w.window, s)
 	for len(w.window) > 0 && now.Sub(w.window[0].at) > w.cfg.Window {
 		w.window = w.window[1:]
 	}
 	// Judged once the samples span the whole window (one interval of
-	// slack: the first sample stands for the interval before it).
-	if now.Sub(w.upSince)-w.cfg.Warmup < w.cfg.Window-w.cfg.Every || w.cfg.Min <= 0 {
-		return true
+	// slack: the first sample stands for the interval before it), and
+	// again only after Repeat.
+	if now.Sub(w.upSince)-w.cfg.Warmup < w.cfg.Window-w.cfg.Every || w.cfg.Min <= 0 ||
+		(!w.warned.IsZero() && now.Sub(w.warned) < w.cfg.Repeat) {
+		return ""
 	}
-	if !w.warned.IsZero() && now.Sub(w.warned) < w.cfg.Repeat {
-		return true
-	}
-	if text := w.judge(); text != "" {
+	text := w.judge()
+	if text != "" {
 		w.warned = now
-		w.cfg.Log("warning: %s", text)
-		if w.cfg.Event != nil {
-			w.cfg.Event("gpu_idle", text)
-		}
 	}
-	return true
+	return text
 }
 
 // judge words a warning about the GPUs whose mean over the window is
