@@ -23,12 +23,16 @@ func (m nvmlMeter) Read(context.Context) ([]gpuwatch.Reading, error) {
 	rs := make([]gpuwatch.Reading, len(us))
 	for i, u := range us {
 		rs[i] = gpuwatch.Reading{Index: u.Index, UUID: u.UUID, Busy: float64(u.GPU)}
+		if u.EventsRead {
+			rs[i].HeldBack = probe.HeldBack(u.ClockEvents)
+		}
 	}
 	return rs, nil
 }
 
-// startGPUWatch watches how busy this machine's GPUs are while the command
-// runs (gpuwatch), where NVML answers; on a machine without an NVIDIA GPU
+// startGPUWatch watches how busy this machine's GPUs are, and whether the
+// hardware slows them down, while the command runs (gpuwatch), where NVML
+// answers; on a machine without an NVIDIA GPU
 // it returns nil and says nothing. stop ends the watch and lets go of NVML.
 func startGPUWatch(ctx context.Context, min float64, running func() bool, logf func(string, ...any), event func(kind, text string)) (w *gpuwatch.Watch, stop func()) {
 	n, err := probe.OpenNVML("")
@@ -76,6 +80,14 @@ func writeBusy(w io.Writer, rs []gpuwatch.Reading) {
 	fmt.Fprintf(w, "# HELP gpurent_gpu_utilization_percent Share of NVML's last sample period in which a kernel ran on the GPU (newest reading, every 10 s while the command runs).\n# TYPE gpurent_gpu_utilization_percent gauge\n")
 	for _, r := range rs {
 		fmt.Fprintf(w, "gpurent_gpu_utilization_percent{gpu=\"%d\",uuid=%q} %.0f\n", r.Index, r.UUID, r.Busy)
+	}
+	fmt.Fprintf(w, "# HELP gpurent_gpu_slowed_down Whether the hardware or the driver slows the GPU for heat or a power brake (NVML clock event reasons; newest reading).\n# TYPE gpurent_gpu_slowed_down gauge\n")
+	for _, r := range rs {
+		slowed := 0
+		if len(r.HeldBack) > 0 {
+			slowed = 1
+		}
+		fmt.Fprintf(w, "gpurent_gpu_slowed_down{gpu=\"%d\",uuid=%q} %d\n", r.Index, r.UUID, slowed)
 	}
 }
 

@@ -471,7 +471,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.DurationVar(&poll, "poll", time.Second, "how often --ckpt-dir is scanned")
 	f.DurationVar(&stall, "stall", 0, "restart the command when it has written no new checkpoint for this long (hung); 0 only warns, at three times the usual interval")
 	f.DurationVar(&silence, "silence", 0, "with --log, restart the command when it has printed nothing (and written no new checkpoint) for this long (hung); 0 only warns, at three times its longest silence")
-	f.Float64Var(&gpuBusyMin, "gpu-busy-min", 50, "warn (and notify) when a GPU of this machine ran kernels less than this percent of 10 min while the command ran, 5 min after each start (NVML utilization: idle GPUs are billed too); 0 never warns")
+	f.Float64Var(&gpuBusyMin, "gpu-busy-min", 50, "warn (and notify) when a GPU of this machine ran kernels less than this percent of 10 min while the command ran, 5 min after each start (NVML utilization: idle GPUs are billed too); 0 never warns (a GPU the hardware slows down for heat is warned of regardless)")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
 	f.StringVar(&logPath, "log", "", "append the command's output to this file and, with --store, ship it there (encrypted) every --log-every and at each restart: gpurent ckpt log reads it back")
 	f.DurationVar(&logEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")

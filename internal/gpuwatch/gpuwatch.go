@@ -1,11 +1,14 @@
-// Package gpuwatch keeps an eye on how busy the GPUs of a training command
-// are. A rented GPU is billed by the hour whether its kernels run or it
-// waits: on a DataLoader with too few workers, on one CPU core decoding
-// images, on a slow disk, on a collective that will never finish, or on
-// nothing because the command runs on the CPU (a CPU-only PyTorch wheel,
+// Package gpuwatch keeps an eye on the GPUs while a training command runs.
+// A rented GPU is billed by the hour whether its kernels run or it waits:
+// on a DataLoader with too few workers, on one CPU core decoding images,
+// on a slow disk, on a collective that will never finish, or on nothing
+// because the command runs on the CPU (a CPU-only PyTorch wheel,
 // device="cpu"). NVML's utilization, the share of a sample period in which
 // a kernel ran, shows each of these, and nothing else gpurent watches does:
-// the command still prints and saves checkpoints.
+// the command still prints and saves checkpoints. And a card that passed
+// gpurent bench idle may overheat after twenty minutes of training; the
+// hardware then slows it down (NVML's clock event reasons), and the hours
+// bought at full speed run at less.
 package gpuwatch
 
 import (
@@ -18,11 +21,15 @@ import (
 	"time"
 )
 
-// Reading is one GPU's utilization at one moment.
+// Reading is one GPU at one moment.
 type Reading struct {
 	Index int    // NVML's index
 	UUID  string // "GPU-5b8c9a3e-..."
 	Busy  float64
+	// HeldBack names the slowdowns active that are not the work's or the
+	// power limit's doing: the hardware's or the driver's for heat, the
+	// power brake (hw_thermal_slowdown, ...); empty when none is.
+	HeldBack []string
 }
 
 // Meter reads the GPUs' utilization now (NVML in gpurent).
@@ -49,9 +56,16 @@ type Config struct {
 	// the restart the GPU is idle by design.
 	Running func() bool
 	Log     func(format string, args ...any)
-	// Event hears the warning as kind "gpu_idle"; nil hears nothing.
+	// Event hears the warnings, kind "gpu_idle" or "gpu_throttled"; nil
+	// hears nothing.
 	Event func(kind, text string)
 }
+
+// throttledShare is the share of a window's samples with a slowdown
+// (HeldBack) from which a GPU is warned of. A healthy card under load
+// shows none: it runs into its power limit (sw_power_cap), which is not
+// counted. A judgement, not a measured figure.
+const throttledShare = 0.2
 
 // Watch samples while Run runs; its methods may be called meanwhile.
 type Watch struct {
@@ -62,18 +76,20 @@ type Watch struct {
 	window  []sample    // this start's judged samples, oldest first
 	upSince time.Time   // when the command was first seen running since it last was not
 	total   map[int]sum // over the whole run, while the command ran
-	warned  time.Time
+	warned  map[string]time.Time
 	failed  bool // a read failed: said once
 }
 
 type sample struct {
-	at   time.Time
-	busy map[int]float64
+	at time.Time
+	rs map[int]Reading
 }
 
 type sum struct {
 	busy float64
 	n    int
+	held int      // samples with a slowdown
+	why  []string // the slowdowns seen
 }
 
 // New makes a watch; Run starts it.
@@ -93,7 +109,7 @@ func New(cfg Config) *Watch {
 	if cfg.Log == nil {
 		cfg.Log = func(string, ...any) {}
 	}
-	return &Watch{cfg: cfg, total: map[int]sum{}}
+	return &Watch{cfg: cfg, total: map[int]sum{}, warned: map[string]time.Time{}}
 }
 
 // Run samples every Every until ctx ends. While the command does not run
@@ -135,15 +151,16 @@ func (w *Watch) Tick(ctx context.Context, now time.Time) bool {
 		w.gap() // judge nothing across it
 		return true
 	}
-	text := w.add(now, rs)
-	if text != "" {
-		w.cfg.Log("warning: %s", text)
+	for _, wn := range w.add(now, rs) {
+		w.cfg.Log("warning: %s", wn.text)
 		if w.cfg.Event != nil {
-			w.cfg.Event("gpu_idle", text)
+			w.cfg.Event(wn.kind, wn.text)
 		}
 	}
 	return true
 }
+
+type warning struct{ kind, text string }
 
 // gap forgets the window: the command does not run, or its GPUs were not
 // read.
@@ -153,67 +170,115 @@ func (w *Watch) gap() {
 	w.latest, w.upSince, w.window = nil, time.Time{}, nil
 }
 
-// add records rs, taken at now, and returns the warning to give, if any.
-func (w *Watch) add(now time.Time, rs []Reading) string {
+// add records rs, taken at now, and returns the warnings to give.
+func (w *Watch) add(now time.Time, rs []Reading) []warning {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.latest = rs
 	if w.upSince.IsZero() {
 		w.upSince = now
 	}
-	s := sample{at: now, busy: map[int]float64{}}
+	s := sample{at: now, rs: map[int]Reading{}}
 	for _, r := range rs {
-		s.busy[r.Index] = r.Busy
-		t := w.total[r.Index]
-		w.total[r.Index] = sum{t.busy + r.Busy, t.n + 1}
+		s.rs[r.Index] = r
+		w.total[r.Index] = w.total[r.Index].add(r)
 	}
 	if now.Sub(w.upSince) < w.cfg.Warmup {
-		return ""
+		return nil
 	}
 	w.window = append(w.window, s)
 	for len(w.window) > 0 && now.Sub(w.window[0].at) > w.cfg.Window {
 		w.window = w.window[1:]
 	}
 	// Judged once the samples span the whole window (one interval of
-	// slack: the first sample stands for the interval before it), and
-	// again only after Repeat.
-	if now.Sub(w.upSince)-w.cfg.Warmup < w.cfg.Window-w.cfg.Every || w.cfg.Min <= 0 ||
-		(!w.warned.IsZero() && now.Sub(w.warned) < w.cfg.Repeat) {
-		return ""
+	// slack: the first sample stands for the interval before it), each
+	// kind again only after Repeat.
+	if now.Sub(w.upSince)-w.cfg.Warmup < w.cfg.Window-w.cfg.Every {
+		return nil
 	}
-	text := w.judge()
-	if text != "" {
-		w.warned = now
+	sums := map[int]sum{}
+	for _, s := range w.window {
+		for i, r := range s.rs {
+			sums[i] = sums[i].add(r)
+		}
 	}
-	return text
+	var out []warning
+	for _, c := range []struct {
+		kind  string
+		judge func(map[int]sum) string
+	}{{"gpu_idle", w.idle}, {"gpu_throttled", w.throttled}} {
+		if t, ok := w.warned[c.kind]; ok && now.Sub(t) < w.cfg.Repeat {
+			continue
+		}
+		if text := c.judge(sums); text != "" {
+			w.warned[c.kind] = now
+			out = append(out, warning{c.kind, text})
+		}
+	}
+	return out
 }
 
-// judge words a warning about the GPUs whose mean over the window is
-// below Min, or returns "".
-func (w *Watch) judge() string {
-	means := meanBusy(w.window)
+func (t sum) add(r Reading) sum {
+	t.busy += r.Busy
+	t.n++
+	if len(r.HeldBack) > 0 {
+		t.held++
+		for _, why := range r.HeldBack {
+			if !slices.Contains(t.why, why) {
+				t.why = append(t.why, why)
+			}
+		}
+	}
+	return t
+}
+
+func (t sum) mean() float64 { return t.busy / float64(t.n) }
+
+// idle words a warning about the GPUs whose mean utilization over the
+// window is below Min, or returns "".
+func (w *Watch) idle(sums map[int]sum) string {
+	if w.cfg.Min <= 0 {
+		return ""
+	}
 	var low []int
-	idle := true
-	for _, i := range sortedKeys(means) {
-		if means[i] < w.cfg.Min {
+	none := true
+	for _, i := range sortedKeys(sums) {
+		if m := sums[i].mean(); m < w.cfg.Min {
 			low = append(low, i)
-			idle = idle && means[i] < 1
+			none = none && m < 1
 		}
 	}
 	if len(low) == 0 {
 		return ""
 	}
 	mins := strconv.FormatFloat(w.cfg.Window.Minutes(), 'f', -1, 64)
-	if idle {
+	if none {
 		return fmt.Sprintf("%s ran no kernel in the last %s min while the command ran (NVML utilization 0%%): nothing on this machine uses %s. If the command should (a CPU-only PyTorch, device=\"cpu\", CUDA_VISIBLE_DEVICES), or it hangs, the hours are lost: they are billed all the same",
 			gpus(low), mins, pronoun(len(low)))
 	}
 	parts := make([]string, len(low))
 	for k, i := range low {
-		parts[k] = fmt.Sprintf("GPU %d %.0f%%", i, means[i])
+		parts[k] = fmt.Sprintf("GPU %d %.0f%%", i, sums[i].mean())
 	}
 	return fmt.Sprintf("GPUs ran kernels only part of the last %s min (%s; NVML utilization, under --gpu-busy-min %g): the rest of the time they wait, on data loading (more DataLoader workers, pin_memory), the CPU or the disk, or on a hung command, and are billed all the same",
 		mins, strings.Join(parts, ", "), w.cfg.Min)
+}
+
+// throttled words a warning about the GPUs slowed down (HeldBack) in at
+// least throttledShare of the window's samples, or returns "".
+func (w *Watch) throttled(sums map[int]sum) string {
+	var parts []string
+	for _, i := range sortedKeys(sums) {
+		t := sums[i]
+		if share := float64(t.held) / float64(t.n); share >= throttledShare {
+			parts = append(parts, fmt.Sprintf("GPU %d in %.0f%% of the samples (%s)", i, share*100, strings.Join(t.why, ", ")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the hardware slowed GPUs down in the last %s min while the command ran: %s (NVML clock event reasons). They overheat or their power is braked, and run below the speed you pay for: keep this line and ask the provider for another machine or a refund",
+		strconv.FormatFloat(w.cfg.Window.Minutes(), 'f', -1, 64), strings.Join(parts, "; "))
 }
 
 // Latest is the newest reading of each watched GPU (none before the
@@ -232,27 +297,19 @@ func (w *Watch) Summary() string {
 	if len(w.total) == 0 {
 		return ""
 	}
-	var parts []string
+	var parts, held []string
 	for _, i := range sortedKeys(w.total) {
 		t := w.total[i]
-		parts = append(parts, fmt.Sprintf("GPU %d %.0f%%", i, t.busy/float64(t.n)))
-	}
-	return fmt.Sprintf("GPU utilization while the command ran (NVML, every %v): %s", w.cfg.Every, strings.Join(parts, ", "))
-}
-
-func meanBusy(ss []sample) map[int]float64 {
-	sums := map[int]sum{}
-	for _, s := range ss {
-		for i, b := range s.busy {
-			t := sums[i]
-			sums[i] = sum{t.busy + b, t.n + 1}
+		parts = append(parts, fmt.Sprintf("GPU %d %.0f%%", i, t.mean()))
+		if t.held > 0 {
+			held = append(held, fmt.Sprintf("GPU %d in %.0f%% of the samples (%s)", i, float64(t.held)/float64(t.n)*100, strings.Join(t.why, ", ")))
 		}
 	}
-	out := map[int]float64{}
-	for i, t := range sums {
-		out[i] = t.busy / float64(t.n)
+	line := fmt.Sprintf("GPU utilization while the command ran (NVML, every %v): %s", w.cfg.Every, strings.Join(parts, ", "))
+	if len(held) > 0 {
+		line += "; slowed down by the hardware: " + strings.Join(held, "; ")
 	}
-	return out
+	return line
 }
 
 func sortedKeys[V any](m map[int]V) []int {

@@ -14,6 +14,7 @@ type script struct {
 	t0   time.Time
 	now  *time.Time
 	busy func(at time.Duration) []float64 // per GPU index
+	held func(at time.Duration, gpu int) []string
 	err  func(at time.Duration) error
 }
 
@@ -26,19 +27,23 @@ func (s script) Read(context.Context) ([]Reading, error) {
 	}
 	var rs []Reading
 	for i, b := range s.busy(at) {
-		rs = append(rs, Reading{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Busy: b})
+		r := Reading{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Busy: b}
+		if s.held != nil {
+			r.HeldBack = s.held(at, i)
+		}
+		rs = append(rs, r)
 	}
 	return rs, nil
 }
 
-type warning struct {
+type logged struct {
 	at   time.Duration
 	text string
 }
 
 // drive runs a watch for span on a synthetic clock, one Tick every 10 s,
 // and returns the warnings it logged, the events it sent and its summary.
-func drive(t *testing.T, span time.Duration, busy func(time.Duration) []float64, edit func(*Config, *script)) (warns []warning, events []string, summary string) {
+func drive(t *testing.T, span time.Duration, busy func(time.Duration) []float64, edit func(*Config, *script)) (warns []logged, events []string, summary string) {
 	t.Helper()
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	now := t0
@@ -46,7 +51,7 @@ func drive(t *testing.T, span time.Duration, busy func(time.Duration) []float64,
 	cfg := Config{Meter: m, Min: 50,
 		Log: func(format string, args ...any) {
 			if line := fmt.Sprintf(format, args...); strings.HasPrefix(line, "warning: ") {
-				warns = append(warns, warning{now.Sub(t0), line})
+				warns = append(warns, logged{now.Sub(t0), line})
 			} else {
 				t.Logf("log: %s", line)
 			}
@@ -171,5 +176,42 @@ func TestReadErrorsSaidOnce(t *testing.T) {
 func TestOff(t *testing.T) {
 	if warns, _, _ := drive(t, time.Hour, flat(0), func(c *Config, _ *script) { c.Min = 0 }); len(warns) != 0 {
 		t.Errorf("--gpu-busy-min 0: warnings %v", warns)
+	}
+}
+
+// A GPU the hardware slows down (here GPU 1 overheats half of the
+// time) is named with the reasons, once an hour; one that does so rarely
+// (GPU 0, a tenth of the time) is not, and the summary counts both.
+func TestThrottledGPUWarned(t *testing.T) {
+	held := func(at time.Duration, gpu int) []string {
+		sec := int(at / time.Second)
+		switch {
+		case gpu == 1 && sec%40 == 0:
+			return []string{"hw_thermal_slowdown"}
+		case gpu == 1 && sec%40 == 10:
+			return []string{"sw_thermal_slowdown", "hw_thermal_slowdown"}
+		case gpu == 0 && sec%100 == 0:
+			return []string{"hw_power_brake_slowdown"}
+		}
+		return nil
+	}
+	warns, events, sum := drive(t, 90*time.Minute, flat(97, 98), func(c *Config, s *script) { s.held = held })
+	if len(warns) != 2 || warns[1].at != warns[0].at+time.Hour {
+		t.Fatalf("warnings %v", warns)
+	}
+	if w := warns[0].text; !strings.Contains(w, "GPU 1 in 50% of the samples (hw_thermal_slowdown, sw_thermal_slowdown)") || strings.Contains(w, "GPU 0") ||
+		!strings.Contains(w, "ask the provider for another machine") {
+		t.Errorf("warning %q", w)
+	}
+	if len(events) != 2 || events[0] != "gpu_throttled" {
+		t.Errorf("events %v", events)
+	}
+	if !strings.HasSuffix(sum, "GPU 0 97%, GPU 1 98%; slowed down by the hardware: GPU 0 in 10% of the samples (hw_power_brake_slowdown); GPU 1 in 50% of the samples (hw_thermal_slowdown, sw_thermal_slowdown)") {
+		t.Errorf("summary %q", sum)
+	}
+	// The idle and the throttle warnings are separate kinds.
+	warns, events, _ = drive(t, 20*time.Minute, flat(10, 98), func(c *Config, s *script) { s.held = held })
+	if len(warns) != 2 || len(events) != 2 || events[0] != "gpu_idle" || events[1] != "gpu_throttled" {
+		t.Errorf("idle and throttled: warnings %v, events %v", warns, events)
 	}
 }

@@ -333,11 +333,7 @@ func (n *NVML) device(h uintptr, d *Device) {
 			*c.dst = v
 		}
 	}
-	var reasons uint64
-	r, err = n.call("nvmlDeviceGetCurrentClocksEventReasons", h, uintptr(unsafe.Pointer(&reasons)))
-	if err != nil { // drivers before 535 have only the deprecated name; same bits
-		r, err = n.call("nvmlDeviceGetCurrentClocksThrottleReasons", h, uintptr(unsafe.Pointer(&reasons)))
-	}
+	reasons, r, err := n.clockEvents(h)
 	if err == nil && r == nvmlSuccess {
 		d.ClockEventReasons = &reasons
 		d.ClockEvents = ClockEventNames(reasons)
@@ -555,16 +551,29 @@ func processStride(fn string, buf []byte, n int) int {
 	return 24
 }
 
-// Utilization is one GPU's utilization.gpu at one moment: the percent of
-// NVML's last sample period in which a kernel ran.
-type Utilization struct {
-	Index int
-	UUID  string
-	GPU   uint32
+// clockEvents reads the device's clock event (throttle) reasons.
+func (n *NVML) clockEvents(h uintptr) (uint64, int32, error) {
+	var reasons uint64
+	r, err := n.call("nvmlDeviceGetCurrentClocksEventReasons", h, uintptr(unsafe.Pointer(&reasons)))
+	if err != nil { // drivers before 535 have only the deprecated name; same bits
+		r, err = n.call("nvmlDeviceGetCurrentClocksThrottleReasons", h, uintptr(unsafe.Pointer(&reasons)))
+	}
+	return reasons, r, err
 }
 
-// Utilizations reads every GPU's utilization now, for gpurent run's watch
-// of idle GPUs. A GPU that gives none (MIG mode: NOT_SUPPORTED) is left
+// Utilization is one GPU's state at one moment: utilization.gpu, the
+// percent of NVML's last sample period in which a kernel ran, and its clock
+// event reasons (ClockEventNames), when they could be read.
+type Utilization struct {
+	Index       int
+	UUID        string
+	GPU         uint32
+	ClockEvents uint64
+	EventsRead  bool
+}
+
+// Utilizations reads every GPU's utilization and clock event reasons now,
+// for gpurent run's watch of idle and throttled GPUs. A GPU that gives none (MIG mode: NOT_SUPPORTED) is left
 // out; the error says why when none gave one.
 func (n *NVML) Utilizations() ([]Utilization, error) {
 	var count uint32
@@ -588,7 +597,8 @@ func (n *NVML) Utilizations() ([]Utilization, error) {
 		if r, err := n.call("nvmlDeviceGetUUID", h, uintptr(unsafe.Pointer(&uuid[0])), uintptr(len(uuid))); err != nil || r != nvmlSuccess {
 			uuid[0] = 0
 		}
-		out = append(out, Utilization{Index: i, UUID: cstring(uuid), GPU: u.GPU})
+		ev, r, err := n.clockEvents(h)
+		out = append(out, Utilization{Index: i, UUID: cstring(uuid), GPU: u.GPU, ClockEvents: ev, EventsRead: err == nil && r == nvmlSuccess})
 	}
 	if len(out) == 0 && why != "" {
 		return nil, errors.New(why)
@@ -669,6 +679,12 @@ func virtualizationName(v uint32) string {
 func computeModeName(m uint32) string {
 	return [...]string{"default", "exclusive_thread", "prohibited", "exclusive_process", "unknown"}[min(m, 4)]
 }
+
+// HeldBack names the clock event reasons in bits that slow a GPU for heat
+// or a power brake (hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown,
+// hw_power_brake_slowdown): not those of its work being done (gpu_idle),
+// of the power limit it was given (sw_power_cap) or of clock settings.
+func HeldBack(bits uint64) []string { return ClockEventNames(bits & (0x8 | 0x20 | 0x40 | 0x80)) }
 
 // ClockEventNames decodes NVML's clock event (throttle) reasons bitmask
 // (abi_reference.md §1.8).

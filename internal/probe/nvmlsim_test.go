@@ -198,13 +198,14 @@ func TestNVMLSimulatedUtilizations(t *testing.T) {
 		c.Dev[0].Util = 93
 		copy(c.Dev[1].UUID[:], "GPU-00000000-0000-0000-0000-000000000001\x00")
 		c.Dev[1].Util = 12
+		c.Dev[1].EventReasons = 0x48 // hw_slowdown, hw_thermal_slowdown
 	})
 	n, err := OpenNVML(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	us, err := n.Utilizations()
-	want := []Utilization{{0, "GPU-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e", 93}, {1, "GPU-00000000-0000-0000-0000-000000000001", 12}}
+	want := []Utilization{{0, "GPU-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e", 93, 0x5, true}, {1, "GPU-00000000-0000-0000-0000-000000000001", 12, 0x48, true}}
 	if err != nil || !slices.Equal(us, want) {
 		t.Errorf("Utilizations = %v, %v; want %v", us, err, want)
 	}

@@ -107,7 +107,8 @@ void fake_default(struct config *c) {
 }
 
 // $FAKENVML=2 adds a second, idle H100 at bus 5E, where fakecuda.c's
-// devices=2 puts its second device.
+// devices=2 puts its second device; $FAKENVML_EVENTS sets the first
+// device's clock event reasons (0x48: hw_slowdown, hw_thermal_slowdown).
 __attribute__((constructor)) static void from_env(void) {
   const char *env = getenv("FAKENVML");
   if (!env) return;
@@ -120,6 +121,8 @@ __attribute__((constructor)) static void from_env(void) {
     d->bus = 0x5e, d->used = 0, d->compute_procs = d->mps_procs = 0, d->util = 0;
     cfg.count = 2;
   }
+  const char *ev = getenv("FAKENVML_EVENTS");
+  if (ev) cfg.dev[0].event_reasons = (int64_t)strtoll(ev, 0, 0);
 }
 
 static nvmlReturn_t bad(nvmlReturn_t r) {
