@@ -22,7 +22,7 @@ func (m nvmlMeter) Read(context.Context) ([]gpuwatch.Reading, error) {
 	}
 	rs := make([]gpuwatch.Reading, len(us))
 	for i, u := range us {
-		rs[i] = gpuwatch.Reading{Index: u.Index, UUID: u.UUID, Busy: float64(u.GPU)}
+		rs[i] = gpuwatch.Reading{Index: u.Index, UUID: u.UUID, Busy: float64(u.GPU), Lost: u.Lost}
 		if u.EventsRead {
 			rs[i].HeldBack = probe.HeldBack(u.ClockEvents)
 		}
@@ -64,6 +64,9 @@ func busyText(w *gpuwatch.Watch) string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
 		parts[i] = fmt.Sprintf("%.0f%%", r.Busy)
+		if r.Lost {
+			parts[i] = "LOST"
+		}
 	}
 	if len(rs) == 1 {
 		return "GPU " + parts[0]
@@ -71,23 +74,33 @@ func busyText(w *gpuwatch.Watch) string {
 	return "GPUs " + strings.Join(parts, " ")
 }
 
-// writeBusy writes the GPUs' newest utilization in the Prometheus text
-// format, after the run's own metrics.
+// writeBusy writes the GPUs' newest readings in the Prometheus text
+// format, after the run's own metrics. A lost GPU has only
+// gpurent_gpu_lost.
 func writeBusy(w io.Writer, rs []gpuwatch.Reading) {
 	if len(rs) == 0 {
 		return
 	}
+	one := func(r gpuwatch.Reading) string { return fmt.Sprintf("{gpu=\"%d\",uuid=%q}", r.Index, r.UUID) }
 	fmt.Fprintf(w, "# HELP gpurent_gpu_utilization_percent Share of NVML's last sample period in which a kernel ran on the GPU (newest reading, every 10 s while the command runs).\n# TYPE gpurent_gpu_utilization_percent gauge\n")
 	for _, r := range rs {
-		fmt.Fprintf(w, "gpurent_gpu_utilization_percent{gpu=\"%d\",uuid=%q} %.0f\n", r.Index, r.UUID, r.Busy)
+		if !r.Lost {
+			fmt.Fprintf(w, "gpurent_gpu_utilization_percent%s %.0f\n", one(r), r.Busy)
+		}
 	}
 	fmt.Fprintf(w, "# HELP gpurent_gpu_slowed_down Whether the hardware or the driver slows the GPU for heat or a power brake (NVML clock event reasons; newest reading).\n# TYPE gpurent_gpu_slowed_down gauge\n")
 	for _, r := range rs {
-		slowed := 0
-		if len(r.HeldBack) > 0 {
-			slowed = 1
+		if !r.Lost {
+			fmt.Fprintf(w, "gpurent_gpu_slowed_down%s %d\n", one(r), min(len(r.HeldBack), 1))
 		}
-		fmt.Fprintf(w, "gpurent_gpu_slowed_down{gpu=\"%d\",uuid=%q} %d\n", r.Index, r.UUID, slowed)
+	}
+	fmt.Fprintf(w, "# HELP gpurent_gpu_lost Whether the GPU has fallen off the bus (NVML GPU_IS_LOST).\n# TYPE gpurent_gpu_lost gauge\n")
+	for _, r := range rs {
+		lost := 0
+		if r.Lost {
+			lost = 1
+		}
+		fmt.Fprintf(w, "gpurent_gpu_lost{gpu=\"%d\"} %d\n", r.Index, lost)
 	}
 }
 

@@ -16,15 +16,16 @@ import (
 )
 
 // On a machine with NVIDIA GPUs (here the simulated NVML: GPU 0 at 37%
-// and slowed down for heat, GPU 1 idle), gpurent run serves each GPU's
-// utilization and slowdown with its metrics while the command runs, and
-// says at the end how busy they were and how often slowed.
+// and slowed down for heat, GPU 1 fallen off the bus), gpurent run serves
+// each GPU's utilization, slowdown and loss with its metrics while the
+// command runs, says at once that a GPU is lost, and at the end how busy
+// the GPUs were and how often slowed.
 func TestRunWatchesGPUsSimulated(t *testing.T) {
 	nvml := dltest.BuildC(t, "../../internal/probe/testdata/fakenvml.c", "libnvidia-ml.so.1")
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status",
 		"--metrics", "127.0.0.1:0", "--", "sh", "-c", "sleep 4")
-	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1", "LD_LIBRARY_PATH="+filepath.Dir(nvml), "FAKENVML=2", "FAKENVML_EVENTS=0x45")
+	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1", "LD_LIBRARY_PATH="+filepath.Dir(nvml), "FAKENVML=2", "FAKENVML_EVENTS=0x45", "FAKENVML_LOST=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -48,12 +49,12 @@ func TestRunWatchesGPUsSimulated(t *testing.T) {
 	}
 	want := []string{
 		`gpurent_gpu_utilization_percent{gpu="0",uuid="GPU-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e"} 37`,
-		`gpurent_gpu_utilization_percent{gpu="1",uuid="GPU-0e2d7c41-8a9b-4f3e-b5d6-7c8d9e0f1a2b"} 0`,
 		`gpurent_gpu_slowed_down{gpu="0",uuid="GPU-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e"} 1`,
-		`gpurent_gpu_slowed_down{gpu="1",uuid="GPU-0e2d7c41-8a9b-4f3e-b5d6-7c8d9e0f1a2b"} 0`,
+		`gpurent_gpu_lost{gpu="0"} 0`,
+		`gpurent_gpu_lost{gpu="1"} 1`,
 	}
 	body := ""
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && !strings.Contains(body, want[1]); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && !strings.Contains(body, want[len(want)-1]); time.Sleep(100 * time.Millisecond) {
 		if resp, err := http.Get(url); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -65,12 +66,18 @@ func TestRunWatchesGPUsSimulated(t *testing.T) {
 			t.Errorf("metrics lack %s:\n%s", w, body)
 		}
 	}
+	if strings.Contains(body, `gpurent_gpu_utilization_percent{gpu="1"`) {
+		t.Errorf("a utilization for the lost GPU:\n%s", body)
+	}
 	rest, _ := io.ReadAll(stderr)
 	log.Write(rest)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	if !strings.Contains(log.String(), "gpurent: GPU utilization while the command ran (NVML, every 10s): GPU 0 37%, GPU 1 0%; slowed down by the hardware: GPU 0 in 100% of the samples (hw_thermal_slowdown)\n") {
+	if !strings.Contains(log.String(), "gpurent: warning: GPU 1 has fallen off the bus (NVML: GPU_IS_LOST)") {
+		t.Errorf("the lost GPU not said:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "gpurent: GPU utilization while the command ran (NVML, every 10s): GPU 0 37%; slowed down by the hardware: GPU 0 in 100% of the samples (hw_thermal_slowdown); fallen off the bus: GPU 1\n") {
 		t.Errorf("no utilization summary:\n%s", log.String())
 	}
 }

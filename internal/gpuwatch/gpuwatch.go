@@ -30,6 +30,9 @@ type Reading struct {
 	// power limit's doing: the hardware's or the driver's for heat, the
 	// power brake (hw_thermal_slowdown, ...); empty when none is.
 	HeldBack []string
+	// Lost: the GPU fell off the bus and answers nothing (Busy and
+	// HeldBack mean nothing then).
+	Lost bool
 }
 
 // Meter reads the GPUs' utilization now (NVML in gpurent).
@@ -56,8 +59,8 @@ type Config struct {
 	// the restart the GPU is idle by design.
 	Running func() bool
 	Log     func(format string, args ...any)
-	// Event hears the warnings, kind "gpu_idle" or "gpu_throttled"; nil
-	// hears nothing.
+	// Event hears the warnings, kind "gpu_idle", "gpu_throttled" or
+	// "gpu_lost"; nil hears nothing.
 	Event func(kind, text string)
 }
 
@@ -77,7 +80,8 @@ type Watch struct {
 	upSince time.Time   // when the command was first seen running since it last was not
 	total   map[int]sum // over the whole run, while the command ran
 	warned  map[string]time.Time
-	failed  bool // a read failed: said once
+	lost    map[int]bool // GPUs found lost, each said once
+	failed  bool         // a read failed: said once
 }
 
 type sample struct {
@@ -109,7 +113,7 @@ func New(cfg Config) *Watch {
 	if cfg.Log == nil {
 		cfg.Log = func(string, ...any) {}
 	}
-	return &Watch{cfg: cfg, total: map[int]sum{}, warned: map[string]time.Time{}}
+	return &Watch{cfg: cfg, total: map[int]sum{}, warned: map[string]time.Time{}, lost: map[int]bool{}}
 }
 
 // Run samples every Every until ctx ends. While the command does not run
@@ -178,13 +182,23 @@ func (w *Watch) add(now time.Time, rs []Reading) []warning {
 	if w.upSince.IsZero() {
 		w.upSince = now
 	}
+	// A lost GPU is said at once: the command cannot use it, and nothing
+	// will until the machine is rebooted or replaced.
+	var out []warning
 	s := sample{at: now, rs: map[int]Reading{}}
 	for _, r := range rs {
+		if r.Lost {
+			if !w.lost[r.Index] {
+				w.lost[r.Index] = true
+				out = append(out, warning{"gpu_lost", fmt.Sprintf("GPU %d has fallen off the bus (NVML: GPU_IS_LOST): a hardware or driver fault (Xid 79 in dmesg); no process can use it until the machine is rebooted, and often the provider must replace it. Checkpoints so far are safe; this machine is not worth paying for until it is fixed", r.Index)})
+			}
+			continue
+		}
 		s.rs[r.Index] = r
 		w.total[r.Index] = w.total[r.Index].add(r)
 	}
 	if now.Sub(w.upSince) < w.cfg.Warmup {
-		return nil
+		return out
 	}
 	w.window = append(w.window, s)
 	for len(w.window) > 0 && now.Sub(w.window[0].at) > w.cfg.Window {
@@ -194,7 +208,7 @@ func (w *Watch) add(now time.Time, rs []Reading) []warning {
 	// slack: the first sample stands for the interval before it), each
 	// kind again only after Repeat.
 	if now.Sub(w.upSince)-w.cfg.Warmup < w.cfg.Window-w.cfg.Every {
-		return nil
+		return out
 	}
 	sums := map[int]sum{}
 	for _, s := range w.window {
@@ -202,7 +216,6 @@ func (w *Watch) add(now time.Time, rs []Reading) []warning {
 			sums[i] = sums[i].add(r)
 		}
 	}
-	var out []warning
 	for _, c := range []struct {
 		kind  string
 		judge func(map[int]sum) string
@@ -290,26 +303,29 @@ func (w *Watch) Latest() []Reading {
 }
 
 // Summary is one line on how busy the GPUs were while the command ran,
-// or "" when nothing was sampled.
+// how often the hardware slowed them and which fell off the bus, or ""
+// when nothing was sampled.
 func (w *Watch) Summary() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.total) == 0 {
-		return ""
-	}
-	var parts, held []string
+	var out, busy, held []string
 	for _, i := range sortedKeys(w.total) {
 		t := w.total[i]
-		parts = append(parts, fmt.Sprintf("GPU %d %.0f%%", i, t.mean()))
+		busy = append(busy, fmt.Sprintf("GPU %d %.0f%%", i, t.mean()))
 		if t.held > 0 {
 			held = append(held, fmt.Sprintf("GPU %d in %.0f%% of the samples (%s)", i, float64(t.held)/float64(t.n)*100, strings.Join(t.why, ", ")))
 		}
 	}
-	line := fmt.Sprintf("GPU utilization while the command ran (NVML, every %v): %s", w.cfg.Every, strings.Join(parts, ", "))
-	if len(held) > 0 {
-		line += "; slowed down by the hardware: " + strings.Join(held, "; ")
+	if len(busy) > 0 {
+		out = append(out, fmt.Sprintf("GPU utilization while the command ran (NVML, every %v): %s", w.cfg.Every, strings.Join(busy, ", ")))
 	}
-	return line
+	if len(held) > 0 {
+		out = append(out, "slowed down by the hardware: "+strings.Join(held, "; "))
+	}
+	if len(w.lost) > 0 {
+		out = append(out, "fallen off the bus: "+gpus(sortedKeys(w.lost)))
+	}
+	return strings.Join(out, "; ")
 }
 
 func sortedKeys[V any](m map[int]V) []int {

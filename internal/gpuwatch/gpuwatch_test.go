@@ -15,6 +15,7 @@ type script struct {
 	now  *time.Time
 	busy func(at time.Duration) []float64 // per GPU index
 	held func(at time.Duration, gpu int) []string
+	lost func(at time.Duration, gpu int) bool
 	err  func(at time.Duration) error
 }
 
@@ -30,6 +31,9 @@ func (s script) Read(context.Context) ([]Reading, error) {
 		r := Reading{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Busy: b}
 		if s.held != nil {
 			r.HeldBack = s.held(at, i)
+		}
+		if s.lost != nil && s.lost(at, i) {
+			r = Reading{Index: i, Lost: true}
 		}
 		rs = append(rs, r)
 	}
@@ -213,5 +217,27 @@ func TestThrottledGPUWarned(t *testing.T) {
 	warns, events, _ = drive(t, 20*time.Minute, flat(10, 98), func(c *Config, s *script) { s.held = held })
 	if len(warns) != 2 || len(events) != 2 || events[0] != "gpu_idle" || events[1] != "gpu_throttled" {
 		t.Errorf("idle and throttled: warnings %v, events %v", warns, events)
+	}
+}
+
+// A GPU that falls off the bus is said at once (the warm-up
+// notwithstanding), once, and named in the summary; the others are
+// judged as before.
+func TestLostGPUSaidAtOnce(t *testing.T) {
+	lost := func(at time.Duration, gpu int) bool { return gpu == 1 && at >= 2*time.Minute }
+	warns, events, sum := drive(t, 30*time.Minute, flat(95, 95), func(c *Config, s *script) { s.lost = lost })
+	if len(warns) != 1 || warns[0].at != 2*time.Minute || !strings.Contains(warns[0].text, "GPU 1 has fallen off the bus (NVML: GPU_IS_LOST)") {
+		t.Fatalf("warnings %v", warns)
+	}
+	if len(events) != 1 || events[0] != "gpu_lost" {
+		t.Errorf("events %v", events)
+	}
+	if !strings.HasSuffix(sum, "GPU 0 95%, GPU 1 95%; fallen off the bus: GPU 1") {
+		t.Errorf("summary %q", sum)
+	}
+	// Lost from the first sample: the summary has nothing else to say.
+	_, _, sum = drive(t, time.Minute, flat(0), func(c *Config, s *script) { s.lost = func(time.Duration, int) bool { return true } })
+	if sum != "fallen off the bus: GPU 0" {
+		t.Errorf("summary %q", sum)
 	}
 }

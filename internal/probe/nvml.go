@@ -25,6 +25,7 @@ const (
 	nvmlErrInsufficient   = 7
 	nvmlErrDriverNotLoad  = 9
 	nvmlErrLibNotFound    = 12
+	nvmlErrorGPUIsLost    = 15
 	nvmlErrRMMismatch     = 18         // LIB_RM_VERSION_MISMATCH
 	nvmlMemoryV2Version   = 0x02000028 // sizeof(nvmlMemory_v2_t)=40 | 2<<24
 	nvmlNameBuffer        = 96         // NVML_DEVICE_NAME_V2_BUFFER_SIZE
@@ -570,11 +571,15 @@ type Utilization struct {
 	GPU         uint32
 	ClockEvents uint64
 	EventsRead  bool
+	// Lost is NVML's GPU_IS_LOST: the GPU fell off the bus (a hardware or
+	// driver fault, Xid 79) and answers nothing until a reboot.
+	Lost bool
 }
 
 // Utilizations reads every GPU's utilization and clock event reasons now,
-// for gpurent run's watch of idle and throttled GPUs. A GPU that gives none (MIG mode: NOT_SUPPORTED) is left
-// out; the error says why when none gave one.
+// for gpurent run's watch of idle and throttled GPUs. A lost GPU is listed
+// as Lost; another that gives none (MIG mode: NOT_SUPPORTED) is left out,
+// and the error says why when none gave one.
 func (n *NVML) Utilizations() ([]Utilization, error) {
 	var count uint32
 	if r, err := n.call("nvmlDeviceGetCount_v2", uintptr(unsafe.Pointer(&count))); err != nil || r != nvmlSuccess {
@@ -585,11 +590,17 @@ func (n *NVML) Utilizations() ([]Utilization, error) {
 	for i := range int(count) {
 		var h uintptr
 		if r, err := n.call("nvmlDeviceGetHandleByIndex_v2", uintptr(i), uintptr(unsafe.Pointer(&h))); err != nil || r != nvmlSuccess {
+			if err == nil && r == nvmlErrorGPUIsLost {
+				out = append(out, Utilization{Index: i, Lost: true})
+			}
 			why = fmt.Sprintf("GPU %d: %s", i, errText(r, err))
 			continue
 		}
 		u := new(nvmlUtilization)
 		if r, err := n.call("nvmlDeviceGetUtilizationRates", h, uintptr(unsafe.Pointer(u))); err != nil || r != nvmlSuccess {
+			if err == nil && r == nvmlErrorGPUIsLost {
+				out = append(out, Utilization{Index: i, Lost: true})
+			}
 			why = fmt.Sprintf("GPU %d utilization: %s", i, errText(r, err))
 			continue
 		}

@@ -205,7 +205,7 @@ func TestNVMLSimulatedUtilizations(t *testing.T) {
 		t.Fatal(err)
 	}
 	us, err := n.Utilizations()
-	want := []Utilization{{0, "GPU-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e", 93, 0x5, true}, {1, "GPU-00000000-0000-0000-0000-000000000001", 12, 0x48, true}}
+	want := []Utilization{{0, "GPU-5b8c9a3e-1f2d-4c6b-9e7a-0d1c2b3a4f5e", 93, 0x5, true, false}, {1, "GPU-00000000-0000-0000-0000-000000000001", 12, 0x48, true, false}}
 	if err != nil || !slices.Equal(us, want) {
 		t.Errorf("Utilizations = %v, %v; want %v", us, err, want)
 	}
@@ -213,6 +213,19 @@ func TestNVMLSimulatedUtilizations(t *testing.T) {
 	if s := stats(); s.BadCalls != 0 || s.UtilCalls != 2 {
 		t.Errorf("simulated NVML: %+v", s)
 	}
+
+	// A GPU fallen off the bus is listed as lost, beside the others.
+	t.Setenv("FAKENVML_LOST", "1")
+	path, _ = simNVML(t, func(c *simNVMLConfig) { c.Count, c.Dev[1] = 2, c.Dev[0] })
+	if n, err = OpenNVML(path); err != nil {
+		t.Fatal(err)
+	}
+	us, err = n.Utilizations()
+	n.Close()
+	if err != nil || len(us) != 2 || us[0].Lost || !us[1].Lost || us[1].Index != 1 {
+		t.Errorf("one GPU lost: %+v, %v", us, err)
+	}
+	t.Setenv("FAKENVML_LOST", "-1")
 
 	path, _ = simNVML(t, func(c *simNVMLConfig) { c.Dev[0].MIG = 1 })
 	if n, err = OpenNVML(path); err != nil {

@@ -28,7 +28,7 @@
 typedef int nvmlReturn_t;
 enum {
   SUCCESS = 0, UNINITIALIZED = 1, INVALID_ARGUMENT = 2, NOT_SUPPORTED = 3, NOT_FOUND = 6, INSUFFICIENT_SIZE = 7,
-  DRIVER_NOT_LOADED = 9, ARGUMENT_VERSION_MISMATCH = 25
+  DRIVER_NOT_LOADED = 9, GPU_IS_LOST = 15, ARGUMENT_VERSION_MISMATCH = 25
 };
 
 #define MAXDEV 2
@@ -106,10 +106,17 @@ void fake_default(struct config *c) {
   d->util = 37;
 }
 
+// lost is the index of a device that has fallen off the bus: its
+// utilization answers GPU_IS_LOST ($FAKENVML_LOST; -1: none).
+static int lost = -1;
+
 // $FAKENVML=2 adds a second, idle H100 at bus 5E, where fakecuda.c's
 // devices=2 puts its second device; $FAKENVML_EVENTS sets the first
 // device's clock event reasons (0x48: hw_slowdown, hw_thermal_slowdown).
+// $FAKENVML_LOST is read whether or not $FAKENVML is set.
 __attribute__((constructor)) static void from_env(void) {
+  const char *l = getenv("FAKENVML_LOST");
+  if (l) lost = atoi(l);
   const char *env = getenv("FAKENVML");
   if (!env) return;
   fake_default(&cfg);
@@ -473,6 +480,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(void *h, unsigned int *u) {
   DEV(h);
   OUT(u);
   if (d->mig == 1) return NOT_SUPPORTED; // not on MIG-enabled GPUs (§1.3)
+  if (d - cfg.dev == lost) return GPU_IS_LOST;
   st.util_calls++;
   u[0] = (unsigned int)d->util;
   u[1] = (unsigned int)d->util / 2;
