@@ -364,7 +364,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				return usageError{err}
 			}
 			running := func() bool { return sup.Metrics.Snapshot(time.Now()).ChildUp }
-			watch, stopWatch := startGPUWatch(cmd.Context(), gpuBusyMin, running, logf, func(kind, text string) { supEvent(kind, text) })
+			watch, stopWatch := startGPUWatch(cmd.Context(), gpuBusyMin, running, logf, supEvent)
 			defer stopWatch()
 			if hook != nil && notifyEvery > 0 {
 				// A run of days is watched from a phone: every
