@@ -50,10 +50,10 @@ type Config struct {
 	// the model and compiling keep the GPU waiting, and that is no fault.
 	Window, Warmup time.Duration
 	// Min is the utilization (percent) under which a GPU's mean over the
-	// Window is warned of; zero never warns.
+	// Window is warned of; zero never warns of idle GPUs.
 	Min float64
-	// Repeat is how often the warning may come again while the GPUs stay
-	// below Min (1 h if zero).
+	// Repeat is how often a warning of one kind may come again while its
+	// cause lasts (1 h if zero).
 	Repeat time.Duration
 	// Running says whether the command runs now: between a failure and
 	// the restart the GPU is idle by design.
@@ -190,7 +190,7 @@ func (w *Watch) add(now time.Time, rs []Reading) []warning {
 		if r.Lost {
 			if !w.lost[r.Index] {
 				w.lost[r.Index] = true
-				out = append(out, warning{"gpu_lost", fmt.Sprintf("GPU %d has fallen off the bus (NVML: GPU_IS_LOST): a hardware or driver fault (Xid 79 in dmesg); no process can use it until the machine is rebooted, and often the provider must replace it. Checkpoints so far are safe; this machine is not worth paying for until it is fixed", r.Index)})
+				out = append(out, warning{"gpu_lost", fmt.Sprintf("GPU %d has fallen off the bus (NVML: GPU_IS_LOST): a hardware or driver fault (Xid 79 in dmesg); no process can use it until the machine is rebooted, and often the provider must replace it: this machine is not worth paying for until it is fixed", r.Index)})
 			}
 			continue
 		}
