@@ -24,7 +24,7 @@ func TestRunWatchesGPUsSimulated(t *testing.T) {
 	nvml := dltest.BuildC(t, "../../internal/probe/testdata/fakenvml.c", "libnvidia-ml.so.1")
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status",
-		"--metrics", "127.0.0.1:0", "--", "sh", "-c", "sleep 4")
+		"--metrics", "127.0.0.1:0", "--", "sh", "-c", `for i in $(seq 300); do [ -e "$0" ] && exit 0; sleep 0.1; done; exit 1`, filepath.Join(dir, "done"))
 	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1", "LD_LIBRARY_PATH="+filepath.Dir(nvml), "FAKENVML=2", "FAKENVML_EVENTS=0x45", "FAKENVML_LOST=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -54,7 +54,8 @@ func TestRunWatchesGPUsSimulated(t *testing.T) {
 		`gpurent_gpu_lost{gpu="1"} 1`,
 	}
 	body := ""
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && !strings.Contains(body, want[len(want)-1]); time.Sleep(100 * time.Millisecond) {
+	// The command runs until the file "done" exists: up to 30 s.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !strings.Contains(body, want[len(want)-1]); time.Sleep(100 * time.Millisecond) {
 		if resp, err := http.Get(url); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -69,8 +70,12 @@ func TestRunWatchesGPUsSimulated(t *testing.T) {
 	if strings.Contains(body, `gpurent_gpu_utilization_percent{gpu="1"`) {
 		t.Errorf("a utilization for the lost GPU:\n%s", body)
 	}
-	rest, _ := io.ReadAll(stderr)
-	log.Write(rest)
+	if err := os.WriteFile(filepath.Join(dir, "done"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Scan() { // the scanner may hold lines read past the address
+		log.WriteString(lines.Text() + "\n")
+	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}

@@ -86,6 +86,8 @@ func TestPID1ForwardsStop(t *testing.T) {
 	if err := syscall.Kill(pid1, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	hung := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() }) // unshare --kill-child takes PID 1 along
+	defer hung.Stop()
 	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
