@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/gpurent/gpurent/internal/gpuwatch"
 	"github.com/gpurent/gpurent/internal/probe"
@@ -30,30 +31,59 @@ func (m nvmlMeter) Read(context.Context) ([]gpuwatch.Reading, error) {
 	return rs, nil
 }
 
-// startGPUWatch watches how busy this machine's GPUs are, and whether the
-// hardware slows them down, while the command runs (gpuwatch), where NVML
-// answers; on a machine without an NVIDIA GPU
-// it returns nil and says nothing. stop ends the watch and lets go of NVML.
-func startGPUWatch(ctx context.Context, min float64, running func() bool, logf func(string, ...any), event func(kind, text string)) (w *gpuwatch.Watch, stop func()) {
-	n, err := probe.OpenNVML("")
-	if err != nil {
-		// A GPU machine whose NVML fails (a driver and library of
-		// different versions) is worth a line; a CPU machine is not.
-		if _, dev := os.Stat("/dev/nvidiactl"); dev == nil || !probe.IsNoGPU(err) {
-			logf("GPU utilization is not watched: %v", err)
-		}
-		return nil, func() {}
+// gpuWatch is gpurent run's watch of the GPUs (gpuwatch), begun in the
+// background: without persistence mode NVML's first initialisation loads
+// the driver for every GPU, which can take seconds that the command's start
+// should not wait for.
+type gpuWatch struct {
+	w      atomic.Pointer[gpuwatch.Watch]
+	cancel func()
+	done   chan struct{}
+}
+
+// watch is the watch once NVML answered, else nil.
+func (g *gpuWatch) watch() *gpuwatch.Watch {
+	if g == nil {
+		return nil
 	}
-	w = gpuwatch.New(gpuwatch.Config{Meter: nvmlMeter{n}, Min: min, Running: running, Log: logf, Event: event})
+	return g.w.Load()
+}
+
+// stop ends the watch and lets go of NVML.
+func (g *gpuWatch) stop() {
+	g.cancel()
+	<-g.done
+}
+
+// startGPUWatch watches how busy this machine's GPUs are, and whether the
+// hardware slows them down, while the command runs, where NVML answers; on
+// a machine without an NVIDIA GPU it says nothing.
+func startGPUWatch(ctx context.Context, min float64, running func() bool, logf func(string, ...any), event func(kind, text string)) *gpuWatch {
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx) }()
-	return w, func() { cancel(); <-done; n.Close() }
+	g := &gpuWatch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		n, err := probe.OpenNVML("")
+		if err != nil {
+			// A GPU machine whose NVML fails (a driver and library of
+			// different versions) is worth a line; a CPU machine is not.
+			if _, dev := os.Stat("/dev/nvidiactl"); dev == nil || !probe.IsNoGPU(err) {
+				logf("GPU utilization is not watched: %v", err)
+			}
+			return
+		}
+		defer n.Close()
+		w := gpuwatch.New(gpuwatch.Config{Meter: nvmlMeter{n}, Min: min, Running: running, Log: logf, Event: event})
+		g.w.Store(w)
+		w.Run(ctx)
+	}()
+	return g
 }
 
 // busyText is the status line's word on the GPUs: "GPU 93%", or "GPUs 93%
 // 12%" in NVML's order; "" with no watch or before its first reading.
-func busyText(w *gpuwatch.Watch) string {
+func busyText(g *gpuWatch) string {
+	w := g.watch()
 	if w == nil {
 		return ""
 	}
@@ -104,13 +134,13 @@ func writeBusy(w io.Writer, rs []gpuwatch.Reading) {
 	}
 }
 
-// metricsHandler serves the supervisor's metrics and, when w is not nil,
-// the GPUs' utilization.
-func metricsHandler(m io.WriterTo, w *gpuwatch.Watch) http.Handler {
+// metricsHandler serves the supervisor's metrics and, once the GPU watch
+// has begun, the GPUs' newest readings.
+func metricsHandler(m io.WriterTo, g *gpuWatch) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 		rw.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		m.WriteTo(rw)
-		if w != nil {
+		if w := g.watch(); w != nil {
 			writeBusy(rw, w.Latest())
 		}
 	})

@@ -364,8 +364,8 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				return usageError{err}
 			}
 			running := func() bool { return sup.Metrics.Snapshot(time.Now()).ChildUp }
-			watch, stopWatch := startGPUWatch(cmd.Context(), gpuBusyMin, running, logf, supEvent)
-			defer stopWatch()
+			gpus := startGPUWatch(cmd.Context(), gpuBusyMin, running, logf, supEvent)
+			defer gpus.stop()
 			if hook != nil && notifyEvery > 0 {
 				// A run of days is watched from a phone: every
 				// --notify-every, where it stands and, with --log, its
@@ -398,13 +398,13 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				if err != nil {
 					return usagef("--metrics %s: %v", metrics, err)
 				}
-				srv := &http.Server{Handler: metricsHandler(&sup.Metrics, watch), ReadHeaderTimeout: 5 * time.Second}
+				srv := &http.Server{Handler: metricsHandler(&sup.Metrics, gpus), ReadHeaderTimeout: 5 * time.Second}
 				go srv.Serve(ln)
 				defer srv.Close()
 				logf("metrics on http://%s/metrics", ln.Addr())
 			}
 			if f, ok := cmd.ErrOrStderr().(*os.File); ok && !noStatus {
-				status := startStatus(f, func(cols int) string { return statusText(sup.Metrics.Snapshot(time.Now()), busyText(watch), cols) })
+				status := startStatus(f, func(cols int) string { return statusText(sup.Metrics.Snapshot(time.Now()), busyText(gpus), cols) })
 				defer status.end()
 			}
 			stop := make(chan os.Signal, 1)
@@ -443,8 +443,8 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if err != nil {
 				return err
 			}
-			if watch != nil {
-				if s := watch.Summary(); s != "" {
+			if w := gpus.watch(); w != nil {
+				if s := w.Summary(); s != "" {
 					logf("%s", s)
 				}
 			}

@@ -20,7 +20,18 @@ type Metrics struct {
 	lastCheckpoint    atomic.Int64 // unix seconds a new complete checkpoint last appeared
 	stalls            atomic.Int64
 	lastOutput        atomic.Int64 // unix seconds the command last printed (0: unknown)
-	started           time.Time
+	// started is when Run began (unix nanoseconds; 0: not yet), read by
+	// the metrics server and the status line while Run sets it.
+	started atomic.Int64
+}
+
+// since is the time since Run began, and false before.
+func (m *Metrics) since(now time.Time) (time.Duration, bool) {
+	t := m.started.Load()
+	if t == 0 {
+		return 0, false
+	}
+	return now.Sub(time.Unix(0, t)), true
 }
 
 // WriteTo writes the metrics in the Prometheus text exposition format.
@@ -31,8 +42,8 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 		age = now.Sub(time.Unix(t, 0)).Seconds()
 	}
 	atRisk := age
-	if age < 0 && !m.started.IsZero() {
-		atRisk = now.Sub(m.started).Seconds()
+	if d, ok := m.since(now); age < 0 && ok {
+		atRisk = d.Seconds()
 	}
 	ckptAge := -1.0
 	if t := m.lastCheckpoint.Load(); t > 0 {
@@ -109,8 +120,8 @@ func (m *Metrics) Snapshot(now time.Time) Snapshot {
 	if t := m.lastCommit.Load(); t > 0 {
 		s.LastCommit = time.Unix(t, 0)
 		s.AtRisk = now.Sub(s.LastCommit)
-	} else if !m.started.IsZero() {
-		s.AtRisk = now.Sub(m.started)
+	} else if d, ok := m.since(now); ok {
+		s.AtRisk = d
 	}
 	if t := m.lastOutput.Load(); t > 0 {
 		s.Silent = now.Sub(time.Unix(t, 0))

@@ -12,7 +12,7 @@ import (
 // worked out from the times stored.
 func TestMetricsText(t *testing.T) {
 	var m Metrics
-	m.started = time.Now().Add(-time.Hour)
+	m.started.Store(time.Now().Add(-time.Hour).UnixNano())
 	m.childUp.Store(1)
 	m.restarts.Store(2)
 	m.bytes.Store(1 << 30)

@@ -247,7 +247,7 @@ func Args(args []string, resume string) []string {
 func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.Metrics.started = time.Now()
+	s.Metrics.started.Store(time.Now().UnixNano())
 	if c, d := s.untilQuiet(); d > 0 {
 		// Written moments ago (by a run gpurent did not see end): it
 		// counts once quiet, and deciding before would pull or resume
@@ -893,7 +893,7 @@ func (s *Supervisor) lookDeeper(force bool) {
 		// (Linux's lags by up to a jiffy, ext3 keeps seconds, FAT two,
 		// NFS the server's): a file the command wrote at once could
 		// otherwise look older than the run.
-		p = s.det.Deeper(20000, s.Metrics.started.Add(-2*time.Second))
+		p = s.det.Deeper(20000, time.Unix(0, s.Metrics.started.Load()).Add(-2*time.Second))
 	}
 	s.uploading.Unlock()
 	if p == "" {
