@@ -86,3 +86,20 @@ func TestRunWatchesGPUsSimulated(t *testing.T) {
 		t.Errorf("no utilization summary:\n%s", log.String())
 	}
 }
+
+// A command that fails after a GPU fell off the bus has that named as the
+// cause, which its own output may not say.
+func TestRunNamesALostGPUSimulated(t *testing.T) {
+	nvml := dltest.BuildC(t, "../../internal/probe/testdata/fakenvml.c", "libnvidia-ml.so.1")
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status",
+		"--max-restarts", "0", "--", "sh", "-c", "sleep 2; exit 1")
+	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1", "LD_LIBRARY_PATH="+filepath.Dir(nvml), "FAKENVML=2", "FAKENVML_LOST=1")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("%v, want exit 1\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "the 0 restarts allowed are used up; GPU 1 fell off the bus (NVML: GPU_IS_LOST)") {
+		t.Errorf("the lost GPU is not named as the cause:\n%s", out)
+	}
+}

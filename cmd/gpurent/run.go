@@ -359,12 +359,26 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if glob == "" && sameDir(ckptDir, ".") {
 				logf("warning: --ckpt-dir is the working directory: any file in it but code, logs, notebooks and configs counts as a checkpoint; name yours with --glob (e.g. --glob 'ckpt-*.pt')")
 			}
+			// A GPU that fell off the bus is a cause of the failures that
+			// follow, which the command's output may not name.
+			var gpus *gpuWatch
+			explain := cfg.Explain
+			cfg.Explain = func() []string {
+				var causes []string
+				if explain != nil {
+					causes = explain()
+				}
+				if w := gpus.watch(); w != nil && w.Lost() != "" {
+					causes = append(causes, w.Lost())
+				}
+				return causes
+			}
 			sup, err := supervise.New(cfg)
 			if err != nil {
 				return usageError{err}
 			}
 			running := func() bool { return sup.Metrics.Snapshot(time.Now()).ChildUp }
-			gpus := startGPUWatch(cmd.Context(), gpuBusyMin, running, logf, supEvent)
+			gpus = startGPUWatch(cmd.Context(), gpuBusyMin, running, logf, supEvent)
 			defer gpus.stop()
 			if hook != nil && notifyEvery > 0 {
 				// A run of days is watched from a phone: every

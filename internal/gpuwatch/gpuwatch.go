@@ -294,6 +294,17 @@ func (w *Watch) throttled(sums map[int]sum) string {
 		strconv.FormatFloat(w.cfg.Window.Minutes(), 'f', -1, 64), strings.Join(parts, "; "))
 }
 
+// Lost says which GPUs fell off the bus, as a cause of the command's
+// failure ("" when none did).
+func (w *Watch) Lost() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.lost) == 0 {
+		return ""
+	}
+	return gpus(sortedKeys(w.lost)) + " fell off the bus (NVML: GPU_IS_LOST): a hardware or driver fault that restarts do not mend"
+}
+
 // Latest is the newest reading of each watched GPU (none before the
 // first, or while the command does not run).
 func (w *Watch) Latest() []Reading {

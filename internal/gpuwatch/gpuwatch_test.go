@@ -235,6 +235,15 @@ func TestLostGPUSaidAtOnce(t *testing.T) {
 	if !strings.HasSuffix(sum, "GPU 0 95%, GPU 1 95%; fallen off the bus: GPU 1") {
 		t.Errorf("summary %q", sum)
 	}
+	w := New(Config{Meter: &script{now: new(time.Time), busy: flat(90, 90), lost: lost}})
+	if w.Lost() != "" {
+		t.Errorf("Lost before any loss: %q", w.Lost())
+	}
+	*w.cfg.Meter.(*script).now = time.Now().Add(time.Hour) // long after t0 (zero): GPU 1 is lost
+	w.Tick(context.Background(), time.Now())
+	if got := w.Lost(); got != "GPU 1 fell off the bus (NVML: GPU_IS_LOST): a hardware or driver fault that restarts do not mend" {
+		t.Errorf("Lost = %q", got)
+	}
 	// Lost from the first sample: the summary has nothing else to say.
 	_, _, sum = drive(t, time.Minute, flat(0), func(c *Config, s *script) { s.lost = func(time.Duration, int) bool { return true } })
 	if sum != "fallen off the bus: GPU 0" {
