@@ -65,9 +65,10 @@ type Config struct {
 }
 
 // throttledShare is the share of a window's samples with a slowdown
-// (HeldBack) from which a GPU is warned of. A healthy card under load
-// shows none: it runs into its power limit (sw_power_cap), which is not
-// counted. A judgement, not a measured figure.
+// (HeldBack) from which a GPU is warned of. A healthy, well-cooled card
+// under load should show none: it runs into its power limit
+// (sw_power_cap), which is not counted. A judgement, not a measured
+// figure.
 const throttledShare = 0.2
 
 // Watch samples while Run runs; its methods may be called meanwhile.
