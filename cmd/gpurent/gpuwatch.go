@@ -73,7 +73,11 @@ func startGPUWatch(ctx context.Context, min float64, running func() bool, logf f
 			return
 		}
 		defer n.Close()
-		w := gpuwatch.New(gpuwatch.Config{Meter: nvmlMeter{n}, Min: min, Running: running, Log: logf, Event: event})
+		cpu := func() (uint64, uint64, bool) {
+			total, steal, err := probe.CPUTimes()
+			return total, steal, err == nil
+		}
+		w := gpuwatch.New(gpuwatch.Config{Meter: nvmlMeter{n}, Min: min, Running: running, Log: logf, Event: event, CPU: cpu})
 		g.w.Store(w)
 		w.Run(ctx)
 	}()

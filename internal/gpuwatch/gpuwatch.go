@@ -62,7 +62,15 @@ type Config struct {
 	// Event hears the warnings, kind "gpu_idle", "gpu_throttled" or
 	// "gpu_lost"; nil hears nothing.
 	Event func(kind, text string)
+	// CPU reads the machine's cumulative CPU time and the part of it the
+	// hypervisor stole for other guests (/proc/stat); a GPU that waits on
+	// an oversold host's CPUs is said to. Nil reads nothing.
+	CPU func() (total, steal uint64, ok bool)
 }
+
+// stealSaid is the share of CPU time stolen over the window from which an
+// idle warning names it: bench's host.steal warns from 5%.
+const stealSaid = 0.05
 
 // throttledShare is the share of a window's samples with a slowdown
 // (HeldBack) from which a GPU is warned of. A healthy, well-cooled card
@@ -86,8 +94,10 @@ type Watch struct {
 }
 
 type sample struct {
-	at time.Time
-	rs map[int]Reading
+	at                 time.Time
+	rs                 map[int]Reading
+	cpuTotal, cpuSteal uint64
+	cpuOK              bool
 }
 
 type sum struct {
@@ -177,6 +187,11 @@ func (w *Watch) gap() {
 
 // add records rs, taken at now, and returns the warnings to give.
 func (w *Watch) add(now time.Time, rs []Reading) []warning {
+	var cpuTotal, cpuSteal uint64
+	cpuOK := false
+	if w.cfg.CPU != nil {
+		cpuTotal, cpuSteal, cpuOK = w.cfg.CPU()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.latest = rs
@@ -186,7 +201,7 @@ func (w *Watch) add(now time.Time, rs []Reading) []warning {
 	// A lost GPU is said at once: the command cannot use it, and nothing
 	// will until the machine is rebooted or replaced.
 	var out []warning
-	s := sample{at: now, rs: map[int]Reading{}}
+	s := sample{at: now, rs: map[int]Reading{}, cpuTotal: cpuTotal, cpuSteal: cpuSteal, cpuOK: cpuOK}
 	for _, r := range rs {
 		if r.Lost {
 			if !w.lost[r.Index] {
@@ -274,8 +289,30 @@ func (w *Watch) idle(sums map[int]sum) string {
 	for k, i := range low {
 		parts[k] = fmt.Sprintf("GPU %d %.0f%%", i, sums[i].mean())
 	}
-	return fmt.Sprintf("GPUs ran kernels only part of the last %s min (%s; NVML utilization, under --gpu-busy-min %g): the rest of the time they wait, on data loading (more DataLoader workers, pin_memory), the CPU or the disk, or on a hung command, and are billed all the same",
+	text := fmt.Sprintf("GPUs ran kernels only part of the last %s min (%s; NVML utilization, under --gpu-busy-min %g): the rest of the time they wait, on data loading (more DataLoader workers, pin_memory), the CPU or the disk, or on a hung command, and are billed all the same",
 		mins, strings.Join(parts, ", "), w.cfg.Min)
+	if steal, ok := w.steal(); ok && steal >= stealSaid {
+		text += fmt.Sprintf(". Meanwhile the hypervisor gave %.0f%% of this machine's CPU time to other guests (steal): the host's CPUs are oversold, and the data loading starves", steal*100)
+	}
+	return text
+}
+
+// steal is the share of CPU time stolen over the window, from its first
+// and last samples that read the CPU.
+func (w *Watch) steal() (float64, bool) {
+	var first, last *sample
+	for i := range w.window {
+		if s := &w.window[i]; s.cpuOK {
+			if first == nil {
+				first = s
+			}
+			last = s
+		}
+	}
+	if first == nil || last.cpuTotal <= first.cpuTotal || last.cpuSteal < first.cpuSteal {
+		return 0, false
+	}
+	return float64(last.cpuSteal-first.cpuSteal) / float64(last.cpuTotal-first.cpuTotal), true
 }
 
 // throttled words a warning about the GPUs slowed down (HeldBack) in at

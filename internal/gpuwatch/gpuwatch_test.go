@@ -250,3 +250,29 @@ func TestLostGPUSaidAtOnce(t *testing.T) {
 		t.Errorf("summary %q", sum)
 	}
 }
+
+// A GPU that waits on an oversold host: the idle warning says how much CPU
+// time the hypervisor stole over the window; under 5% it says nothing of it.
+func TestStarvedGPUOnAnOversoldHost(t *testing.T) {
+	for _, c := range []struct {
+		stealPerTick uint64 // of 100 ticks per 10 s sample
+		want         string
+	}{
+		{30, "Meanwhile the hypervisor gave 30% of this machine's CPU time to other guests (steal)"},
+		{4, ""},
+	} {
+		edit := func(cfg *Config, s *script) {
+			cfg.CPU = func() (uint64, uint64, bool) {
+				n := uint64(s.now.Sub(s.t0) / (10 * time.Second))
+				return 1000 + 100*n, 7 + c.stealPerTick*n, true
+			}
+		}
+		warns, _, _ := drive(t, 20*time.Minute, flat(30), edit)
+		if len(warns) != 1 {
+			t.Fatalf("steal %d%%: warnings %v", c.stealPerTick, warns)
+		}
+		if has := strings.Contains(warns[0].text, "hypervisor"); has != (c.want != "") || !strings.Contains(warns[0].text, c.want) {
+			t.Errorf("steal %d%%: %q", c.stealPerTick, warns[0].text)
+		}
+	}
+}
