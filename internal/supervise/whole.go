@@ -17,8 +17,9 @@ import (
 // on themselves, though: torch.save's (a zip archive since PyTorch 1.6,
 // also Lightning's .ckpt and NumPy's .npz) ends with the zip's end of
 // central directory record, written last; a safetensors file states in its
-// header how long its data is. cutShort reads those few bytes; a file of
-// another format is taken as whole, as before.
+// header how long its data is; torch.save's legacy format promises its
+// storages' sizes in its pickles (legacy.go). cutShort reads those few
+// bytes; a file of another format is taken as whole, as before.
 func cutShort(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -30,13 +31,17 @@ func cutShort(path string) (string, error) {
 		return "", err
 	}
 	size := st.Size()
-	head := make([]byte, 8)
-	if n, _ := io.ReadFull(f, head); n < len(head) {
-		return "", nil // too short to be either
+	head := make([]byte, 16)
+	n, _ := io.ReadFull(f, head)
+	if n < 8 {
+		return "", nil // too short to be any of them
 	}
+	head = head[:n]
 	switch {
 	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
 		return zipCutShort(f, size)
+	case head[0] == 0x80 && head[1] >= 2 && head[1] <= 5 && bytes.HasPrefix(head[2:], legacyMagic):
+		return legacyCutShort(f, size)
 	case strings.HasSuffix(strings.ToLower(path), ".safetensors"):
 		return safetensorsCutShort(f, size, binary.LittleEndian.Uint64(head))
 	}

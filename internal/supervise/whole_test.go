@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,7 +63,9 @@ func TestCutShort(t *testing.T) {
 		{"torch-one-byte-short.pt", real[:len(real)-1], "without the record it ends with"},
 		{"torch-half.pt", real[:len(real)/2], "without the record it ends with"},
 		{"torch-legacy.pt", legacy, ""},
-		{"torch-legacy-half.pt", legacy[:len(legacy)/2], ""}, // cannot tell
+		{"torch-legacy-half.pt", legacy[:len(legacy)/2], "ends inside its pickles"},
+		{"torch-legacy-one-byte-short.pt", legacy[:len(legacy)-1], "whose storages need 397 or more"},
+		{"torch-legacy-trailing.pt", append(append([]byte{}, legacy...), 0), ""},
 		{"commented.ckpt", zipBytes(t, "a comment"), ""},
 		{"one-byte-short.pt", z[:len(z)-1], "without the record it ends with"},
 		{"half.pt", z[:len(z)/2], "without the record it ends with"},
@@ -81,6 +84,54 @@ func TestCutShort(t *testing.T) {
 		if err != nil || (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: cutShort = %q, %v; want %q", tc.name, got, err, tc.want)
 		}
+	}
+}
+
+// Legacy torch.save files written by PyTorch 1.13.1 (Debian bookworm's
+// python3-torch, 2026-12-01): a model's state dict of 300 tensors (memo
+// indices past 255), float16, bfloat16, int64, bool and complex64 tensors,
+// and two tensors on one storage. Whole, it is whole; cut anywhere past
+// its first 16 bytes (the magic number), it is cut short; bytes flipped at
+// random, the reader neither panics nor reads past the file.
+func TestLegacyTorchCutShort(t *testing.T) {
+	whole, err := os.ReadFile("testdata/torch-1.13.1-legacy-mixed.pt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(data []byte) string {
+		t.Helper()
+		why, err := legacyCutShort(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return why
+	}
+	if why := check(whole); why != "" {
+		t.Fatalf("whole file: %q", why)
+	}
+	// Every cut in the first pickles and the last bytes, and every 31st
+	// byte between (a whole walk takes milliseconds).
+	for n := 16; n < len(whole); n++ {
+		if n > 600 && n < len(whole)-100 && n%31 != 0 {
+			continue
+		}
+		if why := check(whole[:n]); why == "" {
+			t.Fatalf("cut to %d of %d bytes: taken as whole", n, len(whole))
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 500 {
+		b := append([]byte{}, whole...)
+		for range 1 + rng.IntN(4) {
+			b[14+rng.IntN(len(b)-14)] = byte(rng.IntN(256))
+		}
+		check(b) // must return, whatever it says
+	}
+	// Through cutShort, from a file.
+	p := filepath.Join(t.TempDir(), "ckpt.pt")
+	os.WriteFile(p, whole[:len(whole)-3], 0o644)
+	if why, err := cutShort(p); err != nil || !strings.Contains(why, "legacy torch.save") {
+		t.Errorf("cutShort = %q, %v", why, err)
 	}
 }
 
@@ -135,6 +186,9 @@ func FuzzCutShort(f *testing.F) {
 	f.Add(zipBytes(f, ""), false)
 	f.Add(safetensorsBytes(), true)
 	f.Add([]byte("PK\x03\x04PK\x05\x06"), false)
+	if legacy, err := os.ReadFile("testdata/torch-1.13.1-legacy.pt"); err == nil {
+		f.Add(legacy, false)
+	}
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte, st bool) {
 		name := "x.pt"
