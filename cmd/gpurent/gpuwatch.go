@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync/atomic"
 
@@ -65,9 +64,10 @@ func startGPUWatch(ctx context.Context, min float64, running func() bool, logf f
 		defer close(g.done)
 		n, err := probe.OpenNVML("")
 		if err != nil {
-			// A GPU machine whose NVML fails (a driver and library of
-			// different versions) is worth a line; a CPU machine is not.
-			if _, dev := os.Stat("/dev/nvidiactl"); dev == nil || !probe.IsNoGPU(err) {
+			// NVML found and failing (a driver and library of different
+			// versions) is worth a line; no NVML, as on a CPU machine,
+			// is not.
+			if !probe.IsNoLibrary(err) {
 				logf("GPU utilization is not watched: %v", err)
 			}
 			return

@@ -103,3 +103,28 @@ func TestRunNamesALostGPUSimulated(t *testing.T) {
 		t.Errorf("the lost GPU is not named as the cause:\n%s", out)
 	}
 }
+
+// NVML found but failing (here: the kernel driver is not loaded) is said
+// once; no NVML at all, as on a CPU machine, is not said.
+func TestRunSaysWhyGPUsAreNotWatched(t *testing.T) {
+	nvml := dltest.BuildC(t, "../../internal/probe/testdata/fakenvml.c", "libnvidia-ml.so.1")
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"LD_LIBRARY_PATH=" + filepath.Dir(nvml), "FAKENVML=1", "FAKENVML_INIT=9"},
+			"gpurent: GPU utilization is not watched: no NVIDIA GPU was found: NVML failed to initialise: DRIVER_NOT_LOADED"},
+		{[]string{"LD_LIBRARY_PATH=" + t.TempDir()}, ""},
+	} {
+		dir := t.TempDir()
+		cmd := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status", "--", "sleep", "1")
+		cmd.Env = append(os.Environ(), append(c.env, "GPURENT_AS_MAIN=1")...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", c.env, err, out)
+		}
+		if said := strings.Contains(string(out), "GPU utilization is not watched"); said != (c.want != "") || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v:\n%s", c.env, out)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -212,7 +213,10 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				*m.set = strings.TrimSuffix(*m.url, "/")
 			}
 			var out *runlog.Output
+			var logMu sync.Mutex // lines come from the supervisor's goroutines and the GPU watch's
 			logf := func(format string, a ...any) {
+				logMu.Lock()
+				defer logMu.Unlock()
 				line := fmt.Sprintf(format, a...)
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: %s\n", line)
 				if out != nil {

@@ -103,8 +103,8 @@ func OpenNVML(library string) (*NVML, error) {
 	}
 	lib, err := dl.Open(names...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the NVIDIA driver library libnvidia-ml.so.1 is not on this machine (no NVIDIA driver installed, or a container started without GPU access such as docker --gpus all): %v",
-			errNoNVML, err)
+		return nil, noLibrary{fmt.Errorf("%w: the NVIDIA driver library libnvidia-ml.so.1 is not on this machine (no NVIDIA driver installed, or a container started without GPU access such as docker --gpus all): %v",
+			errNoNVML, err)}
 	}
 	n := &NVML{lib: lib}
 	r, err := n.call("nvmlInit_v2")
@@ -128,6 +128,19 @@ func OpenNVML(library string) (*NVML, error) {
 
 // IsNoGPU reports whether err means there is no usable NVIDIA GPU.
 func IsNoGPU(err error) bool { return errors.Is(err, errNoNVML) }
+
+// noLibrary is OpenNVML's error when NVML's library is not found at all:
+// no NVIDIA driver on this machine, as on every CPU machine.
+type noLibrary struct{ error }
+
+func (e noLibrary) Unwrap() error { return e.error }
+
+// IsNoLibrary reports whether err means NVML's library is not on this
+// machine, rather than found and failing.
+func IsNoLibrary(err error) bool {
+	var n noLibrary
+	return errors.As(err, &n)
+}
 
 // Close shuts NVML down and unloads it.
 func (n *NVML) Close() {

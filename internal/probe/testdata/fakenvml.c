@@ -112,7 +112,8 @@ static int lost = -1;
 
 // $FAKENVML=2 adds a second, idle H100 at bus 5E, where fakecuda.c's
 // devices=2 puts its second device; $FAKENVML_EVENTS sets the first
-// device's clock event reasons (0x48: hw_slowdown, hw_thermal_slowdown).
+// device's clock event reasons (0x48: hw_slowdown, hw_thermal_slowdown),
+// $FAKENVML_INIT what nvmlInit_v2 returns.
 // $FAKENVML_LOST is read whether or not $FAKENVML is set.
 __attribute__((constructor)) static void from_env(void) {
   const char *l = getenv("FAKENVML_LOST");
@@ -130,6 +131,8 @@ __attribute__((constructor)) static void from_env(void) {
   }
   const char *ev = getenv("FAKENVML_EVENTS");
   if (ev) cfg.dev[0].event_reasons = (int64_t)strtoll(ev, 0, 0);
+  const char *in = getenv("FAKENVML_INIT");
+  if (in) cfg.init_result = atoi(in);
 }
 
 static nvmlReturn_t bad(nvmlReturn_t r) {
