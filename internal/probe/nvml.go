@@ -25,7 +25,7 @@ const (
 	nvmlErrInsufficient   = 7
 	nvmlErrDriverNotLoad  = 9
 	nvmlErrLibNotFound    = 12
-	nvmlErrorGPUIsLost    = 15
+	nvmlErrGPUIsLost    = 15
 	nvmlErrRMMismatch     = 18         // LIB_RM_VERSION_MISMATCH
 	nvmlMemoryV2Version   = 0x02000028 // sizeof(nvmlMemory_v2_t)=40 | 2<<24
 	nvmlNameBuffer        = 96         // NVML_DEVICE_NAME_V2_BUFFER_SIZE
@@ -603,7 +603,7 @@ func (n *NVML) Utilizations() ([]Utilization, error) {
 	for i := range int(count) {
 		var h uintptr
 		if r, err := n.call("nvmlDeviceGetHandleByIndex_v2", uintptr(i), uintptr(unsafe.Pointer(&h))); err != nil || r != nvmlSuccess {
-			if err == nil && r == nvmlErrorGPUIsLost {
+			if err == nil && r == nvmlErrGPUIsLost {
 				out = append(out, Utilization{Index: i, Lost: true})
 			}
 			why = fmt.Sprintf("GPU %d: %s", i, errText(r, err))
@@ -611,7 +611,7 @@ func (n *NVML) Utilizations() ([]Utilization, error) {
 		}
 		u := new(nvmlUtilization)
 		if r, err := n.call("nvmlDeviceGetUtilizationRates", h, uintptr(unsafe.Pointer(u))); err != nil || r != nvmlSuccess {
-			if err == nil && r == nvmlErrorGPUIsLost {
+			if err == nil && r == nvmlErrGPUIsLost {
 				out = append(out, Utilization{Index: i, Lost: true})
 			}
 			why = fmt.Sprintf("GPU %d utilization: %s", i, errText(r, err))
