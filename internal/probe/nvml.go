@@ -25,7 +25,7 @@ const (
 	nvmlErrInsufficient   = 7
 	nvmlErrDriverNotLoad  = 9
 	nvmlErrLibNotFound    = 12
-	nvmlErrGPUIsLost    = 15
+	nvmlErrGPUIsLost      = 15
 	nvmlErrRMMismatch     = 18         // LIB_RM_VERSION_MISMATCH
 	nvmlMemoryV2Version   = 0x02000028 // sizeof(nvmlMemory_v2_t)=40 | 2<<24
 	nvmlNameBuffer        = 96         // NVML_DEVICE_NAME_V2_BUFFER_SIZE
