@@ -128,3 +128,21 @@ func TestRunSaysWhyGPUsAreNotWatched(t *testing.T) {
 		}
 	}
 }
+
+// bench on a machine where a GPU fell off the bus (the simulated NVML's
+// GPU 1) fails that GPU with the reason, and exits 3.
+func TestBenchLostGPUSimulated(t *testing.T) {
+	nvml := dltest.BuildC(t, "../../internal/probe/testdata/fakenvml.c", "libnvidia-ml.so.1")
+	cmd := exec.Command(os.Args[0], "bench", "--no-history", "--disk-mb", "0", "--duration", "200ms", "--backend", "cpu", "--probes", "mem_copy")
+	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1", "LD_LIBRARY_PATH="+filepath.Dir(nvml), "FAKENVML=2", "FAKENVML_LOST=1", "XDG_STATE_HOME="+t.TempDir())
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("%v, want exit 3\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^gpu1\.lost +fail +GPU_IS_LOST +answers +NVML says this GPU has fallen off the bus`).Match(out) {
+		t.Errorf("no gpu1.lost failure:\n%s", out)
+	}
+	if strings.Contains(string(out), "gpu1.identity") {
+		t.Errorf("checks of a GPU that answers nothing:\n%s", out)
+	}
+}

@@ -70,6 +70,13 @@ func (j *judge) identify(d *probe.Device) (row *specs.GPU, how string) {
 
 func (j *judge) device(d *probe.Device) {
 	p := fmt.Sprintf("gpu%d.", d.Index)
+	if d.Lost {
+		// Nothing else about it can be read: one check says why.
+		j.add(Check{ID: p + "lost", Status: Fail, Measured: "GPU_IS_LOST", Expected: "answers",
+			Evidence: "NVML says this GPU has fallen off the bus (GPU_IS_LOST; Xid 79 in the kernel log): a hardware or driver fault",
+			Advice:   "The GPU answers nothing until the machine is rebooted, and often not until the provider replaces it. " + adviceRefund})
+		return
+	}
 	row, how := j.identify(d)
 
 	// Identity: the card against the order, and the name against the id.

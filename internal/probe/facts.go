@@ -48,7 +48,10 @@ type GPUFacts struct {
 // Device is one physical GPU. Memory is in bytes, power in watts, clocks in
 // MHz, temperature in °C, utilization in percent.
 type Device struct {
-	Index          int    `json:"index"`
+	Index int `json:"index"`
+	// Lost: NVML answered GPU_IS_LOST for this GPU: it has fallen off the
+	// bus and answers nothing until a reboot.
+	Lost           bool   `json:"lost,omitempty"`
 	Name           string `json:"name"`
 	UUID           string `json:"uuid"`
 	BusID          string `json:"bus_id"`

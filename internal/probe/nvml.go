@@ -223,6 +223,7 @@ func (n *NVML) Facts(ctx context.Context, opt GPUOptions) GPUFacts {
 		r, err := n.call("nvmlDeviceGetHandleByIndex_v2", uintptr(i), uintptr(unsafe.Pointer(&h)))
 		if err != nil || r != nvmlSuccess {
 			d.Errors["handle"] = errText(r, err)
+			d.Lost = err == nil && r == nvmlErrGPUIsLost
 			g.Devices = append(g.Devices, d)
 			continue
 		}
@@ -257,6 +258,7 @@ func (n *NVML) get(d *Device, key, name string, args ...uintptr) bool {
 	r, err := n.call(name, args...)
 	if err != nil || r != nvmlSuccess {
 		d.Errors[key] = errText(r, err)
+		d.Lost = d.Lost || (err == nil && r == nvmlErrGPUIsLost)
 		return false
 	}
 	return true

@@ -227,6 +227,18 @@ func TestNVMLSimulatedUtilizations(t *testing.T) {
 	}
 	t.Setenv("FAKENVML_LOST", "-1")
 
+	// The facts bench judges: the lost GPU is marked, the other read.
+	t.Setenv("FAKENVML_LOST", "1")
+	path, stats = simNVML(t, func(c *simNVMLConfig) { c.Count, c.Dev[1] = 2, c.Dev[0] })
+	g := GPU(context.Background(), GPUOptions{Library: path, Window: 20 * time.Millisecond})
+	if len(g.Devices) != 2 || g.Devices[0].Lost || g.Devices[0].Name == "" || !g.Devices[1].Lost || g.Devices[1].Errors["handle"] != "GPU_IS_LOST" {
+		t.Errorf("facts with GPU 1 lost: %+v", g.Devices)
+	}
+	if s := stats(); s.BadCalls != 0 {
+		t.Errorf("simulated NVML: %+v", s)
+	}
+	t.Setenv("FAKENVML_LOST", "-1")
+
 	path, _ = simNVML(t, func(c *simNVMLConfig) { c.Dev[0].MIG = 1 })
 	if n, err = OpenNVML(path); err != nil {
 		t.Fatal(err)

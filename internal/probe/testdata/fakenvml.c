@@ -106,8 +106,8 @@ void fake_default(struct config *c) {
   d->util = 37;
 }
 
-// lost is the index of a device that has fallen off the bus: its
-// utilization answers GPU_IS_LOST ($FAKENVML_LOST; -1: none).
+// lost is the index of a device that has fallen off the bus: its handle
+// and its utilization answer GPU_IS_LOST ($FAKENVML_LOST; -1: none).
 static int lost = -1;
 
 // $FAKENVML=2 adds a second, idle H100 at bus 5E, where fakecuda.c's
@@ -218,6 +218,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h) {
   READY();
   OUT(h);
   if (i >= cfg.count || i >= MAXDEV) return bad(INVALID_ARGUMENT);
+  if ((int)i == lost) return GPU_IS_LOST; // as nvidia-smi meets it: "Unable to determine the device handle"
   *h = &handles[i];
   return SUCCESS;
 }
