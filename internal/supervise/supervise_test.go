@@ -583,10 +583,18 @@ func TestResumeNewerInStore(t *testing.T) {
 	// machine) it lacks: it pulls that too; run again, it pulls nothing.
 	os.Remove(h.log)
 	setTrainerEnv(t, 34, "0", 40)
-	for i, want := range []string{"is newer than ckpt-000030.bin here", ""} {
-		cfg := h.config(first, h.b)
+	pullsOnceThenNothing(t, func() Config { return h.config(first, h.b) }, "is newer than ckpt-000030.bin here")
+}
+
+// pullsOnceThenNothing runs the command twice with config: the first run
+// pulls the store's newer checkpoint, saying newer, and the second pulls
+// nothing.
+func pullsOnceThenNothing(t *testing.T, config func() Config, newer string) {
+	t.Helper()
+	for i, want := range []string{newer, ""} {
+		cfg := config()
 		logged := captureLog(&cfg)
-		sup, _ = New(cfg)
+		sup, _ := New(cfg)
 		if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
 			t.Fatal(ex, err)
 		}
@@ -1706,17 +1714,7 @@ func TestResumeNewerInStoreSameName(t *testing.T) {
 	// Back on the first machine, whose last.ckpt (30) the snapshot
 	// machine's 40 came after: pulled too; run again, nothing is.
 	os.Remove(h.log)
-	for i, want := range []string{"is newer than last.ckpt here", ""} {
-		cfg := config(first)
-		logged := captureLog(&cfg)
-		sup, _ = New(cfg)
-		if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
-			t.Fatal(ex, err)
-		}
-		if got := logged(); (want == "") == strings.Contains(got, "pulling") || !strings.Contains(got, want) {
-			t.Errorf("run %d on the first machine:\n%s", i, got)
-		}
-	}
+	pullsOnceThenNothing(t, func() Config { return config(first) }, "is newer than last.ckpt here")
 	if log := h.resumes(); len(log) < 2 || log[1] != "40" {
 		t.Errorf("the first machine resumed with %q, want resume 40 first", log)
 	}
