@@ -13,6 +13,7 @@ import (
 	"github.com/gpurent/gpurent/internal/gpu"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
+	"github.com/gpurent/gpurent/internal/xid"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/fixtures from the builders below")
@@ -44,7 +45,9 @@ func healthyH100() probe.Facts {
 				ECCEnabled: p(true), ECCUncorrectedVolatile: p(uint64(0)), ECCCorrectedVolatile: p(uint64(0)), ECCUncorrectedAggregate: p(uint64(0)),
 				RemappedRowsCorrectable: p(uint32(0)), RemappedRowsUncorrectable: p(uint32(0)), RemapPending: p(false), RemapFailed: p(false),
 				Errors: map[string]string{"retired_pages_sbe": "NOT_SUPPORTED", "retired_pages_dbe": "NOT_SUPPORTED", "retired_pages_pending": "NOT_SUPPORTED"},
-			}}},
+			}},
+			// A kernel log read since a boot 3 h before, with no Xid.
+			KernelLog: &probe.KernelLog{Log: xid.Log{Boot: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Since: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}}},
 		Sharing: probe.SharingFacts{Container: "docker", ContainerEvidence: "/.dockerenv exists"},
 		Host: probe.HostFacts{CPUModel: "Intel(R) Xeon(R) Platinum 8480+", OnlineCPUs: 26, StealPct: p(0.2), BusyPct: p(1.5), LoadAvg1: p(0.3),
 			MemTotal: 225 * gib64, MemAvailable: 219 * gib64, DataDir: "/workspace", FSType: "ext4", FSSource: "/dev/nvme0n1p1",
@@ -199,6 +202,53 @@ func fixtures() []fixture {
 				f.Sharing.LDPreload = "/usr/local/vgpu/libvgpu.so"
 				f.Sharing.MappedInterposers = []string{"/usr/local/vgpu/libvgpu.so"}
 				f.Sharing.CUDAEnv = map[string]string{"CUDA_DEVICE_MEMORY_LIMIT": "20g", "CUDA_DEVICE_SM_LIMIT": "50"}
+				return f
+			}},
+		// Xids in the kernel log since the boot, as the driver prints them
+		// (xid.Parse's tests): a GSP firmware timeout an hour before the
+		// rental fails the card (NVIDIA's catalog: reset the GPU).
+		{name: "xid-119-gsp-timeout-since-boot", want: Fail, fails: []string{"gpu0.xid"}, advice: "Xid 119",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.GPU.KernelLog.Events = []xid.Event{
+					{Code: 119, Bus: "0000:18:00", Message: "Timeout after 6s of waiting for RPC response from GPU0 GSP!", At: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)},
+					{Code: 13, Bus: "0000:18:00", PID: 2371, Process: "python3", Message: "Graphics Exception", At: time.Date(2026, 11, 30, 11, 1, 0, 0, time.UTC)},
+				}
+				return f
+			}},
+		// A program's own errors (an MMU fault, a graphics exception, the
+		// clean-up after them) say nothing against the card.
+		{name: "xid-program-errors-only", want: Pass, warns: []string{},
+			facts: func() probe.Facts {
+				f := healthyH100()
+				for i, c := range []int{31, 13, 45, 31} {
+					f.GPU.KernelLog.Events = append(f.GPU.KernelLog.Events, xid.Event{Code: c, Bus: "0000:18:00", PID: 501, Process: "python",
+						Message: "MMU Fault", At: time.Date(2026, 11, 30, 10, i, 0, 0, time.UTC)})
+				}
+				return f
+			}},
+		// A contained memory error (Xid 94): the program stopped, the card
+		// runs on; worth a look.
+		{name: "xid-94-contained-ecc", want: Warn, warns: []string{"gpu0.xid"},
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.GPU.KernelLog.Events = []xid.Event{{Code: 94, Bus: "0000:18:00", PID: 77, Process: "python", Message: "Contained: SM (0x1). RST: No, D-RST: No",
+					At: time.Date(2026, 11, 30, 11, 30, 0, 0, time.UTC)}}
+				return f
+			}},
+		// An Xid 79 on a GPU NVML does not list: one that fell off the bus
+		// and is gone from the machine's list.
+		{name: "xid-79-on-an-unlisted-gpu", want: Fail, fails: []string{"gpu.xid"}, advice: "reboot",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.GPU.KernelLog.Events = []xid.Event{{Code: 79, Bus: "0000:2a:00", Message: "GPU has fallen off the bus.", At: time.Date(2026, 11, 30, 9, 5, 0, 0, time.UTC)}}
+				return f
+			}},
+		// A container without /dev/kmsg: skipped, and said so.
+		{name: "kernel-log-unreadable", want: Pass, warns: []string{},
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.GPU.KernelLog = &probe.KernelLog{Error: "the kernel log cannot be read: no /dev/kmsg (a container without it)"}
 				return f
 			}},
 		{name: "retired-pages-pending", want: Fail, fails: []string{"gpu0.retired_pages"}, advice: "waiting to be retired",

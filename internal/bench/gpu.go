@@ -25,6 +25,7 @@ func (j *judge) gpu() {
 			c.Advice = "The machine shows no NVIDIA GPU to this process. Check that the instance has one and that the container was started with GPU access; if it has none, ask for a refund."
 		}
 		j.add(c)
+		j.xids() // a driver that lost its GPUs may still have said why
 		return
 	}
 	if j.order.GPUs > 0 {
@@ -42,6 +43,7 @@ func (j *judge) gpu() {
 	for i := range g.Devices {
 		j.device(&g.Devices[i])
 	}
+	j.xids()
 }
 
 func (j *judge) expectText() string {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/gpu"
+	"github.com/gpurent/gpurent/internal/xid"
 )
 
 // FactsVersion is the schema version of Facts; docs/bench.md describes it.
@@ -43,6 +44,16 @@ type GPUFacts struct {
 	NVMLVersion       string   `json:"nvml_version,omitempty"`
 	CUDADriverVersion int      `json:"cuda_driver_version,omitempty"` // 1000*major + 10*minor
 	Devices           []Device `json:"devices"`
+	// KernelLog holds the NVIDIA driver's Xid reports since the machine
+	// booted; nil in facts recorded before gpurent read them.
+	KernelLog *KernelLog `json:"kernel_log,omitempty"`
+}
+
+// KernelLog is what the kernel log said of the GPUs, or why it could not
+// be read (then only Error is set).
+type KernelLog struct {
+	Error string `json:"error,omitempty"`
+	xid.Log
 }
 
 // Device is one physical GPU. Memory is in bytes, power in watts, clocks in
@@ -186,4 +197,14 @@ type HostFacts struct {
 	ShmSize *uint64 `json:"shm_size,omitempty"`
 	// Errors names each host probe that failed and why.
 	Errors map[string]string `json:"errors,omitempty"`
+}
+
+// ReadKernelLog reads the Xid reports in the kernel log at path
+// (xid.DefaultPath), as facts.
+func ReadKernelLog(path string) *KernelLog {
+	l, err := xid.ReadAll(path)
+	if err != nil {
+		return &KernelLog{Error: err.Error()}
+	}
+	return &KernelLog{Log: l}
 }

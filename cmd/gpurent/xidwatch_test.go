@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// While gpurent run runs, an Xid the NVIDIA driver logs (here into a file
+// of kernel log records, as /dev/kmsg gives them) is said at once when it
+// is a fault of the hardware, notified (gpu_xid), and named as the cause
+// of the failure that follows; what the log held before the run is not.
+func TestRunNamesXids(t *testing.T) {
+	dir := t.TempDir()
+	kmsg := filepath.Join(dir, "kmsg")
+	old := "6,0,0,-;Linux version 6.8.0\n4,1,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.\n"
+	if err := os.WriteFile(kmsg, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GPURENT_KMSG", kmsg)
+	_, hookFile, events := webhook(t, dir)
+	// The command logs an uncorrectable memory error and a program's MMU
+	// fault, waits for the watch to read them, and fails.
+	script := `printf '4,2,9000000,-;NVRM: Xid (PCI:0000:18:00): 48, pid=5, name=python, An uncorrectable double bit error (DBE) has been detected\n' >> "$0"
+printf '4,3,9000100,-;NVRM: Xid (PCI:0000:18:00): 31, pid=5, name=python, MMU Fault\n' >> "$0"
+sleep 3; exit 1`
+	code, _, stderr := gpurent(t, "run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status", "--max-restarts", "0",
+		"--notify", hookFile, "--", "sh", "-c", script, kmsg)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, stderr)
+	}
+	dbe := "the NVIDIA driver reported Xid 48 on the GPU at PCI 0000:18:00, pid 5 (python): \"An uncorrectable double bit error (DBE) has been detected\""
+	if !strings.Contains(stderr, "gpurent: warning: "+dbe+": an uncorrectable (double-bit) GPU memory error") {
+		t.Errorf("the Xid 48 not said as it came:\n%s", stderr)
+	}
+	if strings.Contains(stderr, "warning: the NVIDIA driver reported Xid 31") {
+		t.Errorf("a program's own fault said as a hardware warning:\n%s", stderr)
+	}
+	if strings.Contains(stderr, "Xid 79") {
+		t.Errorf("an Xid from before the run:\n%s", stderr)
+	}
+	// The cause, worst first, in the final message.
+	i48 := strings.Index(stderr, "used up; "+dbe)
+	i31 := strings.Index(stderr, "; the NVIDIA driver reported Xid 31 on the GPU at PCI 0000:18:00, pid 5 (python): \"MMU Fault\" (NVIDIA's catalog: restart the application")
+	if i48 < 0 || i31 < i48 {
+		t.Errorf("the Xids are not the failure's causes, worst first:\n%s", stderr)
+	}
+	var kinds []string
+	for _, e := range events() {
+		kinds = append(kinds, e.Kind)
+		if e.Kind == "gpu_xid" && !strings.Contains(e.Text, "Xid 48") {
+			t.Errorf("gpu_xid event: %q", e.Text)
+		}
+	}
+	if strings.Join(kinds, " ") != "start gpu_xid end" {
+		t.Errorf("events %v, want start gpu_xid end", kinds)
+	}
+}

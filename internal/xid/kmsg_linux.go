@@ -1,0 +1,125 @@
+package xid
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DefaultPath is the kernel log device.
+const DefaultPath = "/dev/kmsg"
+
+// Reader reads the kernel log without waiting: each Read returns what was
+// logged since the last. It needs what dmesg needs: root, or
+// kernel.dmesg_restrict=0; a container sees /dev/kmsg only when privileged.
+type Reader struct {
+	fd int
+	s  scanner
+}
+
+// Open opens the kernel log at path (DefaultPath in use; a file of records
+// in tests), at its oldest record.
+func Open(path string) (*Reader, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	boot, err := bootTime(time.Now())
+	if err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	return &Reader{fd: fd, s: scanner{boot: boot}}, nil
+}
+
+func openError(path string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return unavailable("the kernel log cannot be read: no " + path + " (a container without it)")
+	case errors.Is(err, fs.ErrPermission):
+		return unavailable("the kernel log cannot be read: " + path + ": permission denied (it needs root, or sysctl kernel.dmesg_restrict=0)")
+	}
+	return fmt.Errorf("the kernel log cannot be read: %s: %w", path, err)
+}
+
+// SeekEnd skips what the log holds now: Read then returns only what is
+// logged after.
+func (r *Reader) SeekEnd() error {
+	if _, err := syscall.Seek(r.fd, 0, io.SeekEnd); err != nil {
+		return fmt.Errorf("kernel log: seek to its end: %w", err)
+	}
+	r.s.first = true
+	return nil
+}
+
+// Read returns the Xid reports logged since the last Read (since Open or
+// SeekEnd, the first time).
+func (r *Reader) Read() ([]Event, error) {
+	buf := make([]byte, 16<<10) // a record is at most 8 KiB, with its dictionary
+	for {
+		n, err := syscall.Read(r.fd, buf)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EPIPE):
+			// Records were overwritten before they were read: the
+			// next read goes on from the oldest left.
+			r.s.log.Lost = true
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+			return r.took(), nil
+		case err != nil:
+			return r.took(), fmt.Errorf("kernel log: %w", err)
+		case n == 0: // the end of a file of records
+			return r.took(), nil
+		}
+		r.s.feed(buf[:n])
+	}
+}
+
+func (r *Reader) took() []Event {
+	out := r.s.log.Events
+	r.s.log.Events = nil
+	return out
+}
+
+// Close lets go of the log.
+func (r *Reader) Close() error { return syscall.Close(r.fd) }
+
+// ReadAll reads every Xid report the kernel log at path still holds.
+func ReadAll(path string) (Log, error) {
+	r, err := Open(path)
+	if err != nil {
+		return Log{}, err
+	}
+	defer r.Close()
+	evs, err := r.Read()
+	l := r.s.log
+	l.Events, l.Boot = evs, r.s.boot
+	if !r.s.first {
+		l.Since = r.s.boot
+	}
+	return l, err
+}
+
+// bootTime is when the kernel started, from /proc/uptime. The log's stamps
+// count from there on a clock that stops while the machine sleeps, which a
+// rented server does not.
+func bootTime(now time.Time) (time.Time, error) {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return time.Time{}, fmt.Errorf("kernel log: the boot time: %w", err)
+	}
+	up, _, _ := strings.Cut(string(b), " ")
+	s, err := strconv.ParseFloat(up, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("kernel log: the boot time: /proc/uptime: %q", b)
+	}
+	return now.Add(-time.Duration(s * float64(time.Second))), nil
+}
