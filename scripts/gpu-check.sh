@@ -97,6 +97,13 @@ sys.exit(1 if bad else 0)
 PY
 status=$?
 log "verdict: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"])' "$out/bench.json" 2>/dev/null)"
+# The driver's Xid reports gpurent read from /dev/kmsg, beside dmesg's count.
+xids=$(python3 -c 'import json,sys; k=json.load(open(sys.argv[1]))["gpu"].get("kernel_log") or {}; print(k.get("error") or len(k.get("xids") or []))' "$out/facts.json" 2>/dev/null)
+if dm=$(dmesg 2>/dev/null); then
+	log "Xid reports since boot: gpurent $xids, dmesg $(printf '%s\n' "$dm" | grep -c 'NVRM: Xid')"
+else
+	log "Xid reports since boot: gpurent $xids (dmesg cannot be read here)"
+fi
 
 # 2. Compute probes: cuda (full) and torch in the same run.
 start=$(date +%s)

@@ -79,6 +79,7 @@ func TestGPUCheckSimulated(t *testing.T) {
 		"every probe beside the co-tenant, over the idle quick run:",
 		"gpurent run's GPU watch: gpurent: GPU utilization while the command ran (NVML, every 10s): GPU 0 37%",
 		"nvidia-smi utilization.gpu meanwhile: no samples",
+		"Xid reports since boot: gpurent ",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q", want)
