@@ -149,7 +149,33 @@ func flagError(cmd *cobra.Command, err error) error {
 			err = fmt.Errorf("%w (did you mean --%s?)", err, near)
 		}
 	}
+	// pflag's own words name its parser ("strconv.ParseFloat: parsing
+	// \"abc\": invalid syntax"); a person wants the flag and what it takes.
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		if want, ok := flagWants(bad.GetFlag().Value.Type()); ok {
+			err = fmt.Errorf("--%s: want %s, got %q", bad.GetFlag().Name, want, bad.GetValue())
+		}
+	}
 	return usageError{err}
+}
+
+// flagWants says what a flag of a pflag type takes; ok is false for the
+// types of gpurent's own, whose errors say it already.
+func flagWants(typ string) (want string, ok bool) {
+	switch typ {
+	case "float64", "float32":
+		return "a number", true
+	case "int", "int64", "int32":
+		return "a whole number", true
+	case "uint", "uint64", "uint32":
+		return "a whole number, 0 or more", true
+	case "duration":
+		return "a duration such as 90s, 30m or 2h", true
+	case "bool":
+		return "true or false", true
+	}
+	return "", false
 }
 
 // globals are the flags every command shares.
