@@ -100,6 +100,11 @@ func ReadAll(path string) (Log, error) {
 	}
 	defer r.Close()
 	evs, err := r.Read()
+	if err == nil && r.s.records == 0 {
+		// A kernel log always holds the boot's messages: an empty one
+		// is a container's stand-in (LXC maps /dev/kmsg to /dev/null).
+		return Log{}, unavailable("the kernel log cannot be read: " + path + " holds no record (a container's stand-in for it)")
+	}
 	l := r.s.log
 	l.Events, l.Boot = evs, r.s.boot
 	if !r.s.first {

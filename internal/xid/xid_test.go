@@ -188,6 +188,11 @@ func TestOpenMissing(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "kmsg (a container without it)") {
 		t.Errorf("got %v", err)
 	}
+	// An empty log is no log: "no Xid since boot" would be a false pass.
+	_, err = ReadAll(os.DevNull)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "/dev/null holds no record") {
+		t.Errorf("/dev/null: got %v", err)
+	}
 }
 
 // This machine's own kernel log, where this process may read it: records
