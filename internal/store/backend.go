@@ -145,7 +145,7 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 	if err != nil {
 		return nil, "", fmt.Errorf("open store %s: %w", redact(u), err)
 	}
-	return &bucket{b: b, opt: opt, name: redact(u), multipart: mp}, redact(u), nil
+	return &bucket{b: b, opt: opt, name: redact(u), multipart: mp, wholeUpload: u.Scheme == "azblob"}, redact(u), nil
 }
 
 // checkAWS looks for a region and credentials where the AWS SDK will,
@@ -363,12 +363,23 @@ type bucket struct {
 	// multipart reaches an S3 store's incomplete multipart uploads, which
 	// the blob API does not show; nil for other stores.
 	multipart *multipart
+	// wholeUpload: hand the driver one reader (blob.Bucket.Upload) rather
+	// than writes. gocloud's azureblob writer (v0.47.0) panics in Close
+	// when an upload fed by writes fails while Close waits for it (its
+	// goroutine sets the pipe it closes to nil): a push cancelled by
+	// Ctrl-C or a failed connection would crash gpurent. Its Upload path
+	// leaves the pipe alone.
+	wholeUpload bool
 }
 
 func (b *bucket) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // an abandoned write is discarded, never committed
-	w, err := b.b.NewWriter(ctx, key, &blob.WriterOptions{BufferSize: b.opt.PartSize, MaxConcurrency: b.opt.Concurrency, ContentType: "application/octet-stream"})
+	opts := &blob.WriterOptions{BufferSize: b.opt.PartSize, MaxConcurrency: b.opt.Concurrency, ContentType: "application/octet-stream"}
+	if b.wholeUpload {
+		return b.upload(ctx, cancel, key, fill, opts)
+	}
+	w, err := b.b.NewWriter(ctx, key, opts)
 	if err != nil {
 		return 0, b.wrap("write", key, err)
 	}
@@ -379,6 +390,35 @@ func (b *bucket) Put(ctx context.Context, key string, fill func(io.Writer) error
 		return 0, err
 	}
 	if err := w.Close(); err != nil {
+		return 0, b.wrap("write", key, err)
+	}
+	return cw.n, nil
+}
+
+// upload is Put through blob.Bucket.Upload: fill writes into a pipe the
+// driver reads. A failed fill fails the upload (its error is the pipe's)
+// and is returned as it is; a failed upload ends fill at its next write.
+func (b *bucket) upload(ctx context.Context, cancel func(), key string, fill func(io.Writer) error, opts *blob.WriterOptions) (int64, error) {
+	pr, pw := io.Pipe()
+	cw := &countWriter{w: pw}
+	filled := make(chan error, 1)
+	go func() {
+		err := fill(cw)
+		if err != nil {
+			cancel() // discarded, never committed
+		}
+		pw.CloseWithError(err)
+		filled <- err
+	}()
+	err := b.b.Upload(ctx, key, pr, opts)
+	ended := errors.New("the upload ended")
+	pr.CloseWithError(ended)
+	// fill's own failure is the cause, unless it failed because the
+	// upload had ended.
+	if ferr := <-filled; ferr != nil && !errors.Is(ferr, ended) {
+		return 0, ferr
+	}
+	if err != nil {
 		return 0, b.wrap("write", key, err)
 	}
 	return cw.n, nil

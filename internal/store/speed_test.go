@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The speed test's round trip goes through each backend and leaves
+// nothing behind: not in the store, not on disk; also when it is
+// cancelled midway, and when the disk is too small to start.
+func TestSpeedTest(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			cr, _ := newCrypto(t)
+			b := open(t)
+			dir := t.TempDir()
+			s := New(b, Options{Crypto: cr, Host: "test", Version: "test"})
+			sp, err := s.SpeedTest(ctx, dir, 12<<20+5, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sp.Bytes != 12<<20+5 || sp.Files != 3 || !sp.Encrypted || sp.Upload <= 0 || sp.Download <= 0 || !strings.HasPrefix(sp.Run, "speed-test-") {
+				t.Errorf("%+v", sp)
+			}
+			nothingLeft(t, b, dir)
+
+			// Cancelled as the upload begins.
+			ctx, cancel := context.WithCancel(ctx)
+			var once sync.Once
+			s = New(b, Options{Crypto: cr, Progress: func(int64) { once.Do(cancel) }})
+			if _, err := s.SpeedTest(ctx, dir, 12<<20, 3); !errors.Is(err, context.Canceled) {
+				t.Errorf("cancelled: %v", err)
+			}
+			nothingLeft(t, b, dir)
+		})
+	}
+	s := New(nil, Options{Free: func(string) (uint64, bool) { return 100 << 20, true }})
+	dir := t.TempDir()
+	if _, err := s.SpeedTest(context.Background(), dir, 64<<20, 1); err == nil || !strings.Contains(err.Error(), "has 100.0 MiB free; the test writes its 64.0 MiB twice there") {
+		t.Errorf("small disk: %v", err)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Errorf("small disk: %d entries written", len(es))
+	}
+}
+
+func nothingLeft(t *testing.T, b Backend, dir string) {
+	t.Helper()
+	if objs, err := b.List(context.Background(), ""); err != nil || len(objs) != 0 {
+		t.Errorf("the store holds %d objects (%v): %+v", len(objs), err, objs)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Errorf("%s holds %d entries", dir, len(es))
+	}
+}
