@@ -618,7 +618,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(push, pull, ls, verify, prune, runs, newCkptLog(g, &s))
+	cmd.AddCommand(push, pull, ls, verify, prune, runs, newCkptLog(g, &s), newCkptSpeed(g, &s))
 	return cmd
 }
 

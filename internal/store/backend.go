@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -145,7 +146,11 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 	if err != nil {
 		return nil, "", fmt.Errorf("open store %s: %w", redact(u), err)
 	}
-	return &bucket{b: b, opt: opt, name: redact(u), multipart: mp, wholeUpload: u.Scheme == "azblob"}, redact(u), nil
+	bk := &bucket{b: b, opt: opt, name: redact(u), multipart: mp, wholeUpload: u.Scheme == "azblob"}
+	if u.Scheme == "file" {
+		bk.dir = u.Path
+	}
+	return bk, redact(u), nil
 }
 
 // checkAWS looks for a region and credentials where the AWS SDK will,
@@ -370,6 +375,29 @@ type bucket struct {
 	// Ctrl-C or a failed connection would crash gpurent. Its Upload path
 	// leaves the pipe alone.
 	wholeUpload bool
+	// dir is a file store's directory ("" for others), whose objects'
+	// directories stay behind when the objects are deleted.
+	dir string
+}
+
+// RemoveEmpty removes the empty directories under prefix in a file store,
+// deepest first, and prefix's own; elsewhere a prefix is no object and
+// nothing is left.
+func (b *bucket) RemoveEmpty(prefix string) {
+	if b.dir == "" {
+		return
+	}
+	root := filepath.Join(b.dir, filepath.FromSlash(prefix))
+	var dirs []string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		os.Remove(dirs[i]) // only an empty one goes
+	}
 }
 
 func (b *bucket) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {

@@ -64,6 +64,9 @@ func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int
 		opt := s.opt
 		opt.Grace = -1
 		New(s.b, opt).Prune(context.WithoutCancel(ctx), run, 0)
+		if e, ok := s.b.(emptyDirs); ok {
+			e.RemoveEmpty(runPrefix(run))
+		}
 	}()
 	src := filepath.Join(tmp, "checkpoint")
 	if err := writeRandom(src, size, files, seed); err != nil {
@@ -80,6 +83,17 @@ func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int
 	}
 	sp.Download = time.Since(start)
 	return sp, nil
+}
+
+// emptyDirs is a store whose deleted objects leave their directories:
+// the file store.
+type emptyDirs interface{ RemoveEmpty(prefix string) }
+
+// RemoveEmpty passes through the retry decorator.
+func (r *Retrying) RemoveEmpty(prefix string) {
+	if e, ok := r.Backend.(emptyDirs); ok {
+		e.RemoveEmpty(prefix)
+	}
 }
 
 // writeRandom writes size bytes of ChaCha8 output under dir, split into

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,7 @@ func TestSpeedTest(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			cr, _ := newCrypto(t)
-			b := open(t)
+			b := &Retrying{Backend: open(t)}
 			dir := t.TempDir()
 			s := New(b, Options{Crypto: cr, Host: "test", Version: "test"})
 			sp, err := s.SpeedTest(ctx, dir, 12<<20+5, 3)
@@ -53,6 +54,15 @@ func nothingLeft(t *testing.T, b Backend, dir string) {
 	t.Helper()
 	if objs, err := b.List(context.Background(), ""); err != nil || len(objs) != 0 {
 		t.Errorf("the store holds %d objects (%v): %+v", len(objs), err, objs)
+	}
+	if r, ok := b.(*Retrying); ok {
+		b = r.Backend
+	}
+	if bk, ok := b.(*bucket); ok && bk.dir != "" {
+		// A file store keeps no empty directory of the test's run.
+		if es, _ := os.ReadDir(filepath.Join(bk.dir, "runs")); len(es) != 0 {
+			t.Errorf("the file store keeps %d directories under runs/", len(es))
+		}
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 0 {
 		t.Errorf("%s holds %d entries", dir, len(es))

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/units"
+	"github.com/spf13/cobra"
+)
+
+// speedReport is ckpt speed's result; rates are MB/s of checkpoint bytes
+// (10^6), as disks and links are sold.
+type speedReport struct {
+	Store         string  `json:"store"`
+	Bytes         int64   `json:"bytes"`
+	Files         int     `json:"files"`
+	Encrypted     bool    `json:"encrypted"`
+	UploadS       float64 `json:"upload_s"`
+	UploadMBs     float64 `json:"upload_mb_s"`
+	DownloadS     float64 `json:"download_s"`
+	DownloadMBs   float64 `json:"download_mb_s"`
+	CkptBytes     int64   `json:"ckpt_bytes,omitempty"`
+	CkptUploadS   float64 `json:"ckpt_upload_s,omitempty"`
+	CkptDownloadS float64 `json:"ckpt_download_s,omitempty"`
+}
+
+func newCkptSpeed(g *globals, s *storeFlags) *cobra.Command {
+	var size, ckptSize, dir string
+	var files int
+	cmd := &cobra.Command{
+		Use:   "speed",
+		Short: "Time a round trip of a test checkpoint to the store, and what one of your size takes",
+		Long: `speed pushes a checkpoint of random bytes (--size, in --files files) to a run of its
+own, pulls it back, and deletes it from the store and from --dir: the rates are those of
+gpurent's own pipeline on this machine's link (encryption, hashing, parallel multipart
+uploads; the download is decrypted, checked and written to disk, as a pull is). With
+--ckpt-size it says how long a checkpoint of that size takes each way: plan's and quote's
+--ckpt-write is the time until a checkpoint is safe remotely, and --ckpt-restart on a
+new machine includes its download. The test encrypts to a key made for it and thrown
+away (--no-encrypt tests plaintext), so it needs no identity. Its bytes leave the
+machine: egress, billed by some providers.`,
+		Args: args(noArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			n, err := units.ParseSize(size, 1e9)
+			if err != nil || n < 1<<20 {
+				return usagef("--size: want a size of 1 MiB or more such as 256MiB or 1GB, got %q", size)
+			}
+			var ckpt float64
+			if ckptSize != "" {
+				if ckpt, err = units.ParseSize(ckptSize, 1e9); err != nil || ckpt <= 0 {
+					return usagef("--ckpt-size: want a size such as 20GB (a bare number is GB), got %q", ckptSize)
+				}
+			}
+			if files < 1 || files > 1000 {
+				return usagef("--files: want 1 to 1000, got %d", files)
+			}
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return usagef("--dir %s: not a directory", dir)
+			}
+			c := &store.Crypto{}
+			if !s.noEncrypt {
+				if c, err = store.Throwaway(); err != nil {
+					return err
+				}
+			}
+			bar := startProgress(cmd.ErrOrStderr(), "speed test", 2*int64(n))
+			st, name, closeFn, err := s.open(cmd.Context(), c, bar.add)
+			if err != nil {
+				bar.end()
+				return err
+			}
+			defer closeFn()
+			sp, err := st.SpeedTest(cmd.Context(), dir, int64(n), files)
+			bar.end()
+			if err != nil {
+				return err
+			}
+			r := speedReport{Store: name, Bytes: sp.Bytes, Files: sp.Files, Encrypted: sp.Encrypted,
+				UploadS: sp.Upload.Seconds(), DownloadS: sp.Download.Seconds()}
+			r.UploadMBs = float64(sp.Bytes) / 1e6 / r.UploadS
+			r.DownloadMBs = float64(sp.Bytes) / 1e6 / r.DownloadS
+			if ckpt > 0 {
+				r.CkptBytes = int64(ckpt)
+				r.CkptUploadS = ckpt / 1e6 / r.UploadMBs
+				r.CkptDownloadS = ckpt / 1e6 / r.DownloadMBs
+			}
+			if g.output == report.JSON {
+				return report.WriteJSON(g.stdout, r)
+			}
+			writeSpeed(g, r, s.bwlimit)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&size, "size", "256MiB", "bytes to push and pull back (a bare number is GB); larger tests measure a fast link better")
+	f.IntVar(&files, "files", 4, "files the test checkpoint is split into (a sharded checkpoint moves --workers files at a time)")
+	f.StringVar(&ckptSize, "ckpt-size", "", "your checkpoint's size, e.g. 20GB, to say how long it takes each way")
+	f.StringVar(&dir, "dir", os.TempDir(), "where the test checkpoint and its pulled copy are written (twice --size must be free)")
+	return cmd
+}
+
+func writeSpeed(g *globals, r speedReport, bwlimit string) {
+	enc := "encrypted with a key made for the test"
+	if !r.Encrypted {
+		enc = "plaintext"
+	}
+	fmt.Fprintf(g.stdout, "store     %s\n", r.Store)
+	fmt.Fprintf(g.stdout, "test      %s in %s, %s\n", report.Bytes(r.Bytes), report.Count(r.Files, "file"), enc)
+	capped := ""
+	if bwlimit != "" {
+		capped = " (capped by --bwlimit " + bwlimit + ")"
+	}
+	fmt.Fprintf(g.stdout, "upload    %6.1f s  %8.1f MB/s%s\n", r.UploadS, r.UploadMBs, capped)
+	fmt.Fprintf(g.stdout, "download  %6.1f s  %8.1f MB/s  (decrypted, checked and written to disk, as a pull is)\n", r.DownloadS, r.DownloadMBs)
+	if r.CkptBytes > 0 {
+		fmt.Fprintf(g.stdout, "\na %s GB checkpoint at these rates: upload %s, download %s\n", strconv.FormatFloat(float64(r.CkptBytes)/1e9, 'f', -1, 64), roundTime(r.CkptUploadS), roundTime(r.CkptDownloadS))
+		fmt.Fprintf(g.stdout, "(gpurent plan and quote: --ckpt-write is at least the upload, and --ckpt-restart on a new machine includes the download)\n")
+	}
+	fmt.Fprintf(g.stdout, "\none test, scaled linearly: the rates move with the time of day and the provider's load; the test run was deleted\n")
+}
+
+// roundTime is seconds as a duration a person reads: "2m44s", "1h5m".
+func roundTime(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d >= time.Hour:
+		d = d.Round(time.Minute)
+	case d >= time.Second:
+		d = d.Round(time.Second)
+	default:
+		d = d.Round(time.Millisecond)
+	}
+	return units.FormatDuration(d)
+}
