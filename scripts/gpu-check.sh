@@ -98,7 +98,7 @@ PY
 status=$?
 log "verdict: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"])' "$out/bench.json" 2>/dev/null)"
 # The driver's Xid reports gpurent read from /dev/kmsg, beside dmesg's count.
-xids=$(python3 -c 'import json,sys; k=json.load(open(sys.argv[1]))["gpu"].get("kernel_log") or {}; print(k.get("error") or len(k.get("xids") or []))' "$out/facts.json" 2>/dev/null)
+xids=$(python3 -c 'import json,sys; k=json.load(open(sys.argv[1])).get("kernel_log") or {}; print(k.get("error") or len(k.get("xids") or []))' "$out/facts.json" 2>/dev/null)
 if dm=$(dmesg 2>/dev/null); then
 	log "Xid reports since boot: gpurent $xids, dmesg $(printf '%s\n' "$dm" | grep -c 'NVRM: Xid')"
 else

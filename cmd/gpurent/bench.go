@@ -205,7 +205,7 @@ func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes
 	home, _ := os.UserHomeDir()
 	f.Torch = probe.Torch("/", home, os.LookupEnv)
 	wg.Wait()
-	f.GPU.KernelLog = probe.ReadKernelLog(kernelLogPath())
+	f.KernelLog = probe.ReadKernelLog(kernelLogPath())
 	return f
 }
 

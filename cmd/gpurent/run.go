@@ -366,8 +366,8 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			// A GPU that fell off the bus is a cause of the failures that
 			// follow, which the command's output may not name.
 			var gpus *gpuWatch
-			xids := startXidWatch(cmd.Context(), kernelLogPath(), logf, supEvent)
-			defer xids.stop()
+			kern := startKernWatch(cmd.Context(), kernelLogPath(), logf, supEvent)
+			defer kern.stop()
 			explain := cfg.Explain
 			cfg.Explain = func() []string {
 				var causes []string
@@ -377,7 +377,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				if w := gpus.watch(); w != nil && w.Lost() != "" {
 					causes = append(causes, w.Lost())
 				}
-				return append(causes, xids.causes()...)
+				return append(causes, kern.causes()...)
 			}
 			sup, err := supervise.New(cfg)
 			if err != nil {

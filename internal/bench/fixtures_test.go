@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/gpu"
+	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
-	"github.com/gpurent/gpurent/internal/xid"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/fixtures from the builders below")
@@ -45,10 +45,10 @@ func healthyH100() probe.Facts {
 				ECCEnabled: p(true), ECCUncorrectedVolatile: p(uint64(0)), ECCCorrectedVolatile: p(uint64(0)), ECCUncorrectedAggregate: p(uint64(0)),
 				RemappedRowsCorrectable: p(uint32(0)), RemappedRowsUncorrectable: p(uint32(0)), RemapPending: p(false), RemapFailed: p(false),
 				Errors: map[string]string{"retired_pages_sbe": "NOT_SUPPORTED", "retired_pages_dbe": "NOT_SUPPORTED", "retired_pages_pending": "NOT_SUPPORTED"},
-			}},
-			// A kernel log read since a boot 3 h before, with no Xid.
-			KernelLog: &probe.KernelLog{Log: xid.Log{Boot: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Since: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}}},
-		Sharing: probe.SharingFacts{Container: "docker", ContainerEvidence: "/.dockerenv exists"},
+			}}},
+		// A kernel log read since a boot 3 h before, with no Xid.
+		KernelLog: &probe.KernelLog{Log: kernlog.Log{Boot: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Since: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}},
+		Sharing:   probe.SharingFacts{Container: "docker", ContainerEvidence: "/.dockerenv exists"},
 		Host: probe.HostFacts{CPUModel: "Intel(R) Xeon(R) Platinum 8480+", OnlineCPUs: 26, StealPct: p(0.2), BusyPct: p(1.5), LoadAvg1: p(0.3),
 			MemTotal: 225 * gib64, MemAvailable: 219 * gib64, DataDir: "/workspace", FSType: "ext4", FSSource: "/dev/nvme0n1p1",
 			FSFree: p(uint64(480e9)), FSSize: p(uint64(500e9)), DiskWriteMBs: p(1850.0), DiskReadMBs: p(3100.0), DiskTestBytes: 256 << 20, DiskTestMethod: "o_direct",
@@ -205,12 +205,12 @@ func fixtures() []fixture {
 				return f
 			}},
 		// Xids in the kernel log since the boot, as the driver prints them
-		// (xid.Parse's tests): a GSP firmware timeout an hour before the
+		// (kernlog.ParseXid's tests): a GSP firmware timeout an hour before the
 		// rental fails the card (NVIDIA's catalog: reset the GPU).
 		{name: "xid-119-gsp-timeout-since-boot", want: Fail, fails: []string{"gpu0.xid"}, advice: "Xid 119",
 			facts: func() probe.Facts {
 				f := healthyH100()
-				f.GPU.KernelLog.Events = []xid.Event{
+				f.KernelLog.Xids = []kernlog.Xid{
 					{Code: 119, Bus: "0000:18:00", Message: "Timeout after 6s of waiting for RPC response from GPU0 GSP!", At: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)},
 					{Code: 13, Bus: "0000:18:00", PID: 2371, Process: "python3", Message: "Graphics Exception", At: time.Date(2026, 11, 30, 11, 1, 0, 0, time.UTC)},
 				}
@@ -222,7 +222,7 @@ func fixtures() []fixture {
 			facts: func() probe.Facts {
 				f := healthyH100()
 				for i, c := range []int{31, 13, 45, 31} {
-					f.GPU.KernelLog.Events = append(f.GPU.KernelLog.Events, xid.Event{Code: c, Bus: "0000:18:00", PID: 501, Process: "python",
+					f.KernelLog.Xids = append(f.KernelLog.Xids, kernlog.Xid{Code: c, Bus: "0000:18:00", PID: 501, Process: "python",
 						Message: "MMU Fault", At: time.Date(2026, 11, 30, 10, i, 0, 0, time.UTC)})
 				}
 				return f
@@ -232,7 +232,7 @@ func fixtures() []fixture {
 		{name: "xid-94-contained-ecc", want: Warn, warns: []string{"gpu0.xid"},
 			facts: func() probe.Facts {
 				f := healthyH100()
-				f.GPU.KernelLog.Events = []xid.Event{{Code: 94, Bus: "0000:18:00", PID: 77, Process: "python", Message: "Contained: SM (0x1). RST: No, D-RST: No",
+				f.KernelLog.Xids = []kernlog.Xid{{Code: 94, Bus: "0000:18:00", PID: 77, Process: "python", Message: "Contained: SM (0x1). RST: No, D-RST: No",
 					At: time.Date(2026, 11, 30, 11, 30, 0, 0, time.UTC)}}
 				return f
 			}},
@@ -241,14 +241,43 @@ func fixtures() []fixture {
 		{name: "xid-79-on-an-unlisted-gpu", want: Fail, fails: []string{"gpu.xid"}, advice: "reboot",
 			facts: func() probe.Facts {
 				f := healthyH100()
-				f.GPU.KernelLog.Events = []xid.Event{{Code: 79, Bus: "0000:2a:00", Message: "GPU has fallen off the bus.", At: time.Date(2026, 11, 30, 9, 5, 0, 0, time.UTC)}}
+				f.KernelLog.Xids = []kernlog.Xid{{Code: 79, Bus: "0000:2a:00", Message: "GPU has fallen off the bus.", At: time.Date(2026, 11, 30, 9, 5, 0, 0, time.UTC)}}
+				return f
+			}},
+		// The kernel's own reports of failing hardware since the boot: a
+		// data disk that fails writes fails the machine.
+		{name: "disk-io-errors-on-the-data-disk", want: Fail, fails: []string{"host.kernel"}, advice: "a disk failed reads or writes",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.KernelLog.Faults = []kernlog.Fault{
+					{Kind: "pcie", Level: "corrected", Device: "0000:00:01.0", Count: 5, First: time.Date(2026, 11, 30, 9, 1, 0, 0, time.UTC), Last: time.Date(2026, 11, 30, 9, 2, 0, 0, time.UTC),
+						Message: "pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)"},
+					{Kind: "disk", Level: "error", Device: "nvme0n1", Count: 12, First: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), Last: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC),
+						Message: "I/O error, dev nvme0n1, sector 123456 op 0x1:(WRITE) flags 0x8800 phys_seg 1 prio class 2"},
+				}
+				return f
+			}},
+		// Corrected RAM errors (EDAC): a module failing, worth a look.
+		{name: "ram-corrected-errors", want: Warn, warns: []string{"host.kernel"},
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.KernelLog.Faults = []kernlog.Fault{{Kind: "memory", Level: "corrected", Device: "MC0", Count: 40, First: time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC),
+					Last: time.Date(2026, 11, 30, 11, 50, 0, 0, time.UTC), Message: "EDAC MC0: 2 CE memory read error on CPU_SrcID#0_MC#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x1e5b8f offset:0xc40 grain:32 syndrome:0x0)"}}
+				return f
+			}},
+		// Corrected PCIe errors alone: counted in the evidence, no alarm.
+		{name: "pcie-corrected-errors-only", want: Pass, warns: []string{},
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.KernelLog.Faults = []kernlog.Fault{{Kind: "pcie", Level: "corrected", Device: "0000:00:01.0", Count: 3, First: time.Date(2026, 11, 30, 9, 1, 0, 0, time.UTC),
+					Last: time.Date(2026, 11, 30, 9, 2, 0, 0, time.UTC), Message: "pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)"}}
 				return f
 			}},
 		// A container without /dev/kmsg: skipped, and said so.
 		{name: "kernel-log-unreadable", want: Pass, warns: []string{},
 			facts: func() probe.Facts {
 				f := healthyH100()
-				f.GPU.KernelLog = &probe.KernelLog{Error: "the kernel log cannot be read: no /dev/kmsg (a container without it)"}
+				f.KernelLog = &probe.KernelLog{Error: "the kernel log cannot be read: no /dev/kmsg (a container without it)"}
 				return f
 			}},
 		{name: "retired-pages-pending", want: Fail, fails: []string{"gpu0.retired_pages"}, advice: "waiting to be retired",

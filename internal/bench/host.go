@@ -242,6 +242,7 @@ func (j *judge) host() {
 		}
 		j.add(ds)
 	}
+	j.kernelFaults()
 }
 
 // SharingChecks judges only the signs that someone else shares this

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/gpu"
-	"github.com/gpurent/gpurent/internal/xid"
+	"github.com/gpurent/gpurent/internal/kernlog"
 )
 
 // FactsVersion is the schema version of Facts; docs/bench.md describes it.
@@ -32,6 +32,10 @@ type Facts struct {
 	// Compute holds what the compute probes measured, one entry per device
 	// and backend; absent when none ran.
 	Compute []gpu.Results `json:"compute,omitempty"`
+	// KernelLog holds the NVIDIA driver's Xid reports and the kernel's
+	// hardware errors since the machine booted; nil in facts recorded
+	// before gpurent read them.
+	KernelLog *KernelLog `json:"kernel_log,omitempty"`
 }
 
 // GPUFacts is what NVML said, or why it could not be asked.
@@ -44,16 +48,13 @@ type GPUFacts struct {
 	NVMLVersion       string   `json:"nvml_version,omitempty"`
 	CUDADriverVersion int      `json:"cuda_driver_version,omitempty"` // 1000*major + 10*minor
 	Devices           []Device `json:"devices"`
-	// KernelLog holds the NVIDIA driver's Xid reports since the machine
-	// booted; nil in facts recorded before gpurent read them.
-	KernelLog *KernelLog `json:"kernel_log,omitempty"`
 }
 
-// KernelLog is what the kernel log said of the GPUs, or why it could not
-// be read (then only Error is set).
+// KernelLog is what the kernel log said of the hardware, or why it could
+// not be read (then only Error is set).
 type KernelLog struct {
 	Error string `json:"error,omitempty"`
-	xid.Log
+	kernlog.Log
 }
 
 // Device is one physical GPU. Memory is in bytes, power in watts, clocks in
@@ -199,10 +200,10 @@ type HostFacts struct {
 	Errors map[string]string `json:"errors,omitempty"`
 }
 
-// ReadKernelLog reads the Xid reports in the kernel log at path
-// (xid.DefaultPath), as facts.
+// ReadKernelLog reads the Xid reports and hardware errors in the kernel
+// log at path (kernlog.DefaultPath), as facts.
 func ReadKernelLog(path string) *KernelLog {
-	l, err := xid.ReadAll(path)
+	l, err := kernlog.ReadAll(path)
 	if err != nil {
 		return &KernelLog{Error: err.Error()}
 	}

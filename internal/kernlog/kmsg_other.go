@@ -1,6 +1,6 @@
 //go:build !linux
 
-package xid
+package kernlog
 
 // DefaultPath is the kernel log device on Linux.
 const DefaultPath = "/dev/kmsg"
@@ -17,7 +17,7 @@ func Open(path string) (*Reader, error) {
 func (r *Reader) SeekEnd() error { return nil }
 
 // Read is never reached (Open fails).
-func (r *Reader) Read() ([]Event, error) { return nil, nil }
+func (r *Reader) Read() (Log, error) { return Log{}, nil }
 
 // Close is never reached (Open fails).
 func (r *Reader) Close() error { return nil }

@@ -1,4 +1,4 @@
-package xid
+package kernlog
 
 import (
 	"errors"
@@ -58,9 +58,9 @@ func (r *Reader) SeekEnd() error {
 	return nil
 }
 
-// Read returns the Xid reports logged since the last Read (since Open or
-// SeekEnd, the first time).
-func (r *Reader) Read() ([]Event, error) {
+// Read returns the Xid reports and faults logged since the last Read
+// (since Open or SeekEnd, the first time); Since, Boot and Lost are unset.
+func (r *Reader) Read() (Log, error) {
 	buf := make([]byte, 16<<10) // a record is at most 8 KiB, with its dictionary
 	for {
 		n, err := syscall.Read(r.fd, buf)
@@ -83,30 +83,31 @@ func (r *Reader) Read() ([]Event, error) {
 	}
 }
 
-func (r *Reader) took() []Event {
-	out := r.s.log.Events
-	r.s.log.Events = nil
+func (r *Reader) took() Log {
+	out := Log{Xids: r.s.log.Xids, Faults: r.s.log.Faults}
+	r.s.log.Xids, r.s.log.Faults = nil, nil
 	return out
 }
 
 // Close lets go of the log.
 func (r *Reader) Close() error { return syscall.Close(r.fd) }
 
-// ReadAll reads every Xid report the kernel log at path still holds.
+// ReadAll reads every Xid report and fault the kernel log at path still
+// holds.
 func ReadAll(path string) (Log, error) {
 	r, err := Open(path)
 	if err != nil {
 		return Log{}, err
 	}
 	defer r.Close()
-	evs, err := r.Read()
+	got, err := r.Read()
 	if err == nil && r.s.records == 0 {
 		// A kernel log always holds the boot's messages: an empty one
 		// is a container's stand-in (LXC maps /dev/kmsg to /dev/null).
 		return Log{}, unavailable("the kernel log cannot be read: " + path + " holds no record (a container's stand-in for it)")
 	}
 	l := r.s.log
-	l.Events, l.Boot = evs, r.s.boot
+	l.Xids, l.Faults, l.Boot = got.Xids, got.Faults, r.s.boot
 	if !r.s.first {
 		l.Since = r.s.boot
 	}

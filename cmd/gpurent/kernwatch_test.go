@@ -10,8 +10,10 @@ import (
 // While gpurent run runs, an Xid the NVIDIA driver logs (here into a file
 // of kernel log records, as /dev/kmsg gives them) is said at once when it
 // is a fault of the hardware, notified (gpu_xid), and named as the cause
-// of the failure that follows; what the log held before the run is not.
-func TestRunNamesXids(t *testing.T) {
+// of the failure that follows; so is a hardware error the kernel reports
+// (host_fault), once however many lines it logs; what the log held before
+// the run is not.
+func TestRunNamesKernelFaults(t *testing.T) {
 	dir := t.TempDir()
 	kmsg := filepath.Join(dir, "kmsg")
 	old := "6,0,0,-;Linux version 6.8.0\n4,1,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.\n"
@@ -24,7 +26,8 @@ func TestRunNamesXids(t *testing.T) {
 	// fault, waits for the watch to read them, and fails.
 	script := `printf '4,2,9000000,-;NVRM: Xid (PCI:0000:18:00): 48, pid=5, name=python, An uncorrectable double bit error (DBE) has been detected\n' >> "$0"
 printf '4,3,9000100,-;NVRM: Xid (PCI:0000:18:00): 31, pid=5, name=python, MMU Fault\n' >> "$0"
-sleep 3; exit 1`
+for s in 8 16; do printf '3,4,9000200,-;I/O error, dev nvme0n1, sector %s op 0x1:(WRITE) flags 0x0 phys_seg 1 prio class 2\n' $s >> "$0"; sleep 2.2; done
+sleep 1; exit 1`
 	code, _, stderr := gpurent(t, "run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status", "--max-restarts", "0",
 		"--notify", hookFile, "--", "sh", "-c", script, kmsg)
 	if code != 1 {
@@ -53,7 +56,14 @@ sleep 3; exit 1`
 			t.Errorf("gpu_xid event: %q", e.Text)
 		}
 	}
-	if strings.Join(kinds, " ") != "start gpu_xid end" {
-		t.Errorf("events %v, want start gpu_xid end", kinds)
+	if strings.Join(kinds, " ") != "start gpu_xid host_fault end" {
+		t.Errorf("events %v, want start gpu_xid host_fault end", kinds)
+	}
+	disk := `the kernel reported 1 disk I/O error on nvme0n1 ("I/O error, dev nvme0n1, sector 8 op 0x1:(WRITE) flags 0x0 phys_seg 1 prio class 2"): a disk failed reads or writes`
+	if !strings.Contains(stderr, "gpurent: warning: "+disk) || strings.Count(stderr, "warning: the kernel reported") != 1 {
+		t.Errorf("the disk errors not said once as they came:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, `the kernel reported 2 disk I/O errors on nvme0n1 ("I/O error, dev nvme0n1, sector 16`) {
+		t.Errorf("the disk errors are not among the causes, counted:\n%s", stderr)
 	}
 }

@@ -1,4 +1,4 @@
-package xid
+package kernlog
 
 import "fmt"
 
@@ -71,8 +71,8 @@ const (
 	Hardware
 )
 
-// Info is what gpurent knows of one Xid.
-type Info struct {
+// XidInfo is what gpurent knows of one Xid.
+type XidInfo struct {
 	Code     int
 	Action   Action // "" when the table does not know the code
 	Severity Severity
@@ -81,8 +81,8 @@ type Info struct {
 }
 
 // Lookup says what the catalog's action for code means to a renter.
-func Lookup(code int) Info {
-	in := Info{Code: code, Severity: Notable, Words: fmt.Sprintf("Xid %d is not in gpurent's table (NVIDIA's catalog up to Xid %d): look it up in NVIDIA's Xid catalog", code, Known)}
+func LookupXid(code int) XidInfo {
+	in := XidInfo{Code: code, Severity: Notable, Words: fmt.Sprintf("Xid %d is not in gpurent's table (NVIDIA's catalog up to Xid %d): look it up in NVIDIA's Xid catalog", code, Known)}
 	for a, codes := range actions {
 		for _, c := range codes {
 			if c == code {

@@ -3,14 +3,19 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
-	"github.com/gpurent/gpurent/internal/xid"
 )
+
+// The kernel log since the machine booted, on a fresh rental the previous
+// tenant's time too: what the hardware reported there is the machine's
+// history, which NVML's counters and /proc only partly keep.
 
 // xids judges the NVIDIA driver's Xid reports since the machine booted:
 // one check per GPU, and gpu.xid for reports on a GPU NVML does not list
@@ -18,29 +23,29 @@ import (
 // rental began is the card's history, which NVML's counters only partly
 // keep.
 func (j *judge) xids() {
-	k := j.f.GPU.KernelLog
+	k := j.f.KernelLog
 	if k == nil {
 		return // facts recorded before gpurent read the log
 	}
 	if k.Error != "" {
 		if len(j.f.GPU.Devices) == 0 {
-			return // no GPU, no history to miss
+			return // no GPU, no history to miss (host.kernel says why)
 		}
 		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: k.Error + "; the GPUs' fault history (Xid) is not checked"})
 		return
 	}
-	matched := make([]bool, len(k.Events))
+	matched := make([]bool, len(k.Xids))
 	for _, d := range j.f.GPU.Devices {
-		var evs []xid.Event
-		for i, e := range k.Events {
-			if xid.SameGPU(d.BusID, e.Bus) {
+		var evs []kernlog.Xid
+		for i, e := range k.Xids {
+			if kernlog.SameGPU(d.BusID, e.Bus) {
 				evs, matched[i] = append(evs, e), true
 			}
 		}
 		j.add(j.xidCheck(fmt.Sprintf("gpu%d.xid", d.Index), k, evs))
 	}
-	var others []xid.Event
-	for i, e := range k.Events {
+	var others []kernlog.Xid
+	for i, e := range k.Xids {
 		if !matched[i] {
 			others = append(others, e)
 		}
@@ -52,29 +57,38 @@ func (j *judge) xids() {
 	}
 }
 
-func (j *judge) xidCheck(id string, k *probe.KernelLog, evs []xid.Event) Check {
-	since := "since the machine booted"
+// logSince is how far back the kernel log reaches, in words.
+func (j *judge) logSince(k *probe.KernelLog) string {
 	if k.Lost {
-		since = "since " + j.when(k.Since) + " (the kernel log's older records are overwritten)"
-	} else if !k.Boot.IsZero() {
-		since += " (" + j.when(k.Boot) + ")"
+		return "since " + j.when(k.Since) + " (the kernel log's older records are overwritten)"
 	}
+	if !k.Boot.IsZero() {
+		return "since the machine booted (" + j.when(k.Boot) + ")"
+	}
+	return "since the machine booted"
+}
+
+func (j *judge) xidCheck(id string, k *probe.KernelLog, evs []kernlog.Xid) Check {
+	since := j.logSince(k)
 	c := Check{ID: id, Status: Pass, Measured: len(evs), Unit: "Xids"}
 	if len(evs) == 0 {
 		c.Evidence = "no Xid in the kernel log " + since
 		return c
 	}
+	if len(evs) == kernlog.MaxXids {
+		since += fmt.Sprintf(" (the newest %d)", kernlog.MaxXids)
+	}
 	// One line per code, the latest report of each, the worst first.
 	type group struct {
-		info xid.Info
+		info kernlog.XidInfo
 		n    int
-		last xid.Event
+		last kernlog.Xid
 	}
 	var gs []*group
 	for _, e := range evs {
 		i := slices.IndexFunc(gs, func(g *group) bool { return g.info.Code == e.Code })
 		if i < 0 {
-			gs = append(gs, &group{info: xid.Lookup(e.Code)})
+			gs = append(gs, &group{info: kernlog.LookupXid(e.Code)})
 			i = len(gs) - 1
 		}
 		gs[i].n++
@@ -92,14 +106,14 @@ func (j *judge) xidCheck(id string, k *probe.KernelLog, evs []xid.Event) Check {
 	c.Evidence = fmt.Sprintf("%s in the kernel log %s: %s", report.Count(len(evs), "Xid report"), since, strings.Join(parts, "; "))
 	worst := gs[0].info
 	switch worst.Severity {
-	case xid.Hardware:
+	case kernlog.Hardware:
 		c.Status = Fail
 		stands := "Unless the provider has reset the GPU since, it is not fit to train on."
-		if worst.Action == xid.RestartMachine || worst.Action == xid.RestartVM {
+		if worst.Action == kernlog.RestartMachine || worst.Action == kernlog.RestartVM {
 			stands = "The machine has not been rebooted since, so the fault stands."
 		}
 		c.Advice = fmt.Sprintf("The NVIDIA driver reported a fault of this GPU since the machine booted (Xid %d): %s. %s %s", worst.Code, worst.Words, stands, adviceRefund)
-	case xid.Notable:
+	case kernlog.Notable:
 		c.Status = Warn
 		c.Advice = fmt.Sprintf("Xid %d: %s.", worst.Code, worst.Words)
 	default:
@@ -120,4 +134,55 @@ func (j *judge) when(t time.Time) string {
 		s += ", " + units.FormatDuration(ago.Truncate(unit)) + " before this bench"
 	}
 	return s
+}
+
+// kernelFaults judges the hardware errors the kernel reported since the
+// machine booted (host.kernel): a disk failing writes, RAM with
+// uncorrectable errors, a PCIe link losing data fail the machine.
+func (j *judge) kernelFaults() {
+	k := j.f.KernelLog
+	if k == nil {
+		return // facts recorded before gpurent read the log
+	}
+	c := Check{ID: "host.kernel", Status: Pass, Unit: "errors"}
+	if k.Error != "" {
+		c.Status, c.Evidence = Skip, k.Error+"; the machine's hardware errors are not checked"
+		j.add(c)
+		return
+	}
+	since := j.logSince(k)
+	if len(k.Faults) == 0 {
+		c.Measured, c.Evidence = 0, "no hardware error in the kernel log "+since
+		j.add(c)
+		return
+	}
+	fs := slices.Clone(k.Faults)
+	slices.SortStableFunc(fs, func(a, b kernlog.Fault) int { return int(b.Severity()) - int(a.Severity()) })
+	n := 0
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		n += f.Count
+		part := f.String()
+		if (f.Kind == "disk" || f.Kind == "filesystem") && kernlog.SameDisk(f.Device, j.f.Host.FSSource) {
+			part += ", the disk of " + j.f.Host.DataDir
+		}
+		if f.Count > 1 {
+			part += ", the first at " + j.when(f.First) + ", the last at " + j.when(f.Last)
+		} else {
+			part += ", at " + j.when(f.Last)
+		}
+		parts = append(parts, part+": "+strconv.Quote(f.Message))
+	}
+	c.Measured = n
+	c.Evidence = fmt.Sprintf("the kernel log %s: %s", since, strings.Join(parts, "; "))
+	worst := fs[0]
+	switch worst.Severity() {
+	case kernlog.Hardware:
+		c.Status, c.Advice = Fail, "The machine's hardware failed since it booted: "+worst.Words()+". "+adviceRefund
+	case kernlog.Notable:
+		c.Status, c.Advice = Warn, strings.ToUpper(worst.Words()[:1])+worst.Words()[1:]+"."
+	default:
+		c.Evidence += " (" + worst.Words() + ")"
+	}
+	j.add(c)
 }

@@ -1,4 +1,4 @@
-package xid
+package kernlog
 
 import (
 	"errors"
@@ -17,28 +17,28 @@ import (
 func TestParse(t *testing.T) {
 	for _, c := range []struct {
 		line string
-		want Event
+		want Xid
 	}{
 		{"NVRM: Xid (PCI:0000:3b:00): 13, pid=2371, name=python3, Graphics Exception: ESR 0x514648=0x1000f 0x514650=0x0",
-			Event{Code: 13, Bus: "0000:3b:00", PID: 2371, Process: "python3", Message: "Graphics Exception: ESR 0x514648=0x1000f 0x514650=0x0"}},
+			Xid{Code: 13, Bus: "0000:3b:00", PID: 2371, Process: "python3", Message: "Graphics Exception: ESR 0x514648=0x1000f 0x514650=0x0"}},
 		{"NVRM: Xid (PCI:0000:B8:00 GPU-I:01): 31, pid=88, name=train.py, Ch 00000008, intr 00000000. MMU Fault",
-			Event{Code: 31, Bus: "0000:b8:00", MIG: "GPU-I:01", PID: 88, Process: "train.py", Message: "Ch 00000008, intr 00000000. MMU Fault"}},
+			Xid{Code: 31, Bus: "0000:b8:00", MIG: "GPU-I:01", PID: 88, Process: "train.py", Message: "Ch 00000008, intr 00000000. MMU Fault"}},
 		{"NVRM: Xid (PCI:0000:18:00 GPU-I:02 GPU-CI:00): 43, pid=9, name=torchrun, Ch 00000010",
-			Event{Code: 43, Bus: "0000:18:00", MIG: "GPU-I:02 GPU-CI:00", PID: 9, Process: "torchrun", Message: "Ch 00000010"}},
+			Xid{Code: 43, Bus: "0000:18:00", MIG: "GPU-I:02 GPU-CI:00", PID: 9, Process: "torchrun", Message: "Ch 00000010"}},
 		{"NVRM: Xid (PCI:0000:18:00): 119, pid='<unknown>', name=<unknown>, Timeout after 6s of waiting for RPC response from GPU0 GSP!",
-			Event{Code: 119, Bus: "0000:18:00", Message: "Timeout after 6s of waiting for RPC response from GPU0 GSP!"}},
+			Xid{Code: 119, Bus: "0000:18:00", Message: "Timeout after 6s of waiting for RPC response from GPU0 GSP!"}},
 		{"NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.",
-			Event{Code: 79, Bus: "0000:2b:00", Message: "GPU has fallen off the bus."}},
+			Xid{Code: 79, Bus: "0000:2b:00", Message: "GPU has fallen off the bus."}},
 		{"NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate.",
-			Event{Code: 63, Bus: "0000:10:1c", PID: 1896, Message: "Row Remapper: New row marked for remapping, reset gpu to activate."}},
+			Xid{Code: 63, Bus: "0000:10:1c", PID: 1896, Message: "Row Remapper: New row marked for remapping, reset gpu to activate."}},
 		{"NVRM: Xid (0000:01:00): 3, C 00000005 SC 00000007 M 00001ffc Data ffffffff",
-			Event{Code: 3, Bus: "0000:01:00", Message: "C 00000005 SC 00000007 M 00001ffc Data ffffffff"}},
+			Xid{Code: 3, Bus: "0000:01:00", Message: "C 00000005 SC 00000007 M 00001ffc Data ffffffff"}},
 		{"[ 1936.510087] NVRM: Xid (PCI:0000:01:00): 48, pid=7, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 2, subpartition 0.\n",
-			Event{Code: 48, Bus: "0000:01:00", PID: 7, Process: "python", Message: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 2, subpartition 0."}},
+			Xid{Code: 48, Bus: "0000:01:00", PID: 7, Process: "python", Message: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 2, subpartition 0."}},
 	} {
-		got, ok := Parse(c.line)
+		got, ok := ParseXid(c.line)
 		if !ok || got != c.want {
-			t.Errorf("Parse(%q)\n = %+v, %v\nwant %+v", c.line, got, ok, c.want)
+			t.Errorf("ParseXid(%q)\n = %+v, %v\nwant %+v", c.line, got, ok, c.want)
 		}
 	}
 	for _, line := range []string{
@@ -49,8 +49,8 @@ func TestParse(t *testing.T) {
 		"python[123]: NVRM Xid 79 in a program's own message",
 		"",
 	} {
-		if e, ok := Parse(line); ok {
-			t.Errorf("Parse(%q) = %+v, want no Xid", line, e)
+		if e, ok := ParseXid(line); ok {
+			t.Errorf("ParseXid(%q) = %+v, want no Xid", line, e)
 		}
 	}
 }
@@ -92,12 +92,12 @@ func TestLookup(t *testing.T) {
 	}
 	for code, want := range map[int]Severity{79: Hardware, 48: Hardware, 95: Hardware, 119: Hardware, 74: Hardware, 64: Hardware,
 		13: Benign, 31: Benign, 43: Benign, 45: Benign, 63: Benign, 94: Notable, 154: Notable, Known + 1: Notable} {
-		in := Lookup(code)
+		in := LookupXid(code)
 		if in.Severity != want || in.Words == "" {
-			t.Errorf("Lookup(%d) = %+v, want severity %d", code, in, want)
+			t.Errorf("LookupXid(%d) = %+v, want severity %d", code, in, want)
 		}
 	}
-	if in := Lookup(Known + 1); in.Action != "" || !strings.Contains(in.Words, "not in gpurent's table") {
+	if in := LookupXid(Known + 1); in.Action != "" || !strings.Contains(in.Words, "not in gpurent's table") {
 		t.Errorf("unknown Xid: %+v", in)
 	}
 }
@@ -128,10 +128,10 @@ func TestReadAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Events) != 2 || l.Events[0].Code != 79 || l.Events[1].Code != 13 || l.Events[0].PID != 1234 {
-		t.Fatalf("events %+v", l.Events)
+	if len(l.Xids) != 2 || l.Xids[0].Code != 79 || l.Xids[1].Code != 13 || l.Xids[0].PID != 1234 {
+		t.Fatalf("events %+v", l.Xids)
 	}
-	if d := l.Events[0].At.Sub(l.Boot); d != 6500*time.Millisecond {
+	if d := l.Xids[0].At.Sub(l.Boot); d != 6500*time.Millisecond {
 		t.Errorf("the Xid 79 came %v after boot, want 6.5s", d)
 	}
 	if l.Lost || !l.Since.Equal(l.Boot) {
@@ -160,8 +160,8 @@ func TestReaderFollows(t *testing.T) {
 	if err := r.SeekEnd(); err != nil {
 		t.Fatal(err)
 	}
-	if evs, err := r.Read(); err != nil || len(evs) != 0 {
-		t.Fatalf("after SeekEnd: %v %+v", err, evs)
+	if got, err := r.Read(); err != nil || len(got.Xids) != 0 {
+		t.Fatalf("after SeekEnd: %v %+v", err, got)
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -170,16 +170,16 @@ func TestReaderFollows(t *testing.T) {
 	defer f.Close()
 	// A record may arrive in two reads of a file: the part waits.
 	f.WriteString("3,1205,9000000,-;NVRM: Xid (PCI:0000:18:00): 9")
-	if evs, err := r.Read(); err != nil || len(evs) != 0 {
-		t.Fatalf("half a record: %v %+v", err, evs)
+	if got, err := r.Read(); err != nil || len(got.Xids) != 0 {
+		t.Fatalf("half a record: %v %+v", err, got)
 	}
 	f.WriteString("5, pid=1, name=x, Uncontained\n")
-	evs, err := r.Read()
-	if err != nil || len(evs) != 1 || evs[0].Code != 95 || evs[0].Message != "Uncontained" {
-		t.Fatalf("appended: %v %+v", err, evs)
+	got, err := r.Read()
+	if err != nil || len(got.Xids) != 1 || got.Xids[0].Code != 95 || got.Xids[0].Message != "Uncontained" {
+		t.Fatalf("appended: %v %+v", err, got)
 	}
-	if evs, _ := r.Read(); len(evs) != 0 {
-		t.Errorf("read twice: %+v", evs)
+	if got, _ := r.Read(); len(got.Xids) != 0 {
+		t.Errorf("read twice: %+v", got)
 	}
 }
 
@@ -207,7 +207,7 @@ func TestKernelLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	evs, err := r.Read()
+	got, err := r.Read()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,5 +218,5 @@ func TestKernelLog(t *testing.T) {
 	if r.s.boot.After(now) || r.s.log.Since.Before(r.s.boot.Add(-time.Second)) || r.s.log.Since.After(now) {
 		t.Errorf("boot %v, since %v, now %v", r.s.boot, r.s.log.Since, now)
 	}
-	t.Logf("%d records, %d Xid reports, since %v (boot %v)", r.s.records, len(evs), r.s.log.Since, r.s.boot)
+	t.Logf("%d records, %d Xid reports, faults %+v, since %v (boot %v)", r.s.records, len(got.Xids), got.Faults, r.s.log.Since, r.s.boot)
 }

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/kernlog"
+)
+
+// kernelLogPath is the kernel log gpurent reads the NVIDIA driver's Xid
+// reports from: /dev/kmsg, or $GPURENT_KMSG, a file of records in the same
+// format, for tests.
+func kernelLogPath() string {
+	if p := os.Getenv("GPURENT_KMSG"); p != "" {
+		return p
+	}
+	return kernlog.DefaultPath
+}
+
+// kernWatch follows the kernel log while gpurent run runs: the NVIDIA
+// driver's Xid reports and the kernel's hardware errors say what a failing
+// command's output often does not (a GPU fallen off the bus, an
+// uncorrectable memory error, a disk failing writes), and they are there
+// even when NVML no longer answers.
+type kernWatch struct {
+	mu    sync.Mutex
+	r     *kernlog.Reader
+	logf  func(string, ...any)
+	event func(kind, text string)
+	// unexplained is what was logged since the last failure was explained.
+	unexplained kernlog.Log
+	// warned is when each fault (kind, level, device) was last said: a
+	// failing disk logs an error with every write.
+	warned map[string]time.Time
+	cancel func()
+	done   chan struct{}
+}
+
+// startKernWatch reads what the kernel logs from now on, every few
+// seconds. Where the log cannot be read it says so only when the NVIDIA
+// driver is loaded and only permission stands in the way (a container
+// without /dev/kmsg is the rule, not news).
+func startKernWatch(ctx context.Context, path string, logf func(string, ...any), event func(kind, text string)) *kernWatch {
+	w := &kernWatch{logf: logf, event: event, warned: map[string]time.Time{}, cancel: func() {}, done: make(chan struct{})}
+	r, err := kernlog.Open(path)
+	if err == nil {
+		err = r.SeekEnd()
+		if err != nil {
+			r.Close()
+		}
+	}
+	if err != nil {
+		close(w.done)
+		if _, drv := os.Stat("/proc/driver/nvidia"); drv == nil && errors.Is(err, fs.ErrPermission) {
+			logf("GPU and hardware faults (Xid, the kernel log) are not watched: %v", err)
+		}
+		return w
+	}
+	w.r = r
+	ctx, w.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				w.mu.Lock()
+				w.poll(now)
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// faultRepeat is how long a fault already said stays unsaid.
+const faultRepeat = 10 * time.Minute
+
+// poll reads what was logged since the last poll; w.mu is held.
+func (w *kernWatch) poll(now time.Time) {
+	got, err := w.r.Read()
+	if err != nil {
+		w.logf("the kernel log: %v", err)
+	}
+	for _, e := range got.Xids {
+		in := kernlog.LookupXid(e.Code)
+		if in.Action == kernlog.Cleanup {
+			continue // the driver tidying up after a killed process or another Xid
+		}
+		w.unexplained.Xids = append(w.unexplained.Xids, e)
+		if in.Severity == kernlog.Benign {
+			continue // the program's own error: named when it fails
+		}
+		w.say("gpu_xid", fmt.Sprintf("the NVIDIA driver reported %s: %s", e, in.Words))
+	}
+	for _, f := range got.Faults {
+		if f.Severity() == kernlog.Benign {
+			continue // corrected PCIe errors: a count, not news
+		}
+		w.unexplained.Faults = kernlog.AddFault(w.unexplained.Faults, f)
+		key := f.Kind + " " + f.Level + " " + f.Device
+		if last, ok := w.warned[key]; ok && now.Sub(last) < faultRepeat {
+			continue
+		}
+		w.warned[key] = now
+		w.say("host_fault", fmt.Sprintf("the kernel reported %s (%q): %s", f, f.Message, f.Words()))
+	}
+}
+
+func (w *kernWatch) say(kind, text string) {
+	w.logf("warning: %s", text)
+	if w.event != nil {
+		w.event(kind, text)
+	}
+}
+
+// causes are the Xid reports and hardware faults since the last failure,
+// as causes of this one (supervise.Config.Explain), the worst first; each
+// Xid code and GPU once.
+func (w *kernWatch) causes() []string {
+	if w == nil || w.r == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.poll(time.Now()) // the report is logged as the command dies
+	got := w.unexplained
+	w.unexplained = kernlog.Log{}
+	type cause struct {
+		sev  kernlog.Severity
+		text string
+	}
+	var cs []cause
+	seen := map[string]bool{}
+	for _, e := range got.Xids {
+		key := fmt.Sprint(e.Code, e.Bus)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		in := kernlog.LookupXid(e.Code)
+		cs = append(cs, cause{in.Severity, fmt.Sprintf("the NVIDIA driver reported %s (%s)", e, in.Words)})
+	}
+	for _, f := range got.Faults {
+		cs = append(cs, cause{f.Severity(), fmt.Sprintf("the kernel reported %s (%q: %s)", f, f.Message, f.Words())})
+	}
+	slices.SortStableFunc(cs, func(a, b cause) int { return int(b.sev) - int(a.sev) })
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.text
+	}
+	return out
+}
+
+// stop ends the watch and lets go of the log.
+func (w *kernWatch) stop() {
+	w.cancel()
+	<-w.done
+	if w.r != nil {
+		w.r.Close()
+	}
+}
