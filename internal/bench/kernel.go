@@ -19,9 +19,7 @@ import (
 
 // xids judges the NVIDIA driver's Xid reports since the machine booted:
 // one check per GPU, and gpu.xid for reports on a GPU NVML does not list
-// (or for a kernel log that could not be read). A fault logged before the
-// rental began is the card's history, which NVML's counters only partly
-// keep.
+// (or for a kernel log that could not be read).
 func (j *judge) xids() {
 	k := j.f.KernelLog
 	if k == nil {
@@ -123,7 +121,7 @@ func (j *judge) xidCheck(id string, k *probe.KernelLog, evs []kernlog.Xid) Check
 }
 
 // when is a time in the log as a person reads it beside the bench's own:
-// "2026-11-30 10:02 UTC, 2h0m before this bench".
+// "2026-11-30 10:02 UTC, 2h before this bench".
 func (j *judge) when(t time.Time) string {
 	s := t.UTC().Format("2006-01-02 15:04 UTC")
 	if ago := j.f.CollectedAt.Sub(t); ago >= 0 && !j.f.CollectedAt.IsZero() {
@@ -163,7 +161,7 @@ func (j *judge) kernelFaults() {
 	for _, f := range fs {
 		n += f.Count
 		part := f.String()
-		if (f.Kind == "disk" || f.Kind == "filesystem") && kernlog.SameDisk(f.Device, j.f.Host.FSSource) {
+		if (f.Kind == kernlog.Disk || f.Kind == kernlog.Filesystem) && kernlog.SameDisk(f.Device, j.f.Host.FSSource) {
 			part += ", the disk of " + j.f.Host.DataDir
 		}
 		if f.Count > 1 {

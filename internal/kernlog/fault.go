@@ -7,6 +7,15 @@ import (
 	"time"
 )
 
+// The kinds of Fault.
+const (
+	MachineCheck = "machine_check"
+	Memory       = "memory"
+	Disk         = "disk"
+	PCIe         = "pcie"
+	Filesystem   = "filesystem"
+)
+
 // Fault is a hardware error the kernel reported: the kernel lines of one
 // kind, level and device, counted, with when the first and the last came
 // and the last one's words (a failing disk or link can log thousands).
@@ -59,13 +68,13 @@ func ParseFault(msg string) (f Fault, ok bool) {
 	switch {
 	case edacLine.MatchString(msg):
 		m := edacLine.FindStringSubmatch(msg)
-		f.Kind, f.Device = "memory", m[1]
+		f.Kind, f.Device = Memory, m[1]
 		if n, err := strconv.Atoi(m[2]); err == nil && n > 0 {
 			f.Count = n
 		}
 		f.Level = map[string]string{"CE": "corrected", "UE": "uncorrected"}[m[3]]
 	case strings.Contains(msg, "[Hardware Error]: "):
-		f.Kind = "machine_check"
+		f.Kind = MachineCheck
 		switch m := ghesSev.FindStringSubmatch(msg); {
 		case m != nil && m[1] == "recoverable":
 			f.Level = "uncorrected"
@@ -76,7 +85,7 @@ func ParseFault(msg string) (f Fault, ok bool) {
 		}
 	case aerLine.MatchString(msg):
 		m := aerLine.FindStringSubmatch(msg)
-		f.Kind, f.Device = "pcie", strings.ToLower(m[1])
+		f.Kind, f.Device = PCIe, strings.ToLower(m[1])
 		f.Level = map[string]string{"Corrected": "corrected", "Uncorrected (Non-Fatal)": "uncorrected", "Uncorrected (Fatal)": "fatal"}[m[2]]
 	case blkLine.MatchString(msg) || bufLine.MatchString(msg):
 		m := blkLine.FindStringSubmatch(msg)
@@ -86,9 +95,9 @@ func ParseFault(msg string) (f Fault, ok bool) {
 		if virtualDisk(m[1]) {
 			return Fault{}, false
 		}
-		f.Kind, f.Device = "disk", m[1]
+		f.Kind, f.Device = Disk, m[1]
 	case ext4Line.MatchString(msg):
-		f.Kind, f.Device = "filesystem", ext4Line.FindStringSubmatch(msg)[1]
+		f.Kind, f.Device = Filesystem, ext4Line.FindStringSubmatch(msg)[1]
 	default:
 		return Fault{}, false
 	}
@@ -150,11 +159,11 @@ func SameDisk(dev, source string) bool {
 // Severity weighs a fault for someone renting the machine.
 func (f Fault) Severity() Severity {
 	switch {
-	case f.Kind == "disk" || f.Kind == "filesystem":
+	case f.Kind == Disk || f.Kind == Filesystem:
 		return Hardware
 	case f.Level == "uncorrected" || f.Level == "fatal":
 		return Hardware
-	case f.Kind == "pcie" && f.Level == "corrected":
+	case f.Kind == PCIe && f.Level == "corrected":
 		return Benign // the link retried and went on; counted in the evidence
 	}
 	return Notable
@@ -163,24 +172,24 @@ func (f Fault) Severity() Severity {
 // Words say what the fault means, for a person renting the machine.
 func (f Fault) Words() string {
 	switch f.Kind {
-	case "memory":
+	case Memory:
 		if f.Level == "uncorrected" {
 			return "the machine's RAM had uncorrectable errors (EDAC): data in host memory was lost"
 		}
 		return "the machine's RAM had corrected errors (EDAC): a memory module is failing"
-	case "machine_check":
+	case MachineCheck:
 		if f.Severity() == Hardware {
 			return "the CPU or the firmware reported an uncorrected hardware error ([Hardware Error]: a machine check or APEI)"
 		}
 		return "the CPU or the firmware reported hardware errors ([Hardware Error]: a machine check or APEI), corrected so far: a machine that logs them fails more often"
-	case "pcie":
+	case PCIe:
 		if f.Level == "corrected" {
 			return "a PCIe link corrected errors (AER): a marginal link; a flood of them slows the device behind it"
 		}
 		return "a PCIe link lost data (AER): the device behind it (a GPU, an NVMe disk) can fail or fall off the bus"
-	case "disk":
+	case Disk:
 		return "a disk failed reads or writes (block I/O errors): data on it may be lost, and a checkpoint written there may be corrupt"
-	case "filesystem":
+	case Filesystem:
 		return "ext4 found its own metadata damaged: files on it may be lost"
 	}
 	return "a hardware error"
@@ -188,8 +197,8 @@ func (f Fault) Words() string {
 
 // String is how many of what, where: "3 disk I/O errors on nvme0n1".
 func (f Fault) String() string {
-	what := map[string]string{"memory": "memory error", "machine_check": "[Hardware Error] line", "pcie": "PCIe bus error",
-		"disk": "disk I/O error", "filesystem": "file system error"}[f.Kind]
+	what := map[string]string{Memory: "memory error", MachineCheck: "[Hardware Error] line", PCIe: "PCIe bus error",
+		Disk: "disk I/O error", Filesystem: "file system error"}[f.Kind]
 	if f.Count != 1 {
 		what += "s"
 	}

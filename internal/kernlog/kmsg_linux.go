@@ -19,8 +19,9 @@ const DefaultPath = "/dev/kmsg"
 // logged since the last. It needs what dmesg needs: root, or
 // kernel.dmesg_restrict=0; a container sees /dev/kmsg only when privileged.
 type Reader struct {
-	fd int
-	s  scanner
+	fd  int
+	s   scanner
+	buf []byte
 }
 
 // Open opens the kernel log at path (DefaultPath in use; a file of records
@@ -35,7 +36,9 @@ func Open(path string) (*Reader, error) {
 		syscall.Close(fd)
 		return nil, err
 	}
-	return &Reader{fd: fd, s: scanner{boot: boot}}, nil
+	// A record is at most 8 KiB with its dictionary; a read into less
+	// fails with EINVAL.
+	return &Reader{fd: fd, s: scanner{boot: boot}, buf: make([]byte, 16<<10)}, nil
 }
 
 func openError(path string, err error) error {
@@ -61,9 +64,8 @@ func (r *Reader) SeekEnd() error {
 // Read returns the Xid reports and faults logged since the last Read
 // (since Open or SeekEnd, the first time); Since, Boot and Lost are unset.
 func (r *Reader) Read() (Log, error) {
-	buf := make([]byte, 16<<10) // a record is at most 8 KiB, with its dictionary
 	for {
-		n, err := syscall.Read(r.fd, buf)
+		n, err := syscall.Read(r.fd, r.buf)
 		switch {
 		case errors.Is(err, syscall.EINTR):
 			continue
@@ -79,7 +81,7 @@ func (r *Reader) Read() (Log, error) {
 		case n == 0: // the end of a file of records
 			return r.took(), nil
 		}
-		r.s.feed(buf[:n])
+		r.s.feed(r.buf[:n])
 	}
 }
 
