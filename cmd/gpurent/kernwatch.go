@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +41,10 @@ type kernWatch struct {
 	// warned is when each fault (kind, level, device) was last said: a
 	// failing disk logs an error with every write.
 	warned map[string]time.Time
+	// xids and faults count what was logged while gpurent ran, by Xid
+	// code and by fault kind and level, for the metrics.
+	xids   map[int]int
+	faults map[[2]string]int
 	cancel func()
 	done   chan struct{}
 }
@@ -47,7 +54,8 @@ type kernWatch struct {
 // driver is loaded and only permission stands in the way (a container
 // without /dev/kmsg is the rule, not news).
 func startKernWatch(ctx context.Context, path string, logf func(string, ...any), event func(kind, text string)) *kernWatch {
-	w := &kernWatch{logf: logf, event: event, warned: map[string]time.Time{}, cancel: func() {}, done: make(chan struct{})}
+	w := &kernWatch{logf: logf, event: event, warned: map[string]time.Time{}, xids: map[int]int{}, faults: map[[2]string]int{},
+		cancel: func() {}, done: make(chan struct{})}
 	r, err := kernlog.Open(path)
 	if err == nil {
 		err = r.SeekEnd()
@@ -92,6 +100,7 @@ func (w *kernWatch) poll(now time.Time) {
 		w.logf("the kernel log: %v", err)
 	}
 	for _, e := range got.Xids {
+		w.xids[e.Code]++
 		in := kernlog.LookupXid(e.Code)
 		if in.Action == kernlog.Cleanup {
 			continue // the driver tidying up after a killed process or another Xid
@@ -103,6 +112,7 @@ func (w *kernWatch) poll(now time.Time) {
 		w.say("gpu_xid", fmt.Sprintf("the NVIDIA driver reported %s: %s", e, in.Words))
 	}
 	for _, f := range got.Faults {
+		w.faults[[2]string{f.Kind, f.Level}] += f.Count
 		if f.Severity() == kernlog.Benign {
 			continue // corrected PCIe errors: a count, not news
 		}
@@ -159,6 +169,27 @@ func (w *kernWatch) causes() []string {
 		out[i] = c.text
 	}
 	return out
+}
+
+// WriteTo writes the counts in the Prometheus text format: nothing where
+// the log is not read (a count of 0 there would claim a clean machine).
+func (w *kernWatch) WriteTo(out io.Writer) (int64, error) {
+	if w == nil || w.r == nil {
+		return 0, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	b.WriteString("# HELP gpurent_kernel_xids_total The NVIDIA driver's Xid reports in the kernel log since gpurent started, by code.\n# TYPE gpurent_kernel_xids_total counter\n")
+	for _, code := range slices.Sorted(maps.Keys(w.xids)) {
+		fmt.Fprintf(&b, "gpurent_kernel_xids_total{code=\"%d\"} %d\n", code, w.xids[code])
+	}
+	b.WriteString("# HELP gpurent_kernel_faults_total Hardware errors the kernel reported since gpurent started (disk I/O, memory, PCIe, machine checks, ext4), by kind and level.\n# TYPE gpurent_kernel_faults_total counter\n")
+	for _, k := range slices.SortedFunc(maps.Keys(w.faults), func(a, b [2]string) int { return strings.Compare(a[0]+" "+a[1], b[0]+" "+b[1]) }) {
+		fmt.Fprintf(&b, "gpurent_kernel_faults_total{kind=%q,level=%q} %d\n", k[0], k[1], w.faults[k])
+	}
+	n, err := io.WriteString(out, b.String())
+	return int64(n), err
 }
 
 // stop ends the watch and lets go of the log.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,5 +66,43 @@ sleep 1; exit 1`
 	}
 	if !strings.Contains(stderr, `the kernel reported 2 disk I/O errors on nvme0n1 ("I/O error, dev nvme0n1, sector 16`) {
 		t.Errorf("the disk errors are not among the causes, counted:\n%s", stderr)
+	}
+}
+
+// With --metrics, what the kernel logged while gpurent ran is counted, by
+// Xid code and by fault kind and level; with no log to read, nothing is
+// served (a 0 would claim a clean machine).
+func TestKernelMetrics(t *testing.T) {
+	kmsg := filepath.Join(t.TempDir(), "kmsg")
+	if err := os.WriteFile(kmsg, []byte("6,0,0,-;Linux version 6.8.0\n4,1,1,-;NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := startKernWatch(context.Background(), kmsg, func(string, ...any) {}, nil)
+	defer w.stop()
+	f, _ := os.OpenFile(kmsg, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("4,2,2,-;NVRM: Xid (PCI:0000:18:00): 13, pid=1, name=x, Graphics Exception\n4,3,3,-;NVRM: Xid (PCI:0000:18:00): 13, pid=1, name=x, Graphics Exception\n" +
+		"3,4,4,-;I/O error, dev sda, sector 8 op 0x1:(WRITE) flags 0x0 phys_seg 1 prio class 2\n" +
+		"4,5,5,-;pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)\n")
+	f.Close()
+	w.causes() // reads what was logged
+	var b strings.Builder
+	w.WriteTo(&b)
+	for _, want := range []string{
+		"gpurent_kernel_xids_total{code=\"13\"} 2\n",
+		"gpurent_kernel_faults_total{kind=\"disk\",level=\"error\"} 1\n",
+		"gpurent_kernel_faults_total{kind=\"pcie\",level=\"corrected\"} 1\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), `code="79"`) {
+		t.Errorf("an Xid from before gpurent started:\n%s", b.String())
+	}
+	none := startKernWatch(context.Background(), filepath.Join(t.TempDir(), "none"), func(string, ...any) {}, nil)
+	defer none.stop()
+	b.Reset()
+	if none.WriteTo(&b); b.Len() != 0 {
+		t.Errorf("metrics without a log:\n%s", b.String())
 	}
 }
