@@ -38,8 +38,9 @@ type kernWatch struct {
 	event func(kind, text string)
 	// unexplained is what was logged since the last failure was explained.
 	unexplained kernlog.Log
-	// warned is when each fault (kind, level, device) was last said: a
-	// failing disk logs an error with every write.
+	// warned is when each fault (kind, level, device) and Xid (code, GPU)
+	// was last said: a failing disk logs an error with every write, a
+	// failing NVLink an Xid a second.
 	warned map[string]time.Time
 	// xids and faults count what was logged while gpurent ran, by Xid
 	// code and by fault kind and level, for the metrics.
@@ -90,7 +91,7 @@ func startKernWatch(ctx context.Context, path string, logf func(string, ...any),
 	return w
 }
 
-// faultRepeat is how long a fault already said stays unsaid.
+// faultRepeat is how long a fault or Xid already said stays unsaid.
 const faultRepeat = 10 * time.Minute
 
 // poll reads what was logged since the last poll; w.mu is held.
@@ -106,7 +107,7 @@ func (w *kernWatch) poll(now time.Time) {
 			continue // the driver tidying up after a killed process or another Xid
 		}
 		w.unexplained.Xids = append(w.unexplained.Xids, e)
-		if in.Severity == kernlog.Benign {
+		if in.Severity == kernlog.Benign || w.said(fmt.Sprint("xid ", e.Code, " ", e.Bus), now) {
 			continue // the program's own error: named when it fails
 		}
 		w.say("gpu_xid", fmt.Sprintf("the NVIDIA driver reported %s: %s", e, in.Words))
@@ -117,13 +118,21 @@ func (w *kernWatch) poll(now time.Time) {
 			continue // corrected PCIe errors: a count, not news
 		}
 		w.unexplained.Faults = kernlog.AddFault(w.unexplained.Faults, f)
-		key := f.Kind + " " + f.Level + " " + f.Device
-		if last, ok := w.warned[key]; ok && now.Sub(last) < faultRepeat {
+		if w.said(f.Kind+" "+f.Level+" "+f.Device, now) {
 			continue
 		}
-		w.warned[key] = now
 		w.say("host_fault", fmt.Sprintf("the kernel reported %s (%q): %s", f, f.Message, f.Words()))
 	}
+}
+
+// said tells whether what key names was said less than faultRepeat ago,
+// and if not, that it is said now.
+func (w *kernWatch) said(key string, now time.Time) bool {
+	if last, ok := w.warned[key]; ok && now.Sub(last) < faultRepeat {
+		return true
+	}
+	w.warned[key] = now
+	return false
 }
 
 func (w *kernWatch) say(kind, text string) {
