@@ -82,6 +82,9 @@ machine: egress, billed by some providers.`,
 			if err != nil {
 				return err
 			}
+			if sp.Left != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: %v\n", sp.Left)
+			}
 			r := speedReport{Store: name, Bytes: sp.Bytes, Files: sp.Files, Encrypted: sp.Encrypted,
 				UploadS: sp.Upload.Seconds(), DownloadS: sp.Download.Seconds()}
 			r.UploadMBs = float64(sp.Bytes) / 1e6 / r.UploadS
@@ -123,7 +126,7 @@ func writeSpeed(g *globals, r speedReport, bwlimit string) {
 		fmt.Fprintf(g.stdout, "\na %s GB checkpoint at these rates: upload %s, download %s\n", strconv.FormatFloat(float64(r.CkptBytes)/1e9, 'f', -1, 64), roundTime(r.CkptUploadS), roundTime(r.CkptDownloadS))
 		fmt.Fprintf(g.stdout, "(gpurent plan and quote: --ckpt-write is at least the upload, and --ckpt-restart on a new machine includes the download)\n")
 	}
-	fmt.Fprintf(g.stdout, "\none test, scaled linearly: the rates move with the time of day and the provider's load; the test run was deleted\n")
+	fmt.Fprintf(g.stdout, "\none test, scaled linearly: the rates move with the time of day and the provider's load\n")
 }
 
 // roundTime is seconds as a duration a person reads: "2m44s", "1h5m".

@@ -26,6 +26,9 @@ type Speed struct {
 	Encrypted bool          // whether the objects were encrypted
 	Upload    time.Duration // the push, until its manifest was written
 	Download  time.Duration // the pull, until every file was checked
+	// Left says why the test's run could not be deleted from the store
+	// (credentials that may write but not delete); nil when it was.
+	Left error
 }
 
 // SpeedTest pushes a checkpoint of size random bytes in files files,
@@ -33,7 +36,7 @@ type Speed struct {
 // deletes it from the store and from dir, also when ctx is cancelled
 // midway. Random bytes, since a checkpoint's floats barely compress and
 // encryption would hide any pattern anyway.
-func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int) (*Speed, error) {
+func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int) (sp *Speed, err error) {
 	if size <= 0 || files <= 0 || int64(files) > size {
 		return nil, fmt.Errorf("speed test: %d bytes in %d files", size, files)
 	}
@@ -56,14 +59,20 @@ func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int
 	if err != nil {
 		return nil, fmt.Errorf("speed test: %w", err)
 	}
-	sp := &Speed{Run: run, Bytes: size, Files: files, Encrypted: s.opt.Crypto != nil && s.opt.Crypto.Encrypting()}
+	sp = &Speed{Run: run, Bytes: size, Files: files, Encrypted: s.opt.Crypto != nil && s.opt.Crypto.Encrypting()}
 	// Whatever happens, the test leaves nothing: its run is deleted with
 	// no grace for its leftovers (no other push writes to it).
 	defer func() {
 		os.RemoveAll(tmp)
 		opt := s.opt
 		opt.Grace = -1
-		New(s.b, opt).Prune(context.WithoutCancel(ctx), run, 0)
+		if _, perr := New(s.b, opt).Prune(context.WithoutCancel(ctx), run, 0); perr != nil {
+			left := fmt.Errorf("the test's run %s could not be deleted from the store (%w); delete it with gpurent ckpt prune --run %s --keep 0 --unsafe-allow-remove-all", run, perr, run)
+			if err != nil {
+				err = fmt.Errorf("%w; %w", err, left)
+			}
+			sp.Left = left
+		}
 		if e, ok := s.b.(emptyDirs); ok {
 			e.RemoveEmpty(runPrefix(run))
 		}

@@ -40,6 +40,14 @@ func TestSpeedTest(t *testing.T) {
 			nothingLeft(t, b, dir)
 		})
 	}
+	// Credentials that may write but not delete: measured, and told where
+	// the test's run stays.
+	b := refusing{Backend: backends(t)["file"](t), del: true}
+	sp, err := New(b, Options{}).SpeedTest(context.Background(), t.TempDir(), 2<<20, 1)
+	if err != nil || sp.Left == nil || !strings.Contains(sp.Left.Error(), "the test's run "+sp.Run+" could not be deleted from the store") ||
+		!strings.Contains(sp.Left.Error(), "AccessDenied") || sp.Upload <= 0 {
+		t.Errorf("undeletable: %+v, %v", sp, err)
+	}
 	s := New(nil, Options{Free: func(string) (uint64, bool) { return 100 << 20, true }})
 	dir := t.TempDir()
 	if _, err := s.SpeedTest(context.Background(), dir, 64<<20, 1); err == nil || !strings.Contains(err.Error(), "has 100.0 MiB free; the test writes its 64.0 MiB twice there") {
