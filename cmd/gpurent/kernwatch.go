@@ -8,12 +8,14 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/kernlog"
+	"github.com/gpurent/gpurent/internal/mounts"
 )
 
 // kernelLogPath is the kernel log gpurent reads the NVIDIA driver's Xid
@@ -46,6 +48,9 @@ type kernWatch struct {
 	// code and by fault kind and level, for the metrics.
 	xids   map[int]int
 	faults map[[2]string]int
+	// ckptDisk is the device the checkpoint directory's file system is
+	// mounted from ("/dev/nvme0n1p1"), to name a failing disk as that one.
+	ckptDisk string
 	cancel func()
 	done   chan struct{}
 }
@@ -54,9 +59,14 @@ type kernWatch struct {
 // seconds. Where the log cannot be read it says so only when the NVIDIA
 // driver is loaded and only permission stands in the way (a container
 // without /dev/kmsg is the rule, not news).
-func startKernWatch(ctx context.Context, path string, logf func(string, ...any), event func(kind, text string)) *kernWatch {
+func startKernWatch(ctx context.Context, path, ckptDir string, logf func(string, ...any), event func(kind, text string)) *kernWatch {
 	w := &kernWatch{logf: logf, event: event, warned: map[string]time.Time{}, xids: map[int]int{}, faults: map[[2]string]int{},
 		cancel: func() {}, done: make(chan struct{})}
+	if abs, err := filepath.Abs(ckptDir); err == nil && ckptDir != "" {
+		if m, ok := mounts.Read("/").Find(abs); ok {
+			w.ckptDisk = m.Source
+		}
+	}
 	r, err := kernlog.Open(path)
 	if err == nil {
 		err = r.SeekEnd()
@@ -121,8 +131,16 @@ func (w *kernWatch) poll(now time.Time) {
 		if w.said(f.Kind+" "+f.Level+" "+f.Device, now) {
 			continue
 		}
-		w.say("host_fault", fmt.Sprintf("the kernel reported %s (%q): %s", f, f.Message, f.Words()))
+		w.say("host_fault", fmt.Sprintf("the kernel reported %s%s (%q): %s", f, w.where(f), f.Message, f.Words()))
 	}
+}
+
+// where names a failing disk as the checkpoints' one, when it is.
+func (w *kernWatch) where(f kernlog.Fault) string {
+	if (f.Kind == kernlog.Disk || f.Kind == kernlog.Filesystem) && kernlog.SameDisk(f.Device, w.ckptDisk) {
+		return ", the disk of --ckpt-dir"
+	}
+	return ""
 }
 
 // said tells whether what key names was said less than faultRepeat ago,
@@ -170,7 +188,7 @@ func (w *kernWatch) causes() []string {
 		cs = append(cs, cause{in.Severity, fmt.Sprintf("the NVIDIA driver reported %s (%s)", e, in.Words)})
 	}
 	for _, f := range got.Faults {
-		cs = append(cs, cause{f.Severity(), fmt.Sprintf("the kernel reported %s (%q: %s)", f, f.Message, f.Words())})
+		cs = append(cs, cause{f.Severity(), fmt.Sprintf("the kernel reported %s%s (%q: %s)", f, w.where(f), f.Message, f.Words())})
 	}
 	slices.SortStableFunc(cs, func(a, b cause) int { return int(b.sev) - int(a.sev) })
 	out := make([]string, len(cs))

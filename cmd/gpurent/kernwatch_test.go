@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/gpurent/gpurent/internal/mounts"
 )
 
 // While gpurent run runs, an Xid the NVIDIA driver logs (here into a file
@@ -79,7 +83,7 @@ func TestKernelMetrics(t *testing.T) {
 	if err := os.WriteFile(kmsg, []byte("6,0,0,-;Linux version 6.8.0\n4,1,1,-;NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w := startKernWatch(context.Background(), kmsg, func(string, ...any) {}, nil)
+	w := startKernWatch(context.Background(), kmsg, "", func(string, ...any) {}, nil)
 	defer w.stop()
 	f, _ := os.OpenFile(kmsg, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("4,2,2,-;NVRM: Xid (PCI:0000:18:00): 13, pid=1, name=x, Graphics Exception\n4,3,3,-;NVRM: Xid (PCI:0000:18:00): 13, pid=1, name=x, Graphics Exception\n" +
@@ -101,10 +105,40 @@ func TestKernelMetrics(t *testing.T) {
 	if strings.Contains(b.String(), `code="79"`) {
 		t.Errorf("an Xid from before gpurent started:\n%s", b.String())
 	}
-	none := startKernWatch(context.Background(), filepath.Join(t.TempDir(), "none"), func(string, ...any) {}, nil)
+	none := startKernWatch(context.Background(), filepath.Join(t.TempDir(), "none"), "", func(string, ...any) {}, nil)
 	defer none.stop()
 	b.Reset()
 	if none.WriteTo(&b); b.Len() != 0 {
 		t.Errorf("metrics without a log:\n%s", b.String())
+	}
+}
+
+// A failing disk that holds --ckpt-dir is named as that one.
+func TestKernelWatchNamesTheCheckpointDisk(t *testing.T) {
+	dir := t.TempDir()
+	m, ok := mounts.Read("/").Find(dir)
+	dev, onDisk := strings.CutPrefix(m.Source, "/dev/")
+	if !ok || !onDisk {
+		t.Skipf("%s is not on a block device here (%q)", dir, m.Source)
+	}
+	kmsg := filepath.Join(t.TempDir(), "kmsg")
+	os.WriteFile(kmsg, []byte("6,0,0,-;Linux version 6.8.0\n"), 0o600)
+	var mu sync.Mutex
+	var said []string
+	w := startKernWatch(context.Background(), kmsg, dir, func(f string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		said = append(said, fmt.Sprintf(f, a...))
+	}, nil)
+	defer w.stop()
+	f, _ := os.OpenFile(kmsg, os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintf(f, "3,1,1,-;I/O error, dev %s, sector 8 op 0x1:(WRITE) flags 0x0 phys_seg 1 prio class 2\n3,2,2,-;I/O error, dev other9, sector 8 op 0x1:(WRITE) flags 0x0 phys_seg 1 prio class 2\n", dev)
+	f.Close()
+	causes := w.causes()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(causes) != 2 || !strings.HasPrefix(causes[0], "the kernel reported 1 disk I/O error on "+dev+", the disk of --ckpt-dir (") ||
+		strings.Contains(causes[1], "--ckpt-dir") || len(said) != 2 || !strings.Contains(said[0], dev+", the disk of --ckpt-dir") {
+		t.Errorf("causes %q\nsaid %q", causes, said)
 	}
 }

@@ -366,7 +366,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			// A GPU that fell off the bus is a cause of the failures that
 			// follow, which the command's output may not name.
 			var gpus *gpuWatch
-			kern := startKernWatch(cmd.Context(), kernelLogPath(), logf, supEvent)
+			kern := startKernWatch(cmd.Context(), kernelLogPath(), ckptDir, logf, supEvent)
 			defer kern.stop()
 			explain := cfg.Explain
 			cfg.Explain = func() []string {
