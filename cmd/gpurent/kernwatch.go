@@ -51,8 +51,8 @@ type kernWatch struct {
 	// ckptDisk is the device the checkpoint directory's file system is
 	// mounted from ("/dev/nvme0n1p1"), to name a failing disk as that one.
 	ckptDisk string
-	cancel func()
-	done   chan struct{}
+	cancel   func()
+	done     chan struct{}
 }
 
 // startKernWatch reads what the kernel logs from now on, every few
