@@ -18,9 +18,9 @@ import (
 	"github.com/gpurent/gpurent/internal/mounts"
 )
 
-// kernelLogPath is the kernel log gpurent reads the NVIDIA driver's Xid
-// reports from: /dev/kmsg, or $GPURENT_KMSG, a file of records in the same
-// format, for tests.
+// kernelLogPath is the kernel log bench and run read the NVIDIA driver's
+// Xid reports and the kernel's hardware errors from: /dev/kmsg, or
+// $GPURENT_KMSG, a file of records in the same format, for tests.
 func kernelLogPath() string {
 	if p := os.Getenv("GPURENT_KMSG"); p != "" {
 		return p
