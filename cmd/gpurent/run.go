@@ -363,8 +363,9 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if glob == "" && sameDir(ckptDir, ".") {
 				logf("warning: --ckpt-dir is the working directory: any file in it but code, logs, notebooks and configs counts as a checkpoint; name yours with --glob (e.g. --glob 'ckpt-*.pt')")
 			}
-			// A GPU that fell off the bus is a cause of the failures that
-			// follow, which the command's output may not name.
+			// A GPU that fell off the bus, an Xid, a disk failing writes:
+			// causes of the failures that follow, which the command's
+			// output may not name.
 			var gpus *gpuWatch
 			kern := startKernWatch(cmd.Context(), kernelLogPath(), ckptDir, logf, supEvent)
 			defer kern.stop()
