@@ -70,8 +70,9 @@ func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int
 			left := fmt.Errorf("the test's run %s could not be deleted from the store (%w); delete it with gpurent ckpt prune --run %s --keep 0 --unsafe-allow-remove-all", run, perr, run)
 			if err != nil {
 				err = fmt.Errorf("%w; %w", err, left)
+			} else {
+				sp.Left = left
 			}
-			sp.Left = left
 		}
 		if e, ok := s.b.(emptyDirs); ok {
 			e.RemoveEmpty(runPrefix(run))

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -47,6 +48,17 @@ func TestSpeedTest(t *testing.T) {
 	if err != nil || sp.Left == nil || !strings.Contains(sp.Left.Error(), "the test's run "+sp.Run+" could not be deleted from the store") ||
 		!strings.Contains(sp.Left.Error(), "AccessDenied") || sp.Upload <= 0 {
 		t.Errorf("undeletable: %+v, %v", sp, err)
+	}
+	// Cancelled as the pull begins, and the delete refused: both said.
+	ctx, cancel := context.WithCancel(context.Background())
+	var moved atomic.Int64
+	_, err = New(b, Options{Progress: func(n int64) {
+		if moved.Add(n) > 8<<20 {
+			cancel()
+		}
+	}}).SpeedTest(ctx, t.TempDir(), 8<<20, 2)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "could not be deleted from the store") {
+		t.Errorf("cancelled and undeletable: %v", err)
 	}
 	s := New(nil, Options{Free: func(string) (uint64, bool) { return 100 << 20, true }})
 	dir := t.TempDir()
