@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultPath is the kernel log device.
@@ -116,18 +115,14 @@ func ReadAll(path string) (Log, error) {
 	return l, err
 }
 
-// bootTime is when the kernel started, from /proc/uptime. The log's stamps
-// count from there on a clock that stops while the machine sleeps, which a
-// rented server does not.
+// bootTime is when the kernel started on the clock the log stamps its
+// records with: the monotonic clock, which stops while the machine is
+// suspended (/proc/uptime's does not: a cloud VM suspended and resumed
+// would have its records dated early by the pause).
 func bootTime(now time.Time) (time.Time, error) {
-	b, err := os.ReadFile("/proc/uptime")
-	if err != nil {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return time.Time{}, fmt.Errorf("kernel log: the boot time: %w", err)
 	}
-	up, _, _ := strings.Cut(string(b), " ")
-	s, err := strconv.ParseFloat(up, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("kernel log: the boot time: /proc/uptime: %q", b)
-	}
-	return now.Add(-time.Duration(s * float64(time.Second))), nil
+	return now.Add(-time.Duration(ts.Nano())), nil
 }
