@@ -47,6 +47,7 @@ type runFile struct {
 	Log         string   `yaml:"log"`
 	LogEvery    string   `yaml:"log_every"`
 	GPUBusyMin  *float64 `yaml:"gpu_busy_min"`
+	Price       string   `yaml:"price"`
 	Command     []string `yaml:"command"`
 }
 
@@ -54,6 +55,7 @@ func newRun(g *globals) *cobra.Command {
 	var s storeFlags
 	var (
 		config, ckptDir, preemption, metrics, glob, notifyFile, logPath string
+		priceText                                                       string
 		keep, keepLocal, maxRestarts                                    int
 		gpuBusyMin                                                      float64
 		noStatus                                                        bool
@@ -197,6 +199,16 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if gpuBusyMin < 0 || gpuBusyMin > 100 || gpuBusyMin != gpuBusyMin {
 				return bad("gpu-busy-min", "gpu_busy_min", "want a percent from 0 (never warn) to 100, got %v", gpuBusyMin)
 			}
+			pick("price", file.Price, &priceText)
+			var price hourlyPrice
+			if priceText != "" {
+				p, err := parsePrice(priceText)
+				if err != nil {
+					return bad("price", "price", "%v", err)
+				}
+				price = p
+			}
+			begun := time.Now()
 			var pre supervise.Preempter
 			ep := supervise.DefaultEndpoints()
 			for _, m := range []struct {
@@ -405,7 +417,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 							if out != nil {
 								output = out.Tail(progressLines)
 							}
-							event("progress", progressText(sup.Metrics.Snapshot(now), now.Sub(started)), output)
+							event("progress", progressText(sup.Metrics.Snapshot(now), now.Sub(started), price.cost(now.Sub(begun))), output)
 						}
 					}
 				}()
@@ -425,7 +437,10 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				logf("metrics on http://%s/metrics", ln.Addr())
 			}
 			if f, ok := cmd.ErrOrStderr().(*os.File); ok && !noStatus {
-				status := startStatus(f, func(cols int) string { return statusText(sup.Metrics.Snapshot(time.Now()), busyText(gpus), cols) })
+				status := startStatus(f, func(cols int) string {
+					now := time.Now()
+					return statusText(sup.Metrics.Snapshot(now), busyText(gpus), price.cost(now.Sub(begun)), cols)
+				})
 				defer status.end()
 			}
 			stop := make(chan os.Signal, 1)
@@ -471,6 +486,11 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			}
 			logf("%s", ex.Reason)
 			endReason = ex.Reason
+			if price.amount > 0 {
+				spent := price.spent(time.Since(begun))
+				logf("%s", spent)
+				endReason += "; " + spent
+			}
 			if ex.Code != 0 {
 				return exitCode(ex.Code)
 			}
@@ -479,7 +499,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	}
 	s.register(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, keep_local, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, notify_every, stall, silence, log, log_every, gpu_busy_min, command (flags override)")
+	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, keep_local, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, notify_every, stall, silence, log, log_every, gpu_busy_min, price, command (flags override)")
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&keepLocal, "keep-local", 0, "newest checkpoints kept in --ckpt-dir: older ones are deleted once the store holds a newer one (0: all)")
@@ -494,6 +514,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.DurationVar(&silence, "silence", 0, "with --log, restart the command when it has printed nothing (and written no new checkpoint) for this long (hung); 0 only warns, at three times its longest silence")
 	f.Float64Var(&gpuBusyMin, "gpu-busy-min", 50, "warn (and notify) when a GPU of this machine ran kernels less than this percent of 10 min while the command ran, 5 min after each start (NVML utilization: idle GPUs are billed too); 0 never warns (a GPU the hardware slows down for heat is warned of regardless)")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
+	f.StringVar(&priceText, "price", "", "the machine's hourly price, e.g. 2.49 (USD), 2.49USD or 18CNY: what the run has cost so far goes in the status line, the progress notifications and the end")
 	f.StringVar(&logPath, "log", "", "append the command's output to this file and, with --store, ship it there (encrypted) every --log-every and at each restart: gpurent ckpt log reads it back")
 	f.DurationVar(&logEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")
 	f.DurationVar(&notifyEvery, "notify-every", 0, "with --notify, also say every this long how the run stands (with --log, its last lines); 0: never")

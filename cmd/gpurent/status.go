@@ -115,8 +115,9 @@ func statusSeq(rows int, text string) string {
 	return fmt.Sprintf("\x1b7\x1b[%d;1H\x1b[2K\x1b[7m%s\x1b[0m\x1b8", rows, text)
 }
 
-// statusText is the run's state in one line.
-func statusText(s supervise.Snapshot, gpus string, cols int) string {
+// statusText is the run's state in one line; cost is what the machine
+// has cost since gpurent started ("" without --price).
+func statusText(s supervise.Snapshot, gpus, cost string, cols int) string {
 	child := "training up"
 	if !s.ChildUp {
 		child = "training down"
@@ -138,6 +139,9 @@ func statusText(s supervise.Snapshot, gpus string, cols int) string {
 	}
 	if s.UploadErrors > 0 {
 		parts = append(parts, fmt.Sprintf("%d upload errors", s.UploadErrors))
+	}
+	if cost != "" {
+		parts = append(parts, "≈ "+cost)
 	}
 	if s.Notices > 0 {
 		parts = append(parts, "PREEMPTION NOTICE")
@@ -162,8 +166,9 @@ func shortDur(d time.Duration) string {
 
 // progressText is a progress notification's line: how long the run has
 // gone on, whether the command is up, its restarts, the age of the last
-// committed checkpoint, what was uploaded, and a silence worth a look.
-func progressText(s supervise.Snapshot, ran time.Duration) string {
+// committed checkpoint, what was uploaded, a silence worth a look, and
+// with --price what the machine has cost so far.
+func progressText(s supervise.Snapshot, ran time.Duration, cost string) string {
 	first := "training for " + shortDur(ran)
 	if !s.ChildUp {
 		first = shortDur(ran) + " in, the command is not running (between restarts)"
@@ -179,6 +184,9 @@ func progressText(s supervise.Snapshot, ran time.Duration) string {
 	}
 	if s.ChildUp && s.Silent >= time.Minute {
 		parts = append(parts, "no output for "+shortDur(s.Silent))
+	}
+	if cost != "" {
+		parts = append(parts, "about "+cost+" so far")
 	}
 	return strings.Join(parts, "; ")
 }

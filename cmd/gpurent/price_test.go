@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/supervise"
+)
+
+func TestParsePrice(t *testing.T) {
+	for in, want := range map[string]string{"2.49": "2.49 USD/h", "2.49USD": "2.49 USD/h", "18 CNY": "18 CNY/h", "18cny/h": "18 CNY/h", " 0.5 eur ": "0.5 EUR/h"} {
+		p, err := parsePrice(in)
+		if err != nil || p.String() != want {
+			t.Errorf("parsePrice(%q) = %v, %v; want %s", in, p, err, want)
+		}
+	}
+	for _, in := range []string{"", "abc", "-1", "0", "2.49 dollars", "USD", "1e9", "2.49 US"} {
+		if p, err := parsePrice(in); err == nil {
+			t.Errorf("parsePrice(%q) = %v, want an error", in, p)
+		}
+	}
+	p, _ := parsePrice("2.5")
+	if c := p.cost(90 * time.Minute); c != "3.75 USD" {
+		t.Errorf("cost %s", c)
+	}
+	if c := (hourlyPrice{}).cost(time.Hour); c != "" {
+		t.Errorf("no price, cost %q", c)
+	}
+	s := supervise.Snapshot{ChildUp: true}
+	if got := statusText(s, "", "3.75 USD", 0); !strings.HasSuffix(got, " · ≈ 3.75 USD") {
+		t.Errorf("status %q", got)
+	}
+	if got := progressText(s, 90*time.Minute, "3.75 USD"); !strings.HasSuffix(got, "; about 3.75 USD so far") {
+		t.Errorf("progress %q", got)
+	}
+}
+
+// With --price the end says what the machine cost while gpurent ran, and
+// what that leaves out; a bad price is bad input.
+func TestRunPrice(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := gpurent(t, "run", "--ckpt-dir", dir, "--preemption", "none", "--no-status", "--price", "18CNY", "--", "sleep", "1")
+	if code != 0 || !strings.Contains(stderr, "gpurent: the machine cost about 0.0") ||
+		!strings.Contains(stderr, " CNY while gpurent ran (") || !strings.Contains(stderr, "at 18 CNY/h; storage, egress and the provider's rounding are not in it") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = gpurent(t, "run", "--ckpt-dir", dir, "--preemption", "none", "--price", "cheap", "--", "true")
+	if code != 2 || !strings.Contains(stderr, `--price: want the machine's hourly price such as 2.49, 2.49USD or 18CNY, got "cheap"`) {
+		t.Errorf("bad price: exit %d\n%s", code, stderr)
+	}
+	cfg := filepath.Join(dir, "run.yaml")
+	os.WriteFile(cfg, []byte("ckpt_dir: out\nprice: nope\ncommand: [true]\n"), 0o600)
+	code, _, stderr = gpurent(t, "run", "--config", cfg, "--preemption", "none")
+	if code != 2 || !strings.Contains(stderr, "run.yaml:2") || !strings.Contains(stderr, `got "nope"`) {
+		t.Errorf("bad price in the config: exit %d\n%s", code, stderr)
+	}
+}
