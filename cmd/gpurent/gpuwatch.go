@@ -57,7 +57,7 @@ func (g *gpuWatch) stop() {
 // startGPUWatch watches how busy this machine's GPUs are, and whether the
 // hardware slows them down, while the command runs, where NVML answers; on
 // a machine without an NVIDIA GPU it says nothing.
-func startGPUWatch(ctx context.Context, busyMin float64, running func() bool, logf func(string, ...any), event func(kind, text string)) *gpuWatch {
+func startGPUWatch(ctx context.Context, busyMin float64, price hourlyPrice, running func() bool, logf func(string, ...any), event func(kind, text string)) *gpuWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	g := &gpuWatch{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -77,7 +77,8 @@ func startGPUWatch(ctx context.Context, busyMin float64, running func() bool, lo
 			total, steal, err := probe.CPUTimes()
 			return total, steal, err == nil
 		}
-		w := gpuwatch.New(gpuwatch.Config{Meter: nvmlMeter{n}, Min: busyMin, Running: running, Log: logf, Event: event, CPU: cpu})
+		w := gpuwatch.New(gpuwatch.Config{Meter: nvmlMeter{n}, Min: busyMin, Running: running, Log: logf, Event: event, CPU: cpu,
+			Price: price.amount, Currency: price.currency})
 		g.w.Store(w)
 		w.Run(ctx)
 	}()

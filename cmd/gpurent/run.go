@@ -397,7 +397,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				return usageError{err}
 			}
 			running := func() bool { return sup.Metrics.Snapshot(time.Now()).ChildUp }
-			gpus = startGPUWatch(cmd.Context(), gpuBusyMin, running, logf, supEvent)
+			gpus = startGPUWatch(cmd.Context(), gpuBusyMin, price, running, logf, supEvent)
 			defer gpus.stop()
 			if hook != nil && notifyEvery > 0 {
 				// A run of days is watched from a phone: every

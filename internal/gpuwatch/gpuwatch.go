@@ -66,6 +66,10 @@ type Config struct {
 	// hypervisor stole for other guests (/proc/stat); a GPU that waits on
 	// an oversold host's CPUs is said to. Nil reads nothing.
 	CPU func() (total, steal uint64, ok bool)
+	// Price is what the machine costs an hour (gpurent run --price), to
+	// put a price on waiting GPUs; zero says nothing of money.
+	Price    float64
+	Currency string
 }
 
 // stealSaid is the share of CPU time stolen over the window from which an
@@ -282,19 +286,36 @@ func (w *Watch) idle(sums map[int]sum) string {
 	}
 	mins := strconv.FormatFloat(w.cfg.Window.Minutes(), 'f', -1, 64)
 	if none {
-		return fmt.Sprintf("%s ran no kernel in the last %s min while the command ran (NVML utilization 0%%): nothing on this machine uses %s. If the command should (a CPU-only PyTorch, device=\"cpu\", CUDA_VISIBLE_DEVICES), or it hangs, the hours are lost: they are billed all the same",
-			gpus(low), mins, pronoun(len(low)))
+		return fmt.Sprintf("%s ran no kernel in the last %s min while the command ran (NVML utilization 0%%): nothing on this machine uses %s. If the command should (a CPU-only PyTorch, device=\"cpu\", CUDA_VISIBLE_DEVICES), or it hangs, the hours are lost: they are billed all the same%s",
+			gpus(low), mins, pronoun(len(low)), w.waste(sums))
 	}
 	parts := make([]string, len(low))
 	for k, i := range low {
 		parts[k] = fmt.Sprintf("GPU %d %.0f%%", i, sums[i].mean())
 	}
-	text := fmt.Sprintf("GPUs ran kernels only part of the last %s min (%s; NVML utilization, under --gpu-busy-min %g): the rest of the time they wait, on data loading (more DataLoader workers, pin_memory), the CPU or the disk, or on a hung command, and are billed all the same",
-		mins, strings.Join(parts, ", "), w.cfg.Min)
+	text := fmt.Sprintf("GPUs ran kernels only part of the last %s min (%s; NVML utilization, under --gpu-busy-min %g): the rest of the time they wait, on data loading (more DataLoader workers, pin_memory), the CPU or the disk, or on a hung command, and are billed all the same%s",
+		mins, strings.Join(parts, ", "), w.cfg.Min, w.waste(sums))
 	if steal, ok := w.steal(); ok && steal >= stealSaid {
 		text += fmt.Sprintf(". Meanwhile the hypervisor gave %.0f%% of this machine's CPU time to other guests (steal): the host's CPUs are oversold, and the data loading starves", steal*100)
 	}
 	return text
+}
+
+// waste puts a price on the window's waiting: the machine's cost over it,
+// and the part of it the GPUs spent idle (each GPU's share of the
+// machine, times the share of the time it ran nothing). "" without a
+// price.
+func (w *Watch) waste(sums map[int]sum) string {
+	if w.cfg.Price <= 0 || len(sums) == 0 {
+		return ""
+	}
+	cost := w.cfg.Price * w.cfg.Window.Hours()
+	idle := 0.0
+	for _, t := range sums {
+		idle += max(0, 1-t.mean()/100)
+	}
+	idle /= float64(len(sums))
+	return fmt.Sprintf(": of the %.2f %s these minutes cost (--price), about %.2f %s went to GPUs waiting", cost, w.cfg.Currency, cost*idle, w.cfg.Currency)
 }
 
 // steal is the share of CPU time stolen over the window, from its first

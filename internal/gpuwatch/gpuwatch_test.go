@@ -102,6 +102,16 @@ func TestStarvedGPUWarnedHourly(t *testing.T) {
 	}
 }
 
+// With the machine's price, the warning says what the window cost and
+// what of it went to waiting GPUs: 10 min at 2.50 USD/h is 0.42 USD; the
+// GPUs waited 7% and 69% of it, 38% of the machine.
+func TestStarvedGPUPriced(t *testing.T) {
+	warns, _, _ := drive(t, 20*time.Minute, flat(93, 31), func(c *Config, _ *script) { c.Price, c.Currency = 2.5, "USD" })
+	if len(warns) != 1 || !strings.HasSuffix(warns[0].text, "billed all the same: of the 0.42 USD these minutes cost (--price), about 0.16 USD went to GPUs waiting") {
+		t.Fatalf("warnings %v", warns)
+	}
+}
+
 // A GPU that runs nothing at all: the command may not use it.
 func TestIdleGPUNamed(t *testing.T) {
 	warns, _, sum := drive(t, 20*time.Minute, flat(0), nil)
