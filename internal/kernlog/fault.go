@@ -45,15 +45,19 @@ type Fault struct {
 //   - EDAC (drivers/edac/edac_mc.c): "EDAC MC0: 1 CE memory read error on
 //     ...", "EDAC MC0: 1 UE ...";
 //   - the block layer: "I/O error, dev nvme0n1, sector 2048 op 0x1:(WRITE)
-//     ..." (blk_print_req_error), and fs/buffer.c's "Buffer I/O error on
-//     dev sda1, logical block 0";
+//     ..." (blk_print_req_error; the first word is blk_errors' name of the
+//     status: "critical medium", "timeout", "device offline" and the like
+//     are the device failing, "critical space allocation" a thin-provisioned
+//     disk out of space; "operation not supported", a VM disk refusing a
+//     discard, and the transient ones are not counted), and fs/buffer.c's
+//     "Buffer I/O error on dev sda1, logical block 0";
 //   - PCIe AER (drivers/pci/pcie/aer.c), after the device's driver and
 //     address: "pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected,
 //     type=Physical Layer, (Receiver ID)" ("CXL Bus Error" on CXL);
 //   - ext4 (fs/ext4/super.c): "EXT4-fs error (device nvme0n1p1): ...".
 var (
 	edacLine = regexp.MustCompile(`EDAC (MC\d+): (\d+) (CE|UE) `)
-	blkLine  = regexp.MustCompile(`(?:^|: )I/O error, dev ([^,\s]+), sector \d+`)
+	blkLine  = regexp.MustCompile(`(?:^|: )(?:I/O|critical medium|critical target|critical space allocation|timeout|device offline|protection) error, dev ([^,\s]+), sector \d+`)
 	bufLine  = regexp.MustCompile(`^Buffer I/O error on dev ([^,\s]+),`)
 	aerLine  = regexp.MustCompile(`([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): (?:PCIe|CXL) Bus Error: severity=(Corrected|Uncorrected \(Non-Fatal\)|Uncorrected \(Fatal\))`)
 	ext4Line = regexp.MustCompile(`^EXT4-fs error \(device ([^)]+)\)`)

@@ -29,6 +29,8 @@ func TestParseFault(t *testing.T) {
 		{"I/O error, dev nvme0n1, sector 123456 op 0x1:(WRITE) flags 0x8800 phys_seg 1 prio class 2", "disk", "error", "nvme0n1", 1},
 		{"blk_update_request: I/O error, dev sda, sector 2048 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0", "disk", "error", "sda", 1},
 		{"print_req_error: I/O error, dev sdb, sector 77", "disk", "error", "sdb", 1},
+		{"critical medium error, dev sdad, sector 2615107192 op 0x0:(READ) flags 0x1000 phys_seg 1 prio class 2", "disk", "error", "sdad", 1},
+		{"timeout error, dev nvme1n1, sector 0 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 2", "disk", "error", "nvme1n1", 1},
 		{"Buffer I/O error on dev sda1, logical block 0, async page read", "disk", "error", "sda1", 1},
 		{"pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)", "pcie", "corrected", "0000:00:01.0", 1},
 		{"nvidia 0000:3B:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)", "pcie", "uncorrected", "0000:3b:00.0", 1},
@@ -43,6 +45,8 @@ func TestParseFault(t *testing.T) {
 	for _, line := range []string{
 		"I/O error, dev sr0, sector 0 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0",
 		"I/O error, dev loop3, sector 8 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0",
+		"operation not supported error, dev vda, sector 0 op 0x3:(DISCARD) flags 0x800 phys_seg 1 prio class 0",
+		"recoverable transport error, dev sdb, sector 8 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0",
 		"Buffer I/O error on dev fd0, logical block 0, async page read",
 		"EXT4-fs (sda1): mounted filesystem with ordered data mode. Quota mode: none.",
 		"pcieport 0000:00:01.0: AER: enabled with IRQ 24",
