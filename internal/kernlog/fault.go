@@ -53,13 +53,14 @@ type Fault struct {
 //     "Buffer I/O error on dev sda1, logical block 0";
 //   - PCIe AER (drivers/pci/pcie/aer.c), after the device's driver and
 //     address: "pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected,
-//     type=Physical Layer, (Receiver ID)" ("CXL Bus Error" on CXL);
+//     type=Physical Layer, (Receiver ID)" ("CXL Bus Error" on CXL; since
+//     Linux 6.x the PCIe spec's "Correctable", "Uncorrectable (Fatal)");
 //   - ext4 (fs/ext4/super.c): "EXT4-fs error (device nvme0n1p1): ...".
 var (
 	edacLine = regexp.MustCompile(`EDAC (MC\d+): (\d+) (CE|UE) `)
 	blkLine  = regexp.MustCompile(`(?:^|: )(?:I/O|critical medium|critical target|critical space allocation|timeout|device offline|protection) error, dev ([^,\s]+), sector \d+`)
 	bufLine  = regexp.MustCompile(`^Buffer I/O error on dev ([^,\s]+),`)
-	aerLine  = regexp.MustCompile(`([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): (?:PCIe|CXL) Bus Error: severity=(Corrected|Uncorrected \(Non-Fatal\)|Uncorrected \(Fatal\))`)
+	aerLine  = regexp.MustCompile(`([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): (?:PCIe|CXL) Bus Error: severity=(Correct(?:ed|able)|Uncorrect(?:ed|able) \((?:Non-)?Fatal\))`)
 	ext4Line = regexp.MustCompile(`^EXT4-fs error \(device ([^)]+)\)`)
 	ghesSev  = regexp.MustCompile(`event severity: (corrected|recoverable|fatal)`)
 )
@@ -90,7 +91,14 @@ func ParseFault(msg string) (f Fault, ok bool) {
 	case aerLine.MatchString(msg):
 		m := aerLine.FindStringSubmatch(msg)
 		f.Kind, f.Device = PCIe, strings.ToLower(m[1])
-		f.Level = map[string]string{"Corrected": "corrected", "Uncorrected (Non-Fatal)": "uncorrected", "Uncorrected (Fatal)": "fatal"}[m[2]]
+		switch {
+		case strings.HasPrefix(m[2], "Correct"):
+			f.Level = "corrected"
+		case strings.HasSuffix(m[2], "(Non-Fatal)"):
+			f.Level = "uncorrected"
+		default:
+			f.Level = "fatal"
+		}
 	case blkLine.MatchString(msg) || bufLine.MatchString(msg):
 		m := blkLine.FindStringSubmatch(msg)
 		if m == nil {

@@ -35,6 +35,9 @@ func TestParseFault(t *testing.T) {
 		{"pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)", "pcie", "corrected", "0000:00:01.0", 1},
 		{"nvidia 0000:3B:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)", "pcie", "uncorrected", "0000:3b:00.0", 1},
 		{"pcieport 0000:00:03.1: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible, (Unregistered Agent ID)", "pcie", "fatal", "0000:00:03.1", 1},
+		{"pcieport 0000:80:01.1: PCIe Bus Error: severity=Correctable, type=Data Link Layer, (Transmitter ID)", "pcie", "corrected", "0000:80:01.1", 1},
+		{"nvme 0000:c1:00.0: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), type=Transaction Layer, (Requester ID)", "pcie", "uncorrected", "0000:c1:00.0", 1},
+		{"pcieport 0000:00:03.1: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Transaction Layer, (Receiver ID)", "pcie", "fatal", "0000:00:03.1", 1},
 		{"EXT4-fs error (device nvme0n1p1): ext4_find_entry:1455: inode #2: comm python: reading directory lblock 0", "filesystem", "error", "nvme0n1p1", 1},
 	} {
 		f, ok := ParseFault(c.line)
