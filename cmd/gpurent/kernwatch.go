@@ -101,6 +101,10 @@ func startKernWatch(ctx context.Context, path, ckptDir string, logf func(string,
 	return w
 }
 
+// maxUnexplained is how many Xid reports wait for a failure to name them
+// in, the newest.
+const maxUnexplained = 100
+
 // faultRepeat is how long a fault or Xid already said stays unsaid.
 const faultRepeat = 10 * time.Minute
 
@@ -115,6 +119,10 @@ func (w *kernWatch) poll(now time.Time) {
 		in := kernlog.LookupXid(e.Code)
 		if in.Action == kernlog.Cleanup {
 			continue // the driver tidying up after a killed process or another Xid
+		}
+		if len(w.unexplained.Xids) == maxUnexplained {
+			// Days of a program's Xids with no failure to name them in.
+			w.unexplained.Xids = w.unexplained.Xids[1:]
 		}
 		w.unexplained.Xids = append(w.unexplained.Xids, e)
 		if in.Severity == kernlog.Benign || w.said(fmt.Sprint("xid ", e.Code, " ", e.Bus), now) {

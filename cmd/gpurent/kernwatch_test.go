@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gpurent/gpurent/internal/mounts"
 )
@@ -105,6 +106,18 @@ func TestKernelMetrics(t *testing.T) {
 	if strings.Contains(b.String(), `code="79"`) {
 		t.Errorf("an Xid from before gpurent started:\n%s", b.String())
 	}
+	// A program's Xids for days with no failure: the newest 100 wait.
+	f, _ = os.OpenFile(kmsg, os.O_APPEND|os.O_WRONLY, 0)
+	for i := range 150 {
+		fmt.Fprintf(f, "4,%d,%d,-;NVRM: Xid (PCI:0000:18:00): 13, pid=%d, name=x, Graphics Exception\n", 6+i, 6+i, 1000+i)
+	}
+	f.Close()
+	w.mu.Lock()
+	w.poll(time.Now())
+	if n, last := len(w.unexplained.Xids), w.unexplained.Xids[len(w.unexplained.Xids)-1].PID; n != maxUnexplained || last != 1149 {
+		t.Errorf("%d Xids wait, the newest of pid %d", n, last)
+	}
+	w.mu.Unlock()
 	none := startKernWatch(context.Background(), filepath.Join(t.TempDir(), "none"), "", func(string, ...any) {}, nil)
 	defer none.stop()
 	b.Reset()
