@@ -126,6 +126,7 @@ type Supervisor struct {
 	uploading  sync.Mutex // one upload at a time
 	rotated    int        // uploads in a row whose checkpoint was deleted during them; under uploading
 	noticeSaid bool       // an upload longer than the preemption notice was said; under uploading
+	behindSaid bool       // uploads falling behind the saves was said; under uploading
 	// trimmedFor is the signature of the newest committed checkpoint
 	// trimLocal last ran for, and unsureSaid whether it said it keeps
 	// entries it cannot tell are checkpoints; both under uploading.
@@ -922,10 +923,12 @@ func (s *Supervisor) lookDeeper(force bool) {
 func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	s.uploading.Lock()
 	defer s.uploading.Unlock()
-	c, ok, err := s.det.Newest()
-	if err != nil || !ok {
-		return !ok
+	cs, err := s.det.Scan()
+	i := slices.IndexFunc(cs, func(c Candidate) bool { return c.Complete })
+	if err != nil || i < 0 {
+		return true // nothing complete to upload (as Newest says it)
 	}
+	c := cs[i]
 	now := time.Now()
 	s.mu.Lock()
 	progressed := s.progress.saw(c, now)
@@ -978,6 +981,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 		return false
 	}
 	s.rotated = 0
+	s.behind(c, cs, time.Since(start))
 	if s.alarmed {
 		s.cfg.Event("store_ok", fmt.Sprintf("uploads work again after %v: committed %s", time.Since(s.failingSince).Round(time.Second), c.Name))
 	}
@@ -1000,6 +1004,39 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	}
 	s.trimLocal(c)
 	return true
+}
+
+// behind says, once, when uploads fall behind the saves: two or more
+// checkpoints completed while c (of the scan before, before) was uploaded,
+// so the next upload takes the newest and those between never reach the
+// store. Under uploading.
+func (s *Supervisor) behind(c Candidate, before []Candidate, took time.Duration) {
+	if s.behindSaid {
+		return
+	}
+	after, err := s.det.Scan()
+	if err != nil {
+		return
+	}
+	had := map[string]bool{}
+	for _, b := range before {
+		if b.Complete {
+			had[b.Signature()] = true
+		}
+	}
+	var newer []string // newest first, as Scan lists them
+	for _, a := range after {
+		if a.Complete && !had[a.Signature()] {
+			newer = append(newer, a.Name)
+		}
+	}
+	if len(newer) < 2 {
+		return
+	}
+	s.behindSaid = true
+	slices.Reverse(newer)
+	s.cfg.Log("warning: uploads fall behind the checkpoints: %s were saved while %s was uploaded (%.0f s), so the newest goes next and %s never reaches the store; a machine lost loses the work since the last checkpoint uploaded. Save less often, or make uploads faster (gpurent ckpt speed measures the store)",
+		strings.Join(newer, ", "), c.Name, took.Seconds(), strings.Join(newer[:len(newer)-1], ", "))
 }
 
 func (s *Supervisor) commitLocal(c Candidate, id string) {

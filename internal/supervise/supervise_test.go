@@ -1208,6 +1208,59 @@ func TestCheckpointRotatedDuringUpload(t *testing.T) {
 	}
 }
 
+// gatedBackend holds the first checkpoint's upload until dir holds n
+// entries, as a slow link would while the command saves on.
+type gatedBackend struct {
+	store.Backend
+	dir  string
+	n    int
+	once sync.Once
+}
+
+func (g *gatedBackend) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	if strings.Contains(key, "/data/") {
+		g.once.Do(func() {
+			for i := 0; i < 400; i++ {
+				if es, _ := os.ReadDir(g.dir); len(es) >= g.n {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond) // past the quiet period: complete
+		})
+	}
+	return g.Backend.Put(ctx, key, fill)
+}
+
+// Two checkpoints saved while one was uploaded: the one between them never
+// reaches the store, and that is said once.
+func TestUploadsFallBehind(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	cfg := h.config(dir, &gatedBackend{Backend: h.b, dir: dir, n: 3})
+	cfg.Glob = "step-*"
+	save := `echo %[2]d > %[1]q/step-%[2]d; sleep 0.3`
+	cfg.Cmd = []string{"sh", "-c", fmt.Sprintf(save, dir, 1) + "; " + fmt.Sprintf(save, dir, 2) + "; " + fmt.Sprintf(save, dir, 3) + "; sleep 1"}
+	logged := captureLog(&cfg)
+	sup, _ := New(cfg)
+	if ex, err := sup.Run(context.Background(), nil); err != nil || ex.Code != 0 {
+		t.Fatal(ex, err)
+	}
+	l := logged()
+	if strings.Count(l, "warning: uploads fall behind the checkpoints: step-2, step-3 were saved while step-1 was uploaded") != 1 ||
+		!strings.Contains(l, "so the newest goes next and step-2 never reaches the store") {
+		t.Errorf("log:\n%s", l)
+	}
+	ms, _ := h.store(h.b).List(context.Background(), "trial")
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.Name)
+	}
+	if strings.Join(names, " ") != "step-1 step-3" {
+		t.Errorf("committed %v", names)
+	}
+}
+
 // slowBackend takes d over each object it stores.
 type slowBackend struct {
 	store.Backend
