@@ -140,15 +140,17 @@ func writeBusy(w io.Writer, rs []gpuwatch.Reading) {
 }
 
 // metricsHandler serves the supervisor's metrics, once the GPU watch has
-// begun the GPUs' newest readings, and what the kernel log reported
-// (kern, where it is read).
-func metricsHandler(m io.WriterTo, g *gpuWatch, kern io.WriterTo) http.Handler {
+// begun the GPUs' newest readings, and the rest (what the kernel log
+// reported, what the machine has cost).
+func metricsHandler(m io.WriterTo, g *gpuWatch, rest ...io.WriterTo) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 		rw.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		m.WriteTo(rw)
 		if w := g.watch(); w != nil {
 			writeBusy(rw, w.Latest())
 		}
-		kern.WriteTo(rw)
+		for _, r := range rest {
+			r.WriteTo(rw)
+		}
 	})
 }

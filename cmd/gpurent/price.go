@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -51,4 +52,20 @@ func (p hourlyPrice) cost(d time.Duration) string {
 func (p hourlyPrice) spent(d time.Duration) string {
 	return fmt.Sprintf("the machine cost about %s while gpurent ran (%s at %s; storage, egress and the provider's rounding are not in it: gpurent quote itemizes them), and bills on until it is stopped",
 		p.cost(d), shortDur(d), p)
+}
+
+// costMetric is --metrics' gauge of what the machine has cost since
+// begun; nothing without a price.
+type costMetric struct {
+	price hourlyPrice
+	begun time.Time
+}
+
+func (c costMetric) WriteTo(w io.Writer) (int64, error) {
+	if c.price.amount == 0 {
+		return 0, nil
+	}
+	n, err := fmt.Fprintf(w, "# HELP gpurent_cost What the machine has cost since gpurent started, at --price (the hourly price alone).\n# TYPE gpurent_cost gauge\ngpurent_cost{currency=%q} %.4f\n",
+		c.price.currency, c.price.amount*time.Since(c.begun).Hours())
+	return int64(n), err
 }

@@ -29,6 +29,15 @@ func TestParsePrice(t *testing.T) {
 	if c := (hourlyPrice{}).cost(time.Hour); c != "" {
 		t.Errorf("no price, cost %q", c)
 	}
+	var b strings.Builder
+	costMetric{p, time.Now().Add(-90 * time.Minute)}.WriteTo(&b)
+	if !strings.Contains(b.String(), "gpurent_cost{currency=\"USD\"} 3.75") {
+		t.Errorf("metric:\n%s", b.String())
+	}
+	b.Reset()
+	if (costMetric{begun: time.Now()}).WriteTo(&b); b.Len() != 0 {
+		t.Errorf("a cost metric without a price:\n%s", b.String())
+	}
 	s := supervise.Snapshot{ChildUp: true}
 	if got := statusText(s, "", "3.75 USD", 0); !strings.HasSuffix(got, " · ≈ 3.75 USD") {
 		t.Errorf("status %q", got)
