@@ -76,7 +76,7 @@ func (e *emulator) try(bin string, args func(dir string, port int) []string, up 
 	e.dir = dir
 	port := freePort()
 	cmd := exec.Command(bin, args(dir, port)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = serverAttr()
 	log, _ := os.Create(dir + "/server.log")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
