@@ -50,9 +50,10 @@ type kernWatch struct {
 	faults map[[2]string]int
 	// ckptDisk is the device the checkpoint directory's file system is
 	// mounted from ("/dev/nvme0n1p1"), to name a failing disk as that one.
-	ckptDisk string
-	cancel   func()
-	done     chan struct{}
+	ckptDisk   string
+	readFailed bool // a read of the log failed: said once
+	cancel     func()
+	done       chan struct{}
 }
 
 // startKernWatch reads what the kernel logs from now on, every few
@@ -111,7 +112,8 @@ const faultRepeat = 10 * time.Minute
 // poll reads what was logged since the last poll; w.mu is held.
 func (w *kernWatch) poll(now time.Time) {
 	got, err := w.r.Read()
-	if err != nil {
+	if err != nil && !w.readFailed {
+		w.readFailed = true // said once, not every poll
 		w.logf("the kernel log: %v", err)
 	}
 	for _, e := range got.Xids {
@@ -125,8 +127,10 @@ func (w *kernWatch) poll(now time.Time) {
 			w.unexplained.Xids = w.unexplained.Xids[1:]
 		}
 		w.unexplained.Xids = append(w.unexplained.Xids, e)
+		// A program's own error is named when the program fails; a fault
+		// already said is said again after faultRepeat.
 		if in.Severity == kernlog.Benign || w.said(fmt.Sprint("xid ", e.Code, " ", e.Bus), now) {
-			continue // the program's own error: named when it fails
+			continue
 		}
 		w.say("gpu_xid", fmt.Sprintf("the NVIDIA driver reported %s: %s", e, in.Words))
 	}
