@@ -49,12 +49,12 @@ machine: egress, billed by some providers.`,
 				return err
 			}
 			n, err := units.ParseSize(size, 1e9)
-			if err != nil || n < 1<<20 {
-				return usagef("--size: want a size of 1 MiB or more such as 256MiB or 1GB, got %q", size)
+			if err != nil || n < 1<<20 || n > 1e12 {
+				return usagef("--size: want a size from 1 MiB to 1 TB such as 256MiB or 1GB, got %q", size)
 			}
 			var ckpt float64
 			if ckptSize != "" {
-				if ckpt, err = units.ParseSize(ckptSize, 1e9); err != nil || ckpt <= 0 {
+				if ckpt, err = units.ParseSize(ckptSize, 1e9); err != nil || ckpt <= 0 || ckpt > 1e15 {
 					return usagef("--ckpt-size: want a size such as 20GB (a bare number is GB), got %q", ckptSize)
 				}
 			}

@@ -41,7 +41,8 @@ func TestCkptSpeed(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--size", "10k"}, `--size: want a size of 1 MiB or more such as 256MiB or 1GB, got "10k"`},
+		{[]string{"--size", "10k"}, `--size: want a size from 1 MiB to 1 TB such as 256MiB or 1GB, got "10k"`},
+		{[]string{"--size", "1e30"}, `--size: want a size from 1 MiB to 1 TB`},
 		{[]string{"--files", "0"}, "--files: want 1 to 1000, got 0"},
 		{[]string{"--ckpt-size", "big"}, `--ckpt-size: want a size such as 20GB (a bare number is GB), got "big"`},
 		{[]string{"--dir", filepath.Join(dir, "none")}, "none: not a directory"},
