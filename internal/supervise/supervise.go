@@ -269,7 +269,19 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		s.progress.sig = c.Signature() // there before: not progress
 		s.Metrics.lastCheckpoint.Store(c.ModTime.Unix())
 	}
-	go s.watch(ctx)
+	// The uploader ends with Run: a push of this run still going after
+	// it (a supervisor cancelled and another started in the same
+	// process) would race the next one's clean-up of leftovers.
+	wctx, wcancel := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		s.watch(wctx)
+	}()
+	defer func() {
+		wcancel()
+		<-watched
+	}()
 	var notices <-chan Notice
 	if s.cfg.Preemption != nil {
 		notices = s.cfg.Preemption.Watch(ctx)
