@@ -126,3 +126,31 @@ func TestLogAggregates(t *testing.T) {
 		t.Errorf("%d Xids kept, the first of pid %d", len(l.Xids), l.Xids[0].PID)
 	}
 }
+
+// Whatever the kernel log holds, reading it never panics, and what is
+// read keeps its invariants: a code over 0, a fault of a known kind with a
+// count of at least 1.
+func FuzzKernelLog(f *testing.F) {
+	f.Add([]byte(records))
+	f.Add([]byte("4,1,1,-;EDAC MC0: 2 CE memory read error on DIMM_A1 (channel:0)\n3,2,2,-;I/O error, dev sda, sector 8 op 0x1:(WRITE)\n"))
+	f.Add([]byte("4,3,3,-;pcieport 0000:00:01.0: PCIe Bus Error: severity=Correctable, type=Physical Layer, (Receiver ID)\n"))
+	f.Add([]byte("6,0,0,-;NVRM: Xid (PCI:0000:18:00 GPU-I:01 GPU-CI:00): 43, pid=9, name=x, Ch 10\n continuation\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s scanner
+		for len(b) > 0 { // in reads of uneven sizes, as a file gives them
+			n := min(len(b), 1+int(b[0])%97)
+			s.feed(b[:n])
+			b = b[n:]
+		}
+		for _, x := range s.log.Xids {
+			if x.Code <= 0 || x.String() == "" {
+				t.Errorf("Xid %+v", x)
+			}
+		}
+		for _, fl := range s.log.Faults {
+			if fl.Count < 1 || fl.Words() == "a hardware error" || fl.String() == "" {
+				t.Errorf("fault %+v", fl)
+			}
+		}
+	})
+}
