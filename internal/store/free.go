@@ -12,3 +12,12 @@ func freeSpace(dir string) (uint64, bool) {
 	}
 	return uint64(st.Bavail) * uint64(st.Bsize), true
 }
+
+// free is the space free on the file system of dir: Options.Free, or
+// freeSpace.
+func (s *Store) free(dir string) (uint64, bool) {
+	if s.opt.Free != nil {
+		return s.opt.Free(dir)
+	}
+	return freeSpace(dir)
+}

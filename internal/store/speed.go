@@ -42,11 +42,7 @@ func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int
 	}
 	// The test data and its pulled copy: refused now, rather than after
 	// minutes of upload.
-	free := s.opt.Free
-	if free == nil {
-		free = freeSpace
-	}
-	if avail, ok := free(dir); ok && avail < uint64(2*size)+64<<20 {
+	if avail, ok := s.free(dir); ok && avail < uint64(2*size)+64<<20 {
 		return nil, fmt.Errorf("speed test: %s has %s free; the test writes its %s twice there (the checkpoint and its pulled copy): test less (--size) or elsewhere (--dir)",
 			dir, report.Bytes(int64(avail)), report.Bytes(size))
 	}

@@ -532,11 +532,7 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	// with "no space left on device" after half an hour of paid
 	// download: told now instead. (Files written sparsely can need less;
 	// a checkpoint seldom is sparse.)
-	free := s.opt.Free
-	if free == nil {
-		free = freeSpace
-	}
-	if avail, ok := free(parent); ok && avail+uint64(doneBytes) < uint64(m.Bytes) {
+	if avail, ok := s.free(parent); ok && avail+uint64(doneBytes) < uint64(m.Bytes) {
 		return nil, fmt.Errorf("pull: checkpoint %s holds %s and the file system of %s has %s free: make room or pull elsewhere (nothing was written)",
 			m.ID, report.Bytes(m.Bytes-doneBytes), parent, report.Bytes(int64(avail)))
 	}
