@@ -150,7 +150,7 @@ func (j *judge) computeResult(p string, res gpu.Results, r gpu.Result, dev *prob
 			c.Status, c.Advice = Warn, "Host-device copies are slower than healthy links manage."
 		}
 	case gpu.ProbeAlloc:
-		if dev == nil || dev.MemoryTotal == nil {
+		if dev == nil || dev.MemoryTotal == nil || *dev.MemoryTotal == 0 {
 			c.Status = Skip
 			break
 		}

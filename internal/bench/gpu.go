@@ -194,8 +194,12 @@ func (j *judge) memory(p string, d *probe.Device, row *specs.GPU) {
 
 	if d.MemoryUsed != nil {
 		u := Check{ID: p + "memory_used", Unit: "GiB", Measured: gib(*d.MemoryUsed), Expected: 0, Status: Pass}
-		share := float64(*d.MemoryUsed) / float64(*d.MemoryTotal)
-		u.Evidence = fmt.Sprintf("%.2f GiB (%.1f%%) in use before gpurent touched the GPU", gib(*d.MemoryUsed), share*100)
+		u.Evidence = fmt.Sprintf("%.2f GiB in use before gpurent touched the GPU", gib(*d.MemoryUsed))
+		var share float64 // a total of 0 (failed above) has no share to judge
+		if *d.MemoryTotal > 0 {
+			share = float64(*d.MemoryUsed) / float64(*d.MemoryTotal)
+			u.Evidence = fmt.Sprintf("%.2f GiB (%.1f%%) in use before gpurent touched the GPU", gib(*d.MemoryUsed), share*100)
+		}
 		if share > j.lim.MemoryUsedMax {
 			u.Status, u.Advice = Fail, "Someone else's data is on this GPU (or your own earlier job is still running). If it is not yours: "+adviceShared
 		}
@@ -273,6 +277,9 @@ func (j *judge) virtualization(p string, d *probe.Device) {
 		c.Advice = "This is a virtual GPU, shared with other VMs by the host's scheduler. " + adviceShared
 	default:
 		c.Status, c.Evidence = Warn, "the driver runs in host mode ("+d.Virtualization+")"
+		// host_vgpu and host_vsga: this machine is the hypervisor that
+		// carves the GPU into virtual GPUs (or shared graphics) for VMs.
+		c.Advice = "This machine hosts virtual GPUs: other virtual machines may be using this GPU at the same time. Ask whether any are, or for a dedicated card."
 	}
 	j.add(c)
 }
@@ -398,6 +405,13 @@ func (j *judge) pcie(p string, d *probe.Device, row *specs.GPU) {
 		return
 	}
 	c.Expected = fmt.Sprintf("Gen%d x%d", wantGen, wantWidth)
+	if pcieRate(gen) == 0 || pcieRate(wantGen) == 0 || width <= 0 || wantWidth <= 0 {
+		// A generation after 6 (or a garbled one) has no known rate: no
+		// ratio, rather than a fail or a pass made of a zero.
+		c.Status, c.Evidence = Skip, fmt.Sprintf("best link Gen%d x%d, the card's Gen%d x%d: a link gpurent has no rate for", gen, width, wantGen, wantWidth)
+		j.add(c)
+		return
+	}
 	ratio := pcieRate(gen) * float64(width) / (pcieRate(wantGen) * float64(wantWidth))
 	c.Evidence = fmt.Sprintf("best link of GPU and slot Gen%d x%d = %.0f%% of the card's Gen%d x%d", gen, width, ratio*100, wantGen, wantWidth)
 	if d.PCIeGenCurr != nil && d.PCIeWidthCurr != nil {
