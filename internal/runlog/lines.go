@@ -66,6 +66,11 @@ func (l *lines) add(b []byte, now time.Time) []byte {
 			l.pend, l.state, l.wrote, l.open = l.pend[:0], nil, time.Time{}, false
 			continue
 		}
+		if len(l.pend) == 0 && l.state != nil {
+			// "\r" right after "\r" redraws nothing: the state held
+			// stays what the line shows, and the one to keep.
+			continue
+		}
 		l.state = append(l.state[:0:0], l.pend...)
 		l.pend = l.pend[:0]
 		if now.Sub(l.wrote) >= redrawEvery {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,59 @@ func TestLinesDayOfProgressBar(t *testing.T) {
 		t.Errorf("a day of one bar: %d bytes printed, %d kept", raw, kept)
 	}
 	t.Logf("a day of one bar redrawn 10 times a second: %d bytes printed, %d kept", raw, kept)
+}
+
+// FuzzLines cuts any output into chunks at any times: what reaches the log
+// must show every line's final state, as the output did on a terminal,
+// however the chunks fell and however fast the command redrew its lines.
+func FuzzLines(f *testing.F) {
+	f.Add([]byte("epoch 1\n 10%\r 20%\r100%\ndone\n"), []byte{3, 1, 7}, uint16(30))
+	f.Add([]byte("a\r\nb\r\r\nc\rd"), []byte{1, 1, 1, 1}, uint16(0))
+	f.Add([]byte("x\r"), []byte{1}, uint16(11))
+	f.Fuzz(func(t *testing.T, out, cuts []byte, stepS uint16) {
+		l := &lines{}
+		now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+		var log []byte
+		rest := out
+		for i := 0; len(rest) > 0; i++ {
+			n := len(rest)
+			if i < len(cuts) {
+				n = min(n, int(cuts[i])+1)
+			}
+			// add may return part of its chunk: copy before the chunk changes.
+			log = append(log, l.add(append([]byte(nil), rest[:n]...), now)...)
+			rest = rest[n:]
+			now = now.Add(time.Duration(stepS) * time.Second / 4)
+		}
+		log = append(log, l.flush(now, true)...)
+		if got, want := finalStates(log), finalStates(out); !slices.Equal(got, want) {
+			t.Fatalf("output %q in chunks %v: log %q shows %q, the terminal %q", out, cuts, log, got, want)
+		}
+	})
+}
+
+// finalStates is what each line of output ends showing, for a stream whose
+// lines redraw themselves with "\r": the last non-empty state of each line.
+// A last line left unfinished counts as a line; empty lines at the end
+// show nothing either way and do not count.
+func finalStates(b []byte) []string {
+	s := strings.ReplaceAll(string(b), "\r\n", "\n")
+	s = strings.TrimSuffix(s, "\n")
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		last := ""
+		for _, st := range strings.Split(line, "\r") {
+			if st != "" {
+				last = st
+			}
+		}
+		out = append(out, last)
+	}
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
 }
