@@ -499,18 +499,19 @@ func writeChecks(w io.Writer, checks []bench.Check, verdict string, color, withV
 	}
 	for _, c := range checks {
 		if withValues {
-			tab.Row(c.ID, paint(c.Status, color), value(c.Measured, c.Unit), value(c.Expected, c.Unit), c.Evidence)
+			tab.Row(c.ID, c.Status, value(c.Measured, c.Unit), value(c.Expected, c.Unit), c.Evidence)
 		} else {
-			tab.Row(c.ID, paint(c.Status, color), c.Evidence)
+			tab.Row(c.ID, c.Status, c.Evidence)
 		}
 	}
+	tab.Paint(1, func(s string) string { return paint(s, color) })
 	if err := tab.Write(w); err != nil {
 		return err
 	}
 	var advice []string
 	for _, c := range checks {
 		if c.Advice != "" && (c.Status == bench.Fail || c.Status == bench.Warn) {
-			advice = append(advice, fmt.Sprintf("  %s %s: %s", paint(c.Status, color), c.ID, c.Advice))
+			advice = append(advice, fmt.Sprintf("  %s %s: %s", paint(c.Status, color), c.ID, report.Safe(c.Advice)))
 		}
 	}
 	if len(advice) > 0 {

@@ -451,10 +451,10 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			} else {
 				for _, p := range probs {
 					if p.ID == "" {
-						fmt.Fprintln(g.stdout, p.Msg)
+						fmt.Fprintln(g.stdout, report.Safe(p.Msg))
 						continue
 					}
-					fmt.Fprintf(g.stdout, "%s %s: %s\n", p.ID, p.Path, p.Msg)
+					fmt.Fprintf(g.stdout, "%s %s: %s\n", p.ID, report.Safe(p.Path), report.Safe(p.Msg))
 				}
 				kind := "objects present with their sizes"
 				if deep {
@@ -541,7 +541,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 						"leftover_objects": len(p.Leftovers), "incomplete_uploads": len(p.Uploads), "would_delete_log_sessions": logs})
 				}
 				for _, m := range p.Checkpoints {
-					fmt.Fprintf(g.stdout, "would delete %s  %s  %s\n", m.ID, m.Name, report.Bytes(m.Bytes))
+					fmt.Fprintf(g.stdout, "would delete %s  %s  %s\n", m.ID, report.Safe(m.Name), report.Bytes(m.Bytes))
 				}
 				for _, l := range logs {
 					fmt.Fprintf(g.stdout, "would delete log session %s\n", l)

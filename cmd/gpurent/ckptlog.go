@@ -149,7 +149,7 @@ func listSessions(g *globals, sessions []store.LogSession, run, where string) er
 		if !ls.Updated.IsZero() {
 			last = ls.Updated.Local().Format("2006-01-02 15:04:05")
 		}
-		tab.Row(ls.Session, ls.Host, ls.Started.Local().Format("2006-01-02 15:04:05"), last,
+		tab.Row(ls.Session, report.Safe(ls.Host), ls.Started.Local().Format("2006-01-02 15:04:05"), last,
 			fmt.Sprint(ls.Segments), report.Bytes(ls.StoredBytes))
 	}
 	if err := tab.Write(g.stdout); err != nil {
@@ -186,7 +186,7 @@ func (p *logPrinter) gap(ls *store.LogSession) {
 // head names a session on stderr before its first line.
 func (p *logPrinter) head(ls *store.LogSession) {
 	if p.many {
-		fmt.Fprintf(p.errw, "== session %s on %s, started %s ==\n", ls.Session, ls.Host, ls.Started.Local().Format("2006-01-02 15:04:05"))
+		fmt.Fprintf(p.errw, "== session %s on %s, started %s ==\n", ls.Session, report.Safe(ls.Host), ls.Started.Local().Format("2006-01-02 15:04:05"))
 	}
 }
 

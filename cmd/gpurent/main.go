@@ -86,7 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var code exitCode
 	if !errors.As(err, &code) {
-		fmt.Fprintln(stderr, "gpurent:", err)
+		// An error names paths and processes found on the machine.
+		fmt.Fprintln(stderr, "gpurent:", report.SafeLines(err.Error()))
 	}
 	return exitStatus(err)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/notify"
+	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/runlog"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
@@ -229,7 +230,9 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			logf := func(format string, a ...any) {
 				logMu.Lock()
 				defer logMu.Unlock()
-				line := fmt.Sprintf(format, a...)
+				// Lines name checkpoints, processes and files: text, not
+				// terminal controls.
+				line := report.SafeLines(fmt.Sprintf(format, a...))
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: %s\n", line)
 				if out != nil {
 					out.Note(line)

@@ -163,7 +163,7 @@ check failed, 2 bad usage.`,
 			r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Save: func(r *wipe.Report) error { return saveReport(reportPath, r) },
 				Done: func(it wipe.Result) {
 					if it.Status == wipe.Removed {
-						fmt.Fprintf(w, "removed %s (%s)\n", orImage(it), report.Bytes(it.Freed))
+						fmt.Fprintf(w, "removed %s (%s)\n", report.Safe(orImage(it)), report.Bytes(it.Freed))
 					}
 				}})
 			writeOutcome(w, r, reportPath)
@@ -267,10 +267,10 @@ func writeWipePlan(w io.Writer, p *wipe.Plan) {
 		fmt.Fprintf(w, "note: unlinked only, not overwritten: %s with other hard links (a local git clone's objects, a package store); overwriting would destroy the data under the other names, outside this plan, and that data stays there\n", report.Count(linked, "file"))
 	}
 	for _, k := range p.Kept {
-		fmt.Fprintln(w, "kept:", k)
+		fmt.Fprintln(w, "kept:", report.Safe(k))
 	}
 	for _, s := range p.Warnings {
-		fmt.Fprintln(w, "note:", s)
+		fmt.Fprintln(w, "note:", report.Safe(s))
 	}
 }
 
@@ -281,9 +281,9 @@ func writeOutcome(w io.Writer, r *wipe.Report, path string) {
 		case wipe.Removed:
 			removed++
 		case wipe.Failed:
-			fmt.Fprintf(w, "failed: %s: %s\n", orImage(it), it.Error)
+			fmt.Fprintf(w, "failed: %s: %s\n", report.Safe(orImage(it)), report.Safe(it.Error))
 		case wipe.NotRun:
-			fmt.Fprintf(w, "not run: %s\n", orImage(it))
+			fmt.Fprintf(w, "not run: %s\n", report.Safe(orImage(it)))
 		}
 	}
 	notOver := 0
@@ -291,7 +291,7 @@ func writeOutcome(w io.Writer, r *wipe.Report, path string) {
 		notOver += it.NotOverwritten
 		for _, k := range it.Kept {
 			if !slices.Contains(it.Keep, k) { // the plan named those already
-				fmt.Fprintf(w, "kept: %s (a file system mounted inside %s since the plan: not entered)\n", k, it.Path)
+				fmt.Fprintf(w, "kept: %s (a file system mounted inside %s since the plan: not entered)\n", report.Safe(k), report.Safe(it.Path))
 			}
 		}
 	}

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Formats a command can render.
@@ -36,16 +38,31 @@ func WriteJSON(w io.Writer, v any) error {
 type Tab struct {
 	header []string
 	rows   [][]string
+	paint  map[int]func(string) string
 }
 
 // NewTab starts a table with the given column names.
 func NewTab(header ...string) *Tab { return &Tab{header: header} }
 
-// Row appends a row; cells beyond the header are dropped, missing ones blank.
+// Row appends a row; cells beyond the header are dropped, missing ones
+// blank. Cells are text: each passes through Safe, since tables show names
+// found on the machine (files, processes, users) that someone else chose.
 func (t *Tab) Row(cells ...string) {
 	r := make([]string, len(t.header))
-	copy(r, cells)
+	for i := range min(len(cells), len(r)) {
+		r[i] = Safe(cells[i])
+	}
 	t.rows = append(t.rows, r)
+}
+
+// Paint styles column col's cells (not its header) with f, colour for a
+// terminal, once they have been measured and padded: the one way a cell's
+// text reaches the terminal other than as text.
+func (t *Tab) Paint(col int, f func(string) string) {
+	if t.paint == nil {
+		t.paint = map[int]func(string) string{}
+	}
+	t.paint[col] = f
 }
 
 // Len is the number of rows.
@@ -63,9 +80,13 @@ func (t *Tab) Write(w io.Writer) error {
 		}
 	}
 	var b strings.Builder
-	for _, r := range all {
+	for n, r := range all {
 		for i, c := range r {
-			b.WriteString(c)
+			if f := t.paint[i]; f != nil && n > 0 {
+				b.WriteString(f(c))
+			} else {
+				b.WriteString(c)
+			}
 			if i < len(r)-1 {
 				b.WriteString(strings.Repeat(" ", widths[i]-Width(c)+2))
 			}
@@ -101,6 +122,69 @@ func Width(s string) int {
 func wide(r rune) bool {
 	return (r >= 0x1100 && r <= 0x115F) || (r >= 0x2E80 && r <= 0xA4CF) || (r >= 0xAC00 && r <= 0xD7A3) ||
 		(r >= 0xF900 && r <= 0xFAFF) || (r >= 0xFE30 && r <= 0xFE4F) || (r >= 0xFF00 && r <= 0xFF60) || (r >= 0xFFE0 && r <= 0xFFE6)
+}
+
+// Safe is s as a terminal may show it: control characters, invalid UTF-8
+// and the controls that reorder bidirectional text are written as Go
+// escapes (\r, \x1b, \xff, \u202e); everything else is left as it is. On
+// a rented machine names come from other people: a file or process named
+// "x\r\x1b[2K" would otherwise erase the line of gpurent's report that
+// names it, and U+202E shows a name backwards. ls and git quote such names
+// on a terminal for the same reason.
+func Safe(s string) string {
+	i := firstUnsafe(s)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unsafeRune(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// SafeLines is Safe for text of several lines: the newlines stay.
+func SafeLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Safe(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// firstUnsafe is the index of the first byte Safe changes, or -1.
+func firstUnsafe(s string) int {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if unsafeRune(r) || r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// unsafeRune reports the runes Safe escapes: C0 and C1 controls, DEL and
+// the bidirectional controls.
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
 }
 
 // Money formats an amount with two decimals.

@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestTabAlignsWideCharacters(t *testing.T) {
@@ -43,5 +45,65 @@ func TestCount(t *testing.T) {
 		if got := Count(tc.n, tc.noun); got != tc.want {
 			t.Errorf("Count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
 		}
+	}
+}
+
+func TestSafe(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"/root/data/a.bin", "/root/data/a.bin"},
+		{"阿里云 ü", "阿里云 ü"},
+		{"evil\x1b[2K\rhidden", `evil\x1b[2K\rhidden`},
+		{"new\nline\ttab", `new\nline\ttab`},
+		{"bad\xffutf8", `bad\xffutf8`},
+		{"c1\u009bx", `c1\u009bx`},
+		{"del\x7f", `del\x7f`},
+		{"txt.\u202eexe.sh", `txt.\u202eexe.sh`},
+		{"real \ufffd stays", "real \ufffd stays"},
+		{"", ""},
+	} {
+		if got := Safe(c.in); got != c.want {
+			t.Errorf("Safe(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestSafeLines(t *testing.T) {
+	if got, want := SafeLines("a.yaml:3: bad\nb\r\x1b[2K"), "a.yaml:3: bad\n"+`b\r\x1b[2K`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// FuzzSafe: whatever a name holds, Safe's result carries no byte a terminal
+// acts on, is valid UTF-8, and leaves a name with nothing to escape alone.
+func FuzzSafe(f *testing.F) {
+	for _, s := range []string{"plain", "evil\x1b[2K\r", "\xff\xfe", "\u202e", "\u009b[31m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Safe(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("Safe(%q) = %q: not UTF-8", s, got)
+		}
+		if i := firstUnsafe(got); i >= 0 {
+			t.Fatalf("Safe(%q) = %q: unsafe at %d", s, got, i)
+		}
+		if firstUnsafe(s) < 0 && got != s {
+			t.Fatalf("Safe(%q) = %q: changed a safe string", s, got)
+		}
+	})
+}
+
+func TestTabEscapesCellsAndPaintsAfter(t *testing.T) {
+	tab := NewTab("NAME", "STATUS")
+	tab.Row("evil\r\x1b[2K", "ok")
+	tab.Row("b", "fail")
+	tab.Paint(1, func(s string) string { return "<" + s + ">" })
+	var b strings.Builder
+	if err := tab.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "NAME           STATUS\n" + `evil\r\x1b[2K` + "  <ok>\nb              <fail>\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
 	}
 }
