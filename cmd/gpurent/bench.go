@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/gpu"
+	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/specs"
@@ -133,6 +135,11 @@ judges saved facts anywhere, without a GPU.`,
 					return err
 				}
 			} else {
+				if runtime.GOOS == "windows" {
+					// The probes read Linux's /proc and /sys and the driver's
+					// Linux libraries; rented GPUs run Linux.
+					return fmt.Errorf("gpurent bench measures the rented Linux machine, not Windows: run it there (--record facts.json), and judge the facts here with --replay")
+				}
 				facts = gather(cmd.Context(), window, dataDir, int64(diskMB)<<20)
 				// The sustained probe launches for --duration, as long as the
 				// sampling: both look for the same thing, sharing over time.
@@ -207,6 +214,16 @@ func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes
 	wg.Wait()
 	f.KernelLog = probe.ReadKernelLog(kernelLogPath())
 	return f
+}
+
+// kernelLogPath is the kernel log bench and run read the NVIDIA driver's
+// Xid reports and the kernel's hardware errors from: /dev/kmsg, or
+// $GPURENT_KMSG, a file of records in the same format, for tests.
+func kernelLogPath() string {
+	if p := os.Getenv("GPURENT_KMSG"); p != "" {
+		return p
+	}
+	return kernlog.DefaultPath
 }
 
 // sizeFlag reads a size flag such as --expect-ram 120GB (a bare number is

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -17,16 +19,6 @@ import (
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/mounts"
 )
-
-// kernelLogPath is the kernel log bench and run read the NVIDIA driver's
-// Xid reports and the kernel's hardware errors from: /dev/kmsg, or
-// $GPURENT_KMSG, a file of records in the same format, for tests.
-func kernelLogPath() string {
-	if p := os.Getenv("GPURENT_KMSG"); p != "" {
-		return p
-	}
-	return kernlog.DefaultPath
-}
 
 // kernWatch follows the kernel log while gpurent run runs: the NVIDIA
 // driver's Xid reports and the kernel's hardware errors say what a failing

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/gpurent/gpurent/internal/initproc"
 	"github.com/gpurent/gpurent/internal/report"
@@ -44,6 +45,8 @@ func main() {
 	if code, ok := asInit(os.Args, os.Stderr); ok {
 		os.Exit(code)
 	}
+	enableEscapes(os.Stdout)
+	enableEscapes(os.Stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -254,4 +257,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
 	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newAudit(g), newWipe(g), newBurn())
 	return root
+}
+
+// isTerminal asks the terminal driver (tcgetattr), not the file mode:
+// /dev/null is a character device too, and a wipe run with </dev/null
+// must not ask a question nobody sees.
+func isTerminal(f *os.File) bool {
+	return term.IsTerminal(int(f.Fd()))
 }

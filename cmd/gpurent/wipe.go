@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -15,7 +17,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/report"
@@ -206,13 +207,6 @@ func dockerCLI(ctx context.Context, args ...string) ([]byte, error) {
 		return nil, errors.New("docker is not installed")
 	}
 	return exec.CommandContext(ctx, bin, args...).CombinedOutput()
-}
-
-// isTerminal asks the terminal driver (tcgetattr), not the file mode:
-// /dev/null is a character device too, and a wipe run with </dev/null
-// must not ask a question nobody sees.
-func isTerminal(f *os.File) bool {
-	return term.IsTerminal(int(f.Fd()))
 }
 
 func confirm(in io.Reader, w io.Writer, p *wipe.Plan) bool {

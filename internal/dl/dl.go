@@ -6,7 +6,6 @@ package dl
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -35,20 +34,6 @@ func Open(names ...string) (*Lib, error) {
 	return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
 }
 
-// dlopen keeps the goroutine on one OS thread from dlopen to dlerror:
-// dlerror's message is per thread, and purego reads it in a second call,
-// so a goroutine moved between the two reads an empty message (seen under
-// load in the tests).
-func dlopen(name string) (uintptr, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil && err.Error() == "" {
-		err = fmt.Errorf("%s: cannot be loaded", name)
-	}
-	return h, err
-}
-
 // Name is the file name the library was opened by.
 func (l *Lib) Name() string { return l.name }
 
@@ -59,7 +44,7 @@ func (l *Lib) Sym(name string) (uintptr, error) {
 	if p, ok := l.syms[name]; ok {
 		return p, nil
 	}
-	p, err := purego.Dlsym(l.h, name)
+	p, err := dlsym(l.h, name)
 	if err != nil || p == 0 {
 		return 0, fmt.Errorf("symbol %s is not in this driver's %s", name, l.name)
 	}
@@ -97,4 +82,4 @@ func (l *Lib) CallWord(name string, args ...uintptr) (uintptr, error) {
 }
 
 // Close unloads the library.
-func (l *Lib) Close() { purego.Dlclose(l.h) }
+func (l *Lib) Close() { dlclose(l.h) }

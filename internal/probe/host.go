@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -86,15 +85,12 @@ func Host(ctx context.Context, opt HostOptions) HostFacts {
 	} else {
 		fail("filesystem", err)
 	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err == nil {
-		free, size := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
+	if free, size, err := fsSpace(dir); err == nil {
 		h.FSFree, h.FSSize = &free, &size
 	} else {
 		fail("fs_free", err)
 	}
-	if err := syscall.Statfs("/dev/shm", &st); err == nil {
-		size := st.Blocks * uint64(st.Bsize)
+	if _, size, err := fsSpace("/dev/shm"); err == nil {
 		h.ShmSize = &size
 	} else {
 		fail("shm", err)

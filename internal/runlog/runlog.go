@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -97,7 +96,7 @@ func Open(opt Options) (*Output, error) {
 			o.reads = []*os.File{master}
 			o.fitTo(opt.Stdout)
 			o.winch = make(chan os.Signal, 1)
-			signal.Notify(o.winch, syscall.SIGWINCH)
+			notifyResize(o.winch)
 			go func() {
 				for range o.winch {
 					o.fitTo(opt.Stdout)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -53,7 +54,10 @@ func LoadIdentities(path string) ([]age.Identity, error) {
 		return nil, fmt.Errorf("identity: %w", err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Mode().Perm()&0o077 != 0 {
+	// Windows guards files with ACLs, which Go's mode bits do not show:
+	// every file there reads as mode 0666, and the profile directory the
+	// identity lives in is the user's own.
+	if st, err := f.Stat(); err == nil && runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("identity %s is readable by other users (mode %v): chmod 600 it", path, st.Mode().Perm())
 	}
 	ids, err := age.ParseIdentities(f)

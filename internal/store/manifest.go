@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -149,6 +151,12 @@ func ParseFileList(m *Manifest, plain []byte) ([]Entry, error) {
 	for i, e := range es {
 		if e.Path != "." && (!fs.ValidPath(e.Path) || path.Clean(e.Path) != e.Path) {
 			return nil, fmt.Errorf("checkpoint %s: entry %d path %q leaves the checkpoint", m.ID, i, e.Path)
+		}
+		if _, err := filepath.Localize(e.Path); err != nil {
+			// A name this system cannot hold as one name: on Windows a
+			// Linux file named `a\..\..\x` would be a path out of the
+			// pull's directory, and `NUL` or `c:x` no file at all.
+			return nil, fmt.Errorf("checkpoint %s: entry %d path %q cannot be written on %s", m.ID, i, e.Path, runtime.GOOS)
 		}
 		if _, dup := seen[e.Path]; dup {
 			return nil, fmt.Errorf("checkpoint %s: path %q twice", m.ID, e.Path)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -649,7 +650,17 @@ func TestFileListRejectsEscapes(t *testing.T) {
 		`[{"path":"/etc","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"},{"path":"y","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"}]`,
 		`[{"path":"l","type":"symlink","link":"/etc","mode":511,"object":-1,"mtime":"0001-01-01T00:00:00Z"},{"path":"l/passwd","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"}]`,
 		`[{"path":"a","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"},{"path":"a","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"}]`,
+		// A name this system cannot hold: a NUL byte anywhere; on Windows
+		// also a backslash, a separator there (a Linux file `a\..\..\x`
+		// would lead out of the pull's directory).
+		`[{"path":"a","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"},{"path":"a/b\u0000c","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"}]`,
 	} {
+		if _, err := ParseFileList(m, []byte(list)); err == nil {
+			t.Errorf("accepted %s", list)
+		}
+	}
+	if runtime.GOOS == "windows" {
+		list := `[{"path":"a","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"},{"path":"a\\..\\..\\x","type":"dir","mode":493,"object":-1,"mtime":"0001-01-01T00:00:00Z"}]`
 		if _, err := ParseFileList(m, []byte(list)); err == nil {
 			t.Errorf("accepted %s", list)
 		}

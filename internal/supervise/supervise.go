@@ -183,7 +183,7 @@ func New(cfg Config) (*Supervisor, error) {
 		cfg.Grace = 30 * time.Second
 	}
 	if cfg.CheckpointSignal == 0 {
-		cfg.CheckpointSignal = syscall.SIGUSR1
+		cfg.CheckpointSignal = defaultCheckpointSignal
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
@@ -444,14 +444,9 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 func (s *Supervisor) endStrays(pgid int) {
 	proc := filepath.Join(s.sysRoot, "proc")
 	live := func() []int {
-		for {
-			pid, err := syscall.Wait4(-pgid, nil, syscall.WNOHANG, nil)
-			if pid <= 0 || err != nil {
-				break
-			}
-		}
+		reapGroup(pgid)
 		pids, err := groupLive(proc, pgid)
-		if err != nil && syscall.Kill(-pgid, 0) == nil {
+		if err != nil && kill(-pgid, 0) == nil {
 			return []int{0} // no /proc: the group has members, which ones unknown
 		}
 		return pids
@@ -467,7 +462,7 @@ func (s *Supervisor) endStrays(pgid int) {
 	s.cfg.Log("the command left %s running (%s): SIGTERM now, SIGKILL after %v, so that the restart finds their GPU memory and ports free",
 		report.Count(len(pids), "process"), which, s.cfg.Grace)
 	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		syscall.Kill(-pgid, sig)
+		kill(-pgid, sig)
 		wait := s.cfg.Grace
 		if i == 1 {
 			wait = 5 * time.Second
@@ -504,11 +499,10 @@ func joinInts(v []int) string {
 // full (under 64 MiB or 1% free): the likeliest reason a command that
 // writes checkpoints starts failing. Empty otherwise.
 func (s *Supervisor) diskFull() string {
-	var st syscall.Statfs_t
-	if syscall.Statfs(s.cfg.CkptDir, &st) != nil || st.Blocks == 0 {
+	free, total, ok := diskSpace(s.cfg.CkptDir)
+	if !ok {
 		return ""
 	}
-	free, total := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
 	if free >= 64<<20 && free >= total/100 {
 		return ""
 	}
@@ -555,7 +549,7 @@ func (s *Supervisor) commitCount() int {
 // signal sends sig to the child's process group.
 func (s *Supervisor) signal(sig syscall.Signal) {
 	if pid := s.child.Load(); pid > 0 {
-		syscall.Kill(-int(pid), sig)
+		kill(-int(pid), sig)
 	}
 }
 
@@ -688,7 +682,7 @@ func (s *Supervisor) askForCheckpoint() int {
 		return 0
 	}
 	for _, p := range pids {
-		syscall.Kill(p, sig)
+		kill(p, sig)
 	}
 	if len(pids) < members {
 		s.cfg.Log("sent %v to the %d of %d processes that handle it", sig, len(pids), members)

@@ -1,0 +1,18 @@
+package dl
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// dlopen refuses: gpurent reaches NVIDIA's libraries on Linux, where rented
+// GPUs are; on Windows it prices, plans and pulls checkpoints.
+func dlopen(name string) (uintptr, error) {
+	return 0, fmt.Errorf("%s: gpurent loads NVIDIA's libraries on Linux only, not on %s", name, runtime.GOOS)
+}
+
+func dlsym(uintptr, string) (uintptr, error) {
+	return 0, fmt.Errorf("no library is loaded on %s", runtime.GOOS)
+}
+
+func dlclose(uintptr) {}

@@ -1,0 +1,22 @@
+package supervise
+
+import (
+	"errors"
+	"syscall"
+)
+
+// Windows has neither process groups to signal nor SIGUSR1: gpurent run
+// refuses to start there (cmd/gpurent), and these let the package build
+// for what Windows does use of it (a pull writing the tracker file).
+
+const defaultCheckpointSignal = syscall.Signal(0)
+
+var errNoSignals = errors.New("signals to processes are not supported on Windows")
+
+func kill(int, syscall.Signal) error { return errNoSignals }
+
+func reapGroup(int) {}
+
+func diskSpace(string) (free, total uint64, ok bool) { return 0, 0, false }
+
+func childAttr() *syscall.SysProcAttr { return nil }
