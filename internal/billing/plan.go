@@ -114,6 +114,9 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 	if n := egressNote(p, offers); n != "" {
 		plan.Notes = append(plan.Notes, n)
 	}
+	if n := spotNote(p, offers, opt.Options); n != "" {
+		plan.Notes = append(plan.Notes, n)
+	}
 	factors := make([]float64, len(offers))
 	for i := range offers {
 		f, err := rates.Convert(1, offers[i].Currency, cur)
@@ -192,15 +195,48 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 		// the simulation prices compute, boot fees per restart, and keeps the
 		// expected bill's other items fixed.
 		fixed := sb.Total - sb.Items[0].Amount - sb.Items[3].Amount + boot*float64(p.Starts)
-		risk := MonteCarlo(r, Cost{Fixed: fixed, PerHour: spotHourly * n * factor, PerInterruption: boot}, opt.Trials, seed, opt.DeadlineHours)
-		op.Spot = &SpotRisk{P50Cost: risk.P50Cost, P90Cost: risk.P90Cost, P50Hours: risk.P50Hours, P90Hours: risk.P90Hours, Trials: opt.Trials}
-		if opt.DeadlineHours > 0 {
-			pr := risk.DeadlineProb
-			op.Spot.DeadlineProbability = &pr
+		trials, note := simTrials(r, opt.Trials)
+		if note != "" {
+			op.Notes = append(op.Notes, note)
+		}
+		if trials > 0 {
+			risk := MonteCarlo(r, Cost{Fixed: fixed, PerHour: spotHourly * n * factor, PerInterruption: boot}, trials, seed, opt.DeadlineHours)
+			op.Spot = &SpotRisk{P50Cost: risk.P50Cost, P90Cost: risk.P90Cost, P50Hours: risk.P50Hours, P90Hours: risk.P90Hours, Trials: trials}
+			if opt.DeadlineHours > 0 {
+				pr := risk.DeadlineProb
+				op.Spot.DeadlineProbability = &pr
+			}
 		}
 	}
 	op.Recommendation, op.Reason = recommend(p, op, byPlan, rateKnown)
 	return op
+}
+
+// simBudget bounds the interruptions one offer's Monte Carlo draws, about
+// 0.2 s of one core (docs/BENCHMARKS.md): a trial steps from interruption
+// to interruption, and a segment longer than the time between
+// interruptions is redone e^(λT) − 1 times on average, which grows without
+// bound (300 h checkpointed every 12 h at one interruption an hour expects
+// 4.4 million interruptions a run, and 10000 trials would take hours).
+// minTrials is the fewest trials whose P90 is still worth printing.
+const (
+	simBudget = 1e7
+	minTrials = 100
+)
+
+// simTrials is how many of the asked trials fit simBudget, and a note
+// when that is fewer, or none: then the spot plan is judged on its
+// expected cost, which already says what such a run costs.
+func simTrials(r Run, asked int) (int, string) {
+	_, fails := r.Expected()
+	fit := simBudget / (fails + 1)
+	if float64(asked) <= fit {
+		return asked, ""
+	}
+	if int(fit) < minTrials {
+		return 0, fmt.Sprintf("spot risk not simulated: a run expects %.3g interruptions, too many to draw %d times; judged on the expected cost instead: checkpoint more often (see the Young and Daly interval)", fails, asked)
+	}
+	return int(fit), fmt.Sprintf("spot risk from %d trials, not %d: a run expects %.3g interruptions", int(fit), asked, fails)
 }
 
 // recommend picks the cheapest plan that can be trusted: spot only when the

@@ -167,6 +167,9 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 	if n := egressNote(p, offers); n != "" {
 		q.Notes = append(q.Notes, n)
 	}
+	if n := spotNote(p, offers, opt); n != "" {
+		q.Notes = append(q.Notes, n)
+	}
 	if !p.Interruptible {
 		q.Notes = append(q.Notes, "spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)")
 	}
@@ -538,6 +541,36 @@ func spotRun(p *Profile, o *catalog.Offer, opt Options) (Run, bool) {
 	return r, known
 }
 
+// neverFinishes: a spot run expecting more than ten million hours (over a
+// thousand years) practically never finishes; it gets no bill.
+func neverFinishes(hours float64) bool {
+	return math.IsInf(hours, 0) || math.IsNaN(hours) || hours > 1e7
+}
+
+// spotNote names the offers whose spot plan is not quoted because the run
+// would never finish on them, so that their missing rows have a reason.
+func spotNote(p *Profile, offers []catalog.Offer, opt Options) string {
+	if !p.Interruptible {
+		return ""
+	}
+	var ids []string
+	for i := range offers {
+		o := &offers[i]
+		if o.Spot == nil || !o.Spot.Hourly.IsKnown() {
+			continue
+		}
+		r, _ := spotRun(p, o, opt)
+		if h, _ := r.Expected(); neverFinishes(h) {
+			ids = append(ids, o.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("spot not quoted on %s (%s): at the interruption rate a run would practically never finish, each checkpoint interval being interrupted before it ends almost surely; checkpoint more often (gpurent plan gives the Young and Daly interval)",
+		report.Count(len(ids), "offer"), strings.Join(ids, ", "))
+}
+
 // spotBill prices the expected hours of the run, work lost to
 // interruptions and restarts included, at the spot price; each interruption
 // is a further start.
@@ -552,8 +585,8 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 		u.unknown = append(u.unknown, "spot.interruptions_per_day (pass --interruptions-per-day)")
 	}
 	hours, fails := r.Expected()
-	if math.IsInf(hours, 0) || math.IsNaN(hours) || hours > 1e7 {
-		return Bill{}, false // the job practically never finishes on spot
+	if neverFinishes(hours) {
+		return Bill{}, false // said once for all offers by spotNote
 	}
 	b := newBill(p, o, Spot)
 	stopped := math.Max(0, float64(p.SpanDays)*24-hours)

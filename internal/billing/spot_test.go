@@ -1,9 +1,14 @@
 package billing
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/catalog"
 )
 
 func TestExpectedHandWorked(t *testing.T) {
@@ -133,6 +138,19 @@ func BenchmarkMonteCarlo10k(b *testing.B) {
 	b.ReportMetric(10000*float64(b.N)/b.Elapsed().Seconds(), "trials/s")
 }
 
+// BenchmarkMonteCarloAtBudget is one offer's plan at simBudget: a year
+// checkpointed every 30 min at 2 interruptions an hour, 31,700 a trial, of
+// which simTrials allows 315 trials; beside BenchmarkMonteCarlo10k it shows
+// what the budget costs against an ordinary offer.
+func BenchmarkMonteCarloAtBudget(b *testing.B) {
+	r := Run{Work: 8760, Every: 0.5, Write: 1.0 / 60, Restart: 5.0 / 60, Rate: 2}
+	trials, _ := simTrials(r, 10000)
+	for b.Loop() {
+		MonteCarlo(r, Cost{PerHour: 1}, trials, 1, 0)
+	}
+	b.ReportMetric(float64(trials), "trials")
+}
+
 // simulateSegments is the textbook simulation, one draw per segment
 // attempt: the peer the interruption-stepping Simulate is checked and
 // benchmarked against.
@@ -183,4 +201,75 @@ func BenchmarkSimulateSegments(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "trials/s")
 	_ = sink
+}
+
+// A run that expects more interruptions than simBudget allows draws fewer
+// trials, or none, and says so: 300 h checkpointed every 12 h (plus a
+// 5-minute write) at one interruption an hour redoes each 12.08 h segment
+// e^12.08 − 1 ≈ 176,000 times, 4.4 million interruptions a run (by hand:
+// 25 segments × 176,000), and 10000 trials of it would run for hours.
+func TestSimulationBudget(t *testing.T) {
+	hopeless := Run{Work: 300, Every: 12, Write: 5.0 / 60, Restart: 0, Rate: 1}
+	if _, fails := hopeless.Expected(); fails < 4e6 || fails > 5e6 {
+		t.Fatalf("expected interruptions %v, want about 4.4 million", fails)
+	}
+	if n, note := simTrials(hopeless, 10000); n != 0 || !strings.Contains(note, "spot risk not simulated: a run expects 4.4") {
+		t.Errorf("hopeless run: %d trials, %q", n, note)
+	}
+	// A year checkpointed every 30 min at 2 an hour: 17,520 segments of
+	// 0.5167 h, e^(2×0.5167) − 1 ≈ 1.81 each, about 31,700 a run: 315 trials
+	// fit 1e7 draws.
+	long := Run{Work: 8760, Every: 0.5, Write: 1.0 / 60, Restart: 5.0 / 60, Rate: 2}
+	if n, note := simTrials(long, 10000); n < 300 || n > 330 || !strings.Contains(note, fmt.Sprintf("spot risk from %d trials, not 10000", n)) {
+		t.Errorf("long run: %d trials, %q", n, note)
+	}
+	// The README's example fits whole.
+	easy := Run{Work: 300, Every: 0.5, Write: 1.0 / 60, Restart: 5.0 / 60, Rate: 1.5 / 24}
+	if n, note := simTrials(easy, 10000); n != 10000 || note != "" {
+		t.Errorf("easy run: %d trials, %q", n, note)
+	}
+}
+
+// MakePlan on the hopeless run finishes at once, judges spot on its
+// expected cost, and says why there is no simulation.
+func TestPlanSkipsAHopelessSimulation(t *testing.T) {
+	o := testOffer()
+	o.Spot = &catalog.Spot{Hourly: catalog.Known(1), InterruptionsPerDay: catalog.Known(24), Notice: dur(30 * time.Second)}
+	p := Profile{ComputeHours: 300, SpanDays: 30, Interruptible: true, Checkpoint: &Checkpoint{Every: Duration(12 * time.Hour), Write: Duration(5 * time.Minute)}}
+	p.Defaults(nil)
+	plan, err := MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{Trials: 10000}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := plan.Offers[0]
+	if op.Spot != nil || op.Recommendation == Spot || !strings.Contains(strings.Join(op.Notes, "\n"), "spot risk not simulated") {
+		t.Errorf("spot %+v, recommendation %s, notes %q", op.Spot, op.Recommendation, op.Notes)
+	}
+}
+
+// A run that would never finish gets no spot bill, and quote and plan say
+// why the row is missing: 300 h in one segment (no checkpoints) at one
+// interruption an hour expects e^300 − 1 interruptions.
+func TestNeverFinishingSpotIsNamed(t *testing.T) {
+	o := testOffer()
+	o.Spot = &catalog.Spot{Hourly: catalog.Known(1), InterruptionsPerDay: catalog.Known(24), Notice: dur(30 * time.Second)}
+	p := Profile{ComputeHours: 300, SpanDays: 30, Interruptible: true}
+	p.Defaults(nil)
+	q, err := Make(&p, []catalog.Offer{o}, catalog.Rates{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range q.Bills {
+		if b.Plan == Spot {
+			t.Errorf("spot billed: %+v", b)
+		}
+	}
+	want := "spot not quoted on 1 offer (t): at the interruption rate a run would practically never finish"
+	if !strings.Contains(strings.Join(q.Notes, "\n"), want) {
+		t.Errorf("quote notes %q", q.Notes)
+	}
+	plan, err := MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{Trials: 100}, nil)
+	if err != nil || !strings.Contains(strings.Join(plan.Notes, "\n"), want) {
+		t.Errorf("plan notes %q, %v", plan.Notes, err)
+	}
 }
