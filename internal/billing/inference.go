@@ -123,6 +123,10 @@ func throughputFor(model string, o *catalog.Offer) (float64, string, bool) {
 	return float64(replicas) * best.TokensSec, src, true
 }
 
+// maxInstances bounds the instances an inference plan may need: a million
+// is beyond any provider's stock, and the count must fit an int.
+const maxInstances = 1e6
+
 // PlanInference compares renting each offer (kept on all day, on demand)
 // with a hosted API for q.TokensPerDay output tokens.
 func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates) (*Inference, error) {
@@ -172,7 +176,11 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 		} else if tps, src, ok = throughputFor(q.Model, o); !ok {
 			continue
 		}
-		n := int(math.Ceil(q.TokensPerDay / (tps * 86400)))
+		need := math.Ceil(q.TokensPerDay / (tps * 86400))
+		if need > maxInstances {
+			return nil, fmt.Errorf("--tokens-per-day: %g tokens a day need %.3g instances of %s at %g tok/s, more than any provider rents", q.TokensPerDay, need, o.ID, tps)
+		}
+		n := int(need)
 		io := InferenceOffer{
 			Offer: o.ID, Provider: o.Provider, GPU: o.GPU, TokensPerSecond: tps, Instances: n,
 			RentPerDay: float64(n) * 24 * hourly, RentPerMillion: hourly / (tps * 3600) * 1e6,

@@ -56,3 +56,17 @@ func TestPlanInference(t *testing.T) {
 		t.Errorf("no throughput for L4: %v", err)
 	}
 }
+
+// A demand no rental could serve is refused with the flag's name: 1e30
+// tokens a day at 2573 tok/s is 4.5e21 instances (1e30 / (2573 × 86400)),
+// which as an int turned negative and made renting "cheaper".
+func TestPlanInferenceBeyondAnyRental(t *testing.T) {
+	_, err := PlanInference(InferenceQuery{Model: "70B", TokensPerDay: 1e30}, []catalog.Offer{h100("x8", 8, 16)}, catalog.Rates{})
+	if err == nil || !strings.Contains(err.Error(), "--tokens-per-day: 1e+30 tokens a day need 4.5e+21 instances of x8") {
+		t.Errorf("got %v", err)
+	}
+	// A million instances is the bound: 2573 × 86400 × 1e6 tokens fit.
+	if _, err := PlanInference(InferenceQuery{Model: "70B", TokensPerDay: 2573 * 86400 * 1e6}, []catalog.Offer{h100("x8", 8, 16)}, catalog.Rates{}); err != nil {
+		t.Errorf("a million instances: %v", err)
+	}
+}
