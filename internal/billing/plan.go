@@ -213,7 +213,7 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 }
 
 // simBudget bounds the interruptions one offer's Monte Carlo draws, about
-// 0.2 s of one core (docs/BENCHMARKS.md): a trial steps from interruption
+// 0.1 s of one core (docs/BENCHMARKS.md): a trial steps from interruption
 // to interruption, and a segment longer than the time between
 // interruptions is redone e^(λT) − 1 times on average, which grows without
 // bound (300 h checkpointed every 12 h at one interruption an hour expects
