@@ -24,7 +24,7 @@ type fakeMachine struct {
 	foreign         bool // files chowned to another user (needs root)
 }
 
-func write(t *testing.T, path, content string, mode os.FileMode) {
+func write(t testing.TB, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ const (
 	keyB       = "AAAAC3NzaC1lZDI1NTE5AAAAIBv6n0D5lJ7VfJcNnq0vH6dAxzq6xk4bS5wqk5mZ2t1a"
 )
 
-func newFake(t *testing.T) *fakeMachine {
+func newFake(t testing.TB) *fakeMachine {
 	base := t.TempDir()
 	// Let "others" traverse the test tree, as they would a real /home.
 	for _, d := range []string{filepath.Dir(base), base} {
