@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -120,6 +121,25 @@ func idTime(id string) (time.Time, bool) {
 	return t, err == nil
 }
 
+// recordedMode is the permission a push records for info. Windows has no
+// Unix permissions: Go shows its files as 0666 (0444 read-only) and its
+// directories as 0777, which a pull on a shared Linux machine would turn
+// into files and directories every account may write (and swap a model's
+// weights in). From Windows a push records what a umask of 022 gives.
+func recordedMode(info fs.FileInfo, goos string) fs.FileMode {
+	m := info.Mode().Perm()
+	if goos != "windows" {
+		return m
+	}
+	switch {
+	case info.IsDir():
+		return 0o755
+	case m&0o200 == 0:
+		return 0o444
+	}
+	return 0o644
+}
+
 // Scan walks src into entries without following symlinks; files are
 // numbered in walk order. It is exported for callers that want to know
 // what a push will send.
@@ -131,7 +151,7 @@ func Scan(src string) ([]Entry, []string, error) {
 	var es []Entry
 	var paths []string
 	add := func(rel, full string, info fs.FileInfo) error {
-		e := Entry{Path: rel, Mode: info.Mode().Perm(), MTime: info.ModTime().UTC(), Object: -1}
+		e := Entry{Path: rel, Mode: recordedMode(info, runtime.GOOS), MTime: info.ModTime().UTC(), Object: -1}
 		switch {
 		case info.Mode().IsRegular():
 			e.Type, e.Size, e.Object = "file", info.Size(), len(paths)

@@ -1070,3 +1070,36 @@ func TestPullResumes(t *testing.T) {
 		t.Errorf("left beside the checkpoint: %v", left)
 	}
 }
+
+// A push from Windows records Unix permissions a shared Linux machine can
+// take: Go reports every Windows file as 0666 and directory as 0777, which a
+// pull would apply as world-writable.
+func TestRecordedModeFromWindows(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "model.bin")
+	ro := filepath.Join(dir, "frozen.bin")
+	for _, p := range []string{file, ro} {
+		if err := os.WriteFile(p, nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Windows' Go gives 0666 and 0444 and 0777: made so here by chmod.
+	os.Chmod(file, 0o666)
+	os.Chmod(ro, 0o444)
+	os.Chmod(dir, 0o777)
+	for _, c := range []struct {
+		path       string
+		linux, win fs.FileMode
+	}{{file, 0o666, 0o644}, {ro, 0o444, 0o444}, {dir, 0o777, 0o755}} {
+		info, err := os.Lstat(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := recordedMode(info, "linux"); got != c.linux {
+			t.Errorf("%s on linux: %v, want %v", c.path, got, c.linux)
+		}
+		if got := recordedMode(info, "windows"); got != c.win {
+			t.Errorf("%s from windows: %v, want %v", c.path, got, c.win)
+		}
+	}
+}
