@@ -149,7 +149,7 @@ func listSessions(g *globals, sessions []store.LogSession, run, where string) er
 		if !ls.Updated.IsZero() {
 			last = ls.Updated.Local().Format("2006-01-02 15:04:05")
 		}
-		tab.Row(ls.Session, report.Safe(ls.Host), ls.Started.Local().Format("2006-01-02 15:04:05"), last,
+		tab.Row(ls.Session, ls.Host, ls.Started.Local().Format("2006-01-02 15:04:05"), last,
 			fmt.Sprint(ls.Segments), report.Bytes(ls.StoredBytes))
 	}
 	if err := tab.Write(g.stdout); err != nil {

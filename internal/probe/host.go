@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gpurent/gpurent/internal/fsspace"
 	"github.com/gpurent/gpurent/internal/mounts"
 	"github.com/gpurent/gpurent/internal/procfs"
 )
@@ -85,12 +86,12 @@ func Host(ctx context.Context, opt HostOptions) HostFacts {
 	} else {
 		fail("filesystem", err)
 	}
-	if free, size, err := fsSpace(dir); err == nil {
+	if free, size, err := fsspace.Of(dir); err == nil {
 		h.FSFree, h.FSSize = &free, &size
 	} else {
 		fail("fs_free", err)
 	}
-	if _, size, err := fsSpace("/dev/shm"); err == nil {
+	if _, size, err := fsspace.Of("/dev/shm"); err == nil {
 		h.ShmSize = &size
 	} else {
 		fail("shm", err)

@@ -1,5 +1,7 @@
 package store
 
+import "github.com/gpurent/gpurent/internal/fsspace"
+
 // free is the space free on the file system of dir: Options.Free, or
 // freeSpace.
 func (s *Store) free(dir string) (uint64, bool) {
@@ -7,4 +9,14 @@ func (s *Store) free(dir string) (uint64, bool) {
 		return s.opt.Free(dir)
 	}
 	return freeSpace(dir)
+}
+
+// freeSpace is the space an unprivileged user may still write on the file
+// system of dir, or false when that cannot be read.
+func freeSpace(dir string) (uint64, bool) {
+	free, size, err := fsspace.Of(dir)
+	if err != nil || size == 0 {
+		return 0, false
+	}
+	return free, true
 }

@@ -20,13 +20,3 @@ func reapGroup(pgid int) {
 		}
 	}
 }
-
-// diskSpace is what an unprivileged user may still write on the file
-// system of dir, and its size, in bytes; false when statfs fails.
-func diskSpace(dir string) (free, total uint64, ok bool) {
-	var st syscall.Statfs_t
-	if syscall.Statfs(dir, &st) != nil || st.Blocks == 0 {
-		return 0, 0, false
-	}
-	return st.Bavail * uint64(st.Bsize), st.Blocks * uint64(st.Bsize), true
-}

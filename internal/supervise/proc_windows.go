@@ -17,6 +17,4 @@ func kill(int, syscall.Signal) error { return errNoSignals }
 
 func reapGroup(int) {}
 
-func diskSpace(string) (free, total uint64, ok bool) { return 0, 0, false }
-
 func childAttr() *syscall.SysProcAttr { return nil }

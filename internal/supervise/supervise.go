@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/fsspace"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 )
@@ -499,8 +500,8 @@ func joinInts(v []int) string {
 // full (under 64 MiB or 1% free): the likeliest reason a command that
 // writes checkpoints starts failing. Empty otherwise.
 func (s *Supervisor) diskFull() string {
-	free, total, ok := diskSpace(s.cfg.CkptDir)
-	if !ok {
+	free, total, err := fsspace.Of(s.cfg.CkptDir)
+	if err != nil || total == 0 {
 		return ""
 	}
 	if free >= 64<<20 && free >= total/100 {
