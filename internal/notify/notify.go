@@ -191,9 +191,14 @@ func (w *Webhook) payload(e Event) any {
 	}
 	switch w.Service() {
 	case "slack":
-		v = map[string]string{"text": text}
+		// Slack reads &, < and > as markup (its formatting reference
+		// asks for them as entities): a traceback's "in <module>" would
+		// otherwise show as a link.
+		v = map[string]string{"text": slackEscape(text)}
 	case "discord":
-		v = map[string]string{"content": clip(text, 2000)}
+		// No mentions: an "@everyone" in the command's output pings
+		// nobody (Discord's allowed_mentions, parse empty).
+		v = map[string]any{"content": clip(text, 2000), "allowed_mentions": map[string][]string{"parse": {}}}
 	case "feishu":
 		v = map[string]any{"msg_type": "text", "content": map[string]string{"text": text}}
 	case "dingtalk", "wecom":
@@ -202,6 +207,11 @@ func (w *Webhook) payload(e Event) any {
 		v = e
 	}
 	return v
+}
+
+// slackEscape writes the three characters Slack parses as entities.
+func slackEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
 // tailClip keeps the last n bytes of s, from a rune boundary: the end of

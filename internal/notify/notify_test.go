@@ -43,7 +43,7 @@ func TestBody(t *testing.T) {
 		Text: "gpurent run llama on gpu-7: preempted"}
 	for _, c := range []struct{ url, service, body string }{
 		{"https://hooks.slack.com/services/T0/B0/" + token, "slack", `{"text":"gpurent run llama on gpu-7: preempted"}`},
-		{"https://discord.com/api/webhooks/1/" + token, "discord", `{"content":"gpurent run llama on gpu-7: preempted"}`},
+		{"https://discord.com/api/webhooks/1/" + token, "discord", `{"allowed_mentions":{"parse":[]},"content":"gpurent run llama on gpu-7: preempted"}`},
 		{"https://open.feishu.cn/open-apis/bot/v2/hook/" + token, "feishu", `{"content":{"text":"gpurent run llama on gpu-7: preempted"},"msg_type":"text"}`},
 		{"https://open.larksuite.com/open-apis/bot/v2/hook/" + token, "feishu", `{"content":{"text":"gpurent run llama on gpu-7: preempted"},"msg_type":"text"}`},
 		{"https://oapi.dingtalk.com/robot/send?access_token=" + token, "dingtalk", `{"msgtype":"text","text":{"content":"gpurent run llama on gpu-7: preempted"}}`},
@@ -105,6 +105,13 @@ func TestBodyOutput(t *testing.T) {
 	var got Event
 	if json.Unmarshal(b, &got) != nil || got.Output != e.Output || got.Text != e.Text {
 		t.Errorf("JSON event: %s", b)
+	}
+	// Slack gets &, < and > as entities, so "<module>" is text, not a link.
+	w, _ = New("https://hooks.slack.com/services/T/B/x")
+	b, _ = w.Body(Event{Text: "t", Output: "  File \"a.py\", line 1, in <module>\nx = a & b"})
+	var sl struct{ Text string }
+	if json.Unmarshal(b, &sl) != nil || !strings.Contains(sl.Text, "in &lt;module&gt;\nx = a &amp; b") {
+		t.Errorf("slack text %q", sl.Text)
 	}
 	// Whole fences in a short output are broken, so the block holds.
 	w, _ = New("https://hooks.slack.com/services/T/B/x")
