@@ -89,3 +89,84 @@ func FuzzQuoteAndPlan(f *testing.F) {
 		}
 	})
 }
+
+// FuzzQuoteCatalog quotes and plans a task on any offer a user's catalog
+// file may hold (--catalog): increments, minimums, subscriptions, spot
+// rates, egress tiers and fees of any valid value must give a finite,
+// non-negative bill that its items add up to, and a plan that finishes.
+func FuzzQuoteCatalog(f *testing.F) {
+	f.Add([]byte(`version: 1
+exchange_rates: {as_of: 2026-11-01, USD: 1, CNY: 7.1}
+offers:
+  - id: a
+    provider: P
+    gpu: RTX 4090
+    gpus: 1
+    currency: CNY
+    source: https://example.invalid/pricing
+    as_of: 2026-10-15
+    on_demand: {hourly: 1.98, increment: 1h, minimum: 3h}
+    subscriptions: [{period: day, price: 45}, {period: week, price: 280}, {period: month, price: 1150}]
+    spot: {hourly: 0.9, interruptions_per_day: 1.5, notice: 30s}
+    boot_fee: 0.5
+    storage: {included_gb: 50, running_gb_month: 0.5, stopped_gb_month: 9.0}
+    egress_gb: 0.8
+    egress_month: {free_gb: 100, tiers: [{above_gb: 10240, price: 0.085}, {above_gb: 51200, price: 0.07}]}
+    ip_month: 3
+    release_after_stopped: 15d
+`), 300.0, 30, 10, true)
+	f.Add([]byte(`version: 1
+offers:
+  - id: b
+    provider: P
+    gpu: H100
+    gpus: 8
+    currency: USD
+    source: s
+    as_of: 2026-10-15
+    subscriptions: [{period: month, price: 0.01}]
+    spot: {hourly: 0.0001, interruptions_per_day: 1000, notice: 0s}
+    boot_fee: unknown
+    storage: {included_gb: unknown, running_gb_month: unknown, stopped_gb_month: unknown}
+    egress_gb: unknown
+    ip_month: unknown
+    release_after_stopped: unknown
+`), 1.0, 1, 1, false)
+	f.Fuzz(func(t *testing.T, data []byte, hours float64, days, starts int, ckpt bool) {
+		cat, err := catalog.Parse("fuzz.yaml", data)
+		if err != nil || len(cat.Offers) == 0 {
+			return
+		}
+		p := &Profile{ComputeHours: hours, SpanDays: days, Starts: starts, DiskGB: 200, EgressGB: 100, GPUs: 1, Interruptible: true}
+		if ckpt {
+			p.Checkpoint = &Checkpoint{Every: Duration(30 * time.Minute), Write: Duration(time.Minute), Restart: Duration(5 * time.Minute), SizeGB: 20}
+		}
+		if len(p.Validate()) > 0 || days < 1 {
+			return
+		}
+		rates := catalog.Merge(&catalog.Catalog{Rates: catalog.Rates{PerUSD: map[string]float64{"USD": 1}}}, cat).Rates
+		q, err := Make(p, cat.Offers, rates, Options{})
+		if err != nil {
+			return // a currency without a rate
+		}
+		for _, b := range q.Bills {
+			sum := 0.0
+			for _, it := range b.Items {
+				sum += it.Amount
+			}
+			if math.IsNaN(b.Total) || math.IsInf(b.Total, 0) || b.Total < 0 || math.Abs(sum-b.Total) > 1e-9*math.Max(1, b.Total) {
+				t.Fatalf("%s %s: total %v, items %v", b.Offer, b.Plan, b.Total, b.Items)
+			}
+		}
+		if err := report.WriteJSON(io.Discard, q); err != nil {
+			t.Fatalf("quote as JSON: %v", err)
+		}
+		pl, err := MakePlan(p, cat.Offers, rates, PlanOptions{Trials: 20, Seed: 1}, nil)
+		if err != nil {
+			t.Fatalf("quote made, plan refused: %v", err)
+		}
+		if err := report.WriteJSON(io.Discard, pl); err != nil {
+			t.Fatalf("plan as JSON: %v", err)
+		}
+	})
+}
