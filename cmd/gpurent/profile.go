@@ -142,7 +142,8 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 		p.Checkpoint.SizeGB = t.ckptSize
 		mark("checkpoint.size_gb")
 	}
-	if p.Checkpoint != nil && p.Checkpoint.Every == 0 {
+	// Settings without an interval; one given as 0 is Validate's to name.
+	if p.Checkpoint != nil && p.Checkpoint.Every == 0 && !set("ckpt-every") && (ix == nil || !ix.Has("checkpoint.every")) {
 		return nil, nil, nil, opt, usagef("checkpoint settings need --ckpt-every (or checkpoint.every in the profile)")
 	}
 	if !set("hours") && (ix == nil || !ix.Has("compute_hours")) {
