@@ -1157,17 +1157,28 @@ func (f *failingBackend) Put(ctx context.Context, key string, fill func(io.Write
 
 // rotatingBackend deletes the checkpoint being uploaded as its first
 // object is stored, as a trainer keeping one checkpoint deletes the last
-// when it saves the next, for the first n uploads.
+// when it saves the next, for the first n uploads. Only an upload's first
+// object deletes: a later one of the same upload, put in parallel, may
+// come after the command has saved the next checkpoint, which is not
+// this upload's to delete.
 type rotatingBackend struct {
 	store.Backend
-	dir string
-	mu  sync.Mutex // uploads put files in parallel
-	n   int
+	dir  string
+	mu   sync.Mutex // uploads put files in parallel
+	n    int
+	seen map[string]bool // uploads (data/<id>/) already begun
 }
 
 func (r *rotatingBackend) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
 	r.mu.Lock()
-	if es, _ := os.ReadDir(r.dir); r.n > 0 && len(es) > 0 && strings.Contains(key, "/data/") {
+	_, rest, isData := strings.Cut(key, "/data/")
+	id, _, _ := strings.Cut(rest, "/")
+	first := isData && !r.seen[id]
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	r.seen[id] = true
+	if es, _ := os.ReadDir(r.dir); r.n > 0 && len(es) > 0 && first {
 		r.n--
 		for _, e := range es {
 			os.RemoveAll(filepath.Join(r.dir, e.Name()))
