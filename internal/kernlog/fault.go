@@ -23,7 +23,8 @@ type Fault struct {
 	// Kind: machine_check (a line marked "[Hardware Error]": the CPU's
 	// machine check or the firmware's error source, APEI), memory (EDAC's
 	// count of memory errors), disk (a block I/O error), pcie (a PCIe or
-	// CXL bus error, AER), filesystem (ext4 found its metadata damaged).
+	// CXL bus error, AER), filesystem (ext4 or XFS found its metadata
+	// damaged, or XFS could not read or write it and shut down).
 	Kind string `json:"kind"`
 	// Level: corrected, uncorrected, fatal, or error where the line says
 	// no more.
@@ -55,13 +56,22 @@ type Fault struct {
 //     address: "pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected,
 //     type=Physical Layer, (Receiver ID)" ("CXL Bus Error" on CXL; since
 //     Linux 6.x the PCIe spec's "Correctable", "Uncorrectable (Fatal)");
-//   - ext4 (fs/ext4/super.c): "EXT4-fs error (device nvme0n1p1): ...".
+//   - ext4 (fs/ext4/super.c): "EXT4-fs error (device nvme0n1p1): ...";
+//   - XFS, the root file system of Amazon Linux and RHEL images, whose
+//     every line is "XFS (dev): ..." (fs/xfs/xfs_message.c), mostly
+//     mounts and recoveries; its errors: "Corruption detected. Unmount and
+//     run xfs_repair" (xfs_error.c), "Metadata corruption detected at
+//     ..." and "Metadata CRC error detected at ..." (its verifiers),
+//     "metadata I/O error in ..." (xfs_buf.c: the disk failed a read or
+//     write), "log I/O error -5" (xfs_log.c) and "Filesystem has been
+//     shut down due to ..." (every later write fails).
 var (
 	edacLine = regexp.MustCompile(`EDAC (MC\d+): (\d+) (CE|UE) `)
 	blkLine  = regexp.MustCompile(`(?:^|: )(?:I/O|critical medium|critical target|critical space allocation|timeout|device offline|protection) error, dev ([^,\s]+), sector \d+`)
 	bufLine  = regexp.MustCompile(`^Buffer I/O error on dev ([^,\s]+),`)
 	aerLine  = regexp.MustCompile(`([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): (?:PCIe|CXL) Bus Error: severity=(Correct(?:ed|able)|Uncorrect(?:ed|able) \((?:Non-)?Fatal\))`)
 	ext4Line = regexp.MustCompile(`^EXT4-fs error \(device ([^)]+)\)`)
+	xfsLine  = regexp.MustCompile(`^XFS \(([^)]+)\): (?:Corruption detected\. Unmount and run xfs_repair|Metadata (?:corruption|CRC error) detected at |metadata I/O error in |log I/O error |Filesystem has been shut down due to )`)
 	ghesSev  = regexp.MustCompile(`event severity: (corrected|recoverable|fatal)`)
 )
 
@@ -110,6 +120,8 @@ func ParseFault(msg string) (f Fault, ok bool) {
 		f.Kind, f.Device = Disk, m[1]
 	case ext4Line.MatchString(msg):
 		f.Kind, f.Device = Filesystem, ext4Line.FindStringSubmatch(msg)[1]
+	case xfsLine.MatchString(msg):
+		f.Kind, f.Device = Filesystem, xfsLine.FindStringSubmatch(msg)[1]
 	default:
 		return Fault{}, false
 	}
@@ -202,7 +214,7 @@ func (f Fault) Words() string {
 	case Disk:
 		return "a disk failed reads or writes (block I/O errors): data on it may be lost, and a checkpoint written there may be corrupt"
 	case Filesystem:
-		return "ext4 found its own metadata damaged: files on it may be lost"
+		return "a file system (ext4, XFS) found its metadata damaged or could not write it: files on it may be lost"
 	}
 	return "a hardware error"
 }

@@ -11,7 +11,8 @@ import (
 // machine checks and APEI under HW_ERR, EDAC's counts, the block layer's
 // I/O errors in the forms of kernel 4.x (print_req_error), 5.x
 // (blk_update_request) and 6.x (no caller), fs/buffer.c's, PCIe AER with
-// the device's driver and address in front, and ext4's.
+// the device's driver and address in front, ext4's and XFS's errors (and
+// none of XFS's mount and recovery lines).
 func TestParseFault(t *testing.T) {
 	for _, c := range []struct {
 		line                string
@@ -39,6 +40,12 @@ func TestParseFault(t *testing.T) {
 		{"nvme 0000:c1:00.0: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), type=Transaction Layer, (Requester ID)", "pcie", "uncorrected", "0000:c1:00.0", 1},
 		{"pcieport 0000:00:03.1: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Transaction Layer, (Receiver ID)", "pcie", "fatal", "0000:00:03.1", 1},
 		{"EXT4-fs error (device nvme0n1p1): ext4_find_entry:1455: inode #2: comm python: reading directory lblock 0", "filesystem", "error", "nvme0n1p1", 1},
+		{"XFS (nvme1n1): Corruption detected. Unmount and run xfs_repair", "filesystem", "error", "nvme1n1", 1},
+		{"XFS (dm-0): Metadata corruption detected at xfs_dinode_verify+0x2a0/0x5b0 [xfs], inode 0x2000081 dinode", "filesystem", "error", "dm-0", 1},
+		{"XFS (nvme0n1p1): Metadata CRC error detected at xfs_agf_read_verify+0xd0/0xf0 [xfs], xfs_agf block 0x1 ", "filesystem", "error", "nvme0n1p1", 1},
+		{`XFS (sdb): metadata I/O error in "xfs_imap_to_bp+0x5c/0x80 [xfs]" at daddr 0x8a66c0 len 32 error 5`, "filesystem", "error", "sdb", 1},
+		{"XFS (sdb): log I/O error -5", "filesystem", "error", "sdb", 1},
+		{"XFS (sdb): Filesystem has been shut down due to log error (0x2).", "filesystem", "error", "sdb", 1},
 	} {
 		f, ok := ParseFault(c.line)
 		if !ok || f.Kind != c.kind || f.Level != c.level || f.Device != c.device || f.Count != c.count || f.Message != c.line {
@@ -52,6 +59,10 @@ func TestParseFault(t *testing.T) {
 		"recoverable transport error, dev sdb, sector 8 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0",
 		"Buffer I/O error on dev fd0, logical block 0, async page read",
 		"EXT4-fs (sda1): mounted filesystem with ordered data mode. Quota mode: none.",
+		"XFS (nvme0n1p1): Mounting V5 Filesystem 4e9d1e33-8b07-4c4e-9b8a-6e0e0b5c9a11",
+		"XFS (nvme0n1p1): Starting recovery (logdev: internal)",
+		"XFS (nvme0n1p1): Ending clean mount",
+		"XFS (sdb): Unmounting Filesystem 4e9d1e33-8b07-4c4e-9b8a-6e0e0b5c9a11",
 		"pcieport 0000:00:01.0: AER: enabled with IRQ 24",
 		"python[123]: I told the kernel about an I/O error",
 		"",
