@@ -241,16 +241,22 @@ func simTrials(r Run, asked int) (int, string) {
 
 // recommend picks the cheapest plan that can be trusted: spot only when the
 // job is interruptible and its interruption rate is known, judged by its P90
-// cost when simulated, so a cheap average does not hide a bad tail.
+// cost when simulated, so a cheap average does not hide a bad tail. A spot
+// price left out for want of a rate is named in the reason: its bill is
+// shown beside the others, and "the only plan with a known price" would
+// contradict it.
 func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool) (string, string) {
 	cost := map[string]float64{}
 	for plan, b := range bills {
 		cost[plan] = b.Total
 	}
+	const noRate = "spot is not judged without an interruption rate (--interruptions-per-day)"
+	spotUnjudged := false
 	if _, ok := cost[Spot]; ok {
 		switch {
 		case !rateKnown:
 			delete(cost, Spot)
+			spotUnjudged = true
 		case op.Spot != nil:
 			cost[Spot] = op.Spot.P90Cost
 		}
@@ -263,6 +269,9 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool) 
 	}
 	switch best {
 	case "":
+		if spotUnjudged {
+			return "", "spot is the only price known for this offer, and " + noRate
+		}
 		return "", "no plan could be priced"
 	case OnDemand:
 		if len(op.BreakEven) > 0 {
@@ -275,6 +284,9 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool) 
 			perDay := p.ComputeHours / float64(p.SpanDays)
 			return OnDemand, fmt.Sprintf("you run %s h a day; a %s pays off above %s h a day (%.0f h a %s): pay as you go",
 				trimFloat(perDay), be.Period, trimFloat(be.HoursPerDay), be.Hours, be.Period)
+		}
+		if len(cost) == 1 && spotUnjudged {
+			return OnDemand, "on demand is the only plan judged: " + noRate
 		}
 		if len(cost) == 1 {
 			return OnDemand, "on demand is the only plan with a known price for this offer"

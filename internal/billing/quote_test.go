@@ -328,6 +328,31 @@ func TestBreakEvenFollowsFromPrices(t *testing.T) {
 	}
 }
 
+// A spot price without an interruption rate is billed but not
+// recommended, and the reason says so rather than that on demand is the
+// only price known; an offer sold as spot only is not called unpriced.
+func TestSpotWithoutRateNamed(t *testing.T) {
+	o := testOffer()
+	o.GPUs = 1
+	o.Spot = &catalog.Spot{Hourly: catalog.Known(0.5)}
+	p := Profile{ComputeHours: 10, SpanDays: 1, Interruptible: true}
+	p.Defaults(nil)
+	plan, err := MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := plan.Offers[0]
+	if _, billed := op.Totals[Spot]; !billed || op.Recommendation != OnDemand ||
+		op.Reason != "on demand is the only plan judged: spot is not judged without an interruption rate (--interruptions-per-day)" {
+		t.Errorf("%s: %q (totals %v)", op.Recommendation, op.Reason, op.Totals)
+	}
+	o.OnDemand.Hourly = catalog.Fee{} // unknown
+	plan, _ = MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{}, nil)
+	if op := plan.Offers[0]; op.Recommendation != "" || !strings.Contains(op.Reason, "spot is the only price known for this offer, and spot is not judged") {
+		t.Errorf("%s: %q", op.Recommendation, op.Reason)
+	}
+}
+
 func TestSpotBill(t *testing.T) {
 	o := testOffer()
 	o.GPUs = 1
