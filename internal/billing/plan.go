@@ -208,7 +208,16 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 			}
 		}
 	}
-	op.Recommendation, op.Reason = recommend(p, op, byPlan, rateKnown)
+	// Why a spot price this offer has is not judged, for the reason.
+	var spotWhy string
+	switch {
+	case !p.Interruptible || o.Spot == nil || !o.Spot.Hourly.IsKnown():
+	case !hasSpot:
+		spotWhy = "spot is not quoted: at this interruption rate the run would practically never finish (see the note)"
+	case !rateKnown:
+		spotWhy = "spot is not judged without an interruption rate (--interruptions-per-day)"
+	}
+	op.Recommendation, op.Reason = recommend(p, op, byPlan, rateKnown, spotWhy)
 	return op
 }
 
@@ -241,22 +250,20 @@ func simTrials(r Run, asked int) (int, string) {
 
 // recommend picks the cheapest plan that can be trusted: spot only when the
 // job is interruptible and its interruption rate is known, judged by its P90
-// cost when simulated, so a cheap average does not hide a bad tail. A spot
-// price left out for want of a rate is named in the reason: its bill is
-// shown beside the others, and "the only plan with a known price" would
-// contradict it.
-func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool) (string, string) {
+// cost when simulated, so a cheap average does not hide a bad tail.
+// spotWhy says why the offer's spot price is left out, if it is (no
+// interruption rate, or a run that would never finish): the reason names
+// it, since "the only plan with a known price" would contradict the spot
+// price the offer lists.
+func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, spotWhy string) (string, string) {
 	cost := map[string]float64{}
 	for plan, b := range bills {
 		cost[plan] = b.Total
 	}
-	const noRate = "spot is not judged without an interruption rate (--interruptions-per-day)"
-	spotUnjudged := false
 	if _, ok := cost[Spot]; ok {
 		switch {
 		case !rateKnown:
 			delete(cost, Spot)
-			spotUnjudged = true
 		case op.Spot != nil:
 			cost[Spot] = op.Spot.P90Cost
 		}
@@ -269,8 +276,8 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool) 
 	}
 	switch best {
 	case "":
-		if spotUnjudged {
-			return "", "spot is the only price known for this offer, and " + noRate
+		if spotWhy != "" {
+			return "", "spot is the only price known for this offer, and " + spotWhy
 		}
 		return "", "no plan could be priced"
 	case OnDemand:
@@ -285,8 +292,8 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool) 
 			return OnDemand, fmt.Sprintf("you run %s h a day; a %s pays off above %s h a day (%.0f h a %s): pay as you go",
 				trimFloat(perDay), be.Period, trimFloat(be.HoursPerDay), be.Hours, be.Period)
 		}
-		if len(cost) == 1 && spotUnjudged {
-			return OnDemand, "on demand is the only plan judged: " + noRate
+		if len(cost) == 1 && spotWhy != "" {
+			return OnDemand, "on demand is the only plan judged: " + spotWhy
 		}
 		if len(cost) == 1 {
 			return OnDemand, "on demand is the only plan with a known price for this offer"

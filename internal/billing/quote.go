@@ -567,8 +567,15 @@ func spotNote(p *Profile, offers []catalog.Offer, opt Options) string {
 	if len(ids) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("spot not quoted on %s (%s): at the interruption rate a run would practically never finish, each checkpoint interval being interrupted before it ends almost surely; checkpoint more often (gpurent plan gives the Young and Daly interval)",
-		report.Count(len(ids), "offer"), strings.Join(ids, ", "))
+	why := ", each checkpoint interval being interrupted before it ends almost surely; checkpoint more often (gpurent plan gives the Young and Daly interval)"
+	if p.Checkpoint == nil {
+		// The usual cause: the run was priced as one piece because no
+		// checkpoint settings were given, not because it checkpoints too
+		// rarely.
+		why = ": with no checkpoint settings, each interruption restarts it from the beginning, and it is interrupted before it ends almost surely; a job that checkpoints is priced with --ckpt-every, --ckpt-write and --ckpt-restart"
+	}
+	return fmt.Sprintf("spot not quoted on %s (%s): at the interruption rate a run would practically never finish%s",
+		report.Count(len(ids), "offer"), strings.Join(ids, ", "), why)
 }
 
 // spotBill prices the expected hours of the run, work lost to

@@ -273,3 +273,29 @@ func TestNeverFinishingSpotIsNamed(t *testing.T) {
 		t.Errorf("plan notes %q, %v", plan.Notes, err)
 	}
 }
+
+// The note on a never-finishing spot run says what to change: give
+// checkpoint settings where there are none, checkpoint more often where
+// they are too sparse; plan's reason for the offer names spot as not
+// quoted instead of calling on demand the only plan priced.
+func TestNeverFinishingSpotAdvice(t *testing.T) {
+	o := testOffer()
+	o.Spot = &catalog.Spot{Hourly: catalog.Known(1), InterruptionsPerDay: catalog.Known(24), Notice: dur(30 * time.Second)}
+	p := Profile{ComputeHours: 300, SpanDays: 30, Interruptible: true}
+	p.Defaults(nil)
+	plan, err := MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{Trials: 100}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Join(plan.Notes, "\n"); !strings.Contains(n, "never finish: with no checkpoint settings, each interruption restarts it from the beginning") || strings.Contains(n, "checkpoint more often") {
+		t.Errorf("no checkpoints: %q", n)
+	}
+	if r := plan.Offers[0].Reason; r != "on demand is the only plan judged: spot is not quoted: at this interruption rate the run would practically never finish (see the note)" {
+		t.Errorf("reason %q", r)
+	}
+	p.Checkpoint = &Checkpoint{Every: Duration(100 * time.Hour), Write: Duration(time.Minute), Restart: Duration(time.Minute)}
+	plan, _ = MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{Trials: 100}, nil)
+	if n := strings.Join(plan.Notes, "\n"); !strings.Contains(n, "never finish, each checkpoint interval being interrupted before it ends almost surely; checkpoint more often") {
+		t.Errorf("sparse checkpoints: %q", n)
+	}
+}
