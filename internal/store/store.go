@@ -140,6 +140,21 @@ func recordedMode(info fs.FileInfo, goos string) fs.FileMode {
 	return 0o644
 }
 
+// special names a file type push does not copy, for its error.
+func special(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file (" + m.Type().String() + ")"
+}
+
 // Scan walks src into entries without following symlinks; files are
 // numbered in walk order. It is exported for callers that want to know
 // what a push will send.
@@ -165,7 +180,7 @@ func Scan(src string) ([]Entry, []string, error) {
 			}
 			e.Type, e.Link = "symlink", target
 		default:
-			return fmt.Errorf("push: %s is a %v, not a file, directory or symlink", full, info.Mode().Type())
+			return fmt.Errorf("push: %s is %s, not a file, directory or symlink: move it out of the checkpoint", full, special(info.Mode()))
 		}
 		es = append(es, e)
 		return nil

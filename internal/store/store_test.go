@@ -1103,3 +1103,20 @@ func TestRecordedModeFromWindows(t *testing.T) {
 		}
 	}
 }
+
+// Scan refuses what push cannot copy, naming the file and what it is in
+// words (a FIFO's mode prints as "p---------").
+func TestScanRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "loader.pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	_, _, err := Scan(dir)
+	if err == nil || err.Error() != "push: "+fifo+" is a named pipe (FIFO), not a file, directory or symlink: move it out of the checkpoint" {
+		t.Errorf("got %v", err)
+	}
+}
