@@ -249,6 +249,19 @@ func parseStoreURL(raw string) (*url.URL, error) {
 		return nil, errors.New("no store: give --store URL (or set GPURENT_STORE)")
 	}
 	if !strings.Contains(raw, "://") {
+		// "s3:/bucket" or "gs:bucket" is a URL typed wrong, not a
+		// directory named "s3:": taken as a path, the checkpoints would
+		// stay on this machine, the one that can vanish.
+		if scheme, rest, ok := strings.Cut(raw, ":"); ok {
+			want := strings.ToLower(scheme) + "://" + strings.TrimLeft(rest, "/")
+			switch strings.ToLower(scheme) {
+			case "file":
+				want = "file:///" + strings.TrimLeft(rest, "/")
+				fallthrough
+			case "s3", "gs", "azblob":
+				return nil, fmt.Errorf("store %q: a URL needs \"://\" (%s); for a local directory whose name begins %q, write ./%s", raw, want, scheme+":", raw)
+			}
+		}
 		abs, err := filepath.Abs(raw)
 		if err != nil {
 			return nil, fmt.Errorf("store path %q: %w", raw, err)

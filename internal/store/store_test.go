@@ -1120,3 +1120,32 @@ func TestScanRefusesSpecialFiles(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A cloud URL typed with one slash, or none, is refused rather than taken
+// as a local directory named "s3:" (where the checkpoints would stay on the
+// machine that can vanish); ./ makes such a directory on purpose.
+func TestOpenMistypedURL(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for raw, want := range map[string]string{
+		"s3:/bucket/runs": `store "s3:/bucket/runs": a URL needs "://" (s3://bucket/runs); for a local directory whose name begins "s3:", write ./s3:/bucket/runs`,
+		"gs:bucket":       `(gs://bucket)`,
+		"AZBLOB:/c":       `(azblob://c)`,
+		"file:/srv/ckpt":  `(file:///srv/ckpt)`,
+	} {
+		_, _, err := Open(context.Background(), raw, OpenOptions{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%q): %v, want %q", raw, err, want)
+		}
+	}
+	if es, _ := os.ReadDir("."); len(es) != 0 {
+		t.Errorf("refused URLs made %v", es)
+	}
+	b, _, err := Open(context.Background(), "./s3:/x", OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if st, err := os.Stat("s3:/x"); err != nil || !st.IsDir() {
+		t.Errorf("./s3:/x: %v", err)
+	}
+}
