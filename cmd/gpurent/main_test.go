@@ -137,6 +137,8 @@ func TestExitCodes(t *testing.T) {
 		{"wipe under a missing root", []string{"wipe", "--root", "/nonexistent/root"}, 2, "--root /nonexistent/root: not a directory"},
 		{"ckpt prune without keep", []string{"ckpt", "prune", "--store", dir}, 2, "--keep N is required"},
 		{"ckpt push missing path", []string{"ckpt", "push", filepath.Join(dir, "nothing"), "--store", dir, "--no-encrypt"}, 2, "nothing"},
+		{"run bad glob", []string{"run", "--ckpt-dir", dir, "--glob", "step-[", "--", "true"}, 2, `--glob: "step-[": syntax error in pattern (a shell-style pattern, such as 'ckpt-*.pt' or 'step-[0-9]*')`},
+		{"run glob with a path", []string{"run", "--ckpt-dir", dir, "--glob", "out/step-*", "--", "true"}, 2, `--glob: "out/step-*" holds a /: it matches the names of the entries in --ckpt-dir, not paths`},
 		{"run config negative keep", []string{"run", "--config", runKeep}, 2, "run.yaml:2: keep: want 0 (keep all) or more, got -1"},
 		{"run config bad quiet", []string{"run", "--config", runQuiet}, 2, `quiet.yaml:3: quiet: time: unknown unit "x"`},
 		{"run config bad stall", []string{"run", "--config", runStall}, 2, `stall.yaml:3: stall: `},

@@ -202,6 +202,17 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if gpuBusyMin < 0 || gpuBusyMin > 100 || gpuBusyMin != gpuBusyMin {
 				return bad("gpu-busy-min", "gpu_busy_min", "want a percent from 0 (never warn) to 100, got %v", gpuBusyMin)
 			}
+			// A glob that can match nothing would leave every checkpoint
+			// unnoticed for the whole run: refused before the command
+			// starts. It is matched against the names in --ckpt-dir.
+			if glob != "" {
+				if strings.Contains(glob, "/") {
+					return bad("glob", "glob", "%q holds a /: it matches the names of the entries in --ckpt-dir, not paths; make the directory the checkpoints are saved in --ckpt-dir (--ckpt-dir out/checkpoints --glob 'step-*')", glob)
+				}
+				if _, err := filepath.Match(glob, ""); err != nil {
+					return bad("glob", "glob", "%q: %v (a shell-style pattern, such as 'ckpt-*.pt' or 'step-[0-9]*')", glob, err)
+				}
+			}
 			pick("price", file.Price, &priceText)
 			var price hourlyPrice
 			if priceText != "" {
