@@ -367,9 +367,6 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		s.child.Store(0)
 		s.Metrics.childUp.Store(0)
 		if werr == nil {
-			if s.cfg.Store != nil {
-				s.cfg.Log("the command finished; uploading the newest checkpoint")
-			}
 			f := s.finalUpload(ctx)
 			return Exit{Code: s.endCode(0, f), Reason: "the command finished; " + s.finalWords(f)}, nil
 		}
@@ -1118,6 +1115,10 @@ func (s *Supervisor) finalUpload(ctx context.Context) final {
 	s.uploading.Unlock()
 	if !found {
 		s.lookDeeper(true)
+	} else if s.cfg.Store != nil {
+		// Said only when there is one: "uploading the newest checkpoint"
+		// followed by "no complete checkpoint was written" contradicted.
+		s.cfg.Log("making sure the newest checkpoint, %s, is in the store before gpurent exits", newest.Name)
 	}
 	defer func() {
 		s.uploading.Lock()
