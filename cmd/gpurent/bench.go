@@ -140,6 +140,9 @@ judges saved facts anywhere, without a GPU.`,
 					// Linux libraries; rented GPUs run Linux.
 					return fmt.Errorf("gpurent bench measures the rented Linux machine, not Windows: run it there (--record facts.json), and judge the facts here with --replay")
 				}
+				if st, err := os.Stat(dataDir); err != nil || !st.IsDir() {
+					return usagef("--data-dir %s: not a directory", dataDir)
+				}
 				facts = gather(cmd.Context(), window, dataDir, int64(diskMB)<<20)
 				// The sustained probe launches for --duration, as long as the
 				// sampling: both look for the same thing, sharing over time.

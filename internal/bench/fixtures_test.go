@@ -482,3 +482,33 @@ func TestCountMismatch(t *testing.T) {
 		t.Errorf("%v %+v", err, r.Checks[0])
 	}
 }
+
+// A disk test the probe declined (too big for the free space) is "not
+// run", and one that broke is "failed": both skip host.disk.
+func TestDiskTestNotRun(t *testing.T) {
+	tab, _ := specs.Load()
+	for e, want := range map[string]string{
+		"not run: its 4096 MB would take more than half the free space; a smaller --disk-mb measures it": "; disk test not run: its 4096 MB would take more than half the free space; a smaller --disk-mb measures it",
+		"disk test write: write /workspace/x: input/output error":                                        "; disk test failed: disk test write: write /workspace/x: input/output error",
+	} {
+		f := healthyH100()
+		f.Host.DiskWriteMBs, f.Host.DiskReadMBs = nil, nil
+		f.Host.Errors = map[string]string{"disk": e}
+		r, err := Judge(f, tab, Order{}, DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, c := range r.Checks {
+			if c.ID == "host.disk" {
+				found = true
+				if c.Status != Skip || !strings.Contains(c.Evidence, want) {
+					t.Errorf("%+v, want evidence with %q", c, want)
+				}
+			}
+		}
+		if !found {
+			t.Error("no host.disk check")
+		}
+	}
+}

@@ -116,8 +116,11 @@ func Host(ctx context.Context, opt HostOptions) HostFacts {
 	}
 
 	if opt.DiskBytes > 0 && ctx.Err() == nil {
-		w, r, method, err := diskThroughput(dir, opt.DiskBytes)
-		if err != nil {
+		// The test file must not fill the disk the user's training writes
+		// its checkpoints to: at most half of what is free.
+		if h.FSFree != nil && float64(opt.DiskBytes) > float64(*h.FSFree)/2 {
+			fail("disk", fmt.Errorf("not run: its %d MB would take more than half the free space; a smaller --disk-mb measures it", opt.DiskBytes>>20))
+		} else if w, r, method, err := diskThroughput(dir, opt.DiskBytes); err != nil {
 			fail("disk", err)
 		} else {
 			h.DiskWriteMBs, h.DiskReadMBs, h.DiskTestMethod = &w, &r, method

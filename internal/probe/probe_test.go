@@ -173,6 +173,22 @@ func TestHostForReal(t *testing.T) {
 	}
 }
 
+// A disk test bigger than half the free space is not run: a typo in
+// --disk-mb must not fill the disk the training writes its checkpoints to.
+func TestHostDiskTestLeavesFreeSpace(t *testing.T) {
+	dir := t.TempDir()
+	h := Host(context.Background(), HostOptions{DataDir: dir, Window: time.Millisecond, DiskBytes: 1 << 62})
+	if h.FSFree == nil {
+		t.Skip("free space unknown here:", h.Errors)
+	}
+	if e := h.Errors["disk"]; !strings.HasPrefix(e, "not run: its 4398046511104 MB would take more than half the free space") || h.DiskWriteMBs != nil {
+		t.Errorf("disk error %q, write %v", e, h.DiskWriteMBs)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a file was written: %v", entries)
+	}
+}
+
 func TestSharingFake(t *testing.T) {
 	root := t.TempDir()
 	write := func(p, s string) {
