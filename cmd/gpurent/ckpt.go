@@ -131,8 +131,19 @@ func (s *storeFlags) crypto(forPush bool) (*store.Crypto, error) {
 	return c, nil
 }
 
-// open opens the store with retries around it.
+// open opens the store with retries around it, for a command that writes
+// to it: a local store directory is made when missing.
 func (s *storeFlags) open(ctx context.Context, c *store.Crypto, progress func(int64)) (*store.Store, string, func(), error) {
+	return s.openStore(ctx, c, progress, false)
+}
+
+// openExisting opens the store for a command that reads it: a local store
+// directory that is not there is an error naming it.
+func (s *storeFlags) openExisting(ctx context.Context, c *store.Crypto, progress func(int64)) (*store.Store, string, func(), error) {
+	return s.openStore(ctx, c, progress, true)
+}
+
+func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress func(int64), mustExist bool) (*store.Store, string, func(), error) {
 	if err := store.ValidRun(s.run); err != nil {
 		return nil, "", nil, usageError{err}
 	}
@@ -147,7 +158,7 @@ func (s *storeFlags) open(ctx context.Context, c *store.Crypto, progress func(in
 		}
 		upload = store.NewUploadLimit(bps)
 	}
-	b, name, err := store.Open(ctx, s.url, store.OpenOptions{Insecure: s.insecure, PartSize: 8 << 20, Concurrency: 4})
+	b, name, err := store.Open(ctx, s.url, store.OpenOptions{Insecure: s.insecure, PartSize: 8 << 20, Concurrency: 4, MustExist: mustExist})
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "store") || strings.HasPrefix(err.Error(), "no store") {
 			return nil, "", nil, usageError{err}
@@ -328,7 +339,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				return err
 			}
 			bar := startProgress(cmd.ErrOrStderr(), "pull", 0)
-			st, name, closeFn, err := s.open(cmd.Context(), c, bar.add)
+			st, name, closeFn, err := s.openExisting(cmd.Context(), c, bar.add)
 			if err != nil {
 				bar.end()
 				return err
@@ -371,7 +382,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			st, _, closeFn, err := s.open(cmd.Context(), &store.Crypto{}, nil)
+			st, _, closeFn, err := s.openExisting(cmd.Context(), &store.Crypto{}, nil)
 			if err != nil {
 				return err
 			}
@@ -420,7 +431,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				// Plaintext checkpoints can be checked without one; encrypted ones will say so.
 				c = &store.Crypto{}
 			}
-			st, _, closeFn, err := s.open(cmd.Context(), c, nil)
+			st, _, closeFn, err := s.openExisting(cmd.Context(), c, nil)
 			if err != nil {
 				return err
 			}
@@ -508,7 +519,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			if cmd.Flags().Changed("keep-logs") && keepLogs < 0 {
 				return usagef("--keep-logs: want 0 or more log sessions to keep, got %d", keepLogs)
 			}
-			st, _, closeFn, err := s.open(cmd.Context(), &store.Crypto{}, nil)
+			st, _, closeFn, err := s.openExisting(cmd.Context(), &store.Crypto{}, nil)
 			if err != nil {
 				return err
 			}
@@ -587,7 +598,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			st, name, closeFn, err := s.open(cmd.Context(), &store.Crypto{}, nil)
+			st, name, closeFn, err := s.openExisting(cmd.Context(), &store.Crypto{}, nil)
 			if err != nil {
 				return err
 			}

@@ -62,7 +62,7 @@ A line naming each session goes to stderr, so that stdout is the log alone.`,
 			if err != nil {
 				return err
 			}
-			st, name, closeFn, err := s.open(cmd.Context(), c, nil)
+			st, name, closeFn, err := s.openExisting(cmd.Context(), c, nil)
 			if err != nil {
 				return err
 			}

@@ -85,6 +85,9 @@ func TestExitCodes(t *testing.T) {
 	runSilence := write("silence.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nsilence: 30m\n")
 	runLogEvery := write("logevery.yaml", "ckpt_dir: out\ncommand: [echo, hi]\nlog: out.log\nlog_every: 5s\n")
 	existing := write("facts.json", "{\"an earlier run\": true}\n")
+	if err := os.Mkdir(filepath.Join(dir, "st"), 0o700); err != nil { // a local store with no checkpoints
+		t.Fatal(err)
+	}
 	noGPU := write("nogpu.yaml", "gpu: TPU v9\ncompute_hours: 10\n")
 	badCatalog := write("cat.yaml", "version: 1\noffers:\n  - id: x\n    provider: P\n    gpu: G\n    gpus: 1\n    currency: USD\n    source: s\n    as_of: d\n    on_demand: {hourly: -1}\n")
 	for _, tc := range []struct {
@@ -129,6 +132,7 @@ func TestExitCodes(t *testing.T) {
 		{"bench missing data dir", []string{"bench", "--no-history", "--data-dir", filepath.Join(dir, "no-such-dir")}, 2, "--data-dir " + filepath.Join(dir, "no-such-dir") + ": not a directory"},
 		{"bench unknown model", []string{"bench", "--expect", "TPU v5"}, 2, `--expect: no GPU in the datasheet table matches "TPU v5"`},
 		{"ckpt plain http to another machine", []string{"ckpt", "ls", "--store", "s3://b/x?endpoint=http://10.9.8.7:8333"}, 2, "plain http to another machine"},
+		{"ckpt pull from a missing local store", []string{"ckpt", "pull", filepath.Join(dir, "out"), "--store", filepath.Join(dir, "no-store"), "--run", "r"}, 2, "store " + filepath.Join(dir, "no-store") + ": no such directory (a local store is made by the first push or run)"},
 		{"ckpt pull an id the run lacks", []string{"ckpt", "pull", filepath.Join(dir, "out"), "--store", filepath.Join(dir, "st"), "--run", "r", "--id", "20261130T000000.000Z-deadbeef"}, 2, "run r has no checkpoint 20261130T000000.000Z-deadbeef"},
 		{"ckpt verify an id the run lacks", []string{"ckpt", "verify", "--store", dir, "--run", "r", "--id", "20261130T000000.000Z-deadbeef"}, 2, "run r has no checkpoint 20261130T000000.000Z-deadbeef"},
 		{"bench record over an earlier one", []string{"bench", "--no-history", "--record", existing}, 2, "--record " + existing + ": the file exists and is not overwritten"},

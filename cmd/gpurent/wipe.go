@@ -318,7 +318,7 @@ func checkBackups(ctx context.Context, s *storeFlags, url string, dirs []string,
 				s.run = "default"
 			}
 		}
-		st, name, closeFn, err := s.open(ctx, c, nil)
+		st, name, closeFn, err := s.openExisting(ctx, c, nil)
 		if err != nil {
 			return err
 		}

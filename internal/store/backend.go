@@ -60,6 +60,11 @@ type OpenOptions struct {
 	// PartSize × Concurrency per file being uploaded.
 	PartSize    int
 	Concurrency int
+	// MustExist refuses a local store directory that is not there,
+	// rather than making it: for the commands that only read a store, a
+	// mistyped path is then named, not reported as a store with no
+	// checkpoints (and left behind, empty).
+	MustExist bool
 }
 
 // Open opens a store URL: a path or file:///path, s3://bucket/prefix?
@@ -84,6 +89,9 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 	switch u.Scheme {
 	case "file":
 		dir := u.Path
+		if st, err := os.Stat(dir); opt.MustExist && (err != nil || !st.IsDir()) {
+			return nil, "", fmt.Errorf("store %s: no such directory (a local store is made by the first push or run)", dir)
+		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("store %s: %w", dir, err)
 		}
