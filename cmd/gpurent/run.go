@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/mounts"
 	"github.com/gpurent/gpurent/internal/notify"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/runlog"
@@ -367,6 +368,15 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				defer closeFn()
 				cfg.Store = st
 				logf("checkpoints from %s go to %s, run %s", ckptDir, name, s.run)
+				// A local path is off the box only on a network file
+				// system (NFS, a FUSE mount of a bucket, a provider's
+				// shared volume); on the machine's own disks it survives
+				// the command, not the machine.
+				if dir := store.LocalDir(s.url); dir != "" {
+					if m, ok := mounts.Read("/").Find(dir); ok && !m.Network() {
+						logf("warning: the store %s is on this machine's own storage (%s on %s), not a network file system: unless that disk outlives the machine (a cloud volume kept at release), the checkpoints die with it; s3://, gs:// or azblob:// keep them off the box", dir, m.FSType, m.Source)
+					}
+				}
 				// Found now, not at the first checkpoint hours later.
 				deleted, err := st.CheckWrite(cmd.Context(), s.run)
 				if err != nil {
