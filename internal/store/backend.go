@@ -89,8 +89,13 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 	switch u.Scheme {
 	case "file":
 		dir := u.Path
-		if st, err := os.Stat(dir); opt.MustExist && (err != nil || !st.IsDir()) {
-			return nil, "", fmt.Errorf("store %s: no such directory (a local store is made by the first push or run)", dir)
+		if opt.MustExist {
+			switch st, err := os.Stat(dir); {
+			case errors.Is(err, fs.ErrNotExist) || err == nil && !st.IsDir():
+				return nil, "", fmt.Errorf("store %s: no such directory (a local store is made by the first push or run)", dir)
+			case err != nil:
+				return nil, "", fmt.Errorf("store %s: %w", dir, err)
+			}
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("store %s: %w", dir, err)
