@@ -609,6 +609,19 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 	b.finish(items, lh, p)
 	b.Detail = fmt.Sprintf("expected %s incl. %s lost to %.1f interruptions", hoursText(hours), hoursText(hours-p.ComputeHours), fails)
 	b.Unknown, b.Warnings = u.names(), u.warnings()
+	if c := p.Checkpoint; c != nil && (c.Write == 0 || c.Restart == 0) {
+		// Left out, they count as 0: the bill is then the cheapest it can
+		// be, and says so.
+		var missing, asIf []string
+		if c.Write == 0 {
+			missing, asIf = append(missing, "--ckpt-write"), append(asIf, "a checkpoint were safe the moment it is written")
+		}
+		if c.Restart == 0 {
+			missing, asIf = append(missing, "--ckpt-restart"), append(asIf, "the work resumed the moment it was interrupted")
+		}
+		b.Warnings = append(b.Warnings, fmt.Sprintf("no %s: counted as 0, as if %s; this spot bill is the least it can be",
+			strings.Join(missing, " or "), strings.Join(asIf, " and ")))
+	}
 	if p.Checkpoint == nil {
 		b.Warnings = append(b.Warnings, "no checkpoint settings: each interruption restarts the job from the beginning")
 	} else if n, ok := o.Spot.Notice.Value(); ok && p.Checkpoint.Write.Hours() > n.Hours() {

@@ -299,3 +299,26 @@ func TestNeverFinishingSpotAdvice(t *testing.T) {
 		t.Errorf("sparse checkpoints: %q", n)
 	}
 }
+
+// Checkpoint settings without the write or restart time price those as 0,
+// the cheapest the spot bill can be, and the bill says which were left out.
+func TestSpotBillNamesMissingCheckpointTimes(t *testing.T) {
+	o := testOffer()
+	o.Spot = &catalog.Spot{Hourly: catalog.Known(1), InterruptionsPerDay: catalog.Known(2)}
+	p := Profile{ComputeHours: 10, SpanDays: 1, Interruptible: true, Checkpoint: &Checkpoint{Every: Duration(30 * time.Minute)}}
+	p.Defaults(nil)
+	b, ok := spotBill(&p, &o, Options{})
+	if w := strings.Join(b.Warnings, "\n"); !ok || !strings.Contains(w, "no --ckpt-write or --ckpt-restart: counted as 0") {
+		t.Errorf("warnings %q", b.Warnings)
+	}
+	p.Checkpoint.Write = Duration(time.Minute)
+	b, _ = spotBill(&p, &o, Options{})
+	if w := strings.Join(b.Warnings, "\n"); !strings.Contains(w, "no --ckpt-restart: counted as 0") || strings.Contains(w, "--ckpt-write") {
+		t.Errorf("warnings %q", b.Warnings)
+	}
+	p.Checkpoint.Restart = Duration(5 * time.Minute)
+	b, _ = spotBill(&p, &o, Options{})
+	if w := strings.Join(b.Warnings, "\n"); strings.Contains(w, "counted as 0") {
+		t.Errorf("warnings %q", b.Warnings)
+	}
+}
