@@ -175,6 +175,15 @@ func (t *Table) Match(want string) []*GPU {
 		for _, x := range m {
 			have[x] = true
 		}
+		// Offers and the driver name a card by its memory too ("H100
+		// 80GB", "NVIDIA H100 80GB HBM3"): the row's size and type are
+		// words of its name as well.
+		if g := &t.GPUs[i]; g.MemoryGB > 0 {
+			have[strconv.FormatFloat(g.MemoryGB, 'f', -1, 64)+"gb"] = true
+		}
+		for _, x := range Words(t.GPUs[i].MemoryType) {
+			have[x] = true
+		}
 		all := true
 		for _, x := range w {
 			if !have[x] && !RunTogether(m, x) {
