@@ -208,6 +208,38 @@ func TestMatchGPU(t *testing.T) {
 	}
 }
 
+// A GPU asked for with its memory finds the offers whose model name leaves
+// the memory out, by the datasheet, where the datasheet leaves no doubt:
+// an unqualified "H100" may be the 94 GB NVL, an "H200" of either form has
+// 141 GB.
+func TestWithGPUByMemory(t *testing.T) {
+	var offers []Offer
+	for _, m := range []string{"H100 SXM", "H100 PCIe", "H100", "H100 NVL", "H200", "RTX 4090", "RTX 4090D", "A100 80GB SXM", "A100 40GB"} {
+		offers = append(offers, Offer{ID: m, GPU: m})
+	}
+	for want, exp := range map[string]string{
+		"H100 80GB":      "H100 SXM, H100 PCIe",
+		"h100 80gb hbm3": "H100 SXM",
+		"H100 94GB":      "H100 NVL",
+		"H200 141GB":     "H200",
+		"RTX 4090 24GB":  "RTX 4090",
+		"A100 80GB":      "A100 80GB SXM",
+		"H100":           "H100 SXM, H100 PCIe, H100, H100 NVL",
+	} {
+		got, err := WithGPU(offers, want)
+		var ids []string
+		for _, o := range got {
+			ids = append(ids, o.ID)
+		}
+		if err != nil || strings.Join(ids, ", ") != exp {
+			t.Errorf("WithGPU(%q) = %q, %v; want %q", want, ids, err, exp)
+		}
+	}
+	if _, err := WithGPU(offers, "H100 40GB"); err == nil || !strings.Contains(err.Error(), `no offer has GPU "H100 40GB"`) {
+		t.Errorf("H100 40GB: %v", err)
+	}
+}
+
 func TestWithProvider(t *testing.T) {
 	offers := []Offer{{ID: "a", Provider: "Alibaba Cloud (阿里云)"}, {ID: "r", Provider: "RunPod"}, {ID: "r2", Provider: "RunPod"}, {ID: "l", Provider: "Lambda"}}
 	ids := func(os []Offer) string {

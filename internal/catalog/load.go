@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/specs"
@@ -61,8 +62,9 @@ func Load(paths []string) (*Catalog, error) {
 // does: an unknown name is most often a typo.
 func WithGPU(offers []Offer, want string) ([]Offer, error) {
 	var out []Offer
+	byMemory := memoryMatcher(want)
 	for _, o := range offers {
-		if MatchGPU(o.GPU, want) {
+		if MatchGPU(o.GPU, want) || byMemory(o.GPU) {
 			out = append(out, o)
 		}
 	}
@@ -119,6 +121,62 @@ func WithProvider(offers []Offer, want []string) ([]Offer, error) {
 		}
 	}
 	return out, nil
+}
+
+// memoryMatcher matches a GPU asked for with its memory, as offers and the
+// driver name cards ("H100 80GB", "H100 80GB HBM3"), to offers whose model
+// name leaves the memory out ("H100 SXM"): the model matches the rest of
+// the words, and every datasheet row of the model has that memory size
+// (and type, when asked). A model the datasheet leaves ambiguous ("H100":
+// the PCIe and SXM5 cards have 80 GB, the NVL 94 GB) is not matched, nor
+// is a want without a memory size.
+func memoryMatcher(want string) func(model string) bool {
+	none := func(string) bool { return false }
+	var rest, size, kind []string
+	for _, w := range specs.Words(want) {
+		switch n, ok := strings.CutSuffix(w, "gb"); {
+		case ok && n != "" && strings.Trim(n, "0123456789") == "":
+			size = append(size, w)
+		case strings.HasPrefix(w, "hbm") || strings.HasPrefix(w, "gddr"):
+			kind = append(kind, w)
+		default:
+			rest = append(rest, w)
+		}
+	}
+	if len(size) != 1 || len(rest) == 0 {
+		return none
+	}
+	tab, err := specs.Load()
+	if err != nil {
+		return none
+	}
+	return func(model string) bool {
+		if !MatchGPU(model, strings.Join(rest, " ")) {
+			return false
+		}
+		// The datasheet rows this offer's model may be: those whose model
+		// name holds all its words ("H200": the SXM and the NVL).
+		var rows []*specs.GPU
+		mw := specs.Words(model)
+		for i := range tab.GPUs {
+			g := &tab.GPUs[i]
+			have := specs.Words(g.Model)
+			if !slices.ContainsFunc(mw, func(w string) bool { return !slices.Contains(have, w) }) {
+				rows = append(rows, g)
+			}
+		}
+		for _, g := range rows {
+			if strconv.FormatFloat(g.MemoryGB, 'f', -1, 64)+"gb" != size[0] {
+				return false
+			}
+			for _, k := range kind {
+				if !slices.Contains(specs.Words(g.MemoryType), k) {
+					return false
+				}
+			}
+		}
+		return len(rows) > 0
+	}
 }
 
 // MatchGPU reports whether the offer's GPU model is the one asked for. The
