@@ -162,7 +162,31 @@ var (
 	posRe     = regexp.MustCompile(`^col (\d+): (.*)$`)
 	lineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)
 	unknownRe = regexp.MustCompile(`^field (\S+) not found in type `)
+	typeRe    = regexp.MustCompile("^cannot unmarshal !!\\w+(?: `.*`)? into (.+)$")
 )
+
+// want says in words what a field of Go type typ takes, for yaml's
+// "cannot unmarshal !!str `python ...` into []string"; "" when the type
+// says nothing a user would recognise.
+func want(typ string) string {
+	switch {
+	case typ == "[]string":
+		return "want a list, such as [python, train.py]"
+	case strings.HasPrefix(typ, "[]"):
+		return "want a list (lines starting with -)"
+	case strings.HasPrefix(typ, "int") || strings.HasPrefix(typ, "uint"):
+		return "want a whole number"
+	case strings.HasPrefix(typ, "float"):
+		return "want a number"
+	case typ == "bool":
+		return "want true or false"
+	case typ == "string":
+		return "want text"
+	case strings.HasPrefix(typ, "map["):
+		return "want a mapping (key: value lines)"
+	}
+	return ""
+}
 
 // Decode decodes the single YAML document in data into v, rejecting unknown
 // fields, and returns an Index for placing later validation problems.
@@ -205,6 +229,9 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 				if path, ok := ix.byPos[[2]int{fe.Line, col}]; ok {
 					fe.Path = path
 				}
+			}
+			if m := typeRe.FindStringSubmatch(fe.Msg); m != nil && want(m[1]) != "" {
+				fe.Msg += ": " + want(m[1])
 			}
 			if u := unknownRe.FindStringSubmatch(fe.Msg); u != nil {
 				fe.Msg = "unknown field " + strconv.Quote(u[1])

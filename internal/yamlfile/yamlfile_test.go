@@ -86,3 +86,32 @@ func TestDecodeErrors(t *testing.T) {
 		}
 	}
 }
+
+// A value of the wrong kind is told in words after yaml's own: a command
+// written as one string, a count written as a word, a mapping where a list
+// goes.
+func TestWrongKindSaysWhatIsWanted(t *testing.T) {
+	type run struct {
+		Command []string          `yaml:"command"`
+		Keep    int               `yaml:"keep"`
+		Rate    float64           `yaml:"rate"`
+		On      bool              `yaml:"on"`
+		Tags    map[string]string `yaml:"tags"`
+	}
+	for src, want := range map[string]string{
+		"command: python train.py": "f.yaml:1: command: cannot unmarshal !!str `python ...` into []string: want a list, such as [python, train.py]",
+		"keep: three":              "f.yaml:1: keep: cannot unmarshal !!str `three` into int: want a whole number",
+		"rate: fast":               "f.yaml:1: rate: cannot unmarshal !!str `fast` into float64: want a number",
+		"on: maybe":                "f.yaml:1: on: cannot unmarshal !!str `maybe` into bool: want true or false",
+		"tags: [a, b]":             "f.yaml:1: tags: cannot unmarshal !!seq into map[string]string: want a mapping (key: value lines)",
+	} {
+		var r run
+		if _, err := Decode("f.yaml", []byte(src), &r); err == nil || err.Error() != want {
+			t.Errorf("%q: got %v, want %q", src, err, want)
+		}
+	}
+	var d doc
+	if _, err := Decode("f.yaml", []byte("items: {a: 1}"), &d); err == nil || !strings.HasSuffix(err.Error(), ": want a list (lines starting with -)") {
+		t.Errorf("a mapping for a list: %v", err)
+	}
+}
