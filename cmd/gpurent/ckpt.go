@@ -150,6 +150,9 @@ func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress fu
 	if s.workers < 1 {
 		return nil, "", nil, usagef("--workers: want at least 1, got %d", s.workers)
 	}
+	if s.grace < 0 {
+		return nil, "", nil, usagef("--grace: want 0 (every leftover, even one of a push still running) or more, got %v", s.grace)
+	}
 	var upload *rate.Limiter
 	if s.bwlimit != "" {
 		bps, err := units.ParseRate(s.bwlimit)

@@ -140,6 +140,7 @@ func TestExitCodes(t *testing.T) {
 		{"audit of a missing data directory", []string{"audit", "--data", "/nonexistent/data"}, 2, "--data /nonexistent/data: not a directory"},
 		{"audit under a missing root", []string{"audit", "--root", "/nonexistent/root"}, 2, "--root /nonexistent/root: not a directory"},
 		{"wipe under a missing root", []string{"wipe", "--root", "/nonexistent/root"}, 2, "--root /nonexistent/root: not a directory"},
+		{"ckpt prune negative grace", []string{"ckpt", "prune", "--store", dir, "--keep", "1", "--grace", "-5m"}, 2, "--grace: want 0 (every leftover, even one of a push still running) or more, got -5m0s"},
 		{"ckpt prune without keep", []string{"ckpt", "prune", "--store", dir}, 2, "--keep N is required"},
 		{"ckpt push missing path", []string{"ckpt", "push", filepath.Join(dir, "nothing"), "--store", dir, "--no-encrypt"}, 2, "nothing"},
 		{"run bad glob", []string{"run", "--ckpt-dir", dir, "--glob", "step-[", "--", "true"}, 2, `--glob: "step-[": syntax error in pattern (a shell-style pattern, such as 'ckpt-*.pt' or 'step-[0-9]*')`},
