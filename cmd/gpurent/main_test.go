@@ -140,6 +140,7 @@ func TestExitCodes(t *testing.T) {
 		{"audit of a missing data directory", []string{"audit", "--data", "/nonexistent/data"}, 2, "--data /nonexistent/data: not a directory"},
 		{"audit under a missing root", []string{"audit", "--root", "/nonexistent/root"}, 2, "--root /nonexistent/root: not a directory"},
 		{"wipe under a missing root", []string{"wipe", "--root", "/nonexistent/root"}, 2, "--root /nonexistent/root: not a directory"},
+		{"plan deadline shorter than the work", []string{"plan", "--gpu", "RTX 4090", "--hours", "100", "--interruptible", "--deadline", "1h"}, 2, "--deadline 1h is shorter than the 100 h of compute: no plan meets it"},
 		{"ckpt prune negative grace", []string{"ckpt", "prune", "--store", dir, "--keep", "1", "--grace", "-5m"}, 2, "--grace: want 0 (every leftover, even one of a push still running) or more, got -5m0s"},
 		{"ckpt prune without keep", []string{"ckpt", "prune", "--store", dir}, 2, "--keep N is required"},
 		{"ckpt push missing path", []string{"ckpt", "push", filepath.Join(dir, "nothing"), "--store", dir, "--no-encrypt"}, 2, "nothing"},

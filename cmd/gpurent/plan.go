@@ -71,6 +71,11 @@ and prints the tokens per day above which renting pays.`,
 			if err != nil {
 				return err
 			}
+			if dl > 0 && dl < p.ComputeHours {
+				// The deadline is wall time from the start: the work alone
+				// takes longer, on any plan.
+				return usagef("--deadline %s is shorter than the %v h of compute: no plan meets it", deadline, p.ComputeHours)
+			}
 			plan, err := billing.MakePlan(p, offers, cat.Rates, billing.PlanOptions{Options: opt, Trials: trials, Seed: seed, DeadlineHours: dl}, billing.Parallel)
 			if err != nil {
 				return err

@@ -174,7 +174,11 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 	// Checkpoint interval: for offers sold as spot, with a known
 	// interruption rate and checkpoint settings.
 	_, hasSpot := byPlan[Spot]
-	if c := p.Checkpoint; hasSpot && c != nil && rateKnown && r.Rate > 0 {
+	if c := p.Checkpoint; hasSpot && c != nil && rateKnown && r.Rate > 0 && c.Write == 0 {
+		// Young's and Daly's interval grows with the write time: at 0 it
+		// is 0, checkpointing without pause, which is no advice.
+		op.Notes = append(op.Notes, "no checkpoint advice: it needs the time to write one checkpoint (--ckpt-write)")
+	} else if c := p.Checkpoint; hasSpot && c != nil && rateKnown && r.Rate > 0 {
 		iv := OptimalInterval(c.Write.Hours(), 1/r.Rate)
 		op.Checkpoint = &CheckpointAdvice{YoungMinutes: iv.Young * 60, DalyMinutes: iv.Daly * 60, LostFraction: r.LostFraction()}
 	} else if hasSpot && rateKnown && r.Rate == 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -320,5 +321,26 @@ func TestSpotBillNamesMissingCheckpointTimes(t *testing.T) {
 	b, _ = spotBill(&p, &o, Options{})
 	if w := strings.Join(b.Warnings, "\n"); strings.Contains(w, "counted as 0") {
 		t.Errorf("warnings %q", b.Warnings)
+	}
+}
+
+// Without a write time the Young and Daly interval is 0 minutes, which is
+// no advice: the plan says what it needs instead.
+func TestCheckpointAdviceNeedsWriteTime(t *testing.T) {
+	o := testOffer()
+	o.Spot = &catalog.Spot{Hourly: catalog.Known(1), InterruptionsPerDay: catalog.Known(1)}
+	p := Profile{ComputeHours: 100, SpanDays: 10, Interruptible: true, Checkpoint: &Checkpoint{Every: Duration(30 * time.Minute)}}
+	p.Defaults(nil)
+	plan, err := MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{Trials: 100}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op := plan.Offers[0]; op.Checkpoint != nil || !slices.Contains(op.Notes, "no checkpoint advice: it needs the time to write one checkpoint (--ckpt-write)") {
+		t.Errorf("checkpoint %+v, notes %q", op.Checkpoint, op.Notes)
+	}
+	p.Checkpoint.Write = Duration(time.Minute)
+	plan, _ = MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{Trials: 100}, nil)
+	if c := plan.Offers[0].Checkpoint; c == nil || c.YoungMinutes <= 0 || c.DalyMinutes <= 0 {
+		t.Errorf("checkpoint %+v", c)
 	}
 }
