@@ -442,6 +442,10 @@ func notThere(flag, path string) error {
 	if _, err := os.Lstat(path); err == nil {
 		return usagef("%s %s: the file exists and is not overwritten (it may be the record of an earlier run); choose a new name or move it away", flag, path)
 	}
+	// Found before measuring, not after.
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return usagef("%s %s: %s is not a directory", flag, path, filepath.Dir(path))
+	}
 	return nil
 }
 

@@ -129,6 +129,7 @@ func TestExitCodes(t *testing.T) {
 		{"push without a path", []string{"ckpt", "push", "--store", dir}, 2, "accepts 1 arg(s), received 0 (usage: gpurent ckpt push PATH [flags])"},
 		{"inference without tokens", []string{"plan", "--inference"}, 2, "--tokens-per-day: required"},
 		{"bench expecting a GPU on a machine without one", []string{"bench", "--no-history", "--duration", "1s", "--disk-mb", "0", "--expect", "H100 SXM"}, 3, ""},
+		{"bench record into a missing directory", []string{"bench", "--no-history", "--record", filepath.Join(dir, "no-such-dir", "facts.json")}, 2, "--record " + filepath.Join(dir, "no-such-dir", "facts.json") + ": " + filepath.Join(dir, "no-such-dir") + " is not a directory"},
 		{"bench missing data dir", []string{"bench", "--no-history", "--data-dir", filepath.Join(dir, "no-such-dir")}, 2, "--data-dir " + filepath.Join(dir, "no-such-dir") + ": not a directory"},
 		{"bench unknown model", []string{"bench", "--expect", "TPU v5"}, 2, `--expect: no GPU in the datasheet table matches "TPU v5"`},
 		{"ckpt plain http to another machine", []string{"ckpt", "ls", "--store", "s3://b/x?endpoint=http://10.9.8.7:8333"}, 2, "plain http to another machine"},
