@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/specs"
@@ -166,13 +165,9 @@ func memoryMatcher(want string) func(model string) bool {
 			}
 		}
 		for _, g := range rows {
-			if strconv.FormatFloat(g.MemoryGB, 'f', -1, 64)+"gb" != size[0] {
+			have := g.MemoryWords()
+			if !slices.Contains(have, size[0]) || slices.ContainsFunc(kind, func(k string) bool { return !slices.Contains(have, k) }) {
 				return false
-			}
-			for _, k := range kind {
-				if !slices.Contains(specs.Words(g.MemoryType), k) {
-					return false
-				}
 			}
 		}
 		return len(rows) > 0

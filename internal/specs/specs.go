@@ -51,6 +51,16 @@ type GPU struct {
 	PCIIDs            []uint16 `json:"pci_ids,omitempty"`
 }
 
+// MemoryWords are the words a card's memory is named by, as in "H100 80GB
+// HBM3": its size ("80gb") and type ("hbm3"), each when known.
+func (g *GPU) MemoryWords() []string {
+	var out []string
+	if g.MemoryGB > 0 {
+		out = append(out, strconv.FormatFloat(g.MemoryGB, 'f', -1, 64)+"gb")
+	}
+	return append(out, Words(g.MemoryType)...)
+}
+
 // IsNVIDIA reports whether the row is an NVIDIA part (the table also has AMD
 // rows, which bench cannot probe through NVML).
 func (g *GPU) IsNVIDIA() bool { return !strings.HasPrefix(g.Model, "AMD ") }
@@ -178,10 +188,7 @@ func (t *Table) Match(want string) []*GPU {
 		// Offers and the driver name a card by its memory too ("H100
 		// 80GB", "NVIDIA H100 80GB HBM3"): the row's size and type are
 		// words of its name as well.
-		if g := &t.GPUs[i]; g.MemoryGB > 0 {
-			have[strconv.FormatFloat(g.MemoryGB, 'f', -1, 64)+"gb"] = true
-		}
-		for _, x := range Words(t.GPUs[i].MemoryType) {
+		for _, x := range t.GPUs[i].MemoryWords() {
 			have[x] = true
 		}
 		all := true

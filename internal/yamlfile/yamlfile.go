@@ -165,10 +165,10 @@ var (
 	typeRe    = regexp.MustCompile("^cannot unmarshal !!\\w+(?: `.*`)? into (.+)$")
 )
 
-// want says in words what a field of Go type typ takes, for yaml's
+// kindWanted says in words what a field of Go type typ takes, for yaml's
 // "cannot unmarshal !!str `python ...` into []string"; "" when the type
 // says nothing a user would recognise.
-func want(typ string) string {
+func kindWanted(typ string) string {
 	switch {
 	case typ == "[]string":
 		return "want a list, such as [python, train.py]"
@@ -230,8 +230,8 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 					fe.Path = path
 				}
 			}
-			if m := typeRe.FindStringSubmatch(fe.Msg); m != nil && want(m[1]) != "" {
-				fe.Msg += ": " + want(m[1])
+			if m := typeRe.FindStringSubmatch(fe.Msg); m != nil && kindWanted(m[1]) != "" {
+				fe.Msg += ": " + kindWanted(m[1])
 			}
 			if u := unknownRe.FindStringSubmatch(fe.Msg); u != nil {
 				fe.Msg = "unknown field " + strconv.Quote(u[1])
