@@ -305,7 +305,7 @@ func orImage(r wipe.Result) string {
 // checkBackups runs the backup check on every checkpoint directory; any
 // failure refuses the whole wipe before anything is deleted.
 func checkBackups(ctx context.Context, s *storeFlags, url string, dirs []string, w io.Writer) error {
-	s.url, s.workers, s.grace = url, 4, -1
+	s.url, s.workers, s.grace = url, 4, 0 // 0: no grace period (it only reads)
 	c, err := s.crypto(false)
 	if err != nil {
 		return err
