@@ -53,6 +53,12 @@ func nvmlChecks() map[string]int64 {
 		"NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS": nvmlRetiredMultipleSBE,
 		"NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR":           nvmlRetiredDBE,
 		"NVML_SUCCESS":                                              nvmlSuccess,
+		"sizeof(nvmlEventData_t)":                                   int64(unsafe.Sizeof(nvmlEventData{})),
+		"offsetof(nvmlEventData_t, eventType)":                      int64(unsafe.Offsetof(nvmlEventData{}.EventType)),
+		"offsetof(nvmlEventData_t, eventData)":                      int64(unsafe.Offsetof(nvmlEventData{}.EventData)),
+		"offsetof(nvmlEventData_t, gpuInstanceId)":                  int64(unsafe.Offsetof(nvmlEventData{}.GPUInstanceID)),
+		"offsetof(nvmlEventData_t, computeInstanceId)":              int64(unsafe.Offsetof(nvmlEventData{}.ComputeInstanceID)),
+		"nvmlEventTypeXidCriticalError":                             nvmlEventTypeXidCritical,
 	}
 	// Decoding tables, from the names gpurent gives back to the header's.
 	for code := int32(1); code <= 1000; code++ {
@@ -60,6 +66,7 @@ func nvmlChecks() map[string]int64 {
 			c["NVML_ERROR_"+n] = int64(code)
 		}
 	}
+	c["NVML_ERROR_TIMEOUT"] = nvmlErrTimeout // the event wait's, besides its name above
 	for v := uint32(0); v < 4; v++ {
 		c["NVML_GPU_VIRTUALIZATION_MODE_"+strings.ToUpper(virtualizationName(v))] = int64(v)
 		c["NVML_COMPUTEMODE_"+strings.ToUpper(computeModeName(v))] = int64(v)

@@ -49,6 +49,7 @@ type simNVMLConfig struct {
 // simNVMLStats mirrors struct stats in testdata/fakenvml.c.
 type simNVMLStats struct {
 	Inits, Shutdowns, Refs, BadCalls, UtilCalls int64
+	EventSets                                   int64
 }
 
 // simNVML builds the simulated NVML with flags, configures it with its

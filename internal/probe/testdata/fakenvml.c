@@ -24,11 +24,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int nvmlReturn_t;
 enum {
   SUCCESS = 0, UNINITIALIZED = 1, INVALID_ARGUMENT = 2, NOT_SUPPORTED = 3, NOT_FOUND = 6, INSUFFICIENT_SIZE = 7,
-  DRIVER_NOT_LOADED = 9, GPU_IS_LOST = 15, ARGUMENT_VERSION_MISMATCH = 25
+  DRIVER_NOT_LOADED = 9, TIMEOUT = 10, GPU_IS_LOST = 15, ARGUMENT_VERSION_MISMATCH = 25
 };
 
 #define MAXDEV 2
@@ -71,6 +72,7 @@ static struct config cfg;
 
 struct stats {
   int64_t inits, shutdowns, refs, bad_calls, util_calls;
+  int64_t event_sets; // created and not yet freed
 };
 static struct stats st;
 
@@ -110,14 +112,20 @@ void fake_default(struct config *c) {
 // and its utilization answer GPU_IS_LOST ($FAKENVML_LOST; -1: none).
 static int lost = -1;
 
+// no_xid_events makes every device one that cannot report Xids through the
+// event API ($FAKENVML_NO_XID_EVENTS, fake_xid_events).
+static int no_xid_events;
+void fake_xid_events(int64_t on) { no_xid_events = !on; }
+
 // $FAKENVML=2 adds a second, idle H100 at bus 5E, where fakecuda.c's
 // devices=2 puts its second device; $FAKENVML_EVENTS sets the first
 // device's clock event reasons (0x48: hw_slowdown, hw_thermal_slowdown),
 // $FAKENVML_INIT what nvmlInit_v2 returns.
-// $FAKENVML_LOST is read whether or not $FAKENVML is set.
+// $FAKENVML_LOST and $FAKENVML_NO_XID_EVENTS are read whether or not $FAKENVML is set.
 __attribute__((constructor)) static void from_env(void) {
   const char *l = getenv("FAKENVML_LOST");
   if (l) lost = atoi(l);
+  if (getenv("FAKENVML_NO_XID_EVENTS")) no_xid_events = 1;
   const char *env = getenv("FAKENVML");
   if (!env) return;
   fake_default(&cfg);
@@ -538,3 +546,120 @@ nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(void *h, unsigned int *c
   return procs(h, c, p, 1, V3_STRIDE);
 }
 #endif
+
+// The event API, written from NVIDIA's nvml.h 12.4 (Debian's
+// libnvidia-ml-dev; abi_reference.md does not cover it): one event set,
+// Xid events only, recorded from the first registration on. Queued Xids
+// come from fake_xid (tests in the process) or $FAKENVML_XIDS, a list of
+// code:device:ms, each due ms after the first registration ("79:1:1500":
+// GPU 1 falls off the bus 1.5 s in). no_xid_events (above) makes every
+// device one that cannot report Xids (a vGPU guest, say).
+struct event_data { // nvmlEventData_t, 32 bytes
+  void *device;
+  unsigned long long eventType, eventData;
+  unsigned int gpuInstanceId, computeInstanceId;
+};
+_Static_assert(sizeof(struct event_data) == 32, "nvmlEventData_t is 32 bytes");
+
+#define XID_EVENT 0x8ULL // nvmlEventTypeXidCriticalError
+#define MAXXID 16
+static struct {
+  int64_t device, code, after_ms, gi, ci;
+} xids[MAXXID];
+static int nxids = -1; // -1: $FAKENVML_XIDS not read yet
+static char event_set;
+static int64_t registered[MAXDEV];
+static int64_t since_ms = -1; // the first registration, on CLOCK_MONOTONIC
+
+static int64_t now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void read_xids(void) {
+  if (nxids >= 0) return;
+  nxids = 0;
+  const char *s = getenv("FAKENVML_XIDS");
+  while (s && *s && nxids < MAXXID) {
+    char *end;
+    xids[nxids].code = strtoll(s, &end, 10);
+    if (*end != ':') break;
+    xids[nxids].device = strtoll(end + 1, &end, 10);
+    if (*end != ':') break;
+    xids[nxids].after_ms = strtoll(end + 1, &end, 10);
+    xids[nxids].gi = xids[nxids].ci = 0xFFFFFFFF;
+    nxids++;
+    s = *end == ',' ? end + 1 : end;
+  }
+}
+
+void fake_xid(int64_t device, int64_t code, int64_t after_ms, int64_t gi, int64_t ci) {
+  read_xids();
+  if (nxids == MAXXID) return;
+  xids[nxids].device = device, xids[nxids].code = code, xids[nxids].after_ms = after_ms;
+  xids[nxids].gi = gi, xids[nxids].ci = ci;
+  nxids++;
+}
+
+nvmlReturn_t nvmlEventSetCreate(void **set) {
+  READY();
+  OUT(set);
+  if (st.event_sets) return bad(INVALID_ARGUMENT); // the simulation has one set
+  st.event_sets++;
+  memset(registered, 0, sizeof registered);
+  *set = &event_set;
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(void *h, unsigned long long *types) {
+  DEV(h);
+  OUT(types);
+  *types = no_xid_events ? 0x6 : 0x7 | XID_EVENT; // ECC and P-state events either way
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(void *h, unsigned long long types, void *set) {
+  DEV(h);
+  if (set != &event_set || !st.event_sets) return bad(INVALID_ARGUMENT);
+  if (types & ~0x1FFULL) return bad(INVALID_ARGUMENT);
+  if (no_xid_events && (types & XID_EVENT)) return NOT_SUPPORTED;
+  registered[d - cfg.dev] |= (int64_t)types;
+  if (since_ms < 0) since_ms = now_ms();
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(void *set, struct event_data *data, unsigned int timeout_ms) {
+  READY();
+  if (set != &event_set || !st.event_sets) return bad(INVALID_ARGUMENT);
+  OUT(data);
+  read_xids();
+  int64_t deadline = now_ms() + timeout_ms;
+  for (;;) {
+    for (int i = 0; i < nxids; i++) {
+      int64_t dv = xids[i].device;
+      if (dv < 0 || dv >= cfg.count || dv >= MAXDEV || !(registered[dv] & XID_EVENT)) continue;
+      if (since_ms < 0 || now_ms() < since_ms + xids[i].after_ms) continue;
+      memset(data, 0, sizeof *data);
+      data->device = &handles[dv];
+      data->eventType = XID_EVENT;
+      data->eventData = (unsigned long long)xids[i].code;
+      data->gpuInstanceId = (unsigned int)xids[i].gi;
+      data->computeInstanceId = (unsigned int)xids[i].ci;
+      memmove(&xids[i], &xids[i + 1], sizeof xids[0] * (size_t)(nxids - i - 1));
+      nxids--;
+      return SUCCESS;
+    }
+    if (now_ms() >= deadline) return TIMEOUT;
+    struct timespec step = {0, 5 * 1000000};
+    nanosleep(&step, 0);
+  }
+}
+
+nvmlReturn_t nvmlEventSetFree(void *set) {
+  READY();
+  if (set != &event_set || !st.event_sets) return bad(INVALID_ARGUMENT);
+  st.event_sets--;
+  memset(registered, 0, sizeof registered);
+  return SUCCESS;
+}
