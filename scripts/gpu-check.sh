@@ -12,7 +12,10 @@
 #     co-tenant, as ratios over the idle run;
 #  4. runs gpurent burn for 35 s under gpurent run, whose GPU watch reads
 #     NVML's utilization, and prints its mean beside nvidia-smi's
-#     utilization.gpu sampled meanwhile.
+#     utilization.gpu sampled meanwhile;
+#  5. runs a short command under gpurent run with the kernel log out of
+#     reach, as in a container, and says whether NVML's Xid events were
+#     registered on the real card instead (the metrics then count Xids).
 # The summary gives each probe's judgement with its fraction of the datasheet
 # peak: the mma.sync fractions calibration() (internal/bench/compute.go) takes.
 # Everything goes to one directory. It waits about 4 minutes in all on its
@@ -207,4 +210,14 @@ smi=$!
 kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
 log "gpurent run's GPU watch: $(grep -m1 'GPU utilization while the command ran' "$out/run-watch.log" || echo "no utilization line (see $out/run-watch.log)")"
 log "nvidia-smi utilization.gpu meanwhile: $(awk -F', *' 'NF == 2 && $2 ~ /^[0-9]+$/ { s[$1] += $2; n[$1]++ } END { k = 0; for (g in s) { printf "GPU %s %.0f%% (%d samples) ", g, s[g] / n[g], n[g]; k++ } if (!k) printf "no samples" }' "$out/smi-util.csv")"
+
+# 5. Xids without the kernel log: gpurent run registers for NVML's Xid
+# events; its metrics serve the Xid count only when that worked.
+GPURENT_KMSG=/nonexistent/kmsg "$out/gpurent" run --ckpt-dir "$out/xid-ck" --preemption none --no-status --metrics 127.0.0.1:9477 -- \
+  python3 -c 'import time, urllib.request; time.sleep(2); print(urllib.request.urlopen("http://127.0.0.1:9477/metrics").read().decode())' >"$out/run-xids.log" 2>&1
+if grep -q '^# TYPE gpurent_kernel_xids_total' "$out/run-xids.log"; then
+  log "Xids without the kernel log: NVML's events registered on the card ($(grep -c '^gpurent_kernel_xids_total{' "$out/run-xids.log") codes seen)"
+else
+  log "Xids without the kernel log: not watched: $(grep -m1 'not watched' "$out/run-xids.log" || echo "no metrics (see $out/run-xids.log)")"
+fi
 exit $status

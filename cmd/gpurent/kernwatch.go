@@ -18,16 +18,23 @@ import (
 
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/mounts"
+	"github.com/gpurent/gpurent/internal/probe"
 )
 
 // kernWatch follows the kernel log while gpurent run runs: the NVIDIA
 // driver's Xid reports and the kernel's hardware errors say what a failing
 // command's output often does not (a GPU fallen off the bus, an
 // uncorrectable memory error, a disk failing writes), and they are there
-// even when NVML no longer answers.
+// even when NVML no longer answers. Where the log cannot be read, as in
+// most rented containers, the Xids come from NVML's events instead (the
+// host's own hardware errors are then out of sight).
 type kernWatch struct {
-	mu    sync.Mutex
-	r     *kernlog.Reader
+	mu sync.Mutex
+	r  *kernlog.Reader
+	// nvml is set when the Xids come from NVML's events; flush asks its
+	// reader to take what NVML holds now and answers once it has.
+	nvml  bool
+	flush chan chan struct{}
 	logf  func(string, ...any)
 	event func(kind, text string)
 	// unexplained is what was logged since the last failure was explained.
@@ -49,12 +56,14 @@ type kernWatch struct {
 }
 
 // startKernWatch reads what the kernel logs from now on, every few
-// seconds. Where the log cannot be read it says so only when the NVIDIA
-// driver is loaded and only permission stands in the way (a container
+// seconds; where the log cannot be read, the Xids NVML's events deliver
+// (nvmlLibrary: the NVML to load, "" for the driver's). That the log
+// cannot be read is said only when neither source works, the NVIDIA
+// driver is there and only permission stands in the way (a container
 // without /dev/kmsg is the rule, not news).
-func startKernWatch(ctx context.Context, path, ckptDir string, logf func(string, ...any), event func(kind, text string)) *kernWatch {
+func startKernWatch(ctx context.Context, path, nvmlLibrary, ckptDir string, logf func(string, ...any), event func(kind, text string)) *kernWatch {
 	w := &kernWatch{logf: logf, event: event, warned: map[string]time.Time{}, xids: map[int]int{}, faults: map[[2]string]int{},
-		cancel: func() {}, done: make(chan struct{})}
+		cancel: func() {}, done: make(chan struct{}), flush: make(chan chan struct{})}
 	if abs, err := filepath.Abs(ckptDir); err == nil && ckptDir != "" {
 		if m, ok := mounts.Read("/").Find(abs); ok {
 			w.ckptDisk = m.Source
@@ -68,8 +77,17 @@ func startKernWatch(ctx context.Context, path, ckptDir string, logf func(string,
 		}
 	}
 	if err != nil {
+		n, xw, nvmlErr := watchNVMLXids(nvmlLibrary)
+		if xw != nil {
+			w.nvml = true
+			ctx, w.cancel = context.WithCancel(ctx)
+			go w.readNVML(ctx, n, xw)
+			return w
+		}
 		close(w.done)
-		if _, drv := os.Stat("/proc/driver/nvidia"); drv == nil && errors.Is(err, fs.ErrPermission) {
+		if nvmlErr != nil {
+			logf("GPU faults (Xid) are not watched: %v; NVML: %v", err, nvmlErr)
+		} else if _, drv := os.Stat("/proc/driver/nvidia"); drv == nil && errors.Is(err, fs.ErrPermission) {
 			logf("GPU and hardware faults (Xid, the kernel log) are not watched: %v", err)
 		}
 		return w
@@ -101,6 +119,77 @@ const maxUnexplained = 100
 // faultRepeat is how long a fault or Xid already said stays unsaid.
 const faultRepeat = 10 * time.Minute
 
+// watchNVMLXids opens NVML and registers for its Xid events. All are
+// nil where NVML's library is not on this machine (no NVIDIA driver: no
+// Xid to watch); the error says why NVML, found, cannot deliver them.
+func watchNVMLXids(library string) (*probe.NVML, *probe.XidWatch, error) {
+	n, err := probe.OpenNVML(library)
+	if err != nil {
+		if probe.IsNoLibrary(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	xw, err := n.WatchXids()
+	if err != nil {
+		n.Close()
+		return nil, nil, err
+	}
+	return n, xw, nil
+}
+
+// nvmlWait is how long one wait for NVML's events lasts: how soon the
+// reader sees a stop or a flush.
+const nvmlWait = 500 * time.Millisecond
+
+// readNVML takes NVML's Xid events as they come until ctx ends or NVML
+// fails to wait (a GPU fallen off the bus among the reasons: the GPU watch
+// says that one).
+func (w *kernWatch) readNVML(ctx context.Context, n *probe.NVML, xw *probe.XidWatch) {
+	defer close(w.done)
+	defer n.Close()
+	defer xw.Close()
+	for {
+		wait := nvmlWait
+		var reply chan struct{}
+		select {
+		case <-ctx.Done():
+			return
+		case reply = <-w.flush:
+			wait = 0 // only what NVML holds already
+		default:
+		}
+		for {
+			e, ok, err := xw.Next(wait)
+			if err != nil {
+				w.logf("GPU faults (Xid) are no longer watched: %v", err)
+				if reply != nil {
+					close(reply)
+				}
+				// What came is still named and counted; nothing more will.
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case reply := <-w.flush:
+						close(reply)
+					}
+				}
+			}
+			if !ok {
+				break
+			}
+			w.mu.Lock()
+			w.xid(kernlog.Xid{Code: e.Code, Bus: e.Bus, MIG: e.MIG, At: e.At}, time.Now())
+			w.mu.Unlock()
+			wait = 0 // take every event queued before waiting again
+		}
+		if reply != nil {
+			close(reply)
+		}
+	}
+}
+
 // poll reads what was logged since the last poll; w.mu is held.
 func (w *kernWatch) poll(now time.Time) {
 	got, err := w.r.Read()
@@ -109,22 +198,7 @@ func (w *kernWatch) poll(now time.Time) {
 		w.logf("the kernel log: %v", err)
 	}
 	for _, e := range got.Xids {
-		w.xids[e.Code]++
-		in := kernlog.LookupXid(e.Code)
-		if in.Action == kernlog.Cleanup {
-			continue // the driver tidying up after a killed process or another Xid
-		}
-		if len(w.unexplained.Xids) == maxUnexplained {
-			// Days of a program's Xids with no failure to name them in.
-			w.unexplained.Xids = w.unexplained.Xids[1:]
-		}
-		w.unexplained.Xids = append(w.unexplained.Xids, e)
-		// A program's own error is named when the program fails; a fault
-		// already said is said again after faultRepeat.
-		if in.Severity == kernlog.Benign || w.said(fmt.Sprint("xid ", e.Code, " ", e.Bus), now) {
-			continue
-		}
-		w.say("gpu_xid", fmt.Sprintf("the NVIDIA driver reported %s: %s", e, in.Words))
+		w.xid(e, now)
 	}
 	for _, f := range got.Faults {
 		w.faults[[2]string{f.Kind, f.Level}] += f.Count
@@ -136,6 +210,45 @@ func (w *kernWatch) poll(now time.Time) {
 			continue
 		}
 		w.say("host_fault", fmt.Sprintf("the kernel reported %s%s (%q): %s", f, w.where(f), f.Message, f.Words()))
+	}
+}
+
+// xid takes one Xid report, from the log or NVML; w.mu is held.
+func (w *kernWatch) xid(e kernlog.Xid, now time.Time) {
+	w.xids[e.Code]++
+	in := kernlog.LookupXid(e.Code)
+	if in.Action == kernlog.Cleanup {
+		return // the driver tidying up after a killed process or another Xid
+	}
+	if len(w.unexplained.Xids) == maxUnexplained {
+		// Days of a program's Xids with no failure to name them in.
+		w.unexplained.Xids = w.unexplained.Xids[1:]
+	}
+	w.unexplained.Xids = append(w.unexplained.Xids, e)
+	// A program's own error is named when the program fails; a fault
+	// already said is said again after faultRepeat.
+	if in.Severity == kernlog.Benign || w.said(fmt.Sprint("xid ", e.Code, " ", e.Bus), now) {
+		return
+	}
+	w.say("gpu_xid", fmt.Sprintf("the NVIDIA driver reported %s: %s", e, in.Words))
+}
+
+// flushNVML has the NVML reader take the events NVML holds now, waiting
+// for it at most a few seconds: the Xid that kills a command is
+// reported as it dies.
+func (w *kernWatch) flushNVML() {
+	reply := make(chan struct{})
+	timeout := time.After(2 * time.Second)
+	select {
+	case w.flush <- reply:
+	case <-w.done:
+		return
+	case <-timeout:
+		return
+	}
+	select {
+	case <-reply:
+	case <-timeout:
 	}
 }
 
@@ -168,12 +281,17 @@ func (w *kernWatch) say(kind, text string) {
 // as causes of this one (supervise.Config.Explain), the worst first; each
 // Xid code and GPU once.
 func (w *kernWatch) causes() []string {
-	if w == nil || w.r == nil {
+	if w == nil || (w.r == nil && !w.nvml) {
 		return nil
+	}
+	if w.nvml {
+		w.flushNVML() // before the lock, which the reader takes
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.poll(time.Now()) // the report is logged as the command dies
+	if w.r != nil {
+		w.poll(time.Now()) // the report is logged as the command dies
+	}
 	got := w.unexplained
 	w.unexplained = kernlog.Log{}
 	type cause struct {
@@ -202,18 +320,24 @@ func (w *kernWatch) causes() []string {
 	return out
 }
 
-// WriteTo writes the counts in the Prometheus text format: nothing where
-// the log is not read (a count of 0 there would claim a clean machine).
+// WriteTo writes the counts in the Prometheus text format: nothing that
+// is not watched (a count of 0 there would claim a clean machine): the
+// Xids where neither the log nor NVML's events are read, the hardware
+// errors where the log is not.
 func (w *kernWatch) WriteTo(out io.Writer) (int64, error) {
-	if w == nil || w.r == nil {
+	if w == nil || (w.r == nil && !w.nvml) {
 		return 0, nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var b strings.Builder
-	b.WriteString("# HELP gpurent_kernel_xids_total The NVIDIA driver's Xid reports in the kernel log since gpurent started, by code.\n# TYPE gpurent_kernel_xids_total counter\n")
+	b.WriteString("# HELP gpurent_kernel_xids_total The NVIDIA driver's Xid reports since gpurent started, by code (from the kernel log, or NVML's events where the log cannot be read).\n# TYPE gpurent_kernel_xids_total counter\n")
 	for _, code := range slices.Sorted(maps.Keys(w.xids)) {
 		fmt.Fprintf(&b, "gpurent_kernel_xids_total{code=\"%d\"} %d\n", code, w.xids[code])
+	}
+	if w.r == nil {
+		n, err := io.WriteString(out, b.String())
+		return int64(n), err
 	}
 	b.WriteString("# HELP gpurent_kernel_faults_total Hardware errors the kernel reported since gpurent started (disk I/O, memory, PCIe, machine checks, ext4), by kind and level.\n# TYPE gpurent_kernel_faults_total counter\n")
 	for _, k := range slices.SortedFunc(maps.Keys(w.faults), func(a, b [2]string) int { return strings.Compare(a[0]+" "+a[1], b[0]+" "+b[1]) }) {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/dl/dltest"
 	"github.com/gpurent/gpurent/internal/mounts"
 )
 
@@ -84,7 +86,7 @@ func TestKernelMetrics(t *testing.T) {
 	if err := os.WriteFile(kmsg, []byte("6,0,0,-;Linux version 6.8.0\n4,1,1,-;NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w := startKernWatch(context.Background(), kmsg, "", func(string, ...any) {}, nil)
+	w := startKernWatch(context.Background(), kmsg, "", "", func(string, ...any) {}, nil)
 	defer w.stop()
 	f, _ := os.OpenFile(kmsg, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("4,2,2,-;NVRM: Xid (PCI:0000:18:00): 13, pid=1, name=x, Graphics Exception\n4,3,3,-;NVRM: Xid (PCI:0000:18:00): 13, pid=1, name=x, Graphics Exception\n" +
@@ -118,7 +120,7 @@ func TestKernelMetrics(t *testing.T) {
 		t.Errorf("%d Xids wait, the newest of pid %d", n, last)
 	}
 	w.mu.Unlock()
-	none := startKernWatch(context.Background(), filepath.Join(t.TempDir(), "none"), "", func(string, ...any) {}, nil)
+	none := startKernWatch(context.Background(), filepath.Join(t.TempDir(), "none"), filepath.Join(t.TempDir(), "libnvidia-ml.so.1"), "", func(string, ...any) {}, nil)
 	defer none.stop()
 	b.Reset()
 	if none.WriteTo(&b); b.Len() != 0 {
@@ -138,7 +140,7 @@ func TestKernelWatchNamesTheCheckpointDisk(t *testing.T) {
 	os.WriteFile(kmsg, []byte("6,0,0,-;Linux version 6.8.0\n"), 0o600)
 	var mu sync.Mutex
 	var said []string
-	w := startKernWatch(context.Background(), kmsg, dir, func(f string, a ...any) {
+	w := startKernWatch(context.Background(), kmsg, "", dir, func(f string, a ...any) {
 		mu.Lock()
 		defer mu.Unlock()
 		said = append(said, fmt.Sprintf(f, a...))
@@ -153,5 +155,92 @@ func TestKernelWatchNamesTheCheckpointDisk(t *testing.T) {
 	if len(causes) != 2 || !strings.HasPrefix(causes[0], "the kernel reported 1 disk I/O error on "+dev+", the disk of --ckpt-dir (") ||
 		strings.Contains(causes[1], "--ckpt-dir") || len(said) != 2 || !strings.Contains(said[0], dev+", the disk of --ckpt-dir") {
 		t.Errorf("causes %q\nsaid %q", causes, said)
+	}
+}
+
+// Where the kernel log cannot be read (a container without /dev/kmsg, the
+// rule on GPU marketplaces), gpurent run takes the Xids from NVML's events
+// (here the simulated NVML's: an uncorrectable memory error on GPU 1, then
+// a program's MMU fault on GPU 0): the hardware fault is said at once, the
+// program's error is not, and both are named, worst first, as causes of
+// the failure that follows.
+func TestRunNamesNVMLXidsSimulated(t *testing.T) {
+	nvml := dltest.BuildC(t, "../../internal/probe/testdata/fakenvml.c", "libnvidia-ml.so.1")
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status",
+		"--max-restarts", "0", "--", "sh", "-c", "sleep 2; exit 1")
+	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1", "LD_LIBRARY_PATH="+filepath.Dir(nvml), "FAKENVML=2",
+		"FAKENVML_XIDS=48:1:300,31:0:400", "GPURENT_KMSG="+filepath.Join(dir, "no-kmsg"))
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("%v, want exit 1\n%s", err, out)
+	}
+	s := string(out)
+	dbe := "the NVIDIA driver reported Xid 48 on the GPU at PCI 0000:5e:00"
+	if !strings.Contains(s, "gpurent: warning: "+dbe+": an uncorrectable (double-bit) GPU memory error") || strings.Count(s, "warning: the NVIDIA driver reported") != 1 {
+		t.Errorf("the Xid 48 not said once as it came:\n%s", s)
+	}
+	i48 := strings.Index(s, "used up; "+dbe+" (")
+	i31 := strings.Index(s, "; the NVIDIA driver reported Xid 31 on the GPU at PCI 0000:3b:00 (NVIDIA's catalog: restart the application")
+	if i48 < 0 || i31 < i48 {
+		t.Errorf("the Xids are not the failure's causes, worst first:\n%s", s)
+	}
+	if strings.Contains(s, "not watched") {
+		t.Errorf("said not watched:\n%s", s)
+	}
+}
+
+// Where neither the kernel log nor NVML's events can be had (here a GPU
+// that reports no Xid events, as a vGPU guest's), gpurent run says once
+// that GPU faults are not watched, and why for each.
+func TestRunSaysXidsAreNotWatchedSimulated(t *testing.T) {
+	nvml := dltest.BuildC(t, "../../internal/probe/testdata/fakenvml.c", "libnvidia-ml.so.1")
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "ck"), "--preemption", "none", "--no-status", "--", "true")
+	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1", "LD_LIBRARY_PATH="+filepath.Dir(nvml), "FAKENVML=1",
+		"FAKENVML_NO_XID_EVENTS=1", "GPURENT_KMSG="+filepath.Join(dir, "no-kmsg"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := "gpurent: GPU faults (Xid) are not watched: the kernel log cannot be read: no " + filepath.Join(dir, "no-kmsg") +
+		" (a container without it); NVML: no GPU reports Xid events through NVML (GPU 0: no Xid events (supported event types 0x6))\n"
+	if strings.Count(string(out), want) != 1 {
+		t.Errorf("want once %q in:\n%s", want, out)
+	}
+}
+
+// With the Xids from NVML's events, --metrics counts them by code, and
+// serves no hardware-error counts: those only the kernel log has.
+func TestKernelMetricsNVMLSimulated(t *testing.T) {
+	nvml := dltest.BuildC(t, "../../internal/probe/testdata/fakenvml.c", "libnvidia-ml.so.1")
+	t.Setenv("FAKENVML", "1")
+	t.Setenv("FAKENVML_XIDS", "13:0:0,13:0:0,79:0:0")
+	var mu sync.Mutex
+	var said []string
+	w := startKernWatch(context.Background(), filepath.Join(t.TempDir(), "none"), nvml, "", func(f string, a ...any) {
+		mu.Lock()
+		said = append(said, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}, nil)
+	defer w.stop()
+	causes := w.causes() // takes what NVML holds
+	var b strings.Builder
+	w.WriteTo(&b)
+	for _, want := range []string{"gpurent_kernel_xids_total{code=\"13\"} 2\n", "gpurent_kernel_xids_total{code=\"79\"} 1\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "gpurent_kernel_faults_total") {
+		t.Errorf("hardware-error counts without the kernel log:\n%s", b.String())
+	}
+	if len(causes) != 2 || !strings.HasPrefix(causes[0], "the NVIDIA driver reported Xid 79 on the GPU at PCI 0000:3b:00 (") {
+		t.Errorf("causes %q", causes)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(said) != 1 || !strings.HasPrefix(said[0], "warning: the NVIDIA driver reported Xid 79") {
+		t.Errorf("said %q", said)
 	}
 }

@@ -405,7 +405,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			// causes of the failures that follow, which the command's
 			// output may not name.
 			var gpus *gpuWatch
-			kern := startKernWatch(cmd.Context(), kernelLogPath(), ckptDir, logf, supEvent)
+			kern := startKernWatch(cmd.Context(), kernelLogPath(), "", ckptDir, logf, supEvent)
 			defer kern.stop()
 			explain := cfg.Explain
 			cfg.Explain = func() []string {
