@@ -400,7 +400,9 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				}
 				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "checkpoints": summaries(ms)})
 			}
-			tab := report.NewTab("ID", "CREATED", "FILES", "SIZE", "ENCRYPTED", "HOST")
+			// ENTRIES, not FILES: the count holds the directories, the
+			// checkpoint's own among them, as push and pull say.
+			tab := report.NewTab("ID", "CREATED", "ENTRIES", "SIZE", "ENCRYPTED", "HOST")
 			for _, m := range ms {
 				tab.Row(m.ID, m.Created.Local().Format("2006-01-02 15:04:05"), fmt.Sprint(m.Files), report.Bytes(m.Bytes), fmt.Sprint(m.Encrypted), m.Host)
 			}

@@ -18,6 +18,7 @@ var nvmlFallbacks = map[string]string{
 	"nvmlDeviceGetCurrentClocksEventReasons": "nvmlDeviceGetCurrentClocksThrottleReasons", // renamed in 535
 	"nvmlDeviceGetMemoryInfo_v2":             "nvmlDeviceGetMemoryInfo",
 	"nvmlDeviceGetGpuMaxPcieLinkGeneration":  "",
+	"nvmlEventSetWait_v2":                    "nvmlEventSetWait",
 }
 
 // A real NVML (drivers 550, 535 and Tesla 470 from Debian's non-free archive,
