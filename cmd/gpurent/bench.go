@@ -143,10 +143,14 @@ judges saved facts anywhere, without a GPU.`,
 				if st, err := os.Stat(dataDir); err != nil || !st.IsDir() {
 					return usagef("--data-dir %s: not a directory", dataDir)
 				}
+				// An Xid while the GPU is measured, and under load, is a
+				// fault the kernel log may hide from this container.
+				stopXids := probe.RecordXids("")
 				facts = gather(cmd.Context(), window, dataDir, int64(diskMB)<<20)
 				// The sustained probe launches for --duration, as long as the
 				// sampling: both look for the same thing, sharing over time.
 				facts.Compute = computeProbes(cmd.Context(), backend, gpu.Options{Full: full, Sustained: window, Probes: only}, facts.GPU)
+				facts.XidEvents = stopXids()
 			}
 			if record != "" {
 				if err := writeFacts(record, facts); err != nil {

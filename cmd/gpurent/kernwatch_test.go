@@ -244,3 +244,27 @@ func TestKernelMetricsNVMLSimulated(t *testing.T) {
 		t.Errorf("said %q", said)
 	}
 }
+
+// bench in a container that cannot read the kernel log fails a GPU whose
+// driver reported a hardware Xid through NVML's events while it measured
+// (the simulated NVML: an uncorrectable memory error at once), and
+// records the events with the facts.
+func TestBenchXidEventsSimulated(t *testing.T) {
+	nvml := dltest.BuildC(t, "../../internal/probe/testdata/fakenvml.c", "libnvidia-ml.so.1")
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "bench", "--no-history", "--disk-mb", "0", "--duration", "200ms", "--backend", "none",
+		"--record", filepath.Join(dir, "facts.json"))
+	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1", "LD_LIBRARY_PATH="+filepath.Dir(nvml), "FAKENVML=1",
+		"FAKENVML_XIDS=48:0:0", "GPURENT_KMSG="+filepath.Join(dir, "no-kmsg"), "XDG_STATE_HOME="+dir)
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("%v, want exit 3\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "gpu0.xid") || !strings.Contains(string(out), "1 Xid report from NVML's events while this bench measured") {
+		t.Errorf("no gpu0.xid from NVML's events:\n%s", out)
+	}
+	facts, _ := os.ReadFile(filepath.Join(dir, "facts.json"))
+	if !strings.Contains(string(facts), `"xid_events"`) || !strings.Contains(string(facts), `"code": 48`) {
+		t.Errorf("facts lack the events:\n%s", facts)
+	}
+}

@@ -280,6 +280,15 @@ func fixtures() []fixture {
 				f.KernelLog = &probe.KernelLog{Error: "the kernel log cannot be read: no /dev/kmsg (a container without it)"}
 				return f
 			}},
+		// The same container, where NVML's events delivered an
+		// uncorrectable memory error while the probes ran: the card fails.
+		{name: "xid-48-under-the-bench-in-a-container", want: Fail, fails: []string{"gpu0.xid"}, advice: "while bench measured it (Xid 48): an uncorrectable (double-bit) GPU memory error: data in GPU memory may be wrong; the GPU needs a reset, and the error repeating means failing memory. It faulted under the bench's own load",
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.KernelLog = &probe.KernelLog{Error: "the kernel log cannot be read: no /dev/kmsg (a container without it)"}
+				f.XidEvents = &probe.XidEvents{Seconds: 11.6, Xids: []kernlog.Xid{{Code: 48, Bus: "0000:18:00", At: time.Date(2026, 11, 30, 12, 0, 8, 0, time.UTC)}}}
+				return f
+			}},
 		{name: "retired-pages-pending", want: Fail, fails: []string{"gpu0.retired_pages"}, advice: "waiting to be retired",
 			facts: func() probe.Facts {
 				f := healthyH100()

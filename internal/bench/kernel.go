@@ -29,30 +29,64 @@ func (j *judge) xids() {
 		if len(j.f.GPU.Devices) == 0 {
 			return // no GPU, no history to miss (host.kernel says why)
 		}
-		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: k.Error + "; the GPUs' fault history (Xid) is not checked"})
+		j.eventXids(k.Error)
 		return
 	}
-	matched := make([]bool, len(k.Xids))
+	j.xidsBy(k.Xids, func(id string, evs []kernlog.Xid) Check { return j.xidCheck(id, k, evs) })
+}
+
+// xidsBy adds one check per GPU of the Xids on it, and gpu.xid for those
+// on a GPU NVML does not list.
+func (j *judge) xidsBy(xids []kernlog.Xid, check func(id string, evs []kernlog.Xid) Check) {
+	matched := make([]bool, len(xids))
 	for _, d := range j.f.GPU.Devices {
 		var evs []kernlog.Xid
-		for i, e := range k.Xids {
+		for i, e := range xids {
 			if kernlog.SameGPU(d.BusID, e.Bus) {
 				evs, matched[i] = append(evs, e), true
 			}
 		}
-		j.add(j.xidCheck(fmt.Sprintf("gpu%d.xid", d.Index), k, evs))
+		j.add(check(fmt.Sprintf("gpu%d.xid", d.Index), evs))
 	}
 	var others []kernlog.Xid
-	for i, e := range k.Xids {
+	for i, e := range xids {
 		if !matched[i] {
 			others = append(others, e)
 		}
 	}
 	if len(others) > 0 {
-		c := j.xidCheck("gpu.xid", k, others)
+		c := check("gpu.xid", others)
 		c.Evidence += "; on a GPU NVML does not list here (hidden from this container, or fallen off the bus)"
 		j.add(c)
 	}
+}
+
+// eventXids judges the Xids NVML's events delivered while bench measured,
+// where the kernel log (why: its error) cannot be read: a GPU that
+// faulted under the probes fails, but a quiet one is not passed, since
+// the history since boot stays unseen.
+func (j *judge) eventXids(why string) {
+	unseen := why + "; the GPUs' fault history (Xid) since boot is not checked"
+	ev := j.f.XidEvents
+	switch {
+	case ev == nil:
+		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: unseen})
+		return
+	case ev.Error != "":
+		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: unseen + ", nor the bench's own time (NVML: " + ev.Error + ")"})
+		return
+	}
+	during := fmt.Sprintf("from NVML's events while this bench measured (%s)", units.FormatDuration(time.Duration(ev.Seconds*float64(time.Second)).Round(time.Second)))
+	if len(ev.Xids) == 0 {
+		j.add(Check{ID: "gpu.xid", Status: Skip, Measured: 0, Unit: "Xids", Evidence: unseen + "; no Xid " + during})
+		return
+	}
+	j.xidsBy(ev.Xids, func(id string, evs []kernlog.Xid) Check {
+		if len(evs) == 0 {
+			return Check{ID: id, Status: Skip, Measured: 0, Unit: "Xids", Evidence: unseen + "; no Xid on this GPU " + during}
+		}
+		return j.xidReport(id, evs, during, "while bench measured it", true)
+	})
 }
 
 // logSince is how far back the kernel log reaches, in words.
@@ -68,14 +102,20 @@ func (j *judge) logSince(k *probe.KernelLog) string {
 
 func (j *judge) xidCheck(id string, k *probe.KernelLog, evs []kernlog.Xid) Check {
 	since := j.logSince(k)
-	c := Check{ID: id, Status: Pass, Measured: len(evs), Unit: "Xids"}
 	if len(evs) == 0 {
-		c.Evidence = "no Xid in the kernel log " + since
-		return c
+		return Check{ID: id, Status: Pass, Measured: 0, Unit: "Xids", Evidence: "no Xid in the kernel log " + since}
 	}
 	if len(evs) == kernlog.MaxXids {
 		since += fmt.Sprintf(" (the newest %d)", kernlog.MaxXids)
 	}
+	return j.xidReport(id, evs, "in the kernel log "+since, "since the machine booted", false)
+}
+
+// xidReport judges a GPU's Xid reports, found where source says ("in the
+// kernel log since ..."); when names the span in the advice, and live says
+// that it is the bench's own time.
+func (j *judge) xidReport(id string, evs []kernlog.Xid, source, when string, live bool) Check {
+	c := Check{ID: id, Status: Pass, Measured: len(evs), Unit: "Xids"}
 	// One line per code, the latest report of each, the worst first.
 	type group struct {
 		info kernlog.XidInfo
@@ -101,16 +141,19 @@ func (j *judge) xidCheck(id string, k *probe.KernelLog, evs []kernlog.Xid) Check
 		}
 		parts = append(parts, fmt.Sprintf("%s (%sat %s)", g.last, times, j.when(g.last.At)))
 	}
-	c.Evidence = fmt.Sprintf("%s in the kernel log %s: %s", report.Count(len(evs), "Xid report"), since, strings.Join(parts, "; "))
+	c.Evidence = fmt.Sprintf("%s %s: %s", report.Count(len(evs), "Xid report"), source, strings.Join(parts, "; "))
 	worst := gs[0].info
 	switch worst.Severity {
 	case kernlog.Hardware:
 		c.Status = Fail
 		stands := "Unless the provider has reset the GPU since, it is not fit to train on."
-		if worst.Action == kernlog.RestartMachine || worst.Action == kernlog.RestartVM {
+		switch {
+		case live:
+			stands = "It faulted under the bench's own load: it is not fit to train on."
+		case worst.Action == kernlog.RestartMachine || worst.Action == kernlog.RestartVM:
 			stands = "The machine has not been rebooted since, so the fault stands."
 		}
-		c.Advice = fmt.Sprintf("The NVIDIA driver reported a fault of this GPU since the machine booted (Xid %d): %s. %s %s", worst.Code, worst.Words, stands, adviceRefund)
+		c.Advice = fmt.Sprintf("The NVIDIA driver reported a fault of this GPU %s (Xid %d): %s. %s %s", when, worst.Code, worst.Words, stands, adviceRefund)
 	case kernlog.Notable:
 		c.Status = Warn
 		c.Advice = fmt.Sprintf("Xid %d: %s.", worst.Code, worst.Words)

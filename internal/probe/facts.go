@@ -36,6 +36,19 @@ type Facts struct {
 	// hardware errors since the machine booted; nil in facts recorded
 	// before gpurent read them.
 	KernelLog *KernelLog `json:"kernel_log,omitempty"`
+	// XidEvents holds the Xids NVML's events delivered while bench
+	// measured: in a container that cannot read the kernel log, the one
+	// sight of a fault the GPU has under load. Nil where NVML's library is
+	// not on this machine, and in facts recorded before gpurent read them.
+	XidEvents *XidEvents `json:"xid_events,omitempty"`
+}
+
+// XidEvents is what NVML's Xid events said over a span of seconds, or
+// why they could not be had (then only Error is set).
+type XidEvents struct {
+	Error   string        `json:"error,omitempty"`
+	Seconds float64       `json:"seconds,omitempty"`
+	Xids    []kernlog.Xid `json:"xids,omitempty"`
 }
 
 // GPUFacts is what NVML said, or why it could not be asked.

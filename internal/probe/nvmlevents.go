@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/gpurent/gpurent/internal/kernlog"
 )
 
 // NVML's event API, for the Xids a container cannot read in the kernel
@@ -158,5 +160,57 @@ func (w *XidWatch) Close() {
 	if w.set != 0 {
 		w.n.call("nvmlEventSetFree", w.set)
 		w.set = 0
+	}
+}
+
+// RecordXids starts taking the Xids NVML's events deliver (library: the
+// NVML to load, "" for the driver's) and returns the function that stops
+// and returns them: nil where NVML's library is not on this machine, the
+// reason where the events cannot be had. bench runs it while it measures.
+func RecordXids(library string) (stop func() *XidEvents) {
+	n, err := OpenNVML(library)
+	if err != nil {
+		if IsNoLibrary(err) {
+			return func() *XidEvents { return nil }
+		}
+		return func() *XidEvents { return &XidEvents{Error: err.Error()} }
+	}
+	w, err := n.WatchXids()
+	if err != nil {
+		n.Close()
+		return func() *XidEvents { return &XidEvents{Error: err.Error()} }
+	}
+	start := time.Now()
+	quit := make(chan struct{})
+	done := make(chan *XidEvents)
+	go func() {
+		defer n.Close()
+		defer w.Close()
+		got := &XidEvents{Xids: []kernlog.Xid{}}
+		wait := 200 * time.Millisecond
+		for {
+			select {
+			case <-quit:
+				wait = 0 // what NVML holds already, then stop
+			default:
+			}
+			e, ok, err := w.Next(wait)
+			if err != nil {
+				got.Error = err.Error()
+			} else if ok {
+				got.Xids = append(got.Xids, kernlog.Xid{Code: e.Code, Bus: e.Bus, MIG: e.MIG, At: e.At.UTC()})
+				continue
+			}
+			if err != nil || wait == 0 {
+				<-quit
+				got.Seconds = time.Since(start).Seconds()
+				done <- got
+				return
+			}
+		}
+	}()
+	return func() *XidEvents {
+		close(quit)
+		return <-done
 	}
 }
