@@ -150,6 +150,9 @@ judges saved facts anywhere, without a GPU.`,
 				// The sustained probe launches for --duration, as long as the
 				// sampling: both look for the same thing, sharing over time.
 				facts.Compute = computeProbes(cmd.Context(), backend, gpu.Options{Full: full, Sustained: window, Probes: only}, facts.GPU)
+				// Read last, the log holds what the probes' load made the
+				// driver report too.
+				facts.KernelLog = probe.ReadKernelLog(kernelLogPath())
 				facts.XidEvents = stopXids()
 			}
 			if record != "" {
@@ -219,7 +222,6 @@ func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes
 	home, _ := os.UserHomeDir()
 	f.Torch = probe.Torch("/", home, os.LookupEnv)
 	wg.Wait()
-	f.KernelLog = probe.ReadKernelLog(kernelLogPath())
 	return f
 }
 

@@ -20,11 +20,16 @@ import (
 // into a shared library called name in a fresh temporary directory and
 // returns its path. It skips the test where no C compiler is installed:
 // $CC, then cc, gcc, clang, clang-19.
+//
+// The library binds its own symbols (-Bsymbolic): gpurent loads with
+// RTLD_GLOBAL, and the simulated libraries share names such as
+// fake_config, so without it one that is loaded while another is would
+// have the other's constructor configure it.
 func BuildC(t testing.TB, src, name string, flags ...string) string {
 	t.Helper()
 	cc := Compiler(t, "CC", "cc", "gcc", "clang", "clang-19")
 	out := filepath.Join(t.TempDir(), name)
-	args := append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, src}, flags...)
+	args := append([]string{"-shared", "-fPIC", "-Wl,-Bsymbolic", "-O1", "-Wall", "-Werror", "-o", out, src}, flags...)
 	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", cc, src, err, b)
 	}
