@@ -98,7 +98,10 @@ func TestCkptLogTailThenFollow(t *testing.T) {
 }
 
 // shipLogs writes log sessions of run r into a file store at dir, one per
-// list, each string a segment, as gpurent run --log ships them.
+// list, each string a segment, as gpurent run --log ships them. Each
+// session starts a second after the one before: ids begin with the start's
+// millisecond, and two sessions made within one sorted by their random
+// suffix (the tail-then-follow test failed 1 run in 11 that way).
 func shipLogs(t *testing.T, dir string, sessions ...[]string) (*store.Store, []*store.LogWriter) {
 	t.Helper()
 	ctx := context.Background()
@@ -109,8 +112,9 @@ func shipLogs(t *testing.T, dir string, sessions ...[]string) (*store.Store, []*
 	t.Cleanup(func() { b.Close() })
 	st := store.New(b, store.Options{Host: "gpu-1"})
 	var ws []*store.LogWriter
-	for _, segs := range sessions {
-		w, err := st.NewLog(ctx, "r", time.Time{})
+	started := time.Now().Add(-time.Duration(len(sessions)) * time.Second)
+	for i, segs := range sessions {
+		w, err := st.NewLog(ctx, "r", started.Add(time.Duration(i)*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
