@@ -77,11 +77,11 @@ func startKernWatch(ctx context.Context, path, nvmlLibrary, ckptDir string, logf
 		}
 	}
 	if err != nil {
-		n, xw, nvmlErr := watchNVMLXids(nvmlLibrary)
+		xw, nvmlErr := probe.OpenXidWatch(nvmlLibrary)
 		if xw != nil {
 			w.nvml = true
 			ctx, w.cancel = context.WithCancel(ctx)
-			go w.readNVML(ctx, n, xw)
+			go w.readNVML(ctx, xw)
 			return w
 		}
 		close(w.done)
@@ -119,25 +119,6 @@ const maxUnexplained = 100
 // faultRepeat is how long a fault or Xid already said stays unsaid.
 const faultRepeat = 10 * time.Minute
 
-// watchNVMLXids opens NVML and registers for its Xid events. All are
-// nil where NVML's library is not on this machine (no NVIDIA driver: no
-// Xid to watch); the error says why NVML, found, cannot deliver them.
-func watchNVMLXids(library string) (*probe.NVML, *probe.XidWatch, error) {
-	n, err := probe.OpenNVML(library)
-	if err != nil {
-		if probe.IsNoLibrary(err) {
-			return nil, nil, nil
-		}
-		return nil, nil, err
-	}
-	xw, err := n.WatchXids()
-	if err != nil {
-		n.Close()
-		return nil, nil, err
-	}
-	return n, xw, nil
-}
-
 // nvmlWait is how long one wait for NVML's events lasts: how soon the
 // reader sees a stop or a flush.
 const nvmlWait = 500 * time.Millisecond
@@ -145,10 +126,14 @@ const nvmlWait = 500 * time.Millisecond
 // readNVML takes NVML's Xid events as they come until ctx ends or NVML
 // fails to wait (a GPU fallen off the bus among the reasons: the GPU watch
 // says that one).
-func (w *kernWatch) readNVML(ctx context.Context, n *probe.NVML, xw *probe.XidWatch) {
+func (w *kernWatch) readNVML(ctx context.Context, xw *probe.XidWatch) {
 	defer close(w.done)
-	defer n.Close()
 	defer xw.Close()
+	take := func(e kernlog.Xid) {
+		w.mu.Lock()
+		w.xid(e, time.Now())
+		w.mu.Unlock()
+	}
 	for {
 		wait := nvmlWait
 		var reply chan struct{}
@@ -159,32 +144,21 @@ func (w *kernWatch) readNVML(ctx context.Context, n *probe.NVML, xw *probe.XidWa
 			wait = 0 // only what NVML holds already
 		default:
 		}
-		for {
-			e, ok, err := xw.Next(wait)
-			if err != nil {
-				w.logf("GPU faults (Xid) are no longer watched: %v", err)
-				if reply != nil {
-					close(reply)
-				}
-				// What came is still named and counted; nothing more will.
-				for {
-					select {
-					case <-ctx.Done():
-						return
-					case reply := <-w.flush:
-						close(reply)
-					}
-				}
-			}
-			if !ok {
-				break
-			}
-			w.mu.Lock()
-			w.xid(kernlog.Xid{Code: e.Code, Bus: e.Bus, MIG: e.MIG, At: e.At}, time.Now())
-			w.mu.Unlock()
-			wait = 0 // take every event queued before waiting again
-		}
+		err := xw.Take(wait, take)
 		if reply != nil {
+			close(reply)
+		}
+		if err != nil {
+			w.logf("GPU faults (Xid) are no longer watched: %v", err)
+			break
+		}
+	}
+	// What came is still named and counted; nothing more will.
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case reply := <-w.flush:
 			close(reply)
 		}
 	}
@@ -335,13 +309,11 @@ func (w *kernWatch) WriteTo(out io.Writer) (int64, error) {
 	for _, code := range slices.Sorted(maps.Keys(w.xids)) {
 		fmt.Fprintf(&b, "gpurent_kernel_xids_total{code=\"%d\"} %d\n", code, w.xids[code])
 	}
-	if w.r == nil {
-		n, err := io.WriteString(out, b.String())
-		return int64(n), err
-	}
-	b.WriteString("# HELP gpurent_kernel_faults_total Hardware errors the kernel reported since gpurent started (disk I/O, memory, PCIe, machine checks, ext4), by kind and level.\n# TYPE gpurent_kernel_faults_total counter\n")
-	for _, k := range slices.SortedFunc(maps.Keys(w.faults), func(a, b [2]string) int { return strings.Compare(a[0]+" "+a[1], b[0]+" "+b[1]) }) {
-		fmt.Fprintf(&b, "gpurent_kernel_faults_total{kind=%q,level=%q} %d\n", k[0], k[1], w.faults[k])
+	if w.r != nil { // only the log has the hardware errors
+		b.WriteString("# HELP gpurent_kernel_faults_total Hardware errors the kernel reported since gpurent started (disk I/O, memory, PCIe, machine checks, ext4), by kind and level.\n# TYPE gpurent_kernel_faults_total counter\n")
+		for _, k := range slices.SortedFunc(maps.Keys(w.faults), func(a, b [2]string) int { return strings.Compare(a[0]+" "+a[1], b[0]+" "+b[1]) }) {
+			fmt.Fprintf(&b, "gpurent_kernel_faults_total{kind=%q,level=%q} %d\n", k[0], k[1], w.faults[k])
+		}
 	}
 	n, err := io.WriteString(out, b.String())
 	return int64(n), err

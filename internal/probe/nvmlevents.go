@@ -39,24 +39,12 @@ type nvmlEventData struct {
 	ComputeInstanceID uint32
 }
 
-// XidEvent is one Xid report NVML delivered.
-type XidEvent struct {
-	Code int // 999: an Xid the driver could not name
-	// Bus is the GPU's PCI address in the form the driver's kernel log
-	// line gives it ("0000:3b:00": domain, bus, device), so that one
-	// reading of Xids serves both sources.
-	Bus string
-	// MIG names the MIG instance as the kernel log does ("GPU-I:01
-	// GPU-CI:00"); "" for the whole GPU.
-	MIG string
-	At  time.Time
-}
-
 // XidWatch is an NVML event set recording Xid critical errors on every
 // GPU that reports them. Its methods must not be called concurrently
 // (NVML's operations on a set are not thread safe).
 type XidWatch struct {
 	n     *NVML
+	owned bool // n was opened for this watch, and Close closes it
 	set   uintptr
 	buses map[uintptr]string // device handle → PCI address
 	wait  string             // nvmlEventSetWait_v2, or the name before it
@@ -125,10 +113,34 @@ func (w *XidWatch) register(i int) string {
 	return ""
 }
 
-// Next waits up to timeout for the next Xid and returns it; ok is false
-// when none came. An error is NVML's failure to wait, GPU_IS_LOST among
-// them (a GPU fell off the bus): the set delivers nothing more then.
-func (w *XidWatch) Next(timeout time.Duration) (e XidEvent, ok bool, err error) {
+// OpenXidWatch loads NVML (library, "" for the driver's) and registers
+// for its Xid events; Close lets go of both. Both results are nil where
+// NVML's library is not on this machine (no NVIDIA driver: no Xid to
+// watch); the error says why NVML, found, cannot deliver them.
+func OpenXidWatch(library string) (*XidWatch, error) {
+	n, err := OpenNVML(library)
+	if err != nil {
+		if IsNoLibrary(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	w, err := n.WatchXids()
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	w.owned = true
+	return w, nil
+}
+
+// Next waits up to timeout for the next Xid and returns it, in the form
+// the kernel log's reader gives (no pid, process or message: NVML gives
+// the code, the GPU and its MIG instance; code 999 is an Xid the driver
+// could not name); ok is false when none came. An error is NVML's
+// failure to wait, GPU_IS_LOST among them (a GPU fell off the bus): the
+// set delivers nothing more then.
+func (w *XidWatch) Next(timeout time.Duration) (e kernlog.Xid, ok bool, err error) {
 	ms := min(max(timeout.Milliseconds(), 0), nvmlEventWaitMaxTimeoutMS)
 	data := new(nvmlEventData)
 	r, err := w.n.call(w.wait, w.set, uintptr(unsafe.Pointer(data)), uintptr(ms))
@@ -142,7 +154,7 @@ func (w *XidWatch) Next(timeout time.Duration) (e XidEvent, ok bool, err error) 
 	case data.EventType&nvmlEventTypeXidCritical == 0:
 		return e, false, nil // only Xids are registered; anything else is not ours
 	}
-	e = XidEvent{Code: int(data.EventData), Bus: w.buses[data.Device], At: time.Now()}
+	e = kernlog.Xid{Code: int(data.EventData), Bus: w.buses[data.Device], At: time.Now().UTC()}
 	if e.Bus == "" {
 		e.Bus = "unknown"
 	}
@@ -155,11 +167,28 @@ func (w *XidWatch) Next(timeout time.Duration) (e XidEvent, ok bool, err error) 
 	return e, true, nil
 }
 
-// Close frees the event set.
+// Take waits up to timeout for an Xid, then hands each one that came, and
+// every one already queued behind it, to f; the error is Next's.
+func (w *XidWatch) Take(timeout time.Duration, f func(kernlog.Xid)) error {
+	for {
+		e, ok, err := w.Next(timeout)
+		if err != nil || !ok {
+			return err
+		}
+		f(e)
+		timeout = 0
+	}
+}
+
+// Close frees the event set, and NVML where OpenXidWatch opened it.
 func (w *XidWatch) Close() {
-	if w.set != 0 {
-		w.n.call("nvmlEventSetFree", w.set)
-		w.set = 0
+	if w.set == 0 {
+		return
+	}
+	w.n.call("nvmlEventSetFree", w.set)
+	w.set = 0
+	if w.owned {
+		w.n.Close()
 	}
 }
 
@@ -168,46 +197,37 @@ func (w *XidWatch) Close() {
 // and returns them: nil where NVML's library is not on this machine, the
 // reason where the events cannot be had. bench runs it while it measures.
 func RecordXids(library string) (stop func() *XidEvents) {
-	n, err := OpenNVML(library)
-	if err != nil {
-		if IsNoLibrary(err) {
-			return func() *XidEvents { return nil }
+	w, err := OpenXidWatch(library)
+	if w == nil {
+		var got *XidEvents
+		if err != nil {
+			got = &XidEvents{Error: err.Error()}
 		}
-		return func() *XidEvents { return &XidEvents{Error: err.Error()} }
-	}
-	w, err := n.WatchXids()
-	if err != nil {
-		n.Close()
-		return func() *XidEvents { return &XidEvents{Error: err.Error()} }
+		return func() *XidEvents { return got }
 	}
 	start := time.Now()
 	quit := make(chan struct{})
 	done := make(chan *XidEvents)
 	go func() {
-		defer n.Close()
 		defer w.Close()
 		got := &XidEvents{Xids: []kernlog.Xid{}}
-		wait := 200 * time.Millisecond
-		for {
+		add := func(e kernlog.Xid) { got.Xids = append(got.Xids, e) }
+		var err error
+		for stopping := false; err == nil && !stopping; {
 			select {
 			case <-quit:
-				wait = 0 // what NVML holds already, then stop
+				stopping = true
+				err = w.Take(0, add) // what NVML holds already
 			default:
-			}
-			e, ok, err := w.Next(wait)
-			if err != nil {
-				got.Error = err.Error()
-			} else if ok {
-				got.Xids = append(got.Xids, kernlog.Xid{Code: e.Code, Bus: e.Bus, MIG: e.MIG, At: e.At.UTC()})
-				continue
-			}
-			if err != nil || wait == 0 {
-				<-quit
-				got.Seconds = time.Since(start).Seconds()
-				done <- got
-				return
+				err = w.Take(200*time.Millisecond, add)
 			}
 		}
+		if err != nil {
+			got.Error = err.Error()
+		}
+		<-quit // a wait that failed still waits to be stopped
+		got.Seconds = time.Since(start).Seconds()
+		done <- got
 	}()
 	return func() *XidEvents {
 		close(quit)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/dl"
+	"github.com/gpurent/gpurent/internal/kernlog"
 )
 
 // The simulated NVML's two H100s (GPU 1 at bus 5E) deliver the Xids queued
@@ -43,7 +44,7 @@ func TestNVMLSimulatedXidEvents(t *testing.T) {
 	sim.Call("fake_xid", 1, 79, 0, noInstance, noInstance)
 	sim.Call("fake_xid", 0, 31, 0, 1, 0)
 	sim.Call("fake_xid", 0, 13, 0, 2, noInstance)
-	want := []XidEvent{{Code: 79, Bus: "0000:5e:00"}, {Code: 31, Bus: "0000:3b:00", MIG: "GPU-I:01 GPU-CI:00"}, {Code: 13, Bus: "0000:3b:00", MIG: "GPU-I:02"}}
+	want := []kernlog.Xid{{Code: 79, Bus: "0000:5e:00"}, {Code: 31, Bus: "0000:3b:00", MIG: "GPU-I:01 GPU-CI:00"}, {Code: 13, Bus: "0000:3b:00", MIG: "GPU-I:02"}}
 	for _, wantE := range want {
 		before := time.Now()
 		e, ok, err := w.Next(time.Second)
