@@ -105,18 +105,7 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 		cur = "USD"
 	}
 	plan := &Plan{Currency: cur, Offers: make([]OfferPlan, len(offers))}
-	if n := splitNote(p, offers); n != "" {
-		plan.Notes = append(plan.Notes, n)
-	}
-	if n := uploadNote(p); n != "" {
-		plan.Notes = append(plan.Notes, n)
-	}
-	if n := egressNote(p, offers); n != "" {
-		plan.Notes = append(plan.Notes, n)
-	}
-	if n := spotNote(p, offers, opt.Options); n != "" {
-		plan.Notes = append(plan.Notes, n)
-	}
+	plan.Notes = offerNotes(p, offers, opt.Options)
 	factors := make([]float64, len(offers))
 	for i := range offers {
 		f, err := rates.Convert(1, offers[i].Currency, cur)

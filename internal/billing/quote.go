@@ -158,18 +158,7 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 			q.Bills = append(q.Bills, b)
 		}
 	}
-	if n := splitNote(p, offers); n != "" {
-		q.Notes = append(q.Notes, n)
-	}
-	if n := uploadNote(p); n != "" {
-		q.Notes = append(q.Notes, n)
-	}
-	if n := egressNote(p, offers); n != "" {
-		q.Notes = append(q.Notes, n)
-	}
-	if n := spotNote(p, offers, opt); n != "" {
-		q.Notes = append(q.Notes, n)
-	}
+	q.Notes = offerNotes(p, offers, opt)
 	if !p.Interruptible {
 		q.Notes = append(q.Notes, "spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)")
 	}
@@ -259,6 +248,39 @@ func splitNote(p *Profile, offers []catalog.Offer) string {
 		n += fmt.Sprintf("; no offer here has %d GPUs in one instance (the most is %d)", p.GPUs, most)
 	}
 	return n
+}
+
+// offerNotes are what quote and plan say of the offers as a whole: GPUs
+// split over machines or left idle, uploads counted as egress, tiered
+// egress, spot prices missing.
+func offerNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
+	var notes []string
+	for _, n := range []string{splitNote(p, offers), idleNote(p, offers), uploadNote(p), egressNote(p, offers), spotNote(p, offers, opt)} {
+		if n != "" {
+			notes = append(notes, n)
+		}
+	}
+	return notes
+}
+
+// idleNote says how many offers rent more GPUs than the profile needs,
+// or "" when none does. Such an offer is sold by the whole machine: an
+// 8-GPU server quoted for a 1-GPU task bills all eight, and its total
+// ranks among single GPUs only because it is the whole machine's price.
+func idleNote(p *Profile, offers []catalog.Offer) string {
+	over, most := 0, 0
+	for i := range offers {
+		if idle := instances(p, &offers[i])*offers[i].GPUs - p.GPUs; idle > 0 {
+			over++
+			most = max(most, idle)
+		}
+	}
+	if over == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %s rent more GPUs than the task's %d (up to %d more, idle but billed): such an offer is sold by the whole machine, "+
+		"and its bill is the machine's; a job that can use them all is compared fairly with --gpus set to their count",
+		over, report.Count(len(offers), "offer"), p.GPUs, most)
 }
 
 // instances is how many instances of o the profile needs.

@@ -230,7 +230,51 @@ func TestSplitAcrossInstancesNote(t *testing.T) {
 			t.Fatal(err)
 		}
 		for what, notes := range map[string][]string{"quote": q.Notes, "plan": plan.Notes} {
-			got := strings.Join(notes, "\n")
+			got := noteWith(notes, "need several instances")
+			if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+				t.Errorf("%d GPUs, %s notes %q, want %q", tc.gpus, what, got, tc.want)
+			}
+		}
+	}
+}
+
+// noteWith is the first of notes containing s, or "".
+func noteWith(notes []string, s string) string {
+	for _, n := range notes {
+		if strings.Contains(n, s) {
+			return n
+		}
+	}
+	return ""
+}
+
+// An offer sold by the machine with more GPUs than the task needs is said
+// to bill idle GPUs, in quote and plan; one the task fills gets no note.
+func TestIdleGPUsNote(t *testing.T) {
+	two, eight := testOffer(), testOffer()
+	eight.ID, eight.GPUs = "eight", 8
+	for _, tc := range []struct {
+		gpus int
+		want string
+	}{
+		{1, "2 of 2 offers rent more GPUs than the task's 1 (up to 7 more, idle but billed)"},
+		{2, "1 of 2 offers rent more GPUs than the task's 2 (up to 6 more, idle but billed)"},
+		{3, "2 of 2 offers rent more GPUs than the task's 3 (up to 5 more, idle but billed)"}, // 2 × 2 and 1 × 8
+		{8, ""},
+		{16, ""},
+	} {
+		p := Profile{GPUs: tc.gpus, ComputeHours: 10, Interruptible: true}
+		p.Defaults(nil)
+		q, err := Make(&p, []catalog.Offer{two, eight}, catalog.Rates{}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := MakePlan(&p, []catalog.Offer{two, eight}, catalog.Rates{}, PlanOptions{Trials: 10}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, notes := range map[string][]string{"quote": q.Notes, "plan": plan.Notes} {
+			got := noteWith(notes, "idle but billed")
 			if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
 				t.Errorf("%d GPUs, %s notes %q, want %q", tc.gpus, what, got, tc.want)
 			}
