@@ -103,6 +103,7 @@ func TestExitCodes(t *testing.T) {
 		{"provider nobody is", []string{"quote", "--hours", "1", "--gpu", "H100", "--provider", "runpod", "--provider", "nope"}, 2, `--provider: no offer from "nope"; providers: AWS`},
 		{"zero gpus flag", []string{"quote", "--hours", "1", "--gpus", "0"}, 2, "--gpus: want at least 1 GPU, got 0"},
 		{"zero starts flag", []string{"quote", "--hours", "1", "--starts", "0"}, 2, "--starts: want at least 1 start, got 0"},
+		{"starts beyond the seconds", []string{"quote", "--hours", "1", "--starts", "3601"}, 2, "--starts: 3601 starts do not fit in 1 h of compute"},
 		{"inference flag without --inference", []string{"plan", "--hours", "1", "--model", "70B"}, 2, "--model: not used without --inference"},
 		{"training flag with --inference", []string{"plan", "--inference", "--tokens-per-day", "1e6", "--hours", "10"}, 2, "--hours: not used with --inference"},
 		{"zero days flag", []string{"plan", "--hours", "1", "--days", "0"}, 2, "--days: want at least 1 day, got 0"},

@@ -131,8 +131,14 @@ func (p *Profile) Validate() []yamlfile.Problem {
 	if p.SpanDays < 1 && (p.SpanDays != 0 || hoursOK) {
 		bad("span_days", "want at least 1 day, got %d", p.SpanDays)
 	}
-	if p.Starts < 1 {
+	switch {
+	case p.Starts < 1:
 		bad("starts", "want at least 1 start, got %d", p.Starts)
+	case hoursOK && float64(p.Starts) > p.ComputeHours*3600:
+		// Each start's run is rounded up to the provider's increment: a
+		// start of less than a second is a typo, and would be billed as
+		// a minimum many times over.
+		bad("starts", "%d starts do not fit in %v h of compute (each would run less than a second)", p.Starts, p.ComputeHours)
 	}
 	if !finite(p.DiskGB) || p.DiskGB < 0 {
 		bad("disk_gb", "want a non-negative size, got %v", p.DiskGB)

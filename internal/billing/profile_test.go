@@ -41,6 +41,8 @@ func TestParseProfileBad(t *testing.T) {
 		{"starts: 10", "starts: -1", "task.yaml:5: starts: want at least 1 start"},
 		// A zero the user wrote is refused, not taken for "left out".
 		{"starts: 10", "starts: 0", "task.yaml:5: starts: want at least 1 start, got 0"},
+		// 300 h are 1,080,000 s: one start more than that is less than a second each.
+		{"starts: 10", "starts: 1080001", "task.yaml:5: starts: 1080001 starts do not fit in 300 h of compute (each would run less than a second)"},
 		{"gpus: 1", "gpus: 0", "task.yaml:2: gpus: want at least 1 GPU, got 0"},
 		{"span_days: 30", "span_days: 0", "task.yaml:4: span_days: want at least 1 day, got 0"},
 		{"disk_gb: 200", "disk_gb: -5", "task.yaml:6: disk_gb: want a non-negative size"},
