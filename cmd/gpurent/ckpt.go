@@ -402,9 +402,15 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			}
 			// ENTRIES, not FILES: the count holds the directories, the
 			// checkpoint's own among them, as push and pull say.
-			tab := report.NewTab("ID", "CREATED", "ENTRIES", "SIZE", "ENCRYPTED", "HOST")
+			// NAME is what was pushed (checkpoint-5000, last.ckpt): the
+			// ids alone do not say which step each one holds.
+			tab := report.NewTab("ID", "NAME", "CREATED", "ENTRIES", "SIZE", "ENCRYPTED", "HOST")
 			for _, m := range ms {
-				tab.Row(m.ID, m.Created.Local().Format("2006-01-02 15:04:05"), fmt.Sprint(m.Files), report.Bytes(m.Bytes), fmt.Sprint(m.Encrypted), m.Host)
+				name := report.Safe(m.Name)
+				if name == "" {
+					name = "-"
+				}
+				tab.Row(m.ID, name, m.Created.Local().Format("2006-01-02 15:04:05"), fmt.Sprint(m.Files), report.Bytes(m.Bytes), fmt.Sprint(m.Encrypted), report.Safe(m.Host))
 			}
 			if err := tab.Write(g.stdout); err != nil {
 				return err
@@ -640,6 +646,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 
 type summary struct {
 	ID        string    `json:"id"`
+	Name      string    `json:"name,omitempty"` // the base name pushed
 	Created   time.Time `json:"created"`
 	Host      string    `json:"host"`
 	Files     int       `json:"files"`
@@ -664,7 +671,7 @@ func runsHint(ctx context.Context, st *store.Store) string {
 func summaries(ms []*store.Manifest) []summary {
 	out := make([]summary, len(ms))
 	for i, m := range ms {
-		out[i] = summary{m.ID, m.Created, m.Host, m.Files, m.Bytes, m.Encrypted, len(m.Objects)}
+		out[i] = summary{m.ID, m.Name, m.Created, m.Host, m.Files, m.Bytes, m.Encrypted, len(m.Objects)}
 	}
 	return out
 }
