@@ -204,38 +204,23 @@ func TestInstancesAndUnknownFees(t *testing.T) {
 	}
 }
 
-// GPUs spread over several instances are said to be, in quote and plan;
-// a job that fits one instance of every offer gets no such note.
-func TestSplitAcrossInstancesNote(t *testing.T) {
+// offerNotesFor is what quote and plan note for a task of gpus GPUs over
+// two offers, one of 2 GPUs an instance and one of 8.
+func offerNotesFor(t *testing.T, gpus int) map[string][]string {
+	t.Helper()
 	two, eight := testOffer(), testOffer()
 	eight.ID, eight.GPUs = "eight", 8
-	for _, tc := range []struct {
-		gpus int
-		want string
-	}{
-		{2, ""},
-		{8, "1 of 2 offers need several instances for 8 GPUs: their GPUs sit in separate machines and talk over the network"},
-		{16, "2 of 2 offers need several instances for 16 GPUs: their GPUs sit in separate machines and talk over the network, " +
-			"which a job that splits one model across GPUs (tensor or pipeline parallel, FSDP) feels; the catalog does not record the network " +
-			"between instances; no offer here has 16 GPUs in one instance (the most is 8)"},
-	} {
-		p := Profile{GPUs: tc.gpus, ComputeHours: 10, Interruptible: true}
-		p.Defaults(nil)
-		q, err := Make(&p, []catalog.Offer{two, eight}, catalog.Rates{}, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := MakePlan(&p, []catalog.Offer{two, eight}, catalog.Rates{}, PlanOptions{Trials: 10}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for what, notes := range map[string][]string{"quote": q.Notes, "plan": plan.Notes} {
-			got := noteWith(notes, "need several instances")
-			if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
-				t.Errorf("%d GPUs, %s notes %q, want %q", tc.gpus, what, got, tc.want)
-			}
-		}
+	p := Profile{GPUs: gpus, ComputeHours: 10, Interruptible: true}
+	p.Defaults(nil)
+	q, err := Make(&p, []catalog.Offer{two, eight}, catalog.Rates{}, Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	plan, err := MakePlan(&p, []catalog.Offer{two, eight}, catalog.Rates{}, PlanOptions{Trials: 10}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string][]string{"quote": q.Notes, "plan": plan.Notes}
 }
 
 // noteWith is the first of notes containing s, or "".
@@ -248,35 +233,31 @@ func noteWith(notes []string, s string) string {
 	return ""
 }
 
-// An offer sold by the machine with more GPUs than the task needs is said
-// to bill idle GPUs, in quote and plan; one the task fills gets no note.
-func TestIdleGPUsNote(t *testing.T) {
-	two, eight := testOffer(), testOffer()
-	eight.ID, eight.GPUs = "eight", 8
+// GPUs spread over several instances are said to be, and so are idle GPUs
+// an offer sold by the machine bills, in quote and plan; a job that fills
+// one instance of every offer gets neither note.
+func TestInstanceNotes(t *testing.T) {
+	const split, idle = "need several instances", "idle but billed"
 	for _, tc := range []struct {
 		gpus int
+		what string
 		want string
 	}{
-		{1, "2 of 2 offers rent more GPUs than the task's 1 (up to 7 more, idle but billed)"},
-		{2, "1 of 2 offers rent more GPUs than the task's 2 (up to 6 more, idle but billed)"},
-		{3, "2 of 2 offers rent more GPUs than the task's 3 (up to 5 more, idle but billed)"}, // 2 × 2 and 1 × 8
-		{8, ""},
-		{16, ""},
+		{2, split, ""},
+		{8, split, "1 of 2 offers need several instances for 8 GPUs: their GPUs sit in separate machines and talk over the network"},
+		{16, split, "2 of 2 offers need several instances for 16 GPUs: their GPUs sit in separate machines and talk over the network, " +
+			"which a job that splits one model across GPUs (tensor or pipeline parallel, FSDP) feels; the catalog does not record the network " +
+			"between instances; no offer here has 16 GPUs in one instance (the most is 8)"},
+		{1, idle, "2 of 2 offers rent more GPUs than the task's 1 (up to 7 more, idle but billed)"},
+		{2, idle, "1 of 2 offers rent more GPUs than the task's 2 (up to 6 more, idle but billed)"},
+		{3, idle, "2 of 2 offers rent more GPUs than the task's 3 (up to 5 more, idle but billed)"}, // 2 × 2 and 1 × 8
+		{8, idle, ""},
+		{16, idle, ""},
 	} {
-		p := Profile{GPUs: tc.gpus, ComputeHours: 10, Interruptible: true}
-		p.Defaults(nil)
-		q, err := Make(&p, []catalog.Offer{two, eight}, catalog.Rates{}, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := MakePlan(&p, []catalog.Offer{two, eight}, catalog.Rates{}, PlanOptions{Trials: 10}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for what, notes := range map[string][]string{"quote": q.Notes, "plan": plan.Notes} {
-			got := noteWith(notes, "idle but billed")
+		for where, notes := range offerNotesFor(t, tc.gpus) {
+			got := noteWith(notes, tc.what)
 			if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
-				t.Errorf("%d GPUs, %s notes %q, want %q", tc.gpus, what, got, tc.want)
+				t.Errorf("%d GPUs, %s notes %q, want %q", tc.gpus, where, got, tc.want)
 			}
 		}
 	}
