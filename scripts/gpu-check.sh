@@ -22,6 +22,11 @@
 # own timers (sampling windows, sustained launches); what the probes add on
 # a real card is not measured yet; the issue allows 8 minutes:
 #   bash scripts/gpu-check.sh [OUTDIR]      (default: ./gpu-check-out)
+# On the project's device machine (which returns at most 8 files from $OUT,
+# and nothing of a pipeline killed at its limit), build here with
+# CGO_ENABLED=0 go build -o gpurent ./cmd/gpurent, carry gpurent, and run
+#   timeout 540 bash scripts/gpu-check.sh /tmp/gc; cp /tmp/gc/summary.txt $OUT/; tar -czf $OUT/gc.tgz -C /tmp gc
+# so that a run cut short by its own timeout still brings back what it wrote.
 # TestGPUCheckSimulated (cmd/gpurent) runs it whole on simulated NVML, CUDA
 # driver, cuBLASLt, torch and nvidia-smi, so it works the first time on a
 # card.
