@@ -265,8 +265,8 @@ func offerNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
 
 // idleNote says how many offers rent more GPUs than the profile needs,
 // or "" when none does. Such an offer is sold by the whole machine: an
-// 8-GPU server quoted for a 1-GPU task bills all eight, and its total
-// ranks among single GPUs only because it is the whole machine's price.
+// 8-GPU server quoted for a 1-GPU task bills all eight, which its row in
+// a ranking of totals beside single GPUs does not say.
 func idleNote(p *Profile, offers []catalog.Offer) string {
 	over, most := 0, 0
 	for i := range offers {
