@@ -50,16 +50,27 @@ func (s *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.bwlimit, "bwlimit", "", "cap uploads at this rate, e.g. 50MB/s, 50MiB/s or 400Mbit/s (default: no cap)")
 }
 
-// checkID refuses an --id that cannot be a checkpoint id before the store
-// is opened: a typo is bad input, not a store failure.
+// checkID refuses an empty --id before the store is opened: bad input,
+// not a store failure. Anything else may be a NAME (resolveID).
 func checkID(id string) error {
-	if id == "latest" {
-		return nil
-	}
-	if err := store.ValidID(id); err != nil {
-		return usagef("--id: %v", err)
+	if id == "" {
+		return usagef("--id: empty: want an id from gpurent ckpt ls, a NAME it shows, or latest")
 	}
 	return nil
+}
+
+// resolveID turns --id into a checkpoint id: an id or latest as it is, a
+// NAME into the newest checkpoint pushed under it. A name the run does
+// not have is bad input (exit 2), with the names it has.
+func resolveID(ctx context.Context, st *store.Store, run, id string) (string, error) {
+	v, err := st.Resolve(ctx, run, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNoCheckpoint) {
+			return "", usageError{fmt.Errorf("--id: %w", err)}
+		}
+		return "", usagef("--id: %v", err)
+	}
+	return v, nil
 }
 
 // identityPath is the identity every command uses unless --identity names
@@ -348,6 +359,10 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				return err
 			}
 			defer closeFn()
+			if id, err = resolveID(cmd.Context(), st, s.run, id); err != nil {
+				bar.end()
+				return err
+			}
 			if m, err := st.Find(cmd.Context(), s.run, id); err == nil {
 				bar.total = m.Bytes
 			}
@@ -375,7 +390,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %s, %s in %.1f s, every file checked", m.ID, name, s.run, a[0], report.Count(m.Files, "entry"), size, time.Since(start).Seconds()))
 		},
 	}
-	pull.Flags().StringVar(&id, "id", "latest", "checkpoint id from ls, or latest")
+	pull.Flags().StringVar(&id, "id", "latest", "checkpoint id from ls, a NAME ls shows (the newest pushed under it, e.g. checkpoint-5000), or latest")
 
 	ls := &cobra.Command{
 		Use:   "ls",
@@ -451,6 +466,9 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if vid == "latest" && !cmd.Flags().Changed("id") {
 				vid = ""
 			}
+			if vid, err = resolveID(cmd.Context(), st, s.run, vid); err != nil {
+				return err
+			}
 			ms, probs, err := st.Verify(cmd.Context(), s.run, vid, deep)
 			if errors.Is(err, store.ErrNoCheckpoint) {
 				return noCheckpoint(cmd.Context(), st, err, vid != "" && vid != "latest")
@@ -491,7 +509,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 		},
 	}
 	verify.Flags().BoolVar(&deep, "deep", false, "read every object, decrypt it and compare its SHA-256")
-	verify.Flags().StringVar(&id, "id", "latest", "only this checkpoint (default: all of the run)")
+	verify.Flags().StringVar(&id, "id", "latest", "only this checkpoint: an id, a NAME ls shows, or latest (default: all of the run)")
 
 	var (
 		keep, keepLogs int

@@ -427,6 +427,43 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 	return s.manifest(ctx, manifestKey(run, latest))
 }
 
+// Resolve turns what a person typed for a checkpoint into its id: an id
+// or "latest" as they are, else a NAME as ckpt ls shows it (checkpoint-5000,
+// last.ckpt), which is the newest checkpoint pushed under that name. A
+// person knows the step, not the id. A name no checkpoint has is an error
+// wrapping ErrNoCheckpoint that lists the names there are, newest first.
+func (s *Store) Resolve(ctx context.Context, run, ref string) (string, error) {
+	if ref == "" || ref == "latest" || ValidID(ref) == nil {
+		return ref, nil
+	}
+	if strings.ContainsAny(ref, `/\`) || ref == "." || ref == ".." {
+		return "", fmt.Errorf("%q is neither a checkpoint id from gpurent ckpt ls, a NAME it shows, nor latest", ref)
+	}
+	all, err := s.List(ctx, run)
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	seen := map[string]bool{}
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Name == ref {
+			return all[i].ID, nil
+		}
+		if n := all[i].Name; n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, report.Safe(n))
+		}
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("run %s has %w named %s", run, ErrNoCheckpoint, report.Safe(ref))
+	}
+	more := ""
+	if len(names) > 10 {
+		names, more = names[:10], fmt.Sprintf(" and %d more", len(names)-10)
+	}
+	return "", fmt.Errorf("run %s has %w named %s; its names, newest first: %s%s", run, ErrNoCheckpoint, report.Safe(ref), strings.Join(names, ", "), more)
+}
+
 // DescribeRuns names the store's runs and how many checkpoints each has,
 // in one line, for a person who named a run with no checkpoint: most often
 // a mistyped name, or one forgotten on a new machine.

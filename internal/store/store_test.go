@@ -1149,3 +1149,45 @@ func TestOpenMistypedURL(t *testing.T) {
 		t.Errorf("./s3:/x: %v", err)
 	}
 }
+
+// A person knows a checkpoint by the name it was pushed under, not its id:
+// Resolve gives the newest checkpoint of that name, passes ids and latest
+// through, and names what there is when the name is not among them.
+func TestResolveName(t *testing.T) {
+	ctx := context.Background()
+	s := New(backends(t)["file"](t), Options{Grace: -1})
+	dir := t.TempDir()
+	var ids []string
+	for i, name := range []string{"checkpoint-1", "checkpoint-2", "checkpoint-1"} {
+		src := filepath.Join(dir, fmt.Sprint(i), name)
+		if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(src, []byte(fmt.Sprint("weights ", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.Push(ctx, src, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+		time.Sleep(2 * time.Millisecond) // ids order by their millisecond
+	}
+	for _, tc := range []struct{ ref, want string }{
+		{"checkpoint-1", ids[2]}, // the newest of two
+		{"checkpoint-2", ids[1]},
+		{ids[0], ids[0]},
+		{"latest", "latest"},
+	} {
+		if got, err := s.Resolve(ctx, "r", tc.ref); err != nil || got != tc.want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", tc.ref, got, err, tc.want)
+		}
+	}
+	_, err := s.Resolve(ctx, "r", "checkpoint-3")
+	if !errors.Is(err, ErrNoCheckpoint) || !strings.HasSuffix(err.Error(), "its names, newest first: checkpoint-1, checkpoint-2") {
+		t.Errorf("an unknown name: %v", err)
+	}
+	if _, err := s.Resolve(ctx, "r", "../checkpoint-1"); err == nil || errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("a path for a name: %v", err)
+	}
+}
