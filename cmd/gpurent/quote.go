@@ -67,18 +67,29 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	fmt.Fprintf(w, "%s h on %s x%d over %s, %s, %s GB disk, %s; amounts in %s\n\n",
 		trim(p.ComputeHours), gpu, p.GPUs, report.Count(p.SpanDays, "day"), report.Count(p.Starts, "start"), trim(p.DiskGB), egress, q.Currency)
 	tab := report.NewTab("#", "OFFER", "PROVIDER", "GPU", "INST", "PLAN", "TOTAL", "LIST", "HIDDEN", "COMPUTE", "STORAGE", "EGRESS", "BOOT", "IP", "UNKNOWN", "DETAIL")
+	below := 0
 	for i, b := range q.Bills {
 		warn := "-"
 		if len(b.Unknown) > 0 {
 			warn = fmt.Sprint(len(b.Unknown))
 		}
+		// A plan below the list price hides nothing from it: a share of
+		// -469.6% "hidden" would read as nonsense (the JSON keeps it).
+		hidden := report.Percent(b.HiddenShare)
+		if b.HiddenShare < 0 {
+			hidden, below = "-", below+1
+		}
 		tab.Row(fmt.Sprint(i+1), b.Offer, b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
-			report.Money(b.Total), report.Money(b.ListTotal), report.Percent(b.HiddenShare),
+			report.Money(b.Total), report.Money(b.ListTotal), hidden,
 			report.Money(b.Items[0].Amount), report.Money(b.Items[1].Amount), report.Money(b.Items[2].Amount),
 			report.Money(b.Items[3].Amount), report.Money(b.Items[4].Amount), warn, b.Detail)
 	}
 	if err := tab.Write(w); err != nil {
 		return err
+	}
+	if below > 0 {
+		fmt.Fprintf(w, "\nHIDDEN is - on %s that cost less than LIST, the on-demand price × hours (spot, a subscription): their TOTAL is the whole bill all the same\n",
+			report.Count(below, "row"))
 	}
 	// Warnings once per offer and text: the same unknown fee shows on each plan.
 	seen := map[string]bool{}
