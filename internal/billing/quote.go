@@ -630,6 +630,11 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 	lh, _ := listHourly(o)
 	b.finish(items, lh, p)
 	b.Detail = fmt.Sprintf("expected %s incl. %s lost to %.1f interruptions", hoursText(hours), hoursText(hours-p.ComputeHours), fails)
+	if !known {
+		// "0 h lost to 0.0 interruptions" would state as a figure what no
+		// source gave: the bill is the least it can be.
+		b.Detail = fmt.Sprintf("%s if never interrupted (interruption rate unknown)", hoursText(hours))
+	}
 	b.Unknown, b.Warnings = u.names(), u.warnings()
 	if c := p.Checkpoint; c != nil && (c.Write == 0 || c.Restart == 0) {
 		// Left out, they count as 0: the bill is then the cheapest it can
