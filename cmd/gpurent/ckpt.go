@@ -61,12 +61,14 @@ func checkID(id string) error {
 
 // resolveID turns --id into a checkpoint id: an id or latest as it is, a
 // NAME into the newest checkpoint pushed under it. A name the run does
-// not have is bad input (exit 2), with the names it has.
+// not have is bad input (exit 2), with the names it has and the store's
+// runs.
 func resolveID(ctx context.Context, st *store.Store, run, id string) (string, error) {
 	v, err := st.Resolve(ctx, run, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNoCheckpoint) {
-			return "", usageError{fmt.Errorf("--id: %w", err)}
+			// The run itself may be the typo: name the store's runs too.
+			return "", noCheckpoint(ctx, st, fmt.Errorf("--id: %w", err), true)
 		}
 		return "", usagef("--id: %v", err)
 	}

@@ -173,7 +173,7 @@ func TestExitCodes(t *testing.T) {
 		{"ckpt push into itself", []string{"ckpt", "push", dir, "--store", filepath.Join(dir, "store"), "--no-encrypt"}, 2, "which would be pushed into itself"},
 		{"run store inside ckpt dir", []string{"run", "--ckpt-dir", dir, "--store", filepath.Join(dir, "st"), "--", "true"}, 2, "lies inside --ckpt-dir"},
 		{"ckpt bad id", []string{"ckpt", "pull", filepath.Join(t.TempDir(), "d"), "--store", dir, "--id", "a/b"}, 2, `--id: "a/b" is neither a checkpoint id`},
-		{"ckpt name nobody pushed", []string{"ckpt", "pull", filepath.Join(t.TempDir(), "d"), "--store", dir, "--id", "yesterday"}, 2, `--id: run default has no checkpoint named yesterday`},
+		{"ckpt name nobody pushed", []string{"ckpt", "pull", filepath.Join(t.TempDir(), "d"), "--store", dir, "--id", "yesterday"}, 2, `--id: run default has no checkpoint named yesterday; this store has no checkpoints in any run yet`},
 		{"ckpt empty id", []string{"ckpt", "pull", filepath.Join(t.TempDir(), "d"), "--store", dir, "--id", ""}, 2, `--id: empty`},
 		{"ckpt verify bad id", []string{"ckpt", "verify", "--store", dir, "--id", "yesterday"}, 2, `--id: run default has no checkpoint named yesterday`},
 		{"bench bad backend", []string{"bench", "--backend", "opencl"}, 2, `--backend: want auto, cuda, torch, cpu or none, got "opencl"`},
