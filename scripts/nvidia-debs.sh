@@ -19,33 +19,54 @@
 # machine's apt configuration is untouched (apt runs on a private sources
 # list and state). It prints the environment the tests read, as shell
 # assignments, on stdout. Usage: eval "$(bash scripts/nvidia-debs.sh)"
+#
+# With the argument arm64 it fetches the same drivers' and cuBLASLt's arm64
+# builds (what a Grace Hopper or Graviton GPU machine has), for the tests
+# scripts/test.sh runs as linux/arm64 programs under qemu, and prints only
+# the variables that name libraries; the tools and headers stay the
+# amd64 run's (they run on, or are read by, this machine).
 set -euo pipefail
 
+arch=${1:-amd64}
 base="${XDG_CACHE_HOME:-$HOME/.cache}/gpurent"
-cache="$base/nvidia-debs-5" # a new name when the package list changes
-rm -rf "$base"/nvidia-debs "$base"/nvidia-debs-[1-4]
+case "$arch" in
+amd64)
+  cache="$base/nvidia-debs-5" # a new name when the package list changes
+  rm -rf "$base"/nvidia-debs "$base"/nvidia-debs-[1-4]
+  triplet=x86_64-linux-gnu
+  packages=(nvidia-cuda-toolkit/trixie libcuda1/trixie libnvidia-ml1/trixie
+    libnvidia-tesla-535-cuda1/trixie libnvidia-tesla-535-ml1/trixie libcublaslt12/trixie libnvidia-ml-dev/trixie nvidia-cuda-dev/trixie libcu++-dev/trixie
+    libnvidia-tesla-470-cuda1/bookworm libnvidia-tesla-470-ml1/bookworm)
+  size="1.2 GB; 600 MB are kept"
+  ;;
+arm64)
+  cache="$base/nvidia-debs-arm64-1"
+  triplet=aarch64-linux-gnu
+  packages=(libcuda1/trixie libnvidia-ml1/trixie libnvidia-tesla-535-cuda1/trixie libnvidia-tesla-535-ml1/trixie
+    libcublaslt12/trixie libnvidia-tesla-470-cuda1/bookworm libnvidia-tesla-470-ml1/bookworm)
+  size="190 MB; 515 MB are kept"
+  ;;
+*) echo "nvidia-debs.sh: unknown architecture $arch (amd64 or arm64)" >&2; exit 2 ;;
+esac
 root="$cache/root"
-lib="$root/usr/lib/x86_64-linux-gnu"
-packages=(nvidia-cuda-toolkit/trixie libcuda1/trixie libnvidia-ml1/trixie
-  libnvidia-tesla-535-cuda1/trixie libnvidia-tesla-535-ml1/trixie libcublaslt12/trixie libnvidia-ml-dev/trixie nvidia-cuda-dev/trixie libcu++-dev/trixie
-  libnvidia-tesla-470-cuda1/bookworm libnvidia-tesla-470-ml1/bookworm)
+lib="$root/usr/lib/$triplet"
 
 if [ ! -e "$cache/complete" ]; then
   command -v apt-get >/dev/null || { echo "nvidia-debs.sh: no apt-get here" >&2; exit 1; }
-  echo "nvidia-debs.sh: downloading ptxas, cuBLASLt, headers and NVIDIA driver libraries from Debian non-free once (1.2 GB; 600 MB are kept)" >&2
+  echo "nvidia-debs.sh: downloading NVIDIA's $arch libraries (and for amd64 ptxas and headers) from Debian non-free once ($size)" >&2
   state="$cache/apt"
   mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$cache/debs"
   # main only for libcu++'s nv/target, which CUDA 12.4's cuda_fp16.h includes.
   for suite in "trixie main non-free" "bookworm non-free"; do
-    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite"
+    echo "deb [arch=$arch signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite"
   done >"$state/sources.list"
   opts=(-o "Dir::Etc::SourceList=$state/sources.list" -o Dir::Etc::SourceParts=/nonexistent
     -o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache" -o Debug::NoLocking=1
-    -o APT::Sandbox::User=root -qq)
+    -o APT::Sandbox::User=root -o "APT::Architecture=$arch" -o "APT::Architectures::=$arch" -qq)
   apt-get "${opts[@]}" update >&2
   rm -f "$cache"/debs/*.deb
   # apt-get download checks each file against the archive's signed hashes.
-  (cd "$cache/debs" && apt-get "${opts[@]}" download "${packages[@]}" >&2)
+  (cd "$cache/debs" && apt-get "${opts[@]}" download "${packages[@]/\//:$arch/}" >&2)
   rm -rf "$root.tmp"
   for deb in "$cache"/debs/*.deb; do
     case "$deb" in
@@ -58,12 +79,16 @@ if [ ! -e "$cache/complete" ]; then
   rm -rf "$root" "$cache/debs"
   mv "$root.tmp" "$root"
   # Keep only what the tests use (the toolkit's package is 170 MB unpacked).
-  find "$root/usr/bin" -type f ! -name ptxas ! -name cuobjdump ! -name nvdisasm -delete
+  if [ -d "$root/usr/bin" ]; then
+    find "$root/usr/bin" -type f ! -name ptxas ! -name cuobjdump ! -name nvdisasm -delete
+  fi
   rm -rf "$root/usr/share" "$root/usr/lib/nvidia-cuda-toolkit"
   touch "$cache/complete"
 fi
 
-echo "export GPURENT_CUDA_TOOLS='$root/usr/bin'"
+if [ "$arch" = amd64 ]; then
+  echo "export GPURENT_CUDA_TOOLS='$root/usr/bin'"
+  echo "export GPURENT_NVIDIA_INCLUDE='$root/usr/include'"
+fi
 echo "export GPURENT_NVIDIA_DRIVERS='$lib/nvidia/current:$lib/nvidia/tesla-535:$lib/nvidia/tesla-470'"
 echo "export GPURENT_REAL_CUBLASLT='$lib/libcublasLt.so.12'"
-echo "export GPURENT_NVIDIA_INCLUDE='$root/usr/include'"

@@ -66,4 +66,7 @@ if [ $# -eq 0 ]; then
   # Every test file's lines: a failure in a helper (the S3 server's start)
   # must show why.
   go test -timeout 20m -run 'TestLargeFileMemory' -v ./internal/store | grep -E '^(=== RUN|--- |\s+\w+_test\.go:|ok|FAIL|PASS)'
+  # The packages that call C, again as linux/arm64 programs under qemu-user
+  # (GH200 and Graviton GPU machines are arm64).
+  bash scripts/test-arm64.sh
 fi
