@@ -133,14 +133,74 @@ func Host(ctx context.Context, opt HostOptions) HostFacts {
 	return h
 }
 
+// cpuModel names the CPU from /proc/cpuinfo: x86's "model name", else,
+// on arm64, where the kernel gives only the implementer and part numbers,
+// the core those numbers stand for. The numbers name ARM's core design, not
+// the chip: a GH200's Grace, built of Neoverse V2 cores, reads
+// "ARM Neoverse-V2".
 func cpuModel(cpuinfo string) string {
+	var impl, part string
 	for _, line := range strings.Split(cpuinfo, "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if ok && strings.TrimSpace(k) == "model name" {
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "model name":
 			return strings.TrimSpace(v)
+		case "CPU implementer":
+			if impl == "" {
+				impl = strings.TrimSpace(v)
+			}
+		case "CPU part":
+			if part == "" {
+				part = strings.TrimSpace(v)
+			}
 		}
 	}
-	return ""
+	if impl == "" {
+		return ""
+	}
+	return armCPUName(impl, part)
+}
+
+// armCPUName decodes an arm64 "CPU implementer" and "CPU part" pair: the
+// server cores GPU machines are built on, from util-linux's lscpu tables
+// (sys-utils/lscpu-arm.c, read 2026-12-03), which gather them from ARM's
+// manuals and the kernel's arch/arm64/include/asm/cputype.h. Others are
+// given by their numbers, never guessed.
+func armCPUName(impl, part string) string {
+	i, errI := strconv.ParseUint(strings.TrimPrefix(impl, "0x"), 16, 16)
+	p, errP := strconv.ParseUint(strings.TrimPrefix(part, "0x"), 16, 16)
+	type key struct{ impl, part uint64 }
+	vendors := map[uint64]string{0x41: "ARM", 0x43: "Cavium", 0x46: "Fujitsu", 0x48: "HiSilicon",
+		0x4e: "NVIDIA", 0x50: "APM", 0x51: "Qualcomm", 0x70: "Phytium", 0xc0: "Ampere"}
+	parts := map[key]string{
+		{0x41, 0xd08}: "Cortex-A72",
+		{0x41, 0xd0c}: "Neoverse-N1",
+		{0x41, 0xd40}: "Neoverse-V1",
+		{0x41, 0xd49}: "Neoverse-N2",
+		{0x41, 0xd4f}: "Neoverse-V2",
+		{0x43, 0x0af}: "ThunderX2-99xx",
+		{0x46, 0x001}: "A64FX",
+		{0x48, 0xd01}: "Kunpeng-920",
+		{0x4e, 0x004}: "Carmel",
+		{0x70, 0x662}: "FTC662",
+		{0x70, 0x663}: "FTC663",
+		{0xc0, 0xac3}: "Ampere-1",
+		{0xc0, 0xac4}: "Ampere-1a",
+	}
+	if errI != nil {
+		return fmt.Sprintf("ARM CPU (implementer %s, part %s)", impl, part)
+	}
+	vendor, ok := vendors[i]
+	if !ok {
+		vendor = "ARM CPU"
+	}
+	if name, ok := parts[key{i, p}]; ok && errP == nil {
+		return vendor + " " + name
+	}
+	return fmt.Sprintf("%s (implementer %#x, part %s)", vendor, i, part)
 }
 
 // allowedCPUs counts the CPUs in /proc/self/status's Cpus_allowed_list:

@@ -151,6 +151,31 @@ func TestParsers(t *testing.T) {
 	}
 }
 
+// An arm64 /proc/cpuinfo has no "model name": the implementer and part
+// numbers name the core. The first input has the shape the arm64 kernel
+// prints, one block per CPU (Features shortened), with a Grace CPU's
+// numbers: ARM's implementer code and the Neoverse V2 part.
+func TestCPUModel(t *testing.T) {
+	grace := "processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics\n" +
+		"CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\nCPU revision\t: 0\n\n" +
+		"processor\t: 1\nCPU implementer\t: 0x41\nCPU part\t: 0xd4f\n"
+	for _, c := range []struct{ in, want string }{
+		{"processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n", "Intel(R) Xeon(R) Platinum 8480+"},
+		{grace, "ARM Neoverse-V2"},
+		{"CPU implementer\t: 0x48\nCPU part\t: 0xd01\n", "HiSilicon Kunpeng-920"},
+		{"CPU implementer\t: 0xc0\nCPU part\t: 0xac3\n", "Ampere Ampere-1"},
+		// A core the table lacks, and a vendor it lacks: numbers, not a guess.
+		{"CPU implementer\t: 0x41\nCPU part\t: 0xd84\n", "ARM (implementer 0x41, part 0xd84)"},
+		{"CPU implementer\t: 0x6d\nCPU part\t: 0xd49\n", "ARM CPU (implementer 0x6d, part 0xd49)"},
+		{"CPU implementer\t: bogus\nCPU part\t: 0xd49\n", "ARM CPU (implementer bogus, part 0xd49)"},
+		{"processor\t: 0\n", ""},
+	} {
+		if got := cpuModel(c.in); got != c.want {
+			t.Errorf("cpuModel(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
 // The host probes run for real on the test machine.
 func TestHostForReal(t *testing.T) {
 	dir := t.TempDir()
