@@ -144,6 +144,14 @@ func (j *judge) computeResult(p string, res gpu.Results, r gpu.Result, dev *prob
 		c.Expected = round1(link)
 		c.Evidence += fmt.Sprintf("; %.0f%% of the Gen%d x%d link's %.1f GB/s", f*100, *dev.PCIeGenMax, *dev.PCIeWidthMax, link)
 		switch {
+		case f > linkBeyond:
+			// More than the link can carry is no fault of the copy: the
+			// path is not that PCIe link (a Grace Hopper's NVLink-C2C
+			// joins CPU and GPU at 900 GB/s both ways, NVIDIA's "Grace CPU
+			// Superchip Architecture In Depth"), so the link says nothing
+			// of it.
+			c.Expected = nil
+			c.Evidence += ": more than that link carries, so these copies do not cross it (a GH200's CPU and GPU share NVLink-C2C)"
 		case f < lim.LinkFail:
 			c.Status, c.Advice = Fail, "Host-device copies run far below the PCIe link: data loading will starve the GPU. "+adviceRefund
 		case f < lim.LinkWarn:
@@ -200,6 +208,11 @@ func orUnknown(s string) string {
 	}
 	return s
 }
+
+// linkBeyond is the share of the PCIe link's theoretical rate above which
+// host-device copies did not cross that link: no PCIe copy reaches the
+// raw rate, as encoding and packet headers take their share first.
+const linkBeyond = 1.05
 
 // linkGBs is the PCIe link's theoretical rate in GB/s: transfer rate ×
 // lanes × encoding (8b/10b to Gen2, 128b/130b from Gen3) / 8 bits.

@@ -58,7 +58,7 @@ func healthyH100() probe.Facts {
 
 // probed adds synthetic compute results to a facts builder: figures a
 // healthy H100 SXM could show (FP32 90% of 67, copy 87% of 3350 GB/s, H2D
-// 79% of a Gen5 x16 link, cuBLASLt GEMMs at 70-76% of the dense peaks), and
+// 80% of a Gen5 x16 link, cuBLASLt GEMMs at 70-76% of the dense peaks), and
 // a sustained series from a 2 ms kernel with 1% jitter, passed through the
 // same analysis bench runs. Synthetic: they test the judgement, not the
 // card.
@@ -472,6 +472,45 @@ func TestContainerMemoryLimit(t *testing.T) {
 		}
 	}
 	t.Fatal("no host.memory check")
+}
+
+// Host-device copies faster than the PCIe link can carry did not cross it
+// (a GH200's NVLink-C2C): reported, not judged against that link; slow ones
+// on the same link still fail. Synthetic values on the healthy H100's
+// Gen5 x16 link (63.0 GB/s).
+func TestHostDeviceBeyondThePCIeLink(t *testing.T) {
+	tab, _ := specs.Load()
+	for _, c := range []struct {
+		gbs      float64
+		status   string
+		evidence string
+	}{
+		{50.1, Pass, "; 80% of the Gen5 x16 link's 63.0 GB/s"},
+		{380, Pass, "; 603% of the Gen5 x16 link's 63.0 GB/s: more than that link carries, so these copies do not cross it"},
+		{10, Fail, "; 16% of the Gen5 x16 link's 63.0 GB/s"},
+	} {
+		f := probed(healthyH100(), launches(2000, 0), 78.1)
+		for i := range f.Compute[0].Results {
+			if r := &f.Compute[0].Results[i]; r.Probe == gpu.ProbeH2D {
+				r.Value = c.gbs
+			}
+		}
+		r, err := Judge(f, tab, Order{}, DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(r.Checks, func(ch Check) bool { return ch.ID == "gpu0.h2d" })
+		if i < 0 {
+			t.Fatal("no gpu0.h2d check")
+		}
+		ch := r.Checks[i]
+		if ch.Status != c.status || !strings.Contains(ch.Evidence, c.evidence) {
+			t.Errorf("%.1f GB/s: %s %q, want %s and %q", c.gbs, ch.Status, ch.Evidence, c.status, c.evidence)
+		}
+		if c.gbs > 100 && ch.Expected != nil {
+			t.Errorf("%.1f GB/s: expected %v, want none (the link is not the path)", c.gbs, ch.Expected)
+		}
+	}
 }
 
 func TestBadOrder(t *testing.T) {
