@@ -198,7 +198,7 @@ func (t *Table) Match(want string) []*GPU {
 				break
 			}
 		}
-		if all {
+		if all || t.byDriverWords(w) == &t.GPUs[i] {
 			out = append(out, &t.GPUs[i])
 		}
 	}
@@ -227,8 +227,12 @@ func RunTogether(words []string, word string) bool {
 
 // ByName finds the row for a name as NVML reports it ("NVIDIA H100 80GB
 // HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 4090"): the row whose
-// model words all appear in the name, preferring the most specific row.
+// model words all appear in the name, preferring the most specific row,
+// after the names drivers give rows in other words (drivernames.go).
 func (t *Table) ByName(name string) *GPU {
+	if g := t.byDriverName(name); g != nil {
+		return g
+	}
 	have := map[string]bool{}
 	for _, x := range Words(name) {
 		have[x] = true
@@ -254,7 +258,8 @@ func (t *Table) ByName(name string) *GPU {
 // Words splits a GPU name into normalised lower-case words: letters and
 // digits only; "SXM4"/"SXM5"/"SXM2" become "sxm"; "nvidia", "geforce" and
 // "tesla" are dropped; a lone letter after a number joins it ("4090 D" is
-// "4090d"); "80 GB" is "80gb".
+// "4090d"); "80 GB" is "80gb", and so is "80G" (the HBM3e GH200's driver
+// name says "144G").
 func Words(s string) []string {
 	f := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
@@ -275,6 +280,11 @@ func Words(s string) []string {
 			}
 		}
 		out = append(out, w)
+	}
+	for i, w := range out {
+		if n, ok := strings.CutSuffix(w, "g"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			out[i] = n + "gb"
+		}
 	}
 	return out
 }

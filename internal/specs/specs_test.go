@@ -71,6 +71,11 @@ func TestMatch(t *testing.T) {
 		"RTX 4090 24GB":  {"GeForce RTX 4090"},
 		"H100 40GB":      nil,
 		"A100 80GB HBM3": nil,
+		// A GH200 by the name its driver gives it, or by its HBM.
+		"GH200":             {"GH200 (96GB HBM3)", "GH200 (144GB HBM3e)"},
+		"GH200 480GB":       {"GH200 (96GB HBM3)"},
+		"nvidia gh200 144g": {"GH200 (144GB HBM3e)"},
+		"GH200 96GB":        {"GH200 (96GB HBM3)"},
 	} {
 		got := models(want)
 		if len(got) != len(exp) {
@@ -88,12 +93,17 @@ func TestMatch(t *testing.T) {
 func TestByName(t *testing.T) {
 	tab := load(t)
 	for name, model := range map[string]string{
-		"NVIDIA H100 PCIe":         "H100 PCIe",
-		"NVIDIA A100-SXM4-80GB":    "A100 80GB SXM4",
-		"NVIDIA GeForce RTX 4090":  "GeForce RTX 4090",
-		"NVIDIA L40S":              "L40S",
-		"NVIDIA H20":               "H20",
-		"NVIDIA H200":              "",
+		"NVIDIA H100 PCIe":        "H100 PCIe",
+		"NVIDIA A100-SXM4-80GB":   "A100 80GB SXM4",
+		"NVIDIA GeForce RTX 4090": "GeForce RTX 4090",
+		"NVIDIA L40S":             "L40S",
+		"NVIDIA H20":              "H20",
+		"NVIDIA H200":             "",
+		// A GH200's driver names it by the Grace CPU's LPDDR5X, or with
+		// "144G" for the HBM3e one.
+		"NVIDIA GH200 480GB":       "GH200 (96GB HBM3)",
+		"NVIDIA GH200 144G HBM3e":  "GH200 (144GB HBM3e)",
+		"NVIDIA GH200":             "",
 		"Some Unknown Accelerator": "",
 	} {
 		g := tab.ByName(name)
