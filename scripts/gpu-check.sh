@@ -53,6 +53,19 @@ elif command -v go >/dev/null; then
 else
   log "no ./gpurent and no go: build gpurent elsewhere and copy it to ./gpurent"; exit 1
 fi
+# A binary carried from another machine may be for another architecture
+# (an amd64 build on a GH200, which is arm64): rebuilt here where Go is.
+if ! "$out/gpurent" --version >/dev/null 2>&1; then
+  arch=$(uname -m)
+  if command -v go >/dev/null; then
+    log "the gpurent given does not run on this $arch machine: building it here"
+    rm -f "$out/gpurent"
+    CGO_ENABLED=0 go build -o "$out/gpurent" ./cmd/gpurent || { log "build failed"; exit 1; }
+  else
+    goarch=$arch; [ "$arch" = aarch64 ] && goarch=arm64; [ "$arch" = x86_64 ] && goarch=amd64
+    log "the gpurent given does not run on this $arch machine: build it with GOOS=linux GOARCH=$goarch CGO_ENABLED=0 go build -o gpurent ./cmd/gpurent"; exit 1
+  fi
+fi
 log "$("$out/gpurent" --version 2>&1 | head -1)"
 command -v python3 >/dev/null || log "python3 not found: the comparisons below are skipped; the JSON files in $out hold everything"
 
