@@ -136,8 +136,9 @@ func Host(ctx context.Context, opt HostOptions) HostFacts {
 // cpuModel names the CPU from /proc/cpuinfo: x86's "model name", else,
 // on arm64, where the kernel gives only the implementer and part numbers,
 // the core those numbers stand for. The numbers name ARM's core design, not
-// the chip: a GH200's Grace, built of Neoverse V2 cores, reads
-// "ARM Neoverse-V2".
+// the chip: a GH200's Grace, whose lscpu says Neoverse-V2 (a public GH200
+// machine's lscpu output, hu-po/warp-ik docs/specs/arm-gh200.md, read
+// 2026-12-03), reads "ARM Neoverse-V2".
 func cpuModel(cpuinfo string) string {
 	var impl, part string
 	for _, line := range strings.Split(cpuinfo, "\n") {
