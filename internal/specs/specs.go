@@ -179,6 +179,7 @@ func (t *Table) Match(want string) []*GPU {
 		return nil
 	}
 	var out []*GPU
+	byDriver := t.byDriverWords(w)
 	for i := range t.GPUs {
 		have := map[string]bool{}
 		m := Words(t.GPUs[i].Model + " " + t.GPUs[i].Variant)
@@ -198,7 +199,7 @@ func (t *Table) Match(want string) []*GPU {
 				break
 			}
 		}
-		if all || t.byDriverWords(w) == &t.GPUs[i] {
+		if all || byDriver == &t.GPUs[i] {
 			out = append(out, &t.GPUs[i])
 		}
 	}
