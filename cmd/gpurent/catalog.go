@@ -40,7 +40,7 @@ func newCatalog(g *globals) *cobra.Command {
 				out := []map[string]any{}
 				for _, o := range offers {
 					out = append(out, map[string]any{
-						"id": o.ID, "provider": o.Provider, "gpu": o.GPU, "gpus": o.GPUs, "currency": o.Currency, "region": o.Region,
+						"id": o.ID, "provider": o.Provider, "gpu": o.GPU, "gpus": o.GPUs, "gpu_memory_gb": feeJSON(o.GPUMemoryGB), "currency": o.Currency, "region": o.Region,
 						"on_demand_hourly": feeJSON(o.OnDemand.Hourly), "spot_hourly": spotJSON(o.Spot), "subscriptions": o.Subscriptions,
 						"source": o.Source, "as_of": o.AsOf,
 					})

@@ -203,17 +203,22 @@ func (r Rates) rate(c string) (float64, error) {
 
 // Offer is one rentable instance type at one provider, priced per instance.
 type Offer struct {
-	ID         string `yaml:"id"`
-	Provider   string `yaml:"provider"`
-	Instance   string `yaml:"instance,omitempty"` // the provider's name for it
-	GPU        string `yaml:"gpu"`                // model name as in the GPU datasheet table
-	GPUs       int    `yaml:"gpus"`               // per instance
-	Region     string `yaml:"region,omitempty"`
-	Currency   string `yaml:"currency"`
-	Source     string `yaml:"source"`
-	AsOf       string `yaml:"as_of"`
-	Confidence string `yaml:"confidence,omitempty"` // official or secondary
-	Notes      string `yaml:"notes,omitempty"`
+	ID       string `yaml:"id"`
+	Provider string `yaml:"provider"`
+	Instance string `yaml:"instance,omitempty"` // the provider's name for it
+	GPU      string `yaml:"gpu"`                // model name as in the GPU datasheet table
+	GPUs     int    `yaml:"gpus"`               // per instance
+	// GPUMemoryGB is each GPU's memory as the offer states it, in the
+	// vendor's GB ("80GB"), or unknown: where the model's name leaves it
+	// out ("H100", "GH200"), it tells which datasheet rows the offer may
+	// be, so "--gpu 'H100 80GB'" finds an "H100" of 80 GB.
+	GPUMemoryGB Fee    `yaml:"gpu_memory_gb"`
+	Region      string `yaml:"region,omitempty"`
+	Currency    string `yaml:"currency"`
+	Source      string `yaml:"source"`
+	AsOf        string `yaml:"as_of"`
+	Confidence  string `yaml:"confidence,omitempty"` // official or secondary
+	Notes       string `yaml:"notes,omitempty"`
 
 	OnDemand            OnDemand       `yaml:"on_demand"`
 	Subscriptions       []Subscription `yaml:"subscriptions,omitempty"`
@@ -348,6 +353,9 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 	}
 	if o.GPUs < 1 {
 		bad("gpus", "want at least 1 GPU per instance, got %d", o.GPUs)
+	}
+	if v, ok := o.GPUMemoryGB.Value(); ok && (math.IsNaN(v) || math.IsInf(v, 0) || v <= 0) {
+		bad("gpu_memory_gb", "want a positive size in GB or unknown, got %v", v)
 	}
 	if o.Currency != "" {
 		if !IsCurrency(o.Currency) {

@@ -45,6 +45,9 @@ func TestParseGood(t *testing.T) {
 	if o.IPMonth.IsKnown() {
 		t.Errorf("ip_month unknown was read as known %v", o.IPMonth)
 	}
+	if o.GPUMemoryGB.IsKnown() {
+		t.Errorf("gpu_memory_gb left out was read as known %v", o.GPUMemoryGB)
+	}
 	if v, ok := o.BootFee.Value(); !ok || v != 0 {
 		t.Errorf("boot_fee 0 must be a known zero, got %v", o.BootFee)
 	}
@@ -76,6 +79,8 @@ func TestParseBad(t *testing.T) {
 		{"currency without rate", "currency: CNY", "currency: JPY", "bad.yaml:9: offers[0].currency: no exchange rate for JPY"},
 		{"bad rate", "CNY: 7.1", "CNY: -7.1", "bad.yaml:2: exchange_rates.CNY: rate for CNY: want a positive number"},
 		{"zero gpus", "gpus: 1", "gpus: 0", "bad.yaml:7: offers[0].gpus: want at least 1"},
+		{"zero memory", "gpus: 1\n", "gpus: 1\n    gpu_memory_gb: 0\n", "bad.yaml:8: offers[0].gpu_memory_gb: want a positive size in GB or unknown, got 0"},
+		{"memory with its unit", "gpus: 1\n", "gpus: 1\n    gpu_memory_gb: 80GB\n", "bad.yaml:8: offers[0].gpu_memory_gb: want a number or unknown, got \"80GB\""},
 		{"syntax", "gpus: 1", "gpus: [1", "bad.yaml:"},
 		{"version", "version: 1", "version: 2", "bad.yaml:1: version: want version: 1"},
 		{"tiers out of order", "egress_gb: 0.8\n", "egress_gb: 0.8\n    egress_month: {tiers: [{above_gb: 100, price: 0.7}, {above_gb: 50, price: 0.6}]}\n",
@@ -237,6 +242,45 @@ func TestWithGPUByMemory(t *testing.T) {
 	}
 	if _, err := WithGPU(offers, "H100 40GB"); err == nil || !strings.Contains(err.Error(), `no offer has GPU "H100 40GB"`) {
 		t.Errorf("H100 40GB: %v", err)
+	}
+
+	// The memory an offer states picks among its model's rows: an "H100"
+	// of 80 GB is the PCIe or the SXM card (not the NVL), so "H100 80GB"
+	// finds it and "H100 80GB HBM3" does not (the PCIe card is HBM2e); a
+	// "GH200" of 96 GB is the HBM3 one, which its driver calls "GH200
+	// 480GB" after the CPU's memory; one of unknown memory is neither.
+	stated := []Offer{
+		{ID: "h100-80", GPU: "H100", GPUMemoryGB: Known(80)},
+		{ID: "h100-94", GPU: "H100", GPUMemoryGB: Known(94)},
+		{ID: "gh200-96", GPU: "GH200", GPUMemoryGB: Known(96)},
+		{ID: "gh200-144", GPU: "GH200", GPUMemoryGB: Known(144)},
+		{ID: "gh200", GPU: "GH200"},
+		{ID: "h20-96", GPU: "H20", GPUMemoryGB: Known(96)},
+	}
+	for want, exp := range map[string]string{
+		"H100 80GB":          "h100-80",
+		"H100 94GB":          "h100-94",
+		"H100 94GB HBM3":     "h100-94",
+		"GH200 96GB":         "gh200-96",
+		"GH200 480GB":        "gh200-96",
+		"NVIDIA GH200 480GB": "gh200-96",
+		"gh200 144gb hbm3e":  "gh200-144",
+		"GH200":              "gh200-96, gh200-144, gh200",
+		"H20 96GB":           "h20-96",
+	} {
+		got, err := WithGPU(stated, want)
+		var ids []string
+		for _, o := range got {
+			ids = append(ids, o.ID)
+		}
+		if err != nil || strings.Join(ids, ", ") != exp {
+			t.Errorf("stated memory: WithGPU(%q) = %q, %v; want %q", want, ids, err, exp)
+		}
+	}
+	for _, want := range []string{"H100 80GB HBM3", "GH200 144GB HBM3", "H100 96GB"} {
+		if got, err := WithGPU(stated, want); err == nil {
+			t.Errorf("stated memory: WithGPU(%q) = %d offers, want none", want, len(got))
+		}
 	}
 }
 

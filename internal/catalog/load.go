@@ -63,7 +63,7 @@ func WithGPU(offers []Offer, want string) ([]Offer, error) {
 	var out []Offer
 	byMemory := memoryMatcher(want)
 	for _, o := range offers {
-		if MatchGPU(o.GPU, want) || byMemory(o.GPU) {
+		if MatchGPU(o.GPU, want) || byMemory(o.GPU, o.GPUMemoryGB) {
 			out = append(out, o)
 		}
 	}
@@ -124,20 +124,37 @@ func WithProvider(offers []Offer, want []string) ([]Offer, error) {
 
 // memoryMatcher matches a GPU asked for with its memory, as offers and the
 // driver name cards ("H100 80GB", "H100 80GB HBM3"), to offers whose model
-// name leaves the memory out ("H100 SXM"): the model matches the rest of
-// the words, and every datasheet row of the model has that memory size
-// (and type, when asked). A model the datasheet leaves ambiguous ("H100":
-// the PCIe and SXM5 cards have 80 GB, the NVL 94 GB) is not matched, nor
-// is a want without a memory size.
-func memoryMatcher(want string) func(model string) bool {
-	none := func(string) bool { return false }
+// name leaves the memory out ("H100", "GH200"): the model matches the rest
+// of the words, and every datasheet row the offer may be has that memory
+// size (and type, when asked). The rows an offer may be are its model's
+// with the memory the offer states (gpu_memory_gb), or all its model's rows
+// where it states none. So "H100 80GB" matches an "H100" stated at 80 GB,
+// the PCIe or the SXM card, and "H100 80GB HBM3" does not, the PCIe card's
+// being HBM2e; an "H100" of unknown memory may be the 94 GB NVL and matches
+// neither. A name a driver gives a card in other words ("GH200 480GB",
+// named after the Grace CPU's memory) is read as the row it stands for. A
+// want without a memory size is not matched.
+func memoryMatcher(want string) func(model string, memoryGB Fee) bool {
+	none := func(string, Fee) bool { return false }
+	tab, err := specs.Load()
+	if err != nil {
+		return none
+	}
+	words := specs.Words(want)
+	if g := tab.ByDriverName(want); g != nil {
+		words = append(specs.Words(g.Model), g.MemoryWords()...)
+	}
 	var rest, size, kind []string
-	for _, w := range specs.Words(want) {
+	for _, w := range words {
 		switch n, ok := strings.CutSuffix(w, "gb"); {
 		case ok && n != "" && strings.Trim(n, "0123456789") == "":
-			size = append(size, w)
+			if !slices.Contains(size, w) {
+				size = append(size, w)
+			}
 		case strings.HasPrefix(w, "hbm") || strings.HasPrefix(w, "gddr"):
-			kind = append(kind, w)
+			if !slices.Contains(kind, w) {
+				kind = append(kind, w)
+			}
 		default:
 			rest = append(rest, w)
 		}
@@ -145,22 +162,20 @@ func memoryMatcher(want string) func(model string) bool {
 	if len(size) != 1 || len(rest) == 0 {
 		return none
 	}
-	tab, err := specs.Load()
-	if err != nil {
-		return none
-	}
-	return func(model string) bool {
+	return func(model string, memoryGB Fee) bool {
 		if !MatchGPU(model, strings.Join(rest, " ")) {
 			return false
 		}
 		// The datasheet rows this offer's model may be: those whose model
-		// name holds all its words ("H200": the SXM and the NVL).
+		// name holds all its words ("H200": the SXM and the NVL), of the
+		// memory the offer states.
 		var rows []*specs.GPU
 		mw := specs.Words(model)
+		stated, known := memoryGB.Value()
 		for i := range tab.GPUs {
 			g := &tab.GPUs[i]
 			have := specs.Words(g.Model)
-			if !slices.ContainsFunc(mw, func(w string) bool { return !slices.Contains(have, w) }) {
+			if !slices.ContainsFunc(mw, func(w string) bool { return !slices.Contains(have, w) }) && (!known || g.MemoryGB == stated) {
 				rows = append(rows, g)
 			}
 		}

@@ -17,9 +17,11 @@ func driverNames() []driverName {
 	}
 }
 
-// byDriverName is the row of a name on driverNames' list, compared word by
-// word, or nil.
-func (t *Table) byDriverName(name string) *GPU {
+// ByDriverName is the row of a name a driver gives a card in other words
+// than its datasheet row's ("NVIDIA GH200 480GB" is the 96 GB GH200),
+// compared word by word in any case, or nil: quote reads such a name, as
+// nvidia-smi prints it, as the row it stands for.
+func (t *Table) ByDriverName(name string) *GPU {
 	w := Words(name)
 	for _, d := range driverNames() {
 		if slices.Equal(Words(d.name), w) {

@@ -231,7 +231,7 @@ func RunTogether(words []string, word string) bool {
 // model words all appear in the name, preferring the most specific row,
 // after the names drivers give rows in other words (drivernames.go).
 func (t *Table) ByName(name string) *GPU {
-	if g := t.byDriverName(name); g != nil {
+	if g := t.ByDriverName(name); g != nil {
 		return g
 	}
 	have := map[string]bool{}

@@ -24,6 +24,8 @@
 //   - No source gives spot interruption rates, so interruptions_per_day is
 //     unknown everywhere; users pass their own with --interruptions-per-day.
 //   - No source lists a per-start boot fee, so boot_fee is unknown.
+//   - gpu_memory_gb is copied as the row states it (unknown where empty):
+//     quote's --gpu "H100 80GB" reads it where the model name says no size.
 package main
 
 import (
@@ -62,7 +64,7 @@ func run(path string, w io.Writer) error {
 	for i, h := range rows[0] {
 		col[h] = i
 	}
-	for _, need := range []string{"provider", "offer_id", "instance_type", "gpu_model", "gpus_per_instance", "region", "currency",
+	for _, need := range []string{"provider", "offer_id", "instance_type", "gpu_model", "gpus_per_instance", "gpu_memory_gb", "region", "currency",
 		"on_demand_hourly_per_instance", "spot_hourly_per_instance", "day_price", "week_price", "month_price", "billing_increment",
 		"minimum_billed", "storage_running_gb_month", "storage_stopped_gb_month", "included_storage_gb", "egress_per_gb", "ip_month",
 		"release_after_stopped_days", "spot_notice_seconds", "source_url", "as_of", "confidence"} {
@@ -83,6 +85,7 @@ func run(path string, w io.Writer) error {
 		fmt.Fprintf(w, "    instance: %s\n", q(get("instance_type")))
 		fmt.Fprintf(w, "    gpu: %s\n", q(get("gpu_model")))
 		fmt.Fprintf(w, "    gpus: %s\n", get("gpus_per_instance"))
+		fmt.Fprintf(w, "    gpu_memory_gb: %s\n", num(get("gpu_memory_gb")))
 		fmt.Fprintf(w, "    region: %s\n", q(get("region")))
 		fmt.Fprintf(w, "    currency: %s\n", get("currency"))
 		fmt.Fprintf(w, "    source: %s\n", q(get("source_url")))
