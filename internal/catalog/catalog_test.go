@@ -219,6 +219,18 @@ func TestMatchGPU(t *testing.T) {
 // 141 GB.
 func TestWithGPUByMemory(t *testing.T) {
 	var offers []Offer
+	// check: the ids WithGPU finds among offers, in their order.
+	check := func(offers []Offer, want, exp string) {
+		t.Helper()
+		got, err := WithGPU(offers, want)
+		var ids []string
+		for _, o := range got {
+			ids = append(ids, o.ID)
+		}
+		if err != nil || strings.Join(ids, ", ") != exp {
+			t.Errorf("WithGPU(%q) = %q, %v; want %q", want, ids, err, exp)
+		}
+	}
 	for _, m := range []string{"H100 SXM", "H100 PCIe", "H100", "H100 NVL", "H200", "RTX 4090", "RTX 4090D", "A100 80GB SXM", "A100 40GB"} {
 		offers = append(offers, Offer{ID: m, GPU: m})
 	}
@@ -231,14 +243,7 @@ func TestWithGPUByMemory(t *testing.T) {
 		"A100 80GB":      "A100 80GB SXM",
 		"H100":           "H100 SXM, H100 PCIe, H100, H100 NVL",
 	} {
-		got, err := WithGPU(offers, want)
-		var ids []string
-		for _, o := range got {
-			ids = append(ids, o.ID)
-		}
-		if err != nil || strings.Join(ids, ", ") != exp {
-			t.Errorf("WithGPU(%q) = %q, %v; want %q", want, ids, err, exp)
-		}
+		check(offers, want, exp)
 	}
 	if _, err := WithGPU(offers, "H100 40GB"); err == nil || !strings.Contains(err.Error(), `no offer has GPU "H100 40GB"`) {
 		t.Errorf("H100 40GB: %v", err)
@@ -268,18 +273,11 @@ func TestWithGPUByMemory(t *testing.T) {
 		"GH200":              "gh200-96, gh200-144, gh200",
 		"H20 96GB":           "h20-96",
 	} {
-		got, err := WithGPU(stated, want)
-		var ids []string
-		for _, o := range got {
-			ids = append(ids, o.ID)
-		}
-		if err != nil || strings.Join(ids, ", ") != exp {
-			t.Errorf("stated memory: WithGPU(%q) = %q, %v; want %q", want, ids, err, exp)
-		}
+		check(stated, want, exp)
 	}
 	for _, want := range []string{"H100 80GB HBM3", "GH200 144GB HBM3", "H100 96GB"} {
 		if got, err := WithGPU(stated, want); err == nil {
-			t.Errorf("stated memory: WithGPU(%q) = %d offers, want none", want, len(got))
+			t.Errorf("WithGPU(%q) = %d offers, want none", want, len(got))
 		}
 	}
 }
