@@ -250,6 +250,9 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 	}
 	ids, ages := make([]string, len(res.Offers)), make([]*int, len(res.Offers))
 	var notes []string
+	for _, n := range res.Notes {
+		notes = append(notes, "  "+n)
+	}
 	for i, o := range res.Offers {
 		ids[i], ages[i] = o.Offer, o.PriceAgeDays
 		for _, n := range o.Notes {

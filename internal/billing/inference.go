@@ -3,10 +3,13 @@ package billing
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/report"
 )
 
 // Throughput is a measured serving rate: aggregate output tokens per second
@@ -36,7 +39,12 @@ func Throughputs() []Throughput {
 	return []Throughput{
 		{"8B", "A100 80GB", 1, 1518, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-8B FP8, vLLM 0.5.4, 320 prompts)", "undated (vLLM 0.5.4)"},
 		{"8B", "H100", 1, 3400, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-8B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
-		{"70B", "A100", 2, 663, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		// The source says "A100"; its 1×A100 figure holds 70 GB of FP8
+		// weights, which only the 80 GB card can, so it is that card
+		// (a 2×40 GB instance would hold the weights with little room
+		// for the KV cache: no measured rate).
+		{"70B", "A100 80GB", 1, 209, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4, 4k context)", "undated (vLLM 0.5.4)"},
+		{"70B", "A100 80GB", 2, 663, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
 		{"70B", "H100", 1, 419, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
 		{"70B", "H100", 2, 1728, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
 		{"70B", "H100", 4, 2243, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
@@ -96,16 +104,35 @@ type Inference struct {
 	API          string           `json:"api"`
 	APIPerM      float64          `json:"api_price_per_million"`
 	Offers       []InferenceOffer `json:"offers"`
+	// Notes count the offers left out, and why: an offer with no measured
+	// rate silently missing would read as not sold.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// servingRate is a measured rate with the test of the offers it applies
+// to, built once per plan.
+type servingRate struct {
+	Throughput
+	applies func(*catalog.Offer) bool
+}
+
+func servingRates() []servingRate {
+	var out []servingRate
+	for _, t := range Throughputs() {
+		out = append(out, servingRate{t, catalog.GPUMatcher(t.GPU)})
+	}
+	return out
 }
 
 // throughputFor is the instance's serving rate: data-parallel replicas of
 // the largest measured tensor-parallel size that divides the instance.
-func throughputFor(model string, o *catalog.Offer) (float64, string, bool) {
-	var best *Throughput
-	table := Throughputs()
-	for i := range table {
-		t := &table[i]
-		if t.Model != model || !catalog.MatchGPU(o.GPU, t.GPU) || o.GPUs%t.GPUs != 0 {
+// The rate's GPU is matched as --gpu is (catalog.GPUMatcher): "A100 80GB"
+// is an "A100 SXM" offer stated at 80 GB too, never an A100 of 40 GB.
+func throughputFor(model string, o *catalog.Offer, rates []servingRate) (float64, string, bool) {
+	var best *servingRate
+	for i := range rates {
+		t := &rates[i]
+		if t.Model != model || o.GPUs%t.GPUs != 0 || !t.applies(o) {
 			continue
 		}
 		if best == nil || t.GPUs > best.GPUs {
@@ -158,10 +185,15 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 		res.APIPerM = v
 	}
 	apiPerDay := q.TokensPerDay / 1e6 * res.APIPerM
+	measured := servingRates()
+	var noPrice int
+	var noRate []string // their GPUs, each once
+	unrated := 0
 	for i := range offers {
 		o := &offers[i]
 		hourly, ok := o.OnDemand.Hourly.Value()
 		if !ok {
+			noPrice++
 			continue
 		}
 		f, err := rates.Convert(1, o.Currency, cur)
@@ -173,7 +205,11 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 		var src string
 		if q.TokensPerSec != nil {
 			tps, src = *q.TokensPerSec, "--tokens-per-second"
-		} else if tps, src, ok = throughputFor(q.Model, o); !ok {
+		} else if tps, src, ok = throughputFor(q.Model, o, measured); !ok {
+			unrated++
+			if !slices.Contains(noRate, o.GPU) {
+				noRate = append(noRate, o.GPU)
+			}
 			continue
 		}
 		need := math.Ceil(q.TokensPerDay / (tps * 86400))
@@ -202,6 +238,17 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 	}
 	if len(res.Offers) == 0 {
 		return nil, fmt.Errorf("no offer of this GPU has a measured throughput for %s with an on-demand price; pass --tokens-per-second", q.Model)
+	}
+	if unrated > 0 {
+		more := ""
+		if len(noRate) > 12 {
+			noRate, more = noRate[:12], fmt.Sprintf(" and %d more", len(noRate)-12)
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("%s left out: no measured %s rate on %s%s; measure one and pass --tokens-per-second",
+			report.Count(unrated, "offer"), q.Model, strings.Join(noRate, ", "), more))
+	}
+	if noPrice > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s left out: no on-demand price (renting to serve all day is priced on demand)", report.Count(noPrice, "offer")))
 	}
 	sort.SliceStable(res.Offers, func(i, j int) bool { return res.Offers[i].RentPerDay < res.Offers[j].RentPerDay })
 	return res, nil

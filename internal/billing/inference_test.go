@@ -70,3 +70,44 @@ func TestPlanInferenceBeyondAnyRental(t *testing.T) {
 		t.Errorf("a million instances: %v", err)
 	}
 }
+
+// A rate measured on a GPU applies to the offers --gpu would find by that
+// name, memory included: the 70B A100 rates are the 80 GB card's (the
+// 1-GPU one holds 70 GB of FP8 weights), so an "A100 SXM" stated at 80 GB
+// takes them and an A100 of 40 GB, left without a rate, is counted in a
+// note rather than dropped unsaid.
+func TestPlanInferenceMemory(t *testing.T) {
+	offer := func(id, gpu string, gpus int, mem catalog.Fee) catalog.Offer {
+		o := h100(id, gpus, 2)
+		o.GPU, o.GPUMemoryGB = gpu, mem
+		return o
+	}
+	noPrice := offer("np", "A100 80GB", 1, catalog.Fee{})
+	noPrice.OnDemand.Hourly = catalog.Fee{}
+	res, err := PlanInference(InferenceQuery{Model: "70B", TokensPerDay: 1e6}, []catalog.Offer{
+		offer("sxm80", "A100 SXM", 1, catalog.Known(80)),
+		offer("x8-80", "A100 80GB SXM", 8, catalog.Known(80)),
+		offer("sxm40", "A100 SXM", 8, catalog.Known(40)),
+		offer("pcie40", "A100 40GB", 2, catalog.Known(40)),
+		offer("sxm?", "A100 SXM", 1, catalog.Fee{}),
+		noPrice,
+	}, catalog.Rates{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, o := range res.Offers {
+		got[o.Offer] = o.TokensPerSecond
+	}
+	// 8 GPUs: 4 replicas of the 2-GPU rate, 4 × 663.
+	if len(got) != 2 || got["sxm80"] != 209 || got["x8-80"] != 2652 {
+		t.Errorf("rates %v, want sxm80 209 and x8-80 2652 only", got)
+	}
+	want := []string{
+		"3 offers left out: no measured 70B rate on A100 SXM, A100 40GB; measure one and pass --tokens-per-second",
+		"1 offer left out: no on-demand price (renting to serve all day is priced on demand)",
+	}
+	if strings.Join(res.Notes, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes\n%s\nwant\n%s", strings.Join(res.Notes, "\n"), strings.Join(want, "\n"))
+	}
+}

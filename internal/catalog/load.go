@@ -61,10 +61,10 @@ func Load(paths []string) (*Catalog, error) {
 // does: an unknown name is most often a typo.
 func WithGPU(offers []Offer, want string) ([]Offer, error) {
 	var out []Offer
-	byMemory := memoryMatcher(want)
-	for _, o := range offers {
-		if MatchGPU(o.GPU, want) || byMemory(o.GPU, o.GPUMemoryGB) {
-			out = append(out, o)
+	match := GPUMatcher(want)
+	for i := range offers {
+		if match(&offers[i]) {
+			out = append(out, offers[i])
 		}
 	}
 	if len(out) == 0 && len(offers) > 0 {
@@ -120,6 +120,16 @@ func WithProvider(offers []Offer, want []string) ([]Offer, error) {
 		}
 	}
 	return out, nil
+}
+
+// GPUMatcher is WithGPU's test of one offer, built once for want: the
+// words of the offer's model (MatchGPU), or the memory it states where the
+// model's name leaves it out (memoryMatcher). Anything matching offers to
+// a GPU someone named (a measured rate's, a user's) asks it, so that "A100
+// 80GB" means the same everywhere.
+func GPUMatcher(want string) func(o *Offer) bool {
+	byMemory := memoryMatcher(want)
+	return func(o *Offer) bool { return MatchGPU(o.GPU, want) || byMemory(o.GPU, o.GPUMemoryGB) }
 }
 
 // memoryMatcher matches a GPU asked for with its memory, as offers and the
