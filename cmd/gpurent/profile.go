@@ -23,6 +23,7 @@ type taskFlags struct {
 	profile       string
 	gpu           string
 	gpus          int
+	minMemory     float64
 	hours         float64
 	days          int
 	starts        int
@@ -50,7 +51,7 @@ func (t *taskFlags) withProvider(offers []catalog.Offer) ([]catalog.Offer, error
 
 // flagOf names the flag behind each profile field, for error messages.
 var flagOf = map[string]string{
-	"gpu": "--gpu", "gpus": "--gpus", "compute_hours": "--hours", "span_days": "--days", "starts": "--starts",
+	"gpu": "--gpu", "gpus": "--gpus", "min_gpu_memory_gb": "--min-gpu-memory", "compute_hours": "--hours", "span_days": "--days", "starts": "--starts",
 	"disk_gb": "--disk", "egress_gb": "--egress", "interruptible": "--interruptible",
 	"checkpoint.every": "--ckpt-every", "checkpoint.write": "--ckpt-write", "checkpoint.restart": "--ckpt-restart",
 	"checkpoint.size_gb": "--ckpt-size",
@@ -60,6 +61,7 @@ func (t *taskFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.profile, "profile", "", "task profile YAML (flags override its fields)")
 	fs.StringVar(&t.gpu, "gpu", "", `GPU model, e.g. "RTX 4090", "H100" (all offers when empty)`)
 	fs.IntVar(&t.gpus, "gpus", 1, "GPUs needed; instances = ceil(gpus / GPUs per offer)")
+	fs.Float64Var(&t.minMemory, "min-gpu-memory", 0, "GB of memory each GPU needs at least: offers with less are left out (0: any)")
 	fs.Float64Var(&t.hours, "hours", 0, "compute hours the instance(s) run")
 	fs.IntVar(&t.days, "days", 0, "calendar days the instance is kept, stopped in between (default: hours/24 rounded up)")
 	fs.IntVar(&t.starts, "starts", 1, "times the instance is started")
@@ -107,6 +109,7 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	}
 	override("gpu", "gpu", func() { p.GPU = t.gpu })
 	override("gpus", "gpus", func() { p.GPUs = t.gpus })
+	override("min-gpu-memory", "min_gpu_memory_gb", func() { p.MinGPUMemoryGB = t.minMemory })
 	override("hours", "compute_hours", func() { p.ComputeHours = t.hours })
 	override("days", "span_days", func() { p.SpanDays = t.days })
 	override("starts", "starts", func() { p.Starts = t.starts })
@@ -156,6 +159,9 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	offers, err := billing.Offers(p, cat.Offers)
 	if err != nil {
 		return nil, nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: "gpu", Msg: err.Error()}})
+	}
+	if offers, err = billing.WithMemory(p, offers); err != nil {
+		return nil, nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: "min_gpu_memory_gb", Msg: err.Error()}})
 	}
 	if offers, err = t.withProvider(offers); err != nil {
 		return nil, nil, nil, opt, err

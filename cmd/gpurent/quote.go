@@ -60,6 +60,9 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	if gpu == "" {
 		gpu = "any GPU"
 	}
+	if p.MinGPUMemoryGB > 0 {
+		gpu += fmt.Sprintf(" (%s GB or more)", trim(p.MinGPUMemoryGB))
+	}
 	egress := trim(p.EgressGB) + " GB egress"
 	if _, up := p.Uploads(); up > 0 {
 		egress += fmt.Sprintf(" + %s GB of checkpoint uploads", trim(up))

@@ -24,15 +24,18 @@ import (
 
 // Profile describes the task to be billed.
 type Profile struct {
-	GPU           string      `yaml:"gpu"`           // which offers to consider; all when empty
-	GPUs          int         `yaml:"gpus"`          // GPUs needed; instances = ceil(gpus / offer.gpus)
-	ComputeHours  float64     `yaml:"compute_hours"` // hours the instance(s) run
-	SpanDays      int         `yaml:"span_days"`     // calendar days the instance is kept
-	Starts        int         `yaml:"starts"`        // times the instance is started
-	DiskGB        float64     `yaml:"disk_gb"`       // data kept on each instance's disk
-	EgressGB      float64     `yaml:"egress_gb"`     // data downloaded over the public network
-	Interruptible bool        `yaml:"interruptible"` // the job resumes from checkpoints, so spot is allowed
-	Checkpoint    *Checkpoint `yaml:"checkpoint"`
+	GPU  string `yaml:"gpu"`  // which offers to consider; all when empty
+	GPUs int    `yaml:"gpus"` // GPUs needed; instances = ceil(gpus / offer.gpus)
+	// MinGPUMemoryGB is the least memory each GPU must have, in GB (0:
+	// any): what the model, its optimizer state and a batch need.
+	MinGPUMemoryGB float64     `yaml:"min_gpu_memory_gb"`
+	ComputeHours   float64     `yaml:"compute_hours"` // hours the instance(s) run
+	SpanDays       int         `yaml:"span_days"`     // calendar days the instance is kept
+	Starts         int         `yaml:"starts"`        // times the instance is started
+	DiskGB         float64     `yaml:"disk_gb"`       // data kept on each instance's disk
+	EgressGB       float64     `yaml:"egress_gb"`     // data downloaded over the public network
+	Interruptible  bool        `yaml:"interruptible"` // the job resumes from checkpoints, so spot is allowed
+	Checkpoint     *Checkpoint `yaml:"checkpoint"`
 }
 
 // Checkpoint is how the job saves and resumes.
@@ -139,6 +142,9 @@ func (p *Profile) Validate() []yamlfile.Problem {
 		// start of less than a second is a typo, and would be billed as
 		// a minimum many times over.
 		bad("starts", "%d starts do not fit in %v h of compute (each would run less than a second)", p.Starts, p.ComputeHours)
+	}
+	if !finite(p.MinGPUMemoryGB) || p.MinGPUMemoryGB < 0 {
+		bad("min_gpu_memory_gb", "want a non-negative size in GB, got %v", p.MinGPUMemoryGB)
 	}
 	if !finite(p.DiskGB) || p.DiskGB < 0 {
 		bad("disk_gb", "want a non-negative size, got %v", p.DiskGB)

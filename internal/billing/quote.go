@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/specs"
 	"github.com/gpurent/gpurent/internal/units"
 )
 
@@ -135,6 +136,64 @@ func Offers(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
 	return catalog.WithGPU(offers, p.GPU)
 }
 
+// WithMemory keeps the offers whose GPUs may have the profile's
+// min_gpu_memory_gb (all without one): a model that does not fit is not
+// trained at any price. An offer whose memory is not known, or whose model
+// comes in sizes on both sides of the bound, is kept, and memoryNote says
+// so; unknown is not too small. None left is an error naming the largest
+// memory there is.
+func WithMemory(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
+	if p.MinGPUMemoryGB <= 0 {
+		return offers, nil
+	}
+	tab, err := specs.Load()
+	if err != nil {
+		return nil, err
+	}
+	var out []catalog.Offer
+	largest, which := 0.0, ""
+	for i := range offers {
+		_, hi := catalog.MemoryGB(&offers[i], tab)
+		if hi == 0 || hi >= p.MinGPUMemoryGB {
+			out = append(out, offers[i])
+		}
+		if hi > largest {
+			largest, which = hi, offers[i].GPU
+		}
+	}
+	if len(out) == 0 && len(offers) > 0 {
+		among := ""
+		if p.GPU != "" {
+			among = fmt.Sprintf(" among the %s of GPU %q", report.Count(len(offers), "offer"), p.GPU)
+		}
+		return nil, fmt.Errorf("no offer%s has GPUs of %v GB or more; the most is %v GB (%s)", among, p.MinGPUMemoryGB, largest, which)
+	}
+	return out, nil
+}
+
+// memoryNote counts the offers WithMemory kept without knowing their GPUs
+// hold min_gpu_memory_gb, or "".
+func memoryNote(p *Profile, offers []catalog.Offer) string {
+	if p.MinGPUMemoryGB <= 0 {
+		return ""
+	}
+	tab, err := specs.Load()
+	if err != nil {
+		return ""
+	}
+	n := 0
+	for i := range offers {
+		if lo, _ := catalog.MemoryGB(&offers[i], tab); lo < p.MinGPUMemoryGB {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %s may have GPUs of less than %v GB: the offer states no memory, and its model is not known to come only with that much or more; "+
+		"confirm it at the source before ordering", n, report.Count(len(offers), "offer"), p.MinGPUMemoryGB)
+}
+
 // Make computes every bill of p over offers (already matched to its GPU).
 func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) (*Quote, error) {
 	cur := opt.Currency
@@ -250,12 +309,12 @@ func splitNote(p *Profile, offers []catalog.Offer) string {
 	return n
 }
 
-// offerNotes are what quote and plan say of the offers as a whole: GPUs
-// split over machines or left idle, uploads counted as egress, tiered
+// offerNotes are what quote and plan say of the offers as a whole: GPU
+// memory not known to suffice, GPUs split over machines or left idle, uploads counted as egress, tiered
 // egress, spot prices missing.
 func offerNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
 	var notes []string
-	for _, n := range []string{splitNote(p, offers), idleNote(p, offers), uploadNote(p), egressNote(p, offers), spotNote(p, offers, opt)} {
+	for _, n := range []string{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers), uploadNote(p), egressNote(p, offers), spotNote(p, offers, opt)} {
 		if n != "" {
 			notes = append(notes, n)
 		}

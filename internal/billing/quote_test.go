@@ -539,3 +539,54 @@ func TestPriceAge(t *testing.T) {
 		}
 	}
 }
+
+// min_gpu_memory_gb keeps the offers whose GPUs may hold it: by the memory
+// an offer states, else by its model's datasheet rows. An offer that may
+// be too small, but is not known to be, is kept and counted in a note.
+func TestWithMemory(t *testing.T) {
+	offers := []catalog.Offer{
+		{ID: "h100-80", GPU: "H100", GPUs: 1, GPUMemoryGB: catalog.Known(80)},
+		{ID: "nvl", GPU: "H100 NVL", GPUs: 1},     // the datasheet: 94 GB
+		{ID: "h100-?", GPU: "H100", GPUs: 1},      // 80 or 94 GB
+		{ID: "4090", GPU: "RTX 4090", GPUs: 1},    // 24 GB
+		{ID: "mystery", GPU: "Test GPU", GPUs: 1}, // no row: unknown
+	}
+	ids := func(os []catalog.Offer) string {
+		var s []string
+		for _, o := range os {
+			s = append(s, o.ID)
+		}
+		return strings.Join(s, " ")
+	}
+	for _, tc := range []struct {
+		min       float64
+		ids, note string
+	}{
+		{0, "h100-80 nvl h100-? 4090 mystery", ""},
+		{24, "h100-80 nvl h100-? 4090 mystery", "1 of 5 offers may have GPUs of less than 24 GB"},
+		{80, "h100-80 nvl h100-? mystery", "1 of 4 offers may have GPUs of less than 80 GB"},
+		{90, "nvl h100-? mystery", "2 of 3 offers may have GPUs of less than 90 GB"},
+		{94, "nvl h100-? mystery", "2 of 3 offers may have GPUs of less than 94 GB"},
+		{95, "mystery", "1 of 1 offer may have GPUs of less than 95 GB"},
+	} {
+		p := &Profile{MinGPUMemoryGB: tc.min, GPUs: 1}
+		got, err := WithMemory(p, offers)
+		if err != nil || ids(got) != tc.ids {
+			t.Errorf("min %v: %q, %v; want %q", tc.min, ids(got), err, tc.ids)
+			continue
+		}
+		if n := memoryNote(p, got); (tc.note == "") != (n == "") || !strings.HasPrefix(n, tc.note) {
+			t.Errorf("min %v: note %q, want it to begin %q", tc.min, n, tc.note)
+		}
+	}
+	_, err := WithMemory(&Profile{GPU: "RTX 4090", MinGPUMemoryGB: 48}, offers[3:4])
+	if err == nil || err.Error() != `no offer among the 1 offer of GPU "RTX 4090" has GPUs of 48 GB or more; the most is 24 GB (RTX 4090)` {
+		t.Errorf("too small: %v", err)
+	}
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		p := &Profile{ComputeHours: 1, SpanDays: 1, GPUs: 1, Starts: 1, MinGPUMemoryGB: bad}
+		if ps := p.Validate(); len(ps) != 1 || ps[0].Path != "min_gpu_memory_gb" {
+			t.Errorf("min_gpu_memory_gb %v: %v", bad, ps)
+		}
+	}
+}

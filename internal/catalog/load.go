@@ -176,19 +176,7 @@ func memoryMatcher(want string) func(model string, memoryGB Fee) bool {
 		if !MatchGPU(model, strings.Join(rest, " ")) {
 			return false
 		}
-		// The datasheet rows this offer's model may be: those whose model
-		// name holds all its words ("H200": the SXM and the NVL), of the
-		// memory the offer states.
-		var rows []*specs.GPU
-		mw := specs.Words(model)
-		stated, known := memoryGB.Value()
-		for i := range tab.GPUs {
-			g := &tab.GPUs[i]
-			have := specs.Words(g.Model)
-			if !slices.ContainsFunc(mw, func(w string) bool { return !slices.Contains(have, w) }) && (!known || g.MemoryGB == stated) {
-				rows = append(rows, g)
-			}
-		}
+		rows := modelRows(tab, model, memoryGB)
 		for _, g := range rows {
 			have := g.MemoryWords()
 			if !slices.Contains(have, size[0]) || slices.ContainsFunc(kind, func(k string) bool { return !slices.Contains(have, k) }) {
@@ -197,6 +185,43 @@ func memoryMatcher(want string) func(model string, memoryGB Fee) bool {
 		}
 		return len(rows) > 0
 	}
+}
+
+// modelRows are the datasheet rows an offer's model may be: those whose
+// model name holds all its words ("H200": the SXM and the NVL), of the
+// memory the offer states, when it states one.
+func modelRows(tab *specs.Table, model string, memoryGB Fee) []*specs.GPU {
+	var rows []*specs.GPU
+	mw := specs.Words(model)
+	stated, known := memoryGB.Value()
+	for i := range tab.GPUs {
+		g := &tab.GPUs[i]
+		have := specs.Words(g.Model)
+		if !slices.ContainsFunc(mw, func(w string) bool { return !slices.Contains(have, w) }) && (!known || g.MemoryGB == stated) {
+			rows = append(rows, g)
+		}
+	}
+	return rows
+}
+
+// MemoryGB is how much memory each of the offer's GPUs has: what the offer
+// states, else the least and the most of the datasheet rows its model may
+// be (lo < hi where they differ: an "H100" is 80 or 94 GB). Both are 0
+// where neither says; unknown is not a size.
+func MemoryGB(o *Offer, tab *specs.Table) (lo, hi float64) {
+	if v, ok := o.GPUMemoryGB.Value(); ok {
+		return v, v
+	}
+	for _, g := range modelRows(tab, o.GPU, Fee{}) {
+		if g.MemoryGB <= 0 {
+			return 0, 0
+		}
+		if lo == 0 || g.MemoryGB < lo {
+			lo = g.MemoryGB
+		}
+		hi = max(hi, g.MemoryGB)
+	}
+	return lo, hi
 }
 
 // MatchGPU reports whether the offer's GPU model is the one asked for. The
