@@ -186,9 +186,10 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 	}
 	apiPerDay := q.TokensPerDay / 1e6 * res.APIPerM
 	measured := servingRates()
-	var noPrice int
-	var noRate []string // their GPUs, each once
-	unrated := 0
+	// The offers left out for want of a price or of a rate, and the
+	// GPUs of the latter, each once.
+	noPrice, unrated := 0, 0
+	var noRate []string
 	for i := range offers {
 		o := &offers[i]
 		hourly, ok := o.OnDemand.Hourly.Value()

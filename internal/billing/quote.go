@@ -310,8 +310,8 @@ func splitNote(p *Profile, offers []catalog.Offer) string {
 }
 
 // offerNotes are what quote and plan say of the offers as a whole: GPU
-// memory not known to suffice, GPUs split over machines or left idle, uploads counted as egress, tiered
-// egress, spot prices missing.
+// memory not known to suffice, GPUs split over machines or left idle,
+// uploads counted as egress, tiered egress, spot prices missing.
 func offerNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
 	var notes []string
 	for _, n := range []string{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers), uploadNote(p), egressNote(p, offers), spotNote(p, offers, opt)} {
