@@ -623,7 +623,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 	prune.Flags().BoolVar(&removeAll, "unsafe-allow-remove-all", false, "let --keep 0 delete every checkpoint of the run")
 	runs := &cobra.Command{
 		Use:   "runs",
-		Short: "List the runs in the store, with their checkpoints, the newest one's time, their logs and the bytes they hold",
+		Short: "List the runs in the store, with their checkpoints, the newest one's name and time, their logs and the bytes they hold",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
@@ -638,17 +638,26 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			if err != nil {
 				return err
 			}
+			// A manifest that cannot be read costs its name, not the
+			// listing: the runs and their bytes are what this is for.
+			nameErr := st.NameNewest(cmd.Context(), rs)
+			if nameErr != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: not every newest checkpoint is named: %v\n", nameErr)
+			}
 			if g.output == report.JSON {
 				return report.WriteJSON(g.stdout, map[string]any{"store": name, "runs": rs})
 			}
-			tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "CREATED", "LOGS", "STORED")
+			tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "NAME", "CREATED", "LOGS", "STORED")
 			var total int64
 			for _, r := range rs {
-				newest, created := "-", "-"
+				newest, newestName, created := "-", "-", "-"
 				if r.Newest != "" {
 					newest, created = r.Newest, r.NewestCreated.Local().Format("2006-01-02 15:04:05")
 				}
-				tab.Row(r.Run, fmt.Sprint(r.Checkpoints), newest, created, fmt.Sprint(r.LogSessions), report.Bytes(r.StoredBytes))
+				if r.NewestName != "" {
+					newestName = report.Safe(r.NewestName)
+				}
+				tab.Row(r.Run, fmt.Sprint(r.Checkpoints), newest, newestName, created, fmt.Sprint(r.LogSessions), report.Bytes(r.StoredBytes))
 				total += r.StoredBytes
 			}
 			if err := tab.Write(g.stdout); err != nil {

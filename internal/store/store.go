@@ -497,7 +497,12 @@ type RunInfo struct {
 	Checkpoints   int       `json:"checkpoints"`
 	Newest        string    `json:"newest"`
 	NewestCreated time.Time `json:"newest_created"`
-	LogSessions   int       `json:"log_sessions"`
+	// NewestName is what the newest checkpoint was pushed as
+	// (checkpoint-6000): the step a resume starts from, which its id does
+	// not say. Empty until NameNewest reads it, and for a checkpoint
+	// pushed without a name.
+	NewestName  string `json:"newest_name,omitempty"`
+	LogSessions int    `json:"log_sessions"`
 	// StoredBytes is what the listing says the run's objects hold:
 	// checkpoints (encrypted), manifests, logs and leftovers of killed
 	// pushes; the store bills it every month, long after the machine is
@@ -553,6 +558,42 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Run < out[j].Run })
 	return out, nil
+}
+
+// NameNewest fills each run's NewestName from its newest manifest: one
+// read per run, a few at a time, since a store far away answers each in
+// tens of milliseconds. Manifests are not encrypted, so no identity is
+// needed. A manifest that cannot be read leaves its name empty, the others
+// are still named, and the first such error is returned.
+func (s *Store) NameNewest(ctx context.Context, rs []RunInfo) error {
+	const parallel = 8
+	errs := make([]error, len(rs))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i := range rs {
+		if rs[i].Newest == "" {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			m, err := s.manifest(ctx, manifestKey(rs[i].Run, rs[i].Newest))
+			if err != nil {
+				errs[i] = fmt.Errorf("run %s: %w", rs[i].Run, err)
+				return
+			}
+			rs[i].NewestName = m.Name
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Files decrypts and checks the file list of m.

@@ -306,6 +306,16 @@ func TestRuns(t *testing.T) {
 			if _, err := s.Find(ctx, "killed", "latest"); !errors.Is(err, ErrNoCheckpoint) || err.Error() != "run killed has no checkpoint yet" {
 				t.Errorf("Find in a run with nothing committed: %v", err)
 			}
+			// The newest checkpoint's name, from its manifest; one that
+			// cannot be read costs its run's name, not the others'.
+			if err := s.NameNewest(ctx, rs); err != nil || rs[0].NewestName != filepath.Base(src) || rs[1].NewestName != filepath.Base(src) {
+				t.Errorf("NameNewest: %v, %+v", err, rs)
+			}
+			corrupt(t, b, manifestKey("a.run", rs[0].Newest), func([]byte) []byte { return []byte("{") })
+			rs, _ = s.Runs(ctx)
+			if err := s.NameNewest(ctx, rs); err == nil || !strings.HasPrefix(err.Error(), "run a.run: ") || rs[0].NewestName != "" || rs[1].NewestName != filepath.Base(src) {
+				t.Errorf("NameNewest with a broken manifest: %v, %+v", err, rs)
+			}
 		})
 	}
 }
