@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -356,19 +357,46 @@ func (s *Store) List(ctx context.Context, run string) ([]*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []*Manifest
+	var keys []string
 	for _, o := range objs {
-		if !strings.HasSuffix(o.Key, ".json") {
-			continue
+		if strings.HasSuffix(o.Key, ".json") {
+			keys = append(keys, o.Key)
 		}
-		m, err := s.manifest(ctx, o.Key)
+	}
+	out, errs := s.manifests(ctx, keys)
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// manifestReads is how many manifests are read at once. A store far away
+// answers each read in tens to hundreds of milliseconds, so a run of a
+// few hundred checkpoints read one by one takes most of a minute to list;
+// eight at a time it takes seconds, and no store throttles eight.
+const manifestReads = 8
+
+// manifests reads the manifests at keys, manifestReads at a time: each
+// result, or its error, at its key's index.
+func (s *Store) manifests(ctx context.Context, keys []string) ([]*Manifest, []error) {
+	out := make([]*Manifest, len(keys))
+	errs := make([]error, len(keys))
+	sem := make(chan struct{}, manifestReads)
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i], errs[i] = s.manifest(ctx, k)
+		}()
+	}
+	wg.Wait()
+	return out, errs
 }
 
 func (s *Store) manifest(ctx context.Context, key string) (*Manifest, error) {
@@ -439,19 +467,41 @@ func (s *Store) Resolve(ctx context.Context, run, ref string) (string, error) {
 	if strings.ContainsAny(ref, `/\`) || ref == "." || ref == ".." {
 		return "", fmt.Errorf("%q is neither a checkpoint id from gpurent ckpt ls, a NAME it shows, nor latest", ref)
 	}
-	all, err := s.List(ctx, run)
+	if err := ValidRun(run); err != nil {
+		return "", err
+	}
+	// Newest first, manifestReads at a time, until one has the name: the
+	// step asked for is most often a recent one, and a run kept whole can
+	// hold thousands.
+	prefix := runPrefix(run) + "manifests/"
+	objs, err := s.b.List(ctx, prefix)
 	if err != nil {
 		return "", err
 	}
+	var keys []string
+	for _, o := range objs {
+		if id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, prefix), ".json"); ok && ValidID(id) == nil {
+			keys = append(keys, o.Key)
+		}
+	}
+	slices.SortFunc(keys, func(a, b string) int { return strings.Compare(b, a) })
 	var names []string
 	seen := map[string]bool{}
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Name == ref {
-			return all[i].ID, nil
-		}
-		if n := all[i].Name; n != "" && !seen[n] {
-			seen[n] = true
-			names = append(names, report.Safe(n))
+	for len(keys) > 0 {
+		batch := keys[:min(manifestReads, len(keys))]
+		keys = keys[len(batch):]
+		ms, errs := s.manifests(ctx, batch)
+		for i, m := range ms {
+			if errs[i] != nil {
+				return "", errs[i]
+			}
+			if m.Name == ref {
+				return m.ID, nil
+			}
+			if n := m.Name; n != "" && !seen[n] {
+				seen[n] = true
+				names = append(names, report.Safe(n))
+			}
 		}
 	}
 	if len(names) == 0 {
@@ -561,39 +611,28 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 }
 
 // NameNewest fills each run's NewestName from its newest manifest: one
-// read per run, a few at a time, since a store far away answers each in
-// tens of milliseconds. Manifests are not encrypted, so no identity is
+// read per run, manifestReads at a time. Manifests are not encrypted, so no identity is
 // needed. A manifest that cannot be read leaves its name empty, the others
 // are still named, and the first such error is returned.
 func (s *Store) NameNewest(ctx context.Context, rs []RunInfo) error {
-	const parallel = 8
-	errs := make([]error, len(rs))
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for i := range rs {
-		if rs[i].Newest == "" {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			m, err := s.manifest(ctx, manifestKey(rs[i].Run, rs[i].Newest))
-			if err != nil {
-				errs[i] = fmt.Errorf("run %s: %w", rs[i].Run, err)
-				return
-			}
-			rs[i].NewestName = m.Name
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
+	var keys []string
+	var of []int // the run of each key
+	for i, r := range rs {
+		if r.Newest != "" {
+			keys, of = append(keys, manifestKey(r.Run, r.Newest)), append(of, i)
 		}
 	}
-	return nil
+	ms, errs := s.manifests(ctx, keys)
+	var first error
+	for j, m := range ms {
+		switch {
+		case errs[j] != nil && first == nil:
+			first = fmt.Errorf("run %s: %w", rs[of[j]].Run, errs[j])
+		case errs[j] == nil:
+			rs[of[j]].NewestName = m.Name
+		}
+	}
+	return first
 }
 
 // Files decrypts and checks the file list of m.
