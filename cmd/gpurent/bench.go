@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/gpu"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/probe"
@@ -29,6 +30,32 @@ import (
 // exitVerdictFail is bench's exit code for a failed verdict.
 const exitVerdictFail = 3
 
+// offerOrder is the order an offer of the catalog (--catalog files merged
+// over the embedded one) makes: the GPU it sells, with the memory it
+// states, and how many an instance has. A flag the user gave wins. An
+// offer whose GPU names no datasheet row is bad usage: bench could not
+// judge the card against it, so --expect must say what it is.
+func offerOrder(g *globals, fs *pflag.FlagSet, tab *specs.Table, id, expect string, gpus int) (string, int, error) {
+	cat, err := catalog.Load(g.catalogs)
+	if err != nil {
+		return "", 0, err
+	}
+	o, err := catalog.ByID(cat.Offers, id)
+	if err != nil {
+		return "", 0, usagef("--offer: %v", err)
+	}
+	if !fs.Changed("expect") {
+		expect = o.OrderedGPU()
+		if len(tab.Match(expect)) == 0 {
+			return "", 0, usagef("--offer %s: its GPU %q is no model of the datasheet table, so the card cannot be judged against it: say which it is with --expect", o.ID, o.GPU)
+		}
+	}
+	if !fs.Changed("expect-gpus") {
+		gpus = o.GPUs
+	}
+	return expect, gpus, nil
+}
+
 // exitCode carries an exit code through cobra without a message: the
 // report already said everything.
 type exitCode int
@@ -38,6 +65,7 @@ func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 func newBench(g *globals) *cobra.Command {
 	var (
 		expect     string
+		offerID    string
 		expectGPUs int
 		expectCPUs int
 		expectRAM  string
@@ -73,6 +101,7 @@ judges saved facts anywhere, without a GPU.`,
 		Example: `  gpurent bench
   gpurent bench --expect "H100 SXM" --expect-gpus 8
   gpurent bench --expect "RTX 4090" --expect-cpus 16 --expect-ram 120GB
+  gpurent bench --offer lambda-gpu_8x_h100_sxm5
   gpurent bench --record facts.json -o json > report.json
   gpurent bench --replay facts.json --expect "A100 80GB SXM"`,
 		Args: args(noArgs),
@@ -122,6 +151,11 @@ judges saved facts anywhere, without a GPU.`,
 			tab, err := specs.Load()
 			if err != nil {
 				return err
+			}
+			if offerID != "" {
+				if expect, expectGPUs, err = offerOrder(g, cmd.Flags(), tab, offerID, expect, expectGPUs); err != nil {
+					return err
+				}
 			}
 			order := bench.Order{GPU: expect, GPUs: expectGPUs, CPUs: expectCPUs, RAM: ram, Disk: disk, CUDA: expectCUDA}
 			// An order nobody can match is bad usage, before any measuring.
@@ -187,6 +221,7 @@ judges saved facts anywhere, without a GPU.`,
 	f := cmd.Flags()
 	f.StringVar(&expect, "expect", "", `the GPU you ordered, e.g. "A100 80GB SXM", "H100 SXM", "RTX 4090"`)
 	f.IntVar(&expectGPUs, "expect-gpus", 0, "the number of GPUs you ordered")
+	f.StringVar(&offerID, "offer", "", "the catalog offer you rented, by its id as quote prints it: its GPU model, memory and count are the order (--expect, --expect-gpus override)")
 	f.IntVar(&expectCPUs, "expect-cpus", 0, "the CPUs (vCPUs, cores) the offer promised: fails when this container may use fewer")
 	f.StringVar(&expectCUDA, "expect-cuda", "", "the CUDA version your software is built with, e.g. 12.8: fails when the driver is too old for it (PyTorch installs found are judged too)")
 	f.StringVar(&expectDisk, "expect-disk", "", "the size of the disk --data-dir is on, as the offer promised, e.g. 50GB (a bare number is GB): fails below 95% of it")

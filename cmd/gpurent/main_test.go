@@ -133,6 +133,8 @@ func TestExitCodes(t *testing.T) {
 		{"bench record into a missing directory", []string{"bench", "--no-history", "--record", filepath.Join(dir, "no-such-dir", "facts.json")}, 2, "--record " + filepath.Join(dir, "no-such-dir", "facts.json") + ": " + filepath.Join(dir, "no-such-dir") + " is not a directory"},
 		{"bench missing data dir", []string{"bench", "--no-history", "--data-dir", filepath.Join(dir, "no-such-dir")}, 2, "--data-dir " + filepath.Join(dir, "no-such-dir") + ": not a directory"},
 		{"bench unknown model", []string{"bench", "--expect", "TPU v5"}, 2, `--expect: no GPU in the datasheet table matches "TPU v5"`},
+		{"bench unknown offer", []string{"bench", "--offer", "nope"}, 2, `--offer: no offer has id "nope"`},
+		{"bench offer of no datasheet row", []string{"bench", "--offer", "autodl-a800-2026-04"}, 2, `--offer autodl-a800-2026-04: its GPU "A800 / A100 80GB" is no model`},
 		{"ckpt plain http to another machine", []string{"ckpt", "ls", "--store", "s3://b/x?endpoint=http://10.9.8.7:8333"}, 2, "plain http to another machine"},
 		{"ckpt pull from a missing local store", []string{"ckpt", "pull", filepath.Join(dir, "out"), "--store", filepath.Join(dir, "no-store"), "--run", "r"}, 2, "store " + filepath.Join(dir, "no-store") + ": no such directory (a local store is made by the first push or run)"},
 		{"ckpt pull an id the run lacks", []string{"ckpt", "pull", filepath.Join(dir, "out"), "--store", filepath.Join(dir, "st"), "--run", "r", "--id", "20261130T000000.000Z-deadbeef"}, 2, "run r has no checkpoint 20261130T000000.000Z-deadbeef"},

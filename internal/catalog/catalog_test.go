@@ -391,3 +391,29 @@ func TestEgressMonthCost(t *testing.T) {
 		}
 	}
 }
+
+func TestByIDAndOrderedGPU(t *testing.T) {
+	offers := []Offer{
+		{ID: "aws-p5.4xlarge", GPU: "H100", GPUMemoryGB: Known(80)},
+		{ID: "lambda-gpu_1x_h100_sxm5", GPU: "H100 SXM", GPUMemoryGB: Known(80)},
+		{ID: "a100", GPU: "A100 40GB", GPUMemoryGB: Known(40)},
+		{ID: "mine", GPU: "H100"},
+	}
+	for id, want := range map[string]string{
+		"aws-p5.4xlarge":          "H100 80GB",
+		"LAMBDA-gpu_1x_h100_sxm5": "H100 SXM 80GB",
+		" a100 ":                  "A100 40GB", // its name says the size already
+		"mine":                    "H100",      // no memory stated: the model alone
+	} {
+		o, err := ByID(offers, id)
+		if err != nil {
+			t.Errorf("ByID(%q): %v", id, err)
+		} else if got := o.OrderedGPU(); got != want {
+			t.Errorf("ByID(%q).OrderedGPU() = %q, want %q", id, got, want)
+		}
+	}
+	if _, err := ByID(offers, "lambda-gpu_1x_h100_sxm"); err == nil ||
+		err.Error() != `no offer has id "lambda-gpu_1x_h100_sxm" (did you mean "lambda-gpu_1x_h100_sxm5"?); gpurent catalog ls lists them` {
+		t.Errorf("near miss: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/specs"
@@ -78,6 +79,33 @@ func WithGPU(offers []Offer, want string) ([]Offer, error) {
 		return nil, fmt.Errorf("no offer has GPU %q%s; the catalog has: %s", want, suggest.DidYouMean(want, names), strings.Join(names, ", "))
 	}
 	return out, nil
+}
+
+// ByID is the offer of that id (as quote and catalog ls print it, in any
+// case), or an error naming the nearest id: bench --offer takes the id of
+// the row a person rented from.
+func ByID(offers []Offer, id string) (*Offer, error) {
+	id = strings.TrimSpace(id)
+	ids := make([]string, len(offers))
+	for i := range offers {
+		if strings.EqualFold(offers[i].ID, id) {
+			return &offers[i], nil
+		}
+		ids[i] = offers[i].ID
+	}
+	return nil, fmt.Errorf("no offer has id %q%s; gpurent catalog ls lists them", id, suggest.DidYouMean(id, ids))
+}
+
+// OrderedGPU is the offer's GPU as an order names it, for bench to judge
+// the card against: its model, and the memory the offer states where the
+// model's name gives no size ("H100" stated at 80 GB is "H100 80GB", the
+// SXM or PCIe card, not the 94 GB NVL).
+func (o *Offer) OrderedGPU() string {
+	v, ok := o.GPUMemoryGB.Value()
+	if !ok || slices.ContainsFunc(specs.Words(o.GPU), isSize) {
+		return o.GPU
+	}
+	return fmt.Sprintf("%s %sGB", o.GPU, strconv.FormatFloat(v, 'f', -1, 64))
 }
 
 // WithProvider returns the offers from any of the providers named in want
@@ -156,8 +184,8 @@ func memoryMatcher(want string) func(model string, memoryGB Fee) bool {
 	}
 	var rest, size, kind []string
 	for _, w := range words {
-		switch n, ok := strings.CutSuffix(w, "gb"); {
-		case ok && n != "" && strings.Trim(n, "0123456789") == "":
+		switch {
+		case isSize(w):
 			if !slices.Contains(size, w) {
 				size = append(size, w)
 			}
@@ -185,6 +213,13 @@ func memoryMatcher(want string) func(model string, memoryGB Fee) bool {
 		}
 		return len(rows) > 0
 	}
+}
+
+// isSize reports whether a word of a GPU's name (specs.Words) is a memory
+// size, "80gb".
+func isSize(w string) bool {
+	n, ok := strings.CutSuffix(w, "gb")
+	return ok && n != "" && strings.Trim(n, "0123456789") == ""
 }
 
 // modelRows are the datasheet rows an offer's model may be: those whose
