@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/report"
 )
@@ -16,6 +18,7 @@ func newCatalog(g *globals) *cobra.Command {
 		Short: "List, check and export the offers gpurent prices",
 	}
 	var gpu string
+	var minMemory float64
 	var providers []string
 	ls := &cobra.Command{
 		Use:   "ls",
@@ -33,6 +36,12 @@ func newCatalog(g *globals) *cobra.Command {
 			if err != nil {
 				return usagef("--gpu: %v", err)
 			}
+			if math.IsNaN(minMemory) || math.IsInf(minMemory, 0) || minMemory < 0 {
+				return usagef("--min-gpu-memory: want a non-negative size in GB, got %v", minMemory)
+			}
+			if offers, err = billing.WithMemory(&billing.Profile{GPU: gpu, MinGPUMemoryGB: minMemory}, offers); err != nil {
+				return usagef("--min-gpu-memory: %v", err)
+			}
 			if offers, err = catalog.WithProvider(offers, providers); err != nil {
 				return usagef("--provider: %v%s", err, gpuNote(gpu))
 			}
@@ -47,7 +56,7 @@ func newCatalog(g *globals) *cobra.Command {
 				}
 				return report.WriteJSON(g.stdout, map[string]any{"offers": out})
 			}
-			tab := report.NewTab("ID", "PROVIDER", "GPU", "CUR", "HOURLY", "SPOT", "MONTH", "AS OF")
+			tab := report.NewTab("ID", "PROVIDER", "GPU", "MEMORY", "CUR", "HOURLY", "SPOT", "MONTH", "AS OF")
 			for _, o := range offers {
 				spot := "-"
 				if o.Spot != nil {
@@ -59,7 +68,11 @@ func newCatalog(g *globals) *cobra.Command {
 						month = fmt.Sprint(s.Price)
 					}
 				}
-				tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), o.Currency, o.OnDemand.Hourly.String(), spot, month, o.AsOf)
+				memory := "-"
+				if v, ok := o.GPUMemoryGB.Value(); ok {
+					memory = fmt.Sprintf("%g GB", v)
+				}
+				tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), memory, o.Currency, o.OnDemand.Hourly.String(), spot, month, o.AsOf)
 			}
 			if err := tab.Write(g.stdout); err != nil {
 				return err
@@ -73,6 +86,7 @@ func newCatalog(g *globals) *cobra.Command {
 		},
 	}
 	ls.Flags().StringVar(&gpu, "gpu", "", "only offers of this GPU model")
+	ls.Flags().Float64Var(&minMemory, "min-gpu-memory", 0, "only offers whose GPUs may have this many GB each (0: any)")
 	ls.Flags().StringArrayVar(&providers, "provider", nil, `only this provider's offers, e.g. "RunPod", "alibaba cloud" (repeatable)`)
 
 	check := &cobra.Command{
