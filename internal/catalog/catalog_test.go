@@ -261,6 +261,9 @@ func TestWithGPUByMemory(t *testing.T) {
 		{ID: "gh200-144", GPU: "GH200", GPUMemoryGB: Known(144)},
 		{ID: "gh200", GPU: "GH200"},
 		{ID: "h20-96", GPU: "H20", GPUMemoryGB: Known(96)},
+		{ID: "p100-16", GPU: "P100", GPUMemoryGB: Known(16)},     // no datasheet row
+		{ID: "4090-48", GPU: "RTX 4090", GPUMemoryGB: Known(48)}, // rebuilt: no row of 48 GB
+		{ID: "4090-24", GPU: "RTX 4090", GPUMemoryGB: Known(24)},
 	}
 	for want, exp := range map[string]string{
 		"H100 80GB":          "h100-80",
@@ -272,10 +275,14 @@ func TestWithGPUByMemory(t *testing.T) {
 		"gh200 144gb hbm3e":  "gh200-144",
 		"GH200":              "gh200-96, gh200-144, gh200",
 		"H20 96GB":           "h20-96",
+		"P100 16GB":          "p100-16",
+		"RTX 4090 48GB":      "4090-48",
+		"RTX 4090 24GB":      "4090-24",
 	} {
 		check(stated, want, exp)
 	}
-	for _, want := range []string{"H100 80GB HBM3", "GH200 144GB HBM3", "H100 96GB"} {
+	// The stated size alone says no memory type.
+	for _, want := range []string{"H100 80GB HBM3", "GH200 144GB HBM3", "H100 96GB", "P100 16GB HBM2", "P100 12GB", "RTX 4090 48GB GDDR6X"} {
 		if got, err := WithGPU(stated, want); err == nil {
 			t.Errorf("WithGPU(%q) = %d offers, want none", want, len(got))
 		}

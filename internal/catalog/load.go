@@ -169,9 +169,11 @@ func GPUMatcher(want string) func(o *Offer) bool {
 // where it states none. So "H100 80GB" matches an "H100" stated at 80 GB,
 // the PCIe or the SXM card, and "H100 80GB HBM3" does not, the PCIe card's
 // being HBM2e; an "H100" of unknown memory may be the 94 GB NVL and matches
-// neither. A name a driver gives a card in other words ("GH200 480GB",
-// named after the Grace CPU's memory) is read as the row it stands for. A
-// want without a memory size is not matched.
+// neither. An offer whose stated memory no row of its model has (a P100,
+// which the table lacks; a 4090 rebuilt with 48 GB) matches that size, by
+// its word alone. A name a driver gives a card in other words ("GH200
+// 480GB", named after the Grace CPU's memory) is read as the row it stands
+// for. A want without a memory size is not matched.
 func memoryMatcher(want string) func(model string, memoryGB Fee) bool {
 	none := func(string, Fee) bool { return false }
 	tab, err := specs.Load()
@@ -205,13 +207,20 @@ func memoryMatcher(want string) func(model string, memoryGB Fee) bool {
 			return false
 		}
 		rows := modelRows(tab, model, memoryGB)
+		if len(rows) == 0 {
+			// No datasheet row of that memory (a P100, a 4090 rebuilt with
+			// 48 GB): the size the offer states is the evidence, and it
+			// says no memory type.
+			v, ok := memoryGB.Value()
+			return ok && len(kind) == 0 && strconv.FormatFloat(v, 'f', -1, 64)+"gb" == size[0]
+		}
 		for _, g := range rows {
 			have := g.MemoryWords()
 			if !slices.Contains(have, size[0]) || slices.ContainsFunc(kind, func(k string) bool { return !slices.Contains(have, k) }) {
 				return false
 			}
 		}
-		return len(rows) > 0
+		return true
 	}
 }
 
