@@ -376,7 +376,8 @@ func (s *Store) List(ctx context.Context, run string) ([]*Manifest, error) {
 // manifestReads is how many manifests are read at once. A store far away
 // answers each read in tens to hundreds of milliseconds, so a run of a
 // few hundred checkpoints read one by one takes most of a minute to list;
-// eight at a time it takes seconds, and no store throttles eight.
+// eight at a time it takes seconds, and eight small reads in flight are
+// few beside the parallel part uploads a push makes.
 const manifestReads = 8
 
 // manifests reads the manifests at keys, manifestReads at a time: each
@@ -611,9 +612,10 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 }
 
 // NameNewest fills each run's NewestName from its newest manifest: one
-// read per run, manifestReads at a time. Manifests are not encrypted, so no identity is
-// needed. A manifest that cannot be read leaves its name empty, the others
-// are still named, and the first such error is returned.
+// read per run, manifestReads at a time. Manifests are not encrypted, so
+// no identity is needed. A manifest that cannot be read leaves its name
+// empty, the others are still named, and the first such error is
+// returned.
 func (s *Store) NameNewest(ctx context.Context, rs []RunInfo) error {
 	var keys []string
 	var of []int // the run of each key
