@@ -104,7 +104,11 @@ func newCatalog(g *globals) *cobra.Command {
 					return err
 				}
 				unknown := map[string]int{}
+				noMemory := 0
 				for _, o := range c.Offers {
+					if !o.GPUMemoryGB.IsKnown() {
+						noMemory++
+					}
 					for name, f := range map[string]catalog.Fee{"boot_fee": o.BootFee, "egress_gb": o.EgressGB, "ip_month": o.IPMonth,
 						"storage.running_gb_month": o.Storage.RunningGBMonth, "storage.stopped_gb_month": o.Storage.StoppedGBMonth} {
 						if !f.IsKnown() {
@@ -120,6 +124,9 @@ func newCatalog(g *globals) *cobra.Command {
 				sort.Strings(names)
 				for _, n := range names {
 					fmt.Fprintf(g.stdout, "  %s unknown in %s (quotes count it as 0 and say so)\n", n, report.Count(unknown[n], "offer"))
+				}
+				if noMemory > 0 {
+					fmt.Fprintf(g.stdout, "  gpu_memory_gb unknown in %s (--gpu with a size and --min-gpu-memory go by the datasheet's rows of the model)\n", report.Count(noMemory, "offer"))
 				}
 			}
 			return nil
