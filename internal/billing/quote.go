@@ -38,17 +38,20 @@ type Item struct {
 
 // Bill is what one plan of one offer costs for the profile.
 type Bill struct {
-	Offer       string  `json:"offer"`
-	Provider    string  `json:"provider"`
-	GPU         string  `json:"gpu"`
-	GPUs        int     `json:"gpus"` // per instance
-	Instances   int     `json:"instances"`
-	Plan        string  `json:"plan"`
-	Detail      string  `json:"detail"`
-	Total       float64 `json:"total"`
-	ListTotal   float64 `json:"list_total"`   // on-demand hourly × compute hours × instances: what the price page suggests
-	HiddenShare float64 `json:"hidden_share"` // (total − list_total) / total
-	Items       []Item  `json:"items"`
+	Offer    string `json:"offer"`
+	Provider string `json:"provider"`
+	GPU      string `json:"gpu"`
+	GPUs     int    `json:"gpus"` // per instance
+	// GPUMemoryGB is each GPU's memory as the offer states it, or
+	// "unknown" in JSON.
+	GPUMemoryGB catalog.Fee `json:"gpu_memory_gb"`
+	Instances   int         `json:"instances"`
+	Plan        string      `json:"plan"`
+	Detail      string      `json:"detail"`
+	Total       float64     `json:"total"`
+	ListTotal   float64     `json:"list_total"`   // on-demand hourly × compute hours × instances: what the price page suggests
+	HiddenShare float64     `json:"hidden_share"` // (total − list_total) / total
+	Items       []Item      `json:"items"`
 	// Unknown names the fees no source confirmed, counted as 0: a bill with
 	// unknowns may rank cheaper than it is.
 	Unknown  []string `json:"unknown"`
@@ -402,7 +405,7 @@ func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64) sh
 }
 
 func newBill(p *Profile, o *catalog.Offer, plan string) Bill {
-	return Bill{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, Instances: instances(p, o), Plan: plan, OfferCurrency: o.Currency}
+	return Bill{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Instances: instances(p, o), Plan: plan, OfferCurrency: o.Currency}
 }
 
 // finish totals the items and fills list_total and hidden_share.

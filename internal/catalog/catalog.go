@@ -9,6 +9,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -53,6 +54,15 @@ func (f Fee) String() string {
 		return "unknown"
 	}
 	return strconv.FormatFloat(f.v, 'f', -1, 64)
+}
+
+// MarshalJSON writes the amount, or the string "unknown": JSON readers
+// must not take an unknown fee or size for 0.
+func (f Fee) MarshalJSON() ([]byte, error) {
+	if !f.known {
+		return []byte(`"unknown"`), nil
+	}
+	return json.Marshal(f.v)
 }
 
 // UnmarshalYAML accepts a number or the word unknown.
