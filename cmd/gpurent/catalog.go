@@ -49,8 +49,8 @@ func newCatalog(g *globals) *cobra.Command {
 				out := []map[string]any{}
 				for _, o := range offers {
 					out = append(out, map[string]any{
-						"id": o.ID, "provider": o.Provider, "gpu": o.GPU, "gpus": o.GPUs, "gpu_memory_gb": feeJSON(o.GPUMemoryGB), "currency": o.Currency, "region": o.Region,
-						"on_demand_hourly": feeJSON(o.OnDemand.Hourly), "spot_hourly": spotJSON(o.Spot), "subscriptions": o.Subscriptions,
+						"id": o.ID, "provider": o.Provider, "gpu": o.GPU, "gpus": o.GPUs, "gpu_memory_gb": o.GPUMemoryGB, "currency": o.Currency, "region": o.Region,
+						"on_demand_hourly": o.OnDemand.Hourly, "spot_hourly": spotJSON(o.Spot), "subscriptions": o.Subscriptions,
 						"source": o.Source, "as_of": o.AsOf,
 					})
 				}
@@ -153,16 +153,11 @@ func gpuNote(gpu string) string {
 	return fmt.Sprintf(" (among the offers with GPU %q)", gpu)
 }
 
-func feeJSON(f catalog.Fee) any {
-	if v, ok := f.Value(); ok {
-		return v
-	}
-	return "unknown"
-}
-
+// spotJSON is an offer's spot price (a Fee: a number or "unknown"), or
+// null without a spot market.
 func spotJSON(s *catalog.Spot) any {
 	if s == nil {
 		return nil
 	}
-	return feeJSON(s.Hourly)
+	return s.Hourly
 }
