@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -35,9 +34,6 @@ func newCatalog(g *globals) *cobra.Command {
 			offers, err := catalog.WithGPU(c.Offers, gpu)
 			if err != nil {
 				return usagef("--gpu: %v", err)
-			}
-			if math.IsNaN(minMemory) || math.IsInf(minMemory, 0) || minMemory < 0 {
-				return usagef("--min-gpu-memory: want a non-negative size in GB, got %v", minMemory)
 			}
 			if offers, err = billing.WithMemory(&billing.Profile{GPU: gpu, MinGPUMemoryGB: minMemory}, offers); err != nil {
 				return usagef("--min-gpu-memory: %v", err)

@@ -198,9 +198,6 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 		return err
 	}
 	p := &billing.Profile{GPU: t.gpu, MinGPUMemoryGB: t.minMemory}
-	if math.IsNaN(t.minMemory) || math.IsInf(t.minMemory, 0) || t.minMemory < 0 {
-		return usagef("--min-gpu-memory: want a non-negative size in GB, got %v", t.minMemory)
-	}
 	offers, err := billing.Offers(p, cat.Offers)
 	if err != nil {
 		return usagef("--gpu: %v", err)

@@ -112,6 +112,14 @@ func (p *Profile) Defaults(given func(field string) bool) {
 // typo, and the span derived from it would not fit in an int of days.
 const maxHours = 24 * 365 * 100
 
+// checkMinMemory is the one rule for min_gpu_memory_gb: a size, 0 for any.
+func checkMinMemory(gb float64) error {
+	if math.IsNaN(gb) || math.IsInf(gb, 0) || gb < 0 {
+		return fmt.Errorf("want a non-negative size in GB, got %v", gb)
+	}
+	return nil
+}
+
 // Validate reports every problem as a field path.
 func (p *Profile) Validate() []yamlfile.Problem {
 	var ps []yamlfile.Problem
@@ -143,8 +151,8 @@ func (p *Profile) Validate() []yamlfile.Problem {
 		// a minimum many times over.
 		bad("starts", "%d starts do not fit in %v h of compute (each would run less than a second)", p.Starts, p.ComputeHours)
 	}
-	if !finite(p.MinGPUMemoryGB) || p.MinGPUMemoryGB < 0 {
-		bad("min_gpu_memory_gb", "want a non-negative size in GB, got %v", p.MinGPUMemoryGB)
+	if err := checkMinMemory(p.MinGPUMemoryGB); err != nil {
+		bad("min_gpu_memory_gb", "%v", err)
 	}
 	if !finite(p.DiskGB) || p.DiskGB < 0 {
 		bad("disk_gb", "want a non-negative size, got %v", p.DiskGB)

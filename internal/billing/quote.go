@@ -144,9 +144,13 @@ func Offers(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
 // trained at any price. An offer whose memory is not known, or whose model
 // comes in sizes on both sides of the bound, is kept, and memoryNote says
 // so; unknown is not too small. None left is an error naming the largest
-// memory there is.
+// memory there is, and so is a bound that is no size (what Validate says
+// of it, for callers that take the bound from a flag alone).
 func WithMemory(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
-	if p.MinGPUMemoryGB <= 0 {
+	if err := checkMinMemory(p.MinGPUMemoryGB); err != nil {
+		return nil, err
+	}
+	if p.MinGPUMemoryGB == 0 {
 		return offers, nil
 	}
 	tab, err := specs.Load()
