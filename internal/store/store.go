@@ -420,6 +420,23 @@ func (s *Store) manifest(ctx context.Context, key string) (*Manifest, error) {
 	return m, nil
 }
 
+// committed lists the ids of run's committed checkpoints (those with a
+// manifest), from the listing alone, in no particular order.
+func (s *Store) committed(ctx context.Context, run string) ([]string, error) {
+	prefix := runPrefix(run) + "manifests/"
+	objs, err := s.b.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, o := range objs {
+		if id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, prefix), ".json"); ok && ValidID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
 // Find returns checkpoint id of run, or the newest for "" and "latest".
 func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 	if err := ValidRun(run); err != nil {
@@ -439,16 +456,13 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 	// greatest key is the newest, as List orders them: one manifest read,
 	// not one per checkpoint (gpurent run asks at every start, and a run
 	// kept whole can hold thousands).
-	prefix := runPrefix(run) + "manifests/"
-	objs, err := s.b.List(ctx, prefix)
+	ids, err := s.committed(ctx, run)
 	if err != nil {
 		return nil, err
 	}
 	latest := ""
-	for _, o := range objs {
-		if id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, prefix), ".json"); ok && ValidID(id) == nil && id > latest {
-			latest = id
-		}
+	for _, id := range ids {
+		latest = max(latest, id)
 	}
 	if latest == "" {
 		return nil, fmt.Errorf("run %s has %w yet", run, ErrNoCheckpoint)
@@ -474,18 +488,15 @@ func (s *Store) Resolve(ctx context.Context, run, ref string) (string, error) {
 	// Newest first, manifestReads at a time, until one has the name: the
 	// step asked for is most often a recent one, and a run kept whole can
 	// hold thousands.
-	prefix := runPrefix(run) + "manifests/"
-	objs, err := s.b.List(ctx, prefix)
+	ids, err := s.committed(ctx, run)
 	if err != nil {
 		return "", err
 	}
-	var keys []string
-	for _, o := range objs {
-		if id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, prefix), ".json"); ok && ValidID(id) == nil {
-			keys = append(keys, o.Key)
-		}
+	slices.SortFunc(ids, func(a, b string) int { return strings.Compare(b, a) })
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = manifestKey(run, id)
 	}
-	slices.SortFunc(keys, func(a, b string) int { return strings.Compare(b, a) })
 	var names []string
 	seen := map[string]bool{}
 	for len(keys) > 0 {
