@@ -41,16 +41,25 @@ type SpotRisk struct {
 
 // OfferPlan is the billing-mode advice for one offer.
 type OfferPlan struct {
-	Offer          string             `json:"offer"`
-	Provider       string             `json:"provider"`
-	GPU            string             `json:"gpu"`
+	Offer    string `json:"offer"`
+	Provider string `json:"provider"`
+	GPU      string `json:"gpu"`
+	// GPUs, GPUMemoryGB and Instances are as in Bill: per instance, each
+	// GPU's memory as the offer states it, and the instances the task rents.
+	GPUs           int                `json:"gpus"`
+	GPUMemoryGB    catalog.Fee        `json:"gpu_memory_gb"`
+	Instances      int                `json:"instances"`
 	BreakEven      []BreakEven        `json:"break_even"`
 	Recommendation string             `json:"recommendation"`
 	Reason         string             `json:"reason"`
 	Totals         map[string]float64 `json:"totals"` // expected total per plan
-	Checkpoint     *CheckpointAdvice  `json:"checkpoint"`
-	Spot           *SpotRisk          `json:"spot"`
-	Notes          []string           `json:"notes,omitempty"`
+	// Bills are quote's bills of this offer, one per plan of Totals, in
+	// the order on demand, subscription, spot: a script that follows the
+	// advice sees what each total is made of without running quote again.
+	Bills      []Bill            `json:"bills"`
+	Checkpoint *CheckpointAdvice `json:"checkpoint"`
+	Spot       *SpotRisk         `json:"spot"`
+	Notes      []string          `json:"notes,omitempty"`
 	// Source, AsOf, PriceDate and PriceAgeDays are as in Bill.
 	Source       string `json:"source"`
 	AsOf         string `json:"as_of"`
@@ -139,7 +148,8 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 }
 
 func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, seed uint64) OfferPlan {
-	op := OfferPlan{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, BreakEven: []BreakEven{}, Totals: map[string]float64{}, Source: o.Source, AsOf: o.AsOf}
+	op := OfferPlan{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Instances: instances(p, o),
+		BreakEven: []BreakEven{}, Totals: map[string]float64{}, Bills: []Bill{}, Source: o.Source, AsOf: o.AsOf}
 	var stale string
 	if op.PriceDate, op.PriceAgeDays, stale = priceAge(o, opt.Today); stale != "" {
 		op.Notes = append(op.Notes, stale)
@@ -154,9 +164,11 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 	bills := billsFor(p, o, opt.Options)
 	byPlan := map[string]Bill{}
 	for _, b := range bills {
+		b.date(o, opt.Today)
 		b.scale(factor)
 		byPlan[b.Plan] = b
 		op.Totals[b.Plan] = b.Total
+		op.Bills = append(op.Bills, b)
 	}
 	r, rateKnown := spotRun(p, o, opt.Options)
 

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -588,5 +589,51 @@ func TestWithMemory(t *testing.T) {
 		if ps := p.Validate(); len(ps) != 1 || ps[0].Path != "min_gpu_memory_gb" {
 			t.Errorf("min_gpu_memory_gb %v: %v", bad, ps)
 		}
+	}
+}
+
+// TestPlanBillsAreQuotes: plan's bills of an offer are quote's bills of
+// it, in plan's order, converted and dated alike, and plan names the
+// offer's GPUs, memory and instances as its bills do.
+func TestPlanBillsAreQuotes(t *testing.T) {
+	o := testOffer()
+	o.ID, o.Currency, o.GPUMemoryGB = "cny", "CNY", catalog.Known(24)
+	o.Subscriptions = []catalog.Subscription{{Period: catalog.PeriodWeek, Price: 50}}
+	o.Spot = &catalog.Spot{Hourly: catalog.Known(1), InterruptionsPerDay: catalog.Known(2.4), Notice: dur(30 * time.Second)}
+	rates := catalog.Rates{AsOf: "2026-11-30", PerUSD: map[string]float64{"USD": 1, "CNY": 10}}
+	p := Profile{ComputeHours: 40, SpanDays: 7, Starts: 3, GPUs: 3, DiskGB: 80, EgressGB: 5, Interruptible: true,
+		Checkpoint: &Checkpoint{Every: Duration(time.Hour), Write: Duration(6 * time.Minute), Restart: Duration(12 * time.Minute)}}
+	p.Defaults(nil)
+	opt := Options{Today: time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)}
+	q, err := Make(&p, []catalog.Offer{o}, rates, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := MakePlan(&p, []catalog.Offer{o}, rates, PlanOptions{Options: opt, Trials: 100}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := plan.Offers[0]
+	if len(op.Bills) != 3 || len(q.Bills) != 3 {
+		t.Fatalf("plan has %d bills, quote %d; want 3 each", len(op.Bills), len(q.Bills))
+	}
+	for i, want := range []string{OnDemand, Subscription, Spot} {
+		b := op.Bills[i]
+		if b.Plan != want {
+			t.Errorf("bill %d is %s, want %s", i, b.Plan, want)
+		}
+		j := slices.IndexFunc(q.Bills, func(x Bill) bool { return x.Plan == b.Plan })
+		if j < 0 || !reflect.DeepEqual(b, q.Bills[j]) {
+			t.Errorf("plan's %s bill\n%+v\nquote's\n%+v", b.Plan, b, q.Bills)
+		}
+		if !near(op.Totals[b.Plan], b.Total) {
+			t.Errorf("totals[%s] = %v, bill %v", b.Plan, op.Totals[b.Plan], b.Total)
+		}
+	}
+	if op.GPUs != 2 || op.Instances != 2 || op.GPUMemoryGB != catalog.Known(24) {
+		t.Errorf("gpus %d, instances %d, memory %v; want 2, 2, 24", op.GPUs, op.Instances, op.GPUMemoryGB)
+	}
+	if b := op.Bills[0]; b.OfferCurrency != "CNY" || b.PriceDate != "2026-11-30" || b.PriceAgeDays == nil || *b.PriceAgeDays != 3 {
+		t.Errorf("on-demand bill currency %s, price date %q, age %v", b.OfferCurrency, b.PriceDate, b.PriceAgeDays)
 	}
 }
