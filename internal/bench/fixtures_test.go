@@ -560,3 +560,36 @@ func TestDiskTestNotRun(t *testing.T) {
 		}
 	}
 }
+
+// Host facts that could not be read are unknown, not zero: no /sys CPU
+// list and no /proc/meminfo (a sandbox, an empty chroot) skip host.cpu and
+// host.memory with the reason, and an order does not turn them into
+// failures.
+func TestHostFactsNotRead(t *testing.T) {
+	tab, _ := specs.Load()
+	for _, order := range []Order{{}, {CPUs: 16, RAM: 64e9}} {
+		f := healthyH100()
+		f.Host.OnlineCPUs, f.Host.AllowedCPUs, f.Host.CPUQuota = 0, 0, nil
+		f.Host.MemTotal, f.Host.MemAvailable, f.Host.MemLimit = 0, 0, nil
+		f.Host.Errors = map[string]string{"online_cpus": "open /sys/devices/system/cpu/online: no such file or directory", "memory": "open /proc/meminfo: no such file or directory"}
+		r, err := Judge(f, tab, order, DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{
+			"host.cpu":    "CPUs not counted: open /sys/devices/system/cpu/online: no such file or directory",
+			"host.memory": "RAM not read: open /proc/meminfo: no such file or directory",
+		}
+		for _, c := range r.Checks {
+			if ev, ok := want[c.ID]; ok {
+				delete(want, c.ID)
+				if c.Status != Skip || c.Measured != nil || c.Evidence != ev || c.Advice != "" {
+					t.Errorf("order %+v: %s is %s, measured %v, evidence %q, advice %q; want skip, nothing measured, %q", order, c.ID, c.Status, c.Measured, c.Evidence, c.Advice, ev)
+				}
+			}
+		}
+		if len(want) > 0 {
+			t.Errorf("order %+v: no check %v", order, want)
+		}
+	}
+}

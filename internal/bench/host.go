@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -99,16 +100,18 @@ func (j *judge) host() {
 		}
 	}
 	cpu.Measured = round1(usable)
+	if usable == 0 {
+		// Unknown is not zero: a count that could not be read is no
+		// evidence of a machine without CPUs.
+		cpu.Status, cpu.Measured, cpu.Evidence = Skip, nil, "CPUs not counted: "+cmp.Or(h.Errors["online_cpus"], "none listed online")
+	}
 	if h.OnlineCPUs > 0 && usable < float64(h.OnlineCPUs)-0.01 {
 		cpu.Status, cpu.Expected = Warn, h.OnlineCPUs
 		cpu.Advice = "The container may use fewer CPUs than it sees: set data-loader workers to the CPUs it may use, not to the CPU count."
 	}
 	if want := j.order.CPUs; want > 0 {
 		cpu.Expected = want
-		switch {
-		case usable == 0:
-			cpu.Status, cpu.Evidence = Skip, "CPUs not counted: "+h.Errors["online_cpus"]
-		case usable < float64(want)-0.01:
+		if usable > 0 && usable < float64(want)-0.01 {
 			cpu.Status = Fail
 			cpu.Advice = fmt.Sprintf("You ordered %d CPUs and this container may use %g: data loading and preprocessing get less than was paid for. %s", want, round1(usable), adviceRefund)
 		}
@@ -170,11 +173,13 @@ func (j *judge) host() {
 	if total > 0 && avail*10 < total {
 		mem.Status, mem.Advice = Warn, "Less than 10% of RAM is available: something else holds it."
 	}
+	if total == 0 {
+		mem.Status, mem.Measured, mem.Advice, mem.Evidence = Skip, nil, "", "RAM not read: "+cmp.Or(h.Errors["memory"], "/proc/meminfo gave no MemTotal")
+	}
 	if want := j.order.RAM; want > 0 {
 		mem.Expected = round1(want / (1 << 30))
 		switch {
 		case total == 0:
-			mem.Status, mem.Evidence = Skip, "RAM not read: "+h.Errors["memory"]
 		case float64(total) < j.lim.RAMOrderMin*want:
 			mem.Status = Fail
 			mem.Advice = fmt.Sprintf("You ordered %.0f GB of RAM and this machine gives %.1f GiB (%.0f GB): a dataset or model that fits the order will not fit here. %s",
