@@ -2,15 +2,27 @@
 // functions, so gpurent reaches the NVIDIA driver (NVML, CUDA) without cgo:
 // one static-enough binary that builds anywhere and finds the driver on the
 // machine it runs on. A missing library or symbol is an error, never a panic.
+//
+// purego's dlopen needs the C library's dynamic loader, so the standard
+// Linux binary names /lib64/ld-linux-x86-64.so.2 (aarch64: /lib/ld-linux-
+// aarch64.so.1) as its interpreter, which every image NVIDIA's driver runs
+// on has. Where that loader is missing (Alpine's musl, NixOS, distroless
+// and scratch images) the kernel refuses to start such a binary at all;
+// the build tag nogpu leaves purego out and makes a fully static binary
+// that does everything but reach NVIDIA's libraries.
 package dl
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
-
-	"github.com/ebitengine/purego"
 )
+
+// ErrNoLoader is what Open says in a build that loads no library: the
+// static nogpu build, or Windows. Callers tell it apart from a library
+// that is missing from the machine, since installing one would not help.
+var ErrNoLoader = errors.New("this gpurent loads no shared library")
 
 // Lib is an open library.
 type Lib struct {
@@ -28,6 +40,9 @@ func Open(names ...string) (*Lib, error) {
 		h, err := dlopen(n)
 		if err == nil {
 			return &Lib{name: n, h: h, syms: map[string]uintptr{}}, nil
+		}
+		if errors.Is(err, ErrNoLoader) {
+			return nil, err // the same for every name
 		}
 		errs = append(errs, err.Error())
 	}
@@ -60,7 +75,8 @@ func (l *Lib) Has(name string) bool {
 
 // Call invokes a C function that returns a 32-bit status (nvmlReturn_t,
 // CUresult). The directive keeps the memory that pointer arguments refer to
-// alive and in place for the call, as for purego.SyscallN.
+// alive and in place for the call, as for purego.SyscallN, which
+// syscallN is.
 //
 //go:uintptrescapes
 func (l *Lib) Call(name string, args ...uintptr) (int32, error) {
@@ -77,8 +93,7 @@ func (l *Lib) CallWord(name string, args ...uintptr) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	r, _, _ := purego.SyscallN(p, args...)
-	return r, nil
+	return syscallN(p, args...), nil
 }
 
 // Close unloads the library.

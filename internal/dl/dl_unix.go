@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !nogpu
 
 package dl
 
@@ -26,3 +26,8 @@ func dlopen(name string) (uintptr, error) {
 func dlsym(h uintptr, name string) (uintptr, error) { return purego.Dlsym(h, name) }
 
 func dlclose(h uintptr) { purego.Dlclose(h) }
+
+func syscallN(p uintptr, args ...uintptr) uintptr {
+	r, _, _ := purego.SyscallN(p, args...)
+	return r
+}

@@ -7,8 +7,8 @@ import (
 
 // dlopen refuses: gpurent reaches NVIDIA's libraries on Linux, where rented
 // GPUs are; on Windows it prices, plans and pulls checkpoints.
-func dlopen(name string) (uintptr, error) {
-	return 0, fmt.Errorf("%s: gpurent loads NVIDIA's libraries on Linux only, not on %s", name, runtime.GOOS)
+func dlopen(string) (uintptr, error) {
+	return 0, fmt.Errorf("%w: gpurent loads NVIDIA's libraries on Linux only, not on %s", ErrNoLoader, runtime.GOOS)
 }
 
 func dlsym(uintptr, string) (uintptr, error) {
@@ -16,3 +16,6 @@ func dlsym(uintptr, string) (uintptr, error) {
 }
 
 func dlclose(uintptr) {}
+
+// syscallN is never reached: no library opens, so no symbol resolves.
+func syscallN(uintptr, ...uintptr) uintptr { return 0 }

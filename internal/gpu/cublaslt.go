@@ -97,6 +97,9 @@ func openBlasLt(candidates []string) (*blasLt, error) {
 	missing := 0
 	for _, c := range candidates {
 		lib, err := dl.Open(c)
+		if errors.Is(err, dl.ErrNoLoader) {
+			return nil, err
+		}
 		if err != nil {
 			// A soname the loader does not know is the usual case on a
 			// machine without the library: not worth a line each.

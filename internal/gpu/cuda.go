@@ -98,6 +98,9 @@ func loadCUDA(path string) (c *cudaLib, count int, err error) {
 		names = []string{path}
 	}
 	lib, err := dl.Open(names...)
+	if errors.Is(err, dl.ErrNoLoader) {
+		return nil, 0, fmt.Errorf("%w: %v", errNoCUDA, err)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: libcuda.so.1 is not on this machine (no NVIDIA driver, or a container without GPU access): %v", errNoCUDA, err)
 	}

@@ -102,6 +102,9 @@ func OpenNVML(library string) (*NVML, error) {
 		names = []string{library}
 	}
 	lib, err := dl.Open(names...)
+	if errors.Is(err, dl.ErrNoLoader) {
+		return nil, noLibrary{fmt.Errorf("%w: %v", errNoNVML, err)}
+	}
 	if err != nil {
 		return nil, noLibrary{fmt.Errorf("%w: the NVIDIA driver library libnvidia-ml.so.1 is not on this machine (no NVIDIA driver installed, or a container started without GPU access such as docker --gpus all): %v",
 			errNoNVML, err)}
