@@ -593,3 +593,36 @@ func TestHostFactsNotRead(t *testing.T) {
 		}
 	}
 }
+
+// With no container, hypervisor flag or DMI name found, the environment is
+// called bare metal only where the flag would have shown a VM: on x86, with
+// /proc/cpuinfo read (facts recorded before Arch was kept are amd64's).
+func TestBareMetalOnlyWhereTheFlagTells(t *testing.T) {
+	tab, _ := specs.Load()
+	for _, c := range []struct {
+		arch, cpuinfoErr, want string
+	}{
+		{"", "", "bare metal, no container detected"},
+		{"amd64", "", "bare metal, no container detected"},
+		{"arm64", "", "no container detected; whether this is a virtual machine is not known: arm64 CPUs have no hypervisor flag, and no DMI product name was readable"},
+		{"amd64", "open /proc/cpuinfo: permission denied", "no container detected; whether this is a virtual machine is not known: /proc/cpuinfo not read (open /proc/cpuinfo: permission denied)"},
+	} {
+		f := healthyH100()
+		f.Sharing = probe.SharingFacts{}
+		f.Host.Arch = c.arch
+		if c.cpuinfoErr != "" {
+			f.Host.Errors = map[string]string{"cpu_model": c.cpuinfoErr}
+		}
+		r, err := Judge(f, tab, Order{}, DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(r.Checks, func(ch Check) bool { return ch.ID == "sharing.environment" })
+		if i < 0 {
+			t.Fatal("no sharing.environment check")
+		}
+		if r.Checks[i].Evidence != c.want || r.Checks[i].Status != Pass {
+			t.Errorf("arch %q, cpuinfo error %q: %+v; want evidence %q", c.arch, c.cpuinfoErr, r.Checks[i], c.want)
+		}
+	}
+}

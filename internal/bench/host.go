@@ -77,9 +77,22 @@ func (j *judge) sharing() {
 	}
 	e.Evidence = strings.Join(env, "; ")
 	if e.Evidence == "" {
-		e.Evidence = "bare metal, no container detected"
+		e.Evidence = bareMetal(j.f.Host)
 	}
 	j.add(e)
+}
+
+// bareMetal is the environment's evidence when no container, hypervisor
+// flag or DMI name was found: bare metal only where the flag would have
+// shown a VM, which is on x86 CPUs and only if /proc/cpuinfo was read.
+func bareMetal(h probe.HostFacts) string {
+	switch {
+	case h.Errors["cpu_model"] != "":
+		return "no container detected; whether this is a virtual machine is not known: /proc/cpuinfo not read (" + h.Errors["cpu_model"] + ")"
+	case h.Arch != "" && h.Arch != "amd64" && h.Arch != "386":
+		return "no container detected; whether this is a virtual machine is not known: " + h.Arch + " CPUs have no hypervisor flag, and no DMI product name was readable"
+	}
+	return "bare metal, no container detected"
 }
 
 func (j *judge) host() {

@@ -180,6 +180,10 @@ type SharingFacts struct {
 
 // HostFacts describe the CPU, memory and the data directory's disk.
 type HostFacts struct {
+	// Arch is the CPU architecture gpurent runs as (Go's GOARCH: amd64,
+	// arm64): only x86 CPUs show a VM by a hypervisor flag. Empty in facts
+	// recorded before it was kept, all of them amd64.
+	Arch       string `json:"arch,omitempty"`
 	CPUModel   string `json:"cpu_model,omitempty"`
 	OnlineCPUs int    `json:"online_cpus"`
 	// AllowedCPUs is how many CPUs this process may run on (its affinity:
