@@ -564,14 +564,17 @@ func TestDiskTestNotRun(t *testing.T) {
 // Host facts that could not be read are unknown, not zero: no /sys CPU
 // list and no /proc/meminfo (a sandbox, an empty chroot) skip host.cpu and
 // host.memory with the reason, and an order does not turn them into
-// failures.
+// failures; no mount table leaves host.disk saying why its file system is
+// not named.
 func TestHostFactsNotRead(t *testing.T) {
 	tab, _ := specs.Load()
 	for _, order := range []Order{{}, {CPUs: 16, RAM: 64e9}} {
 		f := healthyH100()
 		f.Host.OnlineCPUs, f.Host.AllowedCPUs, f.Host.CPUQuota = 0, 0, nil
 		f.Host.MemTotal, f.Host.MemAvailable, f.Host.MemLimit = 0, 0, nil
-		f.Host.Errors = map[string]string{"online_cpus": "open /sys/devices/system/cpu/online: no such file or directory", "memory": "open /proc/meminfo: no such file or directory"}
+		f.Host.FSType, f.Host.FSSource = "", ""
+		f.Host.Errors = map[string]string{"online_cpus": "open /sys/devices/system/cpu/online: no such file or directory", "memory": "open /proc/meminfo: no such file or directory",
+			"filesystem": "open /proc/self/mountinfo: no such file or directory"}
 		r, err := Judge(f, tab, order, DefaultLimits())
 		if err != nil {
 			t.Fatal(err)
@@ -581,6 +584,9 @@ func TestHostFactsNotRead(t *testing.T) {
 			"host.memory": "RAM not read: open /proc/meminfo: no such file or directory",
 		}
 		for _, c := range r.Checks {
+			if c.ID == "host.disk" && !strings.HasPrefix(c.Evidence, "/workspace on a file system not known: open /proc/self/mountinfo: no such file or directory; write ") {
+				t.Errorf("host.disk evidence %q", c.Evidence)
+			}
 			if ev, ok := want[c.ID]; ok {
 				delete(want, c.ID)
 				if c.Status != Skip || c.Measured != nil || c.Evidence != ev || c.Advice != "" {

@@ -203,6 +203,9 @@ func (j *judge) host() {
 
 	d := Check{ID: "host.disk", Unit: "MB/s", Status: Pass}
 	d.Evidence = fmt.Sprintf("%s on %s (%s)", h.DataDir, h.FSType, h.FSSource)
+	if h.FSType == "" {
+		d.Evidence = h.DataDir + " on a file system not known: " + cmp.Or(h.Errors["filesystem"], "no mount of it in /proc/self/mountinfo")
+	}
 	if h.DiskWriteMBs != nil && h.DiskReadMBs != nil {
 		d.Measured = round1(*h.DiskWriteMBs)
 		d.Expected = fmt.Sprintf(">= %g", j.lim.DiskWriteWarnMBs)
