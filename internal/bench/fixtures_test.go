@@ -601,24 +601,18 @@ func TestHostFactsNotRead(t *testing.T) {
 }
 
 // With no container, hypervisor flag or DMI name found, the environment is
-// called bare metal only where the flag would have shown a VM: on x86, with
-// /proc/cpuinfo read (facts recorded before Arch was kept are amd64's).
+// called bare metal only where the flag would have shown a VM; elsewhere
+// (arm64, /proc/cpuinfo unread) it says why that is not known. Facts
+// recorded before hypervisor_unknown was kept read as before.
 func TestBareMetalOnlyWhereTheFlagTells(t *testing.T) {
 	tab, _ := specs.Load()
-	for _, c := range []struct {
-		arch, cpuinfoErr, want string
-	}{
-		{"", "", "bare metal, no container detected"},
-		{"amd64", "", "bare metal, no container detected"},
-		{"arm64", "", "no container detected; whether this is a virtual machine is not known: arm64 CPUs have no hypervisor flag, and no DMI product name was readable"},
-		{"amd64", "open /proc/cpuinfo: permission denied", "no container detected; whether this is a virtual machine is not known: /proc/cpuinfo not read (open /proc/cpuinfo: permission denied)"},
+	for unknown, want := range map[string]string{
+		"":                                   "bare metal, no container detected",
+		"arm64 CPUs have no hypervisor flag": "no container detected; whether this is a virtual machine is not known: arm64 CPUs have no hypervisor flag, and no DMI product name was readable",
+		"/proc/cpuinfo not read":             "no container detected; whether this is a virtual machine is not known: /proc/cpuinfo not read, and no DMI product name was readable",
 	} {
 		f := healthyH100()
-		f.Sharing = probe.SharingFacts{}
-		f.Host.Arch = c.arch
-		if c.cpuinfoErr != "" {
-			f.Host.Errors = map[string]string{"cpu_model": c.cpuinfoErr}
-		}
+		f.Sharing = probe.SharingFacts{HypervisorUnknown: unknown}
 		r, err := Judge(f, tab, Order{}, DefaultLimits())
 		if err != nil {
 			t.Fatal(err)
@@ -627,8 +621,14 @@ func TestBareMetalOnlyWhereTheFlagTells(t *testing.T) {
 		if i < 0 {
 			t.Fatal("no sharing.environment check")
 		}
-		if r.Checks[i].Evidence != c.want || r.Checks[i].Status != Pass {
-			t.Errorf("arch %q, cpuinfo error %q: %+v; want evidence %q", c.arch, c.cpuinfoErr, r.Checks[i], c.want)
+		if c := r.Checks[i]; c.Evidence != want || c.Status != Pass {
+			t.Errorf("hypervisor_unknown %q: %s %q; want pass %q", unknown, c.Status, c.Evidence, want)
+		}
+		// audit judges the same facts the same way.
+		for _, c := range SharingChecks(probe.Facts{Sharing: f.Sharing}) {
+			if c.ID == "sharing.environment" && c.Evidence != want {
+				t.Errorf("SharingChecks, hypervisor_unknown %q: %q", unknown, c.Evidence)
+			}
 		}
 	}
 }

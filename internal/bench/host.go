@@ -76,23 +76,15 @@ func (j *judge) sharing() {
 		env = append(env, fmt.Sprintf("CUDA_VISIBLE_DEVICES=%q", *s.CUDAVisibleDevices))
 	}
 	e.Evidence = strings.Join(env, "; ")
-	if e.Evidence == "" {
-		e.Evidence = bareMetal(j.f.Host)
+	switch {
+	case e.Evidence != "":
+	case s.HypervisorUnknown != "":
+		// Bare metal only where a VM would have shown the flag.
+		e.Evidence = "no container detected; whether this is a virtual machine is not known: " + s.HypervisorUnknown + ", and no DMI product name was readable"
+	default:
+		e.Evidence = "bare metal, no container detected"
 	}
 	j.add(e)
-}
-
-// bareMetal is the environment's evidence when no container, hypervisor
-// flag or DMI name was found: bare metal only where the flag would have
-// shown a VM, which is on x86 CPUs and only if /proc/cpuinfo was read.
-func bareMetal(h probe.HostFacts) string {
-	switch {
-	case h.Errors["cpu_model"] != "":
-		return "no container detected; whether this is a virtual machine is not known: /proc/cpuinfo not read (" + h.Errors["cpu_model"] + ")"
-	case h.Arch != "" && h.Arch != "amd64" && h.Arch != "386":
-		return "no container detected; whether this is a virtual machine is not known: " + h.Arch + " CPUs have no hypervisor flag, and no DMI product name was readable"
-	}
-	return "bare metal, no container detected"
 }
 
 func (j *judge) host() {

@@ -174,16 +174,15 @@ type SharingFacts struct {
 	Container          string            `json:"container,omitempty"`            // docker, podman, kubernetes, lxc, or empty
 	ContainerEvidence  string            `json:"container_evidence,omitempty"`
 	Hypervisor         bool              `json:"hypervisor"` // the CPU's hypervisor flag: a VM
-	DMIProduct         string            `json:"dmi_product,omitempty"`
-	DMIVendor          string            `json:"dmi_vendor,omitempty"`
+	// HypervisorUnknown says why Hypervisor tells nothing: /proc/cpuinfo
+	// not read, or a CPU (arm64) that has no such flag. Empty where it does.
+	HypervisorUnknown string `json:"hypervisor_unknown,omitempty"`
+	DMIProduct        string `json:"dmi_product,omitempty"`
+	DMIVendor         string `json:"dmi_vendor,omitempty"`
 }
 
 // HostFacts describe the CPU, memory and the data directory's disk.
 type HostFacts struct {
-	// Arch is the CPU architecture gpurent runs as (Go's GOARCH: amd64,
-	// arm64): only x86 CPUs show a VM by a hypervisor flag. Empty in facts
-	// recorded before it was kept, all of them amd64.
-	Arch       string `json:"arch,omitempty"`
 	CPUModel   string `json:"cpu_model,omitempty"`
 	OnlineCPUs int    `json:"online_cpus"`
 	// AllowedCPUs is how many CPUs this process may run on (its affinity:

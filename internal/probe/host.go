@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +28,7 @@ type HostOptions struct {
 // Host gathers HostFacts. It samples /proc/stat over opt.Window and writes
 // and reads back opt.DiskBytes in opt.DataDir, bypassing the page cache.
 func Host(ctx context.Context, opt HostOptions) HostFacts {
-	h := HostFacts{Arch: runtime.GOARCH, Errors: map[string]string{}}
+	h := HostFacts{Errors: map[string]string{}}
 	fail := func(what string, err error) { h.Errors[what] = err.Error() }
 
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {

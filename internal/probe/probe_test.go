@@ -229,10 +229,30 @@ func TestSharingFake(t *testing.T) {
 	write("/.dockerenv", "")
 	write("/proc/cpuinfo", "flags\t\t: fpu vme hypervisor sse\n")
 	env := map[string]string{"LD_PRELOAD": "/x/libvgpu.so", "CUDA_DEVICE_MEMORY_LIMIT": "8g", "CUDA_VISIBLE_DEVICES": "0"}
-	s := Sharing(Environ{Root: root, Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	s := Sharing(Environ{Root: root, Arch: "amd64", Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	if s.LDPreload != "/x/libvgpu.so" || len(s.LDSoPreload) != 1 || len(s.MappedInterposers) != 1 || s.CUDAEnv["CUDA_DEVICE_MEMORY_LIMIT"] != "8g" ||
-		s.MPSPipeDirectory != "/tmp/nvidia-mps" || s.Container != "docker" || !s.Hypervisor || s.CUDAVisibleDevices == nil {
+		s.MPSPipeDirectory != "/tmp/nvidia-mps" || s.Container != "docker" || !s.Hypervisor || s.HypervisorUnknown != "" || s.CUDAVisibleDevices == nil {
 		t.Errorf("%+v", s)
+	}
+}
+
+// The hypervisor flag tells of a VM only on x86 and only when
+// /proc/cpuinfo is read; elsewhere the facts say why it tells nothing.
+func TestSharingHypervisorUnknown(t *testing.T) {
+	root := t.TempDir()
+	none := func(string) (string, bool) { return "", false }
+	if s := Sharing(Environ{Root: root, Arch: "amd64", Lookup: none}); s.Hypervisor || s.HypervisorUnknown != "/proc/cpuinfo not read" {
+		t.Errorf("no cpuinfo: hypervisor %v, unknown %q", s.Hypervisor, s.HypervisorUnknown)
+	}
+	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
+	if err := os.WriteFile(filepath.Join(root, "proc/cpuinfo"), []byte("processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32\nCPU implementer\t: 0x41\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := Sharing(Environ{Root: root, Arch: "arm64", Lookup: none}); s.Hypervisor || s.HypervisorUnknown != "arm64 CPUs have no hypervisor flag" {
+		t.Errorf("arm64: hypervisor %v, unknown %q", s.Hypervisor, s.HypervisorUnknown)
+	}
+	if s := Sharing(Environ{Root: root, Arch: "amd64", Lookup: none}); s.Hypervisor || s.HypervisorUnknown != "" {
+		t.Errorf("amd64 without the flag: hypervisor %v, unknown %q", s.Hypervisor, s.HypervisorUnknown)
 	}
 }
 

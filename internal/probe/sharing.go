@@ -1,8 +1,10 @@
 package probe
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 )
@@ -12,10 +14,13 @@ import (
 type Environ struct {
 	Lookup func(key string) (string, bool)
 	Root   string // "/" for the real machine
+	// Arch is the CPU architecture, as Go names it (amd64, arm64): only
+	// x86 CPUs show a VM by a flag. Empty: this binary's own.
+	Arch string
 }
 
 // RealEnviron is this process's environment and the real file system.
-func RealEnviron() Environ { return Environ{Lookup: os.LookupEnv, Root: "/"} }
+func RealEnviron() Environ { return Environ{Lookup: os.LookupEnv, Root: "/", Arch: runtime.GOARCH} }
 
 func (e Environ) read(path string) (string, bool) {
 	b, err := os.ReadFile(filepath.Join(e.Root, path))
@@ -90,7 +95,13 @@ func Sharing(e Environ) SharingFacts {
 		s.CUDAVisibleDevices = &v
 	}
 	s.Container, s.ContainerEvidence = container(e)
-	if info, ok := e.read("/proc/cpuinfo"); ok {
+	arch := cmp.Or(e.Arch, runtime.GOARCH)
+	switch info, ok := e.read("/proc/cpuinfo"); {
+	case !ok:
+		s.HypervisorUnknown = "/proc/cpuinfo not read"
+	case arch != "amd64" && arch != "386":
+		s.HypervisorUnknown = arch + " CPUs have no hypervisor flag"
+	default:
 		s.Hypervisor = hasHypervisorFlag(info)
 	}
 	if v, ok := e.read("/sys/class/dmi/id/product_name"); ok {
