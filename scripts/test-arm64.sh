@@ -47,6 +47,11 @@ fi
 grep -q '"lambda-gpu_1x_gh200"' "$tmp/quote.json" || { echo "arm64 quote has no GH200 offer"; exit 1; }
 "$tmp/gpurent" bench --no-history --duration 1s --disk-mb 16 --data-dir "$tmp" >"$tmp/bench.txt"
 grep -q "no NVIDIA GPU was found" "$tmp/bench.txt" || { echo "arm64 bench:"; cat "$tmp/bench.txt"; exit 1; }
+# The static build (-tags nogpu, README) starts with no loader to find:
+# run without QEMU_LD_PREFIX, where the standard one cannot start.
+GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -tags nogpu -o "$tmp/gpurent-static" ./cmd/gpurent
+env -u QEMU_LD_PREFIX "$tmp/gpurent-static" quote --gpu GH200 --hours 100 -o json >"$tmp/quote-static.json"
+cmp -s "$tmp/quote.json" "$tmp/quote-static.json" || { echo "the arm64 static build quotes otherwise than the standard one"; exit 1; }
 
 # NVIDIA's tools and headers are amd64's (they run on, or are read by, this
 # machine); the libraries gpurent loads are arm64's.
