@@ -14,7 +14,7 @@ import (
 // TestStaticBuild: `go build -tags nogpu` makes a gpurent that needs no
 // dynamic loader: no interpreter and no shared library in its ELF headers,
 // where the standard build names glibc's loader, the one thing Alpine's
-// musl, NixOS, distroless and scratch images lack. As root it runs both in
+// musl, NixOS, distroless/static and scratch images lack. As root it runs both in
 // an empty directory made their root (chroot): the static one quotes and
 // benches (saying why it checks no GPU), and the standard one does not
 // start at all, which is what the static build is for.

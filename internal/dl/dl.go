@@ -6,7 +6,7 @@
 // purego's dlopen needs the C library's dynamic loader, so the standard
 // Linux binary names /lib64/ld-linux-x86-64.so.2 (aarch64: /lib/ld-linux-
 // aarch64.so.1) as its interpreter, which every image NVIDIA's driver runs
-// on has. Where that loader is missing (Alpine's musl, NixOS, distroless
+// on has. Where that loader is missing (Alpine's musl, NixOS, distroless/static
 // and scratch images) the kernel refuses to start such a binary at all;
 // the build tag nogpu leaves purego out and makes a fully static binary
 // that does everything but reach NVIDIA's libraries.
