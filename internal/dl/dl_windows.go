@@ -8,7 +8,7 @@ import (
 // dlopen refuses: gpurent reaches NVIDIA's libraries on Linux, where rented
 // GPUs are; on Windows it prices, plans and pulls checkpoints.
 func dlopen(string) (uintptr, error) {
-	return 0, fmt.Errorf("%w: gpurent loads NVIDIA's libraries on Linux only, not on %s", ErrNoLoader, runtime.GOOS)
+	return 0, fmt.Errorf("%w on %s: NVIDIA's libraries are reached on Linux, where rented GPUs are", ErrNoLoader, runtime.GOOS)
 }
 
 func dlsym(uintptr, string) (uintptr, error) {
