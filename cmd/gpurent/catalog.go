@@ -14,7 +14,7 @@ import (
 func newCatalog(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "catalog",
-		Short: "List, check and export the offers gpurent prices",
+		Short: "List and check the offers gpurent prices, and print the embedded catalog",
 	}
 	var gpu string
 	var minMemory float64
@@ -138,6 +138,7 @@ func newCatalog(g *globals) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(ls, check, def)
+	group(cmd)
 	return cmd
 }
 

@@ -670,6 +670,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 		},
 	}
 	cmd.AddCommand(push, pull, ls, verify, prune, runs, newCkptLog(g, &s), newCkptSpeed(g, &s))
+	group(cmd)
 	return cmd
 }
 

@@ -117,6 +117,31 @@ func exitStatus(err error) int {
 	return exitFailure
 }
 
+// group makes a command that only holds subcommands refuse a word that
+// names none of them, with exit 2 and the nearest name, as the root does;
+// cobra itself prints such a command's help and exits 0, so a mistyped
+// "gpurent ckpt pul" in a script would pass for success.
+func group(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(c *cobra.Command, a []string) error {
+		if len(a) == 0 {
+			return c.Help()
+		}
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", a[0], c.CommandPath())
+		if near := suggest.Closest(a[0], names); near != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		return usagef("%s; its commands: %s", msg, strings.Join(names, ", "))
+	}
+	return cmd
+}
+
 // args wraps a cobra argument check so that its failure exits 2 and shows
 // the command's usage line, which says what arguments it takes.
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
