@@ -281,7 +281,31 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", report.Table, "output format: table or json")
 	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
 	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newAudit(g), newWipe(g), newBurn())
+	strictBuiltins(root)
 	return root
+}
+
+// strictBuiltins gives cobra's own help and completion commands the exit
+// code of gpurent's: "gpurent help quot" and "gpurent completion bsh" print
+// help and exit 0 in cobra, as if a script's typo had worked.
+func strictBuiltins(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			show := c.Run
+			c.Run, c.RunE = nil, func(c *cobra.Command, a []string) error {
+				if cmd, rest, err := c.Root().Find(a); err != nil || cmd == nil || len(rest) > 0 {
+					return usagef("no help for %q: not a gpurent command (gpurent help lists them)", strings.Join(a, " "))
+				}
+				show(c, a)
+				return nil
+			}
+		case "completion":
+			group(c)
+		}
+	}
 }
 
 // isTerminal asks the terminal driver (tcgetattr), not the file mode:
