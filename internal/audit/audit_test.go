@@ -470,3 +470,24 @@ func FuzzParseAuthKey(f *testing.F) {
 		}
 	})
 }
+
+// A machine whose /proc cannot be read has not shown that nobody else
+// runs programs or listens on it: those checks are skipped with the
+// reason, not passed (unknown is not none).
+func TestUnreadProcIsNotAPass(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	home := filepath.Join(root, "root")
+	write(t, root+"/etc/passwd", "root:x:0:0::/root:/bin/bash\n", 0o644)
+	r := Judge(Gather(context.Background(), Env{Root: root, Home: home, Cwd: home, UID: os.Getuid()}))
+	for id, want := range map[string]string{
+		"users.processes": "processes not seen: no /proc",
+		"secrets.cmdline": "command lines not seen: no /proc",
+		"net.listeners":   "listening sockets not seen: no /proc/net/tcp",
+		"net.services":    "not asked: the listening sockets were not seen (no /proc/net/tcp)",
+	} {
+		if c := checkByID(t, r, id); c.Status != bench.Skip || c.Evidence != want || c.Measured != nil {
+			t.Errorf("%s: %s %q (measured %v); want skip %q", id, c.Status, c.Evidence, c.Measured, want)
+		}
+	}
+}

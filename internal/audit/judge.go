@@ -123,6 +123,8 @@ func (j *judger) processes() {
 		c.Advice = "Other people run programs on this machine: it is shared. Keep data encrypted and credentials off it, or ask for a dedicated machine."
 	case j.f.ProcHidden && j.f.UID != 0:
 		c.Status, c.Evidence = bench.Skip, "/proc hides other users' processes (hidepid)"
+	case hasUnseen(j.f.Unseen, "processes: no /proc"):
+		c.Status, c.Measured, c.Evidence = bench.Skip, nil, "processes not seen: no /proc"
 	default:
 		c.Evidence = "no process of another user"
 	}
@@ -248,6 +250,8 @@ func (j *judger) listeners() {
 		c.Advice = "These services answer on every address. Bind notebooks, TensorBoard and dashboards to 127.0.0.1 and reach them with ssh -L; stop what you do not use."
 	case len(sshd) > 0:
 		c.Evidence = "only sshd listens beyond loopback: " + list(sshd)
+	case hasUnseen(j.f.Unseen, "listening sockets:"):
+		c.Status, c.Measured, c.Evidence = bench.Skip, nil, "listening sockets not seen: no /proc/net/tcp"
 	default:
 		c.Evidence = "nothing listens beyond loopback"
 	}
@@ -284,6 +288,8 @@ func (j *judger) services() {
 		c.Advice = "TensorBoard has no login: anyone who reaches the port reads the training's curves, text and images. Restart it with --host 127.0.0.1 and reach it with ssh -L."
 	case len(closed) > 0:
 		c.Evidence = "asks for credentials: " + list(closed)
+	case hasUnseen(j.f.Unseen, "listening sockets:"):
+		c.Status, c.Measured, c.Evidence = bench.Skip, nil, "not asked: the listening sockets were not seen (no /proc/net/tcp)"
 	default:
 		c.Evidence = "no Jupyter, TensorBoard, Ray dashboard or code-server answers on a port other machines can reach"
 	}
@@ -313,6 +319,8 @@ func (j *judger) tokenArgs() {
 	}
 	names := j.others()
 	switch {
+	case len(items) == 0 && hasUnseen(j.f.Unseen, "processes: no /proc"):
+		c.Status, c.Measured, c.Evidence = bench.Skip, nil, "command lines not seen: no /proc"
 	case len(items) == 0:
 		c.Evidence = "no process of yours has a token on its command line"
 	case j.f.ProcHidden:
