@@ -173,7 +173,7 @@ func Gather(ctx context.Context, e Env) Facts {
 	f.Secrets = secrets(e)
 	f.OpenDirs = openDirs(e)
 	tab := mounts.Read(e.Root)
-	f.Volumes, f.Swap = volumes(e, tab)
+	f.Volumes, f.Swap = volumes(e, tab, unseen)
 	f.Docker = dockerSockets(e.Root)
 	f.Sharing = probe.Sharing(probe.Environ{Lookup: e.Lookup, Root: e.Root})
 	wg.Wait()

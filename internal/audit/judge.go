@@ -493,6 +493,8 @@ func (j *judger) swap() {
 		c.Advice = "Memory pages (model weights, tokens, keys) can be written to a swap disk that outlives the machine. Turn swap off (swapoff -a) if RAM allows, or use encrypted swap."
 	case len(ok) > 0:
 		c.Evidence = "swap is encrypted or in memory: " + list(ok)
+	case hasUnseen(j.f.Unseen, "swap: no /proc/swaps"):
+		c.Status, c.Measured, c.Evidence = bench.Skip, nil, "swap not seen: no /proc/swaps"
 	default:
 		c.Evidence = "no swap"
 	}

@@ -38,7 +38,7 @@ func volumeOf(tab mounts.Table, path string) (Volume, bool) {
 
 // volumes: the root, the home, the working directory and the data
 // directories that exist; one entry per mount. Swap from /proc/swaps.
-func volumes(e Env, tab mounts.Table) (vols, swap []Volume) {
+func volumes(e Env, tab mounts.Table, unseen func(string)) (vols, swap []Volume) {
 	vols, swap = []Volume{}, []Volume{}
 	paths := []string{e.path("/"), e.Home, e.Cwd}
 	for _, p := range dataRoots() {
@@ -62,6 +62,7 @@ func volumes(e Env, tab mounts.Table) (vols, swap []Volume) {
 	}
 	b, err := os.ReadFile(e.path("proc/swaps"))
 	if err != nil {
+		unseen("swap: no /proc/swaps")
 		return vols, swap
 	}
 	for _, line := range strings.Split(string(b), "\n")[1:] {
