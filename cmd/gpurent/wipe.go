@@ -111,6 +111,8 @@ check failed, 2 bad usage.`,
 			}
 			if removeIdentity {
 				o.Identity, _ = identityPath()
+			} else {
+				o.KeptIdentity, _ = identityPath()
 			}
 			plan, err := wipe.Make(ctx, e, o)
 			if errors.Is(err, wipe.ErrRefused) {

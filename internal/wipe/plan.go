@@ -115,8 +115,11 @@ type Options struct {
 	Checkpoints []string // checkpoint directories (gpurent run's), guarded by a backup check
 	Docker      bool     // remove all Docker images
 	Identity    string   // gpurent's age identity, removed only when set
-	NoOverwrite bool     // unlink only, even where overwriting would mean something
-	Keep        []string // paths left alone, whatever item they are in or are (--keep)
+	// KeptIdentity is where gpurent's age identity is when Identity is
+	// not set: the plan says it is kept, if it exists.
+	KeptIdentity string
+	NoOverwrite  bool     // unlink only, even where overwriting would mean something
+	Keep         []string // paths left alone, whatever item they are in or are (--keep)
 }
 
 // CheckpointDirs are the checkpoint directories the plan deletes: the
@@ -339,10 +342,14 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			p.Bytes += it.Bytes
 		}
 	}
-	if o.Identity == "" {
-		p.Kept = append(p.Kept, "gpurent's age identity (gpurent wipe --remove-identity removes it; keep a copy elsewhere first)")
+	// What is kept on purpose is named only where it exists: a plan that
+	// says it keeps a key the machine does not hold misleads.
+	if _, err := os.Lstat(o.KeptIdentity); o.Identity == "" && o.KeptIdentity != "" && err == nil {
+		p.Kept = append(p.Kept, "gpurent's age identity "+o.KeptIdentity+" (gpurent wipe --remove-identity removes it; keep a copy elsewhere first)")
 	}
-	p.Kept = append(p.Kept, "~/.ssh/authorized_keys (removing it would lock you out before you finish)")
+	if _, err := os.Lstat(filepath.Join(e.Home, ".ssh", "authorized_keys")); err == nil {
+		p.Kept = append(p.Kept, "~/.ssh/authorized_keys (removing it would lock you out before you finish)")
+	}
 	p.Warnings = append(p.Warnings, warnings(p, tab)...)
 	return p, nil
 }
