@@ -632,3 +632,24 @@ func TestBareMetalOnlyWhereTheFlagTells(t *testing.T) {
 		}
 	}
 }
+
+// Where /proc/self/maps could not be read, sharing.interposer still
+// passes on the two ways a library is preloaded, and says the mapped
+// libraries went unseen rather than that none hooks CUDA.
+func TestInterposerMapsUnread(t *testing.T) {
+	tab, _ := specs.Load()
+	f := healthyH100()
+	f.Sharing.MapsUnread = true
+	r, err := Judge(f, tab, Order{}, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(r.Checks, func(ch Check) bool { return ch.ID == "sharing.interposer" })
+	if i < 0 {
+		t.Fatal("no sharing.interposer check")
+	}
+	want := "no LD_PRELOAD or /etc/ld.so.preload; the libraries mapped into this process were not seen (/proc/self/maps not read)"
+	if c := r.Checks[i]; c.Status != Pass || c.Evidence != want {
+		t.Errorf("%s %q; want pass %q", c.Status, c.Evidence, want)
+	}
+}

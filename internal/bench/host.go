@@ -33,6 +33,8 @@ func (j *judge) sharing() {
 		c.Status = Warn
 		c.Evidence = "libraries are preloaded into every process: " + c.Measured.(string)
 		c.Advice = "A preloaded library can intercept CUDA calls; check what it is before trusting measurements."
+	case s.MapsUnread:
+		c.Evidence = "no LD_PRELOAD or /etc/ld.so.preload; the libraries mapped into this process were not seen (/proc/self/maps not read)"
 	default:
 		c.Evidence = "no LD_PRELOAD, /etc/ld.so.preload or CUDA-hooking library"
 	}

@@ -165,9 +165,12 @@ type Process struct {
 // SharingFacts are the traces a GPU-sharing layer leaves in the process
 // environment and on the file system.
 type SharingFacts struct {
-	LDPreload          string            `json:"ld_preload,omitempty"`
-	LDSoPreload        []string          `json:"ld_so_preload,omitempty"`        // lines of /etc/ld.so.preload
-	MappedInterposers  []string          `json:"mapped_interposers,omitempty"`   // suspicious libraries mapped in this process
+	LDPreload         string   `json:"ld_preload,omitempty"`
+	LDSoPreload       []string `json:"ld_so_preload,omitempty"`      // lines of /etc/ld.so.preload
+	MappedInterposers []string `json:"mapped_interposers,omitempty"` // suspicious libraries mapped in this process
+	// MapsUnread: /proc/self/maps could not be read, so the libraries
+	// mapped into this process were not seen.
+	MapsUnread         bool              `json:"maps_unread,omitempty"`
 	CUDAEnv            map[string]string `json:"cuda_env,omitempty"`             // CUDA_* variables that share or limit a GPU
 	MPSPipeDirectory   string            `json:"mps_pipe_directory,omitempty"`   // where an MPS daemon would listen, if it exists
 	CUDAVisibleDevices *string           `json:"cuda_visible_devices,omitempty"` // nil when unset

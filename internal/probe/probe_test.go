@@ -231,7 +231,7 @@ func TestSharingFake(t *testing.T) {
 	env := map[string]string{"LD_PRELOAD": "/x/libvgpu.so", "CUDA_DEVICE_MEMORY_LIMIT": "8g", "CUDA_VISIBLE_DEVICES": "0"}
 	s := Sharing(Environ{Root: root, Arch: "amd64", Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	if s.LDPreload != "/x/libvgpu.so" || len(s.LDSoPreload) != 1 || len(s.MappedInterposers) != 1 || s.CUDAEnv["CUDA_DEVICE_MEMORY_LIMIT"] != "8g" ||
-		s.MPSPipeDirectory != "/tmp/nvidia-mps" || s.Container != "docker" || !s.Hypervisor || s.HypervisorUnknown != "" || s.CUDAVisibleDevices == nil {
+		s.MPSPipeDirectory != "/tmp/nvidia-mps" || s.Container != "docker" || !s.Hypervisor || s.HypervisorUnknown != "" || s.MapsUnread || s.CUDAVisibleDevices == nil {
 		t.Errorf("%+v", s)
 	}
 }
@@ -241,8 +241,8 @@ func TestSharingFake(t *testing.T) {
 func TestSharingHypervisorUnknown(t *testing.T) {
 	root := t.TempDir()
 	none := func(string) (string, bool) { return "", false }
-	if s := Sharing(Environ{Root: root, Arch: "amd64", Lookup: none}); s.Hypervisor || s.HypervisorUnknown != "/proc/cpuinfo not read" {
-		t.Errorf("no cpuinfo: hypervisor %v, unknown %q", s.Hypervisor, s.HypervisorUnknown)
+	if s := Sharing(Environ{Root: root, Arch: "amd64", Lookup: none}); s.Hypervisor || s.HypervisorUnknown != "/proc/cpuinfo not read" || !s.MapsUnread {
+		t.Errorf("no /proc: hypervisor %v, unknown %q, maps unread %v", s.Hypervisor, s.HypervisorUnknown, s.MapsUnread)
 	}
 	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
 	if err := os.WriteFile(filepath.Join(root, "proc/cpuinfo"), []byte("processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32\nCPU implementer\t: 0x41\n"), 0o644); err != nil {

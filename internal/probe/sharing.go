@@ -60,7 +60,9 @@ func Sharing(e Environ) SharingFacts {
 			}
 		}
 	}
-	if maps, ok := e.read("/proc/self/maps"); ok {
+	maps, ok := e.read("/proc/self/maps")
+	s.MapsUnread = !ok
+	if ok {
 		seen := map[string]bool{}
 		for _, line := range strings.Split(maps, "\n") {
 			f := strings.Fields(line)
