@@ -116,6 +116,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown ckpt command", []string{"ckpt", "pul"}, 2, `unknown command "pul" for "gpurent ckpt" (did you mean "pull"?); its commands: log, ls, prune, pull, push, runs, speed, verify`},
 		{"unknown catalog command", []string{"catalog", "export"}, 2, `unknown command "export" for "gpurent catalog"; its commands: check, default, ls`},
 		{"ckpt alone is its help", []string{"ckpt"}, 0, ""},
+		{"run priced by no offer", []string{"run", "--preemption", "none", "--price", "aws-p5.4xlargee", "--", "true"}, 2, `--price: no offer has id "aws-p5.4xlargee" (did you mean "aws-p5.4xlarge"?)`},
 		{"help on a command", []string{"help", "ckpt", "pull"}, 0, ""},
 		{"help on no command", []string{"help", "ckpt", "pul"}, 2, `no help for "ckpt pul": not a gpurent command (gpurent help lists them)`},
 		{"help on no command at the root", []string{"help", "quot"}, 2, `no help for "quot": not a gpurent command`},

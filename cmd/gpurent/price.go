@@ -19,6 +19,45 @@ import (
 type hourlyPrice struct {
 	amount   float64
 	currency string
+	// from says where a price taken from the catalog comes from ("aws-
+	// p5.4xlarge's on-demand price in the catalog, as of ..."); empty for
+	// a price given as a number.
+	from string
+}
+
+// offerPrice reads --price given as a catalog offer's id, the one quote
+// ranked: "ID" is its on-demand price, "ID:spot" its spot price, each per
+// instance in the offer's currency. A price the catalog does not know is
+// an error, never 0.
+func offerPrice(offers []catalog.Offer, s string) (hourlyPrice, error) {
+	id, plan, _ := strings.Cut(strings.TrimSpace(s), ":")
+	o, err := catalog.ByID(offers, id)
+	if err != nil {
+		return hourlyPrice{}, fmt.Errorf("%v (or give the machine's hourly price, such as 2.49 or 18CNY)", err)
+	}
+	var fee catalog.Fee
+	switch strings.ToLower(plan) {
+	case "", "on_demand", "ondemand":
+		plan, fee = "on-demand", o.OnDemand.Hourly
+	case "spot":
+		if o.Spot != nil {
+			fee = o.Spot.Hourly
+		}
+	default:
+		return hourlyPrice{}, fmt.Errorf("%q: after the offer's id, want :spot (or nothing, for its on-demand price), got :%s", s, plan)
+	}
+	v, ok := fee.Value()
+	if !ok || v <= 0 {
+		return hourlyPrice{}, fmt.Errorf("offer %s states no %s price in the catalog: give the hourly price you pay, such as 2.49 or 18CNY", o.ID, plan)
+	}
+	return hourlyPrice{amount: v, currency: o.Currency, from: fmt.Sprintf("%s's %s price in the catalog (as of %s)", o.ID, plan, o.AsOf)}, nil
+}
+
+// looksLikeOffer: --price text that begins with a letter names an offer;
+// a price begins with its number.
+func looksLikeOffer(s string) bool {
+	s = strings.TrimSpace(s)
+	return s != "" && (s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
 }
 
 // parsePrice reads "2.49", "2.49USD", "18 CNY" or "18CNY/h" (a bare
@@ -52,8 +91,12 @@ func (p hourlyPrice) cost(d time.Duration) string {
 // spent is the end's line: the cost of the time gpurent ran, and what it
 // leaves out.
 func (p hourlyPrice) spent(d time.Duration) string {
+	at := p.String()
+	if p.from != "" {
+		at += ", " + p.from
+	}
 	return fmt.Sprintf("the machine cost about %s while gpurent ran (%s at %s; storage, egress and the provider's rounding are not in it: gpurent quote itemizes them), and bills on until it is stopped",
-		p.cost(d), shortDur(d), p)
+		p.cost(d), shortDur(d), at)
 }
 
 // costMetric is --metrics' gauge of what the machine has cost since

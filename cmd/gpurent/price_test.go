@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/supervise"
 )
 
@@ -22,6 +23,38 @@ func TestParsePrice(t *testing.T) {
 			t.Errorf("parsePrice(%q) = %v, want an error", in, p)
 		}
 	}
+	// An offer's id, as quote prints it, gives its price in the catalog,
+	// per instance and in its own currency; a price the catalog lacks is
+	// an error, not 0.
+	offers := []catalog.Offer{
+		{ID: "od-only", Currency: "CNY", AsOf: "2026-11-30", OnDemand: catalog.OnDemand{Hourly: catalog.Known(18)}},
+		{ID: "both", Currency: "USD", AsOf: "c. 2026-10", OnDemand: catalog.OnDemand{Hourly: catalog.Known(6.88)}, Spot: &catalog.Spot{Hourly: catalog.Known(2.63)}},
+		{ID: "sub-only", Currency: "CNY", AsOf: "2026-11-30", Subscriptions: []catalog.Subscription{{Period: catalog.PeriodMonth, Price: 3000}}},
+	}
+	for in, want := range map[string]string{
+		"od-only":   "18 CNY/h, od-only's on-demand price in the catalog (as of 2026-11-30)",
+		"BOTH":      "6.88 USD/h, both's on-demand price in the catalog (as of c. 2026-10)",
+		"both:spot": "2.63 USD/h, both's spot price in the catalog (as of c. 2026-10)",
+	} {
+		p, err := offerPrice(offers, in)
+		if got := p.String() + ", " + p.from; err != nil || got != want {
+			t.Errorf("offerPrice(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"od-only:spot": "offer od-only states no spot price in the catalog",
+		"sub-only":     "offer sub-only states no on-demand price in the catalog",
+		"both:month":   "want :spot (or nothing, for its on-demand price), got :month",
+		"bothh":        `no offer has id "bothh" (did you mean "both"?)`,
+	} {
+		if p, err := offerPrice(offers, in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("offerPrice(%q) = %v, %v; want an error with %q", in, p, err, want)
+		}
+	}
+	if !looksLikeOffer(" aws-p5.4xlarge") || looksLikeOffer("2.49USD") || looksLikeOffer("") {
+		t.Error("looksLikeOffer")
+	}
+
 	p, _ := parsePrice("2.5")
 	if c := p.cost(90 * time.Minute); c != "3.75 USD" {
 		t.Errorf("cost %s", c)

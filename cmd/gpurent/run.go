@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/mounts"
 	"github.com/gpurent/gpurent/internal/notify"
 	"github.com/gpurent/gpurent/internal/report"
@@ -218,6 +219,13 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			var price hourlyPrice
 			if priceText != "" {
 				p, err := parsePrice(priceText)
+				if err != nil && looksLikeOffer(priceText) {
+					var cat *catalog.Catalog
+					if cat, err = catalog.Load(g.catalogs); err != nil {
+						return err
+					}
+					p, err = offerPrice(cat.Offers, priceText)
+				}
 				if err != nil {
 					return bad("price", "price", "%v", err)
 				}
@@ -251,6 +259,9 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				if out != nil {
 					out.Note(line)
 				}
+			}
+			if price.from != "" {
+				logf("the cost shown is at %s, %s", price, price.from)
 			}
 			if logPath != "" {
 				o, err := openOutput(cmd, logPath)
@@ -540,7 +551,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.DurationVar(&silence, "silence", 0, "with --log, restart the command when it has printed nothing (and written no new checkpoint) for this long (hung); 0 only warns, at three times its longest silence")
 	f.Float64Var(&gpuBusyMin, "gpu-busy-min", 50, "warn (and notify) when a GPU of this machine ran kernels less than this percent of 10 min while the command ran, 5 min after each start (NVML utilization: idle GPUs are billed too); 0 never warns (a GPU the hardware slows down for heat is warned of regardless)")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
-	f.StringVar(&priceText, "price", "", "the machine's hourly price, e.g. 2.49 (USD), 2.49USD or 18CNY: what the run has cost so far goes in the status line, the progress notifications and the end")
+	f.StringVar(&priceText, "price", "", "the machine's hourly price, e.g. 2.49 (USD), 2.49USD or 18CNY, or the catalog offer rented, by the id quote prints (ID:spot for its spot price): what the run has cost so far goes in the status line, the progress notifications and the end")
 	f.StringVar(&logPath, "log", "", "append the command's output to this file and, with --store, ship it there (encrypted) every --log-every and at each restart: gpurent ckpt log reads it back")
 	f.DurationVar(&logEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")
 	f.DurationVar(&notifyEvery, "notify-every", 0, "with --notify, also say every this long how the run stands (with --log, its last lines); 0: never")
