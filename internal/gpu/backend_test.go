@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"os/exec"
@@ -77,7 +78,16 @@ func TestEmbeddedPTX(t *testing.T) {
 // (testdata/faketorch) on a virtual clock: every probe comes back with the
 // rate it was given, TF32 only where the script allowed it, and the JSON
 // fits the Go side's Result.
+//
+// TF32 is set in the words each torch knows: allow_tf32 before 2.9, and
+// fp32_precision alone in a torch that refuses allow_tf32.
 func TestTorchScriptSimulated(t *testing.T) {
+	for api, how := range map[string]string{"": "allow_tf32=True", "new": "fp32_precision=tf32"} {
+		t.Run("tf32 api "+cmp.Or(api, "legacy"), func(t *testing.T) { torchScriptSimulated(t, api, how) })
+	}
+}
+
+func torchScriptSimulated(t *testing.T, api, how string) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3 here")
 	}
@@ -87,6 +97,7 @@ func TestTorchScriptSimulated(t *testing.T) {
 	}
 	t.Setenv("PYTHONPATH", dir)
 	t.Setenv("FAKE_TORCH_RATES", `{"fp32": 6e13, "tf32": 4e14, "bf16": 8e14, "device": 3e12, "link": 5e10}`)
+	t.Setenv("FAKE_TORCH_TF32_API", api)
 	r := Torch{}.Run(context.Background(), Options{})
 	if !r.Available || r.Error != "" || r.Device != "Simulated GPU (fake torch)" || r.Driver != "torch 0.0-fake, CUDA 12.8" || !SameBusID(r.BusID, "00000000:3B:00.0") {
 		t.Fatalf("%+v", r)
@@ -98,7 +109,7 @@ func TestTorchScriptSimulated(t *testing.T) {
 			t.Errorf("%s = %+v, want %.0f", probe, got, w)
 		}
 	}
-	if g := r.Find(ProbeGEMMTF32); g == nil || g.Precision != "tf32" || !strings.Contains(g.Notes, "allow_tf32=True") {
+	if g := r.Find(ProbeGEMMTF32); g == nil || g.Precision != "tf32" || !strings.Contains(g.Notes, how) {
 		t.Errorf("tf32: %+v", g)
 	}
 	if len(r.Results) != len(want) {

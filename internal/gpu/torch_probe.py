@@ -49,6 +49,20 @@ def main():
     def failed(probe, unit, e):
         out["results"].append({"probe": probe, "unit": unit, "value": 0, "timing": {}, "error": str(e)})
 
+    def set_tf32(on):
+        # TF32 is off for float32 matmul by default since torch 1.12, so it
+        # is set explicitly either way. Newer torch sets it per backend,
+        # fp32_precision "tf32" or "ieee", and warns that allow_tf32 "will
+        # be deprecated after Pytorch 2.9" (its UserWarning; pytorch/pytorch
+        # PR 158209): each torch is told in the words it knows, and the
+        # notes say which.
+        m = torch.backends.cuda.matmul
+        if hasattr(m, "fp32_precision"):
+            m.fp32_precision = "tf32" if on else "ieee"
+            return "fp32_precision=" + m.fp32_precision
+        m.allow_tf32 = on
+        return "allow_tf32=%s" % on
+
     n = 8192
     for probe, dtype, tf32, prec in (("gemm_fp32", torch.float32, False, "fp32"),
                                      ("gemm_tf32", torch.float32, True, "tf32"),
@@ -56,13 +70,16 @@ def main():
         if not wants(probe):
             continue
         try:
-            torch.backends.cuda.matmul.allow_tf32 = tf32  # set explicitly: off by default since torch 1.12
+            how = set_tf32(tf32)
             a = torch.randn(n, n, device="cuda", dtype=dtype); b = torch.randn(n, n, device="cuda", dtype=dtype)
-            add(probe, "TFLOPS", 2 * n ** 3 / 1e12, timed(lambda: a @ b), prec, "torch.matmul %d^3, allow_tf32=%s" % (n, tf32))
+            add(probe, "TFLOPS", 2 * n ** 3 / 1e12, timed(lambda: a @ b), prec, "torch.matmul %d^3, %s" % (n, how))
             del a, b
         except Exception as e:
             failed(probe, "TFLOPS", e)
-    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        set_tf32(False)
+    except Exception:
+        pass  # the copies below do not matmul
     size = (1 << 30) if full else (512 << 20)
     if wants("mem_copy"):
         try:

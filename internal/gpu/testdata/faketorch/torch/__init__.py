@@ -15,13 +15,37 @@ class version:
     cuda = "12.8"
 
 
+# TF32 for float32 matmul is allow_tf32 (torch before 2.9), or with
+# FAKE_TORCH_TF32_API=new the per-backend fp32_precision ("tf32" or
+# "ieee") alone, refusing allow_tf32 as a torch that dropped it would.
+_new_api = os.environ.get("FAKE_TORCH_TF32_API") == "new"
+
+
 class _Matmul:
-    allow_tf32 = False
+    def __init__(self):
+        object.__setattr__(self, "_tf32", False)
+
+    def __setattr__(self, name, value):
+        if name == "allow_tf32" and not _new_api:
+            object.__setattr__(self, "_tf32", bool(value))
+        elif name == "fp32_precision" and _new_api:
+            if value not in ("tf32", "ieee"):
+                raise ValueError("fp32_precision: " + repr(value))
+            object.__setattr__(self, "_tf32", value == "tf32")
+        else:
+            raise AttributeError("Unknown attribute " + name)
+
+    def __getattr__(self, name):
+        if name == "allow_tf32" and not _new_api:
+            return self._tf32
+        if name == "fp32_precision" and _new_api:
+            return "tf32" if self._tf32 else "ieee"
+        raise AttributeError("Unknown attribute " + name)
 
 
 class backends:
     class cuda:
-        matmul = _Matmul
+        matmul = _Matmul()
 
 
 class dtype:
@@ -55,7 +79,7 @@ class Tensor:
         assert k == k2
         kind = self.dtype.name
         if kind == "float32":
-            kind = "tf32" if backends.cuda.matmul.allow_tf32 else "fp32"
+            kind = "tf32" if backends.cuda.matmul._tf32 else "fp32"
         elif kind == "bfloat16":
             kind = "bf16"
         _clock[0] += 2.0 * n * k * m / _rates[kind]
