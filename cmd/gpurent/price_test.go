@@ -89,14 +89,24 @@ func TestRunPrice(t *testing.T) {
 		!strings.Contains(stderr, " CNY while gpurent ran (") || !strings.Contains(stderr, "at 18 CNY/h; storage, egress and the provider's rounding are not in it") {
 		t.Errorf("exit %d\n%s", code, stderr)
 	}
-	code, _, stderr = gpurent(t, "run", "--ckpt-dir", dir, "--preemption", "none", "--price", "cheap", "--", "true")
-	if code != 2 || !strings.Contains(stderr, `--price: want the machine's hourly price such as 2.49, 2.49USD or 18CNY, got "cheap"`) {
+	code, _, stderr = gpurent(t, "run", "--ckpt-dir", dir, "--preemption", "none", "--price", "2.49 dollars", "--", "true")
+	if code != 2 || !strings.Contains(stderr, `--price: want the machine's hourly price such as 2.49, 2.49USD or 18CNY, got "2.49 dollars"`) {
 		t.Errorf("bad price: exit %d\n%s", code, stderr)
+	}
+	// A word is an offer's id: one the catalog lacks is bad input too.
+	code, _, stderr = gpurent(t, "run", "--ckpt-dir", dir, "--preemption", "none", "--price", "cheap", "--", "true")
+	if code != 2 || !strings.Contains(stderr, `--price: no offer has id "cheap"`) || !strings.Contains(stderr, "(or give the machine's hourly price, such as 2.49 or 18CNY)") {
+		t.Errorf("no such offer: exit %d\n%s", code, stderr)
 	}
 	cfg := filepath.Join(dir, "run.yaml")
 	os.WriteFile(cfg, []byte("ckpt_dir: out\nprice: nope\ncommand: [true]\n"), 0o600)
 	code, _, stderr = gpurent(t, "run", "--config", cfg, "--preemption", "none")
-	if code != 2 || !strings.Contains(stderr, "run.yaml:2") || !strings.Contains(stderr, `got "nope"`) {
+	if code != 2 || !strings.Contains(stderr, "run.yaml:2") || !strings.Contains(stderr, `no offer has id "nope"`) {
 		t.Errorf("bad price in the config: exit %d\n%s", code, stderr)
+	}
+	// The offer's own price, and the end says whose it is.
+	code, _, stderr = gpurent(t, "run", "--ckpt-dir", dir, "--preemption", "none", "--no-status", "--price", "aws-p5.4xlarge", "--", "true")
+	if code != 0 || !strings.Contains(stderr, "gpurent: the cost shown is at ") || !strings.Contains(stderr, "USD/h, aws-p5.4xlarge's on-demand price in the catalog (as of ") {
+		t.Errorf("priced by an offer: exit %d\n%s", code, stderr)
 	}
 }
