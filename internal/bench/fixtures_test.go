@@ -605,7 +605,6 @@ func TestHostFactsNotRead(t *testing.T) {
 // (arm64, /proc/cpuinfo unread) it says why that is not known. Facts
 // recorded before hypervisor_unknown was kept read as before.
 func TestBareMetalOnlyWhereTheFlagTells(t *testing.T) {
-	tab, _ := specs.Load()
 	for unknown, want := range map[string]string{
 		"":                                   "bare metal, no container detected",
 		"arm64 CPUs have no hypervisor flag": "no container detected; whether this is a virtual machine is not known: arm64 CPUs have no hypervisor flag, and no DMI product name was readable",
@@ -613,15 +612,7 @@ func TestBareMetalOnlyWhereTheFlagTells(t *testing.T) {
 	} {
 		f := healthyH100()
 		f.Sharing = probe.SharingFacts{HypervisorUnknown: unknown}
-		r, err := Judge(f, tab, Order{}, DefaultLimits())
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := slices.IndexFunc(r.Checks, func(ch Check) bool { return ch.ID == "sharing.environment" })
-		if i < 0 {
-			t.Fatal("no sharing.environment check")
-		}
-		if c := r.Checks[i]; c.Evidence != want || c.Status != Pass {
+		if c := judged(t, f, "sharing.environment"); c.Evidence != want || c.Status != Pass {
 			t.Errorf("hypervisor_unknown %q: %s %q; want pass %q", unknown, c.Status, c.Evidence, want)
 		}
 		// audit judges the same facts the same way.
@@ -637,19 +628,25 @@ func TestBareMetalOnlyWhereTheFlagTells(t *testing.T) {
 // passes on the two ways a library is preloaded, and says the mapped
 // libraries went unseen rather than that none hooks CUDA.
 func TestInterposerMapsUnread(t *testing.T) {
-	tab, _ := specs.Load()
 	f := healthyH100()
 	f.Sharing.MapsUnread = true
+	want := "no LD_PRELOAD or /etc/ld.so.preload; the libraries mapped into this process were not seen (/proc/self/maps not read)"
+	if c := judged(t, f, "sharing.interposer"); c.Status != Pass || c.Evidence != want {
+		t.Errorf("%s %q; want pass %q", c.Status, c.Evidence, want)
+	}
+}
+
+// judged is the check id of f judged with no order and the default limits.
+func judged(t *testing.T, f probe.Facts, id string) Check {
+	t.Helper()
+	tab, _ := specs.Load()
 	r, err := Judge(f, tab, Order{}, DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(r.Checks, func(ch Check) bool { return ch.ID == "sharing.interposer" })
+	i := slices.IndexFunc(r.Checks, func(ch Check) bool { return ch.ID == id })
 	if i < 0 {
-		t.Fatal("no sharing.interposer check")
+		t.Fatalf("no %s check", id)
 	}
-	want := "no LD_PRELOAD or /etc/ld.so.preload; the libraries mapped into this process were not seen (/proc/self/maps not read)"
-	if c := r.Checks[i]; c.Status != Pass || c.Evidence != want {
-		t.Errorf("%s %q; want pass %q", c.Status, c.Evidence, want)
-	}
+	return r.Checks[i]
 }
