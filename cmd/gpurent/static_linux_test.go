@@ -20,7 +20,7 @@ import (
 // start at all, which is what the static build is for.
 func TestStaticBuild(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go")
+		t.Skip("no go toolchain on PATH: the static build cannot be made here")
 	}
 	dir := t.TempDir()
 	build := func(name string, tags ...string) string {
