@@ -421,6 +421,10 @@ func (j *judger) leftovers() {
 		c.Status = bench.Warn
 		c.Evidence = fmt.Sprintf("%s left by others or from before this tenancy (began %s): %s", report.Bytes(total), since, list(items))
 		c.Advice = "The image or the machine was used before you and not cleared, so what you leave will stay too. Leave others' files unread; plan gpurent wipe (and an encrypted volume) for your own."
+	case j.f.Since.IsZero():
+		// Without a start, files older than this tenancy cannot be told
+		// from the user's own: only others' ownership was judged.
+		c.Evidence = "nothing in the home, data or temp directories belongs to another user; whether anything there predates this tenancy is not known (when it began is not known: pass --since)"
 	default:
 		c.Evidence = "nothing in the home, data or temp directories belongs to another user or predates this tenancy (began " + since + ")"
 	}
