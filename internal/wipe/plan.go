@@ -344,14 +344,20 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	}
 	// What is kept on purpose is named only where it exists: a plan that
 	// says it keeps a key the machine does not hold misleads.
-	if _, err := os.Lstat(o.KeptIdentity); o.Identity == "" && o.KeptIdentity != "" && err == nil {
+	if o.Identity == "" && o.KeptIdentity != "" && exists(o.KeptIdentity) {
 		p.Kept = append(p.Kept, "gpurent's age identity "+o.KeptIdentity+" (gpurent wipe --remove-identity removes it; keep a copy elsewhere first)")
 	}
-	if _, err := os.Lstat(filepath.Join(e.Home, ".ssh", "authorized_keys")); err == nil {
+	if exists(filepath.Join(e.Home, ".ssh", "authorized_keys")) {
 		p.Kept = append(p.Kept, "~/.ssh/authorized_keys (removing it would lock you out before you finish)")
 	}
 	p.Warnings = append(p.Warnings, warnings(p, tab)...)
 	return p, nil
+}
+
+// exists: something (a symlink too) is at path.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // within: path is dir or lies inside it.
