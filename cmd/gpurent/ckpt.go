@@ -248,6 +248,11 @@ push needs only the recipient (--recipient or GPURENT_RECIPIENT); pull needs the
 			if out == "" {
 				out, _ = identityPath()
 			}
+			if out == "" {
+				// No home to default to (env -i, some init systems'
+				// services): say so, not "open : no such file".
+				return usagef("keygen: nowhere to write the identity: neither HOME nor an absolute XDG_CONFIG_HOME is set; pass --identity FILE or set GPURENT_IDENTITY")
+			}
 			r, err := store.Keygen(out)
 			if err != nil {
 				return usageError{err}

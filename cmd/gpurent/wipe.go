@@ -91,7 +91,8 @@ check failed, 2 bad usage.`,
 				e.Since = t
 			}
 			if e.Home, err = os.UserHomeDir(); err != nil {
-				return fmt.Errorf("wipe: %w", err)
+				// The plan is mostly the home's: histories, caches, keys.
+				return usagef("wipe: HOME is not set, and the plan needs the home directory whose histories, caches and keys it clears: set HOME (nothing was deleted)")
 			}
 			if e.Cwd, err = os.Getwd(); err != nil {
 				return fmt.Errorf("wipe: %w", err)
