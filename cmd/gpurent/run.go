@@ -253,8 +253,9 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				logMu.Lock()
 				defer logMu.Unlock()
 				// Lines name checkpoints, processes and files: text, not
-				// terminal controls.
-				line := report.SafeLines(fmt.Sprintf(format, a...))
+				// terminal controls, and one event a line (a checkpoint
+				// named "a\nb" must not start a line of its own).
+				line := report.Safe(fmt.Sprintf(format, a...))
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: %s\n", line)
 				if out != nil {
 					out.Note(line)

@@ -57,3 +57,27 @@ func TestNamesFromTheMachineAreEscaped(t *testing.T) {
 		t.Errorf("audit does not name %s:\n%s", escaped, out)
 	}
 }
+
+// run's messages are one event a line: a checkpoint whose name holds a
+// newline (names are the trainer's, and any byte but / is allowed) is
+// named escaped, and never starts a line that does not come from gpurent.
+func TestRunNamesACheckpointOnOneLine(t *testing.T) {
+	dir := t.TempDir()
+	ck, st := filepath.Join(dir, "ck"), filepath.Join(dir, "store")
+	if err := os.Mkdir(ck, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ck, "step-1\nforged: line"), []byte("w"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := gpurent(t, "run", "--ckpt-dir", ck, "--store", st, "--no-encrypt", "--preemption", "none", "--no-status",
+		"--quiet", "100ms", "--poll", "50ms", "--", "sleep", "1")
+	if code != 0 || !strings.Contains(stderr, `committed step-1\nforged: line as `) {
+		t.Fatalf("exit %d; want the checkpoint committed and named escaped:\n%s", code, stderr)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+		if !strings.HasPrefix(l, "gpurent: ") {
+			t.Errorf("a line not from gpurent: %q", l)
+		}
+	}
+}
