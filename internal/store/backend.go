@@ -8,6 +8,7 @@ package store
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
@@ -573,7 +575,39 @@ func (e *StoreError) Error() string {
 	case gcerrors.PermissionDenied:
 		return fmt.Sprintf("%s %s in %s: access denied: check the credentials in the environment (AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT ...) (%v)", e.Op, e.Key, e.Store, e.Err)
 	}
+	if why := unreachable(e.Err); why != "" {
+		return fmt.Sprintf("%s %s in %s: %s (%v)", e.Op, e.Key, e.Store, why, e.Err)
+	}
 	return fmt.Sprintf("%s %s in %s: %v", e.Op, e.Key, e.Store, e.Err)
+}
+
+// unreachable says in words why the store's server was not reached at
+// all, or "": the cloud SDKs put that cause at the end of a long chain
+// ("operation error S3: ListObjectsV2, exceeded maximum number of
+// attempts, ... dial tcp ...: connect: connection refused"), where a
+// typo in endpoint= hides from the person who made it.
+func unreachable(err error) string {
+	var dns *net.DNSError
+	var op *net.OpError
+	var authority x509.UnknownAuthorityError
+	var host x509.HostnameError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return fmt.Sprintf("the host %s does not resolve: check the endpoint's name (endpoint= in the store URL)", dns.Name)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		at := ""
+		if errors.As(err, &op) && op.Addr != nil {
+			at = " at " + op.Addr.String()
+		}
+		return "nothing answers" + at + " (connection refused): check the endpoint's host and port, and that its server runs"
+	case errors.As(err, &authority):
+		return "the server's TLS certificate is signed by an authority this machine does not trust (a private CA: name its bundle in SSL_CERT_FILE)"
+	case errors.As(err, &host):
+		return fmt.Sprintf("the server's TLS certificate is not for %s: check the endpoint's host", host.Host)
+	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return "the endpoint speaks plain HTTP: write it as http://"
+	}
+	return ""
 }
 
 func (e *StoreError) Unwrap() error { return e.Err }
