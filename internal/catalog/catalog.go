@@ -356,9 +356,11 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 	bad := func(field, format string, args ...any) {
 		ps = append(ps, yamlfile.Problemf(p+"."+field, format, args...))
 	}
-	for field, v := range map[string]string{"id": o.ID, "provider": o.Provider, "gpu": o.GPU, "currency": o.Currency, "source": o.Source, "as_of": o.AsOf} {
-		if strings.TrimSpace(v) == "" {
-			bad(field, "missing; every offer needs id, provider, gpu, currency, source and as_of")
+	// In the order the message lists them: the same file gives the same
+	// errors, in the same order, every time.
+	for _, f := range []struct{ field, v string }{{"id", o.ID}, {"provider", o.Provider}, {"gpu", o.GPU}, {"currency", o.Currency}, {"source", o.Source}, {"as_of", o.AsOf}} {
+		if strings.TrimSpace(f.v) == "" {
+			bad(f.field, "missing; every offer needs id, provider, gpu, currency, source and as_of")
 		}
 	}
 	if o.GPUs < 1 {

@@ -424,3 +424,29 @@ func TestByIDAndOrderedGPU(t *testing.T) {
 		t.Errorf("near miss: %v", err)
 	}
 }
+
+// The same file gives the same errors in the same order every time: the
+// missing fields are named in the order the message lists them.
+func TestMissingFieldsInAFixedOrder(t *testing.T) {
+	data := []byte("version: 1\noffers:\n  - id: mine\n    gpus: 1\n    on_demand: {hourly: 1.5}\n")
+	want := ""
+	for i := range 50 {
+		_, err := Parse("c.yaml", data)
+		if err == nil {
+			t.Fatal("an offer without provider, gpu, currency, source and as_of parsed")
+		}
+		if i == 0 {
+			want = err.Error()
+			for _, f := range []string{"provider", "gpu", "currency", "source", "as_of"} {
+				if !strings.Contains(want, "offers[0]."+f+": missing") {
+					t.Fatalf("%s not named: %v", f, err)
+				}
+			}
+			if a, b := strings.Index(want, ".provider:"), strings.Index(want, ".as_of:"); a > b {
+				t.Fatalf("as_of named before provider: %v", err)
+			}
+		} else if err.Error() != want {
+			t.Fatalf("parse %d said\n%v\nparse 1 said\n%v", i+1, err, want)
+		}
+	}
+}
