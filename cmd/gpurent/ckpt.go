@@ -36,6 +36,9 @@ type storeFlags struct {
 	grace      time.Duration
 	workers    int
 	bwlimit    string
+	// say, when set, is where a store's retries are told (a line each);
+	// the command sets it to its stderr, or run to its log.
+	say func(format string, a ...any)
 }
 
 func (s *storeFlags) register(fs *pflag.FlagSet) {
@@ -186,7 +189,13 @@ func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress fu
 	if grace == 0 {
 		grace = -1
 	}
-	st := store.New(&store.Retrying{Backend: b}, store.Options{Crypto: c, Host: host, Version: version, Workers: s.workers, Grace: grace, Progress: progress, Upload: upload})
+	r := &store.Retrying{Backend: b}
+	if say := s.say; say != nil {
+		r.Retried = func(err error, wait time.Duration, left int) {
+			say("the store: %s; trying again in %.1f s (%s left)", store.Brief(err), wait.Seconds(), report.Count(left, "try"))
+		}
+	}
+	st := store.New(r, store.Options{Crypto: c, Host: host, Version: version, Workers: s.workers, Grace: grace, Progress: progress, Upload: upload})
 	return st, name, func() { b.Close() }, nil
 }
 
@@ -286,7 +295,12 @@ and committed by writing its manifest last: a push killed at any moment leaves n
 visible checkpoint, and a pull never leaves half a checkpoint at its destination.`,
 	}
 	s.register(cmd.PersistentFlags())
-	cmd.PersistentPreRun = func(*cobra.Command, []string) { debug.SetMemoryLimit(store.MemoryLimit) }
+	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
+		debug.SetMemoryLimit(store.MemoryLimit)
+		s.say = func(format string, a ...any) {
+			fmt.Fprintf(c.ErrOrStderr(), "gpurent: %s\n", report.Safe(fmt.Sprintf(format, a...)))
+		}
+	}
 
 	push := &cobra.Command{
 		Use:   "push PATH",

@@ -373,6 +373,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				if err != nil {
 					return err
 				}
+				s.say = logf // a store's retries go where run's messages go
 				st, name, closeFn, err := s.open(cmd.Context(), c, nil)
 				if err != nil {
 					return err

@@ -22,6 +22,11 @@ type Retrying struct {
 	Backend
 	Attempts int           // tries in all; 5 when zero
 	Base     time.Duration // first backoff; 200 ms when zero
+	// Retried, when set, hears of each failure that is tried again, how
+	// long until then and how many tries are left: a command waiting on
+	// a store that does not answer says so rather than seem to hang (a
+	// refused port takes some 18 s of tries, the SDK's included).
+	Retried func(err error, wait time.Duration, left int)
 }
 
 // Transient reports whether err is worth another try.
@@ -77,6 +82,9 @@ func (r *Retrying) do(ctx context.Context, op func() error) error {
 		}
 		d := base << i
 		d += time.Duration(rand.Int64N(int64(d)/2 + 1))
+		if r.Retried != nil {
+			r.Retried(err, d, attempts-1-i)
+		}
 		select {
 		case <-ctx.Done():
 			return err
@@ -148,4 +156,22 @@ func (r *Retrying) Delete(ctx context.Context, key string) error {
 		return nil
 	}
 	return err
+}
+
+// Brief is err in a few words, for a line that may repeat: the operation
+// and key, then what unreachable says or else the innermost cause (the
+// SDK's chain of wrappers left out).
+func Brief(err error) string {
+	what := ""
+	var se *StoreError
+	if errors.As(err, &se) {
+		what = se.Op + " " + se.Key + ": "
+	}
+	if why := unreachable(err); why != "" {
+		return what + why
+	}
+	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
+		err = u
+	}
+	return what + err.Error()
 }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -469,9 +470,17 @@ func TestRetry(t *testing.T) {
 	transient := &StoreError{Op: "write", Code: 0, Err: fmt.Errorf("dial tcp 127.0.0.1:1: connect: %w", syscall.ECONNREFUSED)}
 	f := &flaky{Backend: b, err: transient}
 	f.fail.Store(2)
-	r := &Retrying{Backend: f, Base: 1}
+	var told []string
+	r := &Retrying{Backend: f, Base: 1, Retried: func(err error, wait time.Duration, left int) {
+		told = append(told, fmt.Sprintf("%s; %d left", Brief(err), left))
+	}}
 	if _, err := r.Put(ctx, "k", func(w io.Writer) error { _, err := w.Write([]byte("x")); return err }); err != nil || f.calls.Load() != 3 {
 		t.Errorf("transient: %v after %d calls", err, f.calls.Load())
+	}
+	// Each retry is told, briefly: the key and the cause, then the tries left.
+	why := "write : nothing answers (connection refused): check the endpoint's host and port, and that its server runs"
+	if want := []string{why + "; 4 left", why + "; 3 left"}; !slices.Equal(told, want) {
+		t.Errorf("retries told %q, want %q", told, want)
 	}
 	perm := &flaky{Backend: b, err: &StoreError{Op: "write", Code: 5 /* PermissionDenied */, Err: errors.New("AccessDenied")}}
 	perm.fail.Store(10)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -69,5 +70,10 @@ func TestUnreachableWords(t *testing.T) {
 	}
 	if why := unreachable(&net.DNSError{Err: "server misbehaving", Name: "x", IsTemporary: true}); why != "" {
 		t.Errorf("a DNS server failing is not a name that does not resolve: %q", why)
+	}
+	// Brief leaves out the SDK's wrappers: the operation, then the cause.
+	slow := &StoreError{Op: "read", Key: "runs/r/data/x", Err: fmt.Errorf("operation error S3: GetObject, exceeded maximum number of attempts, 3: %w", errors.New("SlowDown: reduce your request rate"))}
+	if b := Brief(slow); b != "read runs/r/data/x: SlowDown: reduce your request rate" {
+		t.Errorf("Brief: %q", b)
 	}
 }
