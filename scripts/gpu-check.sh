@@ -22,21 +22,39 @@
 # own timers (sampling windows, sustained launches); what the probes add on
 # a real card is not measured yet; the issue allows 8 minutes:
 #   bash scripts/gpu-check.sh [OUTDIR]      (default: ./gpu-check-out)
-# On the project's device machine (which returns at most 8 files from $OUT,
-# and nothing of a pipeline killed at its limit), build here with
-# CGO_ENABLED=0 go build -o gpurent ./cmd/gpurent, carry gpurent, and run
-#   timeout 540 bash scripts/gpu-check.sh /tmp/gc; cp /tmp/gc/summary.txt $OUT/; tar -czf $OUT/gc.tgz -C /tmp gc
+# On the project's device machine (no Go there and nothing to fetch; it
+# takes at most 64 MiB of working tree with what is carried, and returns at
+# most 8 files of 16 MiB from $OUT, nothing of a pipeline killed at its
+# limit), run bash scripts/gpu-check-prep.sh here: it builds ./gpurent
+# stripped (the standard build, about 68 MiB, is over that limit on its
+# own), checks that the tree and the binary fit, and prints the call:
+# carry gpurent and run
+#   timeout 480 bash scripts/gpu-check.sh /tmp/gc; cp /tmp/gc/summary.txt $OUT/; tar -czf $OUT/gc.tgz -C /tmp gc
 # so that a run cut short by its own timeout still brings back what it wrote.
+# The binary is kept out of OUTDIR, so that OUTDIR holds only what was
+# measured and comes back whole.
 # TestGPUCheckSimulated (cmd/gpurent) runs it whole on simulated NVML, CUDA
 # driver, cuBLASLt, torch and nvidia-smi, so it works the first time on a
 # card.
-# Exit status: 0 when every compared field agrees, 1 otherwise.
+# GPU_CHECK_STEPS="2 3" runs those steps only (default: "1 2 3 4 5"), for a
+# second try that repeats only what went wrong the first time; step 3
+# compares with step 2's quick run where OUTDIR still holds it.
+# Exit status: 0 when every compared field agrees (or step 1 did not run),
+# 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-check-out}
 mkdir -p "$out"
 log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
 : >"$out/summary.txt"
+steps=${GPU_CHECK_STEPS:-1 2 3 4 5}
+for n in $steps; do
+  case $n in [1-5]) ;; *) log "GPU_CHECK_STEPS: no step $n: the steps are 1 to 5"; exit 2 ;; esac
+done
+step() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
+# Each step's time, for sizing a second try on a machine lent by the minute.
+began=$(date +%s) step_t=$(date +%s)
+took() { log "step $1 took $(( $(date +%s) - step_t )) s"; step_t=$(date +%s); }
 
 command -v nvidia-smi >/dev/null || { log "nvidia-smi not found: no NVIDIA driver here"; exit 1; }
 # A ./gpurent built beforehand wins: a GPU machine may have Go but no way to
@@ -44,29 +62,32 @@ command -v nvidia-smi >/dev/null || { log "nvidia-smi not found: no NVIDIA drive
 # copy the tree over).
 # $GPURENT_BIN names another binary (the simulated run in the tests).
 export PATH="$PATH:/usr/local/go/bin"
+bindir=$(mktemp -d) || { log "cannot make a temporary directory"; exit 1; }
+trap 'rm -rf "$bindir"' EXIT
+gpurent=$bindir/gpurent
 if [ -n "${GPURENT_BIN:-}" ]; then
-  cp "$GPURENT_BIN" "$out/gpurent" || { log "cannot copy $GPURENT_BIN"; exit 1; }
+  cp "$GPURENT_BIN" "$gpurent" || { log "cannot copy $GPURENT_BIN"; exit 1; }
 elif [ -x ./gpurent ]; then
-  cp ./gpurent "$out/gpurent"
+  cp ./gpurent "$gpurent"
 elif command -v go >/dev/null; then
-  CGO_ENABLED=0 go build -o "$out/gpurent" ./cmd/gpurent || { log "build failed"; exit 1; }
+  CGO_ENABLED=0 go build -o "$gpurent" ./cmd/gpurent || { log "build failed"; exit 1; }
 else
   log "no ./gpurent and no go: build gpurent elsewhere and copy it to ./gpurent"; exit 1
 fi
 # A binary carried from another machine may be for another architecture
 # (an amd64 build on a GH200, which is arm64): rebuilt here where Go is.
-if ! "$out/gpurent" --version >/dev/null 2>&1; then
+if ! "$gpurent" --version >/dev/null 2>&1; then
   arch=$(uname -m)
   if command -v go >/dev/null; then
     log "the gpurent given does not run on this $arch machine: building it here"
-    rm -f "$out/gpurent"
-    CGO_ENABLED=0 go build -o "$out/gpurent" ./cmd/gpurent || { log "build failed"; exit 1; }
+    rm -f "$gpurent"
+    CGO_ENABLED=0 go build -o "$gpurent" ./cmd/gpurent || { log "build failed"; exit 1; }
   else
     goarch=$arch; [ "$arch" = aarch64 ] && goarch=arm64; [ "$arch" = x86_64 ] && goarch=amd64
     log "the gpurent given does not run on this $arch machine: build it with GOOS=linux GOARCH=$goarch CGO_ENABLED=0 go build -o gpurent ./cmd/gpurent"; exit 1
   fi
 fi
-log "$("$out/gpurent" --version 2>&1 | head -1)"
+log "$("$gpurent" --version 2>&1 | head -1)"
 command -v python3 >/dev/null || log "python3 not found: the comparisons below are skipped; the JSON files in $out hold everything"
 
 nvidia-smi -q >"$out/nvidia-smi-q.txt" 2>&1
@@ -74,12 +95,15 @@ nvidia-smi --query-gpu=index,name,uuid,pci.device_id,pci.sub_device_id,memory.to
   --format=csv,noheader,nounits >"$out/nvidia-smi.csv" 2>&1
 log "nvidia-smi: $(head -c 300 "$out/nvidia-smi.csv")"
 
+status=0
+# 1. What NVML says, field by field beside nvidia-smi.
+if step 1; then
 start=$(date +%s)
 rm -f "$out/facts.json" # a rerun into the same directory: bench --record never overwrites
-"$out/gpurent" bench --no-history --duration 3s --data-dir "$out" --record "$out/facts.json" -o json >"$out/bench.json" 2>"$out/bench.stderr"
+"$gpurent" bench --no-history --duration 3s --data-dir "$out" --record "$out/facts.json" -o json >"$out/bench.json" 2>"$out/bench.stderr"
 code=$?
 log "gpurent bench exit $code in $(( $(date +%s) - start )) s (0 pass/warn, 3 fail)"
-"$out/gpurent" bench --replay "$out/facts.json" >"$out/bench.txt" 2>&1
+"$gpurent" bench --replay "$out/facts.json" >"$out/bench.txt" 2>&1
 
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import csv, json, sys
@@ -125,15 +149,18 @@ if dm=$(dmesg 2>/dev/null); then
 else
 	log "Xid reports since boot: gpurent $xids (dmesg cannot be read here)"
 fi
+took 1
+fi
 
 # 2. Compute probes: cuda (full) and torch in the same run.
+if step 2; then
 start=$(date +%s)
-"$out/gpurent" bench --no-history --backend cuda --full --disk-mb 0 -o json >"$out/cuda.json" 2>"$out/cuda.stderr"
+"$gpurent" bench --no-history --backend cuda --full --disk-mb 0 -o json >"$out/cuda.json" 2>"$out/cuda.stderr"
 log "cuda backend, full mode: exit $? in $(( $(date +%s) - start )) s"
 start=$(date +%s)
-"$out/gpurent" bench --no-history --backend cuda --disk-mb 0 -o json >"$out/cuda-quick.json" 2>>"$out/cuda.stderr"
+"$gpurent" bench --no-history --backend cuda --disk-mb 0 -o json >"$out/cuda-quick.json" 2>>"$out/cuda.stderr"
 log "cuda backend, quick mode: exit $? in $(( $(date +%s) - start )) s"
-"$out/gpurent" bench --no-history --backend torch --disk-mb 0 -o json >"$out/torch.json" 2>"$out/torch.stderr"
+"$gpurent" bench --no-history --backend torch --disk-mb 0 -o json >"$out/torch.json" 2>"$out/torch.stderr"
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import json, sys
 out = sys.argv[1]
@@ -177,28 +204,31 @@ else:
         elif name in cuda or name in torch:
             print(f"  {name:12s} no ratio: cuda {c.get('value') or c.get('error')!r}, torch {t.get('value') or t.get('error')!r}")
 PY
+took 2
+fi
 
 # 3. Co-tenant: the sustained probe alone (--probes sustained), 10 runs on the
 # idle GPU and 10 beside a GEMM loop (gpurent burn: cuBLASLt where found, else
 # mma.sync kernels); and once every probe beside it, against the idle quick run.
+if step 3; then
 alarm() { # did the sustained probe fail in this report? (no python needed)
   tr -d ' \n' <"$1" | grep -q '"id":"gpu0.sustained","status":"fail"'
 }
 # At the default --duration (3 s of launches): the trial tests what users run.
-sustained() { "$out/gpurent" bench --no-history --backend cuda --probes sustained --disk-mb 0 -o json; }
+sustained() { "$gpurent" bench --no-history --backend cuda --probes sustained --disk-mb 0 -o json; }
 idle_alarms=0 busy_alarms=0
 for i in 1 2 3 4 5 6 7 8 9 10; do
   sustained >"$out/idle-$i.json" 2>/dev/null
   alarm "$out/idle-$i.json" && idle_alarms=$((idle_alarms + 1))
 done
-"$out/gpurent" burn --duration 240s >"$out/burn.log" 2>&1 &
+"$gpurent" burn --duration 240s >"$out/burn.log" 2>&1 &
 burn=$!
 sleep 3
 for i in 1 2 3 4 5 6 7 8 9 10; do
   sustained >"$out/busy-$i.json" 2>/dev/null
   alarm "$out/busy-$i.json" && busy_alarms=$((busy_alarms + 1))
 done
-"$out/gpurent" bench --no-history --backend cuda --disk-mb 0 -o json >"$out/busy-all.json" 2>/dev/null
+"$gpurent" bench --no-history --backend cuda --disk-mb 0 -o json >"$out/busy-all.json" 2>/dev/null
 kill "$burn" 2>/dev/null; wait "$burn" 2>/dev/null
 log "co-tenant: $(head -c 300 "$out/burn.log")"
 log "sustained probe: alarm in $idle_alarms of 10 idle runs (want 0), in $busy_alarms of 10 runs beside a co-tenant (want 10)"
@@ -217,25 +247,36 @@ for name, b in busy.items():
     i = idle.get(name, {})
     if b.get("value") and i.get("value"):
         print(f"  {name:12s} {b['value']:10.2f} / {i['value']:10.2f} {b['unit']:6s} = {b['value'] / i['value']:.3f}")
+if busy and not idle:
+    print("  no idle quick run to compare with (step 2 did not run into this directory)")
 PY
+took 3
+fi
 
 # 4. gpurent run's GPU watch on a command that keeps the GPU busy: the mean
 # it gives at the end (every sample while the command ran, CUDA's start
 # included) beside nvidia-smi's utilization.gpu over the same time.
+if step 4; then
 nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -l 2 >"$out/smi-util.csv" 2>&1 &
 smi=$!
-"$out/gpurent" run --ckpt-dir "$out/run-ck" --preemption none --no-status -- "$out/gpurent" burn --duration 35s >"$out/run-watch.log" 2>&1
+"$gpurent" run --ckpt-dir "$out/run-ck" --preemption none --no-status -- "$gpurent" burn --duration 35s >"$out/run-watch.log" 2>&1
 kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
 log "gpurent run's GPU watch: $(grep -m1 'GPU utilization while the command ran' "$out/run-watch.log" || echo "no utilization line (see $out/run-watch.log)")"
 log "nvidia-smi utilization.gpu meanwhile: $(awk -F', *' 'NF == 2 && $2 ~ /^[0-9]+$/ { s[$1] += $2; n[$1]++ } END { k = 0; for (g in s) { printf "GPU %s %.0f%% (%d samples) ", g, s[g] / n[g], n[g]; k++ } if (!k) printf "no samples" }' "$out/smi-util.csv")"
+took 4
+fi
 
 # 5. Xids without the kernel log: gpurent run registers for NVML's Xid
 # events; its metrics serve the Xid count only when that worked.
-GPURENT_KMSG=/nonexistent/kmsg "$out/gpurent" run --ckpt-dir "$out/xid-ck" --preemption none --no-status --metrics 127.0.0.1:9477 -- \
+if step 5; then
+GPURENT_KMSG=/nonexistent/kmsg "$gpurent" run --ckpt-dir "$out/xid-ck" --preemption none --no-status --metrics 127.0.0.1:9477 -- \
   python3 -c 'import time, urllib.request; time.sleep(2); print(urllib.request.urlopen("http://127.0.0.1:9477/metrics").read().decode())' >"$out/run-xids.log" 2>&1
 if grep -q '^# TYPE gpurent_kernel_xids_total' "$out/run-xids.log"; then
   log "Xids without the kernel log: NVML's events registered on the card ($(grep -c '^gpurent_kernel_xids_total{' "$out/run-xids.log") codes seen)"
 else
   log "Xids without the kernel log: not watched: $(grep -m1 'not watched' "$out/run-xids.log" || echo "no metrics (see $out/run-xids.log)")"
 fi
+took 5
+fi
+log "steps $steps: $(( $(date +%s) - began )) s in all"
 exit $status

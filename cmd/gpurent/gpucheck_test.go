@@ -24,8 +24,12 @@ import (
 // same rates, agree within 2% on each probe both have; the sustained probe
 // raises no alarm on the idle GPU and catches the co-tenant (gpurent burn,
 // whose GEMMs make other processes' launches wait) in 10 of 10 runs; run
-// without the kernel log registers for NVML's Xid events. It checks the
-// script and the binary's plumbing, not any GPU figure.
+// without the kernel log registers for NVML's Xid events. The binary is the
+// one scripts/gpu-check-prep.sh builds for the device machine (stripped, so
+// that it travels there), and what the run leaves in its output directory
+// must come back from that machine: no binary, no file over 16 MiB. Then
+// GPU_CHECK_STEPS reruns two steps alone. It checks the script and the
+// binary's plumbing, not any GPU figure.
 func TestGPUCheckSimulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the simulated gpu-check.sh run takes about two minutes")
@@ -38,10 +42,10 @@ func TestGPUCheckSimulated(t *testing.T) {
 	root, simEnv := simGPUs(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gpurent")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+	if b, err := exec.Command("bash", filepath.Join(root, "scripts/gpu-check-prep.sh"), bin).CombinedOutput(); err != nil {
+		t.Fatalf("gpu-check-prep.sh: %v\n%s", err, b)
+	} else if !strings.Contains(string(b), "of the device tool's 64.0 MiB") || !strings.Contains(string(b), "timeout 480 bash scripts/gpu-check.sh") {
+		t.Fatalf("gpu-check-prep.sh does not say what fits and what to run:\n%s", b)
 	}
 	smi := filepath.Join(dir, "bin", "nvidia-smi")
 	os.MkdirAll(filepath.Dir(smi), 0o755)
@@ -54,14 +58,15 @@ func TestGPUCheckSimulated(t *testing.T) {
 	}
 
 	out := filepath.Join(dir, "out")
-	cmd := exec.Command("bash", filepath.Join(root, "scripts/gpu-check.sh"), out)
-	cmd.Env = append(simEnv(1, "cotenant="+filepath.Join(dir, "busy")+" cotenant_every=3 cotenant_ms=2"),
+	env := append(simEnv(1, "cotenant="+filepath.Join(dir, "busy")+" cotenant_every=3 cotenant_ms=2"),
 		"GPURENT_BIN="+bin,
 		"PATH="+filepath.Dir(smi)+":"+os.Getenv("PATH"),
 		"PYTHONPATH="+filepath.Join(root, "internal/gpu/testdata/faketorch"),
 		`FAKE_TORCH_RATES={"fp32": 6e13, "tf32": 4e14, "bf16": 8e14, "device": 3e12, "link": 5e10}`,
 		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
 	)
+	cmd := exec.Command("bash", filepath.Join(root, "scripts/gpu-check.sh"), out)
+	cmd.Env = env
 	b, err := cmd.CombinedOutput()
 	summary, _ := os.ReadFile(filepath.Join(out, "summary.txt"))
 	t.Logf("gpu-check.sh summary:\n%s", summary)
@@ -82,6 +87,8 @@ func TestGPUCheckSimulated(t *testing.T) {
 		"nvidia-smi utilization.gpu meanwhile: no samples",
 		"Xid reports since boot: gpurent ",
 		"Xids without the kernel log: NVML's events registered on the card (0 codes seen)",
+		"step 1 took ", "step 2 took ", "step 3 took ", "step 4 took ", "step 5 took ",
+		"steps 1 2 3 4 5: ",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q", want)
@@ -107,6 +114,59 @@ func TestGPUCheckSimulated(t *testing.T) {
 			t.Errorf("no cuda/torch ratio for %s", p)
 		}
 	}
+	checkComesBack(t, out)
+
+	// A second try of steps 1 and 5 (the quick ones), into a new directory
+	// as on a fresh machine: they run, and nothing of the other steps.
+	again := filepath.Join(dir, "again")
+	cmd = exec.Command("bash", filepath.Join(root, "scripts/gpu-check.sh"), again)
+	cmd.Env = append(env, "GPU_CHECK_STEPS=1 5")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("GPU_CHECK_STEPS=\"1 5\" gpu-check.sh: %v\n%s", err, b)
+	}
+	summary, _ = os.ReadFile(filepath.Join(again, "summary.txt"))
+	s = string(summary)
+	for _, want := range []string{"all fields agree", "Xids without the kernel log: NVML's events registered", "step 1 took ", "step 5 took ", "steps 1 5: "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("GPU_CHECK_STEPS=\"1 5\": summary lacks %q:\n%s", want, s)
+		}
+	}
+	for _, other := range []string{"cuda backend", "co-tenant", "GPU watch", "step 2 took", "step 3 took", "step 4 took"} {
+		if strings.Contains(s, other) {
+			t.Errorf("GPU_CHECK_STEPS=\"1 5\" ran more than steps 1 and 5: %q in\n%s", other, s)
+		}
+	}
+	cmd = exec.Command("bash", filepath.Join(root, "scripts/gpu-check.sh"), filepath.Join(dir, "bad"))
+	cmd.Env = append(env, "GPU_CHECK_STEPS=2 6")
+	if b, err := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(b), "no step 6: the steps are 1 to 5") {
+		t.Errorf("GPU_CHECK_STEPS=\"2 6\": %v, want exit 2 naming step 6:\n%s", err, b)
+	}
+}
+
+// checkComesBack fails when the device tool would not bring back all of
+// out: it returns files of at most 16 MiB, so the script must leave no
+// binary there (the tarball of out must fit too).
+func checkComesBack(t *testing.T, out string) {
+	t.Helper()
+	var total int64
+	filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		total += info.Size()
+		if info.Mode()&0o111 != 0 || d.Name() == "gpurent" {
+			t.Errorf("gpu-check.sh left an executable in its output: %s", path)
+		}
+		return nil
+	})
+	if total > 16<<20 {
+		t.Errorf("gpu-check.sh wrote %d bytes to %s: over the 16 MiB the device tool brings back in one file", total, out)
+	}
+	t.Logf("gpu-check.sh output: %d bytes", total)
 }
 
 // simGPUs builds the simulated NVML, CUDA driver and cuBLASLt and returns
