@@ -54,6 +54,7 @@ type Config struct {
 	// to know while the run goes on: kind "start" (the command's first
 	// start), "restart" (after a failure), "stall" (no new checkpoint for
 	// long: see Stall), "notice" (a preemption or scheduled event),
+	// "budget" (Until came: the command is being stopped),
 	// "store_failing" (no upload has succeeded for StoreAlarm) and
 	// "store_ok" (uploads work again after that). How the run ended is
 	// Run's Exit. Nil hears nothing.
@@ -91,6 +92,16 @@ type Config struct {
 	// Exclude names entries of CkptDir that are never checkpoints (see
 	// Detector.Exclude).
 	Exclude []string
+	// Until, when not zero, is when the command is stopped as on a
+	// preemption notice: asked for a checkpoint, given UntilWindow to
+	// write it, stopped, its newest checkpoint uploaded, exit
+	// ExitStopped. gpurent run --budget sets it to when the machine will
+	// have cost the budget: a run that must not cost more ends with its
+	// work in the store, not killed by whoever notices the bill.
+	// UntilWhy says why, in the log, the "budget" event and the exit.
+	Until       time.Time
+	UntilWindow time.Duration
+	UntilWhy    string
 }
 
 // ExitNotStored is the status of a run whose command finished (or was
@@ -287,6 +298,12 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 	if s.cfg.Preemption != nil {
 		notices = s.cfg.Preemption.Watch(ctx)
 	}
+	var until <-chan time.Time
+	if !s.cfg.Until.IsZero() {
+		t := time.NewTimer(time.Until(s.cfg.Until))
+		defer t.Stop()
+		until = t.C
+	}
 	restarts, quietRestarts := 0, 0
 	backoff := s.cfg.Backoff
 	for {
@@ -356,6 +373,8 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				s.stopChild(done, syscall.SIGTERM)
 				werr = fmt.Errorf("stalled: %s", why)
 				break running
+			case <-until:
+				return s.untilCame(ctx, done), nil
 			case n := <-notices:
 				if !n.Advisory {
 					return s.preempted(ctx, n, done), nil
@@ -425,6 +444,11 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		case sig := <-stop:
 			f := s.finalUpload(ctx)
 			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v between restarts; %s", sig, s.finalWords(f))}, nil
+		case <-until:
+			s.cfg.Log("%s: the command is not restarted", s.cfg.UntilWhy)
+			s.cfg.Event("budget", s.cfg.UntilWhy+": the command, which had failed, is not restarted")
+			f := s.finalUpload(ctx)
+			return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("%s, between restarts: %s; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}, nil
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
@@ -574,6 +598,37 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 	}
 	s.cfg.Log("%s from %s (%s): asking the command for a checkpoint", what, n.Cloud, n.Detail)
 	s.cfg.Event("notice", fmt.Sprintf("%s from %s (%s): saving a checkpoint and stopping the command", what, n.Cloud, n.Detail))
+	f := s.checkpointAndStop(ctx, n.Left, done)
+	safe := f.committed
+	// Only a machine whose newest checkpoint is in the store may be let go
+	// early; otherwise the time to NotBefore is left for nothing but the
+	// chance that a disk kept by a deallocation holds it.
+	if n.Approve != nil && safe {
+		if err := n.Approve(ctx); err != nil {
+			s.cfg.Log("could not let %s start the event early (it starts at its time): %v", n.Cloud, err)
+		} else {
+			s.cfg.Log("told %s the machine may go now", n.Cloud)
+		}
+	}
+	if n.Event != "" {
+		return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
+	}
+	return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("preempted (%s): %s, command stopped; run the same gpurent run again to resume, here once the machine is back or on another", n.Cloud, s.finalWords(f))}
+}
+
+// untilCame stops the command at Config.Until, as a notice of
+// UntilWindow would.
+func (s *Supervisor) untilCame(ctx context.Context, done <-chan error) Exit {
+	s.cfg.Log("%s: asking the command for a checkpoint, then stopping it", s.cfg.UntilWhy)
+	s.cfg.Event("budget", s.cfg.UntilWhy+": saving a checkpoint and stopping the command")
+	f := s.checkpointAndStop(ctx, s.cfg.UntilWindow, done)
+	return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("%s: %s, command stopped; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}
+}
+
+// checkpointAndStop asks the command for a checkpoint, waits for it within
+// left (the time a notice gives), stops the command and uploads the newest
+// checkpoint.
+func (s *Supervisor) checkpointAndStop(ctx context.Context, left time.Duration, done <-chan error) final {
 	// The command was asked for a checkpoint and the notice is short (30 s
 	// on GCP and Azure): a plain file no process holds open for writing
 	// needs only a second of quiet now, not --quiet.
@@ -581,13 +636,13 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 	s.det.Quiet = min(s.det.Quiet, time.Second)
 	s.uploading.Unlock()
 	before, _, _ := s.det.Newest()
-	deadline := time.Now().Add(max(n.Left-5*time.Second, n.Left/2))
+	deadline := time.Now().Add(max(left-5*time.Second, left/2))
 	if asked := s.askForCheckpoint(); asked == 0 {
 		// Nothing can checkpoint on demand: a checkpoint being written
 		// may still finish, so the command runs on for half the notice,
 		// and the other half is left to stop it and upload.
-		deadline = time.Now().Add(n.Left / 2)
-		s.cfg.Log("the command runs on for %v, so that a checkpoint it is writing can finish", (n.Left / 2).Round(time.Second))
+		deadline = time.Now().Add(left / 2)
+		s.cfg.Log("the command runs on for %v, so that a checkpoint it is writing can finish", (left / 2).Round(time.Second))
 	}
 	exited := false
 	for time.Now().Before(deadline) && !exited {
@@ -610,22 +665,7 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 	} else {
 		s.stopChild(done, syscall.SIGTERM)
 	}
-	f := s.finalUpload(ctx)
-	safe := f.committed
-	// Only a machine whose newest checkpoint is in the store may be let go
-	// early; otherwise the time to NotBefore is left for nothing but the
-	// chance that a disk kept by a deallocation holds it.
-	if n.Approve != nil && safe {
-		if err := n.Approve(ctx); err != nil {
-			s.cfg.Log("could not let %s start the event early (it starts at its time): %v", n.Cloud, err)
-		} else {
-			s.cfg.Log("told %s the machine may go now", n.Cloud)
-		}
-	}
-	if n.Event != "" {
-		return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
-	}
-	return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("preempted (%s): %s, command stopped; run the same gpurent run again to resume, here once the machine is back or on another", n.Cloud, s.finalWords(f))}
+	return s.finalUpload(ctx)
 }
 
 // finalWords says what the last upload achieved, for an exit reason: a

@@ -1552,6 +1552,58 @@ func TestPreemption(t *testing.T) {
 	}
 }
 
+// At Until (a budget spent) the command is stopped as on a notice: asked
+// for a checkpoint, which is uploaded, then stopped; the run exits 75 with
+// UntilWhy, and the "budget" event says so. A command that had crashed
+// and waits for its restart is not started again.
+func TestUntilStopsTheCommand(t *testing.T) {
+	h := newHarness(t)
+	setTrainerEnv(t, 5, "0", 1000000)
+	t.Setenv("FAKE_EVERY", "1000000") // no periodic checkpoints: only the one asked for
+	t.Setenv("FAKE_LOG", h.log)
+	cfg := h.config(t.TempDir(), h.b)
+	// Far enough ahead for a race-detector build of the trainer to be
+	// running with its SIGUSR1 handler in place.
+	cfg.Until, cfg.UntilWindow, cfg.UntilWhy = time.Now().Add(3*time.Second), 20*time.Second, "the budget of 5.00 USD is spent"
+	events := captureEvents(&cfg)
+	logged := captureLog(&cfg)
+	sup, _ := New(cfg)
+	began := time.Now()
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != ExitStopped || !strings.HasPrefix(ex.Reason, "the budget of 5.00 USD is spent: newest complete checkpoint uploaded (") {
+		t.Fatalf("%+v %v\n%s", ex, err, logged())
+	}
+	if took := time.Since(began); took < 3*time.Second || took > 20*time.Second {
+		t.Errorf("stopped after %v, want soon after Until (3 s), well within the window", took)
+	}
+	if !strings.Contains(strings.Join(h.resumes(), " "), "checkpoint-now") || len(h.committedSteps()) != 1 {
+		t.Errorf("the trainer's checkpoint on demand: log %v, committed %v", h.resumes(), h.committedSteps())
+	}
+	if got := events(); !slices.Equal(kinds(got), []string{"start", "budget"}) || !strings.Contains(got[1], "the budget of 5.00 USD is spent: saving a checkpoint") {
+		t.Errorf("events %q", got)
+	}
+	if sup.Metrics.Snapshot(time.Now()).Notices != 0 {
+		t.Error("a budget counted as a preemption notice")
+	}
+
+	// Between restarts: the command fails at once, restarts are 10 s
+	// apart, and Until comes in the first wait.
+	h = newHarness(t)
+	cfg = h.config(t.TempDir(), h.b)
+	cfg.Cmd = []string{"false"}
+	cfg.Backoff = 10 * time.Second
+	cfg.Until, cfg.UntilWindow, cfg.UntilWhy = time.Now().Add(500*time.Millisecond), time.Second, "the budget is spent"
+	events = captureEvents(&cfg)
+	sup, _ = New(cfg)
+	ex, err = sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != ExitStopped || ex.Reason != "the budget is spent, between restarts: no complete checkpoint was written; run the same gpurent run again to go on" {
+		t.Fatalf("%+v %v", ex, err)
+	}
+	if got := kinds(events()); !slices.Equal(got, []string{"start", "restart", "budget"}) {
+		t.Errorf("events %q", got)
+	}
+}
+
 // TestFileEventsTriggerUpload: with the periodic scan an hour away, a
 // Hugging Face checkpoint is committed within seconds because the file
 // events started a scan. The command itself waits for the commit to show
