@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -63,17 +64,71 @@ func looksLikeOffer(s string) bool {
 // parsePrice reads "2.49", "2.49USD", "18 CNY" or "18CNY/h" (a bare
 // number is USD).
 func parsePrice(s string) (hourlyPrice, error) {
-	t := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "/h"))
-	num := strings.TrimRight(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-	cur := strings.ToUpper(strings.TrimSpace(t[len(num):]))
-	if cur == "" {
-		cur = "USD"
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || v <= 0 || v > 1e6 || !catalog.IsCurrency(cur) {
+	v, cur, ok := parseAmount(strings.TrimSuffix(strings.TrimSpace(s), "/h"), "USD")
+	if !ok || v > 1e6 {
 		return hourlyPrice{}, fmt.Errorf("want the machine's hourly price such as 2.49, 2.49USD or 18CNY, got %q", s)
 	}
 	return hourlyPrice{amount: v, currency: cur}, nil
+}
+
+// parseAmount reads a positive amount with an optional currency code after
+// it ("300", "300USD", "2000 cny"); a bare number is in cur.
+func parseAmount(s, cur string) (float64, string, bool) {
+	t := strings.TrimSpace(s)
+	num := strings.TrimRight(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+	if c := strings.ToUpper(strings.TrimSpace(t[len(num):])); c != "" {
+		cur = c
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || v <= 0 || math.IsInf(v, 0) || !catalog.IsCurrency(cur) {
+		return 0, "", false
+	}
+	return v, cur, true
+}
+
+// budget is --budget: the most the machine may cost while gpurent runs,
+// at --price, in its currency.
+type budget struct {
+	amount float64
+	price  hourlyPrice
+}
+
+// parseBudget reads --budget "300" (in price's currency), "300USD" or
+// "2000 CNY"; a currency other than the price's is refused rather than
+// converted at a rate the user did not choose.
+func parseBudget(s string, price hourlyPrice) (budget, error) {
+	if price.amount == 0 {
+		return budget{}, fmt.Errorf("needs --price: the budget is spent at the machine's hourly price")
+	}
+	v, cur, ok := parseAmount(s, price.currency)
+	if !ok {
+		return budget{}, fmt.Errorf("want the most the machine may cost, such as 300 or 300%s, got %q", price.currency, s)
+	}
+	if cur != price.currency {
+		return budget{}, fmt.Errorf("%q is in %s, and --price in %s (%s): give both in one currency", s, cur, price.currency, price)
+	}
+	return budget{amount: v, price: price}, nil
+}
+
+// lasts is how long the budget lasts at its price.
+func (b budget) lasts() time.Duration {
+	h := b.amount / b.price.amount
+	if h > 1e5 { // over 11 years: as good as no limit, and within a Duration
+		h = 1e5
+	}
+	return time.Duration(h * float64(time.Hour))
+}
+
+// window is how long before the budget is spent the command is asked for
+// its checkpoint: what it takes to write one, within the budget rather
+// than beyond it. A tenth of the budget's time for a short one.
+func (b budget) window() time.Duration {
+	return min(5*time.Minute, b.lasts()/10)
+}
+
+// String is "300.00 USD".
+func (b budget) String() string {
+	return fmt.Sprintf("%.2f %s", b.amount, b.price.currency)
 }
 
 func (p hourlyPrice) String() string {
@@ -86,6 +141,15 @@ func (p hourlyPrice) cost(d time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf("%.2f %s", p.amount*d.Hours(), p.currency)
+}
+
+// costOf is cost with the budget it counts against: "12.40 of 300.00
+// USD"; cost's without one.
+func (p hourlyPrice) costOf(d time.Duration, b budget) string {
+	if p.amount == 0 || b.amount == 0 {
+		return p.cost(d)
+	}
+	return fmt.Sprintf("%.2f of %.2f %s", p.amount*d.Hours(), b.amount, p.currency)
 }
 
 // spent is the end's line: the cost of the time gpurent ran, and what it

@@ -110,3 +110,68 @@ func TestRunPrice(t *testing.T) {
 		t.Errorf("priced by an offer: exit %d\n%s", code, stderr)
 	}
 }
+
+// --budget stops the command before the machine has cost it, at --price:
+// at 3600 USD/h a budget of 3 USD lasts 3 s, the notification comes at
+// 80% (2.4 s) and the stop at 2.7 s (a tenth of the time is left for the
+// checkpoint asked for); the run exits 75. A budget without a price, in
+// another currency or not a positive amount is bad input.
+func TestRunBudget(t *testing.T) {
+	dir := t.TempDir()
+	began := time.Now()
+	code, _, stderr := gpurent(t, "run", "--ckpt-dir", dir, "--preemption", "none", "--no-status", "--price", "3600", "--budget", "3", "--", "sleep", "30")
+	took := time.Since(began)
+	for _, want := range []string{
+		"gpurent: budget 3.00 USD: at 3600 USD/h it is spent in 3s (",
+		"gpurent: the machine has cost 2.40 USD of the 3.00 USD budget: the command is stopped with a checkpoint in 0s\n",
+		"gpurent: --budget 3.00 USD: the machine has cost 2.70 USD of it: asking the command for a checkpoint, then stopping it\n",
+		"gpurent: --budget 3.00 USD: the machine has cost 2.70 USD of it: no complete checkpoint was written, command stopped; run the same gpurent run again to go on\n",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	if code != supervise.ExitStopped || took < 2700*time.Millisecond || took > 15*time.Second {
+		t.Errorf("exit %d after %v, want 75 after 2.7 s\n%s", code, took, stderr)
+	}
+
+	cfg := filepath.Join(dir, "run.yaml")
+	for _, tc := range []struct{ args, want string }{
+		{"--budget 3", "--budget: needs --price: the budget is spent at the machine's hourly price"},
+		{"--price 18CNY --budget 300USD", `--budget: "300USD" is in USD, and --price in CNY (18 CNY/h): give both in one currency`},
+		{"--price 18CNY --budget -4", `--budget: want the most the machine may cost, such as 300 or 300CNY, got "-4"`},
+		{"--price 2.49 --budget 0", `--budget: want the most the machine may cost, such as 300 or 300USD, got "0"`},
+		{"--config " + cfg, "run.yaml:2"},
+	} {
+		os.WriteFile(cfg, []byte("price: 2.49\nbudget: lots\ncommand: [true]\n"), 0o600)
+		args := append([]string{"run", "--ckpt-dir", dir, "--preemption", "none"}, strings.Fields(tc.args)...)
+		code, _, stderr := gpurent(t, append(args, "--", "true")...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, want 2 with %q\n%s", tc.args, code, tc.want, stderr)
+		}
+	}
+	// From the config file, a number as YAML writes it.
+	os.WriteFile(cfg, []byte("price: 2.49\nbudget: 300\n"), 0o600)
+	code, _, stderr = gpurent(t, "run", "--config", cfg, "--ckpt-dir", dir, "--preemption", "none", "--no-status", "--", "true")
+	if code != 0 || !strings.Contains(stderr, "gpurent: budget 300.00 USD: at 2.49 USD/h it is spent in 120h28m (") {
+		t.Errorf("budget from the config file: exit %d\n%s", code, stderr)
+	}
+}
+
+func TestBudget(t *testing.T) {
+	p, _ := parsePrice("2.49")
+	b, err := parseBudget("300 usd", p)
+	if err != nil || b.String() != "300.00 USD" || b.lasts().Round(time.Second) != 120*time.Hour+28*time.Minute+55*time.Second || b.window() != 5*time.Minute {
+		t.Errorf("%v %v: lasts %v, window %v", b, err, b.lasts(), b.window())
+	}
+	if got := p.costOf(90*time.Minute, b); got != "3.74 of 300.00 USD" {
+		t.Errorf("costOf %q", got)
+	}
+	if got := p.costOf(90*time.Minute, budget{}); got != "3.74 USD" {
+		t.Errorf("costOf without a budget %q", got)
+	}
+	// A budget of centuries is capped, not an overflowed Duration.
+	if b, _ := parseBudget("1e12", p); b.lasts() != 1e5*time.Hour {
+		t.Errorf("lasts %v", b.lasts())
+	}
+}

@@ -53,6 +53,7 @@ type runFile struct {
 	LogEvery    string   `yaml:"log_every"`
 	GPUBusyMin  *float64 `yaml:"gpu_busy_min"`
 	Price       string   `yaml:"price"`
+	Budget      string   `yaml:"budget"`
 	Command     []string `yaml:"command"`
 }
 
@@ -60,7 +61,7 @@ func newRun(g *globals) *cobra.Command {
 	var s storeFlags
 	var (
 		config, ckptDir, preemption, metrics, glob, notifyFile, logPath string
-		priceText                                                       string
+		priceText, budgetText                                           string
 		keep, keepLocal, maxRestarts                                    int
 		gpuBusyMin                                                      float64
 		noStatus                                                        bool
@@ -92,7 +93,8 @@ Exit status: 0 the command finished and its newest checkpoint is in the store (o
 there is no store, or no checkpoint); 1 it failed with its restarts used up, or in a
 crash loop; 2 bad usage; 3 as 0 or 75, but the newest checkpoint's upload failed, so
 this machine holds the only copy; 75 stopped on a preemption notice or a scheduled
-event: run it again, later or elsewhere; 128+N stopped by signal N.
+event, or because --budget was reached: run it again, later or elsewhere; 128+N
+stopped by signal N.
 "gpurent run ... && shutdown -h now" stops the machine only after a 0.`,
 		Example: `  gpurent run --ckpt-dir out --glob 'checkpoint-*' --store s3://bucket/runs --run llama -- \
       python train.py --output_dir out --resume_from_checkpoint {resume}`,
@@ -231,6 +233,15 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 				}
 				price = p
 			}
+			pick("budget", file.Budget, &budgetText)
+			var spend budget
+			if budgetText != "" {
+				b, err := parseBudget(budgetText, price)
+				if err != nil {
+					return bad("budget", "budget", "%v", err)
+				}
+				spend = b
+			}
 			begun := time.Now()
 			var pre supervise.Preempter
 			ep := supervise.DefaultEndpoints()
@@ -263,6 +274,11 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			}
 			if price.from != "" {
 				logf("the cost shown is at %s, %s", price, price.from)
+			}
+			if spend.amount > 0 {
+				end := begun.Add(spend.lasts())
+				logf("budget %s: at %s it is spent in %s (%s); the command is asked for a checkpoint %s before, then stopped (exit 75)",
+					spend, price, shortDur(spend.lasts()), end.UTC().Format("2006-01-02 15:04 MST"), shortDur(spend.window()))
 			}
 			if logPath != "" {
 				o, err := openOutput(cmd, logPath)
@@ -342,6 +358,20 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			}
 			cfg := supervise.Config{Cmd: argv, CkptDir: ckptDir, Run: s.run, Keep: keep, MaxRestarts: maxRestarts,
 				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: supEvent, Stall: stall, KeepLocal: keepLocal}
+			if spend.amount > 0 {
+				stopIn := spend.lasts() - spend.window()
+				cfg.Until, cfg.UntilWindow = begun.Add(stopIn), spend.window()
+				cfg.UntilWhy = fmt.Sprintf("--budget %s: the machine has cost %s of it", spend, price.cost(stopIn))
+				// Told ahead, while there is time to raise the budget
+				// (restart gpurent run with a larger one) or to let it end.
+				warn := time.AfterFunc(spend.lasts()*8/10, func() {
+					text := fmt.Sprintf("the machine has cost %s of the %s budget: the command is stopped with a checkpoint in %s",
+						price.cost(spend.lasts()*8/10), spend, shortDur(stopIn-spend.lasts()*8/10))
+					logf("%s", text)
+					event("budget", text, "")
+				})
+				defer warn.Stop()
+			}
 			if out != nil {
 				cfg.Stdout, cfg.Stderr = out.Stdout, out.Stderr
 				cfg.Output, cfg.Silence = out.LastOutput, silence
@@ -456,7 +486,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 							if out != nil {
 								output = out.Tail(progressLines)
 							}
-							event("progress", progressText(sup.Metrics.Snapshot(now), now.Sub(started), price.cost(now.Sub(begun))), output)
+							event("progress", progressText(sup.Metrics.Snapshot(now), now.Sub(started), price.costOf(now.Sub(begun), spend)), output)
 						}
 					}
 				}()
@@ -478,7 +508,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 			if f, ok := cmd.ErrOrStderr().(*os.File); ok && !noStatus {
 				status := startStatus(f, func(cols int) string {
 					now := time.Now()
-					return statusText(sup.Metrics.Snapshot(now), busyText(gpus), price.cost(now.Sub(begun)), cols)
+					return statusText(sup.Metrics.Snapshot(now), busyText(gpus), price.costOf(now.Sub(begun), spend), cols)
 				})
 				defer status.end()
 			}
@@ -538,7 +568,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	}
 	s.register(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, keep_local, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, notify_every, stall, silence, log, log_every, gpu_busy_min, price, command (flags override)")
+	f.StringVar(&config, "config", "", "YAML file with ckpt_dir, store, run, keep, keep_local, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, notify_every, stall, silence, log, log_every, gpu_busy_min, price, budget, command (flags override)")
 	f.StringVar(&ckptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&keepLocal, "keep-local", 0, "newest checkpoints kept in --ckpt-dir: older ones are deleted once the store holds a newer one (0: all)")
@@ -554,6 +584,7 @@ event: run it again, later or elsewhere; 128+N stopped by signal N.
 	f.Float64Var(&gpuBusyMin, "gpu-busy-min", 50, "warn (and notify) when a GPU of this machine ran kernels less than this percent of 10 min while the command ran, 5 min after each start (NVML utilization: idle GPUs are billed too); 0 never warns (a GPU the hardware slows down for heat is warned of regardless)")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
 	f.StringVar(&priceText, "price", "", "the machine's hourly price, e.g. 2.49 (USD), 2.49USD or 18CNY, or the catalog offer rented, by the id quote prints (ID:spot for its spot price): what the run has cost so far goes in the status line, the progress notifications and the end")
+	f.StringVar(&budgetText, "budget", "", "the most the machine may cost while gpurent runs, at --price (300, or 300USD in its currency): a notification at 80%, and before it is spent the command is asked for a checkpoint, stopped and its checkpoint uploaded (exit 75)")
 	f.StringVar(&logPath, "log", "", "append the command's output to this file and, with --store, ship it there (encrypted) every --log-every and at each restart: gpurent ckpt log reads it back")
 	f.DurationVar(&logEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")
 	f.DurationVar(&notifyEvery, "notify-every", 0, "with --notify, also say every this long how the run stands (with --log, its last lines); 0: never")

@@ -33,7 +33,7 @@ import (
 // Event is what happened, as sent to an endpoint that is none of the known
 // chat services (docs/run.md documents the fields).
 type Event struct {
-	Kind     string    `json:"event"` // start, restart, stall, gpu_idle, gpu_throttled, gpu_lost, gpu_xid, host_fault, notice, store_failing, store_ok, progress, end
+	Kind     string    `json:"event"` // start, restart, stall, gpu_idle, gpu_throttled, gpu_lost, gpu_xid, host_fault, notice, budget, store_failing, store_ok, progress, end
 	Run      string    `json:"run"`
 	Host     string    `json:"host"`
 	Time     time.Time `json:"time"`
