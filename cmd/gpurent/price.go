@@ -164,10 +164,12 @@ func (p hourlyPrice) spent(d time.Duration) string {
 }
 
 // costMetric is --metrics' gauge of what the machine has cost since
-// begun; nothing without a price.
+// begun, and with --budget the budget beside it, so that an alert can
+// compare them; nothing without a price.
 type costMetric struct {
-	price hourlyPrice
-	begun time.Time
+	price  hourlyPrice
+	begun  time.Time
+	budget budget
 }
 
 func (c costMetric) WriteTo(w io.Writer) (int64, error) {
@@ -176,5 +178,10 @@ func (c costMetric) WriteTo(w io.Writer) (int64, error) {
 	}
 	n, err := fmt.Fprintf(w, "# HELP gpurent_cost What the machine has cost since gpurent started, at --price (the hourly price alone).\n# TYPE gpurent_cost gauge\ngpurent_cost{currency=%q} %.4f\n",
 		c.price.currency, c.price.amount*time.Since(c.begun).Hours())
-	return int64(n), err
+	if err != nil || c.budget.amount == 0 {
+		return int64(n), err
+	}
+	m, err := fmt.Fprintf(w, "# HELP gpurent_budget --budget: gpurent stops the command with a checkpoint before gpurent_cost reaches it.\n# TYPE gpurent_budget gauge\ngpurent_budget{currency=%q} %.4f\n",
+		c.budget.price.currency, c.budget.amount)
+	return int64(n + m), err
 }

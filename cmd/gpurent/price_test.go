@@ -63,7 +63,7 @@ func TestParsePrice(t *testing.T) {
 		t.Errorf("no price, cost %q", c)
 	}
 	var b strings.Builder
-	costMetric{p, time.Now().Add(-90 * time.Minute)}.WriteTo(&b)
+	costMetric{price: p, begun: time.Now().Add(-90 * time.Minute)}.WriteTo(&b)
 	if !strings.Contains(b.String(), "gpurent_cost{currency=\"USD\"} 3.75") {
 		t.Errorf("metric:\n%s", b.String())
 	}
@@ -169,6 +169,11 @@ func TestBudget(t *testing.T) {
 	}
 	if got := p.costOf(90*time.Minute, budget{}); got != "3.74 USD" {
 		t.Errorf("costOf without a budget %q", got)
+	}
+	var m strings.Builder
+	costMetric{p, time.Now(), b}.WriteTo(&m)
+	if !strings.Contains(m.String(), "\ngpurent_cost{currency=\"USD\"} 0.0") || !strings.HasSuffix(m.String(), "\ngpurent_budget{currency=\"USD\"} 300.0000\n") {
+		t.Errorf("metrics with a budget:\n%s", m.String())
 	}
 	// A budget of centuries is capped, not an overflowed Duration.
 	if b, _ := parseBudget("1e12", p); b.lasts() != 1e5*time.Hour {

@@ -500,7 +500,7 @@ stopped by signal N.
 				if err != nil {
 					return usagef("--metrics %s: %v", metrics, err)
 				}
-				srv := &http.Server{Handler: metricsHandler(&sup.Metrics, gpus, kern, costMetric{price, begun}), ReadHeaderTimeout: 5 * time.Second}
+				srv := &http.Server{Handler: metricsHandler(&sup.Metrics, gpus, kern, costMetric{price, begun, spend}), ReadHeaderTimeout: 5 * time.Second}
 				go srv.Serve(ln)
 				defer srv.Close()
 				logf("metrics on http://%s/metrics", ln.Addr())
