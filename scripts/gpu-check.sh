@@ -65,10 +65,11 @@ export PATH="$PATH:/usr/local/go/bin"
 bindir=$(mktemp -d) || { log "cannot make a temporary directory"; exit 1; }
 trap 'rm -rf "$bindir"' EXIT
 gpurent=$bindir/gpurent
+# A copy that travelled may have lost its execute bit: the copy gets one.
 if [ -n "${GPURENT_BIN:-}" ]; then
-  cp "$GPURENT_BIN" "$gpurent" || { log "cannot copy $GPURENT_BIN"; exit 1; }
-elif [ -x ./gpurent ]; then
-  cp ./gpurent "$gpurent"
+  cp "$GPURENT_BIN" "$gpurent" && chmod 755 "$gpurent" || { log "cannot copy $GPURENT_BIN"; exit 1; }
+elif [ -f ./gpurent ]; then
+  cp ./gpurent "$gpurent" && chmod 755 "$gpurent" || { log "cannot copy ./gpurent"; exit 1; }
 elif command -v go >/dev/null; then
   CGO_ENABLED=0 go build -o "$gpurent" ./cmd/gpurent || { log "build failed"; exit 1; }
 else
