@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,4 +180,29 @@ func TestBudget(t *testing.T) {
 	if b, _ := parseBudget("1e12", p); b.lasts() != 1e5*time.Hour {
 		t.Errorf("lasts %v", b.lasts())
 	}
+}
+
+// Whatever --price or --budget holds, parsing never panics, and what it
+// takes is a positive, finite amount in a known currency that prints back
+// as it parses.
+func FuzzParseAmount(f *testing.F) {
+	for _, s := range []string{"2.49", "18CNY/h", "300 usd", "-4", "1e400", "NaN", "Inf", "0x1p3EUR", " 7 ", "3USDUSD"} {
+		f.Add(s)
+	}
+	usd, _ := parsePrice("2.49")
+	f.Fuzz(func(t *testing.T, s string) {
+		if p, err := parsePrice(s); err == nil {
+			if !(p.amount > 0 && p.amount <= 1e6) || !catalog.IsCurrency(p.currency) {
+				t.Fatalf("parsePrice(%q) = %+v", s, p)
+			}
+			if again, err := parsePrice(p.String()); err != nil || again != p {
+				t.Fatalf("parsePrice(%q) = %v, which parses back as %+v, %v", s, p, again, err)
+			}
+		}
+		if b, err := parseBudget(s, usd); err == nil {
+			if !(b.amount > 0) || math.IsInf(b.amount, 0) || b.price.currency != "USD" || b.lasts() <= 0 || b.window() <= 0 && b.lasts() >= 10 {
+				t.Fatalf("parseBudget(%q) = %+v: lasts %v, window %v", s, b, b.lasts(), b.window())
+			}
+		}
+	})
 }
