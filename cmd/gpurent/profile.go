@@ -36,6 +36,11 @@ type taskFlags struct {
 	currency      string
 	interruptions float64
 	providers     []string
+	// solveHours: the hours are what is looked for (quote --budget), so
+	// none may be given; spanGiven says whether load found a span given,
+	// which then bounds them (otherwise the span follows the hours).
+	solveHours bool
+	spanGiven  bool
 }
 
 // withProvider keeps the offers of --provider, if given, and says which
@@ -149,10 +154,19 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	if p.Checkpoint != nil && p.Checkpoint.Every == 0 && !set("ckpt-every") && (ix == nil || !ix.Has("checkpoint.every")) {
 		return nil, nil, nil, opt, usagef("checkpoint settings need --ckpt-every (or checkpoint.every in the profile)")
 	}
-	if !set("hours") && (ix == nil || !ix.Has("compute_hours")) {
+	hoursGiven := set("hours") || (ix != nil && ix.Has("compute_hours"))
+	given := func(field string) bool { return fromFlag[field] || (ix != nil && ix.Has(field)) }
+	switch {
+	case t.solveHours && hoursGiven:
+		return nil, nil, nil, opt, usagef("--hours: not with --budget, which finds the hours each plan gives within it (leave out compute_hours too)")
+	case t.solveHours:
+		// A stand-in for the checks; the search sets the hours.
+		p.ComputeHours = 1
+		t.spanGiven = given("span_days")
+	case !hoursGiven:
 		return nil, nil, nil, opt, usagef("--hours: required (or compute_hours in --profile)")
 	}
-	p.Defaults(func(field string) bool { return fromFlag[field] || (ix != nil && ix.Has(field)) })
+	p.Defaults(given)
 	if err := placeProblems(t.profile, ix, fromFlag, p.Validate()); err != nil {
 		return nil, nil, nil, opt, err
 	}

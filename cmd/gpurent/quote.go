@@ -14,6 +14,7 @@ import (
 func newQuote(g *globals) *cobra.Command {
 	var t taskFlags
 	var top int
+	var budgetText string
 	cmd := &cobra.Command{
 		Use:   "quote",
 		Short: "The itemized bill of your task on every offer, cheapest first",
@@ -24,7 +25,8 @@ what the price page suggests (hourly price x hours); hidden is the share of the
 real total it leaves out. A fee no source confirmed is computed as 0 and named.`,
 		Example: `  gpurent quote --gpu "RTX 4090" --hours 300
   gpurent quote --gpu H100 --gpus 8 --hours 200 --days 30 --starts 10 --disk 500 --egress 200
-  gpurent quote --profile task.yaml --currency CNY -o json`,
+  gpurent quote --profile task.yaml --currency CNY -o json
+  gpurent quote --gpu "RTX 4090" --budget 3500CNY --days 30 --starts 10 --disk 200`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
@@ -33,9 +35,33 @@ real total it leaves out. A fee no source confirmed is computed as 0 and named.`
 			if top < 0 {
 				return usagef("--top: want 0 (all) or more, got %d", top)
 			}
+			var budget float64
+			if budgetText != "" {
+				v, cur, ok := parseAmount(budgetText, strings.ToUpper(strings.TrimSpace(t.currency)))
+				if !ok {
+					return usagef("--budget: want what the task may cost in all, such as 500 or 3500CNY, got %q", budgetText)
+				}
+				if cmd.Flags().Changed("currency") && !strings.EqualFold(cur, strings.TrimSpace(t.currency)) {
+					return usagef("--budget: %q is in %s, and --currency %s: give one currency", budgetText, cur, t.currency)
+				}
+				budget, t.currency, t.solveHours = v, cur, true
+			}
 			p, offers, cat, opt, err := t.load(cmd, g)
 			if err != nil {
 				return err
+			}
+			if budget > 0 {
+				r, err := billing.Afford(p, t.spanGiven, offers, cat.Rates, opt, budget)
+				if err != nil {
+					return err
+				}
+				if top > 0 && len(r.Plans) > top {
+					r.Plans = r.Plans[:top]
+				}
+				if g.output == report.JSON {
+					return report.WriteJSON(g.stdout, r)
+				}
+				return writeAfford(g.stdout, p, t.spanGiven, r)
 			}
 			q, err := billing.Make(p, offers, cat.Rates, opt)
 			if err != nil {
@@ -51,7 +77,8 @@ real total it leaves out. A fee no source confirmed is computed as 0 and named.`
 		},
 	}
 	t.register(cmd.Flags())
-	cmd.Flags().IntVar(&top, "top", 0, "show only the N cheapest bills (0: all)")
+	cmd.Flags().IntVar(&top, "top", 0, "show only the N cheapest bills (0: all); with --budget, the N that give the most hours")
+	cmd.Flags().StringVar(&budgetText, "budget", "", "what the task may cost in all, such as 500 or 3500CNY (in --currency): instead of --hours, the most compute hours each plan gives within it, the rest of the task as given")
 	return cmd
 }
 
@@ -94,10 +121,17 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 		fmt.Fprintf(w, "\nHIDDEN is - on %s that cost less than LIST, the on-demand price × hours (spot, a subscription): their TOTAL is the whole bill all the same\n",
 			report.Count(below, "row"))
 	}
-	// Warnings once per offer and text: the same unknown fee shows on each plan.
+	writeBillNotes(w, q.Bills, q.Notes, q.Rates)
+	return nil
+}
+
+// writeBillNotes writes what follows a table of bills: each offer's
+// warnings once (the same unknown fee shows on each plan), the notes, how
+// old the prices are and the exchange rates used.
+func writeBillNotes(w io.Writer, bills []billing.Bill, notes, rates []string) {
 	seen := map[string]bool{}
 	var lines []string
-	for i, b := range q.Bills {
+	for i, b := range bills {
 		for _, wn := range b.Warnings {
 			key := b.Offer + "\x00" + wn
 			if !seen[key] {
@@ -109,19 +143,55 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	if len(lines) > 0 {
 		fmt.Fprintf(w, "\nwarnings (UNKNOWN counts fees no source confirmed, computed as 0: such bills may be dearer):\n%s\n", strings.Join(lines, "\n"))
 	}
-	for _, n := range q.Notes {
+	for _, n := range notes {
 		fmt.Fprintf(w, "\nnote: %s\n", n)
 	}
-	offers, ages := make([]string, len(q.Bills)), make([]*int, len(q.Bills))
-	for i, b := range q.Bills {
+	offers, ages := make([]string, len(bills)), make([]*int, len(bills))
+	for i, b := range bills {
 		offers[i], ages[i] = b.Offer, b.PriceAgeDays
 	}
 	if line := priceDates(offers, ages); line != "" {
 		fmt.Fprintf(w, "prices: %s\n", line)
 	}
-	for _, r := range q.Rates {
+	for _, r := range rates {
 		fmt.Fprintf(w, "rate: %s\n", r)
 	}
+}
+
+// writeAfford is quote --budget's table: the most hours each plan gives
+// within the budget, most first, with the bill at those hours.
+func writeAfford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Reach) error {
+	gpu := p.GPU
+	if gpu == "" {
+		gpu = "any GPU"
+	}
+	if p.MinGPUMemoryGB > 0 {
+		gpu += fmt.Sprintf(" (%s GB or more)", trim(p.MinGPUMemoryGB))
+	}
+	span := "run back to back"
+	if spanGiven {
+		span = "over " + report.Count(p.SpanDays, "day")
+	}
+	fmt.Fprintf(w, "what %s %s buys of %s x%d, %s, %s, %s GB disk, %s GB egress: the most compute hours whose whole bill fits\n\n",
+		report.Money(r.Budget), r.Currency, gpu, p.GPUs, span, report.Count(p.Starts, "start"), trim(p.DiskGB), trim(p.EgressGB))
+	tab := report.NewTab("#", "OFFER", "PROVIDER", "GPU", "INST", "PLAN", "HOURS", "TOTAL", "COMPUTE", "STORAGE", "EGRESS", "BOOT", "IP", "UNKNOWN", "DETAIL")
+	bills := make([]billing.Bill, len(r.Plans))
+	for i, a := range r.Plans {
+		b := a.Bill
+		bills[i] = b
+		warn := "-"
+		if len(b.Unknown) > 0 {
+			warn = fmt.Sprint(len(b.Unknown))
+		}
+		tab.Row(fmt.Sprint(i+1), b.Offer, b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
+			trim(a.Hours), report.Money(b.Total),
+			report.Money(b.Items[0].Amount), report.Money(b.Items[1].Amount), report.Money(b.Items[2].Amount),
+			report.Money(b.Items[3].Amount), report.Money(b.Items[4].Amount), warn, b.Detail)
+	}
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	writeBillNotes(w, bills, r.Notes, r.Rates)
 	return nil
 }
 

@@ -1,0 +1,208 @@
+package billing
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/units"
+)
+
+// Reach is what a budget buys: for each offer and plan, the most compute
+// hours of the profile's task whose whole bill (storage, egress, boot fees
+// and rounding included) stays within it. A student with a grant, or a team
+// with a month's allowance, asks this rather than what N hours cost.
+type Reach struct {
+	Currency string  `json:"currency"`
+	Budget   float64 `json:"budget"`
+	// Rates are the exchange rates used, as Quote's.
+	Rates []string `json:"rates,omitempty"`
+	// Plans are the plans the budget buys any hours of, most hours first.
+	Plans []Afforded `json:"plans"`
+	// Notes say what was left out and why (plans whose fixed costs alone
+	// exceed the budget), as Quote's notes do.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Afforded is one plan of one offer within the budget.
+type Afforded struct {
+	// Hours are the most compute hours the budget buys, to 0.01 h, rounded
+	// down: the bill at these hours (Bill) is within the budget.
+	Hours float64 `json:"hours"`
+	Bill  Bill    `json:"bill"`
+}
+
+// Afford finds, for each offer and plan, the most compute hours of p (all
+// else as p says) whose bill is within budget, in opt.Currency.
+//
+// With spanGiven false the span follows the hours (run back to back), as
+// Defaults makes it: a bill then grows with the hours, and the search
+// doubles the hours until the budget is passed. With a span the hours are
+// bounded by it, and a bill need not grow with them (more hours running
+// are fewer hours stopped, and some providers bill storage dearer while
+// stopped), so each plan is first searched on a grid of 100 points up to
+// the span. Either way it then bisects between the last hours found
+// within the budget and the next ones tried.
+func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Rates, opt Options, budget float64) (*Reach, error) {
+	if !(budget > 0) || math.IsInf(budget, 0) {
+		return nil, fmt.Errorf("want a positive budget, got %v", budget)
+	}
+	q, err := Make(p, offers, rates, opt) // the currency's checks and the rates used
+	if err != nil {
+		return nil, err
+	}
+	r := &Reach{Currency: q.Currency, Budget: budget, Rates: q.Rates, Plans: []Afforded{}}
+	none := 0
+	for i := range offers {
+		o := &offers[i]
+		f, err := rates.Convert(1, o.Currency, q.Currency)
+		if err != nil {
+			return nil, fmt.Errorf("offer %s: %w", o.ID, err)
+		}
+		// The bill of plan at h hours, in the quote's currency; false
+		// where the plan gives none (a spot run that never finishes).
+		bill := func(plan string, h float64) (Bill, bool) {
+			t := *p
+			t.ComputeHours = h
+			if !spanGiven {
+				t.SpanDays = max(1, int(math.Ceil(h/24-1e-9)))
+			}
+			var b Bill
+			ok := false
+			switch plan {
+			case OnDemand:
+				b, ok = onDemandBill(&t, o)
+			case Subscription:
+				b, ok = subscriptionBill(&t, o)
+			case Spot:
+				if t.Interruptible {
+					b, ok = spotBill(&t, o, opt)
+				}
+			}
+			if ok {
+				b.date(o, opt.Today)
+				b.scale(f)
+			}
+			return b, ok
+		}
+		within := func(plan string, h float64) (Bill, bool) {
+			b, ok := bill(plan, h)
+			if ok && plan == Spot && spanGiven {
+				// The work and what interruptions cost it must fit in
+				// the span, not the work alone.
+				t := *p
+				t.ComputeHours = h
+				run, _ := spotRun(&t, o, opt)
+				wall, _ := run.Expected()
+				ok = wall <= float64(p.SpanDays)*24
+			}
+			return b, ok && b.Total <= budget*(1+1e-12)
+		}
+		for _, plan := range []string{OnDemand, Subscription, Spot} {
+			if _, ok := bill(plan, 1); !ok {
+				continue // the offer has no such plan
+			}
+			// lo is within the budget (0: nothing yet), hi is not or is
+			// the bound.
+			lo, hi := 0.0, 0.0
+			if spanGiven {
+				const grid = 100
+				bound := float64(p.SpanDays) * 24
+				hi = bound / grid
+				for k := grid; k >= 1; k-- {
+					if _, ok := within(plan, bound*float64(k)/grid); ok {
+						lo, hi = bound*float64(k)/grid, math.Min(bound, bound*float64(k+1)/grid)
+						break
+					}
+				}
+			} else {
+				hi = 24
+				for hi < maxHours-1 {
+					if _, ok := within(plan, hi); !ok {
+						break
+					}
+					lo, hi = hi, math.Min(2*hi, maxHours-1)
+				}
+			}
+			if _, ok := within(plan, hi); ok {
+				lo = hi // the whole span is within the budget
+			}
+			for range 60 {
+				mid := (lo + hi) / 2
+				if _, ok := within(plan, mid); ok {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			// To 0.01 h: up where that is still within (a bill that steps
+			// at whole hours is reached at 4.00, not 3.99), else down.
+			h := math.Ceil(lo*100-1e-6) / 100
+			b, ok := within(plan, h)
+			if !ok {
+				h = math.Floor(lo*100) / 100
+				b, ok = within(plan, h)
+			}
+			// On demand billed by whole increments, a bill can fall within
+			// a step (each hour running is an hour less of a dearer stopped
+			// storage) and be within the budget only at the step's end, a
+			// window the grid can miss: the ends of the steps after h are
+			// tried while they are within.
+			if inc, known := o.OnDemand.Increment.Value(); plan == OnDemand && known && inc > 0 {
+				step := inc.Hours() * float64(p.Starts)
+				end := math.Ceil(h/step-1e-9) * step
+				if h <= 0 {
+					end = step
+				}
+				for range 1000 {
+					if spanGiven && end > float64(p.SpanDays)*24 || end >= maxHours {
+						break
+					}
+					eb, in := within(plan, end)
+					if !in {
+						break
+					}
+					h, b, ok = end, eb, true
+					end += step
+				}
+			}
+			if !ok || h <= 0 {
+				none++
+				continue
+			}
+			r.Plans = append(r.Plans, Afforded{Hours: h, Bill: b})
+		}
+	}
+	// Most hours first; of equal hours (a whole span), the cheaper first.
+	sort.SliceStable(r.Plans, func(i, j int) bool {
+		a, b := r.Plans[i], r.Plans[j]
+		return a.Hours > b.Hours || a.Hours == b.Hours && a.Bill.Total < b.Bill.Total
+	})
+	whole := float64(p.SpanDays) * 24
+	if full := len(slices.DeleteFunc(slices.Clone(r.Plans), func(a Afforded) bool { return a.Hours < whole })); spanGiven && full > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("the budget buys the whole span, %s h, on %s: a longer span (--days) shows how far it goes",
+			trimFloat(whole), report.Count(full, "plan")))
+	}
+	if most := len(slices.DeleteFunc(slices.Clone(r.Plans), func(a Afforded) bool { return a.Hours < maxHours-1 })); most > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("the budget buys a century of compute or more on %s: the search stops at %d h", report.Count(most, "plan"), maxHours-1))
+	}
+	if none > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%s left out: even the fewest hours cost more than %s %s (storage over the span, boot fees or a subscription's shortest period cost that much whatever the hours)",
+			report.Count(none, "plan"), report.Money(budget), q.Currency))
+	}
+	// Of quote's notes, those that do not speak of a number of hours.
+	for _, n := range []string{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers)} {
+		if n != "" {
+			r.Notes = append(r.Notes, n)
+		}
+	}
+	if c := p.Checkpoint; c != nil && c.SizeGB > 0 && c.Every > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("egress includes a checkpoint upload of %g GB every %s of compute, to a store outside the provider, at each plan's hours",
+			c.SizeGB, units.FormatDuration(time.Duration(c.Every))))
+	}
+	return r, nil
+}
