@@ -22,7 +22,10 @@ func newQuote(g *globals) *cobra.Command {
 subscription, spot), with every fee: compute rounded the provider's way, storage
 while running and while stopped, egress, boot fees and IP addresses. list_total is
 what the price page suggests (hourly price x hours); hidden is the share of the
-real total it leaves out. A fee no source confirmed is computed as 0 and named.`,
+real total it leaves out. A fee no source confirmed is computed as 0 and named.
+
+--budget instead of --hours asks the other way round: the most compute hours
+each plan gives within the budget, with the bill at those hours.`,
 		Example: `  gpurent quote --gpu "RTX 4090" --hours 300
   gpurent quote --gpu H100 --gpus 8 --hours 200 --days 30 --starts 10 --disk 500 --egress 200
   gpurent quote --profile task.yaml --currency CNY -o json

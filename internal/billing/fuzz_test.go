@@ -69,6 +69,26 @@ func FuzzQuoteAndPlan(f *testing.F) {
 		if err := report.WriteJSON(io.Discard, q); err != nil {
 			t.Fatalf("quote as JSON: %v", err)
 		}
+		// What the middle bill's total buys (quote --budget): within the
+		// budget and the span, each plan. Spans over ten years are left to
+		// quote: each try of the search covers them day by day.
+		if len(q.Bills) > 0 && days <= 3650 {
+			budget := q.Bills[len(q.Bills)/2].Total
+			if budget > 0 {
+				r, err := Afford(p, true, offers, cat.Rates, opt, budget)
+				if err != nil {
+					t.Fatalf("quote made, budget refused: %v", err)
+				}
+				for _, a := range r.Plans {
+					if !(a.Hours > 0) || a.Hours > float64(days)*24 || !(a.Bill.Total <= budget*(1+1e-9)) {
+						t.Fatalf("%s %s: %v h for %v of %v", a.Bill.Offer, a.Bill.Plan, a.Hours, a.Bill.Total, budget)
+					}
+				}
+				if err := report.WriteJSON(io.Discard, r); err != nil {
+					t.Fatalf("budget as JSON: %v", err)
+				}
+			}
+		}
 		pl, err := MakePlan(p, offers, cat.Rates, PlanOptions{Options: opt, Trials: 20, Seed: 1, DeadlineHours: hours * 2}, func(n int, f func(int)) {
 			for i := range n {
 				f(i)
