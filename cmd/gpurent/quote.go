@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -187,7 +188,7 @@ func writeAfford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Rea
 			warn = fmt.Sprint(len(b.Unknown))
 		}
 		tab.Row(fmt.Sprint(i+1), b.Offer, b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
-			trim(a.Hours), report.Money(b.Total),
+			trim(math.Floor(a.Hours*100+1e-9)/100), report.Money(b.Total), // never more than was found
 			report.Money(b.Items[0].Amount), report.Money(b.Items[1].Amount), report.Money(b.Items[2].Amount),
 			report.Money(b.Items[3].Amount), report.Money(b.Items[4].Amount), warn, b.Detail)
 	}

@@ -30,8 +30,9 @@ type Reach struct {
 
 // Afforded is one plan of one offer within the budget.
 type Afforded struct {
-	// Hours are the most compute hours the budget buys, to 0.01 h, rounded
-	// down: the bill at these hours (Bill) is within the budget.
+	// Hours are the most compute hours the budget buys, found to within
+	// 0.01 h (an increment's end where a provider bills by whole
+	// increments): the bill at these hours (Bill) is within the budget.
 	Hours float64 `json:"hours"`
 	Bill  Bill    `json:"bill"`
 }
