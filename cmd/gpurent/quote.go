@@ -86,7 +86,8 @@ each plan gives within the budget, with the bill at those hours.`,
 	return cmd
 }
 
-func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
+// gpuLabel names the GPU a table is for: "RTX 4090 (24 GB or more)".
+func gpuLabel(p *billing.Profile) string {
 	gpu := p.GPU
 	if gpu == "" {
 		gpu = "any GPU"
@@ -94,6 +95,11 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	if p.MinGPUMemoryGB > 0 {
 		gpu += fmt.Sprintf(" (%s GB or more)", trim(p.MinGPUMemoryGB))
 	}
+	return gpu
+}
+
+func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
+	gpu := gpuLabel(p)
 	egress := trim(p.EgressGB) + " GB egress"
 	if _, up := p.Uploads(); up > 0 {
 		egress += fmt.Sprintf(" + %s GB of checkpoint uploads", trim(up))
@@ -165,13 +171,7 @@ func writeBillNotes(w io.Writer, bills []billing.Bill, notes, rates []string) {
 // writeAfford is quote --budget's table: the most hours each plan gives
 // within the budget, most first, with the bill at those hours.
 func writeAfford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Reach) error {
-	gpu := p.GPU
-	if gpu == "" {
-		gpu = "any GPU"
-	}
-	if p.MinGPUMemoryGB > 0 {
-		gpu += fmt.Sprintf(" (%s GB or more)", trim(p.MinGPUMemoryGB))
-	}
+	gpu := gpuLabel(p)
 	span := "run back to back"
 	if spanGiven {
 		span = "over " + report.Count(p.SpanDays, "day")
