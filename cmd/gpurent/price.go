@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -69,21 +68,6 @@ func parsePrice(s string) (hourlyPrice, error) {
 		return hourlyPrice{}, fmt.Errorf("want the machine's hourly price such as 2.49, 2.49USD or 18CNY, got %q", s)
 	}
 	return hourlyPrice{amount: v, currency: cur}, nil
-}
-
-// parseAmount reads a positive amount with an optional currency code after
-// it ("300", "300USD", "2000 cny"); a bare number is in cur.
-func parseAmount(s, cur string) (float64, string, bool) {
-	t := strings.TrimSpace(s)
-	num := strings.TrimRight(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-	if c := strings.ToUpper(strings.TrimSpace(t[len(num):])); c != "" {
-		cur = c
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || v <= 0 || math.IsInf(v, 0) || !catalog.IsCurrency(cur) {
-		return 0, "", false
-	}
-	return v, cur, true
 }
 
 // budget is --budget: the most the machine may cost while gpurent runs,
