@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
@@ -58,6 +59,7 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 	}
 	r := &Reach{Currency: q.Currency, Budget: budget, Rates: q.Rates, Plans: []Afforded{}}
 	none := 0
+	var never []string // offers whose spot run would never finish, even an hour of it
 	for i := range offers {
 		o := &offers[i]
 		f, err := rates.Convert(1, o.Currency, q.Currency)
@@ -105,6 +107,9 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 		}
 		for _, plan := range []string{OnDemand, Subscription, Spot} {
 			if _, ok := bill(plan, 1); !ok {
+				if plan == Spot && p.Interruptible && o.Spot != nil && o.Spot.Hourly.IsKnown() {
+					never = append(never, o.ID)
+				}
 				continue // the offer has no such plan
 			}
 			// lo is within the budget (0: nothing yet), hi is not or is
@@ -194,6 +199,10 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 	if none > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%s left out: even the fewest hours cost more than %s %s (storage over the span, boot fees or a subscription's shortest period cost that much whatever the hours)",
 			report.Count(none, "plan"), report.Money(budget), q.Currency))
+	}
+	if len(never) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("spot left out on %s (%s): at the interruption rate even an hour of work would practically never finish; checkpoint settings (--ckpt-every) price a job that resumes",
+			report.Count(len(never), "offer"), strings.Join(never, ", ")))
 	}
 	// Of quote's notes, those that do not speak of a number of hours.
 	for _, n := range []string{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers)} {

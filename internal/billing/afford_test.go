@@ -2,6 +2,7 @@ package billing
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,25 @@ func TestAffordEmbeddedCatalog(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A spot plan that would never finish, even an hour of it (no checkpoints,
+// 1000 interruptions a day), is left out with a note naming the offer;
+// the on-demand plan is still searched.
+func TestAffordSpotThatNeverFinishes(t *testing.T) {
+	o := testOffer()
+	o.Spot = &catalog.Spot{Hourly: catalog.Known(0.5)}
+	rate := 1000.0
+	p := Profile{GPUs: 2, ComputeHours: 1, SpanDays: 10, Starts: 4, DiskGB: 100, EgressGB: 50, Interruptible: true}
+	r, err := Afford(&p, true, []catalog.Offer{o}, catalog.Rates{}, Options{InterruptionsPerDay: &rate}, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Plans) != 1 || r.Plans[0].Bill.Plan != OnDemand || r.Plans[0].Hours != 12 {
+		t.Errorf("plans %+v, want on demand's 12 h", r.Plans)
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "spot left out on 1 offer (t): ") }) {
+		t.Errorf("notes %q", r.Notes)
 	}
 }
