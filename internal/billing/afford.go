@@ -3,7 +3,6 @@ package billing
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,19 +52,15 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 	if !(budget > 0) || math.IsInf(budget, 0) {
 		return nil, fmt.Errorf("want a positive budget, got %v", budget)
 	}
-	q, err := Make(p, offers, rates, opt) // the currency's checks and the rates used
+	cur, factors, used, err := conversions(offers, rates, opt)
 	if err != nil {
 		return nil, err
 	}
-	r := &Reach{Currency: q.Currency, Budget: budget, Rates: q.Rates, Plans: []Afforded{}}
+	r := &Reach{Currency: cur, Budget: budget, Rates: used, Plans: []Afforded{}}
 	none := 0
 	var never []string // offers whose spot run would never finish, even an hour of it
 	for i := range offers {
-		o := &offers[i]
-		f, err := rates.Convert(1, o.Currency, q.Currency)
-		if err != nil {
-			return nil, fmt.Errorf("offer %s: %w", o.ID, err)
-		}
+		o, f := &offers[i], factors[i]
 		// The bill of plan at h hours, in the quote's currency; false
 		// where the plan gives none (a spot run that never finishes).
 		bill := func(plan string, h float64) (Bill, bool) {
@@ -189,16 +184,25 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 		return a.Hours > b.Hours || a.Hours == b.Hours && a.Bill.Total < b.Bill.Total
 	})
 	whole := float64(p.SpanDays) * 24
-	if full := len(slices.DeleteFunc(slices.Clone(r.Plans), func(a Afforded) bool { return a.Hours < whole })); spanGiven && full > 0 {
+	full, most := 0, 0 // plans that buy the whole span, and the search's most
+	for _, a := range r.Plans {
+		if a.Hours >= whole {
+			full++
+		}
+		if a.Hours >= maxHours-1 {
+			most++
+		}
+	}
+	if spanGiven && full > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("the budget buys the whole span, %s h, on %s: a longer span (--days) shows how far it goes",
 			trimFloat(whole), report.Count(full, "plan")))
 	}
-	if most := len(slices.DeleteFunc(slices.Clone(r.Plans), func(a Afforded) bool { return a.Hours < maxHours-1 })); most > 0 {
+	if most > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("the budget buys a century of compute or more on %s: the search stops at %d h", report.Count(most, "plan"), maxHours-1))
 	}
 	if none > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%s left out: even the fewest hours cost more than %s %s (storage over the span, boot fees or a subscription's shortest period cost that much whatever the hours)",
-			report.Count(none, "plan"), report.Money(budget), q.Currency))
+			report.Count(none, "plan"), report.Money(budget), cur))
 	}
 	if len(never) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("spot left out on %s (%s): at the interruption rate even an hour of work would practically never finish; checkpoint settings (--ckpt-every) price a job that resumes",

@@ -203,24 +203,16 @@ func memoryNote(p *Profile, offers []catalog.Offer) string {
 
 // Make computes every bill of p over offers (already matched to its GPU).
 func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) (*Quote, error) {
-	cur := opt.Currency
-	if cur == "" {
-		cur = "USD"
+	cur, factors, used, err := conversions(offers, rates, opt)
+	if err != nil {
+		return nil, err
 	}
-	q := &Quote{Currency: cur, Bills: []Bill{}}
-	used := map[string]bool{}
+	q := &Quote{Currency: cur, Bills: []Bill{}, Rates: used}
 	for i := range offers {
 		o := &offers[i]
-		f, err := rates.Convert(1, o.Currency, cur)
-		if err != nil {
-			return nil, fmt.Errorf("offer %s: %w", o.ID, err)
-		}
-		if o.Currency != cur {
-			used[o.Currency] = true
-		}
 		for _, b := range billsFor(p, o, opt) {
 			b.date(o, opt.Today)
-			b.scale(f)
+			b.scale(factors[i])
 			q.Bills = append(q.Bills, b)
 		}
 	}
@@ -229,13 +221,33 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 		q.Notes = append(q.Notes, "spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)")
 	}
 	sort.SliceStable(q.Bills, func(i, j int) bool { return q.Bills[i].Total < q.Bills[j].Total })
-	for c := range used {
-		from, _ := rates.Convert(1, "USD", c)
-		to, _ := rates.Convert(1, "USD", cur)
-		q.Rates = append(q.Rates, fmt.Sprintf("1 %s = %.6g %s (as of %s)", cur, from/to, c, rates.AsOf))
-	}
-	sort.Strings(q.Rates)
 	return q, nil
+}
+
+// conversions is the currency amounts are given in (opt.Currency, USD
+// when empty), the factor that converts each offer's amounts to it, and
+// the exchange rates used, as "1 USD = 6.975 CNY (as of ...)", sorted.
+func conversions(offers []catalog.Offer, rates catalog.Rates, opt Options) (cur string, factors []float64, used []string, err error) {
+	cur = opt.Currency
+	if cur == "" {
+		cur = "USD"
+	}
+	factors = make([]float64, len(offers))
+	seen := map[string]bool{}
+	for i := range offers {
+		o := &offers[i]
+		if factors[i], err = rates.Convert(1, o.Currency, cur); err != nil {
+			return "", nil, nil, fmt.Errorf("offer %s: %w", o.ID, err)
+		}
+		if o.Currency != cur && !seen[o.Currency] {
+			seen[o.Currency] = true
+			from, _ := rates.Convert(1, "USD", o.Currency)
+			to, _ := rates.Convert(1, "USD", cur)
+			used = append(used, fmt.Sprintf("1 %s = %.6g %s (as of %s)", cur, from/to, o.Currency, rates.AsOf))
+		}
+	}
+	sort.Strings(used)
+	return cur, factors, used, nil
 }
 
 func (b *Bill) scale(f float64) {
