@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/atomicfile"
 	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/statedir"
@@ -344,29 +345,14 @@ func defaultWipeReport() (string, error) {
 	return filepath.Join(dir, "wipe-"+time.Now().UTC().Format("20060102T150405Z")+".json"), nil
 }
 
-// saveReport replaces the report atomically: written beside it, synced,
-// renamed over it.
+// saveReport replaces the report atomically: an interrupted wipe leaves
+// the report as it was, never a torn one.
 func saveReport(path string, r *wipe.Report) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("wipe report: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
+	if err := atomicfile.Write(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("wipe report: %w", err)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/gpurent/gpurent/internal/atomicfile"
 )
 
 // StateFile lives in the checkpoint directory and survives gpurent being
@@ -90,31 +92,8 @@ func (s *state) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileSync(s.path+".tmp", s.path, b, 0o600); err != nil {
+	if err := atomicfile.Write(s.path, b, 0o600); err != nil {
 		return fmt.Errorf("run state: %w", err)
 	}
 	return nil
-}
-
-// writeFileSync writes data to tmp, syncs it and renames it to path, so
-// that a crash leaves the old file or the new one, never a torn one.
-func writeFileSync(tmp, path string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }

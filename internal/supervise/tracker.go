@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gpurent/gpurent/internal/atomicfile"
 )
 
 // Tracker files: DeepSpeed, Megatron-LM and verl write one into the save
@@ -146,7 +148,7 @@ func RestoreTracker(dest string) (string, error) {
 	default:
 		return "", nil
 	}
-	if err := writeFileSync(filepath.Join(dir, ".gpurent-tracker.tmp"), filepath.Join(dir, file), []byte(content), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, file), []byte(content), 0o644); err != nil {
 		return "", fmt.Errorf("write %s: %w", file, err)
 	}
 	return fmt.Sprintf("%s (%s)", filepath.Join(dir, file), content), nil
