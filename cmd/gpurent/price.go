@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/ledger"
 )
 
 // hourlyPrice is what the machine costs an hour, as --price gives it: the
@@ -75,6 +76,9 @@ func parsePrice(s string) (hourlyPrice, error) {
 type budget struct {
 	amount float64
 	price  hourlyPrice
+	// before is what the run cost in gpurent's earlier sessions on this
+	// machine, from its ledger: it counts against amount.
+	before float64
 }
 
 // parseBudget reads --budget "300" (in price's currency), "300USD" or
@@ -94,9 +98,14 @@ func parseBudget(s string, price hourlyPrice) (budget, error) {
 	return budget{amount: v, price: price}, nil
 }
 
-// lasts is how long the budget lasts at its price.
-func (b budget) lasts() time.Duration {
-	h := b.amount / b.price.amount
+// lasts is how long what is left of the budget lasts at its price: what
+// earlier sessions spent is gone.
+func (b budget) lasts() time.Duration { return b.until(b.amount) }
+
+// until is how long into this session the run has cost x in all, earlier
+// sessions included; 0 when it has already.
+func (b budget) until(x float64) time.Duration {
+	h := max(x-b.before, 0) / b.price.amount
 	if h > 1e5 { // over 11 years: as good as no limit, and within a Duration
 		h = 1e5
 	}
@@ -105,9 +114,17 @@ func (b budget) lasts() time.Duration {
 
 // window is how long before the budget is spent the command is asked for
 // its checkpoint: what it takes to write one, within the budget rather
-// than beyond it. A tenth of the budget's time for a short one.
+// than beyond it. A tenth of the whole budget's time for a short one.
 func (b budget) window() time.Duration {
-	return min(5*time.Minute, b.lasts()/10)
+	whole := b
+	whole.before = 0
+	return min(5*time.Minute, whole.lasts()/10)
+}
+
+// spentBy is what counts against the budget d into this session: the
+// earlier sessions' cost and this one's, "296.10 USD".
+func (b budget) spentBy(d time.Duration) string {
+	return fmt.Sprintf("%.2f %s", b.before+b.price.amount*d.Hours(), b.price.currency)
 }
 
 // String is "300.00 USD".
@@ -127,13 +144,13 @@ func (p hourlyPrice) cost(d time.Duration) string {
 	return fmt.Sprintf("%.2f %s", p.amount*d.Hours(), p.currency)
 }
 
-// costOf is cost with the budget it counts against: "12.40 of 300.00
-// USD"; cost's without one.
+// costOf is cost with the budget it counts against, earlier sessions'
+// cost included: "12.40 of 300.00 USD"; cost's without one.
 func (p hourlyPrice) costOf(d time.Duration, b budget) string {
 	if p.amount == 0 || b.amount == 0 {
 		return p.cost(d)
 	}
-	return fmt.Sprintf("%.2f of %.2f %s", p.amount*d.Hours(), b.amount, p.currency)
+	return fmt.Sprintf("%.2f of %.2f %s", b.before+p.amount*d.Hours(), b.amount, p.currency)
 }
 
 // spent is the end's line: the cost of the time gpurent ran, and what it
@@ -165,7 +182,43 @@ func (c costMetric) WriteTo(w io.Writer) (int64, error) {
 	if err != nil || c.budget.amount == 0 {
 		return int64(n), err
 	}
-	m, err := fmt.Fprintf(w, "# HELP gpurent_budget --budget: gpurent stops the command with a checkpoint before gpurent_cost reaches it.\n# TYPE gpurent_budget gauge\ngpurent_budget{currency=%q} %.4f\n",
-		c.budget.price.currency, c.budget.amount)
+	m, err := fmt.Fprintf(w, "# HELP gpurent_budget --budget: gpurent stops the command with a checkpoint before gpurent_budget_spent reaches it.\n# TYPE gpurent_budget gauge\ngpurent_budget{currency=%q} %.4f\n"+
+		"# HELP gpurent_budget_spent What counts against --budget: gpurent_cost and what the run cost in gpurent's earlier sessions on this machine.\n# TYPE gpurent_budget_spent gauge\ngpurent_budget_spent{currency=%q} %.4f\n",
+		c.budget.price.currency, c.budget.amount, c.budget.price.currency, c.budget.before+c.price.amount*time.Since(c.begun).Hours())
 	return int64(n + m), err
+}
+
+// recordSpend keeps the run's ledger as this session spends: at once,
+// every minute (more often for a budget of minutes), and once more when
+// the returned func is called at the end. A ledger that cannot be written
+// is said once; the run goes on, since only a later session's count
+// depends on it.
+func recordSpend(led *ledger.Ledger, b budget, begun time.Time, logf func(string, ...any)) (stop func()) {
+	warned := false
+	record := func(now time.Time) {
+		if err := led.Record(b.price.amount*now.Sub(begun).Hours(), now); err != nil && !warned {
+			warned = true
+			logf("warning: %v: a gpurent started again here would not count this session's cost against --budget", err)
+		}
+	}
+	record(time.Now())
+	tick := time.NewTicker(max(min(time.Minute, b.window()/4), 100*time.Millisecond))
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				record(now)
+			}
+		}
+	}()
+	return func() {
+		tick.Stop()
+		close(done)
+		<-finished
+		record(time.Now())
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/ledger"
 	"github.com/gpurent/gpurent/internal/supervise"
 )
 
@@ -151,9 +153,10 @@ func TestRunBudget(t *testing.T) {
 			t.Errorf("%s: exit %d, want 2 with %q\n%s", tc.args, code, tc.want, stderr)
 		}
 	}
-	// From the config file, a number as YAML writes it.
+	// From the config file, a number as YAML writes it (in a directory of
+	// its own: this one's ledger holds the stopped run's cost).
 	os.WriteFile(cfg, []byte("price: 2.49\nbudget: 300\n"), 0o600)
-	code, _, stderr = gpurent(t, "run", "--config", cfg, "--ckpt-dir", dir, "--preemption", "none", "--no-status", "--", "true")
+	code, _, stderr = gpurent(t, "run", "--config", cfg, "--ckpt-dir", filepath.Join(dir, "fresh"), "--preemption", "none", "--no-status", "--", "true")
 	if code != 0 || !strings.Contains(stderr, "gpurent: budget 300.00 USD: at 2.49 USD/h it is spent in 120h28m (") {
 		t.Errorf("budget from the config file: exit %d\n%s", code, stderr)
 	}
@@ -173,12 +176,98 @@ func TestBudget(t *testing.T) {
 	}
 	var m strings.Builder
 	costMetric{p, time.Now(), b}.WriteTo(&m)
-	if !strings.Contains(m.String(), "\ngpurent_cost{currency=\"USD\"} 0.0") || !strings.HasSuffix(m.String(), "\ngpurent_budget{currency=\"USD\"} 300.0000\n") {
+	if !strings.Contains(m.String(), "\ngpurent_cost{currency=\"USD\"} 0.0") || !strings.Contains(m.String(), "\ngpurent_budget{currency=\"USD\"} 300.0000\n") || !strings.Contains(m.String(), "\ngpurent_budget_spent{currency=\"USD\"} 0.0") {
 		t.Errorf("metrics with a budget:\n%s", m.String())
+	}
+	// 120 of 300 spent by earlier sessions: 180 left, the same window.
+	b.before = 120
+	if b.lasts().Round(time.Second) != 72*time.Hour+17*time.Minute+21*time.Second || b.window() != 5*time.Minute || b.until(240) != b.lasts()*2/3 {
+		t.Errorf("with 120 spent before: lasts %v, window %v, 80%% at %v", b.lasts(), b.window(), b.until(240))
+	}
+	if got := p.costOf(90*time.Minute, b); got != "123.73 of 300.00 USD" {
+		t.Errorf("costOf with 120 spent before %q", got)
+	}
+	m.Reset()
+	costMetric{p, time.Now(), b}.WriteTo(&m)
+	if !strings.Contains(m.String(), "\ngpurent_budget_spent{currency=\"USD\"} 120.0") {
+		t.Errorf("metrics with 120 spent before:\n%s", m.String())
+	}
+	if b.before = 400; b.lasts() != 0 || b.until(240) != 0 {
+		t.Errorf("overspent: lasts %v, 80%% at %v", b.lasts(), b.until(240))
 	}
 	// A budget of centuries is capped, not an overflowed Duration.
 	if b, _ := parseBudget("1e12", p); b.lasts() != 1e5*time.Hour {
 		t.Errorf("lasts %v", b.lasts())
+	}
+}
+
+// The budget is the run's: a gpurent started again in the same checkpoint
+// directory (systemd, a reboot, by hand) counts what the earlier sessions
+// spent, and once it is spent does not start the command at all.
+func TestRunBudgetAcrossSessions(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	run := func(extra ...string) (int, string) {
+		args := append([]string{"run", "--ckpt-dir", ck, "--preemption", "none", "--no-status", "--price", "3600"}, extra...)
+		code, _, stderr := gpurent(t, args...)
+		return code, stderr
+	}
+	// 1: about 2 of 6 USD.
+	if code, stderr := run("--budget", "6", "--", "sleep", "2"); code != 0 {
+		t.Fatalf("first session: exit %d\n%s", code, stderr)
+	}
+	l, err := ledger.Open(ck, "default", "USD", time.Now())
+	if err != nil || l.Before().Sessions != 1 || l.Before().Spent < 2 || l.Before().Spent > 4 {
+		t.Fatalf("after the first session the ledger holds %+v, %v; want 1 session of 2 to 4 USD", l.Before(), err)
+	}
+	first := l.Before().Spent
+
+	// 2: the rest, then stopped as the budget's end nears.
+	began := time.Now()
+	code, stderr := run("--budget", "6", "--", "sleep", "30")
+	took := time.Since(began)
+	for _, want := range []string{
+		fmt.Sprintf("gpurent: budget 6.00 USD; run default has cost %.2f USD of it in 1 earlier session here since ", first),
+		"gpurent: the machine has cost 4.80 USD of the 6.00 USD budget: the command is stopped with a checkpoint in ",
+		"gpurent: --budget 6.00 USD: the machine has cost 5.40 USD of it: asking the command for a checkpoint",
+		"of the 6.00 USD budget\n",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("second session: stderr lacks %q", want)
+		}
+	}
+	if left := time.Duration((5.4 - first) * float64(time.Second)); code != supervise.ExitStopped || took < left || took > left+10*time.Second {
+		t.Errorf("second session: exit %d after %v, want 75 after about %v\n%s", code, took, left, stderr)
+	}
+
+	// 3: spent; the command never starts.
+	marker := filepath.Join(dir, "started")
+	code, stderr = run("--budget", "6", "--", "touch", marker)
+	if code != supervise.ExitStopped || !strings.Contains(stderr, "in 2 earlier sessions here since") || !strings.Contains(stderr, "the command is not started (exit 75)") {
+		t.Errorf("third session: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the third session started the command with its budget spent")
+	}
+	// A larger budget is the run's new total.
+	code, stderr = run("--budget", "60", "--", "touch", marker)
+	if _, err := os.Stat(marker); code != 0 || err != nil || !strings.Contains(stderr, "in 2 earlier sessions here since") {
+		t.Errorf("a larger budget: exit %d, marker %v\n%s", code, err, stderr)
+	}
+
+	// Another currency is refused, naming the ledger; nothing is changed.
+	before, _ := os.ReadFile(filepath.Join(ck, ledger.File))
+	code, _, stderr = gpurent(t, "run", "--ckpt-dir", ck, "--preemption", "none", "--price", "18CNY", "--budget", "100", "--", "touch", marker+"2")
+	if code != 2 || !strings.Contains(stderr, "counts run default's cost in USD") || !strings.Contains(stderr, ledger.File) {
+		t.Errorf("another currency: exit %d\n%s", code, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(ck, ledger.File)); string(after) != string(before) {
+		t.Errorf("a refused run changed the ledger:\n%s\n%s", before, after)
+	}
+	// Another run in the directory has a budget of its own.
+	code, stderr = run("--run", "other", "--budget", "6", "--", "true")
+	if code != 0 || strings.Contains(stderr, "earlier session") {
+		t.Errorf("another run: exit %d\n%s", code, stderr)
 	}
 }
 
