@@ -240,6 +240,13 @@ func TestRunBudgetAcrossSessions(t *testing.T) {
 		t.Errorf("second session: exit %d after %v, want 75 after about %v\n%s", code, took, left, stderr)
 	}
 
+	// Both sessions together stayed near the budget: the stop came at 5.40,
+	// and the command's end and the last record take a moment more (not
+	// the 7.40 and more of a second budget of 6 counted from zero).
+	if l, err := ledger.Open(ck, "default", "USD", time.Now()); err != nil || l.Before().Sessions != 2 || l.Before().Spent < 5.4 || l.Before().Spent > 6.5 {
+		t.Errorf("after the second session the ledger holds %+v, %v; want 2 sessions of 5.40 to 6.50 USD", l.Before(), err)
+	}
+
 	// 3: spent; the command never starts.
 	marker := filepath.Join(dir, "started")
 	code, stderr = run("--budget", "6", "--", "touch", marker)
