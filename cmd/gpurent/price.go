@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -188,20 +189,49 @@ func (c costMetric) WriteTo(w io.Writer) (int64, error) {
 	return int64(n + m), err
 }
 
+// spendRecorder is where a session's spend record goes beside the
+// ledger file: the store, so that a budget follows the run to another
+// machine.
+type spendRecorder interface {
+	PutSpend(ctx context.Context, run, session string, record []byte) error
+}
+
 // recordSpend keeps the run's ledger as this session spends: at once,
 // every minute (more often for a budget of minutes), and once more when
-// the returned func is called at the end. A ledger that cannot be written
-// is said once; the run goes on, since only a later session's count
-// depends on it.
-func recordSpend(led *ledger.Ledger, b budget, begun time.Time, logf func(string, ...any)) (stop func()) {
-	warned := false
-	record := func(now time.Time) {
-		if err := led.Record(b.price.amount*now.Sub(begun).Hours(), now); err != nil && !warned {
-			warned = true
-			logf("warning: %v: a gpurent started again here would not count this session's cost against --budget", err)
+// the returned func is called at the end; with st, the session's record
+// goes there too, every 5 minutes (a tenth of a short budget) and at the
+// end. A ledger or a store that cannot be written is said once, and once
+// more when it can again; the run goes on, since only a later session's
+// count depends on it.
+func recordSpend(ctx context.Context, led *ledger.Ledger, st spendRecorder, run string, b budget, begun time.Time, logf func(string, ...any)) (stop func()) {
+	ctx = context.WithoutCancel(ctx) // the end's record is written after a signal too
+	var failing [2]bool              // the file, the store
+	say := func(i int, err error, what string) {
+		switch {
+		case err != nil && !failing[i]:
+			logf("warning: %v: %s", err, what)
+		case err == nil && failing[i]:
+			logf("the budget's record is written again")
+		}
+		failing[i] = err != nil
+	}
+	var stored time.Time
+	storeEvery := max(min(5*time.Minute, b.window()), time.Second)
+	record := func(now time.Time, last bool) {
+		rec, err := led.Record(b.price.amount*now.Sub(begun).Hours(), now)
+		say(0, err, "a gpurent started again here would not count this session's cost against --budget")
+		if st == nil || rec == nil || !last && now.Sub(stored) < storeEvery {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		err = st.PutSpend(pctx, run, led.Session(), rec)
+		say(1, err, "a gpurent started on another machine would not count this session's cost against --budget")
+		if err == nil {
+			stored = now
 		}
 	}
-	record(time.Now())
+	record(time.Now(), true)
 	tick := time.NewTicker(max(min(time.Minute, b.window()/4), 100*time.Millisecond))
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -211,7 +241,7 @@ func recordSpend(led *ledger.Ledger, b budget, begun time.Time, logf func(string
 			case <-done:
 				return
 			case now := <-tick.C:
-				record(now)
+				record(now, false)
 			}
 		}
 	}()
@@ -219,6 +249,6 @@ func recordSpend(led *ledger.Ledger, b budget, begun time.Time, logf func(string
 		tick.Stop()
 		close(done)
 		<-finished
-		record(time.Now())
+		record(time.Now(), true)
 	}
 }

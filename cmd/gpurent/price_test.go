@@ -216,7 +216,7 @@ func TestRunBudgetAcrossSessions(t *testing.T) {
 	if code, stderr := run("--budget", "6", "--", "sleep", "2"); code != 0 {
 		t.Fatalf("first session: exit %d\n%s", code, stderr)
 	}
-	l, err := ledger.Open(ck, "default", "USD", time.Now())
+	l, err := ledger.Open(ck, "default", "USD", "probe", "", time.Now())
 	if err != nil || l.Before().Sessions != 1 || l.Before().Spent < 2 || l.Before().Spent > 4 {
 		t.Fatalf("after the first session the ledger holds %+v, %v; want 1 session of 2 to 4 USD", l.Before(), err)
 	}
@@ -243,7 +243,7 @@ func TestRunBudgetAcrossSessions(t *testing.T) {
 	// Both sessions together stayed near the budget: the stop came at 5.40,
 	// and the command's end and the last record take a moment more (not
 	// the 7.40 and more of a second budget of 6 counted from zero).
-	if l, err := ledger.Open(ck, "default", "USD", time.Now()); err != nil || l.Before().Sessions != 2 || l.Before().Spent < 5.4 || l.Before().Spent > 6.5 {
+	if l, err := ledger.Open(ck, "default", "USD", "probe", "", time.Now()); err != nil || l.Before().Sessions != 2 || l.Before().Spent < 5.4 || l.Before().Spent > 6.5 {
 		t.Errorf("after the second session the ledger holds %+v, %v; want 2 sessions of 5.40 to 6.50 USD", l.Before(), err)
 	}
 
@@ -275,6 +275,44 @@ func TestRunBudgetAcrossSessions(t *testing.T) {
 	code, stderr = run("--run", "other", "--budget", "6", "--", "true")
 	if code != 0 || strings.Contains(stderr, "earlier session") {
 		t.Errorf("another run: exit %d\n%s", code, stderr)
+	}
+}
+
+// With a store, the budget follows the run to another machine: a fresh
+// checkpoint directory counts what the run's sessions recorded there.
+func TestRunBudgetFollowsTheRun(t *testing.T) {
+	dir := t.TempDir()
+	st := filepath.Join(dir, "store")
+	run := func(machine string, extra ...string) (int, string) {
+		args := append([]string{"run", "--ckpt-dir", filepath.Join(dir, machine), "--store", st, "--no-encrypt", "--preemption", "none", "--no-status", "--price", "3600", "--budget", "6"}, extra...)
+		code, _, stderr := gpurent(t, args...)
+		return code, stderr
+	}
+	if code, stderr := run("one", "--", "sleep", "2"); code != 0 {
+		t.Fatalf("first machine: exit %d\n%s", code, stderr)
+	}
+	recs, _ := filepath.Glob(filepath.Join(st, "runs", "default", "spend", "*.json"))
+	if len(recs) != 1 {
+		t.Fatalf("the store holds %d spend records, want 1", len(recs))
+	}
+	code, stderr := run("two", "--", "sleep", "30")
+	if code != supervise.ExitStopped || !strings.Contains(stderr, "USD of it in 1 earlier session here since") ||
+		!strings.Contains(stderr, "gpurent: --budget 6.00 USD: the machine has cost 5.40 USD of it: asking the command for a checkpoint") {
+		t.Errorf("second machine: exit %d\n%s", code, stderr)
+	}
+	marker := filepath.Join(dir, "started")
+	code, stderr = run("three", "--", "touch", marker)
+	if _, err := os.Stat(marker); code != supervise.ExitStopped || err == nil || !strings.Contains(stderr, "in 2 earlier sessions here since") ||
+		!strings.Contains(stderr, "the store's runs/default/spend/ counts from zero") {
+		t.Errorf("third machine: exit %d, command started: %v\n%s", code, err == nil, stderr)
+	}
+	// A record that cannot be read is named, not counted as nothing.
+	if err := os.WriteFile(recs[0], []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr = run("four", "--", "touch", marker)
+	if _, err := os.Stat(marker); code != 2 || err == nil || !strings.Contains(stderr, "runs/default/spend/"+filepath.Base(recs[0])+" is damaged") {
+		t.Errorf("a damaged record: exit %d, command started: %v\n%s", code, err == nil, stderr)
 	}
 }
 

@@ -94,9 +94,8 @@ Exit status: 0 the command finished and its newest checkpoint is in the store (o
 there is no store, or no checkpoint); 1 it failed with its restarts used up, or in a
 crash loop; 2 bad usage; 3 as 0 or 75, but the newest checkpoint's upload failed, so
 this machine holds the only copy; 75 stopped on a preemption notice or a scheduled
-event (run it again, later or elsewhere), or because --budget was reached (run again
-in this --ckpt-dir, it counts what was spent and starts nothing); 128+N stopped by
-signal N.
+event (run it again, later or elsewhere), or because --budget was reached (run again,
+it counts what was spent and starts nothing); 128+N stopped by signal N.
 "gpurent run ... && shutdown -h now" stops the machine only after a 0.`,
 		Example: `  gpurent run --ckpt-dir out --glob 'checkpoint-*' --store s3://bucket/runs --run llama -- \
       python train.py --output_dir out --resume_from_checkpoint {resume}`,
@@ -239,6 +238,7 @@ signal N.
 			begun := time.Now()
 			var spend budget
 			var led *ledger.Ledger
+			var spendStore spendRecorder // with --store, where the ledger's session is recorded too
 			if budgetText != "" {
 				b, err := parseBudget(budgetText, price)
 				if err != nil {
@@ -246,11 +246,12 @@ signal N.
 				}
 				spend = b
 				// The budget is the run's: what gpurent's earlier
-				// sessions of it spent here counts.
-				if led, err = ledger.Open(ckptDir, s.run, price.currency, begun); err != nil {
+				// sessions of it spent counts, here and (below) with a
+				// store on other machines.
+				host, _ := os.Hostname()
+				if led, err = ledger.Open(ckptDir, s.run, price.currency, store.NewID(begun), host, begun); err != nil {
 					return usageError{err}
 				}
-				spend.before = led.Before().Spent
 			}
 			var pre supervise.Preempter
 			ep := supervise.DefaultEndpoints()
@@ -283,24 +284,6 @@ signal N.
 			}
 			if price.from != "" {
 				logf("the cost shown is at %s, %s", price, price.from)
-			}
-			if spend.amount > 0 {
-				earlier := ""
-				if b := led.Before(); b.Sessions > 0 {
-					earlier = fmt.Sprintf("; run %s has cost %.2f %s of it in %s here since %s (%s)",
-						s.run, b.Spent, b.Currency, report.Count(b.Sessions, "earlier session"), b.Since.UTC().Format("2006-01-02 15:04 MST"), led.Path())
-				}
-				if spend.lasts() <= spend.window() {
-					// Started again after the budget stopped it (systemd's
-					// Restart=always, a reboot): starting the command would
-					// spend past the budget.
-					logf("budget %s%s, and what is left lasts less than the %s a checkpoint is given: the command is not started (exit 75); a larger --budget counts from the same total, and removing the ledger counts from zero",
-						spend, earlier, shortDur(spend.window()))
-					return exitCode(75)
-				}
-				end := begun.Add(spend.lasts())
-				logf("budget %s%s: at %s it is spent in %s (%s); the command is asked for a checkpoint %s before, then stopped (exit 75)",
-					spend, earlier, price, shortDur(spend.lasts()), end.UTC().Format("2006-01-02 15:04 MST"), shortDur(spend.window()))
 			}
 			if logPath != "" {
 				o, err := openOutput(cmd, logPath)
@@ -380,23 +363,6 @@ signal N.
 			}
 			cfg := supervise.Config{Cmd: argv, CkptDir: ckptDir, Run: s.run, Keep: keep, MaxRestarts: maxRestarts,
 				Grace: grace, Poll: poll, Quiet: quiet, Glob: glob, Preemption: pre, Log: logf, Event: supEvent, Stall: stall, KeepLocal: keepLocal}
-			if spend.amount > 0 {
-				stopIn := spend.lasts() - spend.window()
-				cfg.Until, cfg.UntilWindow = begun.Add(stopIn), spend.window()
-				cfg.UntilWhy = fmt.Sprintf("--budget %s: the machine has cost %s of it", spend, spend.spentBy(stopIn))
-				// Told ahead, while there is time to raise the budget
-				// (restart gpurent run with a larger one) or to let it end;
-				// past it already, the start's line said so.
-				if at := spend.until(spend.amount * 0.8); at > 0 {
-					warn := time.AfterFunc(at, func() {
-						text := fmt.Sprintf("the machine has cost %s of the %s budget: the command is stopped with a checkpoint in %s",
-							spend.spentBy(at), spend, shortDur(stopIn-at))
-						logf("%s", text)
-						event("budget", text, "")
-					})
-					defer warn.Stop()
-				}
-			}
 			if out != nil {
 				cfg.Stdout, cfg.Stderr = out.Stdout, out.Stderr
 				cfg.Output, cfg.Silence = out.LastOutput, silence
@@ -457,6 +423,15 @@ signal N.
 				if !deleted && keep > 0 {
 					logf("warning: the store took a write but refused to delete it (runs/%s/write-check in %s): checkpoints are uploaded, but --keep %d cannot prune old ones there (a key without delete permission)", s.run, name, keep)
 				}
+				if led != nil {
+					recs, err := st.Spends(cmd.Context(), s.run)
+					if err != nil {
+						logf("warning: %v: the budget counts the run's sessions on this machine only", err)
+					} else if err := led.Merge(recs, "delete "+name+"'s runs/"+s.run+"/spend/"); err != nil {
+						return usageError{err}
+					}
+					spendStore = st
+				}
 				previousLog(cmd.Context(), st, s.run, logf)
 				if out != nil {
 					sl := &storeLog{st: st, run: s.run, started: out.Opened}
@@ -465,6 +440,57 @@ signal N.
 				}
 			} else {
 				logf("warning: no --store: checkpoints stay on this machine and die with it")
+			}
+			if spend.amount > 0 {
+				b := led.Before()
+				spend.before = b.Spent
+				earlier := ""
+				if b.Sessions > 0 {
+					where := "here"
+					if b.Elsewhere > 0 {
+						where = fmt.Sprintf("(%d on other machines)", b.Elsewhere)
+					}
+					earlier = fmt.Sprintf("; run %s has cost %.2f %s of it in %s %s since %s",
+						s.run, b.Spent, price.currency, report.Count(b.Sessions, "earlier session"), where, b.Since.UTC().Format("2006-01-02 15:04 MST"))
+				}
+				if spend.lasts() <= spend.window() {
+					// Started again after the budget stopped it (systemd's
+					// Restart=always, a reboot): starting the command would
+					// spend past the budget.
+					reset := led.Path()
+					if spendStore != nil {
+						reset += " and the store's runs/" + s.run + "/spend/"
+					}
+					endReason = fmt.Sprintf("the --budget %s is spent: the command was not started", spend)
+					logf("budget %s%s, and what is left lasts less than the %s a checkpoint is given: the command is not started (exit 75); a larger --budget counts from the same total, and removing %s counts from zero",
+						spend, earlier, shortDur(spend.window()), reset)
+					return exitCode(75)
+				}
+				// Kept as it is spent, so that a gpurent killed or a machine
+				// that lost power loses at most one interval's cost. The
+				// directory is made now rather than with the supervisor.
+				if err := os.MkdirAll(ckptDir, 0o755); err != nil {
+					return fmt.Errorf("run: %w", err)
+				}
+				defer recordSpend(cmd.Context(), led, spendStore, s.run, spend, begun, logf)()
+				end := begun.Add(spend.lasts())
+				logf("budget %s%s: at %s it is spent in %s (%s); the command is asked for a checkpoint %s before, then stopped (exit 75)",
+					spend, earlier, price, shortDur(spend.lasts()), end.UTC().Format("2006-01-02 15:04 MST"), shortDur(spend.window()))
+				stopIn := spend.lasts() - spend.window()
+				cfg.Until, cfg.UntilWindow = begun.Add(stopIn), spend.window()
+				cfg.UntilWhy = fmt.Sprintf("--budget %s: the machine has cost %s of it", spend, spend.spentBy(stopIn))
+				// Told ahead, while there is time to raise the budget
+				// (restart gpurent run with a larger one) or to let it end;
+				// past it already, the start's line said so.
+				if at := spend.until(spend.amount * 0.8); at > 0 {
+					warn := time.AfterFunc(at, func() {
+						text := fmt.Sprintf("the machine has cost %s of the %s budget: the command is stopped with a checkpoint in %s",
+							spend.spentBy(at), spend, shortDur(stopIn-at))
+						logf("%s", text)
+						event("budget", text, "")
+					})
+					defer warn.Stop()
+				}
 			}
 			if glob == "" && sameDir(ckptDir, ".") {
 				logf("warning: --ckpt-dir is the working directory: any file in it but code, logs, notebooks and configs counts as a checkpoint; name yours with --glob (e.g. --glob 'ckpt-*.pt')")
@@ -489,11 +515,6 @@ signal N.
 			sup, err := supervise.New(cfg)
 			if err != nil {
 				return usageError{err}
-			}
-			if led != nil {
-				// Kept as it is spent, so that a gpurent killed or a machine
-				// that lost power loses at most one interval's cost.
-				defer recordSpend(led, spend, begun, logf)()
 			}
 			running := func() bool { return sup.Metrics.Snapshot(time.Now()).ChildUp }
 			gpus = startGPUWatch(cmd.Context(), gpuBusyMin, price, running, logf, supEvent)
@@ -617,7 +638,7 @@ signal N.
 	f.Float64Var(&gpuBusyMin, "gpu-busy-min", 50, "warn (and notify) when a GPU of this machine ran kernels less than this percent of 10 min while the command ran, 5 min after each start (NVML utilization: idle GPUs are billed too); 0 never warns (a GPU the hardware slows down for heat is warned of regardless)")
 	f.BoolVar(&noStatus, "no-status", false, "no status line at the bottom of the terminal")
 	f.StringVar(&priceText, "price", "", "the machine's hourly price, e.g. 2.49 (USD), 2.49USD or 18CNY, or the catalog offer rented, by the id quote prints (ID:spot for its spot price): what the run has cost so far goes in the status line, the progress notifications and the end")
-	f.StringVar(&budgetText, "budget", "", "the most the machine may cost while gpurent runs the run, at --price (300, or 300USD in its currency), its earlier sessions in --ckpt-dir counted: a notification at 80%, and before it is spent the command is asked for a checkpoint, stopped and its checkpoint uploaded (exit 75)")
+	f.StringVar(&budgetText, "budget", "", "the most the machine may cost while gpurent runs the run, at --price (300, or 300USD in its currency), its earlier sessions counted (in --ckpt-dir, and with --store on other machines): a notification at 80%, and before it is spent the command is asked for a checkpoint, stopped and its checkpoint uploaded (exit 75)")
 	f.StringVar(&logPath, "log", "", "append the command's output to this file and, with --store, ship it there (encrypted) every --log-every and at each restart: gpurent ckpt log reads it back")
 	f.DurationVar(&logEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")
 	f.DurationVar(&notifyEvery, "notify-every", 0, "with --notify, also say every this long how the run stands (with --log, its last lines); 0: never")

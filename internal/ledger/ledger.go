@@ -1,12 +1,16 @@
-// Package ledger keeps what a run has cost across gpurent run's sessions
-// on one machine, so that --budget is the run's and not each session's.
-// Without it, gpurent started again (by systemd's Restart=always, after a
-// reboot, by hand) would have a whole budget anew, and a restart loop
-// would spend it again and again.
+// Package ledger keeps what a run has cost across gpurent run's sessions,
+// so that --budget is the run's and not each session's. Without it,
+// gpurent started again (by systemd's Restart=always, after a reboot, by
+// hand, on a new machine after a preemption) would have a whole budget
+// anew, and a restart loop would spend it again and again.
 //
-// The ledger is a small JSON file in the checkpoint directory, beside the
-// run's state: it lives where the run lives and is gone when the run's
-// directory is. What the run cost on other machines is not in it.
+// Each session (one gpurent run invocation) has an id and records what it
+// has cost so far. The sessions live in a small JSON file in the
+// checkpoint directory, beside the run's state, and with a store each
+// session also keeps a record of its own there (Record, Merge), so that
+// the budget follows the run to another machine. A session known from
+// both counts once, with the larger amount: a record is only ever
+// rewritten upwards.
 package ledger
 
 import (
@@ -17,6 +21,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
@@ -28,36 +33,55 @@ const File = ".gpurent-budget.json"
 
 const version = 1
 
-// Entry is the file's contents: what the run has cost here in all.
-type Entry struct {
-	Version  int    `json:"version"`
-	Run      string `json:"run"`
-	Currency string `json:"currency"`
-	// Spent is what the machine cost while gpurent ran the run, every
-	// session's time at its --price, this session's so far included.
-	Spent float64 `json:"spent"`
-	// Sessions counts the gpurent run invocations that recorded a cost.
-	Sessions int       `json:"sessions"`
-	Since    time.Time `json:"since"` // the first session's start
-	Updated  time.Time `json:"updated"`
+// Session is what one gpurent run invocation has cost: the machine's time
+// while gpurent ran, at its --price.
+type Session struct {
+	ID      string    `json:"id"`
+	Host    string    `json:"host,omitempty"`
+	Spent   float64   `json:"spent"`
+	Started time.Time `json:"started"`
+	Updated time.Time `json:"updated"`
 }
 
-// Ledger is a run's ledger as this session found it, and what it adds.
+// file is the ledger file, and each session's record in a store: a
+// record holds its one session.
+type file struct {
+	Version  int       `json:"version"`
+	Run      string    `json:"run"`
+	Currency string    `json:"currency"`
+	Sessions []Session `json:"sessions"`
+}
+
+// Ledger is a run's earlier sessions as this session found them, and this
+// session.
 type Ledger struct {
-	path   string
-	before Entry // as Open read it: the earlier sessions
+	path     string
+	run      string
+	currency string
+	earlier  []Session // by id, oldest first
+	self     Session
 }
 
-// Open reads dir's ledger for run, for a session that started at started
-// and counts in currency. No file, or the file of another run (the
-// directory was reused, as the run's state is), is an empty ledger.
+// Summary is what earlier sessions spent.
+type Summary struct {
+	Spent    float64
+	Sessions int
+	Since    time.Time // the first one's start; this session's without any
+	// Elsewhere counts the sessions on other hosts than this one, known
+	// from the store.
+	Elsewhere int
+}
+
+// Open reads dir's ledger for run, for a session id on host that started
+// at started and counts in currency. No file, or the file of another run
+// (the directory was reused, as the run's state is), is an empty ledger.
 //
 // A file that cannot be read, or that counts in another currency, is an
 // error rather than an empty ledger: what was spent would be lost, or
 // converted at a rate nobody chose, and the budget overspent.
-func Open(dir, run, currency string, started time.Time) (*Ledger, error) {
-	l := &Ledger{path: filepath.Join(dir, File),
-		before: Entry{Version: version, Run: run, Currency: currency, Since: started}}
+func Open(dir, run, currency, id, host string, started time.Time) (*Ledger, error) {
+	l := &Ledger{path: filepath.Join(dir, File), run: run, currency: currency,
+		self: Session{ID: id, Host: host, Started: started.UTC()}}
 	b, err := os.ReadFile(l.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return l, nil
@@ -65,50 +89,118 @@ func Open(dir, run, currency string, started time.Time) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("budget ledger: %w", err)
 	}
-	var e Entry
-	if err := json.Unmarshal(b, &e); err != nil || e.Version < 1 || math.IsNaN(e.Spent) || math.IsInf(e.Spent, 0) || e.Spent < 0 {
-		why := "not a ledger gpurent wrote"
-		if err != nil {
-			why = err.Error()
-		}
-		return nil, fmt.Errorf("budget ledger %s is damaged (%s): what run %s has cost here is unknown; remove the file to count its budget from zero", l.path, why, run)
+	f, err := l.decode(b, l.path, "remove the file")
+	if err != nil {
+		return nil, err
 	}
-	if e.Version > version {
-		return nil, fmt.Errorf("budget ledger %s was written by a newer gpurent (version %d): run that one, or remove the file to count the budget from zero", l.path, e.Version)
+	if f.Run == run {
+		l.merge(f.Sessions)
 	}
-	if e.Run != run {
-		return l, nil
-	}
-	if e.Currency != currency {
-		return nil, fmt.Errorf("budget ledger %s counts run %s's cost in %s (%.2f %s so far), and --price is in %s: give --price and --budget in %s, or remove the file to count the budget from zero",
-			l.path, run, e.Currency, e.Spent, e.Currency, currency, e.Currency)
-	}
-	l.before = e
 	return l, nil
 }
 
-// Before is what the earlier sessions recorded: Spent, Sessions and Since
-// (this session's start when there were none).
-func (l *Ledger) Before() Entry { return l.before }
+// decode reads a ledger file or a store's record of run; where names it,
+// reset says how to count from zero instead.
+func (l *Ledger) decode(b []byte, where, reset string) (*file, error) {
+	var f file
+	err := json.Unmarshal(b, &f)
+	if err == nil && f.Version < 1 {
+		err = errors.New("not a ledger gpurent wrote")
+	}
+	for _, s := range f.Sessions {
+		if err == nil && (s.ID == "" || math.IsNaN(s.Spent) || math.IsInf(s.Spent, 0) || s.Spent < 0) {
+			err = fmt.Errorf("session %q: not an amount spent", s.ID)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("budget ledger %s is damaged (%v): what run %s has cost is unknown; %s to count its budget from zero", where, err, l.run, reset)
+	}
+	if f.Version > version {
+		return nil, fmt.Errorf("budget ledger %s was written by a newer gpurent (version %d): run that one, or %s to count the budget from zero", where, f.Version, reset)
+	}
+	if f.Run == l.run && f.Currency != l.currency {
+		var spent float64
+		for _, s := range f.Sessions {
+			spent += s.Spent
+		}
+		return nil, fmt.Errorf("budget ledger %s counts run %s's cost in %s (%.2f %s so far), and --price is in %s: give --price and --budget in %s, or %s to count the budget from zero",
+			where, l.run, f.Currency, spent, f.Currency, l.currency, f.Currency, reset)
+	}
+	return &f, nil
+}
+
+// Merge adds the sessions of run's records in a store (Record's), each
+// named by where it was read, for reset: how to remove them. A session
+// already known counts once, with the larger amount.
+func (l *Ledger) Merge(records map[string][]byte, reset string) error {
+	for where, b := range records {
+		f, err := l.decode(b, where, reset)
+		if err != nil {
+			return err
+		}
+		if f.Run != l.run {
+			return fmt.Errorf("budget record %s is run %s's, not %s's", where, f.Run, l.run)
+		}
+		l.merge(f.Sessions)
+	}
+	return nil
+}
+
+func (l *Ledger) merge(sessions []Session) {
+	for _, s := range sessions {
+		if s.ID == l.self.ID {
+			continue
+		}
+		i := slices.IndexFunc(l.earlier, func(e Session) bool { return e.ID == s.ID })
+		switch {
+		case i < 0:
+			l.earlier = append(l.earlier, s)
+		case s.Spent > l.earlier[i].Spent:
+			l.earlier[i] = s
+		}
+	}
+	slices.SortFunc(l.earlier, func(a, b Session) int { return a.Started.Compare(b.Started) })
+}
+
+// Before is what the earlier sessions spent.
+func (l *Ledger) Before() Summary {
+	sum := Summary{Sessions: len(l.earlier), Since: l.self.Started}
+	for _, s := range l.earlier {
+		sum.Spent += s.Spent
+		if s.Host != l.self.Host {
+			sum.Elsewhere++
+		}
+	}
+	if len(l.earlier) > 0 {
+		sum.Since = l.earlier[0].Started
+	}
+	return sum
+}
 
 // Path is the ledger file's path, to name it in messages.
 func (l *Ledger) Path() string { return l.path }
 
-// Record writes the run's cost so far: the earlier sessions' and cost,
-// what this session has cost by now. Written atomically, it is what a
-// gpurent started after a crash or a power cut finds.
-func (l *Ledger) Record(cost float64, now time.Time) error {
-	e := l.before
-	e.Spent += max(cost, 0)
-	e.Sessions++
-	e.Updated = now.UTC()
-	e.Since = e.Since.UTC()
-	b, err := json.MarshalIndent(e, "", "  ")
+// Record notes what this session has cost by now and writes the ledger
+// file: atomically, so that it is what a gpurent started after a crash or
+// a power cut finds. It returns this session's record for a store, also
+// when the file could not be written.
+func (l *Ledger) Record(cost float64, now time.Time) (record []byte, err error) {
+	l.self.Spent = max(l.self.Spent, cost) // a clock gone back takes nothing back
+	l.self.Updated = now.UTC()
+	record, err = json.MarshalIndent(file{Version: version, Run: l.run, Currency: l.currency, Sessions: []Session{l.self}}, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := atomicfile.Write(l.path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("budget ledger: %w", err)
+	all := append(slices.Clip(l.earlier), l.self)
+	b, err := json.MarshalIndent(file{Version: version, Run: l.run, Currency: l.currency, Sessions: all}, "", "  ")
+	if err == nil {
+		err = atomicfile.Write(l.path, append(b, '\n'), 0o600)
 	}
-	return nil
+	if err != nil {
+		return record, fmt.Errorf("budget ledger: %w", err)
+	}
+	return record, nil
 }
+
+// Session is this session's id.
+func (l *Ledger) Session() string { return l.self.ID }
