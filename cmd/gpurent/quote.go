@@ -59,9 +59,7 @@ each plan gives within the budget, with the bill at those hours.`,
 				if err != nil {
 					return err
 				}
-				if top > 0 && len(r.Plans) > top {
-					r.Plans = r.Plans[:top]
-				}
+				r.Top(top)
 				if g.output == report.JSON {
 					return report.WriteJSON(g.stdout, r)
 				}
@@ -71,9 +69,7 @@ each plan gives within the budget, with the bill at those hours.`,
 			if err != nil {
 				return err
 			}
-			if top > 0 && len(q.Bills) > top {
-				q.Bills = q.Bills[:top]
-			}
+			q.Top(top)
 			if g.output == report.JSON {
 				return report.WriteJSON(g.stdout, q)
 			}

@@ -26,6 +26,25 @@ type Reach struct {
 	// Notes say what was left out and why (plans whose fixed costs alone
 	// exceed the budget), as Quote's notes do.
 	Notes []string `json:"notes,omitempty"`
+
+	used map[string]string // as Quote's
+}
+
+// Top keeps the n plans that give the most hours (all when n is 0), and
+// the rates of the currencies their bills were converted from.
+func (r *Reach) Top(n int) {
+	if n > 0 && len(r.Plans) > n {
+		r.Plans = r.Plans[:n]
+	}
+	r.Rates = rateLines(r.used, r.bills())
+}
+
+func (r *Reach) bills() []Bill {
+	out := make([]Bill, len(r.Plans))
+	for i, a := range r.Plans {
+		out[i] = a.Bill
+	}
+	return out
 }
 
 // Afforded is one plan of one offer within the budget.
@@ -56,7 +75,7 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 	if err != nil {
 		return nil, err
 	}
-	r := &Reach{Currency: cur, Budget: budget, Rates: used, Plans: []Afforded{}}
+	r := &Reach{Currency: cur, Budget: budget, Plans: []Afforded{}, used: used}
 	none := 0
 	var never []string // offers whose spot run would never finish, even an hour of it
 	for i := range offers {
@@ -218,5 +237,6 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 		r.Notes = append(r.Notes, fmt.Sprintf("egress includes a checkpoint upload of %g GB every %s of compute, to a store outside the provider, at each plan's hours",
 			c.SizeGB, units.FormatDuration(time.Duration(c.Every))))
 	}
+	r.Rates = rateLines(used, r.bills())
 	return r, nil
 }

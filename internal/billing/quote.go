@@ -131,6 +131,17 @@ type Quote struct {
 	Rates    []string `json:"rates,omitempty"` // the exchange rates used, as "1 USD = 6.975 CNY"
 	Bills    []Bill   `json:"bills"`
 	Notes    []string `json:"notes,omitempty"` // plans not offered and why
+
+	used map[string]string // the rate line of each offer currency converted
+}
+
+// Top keeps the n cheapest bills (all when n is 0), and the rates of the
+// currencies those bills were converted from.
+func (q *Quote) Top(n int) {
+	if n > 0 && len(q.Bills) > n {
+		q.Bills = q.Bills[:n]
+	}
+	q.Rates = rateLines(q.used, q.Bills)
 }
 
 // Offers returns the offers whose GPU matches the profile's, or an error
@@ -207,7 +218,7 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 	if err != nil {
 		return nil, err
 	}
-	q := &Quote{Currency: cur, Bills: []Bill{}, Rates: used}
+	q := &Quote{Currency: cur, Bills: []Bill{}, used: used}
 	for i := range offers {
 		o := &offers[i]
 		for _, b := range billsFor(p, o, opt) {
@@ -221,33 +232,46 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 		q.Notes = append(q.Notes, "spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)")
 	}
 	sort.SliceStable(q.Bills, func(i, j int) bool { return q.Bills[i].Total < q.Bills[j].Total })
+	q.Rates = rateLines(used, q.Bills)
 	return q, nil
 }
 
 // conversions is the currency amounts are given in (opt.Currency, USD
 // when empty), the factor that converts each offer's amounts to it, and
-// the exchange rates used, as "1 USD = 6.975 CNY (as of ...)", sorted.
-func conversions(offers []catalog.Offer, rates catalog.Rates, opt Options) (cur string, factors []float64, used []string, err error) {
+// the exchange rate used for each offer currency converted, as "1 USD =
+// 6.975 CNY (as of ...)".
+func conversions(offers []catalog.Offer, rates catalog.Rates, opt Options) (cur string, factors []float64, used map[string]string, err error) {
 	cur = opt.Currency
 	if cur == "" {
 		cur = "USD"
 	}
 	factors = make([]float64, len(offers))
-	seen := map[string]bool{}
+	used = map[string]string{}
 	for i := range offers {
 		o := &offers[i]
 		if factors[i], err = rates.Convert(1, o.Currency, cur); err != nil {
 			return "", nil, nil, fmt.Errorf("offer %s: %w", o.ID, err)
 		}
-		if o.Currency != cur && !seen[o.Currency] {
-			seen[o.Currency] = true
+		if _, seen := used[o.Currency]; o.Currency != cur && !seen {
 			from, _ := rates.Convert(1, "USD", o.Currency)
 			to, _ := rates.Convert(1, "USD", cur)
-			used = append(used, fmt.Sprintf("1 %s = %.6g %s (as of %s)", cur, from/to, o.Currency, rates.AsOf))
+			used[o.Currency] = fmt.Sprintf("1 %s = %.6g %s (as of %s)", cur, from/to, o.Currency, rates.AsOf)
 		}
 	}
-	sort.Strings(used)
 	return cur, factors, used, nil
+}
+
+// rateLines are the rates of used that bills were converted with, sorted:
+// a rate no bill shown needed is not shown.
+func rateLines(used map[string]string, bills []Bill) []string {
+	var out []string
+	for _, b := range bills {
+		if line, ok := used[b.OfferCurrency]; ok && !slices.Contains(out, line) {
+			out = append(out, line)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (b *Bill) scale(f float64) {

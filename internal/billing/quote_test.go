@@ -448,6 +448,22 @@ func TestQuoteSortsAndConverts(t *testing.T) {
 	if !near(q.Bills[1].Total, 50) || q.Currency != "CNY" {
 		t.Errorf("in CNY: %+v", q.Bills[1])
 	}
+	// --top 1 keeps the CNY offer: no rate was needed for what is shown.
+	if q.Top(1); len(q.Bills) != 1 || len(q.Rates) != 0 {
+		t.Errorf("top 1 in CNY: %d bills, rates %q", len(q.Bills), q.Rates)
+	}
+	// A budget's plans likewise: in USD, the CNY offer's hours come first.
+	r, err := Afford(&p, false, []catalog.Offer{dear, cheap}, rates, Options{}, 5)
+	if err != nil || len(r.Rates) != 1 {
+		t.Fatalf("afford: %v, rates %q", err, r.Rates)
+	}
+	if r.Top(1); len(r.Plans) != 1 || r.Plans[0].Bill.Offer != "cny" || len(r.Rates) != 1 {
+		t.Errorf("afford top 1: %+v, rates %q", r.Plans, r.Rates)
+	}
+	r, _ = Afford(&p, false, []catalog.Offer{dear, cheap}, rates, Options{Currency: "CNY"}, 50)
+	if r.Top(1); len(r.Plans) != 1 || r.Plans[0].Bill.Offer != "cny" || len(r.Rates) != 0 {
+		t.Errorf("afford top 1 in CNY: %+v, rates %q", r.Plans, r.Rates)
+	}
 	if _, err := Make(&p, []catalog.Offer{dear}, rates, Options{Currency: "JPY"}); err == nil || !strings.Contains(err.Error(), "no exchange rate for JPY") {
 		t.Errorf("JPY: %v", err)
 	}
