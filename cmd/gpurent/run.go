@@ -609,7 +609,7 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 			if price.amount > 0 {
 				spent := price.spent(time.Since(begun))
 				if spend.before > 0 {
-					spent += fmt.Sprintf("; with gpurent's earlier sessions of run %s here, %s of the %s budget", s.run, spend.spentBy(time.Since(begun)), spend)
+					spent += fmt.Sprintf("; with gpurent's earlier sessions of run %s, %s of the %s budget", s.run, spend.spentBy(time.Since(begun)), spend)
 				}
 				logf("%s", spent)
 				endReason += "; " + spent

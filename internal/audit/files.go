@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/tokens"
@@ -319,16 +318,6 @@ func openDirs(e Env) []OpenDir {
 		}
 	}
 	return out
-}
-
-// ownerUID is the uid owning the file info describes, false where the
-// system does not say.
-func ownerUID(info fs.FileInfo) (int, bool) {
-	sys, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
-	}
-	return int(sys.Uid), true
 }
 
 // traversable: every directory from dir up to / lets others pass (o+x).

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -110,7 +109,7 @@ func (e *emulator) ready(t *testing.T) string {
 
 func (e *emulator) stop() {
 	if e.cmd != nil && e.cmd.Process != nil {
-		syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(e.cmd.Process)
 		e.cmd.Wait()
 		os.RemoveAll(e.dir)
 	}

@@ -1,3 +1,5 @@
+//go:build unix
+
 package supervise
 
 import (
@@ -24,6 +26,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/testfs"
 )
 
 var trials = flag.Int("trials", 100, "randomized kill trials")
@@ -1637,10 +1640,7 @@ exit 1`}
 func tmpfs(t *testing.T, size string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (needs root): %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	testfs.Tmpfs(t, dir, size)
 	return dir
 }
 

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package wipe plans and carries out the clean-up before a rented machine
 // goes back: the data the user names, ML caches, credentials, shell
 // histories, the user's temp files and, on request, Docker images. The plan

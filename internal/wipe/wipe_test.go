@@ -1,3 +1,5 @@
+//go:build unix
+
 package wipe
 
 import (
@@ -13,11 +15,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/testfs"
 )
 
 func put(t *testing.T, path, content string, mode os.FileMode) {
@@ -619,10 +621,7 @@ func TestMountMadeAfterThePlanIsKept(t *testing.T) {
 	}
 	vol := b.data + "/late"
 	must(t, os.Mkdir(vol, 0o755))
-	if err := syscall.Mount("tmpfs", vol, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root): %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(vol, syscall.MNT_DETACH) })
+	testfs.Tmpfs(t, vol, "1m")
 	put(t, vol+"/x", "on another file system", 0o644)
 	it := itemAt(p, b.data)
 	r, err := Run(context.Background(), &Plan{Items: []Item{it}}, Exec{})
