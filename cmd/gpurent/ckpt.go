@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/time/rate"
 
+	"github.com/gpurent/gpurent/internal/ledger"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
@@ -663,12 +666,17 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			if nameErr != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: not every newest checkpoint is named: %v\n", nameErr)
 			}
-			if g.output == report.JSON {
-				return report.WriteJSON(g.stdout, map[string]any{"store": name, "runs": rs})
+			rows, costErr := runCosts(cmd.Context(), st, rs)
+			if costErr != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: not every run's cost is known: %v\n", costErr)
 			}
-			tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "NAME", "CREATED", "LOGS", "STORED")
+			if g.output == report.JSON {
+				return report.WriteJSON(g.stdout, map[string]any{"store": name, "runs": rows})
+			}
+			tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "NAME", "CREATED", "LOGS", "STORED", "COST")
 			var total int64
-			for _, r := range rs {
+			costs := false
+			for _, r := range rows {
 				newest, newestName, created := "-", "-", "-"
 				if r.Newest != "" {
 					newest, created = r.Newest, r.NewestCreated.Local().Format("2006-01-02 15:04:05")
@@ -676,7 +684,13 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 				if r.NewestName != "" {
 					newestName = report.Safe(r.NewestName)
 				}
-				tab.Row(r.Run, fmt.Sprint(r.Checkpoints), newest, newestName, created, fmt.Sprint(r.LogSessions), report.Bytes(r.StoredBytes))
+				cost := "-"
+				if len(r.Cost) > 0 {
+					cost, costs = costText(r.Cost), true
+				} else if r.SpendSessions > 0 {
+					cost = "?"
+				}
+				tab.Row(r.Run, fmt.Sprint(r.Checkpoints), newest, newestName, created, fmt.Sprint(r.LogSessions), report.Bytes(r.StoredBytes), cost)
 				total += r.StoredBytes
 			}
 			if err := tab.Write(g.stdout); err != nil {
@@ -685,12 +699,55 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			// The store bills by the month what is left in it: the sum is
 			// the line to read before forgetting an old run there.
 			fmt.Fprintf(g.stdout, "\n%s in %s, %s stored\n", report.Count(len(rs), "run"), name, report.Bytes(total))
+			if costs {
+				fmt.Fprintln(g.stdout, "COST: each gpurent run session's --price times the time it ran, as the sessions recorded; storage, egress and the hours without gpurent are not in it")
+			}
 			return nil
 		},
 	}
 	cmd.AddCommand(push, pull, ls, verify, prune, runs, newCkptLog(g, &s), newCkptSpeed(g, &s))
 	group(cmd)
 	return cmd
+}
+
+// runRow is a run as ckpt runs lists it: the store's listing and, where
+// its sessions recorded one, what its machines cost.
+type runRow struct {
+	store.RunInfo
+	Cost map[string]float64 `json:"cost,omitempty"` // by currency
+}
+
+// runCosts adds to each run what its sessions recorded it cost, reading
+// the records of the runs that have any. A run whose records cannot be
+// read or counted has no cost, and the first such error is returned.
+func runCosts(ctx context.Context, st *store.Store, rs []store.RunInfo) ([]runRow, error) {
+	rows := make([]runRow, len(rs))
+	var first error
+	for i, r := range rs {
+		rows[i].RunInfo = r
+		if r.SpendSessions == 0 {
+			continue
+		}
+		recs, err := st.Spends(ctx, r.Run)
+		if err == nil {
+			rows[i].Cost, err = ledger.Costs(recs, r.Run)
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return rows, first
+}
+
+// costText is "12.40 USD", or "12.40 USD + 86.00 CNY" for a run priced in
+// two currencies.
+func costText(cost map[string]float64) string {
+	curs := slices.Sorted(maps.Keys(cost))
+	parts := make([]string, len(curs))
+	for i, c := range curs {
+		parts[i] = fmt.Sprintf("%.2f %s", cost[c], c)
+	}
+	return strings.Join(parts, " + ")
 }
 
 type summary struct {

@@ -196,14 +196,13 @@ type spendRecorder interface {
 	PutSpend(ctx context.Context, run, session string, record []byte) error
 }
 
-// recordSpend keeps the run's ledger as this session spends: at once,
-// every minute (more often for a budget of minutes), and once more when
-// the returned func is called at the end; with st, the session's record
-// goes there too, every 5 minutes (a tenth of a short budget) and at the
-// end. A ledger or a store that cannot be written is said once, and once
-// more when it can again; the run goes on, since only a later session's
-// count depends on it.
-func recordSpend(ctx context.Context, led *ledger.Ledger, st spendRecorder, run string, b budget, begun time.Time, logf func(string, ...any)) (stop func()) {
+// recordSpend keeps the run's ledger as this session spends at price:
+// at once, every every, and once more when the returned func is called at
+// the end; with st, the session's record goes there too, every storeEvery
+// and at the end. A ledger or a store that cannot be written is said once,
+// and once more when it can again; the run goes on, since only a later
+// session's count depends on it.
+func recordSpend(ctx context.Context, led *ledger.Ledger, st spendRecorder, run string, price hourlyPrice, begun time.Time, every, storeEvery time.Duration, logf func(string, ...any)) (stop func()) {
 	ctx = context.WithoutCancel(ctx) // the end's record is written after a signal too
 	var failing [2]bool              // the file, the store
 	say := func(i int, err error, what string) {
@@ -211,28 +210,27 @@ func recordSpend(ctx context.Context, led *ledger.Ledger, st spendRecorder, run 
 		case err != nil && !failing[i]:
 			logf("warning: %v: %s", err, what)
 		case err == nil && failing[i]:
-			logf("the budget's record is written again")
+			logf("the record of what this session costs is written again")
 		}
 		failing[i] = err != nil
 	}
 	var stored time.Time
-	storeEvery := max(min(5*time.Minute, b.window()), time.Second)
 	record := func(now time.Time, last bool) {
-		rec, err := led.Record(b.price.amount*now.Sub(begun).Hours(), now)
-		say(0, err, "a gpurent started again here would not count this session's cost against --budget")
+		rec, err := led.Record(price.amount*now.Sub(begun).Hours(), now)
+		say(0, err, "a gpurent started again here would not count this session's cost")
 		if st == nil || rec == nil || !last && now.Sub(stored) < storeEvery {
 			return
 		}
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		err = st.PutSpend(pctx, run, led.Session(), rec)
-		say(1, err, "a gpurent started on another machine would not count this session's cost against --budget")
+		say(1, err, "the store would not know this session's cost (a budget on another machine, ckpt runs)")
 		if err == nil {
 			stored = now
 		}
 	}
 	record(time.Now(), true)
-	tick := time.NewTicker(max(min(time.Minute, b.window()/4), 100*time.Millisecond))
+	tick := time.NewTicker(every)
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)

@@ -308,6 +308,26 @@ func TestRunBudgetFollowsTheRun(t *testing.T) {
 		!strings.Contains(stderr, "the store's runs/default/spend/ counts from zero") {
 		t.Errorf("third machine: exit %d, command started: %v\n%s", code, err == nil, stderr)
 	}
+	// Without a budget, a priced session is recorded all the same, and
+	// ckpt runs sums what the run cost, by currency.
+	args := []string{"run", "--ckpt-dir", filepath.Join(dir, "cny"), "--store", st, "--no-encrypt", "--preemption", "none", "--no-status", "--price", "36000CNY", "--", "sleep", "1"}
+	if code, _, stderr := gpurent(t, args...); code != 0 {
+		t.Fatalf("a session priced in CNY: exit %d\n%s", code, stderr)
+	}
+	recs, _ = filepath.Glob(filepath.Join(st, "runs", "default", "spend", "*.json"))
+	all := map[string][]byte{}
+	for _, r := range recs {
+		all[r], _ = os.ReadFile(r)
+	}
+	costs, err := ledger.Costs(all, "default")
+	if err != nil || len(recs) != 3 || costs["USD"] < 5.4 || costs["USD"] > 6.5 || costs["CNY"] < 10 || costs["CNY"] > 30 {
+		t.Fatalf("%d records, costs %v, %v; want 3 (the spent session started nothing), 5.40 to 6.50 USD and 10 to 30 CNY", len(recs), costs, err)
+	}
+	code, out, _ := gpurent(t, "ckpt", "runs", "--store", st)
+	if want := "  " + costText(costs) + "\n"; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "COST: each gpurent run session's --price") {
+		t.Errorf("ckpt runs: exit %d, want a COST of %q\n%s", code, want, out)
+	}
+
 	// A record that cannot be read is named, not counted as nothing.
 	if err := os.WriteFile(recs[0], []byte("{"), 0o600); err != nil {
 		t.Fatal(err)

@@ -237,20 +237,26 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 			pick("budget", file.Budget, &budgetText)
 			begun := time.Now()
 			var spend budget
-			var led *ledger.Ledger
-			var spendStore spendRecorder // with --store, where the ledger's session is recorded too
 			if budgetText != "" {
 				b, err := parseBudget(budgetText, price)
 				if err != nil {
 					return bad("budget", "budget", "%v", err)
 				}
 				spend = b
-				// The budget is the run's: what gpurent's earlier
-				// sessions of it spent counts, here and (below) with a
-				// store on other machines.
+			}
+			// With a price, what this session costs is recorded: in
+			// --ckpt-dir and, with a store, beside the run's checkpoints
+			// (ckpt runs sums it). A budget is the run's: what gpurent's
+			// earlier sessions spent counts, here and with a store on other
+			// machines, and a ledger that cannot be counted is exit 2;
+			// without one, it only costs the record.
+			var led *ledger.Ledger
+			var ledErr error
+			var spendStore spendRecorder
+			if price.amount > 0 {
 				host, _ := os.Hostname()
-				if led, err = ledger.Open(ckptDir, s.run, price.currency, store.NewID(begun), host, begun); err != nil {
-					return usageError{err}
+				if led, ledErr = ledger.Open(ckptDir, s.run, price.currency, store.NewID(begun), host, begun); ledErr != nil && spend.amount > 0 {
+					return usageError{ledErr}
 				}
 			}
 			var pre supervise.Preempter
@@ -284,6 +290,9 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 			}
 			if price.from != "" {
 				logf("the cost shown is at %s, %s", price, price.from)
+			}
+			if ledErr != nil {
+				logf("warning: %v; this session's cost is not recorded", ledErr)
 			}
 			if logPath != "" {
 				o, err := openOutput(cmd, logPath)
@@ -424,13 +433,15 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 					logf("warning: the store took a write but refused to delete it (runs/%s/write-check in %s): checkpoints are uploaded, but --keep %d cannot prune old ones there (a key without delete permission)", s.run, name, keep)
 				}
 				if led != nil {
+					spendStore = st
+				}
+				if led != nil && spend.amount > 0 {
 					recs, err := st.Spends(cmd.Context(), s.run)
 					if err != nil {
 						logf("warning: %v: the budget counts the run's sessions on this machine only", err)
 					} else if err := led.Merge(recs, "delete "+name+"'s runs/"+s.run+"/spend/"); err != nil {
 						return usageError{err}
 					}
-					spendStore = st
 				}
 				previousLog(cmd.Context(), st, s.run, logf)
 				if out != nil {
@@ -466,13 +477,6 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 						spend, earlier, shortDur(spend.window()), reset)
 					return exitCode(75)
 				}
-				// Kept as it is spent, so that a gpurent killed or a machine
-				// that lost power loses at most one interval's cost. The
-				// directory is made now rather than with the supervisor.
-				if err := os.MkdirAll(ckptDir, 0o755); err != nil {
-					return fmt.Errorf("run: %w", err)
-				}
-				defer recordSpend(cmd.Context(), led, spendStore, s.run, spend, begun, logf)()
 				end := begun.Add(spend.lasts())
 				logf("budget %s%s: at %s it is spent in %s (%s); the command is asked for a checkpoint %s before, then stopped (exit 75)",
 					spend, earlier, price, shortDur(spend.lasts()), end.UTC().Format("2006-01-02 15:04 MST"), shortDur(spend.window()))
@@ -491,6 +495,21 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 					})
 					defer warn.Stop()
 				}
+			}
+			if led != nil {
+				// Kept as it is spent, so that a gpurent killed or a machine
+				// that lost power loses at most one interval's cost: every
+				// minute, and every 5 in the store; more often for a budget
+				// of minutes. The directory is made now rather than with the
+				// supervisor.
+				every, storeEvery := time.Minute, 5*time.Minute
+				if spend.amount > 0 {
+					every, storeEvery = max(min(every, spend.window()/4), 100*time.Millisecond), max(min(storeEvery, spend.window()), time.Second)
+				}
+				if err := os.MkdirAll(ckptDir, 0o755); err != nil {
+					return fmt.Errorf("run: %w", err)
+				}
+				defer recordSpend(cmd.Context(), led, spendStore, s.run, price, begun, every, storeEvery, logf)()
 			}
 			if glob == "" && sameDir(ckptDir, ".") {
 				logf("warning: --ckpt-dir is the working directory: any file in it but code, logs, notebooks and configs counts as a checkpoint; name yours with --glob (e.g. --glob 'ckpt-*.pt')")

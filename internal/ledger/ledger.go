@@ -94,13 +94,16 @@ func Open(dir, run, currency, id, host string, started time.Time) (*Ledger, erro
 		return nil, err
 	}
 	if f.Run == run {
+		if err := l.sameCurrency(f, l.path, "remove the file"); err != nil {
+			return nil, err
+		}
 		l.merge(f.Sessions)
 	}
 	return l, nil
 }
 
-// decode reads a ledger file or a store's record of run; where names it,
-// reset says how to count from zero instead.
+// decode reads a ledger file or a store's record; where names it, reset
+// says how to count from zero instead.
 func (l *Ledger) decode(b []byte, where, reset string) (*file, error) {
 	var f file
 	err := json.Unmarshal(b, &f)
@@ -118,21 +121,30 @@ func (l *Ledger) decode(b []byte, where, reset string) (*file, error) {
 	if f.Version > version {
 		return nil, fmt.Errorf("budget ledger %s was written by a newer gpurent (version %d): run that one, or %s to count the budget from zero", where, f.Version, reset)
 	}
-	if f.Run == l.run && f.Currency != l.currency {
-		var spent float64
-		for _, s := range f.Sessions {
-			spent += s.Spent
-		}
-		return nil, fmt.Errorf("budget ledger %s counts run %s's cost in %s (%.2f %s so far), and --price is in %s: give --price and --budget in %s, or %s to count the budget from zero",
-			where, l.run, f.Currency, spent, f.Currency, l.currency, f.Currency, reset)
-	}
 	return &f, nil
+}
+
+// sameCurrency refuses f, run's ledger or record read from where, when it
+// counts in another currency than this session.
+func (l *Ledger) sameCurrency(f *file, where, reset string) error {
+	if f.Currency == l.currency {
+		return nil
+	}
+	var spent float64
+	for _, s := range f.Sessions {
+		spent += s.Spent
+	}
+	return fmt.Errorf("budget ledger %s counts run %s's cost in %s (%.2f %s so far), and --price is in %s: give --price and --budget in %s, or %s to count the budget from zero",
+		where, l.run, f.Currency, spent, f.Currency, l.currency, f.Currency, reset)
 }
 
 // Merge adds the sessions of run's records in a store (Record's), each
 // named by where it was read, for reset: how to remove them. A session
 // already known counts once, with the larger amount.
+//
+// One record that cannot be counted is an error, and none is merged.
 func (l *Ledger) Merge(records map[string][]byte, reset string) error {
+	var all []Session
 	for where, b := range records {
 		f, err := l.decode(b, where, reset)
 		if err != nil {
@@ -141,8 +153,12 @@ func (l *Ledger) Merge(records map[string][]byte, reset string) error {
 		if f.Run != l.run {
 			return fmt.Errorf("budget record %s is run %s's, not %s's", where, f.Run, l.run)
 		}
-		l.merge(f.Sessions)
+		if err := l.sameCurrency(f, where, reset); err != nil {
+			return err
+		}
+		all = append(all, f.Sessions...)
 	}
+	l.merge(all)
 	return nil
 }
 
@@ -204,3 +220,33 @@ func (l *Ledger) Record(cost float64, now time.Time) (record []byte, err error) 
 
 // Session is this session's id.
 func (l *Ledger) Session() string { return l.self.ID }
+
+// Costs is what run's records in a store (Record's, by key) say the run
+// has cost, by currency: each session once, with its largest amount. A
+// run priced in two currencies (moved from a provider billing in CNY to
+// one in USD) has two sums; they are not converted.
+func Costs(records map[string][]byte, run string) (map[string]float64, error) {
+	best := map[string]map[string]float64{} // currency, session: spent
+	for key, b := range records {
+		f, err := (&Ledger{run: run}).decode(b, key, "delete it")
+		if err != nil {
+			return nil, err
+		}
+		if f.Run != run {
+			return nil, fmt.Errorf("budget record %s is run %s's, not %s's", key, f.Run, run)
+		}
+		if best[f.Currency] == nil {
+			best[f.Currency] = map[string]float64{}
+		}
+		for _, s := range f.Sessions {
+			best[f.Currency][s.ID] = max(best[f.Currency][s.ID], s.Spent)
+		}
+	}
+	out := map[string]float64{}
+	for cur, sessions := range best {
+		for _, v := range sessions {
+			out[cur] += v
+		}
+	}
+	return out, nil
+}

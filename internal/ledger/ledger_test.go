@@ -149,3 +149,25 @@ func TestRefused(t *testing.T) {
 		})
 	}
 }
+
+// What a run cost, from its records: each session once, by currency.
+func TestCosts(t *testing.T) {
+	rec := func(n int, currency string, spent float64) []byte {
+		l, _ := Open(t.TempDir(), "llama", currency, id(n), "h", t0)
+		b, _ := l.Record(spent, t0)
+		return b
+	}
+	got, err := Costs(map[string][]byte{"a": rec(1, "USD", 10), "b": rec(2, "USD", 2.5), "c": rec(3, "CNY", 70), "d": rec(1, "USD", 9)}, "llama")
+	if err != nil || len(got) != 2 || got["USD"] != 12.5 || got["CNY"] != 70 {
+		t.Errorf("costs %v, %v; want 12.5 USD and 70 CNY", got, err)
+	}
+	if got, err := Costs(nil, "llama"); err != nil || len(got) != 0 {
+		t.Errorf("no records: %v, %v", got, err)
+	}
+	if _, err := Costs(map[string][]byte{"runs/llama/spend/x.json": []byte("{")}, "llama"); err == nil || !strings.Contains(err.Error(), "runs/llama/spend/x.json is damaged") {
+		t.Errorf("a damaged record: %v", err)
+	}
+	if _, err := Costs(map[string][]byte{"k": rec(1, "USD", 1)}, "other"); err == nil || !strings.Contains(err.Error(), "run llama's, not other's") {
+		t.Errorf("another run's record: %v", err)
+	}
+}

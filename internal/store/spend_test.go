@@ -65,7 +65,10 @@ func TestSpendRecords(t *testing.T) {
 			if got, err := s.Spends(ctx, "llama"); err != nil || len(got) != 2 {
 				t.Errorf("after a prune: %d records, %v", len(got), err)
 			}
-			if rs, err := s.Runs(ctx); err != nil || len(rs) != 1 || rs[0].Run != "llama" || rs[0].Checkpoints != 1 {
+			// Listed with what the listing says of them: a run whose
+			// machine died before its first checkpoint still cost money.
+			if rs, err := s.Runs(ctx); err != nil || len(rs) != 2 || rs[0].Run != "llama" || rs[0].Checkpoints != 1 || rs[0].SpendSessions != 2 ||
+				rs[1].Run != "other" || rs[1].Checkpoints != 0 || rs[1].SpendSessions != 1 {
 				t.Errorf("runs %+v %v", rs, err)
 			}
 			// One written by something else, too large to be a record.

@@ -565,6 +565,9 @@ type RunInfo struct {
 	// pushed without a name.
 	NewestName  string `json:"newest_name,omitempty"`
 	LogSessions int    `json:"log_sessions"`
+	// SpendSessions counts the gpurent run sessions that recorded what
+	// the machine cost (with --price): their records are read with Spends.
+	SpendSessions int `json:"spend_sessions"`
 	// StoredBytes is what the listing says the run's objects hold:
 	// checkpoints (encrypted), manifests, logs and leftovers of killed
 	// pushes; the store bills it every month, long after the machine is
@@ -572,9 +575,10 @@ type RunInfo struct {
 	StoredBytes int64 `json:"stored_bytes"`
 }
 
-// Runs lists the runs with a committed checkpoint or a log, by name: what
-// a person who mistyped a run name, or forgot it on a new machine, needs
-// (a run that died before its first checkpoint has only its log). It
+// Runs lists the runs with a committed checkpoint, a log or a spend
+// record, by name: what a person who mistyped a run name, or forgot it on
+// a new machine, needs (a run that died before its first checkpoint has
+// only its log, or what it cost). It
 // reads only the listing (a checkpoint is committed when its manifest
 // exists, and an id begins with its creation time), no manifest.
 func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
@@ -607,6 +611,10 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 		} else if name, ok := strings.CutPrefix(rest, "logs/"); ok {
 			if sess, ok := strings.CutSuffix(name, "/info.json"); ok && idRe.MatchString(sess) {
 				info().LogSessions++
+			}
+		} else if name, ok := strings.CutPrefix(rest, "spend/"); ok {
+			if sess, ok := strings.CutSuffix(name, ".json"); ok && idRe.MatchString(sess) {
+				info().SpendSessions++
 			}
 		}
 	}
