@@ -77,8 +77,9 @@ func parsePrice(s string) (hourlyPrice, error) {
 type budget struct {
 	amount float64
 	price  hourlyPrice
-	// before is what the run cost in gpurent's earlier sessions on this
-	// machine, from its ledger: it counts against amount.
+	// before is what the run cost in gpurent's earlier sessions, here and
+	// with a store on other machines (its ledger): it counts against
+	// amount.
 	before float64
 }
 
@@ -184,7 +185,7 @@ func (c costMetric) WriteTo(w io.Writer) (int64, error) {
 		return int64(n), err
 	}
 	m, err := fmt.Fprintf(w, "# HELP gpurent_budget --budget: gpurent stops the command with a checkpoint before gpurent_budget_spent reaches it.\n# TYPE gpurent_budget gauge\ngpurent_budget{currency=%q} %.4f\n"+
-		"# HELP gpurent_budget_spent What counts against --budget: gpurent_cost and what the run cost in gpurent's earlier sessions on this machine.\n# TYPE gpurent_budget_spent gauge\ngpurent_budget_spent{currency=%q} %.4f\n",
+		"# HELP gpurent_budget_spent What counts against --budget: gpurent_cost and what the run cost in gpurent's earlier sessions, here and (with a store) elsewhere.\n# TYPE gpurent_budget_spent gauge\ngpurent_budget_spent{currency=%q} %.4f\n",
 		c.budget.price.currency, c.budget.amount, c.budget.price.currency, c.budget.before+c.price.amount*time.Since(c.begun).Hours())
 	return int64(n + m), err
 }

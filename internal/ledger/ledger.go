@@ -1,5 +1,6 @@
-// Package ledger keeps what a run has cost across gpurent run's sessions,
-// so that --budget is the run's and not each session's. Without it,
+// Package ledger keeps what a run has cost across gpurent run's sessions
+// (each --price times the time it ran): ckpt runs sums it, and --budget is
+// the run's, not each session's. Without it,
 // gpurent started again (by systemd's Restart=always, after a reboot, by
 // hand, on a new machine after a preemption) would have a whole budget
 // anew, and a restart loop would spend it again and again.
