@@ -308,6 +308,19 @@ func TestRunBudgetFollowsTheRun(t *testing.T) {
 		!strings.Contains(stderr, "the store's runs/default/spend/ counts from zero") {
 		t.Errorf("third machine: exit %d, command started: %v\n%s", code, err == nil, stderr)
 	}
+	// A record that cannot be read is named, not counted as nothing.
+	good, _ := os.ReadFile(recs[0])
+	if err := os.WriteFile(recs[0], []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr = run("four", "--", "touch", marker)
+	if _, err := os.Stat(marker); code != 2 || err == nil || !strings.Contains(stderr, "runs/default/spend/"+filepath.Base(recs[0])+" is damaged") {
+		t.Errorf("a damaged record: exit %d, command started: %v\n%s", code, err == nil, stderr)
+	}
+	if err := os.WriteFile(recs[0], good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	// Without a budget, a priced session is recorded all the same, and
 	// ckpt runs sums what the run cost, by currency.
 	args := []string{"run", "--ckpt-dir", filepath.Join(dir, "cny"), "--store", st, "--no-encrypt", "--preemption", "none", "--no-status", "--price", "36000CNY", "--", "sleep", "1"}
@@ -327,14 +340,11 @@ func TestRunBudgetFollowsTheRun(t *testing.T) {
 	if want := "  " + costText(costs) + "\n"; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "COST: each gpurent run session's --price") {
 		t.Errorf("ckpt runs: exit %d, want a COST of %q\n%s", code, want, out)
 	}
-
-	// A record that cannot be read is named, not counted as nothing.
-	if err := os.WriteFile(recs[0], []byte("{"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	code, stderr = run("four", "--", "touch", marker)
-	if _, err := os.Stat(marker); code != 2 || err == nil || !strings.Contains(stderr, "runs/default/spend/"+filepath.Base(recs[0])+" is damaged") {
-		t.Errorf("a damaged record: exit %d, command started: %v\n%s", code, err == nil, stderr)
+	// A budget in USD cannot count the session in CNY: refused, not
+	// converted at a rate nobody chose.
+	code, stderr = run("five", "--", "touch", marker)
+	if _, err := os.Stat(marker); code != 2 || err == nil || !strings.Contains(stderr, "counts run default's cost in CNY") {
+		t.Errorf("a budget in USD over a session in CNY: exit %d, command started: %v\n%s", code, err == nil, stderr)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -146,8 +147,8 @@ func (l *Ledger) sameCurrency(f *file, where, reset string) error {
 // One record that cannot be counted is an error, and none is merged.
 func (l *Ledger) Merge(records map[string][]byte, reset string) error {
 	var all []Session
-	for where, b := range records {
-		f, err := l.decode(b, where, reset)
+	for _, where := range slices.Sorted(maps.Keys(records)) { // the same error first each time
+		f, err := l.decode(records[where], where, reset)
 		if err != nil {
 			return err
 		}
@@ -228,8 +229,8 @@ func (l *Ledger) Session() string { return l.self.ID }
 // one in USD) has two sums; they are not converted.
 func Costs(records map[string][]byte, run string) (map[string]float64, error) {
 	best := map[string]map[string]float64{} // currency, session: spent
-	for key, b := range records {
-		f, err := (&Ledger{run: run}).decode(b, key, "delete it")
+	for _, key := range slices.Sorted(maps.Keys(records)) {
+		f, err := (&Ledger{run: run}).decode(records[key], key, "delete it")
 		if err != nil {
 			return nil, err
 		}
