@@ -10,17 +10,3 @@
 // docker --init, PID 1 does nothing but reap and forward signals, and
 // gpurent proper runs as its child.
 package initproc
-
-import "syscall"
-
-// exitCode is the status a shell would report for ws: the exit code, or
-// 128 plus the signal that killed the process.
-func exitCode(ws syscall.WaitStatus) int {
-	switch {
-	case ws.Exited():
-		return ws.ExitStatus()
-	case ws.Signaled():
-		return 128 + int(ws.Signal())
-	}
-	return 1
-}

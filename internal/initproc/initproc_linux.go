@@ -67,3 +67,15 @@ func (i *Init) Wait() (int, error) {
 		}
 	}
 }
+
+// exitCode is the status a shell would report for ws: the exit code, or
+// 128 plus the signal that killed the process.
+func exitCode(ws syscall.WaitStatus) int {
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	}
+	return 1
+}
