@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// What a run has cost under gpurent run --budget lives beside its
-// checkpoints, so that the budget follows the run to a new machine:
+// What a run has cost under gpurent run --price lives beside its
+// checkpoints, so that a budget follows the run to a new machine and
+// ckpt runs can say what each run cost:
 //
 //	runs/<run>/spend/<session>.json
 //
