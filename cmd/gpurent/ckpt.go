@@ -728,7 +728,7 @@ func runCosts(ctx context.Context, st *store.Store, rs []store.RunInfo) ([]runRo
 		if r.SpendSessions == 0 {
 			continue
 		}
-		recs, err := st.Spends(ctx, r.Run)
+		recs, err := st.RunSpends(ctx, r)
 		if err == nil {
 			rows[i].Cost, err = ledger.Costs(recs, r.Run)
 		}

@@ -62,9 +62,20 @@ func (s *Store) Spends(ctx context.Context, run string) (map[string][]byte, erro
 			keys = append(keys, o.Key)
 		}
 	}
+	return s.readSpends(ctx, keys)
+}
+
+// RunSpends is Spends for a run Runs listed, from the keys that listing
+// found: no second listing of the store.
+func (s *Store) RunSpends(ctx context.Context, r RunInfo) (map[string][]byte, error) {
+	return s.readSpends(ctx, r.spendKeys)
+}
+
+// readSpends reads the spend records at keys, by key.
+func (s *Store) readSpends(ctx context.Context, keys []string) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(keys))
 	var mu sync.Mutex
-	err = s.parallel(ctx, len(keys), func(ctx context.Context, i int) error {
+	err := s.parallel(ctx, len(keys), func(ctx context.Context, i int) error {
 		r, err := s.b.Get(ctx, keys[i])
 		if IsNotFound(err) {
 			return nil // removed since the listing: counted from zero, as asked

@@ -567,7 +567,8 @@ type RunInfo struct {
 	LogSessions int    `json:"log_sessions"`
 	// SpendSessions counts the gpurent run sessions that recorded what
 	// the machine cost (with --price): their records are read with Spends.
-	SpendSessions int `json:"spend_sessions"`
+	SpendSessions int      `json:"spend_sessions"`
+	spendKeys     []string // their keys, for RunSpends
 	// StoredBytes is what the listing says the run's objects hold:
 	// checkpoints (encrypted), manifests, logs and leftovers of killed
 	// pushes; the store bills it every month, long after the machine is
@@ -614,7 +615,9 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 			}
 		} else if name, ok := strings.CutPrefix(rest, "spend/"); ok {
 			if sess, ok := strings.CutSuffix(name, ".json"); ok && idRe.MatchString(sess) {
-				info().SpendSessions++
+				r := info()
+				r.SpendSessions++
+				r.spendKeys = append(r.spendKeys, o.Key)
 			}
 		}
 	}
