@@ -248,7 +248,7 @@ func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		f.GPU = probe.GPU(ctx, probe.GPUOptions{Window: window})
+		f.GPU = probe.GPU(ctx, probe.GPUOptions{Window: window, Settle: probe.UtilizationPeriodMax})
 	}()
 	go func() {
 		defer wg.Done()

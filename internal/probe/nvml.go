@@ -176,6 +176,13 @@ func indexByte(b []byte, c byte) int {
 type GPUOptions struct {
 	// Window is how long utilization is sampled while gpurent is idle.
 	Window time.Duration
+	// Settle is how long readings are not kept before the window begins.
+	// A reading is the share of NVML's last sample period (1/6 s to 1 s,
+	// by product) in which a kernel ran, so the first ones still cover the
+	// work of whatever process used the GPU just before: on an H200, a
+	// bench started right after another read 83% once, then 0%. Zero
+	// keeps every reading (tests); bench settles UtilizationPeriodMax.
+	Settle time.Duration
 	// Library is the NVML library to load; empty: libnvidia-ml.so.1 by the
 	// dynamic loader's search. Tests point it at a simulated one.
 	Library string
@@ -234,7 +241,7 @@ func (n *NVML) Facts(ctx context.Context, opt GPUOptions) GPUFacts {
 		n.device(h, &d)
 		g.Devices = append(g.Devices, d)
 	}
-	n.sampleUtilization(ctx, handles, &g, opt.Window)
+	n.sampleUtilization(ctx, handles, &g, opt.Window, opt.Settle)
 	for i := range g.Devices {
 		if len(g.Devices[i].Errors) == 0 {
 			g.Devices[i].Errors = nil
@@ -635,11 +642,25 @@ func (n *NVML) Utilizations() ([]Utilization, error) {
 	return out, nil
 }
 
+// UtilizationPeriodMax is the longest period one utilization reading
+// covers: "between 1 second and 1/6 second depending on the product"
+// (nvmlDeviceGetUtilizationRates in NVML's API reference).
+const UtilizationPeriodMax = time.Second
+
 // sampleUtilization reads GPU utilization samples over the window, while
-// gpurent holds no context: activity then is another process's.
-func (n *NVML) sampleUtilization(ctx context.Context, handles []uintptr, g *GPUFacts, window time.Duration) {
+// gpurent holds no context: activity then is another process's. The
+// window starts settle after the call, once no reading covers the time
+// before it.
+func (n *NVML) sampleUtilization(ctx context.Context, handles []uintptr, g *GPUFacts, window, settle time.Duration) {
 	if window <= 0 {
 		window = time.Second
+	}
+	if settle > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(settle):
+		}
 	}
 	tick := time.NewTicker(window / 10)
 	defer tick.Stop()

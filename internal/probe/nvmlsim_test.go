@@ -336,3 +336,26 @@ func TestNVMLSimulatedInitFails(t *testing.T) {
 		}
 	}
 }
+
+// The first utilization reading still covers the process that used the GPU
+// just before (on an H200: 83%, then 0%); bench's settle keeps it out of the
+// window, which then reads only the idle GPU.
+func TestNVMLSimulatedUtilizationSettle(t *testing.T) {
+	path, _ := simNVML(t, func(c *simNVMLConfig) { c.Dev[0].Util = 0 })
+	lib, err := dl.Open(path) // the same library GPU opens: one instance
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close()
+	for _, settle := range []time.Duration{0, 150 * time.Millisecond} {
+		lib.Call("fake_util_tail", 83, 100) // a sample period of 100 ms
+		g := GPU(context.Background(), GPUOptions{Library: path, Window: 20 * time.Millisecond, Settle: settle})
+		if len(g.Devices) != 1 || len(g.Devices[0].UtilizationSamples) == 0 {
+			t.Fatalf("settle %v: %+v", settle, g)
+		}
+		s := g.Devices[0].UtilizationSamples
+		if tail := slices.Contains(s, 83); tail != (settle == 0) {
+			t.Errorf("settle %v: samples %v (want the previous process's 83%% only without a settle)", settle, s)
+		}
+	}
+}

@@ -488,6 +488,17 @@ nvmlReturn_t nvmlDeviceGetNvLinkState(void *h, unsigned int link, int *active) {
   return SUCCESS;
 }
 
+// A process used the GPU just before: readings answer util_tail until
+// util_tail_end (CLOCK_MONOTONIC ns), while their sample period (up to
+// 1 s) still covers its work (fake_util_tail: the share, for how many ms).
+static int64_t util_tail, util_tail_end;
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+void fake_util_tail(int64_t share, int64_t ms) { util_tail = share, util_tail_end = mono_ns() + ms * 1000000; }
+
 nvmlReturn_t nvmlDeviceGetUtilizationRates(void *h, unsigned int *u) {
   DEV(h);
   OUT(u);
@@ -495,6 +506,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(void *h, unsigned int *u) {
   if (d - cfg.dev == lost) return GPU_IS_LOST;
   st.util_calls++;
   u[0] = (unsigned int)d->util;
+  if (mono_ns() < util_tail_end) u[0] = (unsigned int)util_tail;
   u[1] = (unsigned int)d->util / 2;
   return SUCCESS;
 }
