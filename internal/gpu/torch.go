@@ -50,12 +50,17 @@ func (t Torch) Run(ctx context.Context, opt Options) Results {
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	runErr := cmd.Run()
 	var parsed struct {
-		Available bool     `json:"available"`
-		Error     string   `json:"error"`
-		Device    string   `json:"device"`
-		BusID     string   `json:"bus_id"`
-		Driver    string   `json:"driver"`
-		Results   []Result `json:"results"`
+		Available bool   `json:"available"`
+		Error     string `json:"error"`
+		Device    string `json:"device"`
+		BusID     string `json:"bus_id"`
+		Driver    string `json:"driver"`
+		// Results carry each repetition's time (ms), summarised here as
+		// the cuda backend's are, so that the two read alike.
+		Results []struct {
+			Result
+			Ms []float64 `json:"ms"`
+		} `json:"results"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &parsed); err != nil {
 		msg := strings.TrimSpace(errOut.String())
@@ -70,8 +75,9 @@ func (t Torch) Run(ctx context.Context, opt Options) Results {
 		return res
 	}
 	res.Available, res.Error, res.Device, res.BusID, res.Driver = parsed.Available, parsed.Error, parsed.Device, parsed.BusID, parsed.Driver
-	if parsed.Results != nil {
-		res.Results = parsed.Results
+	for _, r := range parsed.Results {
+		r.Timing = Summarize(r.Ms)
+		res.Results = append(res.Results, r.Result)
 	}
 	return res
 }

@@ -35,19 +35,17 @@ def main():
             ms.append(a.elapsed_time(b))
         return ms
 
-    def summary(ms):
-        s = sorted(ms); n = len(s); med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-        return {"n": n, "median": med, "min": s[0], "max": s[-1]}
-
     def add(probe, unit, work, ms, precision=None, notes=None):
+        # ms: every repetition, from which gpurent computes the same
+        # summary (median, quartile spread, p99, CV) as the cuda backend's.
         vals = sorted(work / (m / 1e3) for m in ms)
-        r = {"probe": probe, "unit": unit, "value": vals[len(vals) // 2], "timing": summary(ms)}
+        r = {"probe": probe, "unit": unit, "value": vals[len(vals) // 2], "ms": ms}
         if precision: r["precision"] = precision
         if notes: r["notes"] = notes
         out["results"].append(r)
 
     def failed(probe, unit, e):
-        out["results"].append({"probe": probe, "unit": unit, "value": 0, "timing": {}, "error": str(e)})
+        out["results"].append({"probe": probe, "unit": unit, "value": 0, "error": str(e)})
 
     def set_tf32(on):
         # TF32 is off for float32 matmul by default since torch 1.12, so it
