@@ -136,7 +136,7 @@ for d, r in zip(devs, rows):
     cmp(f"gpu{i} MIG", d.get("mig_enabled"), r[12], lambda a, b: b in ("[N/A]", "N/A") or (a is True) == (b == "Enabled"))
     cmp(f"gpu{i} ECC", d.get("ecc_enabled"), r[13], lambda a, b: b in ("[N/A]", "N/A") or (a is True) == (b == "Enabled"))
     cmp(f"gpu{i} compute mode", d.get("compute_mode"), r[14], lambda a, b: a.replace("_", "").lower() == b.replace("_", "").lower())
-    print(f"info gpu{i}: {len(d.get('processes', []))} processes, utilization samples {d.get('utilization_samples')}, errors {d.get('errors')}")
+    print(f"info gpu{i}: {len(d.get('processes') or [])} processes, utilization samples {d.get('utilization_samples')}, errors {d.get('errors')}")
 cmp("driver version", facts["gpu"].get("driver_version"), rows[0][11].strip(), lambda a, b: a == b)
 print(f"{'all fields agree' if bad == 0 else f'{bad} fields differ'}")
 sys.exit(1 if bad else 0)
@@ -161,7 +161,16 @@ log "cuda backend, full mode: exit $? in $(( $(date +%s) - start )) s"
 start=$(date +%s)
 "$gpurent" bench --no-history --backend cuda --disk-mb 0 -o json >"$out/cuda-quick.json" 2>>"$out/cuda.stderr"
 log "cuda backend, quick mode: exit $? in $(( $(date +%s) - start )) s"
-"$gpurent" bench --no-history --backend torch --disk-mb 0 -o json >"$out/torch.json" 2>"$out/torch.stderr"
+# torch in full mode too: the same repetitions as the cuda run it is set beside.
+"$gpurent" bench --no-history --backend torch --full --disk-mb 0 -o json >"$out/torch.json" 2>"$out/torch.stderr"
+# The GEMMs again, cuda and torch taking turns three times, so that the
+# ratio is not one pair's: a card's clocks and power move from run to run.
+gemms=gemm_fp32,gemm_tf32,gemm_bf16
+for i in 1 2 3; do
+  for b in cuda torch; do
+    "$gpurent" bench --no-history --backend $b --full --probes $gemms --duration 1s --disk-mb 0 -o json >"$out/gemm-$b-$i.json" 2>>"$out/$b.stderr"
+  done
+done
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import json, sys
 out = sys.argv[1]
@@ -204,6 +213,15 @@ else:
             print(f"  {name:12s} cuda {c['value']:.1f} / torch {t['value']:.1f} {c['unit']} = {c['value'] / t['value']:.3f}")
         elif name in cuda or name in torch:
             print(f"  {name:12s} no ratio: cuda {c.get('value') or c.get('error')!r}, torch {t.get('value') or t.get('error')!r}")
+    pairs = [(results(f"gemm-cuda-{i}.json")[0], results(f"gemm-torch-{i}.json")[0]) for i in (1, 2, 3)]
+    print("cuda/torch GEMM ratios, three more pairs taking turns (median):")
+    for name in ("gemm_fp32", "gemm_tf32", "gemm_bf16"):
+        rs = sorted(c[name]["value"] / t[name]["value"] for c, t in pairs
+                    if c and t and c.get(name, {}).get("value") and t.get(name, {}).get("value"))
+        if rs:
+            print(f"  {name:12s} {' '.join(f'{r:.3f}' for r in rs)} median {rs[len(rs) // 2]:.3f}")
+        else:
+            print(f"  {name:12s} no ratio: no pair measured both")
 PY
 took 2
 fi
@@ -217,10 +235,14 @@ alarm() { # did the sustained probe fail in this report? (no python needed)
 }
 # At the default --duration (3 s of launches): the trial tests what users run.
 sustained() { "$gpurent" bench --no-history --backend cuda --probes sustained --disk-mb 0 -o json; }
-idle_alarms=0 busy_alarms=0
+# failed: did any check fail (the verdict), e.g. the utilization of a
+# process that used the GPU just before?
+failed() { tr -d ' \n' <"$1" | grep -q '"verdict":"fail"'; }
+idle_alarms=0 busy_alarms=0 idle_fails=0
 for i in 1 2 3 4 5 6 7 8 9 10; do
   sustained >"$out/idle-$i.json" 2>/dev/null
   alarm "$out/idle-$i.json" && idle_alarms=$((idle_alarms + 1))
+  failed "$out/idle-$i.json" && idle_fails=$((idle_fails + 1))
 done
 "$gpurent" burn --duration 240s >"$out/burn.log" 2>&1 &
 burn=$!
@@ -233,6 +255,7 @@ done
 kill "$burn" 2>/dev/null; wait "$burn" 2>/dev/null
 log "co-tenant: $(head -c 300 "$out/burn.log")"
 log "sustained probe: alarm in $idle_alarms of 10 idle runs (want 0), in $busy_alarms of 10 runs beside a co-tenant (want 10)"
+log "idle runs failed by any check: $idle_fails of 10 (want 0)"
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import json, sys
 out = sys.argv[1]
