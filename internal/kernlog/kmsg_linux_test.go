@@ -12,7 +12,7 @@ import (
 func TestKernelLog(t *testing.T) {
 	r, err := Open(DefaultPath)
 	if errors.Is(err, ErrUnavailable) {
-		t.Skipf("%v", err)
+		t.Skipf("no kernel log this process may read here (%s needs root, or kernel.dmesg_restrict=0, and a container without privileges has none): %v", DefaultPath, err)
 	}
 	if err != nil {
 		t.Fatal(err)
