@@ -9,8 +9,9 @@ import (
 	"github.com/gpurent/gpurent/internal/procfs"
 )
 
-// Holder is a running process that uses a path: a file it holds open, its
-// working directory, its executable, or a unix socket it has bound.
+// Holder is a running process that uses a path: a file it holds open or
+// has mapped, its working or root directory, its executable, or a unix
+// socket it has bound.
 type Holder struct {
 	Path string
 	PID  int
@@ -20,8 +21,8 @@ type Holder struct {
 func (h Holder) String() string { return fmt.Sprintf("PID %d (%s)", h.PID, h.Comm) }
 
 // procHolders lists the paths that running processes other than self hold,
-// from proc (/proc): each process's cwd, exe and fd links, with socket fds
-// named by the path they are bound to. Processes it may not read (another
+// from proc (/proc): each process's cwd, exe, root, mapped files and fd
+// links, with socket fds named by the path they are bound to. Processes it may not read (another
 // user's, without privilege) are left out; so is a file already deleted.
 func procHolders(proc string, self int) []Holder {
 	sockets := procfs.UnixSockets(proc)
@@ -37,6 +38,12 @@ func procHolders(proc string, self int) []Holder {
 		}
 		add(p.Cwd)
 		add(p.Exe)
+		if p.Root != "/" {
+			add(p.Root)
+		}
+		for _, m := range p.Maps {
+			add(m)
+		}
 		for _, fd := range p.FDs {
 			if inode, ok := procfs.SocketInode(fd); ok {
 				fd = sockets[inode]
