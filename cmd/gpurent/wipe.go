@@ -37,6 +37,7 @@ func newWipe(g *globals) *cobra.Command {
 		requireBackup  string
 		reportPath     string
 		since          string
+		recent         time.Duration
 		root           string
 	)
 	cmd := &cobra.Command{
@@ -78,7 +79,13 @@ check failed, 2 bad usage.`,
 			}
 			ctx := cmd.Context()
 			var err error
-			e := wipe.Env{Root: "/", UID: os.Getuid(), Lookup: os.LookupEnv, Docker: dockerCLI}
+			e := wipe.Env{Root: "/", UID: os.Getuid(), Lookup: os.LookupEnv, Docker: dockerCLI, Recent: recent}
+			if recent < 0 {
+				return usagef("--recent %s: a duration of zero or more (0: keep nothing for being recent)", recent)
+			}
+			if recent == 0 {
+				e.Recent = -1 // none, as asked
+			}
 			if root != "" {
 				if e.Root, err = dirFlag("--root", root); err != nil {
 					return err
@@ -112,10 +119,21 @@ check failed, 2 bad usage.`,
 				}
 			}
 			if removeIdentity {
-				o.Identity, _ = identityPath()
+				var fromEnv bool
+				if o.Identity, fromEnv = identityPath(); fromEnv {
+					o.IdentityVars = []string{"GPURENT_IDENTITY"}
+				}
 			} else {
 				o.KeptIdentity, _ = identityPath()
 			}
+			// The report is kept whatever the plan holds: it is chosen
+			// before the plan, so that an item holding it leaves it.
+			if reportPath == "" {
+				if reportPath, err = defaultWipeReport(); err != nil {
+					return err
+				}
+			}
+			o.Report = reportPath
 			plan, err := wipe.Make(ctx, e, o)
 			if errors.Is(err, wipe.ErrRefused) {
 				return usageError{fmt.Errorf("wipe: %w (nothing was deleted)", err)}
@@ -157,11 +175,6 @@ check failed, 2 bad usage.`,
 					return err
 				}
 			}
-			if reportPath == "" {
-				if reportPath, err = defaultWipeReport(); err != nil {
-					return err
-				}
-			}
 			if err := os.MkdirAll(filepath.Dir(reportPath), 0o700); err != nil {
 				return fmt.Errorf("wipe report: %w", err)
 			}
@@ -199,6 +212,7 @@ check failed, 2 bad usage.`,
 	f.StringVar(&s.identity, "identity", "", "age identity to read the store with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
 	f.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to a store endpoint that is not this machine")
 	f.StringVar(&since, "since", "", "when this tenancy began, to tell temp files from before it: a time (2026-11-30T09:00:00Z) or how long ago (2h, 3d); default: when PID 1 started")
+	f.DurationVar(&recent, "recent", wipe.RecentWindow, "temp entries with anything changed this recently are live work and kept (0: none)")
 	f.StringVar(&root, "root", "", "look for temp files and mounts under this directory instead of /")
 	_ = f.MarkHidden("root")
 	return cmd

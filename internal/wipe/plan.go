@@ -75,14 +75,18 @@ type Item struct {
 	// gpurent run's state: checkpoint directories, which --require-backup
 	// guards wherever they are, not only when named.
 	Runs []string `json:"runs,omitempty"`
-	// Predates: a temp item in which nothing changed since the tenancy
-	// began (Env.Since), by the change time (ctime), which copying or
-	// unpacking cannot set back: the image's or an earlier tenant's
-	// files under the same account, not this tenant's. It is removed
-	// like the rest and said to be what it is.
-	Predates bool `json:"predates_tenancy,omitempty"`
 
-	changed time.Time // the newest change time inside, for Predates
+	// Why says why a temp entry is in the plan: made in this tenancy, when
+	// it last changed, and that no program uses it.
+	Why string `json:"why,omitempty"`
+
+	// id and parent identify the item and its directory when the plan was
+	// made; execution touches the item only if both are still the same.
+	id, parent fileID
+	// The newest change (ctime) and modification times inside a temp
+	// item, which tell this tenancy's leftovers from older files and from
+	// live work.
+	changed, modified time.Time
 }
 
 // Plan is what a wipe will remove, and the warnings that go with it.
@@ -106,9 +110,15 @@ type Env struct {
 	// Holders lists the paths running programs use (nil: read /proc,
 	// leaving gpurent itself out).
 	Holders func() []Holder
-	// Since is when this tenancy began (zero: unknown); temp items older
-	// than it are labelled as the image's or an earlier tenant's.
+	// Since is when this tenancy began (zero: unknown, and then the temp
+	// directories are not swept): temp entries unchanged since are the
+	// image's or an earlier tenant's, and are left.
 	Since time.Time
+	// Recent: a temp entry with anything changed this recently is live
+	// work and kept (0: RecentWindow; negative: none is).
+	Recent time.Duration
+	// Now is the clock (nil: time.Now), for Recent.
+	Now func() time.Time
 }
 
 // Options choose what goes beyond the defaults.
@@ -117,11 +127,17 @@ type Options struct {
 	Checkpoints []string // checkpoint directories (gpurent run's), guarded by a backup check
 	Docker      bool     // remove all Docker images
 	Identity    string   // gpurent's age identity, removed only when set
+	// IdentityVars names the variable that chose Identity
+	// (GPURENT_IDENTITY), for the error that refuses it.
+	IdentityVars []string
 	// KeptIdentity is where gpurent's age identity is when Identity is
 	// not set: the plan says it is kept, if it exists.
 	KeptIdentity string
 	NoOverwrite  bool     // unlink only, even where overwriting would mean something
 	Keep         []string // paths left alone, whatever item they are in or are (--keep)
+	// Report is where the wipe's report is saved: kept, with the
+	// directories leading to it, whatever item it lies in.
+	Report string
 }
 
 // CheckpointDirs are the checkpoint directories the plan deletes: the
@@ -145,31 +161,59 @@ func (p *Plan) CheckpointDirs() []string {
 // ErrRefused is bad input: a path the wipe will not take.
 var ErrRefused = errors.New("refused")
 
+// source is where a candidate came from: the variables that placed it,
+// for the sentence that refuses it, and whether the user chose it (named,
+// an environment variable, --remove-identity), which makes a refusal an
+// error, or wipe's own default, which a refusal only leaves out.
+type source struct {
+	vars   []string // the environment variables that chose the path
+	chosen bool
+}
+
 // caches are what ML work fills: huggingface_hub (HF_HOME), torch hub
 // (TORCH_HOME, default $XDG_CACHE_HOME/torch), pip, W&B, Triton's compiled
 // kernels and CUDA's JIT cache.
-func caches(home string, lookup func(string) (string, bool)) [][2]string {
+func caches(home string, lookup func(string) (string, bool)) []cand {
+	set := func(name string) bool { v, ok := lookup(name); return ok && v != "" }
 	xdg := filepath.Join(home, ".cache")
+	var xdgVars []string
 	if v, ok := lookup("XDG_CACHE_HOME"); ok && v != "" {
-		xdg = v
+		xdg, xdgVars = v, []string{"XDG_CACHE_HOME"}
 	}
-	torch := filepath.Join(xdg, "torch")
+	torch, torchVars := filepath.Join(xdg, "torch"), xdgVars
 	if v, ok := lookup("TORCH_HOME"); ok && v != "" {
-		torch = v
+		torch, torchVars = v, []string{"TORCH_HOME"}
 	}
-	pip := filepath.Join(xdg, "pip")
+	pip, pipVars := filepath.Join(xdg, "pip"), xdgVars
 	if v, ok := lookup("PIP_CACHE_DIR"); ok && v != "" {
-		pip = v
+		pip, pipVars = v, []string{"PIP_CACHE_DIR"}
 	}
-	return [][2]string{
-		{audit.HFHome(home, lookup), "Hugging Face cache (models, datasets, token)"},
-		{torch, "PyTorch hub cache"},
-		{pip, "pip cache"},
-		{filepath.Join(xdg, "wandb"), "W&B cache"},
-		{filepath.Join(home, ".config", "wandb"), "W&B settings"},
-		{filepath.Join(home, ".triton", "cache"), "Triton kernel cache"},
-		{filepath.Join(home, ".nv", "ComputeCache"), "CUDA JIT cache"},
+	hfVars := xdgVars
+	if set("HF_HOME") {
+		hfVars = []string{"HF_HOME"}
 	}
+	c := func(path, what string, vars []string) cand {
+		return cand{Item{Kind: Cache, What: what, Path: path}, source{vars: vars, chosen: len(vars) > 0}}
+	}
+	return []cand{
+		c(audit.HFHome(home, lookup), "Hugging Face cache (models, datasets, token)", hfVars),
+		c(torch, "PyTorch hub cache", torchVars),
+		c(pip, "pip cache", pipVars),
+		c(filepath.Join(xdg, "wandb"), "W&B cache", xdgVars),
+		c(filepath.Join(home, ".config", "wandb"), "W&B settings", nil),
+		c(filepath.Join(home, ".triton", "cache"), "Triton kernel cache", nil),
+		c(filepath.Join(home, ".nv", "ComputeCache"), "CUDA JIT cache", nil),
+	}
+}
+
+// hfTokenVars are the variables that place the Hugging Face token.
+func hfTokenVars(lookup func(string) (string, bool)) []string {
+	for _, n := range []string{"HF_TOKEN_PATH", "HF_HOME", "XDG_CACHE_HOME"} {
+		if v, ok := lookup(n); ok && v != "" {
+			return []string{n}
+		}
+	}
+	return nil
 }
 
 // histories are the shells' and REPLs' history files: what you typed,
@@ -183,58 +227,106 @@ func histories(home string) [][2]string {
 	return out
 }
 
-// protected are paths no plan may name: the system and the home itself.
-func protected(root, home string) []string {
-	p := []string{home}
-	for _, d := range []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc", "/root",
-		"/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/var/tmp", "/mnt", "/media", "/data", "/workspace"} {
-		p = append(p, filepath.Join(root, d))
-	}
-	return p
+// cand is an item the plan considers, before the refusals and the sizes.
+type cand struct {
+	Item
+	src source
 }
 
+// RecentWindow: a temp entry in which anything changed more recently than
+// this is live work (a job's output being written, a download), not a
+// leftover, and the sweep leaves it.
+const RecentWindow = 10 * time.Minute
+
 // Make builds the plan. It reads sizes but changes nothing.
+//
+// Every item, whatever its origin, is resolved (resolveItem) and then
+// judged by one rule: never the home, an ancestor of it, "/", or a system
+// directory at any depth (refusal); never an item that is or lies inside
+// something kept (the identity, authorized_keys, the report, --keep);
+// what is kept inside an item stays with the directories leading to it.
+// A path the user chose that breaks the rule is an error (ErrRefused); one
+// of wipe's defaults is left out and said so.
 func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	if e.Lookup == nil {
 		e.Lookup = func(string) (string, bool) { return "", false }
 	}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	now := e.Now()
+	if e.Recent == 0 {
+		e.Recent = RecentWindow
+	}
+	if e.Cwd == "" {
+		return nil, errors.New("wipe: no working directory")
+	}
+	cwd, err := resolveFull(e.Cwd, "/")
+	if err != nil {
+		return nil, fmt.Errorf("wipe: working directory: %w", err)
+	}
+	e.Cwd = cwd
+	home, err := resolveFull(e.Home, cwd)
+	if err != nil {
+		return nil, fmt.Errorf("%w: HOME=%s: %v", ErrRefused, e.Home, err)
+	}
+	e.Home = home
+	if e.Exe != "" {
+		if r, err := resolveFull(e.Exe, cwd); err == nil {
+			e.Exe = r
+		}
+	}
 	p := &Plan{Items: []Item{}, Warnings: []string{}, Kept: []string{}}
 	tab := mounts.Read(e.Root)
-	keep := map[string]bool{}
-	for _, k := range o.Keep {
-		abs, err := filepath.Abs(k)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --keep %s: %v", ErrRefused, k, err)
+
+	// What the plan keeps, each path both as named (a symlink is kept as
+	// a link) and as resolved (the file it leads to is kept too).
+	keeps := map[string]string{} // resolved path -> why it is kept
+	userKeep := map[string]string{}
+	addKeep := func(path, why string) {
+		if r, err := resolveItem(path, cwd); err == nil {
+			keeps[r] = why
 		}
-		if _, err := os.Lstat(abs); err != nil {
-			return nil, fmt.Errorf("%w: --keep %s: %v", ErrRefused, k, err)
+		if r, err := resolveFull(path, cwd); err == nil {
+			keeps[r] = why
 		}
-		keep[abs] = true
 	}
-	keptBy := func(path string) string {
-		for _, k := range slices.Sorted(maps.Keys(keep)) {
+	for _, k := range o.Keep {
+		if _, err := os.Lstat(k); err != nil {
+			return nil, fmt.Errorf("%w: --keep %s: %v", ErrRefused, k, err)
+		}
+		addKeep(k, "--keep "+k)
+		if r, err := resolveItem(k, cwd); err == nil {
+			userKeep[k] = r
+		}
+	}
+	if o.Identity == "" && o.KeptIdentity != "" && exists(o.KeptIdentity) {
+		addKeep(o.KeptIdentity, "gpurent's age identity")
+	}
+	for _, n := range []string{"authorized_keys", "authorized_keys2"} {
+		if k := filepath.Join(home, ".ssh", n); exists(k) {
+			addKeep(k, "~/.ssh/"+n)
+		}
+	}
+	if o.Report != "" {
+		keeps[resolveMaybe(o.Report, cwd)] = "this wipe's report"
+	}
+	keptBy := func(path string) (string, string) {
+		for _, k := range slices.Sorted(maps.Keys(keeps)) {
 			if within(path, k) {
-				return k
+				return k, keeps[k]
 			}
 		}
-		return ""
+		return "", ""
 	}
-	var cands []Item
+
+	var cands []cand
 	named := func(paths []string, kind, what string) error {
 		for _, d := range paths {
-			abs, err := filepath.Abs(d)
-			if err != nil {
+			if _, err := os.Lstat(d); err != nil {
 				return fmt.Errorf("%w: %s: %v", ErrRefused, d, err)
 			}
-			if _, err := os.Lstat(abs); err != nil {
-				return fmt.Errorf("%w: %s: %v", ErrRefused, d, err)
-			}
-			for _, q := range protected(e.Root, e.Home) {
-				if abs == filepath.Clean(q) || strings.HasPrefix(e.Home+"/", abs+"/") {
-					return fmt.Errorf("%w: %s is the home or a system directory; name the directories inside it to remove", ErrRefused, d)
-				}
-			}
-			cands = append(cands, Item{Kind: kind, What: what, Path: abs})
+			cands = append(cands, cand{Item{Kind: kind, What: what, Path: d}, source{chosen: true}})
 		}
 		return nil
 	}
@@ -244,95 +336,164 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	if err := named(o.Data, Data, "data you named"); err != nil {
 		return nil, err
 	}
-	for _, c := range caches(e.Home, e.Lookup) {
-		cands = append(cands, Item{Kind: Cache, What: c[1], Path: c[0]})
-	}
-	for _, s := range audit.SecretFiles(e.Home, e.Lookup) {
+	cands = append(cands, caches(home, e.Lookup)...)
+	hfToken := audit.HFTokenPath(home, e.Lookup)
+	for _, s := range audit.SecretFiles(home, e.Lookup) {
 		if s.Present() {
-			cands = append(cands, Item{Kind: Credential, What: s.Kind, Path: s.Path})
+			src := source{}
+			if s.Path == hfToken {
+				src.vars = hfTokenVars(e.Lookup)
+				src.chosen = len(src.vars) > 0
+			}
+			cands = append(cands, cand{Item{Kind: Credential, What: s.Kind, Path: s.Path}, src})
 		}
 	}
-	for _, k := range audit.PrivateKeys(e.Home) {
-		cands = append(cands, Item{Kind: Credential, What: "SSH private key", Path: k})
+	for _, k := range audit.PrivateKeys(home) {
+		cands = append(cands, cand{Item{Kind: Credential, What: "SSH private key", Path: k}, source{}})
 	}
-	for _, f := range audit.EnvFiles(e.Cwd) {
-		cands = append(cands, Item{Kind: Credential, What: "dotenv file", Path: f})
+	for _, f := range audit.EnvFiles(cwd) {
+		cands = append(cands, cand{Item{Kind: Credential, What: "dotenv file", Path: f}, source{}})
 	}
 	if o.Identity != "" {
-		cands = append(cands, Item{Kind: Credential, What: "gpurent age identity (checkpoint key)", Path: o.Identity})
+		cands = append(cands, cand{Item{Kind: Credential, What: "gpurent age identity (checkpoint key)", Path: o.Identity}, source{chosen: true, vars: o.IdentityVars}})
 	}
-	for _, h := range histories(e.Home) {
-		cands = append(cands, Item{Kind: History, What: h[1], Path: h[0]})
+	for _, h := range histories(home) {
+		cands = append(cands, cand{Item{Kind: History, What: h[1], Path: h[0]}, source{}})
 	}
+
+	// Resolve and judge every candidate by the one rule.
+	considered := []string{}
+	var resolved []cand
+	for _, c := range cands {
+		if _, err := os.Lstat(c.Path); err != nil {
+			continue // not there: nothing to remove
+		}
+		r, err := resolveItem(c.Path, cwd)
+		if err != nil {
+			if c.src.chosen {
+				return nil, fmt.Errorf("%w: %s: %v", ErrRefused, c.Path, err)
+			}
+			continue
+		}
+		if why := refusal(r, home, e.Root); why != "" {
+			if c.src.chosen {
+				return nil, refuseError(c, r, why)
+			}
+			p.Kept = append(p.Kept, fmt.Sprintf("%s (%s; it %s: never wiped)", c.Path, c.What, why))
+			continue
+		}
+		c.Path = r
+		considered = append(considered, r)
+		resolved = append(resolved, c)
+	}
+	cands = resolved
+
 	if e.Holders == nil {
 		e.Holders = func() []Holder { return procHolders("/proc", os.Getpid()) }
 	}
 	holders := e.Holders()
 	for _, it := range tempItems(e) {
-		named := slices.ContainsFunc(cands, func(c Item) bool { return c.Path == it.Path })
+		considered = append(considered, it.Path)
+		isNamed := slices.ContainsFunc(cands, func(c cand) bool { return c.Path == it.Path })
+		if isNamed {
+			continue
+		}
 		inUse := usedBy(it.Path, holders)
 		switch {
-		case within(e.Cwd, it.Path):
+		case refusal(it.Path, home, e.Root) != "":
+			p.Kept = append(p.Kept, it.Path+" ("+refusal(it.Path, home, e.Root)+")")
+		case within(cwd, it.Path):
 			p.Kept = append(p.Kept, it.Path+" (holds the working directory)")
 		case e.Exe != "" && within(e.Exe, it.Path):
 			p.Kept = append(p.Kept, it.Path+" (holds gpurent itself)")
-		case tab.IsMountPoint(it.Path) && !named:
+		case tab.IsMountPoint(it.Path):
 			// Someone mounted a file system here (a data disk, a network
 			// volume): that is not a temp file.
 			p.Kept = append(p.Kept, it.Path+" (a file system mounted in a temp directory, not a temp file; name it to wipe it)")
-		case len(inUse) > 0 && !named:
+		case len(inUse) > 0:
 			// A running program's socket, session or working files (an
 			// editor's server, a notebook kernel, the shell the user
 			// works in): removing them breaks it mid-session.
 			p.Kept = append(p.Kept, it.Path+" (in use by "+describeHolders(inUse)+"; name it to wipe it anyway)")
 		default:
-			cands = append(cands, it)
+			cands = append(cands, cand{it, source{}})
 		}
 	}
 
-	// Keep what exists, drop what lies inside another item, size the rest.
-	var exist []Item
-	for _, it := range cands {
-		if _, err := os.Lstat(it.Path); err == nil {
-			exist = append(exist, it)
-		}
-	}
+	// Keep what is not kept, drop what lies inside another item, size and
+	// identify the rest.
 	seen := map[string]bool{}
-	predates, predatesBytes := 0, int64(0)
-	for _, it := range exist {
-		if seen[it.Path] || insideAnother(it.Path, exist) {
+	sinceUnknown := 0
+	for _, c := range cands {
+		it := c.Item
+		if seen[it.Path] || insideAnother(it.Path, cands) {
 			continue
 		}
 		seen[it.Path] = true
-		if k := keptBy(it.Path); k != "" {
-			p.Kept = append(p.Kept, it.Path+" (--keep "+k+")")
+		if k, why := keptBy(it.Path); k != "" {
+			if strings.HasPrefix(why, "--keep ") {
+				p.Kept = append(p.Kept, it.Path+" ("+why+")")
+			} else {
+				p.Kept = append(p.Kept, it.Path+" (holds "+why+" "+k+", which is kept)")
+			}
 			continue
 		}
-		if err := size(&it, tab, o.NoOverwrite, keep); err != nil {
-			return nil, err
-		}
-		for _, k := range it.Keep {
-			if keep[k] {
-				p.Kept = append(p.Kept, k+" (--keep, inside "+it.Path+")")
-			} else {
-				p.Kept = append(p.Kept, k+" (a file system mounted inside "+it.Path+": not entered; name it to wipe it)")
+		var inside []string
+		for k := range keeps {
+			if k != it.Path && within(k, it.Path) {
+				inside = append(inside, k)
 			}
 		}
-		if it.Kind == Temp && !e.Since.IsZero() && !it.changed.IsZero() && it.changed.Before(e.Since) {
-			it.Predates = true
-			it.What = "temp file from before this tenancy"
-			predates++
-			predatesBytes += it.Bytes
+		slices.Sort(inside)
+		if err := size(&it, tab, o.NoOverwrite, inside); err != nil {
+			if c.src.chosen {
+				return nil, fmt.Errorf("%w: %s: %v", ErrRefused, it.Path, err)
+			}
+			continue
+		}
+		if it.Kind == Temp {
+			why, ok := tempVerdict(it, e.Since, now, max(e.Recent, 0))
+			if !ok {
+				if e.Since.IsZero() {
+					sinceUnknown++
+				}
+				p.Kept = append(p.Kept, it.Path+" ("+why+")")
+				continue
+			}
+			it.What, it.Why = "your temp file (this tenancy's, unused)", why
+		}
+		for _, k := range it.Keep {
+			switch why := keeps[k]; {
+			case strings.HasPrefix(why, "--keep "):
+				p.Kept = append(p.Kept, k+" (--keep, inside "+it.Path+")")
+			case why != "":
+				p.Kept = append(p.Kept, k+" ("+why+", inside "+it.Path+")")
+			default:
+				p.Kept = append(p.Kept, k+" (a file system mounted inside "+it.Path+": not entered; name it to wipe it)")
+			}
 		}
 		if hs := usedBy(it.Path, holders); len(hs) > 0 {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s is in use by %s: what it writes after the wipe stays; stop it first", it.Path, describeHolders(hs)))
 		}
+		if it.Kind == Credential && it.Symlink {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s is a symlink to %s: only the link is removed, the credential it leads to stays there (name that file to wipe it)", it.Path, it.Target))
+		}
 		p.Items = append(p.Items, it)
 		p.Bytes += it.Bytes
 	}
-	if predates > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%s (%s) last changed before this tenancy began (%s; --since sets it): the image's or an earlier tenant's under your account, not yours; they go too (--keep PATH leaves one)",
-			report.Count(predates, "temp item"), report.Bytes(predatesBytes), e.Since.UTC().Format("2006-01-02 15:04 MST")))
+	if sinceUnknown > 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s in the temp directories not swept: when this tenancy began is unknown, so they may be the image's or another's (--since sets it; naming one wipes it)", report.Count(sinceUnknown, "entry")))
+	}
+	// A --keep that keeps nothing the wipe would touch is a mistake (a
+	// typo, a path through a link to elsewhere): said, not ignored.
+	for _, k := range o.Keep {
+		r := userKeep[k]
+		full, _ := resolveFull(k, cwd)
+		if !slices.ContainsFunc(considered, func(c string) bool {
+			return within(c, r) || within(r, c) || full != "" && (within(c, full) || within(full, c))
+		}) {
+			return nil, fmt.Errorf("%w: --keep %s: nothing this wipe would remove is at, inside or around it; check the path", ErrRefused, k)
+		}
 	}
 	if o.Docker {
 		imgs, err := dockerImages(ctx, e)
@@ -349,11 +510,47 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	if o.Identity == "" && o.KeptIdentity != "" && exists(o.KeptIdentity) {
 		p.Kept = append(p.Kept, "gpurent's age identity "+o.KeptIdentity+" (gpurent wipe --remove-identity removes it; keep a copy elsewhere first)")
 	}
-	if exists(filepath.Join(e.Home, ".ssh", "authorized_keys")) {
+	if exists(filepath.Join(home, ".ssh", "authorized_keys")) {
 		p.Kept = append(p.Kept, "~/.ssh/authorized_keys (removing it would lock you out before you finish)")
 	}
 	p.Warnings = append(p.Warnings, warnings(p, tab)...)
 	return p, nil
+}
+
+// refuseError says which path, from where, and why it is never wiped.
+func refuseError(c cand, resolved, why string) error {
+	if resolved != c.Path {
+		why = "resolves to " + resolved + ", which " + why
+	}
+	const never = "wipe never removes the home, what holds it, or a system directory"
+	if len(c.src.vars) > 0 {
+		v := c.src.vars[0]
+		return fmt.Errorf("%w: %s=%s: the %s it names %s; %s: point %s at the directory itself, or unset it for the wipe",
+			ErrRefused, v, c.Path, c.What, why, never, v)
+	}
+	return fmt.Errorf("%w: %s %s; %s: name the directories inside it to remove", ErrRefused, c.Path, why, never)
+}
+
+// tempVerdict decides whether a temp entry is this tenancy's leftover,
+// which the sweep takes, and says why either way. An entry is taken only
+// when something in it changed after the tenancy began (by the change
+// time, which copying or unpacking cannot set back), nothing in it
+// changed within recent (live work), and no program uses it (judged
+// before). Where the start of the tenancy is unknown, nothing is taken.
+func tempVerdict(it Item, since, now time.Time, recent time.Duration) (string, bool) {
+	switch {
+	case since.IsZero():
+		return "when this tenancy began is unknown, so this may not be yours: name it to wipe it", false
+	case it.changed.IsZero() || it.changed.Before(since):
+		return "unchanged since before this tenancy began (" + since.UTC().Format("2006-01-02 15:04 MST") + "): the image's or an earlier tenant's, not this tenancy's; name it to wipe it", false
+	case recent > 0 && (!it.modified.Before(now.Add(-recent)) || !it.changed.Before(now.Add(-recent))):
+		last := it.modified
+		if it.changed.After(last) {
+			last = it.changed
+		}
+		return fmt.Sprintf("changed %s ago: may be live work; name it to wipe it", now.Sub(last).Round(time.Second)), false
+	}
+	return "made in this tenancy (it began " + since.UTC().Format("2006-01-02 15:04 MST") + "), last changed " + it.changed.UTC().Format("2006-01-02 15:04 MST") + ", no program uses it", true
 }
 
 // exists: something (a symlink too) is at path.
@@ -369,8 +566,8 @@ func within(path, dir string) bool {
 
 // insideAnother: path lies strictly inside another candidate that is a
 // directory (not a symlink), which removes it anyway.
-func insideAnother(path string, items []Item) bool {
-	for _, o := range items {
+func insideAnother(path string, cands []cand) bool {
+	for _, o := range cands {
 		if o.Path != path && strings.HasPrefix(path, o.Path+"/") {
 			if st, err := os.Lstat(o.Path); err == nil && st.IsDir() {
 				return true
@@ -383,11 +580,15 @@ func insideAnother(path string, items []Item) bool {
 // tempItems are this user's own top-level entries in the temp directories,
 // except the sockets and session directories of running programs (X11,
 // tmux, systemd's private temp dirs): removing those breaks the session
-// the wipe runs in and they hold no data.
+// the wipe runs in and they hold no data. Make then keeps those that are
+// not this tenancy's or that a program uses (tempVerdict, Holders).
 func tempItems(e Env) []Item {
 	var out []Item
-	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
-		dir := filepath.Join(e.Root, d)
+	for _, d := range tempDirs {
+		dir, err := filepath.EvalSymlinks(filepath.Join(e.Root, d))
+		if err != nil {
+			continue
+		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			continue
@@ -411,14 +612,22 @@ func tempItems(e Env) []Item {
 	return out
 }
 
-// size fills bytes, files, symlink and overwrite for a path item, and
-// Keep with what inside it stays: mounted file systems and kept paths.
-func size(it *Item, tab mounts.Table, noOverwrite bool, keep map[string]bool) error {
-	st, err := os.Lstat(it.Path)
+// size fills bytes, files, symlink and overwrite for a path item, its
+// identity and its directory's, and Keep with what inside it stays: the
+// kept paths inside (given, existing or not: the report is written later)
+// and every mount inside it, of a directory or a file, found in the mount
+// table or by its mount id (a bind mount of the same file system).
+func size(it *Item, tab mounts.Table, noOverwrite bool, inside []string) error {
+	self, err := identify(it.Path)
 	if err != nil {
 		return err
 	}
-	if st.Mode()&fs.ModeSymlink != 0 {
+	parent, err := identify(filepath.Dir(it.Path))
+	if err != nil {
+		return err
+	}
+	it.id, it.parent = self.id, parent.id
+	if self.id.isSymlink() {
 		it.Symlink = true
 		it.Target, _ = os.Readlink(it.Path)
 		return nil
@@ -426,18 +635,26 @@ func size(it *Item, tab mounts.Table, noOverwrite bool, keep map[string]bool) er
 	if m, ok := tab.Find(it.Path); ok {
 		it.FSType = m.FSType
 		it.Overwrite = !noOverwrite && m.OverwriteMeaningful()
-		it.MountPoint = st.IsDir() && tab.IsMountPoint(it.Path)
 	}
-	return filepath.WalkDir(it.Path, func(path string, d fs.DirEntry, err error) error {
+	it.MountPoint = self.id.isDir() && (tab.IsMountPoint(it.Path) || self.id.otherMount(parent.id))
+	keep := map[string]bool{}
+	for _, k := range inside {
+		keep[k] = true
+	}
+	err = filepath.WalkDir(it.Path, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
-		if path != it.Path && (keep[path] || d.IsDir() && tab.IsMountPoint(path)) {
-			it.Keep = append(it.Keep, path)
-			if d.IsDir() {
-				return fs.SkipDir
+		if path != it.Path {
+			if keep[path] || tab.IsMountPoint(path) {
+				it.Keep = append(it.Keep, path)
+				delete(keep, path)
+				return skip(d)
 			}
-			return nil
+			if e, err := identify(path); err == nil && e.id.otherMount(self.id) {
+				it.Keep = append(it.Keep, path)
+				return skip(d)
+			}
 		}
 		regular := d.Type().IsRegular()
 		if regular && d.Name() == supervise.StateFile {
@@ -446,13 +663,16 @@ func size(it *Item, tab mounts.Table, noOverwrite bool, keep map[string]bool) er
 		if !regular && it.Kind != Temp {
 			return nil
 		}
-		info, err := d.Info() // one lstat for the size and the change time
+		info, err := d.Info() // one lstat for the size and the times
 		if err != nil {
 			return nil
 		}
 		if it.Kind == Temp {
 			if c := audit.ChangeTime(info); c.After(it.changed) {
 				it.changed = c
+			}
+			if m := info.ModTime(); m.After(it.modified) {
+				it.modified = m
 			}
 		}
 		if regular {
@@ -464,6 +684,20 @@ func size(it *Item, tab mounts.Table, noOverwrite bool, keep map[string]bool) er
 		}
 		return nil
 	})
+	// Kept paths not there yet (the report) stay kept when they appear.
+	for _, k := range slices.Sorted(maps.Keys(keep)) {
+		if !exists(k) {
+			it.Keep = append(it.Keep, k)
+		}
+	}
+	return err
+}
+
+func skip(d fs.DirEntry) error {
+	if d.IsDir() {
+		return fs.SkipDir
+	}
+	return nil
 }
 
 // links is a file's hard-link count, 1 where the system does not say.
@@ -542,12 +776,4 @@ func dockerSize(s string) int64 {
 		}
 	}
 	return 0
-}
-
-// sameDevice: a and b are on one file system (true where the system does
-// not say).
-func sameDevice(a, b fs.FileInfo) bool {
-	sa, ok1 := a.Sys().(*syscall.Stat_t)
-	sb, ok2 := b.Sys().(*syscall.Stat_t)
-	return !ok1 || !ok2 || uint64(sa.Dev) == uint64(sb.Dev)
 }

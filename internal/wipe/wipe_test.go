@@ -38,11 +38,14 @@ func put(t *testing.T, path, content string, mode os.FileMode) {
 // box is a fake machine: a root with tmp, a home with caches, secrets and
 // histories, a data directory with read-only files and symlinks pointing
 // out of it, and "outside" files that no wipe may touch.
-type box struct{ base, root, home, cwd, data, outside string }
+type box struct {
+	base, root, home, cwd, data, outside string
+	since                                time.Time // the tenancy began just before the box was made
+}
 
 func newBox(t *testing.T) *box {
 	base := t.TempDir()
-	b := &box{base: base, root: filepath.Join(base, "root")}
+	b := &box{base: base, root: filepath.Join(base, "root"), since: time.Now().Add(-time.Second)}
 	b.home = filepath.Join(b.root, "home/me")
 	b.cwd = filepath.Join(b.root, "work")
 	b.data = filepath.Join(b.root, "data/run1")
@@ -93,7 +96,9 @@ func must(t *testing.T, err error) {
 
 func (b *box) env() Env {
 	return Env{Root: b.root, Home: b.home, Cwd: b.cwd, UID: os.Getuid(), Exe: b.root + "/tmp/session/gpurent",
-		Lookup: func(string) (string, bool) { return "", false }}
+		Lookup: func(string) (string, bool) { return "", false }, Since: b.since,
+		// An hour on: nothing the test wrote is live work (RecentWindow).
+		Now: func() time.Time { return time.Now().Add(time.Hour) }}
 }
 
 // snapshot maps every path under dir to its type and content hash.
@@ -796,57 +801,3 @@ func TestTempInUseIsKept(t *testing.T) {
 	}
 }
 
-// Temp files in which nothing changed since the tenancy began are the
-// image's or an earlier tenant's: still removed, but not called the
-// user's. The change time decides, so a tree unpacked with its archive's
-// old modification times is still the user's.
-func TestTempFromBeforeTheTenancy(t *testing.T) {
-	b := newBox(t)
-	old, oldDir := b.root+"/tmp/python-build.log", b.root+"/tmp/olddir"
-	put(t, old, "the image's build log", 0o644)
-	put(t, oldDir+"/a", "before", 0o644)
-	time.Sleep(20 * time.Millisecond)
-	since := time.Now()
-	time.Sleep(20 * time.Millisecond)
-	unpacked := b.root + "/tmp/unpacked"
-	put(t, unpacked+"/data.bin", "from a tar archive", 0o644)
-	past := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	must(t, os.Chtimes(unpacked+"/data.bin", past, past))
-	must(t, os.Chtimes(unpacked, past, past))
-	put(t, oldDir+"/b", "added during the tenancy", 0o644)
-
-	e := b.env()
-	e.Since = since
-	p, err := Make(context.Background(), e, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for path, want := range map[string]bool{old: true, b.root + "/tmp/mine.tmp": true, oldDir: false, unpacked: false} {
-		it := itemAt(p, path)
-		if it.Path == "" {
-			t.Errorf("%s is not in the plan: %v", path, paths(p, b.base))
-			continue
-		}
-		if it.Predates != want {
-			t.Errorf("%s: predates %v, want %v", path, it.Predates, want)
-		}
-		if label := map[bool]string{true: "temp file from before this tenancy", false: "your temp file"}[want]; it.What != label {
-			t.Errorf("%s: what %q, want %q", path, it.What, label)
-		}
-	}
-	if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, "last changed before this tenancy began ("+since.UTC().Format("2006-01-02 15:04 MST")+";") {
-		t.Errorf("warnings:\n%s", w)
-	}
-
-	// Where the start of the tenancy is unknown, every own temp file is
-	// the user's.
-	p, err = Make(context.Background(), b.env(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, it := range p.Items {
-		if it.Predates || strings.Contains(strings.Join(p.Warnings, "\n"), "before this tenancy") {
-			t.Errorf("no start known, yet %s predates it", it.Path)
-		}
-	}
-}

@@ -1,0 +1,255 @@
+//go:build linux
+
+package wipe
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// fileID identifies an entry between the plan and its removal. A path can
+// be swapped after the plan (a symlink, a bind mount, another directory
+// renamed into place); its device, inode and mount cannot be forged.
+type fileID struct {
+	Dev, Ino uint64
+	// Mnt is the kernel's mount id (statx's STATX_MNT_ID, Linux 5.8): a
+	// bind mount of the same file system has the same device but another
+	// mount id. Zero where the kernel does not say; the device still tells
+	// another file system.
+	Mnt  uint64
+	Mode uint32 // the type bits (S_IFMT)
+}
+
+func (id fileID) known() bool { return id.Ino != 0 }
+
+// same: the entry is the one identified before.
+func (id fileID) same(o fileID) bool {
+	return id.Dev == o.Dev && id.Ino == o.Ino && id.Mode == o.Mode && (id.Mnt == 0 || o.Mnt == 0 || id.Mnt == o.Mnt)
+}
+
+// otherMount: an entry with this id, inside a directory with dir's, is on
+// another mount: a file system or a bind mount (of a file or a directory)
+// placed there.
+func (id fileID) otherMount(dir fileID) bool {
+	return id.Dev != dir.Dev || (id.Mnt != 0 && dir.Mnt != 0 && id.Mnt != dir.Mnt)
+}
+
+func (id fileID) isDir() bool     { return id.Mode == unix.S_IFDIR }
+func (id fileID) isRegular() bool { return id.Mode == unix.S_IFREG }
+func (id fileID) isSymlink() bool { return id.Mode == unix.S_IFLNK }
+
+// entry is what statx says of one directory entry, not following it.
+type entry struct {
+	id     fileID
+	size   int64
+	blocks int64 // allocated bytes
+	nlink  uint32
+}
+
+const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_INO | unix.STATX_NLINK | unix.STATX_SIZE | unix.STATX_BLOCKS | unix.STATX_MNT_ID
+
+func fromStatx(sx *unix.Statx_t) entry {
+	e := entry{
+		id:     fileID{Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino, Mode: uint32(sx.Mode) & unix.S_IFMT},
+		size:   int64(sx.Size),
+		blocks: int64(sx.Blocks) * 512,
+		nlink:  sx.Nlink,
+	}
+	if sx.Mask&unix.STATX_MNT_ID != 0 {
+		e.id.Mnt = sx.Mnt_id
+	}
+	return e
+}
+
+// statAt describes name in the directory dirfd without following a
+// symlink or triggering an automount; name "" describes dirfd itself.
+func statAt(dirfd int, name string) (entry, error) {
+	var sx unix.Statx_t
+	flags := unix.AT_SYMLINK_NOFOLLOW | unix.AT_NO_AUTOMOUNT
+	if name == "" {
+		flags |= unix.AT_EMPTY_PATH
+	}
+	for {
+		err := unix.Statx(dirfd, name, flags, statxMask, &sx)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return entry{}, err
+		}
+		return fromStatx(&sx), nil
+	}
+}
+
+// identify describes path, not following its last component.
+func identify(path string) (entry, error) {
+	e, err := statAt(unix.AT_FDCWD, path)
+	if err != nil {
+		return entry{}, &os.PathError{Op: "statx", Path: path, Err: err}
+	}
+	return e, nil
+}
+
+// errSymlinkOnPath: a directory on the way to an item is a symlink now,
+// which the plan's resolved path did not have.
+var errSymlinkOnPath = errors.New("a directory on the way is now a symlink")
+
+// openDirPath opens an absolute directory path one component at a time,
+// never following a symlink: a directory swapped for a link after the plan
+// stops the walk instead of leading elsewhere. The fd is O_PATH: enough to
+// name entries (statx, openat, unlinkat) without read permission.
+func openDirPath(path string) (int, error) {
+	if !strings.HasPrefix(path, "/") {
+		return -1, fmt.Errorf("%s: not an absolute path", path)
+	}
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: "/", Err: err}
+	}
+	for _, c := range strings.Split(strings.Trim(path, "/"), "/") {
+		if c == "" || c == "." {
+			continue
+		}
+		if c == ".." {
+			unix.Close(fd)
+			return -1, fmt.Errorf("%s: .. in a resolved path", path)
+		}
+		next, err := unix.Openat(fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err == unix.ELOOP || err == unix.ENOTDIR {
+			return -1, fmt.Errorf("%s: %w", path, errSymlinkOnPath)
+		}
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// chmodFD sets the mode of what an O_PATH fd names through /proc's magic
+// link to it: the inode the fd holds, never a symlink put in its place.
+func chmodFD(fd int, mode uint32) error {
+	return unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0)
+}
+
+// openChecked opens name in dirfd without following a symlink and returns
+// the fd only if it is the entry want describes (device, inode, type and
+// mount): a bind mount or another file put there since it was looked at is
+// refused (errChanged). A permission error is met once by making our own
+// entry writable and readable (u+rw, and x for a directory), through an
+// O_PATH fd that was checked the same way.
+func openChecked(dirfd int, name string, flags int, want fileID) (int, error) {
+	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NONBLOCK
+	fd, err := unix.Openat(dirfd, name, flags, 0)
+	if err == unix.EACCES || err == unix.EPERM {
+		if err := chmodChecked(dirfd, name, want); err != nil {
+			return -1, err
+		}
+		fd, err = unix.Openat(dirfd, name, flags, 0)
+	}
+	if err != nil {
+		return -1, err
+	}
+	got, err := statAt(fd, "")
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if !got.id.same(want) {
+		unix.Close(fd)
+		return -1, errChanged
+	}
+	return fd, nil
+}
+
+func chmodChecked(dirfd int, name string, want fileID) error {
+	p, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(p)
+	got, err := statAt(p, "")
+	if err != nil {
+		return err
+	}
+	if !got.id.same(want) {
+		return errChanged
+	}
+	mode := uint32(0o600)
+	if want.isDir() {
+		mode = 0o700
+	}
+	return chmodFD(p, mode)
+}
+
+// errChanged: the entry is not the one the plan or the walk saw.
+var errChanged = errors.New("changed since it was looked at (another file, a symlink or a mount is there now): left as it is")
+
+// readNames lists a directory opened for reading.
+func readNames(fd int) ([]string, error) {
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(dup), "dir")
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// overwriteFD writes random bytes over the allocated extents of the open
+// regular file fd (SEEK_DATA/SEEK_HOLE): a sparse file's holes hold no
+// data, and filling them would take disk space a full disk does not have
+// and time for nothing. It syncs, and returns the bytes written.
+func overwriteFD(fd int, size int64) (int64, error) {
+	var seed [32]byte
+	for i := range seed {
+		seed[i] = byte(rand.Uint32())
+	}
+	src := rand.NewChaCha8(seed)
+	buf := make([]byte, 1<<20)
+	var written int64
+	pos := int64(0)
+	for pos < size {
+		start, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+		if err == unix.ENXIO {
+			break // no data past pos
+		}
+		if err == unix.EINVAL {
+			start = pos // no SEEK_DATA here: treat it all as data
+		} else if err != nil {
+			return written, err
+		}
+		end, err := unix.Seek(fd, start, unix.SEEK_HOLE)
+		if err == unix.EINVAL {
+			end = size
+		} else if err != nil {
+			return written, err
+		}
+		end = min(end, size)
+		for off := start; off < end; {
+			n := int(min(int64(len(buf)), end-off))
+			if _, err := io.ReadFull(src, buf[:n]); err != nil {
+				return written, err
+			}
+			w, err := unix.Pwrite(fd, buf[:n], off)
+			if err != nil {
+				return written, err
+			}
+			if w == 0 {
+				return written, io.ErrShortWrite
+			}
+			off += int64(w)
+			written += int64(w)
+		}
+		pos = end
+	}
+	return written, unix.Fsync(fd)
+}

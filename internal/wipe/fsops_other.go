@@ -1,0 +1,45 @@
+//go:build unix && !linux
+
+package wipe
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// fileID identifies an entry between the plan and its removal; see the
+// Linux version. Off Linux there is no mount id.
+type fileID struct {
+	Dev, Ino, Mnt uint64
+	Mode          uint32
+}
+
+func (id fileID) known() bool                { return id.Ino != 0 }
+func (id fileID) otherMount(dir fileID) bool { return id.Dev != dir.Dev }
+func (id fileID) isDir() bool                { return fs.FileMode(id.Mode).IsDir() }
+func (id fileID) isSymlink() bool            { return fs.FileMode(id.Mode)&fs.ModeSymlink != 0 }
+func (id fileID) same(o fileID) bool         { return id == o }
+func (id fileID) isRegular() bool            { return fs.FileMode(id.Mode).IsRegular() }
+
+type entry struct{ id fileID }
+
+func identify(path string) (entry, error) {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return entry{}, err
+	}
+	id := fileID{Mode: uint32(st.Mode().Type())}
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		id.Dev, id.Ino = uint64(s.Dev), uint64(s.Ino)
+	}
+	return entry{id: id}, nil
+}
+
+// remove: wipe deletes on the rented Linux machine only; elsewhere it
+// plans (a dry run shows what it would do) but touches nothing.
+func (x Exec) remove(_ context.Context, res *Result) {
+	res.Status, res.Error = Failed, errors.New("wipe removes files on Linux only: nothing was touched").Error()
+}

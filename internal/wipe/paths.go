@@ -1,0 +1,131 @@
+//go:build unix
+
+package wipe
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// resolveItem is the entry a path names, as the kernel would reach it:
+// made absolute against cwd, with every symlink and ".." in its
+// directories resolved, but not its last component. A symlink named as an
+// item is the link itself, which is removed, never followed. The
+// refusals judge what resolveItem returns, so neither a link, a "..", a
+// relative HOME nor a bind of names can slip a system directory past them.
+func resolveItem(p, cwd string) (string, error) {
+	if p == "" {
+		return "", os.ErrNotExist
+	}
+	if !filepath.IsAbs(p) {
+		p = cwd + "/" + p
+	}
+	// A trailing slash, "." or ".." as the last component all name a
+	// directory through whatever link leads there: resolve it whole.
+	if strings.HasSuffix(p, "/") {
+		return resolveFull(p, cwd)
+	}
+	i := strings.LastIndex(p, "/")
+	dir, base := p[:i], p[i+1:]
+	if base == "." || base == ".." {
+		return resolveFull(p, cwd)
+	}
+	if dir == "" {
+		dir = "/"
+	}
+	// EvalSymlinks applies ".." to what a link resolved to, as the kernel
+	// does, not to the text before it as filepath.Clean would.
+	rdir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(rdir) {
+		return "", &os.PathError{Op: "resolve", Path: dir, Err: os.ErrInvalid}
+	}
+	return filepath.Join(rdir, base), nil
+}
+
+// resolveFull resolves every symlink in p, the last component's too.
+func resolveFull(p, cwd string) (string, error) {
+	if p == "" {
+		return "", os.ErrNotExist
+	}
+	if !filepath.IsAbs(p) {
+		p = cwd + "/" + p
+	}
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(r) {
+		return "", &os.PathError{Op: "resolve", Path: p, Err: os.ErrInvalid}
+	}
+	return r, nil
+}
+
+// resolveMaybe resolves a path that may not exist yet (the report): its
+// nearest existing ancestor is resolved and the rest appended.
+func resolveMaybe(p, cwd string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(cwd, p)
+	}
+	p = filepath.Clean(p)
+	rest := ""
+	for dir := p; ; dir = filepath.Dir(dir) {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if dir == "/" || dir == "." {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
+}
+
+// System directories. Nothing at any depth under deepSystem is a wipe's
+// to remove (packages, configuration, the kernel's views, the running
+// system's state), except the entries of the temp directories. The
+// shallow ones hold users' data: their entries can be named, the
+// directories themselves cannot.
+var (
+	deepSystem = []string{"/bin", "/boot", "/dev", "/efi", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+		"/run", "/sbin", "/snap", "/sys", "/usr", "/var"}
+	tempDirs      = []string{"/tmp", "/var/tmp", "/dev/shm"}
+	shallowSystem = []string{"/", "/home", "/root", "/opt", "/srv", "/mnt", "/media", "/data", "/workspace", "/lost+found"}
+)
+
+// refusal says why a resolved path may never be a wipe item, or "".
+// home is the resolved home; root, when not "/", is a fake root whose
+// system directories are refused as well as the real ones.
+func refusal(path, home, root string) string {
+	if path == home {
+		return "is your home directory"
+	}
+	if within(home, path) {
+		return "holds your home directory (" + home + ")"
+	}
+	bases := []string{""}
+	if root != "" && root != "/" {
+		bases = append(bases, filepath.Clean(root))
+	}
+	for _, b := range bases {
+		for _, d := range append(append(append([]string{}, shallowSystem...), tempDirs...), deepSystem...) {
+			if path == filepath.Clean(b+d) {
+				return "is a system directory"
+			}
+		}
+		inTemp := false
+		for _, t := range tempDirs {
+			if strings.HasPrefix(path, filepath.Clean(b+t)+"/") {
+				inTemp = true
+			}
+		}
+		for _, d := range deepSystem {
+			if !inTemp && within(path, filepath.Clean(b+d)) {
+				return "lies inside the system directory " + filepath.Clean(b+d)
+			}
+		}
+	}
+	return ""
+}
