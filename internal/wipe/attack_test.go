@@ -1,0 +1,278 @@
+//go:build unix
+
+package wipe
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The attacks of issue #35 on wipe, one test each: every one of them
+// destroyed data outside the plan on 7f49d07.
+
+// Paths from the environment pass the same refusal as named ones:
+// HF_HOME=$HOME deleted the whole home there, identity and authorized_keys
+// included, and HF_TOKEN_PATH=/etc/shadow was planned as a token.
+func TestEnvironmentPathsAreRefused(t *testing.T) {
+	b := newBox(t)
+	for _, c := range []struct{ name, value, want string }{
+		{"HF_HOME", b.home, "HF_HOME=" + b.home + ": the Hugging Face cache (models, datasets, token) it names is your home directory"},
+		{"HF_HOME", b.root + "/home", "holds your home directory"},
+		{"TORCH_HOME", "/etc", "TORCH_HOME=/etc: the PyTorch hub cache it names is a system directory"},
+		{"PIP_CACHE_DIR", "/usr/lib", "lies inside the system directory /usr"},
+		{"TORCH_HOME", "/var/lib", "lies inside the system directory /var"},
+		{"HF_TOKEN_PATH", "/etc/passwd", "HF_TOKEN_PATH=/etc/passwd: the Hugging Face token it names lies inside the system directory /etc"},
+		{"HF_HOME", "/", "is a system directory"},
+	} {
+		e := b.env()
+		e.Lookup = func(k string) (string, bool) {
+			if k == c.name {
+				return c.value, true
+			}
+			return "", false
+		}
+		if c.name == "HF_TOKEN_PATH" {
+			// The token file is planned only where it looks like one.
+			if _, err := os.Stat(c.value); err != nil {
+				t.Skipf("no %s here", c.value)
+			}
+		}
+		p, err := Make(context.Background(), e, Options{})
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) {
+			var planned []string
+			if p != nil {
+				planned = paths(p, "")
+			}
+			t.Errorf("%s=%s: error %v, want refused saying %q; plan %v", c.name, c.value, err, c.want, planned)
+		}
+	}
+	// --remove-identity with GPURENT_IDENTITY naming the home.
+	_, err := Make(context.Background(), b.env(), Options{Identity: b.home, IdentityVars: []string{"GPURENT_IDENTITY"}})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "GPURENT_IDENTITY=") {
+		t.Errorf("GPURENT_IDENTITY=$HOME: %v", err)
+	}
+}
+
+// The refusal holds at any depth under the system directories and on the
+// resolved path: a relative HOME, a HOME reached through a symlink, or a
+// ".." through a link cannot name the home or a system directory.
+func TestRefusalsAreDeepAndResolved(t *testing.T) {
+	b := newBox(t)
+	for _, bad := range []string{"/usr/lib", "/usr/bin", "/var/lib", "/etc/ssh", "/proc/self", "/usr/local/bin/../lib", "/sys/kernel", "/dev/null"} {
+		if _, err := os.Lstat(bad); err != nil {
+			continue
+		}
+		if _, err := Make(context.Background(), b.env(), Options{Data: []string{bad}}); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: %v, want refused", bad, err)
+		}
+	}
+	// A home reached through a symlink, and named through it or directly.
+	link := b.base + "/homelink"
+	must(t, os.Symlink(b.home, link))
+	e := b.env()
+	e.Home = link
+	for _, bad := range []string{b.home, link + "/", link + "/.", b.root + "/home", link + "/..", b.root + "/./home/me/.cache/.."} {
+		if _, err := Make(context.Background(), e, Options{Data: []string{bad}}); !errors.Is(err, ErrRefused) {
+			t.Errorf("symlinked HOME, %s: %v, want refused", bad, err)
+		}
+	}
+	// A relative HOME is the directory it names from the working directory.
+	e = b.env()
+	e.Cwd = b.root
+	e.Home = "home/me"
+	if _, err := Make(context.Background(), e, Options{Data: []string{b.home}}); !errors.Is(err, ErrRefused) {
+		t.Errorf("relative HOME, named absolutely: %v, want refused", err)
+	}
+	// A symlink to a system directory is only a link: removing it is fine.
+	syslink := b.data + "/etc-link"
+	must(t, os.Symlink("/etc", syslink))
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{syslink}})
+	if err != nil || !itemAt(p, syslink).Symlink {
+		t.Fatalf("a symlink to /etc: %v %+v", err, itemAt(p, syslink))
+	}
+	// ... but a path through it is /etc's.
+	if _, err := Make(context.Background(), b.env(), Options{Data: []string{syslink + "/ssh"}}); !errors.Is(err, ErrRefused) {
+		t.Errorf("a path through a link into /etc: %v, want refused", err)
+	}
+}
+
+// A directory on the way to an item swapped for a symlink after the plan
+// is not followed: the item fails, the link's target is untouched.
+func TestParentSwappedForSymlinkAfterPlan(t *testing.T) {
+	b := newBox(t)
+	item := b.data + "/sub/model.bin"
+	put(t, item, "mine", 0o644)
+	put(t, b.outside+"/sub/model.bin", "not mine", 0o644)
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{item}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := itemAt(p, item)
+	must(t, os.Rename(b.data+"/sub", b.data+"/sub.old"))
+	must(t, os.Symlink(b.outside+"/sub", b.data+"/sub"))
+	r, err := Run(context.Background(), &Plan{Items: []Item{it}}, Exec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(b.outside + "/sub/model.bin"); err != nil || string(got) != "not mine" {
+		t.Fatalf("the wipe followed a parent swapped for a symlink: %q %v", got, err)
+	}
+	if res := r.Items[0]; res.Status != Failed || !strings.Contains(res.Error, "symlink") {
+		t.Errorf("result %+v: want failed, naming the symlink", res)
+	}
+	// The item itself swapped for another file is not touched either.
+	must(t, os.Remove(b.data+"/sub"))
+	must(t, os.Rename(b.data+"/sub.old", b.data+"/sub"))
+	p, err = Make(context.Background(), b.env(), Options{Data: []string{item}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Rename(item, item+".old"))
+	put(t, item, "another file put in its place", 0o644)
+	r, _ = Run(context.Background(), p, Exec{})
+	if got, _ := os.ReadFile(item); string(got) != "another file put in its place" || r.Items[0].Status != Failed {
+		t.Errorf("a file swapped in after the plan: %q, %+v", got, r.Items[0])
+	}
+}
+
+// --keep given through a symlinked path keeps the file it leads to.
+func TestKeepThroughASymlink(t *testing.T) {
+	b := newBox(t)
+	link := b.base + "/datalink"
+	must(t, os.Symlink(b.data, link))
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Keep: []string{link + "/shard-0.bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), p, Exec{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(b.data + "/shard-0.bin"); err != nil || got[0] != 'd' {
+		t.Errorf("the kept file was overwritten or removed: %v", err)
+	}
+	// A --keep that keeps nothing the wipe touches is a mistake, said.
+	if _, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Keep: []string{b.outside + "/target.txt"}}); !errors.Is(err, ErrRefused) ||
+		!strings.Contains(err.Error(), "nothing this wipe would remove") {
+		t.Errorf("a --keep outside the plan: %v", err)
+	}
+}
+
+// The report inside an item is kept with the directories leading to it,
+// even though it does not exist when the plan is made.
+func TestReportInsideAnItemIsKept(t *testing.T) {
+	b := newBox(t)
+	rep := b.data + "/logs/wipe.json"
+	must(t, os.MkdirAll(filepath.Dir(rep), 0o755))
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Report: rep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), p, Exec{Save: func(r *Report) error { return os.WriteFile(rep, []byte("report"), 0o600) }})
+	if err != nil || r.Failed != 0 {
+		t.Fatalf("%v %+v", err, r.Items)
+	}
+	if _, err := os.Stat(rep); err != nil {
+		t.Errorf("the report is gone: %v", err)
+	}
+	if _, err := os.Lstat(b.data + "/shard-0.bin"); err == nil {
+		t.Error("the rest of the item survived")
+	}
+}
+
+// The temp sweep takes only what this tenancy made and no live program
+// uses: not what predates the tenancy, not what changed a moment ago, and
+// nothing at all when the tenancy's start is unknown.
+func TestTempSweepTakesOnlyIdleLeftovers(t *testing.T) {
+	b := newBox(t)
+	old := b.root + "/tmp/image-build.log"
+	put(t, old, "the image's", 0o644)
+	time.Sleep(20 * time.Millisecond)
+	since := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	live := b.root + "/tmp/job-output"
+	put(t, live+"/step-100.pt", "being written", 0o644)
+
+	e := b.env()
+	e.Since = since
+	e.Now = time.Now // live-output was written just now
+	p, err := Make(context.Background(), e, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := strings.Join(p.Kept, "\n")
+	for path, why := range map[string]string{old: "unchanged since before this tenancy began", live: "ago: may be live work"} {
+		if itemAt(p, path).Path != "" || !strings.Contains(kept, path+" (") || !strings.Contains(kept, why) {
+			t.Errorf("%s: planned %v; kept:\n%s", path, itemAt(p, path).Path != "", kept)
+		}
+	}
+	// An hour on, the job's output is an idle leftover of this tenancy.
+	e.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	p, _ = Make(context.Background(), e, Options{})
+	if it := itemAt(p, live); it.Path == "" || !strings.Contains(it.Why, "made in this tenancy") {
+		t.Errorf("idle output not planned, or not said why: %+v", it)
+	}
+	// Unknown start: nothing swept, and a note says so.
+	e.Since = time.Time{}
+	p, _ = Make(context.Background(), e, Options{})
+	for _, it := range p.Items {
+		if it.Kind == Temp {
+			t.Errorf("temp item %s planned with the tenancy's start unknown", it.Path)
+		}
+	}
+	if !strings.Contains(strings.Join(p.Warnings, "\n"), "when this tenancy began is unknown") {
+		t.Errorf("warnings: %v", p.Warnings)
+	}
+}
+
+// A sparse file is overwritten where it holds data only: 256 MiB of holes
+// cost neither time nor disk, and what is freed is what was allocated.
+func TestSparseFileOverwritesItsDataOnly(t *testing.T) {
+	b := newBox(t)
+	sparse := b.data + "/sparse.bin"
+	f, err := os.Create(sparse)
+	must(t, err)
+	must(t, f.Truncate(256<<20))
+	_, err = f.WriteAt([]byte(strings.Repeat("x", 4096)), 0)
+	must(t, err)
+	_, err = f.WriteAt([]byte(strings.Repeat("y", 4096)), 128<<20)
+	must(t, err)
+	must(t, f.Close())
+	var st syscall.Stat_t
+	must(t, syscall.Stat(sparse, &st))
+	if st.Blocks*512 >= 1<<20 {
+		t.Skipf("this file system does not keep holes (%d bytes allocated)", st.Blocks*512)
+	}
+	allocated := st.Blocks * 512
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{sparse}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grew int64
+	x := Exec{BeforeRemove: func(path string) error {
+		var now syscall.Stat_t
+		if syscall.Stat(path, &now) == nil {
+			grew = now.Blocks*512 - allocated
+		}
+		return nil
+	}}
+	r, err := Run(context.Background(), p, x)
+	if err != nil || r.Failed != 0 {
+		t.Fatalf("%v %+v", err, r.Items)
+	}
+	res := r.Items[0]
+	if res.Overwritten <= 0 || res.Overwritten > allocated {
+		t.Errorf("overwrote %d bytes of a file with %d allocated (%d apparent)", res.Overwritten, allocated, int64(256<<20))
+	}
+	if grew > 0 {
+		t.Errorf("the overwrite filled holes: %d more bytes allocated", grew)
+	}
+	if res.Freed != allocated {
+		t.Errorf("freed %d, want the %d allocated", res.Freed, allocated)
+	}
+}
