@@ -800,4 +800,3 @@ func TestTempInUseIsKept(t *testing.T) {
 		t.Errorf("named busy dir: items %v, warnings %v", paths(p, b.base), p.Warnings)
 	}
 }
-
