@@ -37,7 +37,7 @@ const exitVerdictFail = 3
 // offer whose GPU names no datasheet row is bad usage: bench could not
 // judge the card against it, so --expect must say what it is.
 func offerOrder(g *globals, fs *pflag.FlagSet, tab *specs.Table, id, expect string, gpus int) (string, int, error) {
-	cat, err := catalog.Load(g.catalogs)
+	cat, err := loadCatalog(g.catalogs)
 	if err != nil {
 		return "", 0, err
 	}
@@ -459,7 +459,7 @@ func nvmlIndex(busID string, cudaIndex int, g probe.GPUFacts) int {
 
 func readFacts(path string) (probe.Facts, error) {
 	var f probe.Facts
-	data, err := readFile("--replay", path)
+	data, err := readFile("--replay", path, probe.MaxFactsSize)
 	if err != nil {
 		return f, err
 	}

@@ -27,7 +27,7 @@ func newCatalog(g *globals) *cobra.Command {
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			c, err := catalog.Load(g.catalogs)
+			c, err := loadCatalog(g.catalogs)
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/suggest"
+	"github.com/gpurent/gpurent/internal/userfile"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
 
@@ -108,8 +109,10 @@ func exitStatus(err error) int {
 	var fe *yamlfile.FieldError
 	var fes yamlfile.Errors
 	// cobra reports unknown subcommands with an untyped error. A missing
-	// or wrong age identity is the caller's to fix, like a bad flag.
+	// or wrong age identity is the caller's to fix, like a bad flag, and
+	// so is a named file that is no regular file or over its cap.
 	if errors.As(err, &ue) || errors.As(err, &fe) || errors.As(err, &fes) || errors.Is(err, fs.ErrNotExist) ||
+		errors.Is(err, userfile.ErrNotRegular) || errors.Is(err, userfile.ErrTooLarge) ||
 		errors.Is(err, store.ErrNoIdentity) || errors.Is(err, store.ErrWrongIdentity) ||
 		strings.HasPrefix(err.Error(), "unknown command") {
 		return exitUsage

@@ -193,7 +193,7 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 	if model != "8B" && model != "70B" && !(fs.Changed("tokens-per-second") && fs.Changed("api-price")) {
 		return usagef("--model: want 8B or 70B, got %q (or give both --tokens-per-second and --api-price)", model)
 	}
-	cat, err := catalog.Load(g.catalogs)
+	cat, err := loadCatalog(g.catalogs)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/units"
+	"github.com/gpurent/gpurent/internal/userfile"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
 
@@ -85,14 +87,14 @@ func (t *taskFlags) register(fs *pflag.FlagSet) {
 // load reads the catalog and the profile, applies flags and validates.
 func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []catalog.Offer, *catalog.Catalog, billing.Options, error) {
 	var opt billing.Options
-	cat, err := catalog.Load(g.catalogs)
+	cat, err := loadCatalog(g.catalogs)
 	if err != nil {
 		return nil, nil, nil, opt, err
 	}
 	p := &billing.Profile{}
 	var ix *yamlfile.Index
 	if t.profile != "" {
-		data, err := readFile("--profile", t.profile)
+		data, err := readFile("--profile", t.profile, maxConfigSize)
 		if err != nil {
 			return nil, nil, nil, opt, err
 		}
@@ -246,12 +248,30 @@ func placeProblems(file string, ix *yamlfile.Index, fromFlag map[string]bool, ps
 	return usageError{errors.New(strings.Join(msgs, "\n"))}
 }
 
-// readFile reads a file the user named with flag; a missing one is bad
-// usage, and the message names the flag.
-func readFile(flag, path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+// readFile reads a file the user named with flag, no larger than max
+// bytes (userfile.Read: a FIFO, a device or a file over the cap is
+// refused, never waited on or read to its end). A file that cannot be
+// read is bad usage, and the message names the flag.
+func readFile(flag, path string, max int64) ([]byte, error) {
+	data, err := userfile.Read(path, max)
 	if err != nil {
-		return nil, usagef("%s: %v", flag, err)
+		return nil, usagef("%s: %w", flag, err)
 	}
 	return data, nil
 }
+
+// loadCatalog is catalog.Load with a --catalog file that cannot be read
+// (missing, a FIFO or a device, over catalog.MaxFileSize) reported as bad
+// usage that names the flag.
+func loadCatalog(paths []string) (*catalog.Catalog, error) {
+	c, err := catalog.Load(paths)
+	var pe *fs.PathError
+	if errors.Is(err, userfile.ErrNotRegular) || errors.Is(err, userfile.ErrTooLarge) || errors.As(err, &pe) {
+		return nil, usagef("--catalog: %w", err)
+	}
+	return c, err
+}
+
+// maxConfigSize caps --profile and --config: a few dozen settings take a
+// few KiB, so 1 MiB is no real file's size.
+const maxConfigSize = 1 << 20

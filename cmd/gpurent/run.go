@@ -103,7 +103,7 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 			var file runFile
 			var ix *yamlfile.Index
 			if config != "" {
-				data, err := readFile("--config", config)
+				data, err := readFile("--config", config, maxConfigSize)
 				if err != nil {
 					return err
 				}
@@ -224,7 +224,7 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 				p, err := parsePrice(priceText)
 				if err != nil && looksLikeOffer(priceText) {
 					var cat *catalog.Catalog
-					if cat, err = catalog.Load(g.catalogs); err != nil {
+					if cat, err = loadCatalog(g.catalogs); err != nil {
 						return err
 					}
 					p, err = offerPrice(cat.Offers, priceText)
@@ -699,6 +699,10 @@ func startEvents(ctx context.Context, hook *notify.Webhook, run string, logf fun
 	return event, end
 }
 
+// maxNotifySize caps the --notify file: a webhook URL and a signing
+// secret fit in a few hundred bytes.
+const maxNotifySize = 64 << 10
+
 // openWebhook is where run's events go: the URL in the file --notify
 // names, else $GPURENT_NOTIFY; nil for neither. The URL is a credential
 // (whoever has it posts to the channel), so it is never taken from the
@@ -709,7 +713,7 @@ func openWebhook(path string) (*notify.Webhook, error) {
 		if strings.Contains(path, "://") {
 			return nil, usagef("--notify: give a file that holds the webhook URL, not the URL: every account on this machine reads command lines (ps), and the URL's token posts to your channel")
 		}
-		data, err := readFile("--notify", path)
+		data, err := readFile("--notify", path, maxNotifySize)
 		if err != nil {
 			return nil, err
 		}

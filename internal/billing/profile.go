@@ -12,13 +12,13 @@ package billing
 import (
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
+	"github.com/gpurent/gpurent/internal/userfile"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
 
@@ -201,9 +201,14 @@ func ParseProfile(file string, data []byte) (*Profile, *yamlfile.Index, error) {
 	return p, ix, nil
 }
 
-// ReadProfile reads and parses a profile file.
+// MaxProfileSize caps a profile file: a dozen fields take a few hundred
+// bytes, so 1 MiB is no real profile's size.
+const MaxProfileSize = 1 << 20
+
+// ReadProfile reads and parses a profile file: a regular file of at most
+// MaxProfileSize bytes (userfile.Read).
 func ReadProfile(path string) (*Profile, *yamlfile.Index, error) {
-	data, err := os.ReadFile(path)
+	data, err := userfile.Read(path, MaxProfileSize)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read profile: %w", err)
 	}

@@ -18,6 +18,11 @@ import (
 // FactsVersion is the schema version of Facts; docs/bench.md describes it.
 const FactsVersion = 1
 
+// MaxFactsSize caps a facts file read back (bench --replay): one of an
+// 8-GPU machine with every sample and a long kernel log takes well under
+// 1 MiB, and 64 MiB still costs nothing to hold in memory.
+const MaxFactsSize = 64 << 20
+
 // Facts is everything bench judges.
 type Facts struct {
 	Version     int          `json:"version"`
