@@ -471,6 +471,10 @@ func readFacts(path string) (probe.Facts, error) {
 	if f.Version != probe.FactsVersion {
 		return f, usagef("--replay %s: facts version %d, this gpurent reads version %d", path, f.Version, probe.FactsVersion)
 	}
+	// Judgement needs facts: missing or impossible ones would pass.
+	if err := f.Validate(); err != nil {
+		return f, usagef("--replay %s: facts that cannot be judged: %s", path, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
 	return f, nil
 }
 

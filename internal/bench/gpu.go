@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -509,4 +510,15 @@ func (j *judge) remapped(p string, d *probe.Device) {
 	j.add(c)
 }
 
-func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+// round1 rounds to one decimal (half up, as it always has) in float64: a
+// conversion to int64 would turn a huge value (a steal of 1e300 %) into a
+// negative one. From 1e15 on a float64 has no tenths to round.
+func round1(v float64) float64 {
+	if !(math.Abs(v) < 1e15) {
+		return v
+	}
+	if r := math.Trunc(v*10 + 0.5); r != 0 {
+		return r / 10
+	}
+	return 0 // never -0
+}

@@ -107,9 +107,9 @@ func (j *judge) host() {
 		}
 	}
 	cpu.Measured = round1(usable)
-	if usable == 0 {
-		// Unknown is not zero: a count that could not be read is no
-		// evidence of a machine without CPUs.
+	if !(usable > 0) {
+		// Unknown is not zero: a count that could not be read (or one
+		// below zero, which no machine has) is no evidence of CPUs.
 		cpu.Status, cpu.Measured, cpu.Evidence = Skip, nil, "CPUs not counted: "+cmp.Or(h.Errors["online_cpus"], "none listed online")
 	}
 	if h.OnlineCPUs > 0 && usable < float64(h.OnlineCPUs)-0.01 {

@@ -1,0 +1,112 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Validate reports facts that were never recorded or cannot be true, one
+// error per field, named by its JSON path ("host.steal_pct"). Bench judges
+// only what was measured: facts missing altogether, or impossible (a
+// negative CPU count, a steal of more than all the time there is), would
+// otherwise judge as an idle, unshared machine and pass. Fields that are
+// absent where a probe could not read them (nil, or named in Errors) are
+// valid: the checks skip them.
+func (f Facts) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, a...)...))
+	}
+	nonNeg := func(field string, v *float64) {
+		if v != nil && !(*v >= 0) {
+			bad(field, "want 0 or more, got %g", *v)
+		}
+	}
+	pct := func(field string, v *float64) {
+		if v != nil && !(*v >= 0 && *v <= 100) {
+			bad(field, "want a percentage from 0 to 100, got %g", *v)
+		}
+	}
+	count := func(field string, v *int) {
+		if v != nil && *v < 0 {
+			bad(field, "want 0 or more, got %d", *v)
+		}
+	}
+	if f.CollectedAt.IsZero() {
+		bad("collected_at", "missing: gpurent records when it gathered the facts")
+	}
+	if !(f.DurationS >= 0) {
+		bad("duration_s", "want 0 or more seconds, got %g", f.DurationS)
+	}
+
+	g := f.GPU
+	if !g.Available && g.Error == "" && len(g.Devices) == 0 {
+		bad("gpu", "no devices and no error: NVML was neither asked nor said why it could not be")
+	}
+	for i := range g.Devices {
+		d := &g.Devices[i]
+		at := fmt.Sprintf("gpu.devices[%d].", i)
+		count(at+"index", &d.Index)
+		for j, u := range d.UtilizationSamples {
+			if u > 100 {
+				bad(fmt.Sprintf("%sutilization_samples[%d]", at, j), "want a percentage from 0 to 100, got %d", u)
+			}
+		}
+		nonNeg(at+"power_limit_w", d.PowerLimitW)
+		nonNeg(at+"power_limit_default_w", d.PowerLimitDefaultW)
+		nonNeg(at+"power_limit_max_w", d.PowerLimitMaxW)
+		nonNeg(at+"power_draw_w", d.PowerDrawW)
+		count(at+"pcie_gen_curr", d.PCIeGenCurr)
+		count(at+"pcie_gen_max", d.PCIeGenMax)
+		count(at+"pcie_gen_gpu_max", d.PCIeGenGPUMax)
+		count(at+"pcie_width_curr", d.PCIeWidthCurr)
+		count(at+"pcie_width_max", d.PCIeWidthMax)
+		count(at+"nvlinks_active", d.NVLinksActive)
+		count(at+"performance_state", d.PerformanceState)
+		if d.MemoryTotal != nil && d.MemoryUsed != nil && *d.MemoryUsed > *d.MemoryTotal {
+			bad(at+"memory_used", "%d bytes, more than memory_total %d", *d.MemoryUsed, *d.MemoryTotal)
+		}
+	}
+
+	for i, c := range f.Compute {
+		at := fmt.Sprintf("compute[%d].", i)
+		count(at+"index", &c.Index)
+		for j, r := range c.Results {
+			at := fmt.Sprintf("%sresults[%d].", at, j)
+			if !(r.Value >= 0) {
+				bad(at+"value", "want 0 or more, got %g", r.Value)
+			}
+			if !(r.WallMs >= 0) {
+				bad(at+"wall_ms", "want 0 or more, got %g", r.WallMs)
+			}
+		}
+	}
+	if x := f.XidEvents; x != nil && !(x.Seconds >= 0) {
+		bad("xid_events.seconds", "want 0 or more, got %g", x.Seconds)
+	}
+
+	h := f.Host
+	if h.OnlineCPUs == 0 && h.AllowedCPUs == 0 && h.MemTotal == 0 && h.DataDir == "" && len(h.Errors) == 0 {
+		bad("host", "no host facts at all (no online_cpus, mem_total, data_dir or errors): not facts gpurent recorded")
+	}
+	count("host.online_cpus", &h.OnlineCPUs)
+	count("host.allowed_cpus", &h.AllowedCPUs)
+	if h.CPUQuota != nil && !(*h.CPUQuota > 0) {
+		bad("host.cpu_quota", "want a positive number of CPUs (absent when unlimited), got %g", *h.CPUQuota)
+	}
+	pct("host.steal_pct", h.StealPct)
+	pct("host.busy_pct", h.BusyPct)
+	nonNeg("host.load_avg_1", h.LoadAvg1)
+	if h.MemAvailable > h.MemTotal {
+		bad("host.mem_available", "%d bytes, more than mem_total %d", h.MemAvailable, h.MemTotal)
+	}
+	if h.FSFree != nil && h.FSSize != nil && *h.FSFree > *h.FSSize {
+		bad("host.fs_free", "%d bytes, more than fs_size %d", *h.FSFree, *h.FSSize)
+	}
+	nonNeg("host.disk_write_mbs", h.DiskWriteMBs)
+	nonNeg("host.disk_read_mbs", h.DiskReadMBs)
+	if h.DiskTestBytes < 0 {
+		bad("host.disk_test_bytes", "want 0 or more, got %d", h.DiskTestBytes)
+	}
+	return errors.Join(errs...)
+}

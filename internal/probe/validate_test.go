@@ -1,0 +1,60 @@
+package probe
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// recorded is facts as gpurent records them on a machine without a GPU.
+func recorded() Facts {
+	steal, busy := 0.2, 1.5
+	return Facts{Version: FactsVersion, CollectedAt: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), DurationS: 3,
+		GPU:  GPUFacts{Error: "NVML not found", Devices: []Device{}},
+		Host: HostFacts{OnlineCPUs: 8, MemTotal: 32 << 30, MemAvailable: 30 << 30, DataDir: "/workspace", StealPct: &steal, BusyPct: &busy}}
+}
+
+// Facts that were never recorded, or cannot be true, are refused with the
+// field they are in; recorded facts, and a probe that could not read a
+// field (nil, or in Errors), are not (issue #35, item 9).
+func TestValidate(t *testing.T) {
+	if err := recorded().Validate(); err != nil {
+		t.Fatalf("recorded facts: %v", err)
+	}
+	unread := recorded()
+	unread.Host = HostFacts{Errors: map[string]string{"online_cpus": "no /sys", "memory": "no /proc/meminfo"}}
+	if err := unread.Validate(); err != nil {
+		t.Errorf("a host whose probes all failed, saying why: %v", err)
+	}
+	f := func(change func(*Facts)) Facts { x := recorded(); change(&x); return x }
+	fp := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name  string
+		facts Facts
+		want  string
+	}{
+		{"empty", Facts{Version: FactsVersion}, "host: no host facts at all"},
+		{"empty names the time", Facts{Version: FactsVersion}, "collected_at: missing"},
+		{"empty names the gpu", Facts{Version: FactsVersion}, "gpu: no devices and no error"},
+		{"negative CPUs", f(func(x *Facts) { x.Host.OnlineCPUs = -4 }), "host.online_cpus: want 0 or more, got -4"},
+		{"negative allowed CPUs", f(func(x *Facts) { x.Host.AllowedCPUs = -1 }), "host.allowed_cpus: want 0 or more, got -1"},
+		{"negative steal", f(func(x *Facts) { x.Host.StealPct = fp(-5) }), "host.steal_pct: want a percentage from 0 to 100, got -5"},
+		{"huge steal", f(func(x *Facts) { x.Host.StealPct = fp(1e300) }), "host.steal_pct: want a percentage from 0 to 100, got 1e+300"},
+		{"busy over 100", f(func(x *Facts) { x.Host.BusyPct = fp(150) }), "host.busy_pct: want a percentage from 0 to 100, got 150"},
+		{"zero quota", f(func(x *Facts) { x.Host.CPUQuota = fp(0) }), "host.cpu_quota: want a positive number of CPUs"},
+		{"more available than total", f(func(x *Facts) { x.Host.MemAvailable = 64 << 30 }), "host.mem_available: 68719476736 bytes, more than mem_total 34359738368"},
+		{"negative duration", f(func(x *Facts) { x.DurationS = -3 }), "duration_s: want 0 or more seconds, got -3"},
+		{"negative disk speed", f(func(x *Facts) { x.Host.DiskWriteMBs = fp(-1) }), "host.disk_write_mbs: want 0 or more, got -1"},
+		{"utilization over 100", f(func(x *Facts) {
+			x.GPU = GPUFacts{Available: true, Devices: []Device{{UtilizationSamples: []uint32{0, 101}}}}
+		}), "gpu.devices[0].utilization_samples[1]: want a percentage from 0 to 100, got 101"},
+		{"negative power", f(func(x *Facts) {
+			x.GPU = GPUFacts{Available: true, Devices: []Device{{PowerLimitW: fp(-700)}}}
+		}), "gpu.devices[0].power_limit_w: want 0 or more, got -700"},
+	} {
+		err := tc.facts.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
+		}
+	}
+}
