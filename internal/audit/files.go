@@ -12,6 +12,18 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/tokens"
+	"github.com/gpurent/gpurent/internal/userfile"
+)
+
+// Audit reads files that their owner, or on a shared data disk anyone,
+// can replace: a FIFO there would block a plain open forever and stop the
+// audit, and /dev/zero would never end. Every such file is opened without
+// blocking and read only as a regular file (package userfile), never past
+// a cap that no real one reaches: these, and the history tail and the git
+// config's 64 KiB below.
+const (
+	maxConfig = 1 << 20  // sshd_config, authorized_keys, login.defs: a few KiB
+	maxTable  = 16 << 20 // /etc/passwd, utmp: a line or 384 bytes per account or session
 )
 
 // Secret is a credential file on this machine. Its content is never
@@ -23,6 +35,9 @@ type Secret struct {
 	Kind string `json:"kind"`
 	Mode string `json:"mode"`
 	Size int64  `json:"size"`
+	// Target is where a credential that is a symlink points, the links
+	// resolved; Mode, Size and the two below are then the target's.
+	Target string `json:"target,omitempty"`
 	// OthersCanRead: the file is world-readable and every directory above
 	// it lets others through, so any account on the machine can read it.
 	OthersCanRead bool `json:"others_can_read"`
@@ -38,11 +53,33 @@ type KnownSecret struct {
 	Marker string
 }
 
-// Present reports whether the file is there, a regular file, holding its
-// marker when it has one.
+// Present reports whether the credential is there, holding its marker
+// when it has one: a regular file, or a symlink to one (a credential kept
+// elsewhere and linked into the home is as much there). The file is read
+// through the link without blocking, and only when it is a regular file.
 func (k KnownSecret) Present() bool {
 	st, err := os.Lstat(k.Path)
-	return err == nil && st.Mode().IsRegular() && (k.Marker == "" || head(k.Path, 4096, k.Marker))
+	return err == nil && (st.Mode().IsRegular() || st.Mode()&fs.ModeSymlink != 0) && head(k.Path, 4096, k.Marker)
+}
+
+// Link reports whether the credential's path is itself a symlink, and
+// where it points: the link's text, joined to the link's directory when
+// relative, not resolved further. A clean-up removes the link and leaves
+// what it points to, which may be another machine's mount or a file the
+// user keeps; Present says whether the link leads to a credential.
+func (k KnownSecret) Link() (target string, ok bool) {
+	st, err := os.Lstat(k.Path)
+	if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		return "", false
+	}
+	t, err := os.Readlink(k.Path)
+	if err != nil {
+		return "", false
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(filepath.Dir(k.Path), t)
+	}
+	return t, true
 }
 
 // SecretFiles are the credential files of the tools ML work uses, under
@@ -100,14 +137,15 @@ func HistoryFiles(home string) []string {
 }
 
 // tokensIn names the kinds of token in the last max bytes of path, where
-// a history keeps what was typed most recently.
+// a history keeps what was typed most recently. A history that is no
+// regular file (a FIFO, a link to /dev/null) holds none.
 func tokensIn(path string, max int64) []string {
-	f, err := os.Open(path)
+	f, st, err := userfile.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() > max {
+	if st.Size() > max {
 		f.Seek(st.Size()-max, io.SeekStart)
 	}
 	b, _ := io.ReadAll(io.LimitReader(f, max))
@@ -146,7 +184,7 @@ func PrivateKeys(home string) []string {
 	}
 	var out []string
 	for _, d := range ents {
-		if !d.Type().IsRegular() {
+		if !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0 {
 			continue
 		}
 		p := filepath.Join(dir, d.Name())
@@ -166,16 +204,17 @@ func EnvFiles(dir string) []string {
 	var out []string
 	for _, d := range ents {
 		n := d.Name()
-		if d.Type().IsRegular() && (n == ".env" || strings.HasPrefix(n, ".env.") || strings.HasSuffix(n, ".env")) {
+		if (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) && (n == ".env" || strings.HasPrefix(n, ".env.") || strings.HasSuffix(n, ".env")) {
 			out = append(out, filepath.Join(dir, n))
 		}
 	}
 	return out
 }
 
-// head reports whether the first n bytes of path contain marker.
+// head reports whether path is a regular file, or a symlink to one, whose
+// first n bytes contain marker (any file does, for an empty marker).
 func head(path string, n int64, marker string) bool {
-	f, err := os.Open(path)
+	f, _, err := userfile.Open(path)
 	if err != nil {
 		return false
 	}
@@ -194,9 +233,23 @@ func secrets(e Env) []Secret {
 		if err != nil {
 			return
 		}
+		s := Secret{Path: path, Kind: kind}
+		dir := filepath.Dir(path)
+		if st.Mode()&fs.ModeSymlink != 0 {
+			// Judged as the file it leads to: others read that by its
+			// own path, through its own directories.
+			if s.Target, err = filepath.EvalSymlinks(path); err != nil {
+				return
+			}
+			if st, err = os.Stat(s.Target); err != nil {
+				return
+			}
+			dir = filepath.Dir(s.Target)
+		}
 		perm := st.Mode().Perm()
-		out = append(out, Secret{Path: path, Kind: kind, Mode: perm.String(), Size: st.Size(),
-			OthersCanRead: perm&0o004 != 0 && traversable(filepath.Dir(path)), GroupCanRead: perm&0o040 != 0})
+		s.Mode, s.Size = perm.String(), st.Size()
+		s.OthersCanRead, s.GroupCanRead = perm&0o004 != 0 && traversable(dir), perm&0o040 != 0
+		out = append(out, s)
 	}
 	for _, s := range SecretFiles(e.Home, e.Lookup) {
 		add(s.Path, s.Kind, s.Marker)
@@ -244,7 +297,8 @@ var remoteWithPassword = regexp.MustCompile(`(?mi)^\s*(url|pushurl)\s*=\s*https?
 // gitConfigsWithPasswords finds the repositories cloned with a token in
 // their URL, a common way to clone private code onto a rented machine: in
 // the working directory, the home and the data directories, and one level
-// below each.
+// below each. Others can write the data directories: a config there that
+// is a symlink is not followed, nor a FIFO waited on.
 func gitConfigsWithPasswords(e Env) []string {
 	var out []string
 	roots := []string{e.Cwd, e.Home}
@@ -267,7 +321,7 @@ func gitConfigsWithPasswords(e Env) []string {
 				continue
 			}
 			seen[c] = true
-			f, err := os.Open(c)
+			f, _, err := userfile.OpenNoFollow(c)
 			if err != nil {
 				continue
 			}

@@ -365,6 +365,9 @@ func (j *judger) secrets() {
 	var readable, present []string
 	for _, s := range j.f.Secrets {
 		item := fmt.Sprintf("%s (%s, %s)", s.Path, s.Kind, s.Mode)
+		if s.Target != "" {
+			item = fmt.Sprintf("%s, a symlink to %s (%s, %s)", s.Path, s.Target, s.Kind, s.Mode)
+		}
 		if s.OthersCanRead {
 			readable = append(readable, item)
 		} else {

@@ -5,10 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // SSHFacts are sshd's settings that decide who can log in with what.
@@ -120,13 +123,13 @@ func (r *sshReader) read(path string, depth, block int) {
 		return
 	}
 	r.seen[path] = true
-	f, err := os.Open(path)
+	f, _, err := userfile.Open(path)
 	if err != nil {
 		return
 	}
 	defer f.Close()
 	want := sshDefaults()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(io.LimitReader(f, maxConfig))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || line[0] == '#' {
@@ -189,7 +192,9 @@ func authorizedKeys(home string) []AuthKey {
 	out := []AuthKey{}
 	for _, name := range []string{"authorized_keys", "authorized_keys2"} {
 		path := filepath.Join(home, ".ssh", name)
-		b, err := os.ReadFile(path)
+		// The user's own file, which anything the user runs can replace:
+		// read without blocking, a regular file, capped.
+		b, err := userfile.Read(path, maxConfig)
 		if err != nil {
 			continue
 		}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // passwd maps uids to names, from the root's /etc/passwd.
@@ -18,7 +20,7 @@ type passwd map[int]string
 
 func readPasswd(root string) passwd {
 	p := passwd{}
-	b, err := os.ReadFile(filepath.Join(root, "etc/passwd"))
+	b, err := userfile.Read(filepath.Join(root, "etc/passwd"), maxTable)
 	if err != nil {
 		return p
 	}
@@ -46,7 +48,7 @@ func (p passwd) name(uid int) string {
 // uidMin is the first uid of a person rather than a service: UID_MIN in
 // /etc/login.defs, 1000 when it does not say.
 func uidMin(root string) int {
-	b, _ := os.ReadFile(filepath.Join(root, "etc/login.defs"))
+	b, _ := userfile.Read(filepath.Join(root, "etc/login.defs"), maxConfig)
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 2 && f[0] == "UID_MIN" {
@@ -146,7 +148,7 @@ func logins(e Env, me string, unseen func(string)) (now, recent []Login) {
 	now, recent = []Login{}, []Login{}
 	var utmp []byte
 	for _, p := range []string{"run/utmp", "var/run/utmp"} {
-		if b, err := os.ReadFile(e.path(p)); err == nil {
+		if b, err := userfile.Read(e.path(p), maxTable); err == nil {
 			utmp = b
 			break
 		}
@@ -159,13 +161,13 @@ func logins(e Env, me string, unseen func(string)) (now, recent []Login) {
 			now = append(now, l)
 		}
 	}
-	f, err := os.Open(e.path("var/log/wtmp"))
+	f, st, err := userfile.Open(e.path("var/log/wtmp"))
 	if err != nil {
 		unseen("recent logins: no readable /var/log/wtmp")
 		return now, recent
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() > wtmpTail {
+	if st.Size() > wtmpTail {
 		start := st.Size() - wtmpTail
 		start -= start % utmpSize
 		_, _ = f.Seek(start, io.SeekStart)
