@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"filippo.io/age"
+
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // Keygen writes a new age X25519 identity to path (mode 0600, never
@@ -46,10 +48,15 @@ func Keygen(path string) (string, error) {
 	return id.Recipient().String(), f.Close()
 }
 
-// LoadIdentities reads an age identity file. The error never contains the
-// key.
+// maxIdentityFile caps an identity file: one key is 74 bytes, so 1 MiB
+// holds thousands.
+const maxIdentityFile = 1 << 20
+
+// LoadIdentities reads an age identity file: a regular file, opened
+// without blocking (userfile.Open: a FIFO or a device is refused, not
+// waited on or read without end). The error never contains the key.
 func LoadIdentities(path string) ([]age.Identity, error) {
-	f, err := os.Open(path)
+	f, st, err := userfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("identity: %w", err)
 	}
@@ -57,10 +64,13 @@ func LoadIdentities(path string) ([]age.Identity, error) {
 	// Windows guards files with ACLs, which Go's mode bits do not show:
 	// every file there reads as mode 0666, and the profile directory the
 	// identity lives in is the user's own.
-	if st, err := f.Stat(); err == nil && runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("identity %s is readable by other users (mode %v): chmod 600 it", path, st.Mode().Perm())
 	}
-	ids, err := age.ParseIdentities(f)
+	if st.Size() > maxIdentityFile {
+		return nil, fmt.Errorf("identity %s holds %s, over the %s an identity file may hold: %w", path, userfile.Size(st.Size()), userfile.Size(maxIdentityFile), userfile.ErrTooLarge)
+	}
+	ids, err := age.ParseIdentities(io.LimitReader(f, maxIdentityFile))
 	if err != nil {
 		return nil, fmt.Errorf("identity %s: not an age identity file", path)
 	}
