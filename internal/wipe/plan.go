@@ -406,7 +406,7 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			p.Kept = append(p.Kept, it.Path+" (holds the working directory)")
 		case e.Exe != "" && within(e.Exe, it.Path):
 			p.Kept = append(p.Kept, it.Path+" (holds gpurent itself)")
-		case tab.IsMountPoint(it.Path):
+		case tab.IsMountPoint(it.Path) || mountedHere(it.Path):
 			// Someone mounted a file system here (a data disk, a network
 			// volume): that is not a temp file.
 			p.Kept = append(p.Kept, it.Path+" (a file system mounted in a temp directory, not a temp file; name it to wipe it)")
@@ -449,6 +449,12 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			if c.src.chosen {
 				return nil, fmt.Errorf("%w: %s: %v", ErrRefused, it.Path, err)
 			}
+			continue
+		}
+		if !it.id.isDir() && (it.id.otherMount(it.parent) || tab.IsMountPoint(it.Path)) {
+			// A file bind-mounted here: its data is the source's, outside
+			// the plan; overwriting it would write there.
+			p.Kept = append(p.Kept, it.Path+" (a file mounted here from elsewhere: neither overwritten nor removed; unmount it to wipe it)")
 			continue
 		}
 		if it.Kind == Temp {
@@ -562,6 +568,18 @@ func exists(path string) bool {
 // within: path is dir or lies inside it.
 func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// mountedHere: path is on another mount than its directory (a file
+// system, or a bind mount of a file or directory), by device or mount id:
+// what the mount table under a fake root does not show.
+func mountedHere(path string) bool {
+	e, err := identify(path)
+	if err != nil {
+		return false
+	}
+	d, err := identify(filepath.Dir(path))
+	return err == nil && e.id.otherMount(d.id)
 }
 
 // insideAnother: path lies strictly inside another candidate that is a

@@ -89,7 +89,7 @@ func (r *remover) removeItem() bool {
 		r.fail(fmt.Errorf("%s: %w", res.Path, err))
 		return true
 	}
-	if !cur.id.same(res.id) {
+	if !cur.id.same(res.id) || !cur.id.isDir() && cur.id.otherMount(res.parent) {
 		r.fail(fmt.Errorf("%s %w", res.Path, errChanged))
 		return true
 	}
