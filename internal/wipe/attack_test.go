@@ -276,3 +276,34 @@ func TestSparseFileOverwritesItsDataOnly(t *testing.T) {
 		t.Errorf("freed %d, want the %d allocated", res.Freed, allocated)
 	}
 }
+
+// A credential file that is a symlink (~/.netrc -> elsewhere) is planned:
+// the link goes, never followed, and the plan says the credential stays
+// where it leads.
+func TestSymlinkedCredentialIsPlanned(t *testing.T) {
+	b := newBox(t)
+	target := b.outside + "/netrc"
+	put(t, target, "machine api.wandb.ai password x\n", 0o644)
+	must(t, os.Remove(b.home+"/.netrc"))
+	must(t, os.Symlink(target, b.home+"/.netrc"))
+	p, err := Make(context.Background(), b.env(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := itemAt(p, b.home+"/.netrc")
+	if !it.Symlink || it.Target != target {
+		t.Fatalf("the symlinked credential is not planned as a link: %+v", it)
+	}
+	if !strings.Contains(strings.Join(p.Warnings, "\n"), b.home+"/.netrc is a symlink to "+target+": only the link is removed") {
+		t.Errorf("warnings: %v", p.Warnings)
+	}
+	if _, err := Run(context.Background(), &Plan{Items: []Item{it}}, Exec{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(b.home + "/.netrc"); err == nil {
+		t.Error("the link survived")
+	}
+	if got, _ := os.ReadFile(target); !strings.Contains(string(got), "password") {
+		t.Error("the link's target was touched")
+	}
+}
