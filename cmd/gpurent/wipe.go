@@ -48,25 +48,42 @@ ML caches (Hugging Face, torch hub, pip, W&B, Triton, CUDA), credentials (AWS,
 netrc/W&B, git, docker, Kaggle, gcloud, rclone, s3cmd, GitHub CLI, PyPI, npm,
 Alibaba Cloud CLI and ossutil, Tencent Cloud CLI and coscmd, MinIO mc, Azure CLI,
 Hugging Face token, SSH private keys, .env in this directory), shell and REPL
-histories, your own temp files (not those a running program uses) and, with
+histories, this tenancy's idle leftovers in /tmp, /var/tmp and /dev/shm and, with
 --docker, every Docker image.
 
 It prints the plan with sizes first. Without --yes nothing is deleted: on a
-terminal it asks, anywhere else it is a dry run. Only the listed paths are
-touched: symlinks are removed, never followed, and nothing outside the listed
-roots changes. On file systems that write in place (ext2/3/4, FAT) files are
-overwritten once before unlinking; on SSDs, overlay and copy-on-write storage only
-a crypto-erase is reliable, and wipe says so. --keep PATH leaves a path alone,
-whether the plan would list it or it lies inside something listed.
+terminal it asks, anywhere else it is a dry run of exactly what --yes would do.
+
+What it never removes, on the path as resolved through links, "..", and a relative
+or linked HOME, whether you named it or a variable (HF_HOME, TORCH_HOME,
+PIP_CACHE_DIR, XDG_CACHE_HOME, HF_TOKEN_PATH, GPURENT_IDENTITY) points there: the
+home or what holds it, /, a system directory at any depth (/etc, /usr, /var, /proc,
+...; the entries of the temp directories aside), and what is kept: the age identity
+(unless --remove-identity), ~/.ssh/authorized_keys, the report, and --keep paths
+(also through links). A path you chose that breaks this is refused, exit 2;
+something kept inside an item stays with the directories leading to it.
+
+A temp entry is taken only if something in it changed since the tenancy began
+(--since; default when PID 1 started; unknown: none is taken), nothing changed in
+the last --recent (10m), and no program uses it (cwd, root, open or mapped file,
+socket). The plan says why each one is there or kept.
+
+Each item is identified when planned (device, inode, mount id) and checked again
+before it is touched, reached without following any symlink; no mount is entered or
+written through (bind mounts included), symlinks are removed, never followed. On
+file systems that write in place (ext2/3/4, FAT) files are overwritten once, their
+allocated extents only, before unlinking; on SSDs, overlay and copy-on-write
+storage only a crypto-erase is reliable, and wipe says so.
 
 --require-backup STORE refuses to delete checkpoint directories (--ckpt, or any
 named directory gpurent run used) unless the newest local checkpoint is committed
 in that store with the same bytes and reads back whole (a deep verify).
 
 The report (removed, failed, bytes freed) is saved after every item, so a wipe
-that stops half-way still says what was and was not removed.
+that stops half-way still says what was and was not removed. docs/audit.md has
+the details.
 Exit codes: 0 done or dry run, 1 something could not be removed or the backup
-check failed, 2 bad usage.`,
+check failed, 2 bad usage or a refused path.`,
 		Example: `  gpurent wipe /root/autodl-tmp/data                       # dry run: the plan
   gpurent wipe /root/autodl-tmp/data --ckpt ckpts --require-backup s3://bucket/ckpt --yes
   gpurent wipe --docker --yes -o json > wipe.json`,
