@@ -17,12 +17,9 @@ type fileID struct {
 	Mode          uint32
 }
 
-func (id fileID) known() bool                { return id.Ino != 0 }
 func (id fileID) otherMount(dir fileID) bool { return id.Dev != dir.Dev }
 func (id fileID) isDir() bool                { return fs.FileMode(id.Mode).IsDir() }
 func (id fileID) isSymlink() bool            { return fs.FileMode(id.Mode)&fs.ModeSymlink != 0 }
-func (id fileID) same(o fileID) bool         { return id == o }
-func (id fileID) isRegular() bool            { return fs.FileMode(id.Mode).IsRegular() }
 
 type entry struct{ id fileID }
 
