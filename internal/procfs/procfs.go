@@ -29,9 +29,6 @@ type Process struct {
 	FDs []string
 	// Root is the process's root directory (a chroot, a container's).
 	Root string
-	// Maps are the files mapped into its memory (libraries, a model loaded
-	// with mmap, a shared-memory segment in /dev/shm), each once.
-	Maps []string
 }
 
 // Processes lists the processes under proc ("/proc"; tests give a fake
@@ -55,7 +52,6 @@ func Processes(proc string) []Process {
 		p.Cwd, _ = os.Readlink(filepath.Join(dir, "cwd"))
 		p.Exe, _ = os.Readlink(filepath.Join(dir, "exe"))
 		p.Root, _ = os.Readlink(filepath.Join(dir, "root"))
-		p.Maps = mappedFiles(filepath.Join(dir, "maps"))
 		fds, _ := os.ReadDir(filepath.Join(dir, "fd"))
 		for _, fd := range fds {
 			if t, err := os.Readlink(filepath.Join(dir, "fd", fd.Name())); err == nil {
@@ -63,33 +59,6 @@ func Processes(proc string) []Process {
 			}
 		}
 		out = append(out, p)
-	}
-	return out
-}
-
-// mappedFiles reads the paths of a maps file (the sixth field of a line,
-// which may hold spaces), each once.
-func mappedFiles(path string) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	seen := map[string]bool{}
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		// address perms offset dev inode [path]
-		f := strings.SplitN(sc.Text(), " ", 6)
-		if len(f) < 6 {
-			continue
-		}
-		p := strings.TrimLeft(f[5], " ")
-		if strings.HasPrefix(p, "/") && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
 	}
 	return out
 }
@@ -123,12 +92,22 @@ func ParseUnixSockets(r io.Reader) map[uint64]string {
 	out := map[uint64]string{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
+		// Seven fields, then the path, which may hold spaces.
 		f := strings.Fields(sc.Text())
-		if len(f) < 8 || !strings.HasPrefix(f[7], "/") {
+		if len(f) < 8 {
+			continue
+		}
+		rest := sc.Text()
+		for i := 0; i < 7; i++ {
+			rest = strings.TrimLeft(rest, " ")
+			rest = rest[strings.IndexByte(rest, ' ')+1:]
+		}
+		path := strings.TrimLeft(rest, " ")
+		if !strings.HasPrefix(path, "/") {
 			continue
 		}
 		if n, err := strconv.ParseUint(f[6], 10, 64); err == nil {
-			out[n] = f[7]
+			out[n] = path
 		}
 	}
 	return out

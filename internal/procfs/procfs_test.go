@@ -90,3 +90,13 @@ func FuzzParseUnixSockets(f *testing.F) {
 		}
 	})
 }
+
+// A socket path may hold spaces: all of the line after the seventh field
+// is the path (a socket at /tmp/my dir/sock was read as "/tmp/my").
+func TestUnixSocketPathWithSpaces(t *testing.T) {
+	got := ParseUnixSockets(strings.NewReader("Num       RefCount Protocol Flags    Type St Inode Path\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 777 /tmp/my dir/sock\n"))
+	if got[777] != "/tmp/my dir/sock" {
+		t.Errorf("path %q", got[777])
+	}
+}
