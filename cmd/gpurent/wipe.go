@@ -195,6 +195,14 @@ check failed, 2 bad usage or a refused path.`,
 			if err := os.MkdirAll(filepath.Dir(reportPath), 0o700); err != nil {
 				return fmt.Errorf("wipe report: %w", err)
 			}
+			// Saved under its resolved name, the one the plan keeps: a ".."
+			// after a link, or a directory on the way that the wipe
+			// removes, cannot send a later save elsewhere.
+			if dir, err := filepath.EvalSymlinks(filepath.Dir(reportPath)); err == nil {
+				if abs, err := filepath.Abs(dir); err == nil {
+					reportPath = filepath.Join(abs, filepath.Base(reportPath))
+				}
+			}
 			r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Save: func(r *wipe.Report) error { return saveReport(reportPath, r) },
 				Done: func(it wipe.Result) {
 					if it.Status == wipe.Removed {

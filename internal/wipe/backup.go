@@ -9,12 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // Backups is what the backup check needs of a checkpoint store; a
@@ -38,8 +38,11 @@ type Backed struct {
 
 // RunOf reads the run name gpurent run recorded in a checkpoint
 // directory, or "".
+//
+// The file is read as a regular file only, capped: a directory being
+// wiped may hold anything (a FIFO, a link to /dev/zero) under that name.
 func RunOf(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, supervise.StateFile))
+	b, err := userfile.Read(filepath.Join(dir, supervise.StateFile), stateFileMax)
 	if err != nil {
 		return ""
 	}
@@ -127,8 +130,15 @@ func sameFiles(want map[string]store.Entry, got []store.Entry) bool {
 	return true
 }
 
+// stateFileMax caps gpurent run's state file: it holds a run name and
+// the committed checkpoints' names and ids, kilobytes in practice.
+const stateFileMax = 16 << 20
+
+// hashFile hashes a checkpoint file, opened without blocking and only if
+// it is a regular file (one swapped for a FIFO since the scan would hang
+// the check).
 func hashFile(path string) (string, error) {
-	f, err := os.Open(path)
+	f, _, err := userfile.OpenNoFollow(path)
 	if err != nil {
 		return "", err
 	}

@@ -48,6 +48,7 @@ func (id fileID) isSymlink() bool { return id.Mode == unix.S_IFLNK }
 // entry is what statx says of one directory entry, not following it.
 type entry struct {
 	id     fileID
+	mode   uint32 // permission bits, with setuid, setgid and sticky
 	size   int64
 	blocks int64 // allocated bytes
 	nlink  uint32
@@ -58,6 +59,7 @@ const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_INO | unix.STAT
 func fromStatx(sx *unix.Statx_t) entry {
 	e := entry{
 		id:     fileID{Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino, Mode: uint32(sx.Mode) & unix.S_IFMT},
+		mode:   uint32(sx.Mode) & 0o7777,
 		size:   int64(sx.Size),
 		blocks: int64(sx.Blocks) * 512,
 		nlink:  sx.Nlink,
@@ -148,6 +150,11 @@ func chmodFD(fd int, mode uint32) error {
 // O_PATH fd that was checked the same way.
 func openChecked(dirfd int, name string, flags int, want fileID) (int, error) {
 	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NONBLOCK
+	if flags&unix.O_DIRECTORY == 0 {
+		return openFileChecked(dirfd, name, flags, want)
+	}
+	// O_DIRECTORY refuses anything but a directory before any driver's
+	// open runs; the identity is checked on the fd.
 	fd, err := unix.Openat(dirfd, name, flags, 0)
 	if err == unix.EACCES || err == unix.EPERM {
 		if err := chmodChecked(dirfd, name, want); err != nil {
@@ -165,6 +172,45 @@ func openChecked(dirfd int, name string, flags int, want fileID) (int, error) {
 	}
 	if !got.id.same(want) {
 		unix.Close(fd)
+		return -1, errChanged
+	}
+	return fd, nil
+}
+
+// openFileChecked opens a file that must be want without opening anything
+// else first: an O_PATH fd (which runs no driver's open and does not wake
+// a FIFO's reader) is checked, then reopened through /proc's link to it.
+// Where /proc is not mounted the open fails; the file is then not written.
+func openFileChecked(dirfd int, name string, flags int, want fileID) (int, error) {
+	p, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(p)
+	got, err := statAt(p, "")
+	if err != nil {
+		return -1, err
+	}
+	if !got.id.same(want) || !got.id.isRegular() {
+		return -1, errChanged
+	}
+	link := "/proc/self/fd/" + strconv.Itoa(p)
+	flags &^= unix.O_NOFOLLOW // the link is /proc's, to this very file
+	fd, err := unix.Open(link, flags, 0)
+	if err == unix.EACCES || err == unix.EPERM {
+		if err := chmodFD(p, 0o600); err != nil {
+			return -1, err
+		}
+		fd, err = unix.Open(link, flags, 0)
+	}
+	if err != nil {
+		return -1, err
+	}
+	if again, err := statAt(fd, ""); err != nil || !again.id.same(want) {
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
 		return -1, errChanged
 	}
 	return fd, nil

@@ -3,6 +3,7 @@
 package wipe
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,9 +65,13 @@ func resolveFull(p, cwd string) (string, error) {
 	return r, nil
 }
 
-// resolveMaybe resolves a path that may not exist yet (the report): its
-// nearest existing ancestor is resolved and the rest appended.
+// resolveMaybe resolves a path that may not exist yet (the report): as
+// resolveItem where its directory exists, else its nearest existing
+// ancestor resolved and the rest appended.
 func resolveMaybe(p, cwd string) string {
+	if r, err := resolveItem(p, cwd); err == nil {
+		return r
+	}
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(cwd, p)
 	}
@@ -128,4 +133,118 @@ func refusal(path, home, root string) string {
 		}
 	}
 	return ""
+}
+
+// linksOnTheWay are the symlinks a path passes through as typed (each as
+// the link itself, resolved as an item): keeping a path keeps the way to
+// it as well.
+func linksOnTheWay(p, cwd string) []string {
+	if !filepath.IsAbs(p) {
+		p = cwd + "/" + p
+	}
+	var out []string
+	prefix := ""
+	parts := strings.Split(p, "/")
+	for i, c := range parts[:len(parts)-1] {
+		if i == 0 {
+			continue // before the leading slash
+		}
+		prefix += "/" + c
+		if c == "" || c == "." || c == ".." {
+			continue
+		}
+		if st, err := os.Lstat(prefix); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			if r, err := resolveItem(prefix, cwd); err == nil {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// protection judges paths by the rule (refusal) and by identity: a
+// system directory or the home reached through another name (a bind
+// mount of / or of the home, as containers started with -v /:/host have)
+// is still what it is.
+type protection struct {
+	home, root string
+	self       map[devIno]string // what a path may not be
+	deep       map[devIno]string // what a path may not lie inside
+	temp       map[devIno]bool   // whose entries are allowed anyway
+}
+
+func newProtection(home, root string) *protection {
+	pr := &protection{home: home, root: root, self: map[devIno]string{}, deep: map[devIno]string{}, temp: map[devIno]bool{}}
+	id := func(p string) (devIno, bool) {
+		st, err := os.Stat(p)
+		if err != nil {
+			return devIno{}, false
+		}
+		d := idOf(st)
+		return d, d.known()
+	}
+	bases := []string{""}
+	if root != "" && root != "/" {
+		bases = append(bases, filepath.Clean(root))
+	}
+	for _, b := range bases {
+		for _, d := range append(append(append([]string{}, shallowSystem...), tempDirs...), deepSystem...) {
+			if i, ok := id(filepath.Clean(b + d)); ok {
+				pr.self[i] = "is the system directory " + filepath.Clean(b+d)
+			}
+		}
+		for _, d := range deepSystem {
+			if i, ok := id(filepath.Clean(b + d)); ok {
+				pr.deep[i] = filepath.Clean(b + d)
+			}
+		}
+		for _, d := range tempDirs {
+			if i, ok := id(filepath.Clean(b + d)); ok {
+				pr.temp[i] = true
+			}
+		}
+	}
+	for a := home; ; a = filepath.Dir(a) {
+		if i, ok := id(a); ok {
+			if a == home {
+				pr.self[i] = "is your home directory"
+			} else {
+				pr.self[i] = "holds your home directory (" + home + ")"
+			}
+		}
+		if a == "/" || a == "." {
+			break
+		}
+	}
+	return pr
+}
+
+// why says why the resolved path may never be an item, or "".
+func (pr *protection) why(path string) string {
+	if w := refusal(path, pr.home, pr.root); w != "" {
+		return w
+	}
+	st, err := os.Lstat(path)
+	if err != nil {
+		return ""
+	}
+	if st.IsDir() {
+		if w, ok := pr.self[idOf(st)]; ok {
+			return strings.Replace(w, "is ", "is, under another name, ", 1) + " (a bind mount or a link of it)"
+		}
+	}
+	for a := filepath.Dir(path); ; a = filepath.Dir(a) {
+		if st, err := os.Stat(a); err == nil {
+			i := idOf(st)
+			if pr.temp[i] {
+				return ""
+			}
+			if d, ok := pr.deep[i]; ok {
+				return "lies inside the system directory " + d + ", reached as " + a + " (a bind mount of it)"
+			}
+		}
+		if a == "/" || a == "." {
+			return ""
+		}
+	}
 }

@@ -83,6 +83,10 @@ type Item struct {
 	// id and parent identify the item and its directory when the plan was
 	// made; execution touches the item only if both are still the same.
 	id, parent fileID
+	// keepIDs are the kept files by identity, which execution leaves
+	// wherever it meets them; held, the programs found using the item.
+	keepIDs map[devIno]string
+	held    []Holder
 	// The newest change (ctime) and modification times inside a temp
 	// item, which tell this tenancy's leftovers from older files and from
 	// live work.
@@ -168,6 +172,7 @@ var ErrRefused = errors.New("refused")
 type source struct {
 	vars   []string // the environment variables that chose the path
 	chosen bool
+	file   bool // must not be a directory (an identity)
 }
 
 // caches are what ML work fills: huggingface_hub (HF_HOME), torch hub
@@ -299,6 +304,11 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		if r, err := resolveItem(k, cwd); err == nil {
 			userKeep[k] = r
 		}
+		// The links on the way to a kept path stay too: the path as typed
+		// still leads to it after the wipe.
+		for _, l := range linksOnTheWay(k, cwd) {
+			keeps[l] = "--keep " + k
+		}
 	}
 	if o.Identity == "" && o.KeptIdentity != "" && exists(o.KeptIdentity) {
 		addKeep(o.KeptIdentity, "gpurent's age identity")
@@ -311,6 +321,16 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	if o.Report != "" {
 		keeps[resolveMaybe(o.Report, cwd)] = "this wipe's report"
 	}
+	// Kept paths are also known by identity: the same file reached
+	// through another name (a bind mount of the home, a hard link) is
+	// kept as well.
+	keepIDs := map[devIno]string{}
+	for k, why := range keeps {
+		if info, err := os.Lstat(k); err == nil {
+			keepIDs[idOf(info)] = why
+		}
+	}
+	guard := newProtection(home, e.Root)
 	keptBy := func(path string) (string, string) {
 		for _, k := range slices.Sorted(maps.Keys(keeps)) {
 			if within(path, k) {
@@ -355,7 +375,7 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		cands = append(cands, cand{Item{Kind: Credential, What: "dotenv file", Path: f}, source{}})
 	}
 	if o.Identity != "" {
-		cands = append(cands, cand{Item{Kind: Credential, What: "gpurent age identity (checkpoint key)", Path: o.Identity}, source{chosen: true, vars: o.IdentityVars}})
+		cands = append(cands, cand{Item{Kind: Credential, What: "gpurent age identity (checkpoint key)", Path: o.Identity}, source{chosen: true, vars: o.IdentityVars, file: true}})
 	}
 	for _, h := range histories(home) {
 		cands = append(cands, cand{Item{Kind: History, What: h[1], Path: h[0]}, source{}})
@@ -365,8 +385,18 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	considered := []string{}
 	var resolved []cand
 	for _, c := range cands {
-		if _, err := os.Lstat(c.Path); err != nil {
+		st, err := os.Lstat(c.Path)
+		if err != nil {
 			continue // not there: nothing to remove
+		}
+		if c.src.file && st.IsDir() {
+			// An identity is a file: a variable naming a directory is a
+			// mistake, not a directory to wipe.
+			name := c.Path
+			if len(c.src.vars) > 0 {
+				name = c.src.vars[0] + "=" + c.Path
+			}
+			return nil, fmt.Errorf("%w: %s is a directory, not the %s file", ErrRefused, name, c.What)
 		}
 		r, err := resolveItem(c.Path, cwd)
 		if err != nil {
@@ -375,7 +405,7 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			}
 			continue
 		}
-		if why := refusal(r, home, e.Root); why != "" {
+		if why := guard.why(r); why != "" {
 			if c.src.chosen {
 				return nil, refuseError(c, r, why)
 			}
@@ -400,8 +430,8 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		}
 		inUse := usedBy(it.Path, holders)
 		switch {
-		case refusal(it.Path, home, e.Root) != "":
-			p.Kept = append(p.Kept, it.Path+" ("+refusal(it.Path, home, e.Root)+")")
+		case guard.why(it.Path) != "":
+			p.Kept = append(p.Kept, it.Path+" ("+guard.why(it.Path)+")")
 		case within(cwd, it.Path):
 			p.Kept = append(p.Kept, it.Path+" (holds the working directory)")
 		case e.Exe != "" && within(e.Exe, it.Path):
@@ -420,13 +450,20 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		}
 	}
 
-	// Keep what is not kept, drop what lies inside another item, size and
-	// identify the rest.
+	// Keep what is kept, size and identify the rest; then drop what lies
+	// inside another planned item, which removes it anyway.
+	ids := walkIDs{keep: keepIDs, held: map[devIno]Holder{}}
+	for _, h := range holders {
+		if h.ID.known() {
+			ids.held[h.ID] = h
+		}
+	}
 	seen := map[string]bool{}
 	sinceUnknown := 0
+	var planned []Item
 	for _, c := range cands {
 		it := c.Item
-		if seen[it.Path] || insideAnother(it.Path, cands) {
+		if seen[it.Path] {
 			continue
 		}
 		seen[it.Path] = true
@@ -445,10 +482,14 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			}
 		}
 		slices.Sort(inside)
-		if err := size(&it, tab, o.NoOverwrite, inside); err != nil {
+		if err := size(&it, tab, o.NoOverwrite, inside, ids); err != nil {
 			if c.src.chosen {
 				return nil, fmt.Errorf("%w: %s: %v", ErrRefused, it.Path, err)
 			}
+			continue
+		}
+		if why, ok := keepIDs[devIno{it.id.Dev, it.id.Ino}]; ok {
+			p.Kept = append(p.Kept, it.Path+" (is "+why+" under another name, which is kept)")
 			continue
 		}
 		if !it.id.isDir() && (it.id.otherMount(it.parent) || tab.IsMountPoint(it.Path)) {
@@ -458,6 +499,10 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			continue
 		}
 		if it.Kind == Temp {
+			if len(it.held) > 0 {
+				p.Kept = append(p.Kept, it.Path+" (in use by "+describeHolders(it.held)+", through another name; name it to wipe it anyway)")
+				continue
+			}
 			why, ok := tempVerdict(it, e.Since, now, max(e.Recent, 0))
 			if !ok {
 				if e.Since.IsZero() {
@@ -468,6 +513,12 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			}
 			it.What, it.Why = "your temp file (this tenancy's, unused)", why
 		}
+		planned = append(planned, it)
+	}
+	for _, it := range planned {
+		if insidePlanned(it, planned) {
+			continue
+		}
 		for _, k := range it.Keep {
 			switch why := keeps[k]; {
 			case strings.HasPrefix(why, "--keep "):
@@ -475,10 +526,14 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			case why != "":
 				p.Kept = append(p.Kept, k+" ("+why+", inside "+it.Path+")")
 			default:
-				p.Kept = append(p.Kept, k+" (a file system mounted inside "+it.Path+": not entered; name it to wipe it)")
+				if info, err := os.Lstat(k); err == nil && keepIDs[idOf(info)] != "" {
+					p.Kept = append(p.Kept, k+" ("+keepIDs[idOf(info)]+" under another name, inside "+it.Path+")")
+				} else {
+					p.Kept = append(p.Kept, k+" (a file system mounted inside "+it.Path+": not entered; name it to wipe it)")
+				}
 			}
 		}
-		if hs := usedBy(it.Path, holders); len(hs) > 0 {
+		if hs := append(usedBy(it.Path, holders), it.held...); len(hs) > 0 {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s is in use by %s: what it writes after the wipe stays; stop it first", it.Path, describeHolders(hs)))
 		}
 		if it.Kind == Credential && it.Symlink {
@@ -582,14 +637,16 @@ func mountedHere(path string) bool {
 	return err == nil && e.id.otherMount(d.id)
 }
 
-// insideAnother: path lies strictly inside another candidate that is a
-// directory (not a symlink), which removes it anyway.
-func insideAnother(path string, cands []cand) bool {
-	for _, o := range cands {
-		if o.Path != path && strings.HasPrefix(path, o.Path+"/") {
-			if st, err := os.Lstat(o.Path); err == nil && st.IsDir() {
-				return true
-			}
+// insidePlanned: it lies strictly inside another planned item that is a
+// directory, which removes it anyway; not when it lies under what that
+// item leaves (a mount, a kept path), where it must go on its own.
+func insidePlanned(it Item, planned []Item) bool {
+	for _, o := range planned {
+		if o.Path == it.Path || o.Symlink || !o.id.isDir() || !strings.HasPrefix(it.Path, o.Path+"/") {
+			continue
+		}
+		if !slices.ContainsFunc(o.Keep, func(k string) bool { return within(it.Path, k) }) {
+			return true
 		}
 	}
 	return false
@@ -630,12 +687,19 @@ func tempItems(e Env) []Item {
 	return out
 }
 
+// walkIDs are the identities a plan's walk looks for: kept files and
+// directories (under any name) and files running programs use.
+type walkIDs struct {
+	keep map[devIno]string
+	held map[devIno]Holder
+}
+
 // size fills bytes, files, symlink and overwrite for a path item, its
 // identity and its directory's, and Keep with what inside it stays: the
 // kept paths inside (given, existing or not: the report is written later)
 // and every mount inside it, of a directory or a file, found in the mount
 // table or by its mount id (a bind mount of the same file system).
-func size(it *Item, tab mounts.Table, noOverwrite bool, inside []string) error {
+func size(it *Item, tab mounts.Table, noOverwrite bool, inside []string, ids walkIDs) error {
 	self, err := identify(it.Path)
 	if err != nil {
 		return err
@@ -645,6 +709,7 @@ func size(it *Item, tab mounts.Table, noOverwrite bool, inside []string) error {
 		return err
 	}
 	it.id, it.parent = self.id, parent.id
+	it.keepIDs = ids.keep
 	if self.id.isSymlink() {
 		it.Symlink = true
 		it.Target, _ = os.Readlink(it.Path)
@@ -674,16 +739,21 @@ func size(it *Item, tab mounts.Table, noOverwrite bool, inside []string) error {
 				return skip(d)
 			}
 		}
+		info, err := d.Info() // one lstat for the identity, the size and the times
+		if err != nil {
+			return nil
+		}
+		id := idOf(info)
+		if _, ok := ids.keep[id]; ok && path != it.Path {
+			it.Keep = append(it.Keep, path) // a kept file under another name
+			return skip(d)
+		}
+		if h, ok := ids.held[id]; ok {
+			it.held = append(it.held, h)
+		}
 		regular := d.Type().IsRegular()
 		if regular && d.Name() == supervise.StateFile {
 			it.Runs = append(it.Runs, filepath.Dir(path))
-		}
-		if !regular && it.Kind != Temp {
-			return nil
-		}
-		info, err := d.Info() // one lstat for the size and the times
-		if err != nil {
-			return nil
 		}
 		if it.Kind == Temp {
 			if c := audit.ChangeTime(info); c.After(it.changed) {

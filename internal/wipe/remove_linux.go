@@ -98,13 +98,13 @@ func (r *remover) removeItem() bool {
 			return true
 		}
 		// The item's directory is outside the item: never made writable.
-		if err := r.unlink(pfd, base, res.Path, unix.AT_REMOVEDIR, false); err != nil {
+		if err := r.unlink(pfd, base, res.Path, unix.AT_REMOVEDIR, 0); err != nil {
 			r.fail(err)
 			return true
 		}
 		return false
 	}
-	r.removeFile(pfd, base, res.Path, cur, false)
+	r.removeFile(pfd, base, res.Path, cur, 0)
 	return false
 }
 
@@ -145,7 +145,7 @@ func (r *remover) clearDir(dirfd int, name string, want fileID, path string) boo
 			stays = true
 			continue
 		}
-		if r.keep[p] || e.id.otherMount(self.id) {
+		if r.keep[p] || e.id.otherMount(self.id) || r.res.keepIDs[devIno{e.id.Dev, e.id.Ino}] != "" {
 			r.res.Kept = append(r.res.Kept, p)
 			stays = true
 			continue
@@ -155,13 +155,13 @@ func (r *remover) clearDir(dirfd int, name string, want fileID, path string) boo
 				stays = true
 				continue
 			}
-			if err := r.unlink(fd, n, p, unix.AT_REMOVEDIR, true); err != nil {
+			if err := r.unlink(fd, n, p, unix.AT_REMOVEDIR, self.mode); err != nil {
 				r.fail(err)
 				stays = true
 			}
 			continue
 		}
-		if !r.removeFile(fd, n, p, e, true) {
+		if !r.removeFile(fd, n, p, e, self.mode) {
 			stays = true
 		}
 	}
@@ -170,7 +170,7 @@ func (r *remover) clearDir(dirfd int, name string, want fileID, path string) boo
 
 // removeFile overwrites a regular file where the plan says so and unlinks
 // any non-directory; it reports whether the entry is gone.
-func (r *remover) removeFile(dirfd int, name, path string, e entry, ours bool) bool {
+func (r *remover) removeFile(dirfd int, name, path string, e entry, dirMode uint32) bool {
 	res := r.res
 	if e.id.isRegular() && res.Overwrite {
 		n, err := overwriteAt(dirfd, name, e)
@@ -185,7 +185,7 @@ func (r *remover) removeFile(dirfd int, name, path string, e entry, ours bool) b
 			return false
 		}
 	}
-	if err := r.unlink(dirfd, name, path, 0, ours); err != nil {
+	if err := r.unlink(dirfd, name, path, 0, dirMode); err != nil {
 		r.fail(err)
 		return false
 	}
@@ -195,17 +195,21 @@ func (r *remover) removeFile(dirfd int, name, path string, e entry, ours bool) b
 	return true
 }
 
-// unlink removes name from dirfd after the test hook. ours: the
-// directory is inside the item, so a read-only one is made writable once.
-func (r *remover) unlink(dirfd int, name, path string, flags int, ours bool) error {
+// unlink removes name from dirfd after the test hook. dirMode, when not
+// zero, is the permission bits of the directory, which lies inside the
+// item: a read-only one is made writable once, and given its mode back if
+// the removal fails anyway (the directory then stays, as it was).
+func (r *remover) unlink(dirfd int, name, path string, flags int, dirMode uint32) error {
 	if r.x.BeforeRemove != nil {
 		if err := r.x.BeforeRemove(path); err != nil {
 			return fmt.Errorf("remove %s: %w", path, err)
 		}
 	}
 	err := unix.Unlinkat(dirfd, name, flags)
-	if (err == unix.EACCES || err == unix.EPERM) && ours && unix.Fchmod(dirfd, 0o700) == nil {
-		err = unix.Unlinkat(dirfd, name, flags)
+	if (err == unix.EACCES || err == unix.EPERM) && dirMode != 0 && dirMode&0o700 != 0o700 && unix.Fchmod(dirfd, 0o700) == nil {
+		if err = unix.Unlinkat(dirfd, name, flags); err != nil {
+			unix.Fchmod(dirfd, dirMode)
+		}
 	}
 	if err == unix.ENOENT {
 		return nil
