@@ -4,6 +4,7 @@ package wipe
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -134,5 +135,165 @@ func TestMappedTempFileIsInUse(t *testing.T) {
 	}
 	if kept := strings.Join(p.Kept, "\n"); !strings.Contains(kept, weights+" (in use by PID "+strconv.Itoa(cmd.Process.Pid)) {
 		t.Errorf("kept:\n%s", kept)
+	}
+}
+
+// A system directory or the home reached through a bind mount of it (a
+// container started with -v /:/host) is still what it is: refused by
+// identity, whatever the path says. Only planned here, never run.
+func TestBindMountAliasesAreRefused(t *testing.T) {
+	b := newBox(t)
+	host := b.base + "/host"
+	must(t, os.Mkdir(host, 0o755))
+	bind(t, "/", host)
+	for _, bad := range []string{host, host + "/etc", host + "/usr/bin/env", host + "/var/lib"} {
+		if _, err := os.Lstat(bad); err != nil {
+			continue
+		}
+		p, err := Make(context.Background(), b.env(), Options{Data: []string{bad}})
+		if !errors.Is(err, ErrRefused) {
+			var planned []string
+			if p != nil {
+				planned = paths(p, "")
+			}
+			t.Errorf("%s (through a bind mount of /): %v, want refused; plan %v", bad, err, planned)
+		}
+	}
+	alias := b.base + "/homealias"
+	must(t, os.Mkdir(alias, 0o755))
+	bind(t, b.home, alias)
+	if _, err := Make(context.Background(), b.env(), Options{Data: []string{alias}}); !errors.Is(err, ErrRefused) {
+		t.Errorf("the home through a bind mount: %v, want refused", err)
+	}
+	// Inside the aliased home, authorized_keys is kept by its identity.
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{alias + "/.ssh"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), p, Exec{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(b.home + "/.ssh/authorized_keys"); err != nil {
+		t.Errorf("authorized_keys removed through the alias: %v", err)
+	}
+	if _, err := os.Stat(b.home + "/.ssh/id_ed25519"); err == nil {
+		t.Error("the private key beside it survived")
+	}
+}
+
+// A program that works in a temp entry through another name (a bind
+// mount of it, a container's volume) uses it: the identity of its working
+// directory tells, where the path does not.
+func TestTempInUseThroughAnotherName(t *testing.T) {
+	b := newBox(t)
+	ds := b.root + "/tmp/ds"
+	put(t, ds+"/shard0", "being read", 0o644)
+	alias := b.base + "/alias"
+	must(t, os.Mkdir(alias, 0o755))
+	bind(t, ds, alias)
+	sleep := exec.Command("sleep", "60")
+	sleep.Dir = alias
+	if err := sleep.Start(); err != nil {
+		t.Skipf("no sleep: %v", err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	e := b.env()
+	e.Holders = nil // the real /proc
+	p, err := Make(context.Background(), e, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if itemAt(p, ds).Path != "" {
+		t.Fatalf("a temp directory in use through a bind mount is planned")
+	}
+	if kept := strings.Join(p.Kept, "\n"); !strings.Contains(kept, ds+" (in use by PID "+strconv.Itoa(sleep.Process.Pid)) {
+		t.Errorf("kept:\n%s", kept)
+	}
+}
+
+// A loop device's backing file (a mounted disk image) and an active swap
+// file are in use by the kernel: never swept.
+func TestKernelHolders(t *testing.T) {
+	b := newBox(t)
+	img, swap := b.root+"/var/tmp/vault.img", b.root+"/tmp/swapfile"
+	put(t, img, "an ext4 image, mounted", 0o600)
+	put(t, swap, "swap", 0o600)
+	fake := b.base + "/fake"
+	put(t, fake+"/sys/block/loop3/loop/backing_file", img+"\n", 0o644)
+	put(t, fake+"/proc/swaps", "Filename\tType\tSize\tUsed\tPriority\n"+swap+"  file  1024  0  -2\n", 0o644)
+	e := b.env()
+	e.Holders = func() []Holder { return procHolders(fake+"/proc", 0) }
+	p, err := Make(context.Background(), e, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := strings.Join(p.Kept, "\n")
+	for path, by := range map[string]string{img: "loop3 (a loop device)", swap: "swap"} {
+		if itemAt(p, path).Path != "" || !strings.Contains(kept, path+" (in use by "+by) {
+			t.Errorf("%s: planned %v; kept:\n%s", path, itemAt(p, path).Path != "", kept)
+		}
+	}
+}
+
+// The open for an overwrite runs no device's open and wakes no FIFO's
+// reader when the entry was swapped since it was looked at: it is
+// checked through an O_PATH fd first.
+func TestSwappedInFIFOIsNotOpened(t *testing.T) {
+	dir := t.TempDir()
+	f := dir + "/model.bin"
+	put(t, f, "data", 0o644)
+	e, err := identify(f)
+	must(t, err)
+	must(t, os.Remove(f))
+	must(t, syscall.Mkfifo(f, 0o644))
+	woken := make(chan struct{})
+	go func() {
+		if r, err := os.OpenFile(f, os.O_RDONLY, 0); err == nil { // blocks until a writer opens
+			close(woken)
+			r.Close()
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	dfd, err := openDirPath(dir)
+	must(t, err)
+	defer syscall.Close(dfd)
+	if _, err := overwriteAt(dfd, "model.bin", e); err == nil {
+		t.Fatal("a FIFO swapped in was overwritten")
+	}
+	select {
+	case <-woken:
+		t.Error("the FIFO's reader was woken: it was opened for writing")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if w, err := os.OpenFile(f, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil { // let a waiting reader go
+		w.Close()
+	}
+}
+
+// A directory that stays because something in it cannot be removed (an
+// immutable file) keeps its mode: the chmod that tried to help is undone.
+func TestDirectoryThatStaysKeepsItsMode(t *testing.T) {
+	b := newBox(t)
+	sub := b.data + "/sub"
+	put(t, sub+"/imm", "immutable", 0o644)
+	put(t, sub+"/junk", "junk", 0o644)
+	must(t, os.Chmod(sub, 0o755|os.ModeSetgid))
+	if out, err := exec.Command("chattr", "+i", sub+"/imm").CombinedOutput(); err != nil {
+		t.Skipf("chattr +i (needs root and ext4): %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", sub+"/imm").Run() })
+	before, err := os.Stat(sub)
+	must(t, err)
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, NoOverwrite: true})
+	must(t, err)
+	r, err := Run(context.Background(), p, Exec{})
+	must(t, err)
+	if r.Failed != 1 {
+		t.Errorf("want the item failed on the immutable file: %+v", r.Items)
+	}
+	after, err := os.Stat(sub)
+	must(t, err)
+	if after.Mode() != before.Mode() {
+		t.Errorf("the directory that stays changed mode: %v -> %v", before.Mode(), after.Mode())
 	}
 }

@@ -307,3 +307,85 @@ func TestSymlinkedCredentialIsPlanned(t *testing.T) {
 		t.Error("the link's target was touched")
 	}
 }
+
+// A path you name inside a temp entry the sweep leaves (live work, from
+// before the tenancy) is still wiped: it was dropped as "inside another
+// item" while that item was not planned (found by review).
+func TestNamedInsideAKeptTempEntry(t *testing.T) {
+	b := newBox(t)
+	secret := b.root + "/tmp/job/secret.txt"
+	put(t, secret, "SECRET", 0o600)
+	e := b.env()
+	e.Now = time.Now // job/ changed just now: live work, kept
+	p, err := Make(context.Background(), e, Options{Data: []string{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if itemAt(p, secret).Path == "" || itemAt(p, b.root+"/tmp/job").Path != "" {
+		t.Fatalf("plan %v: want the named file, not its kept directory", paths(p, b.base))
+	}
+	if _, err := Run(context.Background(), p, Exec{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(secret); err == nil {
+		t.Error("the named file survived")
+	}
+}
+
+// gpurent run's state file in a directory being planned is read as a
+// regular file, capped: a FIFO or a link to /dev/zero there neither
+// hangs nor fills memory (found by review).
+func TestRunOfReadsOnlyARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	must(t, syscall.Mkfifo(filepath.Join(dir, ".gpurent-run.json"), 0o644))
+	done := make(chan string, 1)
+	go func() { done <- RunOf(dir) }()
+	select {
+	case r := <-done:
+		if r != "" {
+			t.Errorf("a FIFO gave run %q", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("RunOf blocked on a FIFO")
+	}
+	zero := t.TempDir()
+	must(t, os.Symlink("/dev/zero", filepath.Join(zero, ".gpurent-run.json")))
+	if r := RunOf(zero); r != "" {
+		t.Errorf("/dev/zero gave run %q", r)
+	}
+}
+
+// An identity to remove that is a directory is a mistaken variable, not
+// a directory to wipe (found by review).
+func TestIdentityThatIsADirectoryIsRefused(t *testing.T) {
+	b := newBox(t)
+	_, err := Make(context.Background(), b.env(), Options{Identity: b.data, IdentityVars: []string{"GPURENT_IDENTITY"}})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "GPURENT_IDENTITY="+b.data+" is a directory") {
+		t.Errorf("GPURENT_IDENTITY naming a directory: %v", err)
+	}
+}
+
+// --keep through a link keeps the link on the way too, and a --report
+// given with ".." after a link is kept where it is really written (found
+// by review).
+func TestKeepKeepsTheWayToIt(t *testing.T) {
+	b := newBox(t)
+	must(t, os.MkdirAll(b.data+"/real/logs", 0o755))
+	put(t, b.data+"/real/f", "keep me", 0o644)
+	must(t, os.Symlink("real", b.data+"/lnk"))
+	rep := b.data + "/lnk/logs/../wipe.json" // really data/real/wipe.json
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Keep: []string{b.data + "/lnk/f"}, Report: rep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), p, Exec{Save: func(*Report) error { return os.WriteFile(b.data+"/real/wipe.json", []byte("{}"), 0o600) }})
+	if err != nil || r.Failed != 0 {
+		t.Fatalf("%v %+v", err, r.Items)
+	}
+	if got, err := os.ReadFile(b.data + "/lnk/f"); err != nil || string(got) != "keep me" {
+		t.Errorf("the kept path as typed: %q %v", got, err)
+	}
+	if _, err := os.Stat(b.data + "/real/wipe.json"); err != nil {
+		t.Errorf("the report: %v", err)
+	}
+}
