@@ -76,8 +76,9 @@ allocated extents only, before unlinking; on SSDs, overlay and copy-on-write
 storage only a crypto-erase is reliable, and wipe says so.
 
 --require-backup STORE refuses to delete checkpoint directories (--ckpt, or any
-named directory gpurent run used) unless the newest local checkpoint is committed
-in that store with the same bytes and reads back whole (a deep verify).
+directory gpurent run used) unless every file in them is in a committed checkpoint
+of that store with the same bytes, and those checkpoints read back whole (a deep
+verify); the dry run checks the same.
 
 The report (removed, failed, bytes freed) is saved after every item, so a wipe
 that stops half-way still says what was and was not removed. docs/audit.md has
@@ -180,6 +181,13 @@ check failed, 2 bad usage or a refused path.`,
 				}
 			}
 			if !execute {
+				// The dry run checks the backup as --yes would, and says
+				// what the store lacks (exit 1, as the real run would).
+				if requireBackup != "" {
+					if err := checkBackups(ctx, &s, requireBackup, plan, w); err != nil {
+						return fmt.Errorf("%w (dry run: nothing was deleted)", err)
+					}
+				}
 				fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was deleted; run again with --yes to delete what is listed")
 				if g.output == report.JSON {
 					return report.WriteJSON(g.stdout, wipe.DryRun(plan, time.Now().UTC()))
@@ -188,7 +196,7 @@ check failed, 2 bad usage or a refused path.`,
 			}
 
 			if requireBackup != "" {
-				if err := checkBackups(ctx, &s, requireBackup, ckptDirs, w); err != nil {
+				if err := checkBackups(ctx, &s, requireBackup, plan, w); err != nil {
 					return err
 				}
 			}
@@ -231,7 +239,7 @@ check failed, 2 bad usage or a refused path.`,
 	f.StringArrayVar(&keep, "keep", nil, "leave this path alone, whether it is an item or inside one (repeatable)")
 	f.BoolVar(&removeIdentity, "remove-identity", false, "also remove gpurent's age identity (keep a copy elsewhere: it is the only key to your checkpoints)")
 	f.StringArrayVar(&ckpts, "ckpt", nil, "a checkpoint directory to remove, guarded by --require-backup (repeatable)")
-	f.StringVar(&requireBackup, "require-backup", "", "refuse to delete checkpoints unless the newest one is committed and verified in this store")
+	f.StringVar(&requireBackup, "require-backup", "", "refuse to delete checkpoint directories unless every file in them is committed and verified in this store")
 	f.StringVar(&reportPath, "report", "", "where to save the JSON report (default $XDG_STATE_HOME/gpurent/wipe-TIME.json)")
 	f.StringVar(&s.run, "run", "", "the store's run holding the checkpoints (default: the one gpurent run recorded in the directory)")
 	f.StringVar(&s.identity, "identity", "", "age identity to read the store with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
@@ -345,16 +353,18 @@ func orImage(r wipe.Result) string {
 	return r.Image
 }
 
-// checkBackups runs the backup check on every checkpoint directory; any
-// failure refuses the whole wipe before anything is deleted.
-func checkBackups(ctx context.Context, s *storeFlags, url string, dirs []string, w io.Writer) error {
+// checkBackups runs the backup check on every checkpoint directory of the
+// plan; any failure refuses the whole wipe before anything is deleted.
+// What the wipe leaves (kept paths, mounts) is not judged.
+func checkBackups(ctx context.Context, s *storeFlags, url string, plan *wipe.Plan, w io.Writer) error {
 	s.url, s.workers, s.grace = url, 4, 0 // 0: no grace period (it only reads)
 	c, err := s.crypto(false)
 	if err != nil {
 		return err
 	}
+	kept := func(path string) bool { return !plan.Removes(path) }
 	runFlag := s.run
-	for _, dir := range dirs {
+	for _, dir := range plan.CheckpointDirs() {
 		s.run = runFlag
 		if s.run == "" {
 			if s.run = wipe.RunOf(dir); s.run == "" {
@@ -365,13 +375,13 @@ func checkBackups(ctx context.Context, s *storeFlags, url string, dirs []string,
 		if err != nil {
 			return err
 		}
-		b, err := wipe.CheckBackup(ctx, st, s.run, dir)
+		b, err := wipe.CheckBackup(ctx, st, s.run, dir, kept)
 		closeFn()
 		if err != nil {
 			return fmt.Errorf("wipe refused, nothing was deleted: %s: %w", dir, err)
 		}
-		fmt.Fprintf(w, "backup checked: %s is checkpoint %s of run %s in %s (%s, %s, read back and hashed)\n",
-			b.Checkpoint, b.ID, b.Run, name, report.Count(b.Files, "file"), report.Bytes(b.Bytes))
+		fmt.Fprintf(w, "backup checked: every file in %s (%s, %s) is in %s of run %s in %s, the newest %s as %s, read back and hashed\n",
+			dir, report.Count(b.Files, "file"), report.Bytes(b.Bytes), report.Count(len(b.IDs), "committed checkpoint"), b.Run, name, b.Checkpoint, b.ID)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/store"
 )
 
 // The attacks of issue #35 on wipe, one test each: every one of them
@@ -387,5 +389,55 @@ func TestKeepKeepsTheWayToIt(t *testing.T) {
 	}
 	if _, err := os.Stat(b.data + "/real/wipe.json"); err != nil {
 		t.Errorf("the report: %v", err)
+	}
+}
+
+// --require-backup judges every file under a checkpoint directory, not
+// only the newest complete checkpoint: a newer one still inside its quiet
+// period, one copied in with older times (cp -a), or a file beside the
+// checkpoints was deleted on 7f49d07 though never uploaded.
+func TestBackupCoversEveryFile(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	dir := filepath.Join(base, "ckpts")
+	put(t, dir+"/checkpoint-100/model.bin", strings.Repeat("m", 4096), 0o644)
+	put(t, dir+"/.gpurent-run.json", `{"run":"exp1","committed":{}}`, 0o644)
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(dir+"/checkpoint-100/model.bin", old, old))
+	must(t, os.Chtimes(dir+"/checkpoint-100", old, old))
+	b, _, err := store.Open(ctx, filepath.Join(base, "store"), store.OpenOptions{})
+	must(t, err)
+	defer b.Close()
+	st := store.New(b, store.Options{Grace: -1})
+	if _, err := st.Push(ctx, dir+"/checkpoint-100", "exp1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckBackup(ctx, st, "exp1", dir, nil); err != nil {
+		t.Fatalf("all committed: %v", err)
+	}
+	for _, c := range []struct{ name, path, content string }{
+		{"a newer checkpoint, still being written", "checkpoint-200/model.bin", "step 200"},
+		{"an older one copied in with its old times", "checkpoint-050/model.bin", "step 50"},
+		{"a file beside the checkpoints", "train.log", "loss 0.1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, c.path)
+			put(t, p, c.content, 0o644)
+			if strings.Contains(c.path, "050") {
+				past := old.Add(-time.Hour)
+				must(t, os.Chtimes(p, past, past))
+				must(t, os.Chtimes(filepath.Dir(p), past, past))
+			}
+			defer os.RemoveAll(filepath.Join(dir, strings.Split(c.path, "/")[0]))
+			_, err := CheckBackup(ctx, st, "exp1", dir, nil)
+			var nc *NotCovered
+			if !errors.As(err, &nc) || !strings.Contains(err.Error(), c.path+" (never uploaded)") {
+				t.Fatalf("want refused naming %s: %v", c.path, err)
+			}
+			// What the wipe keeps is not judged.
+			if _, err := CheckBackup(ctx, st, "exp1", dir, func(q string) bool { return q == filepath.Dir(p) || q == p }); err != nil {
+				t.Errorf("kept, yet judged: %v", err)
+			}
+		})
 	}
 }

@@ -9,9 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
-	"time"
+	"strings"
 
+	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
 	"github.com/gpurent/gpurent/internal/userfile"
@@ -25,15 +28,19 @@ type Backups interface {
 	Verify(ctx context.Context, run, id string, deep bool) ([]*store.Manifest, []store.Problem, error)
 }
 
-// Backed is the evidence that a checkpoint directory may go: its newest
-// checkpoint is in the store, byte for byte, and reads back whole.
+// Backed is the evidence that a checkpoint directory may go: every file
+// in it is in a committed checkpoint of run, byte for byte, and each of
+// those checkpoints reads back whole.
 type Backed struct {
-	Dir        string `json:"dir"`
-	Checkpoint string `json:"checkpoint"`
-	Run        string `json:"run"`
-	ID         string `json:"id"`
-	Files      int    `json:"files"`
-	Bytes      int64  `json:"bytes"`
+	Dir string `json:"dir"`
+	Run string `json:"run"`
+	// Checkpoint and ID are the newest checkpoint that holds files of
+	// Dir; IDs are all of them.
+	Checkpoint string   `json:"checkpoint"`
+	ID         string   `json:"id"`
+	IDs        []string `json:"ids"`
+	Files      int      `json:"files"`
+	Bytes      int64    `json:"bytes"`
 }
 
 // RunOf reads the run name gpurent run recorded in a checkpoint
@@ -53,53 +60,158 @@ func RunOf(dir string) string {
 	return s.Run
 }
 
-// CheckBackup finds the newest complete checkpoint in dir (as gpurent run
-// decides it), hashes its files, finds a committed checkpoint of run with
-// the same name and the same files (paths, sizes, SHA-256), and verifies
-// that one deeply: every object read back, decrypted and hashed. Any
-// shortfall is an error saying which.
-func CheckBackup(ctx context.Context, b Backups, run, dir string) (Backed, error) {
-	det := &supervise.Detector{Dir: dir, Quiet: 5 * time.Second}
-	c, ok, err := det.Newest()
-	if err != nil {
-		return Backed{}, err
+// NotCovered is the backup check's refusal: files under a checkpoint
+// directory that no committed checkpoint holds as they are.
+type NotCovered struct {
+	Dir, Run string
+	Files    []string // relative to Dir, each with why
+}
+
+func (e *NotCovered) Error() string {
+	list, more := e.Files, ""
+	if len(list) > 5 {
+		list, more = list[:5], fmt.Sprintf(" and %d more", len(e.Files)-5)
 	}
-	if !ok {
-		return Backed{}, fmt.Errorf("no complete checkpoint in %s to check", dir)
+	verb := "are"
+	if len(e.Files) == 1 {
+		verb = "is"
 	}
-	local, paths, err := store.Scan(c.Path)
-	if err != nil {
-		return Backed{}, err
+	return fmt.Sprintf("%s in %s %s in no committed checkpoint of run %s as they are now: %s%s (push them, or --keep them)",
+		report.Count(len(e.Files), "file"), e.Dir, verb, e.Run, strings.Join(list, "; "), more)
+}
+
+// CheckBackup checks that everything under the checkpoint directory dir
+// is safe in the store: every file (a checkpoint still being written or
+// inside its quiet period, one copied in with old times, a log beside
+// them) must be held, at its path, with its size and SHA-256, by a
+// committed checkpoint of run, and every checkpoint that holds one is
+// verified deeply: each object read back, decrypted and hashed. gpurent's
+// own files (.gpurent*) and what kept says the wipe leaves are not
+// judged. Any shortfall is an error saying which: *NotCovered for files
+// the store lacks.
+func CheckBackup(ctx context.Context, b Backups, run, dir string, kept func(path string) bool) (Backed, error) {
+	type local struct {
+		rel, name, inner string // rel is name/inner; inner is "." for a file pushed alone
+		full             string
+		kind             string // file, symlink, or what else it is
+		size             int64
+		link             string
 	}
-	want := map[string]store.Entry{}
-	var bytes int64
-	for _, e := range local {
-		if e.Type == "file" {
-			sum, err := hashFile(paths[e.Object])
-			if err != nil {
-				return Backed{}, err
-			}
-			e.SHA256 = sum
-			bytes += e.Size
+	var files []local
+	err := filepath.WalkDir(dir, func(full string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
-		want[e.Path] = e
+		if full == dir {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, full)
+		rel = filepath.ToSlash(rel)
+		name, inner, ok := strings.Cut(rel, "/")
+		if !ok {
+			inner = "."
+		}
+		if strings.HasPrefix(name, ".gpurent") || strings.Contains(name, ".gpurent-pull-") || kept != nil && kept(full) {
+			return skip(d)
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		l := local{rel: rel, name: name, inner: inner, full: full, kind: "file", size: info.Size()}
+		switch {
+		case info.Mode().IsRegular():
+		case info.Mode()&fs.ModeSymlink != 0:
+			l.kind = "symlink"
+			l.link, _ = os.Readlink(full)
+		default:
+			l.kind = info.Mode().Type().String()
+		}
+		files = append(files, l)
+		return nil
+	})
+	if err != nil {
+		return Backed{}, fmt.Errorf("read %s: %w", dir, err)
 	}
 	ms, err := b.List(ctx, run)
 	if err != nil {
 		return Backed{}, fmt.Errorf("list run %s: %w", run, err)
 	}
-	sameName := 0
-	for i := len(ms) - 1; i >= 0; i-- { // newest first
-		m := ms[i]
-		if m.Name != c.Name {
+	lists := map[string][]store.Entry{} // by manifest id, decrypted once
+	entries := func(m *store.Manifest) ([]store.Entry, error) {
+		if es, ok := lists[m.ID]; ok {
+			return es, nil
+		}
+		es, err := b.Files(m)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", m.ID, err)
+		}
+		lists[m.ID] = es
+		return es, nil
+	}
+	used := map[string]bool{}
+	var missing []string
+	var bytes int64
+	for _, f := range files {
+		if f.kind != "file" && f.kind != "symlink" {
+			missing = append(missing, f.rel+" ("+f.kind+")")
 			continue
 		}
-		sameName++
-		files, err := b.Files(m)
-		if err != nil {
-			return Backed{}, fmt.Errorf("checkpoint %s: %w", m.ID, err)
+		sum := ""
+		found, sameName := false, false
+		for i := len(ms) - 1; i >= 0 && !found; i-- { // newest first
+			m := ms[i]
+			if m.Name != f.name {
+				continue
+			}
+			sameName = true
+			es, err := entries(m)
+			if err != nil {
+				return Backed{}, err
+			}
+			for _, e := range es {
+				if e.Path != f.inner || e.Type != f.kind {
+					continue
+				}
+				if f.kind == "symlink" {
+					found = e.Link == f.link
+				} else if e.Size == f.size {
+					if sum == "" {
+						if sum, err = hashFile(f.full); err != nil {
+							return Backed{}, err
+						}
+					}
+					found = e.SHA256 == sum
+				}
+				if found {
+					used[m.ID] = true
+					if f.kind == "file" {
+						bytes += f.size
+					}
+				}
+				break
+			}
 		}
-		if !sameFiles(want, files) {
+		switch {
+		case found:
+		case sameName:
+			missing = append(missing, f.rel+" (differs from every stored copy: changed since the upload?)")
+		default:
+			missing = append(missing, f.rel+" (never uploaded)")
+		}
+	}
+	if len(missing) > 0 {
+		return Backed{}, &NotCovered{Dir: dir, Run: run, Files: missing}
+	}
+	if len(files) == 0 {
+		return Backed{}, fmt.Errorf("no checkpoint files in %s to check", dir)
+	}
+	out := Backed{Dir: dir, Run: run, Files: len(files), Bytes: bytes}
+	for _, m := range ms { // oldest first: the last one kept is the newest
+		if !used[m.ID] {
 			continue
 		}
 		_, probs, err := b.Verify(ctx, run, m.ID, true)
@@ -107,27 +219,12 @@ func CheckBackup(ctx context.Context, b Backups, run, dir string) (Backed, error
 			return Backed{}, fmt.Errorf("verify %s: %w", m.ID, err)
 		}
 		if len(probs) > 0 {
-			return Backed{}, fmt.Errorf("checkpoint %s of run %s matches %s but fails verification: %s: %s", m.ID, run, c.Name, probs[0].Path, probs[0].Msg)
+			return Backed{}, fmt.Errorf("checkpoint %s (%s) of run %s holds files of %s but fails verification: %s: %s", m.ID, m.Name, run, dir, probs[0].Path, probs[0].Msg)
 		}
-		return Backed{Dir: dir, Checkpoint: c.Name, Run: run, ID: m.ID, Files: len(paths), Bytes: bytes}, nil
+		out.IDs = append(out.IDs, m.ID)
+		out.Checkpoint, out.ID = m.Name, m.ID
 	}
-	if sameName > 0 {
-		return Backed{}, fmt.Errorf("the newest local checkpoint %s differs from all %d stored checkpoints of that name in run %s (changed since the upload?)", c.Name, sameName, run)
-	}
-	return Backed{}, fmt.Errorf("the newest local checkpoint %s is not committed in run %s of the store", c.Name, run)
-}
-
-func sameFiles(want map[string]store.Entry, got []store.Entry) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for _, g := range got {
-		w, ok := want[g.Path]
-		if !ok || w.Type != g.Type || w.Size != g.Size || w.SHA256 != g.SHA256 || w.Link != g.Link {
-			return false
-		}
-	}
-	return true
+	return out, nil
 }
 
 // stateFileMax caps gpurent run's state file: it holds a run name and

@@ -162,6 +162,20 @@ func (p *Plan) CheckpointDirs() []string {
 	return out
 }
 
+// Removes reports whether the plan removes path: it lies in a path item
+// and not under what that item leaves (a mount, a kept path).
+func (p *Plan) Removes(path string) bool {
+	for _, it := range p.Items {
+		if it.Path == "" || !within(path, it.Path) {
+			continue
+		}
+		if !slices.ContainsFunc(it.Keep, func(k string) bool { return within(path, k) }) {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrRefused is bad input: a path the wipe will not take.
 var ErrRefused = errors.New("refused")
 

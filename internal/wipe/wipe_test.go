@@ -407,14 +407,14 @@ func TestBackupGuard(t *testing.T) {
 	defer b.Close()
 	st := store.New(b, store.Options{Grace: -1})
 
-	if _, err := CheckBackup(ctx, st, "exp1", dir); err == nil || !strings.Contains(err.Error(), "not committed") {
+	if _, err := CheckBackup(ctx, st, "exp1", dir, nil); err == nil || !strings.Contains(err.Error(), "never uploaded") {
 		t.Fatalf("no backup yet: %v", err)
 	}
 	m, err := st.Push(ctx, dir+"/checkpoint-100", "exp1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := CheckBackup(ctx, st, "exp1", dir)
+	got, err := CheckBackup(ctx, st, "exp1", dir, nil)
 	if err != nil || got.ID != m.ID || got.Checkpoint != "checkpoint-100" || got.Bytes != 4098 {
 		t.Fatalf("backed up: %+v %v", got, err)
 	}
@@ -422,7 +422,7 @@ func TestBackupGuard(t *testing.T) {
 	put(t, dir+"/checkpoint-100/model.bin", strings.Repeat("n", 4096), 0o644)
 	old := time.Now().Add(-time.Minute)
 	os.Chtimes(dir+"/checkpoint-100/model.bin", old, old)
-	if _, err := CheckBackup(ctx, st, "exp1", dir); err == nil || !strings.Contains(err.Error(), "differs") {
+	if _, err := CheckBackup(ctx, st, "exp1", dir, nil); err == nil || !strings.Contains(err.Error(), "differs") {
 		t.Fatalf("changed: %v", err)
 	}
 	put(t, dir+"/checkpoint-100/model.bin", strings.Repeat("m", 4096), 0o644)
@@ -440,7 +440,7 @@ func TestBackupGuard(t *testing.T) {
 	if !damaged {
 		t.Fatal("found no stored object to damage")
 	}
-	if _, err := CheckBackup(ctx, st, "exp1", dir); err == nil || !strings.Contains(err.Error(), "fails verification") {
+	if _, err := CheckBackup(ctx, st, "exp1", dir, nil); err == nil || !strings.Contains(err.Error(), "fails verification") {
 		t.Fatalf("damaged: %v", err)
 	}
 }
