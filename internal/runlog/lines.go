@@ -24,9 +24,28 @@ type lines struct {
 	open  bool      // part of the line is in the log, its end is not
 }
 
+// lineMax is the most of one line held back from the log: a command that
+// prints megabytes without a newline (a progress dump, a binary blob to
+// stdout) would otherwise be held whole in memory (a 400 MB line took 1.9
+// GiB). Past it the part held goes to the log and the line stays open.
+const lineMax = 1 << 20
+
 // add takes a chunk of the stream at now and returns what goes to the log,
 // which may be part of b: write it before b changes.
 func (l *lines) add(b []byte, now time.Time) []byte {
+	out := l.take(b, now)
+	if len(l.pend) > lineMax {
+		out = append(append(make([]byte, 0, len(out)+len(l.pend)), out...), l.pend...)
+		l.pend, l.open = l.pend[:0], true
+	}
+	if len(l.state) > lineMax {
+		out = append(append(out, l.state...), '\r')
+		l.state, l.wrote, l.open = nil, now, true
+	}
+	return out
+}
+
+func (l *lines) take(b []byte, now time.Time) []byte {
 	if l.state == nil && bytes.IndexByte(b, '\r') < 0 {
 		// Plain lines, most output: up to the last "\n" as it is.
 		j := bytes.LastIndexByte(b, '\n')

@@ -155,3 +155,31 @@ func finalStates(b []byte) []string {
 	}
 	return out
 }
+
+// A line without a newline is not held whole: past lineMax what is held
+// goes to the log and memory stays bounded (issue #36: a 400 MB line took
+// 1.9 GiB). The bytes all reach the log, in order.
+func TestLinesLongLineIsBounded(t *testing.T) {
+	var l lines
+	now := time.Now()
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	var logged int
+	for i := 0; i < 64; i++ { // 4 MiB, no newline
+		logged += len(l.add(chunk, now))
+		if len(l.pend) > lineMax || cap(l.pend) > 2*lineMax+len(chunk) {
+			t.Fatalf("after %d KiB, %d bytes held (cap %d)", (i+1)*64, len(l.pend), cap(l.pend))
+		}
+	}
+	logged += len(l.flush(now, true))
+	if want := 64*len(chunk) + 1; logged != want {
+		t.Errorf("logged %d bytes, want %d (every byte and the closing newline)", logged, want)
+	}
+	// Redrawn with "\r", the same.
+	var r lines
+	for i := 0; i < 64; i++ {
+		r.add(append(chunk, '\r'), now)
+		if len(r.state) > lineMax+len(chunk)+1 || len(r.pend) > lineMax {
+			t.Fatalf("redrawn line held %d + %d bytes", len(r.state), len(r.pend))
+		}
+	}
+}

@@ -75,8 +75,14 @@ func Open(opt Options) (*Output, error) {
 	if err := os.MkdirAll(filepath.Dir(opt.Path), 0o755); err != nil {
 		return nil, fmt.Errorf("log file: %w", err)
 	}
-	log, err := os.OpenFile(opt.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// Never through a symlink (one planted at the path would send the
+	// command's output, secrets included, wherever it points), and never
+	// waiting on a FIFO for a reader.
+	log, err := os.OpenFile(opt.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow|nonBlock, 0o600)
 	if err != nil {
+		if st, lerr := os.Lstat(opt.Path); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("log file %s is a symlink: not followed; name the file itself", opt.Path)
+		}
 		return nil, fmt.Errorf("log file: %w", err)
 	}
 	st, err := log.Stat()

@@ -317,3 +317,25 @@ func TestExplain(t *testing.T) {
 		t.Errorf("a plain error explained as %q", got)
 	}
 }
+
+// --log never follows a symlink put at its path: the command's output
+// (tokens printed by accident included) would go wherever it points.
+func TestOpenRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere")
+	if err := os.WriteFile(target, []byte("someone else's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "train.log")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skip(err)
+	}
+	o, err := Open(Options{Path: link, Stdout: os.Stdout, Stderr: os.Stderr})
+	if err == nil {
+		o.Close(0)
+		t.Fatal("a symlinked --log was opened")
+	}
+	if !strings.Contains(err.Error(), "is a symlink: not followed") {
+		t.Errorf("error: %v", err)
+	}
+}
