@@ -574,6 +574,9 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 				go srv.Serve(ln)
 				defer srv.Close()
 				logf("metrics on http://%s/metrics", ln.Addr())
+				if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+					logf("warning: --metrics %s serves every machine that can reach this one, with no login (the run's name, progress, costs and GPUs for anyone); bind 127.0.0.1:%d and reach it with ssh -L %d:127.0.0.1:%d unless that is what you want", metrics, a.Port, a.Port, a.Port)
+				}
 			}
 			if f, ok := cmd.ErrOrStderr().(*os.File); ok && !noStatus {
 				status := startStatus(f, func(cols int) string {
