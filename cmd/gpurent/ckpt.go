@@ -313,8 +313,16 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			if _, err := os.Lstat(a[0]); err != nil {
+			info, err := os.Lstat(a[0])
+			if err != nil {
 				return usageError{fmt.Errorf("push: %w", err)}
+			}
+			if info.Mode()&os.ModeSymlink != 0 {
+				// Pushed as it is, a link is its target's name and nothing
+				// of the target's content: said, as that is rarely meant.
+				target, _ := os.Readlink(a[0])
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: %s is a symlink to %s: what is stored is the link itself (a name, none of the content it leads to); push %s, or %s/ for a directory, to store the content\n",
+					report.Safe(a[0]), report.Safe(target), report.Safe(target), report.Safe(a[0]))
 			}
 			if dir := store.LocalDir(s.url); store.Within(dir, a[0]) {
 				return usagef("push: the store %s lies inside %s, which would be pushed into itself; keep the store elsewhere", dir, a[0])
