@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
@@ -36,6 +37,10 @@ import (
 type Object struct {
 	Key  string
 	Size int64
+	// ModTime is when the store says the object was written, by the
+	// store's clock, not this machine's; zero where the backend does not
+	// say.
+	ModTime time.Time
 }
 
 // Backend is what the store needs of a blob store. Implementations report
@@ -546,7 +551,7 @@ func (b *bucket) list(ctx context.Context, prefix string) ([]Object, error) {
 			return nil, err
 		}
 		if !o.IsDir && !strings.HasSuffix(o.Key, ".tmp") {
-			out = append(out, Object{Key: o.Key, Size: o.Size})
+			out = append(out, Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime})
 		}
 	}
 }
