@@ -34,7 +34,8 @@ type Options struct {
 	Workers int
 	// Grace: uncommitted data younger than this is left alone by the
 	// clean-up, in case its push is still running (10 minutes when zero;
-	// negative means no grace).
+	// negative means no grace). The age is the push's heartbeat's, by the
+	// store's clock, where it has one (heartbeat.go).
 	Grace time.Duration
 	// Progress, when set, is told of every chunk of plaintext moved.
 	Progress func(n int64)
@@ -81,6 +82,8 @@ type Store struct {
 	// logInfos caches log sessions' info.json by key: written once and
 	// never changed, read again at every poll of `ckpt log --follow`.
 	logInfos sync.Map
+	// beat is how often a push rewrites its heartbeat (heartbeat.go).
+	beat time.Duration
 }
 
 // New wraps a backend. The crypto may be nil for plaintext.
@@ -92,12 +95,12 @@ func New(b Backend, opt Options) *Store {
 		opt.Workers = 4
 	}
 	if opt.Grace == 0 {
-		opt.Grace = 10 * time.Minute
+		opt.Grace = defaultGrace
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Store{b: b, opt: opt}
+	return &Store{b: b, opt: opt, beat: beatInterval(opt.Grace)}
 }
 
 func (s *Store) progress(n int64) {
@@ -206,6 +209,9 @@ func Scan(src string) ([]Entry, []string, error) {
 // Push stores src (a file or a directory) as one checkpoint of run and
 // returns its manifest. Objects go first, in parallel; the manifest last.
 // Leftovers of earlier pushes that never committed are removed first.
+// While it uploads, the push keeps a heartbeat in the store (heartbeat.go)
+// so that a clean-up elsewhere leaves its objects alone, and before it
+// commits it checks that they are all still there.
 func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	if err := ValidRun(run); err != nil {
 		return nil, err
@@ -217,7 +223,13 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := newID(s.opt.Now())
+	started := s.opt.Now()
+	id := newID(started)
+	stop, err := s.announce(ctx, run, id, started)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
 	objects := make([]ObjRef, len(paths))
 	type result struct {
 		size int64
@@ -289,6 +301,9 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	// What ls and pull would refuse is never committed: check it as they will.
 	if _, err := ParseManifest(body); err != nil {
 		return nil, fmt.Errorf("push: %w", err)
+	}
+	if err := s.stillStored(ctx, run, id, objects); err != nil {
+		return nil, err
 	}
 	// The commit: until this object exists, nothing of the push is visible.
 	if _, err := s.b.Put(ctx, manifestKey(run, id), func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
@@ -1160,25 +1175,43 @@ func (s *Store) PlanPrune(ctx context.Context, run string, keep int) (*PrunePlan
 	if len(all) > keep {
 		p.Checkpoints = all[:len(all)-keep]
 	}
-	if p.Leftovers, err = s.leftovers(ctx, run); err != nil {
+	c, err := s.judge(ctx, run)
+	if err != nil {
 		return nil, err
 	}
-	p.Uploads, p.UploadsErr = s.incompleteUploads(ctx, run)
+	p.Leftovers = c.leftovers
+	p.Uploads, p.UploadsErr = s.incompleteUploads(ctx, run, c)
 	return p, nil
 }
 
 // incompleteUploads lists the run's multipart uploads older than the grace
-// period (a younger one may belong to a push still running).
-func (s *Store) incompleteUploads(ctx context.Context, run string) ([]Upload, error) {
+// period (a younger one may belong to a push still running), by the
+// store's clock where c read it, but for those of pushes c found alive.
+func (s *Store) incompleteUploads(ctx context.Context, run string, c *cleanup) ([]Upload, error) {
 	u, ok := s.b.(uploads)
 	if !ok {
 		return nil, nil
 	}
 	var before time.Time
 	if s.opt.Grace > 0 {
-		before = s.opt.Now().Add(-s.opt.Grace)
+		now := c.now
+		if now.IsZero() {
+			now = s.opt.Now()
+		}
+		before = now.Add(-s.opt.Grace)
 	}
-	return u.IncompleteUploads(ctx, runPrefix(run)+"data/", before)
+	ups, err := u.IncompleteUploads(ctx, runPrefix(run)+"data/", before)
+	if err != nil {
+		return nil, err
+	}
+	out := ups[:0]
+	for _, up := range ups {
+		id, _, _ := strings.Cut(strings.TrimPrefix(up.Key, runPrefix(run)+"data/"), "/")
+		if !c.alive[id] {
+			out = append(out, up)
+		}
+	}
+	return out, nil
 }
 
 // abortUploads aborts ups, counting those aborted.
@@ -1240,17 +1273,17 @@ func (s *Store) Prune(ctx context.Context, run string, keep int) (*Pruned, error
 // and are older than the grace period, and aborts the run's incomplete
 // multipart uploads as old.
 func (s *Store) cleanLeftovers(ctx context.Context, run string) (int, error) {
-	keys, err := s.leftovers(ctx, run)
+	c, err := s.judge(ctx, run)
 	if err != nil {
 		return 0, err
 	}
-	n, err := s.deleteKeys(ctx, keys)
+	n, err := s.deleteKeys(ctx, c.leftovers)
 	if err != nil {
 		return n, err
 	}
 	// Best effort: credentials that may push need not be allowed to list
 	// multipart uploads, and a push must not fail for it (prune says so).
-	if ups, err := s.incompleteUploads(ctx, run); err == nil {
+	if ups, err := s.incompleteUploads(ctx, run, c); err == nil {
 		a, _ := s.abortUploads(ctx, ups)
 		n += a
 	}
@@ -1268,42 +1301,6 @@ func (s *Store) deleteKeys(ctx context.Context, keys []string) (int, error) {
 		n++
 	}
 	return n, nil
-}
-
-// leftovers lists the data keys of checkpoints of run that never committed
-// and are older than the grace period: the remains of a killed push.
-func (s *Store) leftovers(ctx context.Context, run string) ([]string, error) {
-	objs, err := s.b.List(ctx, runPrefix(run)+"data/")
-	if err != nil {
-		if IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	if len(objs) == 0 {
-		return nil, nil
-	}
-	committed := map[string]bool{}
-	mans, err := s.b.List(ctx, runPrefix(run)+"manifests/")
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range mans {
-		committed[strings.TrimSuffix(strings.TrimPrefix(o.Key, runPrefix(run)+"manifests/"), ".json")] = true
-	}
-	var keys []string
-	for _, o := range objs {
-		rest := strings.TrimPrefix(o.Key, runPrefix(run)+"data/")
-		id, _, _ := strings.Cut(rest, "/")
-		if committed[id] {
-			continue
-		}
-		if t, ok := idTime(id); ok && s.opt.Grace > 0 && s.opt.Now().Sub(t) < s.opt.Grace {
-			continue // may still be uploading
-		}
-		keys = append(keys, o.Key)
-	}
-	return keys, nil
 }
 
 // CheckWrite writes a small object under run and deletes it: a store that

@@ -1,0 +1,292 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// A push announces itself while it uploads: runs/<run>/uploads/<id>.json,
+// a small plaintext object (the id, the host, when it began; nothing
+// secret), written before the first object and rewritten every beat until
+// the push commits or fails, then deleted. The clean-up (every push's own
+// and prune) judges an uncommitted id with such a heartbeat by the
+// heartbeat's age, not by the time in the id: a push that runs longer than
+// the grace period (a large checkpoint on a slow link) or was begun on a
+// machine whose clock is ahead keeps its objects. The age is measured on
+// the store's clock alone (the heartbeat's time as the store stamped it,
+// against a probe object written for the purpose), so machines whose
+// clocks disagree still agree on it. An id without a heartbeat (written
+// by an older gpurent) is judged by its id's time, as before.
+
+// defaultGrace is the grace period when Options.Grace is zero.
+const defaultGrace = 10 * time.Minute
+
+// beatInterval is how often a push rewrites its heartbeat: a quarter of
+// the grace period (of the default one when there is none or it is
+// longer, since a clean-up on another machine may use the default), and
+// not more often than every 5 s.
+func beatInterval(grace time.Duration) time.Duration {
+	if grace <= 0 || grace > defaultGrace {
+		grace = defaultGrace
+	}
+	return max(grace/4, 5*time.Second)
+}
+
+func uploadsPrefix(run string) string { return runPrefix(run) + "uploads/" }
+
+func heartbeatKey(run, id string) string { return uploadsPrefix(run) + id + ".json" }
+
+// probePrefix begins the names of the objects that measure the store's
+// clock (uploads/probe-<hex>): never a checkpoint id.
+const probePrefix = "probe-"
+
+// heartbeat is the content of runs/<run>/uploads/<id>.json, for a person
+// who looks; the clean-up reads only the store's time of the object.
+type heartbeat struct {
+	Version int       `json:"version"`
+	ID      string    `json:"id"`
+	Run     string    `json:"run"`
+	Host    string    `json:"host"`
+	Started time.Time `json:"started"`
+	// Updated is this machine's clock at the write.
+	Updated time.Time `json:"updated"`
+}
+
+// announce writes the heartbeat of push id of run now and then rewrites it
+// every s.beat until stop is called; stop returns once no write is in
+// flight and deletes the heartbeat. The first write's failure is the
+// push's (a store that takes no writes); a later one is let be: if the
+// clean-up elsewhere then deletes the push's objects, the push finds out
+// before it commits.
+func (s *Store) announce(ctx context.Context, run, id string, started time.Time) (stop func(), err error) {
+	key := heartbeatKey(run, id)
+	write := func(ctx context.Context) error {
+		body, err := json.Marshal(heartbeat{Version: 1, ID: id, Run: run, Host: s.opt.Host, Started: started.UTC(), Updated: s.opt.Now().UTC()})
+		if err != nil {
+			return err
+		}
+		_, err = s.b.Put(ctx, key, func(w io.Writer) error { _, err := w.Write(body); return err })
+		return err
+	}
+	if err := write(ctx); err != nil {
+		return nil, fmt.Errorf("push: announce the upload: %w", err)
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.beat)
+		defer t.Stop()
+		for {
+			select {
+			case <-bctx.Done():
+				return
+			case <-t.C:
+				write(bctx)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		// Best effort, also after a failure or Ctrl-C: a heartbeat left
+		// behind ages out and goes with the next clean-up.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		s.b.Delete(dctx, key)
+	}, nil
+}
+
+// storeNow is the store's clock now: the time the store stamps on a probe
+// object written for the purpose (and deleted). ok is false where the
+// store does not say, or the probe could not be written (read-only
+// credentials planning a prune).
+func (s *Store) storeNow(ctx context.Context, run string) (now time.Time, ok bool) {
+	var b [8]byte
+	rand.Read(b[:])
+	key := uploadsPrefix(run) + probePrefix + hex.EncodeToString(b[:])
+	body := []byte("gpurent reads the store's clock from this object; it can be deleted\n")
+	if _, err := s.b.Put(ctx, key, func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
+		return time.Time{}, false
+	}
+	defer s.b.Delete(context.WithoutCancel(ctx), key)
+	objs, err := s.b.List(ctx, key)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, o := range objs {
+		if o.Key == key && !o.ModTime.IsZero() {
+			return o.ModTime, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// cleanup is what a clean-up of a run found.
+type cleanup struct {
+	// leftovers are the keys to delete: data of pushes that never
+	// committed and are no longer alive, their heartbeats, stale probes.
+	leftovers []string
+	// alive are the uncommitted ids whose push may still be running.
+	alive map[string]bool
+	// now is the store's clock, zero when it was not read.
+	now time.Time
+}
+
+// judge sorts the uncommitted uploads of run into those that may still be
+// running and the leftovers of pushes that died. Heartbeats are listed
+// first, then data, then manifests: a push deletes its heartbeat only
+// after its manifest is written, so an id seen without a heartbeat is
+// either committed in the manifests listed after, or was never announced.
+func (s *Store) judge(ctx context.Context, run string) (*cleanup, error) {
+	c := &cleanup{alive: map[string]bool{}}
+	up := uploadsPrefix(run)
+	beats, err := s.b.List(ctx, up)
+	if err != nil && !IsNotFound(err) {
+		return nil, err
+	}
+	objs, err := s.b.List(ctx, runPrefix(run)+"data/")
+	if err != nil && !IsNotFound(err) {
+		return nil, err
+	}
+	if len(objs) == 0 && len(beats) == 0 {
+		return c, nil
+	}
+	mans, err := s.b.List(ctx, runPrefix(run)+"manifests/")
+	if err != nil && !IsNotFound(err) {
+		return nil, err
+	}
+	committed := map[string]bool{}
+	for _, o := range mans {
+		committed[strings.TrimSuffix(strings.TrimPrefix(o.Key, runPrefix(run)+"manifests/"), ".json")] = true
+	}
+	// The store's clock is read once, and only when a heartbeat or probe
+	// is there to judge. Without it (the store stamps no times, or takes
+	// no writes) the newest time in the listing stands in: no later than
+	// the store's now, so an age measured from it is never too great.
+	var now time.Time
+	measured := false
+	storeNow := func() (time.Time, bool) {
+		if !measured {
+			measured = true
+			var ok bool
+			if now, ok = s.storeNow(ctx, run); ok {
+				c.now = now
+			} else {
+				for _, o := range append(beats[:len(beats):len(beats)], objs...) {
+					if o.ModTime.After(now) {
+						now = o.ModTime
+					}
+				}
+			}
+		}
+		return now, !now.IsZero()
+	}
+	// young: an object the store stamped less than the grace period ago.
+	// Where the store stamps no time, ok is false.
+	young := func(o Object) (young, ok bool) {
+		if o.ModTime.IsZero() {
+			return false, false
+		}
+		now, ok := storeNow()
+		if !ok {
+			return false, false
+		}
+		return now.Sub(o.ModTime) < s.opt.Grace, true
+	}
+	beating := map[string]Object{}
+	for _, o := range beats {
+		name := strings.TrimPrefix(o.Key, up)
+		if id, ok := strings.CutSuffix(name, ".json"); ok && ValidID(id) == nil {
+			beating[id] = o
+			continue
+		}
+		if strings.HasPrefix(name, probePrefix) && !strings.Contains(name, "/") {
+			// A probe whose clean-up was killed.
+			if y, ok := young(o); s.opt.Grace <= 0 || ok && !y {
+				c.leftovers = append(c.leftovers, o.Key)
+			}
+		}
+	}
+	// alive says whether the push of an uncommitted id may still run.
+	alive := func(id string) bool {
+		if s.opt.Grace <= 0 {
+			return false // no grace: every leftover, even of a push still running
+		}
+		if hb, ok := beating[id]; ok {
+			if y, ok := young(hb); ok {
+				return y
+			}
+		}
+		// No heartbeat (an older gpurent), or a store that stamps no
+		// time: the id's own time, by this machine's clock.
+		t, ok := idTime(id)
+		return ok && s.opt.Now().Sub(t) < s.opt.Grace
+	}
+	for id, hb := range beating {
+		switch {
+		case committed[id]:
+			// Its push committed and was killed before it deleted the
+			// heartbeat: a heartbeat gone quiet is of no more use.
+			if y, ok := young(hb); s.opt.Grace <= 0 || ok && !y {
+				c.leftovers = append(c.leftovers, hb.Key)
+			}
+		case alive(id):
+			c.alive[id] = true
+		default:
+			c.leftovers = append(c.leftovers, hb.Key)
+		}
+	}
+	for _, o := range objs {
+		rest := strings.TrimPrefix(o.Key, runPrefix(run)+"data/")
+		id, _, _ := strings.Cut(rest, "/")
+		if committed[id] || c.alive[id] {
+			continue
+		}
+		if _, judged := beating[id]; !judged && alive(id) {
+			c.alive[id] = true
+			continue
+		}
+		c.leftovers = append(c.leftovers, o.Key)
+	}
+	return c, nil
+}
+
+// stillStored checks, before a push commits, that every object it stored
+// is still in the store at the size it was stored: a clean-up that took
+// the push for a dead one (on a machine with no heartbeats, or with its
+// grace set to 0) may have deleted some under it.
+func (s *Store) stillStored(ctx context.Context, run, id string, objects []ObjRef) error {
+	if len(objects) == 0 {
+		return nil
+	}
+	objs, err := s.b.List(ctx, runPrefix(run)+"data/"+id+"/")
+	if err != nil && !IsNotFound(err) {
+		return fmt.Errorf("push: check the stored objects: %w", err)
+	}
+	size := make(map[string]int64, len(objs))
+	for _, o := range objs {
+		size[o.Key] = o.Size
+	}
+	var lost []string
+	for _, o := range objects {
+		if n, ok := size[o.Key]; !ok || n != o.Size {
+			lost = append(lost, o.Key)
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	more := ""
+	if len(lost) > 3 {
+		lost, more = lost[:3], fmt.Sprintf(" and %d more", len(lost)-3)
+	}
+	return fmt.Errorf("push: objects of this checkpoint were deleted during its upload (a clean-up on another machine?): not committed (%s%s missing or of another size)",
+		strings.Join(lost, ", "), more)
+}
