@@ -31,7 +31,7 @@ type Retrying struct {
 
 // Transient reports whether err is worth another try.
 func Transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrChanged) {
 		return false
 	}
 	var se *StoreError

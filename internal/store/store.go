@@ -163,18 +163,26 @@ func special(m fs.FileMode) string {
 // numbered in walk order. It is exported for callers that want to know
 // what a push will send.
 func Scan(src string) ([]Entry, []string, error) {
+	es, paths, _, err := scan(src)
+	return es, paths, err
+}
+
+// scan is Scan, with what lstat said of each file when it was walked.
+func scan(src string) ([]Entry, []string, []fs.FileInfo, error) {
 	st, err := os.Lstat(src)
 	if err != nil {
-		return nil, nil, fmt.Errorf("push: %w", err)
+		return nil, nil, nil, fmt.Errorf("push: %w", err)
 	}
 	var es []Entry
 	var paths []string
+	var infos []fs.FileInfo
 	add := func(rel, full string, info fs.FileInfo) error {
 		e := Entry{Path: rel, Mode: recordedMode(info, runtime.GOOS), MTime: info.ModTime().UTC(), Object: -1}
 		switch {
 		case info.Mode().IsRegular():
 			e.Type, e.Size, e.Object = "file", info.Size(), len(paths)
 			paths = append(paths, full)
+			infos = append(infos, info)
 		case info.IsDir():
 			e.Type = "dir"
 		case info.Mode()&fs.ModeSymlink != 0:
@@ -190,7 +198,8 @@ func Scan(src string) ([]Entry, []string, error) {
 		return nil
 	}
 	if !st.IsDir() {
-		return es, paths, add(".", src, st)
+		err := add(".", src, st)
+		return es, paths, infos, err
 	}
 	err = filepath.WalkDir(src, func(full string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -203,7 +212,7 @@ func Scan(src string) ([]Entry, []string, error) {
 		rel, _ := filepath.Rel(src, full)
 		return add(filepath.ToSlash(rel), full, info)
 	})
-	return es, paths, err
+	return es, paths, infos, err
 }
 
 // Push stores src (a file or a directory) as one checkpoint of run and
@@ -211,7 +220,9 @@ func Scan(src string) ([]Entry, []string, error) {
 // Leftovers of earlier pushes that never committed are removed first.
 // While it uploads, the push keeps a heartbeat in the store (heartbeat.go)
 // so that a clean-up elsewhere leaves its objects alone, and before it
-// commits it checks that they are all still there.
+// commits it checks that they are all still there. A file that changes
+// while it is read (rewritten in place, replaced) fails the push with an
+// error wrapping ErrChanged: nothing is committed.
 func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	if err := ValidRun(run); err != nil {
 		return nil, err
@@ -219,7 +230,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	if _, err := s.cleanLeftovers(ctx, run); err != nil {
 		return nil, err
 	}
-	entries, paths, err := Scan(src)
+	entries, paths, infos, err := scan(src)
 	if err != nil {
 		return nil, err
 	}
@@ -242,6 +253,13 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 		var sum string
 		stored, err := s.b.Put(ctx, key, func(w io.Writer) error {
 			size, sum = 0, ""
+			// The file as it was walked, as it is opened, as it is after
+			// the copy, read and by its path: any difference is a file
+			// rewritten or replaced while it was read, whose copy may mix
+			// two versions.
+			if err := unchanged(paths[i], infos[i], nil); err != nil {
+				return err
+			}
 			f, err := os.Open(paths[i])
 			if err != nil {
 				return fmt.Errorf("push: %w", err)
@@ -263,6 +281,10 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 			if err != nil {
 				hp.abandon()
 				return fmt.Errorf("push %s: %w", paths[i], err)
+			}
+			if err := unchanged(paths[i], infos[i], f); err != nil {
+				hp.abandon()
+				return err
 			}
 			size, sum = n, hp.Sum()
 			return nil
