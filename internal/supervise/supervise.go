@@ -1004,6 +1004,14 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 			}
 			return false
 		}
+		if errors.Is(err, store.ErrChanged) && ctx.Err() == nil {
+			// The command saved again in place while the file was read:
+			// the copy may mix two versions, so the push committed
+			// nothing. No fault of the store's: the next scan takes the
+			// new version once it is whole.
+			s.cfg.Log("%s changed during its upload; not committed, uploaded again at the next scan (%v)", c.Name, err)
+			return false
+		}
 		s.rotated = 0
 		s.cfg.Log("upload of %s failed (training goes on; retried next scan): %v", c.Name, err)
 		s.Metrics.uploadErrors.Add(1)
