@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -295,5 +296,108 @@ func TestDirectoryThatStaysKeepsItsMode(t *testing.T) {
 	must(t, err)
 	if after.Mode() != before.Mode() {
 		t.Errorf("the directory that stays changed mode: %v -> %v", before.Mode(), after.Mode())
+	}
+}
+
+// A bind mount of a directory below a system directory (/etc/ssh,
+// /usr/share/doc, /var/lib) is that directory under another name: the
+// mount table says where it comes from, and the rule holds there (found
+// by the second review). Only planned, never run.
+func TestBindOfASystemSubdirectoryIsRefused(t *testing.T) {
+	b := newBox(t)
+	for _, src := range []string{"/etc/ssh", "/usr/share", "/var/lib"} {
+		if st, err := os.Stat(src); err != nil || !st.IsDir() {
+			continue
+		}
+		dst := b.data + "/bound" + strings.ReplaceAll(src, "/", "-")
+		must(t, os.Mkdir(dst, 0o755))
+		bind(t, src, dst)
+		for _, named := range []string{dst, dst + "/x-not-there-" + strconv.Itoa(os.Getpid())} {
+			if _, err := os.Lstat(named); err != nil {
+				continue
+			}
+			if _, err := Make(context.Background(), b.env(), Options{Data: []string{named}}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "under another name (a bind mount)") {
+				t.Errorf("%s (a bind mount of %s): %v, want refused", named, src, err)
+			}
+		}
+		// The directory holding the mount is still the user's: the mount
+		// inside it is left, as any mount is.
+		if _, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}}); err != nil {
+			t.Errorf("the data directory holding a bind of %s: %v", src, err)
+		}
+	}
+}
+
+// The same directory under another name lies in what is kept: a path
+// through a bind mount of a kept directory is kept (found by review).
+func TestKeptDirectoryUnderAnotherName(t *testing.T) {
+	b := newBox(t)
+	put(t, b.data+"/proj/models/sub/w.bin", "weights", 0o644)
+	alias := b.base + "/alias"
+	must(t, os.Mkdir(alias, 0o755))
+	bind(t, b.data+"/proj", alias)
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{alias + "/models/sub"}, Keep: []string{b.data + "/proj/models"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := itemAt(p, alias+"/models/sub"); it.Path != "" {
+		t.Fatalf("a path inside a kept directory, through a bind mount, is planned")
+	}
+	if !strings.Contains(strings.Join(p.Kept, "\n"), alias+"/models/sub (") {
+		t.Errorf("kept: %v", p.Kept)
+	}
+}
+
+// gpurent run's state file is read without opening anything but a
+// regular file: a link planted there to a FIFO (or a device) is not
+// opened, so a writer waiting on the FIFO is not woken (found by review).
+func TestRunOfOpensNothingElse(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	must(t, syscall.Mkfifo(fifo, 0o644))
+	must(t, os.Mkdir(dir+"/ckpt", 0o755))
+	must(t, os.Symlink(fifo, dir+"/ckpt/.gpurent-run.json"))
+	woken := make(chan struct{})
+	go func() {
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil { // blocks until a reader opens
+			close(woken)
+			w.Close()
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if r := RunOf(dir + "/ckpt"); r != "" {
+		t.Errorf("run %q", r)
+	}
+	select {
+	case <-woken:
+		t.Error("the FIFO behind the link was opened")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil { // let the writer go
+		time.Sleep(10 * time.Millisecond)
+		r.Close()
+	}
+}
+
+// A named item holding a loop device's backing file is unlinked, never
+// overwritten: overwriting would corrupt the file system mounted from it.
+func TestKernelHeldFileIsNotOverwritten(t *testing.T) {
+	b := newBox(t)
+	img := b.data + "/vault.img"
+	put(t, img, "an ext4 image, mounted", 0o600)
+	fake := b.base + "/fake"
+	put(t, fake+"/sys/block/loop7/loop/backing_file", img+"\n", 0o644)
+	must(t, os.MkdirAll(fake+"/proc", 0o755))
+	e := b.env()
+	e.Holders = func() []Holder { return procHolders(fake+"/proc", 0) }
+	p, err := Make(context.Background(), e, Options{Data: []string{b.data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := itemAt(p, b.data); it.Overwrite {
+		t.Errorf("an item holding a loop device's backing file is overwritten")
+	}
+	if !strings.Contains(strings.Join(p.Warnings, "\n"), "loop7 (a loop device)): overwriting it would corrupt") {
+		t.Errorf("warnings: %v", p.Warnings)
 	}
 }

@@ -441,3 +441,22 @@ func TestBackupCoversEveryFile(t *testing.T) {
 		})
 	}
 }
+
+// Where /dev/shm is a link to /run/shm (older Debian and Ubuntu), its
+// entries are still temp entries, not the system's /run (found by review).
+func TestDevShmThroughALink(t *testing.T) {
+	b := newBox(t)
+	put(t, b.root+"/run/shm/seg", "a shared-memory segment left behind", 0o600)
+	must(t, os.MkdirAll(b.root+"/dev", 0o755))
+	must(t, os.Symlink("../run/shm", b.root+"/dev/shm"))
+	p, err := Make(context.Background(), b.env(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if itemAt(p, b.root+"/run/shm/seg").Path == "" {
+		t.Errorf("the segment is not swept: kept %v", p.Kept)
+	}
+	if _, err := Make(context.Background(), b.env(), Options{Data: []string{b.root + "/dev/shm/seg"}}); err != nil {
+		t.Errorf("naming it: %v", err)
+	}
+}

@@ -17,7 +17,6 @@ import (
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
-	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // Backups is what the backup check needs of a checkpoint store; a
@@ -46,10 +45,17 @@ type Backed struct {
 // RunOf reads the run name gpurent run recorded in a checkpoint
 // directory, or "".
 //
-// The file is read as a regular file only, capped: a directory being
-// wiped may hold anything (a FIFO, a link to /dev/zero) under that name.
+// The file is read as a regular file only, never through a symlink,
+// capped, and nothing else is opened on the way: a directory being wiped
+// may hold anything under that name (a FIFO, a device node, a link to
+// /dev/zero or /dev/watchdog).
 func RunOf(dir string) string {
-	b, err := userfile.Read(filepath.Join(dir, supervise.StateFile), stateFileMax)
+	f, err := openRegular(filepath.Join(dir, supervise.StateFile))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, stateFileMax))
 	if err != nil {
 		return ""
 	}
@@ -235,7 +241,7 @@ const stateFileMax = 16 << 20
 // it is a regular file (one swapped for a FIFO since the scan would hang
 // the check).
 func hashFile(path string) (string, error) {
-	f, _, err := userfile.OpenNoFollow(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return "", err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -298,4 +299,115 @@ func overwriteFD(fd int, size int64) (int64, error) {
 		pos = end
 	}
 	return written, unix.Fsync(fd)
+}
+
+// mountLine is one line of /proc/self/mountinfo: a mount's id, its
+// device, the directory of its file system it shows (root: "/" for a
+// whole file system, a subdirectory for a bind mount of one) and where.
+type mountLine struct {
+	id         uint64
+	dev        string
+	root, path string
+}
+
+func readMountinfo() []mountLine {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []mountLine
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			continue
+		}
+		id, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, mountLine{id: id, dev: f[2], root: unescapeMount(f[3]), path: unescapeMount(f[4])})
+	}
+	return out
+}
+
+// unescapeMount undoes the kernel's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// aliases are the other paths under which this mount namespace shows the
+// entry at path: where it sits in its file system (its mount's root plus
+// the rest of the path), seen through every mount of that file system
+// whose root holds it. A bind mount of /etc/ssh at /data/sshcfg makes
+// /data/sshcfg/x also /etc/ssh/x.
+func aliases(path string, tab []mountLine) []string {
+	e, err := identify(path)
+	if err != nil || e.id.Mnt == 0 {
+		return nil
+	}
+	var m *mountLine
+	for i := range tab {
+		if tab[i].id == e.id.Mnt {
+			m = &tab[i]
+		}
+	}
+	if m == nil || !within(path, m.path) && m.path != "/" {
+		return nil
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(path, m.path), "/")
+	inFS := filepath.Join(m.root, rel)
+	var out []string
+	for _, o := range tab {
+		if o.dev != m.dev || !within(inFS, o.root) && o.root != "/" {
+			continue
+		}
+		a := filepath.Join(o.path, strings.TrimPrefix(strings.TrimPrefix(inFS, o.root), "/"))
+		if a != path {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// openRegular opens path for reading only if it is a regular file, and
+// opens nothing else on the way: an O_PATH fd (no driver's open, no FIFO
+// woken) is checked, not following a symlink, then reopened through
+// /proc's link to it. A planted FIFO or device node (a tarball unpacked as
+// root may hold one) is refused without being opened.
+func openRegular(path string) (*os.File, error) {
+	p, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(p)
+	e, err := statAt(p, "")
+	if err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if !e.id.isRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(p), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	if again, err := statAt(fd, ""); err != nil || !again.id.same(e.id) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s %w", path, errChanged)
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // fileID identifies an entry between the plan and its removal; see the
@@ -39,4 +41,18 @@ func identify(path string) (entry, error) {
 // plans (a dry run shows what it would do) but touches nothing.
 func (x Exec) remove(_ context.Context, res *Result) {
 	res.Status, res.Error = Failed, errors.New("wipe removes files on Linux only: nothing was touched").Error()
+}
+
+type mountLine struct{}
+
+func readMountinfo() []mountLine { return nil }
+
+// aliases: off Linux no mount table tells where a bind mount comes from.
+func aliases(string, []mountLine) []string { return nil }
+
+// openRegular opens path for reading if it is a regular file, not
+// following a symlink (see the Linux version).
+func openRegular(path string) (*os.File, error) {
+	f, _, err := userfile.OpenNoFollow(path)
+	return f, err
 }

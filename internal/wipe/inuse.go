@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -128,7 +129,7 @@ func mapped(path string) []mapping {
 			continue
 		}
 		p := strings.TrimLeft(fl[5], " ")
-		if !strings.HasPrefix(p, "/") || seen[p] {
+		if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") || seen[p] {
 			continue
 		}
 		seen[p] = true
@@ -181,12 +182,24 @@ func kernelHolders(proc string) []Holder {
 	return out
 }
 
-// usedBy lists the holders of path or of anything inside it, by name.
-func usedBy(path string, holders []Holder) []Holder {
+// holderIndex finds the holders of a path and what is inside it by name,
+// in the time of a binary search: a busy machine has thousands of
+// processes, each with hundreds of open and mapped files.
+type holderIndex []Holder
+
+func indexHolders(hs []Holder) holderIndex {
+	out := append(holderIndex(nil), hs...)
+	slices.SortFunc(out, func(a, b Holder) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// by lists the holders of path or of anything inside it.
+func (x holderIndex) by(path string) []Holder {
+	i, _ := slices.BinarySearchFunc(x, path, func(h Holder, p string) int { return strings.Compare(h.Path, p) })
 	var out []Holder
-	for _, h := range holders {
-		if within(h.Path, path) {
-			out = append(out, h)
+	for ; i < len(x) && strings.HasPrefix(x[i].Path, path); i++ {
+		if within(x[i].Path, path) {
+			out = append(out, x[i])
 		}
 	}
 	return out

@@ -168,13 +168,17 @@ func linksOnTheWay(p, cwd string) []string {
 // is still what it is.
 type protection struct {
 	home, root string
+	mounts     []mountLine
+	// temps are the temp directories as resolved (/dev/shm may be a link
+	// to /run/shm): their entries are allowed wherever they live.
+	temps []string
 	self       map[devIno]string // what a path may not be
 	deep       map[devIno]string // what a path may not lie inside
 	temp       map[devIno]bool   // whose entries are allowed anyway
 }
 
 func newProtection(home, root string) *protection {
-	pr := &protection{home: home, root: root, self: map[devIno]string{}, deep: map[devIno]string{}, temp: map[devIno]bool{}}
+	pr := &protection{home: home, root: root, self: map[devIno]string{}, deep: map[devIno]string{}, temp: map[devIno]bool{}, mounts: readMountinfo()}
 	id := func(p string) (devIno, bool) {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -202,6 +206,9 @@ func newProtection(home, root string) *protection {
 			if i, ok := id(filepath.Clean(b + d)); ok {
 				pr.temp[i] = true
 			}
+			if r, err := filepath.EvalSymlinks(filepath.Clean(b + d)); err == nil {
+				pr.temps = append(pr.temps, r)
+			}
 		}
 	}
 	for a := home; ; a = filepath.Dir(a) {
@@ -219,11 +226,44 @@ func newProtection(home, root string) *protection {
 	return pr
 }
 
+// inTemp: path is an entry of a temp directory (or lies in one), as the
+// temp directories resolve.
+func (pr *protection) inTemp(path string) bool {
+	for _, t := range pr.temps {
+		if strings.HasPrefix(path, t+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // why says why the resolved path may never be an item, or "".
 func (pr *protection) why(path string) string {
-	if w := refusal(path, pr.home, pr.root); w != "" {
+	if w := pr.text(path); w != "" {
 		return w
 	}
+	// Under every other name this namespace shows it by (a bind mount of
+	// /etc/ssh, of /var/lib, of the home), the rule holds the same.
+	for _, a := range aliases(path, pr.mounts) {
+		if w := pr.text(a); w != "" {
+			return "is " + a + " under another name (a bind mount), which " + w
+		}
+	}
+	return pr.identity(path)
+}
+
+// text is the rule on the path's text, with the resolved temp
+// directories' entries allowed.
+func (pr *protection) text(path string) string {
+	if pr.inTemp(path) && path != pr.home && !within(pr.home, path) {
+		return ""
+	}
+	return refusal(path, pr.home, pr.root)
+}
+
+// identity is the rule by device and inode, for the path and the
+// directories above it.
+func (pr *protection) identity(path string) string {
 	st, err := os.Lstat(path)
 	if err != nil {
 		return ""

@@ -436,13 +436,14 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		e.Holders = func() []Holder { return procHolders("/proc", os.Getpid()) }
 	}
 	holders := e.Holders()
+	used := indexHolders(holders)
 	for _, it := range tempItems(e) {
 		considered = append(considered, it.Path)
 		isNamed := slices.ContainsFunc(cands, func(c cand) bool { return c.Path == it.Path })
 		if isNamed {
 			continue
 		}
-		inUse := usedBy(it.Path, holders)
+		inUse := used.by(it.Path)
 		switch {
 		case guard.why(it.Path) != "":
 			p.Kept = append(p.Kept, it.Path+" ("+guard.why(it.Path)+")")
@@ -502,8 +503,8 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			}
 			continue
 		}
-		if why, ok := keepIDs[devIno{it.id.Dev, it.id.Ino}]; ok {
-			p.Kept = append(p.Kept, it.Path+" (is "+why+" under another name, which is kept)")
+		if why := keptUnderAnotherName(it.Path, keepIDs, guard.mounts, keptBy); why != "" {
+			p.Kept = append(p.Kept, it.Path+" ("+why+", which is kept)")
 			continue
 		}
 		if !it.id.isDir() && (it.id.otherMount(it.parent) || tab.IsMountPoint(it.Path)) {
@@ -547,8 +548,15 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 				}
 			}
 		}
-		if hs := append(usedBy(it.Path, holders), it.held...); len(hs) > 0 {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("%s is in use by %s: what it writes after the wipe stays; stop it first", it.Path, describeHolders(hs)))
+		if hs := append(used.by(it.Path), it.held...); len(hs) > 0 {
+			if i := slices.IndexFunc(hs, func(h Holder) bool { return h.PID == 0 }); i >= 0 && it.Overwrite {
+				// Overwriting a mounted disk image corrupts what is
+				// mounted from it; unlinking leaves the kernel its copy.
+				it.Overwrite = false
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s holds %s, which the kernel uses (%s): overwriting it would corrupt what is mounted from it or swapped to it, so this item is only unlinked; detach it first (umount and losetup -d, or swapoff) to have it overwritten", it.Path, hs[i].Path, hs[i]))
+			} else {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s is in use by %s: what it writes after the wipe stays; stop it first", it.Path, describeHolders(hs)))
+			}
 		}
 		if it.Kind == Credential && it.Symlink {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s is a symlink to %s: only the link is removed, the credential it leads to stays there (name that file to wipe it)", it.Path, it.Target))
@@ -562,10 +570,12 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	// A --keep that keeps nothing the wipe would touch is a mistake (a
 	// typo, a path through a link to elsewhere): said, not ignored.
 	for _, k := range o.Keep {
-		r := userKeep[k]
-		full, _ := resolveFull(k, cwd)
+		names := []string{userKeep[k]}
+		if full, err := resolveFull(k, cwd); err == nil {
+			names = append(append(names, full), aliases(full, guard.mounts)...)
+		}
 		if !slices.ContainsFunc(considered, func(c string) bool {
-			return within(c, r) || within(r, c) || full != "" && (within(c, full) || within(full, c))
+			return slices.ContainsFunc(names, func(n string) bool { return n != "" && (within(c, n) || within(n, c)) })
 		}) {
 			return nil, fmt.Errorf("%w: --keep %s: nothing this wipe would remove is at, inside or around it; check the path", ErrRefused, k)
 		}
@@ -649,6 +659,32 @@ func mountedHere(path string) bool {
 	}
 	d, err := identify(filepath.Dir(path))
 	return err == nil && e.id.otherMount(d.id)
+}
+
+// keptUnderAnotherName says why path is kept though its own name is not:
+// it, or a directory above it, is a kept file or directory by identity (a
+// hard link, the same directory through a bind mount), or a name the
+// mount table gives it lies in a kept path. "" when it is not.
+func keptUnderAnotherName(path string, keepIDs map[devIno]string, tab []mountLine, keptBy func(string) (string, string)) string {
+	for a := path; ; a = filepath.Dir(a) {
+		if info, err := os.Lstat(a); err == nil {
+			if why, ok := keepIDs[idOf(info)]; ok {
+				if a == path {
+					return "is " + why + " under another name"
+				}
+				return "lies in " + why + ", reached as " + a
+			}
+		}
+		if a == "/" || a == "." {
+			break
+		}
+	}
+	for _, a := range aliases(path, tab) {
+		if k, why := keptBy(a); k != "" {
+			return "is " + a + " under another name (a bind mount), in " + why
+		}
+	}
+	return ""
 }
 
 // insidePlanned: it lies strictly inside another planned item that is a

@@ -26,6 +26,9 @@ type remover struct {
 	res  *Result
 	keep map[string]bool // the plan's kept paths inside the item
 	errs []error
+	// opened are the directories made writable to empty them, with the
+	// mode to give back to any that stays.
+	opened map[int]uint32
 }
 
 func (r *remover) fail(err error) {
@@ -47,7 +50,7 @@ func (r *remover) leadsToKept(path string) bool {
 }
 
 func (x Exec) remove(ctx context.Context, res *Result) {
-	r := &remover{x: x, ctx: ctx, res: res, keep: map[string]bool{}}
+	r := &remover{x: x, ctx: ctx, res: res, keep: map[string]bool{}, opened: map[int]uint32{}}
 	for _, k := range res.Keep {
 		r.keep[k] = true
 	}
@@ -124,15 +127,27 @@ func (r *remover) clearDir(dirfd int, name string, want fileID, path string) boo
 		r.fail(fmt.Errorf("%s: %w", path, err))
 		return true
 	}
+	stays := false
+	defer func() {
+		// A directory made writable that stays anyway (something kept in
+		// it, something that would not go) gets its mode back.
+		if mode, ok := r.opened[fd]; ok {
+			if stays {
+				unix.Fchmod(fd, mode)
+			}
+			delete(r.opened, fd)
+		}
+	}()
 	names, err := readNames(fd)
 	if err != nil {
 		r.fail(fmt.Errorf("%s: %w", path, err))
+		stays = true
 		return true
 	}
-	stays := false
 	for _, n := range names {
 		if err := r.ctx.Err(); err != nil {
 			r.fail(fmt.Errorf("interrupted: %w", err))
+			stays = true
 			return true
 		}
 		p := path + "/" + n
@@ -197,8 +212,8 @@ func (r *remover) removeFile(dirfd int, name, path string, e entry, dirMode uint
 
 // unlink removes name from dirfd after the test hook. dirMode, when not
 // zero, is the permission bits of the directory, which lies inside the
-// item: a read-only one is made writable once, and given its mode back if
-// the removal fails anyway (the directory then stays, as it was).
+// item: a read-only one is made writable once (clearDir gives the mode
+// back if the directory stays).
 func (r *remover) unlink(dirfd int, name, path string, flags int, dirMode uint32) error {
 	if r.x.BeforeRemove != nil {
 		if err := r.x.BeforeRemove(path); err != nil {
@@ -206,10 +221,9 @@ func (r *remover) unlink(dirfd int, name, path string, flags int, dirMode uint32
 		}
 	}
 	err := unix.Unlinkat(dirfd, name, flags)
-	if (err == unix.EACCES || err == unix.EPERM) && dirMode != 0 && dirMode&0o700 != 0o700 && unix.Fchmod(dirfd, 0o700) == nil {
-		if err = unix.Unlinkat(dirfd, name, flags); err != nil {
-			unix.Fchmod(dirfd, dirMode)
-		}
+	if _, done := r.opened[dirfd]; (err == unix.EACCES || err == unix.EPERM) && dirMode != 0 && dirMode&0o700 != 0o700 && !done && unix.Fchmod(dirfd, 0o700) == nil {
+		r.opened[dirfd] = dirMode
+		err = unix.Unlinkat(dirfd, name, flags)
 	}
 	if err == unix.ENOENT {
 		return nil
