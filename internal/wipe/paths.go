@@ -172,9 +172,9 @@ type protection struct {
 	// temps are the temp directories as resolved (/dev/shm may be a link
 	// to /run/shm): their entries are allowed wherever they live.
 	temps []string
-	self       map[devIno]string // what a path may not be
-	deep       map[devIno]string // what a path may not lie inside
-	temp       map[devIno]bool   // whose entries are allowed anyway
+	self  map[devIno]string // what a path may not be
+	deep  map[devIno]string // what a path may not lie inside
+	temp  map[devIno]bool   // whose entries are allowed anyway
 }
 
 func newProtection(home, root string) *protection {
