@@ -553,9 +553,11 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 		Short: "Keep the newest N checkpoints of a run and delete the rest, and leftovers of killed pushes",
 		Long: `prune keeps the newest --keep checkpoints of the run and deletes the older
 ones, each manifest first so that a checkpoint disappears whole, and what
-pushes killed before they committed left (older than --grace: a younger one may
-still be uploading): their data and, on S3, their unfinished multipart uploads,
-whose parts S3 bills and no listing shows.
+pushes killed before they committed left (silent for longer than --grace: a
+push that is still running rewrites its heartbeat, runs/RUN/uploads/ID.json, and
+its age is read on the store's clock, so a slow upload or a machine whose clock
+is ahead is never taken for a dead one): their data and, on S3, their unfinished
+multipart uploads, whose parts S3 bills and no listing shows.
 
 --keep-logs N also deletes the run's log sessions (gpurent run --log) but the
 newest N; without it logs are left alone, since they are the run's history.
