@@ -308,12 +308,31 @@ func ipEndpoint(ep string) bool {
 	return u.Hostname() == "localhost" || net.ParseIP(u.Hostname()) != nil
 }
 
+// stripUser removes a user name and password from a URL-shaped value.
+func stripUser(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || u.User == nil {
+		if i, j := strings.Index(v, "://"), strings.LastIndex(v, "@"); i >= 0 && j > i {
+			return v[:i+3] + v[j+1:] // unparseable, but shaped like one
+		}
+		return v
+	}
+	u.User = nil
+	return u.String()
+}
+
 // checkEndpoint refuses plain http to anything but loopback unless
 // insecure: checkpoints and credentials would cross the network in clear.
 func checkEndpoint(ep string, insecure bool) error {
 	u, err := url.Parse(ep)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("store endpoint %q: want a URL such as https://s3.example.com", ep)
+		return fmt.Errorf("store endpoint %q: want a URL such as https://s3.example.com", stripUser(ep))
+	}
+	if u.User != nil {
+		// Never echoed: the password would be in the error, the log and
+		// the terminal's scrollback.
+		u.User = nil
+		return fmt.Errorf("store endpoint %s: a user name or password in the endpoint is refused (it would end up in logs, histories and process lists); give credentials in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the provider's own)", u)
 	}
 	if u.Scheme == "https" || insecure {
 		return nil
@@ -388,6 +407,8 @@ func redact(u *url.URL) string {
 	for k := range q {
 		if secretParam(k) || strings.Contains(strings.ToLower(k), "key") {
 			q.Set(k, "REDACTED")
+		} else {
+			q.Set(k, stripUser(q.Get(k))) // endpoint=http://user:PASSWORD@host
 		}
 	}
 	c.RawQuery = q.Encode()

@@ -1209,3 +1209,23 @@ func TestResolveName(t *testing.T) {
 		t.Errorf("a path for a name: %v", err)
 	}
 }
+
+// A user name or password in the store URL or its endpoint is refused,
+// and never echoed: on 7f49d07 endpoint=http://user:PASSWORD@host was
+// accepted and the password shown, URL-encoded, in errors.
+func TestOpenRefusesUserinfo(t *testing.T) {
+	for _, raw := range []string{
+		"s3://bucket/p?endpoint=http://admin:S3cretPassw0rd@127.0.0.1:1&region=us-east-1",
+		"s3://bucket/p?endpoint=https://admin:S3cretPassw0rd@s3.example.com&region=us-east-1",
+		"s3://admin:S3cretPassw0rd@bucket/p?region=us-east-1",
+	} {
+		_, _, err := Open(context.Background(), raw, OpenOptions{})
+		if err == nil {
+			t.Errorf("%s: accepted", raw)
+			continue
+		}
+		if strings.Contains(err.Error(), "S3cretPassw0rd") || !strings.Contains(err.Error(), "refused") {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+}
