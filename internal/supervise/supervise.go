@@ -305,6 +305,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		until = t.C
 	}
 	restarts, quietRestarts := 0, 0
+	lastSeen := s.newestSeen()
 	backoff := s.cfg.Backoff
 	for {
 		resumeFrom := s.resumePoint()
@@ -412,11 +413,18 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		if len(causes) > 0 {
 			cause = "; " + strings.Join(causes, "; ")
 		}
-		if s.commitCount() == commitsBefore {
+		// Progress is a checkpoint committed since the start, or one the
+		// command wrote before it failed: still inside --quiet when it
+		// did, it counts once the quiet period is over (the restart waits
+		// for that), and a command that saves, fails and resumes from it
+		// each time is no crash loop.
+		seen := s.newestSeen()
+		if s.commitCount() == commitsBefore && seen == lastSeen {
 			quietRestarts++
 		} else {
 			quietRestarts = 0
 		}
+		lastSeen = seen
 		if restarts > s.cfg.MaxRestarts {
 			f := s.finalUpload(ctx)
 			return Exit{Code: 1, Reason: fmt.Sprintf("the command failed (%v) and the %s allowed are used up%s; %s", werr, report.Count(s.cfg.MaxRestarts, "restart"), cause, s.finalWords(f))}, nil
@@ -560,6 +568,18 @@ func (s *Supervisor) untilQuiet() (Candidate, time.Duration) {
 	}
 	// A little past the boundary, so the next scan finds it complete.
 	return cs[0], s.det.Quiet - time.Since(cs[0].ModTime) + 20*time.Millisecond
+}
+
+// newestSeen is the signature of the newest checkpoint in the directory,
+// complete or only inside its quiet period ("" when none).
+func (s *Supervisor) newestSeen() string {
+	cs, _ := s.det.Scan()
+	for _, c := range cs {
+		if c.Complete || c.Why == whyRecent {
+			return c.Signature()
+		}
+	}
+	return ""
 }
 
 func (s *Supervisor) commitCount() int {

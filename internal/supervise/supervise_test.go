@@ -1835,3 +1835,25 @@ func TestResumeNewerInStoreSameName(t *testing.T) {
 		t.Errorf("the first machine resumed with %q, want resume 40 first", log)
 	}
 }
+
+// A command that saves a checkpoint and fails within --quiet, resuming
+// from a newer one each time, makes progress: it is no crash loop
+// (7f49d07 stopped it as one "without a new checkpoint").
+func TestSaveThenCrashIsNoCrashLoop(t *testing.T) {
+	dir := t.TempDir()
+	script := `n=$(ls "$GPURENT_CKPT_DIR" | grep -c '^ckpt-'); n=$((n+1)); echo "$n" > "$GPURENT_CKPT_DIR/ckpt-$n"; [ "$n" -ge 5 ] && exit 0; exit 3`
+	cfg := Config{Cmd: []string{"sh", "-c", script}, CkptDir: dir, Run: "trial", MaxRestarts: 10, CrashLoop: 2,
+		Backoff: 10 * time.Millisecond, Grace: 5 * time.Second, Poll: 20 * time.Millisecond, Quiet: 300 * time.Millisecond,
+		Stdout: io.Discard, Stderr: io.Discard, Log: func(string, ...any) {}}
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code != 0 || strings.Contains(ex.Reason, "crash loop") {
+		t.Errorf("%+v %v", ex, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ckpt-5")); err != nil {
+		t.Errorf("the fifth run did not come: %v", err)
+	}
+}
