@@ -3,6 +3,7 @@ package supervise
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -78,4 +79,50 @@ func eachInGroup(proc string, pgid int, fn func(pid int, state byte)) error {
 		fn(pid, f[0][0])
 	}
 	return nil
+}
+
+// treeVar names the variable gpurent run gives the command: every process
+// the command starts inherits it, whatever group or session it moves to
+// (setsid, a daemonizing server, a launcher's workers), so a stray is
+// known by it after its parent is gone.
+const treeVar = "GPURENT_TREE"
+
+// markedLive lists the processes under proc, other than self, that still
+// run and carry treeVar=token in their environment (each environ read no
+// further than 1 MiB).
+func markedLive(proc, token string, self int) []int {
+	if token == "" {
+		return nil
+	}
+	mark := []byte(treeVar + "=" + token + "\x00")
+	entries, err := os.ReadDir(proc)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		f, err := os.Open(filepath.Join(proc, e.Name(), "environ"))
+		if err != nil {
+			continue // another user's, or gone
+		}
+		b := make([]byte, 1<<20)
+		n, _ := io.ReadFull(f, b)
+		f.Close()
+		if !bytes.Contains(append([]byte{0}, b[:n]...), append([]byte{0}, mark...)) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
 }

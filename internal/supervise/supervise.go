@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -158,6 +159,9 @@ type Supervisor struct {
 	deeperAt   time.Time
 	deeperSaid bool
 	Metrics    Metrics
+	// tree marks the processes the command starts (treeVar), so that
+	// those that left its process group are ended with it.
+	tree string
 	// sysRoot is where /proc/self/cgroup and /sys/fs/cgroup are read
 	// ("/"; tests give a fake tree).
 	sysRoot string
@@ -222,7 +226,7 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob, Exclude: cfg.Exclude}, sysRoot: "/",
+	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob, Exclude: cfg.Exclude}, sysRoot: "/", tree: rand.Text(),
 		stalled: make(chan string, 1)}
 	for _, c := range st.Committed {
 		if t := time.Unix(c.At, 0); t.After(s.lastCommit) {
@@ -312,7 +316,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		commitsBefore := s.commitCount()
 		cmd := exec.Command(s.cfg.Cmd[0], Args(s.cfg.Cmd[1:], resumeFrom)...)
 		cmd.Env = append(append(os.Environ(), s.cfg.Env...), "GPURENT_RESUME_FROM="+resumeFrom, "GPURENT_RESTART_COUNT="+strconv.Itoa(restarts),
-			"GPURENT_CKPT_DIR="+s.cfg.CkptDir, "GPURENT_RUN="+s.cfg.Run)
+			"GPURENT_CKPT_DIR="+s.cfg.CkptDir, "GPURENT_RUN="+s.cfg.Run, treeVar+"="+s.tree)
 		cmd.Stdout, cmd.Stderr = s.cfg.Stdout, s.cfg.Stderr
 		cmd.SysProcAttr = childAttr()
 		oom := startOOMWatch(s.sysRoot)
@@ -479,6 +483,14 @@ func (s *Supervisor) endStrays(pgid int) {
 		if err != nil && kill(-pgid, 0) == nil {
 			return []int{0} // no /proc: the group has members, which ones unknown
 		}
+		// And those that moved to a group or session of their own: they
+		// hold the GPU, ports and the output pipe (gpurent run | tee
+		// would never end) as much as the rest.
+		for _, p := range markedLive(proc, s.tree, os.Getpid()) {
+			if !slices.Contains(pids, p) {
+				pids = append(pids, p)
+			}
+		}
 		return pids
 	}
 	pids := live()
@@ -493,6 +505,9 @@ func (s *Supervisor) endStrays(pgid int) {
 		report.Count(len(pids), "process"), which, s.cfg.Grace)
 	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		kill(-pgid, sig)
+		for _, p := range markedLive(proc, s.tree, os.Getpid()) {
+			kill(p, sig)
+		}
 		wait := s.cfg.Grace
 		if i == 1 {
 			wait = 5 * time.Second
@@ -597,6 +612,7 @@ func (s *Supervisor) signal(sig syscall.Signal) {
 
 // stopChild forwards sig, waits the grace period, then kills the group.
 func (s *Supervisor) stopChild(done <-chan error, sig syscall.Signal) {
+	pid := s.child.Load()
 	s.signal(sig)
 	select {
 	case <-done:
@@ -606,6 +622,9 @@ func (s *Supervisor) stopChild(done <-chan error, sig syscall.Signal) {
 	}
 	s.child.Store(0)
 	s.Metrics.childUp.Store(0)
+	if pid > 0 {
+		s.endStrays(int(pid))
+	}
 }
 
 // preempted handles a notice: ask for a checkpoint now, wait for it within
@@ -679,9 +698,13 @@ func (s *Supervisor) checkpointAndStop(ctx context.Context, left time.Duration, 
 		}
 	}
 	if exited {
+		pid := s.child.Load()
 		s.signal(syscall.SIGTERM) // what the command started and left behind
 		s.child.Store(0)
 		s.Metrics.childUp.Store(0)
+		if pid > 0 {
+			s.endStrays(int(pid))
+		}
 	} else {
 		s.stopChild(done, syscall.SIGTERM)
 	}

@@ -1857,3 +1857,43 @@ func TestSaveThenCrashIsNoCrashLoop(t *testing.T) {
 		t.Errorf("the fifth run did not come: %v", err)
 	}
 }
+
+// A process the command started in a session of its own (setsid, a
+// daemonizing server) is ended with the command: on 7f49d07 it survived
+// the stop and the restart, and kept `gpurent run ... | tee` open.
+func TestStrayInItsOwnSessionIsEnded(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("PIDFILE", pidFile)
+	script := `setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > "$PIDFILE"; sleep 0.2; exit 3`
+	cfg := Config{Cmd: []string{"sh", "-c", script}, CkptDir: dir, Run: "trial", MaxRestarts: 1, CrashLoop: 5,
+		Backoff: 10 * time.Millisecond, Grace: time.Second, Poll: 20 * time.Millisecond, Quiet: 50 * time.Millisecond,
+		Stdout: io.Discard, Stderr: io.Discard, Log: func(string, ...any) {}}
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	t.Cleanup(func() {
+		for _, p := range pids {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	ex, err := sup.Run(context.Background(), nil)
+	if err != nil || ex.Code == 0 {
+		t.Fatalf("%+v %v", ex, err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	pids = append(pids, pid)
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return // gone, or a zombie waiting for init
+		}
+	}
+	t.Errorf("the process the command started with setsid (pid %d) outlived the run", pid)
+}
