@@ -22,7 +22,7 @@ start_weed() {
   rm -rf "$dir/weed"; mkdir -p "$dir/weed"
   # Without AWS_* credentials in its environment: given them, SeaweedFS
   # sets up an identity and refuses the unsigned requests used here.
-  env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY setsid "$weed" server -dir="$dir/weed" -ip=127.0.0.1 -ip.bind=127.0.0.1 -volume.max=100 -master.volumeSizeLimitMB=1024 \
+  env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY setsid "$weed" server -dir="$dir/weed" -ip=127.0.0.1 -ip.bind=127.0.0.1 -volume.max=2000 -master.volumeSizeLimitMB=256 \
     -master.port="$(weed_port)" -volume.port="$(weed_port)" -filer -filer.port="$(weed_port)" -s3 -s3.port="$s3port" >"$dir/weed.log" 2>&1 &
   weedpid=$!
   trap 'kill -9 -- -$weedpid 2>/dev/null || true; kill -9 $weedpid 2>/dev/null || true' EXIT

@@ -64,8 +64,8 @@ func weedURL(t *testing.T) string {
 	emulatorsOnce.weed.Do(func() {
 		weed.start(func(dir string, s3 int) []string {
 			master, volume, filer := freePort(), freePort(), freePort()
-			return []string{"server", "-dir=" + dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-volume.max=100",
-				"-master.volumeSizeLimitMB=1024", fmt.Sprintf("-master.port=%d", master), fmt.Sprintf("-volume.port=%d", volume),
+			return []string{"server", "-dir=" + dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-volume.max=2000",
+				"-master.volumeSizeLimitMB=256", fmt.Sprintf("-master.port=%d", master), fmt.Sprintf("-volume.port=%d", volume),
 				"-filer", fmt.Sprintf("-filer.port=%d", filer), "-s3", fmt.Sprintf("-s3.port=%d", s3)}
 		}, func(addr string) bool { return answers("http://"+addr, 200) })
 		if weed.addr != "" {
