@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gpurent/gpurent/internal/mounts"
 )
 
 // fileID identifies an entry between the plan and its removal. A path can
@@ -325,28 +327,9 @@ func readMountinfo() []mountLine {
 		if err != nil {
 			continue
 		}
-		out = append(out, mountLine{id: id, dev: f[2], root: unescapeMount(f[3]), path: unescapeMount(f[4])})
+		out = append(out, mountLine{id: id, dev: f[2], root: mounts.Unescape(f[3]), path: mounts.Unescape(f[4])})
 	}
 	return out
-}
-
-// unescapeMount undoes the kernel's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // aliases are the other paths under which this mount namespace shows the

@@ -2,16 +2,18 @@ package audit
 
 import (
 	"io/fs"
-	"syscall"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/ctime"
 )
 
 // ChangeTime is when the file's inode last changed (ctime): unlike the
 // modification time, which tar, cp -p and rsync -t set back to the
 // archive's, no call sets it, so a tree unpacked today reads as today's.
+// Where the system gives none, the modification time stands in.
 func ChangeTime(info fs.FileInfo) time.Time {
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		return time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
+	if t, ok := ctime.Of(info); ok {
+		return t
 	}
 	return info.ModTime()
 }
