@@ -15,12 +15,44 @@ import (
 	"time"
 )
 
-// bind bind-mounts src on dst for the rest of the test, or skips it,
-// saying why: bind mounts need root (CAP_SYS_ADMIN) on Linux.
+// privateMounts runs the calling test again in a private mount namespace
+// (unshare(1)), unless it already runs in one, and reports whether the
+// caller is that run. Its bind mounts then die with the process: a bind of
+// / left behind in the machine's namespace by a test killed half-way
+// would make a later rm -r of the temp directory delete the system.
+func privateMounts(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv("GPURENT_WIPE_NS") == "1" {
+		return true
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("bind mounts need root: not run")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare(1) for a private mount namespace: not run")
+	}
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "GPURENT_WIPE_NS=1")
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "unshare: ") {
+		t.Skipf("no private mount namespace here: not run: %s", firstLine(out))
+	}
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("in a private mount namespace: %v\n%s", err, out)
+	}
+	return false
+}
+
+// bind bind-mounts src on dst for the rest of the test (which runs in a
+// private mount namespace: privateMounts).
 func bind(t *testing.T, src, dst string) {
 	t.Helper()
+	if os.Getenv("GPURENT_WIPE_NS") != "1" {
+		t.Fatal("bind outside a private mount namespace: call privateMounts first")
+	}
 	if err := syscall.Mount(src, dst, "", syscall.MS_BIND, ""); err != nil {
-		t.Skipf("cannot bind-mount %s on %s (needs root): %v", src, dst, err)
+		t.Fatalf("bind-mount %s on %s: %v", src, dst, err)
 	}
 	t.Cleanup(func() { syscall.Unmount(dst, syscall.MNT_DETACH) })
 }
@@ -29,6 +61,9 @@ func bind(t *testing.T, src, dst string) {
 // kept, never overwritten through (7f49d07 wrote random bytes into its
 // source, outside the plan).
 func TestBindMountedFileIsNotWrittenThrough(t *testing.T) {
+	if !privateMounts(t) {
+		return
+	}
 	b := newBox(t)
 	src := b.outside + "/dataset.bin"
 	put(t, src, "the source, outside the plan", 0o644)
@@ -59,6 +94,9 @@ func TestBindMountedFileIsNotWrittenThrough(t *testing.T) {
 // run has the same device number; its mount id tells it, and it is not
 // entered (7f49d07 emptied it).
 func TestBindMountAfterThePlanIsNotEntered(t *testing.T) {
+	if !privateMounts(t) {
+		return
+	}
 	b := newBox(t)
 	put(t, b.data+"/late/placeholder", "", 0o644)
 	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}})
@@ -143,6 +181,9 @@ func TestMappedTempFileIsInUse(t *testing.T) {
 // container started with -v /:/host) is still what it is: refused by
 // identity, whatever the path says. Only planned here, never run.
 func TestBindMountAliasesAreRefused(t *testing.T) {
+	if !privateMounts(t) {
+		return
+	}
 	b := newBox(t)
 	host := b.base + "/host"
 	must(t, os.Mkdir(host, 0o755))
@@ -186,6 +227,9 @@ func TestBindMountAliasesAreRefused(t *testing.T) {
 // mount of it, a container's volume) uses it: the identity of its working
 // directory tells, where the path does not.
 func TestTempInUseThroughAnotherName(t *testing.T) {
+	if !privateMounts(t) {
+		return
+	}
 	b := newBox(t)
 	ds := b.root + "/tmp/ds"
 	put(t, ds+"/shard0", "being read", 0o644)
@@ -304,6 +348,9 @@ func TestDirectoryThatStaysKeepsItsMode(t *testing.T) {
 // mount table says where it comes from, and the rule holds there (found
 // by the second review). Only planned, never run.
 func TestBindOfASystemSubdirectoryIsRefused(t *testing.T) {
+	if !privateMounts(t) {
+		return
+	}
 	b := newBox(t)
 	for _, src := range []string{"/etc/ssh", "/usr/share", "/var/lib"} {
 		if st, err := os.Stat(src); err != nil || !st.IsDir() {
@@ -331,6 +378,9 @@ func TestBindOfASystemSubdirectoryIsRefused(t *testing.T) {
 // The same directory under another name lies in what is kept: a path
 // through a bind mount of a kept directory is kept (found by review).
 func TestKeptDirectoryUnderAnotherName(t *testing.T) {
+	if !privateMounts(t) {
+		return
+	}
 	b := newBox(t)
 	put(t, b.data+"/proj/models/sub/w.bin", "weights", 0o644)
 	alias := b.base + "/alias"
