@@ -372,3 +372,17 @@ func FuzzParseAmount(f *testing.F) {
 		}
 	})
 }
+
+// A command that ignores SIGTERM is killed when the budget is spent, not
+// --stop-grace (30 s) later: on 7f49d07 a budget of 10 was spent as 11.51.
+func TestRunBudgetKeepsTheStopGraceInside(t *testing.T) {
+	dir := t.TempDir()
+	began := time.Now()
+	code, _, stderr := gpurent(t, "run", "--ckpt-dir", dir, "--preemption", "none", "--no-status", "--price", "3600", "--budget", "3", "--", "sh", "-c", "trap '' TERM; sleep 60 & wait; sleep 60")
+	took := time.Since(began)
+	// 3 s of budget, and a second for gpurent's own ending; 30 s of
+	// grace would be 30 USD more at this price.
+	if code != supervise.ExitStopped || took > 5*time.Second {
+		t.Errorf("exit %d after %v, want 75 within the budget's 3 s\n%s", code, took, stderr)
+	}
+}

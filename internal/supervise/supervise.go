@@ -159,6 +159,9 @@ type Supervisor struct {
 	deeperAt   time.Time
 	deeperSaid bool
 	Metrics    Metrics
+	// stopBy, when set, is when a stop must be over: the end of the
+	// budget, which the grace after SIGTERM may not run past.
+	stopBy time.Time
 	// tree marks the processes the command starts (treeVar), so that
 	// those that left its process group are ended with it.
 	tree string
@@ -509,6 +512,9 @@ func (s *Supervisor) endStrays(pgid int) {
 			kill(p, sig)
 		}
 		wait := s.cfg.Grace
+		if !s.stopBy.IsZero() {
+			wait = min(wait, max(time.Until(s.stopBy), 0)) // within the budget
+		}
 		if i == 1 {
 			wait = 5 * time.Second
 		}
@@ -614,9 +620,15 @@ func (s *Supervisor) signal(sig syscall.Signal) {
 func (s *Supervisor) stopChild(done <-chan error, sig syscall.Signal) {
 	pid := s.child.Load()
 	s.signal(sig)
+	grace := s.cfg.Grace
+	if !s.stopBy.IsZero() {
+		// A budget's stop keeps the grace inside the budget: SIGKILL
+		// when it is spent, not --stop-grace after SIGTERM.
+		grace = min(grace, max(time.Until(s.stopBy), 0))
+	}
 	select {
 	case <-done:
-	case <-time.After(s.cfg.Grace):
+	case <-time.After(grace):
 		s.signal(syscall.SIGKILL)
 		<-done
 	}
@@ -658,6 +670,7 @@ func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error)
 // untilCame stops the command at Config.Until, as a notice of
 // UntilWindow would.
 func (s *Supervisor) untilCame(ctx context.Context, done <-chan error) Exit {
+	s.stopBy = s.cfg.Until.Add(s.cfg.UntilWindow)
 	s.cfg.Log("%s: asking the command for a checkpoint, then stopping it", s.cfg.UntilWhy)
 	s.cfg.Event("budget", s.cfg.UntilWhy+": saving a checkpoint and stopping the command")
 	f := s.checkpointAndStop(ctx, s.cfg.UntilWindow, done)
