@@ -71,7 +71,7 @@ func withFile(args []string, path string) []string {
 // /dev/zero grew to 12 GB in 12 s).
 func TestNamedFileDevZero(t *testing.T) {
 	if _, err := os.Stat("/dev/zero"); err != nil {
-		t.Skip("no /dev/zero")
+		t.Skip("no /dev/zero on this system")
 	}
 	for _, tc := range namedFileCases() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestNamedFileDevZero(t *testing.T) {
 func TestNamedFileFIFO(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "facts.json")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skip("mkfifo:", err)
+		t.Skipf("this file system makes no FIFOs (mkfifo: %v)", err)
 	}
 	for _, tc := range namedFileCases() {
 		t.Run(tc.name, func(t *testing.T) {

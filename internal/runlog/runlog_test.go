@@ -328,7 +328,7 @@ func TestOpenRefusesSymlink(t *testing.T) {
 	}
 	link := filepath.Join(dir, "train.log")
 	if err := os.Symlink(target, link); err != nil {
-		t.Skip(err)
+		t.Skipf("this file system makes no symlinks: %v", err)
 	}
 	o, err := Open(Options{Path: link, Stdout: os.Stdout, Stderr: os.Stderr})
 	if err == nil {

@@ -239,7 +239,7 @@ func TestTempInUseThroughAnotherName(t *testing.T) {
 	sleep := exec.Command("sleep", "60")
 	sleep.Dir = alias
 	if err := sleep.Start(); err != nil {
-		t.Skipf("no sleep: %v", err)
+		t.Skipf("no sleep(1) to hold a directory: %v", err)
 	}
 	defer func() { sleep.Process.Kill(); sleep.Wait() }()
 	e := b.env()

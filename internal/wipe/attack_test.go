@@ -42,7 +42,8 @@ func TestEnvironmentPathsAreRefused(t *testing.T) {
 		if c.name == "HF_TOKEN_PATH" {
 			// The token file is planned only where it looks like one.
 			if _, err := os.Stat(c.value); err != nil {
-				t.Skipf("no %s here", c.value)
+				t.Logf("case %s=%s not run: no %s on this system", c.name, c.value, c.value)
+				continue
 			}
 		}
 		p, err := Make(context.Background(), e, Options{})
