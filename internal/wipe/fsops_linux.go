@@ -185,27 +185,45 @@ func openChecked(dirfd int, name string, flags int, want fileID) (int, error) {
 // a FIFO's reader) is checked, then reopened through /proc's link to it.
 // Where /proc is not mounted the open fails; the file is then not written.
 func openFileChecked(dirfd int, name string, flags int, want fileID) (int, error) {
-	p, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	p, got, err := pathFD(dirfd, name)
 	if err != nil {
 		return -1, err
 	}
 	defer unix.Close(p)
-	got, err := statAt(p, "")
-	if err != nil {
-		return -1, err
-	}
 	if !got.id.same(want) || !got.id.isRegular() {
 		return -1, errChanged
 	}
-	link := "/proc/self/fd/" + strconv.Itoa(p)
 	flags &^= unix.O_NOFOLLOW // the link is /proc's, to this very file
-	fd, err := unix.Open(link, flags, 0)
+	fd, err := reopen(p, flags, want)
 	if err == unix.EACCES || err == unix.EPERM {
 		if err := chmodFD(p, 0o600); err != nil {
 			return -1, err
 		}
-		fd, err = unix.Open(link, flags, 0)
+		fd, err = reopen(p, flags, want)
 	}
+	return fd, err
+}
+
+// pathFD opens name in dirfd as an O_PATH fd, never following a symlink,
+// and describes it: nothing is opened for reading or writing yet, so no
+// driver's open runs and no FIFO's peer is woken.
+func pathFD(dirfd int, name string) (int, entry, error) {
+	p, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, entry{}, err
+	}
+	e, err := statAt(p, "")
+	if err != nil {
+		unix.Close(p)
+		return -1, entry{}, err
+	}
+	return p, e, nil
+}
+
+// reopen opens what the O_PATH fd p holds with flags, through /proc's
+// link to it, and returns the fd only if it is still want.
+func reopen(p, flags int, want fileID) (int, error) {
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(p), flags|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return -1, err
 	}
@@ -218,17 +236,12 @@ func openFileChecked(dirfd int, name string, flags int, want fileID) (int, error
 	}
 	return fd, nil
 }
-
 func chmodChecked(dirfd int, name string, want fileID) error {
-	p, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	p, got, err := pathFD(dirfd, name)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(p)
-	got, err := statAt(p, "")
-	if err != nil {
-		return err
-	}
 	if !got.id.same(want) {
 		return errChanged
 	}
@@ -372,25 +385,17 @@ func aliases(path string, tab []mountLine) []string {
 // /proc's link to it. A planted FIFO or device node (a tarball unpacked as
 // root may hold one) is refused without being opened.
 func openRegular(path string) (*os.File, error) {
-	p, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	p, e, err := pathFD(unix.AT_FDCWD, path)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(p)
-	e, err := statAt(p, "")
-	if err != nil {
-		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
 	if !e.id.isRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(p), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fd, err := reopen(p, unix.O_RDONLY, e.id)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	if again, err := statAt(fd, ""); err != nil || !again.id.same(e.id) {
-		unix.Close(fd)
-		return nil, fmt.Errorf("%s %w", path, errChanged)
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
