@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -55,9 +56,12 @@ type entry struct {
 	size   int64
 	blocks int64 // allocated bytes
 	nlink  uint32
+	// The modification and change times, which the temp sweep dates by.
+	mtime, ctime time.Time
 }
 
-const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_INO | unix.STATX_NLINK | unix.STATX_SIZE | unix.STATX_BLOCKS | unix.STATX_MNT_ID
+const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_INO | unix.STATX_NLINK | unix.STATX_SIZE | unix.STATX_BLOCKS |
+	unix.STATX_MTIME | unix.STATX_CTIME | unix.STATX_MNT_ID
 
 func fromStatx(sx *unix.Statx_t) entry {
 	e := entry{
@@ -66,6 +70,8 @@ func fromStatx(sx *unix.Statx_t) entry {
 		size:   int64(sx.Size),
 		blocks: int64(sx.Blocks) * 512,
 		nlink:  sx.Nlink,
+		mtime:  time.Unix(sx.Mtime.Sec, int64(sx.Mtime.Nsec)),
+		ctime:  time.Unix(sx.Ctime.Sec, int64(sx.Ctime.Nsec)),
 	}
 	if sx.Mask&unix.STATX_MNT_ID != 0 {
 		e.id.Mnt = sx.Mnt_id

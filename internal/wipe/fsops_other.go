@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 
+	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/userfile"
 )
 
@@ -21,20 +23,27 @@ type fileID struct {
 
 func (id fileID) otherMount(dir fileID) bool { return id.Dev != dir.Dev }
 func (id fileID) isDir() bool                { return fs.FileMode(id.Mode).IsDir() }
+func (id fileID) isRegular() bool            { return fs.FileMode(id.Mode).IsRegular() }
 func (id fileID) isSymlink() bool            { return fs.FileMode(id.Mode)&fs.ModeSymlink != 0 }
 
-type entry struct{ id fileID }
+// entry is what Lstat says of one entry; see the Linux version.
+type entry struct {
+	id           fileID
+	size         int64
+	nlink        uint64
+	mtime, ctime time.Time
+}
 
 func identify(path string) (entry, error) {
 	st, err := os.Lstat(path)
 	if err != nil {
 		return entry{}, err
 	}
-	id := fileID{Mode: uint32(st.Mode().Type())}
+	e := entry{id: fileID{Mode: uint32(st.Mode().Type())}, size: st.Size(), nlink: 1, mtime: st.ModTime(), ctime: audit.ChangeTime(st)}
 	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		id.Dev, id.Ino = uint64(s.Dev), uint64(s.Ino)
+		e.id.Dev, e.id.Ino, e.nlink = uint64(s.Dev), uint64(s.Ino), uint64(s.Nlink)
 	}
-	return entry{id: id}, nil
+	return e, nil
 }
 
 // remove: wipe deletes on the rented Linux machine only; elsewhere it

@@ -778,45 +778,41 @@ func size(it *Item, tab mounts.Table, noOverwrite bool, inside []string, ids wal
 		if err != nil {
 			return nil
 		}
-		if path != it.Path {
-			if keep[path] || tab.IsMountPoint(path) {
-				it.Keep = append(it.Keep, path)
-				delete(keep, path)
-				return skip(d)
-			}
-			if e, err := identify(path); err == nil && e.id.otherMount(self.id) {
-				it.Keep = append(it.Keep, path)
-				return skip(d)
-			}
+		if path != it.Path && (keep[path] || tab.IsMountPoint(path)) {
+			it.Keep = append(it.Keep, path)
+			delete(keep, path)
+			return skip(d)
 		}
-		info, err := d.Info() // one lstat for the identity, the size and the times
+		e, err := identify(path) // one statx for the mount, identity, size and times
 		if err != nil {
 			return nil
 		}
-		id := idOf(info)
-		if _, ok := ids.keep[id]; ok && path != it.Path {
-			it.Keep = append(it.Keep, path) // a kept file under another name
-			return skip(d)
+		id := devIno{e.id.Dev, e.id.Ino}
+		if path != it.Path {
+			if _, kept := ids.keep[id]; kept || e.id.otherMount(self.id) {
+				it.Keep = append(it.Keep, path) // a mount, or a kept file under another name
+				return skip(d)
+			}
 		}
 		if h, ok := ids.held[id]; ok {
 			it.held = append(it.held, h)
 		}
-		regular := d.Type().IsRegular()
+		regular := e.id.isRegular()
 		if regular && d.Name() == supervise.StateFile {
 			it.Runs = append(it.Runs, filepath.Dir(path))
 		}
 		if it.Kind == Temp {
-			if c := audit.ChangeTime(info); c.After(it.changed) {
-				it.changed = c
+			if e.ctime.After(it.changed) {
+				it.changed = e.ctime
 			}
-			if m := info.ModTime(); m.After(it.modified) {
-				it.modified = m
+			if e.mtime.After(it.modified) {
+				it.modified = e.mtime
 			}
 		}
 		if regular {
-			it.Bytes += info.Size()
+			it.Bytes += e.size
 			it.Files++
-			if links(info) > 1 {
+			if e.nlink > 1 {
 				it.Linked++
 			}
 		}
@@ -836,14 +832,6 @@ func skip(d fs.DirEntry) error {
 		return fs.SkipDir
 	}
 	return nil
-}
-
-// links is a file's hard-link count, 1 where the system does not say.
-func links(info fs.FileInfo) uint64 {
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
-	}
-	return 1
 }
 
 // warnings say what a wipe cannot do, plainly.
