@@ -345,8 +345,9 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		}
 	}
 	guard := newProtection(home, e.Root)
+	keepOrder := slices.Sorted(maps.Keys(keeps)) // keeps is complete here
 	keptBy := func(path string) (string, string) {
-		for _, k := range slices.Sorted(maps.Keys(keeps)) {
+		for _, k := range keepOrder {
 			if within(path, k) {
 				return k, keeps[k]
 			}
@@ -444,9 +445,10 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			continue
 		}
 		inUse := used.by(it.Path)
+		refused := guard.why(it.Path)
 		switch {
-		case guard.why(it.Path) != "":
-			p.Kept = append(p.Kept, it.Path+" ("+guard.why(it.Path)+")")
+		case refused != "":
+			p.Kept = append(p.Kept, it.Path+" ("+refused+")")
 		case within(cwd, it.Path):
 			p.Kept = append(p.Kept, it.Path+" (holds the working directory)")
 		case e.Exe != "" && within(e.Exe, it.Path):
