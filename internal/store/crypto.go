@@ -111,6 +111,12 @@ type Crypto struct {
 	Recipients []age.Recipient
 	Keys       []string // the recipients as text, for the manifest
 	Identities []age.Identity
+	// Auth signs manifests (the first) and checks them (any): derived
+	// from the identities, or read from an auth key file (auth.go).
+	Auth []AuthKey
+	// CheckAuth makes readers (Pull, Verify, Latest, Prune's count and
+	// the backup check) refuse a checkpoint no Auth key signed.
+	CheckAuth bool
 }
 
 // Encrypting reports whether objects are encrypted.

@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// ManifestVersion is the format version of manifests this gpurent writes
-// and reads.
-const ManifestVersion = 1
+// ManifestVersion is the format version of manifests this gpurent writes;
+// it reads version 1 too (written before manifests carried Auth).
+const ManifestVersion = 2
 
 // Manifest describes one committed checkpoint. It is stored last, so its
 // presence is the commit. The public part (ids, sizes, object names, the
@@ -38,6 +38,9 @@ type Manifest struct {
 	Bytes      int64    `json:"bytes"`     // plaintext bytes of all files
 	Objects    []ObjRef `json:"objects"`   // what must exist for the checkpoint to be whole
 	FileList   []byte   `json:"file_list"` // age ciphertext of the JSON file list, or the JSON itself
+	// Auth proves the writer held the auth key (auth.go); absent in
+	// version 1 and in a push made with --allow-unauthenticated.
+	Auth *ManifestAuth `json:"auth,omitempty"`
 }
 
 // ObjRef is one stored object and its stored size.
@@ -62,6 +65,7 @@ var (
 	idRe  = regexp.MustCompile(`^\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{8}$`)
 	runRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	hexRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	kidRe = regexp.MustCompile(`^[0-9a-f]{16}$`)
 )
 
 // ValidRun checks a run name: letters, digits, '.', '_' and '-', at most 64.
@@ -101,8 +105,14 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := decodeStrict(data, &m); err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	if m.Version != ManifestVersion {
-		return nil, fmt.Errorf("manifest %s: version %d, this gpurent reads version %d", m.ID, m.Version, ManifestVersion)
+	if m.Version != ManifestVersion && m.Version != 1 {
+		return nil, fmt.Errorf("manifest %s: version %d, this gpurent reads versions 1 and %d", m.ID, m.Version, ManifestVersion)
+	}
+	if m.Version == 1 && m.Auth != nil {
+		return nil, fmt.Errorf("manifest %s: version 1 carries no auth", m.ID)
+	}
+	if a := m.Auth; a != nil && (!kidRe.MatchString(a.Key) || !hexRe.MatchString(a.MAC)) {
+		return nil, fmt.Errorf("manifest %s: auth is not a key id and an HMAC-SHA256", m.ID)
 	}
 	if !idRe.MatchString(m.ID) {
 		return nil, fmt.Errorf("manifest: bad checkpoint id %q", m.ID)

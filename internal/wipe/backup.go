@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -25,6 +26,7 @@ type Backups interface {
 	List(ctx context.Context, run string) ([]*store.Manifest, error)
 	Files(m *store.Manifest) ([]store.Entry, error)
 	Verify(ctx context.Context, run, id string, deep bool) ([]*store.Manifest, []store.Problem, error)
+	Trusted(m *store.Manifest) error
 }
 
 // Backed is the evidence that a checkpoint directory may go: every file
@@ -142,9 +144,19 @@ func CheckBackup(ctx context.Context, b Backups, run, dir string, kept func(path
 	if err != nil {
 		return Backed{}, fmt.Errorf("read %s: %w", dir, err)
 	}
-	ms, err := b.List(ctx, run)
+	all, err := b.List(ctx, run)
 	if err != nil {
 		return Backed{}, fmt.Errorf("list run %s: %w", run, err)
+	}
+	// A planted checkpoint must not vouch for files that were never
+	// uploaded: only the owner's count.
+	var ms []*store.Manifest
+	for _, m := range all {
+		if err := b.Trusted(m); err == nil {
+			ms = append(ms, m)
+		} else if errors.Is(err, store.ErrNoAuthKey) {
+			return Backed{}, fmt.Errorf("run %s: %w", run, err)
+		}
 	}
 	lists := map[string][]store.Entry{} // by manifest id, decrypted once
 	entries := func(m *store.Manifest) ([]store.Entry, error) {
