@@ -47,6 +47,12 @@ type Options struct {
 	// Free is the space free to this user on the file system of dir
 	// (freeSpace when nil; ok false when it cannot tell).
 	Free func(dir string) (free uint64, ok bool)
+	// Leases makes a Push outside a held lease (Hold) take the run's
+	// lease for its commit, refusing when another session holds it
+	// unless Takeover (lease.go). LeaseTTL is LeaseTTL when zero.
+	Leases   bool
+	Takeover bool
+	LeaseTTL time.Duration
 }
 
 // limited reads no faster than its limiter allows.
@@ -84,6 +90,8 @@ type Store struct {
 	logInfos sync.Map
 	// beat is how often a push rewrites its heartbeat (heartbeat.go).
 	beat time.Duration
+	// lease, when set (Hold), is checked before every commit.
+	lease *Lease
 }
 
 // New wraps a backend. The crypto may be nil for plaintext.
@@ -227,6 +235,19 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	if err := ValidRun(run); err != nil {
 		return nil, err
 	}
+	own := s.lease != nil && s.lease.info.Run == run
+	if !own && s.opt.Leases && !s.opt.Takeover {
+		// Refused before the upload, not after it.
+		ls, err := s.leases(ctx, run)
+		if err != nil {
+			return nil, fmt.Errorf("lease of run %s: %w", run, err)
+		}
+		if len(ls) > 0 {
+			if held := s.held(ctx, run, ls[0], s.leaseTTL()); held != nil {
+				return nil, held
+			}
+		}
+	}
 	if _, err := s.cleanLeftovers(ctx, run); err != nil {
 		return nil, err
 	}
@@ -316,16 +337,37 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	}
 	m := &Manifest{Version: ManifestVersion, ID: id, Run: run, Created: s.opt.Now().UTC(), Host: s.opt.Host, Gpurent: s.opt.Version, Name: pushName(src),
 		Encrypted: s.opt.Crypto.Encrypting(), Recipients: s.opt.Crypto.Keys, Files: len(entries), Bytes: total, Objects: objects, FileList: sealed}
+	if err := s.opt.Crypto.sign(m); err != nil {
+		return nil, err
+	}
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	// What ls and pull would refuse is never committed: check it as they will.
-	if _, err := ParseManifest(body); err != nil {
+	back, err := ParseManifest(body)
+	if err != nil {
 		return nil, fmt.Errorf("push: %w", err)
+	}
+	if m.Auth != nil {
+		if err := s.opt.Crypto.Authentic(back); err != nil {
+			return nil, fmt.Errorf("push: the manifest does not check as written: %w", err)
+		}
 	}
 	if err := s.stillStored(ctx, run, id, objects); err != nil {
 		return nil, err
+	}
+	switch {
+	case own:
+		if err := s.lease.Check(ctx); err != nil {
+			return nil, err
+		}
+	case s.opt.Leases:
+		l, err := s.TakeLease(ctx, run, "gpurent ckpt push", s.opt.Takeover)
+		if err != nil {
+			return nil, err
+		}
+		defer l.Release(ctx)
 	}
 	// The commit: until this object exists, nothing of the push is visible.
 	if _, err := s.b.Put(ctx, manifestKey(run, id), func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
@@ -505,6 +547,57 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 		return nil, fmt.Errorf("run %s has %w yet", run, ErrNoCheckpoint)
 	}
 	return s.manifest(ctx, manifestKey(run, latest))
+}
+
+// Latest is the newest checkpoint of run that readers may use (with
+// CheckAuth: the newest authenticated one), and the newer ones it passed
+// over as unauthenticated, newest first, for the caller to name: a planted
+// checkpoint is refused out loud, not resumed from and not hidden. A run
+// whose checkpoints are all refused is an error saying why the newest is.
+func (s *Store) Latest(ctx context.Context, run string) (*Manifest, []*Manifest, error) {
+	if !s.opt.Crypto.CheckAuth {
+		m, err := s.Find(ctx, run, "latest")
+		return m, nil, err
+	}
+	if err := ValidRun(run); err != nil {
+		return nil, nil, err
+	}
+	ids, err := s.committed(ctx, run)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil, fmt.Errorf("run %s has %w yet", run, ErrNoCheckpoint)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return strings.Compare(b, a) })
+	var passed []*Manifest
+	var first error
+	for len(ids) > 0 {
+		batch := ids[:min(manifestReads, len(ids))]
+		ids = ids[len(batch):]
+		keys := make([]string, len(batch))
+		for i, id := range batch {
+			keys[i] = manifestKey(run, id)
+		}
+		ms, errs := s.manifests(ctx, keys)
+		for i, m := range ms {
+			if errs[i] != nil {
+				return nil, nil, errs[i]
+			}
+			err := s.opt.Crypto.Authentic(m)
+			if err == nil {
+				return m, passed, nil
+			}
+			if errors.Is(err, ErrNoAuthKey) {
+				return nil, nil, err
+			}
+			if first == nil {
+				first = err
+			}
+			passed = append(passed, m)
+		}
+	}
+	return nil, passed, fmt.Errorf("none of the %d checkpoints of run %s is authenticated; the newest: %w", len(passed), run, first)
 }
 
 // Resolve turns what a person typed for a checkpoint into its id: an id
@@ -724,6 +817,9 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	m, err := s.Find(ctx, run, id)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.opt.Crypto.trusted(m); err != nil {
+		return nil, fmt.Errorf("pull: %w", err)
 	}
 	entries, err := s.Files(m)
 	if err != nil {
@@ -1067,6 +1163,14 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 	var probs []Problem
 	var mu sync.Mutex
 	for _, m := range ms {
+		if err := s.opt.Crypto.trusted(m); err != nil {
+			// A shallow verify needs no secret: with no key here it
+			// checks the objects, and says authenticity went unchecked
+			// (VerifyUnchecked).
+			if !errors.Is(err, ErrNoAuthKey) || deep {
+				probs = append(probs, Problem{ID: m.ID, Msg: err.Error()})
+			}
+		}
 		names := map[int]string{}
 		var entries []Entry
 		if deep || len(s.opt.Crypto.Identities) > 0 || !m.Encrypted {
@@ -1173,7 +1277,10 @@ func (s *Store) checkFile(ctx context.Context, m *Manifest, e Entry) error {
 // how `ckpt prune --dry-run` shows a deletion before it is made.
 type PrunePlan struct {
 	Checkpoints []*Manifest
-	Leftovers   []string
+	// Unauthenticated are checkpoints left alone because no key here
+	// signed them (with CheckAuth): not counted, not deleted.
+	Unauthenticated []*Manifest
+	Leftovers       []string
 	// Uploads are multipart uploads a killed push began and never ended:
 	// S3 bills their parts, and only aborting them deletes the parts.
 	Uploads []Upload
@@ -1194,6 +1301,23 @@ func (s *Store) PlanPrune(ctx context.Context, run string, keep int) (*PrunePlan
 		return nil, err
 	}
 	p := &PrunePlan{}
+	if s.opt.Crypto.CheckAuth {
+		// Only the owner's checkpoints count toward keep: planted ones
+		// must not push real ones out of it. Those without proof stay
+		// (a store written before proofs holds only such), named.
+		if len(s.opt.Crypto.Auth) == 0 && len(all) > 0 {
+			return nil, fmt.Errorf("prune: this machine holds no identity or auth key to tell the run's own checkpoints from planted ones (%w): pass --identity FILE, or --allow-unauthenticated to count every checkpoint", ErrNoAuthKey)
+		}
+		var own []*Manifest
+		for _, m := range all {
+			if s.opt.Crypto.Authentic(m) == nil {
+				own = append(own, m)
+			} else {
+				p.Unauthenticated = append(p.Unauthenticated, m)
+			}
+		}
+		all = own
+	}
 	if len(all) > keep {
 		p.Checkpoints = all[:len(all)-keep]
 	}
@@ -1255,9 +1379,11 @@ func (s *Store) abortUploads(ctx context.Context, ups []Upload) (int, error) {
 // Pruned is what a prune deleted.
 type Pruned struct {
 	Checkpoints []string // ids, oldest first
-	Leftovers   int      // data objects of pushes that never committed
-	Uploads     int      // incomplete multipart uploads aborted
-	UploadsErr  error    // why they could not be listed or aborted
+	// Unauthenticated are ids left alone, uncounted (PrunePlan's).
+	Unauthenticated []string
+	Leftovers       int   // data objects of pushes that never committed
+	Uploads         int   // incomplete multipart uploads aborted
+	UploadsErr      error // why they could not be listed or aborted
 }
 
 // Prune keeps the newest keep checkpoints of run and deletes the rest:
@@ -1270,6 +1396,9 @@ func (s *Store) Prune(ctx context.Context, run string, keep int) (*Pruned, error
 		return nil, err
 	}
 	r := &Pruned{Checkpoints: []string{}}
+	for _, m := range p.Unauthenticated {
+		r.Unauthenticated = append(r.Unauthenticated, m.ID)
+	}
 	for _, m := range p.Checkpoints {
 		if err := s.b.Delete(ctx, manifestKey(run, m.ID)); err != nil && !IsNotFound(err) {
 			return r, err
