@@ -35,10 +35,15 @@ type storeFlags struct {
 	recipients []string
 	identity   string
 	noEncrypt  bool
-	insecure   bool
-	grace      time.Duration
-	workers    int
-	bwlimit    string
+	authKey    string
+	// allowUnauth writes checkpoints without proof of their writer and
+	// reads ones that have none (a store from before proofs).
+	allowUnauth bool
+	takeover    bool
+	insecure    bool
+	grace       time.Duration
+	workers     int
+	bwlimit     string
 	// say, when set, is where a store's retries are told (a line each);
 	// the command sets it to its stderr, or run to its log.
 	say func(format string, a ...any)
@@ -50,6 +55,9 @@ func (s *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&s.recipients, "recipient", nil, "age public key to encrypt to (repeatable; default $GPURENT_RECIPIENT, else the identity's own)")
 	fs.StringVar(&s.identity, "identity", "", "age identity file to decrypt with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
 	fs.BoolVar(&s.noEncrypt, "no-encrypt", false, "store plaintext (no recipient needed)")
+	fs.StringVar(&s.authKey, "auth-key", "", "auth key file that signs checkpoints as yours, for a machine without the identity (default $GPURENT_AUTH_KEY; made by gpurent keygen --auth-key)")
+	fs.BoolVar(&s.allowUnauth, "allow-unauthenticated", false, "write checkpoints without proof of their writer, and read ones that have none (a store written before gpurent signed them); anyone with the store's write key can plant such a checkpoint")
+	fs.BoolVar(&s.takeover, "takeover", false, "take the run from another session that holds its lease (a gpurent run on a machine that is gone); that session commits nothing more")
 	fs.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to an endpoint that is not this machine")
 	fs.DurationVar(&s.grace, "grace", 10*time.Minute, "leave uncommitted uploads younger than this alone when cleaning up")
 	fs.IntVar(&s.workers, "workers", 4, "files moved in parallel")
@@ -69,7 +77,26 @@ func checkID(id string) error {
 // NAME into the newest checkpoint pushed under it. A name the run does
 // not have is bad input (exit 2), with the names it has and the store's
 // runs.
-func resolveID(ctx context.Context, st *store.Store, run, id string) (string, error) {
+func resolveID(ctx context.Context, w io.Writer, st *store.Store, run, id string) (string, error) {
+	if id == "latest" {
+		// The newest the owner wrote: newer ones without proof are named,
+		// not taken.
+		m, passed, err := st.Latest(ctx, run)
+		if err != nil {
+			passed = nil // the error says why
+		}
+		for _, p := range passed {
+			fmt.Fprintf(w, "gpurent: warning: passed over checkpoint %s (%q, from %s at %s): it is not authenticated (planted with the store's write key, or written by a gpurent before 2026-12)\n",
+				p.ID, report.Safe(p.Name), report.Safe(p.Host), p.Created.UTC().Format(time.RFC3339))
+		}
+		if err != nil {
+			if errors.Is(err, store.ErrNoCheckpoint) {
+				return "", noCheckpoint(ctx, st, err, false)
+			}
+			return "", err
+		}
+		return m.ID, nil
+	}
 	v, err := st.Resolve(ctx, run, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNoCheckpoint) {
@@ -79,6 +106,17 @@ func resolveID(ctx context.Context, st *store.Store, run, id string) (string, er
 		return "", usagef("--id: %v", err)
 	}
 	return v, nil
+}
+
+// unauthNote says which checkpoints prune left alone and did not count:
+// without proof of their writer they are old (written before proofs) or
+// planted, and only their owner can tell which.
+func unauthNote(w io.Writer, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "gpurent: left %s alone, not counted toward --keep: no key here signed them (written by a gpurent before 2026-12, or planted by someone with the store's write key; gpurent ckpt verify names them): %s\n",
+		report.Count(len(ids), "unauthenticated checkpoint"), strings.Join(ids, ", "))
 }
 
 // identityPath is the identity every command uses unless --identity names
@@ -122,11 +160,24 @@ func (s *storeFlags) crypto(forPush bool) (*store.Crypto, error) {
 			c.Identities = ids
 		}
 	}
+	c.Auth = store.AuthKeysOf(c.Identities)
+	akPath, akExplicit := s.authKey, s.authKey != ""
+	if !akExplicit {
+		akPath, akExplicit = os.Getenv("GPURENT_AUTH_KEY"), true
+	}
+	if akPath != "" {
+		k, err := store.LoadAuthKey(akPath)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		c.Auth = append(c.Auth, k)
+	}
+	c.CheckAuth = !s.allowUnauth
 	if !forPush {
 		return c, nil
 	}
 	if s.noEncrypt {
-		return c, nil
+		return c, s.canSign(c)
 	}
 	keys := s.recipients
 	if len(keys) == 0 {
@@ -147,7 +198,17 @@ func (s *storeFlags) crypto(forPush bool) (*store.Crypto, error) {
 	for _, k := range keys {
 		c.Keys = append(c.Keys, strings.TrimSpace(k))
 	}
-	return c, nil
+	return c, s.canSign(c)
+}
+
+// canSign refuses a push that could not sign its checkpoints: found now,
+// not when a new machine tries to resume, since the owner's pull refuses
+// a checkpoint without proof.
+func (s *storeFlags) canSign(c *store.Crypto) error {
+	if len(c.Auth) > 0 || s.allowUnauth {
+		return nil
+	}
+	return usagef("no key to sign checkpoints as yours: this machine holds no age identity (--identity, GPURENT_IDENTITY, %s) and no auth key (--auth-key, GPURENT_AUTH_KEY). Copy the identity here, or, to keep it off this machine, run gpurent keygen --auth-key FILE where it is and copy FILE here (it signs but cannot decrypt); --allow-unauthenticated pushes without proof, which pull then refuses unless given the same flag", defaultIdentity())
 }
 
 // open opens the store with retries around it, for a command that writes
@@ -198,7 +259,8 @@ func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress fu
 			say("the store: %s; trying again in %.1f s (%s left)", store.Brief(err), wait.Seconds(), report.Count(left, "try"))
 		}
 	}
-	st := store.New(r, store.Options{Crypto: c, Host: host, Version: version, Workers: s.workers, Grace: grace, Progress: progress, Upload: upload})
+	st := store.New(r, store.Options{Crypto: c, Host: host, Version: version, Workers: s.workers, Grace: grace, Progress: progress, Upload: upload,
+		Leases: true, Takeover: s.takeover})
 	return st, name, func() { b.Close() }, nil
 }
 
@@ -248,13 +310,15 @@ func (p *progress) end() {
 }
 
 func newKeygen(g *globals) *cobra.Command {
-	var out string
+	var out, authOut string
 	cmd := &cobra.Command{
 		Use:   "keygen",
 		Short: "Create an age identity for encrypting checkpoints and print its public key",
 		Long: `keygen writes a new age X25519 identity (mode 0600) and prints its recipient, the
 public key push encrypts to. Keep the identity off the rented machine when you can:
-push needs only the recipient (--recipient or GPURENT_RECIPIENT); pull needs the identity.`,
+push needs only the recipient (--recipient or GPURENT_RECIPIENT) and a key to sign
+with, the auth key --auth-key FILE writes (derived from the identity: it signs
+checkpoints as yours but cannot decrypt them); pull needs the identity.`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -265,11 +329,38 @@ push needs only the recipient (--recipient or GPURENT_RECIPIENT); pull needs the
 				// services): say so, not "open : no such file".
 				return usagef("keygen: nowhere to write the identity: neither HOME nor an absolute XDG_CONFIG_HOME is set; pass --identity FILE or set GPURENT_IDENTITY")
 			}
-			r, err := store.Keygen(out)
-			if err != nil {
-				return usageError{err}
+			var r string
+			if _, err := os.Lstat(out); err == nil && authOut != "" {
+				// The auth key of the identity there: made again on every
+				// call, the same each time.
+				ids, err := store.LoadIdentities(out)
+				if err != nil {
+					return usageError{err}
+				}
+				if rs := store.RecipientsOf(ids); len(rs) > 0 {
+					r = rs[0]
+				}
+			} else {
+				var err error
+				if r, err = store.Keygen(out); err != nil {
+					return usageError{err}
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (keep it secret; it is needed to pull)\n", out)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (keep it secret; it is needed to pull)\n", out)
+			if authOut != "" {
+				ids, err := store.LoadIdentities(out)
+				if err != nil {
+					return usageError{err}
+				}
+				ks := store.AuthKeysOf(ids)
+				if len(ks) == 0 {
+					return usagef("keygen: %s holds no X25519 identity to derive an auth key from", out)
+				}
+				if err := store.WriteAuthKey(authOut, ks[0]); err != nil {
+					return usageError{err}
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s, auth key %s of %s: copy it to a machine that pushes but must not decrypt, and point --auth-key or GPURENT_AUTH_KEY at it (keep it secret: it signs checkpoints as yours)\n", authOut, ks[0].ID(), out)
+			}
 			if g.output == report.JSON {
 				return report.WriteJSON(g.stdout, struct {
 					Recipient    string `json:"recipient"`
@@ -282,6 +373,7 @@ push needs only the recipient (--recipient or GPURENT_RECIPIENT); pull needs the
 	}
 	// --identity names the file as ckpt's and wipe's --identity do; it
 	// was --output (-O) until that shadowed the global -o of every command.
+	cmd.Flags().StringVar(&authOut, "auth-key", "", "also write the identity's auth key to this file (mode 0600), for a machine that pushes without the identity; an existing identity is used, not replaced")
 	cmd.Flags().StringVar(&out, "identity", "", "where to write the identity (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
 	return cmd
 }
@@ -391,7 +483,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				return err
 			}
 			defer closeFn()
-			if id, err = resolveID(cmd.Context(), st, s.run, id); err != nil {
+			if id, err = resolveID(cmd.Context(), cmd.ErrOrStderr(), st, s.run, id); err != nil {
 				bar.end()
 				return err
 			}
@@ -485,10 +577,6 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err != nil {
 				return err
 			}
-			if deep && len(c.Identities) == 0 {
-				// Plaintext checkpoints can be checked without one; encrypted ones will say so.
-				c = &store.Crypto{}
-			}
 			st, _, closeFn, err := s.openExisting(cmd.Context(), c, nil)
 			if err != nil {
 				return err
@@ -498,8 +586,11 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if vid == "latest" && !cmd.Flags().Changed("id") {
 				vid = ""
 			}
-			if vid, err = resolveID(cmd.Context(), st, s.run, vid); err != nil {
+			if vid, err = resolveID(cmd.Context(), cmd.ErrOrStderr(), st, s.run, vid); err != nil {
 				return err
+			}
+			if !deep && c.CheckAuth && len(c.Auth) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: note: no identity or auth key here, so whether each checkpoint is the owner's (not planted) is not checked; pass --identity FILE or --auth-key FILE to check it\n")
 			}
 			ms, probs, err := st.Verify(cmd.Context(), s.run, vid, deep)
 			if errors.Is(err, store.ErrNoCheckpoint) {
@@ -582,7 +673,11 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			if cmd.Flags().Changed("keep-logs") && keepLogs < 0 {
 				return usagef("--keep-logs: want 0 or more log sessions to keep, got %d", keepLogs)
 			}
-			st, _, closeFn, err := s.openExisting(cmd.Context(), &store.Crypto{}, nil)
+			c, err := s.crypto(false)
+			if err != nil {
+				return err
+			}
+			st, _, closeFn, err := s.openExisting(cmd.Context(), c, nil)
 			if err != nil {
 				return err
 			}
@@ -609,10 +704,16 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 				for _, m := range p.Checkpoints {
 					ids = append(ids, m.ID)
 				}
+				unauth := []string{}
+				for _, m := range p.Unauthenticated {
+					unauth = append(unauth, m.ID)
+				}
+				unauthNote(cmd.ErrOrStderr(), unauth)
 				if g.output == report.JSON {
 					uploadsNote(cmd.ErrOrStderr(), p.UploadsErr)
 					return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "dry_run": true, "would_delete": ids,
-						"leftover_objects": len(p.Leftovers), "incomplete_uploads": len(p.Uploads), "would_delete_log_sessions": logs})
+						"leftover_objects": len(p.Leftovers), "incomplete_uploads": len(p.Uploads), "would_delete_log_sessions": logs,
+						"unauthenticated_left": unauth})
 				}
 				for _, m := range p.Checkpoints {
 					fmt.Fprintf(g.stdout, "would delete %s  %s  %s\n", m.ID, report.Safe(m.Name), report.Bytes(m.Bytes))
@@ -632,10 +733,15 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			if err := pruneLogs(false); err != nil {
 				return err
 			}
+			if r.Unauthenticated == nil {
+				r.Unauthenticated = []string{}
+			}
+			unauthNote(cmd.ErrOrStderr(), r.Unauthenticated)
 			if g.output == report.JSON {
 				uploadsNote(cmd.ErrOrStderr(), r.UploadsErr)
 				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "deleted": r.Checkpoints,
-					"leftover_objects_removed": r.Leftovers, "incomplete_uploads_aborted": r.Uploads, "deleted_log_sessions": logs})
+					"leftover_objects_removed": r.Leftovers, "incomplete_uploads_aborted": r.Uploads, "deleted_log_sessions": logs,
+					"unauthenticated_left": r.Unauthenticated})
 			}
 			for _, d := range r.Checkpoints {
 				fmt.Fprintf(g.stdout, "deleted %s\n", d)

@@ -113,7 +113,7 @@ func exitStatus(err error) int {
 	// so is a named file that is no regular file or over its cap.
 	if errors.As(err, &ue) || errors.As(err, &fe) || errors.As(err, &fes) || errors.Is(err, fs.ErrNotExist) ||
 		errors.Is(err, userfile.ErrNotRegular) || errors.Is(err, userfile.ErrTooLarge) ||
-		errors.Is(err, store.ErrNoIdentity) || errors.Is(err, store.ErrWrongIdentity) ||
+		errors.Is(err, store.ErrNoIdentity) || errors.Is(err, store.ErrWrongIdentity) || errors.Is(err, store.ErrNoAuthKey) ||
 		strings.HasPrefix(err.Error(), "unknown command") {
 		return exitUsage
 	}

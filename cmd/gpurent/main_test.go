@@ -326,7 +326,8 @@ func TestIdentityErrorsExit2(t *testing.T) {
 	if err := os.WriteFile(data, []byte("weights"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"keygen"}, {"keygen", "--identity", other}, {"ckpt", "push", data, "--store", st, "--run", "r"}} {
+	auth := filepath.Join(dir, "auth.key")
+	for _, args := range [][]string{{"keygen", "--auth-key", auth}, {"keygen", "--identity", other}, {"ckpt", "push", data, "--store", st, "--run", "r"}} {
 		if code, _, stderr := gpurent(t, args...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
@@ -340,7 +341,9 @@ func TestIdentityErrorsExit2(t *testing.T) {
 		{[]string{"ckpt", "pull", filepath.Join(dir, "out"), "--store", st, "--run", "r"}, "and no identity was given: pass --identity FILE"},
 		{[]string{"ckpt", "pull", filepath.Join(dir, "out"), "--store", st, "--run", "r", "--identity", other}, "wrong identity: this identity"},
 		{[]string{"ckpt", "verify", "--deep", "--store", st, "--run", "r", "--identity", other}, "wrong identity: this identity"},
-		{[]string{"run", "--ckpt-dir", filepath.Join(dir, "ck"), "--store", st, "--run", "r", "--preemption", "none", "--no-encrypt", "--", "touch", marker},
+		// A machine that only pushes signs with the auth key, and cannot
+		// resume without the identity.
+		{[]string{"run", "--ckpt-dir", filepath.Join(dir, "ck"), "--store", st, "--run", "r", "--preemption", "none", "--no-encrypt", "--auth-key", auth, "--", "touch", marker},
 			"resuming run r needs the age identity (secret key) its checkpoint"},
 	} {
 		if code, _, stderr := gpurent(t, tc.args...); code != 2 || !strings.Contains(stderr, tc.stderr) {

@@ -286,7 +286,7 @@ func TestRunBudgetFollowsTheRun(t *testing.T) {
 	dir := t.TempDir()
 	st := filepath.Join(dir, "store")
 	run := func(machine string, extra ...string) (int, string) {
-		args := append([]string{"run", "--ckpt-dir", filepath.Join(dir, machine), "--store", st, "--no-encrypt", "--preemption", "none", "--no-status", "--price", "3600", "--budget", "6"}, extra...)
+		args := append([]string{"run", "--ckpt-dir", filepath.Join(dir, machine), "--store", st, "--no-encrypt", "--allow-unauthenticated", "--preemption", "none", "--no-status", "--price", "3600", "--budget", "6"}, extra...)
 		code, _, stderr := gpurent(t, args...)
 		return code, stderr
 	}
@@ -323,7 +323,7 @@ func TestRunBudgetFollowsTheRun(t *testing.T) {
 
 	// Without a budget, a priced session is recorded all the same, and
 	// ckpt runs sums what the run cost, by currency.
-	args := []string{"run", "--ckpt-dir", filepath.Join(dir, "cny"), "--store", st, "--no-encrypt", "--preemption", "none", "--no-status", "--price", "36000CNY", "--", "sleep", "1"}
+	args := []string{"run", "--ckpt-dir", filepath.Join(dir, "cny"), "--store", st, "--no-encrypt", "--allow-unauthenticated", "--preemption", "none", "--no-status", "--price", "36000CNY", "--", "sleep", "1"}
 	if code, _, stderr := gpurent(t, args...); code != 0 {
 		t.Fatalf("a session priced in CNY: exit %d\n%s", code, stderr)
 	}

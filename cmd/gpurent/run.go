@@ -429,6 +429,18 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 					}
 					return err
 				}
+				// One session per run: refused here, before anything is
+				// resumed or started, when another holds it.
+				lease, err := st.TakeLease(cmd.Context(), s.run, "gpurent run", s.takeover)
+				if err != nil {
+					return fmt.Errorf("%w (nothing was started)", err)
+				}
+				defer lease.Release(cmd.Context())
+				st.Hold(lease)
+				cfg.Lease = lease
+				if s.takeover {
+					logf("took run %s (session %s, generation %d): a session that held it commits nothing more", s.run, lease.Info().Session, lease.Info().Generation)
+				}
 				if !deleted && keep > 0 {
 					logf("warning: the store took a write but refused to delete it (runs/%s/write-check in %s): checkpoints are uploaded, but --keep %d cannot prune old ones there (a key without delete permission)", s.run, name, keep)
 				}

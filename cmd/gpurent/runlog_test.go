@@ -25,7 +25,7 @@ func TestRunShowsThePreviousMachinesEnd(t *testing.T) {
 		t.Helper()
 		stdout, _ := os.Create(filepath.Join(dir, "stdout"))
 		stderr, _ := os.Create(filepath.Join(dir, "stderr"))
-		args := []string{"run", "--ckpt-dir", filepath.Join(dir, ck), "--store", st, "--no-encrypt", "--run", "r",
+		args := []string{"run", "--ckpt-dir", filepath.Join(dir, ck), "--store", st, "--no-encrypt", "--allow-unauthenticated", "--run", "r",
 			"--preemption", "none", "--no-status", "--max-restarts", "0", "--log", filepath.Join(dir, ck+".log"), "--"}
 		code := run(context.Background(), append(args, argv...), stdout, stderr)
 		stdout.Close()
@@ -138,7 +138,7 @@ func TestLogShippedOnStopSignal(t *testing.T) {
 	dir := t.TempDir()
 	st, logPath, pidfile := filepath.Join(dir, "store"), filepath.Join(dir, "train.log"), filepath.Join(dir, "cmd.pid")
 	// The command ignores SIGTERM, so gpurent waits out --stop-grace.
-	cmd := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "ck"), "--store", st, "--no-encrypt", "--run", "r",
+	cmd := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "ck"), "--store", st, "--no-encrypt", "--allow-unauthenticated", "--run", "r",
 		"--preemption", "none", "--no-status", "--stop-grace", "60s", "--log", logPath, "--",
 		"sh", "-c", `trap "" TERM; echo $$ > "$0"; echo "epoch 3 loss 2.1"; exec sleep 60`, pidfile)
 	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1")

@@ -70,7 +70,7 @@ func TestRunNamesACheckpointOnOneLine(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ck, "step-1\nforged: line"), []byte("w"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := gpurent(t, "run", "--ckpt-dir", ck, "--store", st, "--no-encrypt", "--preemption", "none", "--no-status",
+	code, _, stderr := gpurent(t, "run", "--ckpt-dir", ck, "--store", st, "--no-encrypt", "--allow-unauthenticated", "--preemption", "none", "--no-status",
 		"--quiet", "100ms", "--poll", "50ms", "--", "sleep", "1")
 	if code != 0 || !strings.Contains(stderr, `committed step-1\nforged: line as `) {
 		t.Fatalf("exit %d; want the checkpoint committed and named escaped:\n%s", code, stderr)

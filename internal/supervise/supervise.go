@@ -103,6 +103,18 @@ type Config struct {
 	Until       time.Time
 	UntilWindow time.Duration
 	UntilWhy    string
+	// Lease is the run's lease in the store (store.TakeLease), renewed
+	// every Every while Run runs; once another session takes the run,
+	// the command is stopped (exit 1, event "lease_lost"), since nothing
+	// it saves would be committed. The store checks it before each
+	// commit (store.Hold).
+	Lease Lease
+}
+
+// Lease is what Run needs of the run's lease.
+type Lease interface {
+	Renew(ctx context.Context) error
+	Every() time.Duration
 }
 
 // ExitNotStored is the status of a run whose command finished (or was
@@ -152,6 +164,7 @@ type Supervisor struct {
 	alarmed      bool
 	progress     progress    // under mu
 	stalled      chan string // why the command is taken to hang
+	lost         chan error  // why the run's lease was lost (renew, uploading)
 	pulled       string      // a checkpoint resume pulled, verified: usable at once
 	// deeper: when lookDeeper last looked below --ckpt-dir for
 	// checkpoints Scan cannot see, and whether it has said so (once a
@@ -230,7 +243,7 @@ func New(cfg Config) (*Supervisor, error) {
 		return nil, err
 	}
 	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob, Exclude: cfg.Exclude}, sysRoot: "/", tree: rand.Text(),
-		stalled: make(chan string, 1)}
+		stalled: make(chan string, 1), lost: make(chan error, 1)}
 	for _, c := range st.Committed {
 		if t := time.Unix(c.At, 0); t.After(s.lastCommit) {
 			s.lastCommit = t
@@ -267,6 +280,14 @@ func Args(args []string, resume string) []string {
 func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	unlock, err := lockDir(s.cfg.CkptDir, s.cfg.Run)
+	if err != nil {
+		return Exit{Code: 1}, err
+	}
+	defer unlock()
+	if s.cfg.Lease != nil {
+		go s.renew(ctx)
+	}
 	s.Metrics.started.Store(time.Now().UnixNano())
 	if c, d := s.untilQuiet(); d > 0 {
 		// Written moments ago (by a run gpurent did not see end): it
@@ -383,6 +404,14 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				break running
 			case <-until:
 				return s.untilCame(ctx, done), nil
+			case why := <-s.lost:
+				// Another session of the run took it over: what this one
+				// saves is committed nowhere, so it stops rather than
+				// spend the machine on work that is lost.
+				s.cfg.Log("%v; stopping the command", why)
+				s.cfg.Event("lease_lost", why.Error()+"; the command is stopped")
+				s.stopChild(done, syscall.SIGTERM)
+				return Exit{Code: 1, Reason: fmt.Sprintf("%v; the command was stopped", why)}, nil
 			case n := <-notices:
 				if !n.Advisory {
 					return s.preempted(ctx, n, done), nil
@@ -459,6 +488,10 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		case sig := <-stop:
 			f := s.finalUpload(ctx)
 			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v between restarts; %s", sig, s.finalWords(f))}, nil
+		case why := <-s.lost:
+			s.cfg.Log("%v; the command is not restarted", why)
+			s.cfg.Event("lease_lost", why.Error()+"; the command, which had failed, is not restarted")
+			return Exit{Code: 1, Reason: fmt.Sprintf("%v; the command, which had failed, was not restarted", why)}, nil
 		case <-until:
 			s.cfg.Log("%s: the command is not restarted", s.cfg.UntilWhy)
 			s.cfg.Event("budget", s.cfg.UntilWhy+": the command, which had failed, is not restarted")
@@ -1060,6 +1093,10 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 			}
 			return false
 		}
+		if errors.Is(err, store.ErrLeaseLost) {
+			s.leaseLost(err)
+			return false
+		}
 		if errors.Is(err, store.ErrChanged) && ctx.Err() == nil {
 			// The command saved again in place while the file was read:
 			// the copy may mix two versions, so the push committed
@@ -1244,6 +1281,41 @@ func (s *Supervisor) finalUpload(ctx context.Context) final {
 	return final{found: found}
 }
 
+// renew keeps the lease alive until ctx ends; a store that fails to
+// answer is retried at the next turn (the lease lasts four), a lost lease
+// ends the run.
+func (s *Supervisor) renew(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Lease.Every())
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := s.cfg.Lease.Renew(ctx)
+		switch {
+		case err == nil:
+			failing = false
+		case errors.Is(err, store.ErrLeaseLost):
+			s.leaseLost(err)
+			return
+		case ctx.Err() == nil && !failing:
+			failing = true
+			s.cfg.Log("warning: the run's lease could not be renewed (retried): %v", err)
+		}
+	}
+}
+
+// leaseLost tells Run, once, that the run was taken over.
+func (s *Supervisor) leaseLost(err error) {
+	select {
+	case s.lost <- err:
+	default:
+	}
+}
+
 // resume pulls the newest remote checkpoint when the directory holds no
 // complete one (a new machine), or only older ones by their step (a
 // machine made from a snapshot or image of the first, a data disk copied
@@ -1254,7 +1326,14 @@ func (s *Supervisor) resume(ctx context.Context) error {
 	if err != nil || s.cfg.Store == nil {
 		return err
 	}
-	m, err := s.cfg.Store.Find(ctx, s.cfg.Run, "latest")
+	m, passed, err := s.cfg.Store.Latest(ctx, s.cfg.Run)
+	for _, p := range passed {
+		// Newer than what is resumed from, and no proof it is the
+		// owner's: perhaps planted with a leaked write key. Never handed
+		// to the command; said, so someone looks.
+		s.cfg.Log("warning: the store's checkpoint %s (%q, from %s at %s) is not authenticated and is not resumed from: if you did not write it, someone with the store's write key may have; see gpurent ckpt verify",
+			p.ID, p.Name, p.Host, p.Created.UTC().Format(time.RFC3339))
+	}
 	if ok {
 		switch {
 		case err != nil && !errors.Is(err, store.ErrNoCheckpoint):

@@ -1,0 +1,47 @@
+//go:build unix
+
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// LockFile is the lock two gpurent runs on one --ckpt-dir meet at: each
+// would upload the other's checkpoints and overwrite the other's state.
+const LockFile = ".gpurent-run.lock"
+
+// lockDir takes dir's lock (flock, released by the kernel when gpurent
+// dies, so a crash leaves no stale lock) and writes who holds it.
+func lockDir(dir, run string) (unlock func(), err error) {
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("run: lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		who, _ := io.ReadAll(io.LimitReader(f, 512))
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder := strings.TrimSpace(string(who))
+			if holder == "" {
+				holder = "another gpurent run"
+			}
+			return nil, fmt.Errorf("run: --ckpt-dir %s is in use by %s: two runs on one directory would upload each other's checkpoints and overwrite each other's state; give each run its own --ckpt-dir", dir, holder)
+		}
+		return nil, fmt.Errorf("run: lock %s: %w", path, err)
+	}
+	host, _ := os.Hostname()
+	f.Truncate(0)
+	fmt.Fprintf(f, "gpurent run of run %s (pid %d on %s, since %s)\n", run, os.Getpid(), host, time.Now().UTC().Format("2006-01-02 15:04:05 MST"))
+	return func() {
+		f.Truncate(0)
+		f.Close()
+	}, nil
+}
