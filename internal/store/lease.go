@@ -40,6 +40,7 @@ type LeaseInfo struct {
 	Generation int64     `json:"generation"`
 	Host       string    `json:"host"`
 	PID        int       `json:"pid"`
+	Boot       string    `json:"boot,omitempty"` // the holder's boot id (Linux)
 	What       string    `json:"what"` // "gpurent run", "gpurent ckpt push"
 	Started    time.Time `json:"started"`
 	Beat       time.Time `json:"beat"` // by the holder's clock
@@ -159,7 +160,7 @@ func (s *Store) TakeLease(ctx context.Context, run, what string, takeover bool) 
 	}
 	now := s.opt.Now().UTC()
 	l := &Lease{s: s, ttl: ttl, info: LeaseInfo{Version: 1, Run: run, Session: newID(now), Generation: gen + 1,
-		Host: s.opt.Host, PID: os.Getpid(), What: what, Started: now, TTLSeconds: int(ttl / time.Second)}}
+		Host: s.opt.Host, PID: os.Getpid(), Boot: bootID(), What: what, Started: now, TTLSeconds: int(ttl / time.Second)}}
 	if err := l.write(ctx); err != nil {
 		return nil, fmt.Errorf("lease of run %s: %w", run, err)
 	}
@@ -192,6 +193,11 @@ func (s *Store) held(ctx context.Context, run string, o leaseObj, ttl time.Durat
 			return nil // released between the list and the read
 		}
 		li = LeaseInfo{Run: run, Session: o.session, Generation: o.gen, Host: "?", What: "?"}
+	}
+	if li.Boot != "" && li.Boot == bootID() && li.Host == s.opt.Host && !pidAlive(li.PID) {
+		// Left by a gpurent that died on this machine (killed, OOM):
+		// nobody holds the run, and restarting it here must not wait.
+		return nil
 	}
 	if li.TTLSeconds > 0 {
 		ttl = time.Duration(li.TTLSeconds) * time.Second

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -142,5 +143,46 @@ func TestConcurrentTakesAgreeOnOne(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLeaseOfADeadProcessHere: a lease left by a gpurent killed on this
+// machine (its pid gone) does not hold the run: restarting here must not
+// wait for it to expire.
+func TestLeaseOfADeadProcessHere(t *testing.T) {
+	if bootID() == "" {
+		t.Skip("no /proc/sys/kernel/random/boot_id on this system")
+	}
+	ctx := context.Background()
+	b, err := newLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(b, Options{Host: "here"})
+	l, err := s.TakeLease(ctx, "r", "gpurent run", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeLease(ctx, "r", "gpurent run", false); err == nil {
+		t.Fatal("a live holder's lease was taken")
+	}
+	// The same lease as a process that has exited would have left it.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no true(1) to make a dead pid with")
+	}
+	l.info.PID = cmd.Process.Pid
+	if err := l.write(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeLease(ctx, "r", "gpurent run", false); err != nil {
+		t.Fatalf("a dead process's lease: %v", err)
+	}
+	other := New(b, Options{Host: "elsewhere"})
+	l2, _ := other.TakeLease(ctx, "r2", "gpurent run", false)
+	l2.info.PID = cmd.Process.Pid
+	l2.write(ctx)
+	if _, err := New(b, Options{Host: "here"}).TakeLease(ctx, "r2", "gpurent run", false); err == nil {
+		t.Fatal("a lease of another host's dead-looking pid was taken")
 	}
 }

@@ -589,6 +589,9 @@ func (s *Store) Latest(ctx context.Context, run string) (*Manifest, []*Manifest,
 				return m, passed, nil
 			}
 			if errors.Is(err, ErrNoAuthKey) {
+				if _, ferr := s.Files(m); errors.Is(ferr, ErrNoIdentity) {
+					return nil, nil, ferr // the error to fix first
+				}
 				return nil, nil, err
 			}
 			if first == nil {
@@ -596,6 +599,11 @@ func (s *Store) Latest(ctx context.Context, run string) (*Manifest, []*Manifest,
 			}
 			passed = append(passed, m)
 		}
+	}
+	// A wrong or missing identity passes over every checkpoint: that
+	// is the error to fix, not a store of planted ones.
+	if _, err := s.Files(passed[0]); errors.Is(err, ErrWrongIdentity) || errors.Is(err, ErrNoIdentity) {
+		return nil, passed, err
 	}
 	return nil, passed, fmt.Errorf("none of the %d checkpoints of run %s is authenticated; the newest: %w", len(passed), run, first)
 }
@@ -818,12 +826,14 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := s.opt.Crypto.trusted(m); err != nil {
-		return nil, fmt.Errorf("pull: %w", err)
-	}
+	// Decrypted first: a missing or wrong identity is the error to fix,
+	// before whether the checkpoint is the owner's can be told.
 	entries, err := s.Files(m)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.opt.Crypto.trusted(m); err != nil {
+		return nil, fmt.Errorf("pull: %w", err)
 	}
 	parent := filepath.Dir(filepath.Clean(dest))
 	// Missing parents are made, as git clone makes them.
