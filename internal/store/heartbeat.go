@@ -56,6 +56,11 @@ type heartbeat struct {
 	Started time.Time `json:"started"`
 	// Updated is this machine's clock at the write.
 	Updated time.Time `json:"updated"`
+	// Every is how often, in seconds, the push rewrites it: it follows
+	// the pushing machine's --grace, which a clean-up elsewhere need not
+	// share, so a clean-up waits for three missed rewrites before it
+	// takes the push for dead, however short its own grace.
+	Every int `json:"every_s,omitempty"`
 }
 
 // announce writes the heartbeat of push id of run now and then rewrites it
@@ -67,7 +72,8 @@ type heartbeat struct {
 func (s *Store) announce(ctx context.Context, run, id string, started time.Time) (stop func(), err error) {
 	key := heartbeatKey(run, id)
 	write := func(ctx context.Context) error {
-		body, err := json.Marshal(heartbeat{Version: 1, ID: id, Run: run, Host: s.opt.Host, Started: started.UTC(), Updated: s.opt.Now().UTC()})
+		body, err := json.Marshal(heartbeat{Version: 1, ID: id, Run: run, Host: s.opt.Host, Started: started.UTC(), Updated: s.opt.Now().UTC(),
+			Every: int((s.beat + time.Second - 1) / time.Second)})
 		if err != nil {
 			return err
 		}
@@ -221,7 +227,13 @@ func (s *Store) judge(ctx context.Context, run string) (*cleanup, error) {
 		}
 		if hb, ok := beating[id]; ok {
 			if y, ok := young(hb); ok {
-				return y
+				if y {
+					return true
+				}
+				// Quiet for longer than this grace: dead only if it
+				// also missed three of its own rewrites.
+				now, _ := storeNow()
+				return now.Sub(hb.ModTime) < 3*s.beatOf(ctx, hb.Key)
 			}
 		}
 		// No heartbeat (an older gpurent), or a store that stamps no
@@ -256,6 +268,24 @@ func (s *Store) judge(ctx context.Context, run string) (*cleanup, error) {
 		c.leftovers = append(c.leftovers, o.Key)
 	}
 	return c, nil
+}
+
+// beatOf is how often the push behind the heartbeat at key rewrites it:
+// as it says, else the longest any gpurent uses (a grace of 10 minutes
+// or more), so that a heartbeat that cannot be read is not taken for dead
+// too soon.
+func (s *Store) beatOf(ctx context.Context, key string) time.Duration {
+	longest := beatInterval(defaultGrace)
+	r, err := s.b.Get(ctx, key)
+	if err != nil {
+		return longest
+	}
+	defer r.Close()
+	var hb heartbeat
+	if err := json.NewDecoder(io.LimitReader(r, 64<<10)).Decode(&hb); err != nil || hb.Every <= 0 {
+		return longest
+	}
+	return min(time.Duration(hb.Every)*time.Second, longest)
 }
 
 // stillStored checks, before a push commits, that every object it stored

@@ -274,3 +274,59 @@ func TestLiveMultipartUploadKept(t *testing.T) {
 		t.Errorf("plan %+v, %v: want the dead upload aborted", p, err)
 	}
 }
+
+// gated holds the uploads of data objects after the first until open
+// is closed: a push that is still running, its first object stored.
+type gated struct {
+	Backend
+	open chan struct{}
+}
+
+func (g gated) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	if strings.Contains(key, "/data/") && !strings.HasSuffix(key, "/000000") {
+		<-g.open
+	}
+	return g.Backend.Put(ctx, key, fill)
+}
+
+// TestShortGraceKeepsALivePush: a clean-up whose --grace is shorter than
+// the pushing machine's heartbeat interval (a prune with --grace 1m while
+// the push, at the default grace, beats every 150 s) waits for three
+// missed beats before it takes the push for dead.
+func TestShortGraceKeepsALivePush(t *testing.T) {
+	for name, open := range backends(t) {
+		if name != "file" && name != "s3" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := open(t)
+			src := filepath.Join(t.TempDir(), "ck")
+			os.MkdirAll(src, 0o755)
+			for i := range 3 {
+				os.WriteFile(filepath.Join(src, fmt.Sprint("f", i)), []byte("weights"), 0o644)
+			}
+			g := gated{b, make(chan struct{})}
+			pushed := make(chan error, 1)
+			go func() {
+				_, err := New(g, Options{Workers: 1}).Push(ctx, src, "r")
+				pushed <- err
+			}()
+			for {
+				if objs, _ := b.List(ctx, "runs/r/data/"); len(objs) > 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(2100 * time.Millisecond) // the heartbeat is over a second old, by any store's clock
+			p, err := New(b, Options{Grace: 100 * time.Millisecond}).Prune(ctx, "r", 1)
+			close(g.open)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-pushed; err != nil || p.Leftovers > 0 {
+				t.Fatalf("a live push lost to a clean-up with a short grace: %v (the clean-up removed %d objects)", err, p.Leftovers)
+			}
+		})
+	}
+}
