@@ -1235,7 +1235,14 @@ func (g *gatedBackend) Put(ctx context.Context, key string, fill func(io.Writer)
 	if strings.Contains(key, "/data/") {
 		g.once.Do(func() {
 			for i := 0; i < 400; i++ {
-				if es, _ := os.ReadDir(g.dir); len(es) >= g.n {
+				es, _ := os.ReadDir(g.dir)
+				saved := 0
+				for _, e := range es {
+					if !strings.HasPrefix(e.Name(), ".") { // not gpurent's own lock
+						saved++
+					}
+				}
+				if saved >= g.n {
 					break
 				}
 				time.Sleep(50 * time.Millisecond)
