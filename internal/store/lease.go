@@ -41,7 +41,7 @@ type LeaseInfo struct {
 	Host       string    `json:"host"`
 	PID        int       `json:"pid"`
 	Boot       string    `json:"boot,omitempty"` // the holder's boot id (Linux)
-	What       string    `json:"what"` // "gpurent run", "gpurent ckpt push"
+	What       string    `json:"what"`           // "gpurent run", "gpurent ckpt push"
 	Started    time.Time `json:"started"`
 	Beat       time.Time `json:"beat"` // by the holder's clock
 	TTLSeconds int       `json:"ttl_s"`
