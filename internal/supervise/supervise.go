@@ -56,7 +56,8 @@ type Config struct {
 	// start), "restart" (after a failure), "stall" (no new checkpoint for
 	// long: see Stall), "notice" (a preemption or scheduled event),
 	// "budget" (Until came: the command is being stopped),
-	// "store_failing" (no upload has succeeded for StoreAlarm) and
+	// "store_failing" (no upload has succeeded for StoreAlarm),
+	// "lease_lost" (another session took the run: see Lease) and
 	// "store_ok" (uploads work again after that). How the run ended is
 	// Run's Exit. Nil hears nothing.
 	Event func(kind, text string)
