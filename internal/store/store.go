@@ -1175,8 +1175,8 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 	for _, m := range ms {
 		if err := s.opt.Crypto.trusted(m); err != nil {
 			// A shallow verify needs no secret: with no key here it
-			// checks the objects, and says authenticity went unchecked
-			// (VerifyUnchecked).
+			// checks the objects alone (ckpt verify says authenticity
+			// went unchecked).
 			if !errors.Is(err, ErrNoAuthKey) || deep {
 				probs = append(probs, Problem{ID: m.ID, Msg: err.Error()})
 			}
