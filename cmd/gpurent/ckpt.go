@@ -449,7 +449,11 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if err != nil {
 				return err
 			}
-			return writeManifest(g, m, fmt.Sprintf("pushed %s to %s run %s: %s, %s in %.1f s", a[0], name, s.run, report.Count(m.Files, "entry"), report.Bytes(m.Bytes), time.Since(start).Seconds()))
+			reused := ""
+			if m.Reused > 0 {
+				reused = fmt.Sprintf(" (%s of it unchanged since the previous checkpoint, copied in the store, not uploaded)", report.Bytes(m.Reused))
+			}
+			return writeManifest(g, m, fmt.Sprintf("pushed %s to %s run %s: %s, %s in %.1f s%s", a[0], name, s.run, report.Count(m.Files, "entry"), report.Bytes(m.Bytes), time.Since(start).Seconds(), reused))
 		},
 	}
 	var id string

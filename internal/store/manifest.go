@@ -41,6 +41,10 @@ type Manifest struct {
 	// Auth proves the writer held the auth key (auth.go); absent in
 	// version 1 and in a push made with --allow-unauthenticated.
 	Auth *ManifestAuth `json:"auth,omitempty"`
+	// Reused is what the push that made it copied inside the store from
+	// the previous checkpoint instead of uploading (reuse.go): plaintext
+	// bytes, known only to that push, never stored.
+	Reused int64 `json:"-"`
 }
 
 // ObjRef is one stored object and its stored size.

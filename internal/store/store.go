@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -255,6 +256,14 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	prev := s.reuseSource(ctx, run)
+	rel := make([]string, len(paths)) // each object's path in the checkpoint
+	for _, e := range entries {
+		if e.Object >= 0 {
+			rel[e.Object] = e.Path
+		}
+	}
+	var reused atomic.Int64
 	started := s.opt.Now()
 	id := newID(started)
 	stop, err := s.announce(ctx, run, id, started)
@@ -270,6 +279,18 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	results := make([]result, len(paths))
 	err = s.parallel(ctx, len(paths), func(ctx context.Context, i int) error {
 		key := objectKey(run, id, i)
+		if pe, po, ok := prev.candidate(rel[i], infos[i]); ok {
+			ref, sum, done, err := s.reuse(ctx, paths[i], infos[i], pe, po, key)
+			if err != nil {
+				return err
+			}
+			if done {
+				objects[i], results[i] = ref, result{pe.Size, sum}
+				s.progress(pe.Size)
+				reused.Add(pe.Size)
+				return nil
+			}
+		}
 		var size int64
 		var sum string
 		stored, err := s.b.Put(ctx, key, func(w io.Writer) error {
@@ -373,6 +394,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	if _, err := s.b.Put(ctx, manifestKey(run, id), func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
 		return nil, err
 	}
+	m.Reused = reused.Load()
 	return m, nil
 }
 

@@ -1136,7 +1136,11 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	s.Metrics.bytes.Add(m.Bytes)
 	took := time.Since(start)
 	s.Metrics.lastUploadSeconds.Store(int64(took.Milliseconds()))
-	s.cfg.Log("committed %s as %s (%s in %.1f s)", c.Name, m.ID, report.Bytes(m.Bytes), took.Seconds())
+	reused := ""
+	if m.Reused > 0 {
+		reused = fmt.Sprintf("; %s unchanged since the previous checkpoint, copied in the store", report.Bytes(m.Reused))
+	}
+	s.cfg.Log("committed %s as %s (%s in %.1f s%s)", c.Name, m.ID, report.Bytes(m.Bytes), took.Seconds(), reused)
 	if s.cfg.Notice > 0 && took > s.cfg.Notice && !s.noticeSaid {
 		// Said once, at the first upload that shows it: the checkpoint
 		// asked for on a notice will not reach the store in time.

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+)
+
+// Files that did not change since the run's previous checkpoint (a frozen
+// base model beside a LoRA adapter, the tokenizer, the config) are not
+// uploaded again: their stored object is copied inside the store, which
+// moves no bytes over the machine's link. Each checkpoint keeps objects of
+// its own, so prune, verify and the clean-up of leftovers stay as they are.
+
+// copier is a backend that copies an object inside the store.
+type copier interface {
+	Copy(ctx context.Context, dst, src string) error
+}
+
+// errNoCopy: the backend behind a wrapper cannot copy.
+var errNoCopy = errors.New("the store cannot copy objects")
+
+// Copy copies src to dst in the store (S3 CopyObject, GCS rewrite, Azure
+// copy from URL, a file copy for a directory).
+func (b *bucket) Copy(ctx context.Context, dst, src string) error {
+	if err := b.b.Copy(ctx, dst, src, nil); err != nil {
+		return b.wrap("copy "+src+" to", dst, err)
+	}
+	return nil
+}
+
+// Copy retries a copy the inner store makes.
+func (r *Retrying) Copy(ctx context.Context, dst, src string) error {
+	c, ok := r.Backend.(copier)
+	if !ok {
+		return errNoCopy
+	}
+	return r.do(ctx, func() error { return c.Copy(ctx, dst, src) })
+}
+
+// reusable is what a push may copy instead of upload: the previous
+// checkpoint's files by path, with their objects.
+type reusable struct {
+	id      string
+	files   map[string]Entry
+	objects []ObjRef
+}
+
+// reuseSource reads the file list of the newest checkpoint of run whose
+// objects a push may copy: signed by a key here (an unsigned one could
+// launder a planted object into a signed checkpoint), encrypted to the
+// same recipients (a copy is the same ciphertext), and readable here (its
+// file list is encrypted: a machine with only an auth key has none). nil
+// when there is none: the push uploads everything.
+func (s *Store) reuseSource(ctx context.Context, run string) *reusable {
+	if _, ok := s.b.(copier); !ok || len(s.opt.Crypto.Auth) == 0 {
+		return nil
+	}
+	c := *s.opt.Crypto
+	c.CheckAuth = true // whether or not this store's readers check
+	signed := &Store{b: s.b, opt: s.opt}
+	signed.opt.Crypto = &c
+	m, _, err := signed.Latest(ctx, run)
+	if err != nil || m.Encrypted != s.opt.Crypto.Encrypting() || !sameKeys(m.Recipients, s.opt.Crypto.Keys) {
+		return nil
+	}
+	es, err := s.Files(m)
+	if err != nil {
+		return nil
+	}
+	r := &reusable{id: m.ID, files: map[string]Entry{}, objects: m.Objects}
+	for _, e := range es {
+		if e.Type == "file" {
+			r.files[e.Path] = e
+		}
+	}
+	return r
+}
+
+func sameKeys(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// candidate is the previous checkpoint's entry for the file at rel when
+// the file still has its size and modification time: only then is it
+// hashed to confirm (a file saved anew each time has a new mtime and is
+// uploaded without being read twice).
+func (r *reusable) candidate(rel string, info fs.FileInfo) (Entry, ObjRef, bool) {
+	if r == nil {
+		return Entry{}, ObjRef{}, false
+	}
+	e, ok := r.files[rel]
+	if !ok || e.Size != info.Size() || !e.MTime.Equal(info.ModTime()) || e.Object < 0 || e.Object >= len(r.objects) {
+		return Entry{}, ObjRef{}, false
+	}
+	return e, r.objects[e.Object], true
+}
+
+// reuse copies prev's object to key when the file at path, unchanged
+// while it is read, has prev's SHA-256. ok false: upload it.
+func (s *Store) reuse(ctx context.Context, path string, info fs.FileInfo, prev Entry, obj ObjRef, key string) (ObjRef, string, bool, error) {
+	if err := unchanged(path, info, nil); err != nil {
+		return ObjRef{}, "", false, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ObjRef{}, "", false, fmt.Errorf("push: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.CopyBuffer(h, f, make([]byte, 1<<20)); err != nil {
+		return ObjRef{}, "", false, fmt.Errorf("push %s: %w", path, err)
+	}
+	if err := unchanged(path, info, f); err != nil {
+		return ObjRef{}, "", false, err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if sum != prev.SHA256 {
+		return ObjRef{}, "", false, nil
+	}
+	if err := s.b.(copier).Copy(ctx, key, obj.Key); err != nil {
+		if ctx.Err() != nil {
+			return ObjRef{}, "", false, err
+		}
+		return ObjRef{}, "", false, nil // too large to copy (S3: 5 GiB), or not allowed: uploaded instead
+	}
+	return ObjRef{Key: key, Size: obj.Size}, sum, true, nil
+}
