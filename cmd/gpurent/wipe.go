@@ -244,6 +244,8 @@ check failed, 2 bad usage or a refused path.`,
 	f.StringVar(&s.run, "run", "", "the store's run holding the checkpoints (default: the one gpurent run recorded in the directory)")
 	f.StringVar(&s.identity, "identity", "", "age identity to read the store with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
 	f.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to a store endpoint that is not this machine")
+	f.StringVar(&s.authKey, "auth-key", "", "auth key file to check checkpoints with where the identity is not here (default $GPURENT_AUTH_KEY)")
+	f.BoolVar(&s.allowUnauth, "allow-unauthenticated", false, "count checkpoints without proof of their writer as backups (a store written before gpurent signed them)")
 	f.StringVar(&since, "since", "", "when this tenancy began, to tell temp files from before it: a time (2026-11-30T09:00:00Z) or how long ago (2h, 3d); default: when PID 1 started")
 	f.DurationVar(&recent, "recent", wipe.RecentWindow, "temp entries with anything changed this recently are live work and kept (0: none)")
 	f.StringVar(&root, "root", "", "look for temp files and mounts under this directory instead of /")
