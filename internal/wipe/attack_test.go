@@ -461,3 +461,35 @@ func TestDevShmThroughALink(t *testing.T) {
 		t.Errorf("naming it: %v", err)
 	}
 }
+
+// TestPlantedCheckpointVouchesForNothing: someone with the store's write
+// key commits an unsigned checkpoint holding a file the owner never
+// uploaded (content they can guess: a config, a file from the image); the
+// backup check of the owner, who checks signatures, does not count it.
+func TestPlantedCheckpointVouchesForNothing(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	dir := filepath.Join(base, "ckpts")
+	put(t, dir+"/checkpoint-300/config.json", `{"lr": 0.0001}`, 0o644)
+	put(t, dir+"/.gpurent-run.json", `{"run":"exp1","committed":{}}`, 0o644)
+	b, _, err := store.Open(ctx, filepath.Join(base, "store"), store.OpenOptions{})
+	must(t, err)
+	defer b.Close()
+	idPath := filepath.Join(base, "identity.txt")
+	rcpt, err := store.Keygen(idPath)
+	must(t, err)
+	ids, err := store.LoadIdentities(idPath)
+	must(t, err)
+	rs, err := store.ParseRecipients([]string{rcpt})
+	must(t, err)
+	planter := store.New(b, store.Options{Crypto: &store.Crypto{Recipients: rs, Keys: []string{rcpt}}, Grace: -1})
+	if _, err := planter.Push(ctx, dir+"/checkpoint-300", "exp1"); err != nil {
+		t.Fatal(err)
+	}
+	owner := store.New(b, store.Options{Crypto: &store.Crypto{Identities: ids, Auth: store.AuthKeysOf(ids), CheckAuth: true}, Grace: -1})
+	_, err = CheckBackup(ctx, owner, "exp1", dir, nil)
+	var nc *NotCovered
+	if !errors.As(err, &nc) || !strings.Contains(err.Error(), "checkpoint-300/config.json (never uploaded)") {
+		t.Fatalf("a planted checkpoint vouched for a file: %v", err)
+	}
+}
