@@ -7,17 +7,23 @@
 # The machines are shared and noisy, so every tool runs ROUNDS times, the
 # tools' order rotating from round to round, each round on fresh stores; the
 # summary gives the median of each and the ratios between medians.
-#   bash scripts/bench-store.sh [WORKDIR] [ROUNDS]   (needs ~16 GB free there)
+# SHAPE "set" is that 2 GiB set; "big" is one 8 GiB file. gpurent's pull
+# fsyncs what it wrote and rclone's does not, so rclone's pull is timed with
+# a sync after it ("+ sync"), as the durable copy gpurent makes.
+#   bash scripts/bench-store.sh [WORKDIR] [ROUNDS] [SHAPE]   (set: ~16 GB free there; big: ~60 GB)
 # Peers come from Debian's packages: apt-get install rclone restic awscli time
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 work=${1:-$(mktemp -d /tmp/gpurent-bench-store.XXXX)}
 rounds=${2:-3}
+shape=${3:-set}
 mkdir -p "$work"
 export PATH="$PATH:/usr/local/go/bin"
-AWS=$(command -v /usr/bin/aws || command -v aws)
-for tool in rclone restic "$AWS" /usr/bin/time; do
+AWS=$(command -v /usr/bin/aws || true)
+tools=(gpurent rclone restic)
+[ -n "$AWS" ] && tools+=(aws) # Debian's awscli; left out where it is not installed
+for tool in rclone restic /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install rclone restic awscli time" >&2; exit 1; }
 done
 unset AWS_CA_BUNDLE # Debian's rclone 1.60 refuses to start with it set (DESIGN.md)
@@ -25,12 +31,21 @@ unset AWS_CA_BUNDLE # Debian's rclone 1.60 refuses to start with it set (DESIGN.
 CGO_ENABLED=0 go build -o "$work/gpurent" ./cmd/gpurent
 
 # Data, once: incompressible bytes.
-data="$work/data"
-if [ ! -f "$data/model.pt" ]; then
-  mkdir -p "$data/shards"
-  head -c $((1536 << 20)) /dev/urandom >"$data/model.pt"
-  for i in $(seq -w 1 200); do head -c $(( (512 << 20) / 200 )) /dev/urandom >"$data/shards/part-$i.bin"; done
-fi
+data="$work/data-$shape"
+case "$shape" in
+  set)
+    if [ ! -f "$data/model.pt" ]; then
+      mkdir -p "$data/shards"
+      head -c $((1536 << 20)) /dev/urandom >"$data/model.pt"
+      for i in $(seq -w 1 200); do head -c $(( (512 << 20) / 200 )) /dev/urandom >"$data/shards/part-$i.bin"; done
+    fi ;;
+  big)
+    if [ ! -f "$data/model.pt" ]; then
+      mkdir -p "$data"
+      head -c $((8192 << 20)) /dev/urandom >"$data/model.pt"
+    fi ;;
+  *) echo "SHAPE: set or big, not $shape" >&2; exit 2 ;;
+esac
 bytes=$(du -sb "$data" | cut -f1)
 
 # SeaweedFS on loopback, started afresh each round.
@@ -63,13 +78,13 @@ op() { # target tool op
     local/gpurent/push) run local "gpurent (age)" push "$work/gpurent" ckpt push "$data" --store "$L/gpurent" --run b ;;
     local/gpurent/pull) run local "gpurent (age)" pull "$work/gpurent" ckpt pull "$(out)" --store "$L/gpurent" --run b ;;
     local/rclone/push) run local "rclone (plain)" push rclone copy "$data" "$L/rclone" ;;
-    local/rclone/pull) run local "rclone (plain)" pull rclone copy "$L/rclone" "$(out)" ;;
+    local/rclone/pull) run local "rclone (plain)" pull sh -c 'rclone copy "$1" "$2" && sync' - "$L/rclone" "$(out)" ;;
     local/restic/push) run local "restic (encrypted)" push restic -r "$L/restic" backup "$data" ;;
     local/restic/pull) run local "restic (encrypted)" pull restic -r "$L/restic" restore latest --target "$(out)" ;;
     s3/gpurent/push) run s3 "gpurent (age)" push "$work/gpurent" ckpt push "$data" --store "s3://gpurent/b?$s3url" --run b ;;
     s3/gpurent/pull) run s3 "gpurent (age)" pull "$work/gpurent" ckpt pull "$(out)" --store "s3://gpurent/b?$s3url" --run b ;;
     s3/rclone/push) run s3 "rclone (plain)" push rclone copy "$data" weed:rclone/b ;;
-    s3/rclone/pull) run s3 "rclone (plain)" pull rclone copy weed:rclone/b "$(out)" ;;
+    s3/rclone/pull) run s3 "rclone (plain)" pull sh -c 'rclone copy "$1" "$2" && sync' - weed:rclone/b "$(out)" ;;
     s3/restic/push) run s3 "restic (encrypted)" push restic -r "s3:$ep/restic/b" backup "$data" ;;
     s3/restic/pull) run s3 "restic (encrypted)" pull restic -r "s3:$ep/restic/b" restore latest --target "$(out)" ;;
     s3/aws/push) run s3 "aws s3 cp (plain)" push "$AWS" --endpoint-url "$ep" s3 cp --recursive --quiet "$data" s3://aws/b ;;
@@ -77,7 +92,6 @@ op() { # target tool op
   esac
 }
 
-tools=(gpurent rclone restic aws)
 for round in $(seq 1 "$rounds"); do
   # Rotate the order each round, so no tool always runs first (cold) or last.
   k=$(( (round - 1) % ${#tools[@]} ))
@@ -116,5 +130,5 @@ sort -t $'\t' -k1,1 -k2,2 -k3,3 -k4,4n "$raw" | awk -F '\t' -v b="$bytes" '
     } }' | tee -a "$results"
 
 echo
-echo "data: $bytes bytes; versions: $(rclone version | head -1), $(restic version | cut -d' ' -f1-2), $("$AWS" --version 2>&1 | cut -d" " -f1)"
+echo "data ($shape): $bytes bytes; versions: $(rclone version | head -1), $(restic version | cut -d' ' -f1-2)${AWS:+, $("$AWS" --version 2>&1 | cut -d" " -f1)}"
 echo "results in $results"

@@ -73,14 +73,15 @@ func checkID(id string) error {
 	return nil
 }
 
-// resolveID turns --id into a checkpoint id: an id or latest as it is, a
+// resolveID turns --id into a checkpoint id: an id as it is, latest into
+// the newest (the newest signed one when owned: what pull restores), a
 // NAME into the newest checkpoint pushed under it. A name the run does
 // not have is bad input (exit 2), with the names it has and the store's
 // runs.
-func resolveID(ctx context.Context, w io.Writer, st *store.Store, run, id string) (string, error) {
-	if id == "latest" {
+func resolveID(ctx context.Context, w io.Writer, st *store.Store, run, id string, owned bool) (string, error) {
+	if id == "latest" && owned {
 		// The newest the owner wrote: newer ones without proof are named,
-		// not taken.
+		// not taken. (verify takes the newest as it is, to judge it.)
 		m, passed, err := st.Latest(ctx, run)
 		if err != nil {
 			passed = nil // the error says why
@@ -161,9 +162,9 @@ func (s *storeFlags) crypto(forPush bool) (*store.Crypto, error) {
 		}
 	}
 	c.Auth = store.AuthKeysOf(c.Identities)
-	akPath, akExplicit := s.authKey, s.authKey != ""
-	if !akExplicit {
-		akPath, akExplicit = os.Getenv("GPURENT_AUTH_KEY"), true
+	akPath := s.authKey
+	if akPath == "" {
+		akPath = os.Getenv("GPURENT_AUTH_KEY")
 	}
 	if akPath != "" {
 		k, err := store.LoadAuthKey(akPath)
@@ -487,7 +488,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				return err
 			}
 			defer closeFn()
-			if id, err = resolveID(cmd.Context(), cmd.ErrOrStderr(), st, s.run, id); err != nil {
+			if id, err = resolveID(cmd.Context(), cmd.ErrOrStderr(), st, s.run, id, true); err != nil {
 				bar.end()
 				return err
 			}
@@ -590,7 +591,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			if vid == "latest" && !cmd.Flags().Changed("id") {
 				vid = ""
 			}
-			if vid, err = resolveID(cmd.Context(), cmd.ErrOrStderr(), st, s.run, vid); err != nil {
+			if vid, err = resolveID(cmd.Context(), cmd.ErrOrStderr(), st, s.run, vid, false); err != nil {
 				return err
 			}
 			if !deep && c.CheckAuth && len(c.Auth) == 0 {
