@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,12 +43,23 @@ type LeaseInfo struct {
 	Generation int64     `json:"generation"`
 	Host       string    `json:"host"`
 	PID        int       `json:"pid"`
-	Boot       string    `json:"boot,omitempty"` // the holder's boot id (Linux)
+	Boot       string    `json:"boot,omitempty"`  // the holder's boot id (Linux)
+	PIDNS      string    `json:"pidns,omitempty"` // and pid namespace: containers share a boot
 	What       string    `json:"what"`           // "gpurent run", "gpurent ckpt push"
 	Started    time.Time `json:"started"`
 	Beat       time.Time `json:"beat"` // by the holder's clock
 	TTLSeconds int       `json:"ttl_s"`
+	// Released marks a lease given up: a tombstone at its generation, so
+	// that generations never go back down (a session that lost the run
+	// must not find itself the highest again once the winner is done).
+	Released bool `json:"released,omitempty"`
+	// MAC signs the rest with the run's auth key (as manifests are): a
+	// lease anyone with the store's write key wrote is not counted.
+	MAC string `json:"mac,omitempty"`
 }
+
+// errBadLease: a lease object that is not JSON, passed over.
+var errBadLease = errors.New("not a lease")
 
 // ErrLeaseLost means another session took the run: this one must commit
 // nothing more.
@@ -77,6 +91,10 @@ func leaseKey(run string, gen int64, session string) string {
 	return fmt.Sprintf("%s%012d-%s.json", leasePrefix(run), gen, session)
 }
 
+// maxGeneration bounds generations to their 12 digits: a lease planted
+// at the largest integer would leave no next one to take.
+const maxGeneration = 1_000_000_000_000
+
 type leaseObj struct {
 	key     string
 	gen     int64
@@ -95,7 +113,7 @@ func (s *Store) leases(ctx context.Context, run string) ([]leaseObj, error) {
 		name, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, leasePrefix(run)), ".json")
 		g, sess, ok2 := strings.Cut(name, "-")
 		n, err := strconv.ParseInt(g, 10, 64)
-		if !ok || !ok2 || err != nil || n < 0 || ValidID(sess) != nil {
+		if !ok || !ok2 || err != nil || n < 0 || n >= maxGeneration || len(g) != 12 || ValidID(sess) != nil {
 			continue
 		}
 		out = append(out, leaseObj{key: o.Key, gen: n, session: sess, mod: o.ModTime})
@@ -121,15 +139,66 @@ func (s *Store) readLease(ctx context.Context, key string) (LeaseInfo, error) {
 		return li, err
 	}
 	if err := json.Unmarshal(body, &li); err != nil {
-		return li, fmt.Errorf("lease %s: %w", key, err)
+		return li, fmt.Errorf("lease %s: %w: %v", key, errBadLease, err)
 	}
 	return li, nil
+}
+
+// leaseMAC is the MAC of a lease under k, over its JSON without MAC.
+func leaseMAC(k AuthKey, li LeaseInfo) string {
+	li.MAC = ""
+	body, _ := json.Marshal(li)
+	h := hmac.New(sha256.New, k.key)
+	h.Write([]byte("gpurent lease\x00"))
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// genuine reports whether li, read from key, was written by a session
+// holding an auth key here: signed, and naming what its key names. With
+// no key here (a store used with --allow-unauthenticated) every lease
+// counts.
+func (s *Store) genuine(li LeaseInfo, o leaseObj) bool {
+	if li.Generation != o.gen || li.Session != o.session {
+		return false
+	}
+	if len(s.opt.Crypto.Auth) == 0 {
+		return true
+	}
+	for _, k := range s.opt.Crypto.Auth {
+		if hmac.Equal([]byte(leaseMAC(k, li)), []byte(li.MAC)) {
+			return true
+		}
+	}
+	return false
+}
+
+// top is the highest genuine lease of run and what it says (ok false:
+// none), reading from the highest down; forged ones are passed over.
+func (s *Store) top(ctx context.Context, ls []leaseObj) (leaseObj, LeaseInfo, bool, error) {
+	for _, o := range ls {
+		li, err := s.readLease(ctx, o.key)
+		if IsNotFound(err) {
+			continue // released between the list and the read
+		}
+		if err != nil && !errors.Is(err, errBadLease) {
+			return leaseObj{}, LeaseInfo{}, false, err
+		}
+		if err == nil && s.genuine(li, o) {
+			return o, li, true, nil
+		}
+	}
+	return leaseObj{}, LeaseInfo{}, false, nil
 }
 
 func (l *Lease) key() string { return leaseKey(l.info.Run, l.info.Generation, l.info.Session) }
 
 func (l *Lease) write(ctx context.Context) error {
 	l.info.Beat = l.s.opt.Now().UTC()
+	l.info.MAC = ""
+	if len(l.s.opt.Crypto.Auth) > 0 {
+		l.info.MAC = leaseMAC(l.s.opt.Crypto.Auth[0], l.info)
+	}
 	body, err := json.MarshalIndent(l.info, "", "  ")
 	if err != nil {
 		return err
@@ -151,16 +220,21 @@ func (s *Store) TakeLease(ctx context.Context, run, what string, takeover bool) 
 	}
 	var gen int64
 	if len(ls) > 0 {
-		gen = ls[0].gen
-		if !takeover {
-			if held := s.held(ctx, run, ls[0], ttl); held != nil {
-				return nil, held
-			}
+		gen = ls[0].gen // above every lease listed, forged ones too
+	}
+	if gen+1 >= maxGeneration {
+		return nil, fmt.Errorf("lease of run %s: generation %d is the last; delete %s to start again", run, gen, leasePrefix(run))
+	}
+	if !takeover {
+		if held, err := s.held(ctx, run, ls, ttl); err != nil {
+			return nil, fmt.Errorf("lease of run %s: %w", run, err)
+		} else if held != nil {
+			return nil, held
 		}
 	}
 	now := s.opt.Now().UTC()
 	l := &Lease{s: s, ttl: ttl, info: LeaseInfo{Version: 1, Run: run, Session: newID(now), Generation: gen + 1,
-		Host: s.opt.Host, PID: os.Getpid(), Boot: bootID(), What: what, Started: now, TTLSeconds: int(ttl / time.Second)}}
+		Host: s.opt.Host, PID: os.Getpid(), Boot: bootID(), PIDNS: pidNS(), What: what, Started: now, TTLSeconds: int(ttl / time.Second)}}
 	if err := l.write(ctx); err != nil {
 		return nil, fmt.Errorf("lease of run %s: %w", run, err)
 	}
@@ -171,33 +245,34 @@ func (s *Store) TakeLease(ctx context.Context, run, what string, takeover bool) 
 		l.Release(ctx)
 		return nil, fmt.Errorf("lease of run %s: %w", run, err)
 	}
-	if len(ls) == 0 || ls[0].key != l.key() {
+	if err := l.highest(ctx, ls); err != nil {
 		l.Release(ctx)
-		top := ls[0]
-		li, _ := s.readLease(ctx, top.key)
-		return nil, &HeldError{Holder: li, Expires: ttl}
+		var lost *lostError
+		if errors.As(err, &lost) {
+			return nil, &HeldError{Holder: lost.holder, Expires: ttl}
+		}
+		return nil, err
 	}
 	// Earlier generations are over: their holders see this one.
-	for _, o := range ls[1:] {
-		s.b.Delete(ctx, o.key)
+	for _, o := range ls {
+		if o.gen < l.info.Generation {
+			s.b.Delete(ctx, o.key)
+		}
 	}
 	return l, nil
 }
 
-// held is a *HeldError when o is a live lease, by the store's clock (by
-// this machine's when the store does not say).
-func (s *Store) held(ctx context.Context, run string, o leaseObj, ttl time.Duration) *HeldError {
-	li, err := s.readLease(ctx, o.key)
-	if err != nil {
-		if IsNotFound(err) {
-			return nil // released between the list and the read
-		}
-		li = LeaseInfo{Run: run, Session: o.session, Generation: o.gen, Host: "?", What: "?"}
+// held is a *HeldError when the highest genuine lease in ls is live, by
+// the store's clock (by this machine's when the store does not say).
+func (s *Store) held(ctx context.Context, run string, ls []leaseObj, ttl time.Duration) (*HeldError, error) {
+	o, li, ok, err := s.top(ctx, ls)
+	if err != nil || !ok || li.Released {
+		return nil, err
 	}
-	if li.Boot != "" && li.Boot == bootID() && li.Host == s.opt.Host && !pidAlive(li.PID) {
+	if li.Boot != "" && li.Boot == bootID() && li.PIDNS == pidNS() && li.Host == s.opt.Host && !pidAlive(li.PID) {
 		// Left by a gpurent that died on this machine (killed, OOM):
 		// nobody holds the run, and restarting it here must not wait.
-		return nil
+		return nil, nil
 	}
 	if li.TTLSeconds > 0 {
 		ttl = time.Duration(li.TTLSeconds) * time.Second
@@ -209,9 +284,9 @@ func (s *Store) held(ctx context.Context, run string, o leaseObj, ttl time.Durat
 	}
 	age := max(now.Sub(last), 0)
 	if age >= ttl {
-		return nil
+		return nil, nil
 	}
-	return &HeldError{Holder: li, Age: age, Expires: ttl - age}
+	return &HeldError{Holder: li, Age: age, Expires: ttl - age}, nil
 }
 
 // Info is what the lease says of its session.
@@ -222,7 +297,7 @@ func (l *Lease) Info() LeaseInfo { return l.info }
 // lapses.
 func (l *Lease) Every() time.Duration { return l.ttl / 4 }
 
-// Renew rewrites the lease's heartbeat and checks it is still held: an
+// Renew checks the lease is still held and rewrites its heartbeat: an
 // error wrapping ErrLeaseLost when another session took the run.
 func (l *Lease) Renew(ctx context.Context) error {
 	if err := l.Check(ctx); err != nil {
@@ -231,35 +306,61 @@ func (l *Lease) Renew(ctx context.Context) error {
 	return l.write(ctx)
 }
 
-// Check lists the run's leases: nil while this one is the highest. It
-// comes before every commit.
+// lostError is ErrLeaseLost with the lease that won.
+type lostError struct {
+	msg    string
+	holder LeaseInfo
+}
+
+func (e *lostError) Error() string { return e.msg }
+func (e *lostError) Unwrap() error { return ErrLeaseLost }
+
+// Check lists the run's leases: nil while this one is the highest genuine
+// one. It comes before every commit.
 func (l *Lease) Check(ctx context.Context) error {
 	ls, err := l.s.leases(ctx, l.info.Run)
 	if err != nil {
 		return fmt.Errorf("lease of run %s: %w", l.info.Run, err)
 	}
+	return l.highest(ctx, ls)
+}
+
+// highest is nil when l is the highest genuine lease in ls. A lease once
+// passed, or whose object is gone (the taker deletes the generations below
+// its own), is lost for good: a released winner leaves a tombstone, so the
+// generations never go back down to l's.
+func (l *Lease) highest(ctx context.Context, ls []leaseObj) error {
 	for _, o := range ls {
 		if o.key == l.key() {
 			return nil
 		}
-		if o.gen > l.info.Generation || o.gen == l.info.Generation && o.session > l.info.Session {
-			li, _ := l.s.readLease(ctx, o.key)
-			return fmt.Errorf("run %s: %w to %s on %s (pid %d, session %s, taken %s): this session commits nothing more",
-				l.info.Run, ErrLeaseLost, li.What, li.Host, li.PID, o.session, li.Started.UTC().Format("2006-01-02 15:04:05 MST"))
+		if o.gen < l.info.Generation || o.gen == l.info.Generation && o.session < l.info.Session {
+			break
 		}
+		li, err := l.s.readLease(ctx, o.key)
+		if IsNotFound(err) || err != nil && errors.Is(err, errBadLease) || err == nil && !l.s.genuine(li, o) {
+			continue // released and gone, or forged
+		}
+		if err != nil {
+			return fmt.Errorf("lease of run %s: %w", l.info.Run, err)
+		}
+		return &lostError{holder: li, msg: fmt.Sprintf("run %s: %v to %s on %s (pid %d, session %s, taken %s): this session commits nothing more",
+			l.info.Run, ErrLeaseLost, li.What, li.Host, li.PID, o.session, li.Started.UTC().Format("2006-01-02 15:04:05 MST"))}
 	}
-	// Ours is gone: a session that took over deletes the generations
-	// below its own, and may have released its own since. Never taken
-	// back: that would let a fenced session commit again.
-	return fmt.Errorf("run %s: %w: its lease object %s is gone (another session took the run over, and perhaps has finished): this session commits nothing more",
-		l.info.Run, ErrLeaseLost, l.key())
+	return &lostError{msg: fmt.Sprintf("run %s: %v: its lease object %s is gone (another session took the run over, and perhaps has finished): this session commits nothing more",
+		l.info.Run, ErrLeaseLost, l.key())}
 }
 
-// Release gives the run up: the next session need not wait for it.
+// Release gives the run up, leaving a tombstone at its generation: the
+// next session need not wait, and none below it can come back.
 func (l *Lease) Release(ctx context.Context) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	l.s.b.Delete(dctx, l.key())
+	if l.Check(dctx) != nil {
+		return // not ours to mark
+	}
+	l.info.Released = true
+	l.write(dctx)
 }
 
 func (s *Store) leaseTTL() time.Duration {

@@ -6,3 +6,5 @@ package store
 func bootID() string { return "" }
 
 func pidAlive(pid int) bool { return true }
+
+func pidNS() string { return "" }

@@ -27,3 +27,13 @@ func pidAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// pidNS names this process's pid namespace (Linux): containers on one
+// host share its boot id, not their pid numbers.
+func pidNS() string {
+	v, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return v
+}

@@ -243,10 +243,10 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("lease of run %s: %w", run, err)
 		}
-		if len(ls) > 0 {
-			if held := s.held(ctx, run, ls[0], s.leaseTTL()); held != nil {
-				return nil, held
-			}
+		if held, err := s.held(ctx, run, ls, s.leaseTTL()); err != nil {
+			return nil, fmt.Errorf("lease of run %s: %w", run, err)
+		} else if held != nil {
+			return nil, held
 		}
 	}
 	if _, err := s.cleanLeftovers(ctx, run); err != nil {
@@ -603,8 +603,20 @@ func (s *Store) Latest(ctx context.Context, run string) (*Manifest, []*Manifest,
 		}
 		ms, errs := s.manifests(ctx, keys)
 		for i, m := range ms {
-			if errs[i] != nil {
+			var se *StoreError
+			switch {
+			case errs[i] == nil:
+			case IsNotFound(errs[i]):
+				continue // pruned since the listing
+			case errors.As(errs[i], &se):
 				return nil, nil, errs[i]
+			default:
+				// Not a manifest gpurent wrote (anyone with the write key
+				// can put one there): it cannot be the owner's newest.
+				if first == nil {
+					first = errs[i]
+				}
+				continue
 			}
 			err := s.opt.Crypto.Authentic(m)
 			if err == nil {
@@ -624,8 +636,10 @@ func (s *Store) Latest(ctx context.Context, run string) (*Manifest, []*Manifest,
 	}
 	// A wrong or missing identity passes over every checkpoint: that
 	// is the error to fix, not a store of planted ones.
-	if _, err := s.Files(passed[0]); errors.Is(err, ErrWrongIdentity) || errors.Is(err, ErrNoIdentity) {
-		return nil, passed, err
+	if len(passed) > 0 {
+		if _, err := s.Files(passed[0]); errors.Is(err, ErrWrongIdentity) || errors.Is(err, ErrNoIdentity) {
+			return nil, passed, err
+		}
 	}
 	return nil, passed, fmt.Errorf("none of the %d checkpoints of run %s is authenticated; the newest: %w", len(passed), run, first)
 }
