@@ -151,6 +151,19 @@ func TestSecondSessionOfARun(t *testing.T) {
 		t.Fatal("a second run on the same directory started its command")
 	}
 
+	// --takeover on the first's own directory is refused for the
+	// directory before it takes the run: the first goes on.
+	code, _, stderr = gpurent(t, "run", "--ckpt-dir", filepath.Join(dir, "a"), "--store", st, "--run", "r", "--preemption", "none", "--no-status",
+		"--takeover", "--", "touch", marker)
+	if code == 0 || !strings.Contains(stderr, "is in use by gpurent run of run r") {
+		t.Fatalf("--takeover on the same --ckpt-dir: exit %d: %s", code, stderr)
+	}
+	select {
+	case <-waited:
+		t.Fatalf("the first session stopped after a --takeover that was refused:\n%s", out.String())
+	case <-time.After(2 * time.Second):
+	}
+
 	// The takeover: the new session holds the run while the first would
 	// go on saving; the first must stop within a commit or two.
 	takeover := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "b"), "--store", st, "--run", "r", "--preemption", "none",

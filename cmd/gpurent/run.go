@@ -429,8 +429,16 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 					}
 					return err
 				}
-				// One session per run: refused here, before anything is
-				// resumed or started, when another holds it.
+				// One run per --ckpt-dir, then one session per run:
+				// refused here, before anything is resumed or started.
+				// The directory first: a second run there must not take
+				// the run from the first and then stop on the lock.
+				unlock, err := supervise.LockDir(ckptDir, s.run)
+				if err != nil {
+					return err
+				}
+				defer unlock()
+				cfg.DirLocked = true
 				lease, err := st.TakeLease(cmd.Context(), s.run, "gpurent run", s.takeover)
 				if err != nil {
 					return fmt.Errorf("%w (nothing was started)", err)

@@ -17,9 +17,12 @@ import (
 // would upload the other's checkpoints and overwrite the other's state.
 const LockFile = ".gpurent-run.lock"
 
-// lockDir takes dir's lock (flock, released by the kernel when gpurent
+// LockDir takes dir's lock (flock, released by the kernel when gpurent
 // dies, so a crash leaves no stale lock) and writes who holds it.
-func lockDir(dir, run string) (unlock func(), err error) {
+func LockDir(dir, run string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
 	path := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
@@ -34,6 +37,11 @@ func lockDir(dir, run string) (unlock func(), err error) {
 				holder = "another gpurent run"
 			}
 			return nil, fmt.Errorf("run: --ckpt-dir %s is in use by %s: two runs on one directory would upload each other's checkpoints and overwrite each other's state; give each run its own --ckpt-dir", dir, holder)
+		}
+		if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOLCK) {
+			// A file system without locks (Lustre mounted noflock, some
+			// FUSE mounts): the run goes on unguarded, as before locks.
+			return func() {}, nil
 		}
 		return nil, fmt.Errorf("run: lock %s: %w", path, err)
 	}

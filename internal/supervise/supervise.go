@@ -110,6 +110,10 @@ type Config struct {
 	// it saves would be committed. The store checks it before each
 	// commit (store.Hold).
 	Lease Lease
+	// DirLocked says the caller holds CkptDir's lock (LockDir) already:
+	// taken before the lease, so that a second run on the directory is
+	// refused before it can take the run from the first.
+	DirLocked bool
 }
 
 // Lease is what Run needs of the run's lease.
@@ -281,11 +285,13 @@ func Args(args []string, resume string) []string {
 func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	unlock, err := lockDir(s.cfg.CkptDir, s.cfg.Run)
-	if err != nil {
-		return Exit{Code: 1}, err
+	if !s.cfg.DirLocked {
+		unlock, err := LockDir(s.cfg.CkptDir, s.cfg.Run)
+		if err != nil {
+			return Exit{Code: 1}, err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	if s.cfg.Lease != nil {
 		go s.renew(ctx)
 	}
