@@ -45,7 +45,7 @@ type LeaseInfo struct {
 	PID        int       `json:"pid"`
 	Boot       string    `json:"boot,omitempty"`  // the holder's boot id (Linux)
 	PIDNS      string    `json:"pidns,omitempty"` // and pid namespace: containers share a boot
-	What       string    `json:"what"`           // "gpurent run", "gpurent ckpt push"
+	What       string    `json:"what"`            // "gpurent run", "gpurent ckpt push"
 	Started    time.Time `json:"started"`
 	Beat       time.Time `json:"beat"` // by the holder's clock
 	TTLSeconds int       `json:"ttl_s"`
