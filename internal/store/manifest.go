@@ -51,6 +51,10 @@ type Manifest struct {
 type ObjRef struct {
 	Key  string `json:"key"`
 	Size int64  `json:"size"`
+	// ETag is the store's name for the version stored (S3, GCS, Azure;
+	// objects of 1 MiB or more): a later push copies the object only
+	// while it is still this version (reuse.go).
+	ETag string `json:"etag,omitempty"`
 }
 
 // Entry is one file system entry of a checkpoint.

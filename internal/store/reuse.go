@@ -18,10 +18,19 @@ import (
 // moves no bytes over the machine's link. Each checkpoint keeps objects of
 // its own, so prune, verify and the clean-up of leftovers stay as they are.
 
-// copier is a backend that copies an object inside the store.
+// copier is a backend that copies an object inside the store, and names
+// each version of an object with an ETag the store sets, never the writer:
+// an object overwritten (by anyone with the store's write key) has
+// another, so a copy can be made only of the bytes a signed manifest
+// recorded.
 type copier interface {
 	Copy(ctx context.Context, dst, src string) error
+	ETag(ctx context.Context, key string) (string, error)
 }
+
+// reuseMin: smaller files are uploaded again. Copying one costs a request
+// and a check, as uploading it does.
+const reuseMin = 1 << 20
 
 // errNoCopy: the backend behind a wrapper cannot copy.
 var errNoCopy = errors.New("the store cannot copy objects")
@@ -35,6 +44,23 @@ func (b *bucket) Copy(ctx context.Context, dst, src string) error {
 	return nil
 }
 
+// ETag is the store's name for the version of key now stored.
+func (b *bucket) ETag(ctx context.Context, key string) (string, error) {
+	if b.dir != "" {
+		// A directory's "ETag" is the file's time and size, which
+		// anyone who can write there can set: no proof of content.
+		return "", errNoCopy
+	}
+	a, err := b.b.Attributes(ctx, key)
+	if err != nil {
+		return "", b.wrap("read attributes of", key, err)
+	}
+	if a.ETag == "" {
+		return "", errNoCopy
+	}
+	return a.ETag, nil
+}
+
 // Copy retries a copy the inner store makes.
 func (r *Retrying) Copy(ctx context.Context, dst, src string) error {
 	c, ok := r.Backend.(copier)
@@ -42,6 +68,41 @@ func (r *Retrying) Copy(ctx context.Context, dst, src string) error {
 		return errNoCopy
 	}
 	return r.do(ctx, func() error { return c.Copy(ctx, dst, src) })
+}
+
+// ETag retries asking the inner store.
+func (r *Retrying) ETag(ctx context.Context, key string) (string, error) {
+	c, ok := r.Backend.(copier)
+	if !ok {
+		return "", errNoCopy
+	}
+	var tag string
+	err := r.do(ctx, func() error {
+		var err error
+		tag, err = c.ETag(ctx, key)
+		if errors.Is(err, errNoCopy) {
+			return nil // not a failure to retry
+		}
+		return err
+	})
+	if err == nil && tag == "" {
+		err = errNoCopy
+	}
+	return tag, err
+}
+
+// etagOf is the ETag to record for an object just stored, where the store
+// gives one and the object is large enough to be worth copying later.
+func (s *Store) etagOf(ctx context.Context, key string, plain int64) string {
+	c, ok := s.b.(copier)
+	if !ok || plain < reuseMin {
+		return ""
+	}
+	tag, err := c.ETag(ctx, key)
+	if err != nil {
+		return ""
+	}
+	return tag
 }
 
 // reusable is what a push may copy instead of upload: the previous
@@ -99,7 +160,7 @@ func (r *reusable) candidate(rel string, info fs.FileInfo) (Entry, ObjRef, bool)
 		return Entry{}, ObjRef{}, false
 	}
 	e, ok := r.files[rel]
-	if !ok || e.Size != info.Size() || !e.MTime.Equal(info.ModTime()) || e.Object < 0 || e.Object >= len(r.objects) {
+	if !ok || e.Size != info.Size() || e.Size < reuseMin || !e.MTime.Equal(info.ModTime()) || e.Object < 0 || e.Object >= len(r.objects) || r.objects[e.Object].ETag == "" {
 		return Entry{}, ObjRef{}, false
 	}
 	return e, r.objects[e.Object], true
@@ -127,11 +188,24 @@ func (s *Store) reuse(ctx context.Context, path string, info fs.FileInfo, prev E
 	if sum != prev.SHA256 {
 		return ObjRef{}, "", false, nil
 	}
-	if err := s.b.(copier).Copy(ctx, key, obj.Key); err != nil {
+	// The object must still be the version the signed manifest recorded,
+	// before and after the copy: one overwritten since (by anyone with
+	// the store's write key) is not carried into a new checkpoint.
+	c := s.b.(copier)
+	same := func() bool { tag, err := c.ETag(ctx, obj.Key); return err == nil && tag == obj.ETag }
+	if !same() {
+		return ObjRef{}, "", false, ctx.Err()
+	}
+	if err := c.Copy(ctx, key, obj.Key); err != nil {
 		if ctx.Err() != nil {
 			return ObjRef{}, "", false, err
 		}
 		return ObjRef{}, "", false, nil // too large to copy (S3: 5 GiB), or not allowed: uploaded instead
 	}
-	return ObjRef{Key: key, Size: obj.Size}, sum, true, nil
+	tag, err := c.ETag(ctx, key)
+	if err != nil || !same() {
+		s.b.Delete(ctx, key) // uploaded instead, under the same key
+		return ObjRef{}, "", false, ctx.Err()
+	}
+	return ObjRef{Key: key, Size: obj.Size, ETag: tag}, sum, true, nil
 }

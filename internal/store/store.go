@@ -334,7 +334,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 		if err != nil {
 			return err
 		}
-		objects[i] = ObjRef{Key: key, Size: stored}
+		objects[i] = ObjRef{Key: key, Size: stored, ETag: s.etagOf(ctx, key, size)}
 		results[i] = result{size, sum}
 		return nil
 	})
