@@ -16,6 +16,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/userfile"
 )
 
@@ -185,7 +186,7 @@ func (c *Crypto) sign(m *Manifest) error {
 func (c *Crypto) Authentic(m *Manifest) error {
 	if m.Auth == nil {
 		return fmt.Errorf("checkpoint %s of run %s (from %s at %s) %w: it carries no proof of its writer, so anyone with the store's write key could have put it there (a gpurent from before 2026-12 wrote none: read such a store with --allow-unauthenticated)",
-			m.ID, m.Run, m.Host, m.Created.UTC().Format("2006-01-02 15:04"), ErrUnauthenticated)
+			m.ID, m.Run, report.Safe(m.Host), m.Created.UTC().Format("2006-01-02 15:04"), ErrUnauthenticated)
 	}
 	if len(c.Auth) == 0 {
 		return fmt.Errorf("checkpoint %s of run %s cannot be checked: it is signed by auth key %s and this machine holds no identity or auth key to check it (%w): pass --identity FILE, GPURENT_IDENTITY, or --auth-key FILE",
@@ -205,14 +206,14 @@ func (c *Crypto) Authentic(m *Manifest) error {
 			return nil
 		}
 		return fmt.Errorf("checkpoint %s of run %s (from %s at %s) is %w: its proof does not match its content under auth key %s, so it was changed after it was written or forged",
-			m.ID, m.Run, m.Host, m.Created.UTC().Format("2006-01-02 15:04"), ErrUnauthenticated, m.Auth.Key)
+			m.ID, m.Run, report.Safe(m.Host), m.Created.UTC().Format("2006-01-02 15:04"), ErrUnauthenticated, m.Auth.Key)
 	}
 	ids := make([]string, len(c.Auth))
 	for i, k := range c.Auth {
 		ids[i] = k.ID()
 	}
 	return fmt.Errorf("checkpoint %s of run %s (from %s at %s) is %w by a key here: it is signed by auth key %s, and this machine holds %s; if it is yours, pass the identity it was written with (--identity)",
-		m.ID, m.Run, m.Host, m.Created.UTC().Format("2006-01-02 15:04"), ErrUnauthenticated, m.Auth.Key, strings.Join(ids, ", "))
+		m.ID, m.Run, report.Safe(m.Host), m.Created.UTC().Format("2006-01-02 15:04"), ErrUnauthenticated, m.Auth.Key, strings.Join(ids, ", "))
 }
 
 // Trusted is nil when readers may use m (Crypto.trusted).

@@ -85,6 +85,11 @@ func ParseRecipients(keys []string) ([]age.Recipient, error) {
 		if k == "" {
 			continue
 		}
+		if u := strings.ToUpper(k); strings.HasPrefix(u, "AGE-SECRET-KEY-") || strings.HasPrefix(u, "GPURENT-AUTH-KEY-") {
+			// Never echoed: it would land in a terminal's scrollback or
+			// the run's log.
+			return nil, fmt.Errorf("a recipient given is a secret key (%s...), not a public key (age1...): it is not used; give the public key, and keep the secret one off the command line", k[:min(len(k), 15)])
+		}
 		r, err := age.ParseX25519Recipient(k)
 		if err != nil {
 			return nil, fmt.Errorf("recipient %q: not an age public key (age1...)", k)

@@ -672,6 +672,7 @@ func (s *Store) Resolve(ctx context.Context, run, ref string) (string, error) {
 		keys[i] = manifestKey(run, id)
 	}
 	var names []string
+	var refused error // why the newest of that name was passed over
 	seen := map[string]bool{}
 	for len(keys) > 0 {
 		batch := keys[:min(manifestReads, len(keys))]
@@ -682,13 +683,22 @@ func (s *Store) Resolve(ctx context.Context, run, ref string) (string, error) {
 				return "", errs[i]
 			}
 			if m.Name == ref {
-				return m.ID, nil
+				err := s.opt.Crypto.trusted(m)
+				if err == nil {
+					return m.ID, nil // the newest of that name the owner wrote
+				}
+				if refused == nil {
+					refused = err
+				}
 			}
 			if n := m.Name; n != "" && !seen[n] {
 				seen[n] = true
 				names = append(names, report.Safe(n))
 			}
 		}
+	}
+	if refused != nil {
+		return "", refused
 	}
 	if len(names) == 0 {
 		return "", fmt.Errorf("run %s has %w named %s", run, ErrNoCheckpoint, report.Safe(ref))

@@ -1342,8 +1342,8 @@ func (s *Supervisor) resume(ctx context.Context) error {
 		// Newer than what is resumed from, and no proof it is the
 		// owner's: perhaps planted with a leaked write key. Never handed
 		// to the command; said, so someone looks.
-		s.cfg.Log("warning: the store's checkpoint %s (%q, from %s at %s) is not authenticated and is not resumed from: if you did not write it, someone with the store's write key may have; see gpurent ckpt verify",
-			p.ID, p.Name, p.Host, p.Created.UTC().Format(time.RFC3339))
+		s.cfg.Log("warning: the store's checkpoint %s (%s, from %s at %s) is not authenticated and is not resumed from: if you did not write it, someone with the store's write key may have; see gpurent ckpt verify",
+			p.ID, report.Safe(p.Name), report.Safe(p.Host), p.Created.UTC().Format(time.RFC3339))
 	}
 	if ok {
 		switch {
