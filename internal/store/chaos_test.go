@@ -73,18 +73,29 @@ func version(name string, lineage byte, v int, rng *rand.Rand) []byte {
 	return out
 }
 
-// whole reports whether b is exactly one version of a chaos file.
+// whole reports whether b is one version of a chaos file: all of it, or
+// (a file caught while its writer was saving it, unchanged while it was
+// read: empty after the truncation, or the first part of the new
+// version) the start of one. Bytes of two versions in one file are a torn
+// copy.
 func whole(b []byte) error {
+	if len(b) == 0 {
+		return nil // truncated by the writer, not yet written: one state it had
+	}
 	m := markerRe.FindSubmatch(b)
 	if m == nil {
+		if markerRe.MatchString(string(b) + strings.Repeat("0", 40) + ">") {
+			return nil // the start of a first marker
+		}
 		return fmt.Errorf("no marker at the start: %.40q", b)
 	}
 	n, _ := strconv.Atoi(string(m[4]))
-	if len(b) != len(m[0])*n {
+	if len(b) > len(m[0])*n {
 		return fmt.Errorf("%d bytes, version %s%s is %d", len(b), m[2], m[3], len(m[0])*n)
 	}
 	for i := 0; i < len(b); i += len(m[0]) {
-		if string(b[i:i+len(m[0])]) != string(m[0]) {
+		chunk := b[i:min(i+len(m[0]), len(b))]
+		if string(chunk) != string(m[0][:len(chunk)]) {
 			return fmt.Errorf("mixes versions at byte %d: %.40q", i, b[i:])
 		}
 	}
