@@ -10,14 +10,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 
 	"filippo.io/age"
 
 	"github.com/gpurent/gpurent/internal/report"
-	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // Why manifests are authenticated: the store's write key lives on every
@@ -91,14 +88,11 @@ func ParseAuthKey(text string) (AuthKey, error) {
 // LoadAuthKey reads an auth key file, refusing one other users can read,
 // as LoadIdentities does.
 func LoadAuthKey(path string) (AuthKey, error) {
-	f, st, err := userfile.Open(path)
+	f, _, err := openSecret(path, "auth key")
 	if err != nil {
-		return AuthKey{}, fmt.Errorf("auth key: %w", err)
+		return AuthKey{}, err
 	}
 	defer f.Close()
-	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return AuthKey{}, fmt.Errorf("auth key %s is readable by other users (mode %v): chmod 600 it", path, st.Mode().Perm())
-	}
 	b, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
 		return AuthKey{}, fmt.Errorf("auth key %s: %w", path, err)
@@ -112,28 +106,14 @@ func LoadAuthKey(path string) (AuthKey, error) {
 
 // WriteAuthKey writes k to path (mode 0600, never replacing a file).
 func WriteAuthKey(path string, k AuthKey) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("auth key: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	body := "# gpurent auth key " + k.ID() + ": signs checkpoints as yours; it cannot decrypt them\n" + k.Export() + "\n"
+	if err := writeSecret(path, body); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("auth key: %s already exists; it is not overwritten", path)
 		}
 		return fmt.Errorf("auth key: %w", err)
 	}
-	body := "# gpurent auth key " + k.ID() + ": signs checkpoints as yours; it cannot decrypt them\n" + k.Export() + "\n"
-	if _, err := f.WriteString(body); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("auth key %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("auth key %s: %w", path, err)
-	}
-	return f.Close()
+	return nil
 }
 
 // ManifestAuth is a manifest's proof of its writer: an HMAC-SHA256 of the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -24,28 +25,39 @@ func Keygen(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("keygen: %w", err)
-	}
 	body := fmt.Sprintf("# created: %s\n# public key: %s\n%s\n", time.Now().UTC().Format(time.RFC3339), id.Recipient(), id)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := writeSecret(path, body); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return "", fmt.Errorf("keygen: %s already exists; it is not overwritten (move it away first, or choose another path with --identity)", path)
 		}
 		return "", fmt.Errorf("keygen: %w", err)
 	}
-	if _, err := f.WriteString(body); err != nil {
-		f.Close()
-		os.Remove(path)
-		return "", fmt.Errorf("keygen %s: %w", path, err)
+	return id.Recipient().String(), nil
+}
+
+// writeSecret writes a new key file: mode 0600 in a directory made 0700,
+// never replacing a file (an error wrapping os.ErrExist), synced, and
+// removed again if it could not be written whole.
+func writeSecret(path, body string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(path)
-		return "", fmt.Errorf("keygen %s: %w", path, err)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
 	}
-	return id.Recipient().String(), f.Close()
+	_, err = f.WriteString(body)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // maxIdentityFile caps an identity file: one key is 74 bytes, so 1 MiB
@@ -56,17 +68,11 @@ const maxIdentityFile = 1 << 20
 // without blocking (userfile.Open: a FIFO or a device is refused, not
 // waited on or read without end). The error never contains the key.
 func LoadIdentities(path string) ([]age.Identity, error) {
-	f, st, err := userfile.Open(path)
+	f, st, err := openSecret(path, "identity")
 	if err != nil {
-		return nil, fmt.Errorf("identity: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	// Windows guards files with ACLs, which Go's mode bits do not show:
-	// every file there reads as mode 0666, and the profile directory the
-	// identity lives in is the user's own.
-	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("identity %s is readable by other users (mode %v): chmod 600 it", path, st.Mode().Perm())
-	}
 	if st.Size() > maxIdentityFile {
 		return nil, fmt.Errorf("identity %s holds %s, over the %s an identity file may hold: %w", path, userfile.Size(st.Size()), userfile.Size(maxIdentityFile), userfile.ErrTooLarge)
 	}
@@ -75,6 +81,23 @@ func LoadIdentities(path string) ([]age.Identity, error) {
 		return nil, fmt.Errorf("identity %s: not an age identity file", path)
 	}
 	return ids, nil
+}
+
+// openSecret opens a key file (what names it in errors) without blocking
+// (userfile.Open: a FIFO or a device is refused), refusing one that other
+// users can read. Windows guards files with ACLs, which Go's mode bits do
+// not show: every file there reads as mode 0666, and the profile
+// directory keys live in is the user's own.
+func openSecret(path, what string) (*os.File, fs.FileInfo, error) {
+	f, st, err := userfile.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s %s is readable by other users (mode %v): chmod 600 it", what, path, st.Mode().Perm())
+	}
+	return f, st, nil
 }
 
 // ParseRecipients parses age recipients ("age1...").
