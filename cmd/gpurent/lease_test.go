@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,6 +91,25 @@ func TestPlantedCheckpointNotResumed(t *testing.T) {
 	}
 }
 
+// syncBuffer is a bytes.Buffer a running process writes while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // saver is a training command that saves a checkpoint every 300 ms until
 // it is stopped.
 const saver = `i=0; while true; do i=$((i+1)); mkdir -p "$GPURENT_CKPT_DIR/step-$i" && echo $i > "$GPURENT_CKPT_DIR/step-$i/w"; sleep 0.3; done`
@@ -112,7 +132,7 @@ func TestSecondSessionOfARun(t *testing.T) {
 	first := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "a"), "--store", st, "--run", "r", "--preemption", "none",
 		"--no-status", "--poll", "50ms", "--quiet", "100ms", "--", "sh", "-c", saver)
 	first.Env = append(os.Environ(), "GPURENT_AS_MAIN=1")
-	var out bytes.Buffer
+	var out syncBuffer
 	first.Stdout, first.Stderr = &out, &out
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
@@ -171,7 +191,7 @@ func TestSecondSessionOfARun(t *testing.T) {
 	takeover := exec.Command(os.Args[0], "run", "--ckpt-dir", filepath.Join(dir, "b"), "--store", st, "--run", "r", "--preemption", "none",
 		"--no-status", "--takeover", "--", "sleep", "8")
 	takeover.Env = append(os.Environ(), "GPURENT_AS_MAIN=1")
-	var tout bytes.Buffer
+	var tout syncBuffer
 	takeover.Stdout, takeover.Stderr = &tout, &tout
 	if err := takeover.Start(); err != nil {
 		t.Fatal(err)
