@@ -218,9 +218,15 @@ func (s *Store) TakeLease(ctx context.Context, run, what string, takeover bool) 
 	if err != nil {
 		return nil, fmt.Errorf("lease of run %s: %w", run, err)
 	}
+	// Above the highest genuine lease: a forged one, however high, must
+	// not use the generations up.
+	top, _, ok, err := s.top(ctx, ls)
+	if err != nil {
+		return nil, fmt.Errorf("lease of run %s: %w", run, err)
+	}
 	var gen int64
-	if len(ls) > 0 {
-		gen = ls[0].gen // above every lease listed, forged ones too
+	if ok {
+		gen = top.gen
 	}
 	if gen+1 >= maxGeneration {
 		return nil, fmt.Errorf("lease of run %s: generation %d is the last; delete %s to start again", run, gen, leasePrefix(run))

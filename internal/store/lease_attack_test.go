@@ -178,6 +178,10 @@ func TestForgedLeaseFencesNothing(t *testing.T) {
 	if err := unsigned.write(ctx); err != nil {
 		t.Fatal(err)
 	}
+	last := &Lease{s: New(raw, Options{Host: "attacker"}), ttl: LeaseTTL, info: LeaseInfo{Version: 1, Run: "r", Session: "29991231T000000.000Z-00000002", Generation: maxGeneration - 1, Host: "attacker", What: "gpurent run"}}
+	if err := last.write(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Check(ctx); err != nil {
 		t.Fatalf("a forged lease fenced the live session: %v", err)
 	}
@@ -185,5 +189,9 @@ func TestForgedLeaseFencesNothing(t *testing.T) {
 	var held *HeldError
 	if !errors.As(err, &held) || held.Holder.Host != "a" {
 		t.Fatalf("a second session of the owner: %v; want held by a", err)
+	}
+	// The forged last generation uses none up: the owner takes over.
+	if _, err := New(raw, Options{Crypto: own, Host: "b"}).TakeLease(ctx, "r", "gpurent run", true); err != nil {
+		t.Fatalf("takeover past a forged last generation: %v", err)
 	}
 }
