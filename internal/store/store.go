@@ -584,55 +584,51 @@ func (s *Store) Latest(ctx context.Context, run string) (*Manifest, []*Manifest,
 	if err := ValidRun(run); err != nil {
 		return nil, nil, err
 	}
-	ids, err := s.committed(ctx, run)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(ids) == 0 {
-		return nil, nil, fmt.Errorf("run %s has %w yet", run, ErrNoCheckpoint)
-	}
-	slices.SortFunc(ids, func(a, b string) int { return strings.Compare(b, a) })
+	var found *Manifest
 	var passed []*Manifest
 	var first error
-	for len(ids) > 0 {
-		batch := ids[:min(manifestReads, len(ids))]
-		ids = ids[len(batch):]
-		keys := make([]string, len(batch))
-		for i, id := range batch {
-			keys[i] = manifestKey(run, id)
-		}
-		ms, errs := s.manifests(ctx, keys)
-		for i, m := range ms {
-			var se *StoreError
-			switch {
-			case errs[i] == nil:
-			case IsNotFound(errs[i]):
-				continue // pruned since the listing
-			case errors.As(errs[i], &se):
-				return nil, nil, errs[i]
-			default:
-				// Not a manifest gpurent wrote (anyone with the write key
-				// can put one there): it cannot be the owner's newest.
-				if first == nil {
-					first = errs[i]
-				}
-				continue
-			}
-			err := s.opt.Crypto.Authentic(m)
-			if err == nil {
-				return m, passed, nil
-			}
-			if errors.Is(err, ErrNoAuthKey) {
-				if _, ferr := s.Files(m); errors.Is(ferr, ErrNoIdentity) {
-					return nil, nil, ferr // the error to fix first
-				}
-				return nil, nil, err
-			}
+	listed := false
+	err := s.newestFirst(ctx, run, func(m *Manifest, err error) (bool, error) {
+		listed = true
+		var se *StoreError
+		switch {
+		case err == nil:
+		case IsNotFound(err):
+			return false, nil // pruned since the listing
+		case errors.As(err, &se):
+			return true, err
+		default:
+			// Not a manifest gpurent wrote (anyone with the write key
+			// can put one there): it cannot be the owner's newest.
 			if first == nil {
 				first = err
 			}
-			passed = append(passed, m)
+			return false, nil
 		}
+		err = s.opt.Crypto.Authentic(m)
+		if err == nil {
+			found = m
+			return true, nil
+		}
+		if errors.Is(err, ErrNoAuthKey) {
+			if _, ferr := s.Files(m); errors.Is(ferr, ErrNoIdentity) {
+				return true, ferr // the error to fix first
+			}
+			return true, err
+		}
+		if first == nil {
+			first = err
+		}
+		passed = append(passed, m)
+		return false, nil
+	})
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case found != nil:
+		return found, passed, nil
+	case !listed:
+		return nil, nil, fmt.Errorf("run %s has %w yet", run, ErrNoCheckpoint)
 	}
 	// A wrong or missing identity passes over every checkpoint: that
 	// is the error to fix, not a store of planted ones.
@@ -642,6 +638,33 @@ func (s *Store) Latest(ctx context.Context, run string) (*Manifest, []*Manifest,
 		}
 	}
 	return nil, passed, fmt.Errorf("none of the %d checkpoints of run %s is authenticated; the newest: %w", len(passed), run, first)
+}
+
+// newestFirst reads run's committed manifests newest first,
+// manifestReads at a time, handing each (or why it could not be read) to
+// visit until visit says stop or fails: a run kept whole can hold
+// thousands, and what is looked for is most often recent.
+func (s *Store) newestFirst(ctx context.Context, run string, visit func(m *Manifest, err error) (stop bool, _ error)) error {
+	ids, err := s.committed(ctx, run)
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(ids, func(a, b string) int { return strings.Compare(b, a) })
+	for len(ids) > 0 {
+		batch := ids[:min(manifestReads, len(ids))]
+		ids = ids[len(batch):]
+		keys := make([]string, len(batch))
+		for i, id := range batch {
+			keys[i] = manifestKey(run, id)
+		}
+		ms, errs := s.manifests(ctx, keys)
+		for i, m := range ms {
+			if stop, err := visit(m, errs[i]); stop || err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Resolve turns what a person typed for a checkpoint into its id: an id
@@ -659,43 +682,34 @@ func (s *Store) Resolve(ctx context.Context, run, ref string) (string, error) {
 	if err := ValidRun(run); err != nil {
 		return "", err
 	}
-	// Newest first, manifestReads at a time, until one has the name: the
-	// step asked for is most often a recent one, and a run kept whole can
-	// hold thousands.
-	ids, err := s.committed(ctx, run)
-	if err != nil {
-		return "", err
-	}
-	slices.SortFunc(ids, func(a, b string) int { return strings.Compare(b, a) })
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = manifestKey(run, id)
-	}
+	// Newest first (newestFirst): the step asked for is most often a
+	// recent one.
 	var names []string
 	var refused error // why the newest of that name was passed over
+	var found string
 	seen := map[string]bool{}
-	for len(keys) > 0 {
-		batch := keys[:min(manifestReads, len(keys))]
-		keys = keys[len(batch):]
-		ms, errs := s.manifests(ctx, batch)
-		for i, m := range ms {
-			if errs[i] != nil {
-				return "", errs[i]
+	err := s.newestFirst(ctx, run, func(m *Manifest, err error) (bool, error) {
+		if err != nil {
+			return true, err
+		}
+		if m.Name == ref {
+			err := s.opt.Crypto.trusted(m)
+			if err == nil {
+				found = m.ID // the newest of that name the owner wrote
+				return true, nil
 			}
-			if m.Name == ref {
-				err := s.opt.Crypto.trusted(m)
-				if err == nil {
-					return m.ID, nil // the newest of that name the owner wrote
-				}
-				if refused == nil {
-					refused = err
-				}
-			}
-			if n := m.Name; n != "" && !seen[n] {
-				seen[n] = true
-				names = append(names, report.Safe(n))
+			if refused == nil {
+				refused = err
 			}
 		}
+		if n := m.Name; n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, report.Safe(n))
+		}
+		return false, nil
+	})
+	if err != nil || found != "" {
+		return found, err
 	}
 	if refused != nil {
 		return "", refused
