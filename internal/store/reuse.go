@@ -24,6 +24,9 @@ import (
 // another, so a copy can be made only of the bytes a signed manifest
 // recorded.
 type copier interface {
+	// Copies reports whether the store copies and names versions at all
+	// (a directory does neither), before any request is made.
+	Copies() bool
 	Copy(ctx context.Context, dst, src string) error
 	ETag(ctx context.Context, key string) (string, error)
 }
@@ -44,11 +47,14 @@ func (b *bucket) Copy(ctx context.Context, dst, src string) error {
 	return nil
 }
 
+// Copies is false for a directory: its "ETag" is a file's time and size,
+// which anyone who can write there can set (no proof of content), and a
+// copy there reads and writes every byte.
+func (b *bucket) Copies() bool { return b.dir == "" }
+
 // ETag is the store's name for the version of key now stored.
 func (b *bucket) ETag(ctx context.Context, key string) (string, error) {
-	if b.dir != "" {
-		// A directory's "ETag" is the file's time and size, which
-		// anyone who can write there can set: no proof of content.
+	if !b.Copies() {
 		return "", errNoCopy
 	}
 	a, err := b.b.Attributes(ctx, key)
@@ -59,6 +65,12 @@ func (b *bucket) ETag(ctx context.Context, key string) (string, error) {
 		return "", errNoCopy
 	}
 	return a.ETag, nil
+}
+
+// Copies asks the inner store.
+func (r *Retrying) Copies() bool {
+	c, ok := r.Backend.(copier)
+	return ok && c.Copies()
 }
 
 // Copy retries a copy the inner store makes.
@@ -95,7 +107,7 @@ func (r *Retrying) ETag(ctx context.Context, key string) (string, error) {
 // gives one and the object is large enough to be worth copying later.
 func (s *Store) etagOf(ctx context.Context, key string, plain int64) string {
 	c, ok := s.b.(copier)
-	if !ok || plain < reuseMin {
+	if !ok || !c.Copies() || plain < reuseMin {
 		return ""
 	}
 	tag, err := c.ETag(ctx, key)
@@ -120,8 +132,8 @@ type reusable struct {
 // file list is encrypted: a machine with only an auth key has none). nil
 // when there is none: the push uploads everything.
 func (s *Store) reuseSource(ctx context.Context, run string) *reusable {
-	if _, ok := s.b.(copier); !ok || len(s.opt.Crypto.Auth) == 0 {
-		return nil
+	if c, ok := s.b.(copier); !ok || !c.Copies() || len(s.opt.Crypto.Auth) == 0 {
+		return nil // no reading of the previous checkpoint for nothing
 	}
 	c := *s.opt.Crypto
 	c.CheckAuth = true // whether or not this store's readers check

@@ -31,6 +31,8 @@ func (c *counting) Copy(ctx context.Context, dst, src string) error {
 	return c.Backend.(copier).Copy(ctx, dst, src)
 }
 
+func (c *counting) Copies() bool { return c.Backend.(copier).Copies() }
+
 func (c *counting) ETag(ctx context.Context, key string) (string, error) {
 	return c.Backend.(copier).ETag(ctx, key)
 }
