@@ -218,6 +218,11 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64) error {
 		committed []*Manifest
 		fails     []error
 	)
+	fail := func(err error) {
+		resMu.Lock()
+		defer resMu.Unlock()
+		fails = append(fails, err)
+	}
 	record := func(m *Manifest, err error, wantLost bool) {
 		resMu.Lock()
 		defer resMu.Unlock()
@@ -263,16 +268,12 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64) error {
 		time.Sleep(time.Duration(rnd(700)) * time.Millisecond)
 		bs := storeFor("box-b", false, graces[rnd(len(graces))])
 		if _, err := bs.TakeLease(ctx, run, "session B", false); err == nil {
-			resMu.Lock()
-			fails = append(fails, errors.New("session B took a lease session A holds, without --takeover"))
-			resMu.Unlock()
+			fail(errors.New("session B took a lease session A holds, without --takeover"))
 		}
 		bs = storeFor("box-b", true, graces[rnd(len(graces))])
 		lb, err := bs.TakeLease(ctx, run, "session B", true)
 		if err != nil {
-			resMu.Lock()
-			fails = append(fails, fmt.Errorf("takeover: %w", err))
-			resMu.Unlock()
+			fail(fmt.Errorf("takeover: %w", err))
 			return
 		}
 		takenMu.Lock()
@@ -302,9 +303,7 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64) error {
 			}
 			p := New(b, Options{Crypto: own, Grace: graces[rnd(len(graces))]})
 			if _, err := p.Prune(ctx, run, 2); err != nil && !IsNotFound(err) {
-				resMu.Lock()
-				fails = append(fails, fmt.Errorf("prune: %w", err))
-				resMu.Unlock()
+				fail(fmt.Errorf("prune: %w", err))
 			}
 		}
 	}()

@@ -83,10 +83,7 @@ func slowPush(t *testing.T, s *Store, h *holding, src string) <-chan error {
 // it; the push then committed a checkpoint whose objects were missing,
 // which only verify --deep noticed.
 func TestLongPushKeepsItsObjects(t *testing.T) {
-	for name, open := range backends(t) {
-		if name != "file" && name != "s3" {
-			continue
-		}
+	for name, open := range fileAndS3(t) {
 		for _, tc := range []struct {
 			name string
 			// cleaner is the store of the machine that prunes.
@@ -137,10 +134,7 @@ func TestLongPushKeepsItsObjects(t *testing.T) {
 // grace, or a gpurent from before heartbeats) finds out before it commits
 // and commits nothing: before, it wrote its manifest and exited 0.
 func TestPushFindsItsObjectsDeleted(t *testing.T) {
-	for name, open := range backends(t) {
-		if name != "file" && name != "s3" {
-			continue
-		}
+	for name, open := range fileAndS3(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			b := open(t)
@@ -294,10 +288,7 @@ func (g gated) Put(ctx context.Context, key string, fill func(io.Writer) error) 
 // the push, at the default grace, beats every 150 s) waits for three
 // missed beats before it takes the push for dead.
 func TestShortGraceKeepsALivePush(t *testing.T) {
-	for name, open := range backends(t) {
-		if name != "file" && name != "s3" {
-			continue
-		}
+	for name, open := range fileAndS3(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			b := open(t)

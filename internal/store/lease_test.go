@@ -15,10 +15,7 @@ import (
 // holder and --takeover; a takeover fences the first, whose next commit
 // fails and writes nothing; an expired lease is taken without a word.
 func TestOneWriterPerRun(t *testing.T) {
-	for name, open := range backends(t) {
-		if name != "file" && name != "s3" {
-			continue
-		}
+	for name, open := range fileAndS3(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			b := open(t)
@@ -108,10 +105,7 @@ func TestExpiredLeaseIsFree(t *testing.T) {
 // TestConcurrentTakesAgreeOnOne: sessions taking one run at the same
 // moment end with exactly one holder, on every try.
 func TestConcurrentTakesAgreeOnOne(t *testing.T) {
-	for name, open := range backends(t) {
-		if name != "file" && name != "s3" {
-			continue
-		}
+	for name, open := range fileAndS3(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			b := open(t)

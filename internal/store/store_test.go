@@ -29,6 +29,20 @@ import (
 
 // backends the suite runs against: the file store always, SeaweedFS's S3
 // when the harness started one (weed_test.go).
+// fileAndS3 is backends without the emulators of other clouds: for
+// tests of the store's own clean-up and leases, which the file store and
+// S3 decide alike.
+func fileAndS3(t *testing.T) map[string]func(t *testing.T) Backend {
+	all := backends(t)
+	out := map[string]func(t *testing.T) Backend{}
+	for _, name := range []string{"file", "s3"} {
+		if open, ok := all[name]; ok {
+			out[name] = open
+		}
+	}
+	return out
+}
+
 func backends(t *testing.T) map[string]func(t *testing.T) Backend {
 	// open opens a fresh store URL for one test, closed after it; remote
 	// stores upload in 5 MiB parts, four at a time.
