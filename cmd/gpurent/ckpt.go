@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/ledger"
 	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/statedir"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
 	"github.com/gpurent/gpurent/internal/units"
@@ -260,8 +261,14 @@ func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress fu
 			say("the store: %s; trying again in %.1f s (%s left)", store.Brief(err), wait.Seconds(), report.Count(left, "try"))
 		}
 	}
+	// Pushes of large files keep what they stored in the state
+	// directory, so that one cut short resumes; without one they do not.
+	var journal string
+	if d, err := statedir.Dir(); err == nil {
+		journal = filepath.Join(d, "pushes")
+	}
 	st := store.New(r, store.Options{Crypto: c, Host: host, Version: version, Workers: s.workers, Grace: grace, Progress: progress, Upload: upload,
-		Leases: true, Takeover: s.takeover})
+		Leases: true, Takeover: s.takeover, Journal: journal, Where: name})
 	return st, name, func() { b.Close() }, nil
 }
 
@@ -453,6 +460,9 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 			reused := ""
 			if m.Reused > 0 {
 				reused = fmt.Sprintf(" (%s of it unchanged since the previous checkpoint, copied in the store, not uploaded)", report.Bytes(m.Reused))
+			}
+			if m.Resumed > 0 {
+				reused += fmt.Sprintf(" (%s of it stored by the push cut short before, not uploaded again)", report.Bytes(m.Resumed))
 			}
 			return writeManifest(g, m, fmt.Sprintf("pushed %s to %s run %s: %s, %s in %.1f s%s", a[0], name, s.run, report.Count(m.Files, "entry"), report.Bytes(m.Bytes), time.Since(start).Seconds(), reused))
 		},

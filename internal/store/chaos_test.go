@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -132,15 +133,18 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("%d trials against %s, seeds %d to %d (CHAOS_SEED=N -chaos-trials=1 repeats trial N)", *chaosTrials, where, seed, seed+uint64(*chaosTrials)-1)
 	own := owner(t)
+	var resumed atomic.Int64
 	for i := range *chaosTrials {
 		s := seed + uint64(i)
-		if err := chaosTrial(t, b, own, s); err != nil {
+		if err := chaosTrial(t, b, own, s, &resumed); err != nil {
 			t.Fatalf("trial %d: %v (CHAOS_SEED=%d -chaos-trials=1 repeats it)", i, err, s)
 		}
 	}
+	t.Logf("%d commits resumed a push killed before", resumed.Load())
 }
 
-func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64) error {
+// resumed counts the commits that resumed a killed push.
+func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atomic.Int64) error {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 36))
 	var mu sync.Mutex // guards rng across goroutines
@@ -161,6 +165,9 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64) error {
 		return dir
 	}
 	srcA, srcB, srcEvil := lineage('A'), lineage('B'), lineage('E')
+	// A checkpoint no trainer rewrites: a push of it killed is resumed.
+	srcStill := lineage('S')
+	var pushKilled func(s *Store, src string, odds int) (*Manifest, error)
 	// A third of the trials stall their uploads past the short graces;
 	// their files stay still, or every stalled push would fail as changed.
 	stalls := rnd(3) == 0
@@ -199,13 +206,18 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64) error {
 		if stalls {
 			stall = 1300 * time.Millisecond
 		}
-		return New(slow{b, delay, stall, stalled}, Options{Crypto: own, Host: host, Leases: true, Takeover: takeover, Grace: grace, Workers: 2})
+		// Some store files in parts (of 400 bytes: a file's first
+		// version has two or three), resuming what a push killed left.
+		segment := []int64{0, 400}[rnd(2)]
+		return New(slow{b, delay, stall, stalled}, Options{Crypto: own, Host: host, Leases: true, Takeover: takeover, Grace: grace, Workers: 2,
+			Segment: segment, Journal: filepath.Join(base, "journal-"+host), Where: "chaos"})
 	}
 	graces := []time.Duration{50 * time.Millisecond, time.Second, 10 * time.Minute}
-	push := func(s *Store, src string) (*Manifest, error) {
+	push := func(s *Store, src string) (*Manifest, error) { return pushKilled(s, src, 4) }
+	pushKilled = func(s *Store, src string, odds int) (*Manifest, error) {
 		pctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		if rnd(4) == 0 { // killed at a random moment
+		if rnd(odds) == 0 { // killed at a random moment
 			go func() {
 				time.Sleep(time.Duration(rnd(60)) * time.Millisecond)
 				cancel()
@@ -231,6 +243,9 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64) error {
 			fails = append(fails, fmt.Errorf("session A committed %s after B had taken the run over before its push began", m.ID))
 		case err == nil:
 			committed = append(committed, m)
+			if m.Resumed > 0 {
+				resumed.Add(1)
+			}
 		case errors.Is(err, ErrChanged), errors.Is(err, context.Canceled), errors.Is(err, ErrLeaseLost):
 		default:
 			var held *HeldError
@@ -281,6 +296,10 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64) error {
 		takenMu.Unlock()
 		bs.Hold(lb)
 		defer lb.Release(ctx)
+		for range 2 {
+			m, err := pushKilled(bs, srcStill, 2)
+			record(m, err, false)
+		}
 		for range 1 + rnd(3) {
 			m, err := push(bs, srcB)
 			record(m, err, false)

@@ -13,9 +13,15 @@ import (
 	"time"
 )
 
-// ManifestVersion is the format version of manifests this gpurent writes;
-// it reads version 1 too (written before manifests carried Auth).
-const ManifestVersion = 2
+// ManifestVersion is the newest format version of manifests: this gpurent
+// writes version 3 when a file of the checkpoint is stored in parts
+// (segment.go) and version 2 otherwise, so that a gpurent that knows no
+// parts still reads what it can restore. It reads version 1 too (written
+// before manifests carried Auth).
+const ManifestVersion = 3
+
+// versionNoParts is the version written when no file is in parts.
+const versionNoParts = 2
 
 // Manifest describes one committed checkpoint. It is stored last, so its
 // presence is the commit. The public part (ids, sizes, object names, the
@@ -45,6 +51,10 @@ type Manifest struct {
 	// the previous checkpoint instead of uploading (reuse.go): plaintext
 	// bytes, known only to that push, never stored.
 	Reused int64 `json:"-"`
+	// Resumed is what the push found stored by an earlier push of the
+	// same files that was cut short (segment.go): plaintext bytes, known
+	// only to that push.
+	Resumed int64 `json:"-"`
 }
 
 // ObjRef is one stored object and its stored size.
@@ -52,7 +62,7 @@ type ObjRef struct {
 	Key  string `json:"key"`
 	Size int64  `json:"size"`
 	// ETag is the store's name for the version stored (S3, GCS, Azure;
-	// objects of 1 MiB or more): a later push copies the object only
+	// objects of files of 1 MiB or more): a later push copies the object only
 	// while it is still this version (reuse.go).
 	ETag string `json:"etag,omitempty"`
 }
@@ -65,8 +75,37 @@ type Entry struct {
 	Size   int64       `json:"size,omitempty"`
 	SHA256 string      `json:"sha256,omitempty"` // of the plaintext
 	Object int         `json:"object"`           // index into Manifest.Objects for files, -1 otherwise
-	Link   string      `json:"link,omitempty"`   // a symlink's target, stored as written, never followed
-	MTime  time.Time   `json:"mtime"`
+	// Parts, for a file stored in parts (segment.go), are its objects in
+	// order; Object is then -1.
+	Parts []Part    `json:"parts,omitempty"`
+	Link  string    `json:"link,omitempty"` // a symlink's target, stored as written, never followed
+	MTime time.Time `json:"mtime"`
+}
+
+// Part is one segment of a file stored in parts: an object of its own,
+// encrypted on its own, so that a push cut short keeps the parts it
+// finished and a pull can check each part as it ends.
+type Part struct {
+	Object int   `json:"object"` // index into Manifest.Objects
+	Size   int64 `json:"size"`   // plaintext bytes
+	// Prefix is the SHA-256 of the file's bytes from its start through
+	// the end of this part: the running hash of the whole file, read off
+	// at the part's end, so it costs no second pass, and the last part's
+	// is the file's SHA-256.
+	Prefix string `json:"prefix_sha256"`
+}
+
+// objects are the indexes into Manifest.Objects of a file's objects, in
+// order.
+func (e Entry) objects() []int {
+	if len(e.Parts) == 0 {
+		return []int{e.Object}
+	}
+	idx := make([]int, len(e.Parts))
+	for i, p := range e.Parts {
+		idx[i] = p.Object
+	}
+	return idx
 }
 
 var (
@@ -113,8 +152,8 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := decodeStrict(data, &m); err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	if m.Version != ManifestVersion && m.Version != 1 {
-		return nil, fmt.Errorf("manifest %s: version %d, this gpurent reads versions 1 and %d", m.ID, m.Version, ManifestVersion)
+	if m.Version < 1 || m.Version > ManifestVersion {
+		return nil, fmt.Errorf("manifest %s: version %d, this gpurent reads versions 1 to %d: a newer gpurent wrote it", m.ID, m.Version, ManifestVersion)
 	}
 	if m.Version == 1 && m.Auth != nil {
 		return nil, fmt.Errorf("manifest %s: version 1 carries no auth", m.ID)
@@ -193,12 +232,17 @@ func ParseFileList(m *Manifest, plain []byte) ([]Entry, error) {
 		}
 		switch e.Type {
 		case "file":
-			if e.Object < 0 || e.Object >= len(m.Objects) || used[e.Object] {
-				return nil, fmt.Errorf("checkpoint %s: %q refers to object %d", m.ID, e.Path, e.Object)
-			}
-			used[e.Object] = true
 			if e.Size < 0 || !hexRe.MatchString(e.SHA256) {
 				return nil, fmt.Errorf("checkpoint %s: %q has a bad size or hash", m.ID, e.Path)
+			}
+			if err := checkParts(m, e); err != nil {
+				return nil, err
+			}
+			for _, o := range e.objects() {
+				if o < 0 || o >= len(m.Objects) || used[o] {
+					return nil, fmt.Errorf("checkpoint %s: %q refers to object %d", m.ID, e.Path, o)
+				}
+				used[o] = true
 			}
 			total += e.Size
 		case "dir":
@@ -209,11 +253,41 @@ func ParseFileList(m *Manifest, plain []byte) ([]Entry, error) {
 		default:
 			return nil, fmt.Errorf("checkpoint %s: %q has unknown type %q", m.ID, e.Path, e.Type)
 		}
+		if e.Type != "file" && (len(e.Parts) > 0 || e.Object != -1 && m.Version >= 3) {
+			return nil, fmt.Errorf("checkpoint %s: %q is a %s with objects", m.ID, e.Path, e.Type)
+		}
 	}
 	if total != m.Bytes {
 		return nil, fmt.Errorf("checkpoint %s: files add up to %d bytes, manifest says %d", m.ID, total, m.Bytes)
 	}
 	return es, nil
+}
+
+// checkParts checks a file's parts: only in a version that has them, at
+// least two (one part is a whole object), none empty, adding up to the
+// file, the last one's running hash the file's.
+func checkParts(m *Manifest, e Entry) error {
+	if len(e.Parts) == 0 {
+		return nil
+	}
+	bad := func(why string) error { return fmt.Errorf("checkpoint %s: %q parts: %s", m.ID, e.Path, why) }
+	if m.Version < 3 {
+		return bad(fmt.Sprintf("a version %d manifest has none", m.Version))
+	}
+	if e.Object != -1 || len(e.Parts) < 2 {
+		return bad("want -1 as the object and at least two parts")
+	}
+	var sum int64
+	for _, p := range e.Parts {
+		if p.Size <= 0 || p.Size > e.Size-sum || !hexRe.MatchString(p.Prefix) {
+			return bad("a part is empty, too large or has no hash")
+		}
+		sum += p.Size
+	}
+	if sum != e.Size || e.Parts[len(e.Parts)-1].Prefix != e.SHA256 {
+		return bad("they do not add up to the file")
+	}
+	return nil
 }
 
 func runPrefix(run string) string       { return "runs/" + run + "/" }

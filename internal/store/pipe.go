@@ -2,6 +2,7 @@ package store
 
 import (
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"hash"
 	"io"
@@ -15,19 +16,31 @@ import (
 // the difference between the sum and the maximum of their costs. Write
 // copies p into a pooled buffer; Sum waits for the hash to catch up.
 type hashPipe struct {
-	ch   chan []byte
+	ch   chan pipeItem
 	done chan struct{}
 	h    hash.Hash
 	prog func(int64)
 }
 
+// pipeItem is bytes to hash, or (b nil) a request to say when every byte
+// sent before is hashed.
+type pipeItem struct {
+	b      []byte
+	caught chan struct{}
+}
+
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
 func newHashPipe(progress func(int64)) *hashPipe {
-	p := &hashPipe{ch: make(chan []byte, 8), done: make(chan struct{}), h: sha256.New(), prog: progress}
+	p := &hashPipe{ch: make(chan pipeItem, 8), done: make(chan struct{}), h: sha256.New(), prog: progress}
 	go func() {
 		defer close(p.done)
-		for b := range p.ch {
+		for it := range p.ch {
+			if it.caught != nil {
+				close(it.caught)
+				continue
+			}
+			b := it.b
 			p.h.Write(b)
 			if p.prog != nil {
 				p.prog(int64(len(b)))
@@ -43,10 +56,32 @@ func (p *hashPipe) Write(b []byte) (int, error) {
 	for off := 0; off < len(b); {
 		bp := chunkPool.Get().(*[]byte)
 		n := copy(*bp, b[off:])
-		p.ch <- (*bp)[:n]
+		p.ch <- pipeItem{b: (*bp)[:n]}
 		off += n
 	}
 	return len(b), nil
+}
+
+// catchUp waits until every byte written is hashed; the hash is the
+// caller's until the next Write.
+func (p *hashPipe) catchUp() {
+	c := make(chan struct{})
+	p.ch <- pipeItem{caught: c}
+	<-c
+}
+
+// mark is the running hash of what was written so far, and the state to
+// go back to it (rewind) when what follows must be hashed again.
+func (p *hashPipe) mark() (sum string, state []byte) {
+	p.catchUp()
+	state, _ = p.h.(encoding.BinaryMarshaler).MarshalBinary() // sha256 always can
+	return hex.EncodeToString(p.h.Sum(nil)), state
+}
+
+// rewind sets the hash back to a mark's state.
+func (p *hashPipe) rewind(state []byte) error {
+	p.catchUp()
+	return p.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state)
 }
 
 // Sum closes the pipe and returns the hex digest. The pipe cannot be used
@@ -88,7 +123,10 @@ func (w *writeBehind) advance(off int64) {
 // costs the larger of the three stages rather than their sum: on a 2-core
 // machine, writing the page cache and decrypting are as costly as each
 // other. Chunks in flight are bounded, and so is memory.
-func fanout(dst io.Writer, src io.Reader, progress func(int64)) (n int64, sum string, err error) {
+//
+// h is the hash to go on with (a file's running hash, read in parts); a
+// new one when nil. sum is h's at the end.
+func fanout(dst io.Writer, src io.Reader, progress func(int64), h hash.Hash) (n int64, sum string, err error) {
 	type chunk struct {
 		b    []byte
 		refs atomic.Int32
@@ -102,7 +140,9 @@ func fanout(dst io.Writer, src io.Reader, progress func(int64)) (n int64, sum st
 	toWrite, toHash := make(chan *chunk, 4), make(chan *chunk, 4)
 	var werr error
 	var failed atomic.Bool // the writer failed: stop reading
-	h := sha256.New()
+	if h == nil {
+		h = sha256.New()
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {

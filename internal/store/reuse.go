@@ -163,61 +163,87 @@ func sameKeys(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-// candidate is the previous checkpoint's entry for the file at rel when
-// the file still has its size and modification time: only then is it
-// hashed to confirm (a file saved anew each time has a new mtime and is
-// uploaded without being read twice).
-func (r *reusable) candidate(rel string, info fs.FileInfo) (Entry, ObjRef, bool) {
+// candidate is the previous checkpoint's entry for the file at rel, with
+// its objects, when the file still has its size and modification time:
+// only then is it hashed to confirm (a file saved anew each time has a
+// new mtime and is uploaded without being read twice).
+func (r *reusable) candidate(rel string, info fs.FileInfo) (Entry, []ObjRef, bool) {
 	if r == nil {
-		return Entry{}, ObjRef{}, false
+		return Entry{}, nil, false
 	}
 	e, ok := r.files[rel]
-	if !ok || e.Size != info.Size() || e.Size < reuseMin || !e.MTime.Equal(info.ModTime()) || e.Object < 0 || e.Object >= len(r.objects) || r.objects[e.Object].ETag == "" {
-		return Entry{}, ObjRef{}, false
+	if !ok || e.Size != info.Size() || e.Size < reuseMin || !e.MTime.Equal(info.ModTime()) {
+		return Entry{}, nil, false
 	}
-	return e, r.objects[e.Object], true
+	var objs []ObjRef
+	for _, o := range e.objects() {
+		if o < 0 || o >= len(r.objects) || r.objects[o].ETag == "" {
+			return Entry{}, nil, false
+		}
+		objs = append(objs, r.objects[o])
+	}
+	return e, objs, true
 }
 
-// reuse copies prev's object to key when the file at path, unchanged
-// while it is read, has prev's SHA-256. ok false: upload it.
-func (s *Store) reuse(ctx context.Context, path string, info fs.FileInfo, prev Entry, obj ObjRef, key string) (ObjRef, string, bool, error) {
+// reuse copies prev's objects (to key(j) for part j, key(-1) for a
+// whole object) when the file at path, unchanged while it is read, has
+// prev's SHA-256. done false: upload it.
+func (s *Store) reuse(ctx context.Context, path string, info fs.FileInfo, prev Entry, objs []ObjRef, key func(j int) string) (pushed, bool, error) {
 	if err := unchanged(path, info, nil); err != nil {
-		return ObjRef{}, "", false, err
+		return pushed{}, false, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return ObjRef{}, "", false, fmt.Errorf("push: %w", err)
+		return pushed{}, false, fmt.Errorf("push: %w", err)
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.CopyBuffer(h, f, make([]byte, 1<<20)); err != nil {
-		return ObjRef{}, "", false, fmt.Errorf("push %s: %w", path, err)
+		return pushed{}, false, fmt.Errorf("push %s: %w", path, err)
 	}
 	if err := unchanged(path, info, f); err != nil {
-		return ObjRef{}, "", false, err
+		return pushed{}, false, err
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	if sum != prev.SHA256 {
-		return ObjRef{}, "", false, nil
+		return pushed{}, false, nil
 	}
-	// The object must still be the version the signed manifest recorded,
-	// before and after the copy: one overwritten since (by anyone with
-	// the store's write key) is not carried into a new checkpoint.
+	out := pushed{size: prev.Size, sum: sum, reused: prev.Size}
+	for j, obj := range objs {
+		k := -1
+		if len(prev.Parts) > 0 {
+			k = j
+		}
+		ref, ok := s.copyObject(ctx, obj, key(k))
+		if !ok {
+			return pushed{}, false, ctx.Err()
+		}
+		out.objs = append(out.objs, ref)
+	}
+	for j, p := range prev.Parts {
+		out.parts = append(out.parts, Part{Object: j, Size: p.Size, Prefix: p.Prefix})
+	}
+	s.progress(prev.Size)
+	return out, true, nil
+}
+
+// copyObject copies obj to key while obj is the version the signed
+// manifest recorded, before and after the copy: one overwritten since
+// (by anyone with the store's write key) is not carried into a new
+// checkpoint. ok false: upload instead.
+func (s *Store) copyObject(ctx context.Context, obj ObjRef, key string) (ObjRef, bool) {
 	c := s.b.(copier)
 	same := func() bool { tag, err := c.ETag(ctx, obj.Key); return err == nil && tag == obj.ETag }
 	if !same() {
-		return ObjRef{}, "", false, ctx.Err()
+		return ObjRef{}, false
 	}
 	if err := c.Copy(ctx, key, obj.Key); err != nil {
-		if ctx.Err() != nil {
-			return ObjRef{}, "", false, err
-		}
-		return ObjRef{}, "", false, nil // too large to copy (S3: 5 GiB), or not allowed: uploaded instead
+		return ObjRef{}, false // too large to copy (S3: 5 GiB), or not allowed: uploaded instead
 	}
 	tag, err := c.ETag(ctx, key)
 	if err != nil || !same() {
 		s.b.Delete(ctx, key) // uploaded instead, under the same key
-		return ObjRef{}, "", false, ctx.Err()
+		return ObjRef{}, false
 	}
-	return ObjRef{Key: key, Size: obj.Size, ETag: tag}, sum, true, nil
+	return ObjRef{Key: key, Size: obj.Size, ETag: tag}, true
 }

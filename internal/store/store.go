@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,6 +53,14 @@ type Options struct {
 	Leases   bool
 	Takeover bool
 	LeaseTTL time.Duration
+	// Segment is the size of the parts a larger file is stored in
+	// (segment.go; 1 GiB when zero).
+	Segment int64
+	// Journal is the directory where pushes of files in parts keep what
+	// they stored, so that one cut short resumes ("": none resumes).
+	// Where names the store in it.
+	Journal string
+	Where   string
 }
 
 // limited reads no faster than its limiter allows.
@@ -232,7 +239,7 @@ func scan(src string) ([]Entry, []string, []fs.FileInfo, error) {
 // commits it checks that they are all still there. A file that changes
 // while it is read (rewritten in place, replaced) fails the push with an
 // error wrapping ErrChanged: nothing is committed.
-func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
+func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err error) {
 	if err := ValidRun(run); err != nil {
 		return nil, err
 	}
@@ -249,104 +256,84 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 			return nil, held
 		}
 	}
-	if _, err := s.cleanLeftovers(ctx, run); err != nil {
-		return nil, err
-	}
 	entries, paths, infos, err := scan(src)
 	if err != nil {
 		return nil, err
 	}
-	prev := s.reuseSource(ctx, run)
 	rel := make([]string, len(paths)) // each object's path in the checkpoint
+	walked := map[string]fs.FileInfo{}
+	large := false
 	for _, e := range entries {
 		if e.Object >= 0 {
 			rel[e.Object] = e.Path
+			walked[e.Path] = infos[e.Object]
+			large = large || e.Size > s.segment()
 		}
 	}
-	var reused atomic.Int64
+	var jr *journal
+	if large {
+		jr = s.openJournal(run, src)
+	}
+	committed := false
+	defer func() {
+		if err != nil {
+			err = jr.kept(err)
+		}
+		jr.close(committed)
+	}()
 	started := s.opt.Now()
-	id := newID(started)
+	id, tag := newID(started), ""
+	if was, at, ok := jr.adopt(ctx, s, walked); ok {
+		id, started, tag = was, at, resumeTag()
+	} else {
+		jr.begin(id, started)
+	}
+	// Announced before the clean-up, which then leaves an adopted
+	// checkpoint's parts alone.
 	stop, err := s.announce(ctx, run, id, started)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
-	objects := make([]ObjRef, len(paths))
-	type result struct {
-		size int64
-		sum  string
+	if _, err := s.cleanLeftovers(ctx, run); err != nil {
+		return nil, err
 	}
-	results := make([]result, len(paths))
+	prev := s.reuseSource(ctx, run)
+	results := make([]pushed, len(paths))
 	err = s.parallel(ctx, len(paths), func(ctx context.Context, i int) error {
-		key := objectKey(run, id, i)
-		if pe, po, ok := prev.candidate(rel[i], infos[i]); ok {
-			ref, sum, done, err := s.reuse(ctx, paths[i], infos[i], pe, po, key)
-			if err != nil {
-				return err
-			}
-			if done {
-				objects[i], results[i] = ref, result{pe.Size, sum}
-				s.progress(pe.Size)
-				reused.Add(pe.Size)
-				return nil
-			}
-		}
-		var size int64
-		var sum string
-		stored, err := s.b.Put(ctx, key, func(w io.Writer) error {
-			size, sum = 0, ""
-			// The file as it was walked, as it is opened, as it is after
-			// the copy, read and by its path: any difference is a file
-			// rewritten or replaced while it was read, whose copy may mix
-			// two versions.
-			if err := unchanged(paths[i], infos[i], nil); err != nil {
-				return err
-			}
-			f, err := os.Open(paths[i])
-			if err != nil {
-				return fmt.Errorf("push: %w", err)
-			}
-			defer f.Close()
-			enc, err := s.opt.Crypto.wrapWriter(w)
-			if err != nil {
-				return err
-			}
-			hp := newHashPipe(s.progress)
-			var src io.Reader = f
-			if s.opt.Upload != nil {
-				src = &limited{ctx: ctx, r: f, lim: s.opt.Upload}
-			}
-			n, err := io.CopyBuffer(enc, io.TeeReader(src, hp), make([]byte, 1<<20))
-			if err == nil {
-				err = enc.Close()
-			}
-			if err != nil {
-				hp.abandon()
-				return fmt.Errorf("push %s: %w", paths[i], err)
-			}
-			if err := unchanged(paths[i], infos[i], f); err != nil {
-				hp.abandon()
-				return err
-			}
-			size, sum = n, hp.Sum()
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		objects[i] = ObjRef{Key: key, Size: stored, ETag: s.etagOf(ctx, key, size)}
-		results[i] = result{size, sum}
-		return nil
+		var err error
+		results[i], err = s.pushFile(ctx, run, id, tag, i, paths[i], infos[i], rel[i], prev, jr)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	var total int64
+	var objects []ObjRef
+	version := versionNoParts
+	var reused, resumed int64
 	for i := range entries {
-		if o := entries[i].Object; o >= 0 {
-			entries[i].Size, entries[i].SHA256 = results[o].size, results[o].sum
-			total += results[o].size
+		o := entries[i].Object
+		if o < 0 {
+			continue
 		}
+		r := results[o]
+		base := len(objects)
+		objects = append(objects, r.objs...)
+		entries[i].Size, entries[i].SHA256 = r.size, r.sum
+		if len(r.parts) > 0 {
+			entries[i].Object, entries[i].Parts, version = -1, r.parts, ManifestVersion
+			for k := range entries[i].Parts {
+				entries[i].Parts[k].Object += base
+			}
+		} else {
+			entries[i].Object = base
+		}
+		reused += r.reused
+		resumed += r.resumed
+	}
+	var total int64
+	for _, e := range entries {
+		total += e.Size
 	}
 	list, err := json.Marshal(entries)
 	if err != nil {
@@ -356,7 +343,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manifest{Version: ManifestVersion, ID: id, Run: run, Created: s.opt.Now().UTC(), Host: s.opt.Host, Gpurent: s.opt.Version, Name: pushName(src),
+	m := &Manifest{Version: version, ID: id, Run: run, Created: s.opt.Now().UTC(), Host: s.opt.Host, Gpurent: s.opt.Version, Name: pushName(src),
 		Encrypted: s.opt.Crypto.Encrypting(), Recipients: s.opt.Crypto.Keys, Files: len(entries), Bytes: total, Objects: objects, FileList: sealed}
 	if err := s.opt.Crypto.sign(m); err != nil {
 		return nil, err
@@ -394,8 +381,72 @@ func (s *Store) Push(ctx context.Context, src, run string) (*Manifest, error) {
 	if _, err := s.b.Put(ctx, manifestKey(run, id), func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
 		return nil, err
 	}
-	m.Reused = reused.Load()
+	committed = true
+	if tag != "" {
+		s.sweep(ctx, m)
+	}
+	m.Reused, m.Resumed = reused, resumed
 	return m, nil
+}
+
+// pushFile stores file i of a push: copied in the store when it did not
+// change since the previous checkpoint, in parts when it is larger than a
+// segment, else whole.
+func (s *Store) pushFile(ctx context.Context, run, id, tag string, i int, path string, info fs.FileInfo, rel string, prev *reusable, jr *journal) (pushed, error) {
+	if pe, po, ok := prev.candidate(rel, info); ok {
+		p, done, err := s.reuse(ctx, path, info, pe, po, func(j int) string { return partKey(run, id, i, j, tag) })
+		if err != nil || done {
+			return p, err
+		}
+	}
+	if info.Size() > s.segment() {
+		return s.pushParts(ctx, run, id, tag, i, path, info, jr, jr.file(rel, info))
+	}
+	var size int64
+	var sum string
+	key := partKey(run, id, i, -1, tag)
+	stored, err := s.b.Put(ctx, key, func(w io.Writer) error {
+		size, sum = 0, ""
+		// The file as it was walked, as it is opened, as it is after
+		// the copy, read and by its path: any difference is a file
+		// rewritten or replaced while it was read, whose copy may mix
+		// two versions.
+		if err := unchanged(path, info, nil); err != nil {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("push: %w", err)
+		}
+		defer f.Close()
+		enc, err := s.opt.Crypto.wrapWriter(w)
+		if err != nil {
+			return err
+		}
+		hp := newHashPipe(s.progress)
+		var src io.Reader = f
+		if s.opt.Upload != nil {
+			src = &limited{ctx: ctx, r: f, lim: s.opt.Upload}
+		}
+		n, err := io.CopyBuffer(enc, io.TeeReader(src, hp), make([]byte, 1<<20))
+		if err == nil {
+			err = enc.Close()
+		}
+		if err != nil {
+			hp.abandon()
+			return fmt.Errorf("push %s: %w", path, err)
+		}
+		if err := unchanged(path, info, f); err != nil {
+			hp.abandon()
+			return err
+		}
+		size, sum = n, hp.Sum()
+		return nil
+	})
+	if err != nil {
+		return pushed{}, err
+	}
+	return pushed{objs: []ObjRef{{Key: key, Size: stored, ETag: s.etagOf(ctx, key, size)}}, size: size, sum: sum}, nil
 }
 
 // pushName is the base name of what is pushed, so that pull into a
@@ -1112,27 +1163,15 @@ func globQuote(s string) string {
 	return b.String()
 }
 
-// restoreFile streams one object into path, checking size and SHA-256.
+// restoreFile streams a file's objects into path, checking size and
+// SHA-256.
 func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, path string) error {
-	obj := m.Objects[e.Object]
-	r, err := openObject(ctx, s.b, obj.Key, obj.Size)
-	if err != nil {
-		if IsNotFound(err) {
-			return damaged{fmt.Errorf("checkpoint %s: %s is missing from the store (object %s)", m.ID, e.Path, obj.Key)}
-		}
-		return err
-	}
-	defer r.Close()
-	plain, err := s.opt.Crypto.wrapReader(r, m.Encrypted, m.Recipients, "checkpoint")
-	if err != nil {
-		return fmt.Errorf("checkpoint %s: %s: %w", m.ID, e.Path, err)
-	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("pull: %w", err)
 	}
 	sw := &sparseWriter{f: f, wb: writeBehind{f: f}}
-	n, sum, err := fanout(sw, plain, s.progress)
+	n, sum, err := s.readFile(ctx, m, e, sw)
 	if err == nil {
 		err = sw.finish(n)
 	}
@@ -1142,8 +1181,13 @@ func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, path stri
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	var bad damaged
+	var stream streamError
 	if err != nil {
-		if isCorrupt(err) {
+		if errors.As(err, &bad) {
+			return err
+		}
+		if errors.As(err, &stream) && isCorrupt(stream.error) {
 			return damaged{fmt.Errorf("checkpoint %s: %s is corrupt in the store: %v", m.ID, e.Path, err)}
 		}
 		return fmt.Errorf("pull %s: %w", e.Path, err)
@@ -1242,6 +1286,7 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 			}
 		}
 		names := map[int]string{}
+		fileOf := map[int]string{} // the path of the file each object is of
 		var entries []Entry
 		if deep || len(s.opt.Crypto.Identities) > 0 || !m.Encrypted {
 			es, err := s.Files(m)
@@ -1252,8 +1297,14 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 			} else {
 				entries = es
 				for _, e := range es {
-					if e.Object >= 0 {
-						names[e.Object] = e.Path
+					if e.Type != "file" {
+						continue
+					}
+					for k, o := range e.objects() {
+						names[o], fileOf[o] = e.Path, e.Path
+						if len(e.Parts) > 0 {
+							names[o] = fmt.Sprintf("%s (part %d of %d)", e.Path, k+1, len(e.Parts))
+						}
 					}
 				}
 			}
@@ -1293,6 +1344,11 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 		for _, p := range probs {
 			bad[p.ID+"\x00"+p.Path] = true
 		}
+		for i, o := range m.Objects {
+			if bad[m.ID+"\x00"+name(i)] || bad[m.ID+"\x00"+o.Key] {
+				bad[m.ID+"\x00"+fileOf[i]] = true
+			}
+		}
 		var files []Entry
 		for _, e := range entries {
 			if e.Type == "file" && !bad[m.ID+"\x00"+e.Path] {
@@ -1319,23 +1375,15 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 }
 
 func (s *Store) checkFile(ctx context.Context, m *Manifest, e Entry) error {
-	obj := m.Objects[e.Object]
-	r, err := openObject(ctx, s.b, obj.Key, obj.Size)
+	n, sum, err := s.readFile(ctx, m, e, io.Discard)
 	if err != nil {
-		return err
-	}
-	defer r.Close()
-	plain, err := s.opt.Crypto.wrapReader(r, m.Encrypted, m.Recipients, "checkpoint")
-	if err != nil {
-		return err
-	}
-	hp := newHashPipe(s.progress)
-	n, err := io.CopyBuffer(hp, plain, make([]byte, 1<<20))
-	if err != nil {
-		hp.abandon()
+		var bad damaged
+		if errors.As(err, &bad) || errors.Is(err, ErrWrongIdentity) || errors.Is(err, context.Canceled) {
+			return err
+		}
 		return fmt.Errorf("corrupt: %v", err)
 	}
-	if n != e.Size || hp.Sum() != e.SHA256 {
+	if n != e.Size || sum != e.SHA256 {
 		return fmt.Errorf("corrupt: %d bytes with a different SHA-256 than the manifest's %d bytes", n, e.Size)
 	}
 	return nil

@@ -1146,6 +1146,9 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	if m.Reused > 0 {
 		reused = fmt.Sprintf("; %s unchanged since the previous checkpoint, copied in the store", report.Bytes(m.Reused))
 	}
+	if m.Resumed > 0 {
+		reused += fmt.Sprintf("; %s stored by the upload cut short before", report.Bytes(m.Resumed))
+	}
 	s.cfg.Log("committed %s as %s (%s in %.1f s%s)", c.Name, m.ID, report.Bytes(m.Bytes), took.Seconds(), reused)
 	if s.cfg.Notice > 0 && took > s.cfg.Notice && !s.noticeSaid {
 		// Said once, at the first upload that shows it: the checkpoint

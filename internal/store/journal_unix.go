@@ -1,0 +1,42 @@
+//go:build unix
+
+package store
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// inode is the file's device and inode numbers.
+func inode(info fs.FileInfo) (dev, ino uint64, ok bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return uint64(st.Dev), uint64(st.Ino), true
+}
+
+// lockFile opens and locks path (flock, released by the kernel when the
+// process dies), or says it cannot: held by another process, or a file
+// system without locks. The lock is on the file path names when it is
+// taken: one removed by its holder in between is not.
+func lockFile(path string) (*os.File, bool) {
+	for range 3 {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return nil, false
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			return nil, false
+		}
+		held, err1 := f.Stat()
+		named, err2 := os.Lstat(path)
+		if err1 == nil && err2 == nil && os.SameFile(held, named) {
+			return f, true
+		}
+		f.Close()
+	}
+	return nil, false
+}

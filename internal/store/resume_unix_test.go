@@ -1,0 +1,247 @@
+//go:build unix
+
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Pushes resume where files have inodes and locks: these tests run on
+// Unix.
+
+// withCopier is a backend that copies through another.
+type withCopier struct {
+	Backend
+	copier
+}
+
+// cutShort pushes src and kills the push once the config and two parts
+// of the model are stored; it returns the unfinished checkpoint's id.
+func cutShort(t *testing.T, b Backend, opt Options, src string) string {
+	t.Helper()
+	f := &failing{Backend: b}
+	f.left.Store(3)
+	opt.Workers = 1
+	// Copies and names versions as the store does, so the journal
+	// records the ETags a real push would.
+	cut := withCopier{Backend: f, copier: b.(copier)}
+	_, err := New(cut, opt).Push(context.Background(), src, "r")
+	if !errors.Is(err, errKilled) || !strings.Contains(err.Error(), "the 2.0 MiB of it stored is kept: the same push again goes on from there") {
+		t.Fatalf("push: %v", err)
+	}
+	objs, err := b.List(context.Background(), "runs/r/data/")
+	if err != nil || len(objs) != 3 {
+		t.Fatalf("the push cut short stored %d objects, want 3: %v", len(objs), err)
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(objs[0].Key, "runs/r/data/"), "/")
+	return id
+}
+
+// An interrupted push of a large file resumes with the parts already
+// stored: the second push commits the same checkpoint, uploads only the
+// parts that were not there, and leaves nothing unnamed behind.
+func TestInterruptedPushResumes(t *testing.T) {
+	for name, open := range fileAndS3(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := open(t)
+			cr, _ := newCrypto(t)
+			opt := Options{Crypto: cr, Host: "gpu-1", Segment: 1 << 20, Journal: t.TempDir(), Where: "test"}
+			src, model := resumable(t)
+			id := cutShort(t, b, opt, src)
+			p := &puts{Backend: b}
+			m, err := New(p, opt).Push(ctx, src, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.ID != id {
+				t.Errorf("committed %s, not the checkpoint cut short (%s)", m.ID, id)
+			}
+			if m.Resumed != 2<<20 {
+				t.Errorf("resumed %d bytes, want the two parts stored (%d)", m.Resumed, 2<<20)
+			}
+			// The config again (a small file is whole or nothing), and
+			// the model's last two parts.
+			if len(p.keys) != 3 {
+				t.Errorf("uploaded %v, want the config and two parts", p.keys)
+			}
+			for _, k := range p.keys {
+				if name := path.Base(k); strings.HasPrefix(name, "000001.0") || strings.HasPrefix(name, "000001.1") {
+					t.Errorf("uploaded %s again", k)
+				}
+			}
+			objs, _ := b.List(ctx, "runs/r/data/")
+			if len(objs) != len(m.Objects) {
+				t.Errorf("%d objects in the store, the checkpoint names %d: the first push's config was not swept", len(objs), len(m.Objects))
+			}
+			dest := filepath.Join(t.TempDir(), "out")
+			if _, err := New(b, opt).Pull(ctx, "r", "latest", dest); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(filepath.Join(dest, "model.bin")); !bytes.Equal(got, model) {
+				t.Error("the resumed checkpoint does not restore the model")
+			}
+			if left, _ := filepath.Glob(filepath.Join(opt.Journal, "*")); len(left) != 0 {
+				t.Errorf("journal left after the commit: %v", left)
+			}
+			// The next push is a checkpoint of its own.
+			m2, err := New(b, opt).Push(ctx, src, "r")
+			if err != nil || m2.ID == m.ID || m2.Resumed != 0 {
+				t.Errorf("push after the commit: %v resumed %v, %v", m2.ID, m2.Resumed, err)
+			}
+		})
+	}
+}
+
+// What a resumed push takes from before is checked, never trusted: a file
+// changed since (its content, with the same size and time), a part gone
+// or replaced in the store, a journal that says otherwise, another host's
+// journal: each such part is uploaded again, and what is committed
+// restores what is on disk now.
+func TestResumeChecksWhatItAdopts(t *testing.T) {
+	for name, open := range fileAndS3(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			cr, _ := newCrypto(t)
+			type caseT struct {
+				name    string
+				resumed int64
+				spoil   func(t *testing.T, b Backend, opt *Options, id, src string)
+			}
+			cases := []caseT{
+				{"the model rewritten, its time set back", 0, func(t *testing.T, b Backend, opt *Options, id, src string) {
+					p := filepath.Join(src, "model.bin")
+					st, _ := os.Stat(p)
+					other := make([]byte, st.Size())
+					rand.Read(other)
+					os.WriteFile(p, other, 0o644)
+					os.Chtimes(p, st.ModTime(), st.ModTime())
+				}},
+				{"the journal's hash of part 2 wrong", 1 << 20, func(t *testing.T, b Backend, opt *Options, id, src string) {
+					editJournal(t, opt.Journal, func(st *journalState) { st.Files["model.bin"].Parts[1].Prefix = strings.Repeat("0", 64) })
+				}},
+				{"part 1 of another size in the store", 0, func(t *testing.T, b Backend, opt *Options, id, src string) {
+					corrupt(t, b, partKey("r", id, 1, 0, ""), func(d []byte) []byte { return d[:len(d)-1] })
+				}},
+				{"part 2 gone", 1 << 20, func(t *testing.T, b Backend, opt *Options, id, src string) {
+					b.Delete(ctx, partKey("r", id, 1, 1, ""))
+				}},
+				{"another host's journal", 0, func(t *testing.T, b Backend, opt *Options, id, src string) {
+					opt.Host = "gpu-2"
+				}},
+				{"the leftovers cleaned up", 0, func(t *testing.T, b Backend, opt *Options, id, src string) {
+					if _, err := New(b, Options{Crypto: cr, Grace: -1}).Prune(ctx, "r", 10); err != nil {
+						t.Fatal(err)
+					}
+				}},
+			}
+			if name == "s3" {
+				// Where the store names versions, a same-size swap is
+				// seen before anything is committed.
+				cases = append(cases, caseT{"part 1 replaced at its size", 0, func(t *testing.T, b Backend, opt *Options, id, src string) {
+					corrupt(t, b, partKey("r", id, 1, 0, ""), func(d []byte) []byte { d = slices.Clone(d); d[len(d)-1] ^= 1; return d })
+				}})
+			}
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					b := open(t)
+					opt := Options{Crypto: cr, Host: "gpu-1", Segment: 1 << 20, Journal: t.TempDir(), Where: "test"}
+					src, _ := resumable(t)
+					id := cutShort(t, b, opt, src)
+					c.spoil(t, b, &opt, id, src)
+					m, err := New(b, opt).Push(ctx, src, "r")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if m.Resumed != c.resumed {
+						t.Errorf("resumed %d bytes, want %d", m.Resumed, c.resumed)
+					}
+					dest := filepath.Join(t.TempDir(), "out")
+					if _, err := New(b, opt).Pull(ctx, "r", m.ID, dest); err != nil {
+						t.Fatal(err)
+					}
+					same(t, src, dest)
+				})
+			}
+		})
+	}
+}
+
+// On a directory store, which names no versions, a part replaced at its
+// size is adopted; the pull then names it instead of restoring it.
+func TestPartReplacedAtItsSizeIsCaughtByThePull(t *testing.T) {
+	ctx := context.Background()
+	b := mustOpen(t, t.TempDir())
+	cr, _ := newCrypto(t)
+	opt := Options{Crypto: cr, Host: "gpu-1", Segment: 1 << 20, Journal: t.TempDir(), Where: "test"}
+	src, _ := resumable(t)
+	id := cutShort(t, b, opt, src)
+	corrupt(t, b, partKey("r", id, 1, 0, ""), func(d []byte) []byte { d = slices.Clone(d); d[len(d)-1] ^= 1; return d })
+	m, err := New(b, opt).Push(ctx, src, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(b, opt).Pull(ctx, "r", m.ID, filepath.Join(t.TempDir(), "out"))
+	if !errors.As(err, new(damaged)) || !strings.Contains(err.Error(), "model.bin") {
+		t.Errorf("pull: %v", err)
+	}
+}
+
+func editJournal(t *testing.T, dir string, edit func(*journalState)) {
+	t.Helper()
+	js, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(js) != 1 {
+		t.Fatalf("journals: %v", js)
+	}
+	data, err := os.ReadFile(js[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st journalState
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	edit(&st)
+	data, _ = json.Marshal(&st)
+	if err := os.WriteFile(js[0], data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two pushes of one path at once never adopt one checkpoint: the second
+// finds the journal locked and begins its own.
+func TestOnePushPerJournal(t *testing.T) {
+	s := New(mustOpen(t, t.TempDir()), Options{Journal: t.TempDir(), Where: "test"})
+	src, _ := resumable(t)
+	j1 := s.openJournal("r", src)
+	if j1 == nil {
+		t.Skip("no file locks here: pushes do not resume on this system")
+	}
+	if j2 := s.openJournal("r", src); j2 != nil {
+		t.Fatal("a second push took the journal of a push still running")
+	}
+	if j := s.openJournal("other", src); j == nil {
+		t.Error("a push of another run waits on this one's journal")
+	} else {
+		j.close(true)
+	}
+	j1.close(true)
+	if j3 := s.openJournal("r", src); j3 == nil {
+		t.Error("the journal stays locked after its push ended")
+	} else {
+		j3.close(false)
+	}
+	if st, err := os.Stat(s.opt.Journal); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("journal directory: %v %v", st.Mode(), err)
+	}
+}

@@ -1,0 +1,472 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/atomicfile"
+	"github.com/gpurent/gpurent/internal/report"
+)
+
+// A file larger than the segment size (1 GiB) is stored in parts: one
+// object per segment, each encrypted on its own. A push cut short (the
+// link gone, Ctrl-C, a spot machine stopped with its disk kept) keeps the
+// parts it finished; pushing the same path to the same run again adopts
+// the unfinished checkpoint and uploads only the parts that are not there.
+// No secret is kept for this: each part has its own age file key, so
+// nothing of an encryption in progress needs to survive.
+//
+// What the resumed push knows of the first comes from a journal on this
+// machine (in gpurent's state directory, readable by the user alone):
+// the checkpoint's id, and for each file in parts its identity (size,
+// modification and change time, device and inode) and its finished parts
+// (key, stored size, ETag, the file's running SHA-256 at the part's end).
+// A part counts only when the file is the same one, unchanged, the part's
+// bytes read again here give the running hash the journal recorded, and
+// the store still holds the object at its size (and version, where the
+// store names versions). Anything else is uploaded again.
+
+// defaultSegment is the part size when Options.Segment is zero: large
+// enough that the pause between parts costs little, small enough that a
+// push cut short loses at most a minute or so of upload on most links,
+// and far below S3's 5 GiB limit on a copied object.
+const defaultSegment = 1 << 30
+
+func (s *Store) segment() int64 {
+	if s.opt.Segment > 0 {
+		return s.opt.Segment
+	}
+	return defaultSegment
+}
+
+// partKey is the key of part j of file i (j < 0: the file whole). tag
+// sets apart the keys of a resumed push from those it adopts.
+func partKey(run, id string, i, j int, tag string) string {
+	if j < 0 {
+		return objectKey(run, id, i) + tag
+	}
+	return fmt.Sprintf("%s%06d.%d%s", dataPrefix(run, id), i, j, tag)
+}
+
+// pushed is what the push of one file stored.
+type pushed struct {
+	objs  []ObjRef
+	parts []Part // Object: an index into objs; none for a whole object
+	size  int64
+	sum   string
+	// reused were copied in the store, resumed found there already.
+	reused, resumed int64
+}
+
+// pushParts uploads the file at path in parts, going on from what jf says
+// an earlier push of it finished.
+func (s *Store) pushParts(ctx context.Context, run, id, tag string, i int, path string, info fs.FileInfo, jr *journal, jf *journalFile) (pushed, error) {
+	var out pushed
+	if err := unchanged(path, info, nil); err != nil {
+		return out, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return out, fmt.Errorf("push: %w", err)
+	}
+	defer f.Close()
+	seg, size := s.segment(), info.Size()
+	hp := newHashPipe(s.progress)
+	ok := false
+	defer func() {
+		if !ok {
+			hp.abandon()
+		}
+	}()
+	buf := make([]byte, 1<<20)
+	for j := 0; int64(j)*seg < size; j++ {
+		off := int64(j) * seg
+		n := min(seg, size-off)
+		_, start := hp.mark()
+		if done, ok := jf.part(j); ok && done.Size == n {
+			if _, err := io.CopyBuffer(hp, io.NewSectionReader(f, off, n), buf); err != nil {
+				return out, fmt.Errorf("push %s: %w", path, err)
+			}
+			sum, _ := hp.mark()
+			if sum == done.Prefix && jr.stillThere(ctx, s, done) {
+				out.objs = append(out.objs, ObjRef{Key: done.Key, Size: done.Stored, ETag: done.ETag})
+				out.parts = append(out.parts, Part{Object: len(out.objs) - 1, Size: n, Prefix: sum})
+				out.resumed += n
+				continue
+			}
+			if err := hp.rewind(start); err != nil {
+				return out, err
+			}
+		}
+		jr.truncate(jf, j) // what follows is uploaded anew
+		key := partKey(run, id, i, j, tag)
+		stored, err := s.b.Put(ctx, key, func(w io.Writer) error {
+			// A retried upload hashes the part again from its start.
+			if err := hp.rewind(start); err != nil {
+				return err
+			}
+			enc, err := s.opt.Crypto.wrapWriter(w)
+			if err != nil {
+				return err
+			}
+			var src io.Reader = io.NewSectionReader(f, off, n)
+			if s.opt.Upload != nil {
+				src = &limited{ctx: ctx, r: src, lim: s.opt.Upload}
+			}
+			k, err := io.CopyBuffer(enc, io.TeeReader(src, hp), buf)
+			if err == nil {
+				err = enc.Close()
+			}
+			if err != nil {
+				return fmt.Errorf("push %s: %w", path, err)
+			}
+			if k != n {
+				return unchanged(path, info, f) // it shrank
+			}
+			return nil
+		})
+		if err != nil {
+			return out, err
+		}
+		sum, _ := hp.mark()
+		ref := ObjRef{Key: key, Size: stored, ETag: s.etagOf(ctx, key, size)} // the file's size: every part is copied or none
+		out.objs = append(out.objs, ref)
+		out.parts = append(out.parts, Part{Object: len(out.objs) - 1, Size: n, Prefix: sum})
+		jr.add(jf, journalPart{Key: key, Stored: stored, ETag: ref.ETag, Size: n, Prefix: sum})
+	}
+	if err := unchanged(path, info, f); err != nil {
+		return out, err
+	}
+	ok = true
+	out.size, out.sum = size, hp.Sum()
+	return out, nil
+}
+
+// readFile streams the plaintext of file e of m to dst through fanout,
+// part by part where it is in parts, checking each part's size and
+// running hash as it ends, so a damaged part is named. It returns the
+// bytes and the SHA-256 of the whole.
+func (s *Store) readFile(ctx context.Context, m *Manifest, e Entry, dst io.Writer) (int64, string, error) {
+	if len(e.Parts) == 0 {
+		obj := m.Objects[e.Object]
+		plain, closeObj, err := s.openPlain(ctx, m, e, obj)
+		if err != nil {
+			return 0, "", err
+		}
+		defer closeObj()
+		n, sum, err := fanout(dst, plain, s.progress, nil)
+		if err != nil {
+			err = streamError{err}
+		}
+		return n, sum, err
+	}
+	h := sha256.New()
+	var total int64
+	for k, p := range e.Parts {
+		plain, closeObj, err := s.openPlain(ctx, m, e, m.Objects[p.Object])
+		if err != nil {
+			return total, "", err
+		}
+		n, sum, err := fanout(dst, io.LimitReader(plain, p.Size+1), s.progress, h)
+		closeObj()
+		total += n
+		if err != nil {
+			return total, "", streamError{err}
+		}
+		if n != p.Size || sum != p.Prefix {
+			return total, "", damaged{fmt.Errorf("checkpoint %s: %s is corrupt in the store: part %d of %d (object %s) does not hash as the manifest says",
+				m.ID, e.Path, k+1, len(e.Parts), m.Objects[p.Object].Key)}
+		}
+	}
+	return total, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// streamError is a failure while an object's plaintext was read (or
+// written out), as opposed to while it was opened.
+type streamError struct{ error }
+
+func (e streamError) Unwrap() error { return e.error }
+
+// openPlain opens one object of file e and decrypts it.
+func (s *Store) openPlain(ctx context.Context, m *Manifest, e Entry, obj ObjRef) (io.Reader, func(), error) {
+	r, err := openObject(ctx, s.b, obj.Key, obj.Size)
+	if err != nil {
+		if IsNotFound(err) {
+			return nil, nil, damaged{fmt.Errorf("checkpoint %s: %s is missing from the store (object %s)", m.ID, e.Path, obj.Key)}
+		}
+		return nil, nil, err
+	}
+	plain, err := s.opt.Crypto.wrapReader(r, m.Encrypted, m.Recipients, "checkpoint")
+	if err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("checkpoint %s: %s: %w", m.ID, e.Path, err)
+	}
+	return plain, func() { r.Close() }, nil
+}
+
+// journal is what a push of files in parts has stored so far, kept on
+// this machine so that the next push of the same path goes on from it.
+type journal struct {
+	mu    sync.Mutex
+	path  string
+	lock  *os.File
+	state journalState
+	// listed are the sizes of the adopted checkpoint's stored objects.
+	listed map[string]int64
+}
+
+type journalState struct {
+	Version int       `json:"version"`
+	Store   string    `json:"store"`
+	Run     string    `json:"run"`
+	Src     string    `json:"src"`
+	Host    string    `json:"host"`
+	ID      string    `json:"id"`
+	Started time.Time `json:"started"`
+	Segment int64     `json:"segment"`
+	// Files are by their path in the checkpoint.
+	Files map[string]*journalFile `json:"files"`
+}
+
+type journalFile struct {
+	Size  int64         `json:"size"`
+	MTime time.Time     `json:"mtime"`
+	CTime time.Time     `json:"ctime"`
+	Dev   uint64        `json:"dev"`
+	Ino   uint64        `json:"ino"`
+	Parts []journalPart `json:"parts"`
+}
+
+type journalPart struct {
+	Key    string `json:"key"`
+	Stored int64  `json:"stored"`
+	ETag   string `json:"etag,omitempty"`
+	Size   int64  `json:"size"`
+	Prefix string `json:"prefix_sha256"`
+}
+
+// openJournal takes the journal of pushes of src to run in this store,
+// locked so that two pushes of one path never adopt one checkpoint. nil
+// when pushes are not resumable here (no journal directory, a system
+// without inodes or locks, another push of the same path running).
+func (s *Store) openJournal(run, src string) *journal {
+	if s.opt.Journal == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return nil
+	}
+	if err := os.MkdirAll(s.opt.Journal, 0o700); err != nil || os.Chmod(s.opt.Journal, 0o700) != nil {
+		return nil
+	}
+	h := sha256.Sum256([]byte(s.opt.Where + "\x00" + run + "\x00" + abs))
+	base := filepath.Join(s.opt.Journal, hex.EncodeToString(h[:12]))
+	lock, ok := lockFile(base + ".lock")
+	if !ok {
+		return nil
+	}
+	j := &journal{path: base + ".json", lock: lock}
+	j.state = journalState{Version: 1, Store: s.opt.Where, Run: run, Src: abs, Host: s.opt.Host, Segment: s.segment()}
+	return j
+}
+
+// adopt reads the journal and says which unfinished checkpoint to go on
+// with: one pushed from this host, to this store and run, in parts of
+// this size, never committed, with parts of a file that is still the
+// same (files[path] is what the walk found there). ok false: a new
+// checkpoint, dated now.
+func (j *journal) adopt(ctx context.Context, s *Store, files map[string]fs.FileInfo) (id string, started time.Time, ok bool) {
+	if j == nil {
+		return "", time.Time{}, false
+	}
+	b, err := os.ReadFile(j.path)
+	if err != nil || len(b) > 64<<20 {
+		return "", time.Time{}, false
+	}
+	var st journalState
+	if err := json.Unmarshal(b, &st); err != nil || st.Version != 1 || st.Store != j.state.Store || st.Run != j.state.Run ||
+		st.Src != j.state.Src || st.Host != j.state.Host || st.Segment != j.state.Segment || ValidID(st.ID) != nil || len(st.Files) == 0 {
+		return "", time.Time{}, false
+	}
+	same := false
+	for rel, f := range st.Files {
+		if info, ok := files[rel]; ok && len(f.Parts) > 0 && f.same(info) {
+			same = true
+		}
+	}
+	if !same {
+		return "", time.Time{}, false
+	}
+	if _, err := s.b.Size(ctx, manifestKey(st.Run, st.ID)); !IsNotFound(err) {
+		return "", time.Time{}, false // committed (or the store cannot say): begin anew
+	}
+	objs, err := s.b.List(ctx, dataPrefix(st.Run, st.ID))
+	if err != nil || len(objs) == 0 {
+		return "", time.Time{}, false
+	}
+	j.listed = make(map[string]int64, len(objs))
+	for _, o := range objs {
+		j.listed[o.Key] = o.Size
+	}
+	j.state = st
+	return st.ID, st.Started, true
+}
+
+// begin makes the journal that of a new checkpoint.
+func (j *journal) begin(id string, started time.Time) {
+	if j == nil {
+		return
+	}
+	j.state.ID, j.state.Started, j.state.Files = id, started.UTC(), map[string]*journalFile{}
+}
+
+// file is the journal's record of the file at rel, as it is now: the
+// parts recorded go with it only when it is the same file, unchanged.
+func (j *journal) file(rel string, info fs.FileInfo) *journalFile {
+	if j == nil {
+		return nil
+	}
+	dev, ino, ok := inode(info)
+	if !ok {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if was := j.state.Files[rel]; was != nil && was.same(info) {
+		return was
+	}
+	now := &journalFile{Size: info.Size(), MTime: info.ModTime().UTC(), CTime: changeTime(info).UTC(), Dev: dev, Ino: ino}
+	j.state.Files[rel] = now
+	return now
+}
+
+// same says whether info is the file f recorded, unchanged: the same
+// inode, size, modification and change time.
+func (f *journalFile) same(info fs.FileInfo) bool {
+	dev, ino, ok := inode(info)
+	ct := changeTime(info)
+	return ok && !ct.IsZero() && f.Dev == dev && f.Ino == ino && f.Size == info.Size() && f.MTime.Equal(info.ModTime()) && f.CTime.Equal(ct)
+}
+
+// part is the journal's part j of f.
+func (jf *journalFile) part(j int) (journalPart, bool) {
+	if jf == nil || j >= len(jf.Parts) {
+		return journalPart{}, false
+	}
+	return jf.Parts[j], true
+}
+
+// stillThere says whether the store holds part p as it was stored.
+func (j *journal) stillThere(ctx context.Context, s *Store, p journalPart) bool {
+	if j == nil || j.listed[p.Key] != p.Stored || p.Stored == 0 {
+		return false
+	}
+	if p.ETag == "" {
+		return true
+	}
+	c, ok := s.b.(copier)
+	if !ok {
+		return false
+	}
+	tag, err := c.ETag(ctx, p.Key)
+	return err == nil && tag == p.ETag
+}
+
+// truncate forgets f's parts from j on.
+func (j *journal) truncate(f *journalFile, n int) {
+	if j == nil || f == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if n < len(f.Parts) {
+		f.Parts = f.Parts[:n]
+	}
+}
+
+// add records a part stored and writes the journal. A journal that
+// cannot be written costs the resumption, never the push.
+func (j *journal) add(f *journalFile, p journalPart) {
+	if j == nil || f == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	f.Parts = append(f.Parts, p)
+	if b, err := json.Marshal(&j.state); err == nil {
+		atomicfile.Write(j.path, b, 0o600)
+	}
+}
+
+// kept says, after a failed push, what it stored that the same push
+// again would go on from; nothing where it would not (a file changed
+// under it, a run another session holds).
+func (j *journal) kept(err error) error {
+	var held *HeldError
+	if j == nil || errors.Is(err, ErrChanged) || errors.Is(err, ErrLeaseLost) || errors.As(err, &held) {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var n int64
+	for _, f := range j.state.Files {
+		for _, p := range f.Parts {
+			n += p.Size
+		}
+	}
+	if n == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (the %s of it stored is kept: the same push again goes on from there)", err, report.Bytes(n))
+}
+
+// close releases the journal; done (the checkpoint committed) removes it.
+func (j *journal) close(done bool) {
+	if j == nil {
+		return
+	}
+	if done {
+		os.Remove(j.path)
+		os.Remove(j.lock.Name())
+	}
+	j.lock.Close()
+}
+
+// resumeTag is the suffix of the keys a push writes when it adopts an
+// unfinished checkpoint: never the name of a part it adopts.
+func resumeTag() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return "-" + hex.EncodeToString(b[:])
+}
+
+// sweep deletes what an adopted checkpoint's earlier pushes stored that
+// the committed manifest does not name: a part finished after the last
+// journal write, or uploaded again.
+func (s *Store) sweep(ctx context.Context, m *Manifest) {
+	objs, err := s.b.List(ctx, dataPrefix(m.Run, m.ID))
+	if err != nil {
+		return
+	}
+	named := make(map[string]bool, len(m.Objects))
+	for _, o := range m.Objects {
+		named[o.Key] = true
+	}
+	for _, o := range objs {
+		if !named[o.Key] {
+			s.b.Delete(ctx, o.Key)
+		}
+	}
+}
