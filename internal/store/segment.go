@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
