@@ -113,6 +113,22 @@ func resolveID(ctx context.Context, w io.Writer, st *store.Store, run, id string
 // unauthNote says which checkpoints prune left alone and did not count:
 // without proof of their writer they are old (written before proofs) or
 // planted, and only their owner can tell which.
+// unreadableNote names the manifests ls, verify and prune went on past.
+func unreadableNote(w io.Writer, bad []store.Unreadable) {
+	for _, u := range bad {
+		fmt.Fprintf(w, "gpurent: warning: %s is not a manifest this gpurent can read, left alone: %v\n", u.Key, u.Err)
+	}
+}
+
+// unreadableKeys are bad's keys, for JSON (never null).
+func unreadableKeys(bad []store.Unreadable) []string {
+	keys := []string{}
+	for _, u := range bad {
+		keys = append(keys, u.Key)
+	}
+	return keys
+}
+
 func unauthNote(w io.Writer, ids []string) {
 	if len(ids) == 0 {
 		return
@@ -544,15 +560,16 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				return err
 			}
 			defer closeFn()
-			ms, err := st.List(cmd.Context(), s.run)
+			ms, bad, err := st.ListAll(cmd.Context(), s.run)
 			if err != nil {
 				return err
 			}
+			unreadableNote(cmd.ErrOrStderr(), bad)
 			if g.output == report.JSON {
 				if ms == nil {
 					ms = []*store.Manifest{}
 				}
-				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "checkpoints": summaries(ms)})
+				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "checkpoints": summaries(ms), "unreadable": unreadableKeys(bad)})
 			}
 			// ENTRIES, not FILES: the count holds the directories, the
 			// checkpoint's own among them, as push and pull say.
@@ -724,11 +741,12 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 					unauth = append(unauth, m.ID)
 				}
 				unauthNote(cmd.ErrOrStderr(), unauth)
+				unreadableNote(cmd.ErrOrStderr(), p.Unreadable)
 				if g.output == report.JSON {
 					uploadsNote(cmd.ErrOrStderr(), p.UploadsErr)
 					return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "dry_run": true, "would_delete": ids,
 						"leftover_objects": len(p.Leftovers), "incomplete_uploads": len(p.Uploads), "would_delete_log_sessions": logs,
-						"unauthenticated_left": unauth})
+						"unauthenticated_left": unauth, "unreadable_left": unreadableKeys(p.Unreadable)})
 				}
 				for _, m := range p.Checkpoints {
 					fmt.Fprintf(g.stdout, "would delete %s  %s  %s\n", m.ID, report.Safe(m.Name), report.Bytes(m.Bytes))
@@ -752,11 +770,12 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 				r.Unauthenticated = []string{}
 			}
 			unauthNote(cmd.ErrOrStderr(), r.Unauthenticated)
+			unreadableNote(cmd.ErrOrStderr(), r.Unreadable)
 			if g.output == report.JSON {
 				uploadsNote(cmd.ErrOrStderr(), r.UploadsErr)
 				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "deleted": r.Checkpoints,
 					"leftover_objects_removed": r.Leftovers, "incomplete_uploads_aborted": r.Uploads, "deleted_log_sessions": logs,
-					"unauthenticated_left": r.Unauthenticated})
+					"unauthenticated_left": r.Unauthenticated, "unreadable_left": unreadableKeys(r.Unreadable)})
 			}
 			for _, d := range r.Checkpoints {
 				fmt.Fprintf(g.stdout, "deleted %s\n", d)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,6 +169,9 @@ func (nopCloser) Close() error { return nil }
 // the caller's input to fix, not a fault of the store's.
 var (
 	ErrWrongIdentity = errors.New("wrong identity")
+	// errHeaderDamaged: an age header that does not open with an identity
+	// it is encrypted to.
+	errHeaderDamaged = errors.New("damaged age header")
 	ErrNoIdentity    = errors.New("no identity was given")
 )
 
@@ -184,6 +188,15 @@ func (c *Crypto) wrapReader(r io.Reader, encrypted bool, recipients []string, wh
 	if err != nil {
 		var nm *age.NoIdentityMatchError
 		if errors.As(err, &nm) {
+			mine := RecipientsOf(c.Identities)
+			for _, r := range recipients {
+				if slices.Contains(mine, r) {
+					// Encrypted to this identity, says the manifest: a
+					// header that will not open is damaged, or was
+					// replaced, not the wrong key.
+					return nil, fmt.Errorf("%w: the %s is encrypted to this identity (%s), yet its header does not open with it", errHeaderDamaged, what, r)
+				}
+			}
 			return nil, fmt.Errorf("%w: this identity (%s) cannot decrypt a %s encrypted to %s", ErrWrongIdentity,
 				strings.Join(RecipientsOf(c.Identities), ", "), what, strings.Join(recipients, ", "))
 		}

@@ -168,6 +168,17 @@ func (s *Store) judge(ctx context.Context, run string) (*cleanup, error) {
 	if err != nil && !IsNotFound(err) {
 		return nil, err
 	}
+	// Heartbeats once more: a push that announced itself since the first
+	// listing (one that adopted an unfinished checkpoint dated by its
+	// first push, segment.go) is alive, whatever the time in its id.
+	late := map[string]bool{}
+	if again, err := s.b.List(ctx, up); err == nil {
+		for _, o := range again {
+			if id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, up), ".json"); ok && ValidID(id) == nil {
+				late[id] = true
+			}
+		}
+	}
 	committed := map[string]bool{}
 	for _, o := range mans {
 		committed[strings.TrimSuffix(strings.TrimPrefix(o.Key, runPrefix(run)+"manifests/"), ".json")] = true
@@ -259,6 +270,10 @@ func (s *Store) judge(ctx context.Context, run string) (*cleanup, error) {
 		rest := strings.TrimPrefix(o.Key, runPrefix(run)+"data/")
 		id, _, _ := strings.Cut(rest, "/")
 		if committed[id] || c.alive[id] {
+			continue
+		}
+		if _, judged := beating[id]; !judged && late[id] {
+			c.alive[id] = true
 			continue
 		}
 		if _, judged := beating[id]; !judged && alive(id) {

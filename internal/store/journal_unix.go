@@ -40,3 +40,16 @@ func lockFile(path string) (*os.File, bool) {
 	}
 	return nil, false
 }
+
+// ownedHere says whether this user owns the file.
+func ownedHere(info fs.FileInfo) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}
+
+// noFollow and nonBlock open a file without following a final symlink,
+// and without waiting on a FIFO.
+const (
+	noFollow = syscall.O_NOFOLLOW
+	nonBlock = syscall.O_NONBLOCK
+)

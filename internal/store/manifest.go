@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -22,6 +23,12 @@ const ManifestVersion = 3
 
 // versionNoParts is the version written when no file is in parts.
 const versionNoParts = 2
+
+// ErrNewerManifest is a manifest of a version newer than this gpurent
+// reads. Finding the newest checkpoint fails on one instead of passing
+// over it: an older gpurent would otherwise resume from an older
+// checkpoint without a word.
+var ErrNewerManifest = errors.New("newer than this gpurent reads")
 
 // Manifest describes one committed checkpoint. It is stored last, so its
 // presence is the commit. The public part (ids, sizes, object names, the
@@ -152,8 +159,11 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := decodeStrict(data, &m); err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	if m.Version < 1 || m.Version > ManifestVersion {
-		return nil, fmt.Errorf("manifest %s: version %d, this gpurent reads versions 1 to %d: a newer gpurent wrote it", m.ID, m.Version, ManifestVersion)
+	if m.Version > ManifestVersion {
+		return nil, fmt.Errorf("manifest %s: version %d, %w (it reads versions 1 to %d): upgrade gpurent; if no newer gpurent wrote it, it was planted and can be removed", m.ID, m.Version, ErrNewerManifest, ManifestVersion)
+	}
+	if m.Version < 1 {
+		return nil, fmt.Errorf("manifest %s: version %d", m.ID, m.Version)
 	}
 	if m.Version == 1 && m.Auth != nil {
 		return nil, fmt.Errorf("manifest %s: version 1 carries no auth", m.ID)

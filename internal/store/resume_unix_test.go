@@ -8,12 +8,14 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Pushes resume where files have inodes and locks: these tests run on
@@ -243,5 +245,111 @@ func TestOnePushPerJournal(t *testing.T) {
 	}
 	if st, err := os.Stat(s.opt.Journal); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("journal directory: %v %v", st.Mode(), err)
+	}
+}
+
+// A checkpoint committed since the push cut short: adopting the old id
+// would date the resumed checkpoint before it, so that neither run nor
+// prune took it for the newest. It begins anew instead.
+func TestResumeNotAdoptedPastANewerCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	b := mustOpen(t, t.TempDir())
+	opt := Options{Host: "gpu-1", Segment: 1 << 20, Journal: t.TempDir(), Where: "test"}
+	src, _ := resumable(t)
+	old := cutShort(t, b, opt, src)
+	other := filepath.Join(t.TempDir(), "other")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "x"), []byte("x"), 0o644)
+	if _, err := New(b, opt).Push(ctx, other, "r"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(b, opt).Push(ctx, src, "r")
+	if err != nil || m.ID == old || m.Resumed != 0 {
+		t.Fatalf("push: %v resumed %d (%v)", m.ID, m.Resumed, err)
+	}
+	if latest, _, err := New(b, opt).Latest(ctx, "r"); err != nil || latest.ID != m.ID {
+		t.Errorf("latest is not the checkpoint just pushed: %v", err)
+	}
+}
+
+// A journal that says what is not so (an entry of null, one part's key
+// for another's, a FIFO in its place) costs the resumption, never the
+// push, and never commits a part as another.
+func TestJournalThatLies(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		spoil func(t *testing.T, dir string)
+	}{
+		{"a null file", func(t *testing.T, dir string) {
+			editJournal(t, dir, func(st *journalState) { st.Files["model.bin"] = nil })
+		}},
+		{"parts' keys swapped", func(t *testing.T, dir string) {
+			editJournal(t, dir, func(st *journalState) {
+				p := st.Files["model.bin"].Parts
+				p[0].Key, p[1].Key = p[1].Key, p[0].Key
+				p[0].Stored, p[1].Stored = p[1].Stored, p[0].Stored
+				p[0].ETag, p[1].ETag = p[1].ETag, p[0].ETag
+			})
+		}},
+		{"a FIFO", func(t *testing.T, dir string) {
+			js, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+			os.Remove(js[0])
+			if err := mkfifo(js[0]); err != nil {
+				t.Skip(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			b := mustOpen(t, t.TempDir())
+			opt := Options{Host: "gpu-1", Segment: 1 << 20, Journal: t.TempDir(), Where: "test"}
+			src, _ := resumable(t)
+			cutShort(t, b, opt, src)
+			c.spoil(t, opt.Journal)
+			m, err := New(b, opt).Push(ctx, src, "r")
+			if err != nil || m.Resumed != 0 {
+				t.Fatalf("push: resumed %v, %v", m, err)
+			}
+			dest := filepath.Join(t.TempDir(), "out")
+			if _, err := New(b, opt).Pull(ctx, "r", m.ID, dest); err != nil {
+				t.Fatal(err)
+			}
+			same(t, src, dest)
+		})
+	}
+}
+
+// losing deletes a data object of the checkpoint it commits right after
+// the commit, as a clean-up that judged the adopted checkpoint dead before
+// it was announced again would.
+type losing struct {
+	Backend
+	victim string
+}
+
+func (l *losing) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	n, err := l.Backend.Put(ctx, key, fill)
+	if err == nil && strings.Contains(key, "/manifests/") && l.victim != "" {
+		l.Backend.Delete(ctx, l.victim)
+	}
+	return n, err
+}
+
+// A resumed checkpoint whose adopted part goes once it is committed is
+// withdrawn, not left committed without it.
+func TestAdoptedCheckpointWithdrawnWhenAPartGoes(t *testing.T) {
+	ctx := context.Background()
+	b := mustOpen(t, t.TempDir())
+	opt := Options{Host: "gpu-1", Segment: 1 << 20, Journal: t.TempDir(), Where: "test"}
+	src, _ := resumable(t)
+	id := cutShort(t, b, opt, src)
+	l := &losing{Backend: b, victim: partKey("r", id, 1, 0, "")}
+	_, err := New(l, opt).Push(ctx, src, "r")
+	if err == nil || !strings.Contains(err.Error(), "deleted during its upload") {
+		t.Fatalf("push: %v", err)
+	}
+	if ms, err := New(b, opt).List(ctx, "r"); err != nil || len(ms) != 0 {
+		t.Errorf("committed: %d, %v", len(ms), err)
 	}
 }

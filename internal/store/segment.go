@@ -11,7 +11,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,7 +136,10 @@ func (s *Store) pushParts(ctx context.Context, run, id, tag string, i int, path 
 				return fmt.Errorf("push %s: %w", path, err)
 			}
 			if k != n {
-				return unchanged(path, info, f) // it shrank
+				if err := unchanged(path, info, f); err != nil {
+					return err
+				}
+				return fmt.Errorf("push: %s %w (%d bytes read of part %d, which has %d): not committed", path, ErrChanged, k, j+1, n)
 			}
 			return nil
 		})
@@ -151,68 +158,6 @@ func (s *Store) pushParts(ctx context.Context, run, id, tag string, i int, path 
 	ok = true
 	out.size, out.sum = size, hp.Sum()
 	return out, nil
-}
-
-// readFile streams the plaintext of file e of m to dst through fanout,
-// part by part where it is in parts, checking each part's size and
-// running hash as it ends, so a damaged part is named. It returns the
-// bytes and the SHA-256 of the whole.
-func (s *Store) readFile(ctx context.Context, m *Manifest, e Entry, dst io.Writer) (int64, string, error) {
-	if len(e.Parts) == 0 {
-		obj := m.Objects[e.Object]
-		plain, closeObj, err := s.openPlain(ctx, m, e, obj)
-		if err != nil {
-			return 0, "", err
-		}
-		defer closeObj()
-		n, sum, err := fanout(dst, plain, s.progress, nil)
-		if err != nil {
-			err = streamError{err}
-		}
-		return n, sum, err
-	}
-	h := sha256.New()
-	var total int64
-	for k, p := range e.Parts {
-		plain, closeObj, err := s.openPlain(ctx, m, e, m.Objects[p.Object])
-		if err != nil {
-			return total, "", err
-		}
-		n, sum, err := fanout(dst, io.LimitReader(plain, p.Size+1), s.progress, h)
-		closeObj()
-		total += n
-		if err != nil {
-			return total, "", streamError{err}
-		}
-		if n != p.Size || sum != p.Prefix {
-			return total, "", damaged{fmt.Errorf("checkpoint %s: %s is corrupt in the store: part %d of %d (object %s) does not hash as the manifest says",
-				m.ID, e.Path, k+1, len(e.Parts), m.Objects[p.Object].Key)}
-		}
-	}
-	return total, hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// streamError is a failure while an object's plaintext was read (or
-// written out), as opposed to while it was opened.
-type streamError struct{ error }
-
-func (e streamError) Unwrap() error { return e.error }
-
-// openPlain opens one object of file e and decrypts it.
-func (s *Store) openPlain(ctx context.Context, m *Manifest, e Entry, obj ObjRef) (io.Reader, func(), error) {
-	r, err := openObject(ctx, s.b, obj.Key, obj.Size)
-	if err != nil {
-		if IsNotFound(err) {
-			return nil, nil, damaged{fmt.Errorf("checkpoint %s: %s is missing from the store (object %s)", m.ID, e.Path, obj.Key)}
-		}
-		return nil, nil, err
-	}
-	plain, err := s.opt.Crypto.wrapReader(r, m.Encrypted, m.Recipients, "checkpoint")
-	if err != nil {
-		r.Close()
-		return nil, nil, fmt.Errorf("checkpoint %s: %s: %w", m.ID, e.Path, err)
-	}
-	return plain, func() { r.Close() }, nil
 }
 
 // journal is what a push of files in parts has stored so far, kept on
@@ -291,8 +236,8 @@ func (j *journal) adopt(ctx context.Context, s *Store, files map[string]fs.FileI
 	if j == nil {
 		return "", time.Time{}, false
 	}
-	b, err := os.ReadFile(j.path)
-	if err != nil || len(b) > 64<<20 {
+	b, err := readSmall(j.path, 64<<20)
+	if err != nil {
 		return "", time.Time{}, false
 	}
 	var st journalState
@@ -301,7 +246,21 @@ func (j *journal) adopt(ctx context.Context, s *Store, files map[string]fs.FileI
 		return "", time.Time{}, false
 	}
 	same := false
+	keys := map[string]bool{}
 	for rel, f := range st.Files {
+		if f == nil {
+			return "", time.Time{}, false
+		}
+		// Each part's key is one of this checkpoint's, for that part,
+		// and no other part's: a journal cannot have one part stand in
+		// for another.
+		for k, p := range f.Parts {
+			if !partKeyRe.MatchString(strings.TrimPrefix(p.Key, dataPrefix(st.Run, st.ID))) || !strings.HasPrefix(p.Key, dataPrefix(st.Run, st.ID)) || keys[p.Key] ||
+				partIndex(p.Key) != k {
+				return "", time.Time{}, false
+			}
+			keys[p.Key] = true
+		}
 		if info, ok := files[rel]; ok && len(f.Parts) > 0 && f.same(info) {
 			same = true
 		}
@@ -309,8 +268,17 @@ func (j *journal) adopt(ctx context.Context, s *Store, files map[string]fs.FileI
 	if !same {
 		return "", time.Time{}, false
 	}
-	if _, err := s.b.Size(ctx, manifestKey(st.Run, st.ID)); !IsNotFound(err) {
-		return "", time.Time{}, false // committed (or the store cannot say): begin anew
+	// Never committed, and nothing committed since: a checkpoint keeps
+	// the id, and so the time, of its first push, and one older than
+	// the run's newest would be neither resumed from nor kept by prune.
+	ids, err := s.committed(ctx, st.Run)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	for _, id := range ids {
+		if id >= st.ID {
+			return "", time.Time{}, false
+		}
 	}
 	objs, err := s.b.List(ctx, dataPrefix(st.Run, st.ID))
 	if err != nil || len(objs) == 0 {
@@ -322,6 +290,38 @@ func (j *journal) adopt(ctx context.Context, s *Store, files map[string]fs.FileI
 	}
 	j.state = st
 	return st.ID, st.Started, true
+}
+
+// partKeyRe is the name of a part's object under its checkpoint's data:
+// file, part, and the tag of a resumed push.
+var partKeyRe = regexp.MustCompile(`^\d{6}\.(\d{1,9})(-[0-9a-f]{8})?$`)
+
+// partIndex is the part a part's key names.
+func partIndex(key string) int {
+	m := partKeyRe.FindStringSubmatch(path.Base(key))
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// readSmall reads a regular file of at most max bytes, following no
+// symlink (a FIFO or a huge file there is refused, not waited on).
+func readSmall(name string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|noFollow|nonBlock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > max {
+		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", name, max)
+	}
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // begin makes the journal that of a new checkpoint.
@@ -422,6 +422,9 @@ func (j *journal) kept(err error) error {
 	defer j.mu.Unlock()
 	var n int64
 	for _, f := range j.state.Files {
+		if f == nil {
+			continue
+		}
 		for _, p := range f.Parts {
 			n += p.Size
 		}

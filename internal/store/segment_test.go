@@ -234,3 +234,22 @@ func TestUnchangedFileInPartsCopied(t *testing.T) {
 	}
 	same(t, src, dest)
 }
+
+// A manifest of a version newer than this gpurent reads stops the search
+// for the newest checkpoint, instead of being passed over for an older
+// one without a word.
+func TestNewerManifestStopsLatest(t *testing.T) {
+	ctx := context.Background()
+	b := mustOpen(t, t.TempDir())
+	own := owner(t)
+	s := New(b, Options{Crypto: own})
+	src, _ := resumable(t)
+	if _, err := s.Push(ctx, src, "r"); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"version": 4, "id": "29990101T000000.000Z-00000000", "run": "r"}`)
+	b.Put(ctx, manifestKey("r", "29990101T000000.000Z-00000000"), func(w io.Writer) error { _, err := w.Write(body); return err })
+	if _, _, err := s.Latest(ctx, "r"); !errors.Is(err, ErrNewerManifest) || !strings.Contains(err.Error(), "upgrade gpurent") {
+		t.Errorf("latest past a newer manifest: %v", err)
+	}
+}
