@@ -1222,8 +1222,8 @@ type Pruned struct {
 	// Unreadable are manifests left alone (PrunePlan's).
 	Unreadable []Unreadable
 	Leftovers  int   // data objects of pushes that never committed
-	Uploads         int   // incomplete multipart uploads aborted
-	UploadsErr      error // why they could not be listed or aborted
+	Uploads    int   // incomplete multipart uploads aborted
+	UploadsErr error // why they could not be listed or aborted
 }
 
 // Prune keeps the newest keep checkpoints of run and deletes the rest:
