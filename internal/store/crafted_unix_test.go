@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -453,5 +454,67 @@ func TestShallowVerifyReadsTheFileList(t *testing.T) {
 	_, probs, err := s.Verify(ctx, "r", "", false)
 	if err != nil || len(probs) != 1 || !strings.Contains(probs[0].Msg, "file list") {
 		t.Errorf("shallow verify of an undecryptable file list: %v %v", probs, err)
+	}
+}
+
+// A large object stored short (read in ranges, each reply whole) is
+// damage, not a store that broke off: the partial goes, no retry loop.
+func TestShortLargeObjectIsDamage(t *testing.T) {
+	ctx := context.Background()
+	c := newCrafted(t)
+	id := "20261205T000000.000Z-0000abd3"
+	body := make([]byte, 40<<20)
+	small := []byte("config")
+	o := c.object(id, 1, body)
+	c.commit(id, []ObjRef{c.object(id, 0, small), o}, []Entry{dirEntry("."), fileEntry("a", 0, small), fileEntry("model.pt", 1, body)})
+	corrupt(t, c.b, o.Key, func(d []byte) []byte { return d[:20<<20] })
+	dest := filepath.Join(t.TempDir(), "out")
+	_, err := quick(New(c.b, Options{Workers: 1})).Pull(ctx, c.run, id, dest)
+	if !errors.As(err, new(damaged)) || !strings.Contains(err.Error(), "truncated or replaced") {
+		t.Fatalf("pull of a short large object: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dest), ".out.gpurent-pull-*")); len(left) != 0 {
+		t.Errorf("kept: %v", left)
+	}
+}
+
+// Leftovers of pulls are matched by name, never as a glob: a parent
+// named like a pattern reaches no other directory, and another
+// destination whose name begins like this one's keeps its partial.
+func TestDiscardPartialMatchesNamesOnly(t *testing.T) {
+	base := t.TempDir()
+	id := "20261205T000000.000Z-0000abd4"
+	for _, d := range []string{"a", "b", "[ab]"} {
+		os.MkdirAll(filepath.Join(base, d, ".out.gpurent-pull-"+id, "precious"), 0o700)
+	}
+	other := filepath.Join(base, "[ab]", ".out.gpurent-pull-x.gpurent-pull-"+id)
+	os.MkdirAll(other, 0o700)
+	DiscardPartial(filepath.Join(base, "[ab]", "out"))
+	for _, d := range []string{"a", "b"} {
+		if _, err := os.Stat(filepath.Join(base, d, ".out.gpurent-pull-"+id, "precious")); err != nil {
+			t.Errorf("%s's partial went: %v", d, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(base, "[ab]", ".out.gpurent-pull-"+id)); err == nil {
+		t.Error("the destination's own partial stayed")
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("the partial of destination out.gpurent-pull-x went: %v", err)
+	}
+}
+
+// Sizes that would overflow the total are refused, not wrapped to agree
+// with the manifest.
+func TestFileListSizesDoNotWrap(t *testing.T) {
+	var es []Entry
+	var objs []ObjRef
+	for i := range 4 {
+		es = append(es, Entry{Path: fmt.Sprintf("f%d", i), Type: "file", Size: 1 << 62, SHA256: strings.Repeat("a", 64), Object: i})
+		objs = append(objs, ObjRef{Key: fmt.Sprintf("k%d", i)})
+	}
+	m := &Manifest{Version: 2, ID: "20261205T000000.000Z-00000000", Run: "r", Files: 4, Bytes: 0, Objects: objs}
+	list, _ := json.Marshal(es)
+	if _, err := ParseFileList(m, list); err == nil {
+		t.Error("sizes adding up past 2^63 were accepted")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -244,6 +245,9 @@ func ParseFileList(m *Manifest, plain []byte) ([]Entry, error) {
 		case "file":
 			if e.Size < 0 || !hexRe.MatchString(e.SHA256) {
 				return nil, fmt.Errorf("checkpoint %s: %q has a bad size or hash", m.ID, e.Path)
+			}
+			if e.Size > math.MaxInt64-total {
+				return nil, fmt.Errorf("checkpoint %s: files add up to more than any disk holds", m.ID)
 			}
 			if err := checkParts(m, e); err != nil {
 				return nil, err

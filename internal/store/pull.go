@@ -292,15 +292,24 @@ func (p *PartialPull) Unwrap() error { return p.Err }
 func DiscardPartial(dest string) { discardPartial(dest, "") }
 
 // discardPartial removes the kept pulls to dest but checkpoint keep's
-// (and the journals pulls before this one kept beside them).
+// (and the journals pulls before this one kept beside them). Names are
+// matched exactly, never as a glob: a parent named /data/*/ckpt must not
+// reach into every directory the pattern would.
 func discardPartial(dest, keep string) {
 	parent, base := filepath.Dir(filepath.Clean(dest)), partialBase(dest)
-	olds, _ := filepath.Glob(filepath.Join(parent, globQuote(base)+"*"))
-	for _, o := range olds {
-		name := strings.TrimPrefix(filepath.Base(o), base)
-		if keep == "" || name != keep {
-			os.RemoveAll(o)
+	names, _ := os.ReadDir(parent)
+	for _, d := range names {
+		rest, ok := strings.CutPrefix(d.Name(), base)
+		if !ok {
+			continue
 		}
+		id := strings.TrimSuffix(rest, ".journal")
+		// Only DEST's own: another destination named
+		// "out.gpurent-pull-X" has partials that begin the same way.
+		if ValidID(id) != nil || id == keep && rest == id {
+			continue
+		}
+		os.RemoveAll(filepath.Join(parent, d.Name()))
 	}
 }
 
@@ -330,18 +339,6 @@ func countFiles(entries []Entry) int {
 		}
 	}
 	return n
-}
-
-// globQuote escapes the characters filepath.Match treats specially.
-func globQuote(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[\\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // fileParts are a file's objects as parts: its parts, or its one object
@@ -536,17 +533,17 @@ func (s *Store) readObject(ctx context.Context, m *Manifest, e Entry, k, n int, 
 	what := fmt.Sprintf("checkpoint %s: %s, %s", m.ID, e.Path, partName(k, n, obj.Key))
 	rc, err := openObject(ctx, s.b, obj.Key, obj.Size)
 	if err != nil {
-		return 0, s.sortFailure(ctx, what, err, err)
+		return 0, s.sortFailure(ctx, what, obj, err, err)
 	}
 	defer rc.Close()
 	tag := &tagReader{r: rc}
 	plain, err := s.opt.Crypto.wrapReader(tag, m.Encrypted, m.Recipients, "checkpoint")
 	if err != nil {
-		return 0, s.sortFailure(ctx, what, err, tag.failed)
+		return 0, s.sortFailure(ctx, what, obj, err, tag.failed)
 	}
 	got, _, err := fanout(writerOf{w}, io.LimitReader(plain, size+1), s.progress, h)
 	if err != nil {
-		return got, s.sortFailure(ctx, what, err, tag.failed)
+		return got, s.sortFailure(ctx, what, obj, err, tag.failed)
 	}
 	return got, nil
 }
@@ -564,7 +561,7 @@ func (w writerOf) Write(p []byte) (int, error) {
 
 // sortFailure says what a failure to read an object is. failed is the
 // store's own failure, when there was one.
-func (s *Store) sortFailure(ctx context.Context, what string, err, failed error) error {
+func (s *Store) sortFailure(ctx context.Context, what string, obj ObjRef, err, failed error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", what, context.Cause(ctx))
 	}
@@ -576,6 +573,13 @@ func (s *Store) sortFailure(ctx context.Context, what string, err, failed error)
 		return damaged{fmt.Errorf("%s: missing from the store", what)}
 	}
 	if failed != nil {
+		// A reply cut short and an object stored short both end in an
+		// unexpected EOF: the stored size tells them apart.
+		if n, serr := s.b.Size(ctx, obj.Key); serr == nil && n != obj.Size {
+			return damaged{fmt.Errorf("%s: the stored object is %d bytes, the manifest says %d (truncated or replaced)", what, n, obj.Size)}
+		} else if IsNotFound(serr) {
+			return damaged{fmt.Errorf("%s: missing from the store", what)}
+		}
 		return transportError{fmt.Errorf("%s: reading it from the store: %w", what, failed)}
 	}
 	if (errors.Is(err, ErrWrongIdentity) || errors.Is(err, ErrNoIdentity)) && !errors.Is(err, errHeaderDamaged) {
