@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -558,6 +559,38 @@ func (b *bucket) List(ctx context.Context, prefix string) ([]Object, error) {
 		return nil, b.wrap("list", prefix, err)
 	}
 	return out, nil
+}
+
+// temps is a store that can leave temporary files of killed writes
+// behind (a directory), and lists those older than before.
+type temps interface {
+	StaleTemps(ctx context.Context, prefix string, before time.Time) ([]string, error)
+}
+
+// tempRe is how the directory store names a file being written: the
+// object's name, the time in hexadecimal nanoseconds, ".tmp".
+var tempRe = regexp.MustCompile(`\.[0-9a-f]{8,16}\.tmp$`)
+
+// StaleTemps lists a directory store's temporary files under prefix last
+// written before before; elsewhere there are none.
+func (b *bucket) StaleTemps(ctx context.Context, prefix string, before time.Time) ([]string, error) {
+	if b.dir == "" {
+		return nil, nil
+	}
+	var out []string
+	it := b.b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		o, err := it.Next(ctx)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, b.wrap("list", prefix, err)
+		}
+		if !o.IsDir && tempRe.MatchString(o.Key) && o.ModTime.Before(before) {
+			out = append(out, o.Key)
+		}
+	}
 }
 
 func (b *bucket) list(ctx context.Context, prefix string) ([]Object, error) {

@@ -179,6 +179,18 @@ func (s *Store) judge(ctx context.Context, run string) (*cleanup, error) {
 			}
 		}
 	}
+	// A directory store's temporary files of writes that were killed
+	// (objects, manifests, heartbeats: the store renames each into place
+	// once written): a write still running keeps its file's time fresh.
+	if t, ok := s.b.(temps); ok {
+		before := s.opt.Now().Add(-s.opt.Grace)
+		if s.opt.Grace <= 0 {
+			before = s.opt.Now().Add(time.Hour)
+		}
+		if stale, err := t.StaleTemps(ctx, runPrefix(run), before); err == nil {
+			c.leftovers = append(c.leftovers, stale...)
+		}
+	}
 	committed := map[string]bool{}
 	for _, o := range mans {
 		committed[strings.TrimSuffix(strings.TrimPrefix(o.Key, runPrefix(run)+"manifests/"), ".json")] = true

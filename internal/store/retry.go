@@ -175,3 +175,18 @@ func Brief(err error) string {
 	}
 	return what + err.Error()
 }
+
+// StaleTemps asks the inner store, where it has temporary files.
+func (r *Retrying) StaleTemps(ctx context.Context, prefix string, before time.Time) ([]string, error) {
+	t, ok := r.Backend.(temps)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	err := r.do(ctx, func() error {
+		var err error
+		out, err = t.StaleTemps(ctx, prefix, before)
+		return err
+	})
+	return out, err
+}
