@@ -45,6 +45,8 @@ type storeFlags struct {
 	grace       time.Duration
 	workers     int
 	bwlimit     string
+	partSize    string
+	partConc    int
 	// say, when set, is where a store's retries are told (a line each);
 	// the command sets it to its stderr, or run to its log.
 	say func(format string, a ...any)
@@ -62,7 +64,9 @@ func (s *storeFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to an endpoint that is not this machine")
 	fs.DurationVar(&s.grace, "grace", 10*time.Minute, "leave uncommitted uploads younger than this alone when cleaning up")
 	fs.IntVar(&s.workers, "workers", 4, "files moved in parallel")
-	fs.StringVar(&s.bwlimit, "bwlimit", "", "cap uploads at this rate, e.g. 50MB/s, 50MiB/s or 400Mbit/s (default: no cap)")
+	fs.StringVar(&s.partSize, "part-size", "8MiB", "size of the parts of a multipart upload (S3, GCS, Azure): 5MiB to 5GiB; memory is part size x --part-concurrency x --workers")
+	fs.IntVar(&s.partConc, "part-concurrency", 4, "parts of one object uploaded at once (1 to 64)")
+	fs.StringVar(&s.bwlimit, "bwlimit", "", "cap uploads and downloads at this rate each, e.g. 50MB/s, 50MiB/s or 400Mbit/s (default: no cap)")
 }
 
 // checkID refuses an empty --id before the store is opened: bad input,
@@ -251,15 +255,26 @@ func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress fu
 	if s.grace < 0 {
 		return nil, "", nil, usagef("--grace: want 0 (every leftover, even one of a push still running) or more, got %v", s.grace)
 	}
-	var upload *rate.Limiter
+	var upload, download *rate.Limiter
 	if s.bwlimit != "" {
 		bps, err := units.ParseRate(s.bwlimit)
 		if err != nil {
 			return nil, "", nil, usagef("--bwlimit: %v", err)
 		}
-		upload = store.NewUploadLimit(bps)
+		upload, download = store.NewUploadLimit(bps), store.NewUploadLimit(bps)
 	}
-	b, name, err := store.Open(ctx, s.url, store.OpenOptions{Insecure: s.insecure, PartSize: 8 << 20, Concurrency: 4, MustExist: mustExist})
+	part, err := units.ParseSize(s.partSize, 1<<20)
+	if err != nil || store.CheckPartSize(int64(part)) != nil {
+		why := "want a size such as 8MiB or 64MiB"
+		if err == nil {
+			why = store.CheckPartSize(int64(part)).Error()
+		}
+		return nil, "", nil, usagef("--part-size %q: %s", s.partSize, why)
+	}
+	if s.partConc < 1 || s.partConc > 64 {
+		return nil, "", nil, usagef("--part-concurrency: want 1 to 64, got %d", s.partConc)
+	}
+	b, name, err := store.Open(ctx, s.url, store.OpenOptions{Insecure: s.insecure, PartSize: int(part), Concurrency: s.partConc, MustExist: mustExist})
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "store") || strings.HasPrefix(err.Error(), "no store") {
 			return nil, "", nil, usageError{err}
@@ -283,7 +298,7 @@ func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress fu
 	if d, err := statedir.Dir(); err == nil {
 		journal = filepath.Join(d, "pushes")
 	}
-	st := store.New(r, store.Options{Crypto: c, Host: host, Version: version, Workers: s.workers, Grace: grace, Progress: progress, Upload: upload,
+	st := store.New(r, store.Options{Crypto: c, Host: host, Version: version, Workers: s.workers, Grace: grace, Progress: progress, Upload: upload, Download: download,
 		Leases: true, Takeover: s.takeover, Journal: journal, Where: name})
 	return st, name, func() { b.Close() }, nil
 }
@@ -292,14 +307,15 @@ func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress fu
 // second, on one line of stderr; on a pipe it shows nothing.
 type progress struct {
 	done  atomic.Int64
-	total int64
+	total atomic.Int64 // 0 while unknown
 	verb  string
 	stop  chan struct{}
 	ended chan struct{}
 }
 
 func startProgress(w io.Writer, verb string, total int64) *progress {
-	p := &progress{total: total, verb: verb, stop: make(chan struct{}), ended: make(chan struct{})}
+	p := &progress{verb: verb, stop: make(chan struct{}), ended: make(chan struct{})}
+	p.total.Store(total)
 	f, ok := w.(*os.File)
 	tty := ok && isTerminal(f)
 	go func() {
@@ -317,9 +333,7 @@ func startProgress(w io.Writer, verb string, total int64) *progress {
 				fmt.Fprint(f, "\r\x1b[K")
 				return
 			case <-t.C:
-				d := p.done.Load()
-				rate := float64(d) / time.Since(start).Seconds()
-				fmt.Fprintf(f, "\r\x1b[K%s %s / %s  %s/s", p.verb, report.Bytes(d), report.Bytes(p.total), report.Bytes(int64(rate)))
+				fmt.Fprint(f, "\r\x1b[K"+progressLine(p.verb, p.done.Load(), p.total.Load(), time.Since(start)))
 			}
 		}
 	}()
@@ -327,6 +341,22 @@ func startProgress(w io.Writer, verb string, total int64) *progress {
 }
 
 func (p *progress) add(n int64) { p.done.Add(n) }
+
+// progressLine is what the progress line says: bytes moved of the total,
+// the share, the rate so far and the time left at that rate (share and
+// time left only once the total is known and something has moved).
+func progressLine(verb string, done, total int64, elapsed time.Duration) string {
+	rate := float64(done) / max(elapsed.Seconds(), 1e-3)
+	if total <= 0 {
+		return fmt.Sprintf("%s %s  %s/s", verb, report.Bytes(done), report.Bytes(int64(rate)))
+	}
+	line := fmt.Sprintf("%s %s / %s  %d%%  %s/s", verb, report.Bytes(done), report.Bytes(total), min(100, done*100/total), report.Bytes(int64(rate)))
+	if done > 0 && done < total {
+		left := time.Duration(float64(total-done) / rate * float64(time.Second))
+		line += "  " + left.Round(time.Second).String() + " left"
+	}
+	return line
+}
 
 func (p *progress) end() {
 	close(p.stop)
@@ -519,7 +549,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 				return err
 			}
 			if m, err := st.Find(cmd.Context(), s.run, id); err == nil {
-				bar.total = m.Bytes
+				bar.total.Store(m.Bytes)
 			}
 			start := time.Now()
 			m, err := st.Pull(cmd.Context(), s.run, id, a[0])
@@ -855,7 +885,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(push, pull, ls, verify, prune, runs, newCkptLog(g, &s), newCkptSpeed(g, &s))
+	cmd.AddCommand(push, pull, ls, verify, prune, newCkptRm(g, &s), runs, newCkptLog(g, &s), newCkptSpeed(g, &s))
 	group(cmd)
 	return cmd
 }

@@ -518,3 +518,36 @@ func TestFileListSizesDoNotWrap(t *testing.T) {
 		t.Error("sizes adding up past 2^63 were accepted")
 	}
 }
+
+// rm deletes one checkpoint whole, and nothing of another's.
+func TestRemoveOne(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := mustOpen(t, dir)
+	s := New(b, Options{})
+	src, _ := resumable(t)
+	m1, err := s.Push(ctx, src, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	m2, err := s.Push(ctx, src, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Remove(ctx, "r", m1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := s.List(ctx, "r"); err != nil || len(ms) != 1 || ms[0].ID != m2.ID {
+		t.Fatalf("after rm: %v", err)
+	}
+	if objs, _ := b.List(ctx, dataPrefix("r", m1.ID)); len(objs) != 0 {
+		t.Errorf("left: %v", objs)
+	}
+	if _, probs, err := s.Verify(ctx, "r", m2.ID, true); err != nil || len(probs) != 0 {
+		t.Errorf("the other checkpoint: %v %v", probs, err)
+	}
+	if _, err := s.Remove(ctx, "r", m1.ID); !errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("rm of a checkpoint gone: %v", err)
+	}
+}

@@ -537,7 +537,11 @@ func (s *Store) readObject(ctx context.Context, m *Manifest, e Entry, k, n int, 
 	}
 	defer rc.Close()
 	tag := &tagReader{r: rc}
-	plain, err := s.opt.Crypto.wrapReader(tag, m.Encrypted, m.Recipients, "checkpoint")
+	var src io.Reader = tag
+	if s.opt.Download != nil {
+		src = &limited{ctx: ctx, r: tag, lim: s.opt.Download}
+	}
+	plain, err := s.opt.Crypto.wrapReader(src, m.Encrypted, m.Recipients, "checkpoint")
 	if err != nil {
 		return 0, s.sortFailure(ctx, what, obj, err, tag.failed)
 	}

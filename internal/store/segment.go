@@ -473,3 +473,37 @@ func (s *Store) sweep(ctx context.Context, m *Manifest) {
 		}
 	}
 }
+
+// What S3 allows a multipart upload: parts of 5 MiB to 5 GiB, at most
+// 10,000 of them (so an object of at most 5 TiB).
+const (
+	MinPartSize = 5 << 20
+	MaxPartSize = 5 << 30
+	maxParts    = 10000
+)
+
+// storedBound is at most how large age makes plain bytes: a header (for
+// up to a few dozen recipients) and a 16-byte tag for each 64 KiB chunk.
+func storedBound(plain int64) int64 { return plain + 16*(plain/(64<<10)+1) + 16<<10 }
+
+// uploadPlan is what a file of size becomes: how many objects, and the
+// most multipart parts of partSize any of them needs. Files larger than
+// a segment are split, so no object needs more than a segment's worth of
+// parts however large the file.
+func uploadPlan(size, segment, partSize int64) (objects, parts int64) {
+	objects = max(1, (size+segment-1)/segment)
+	largest := storedBound(min(size, segment))
+	return objects, (largest + partSize - 1) / partSize
+}
+
+// CheckPartSize refuses a multipart part size S3 refuses, and one at
+// which an object of a whole segment would need more than 10,000 parts.
+func CheckPartSize(partSize int64) error {
+	if partSize < MinPartSize || partSize > MaxPartSize {
+		return fmt.Errorf("want 5MiB to 5GiB (S3's limits on a part), got %d bytes", partSize)
+	}
+	if _, parts := uploadPlan(defaultSegment, defaultSegment, partSize); parts > maxParts {
+		return fmt.Errorf("%d bytes makes an object of 1 GiB %d parts, more than S3's %d", partSize, parts, maxParts)
+	}
+	return nil
+}

@@ -253,3 +253,28 @@ func TestNewerManifestStopsLatest(t *testing.T) {
 		t.Errorf("latest past a newer manifest: %v", err)
 	}
 }
+
+// No file, up to S3's 5 TiB and beyond, needs an object of more than
+// 10,000 parts at any part size S3 allows: before parts, 8 MiB parts
+// stopped a file at 78 GiB.
+func TestUploadArithmeticTo5TiB(t *testing.T) {
+	for _, size := range []int64{0, 1, 1 << 30, 1<<30 + 1, 78 << 30, 83_900_000_000, 1 << 40, 5 << 40, 5<<40 + 1, 50 << 40} {
+		for _, part := range []int64{MinPartSize, 8 << 20, 64 << 20, MaxPartSize} {
+			objects, parts := uploadPlan(size, defaultSegment, part)
+			if parts > maxParts || parts < 1 {
+				t.Errorf("a file of %d bytes at %d-byte parts: an object of %d parts", size, part, parts)
+			}
+			if objects*defaultSegment < size || (objects-1)*defaultSegment >= max(size, 1) {
+				t.Errorf("a file of %d bytes: %d objects of %d", size, objects, defaultSegment)
+			}
+		}
+	}
+	if _, parts := uploadPlan(5<<40, defaultSegment, 8<<20); parts != 129 {
+		t.Errorf("a 1 GiB part at 8 MiB parts: %d parts, want 129", parts)
+	}
+	for _, bad := range []int64{0, MinPartSize - 1, MaxPartSize + 1} {
+		if CheckPartSize(bad) == nil {
+			t.Errorf("part size %d accepted", bad)
+		}
+	}
+}

@@ -42,6 +42,9 @@ type Options struct {
 	// Upload caps the bytes read for uploads, across all workers (nil: no
 	// cap), so a push never takes the link the training job needs.
 	Upload *rate.Limiter
+	// Download caps the bytes read from the store for pulls and deep
+	// verifies likewise (nil: no cap).
+	Download *rate.Limiter
 	// Free is the space free to this user on the file system of dir
 	// (freeSpace when nil; ok false when it cannot tell).
 	Free func(dir string) (free uint64, ok bool)
@@ -1309,4 +1312,52 @@ func (s *Store) CheckWrite(ctx context.Context, run string) (deleted bool, err e
 		return false, fmt.Errorf("the store does not take writes: %w", err)
 	}
 	return s.b.Delete(ctx, key) == nil, nil
+}
+
+// Remove deletes checkpoint id of run: its manifest first, so it
+// disappears whole, then its objects and anything else stored under its
+// id (what a resumed push left, a killed write's temporary file). It
+// returns the manifest it deleted. A manifest that cannot be read is
+// deleted with whatever is stored under its id.
+func (s *Store) Remove(ctx context.Context, run, id string) (*Manifest, error) {
+	if err := ValidRun(run); err != nil {
+		return nil, err
+	}
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	m, err := s.manifest(ctx, manifestKey(run, id))
+	var se *StoreError
+	switch {
+	case IsNotFound(err):
+		return nil, fmt.Errorf("run %s has %w %s", run, ErrNoCheckpoint, id)
+	case errors.As(err, &se):
+		return nil, err
+	}
+	if err := s.b.Delete(ctx, manifestKey(run, id)); err != nil && !IsNotFound(err) {
+		return nil, err
+	}
+	keys := []string{}
+	if m != nil {
+		for _, o := range m.Objects {
+			keys = append(keys, o.Key)
+		}
+	}
+	if objs, err := s.b.List(ctx, dataPrefix(run, id)); err == nil {
+		for _, o := range objs {
+			keys = append(keys, o.Key)
+		}
+	}
+	if _, err := s.deleteKeys(ctx, keys); err != nil {
+		return m, fmt.Errorf("checkpoint %s is gone, but not all of its objects: %w (the next prune removes them)", id, err)
+	}
+	if t, ok := s.b.(temps); ok {
+		if stale, err := t.StaleTemps(ctx, dataPrefix(run, id), s.opt.Now().Add(time.Hour)); err == nil {
+			s.deleteKeys(ctx, stale)
+		}
+	}
+	if m == nil {
+		m = &Manifest{ID: id, Run: run}
+	}
+	return m, nil
 }

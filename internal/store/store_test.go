@@ -722,6 +722,15 @@ func TestUploadLimit(t *testing.T) {
 	if el := time.Since(start); el < floor {
 		t.Fatalf("2 MiB at 4 MiB/s took %v, less than the %v the cap allows", el, floor)
 	}
+	// And downloads, as pull --bwlimit asks.
+	down := NewUploadLimit(4 << 20)
+	start = time.Now()
+	if _, err := New(b, Options{Download: down}).Pull(ctx, "r", "latest", filepath.Join(t.TempDir(), "out")); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < floor {
+		t.Fatalf("a pull of 2 MiB at 4 MiB/s took %v, less than the %v the cap allows", el, floor)
+	}
 }
 
 // Pushing "." names the checkpoint after the directory: "." itself is not

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/store"
+	"github.com/spf13/cobra"
+)
+
+// newCkptRm deletes checkpoints by id: prune keeps the newest N, and a
+// person sometimes wants one gone (a bad step, a planted checkpoint).
+func newCkptRm(g *globals, s *storeFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm ID...",
+		Short: "Delete checkpoints by id (the manifest first, so each goes whole)",
+		Long: `rm deletes each checkpoint named by its id (as ckpt ls shows it): its manifest first,
+so it disappears whole, then its objects. Ids only, never a name or latest: a deletion
+names exactly what it deletes. It needs a store key that may delete, and no identity.`,
+		Args: args(func(cmd *cobra.Command, a []string) error {
+			if len(a) == 0 {
+				return usagef("rm: name the checkpoints to delete by id (gpurent ckpt ls shows them)")
+			}
+			for _, id := range a {
+				if err := store.ValidID(id); err != nil {
+					return usageError{err}
+				}
+			}
+			return nil
+		}),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			st, name, closeFn, err := s.openExisting(cmd.Context(), &store.Crypto{}, nil)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			deleted := []string{}
+			for _, id := range a {
+				m, err := st.Remove(cmd.Context(), s.run, id)
+				if errors.Is(err, store.ErrNoCheckpoint) {
+					return noCheckpoint(cmd.Context(), st, err, true)
+				}
+				if err != nil {
+					return err
+				}
+				deleted = append(deleted, id)
+				if g.output != report.JSON {
+					fmt.Fprintf(g.stdout, "deleted checkpoint %s (%s, %s) from %s run %s\n", id, report.Safe(m.Name), report.Bytes(m.Bytes), name, s.run)
+				}
+			}
+			if g.output == report.JSON {
+				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "deleted": deleted})
+			}
+			return nil
+		},
+	}
+}
