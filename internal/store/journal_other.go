@@ -22,3 +22,8 @@ const (
 	noFollow = 0
 	nonBlock = 0
 )
+
+// private: a directory, not a link; Windows reports no Unix permission
+// bits to judge (every directory reads as 0777), and its ACLs decide who
+// may write there.
+func private(info fs.FileInfo) bool { return info.IsDir() && info.Mode()&fs.ModeSymlink == 0 }

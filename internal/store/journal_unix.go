@@ -53,3 +53,9 @@ const (
 	noFollow = syscall.O_NOFOLLOW
 	nonBlock = syscall.O_NONBLOCK
 )
+
+// private says whether info is a directory this user owns that no one
+// else can write to or enter.
+func private(info fs.FileInfo) bool {
+	return info.IsDir() && info.Mode()&fs.ModeSymlink == 0 && info.Mode().Perm()&0o077 == 0 && ownedHere(info)
+}

@@ -166,6 +166,7 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	if rootIsFile {
 		final = filepath.Join(tmp, "root")
 	}
+	root.Close() // Windows renames no directory held open
 	if err := os.Rename(final, dest); err != nil {
 		return nil, fmt.Errorf("pull: %w", err)
 	}
@@ -212,12 +213,6 @@ func openPartial(tmp string) (*os.Root, error) {
 		return root, nil
 	}
 	return nil, fmt.Errorf("%s keeps changing under the pull: is another pull to the same place running?", tmp)
-}
-
-// private says whether info is a directory this user owns that no one
-// else can write to or enter.
-func private(info fs.FileInfo) bool {
-	return info.IsDir() && info.Mode()&fs.ModeSymlink == 0 && info.Mode().Perm()&0o077 == 0 && ownedHere(info)
 }
 
 // keepPartial checks what an earlier pull left in root against entries:
