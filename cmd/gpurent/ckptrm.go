@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
@@ -38,18 +40,31 @@ names exactly what it deletes. It needs a store key that may delete, and no iden
 				return err
 			}
 			defer closeFn()
-			deleted := []string{}
-			for _, id := range a {
-				m, err := st.Remove(cmd.Context(), s.run, id)
-				if errors.Is(err, store.ErrNoCheckpoint) {
-					return noCheckpoint(cmd.Context(), st, err, true)
+			// Every id is checked before any is deleted: a typo in the
+			// second must not leave the first deleted and the command
+			// failed.
+			ids := slices.Compact(slices.Sorted(slices.Values(a)))
+			for _, id := range ids {
+				if _, err := st.Find(cmd.Context(), s.run, id); errors.Is(err, store.ErrNoCheckpoint) {
+					return noCheckpoint(cmd.Context(), st, fmt.Errorf("%w (nothing was deleted)", err), true)
 				}
+			}
+			deleted := []string{}
+			for _, id := range ids {
+				m, err := st.Remove(cmd.Context(), s.run, id)
 				if err != nil {
+					if len(deleted) > 0 {
+						err = fmt.Errorf("%w (deleted before it: %s)", err, strings.Join(deleted, ", "))
+					}
 					return err
 				}
 				deleted = append(deleted, id)
 				if g.output != report.JSON {
-					fmt.Fprintf(g.stdout, "deleted checkpoint %s (%s, %s) from %s run %s\n", id, report.Safe(m.Name), report.Bytes(m.Bytes), name, s.run)
+					what := "an unreadable manifest"
+					if m.Version > 0 {
+						what = report.Safe(m.Name) + ", " + report.Bytes(m.Bytes)
+					}
+					fmt.Fprintf(g.stdout, "deleted checkpoint %s (%s) from %s run %s\n", id, what, name, s.run)
 				}
 			}
 			if g.output == report.JSON {

@@ -23,7 +23,16 @@ func TestCkptRm(t *testing.T) {
 		id, _, _ := strings.Cut(rest, `"`)
 		ids = append(ids, id)
 	}
-	code, out, errs := gpurent(t, "ckpt", "rm", ids[0], "--store", store, "--run", "r")
+	// A missing id among them: nothing is deleted.
+	code, _, errs := gpurent(t, "ckpt", "rm", ids[0], "20261205T000000.000Z-00000000", "--store", store, "--run", "r")
+	if code != 2 || !strings.Contains(errs, "nothing was deleted") {
+		t.Fatalf("rm with a missing id: %d %s", code, errs)
+	}
+	_, out, _ := gpurent(t, "ckpt", "ls", "--store", store, "--run", "r")
+	if !strings.Contains(out, "2 checkpoints in run r") {
+		t.Fatalf("rm with a missing id deleted:\n%s", out)
+	}
+	code, out, errs = gpurent(t, "ckpt", "rm", ids[0], ids[0], "--store", store, "--run", "r")
 	if code != 0 || !strings.Contains(out, "deleted checkpoint "+ids[0]) {
 		t.Fatalf("rm: %d %q %s", code, out, errs)
 	}

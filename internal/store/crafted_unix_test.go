@@ -544,10 +544,26 @@ func TestRemoveOne(t *testing.T) {
 	if objs, _ := b.List(ctx, dataPrefix("r", m1.ID)); len(objs) != 0 {
 		t.Errorf("left: %v", objs)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "runs", "r", "data", m1.ID)); err == nil {
+		t.Error("its directory stayed")
+	}
 	if _, probs, err := s.Verify(ctx, "r", m2.ID, true); err != nil || len(probs) != 0 {
 		t.Errorf("the other checkpoint: %v %v", probs, err)
 	}
 	if _, err := s.Remove(ctx, "r", m1.ID); !errors.Is(err, ErrNoCheckpoint) {
 		t.Errorf("rm of a checkpoint gone: %v", err)
+	}
+}
+
+// Object names are the store's own: "." or ".." under a checkpoint's
+// data could name its parent on a directory store.
+func TestManifestObjectNames(t *testing.T) {
+	id := "20261205T000000.000Z-00000000"
+	for name, ok := range map[string]bool{"000001": true, "000001.3": true, "000001.3-0a1b2c3d": true, "000001-0a1b2c3d": true,
+		"..": false, ".": false, "x": false, "000001/": false, "000001.3-XYZ": false} {
+		body := fmt.Sprintf(`{"version": 2, "id": %q, "run": "r", "objects": [{"key": "runs/r/data/%s/%s", "size": 1}]}`, id, id, name)
+		if _, err := ParseManifest([]byte(body)); (err == nil) != ok {
+			t.Errorf("object %q: %v", name, err)
+		}
 	}
 }

@@ -179,18 +179,6 @@ func (s *Store) judge(ctx context.Context, run string) (*cleanup, error) {
 			}
 		}
 	}
-	// A directory store's temporary files of writes that were killed
-	// (objects, manifests, heartbeats: the store renames each into place
-	// once written): a write still running keeps its file's time fresh.
-	if t, ok := s.b.(temps); ok {
-		before := s.opt.Now().Add(-s.opt.Grace)
-		if s.opt.Grace <= 0 {
-			before = s.opt.Now().Add(time.Hour)
-		}
-		if stale, err := t.StaleTemps(ctx, runPrefix(run), before); err == nil {
-			c.leftovers = append(c.leftovers, stale...)
-		}
-	}
 	committed := map[string]bool{}
 	for _, o := range mans {
 		committed[strings.TrimSuffix(strings.TrimPrefix(o.Key, runPrefix(run)+"manifests/"), ".json")] = true
@@ -294,7 +282,45 @@ func (s *Store) judge(ctx context.Context, run string) (*cleanup, error) {
 		}
 		c.leftovers = append(c.leftovers, o.Key)
 	}
+	// A directory store's temporary files of writes that were killed
+	// (objects, manifests, heartbeats: the store renames each into place
+	// once written), by the store's clock, older than the grace, of no
+	// push that may still run: a write still running keeps its file's
+	// time fresh.
+	if t, ok := s.b.(temps); ok {
+		now, ok := storeNow()
+		if !ok {
+			now = s.opt.Now()
+		}
+		before := now.Add(-s.opt.Grace)
+		if s.opt.Grace <= 0 {
+			before = now.Add(time.Hour)
+		}
+		if stale, err := t.StaleTemps(ctx, runPrefix(run), before); err == nil {
+			for _, k := range stale {
+				if !c.alive[tempID(strings.TrimPrefix(k, runPrefix(run)))] {
+					c.leftovers = append(c.leftovers, k)
+				}
+			}
+		}
+	}
 	return c, nil
+}
+
+// tempID is the checkpoint id a temporary file under a run is of
+// (data/<id>/..., manifests/<id>.json..., uploads/<id>.json...), "" when
+// none.
+func tempID(rest string) string {
+	dir, name, _ := strings.Cut(rest, "/")
+	switch dir {
+	case "data":
+		id, _, _ := strings.Cut(name, "/")
+		return id
+	case "manifests", "uploads":
+		id, _, _ := strings.Cut(name, ".json")
+		return id
+	}
+	return ""
 }
 
 // beatOf is how often the push behind the heartbeat at key rewrites it:

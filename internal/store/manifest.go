@@ -121,6 +121,9 @@ var (
 	runRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	hexRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	kidRe = regexp.MustCompile(`^[0-9a-f]{16}$`)
+	// objNameRe is an object's name under its checkpoint's data: the
+	// file's number, its part's, the tag of a resumed push (segment.go).
+	objNameRe = regexp.MustCompile(`^\d{6}(\.\d{1,9})?(-[0-9a-f]{8})?$`)
 )
 
 // ValidRun checks a run name: letters, digits, '.', '_' and '-', at most 64.
@@ -180,7 +183,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	}
 	prefix := dataPrefix(m.Run, m.ID)
 	for i, o := range m.Objects {
-		if !strings.HasPrefix(o.Key, prefix) || strings.Contains(o.Key[len(prefix):], "/") || o.Size < 0 {
+		if !strings.HasPrefix(o.Key, prefix) || !objNameRe.MatchString(o.Key[len(prefix):]) || o.Size < 0 {
 			return nil, fmt.Errorf("manifest %s: object %d %q is not an object of this checkpoint", m.ID, i, o.Key)
 		}
 	}

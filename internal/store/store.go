@@ -1316,9 +1316,11 @@ func (s *Store) CheckWrite(ctx context.Context, run string) (deleted bool, err e
 
 // Remove deletes checkpoint id of run: its manifest first, so it
 // disappears whole, then its objects and anything else stored under its
-// id (what a resumed push left, a killed write's temporary file). It
-// returns the manifest it deleted. A manifest that cannot be read is
-// deleted with whatever is stored under its id.
+// id (what a resumed push left, a killed write's temporary file older
+// than the grace). It returns the manifest it deleted. A manifest that
+// cannot be read is deleted with whatever is stored under its id. A
+// checkpoint a push may still be writing (its heartbeat is fresh) is
+// refused.
 func (s *Store) Remove(ctx context.Context, run, id string) (*Manifest, error) {
 	if err := ValidRun(run); err != nil {
 		return nil, err
@@ -1334,6 +1336,13 @@ func (s *Store) Remove(ctx context.Context, run, id string) (*Manifest, error) {
 	case errors.As(err, &se):
 		return nil, err
 	}
+	c, err := s.judge(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if c.alive[id] {
+		return nil, fmt.Errorf("checkpoint %s is being written by a push that announced itself less than the grace ago (a resumed push?): not deleted", id)
+	}
 	if err := s.b.Delete(ctx, manifestKey(run, id)); err != nil && !IsNotFound(err) {
 		return nil, err
 	}
@@ -1343,18 +1352,20 @@ func (s *Store) Remove(ctx context.Context, run, id string) (*Manifest, error) {
 			keys = append(keys, o.Key)
 		}
 	}
-	if objs, err := s.b.List(ctx, dataPrefix(run, id)); err == nil {
-		for _, o := range objs {
-			keys = append(keys, o.Key)
+	objs, lerr := s.b.List(ctx, dataPrefix(run, id))
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+	}
+	for _, k := range c.leftovers {
+		if tempID(strings.TrimPrefix(k, runPrefix(run))) == id {
+			keys = append(keys, k)
 		}
 	}
-	if _, err := s.deleteKeys(ctx, keys); err != nil {
-		return m, fmt.Errorf("checkpoint %s is gone, but not all of its objects: %w (the next prune removes them)", id, err)
+	if _, err := s.deleteKeys(ctx, keys); err != nil || lerr != nil {
+		return m, fmt.Errorf("checkpoint %s is gone, but perhaps not all of its objects: %w (the next prune removes them)", id, errors.Join(err, lerr))
 	}
-	if t, ok := s.b.(temps); ok {
-		if stale, err := t.StaleTemps(ctx, dataPrefix(run, id), s.opt.Now().Add(time.Hour)); err == nil {
-			s.deleteKeys(ctx, stale)
-		}
+	if e, ok := s.b.(emptyDirs); ok {
+		e.RemoveEmpty(dataPrefix(run, id))
 	}
 	if m == nil {
 		m = &Manifest{ID: id, Run: run}

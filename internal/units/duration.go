@@ -96,7 +96,7 @@ func ParseRate(s string) (float64, error) {
 			break
 		}
 	}
-	v, err := strconv.ParseFloat(t, 64)
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
 	if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 		return 0, fmt.Errorf("rate %q: want a positive number with a unit, such as 50MB/s, 50MiB/s or 400Mbit/s", s)
 	}

@@ -70,7 +70,7 @@ func FuzzParseDuration(f *testing.F) {
 func TestParseRate(t *testing.T) {
 	for in, want := range map[string]float64{
 		"50MB/s": 50e6, "50MiB/s": 50 << 20, "400Mbit/s": 50e6, "400Mbps": 50e6, "2GB": 2e9, "1.5GiB/s": 1.5 * (1 << 30),
-		"800kB/s": 800e3, "1000": 1000,
+		"800kB/s": 800e3, "1000": 1000, "50 MB/s": 50e6,
 	} {
 		if got, err := ParseRate(in); err != nil || got != want {
 			t.Errorf("%s: %v %v, want %v", in, got, err, want)
