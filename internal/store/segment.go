@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpurent/gpurent/internal/atomicfile"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -406,7 +405,24 @@ func (j *journal) add(f *journalFile, p journalPart) {
 	defer j.mu.Unlock()
 	f.Parts = append(f.Parts, p)
 	if b, err := json.Marshal(&j.state); err == nil {
-		atomicfile.Write(j.path, b, 0o600)
+		writeJournal(j.path, b)
+	}
+}
+
+// writeJournal replaces the journal through a rename, never syncing it:
+// on ext4 (data=ordered) an fsync commits every file's dirty pages with
+// it, so a push would wait for the writes of whatever ran before it, and
+// a journal lost to a power cut costs only the resumption.
+func writeJournal(path string, b []byte) {
+	var r [4]byte
+	rand.Read(r[:])
+	tmp := path + "." + hex.EncodeToString(r[:]) + ".new"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		os.Remove(tmp)
+		return
+	}
+	if os.Rename(tmp, path) != nil {
+		os.Remove(tmp)
 	}
 }
 
