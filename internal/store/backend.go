@@ -578,36 +578,42 @@ func (b *bucket) StaleTemps(ctx context.Context, prefix string, before time.Time
 		return nil, nil
 	}
 	var out []string
+	err := b.walk(ctx, prefix, func(o *blob.ListObject) {
+		if tempRe.MatchString(o.Key) && o.ModTime.Before(before) {
+			out = append(out, o.Key)
+		}
+	})
+	if err != nil {
+		return nil, b.wrap("list", prefix, err)
+	}
+	return out, nil
+}
+
+// walk hands each object under prefix (no directory) to visit.
+func (b *bucket) walk(ctx context.Context, prefix string, visit func(o *blob.ListObject)) error {
 	it := b.b.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		o, err := it.Next(ctx)
 		if err == io.EOF {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return nil, b.wrap("list", prefix, err)
+			return err
 		}
-		if !o.IsDir && tempRe.MatchString(o.Key) && o.ModTime.Before(before) {
-			out = append(out, o.Key)
+		if !o.IsDir {
+			visit(o)
 		}
 	}
 }
 
 func (b *bucket) list(ctx context.Context, prefix string) ([]Object, error) {
 	var out []Object
-	it := b.b.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		o, err := it.Next(ctx)
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if !o.IsDir && !strings.HasSuffix(o.Key, ".tmp") {
+	err := b.walk(ctx, prefix, func(o *blob.ListObject) {
+		if !strings.HasSuffix(o.Key, ".tmp") {
 			out = append(out, Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime})
 		}
-	}
+	})
+	return out, err
 }
 
 func (b *bucket) Delete(ctx context.Context, key string) error {

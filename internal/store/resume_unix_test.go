@@ -168,11 +168,7 @@ func TestResumeChecksWhatItAdopts(t *testing.T) {
 					if m.Resumed != c.resumed {
 						t.Errorf("resumed %d bytes, want %d", m.Resumed, c.resumed)
 					}
-					dest := filepath.Join(t.TempDir(), "out")
-					if _, err := New(b, opt).Pull(ctx, "r", m.ID, dest); err != nil {
-						t.Fatal(err)
-					}
-					same(t, src, dest)
+					restoresAs(t, New(b, opt), m.ID, src)
 				})
 			}
 		})
@@ -311,11 +307,7 @@ func TestJournalThatLies(t *testing.T) {
 			if err != nil || m.Resumed != 0 {
 				t.Fatalf("push: resumed %v, %v", m, err)
 			}
-			dest := filepath.Join(t.TempDir(), "out")
-			if _, err := New(b, opt).Pull(ctx, "r", m.ID, dest); err != nil {
-				t.Fatal(err)
-			}
-			same(t, src, dest)
+			restoresAs(t, New(b, opt), m.ID, src)
 		})
 	}
 }

@@ -47,11 +47,7 @@ func TestFilesInParts(t *testing.T) {
 			if len(sparse.Parts) != 4 || sparse.Object != -1 {
 				t.Fatalf("a 64 MiB file in 16 MiB segments: %d parts, object %d", len(sparse.Parts), sparse.Object)
 			}
-			dest := filepath.Join(t.TempDir(), "out")
-			if _, err := s.Pull(ctx, "r", m.ID, dest); err != nil {
-				t.Fatal(err)
-			}
-			same(t, src, dest)
+			dest := restoresAs(t, s, m.ID, src)
 			if n, ok := allocated(filepath.Join(dest, "sparse.bin")); ok && n > 1<<20 {
 				t.Errorf("the sparse file came back with %d bytes of disk", n)
 			}
@@ -228,11 +224,7 @@ func TestUnchangedFileInPartsCopied(t *testing.T) {
 	if m.Reused != 7<<19 || len(p.keys) != 1 {
 		t.Errorf("reused %d bytes, uploaded %v: want the model copied and the config uploaded", m.Reused, p.keys)
 	}
-	dest := filepath.Join(t.TempDir(), "out")
-	if _, err := New(b, opt).Pull(ctx, "r", m.ID, dest); err != nil {
-		t.Fatal(err)
-	}
-	same(t, src, dest)
+	restoresAs(t, New(b, opt), m.ID, src)
 }
 
 // A manifest of a version newer than this gpurent reads stops the search
@@ -277,4 +269,16 @@ func TestUploadArithmeticTo5TiB(t *testing.T) {
 			t.Errorf("part size %d accepted", bad)
 		}
 	}
+}
+
+// restoresAs pulls checkpoint id of run r from st, compares it with src,
+// and returns where it put it.
+func restoresAs(t *testing.T, st *Store, id, src string) string {
+	t.Helper()
+	dest := filepath.Join(t.TempDir(), "out")
+	if _, err := st.Pull(context.Background(), "r", id, dest); err != nil {
+		t.Fatal(err)
+	}
+	same(t, src, dest)
+	return dest
 }
