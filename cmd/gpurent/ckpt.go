@@ -47,12 +47,15 @@ type storeFlags struct {
 	bwlimit     string
 	partSize    string
 	partConc    int
+	// registered: the flags above are the command's (register).
+	registered bool
 	// say, when set, is where a store's retries are told (a line each);
 	// the command sets it to its stderr, or run to its log.
 	say func(format string, a ...any)
 }
 
 func (s *storeFlags) register(fs *pflag.FlagSet) {
+	s.registered = true
 	fs.StringVar(&s.url, "store", os.Getenv("GPURENT_STORE"), "where checkpoints live: a path, file:///path, s3://bucket/prefix?endpoint=...&region=..., gs://, azblob:// (default $GPURENT_STORE)")
 	fs.StringVar(&s.run, "run", "default", "the run (training job) the checkpoints belong to")
 	fs.StringArrayVar(&s.recipients, "recipient", nil, "age public key to encrypt to (repeatable; default $GPURENT_RECIPIENT, else the identity's own)")
@@ -262,6 +265,11 @@ func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress fu
 			return nil, "", nil, usagef("--bwlimit: %v", err)
 		}
 		upload, download = store.NewUploadLimit(bps), store.NewUploadLimit(bps)
+	}
+	// Commands that open a store without these flags (wipe
+	// --require-backup) take their defaults.
+	if !s.registered {
+		s.partSize, s.partConc = "8MiB", 4
 	}
 	part, err := units.ParseSize(s.partSize, 1<<20)
 	if err != nil || store.CheckPartSize(int64(part)) != nil {
