@@ -94,7 +94,7 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 			case OnDemand:
 				b, ok = onDemandBill(&t, o)
 			case Subscription:
-				b, ok = subscriptionBill(&t, o)
+				b, ok = subscriptionBill(&t, o, true)
 			case Spot:
 				if t.Interruptible {
 					b, ok = spotBill(&t, o, opt)

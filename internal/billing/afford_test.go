@@ -179,3 +179,38 @@ func TestAffordSpotThatNeverFinishes(t *testing.T) {
 		t.Errorf("notes %q", r.Notes)
 	}
 }
+
+// Issue #37 item 1: 1,500 CNY for a month of a 4090 that costs 1.88 an
+// hour or 1,052 a month. The search tried each plan at one hour first,
+// where paying as you go wins, and dropped the subscription: it showed
+// 720 h on demand for 1,353.60 and hid the month that buys the same
+// 720 h for 1,052. Run back to back, the month and 226 h on demand after
+// it (1,500 − 1,052 = 448 at 1.98) buy more than on demand alone (757 h).
+func TestAffordShowsSubscriptionBesideHourly(t *testing.T) {
+	o := subOffer(1.88, catalog.Subscription{Period: catalog.PeriodMonth, Price: 1052})
+	p := Profile{GPUs: 1, ComputeHours: 1, SpanDays: 30, Starts: 1}
+	r, err := Afford(&p, true, []catalog.Offer{o}, catalog.Rates{}, Options{}, 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sub *Afforded
+	for i := range r.Plans {
+		if r.Plans[i].Bill.Plan == Subscription {
+			sub = &r.Plans[i]
+		}
+	}
+	if sub == nil || sub.Hours != 720 || !near(sub.Bill.Total, 1052) || r.Plans[0].Bill.Plan != Subscription {
+		t.Fatalf("over 30 days: %+v", r.Plans)
+	}
+	o = subOffer(1.98, catalog.Subscription{Period: catalog.PeriodMonth, Price: 1052})
+	p = Profile{GPUs: 1, ComputeHours: 1, Starts: 1}
+	p.Defaults(nil)
+	r, err = Afford(&p, false, []catalog.Offer{o}, catalog.Rates{}, Options{}, 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 720 + (1500-1052)/1.98
+	if len(r.Plans) != 2 || r.Plans[0].Bill.Plan != Subscription || math.Abs(r.Plans[0].Hours-want) > 0.02 {
+		t.Fatalf("back to back: want the month and %.2f h in all first, got %+v", want, r.Plans)
+	}
+}

@@ -306,6 +306,9 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, 
 		return OnDemand, "no subscription or usable spot price beats it for this task"
 	case Subscription:
 		b := bills[Subscription]
+		if od, ok := cost[OnDemand]; ok && b.Schedule == SchedulePacked {
+			return Subscription, fmt.Sprintf("%s costs %.2f vs %.2f on demand, with the hours run inside the subscribed days rather than evenly over %d days", b.Detail, b.Total, od, p.SpanDays)
+		}
 		if od, ok := cost[OnDemand]; ok {
 			return Subscription, fmt.Sprintf("%s costs %.2f vs %.2f on demand: %s h over %d days is above the break-even", b.Detail, b.Total, od, trimFloat(p.ComputeHours), p.SpanDays)
 		}

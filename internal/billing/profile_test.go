@@ -77,6 +77,6 @@ func FuzzParseProfile(f *testing.F) {
 		}
 		o := testOffer()
 		onDemandBill(p, &o)
-		subscriptionBill(p, &o)
+		subscriptionBill(p, &o, false)
 	})
 }

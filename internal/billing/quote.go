@@ -48,10 +48,14 @@ type Bill struct {
 	Instances   int         `json:"instances"`
 	Plan        string      `json:"plan"`
 	Detail      string      `json:"detail"`
-	Total       float64     `json:"total"`
-	ListTotal   float64     `json:"list_total"`   // on-demand hourly × compute hours × instances: what the price page suggests
-	HiddenShare float64     `json:"hidden_share"` // (total − list_total) / total
-	Items       []Item      `json:"items"`
+	// Schedule is how a subscription bill assumes the hours are run:
+	// "spread" evenly over the span, or "packed" into the subscribed
+	// periods first. Empty on other plans.
+	Schedule    string  `json:"schedule,omitempty"`
+	Total       float64 `json:"total"`
+	ListTotal   float64 `json:"list_total"`   // on-demand hourly × compute hours × instances: what the price page suggests
+	HiddenShare float64 `json:"hidden_share"` // (total − list_total) / total
+	Items       []Item  `json:"items"`
 	// Unknown names the fees no source confirmed, counted as 0: a bill with
 	// unknowns may rank cheaper than it is.
 	Unknown  []string `json:"unknown"`
@@ -489,7 +493,7 @@ func billsFor(p *Profile, o *catalog.Offer, opt Options) []Bill {
 	if b, ok := onDemandBill(p, o); ok {
 		out = append(out, b)
 	}
-	if b, ok := subscriptionBill(p, o); ok {
+	if b, ok := subscriptionBill(p, o, false); ok {
 		out = append(out, b)
 	}
 	if p.Interruptible {
@@ -547,96 +551,6 @@ func onDemandBill(p *Profile, o *catalog.Offer) (Bill, bool) {
 	b.finish(items, hourly, p)
 	b.Detail = fmt.Sprintf("%d × %s billed (%s increment)", p.Starts, hoursText(billed), o.OnDemand.Increment)
 	b.Unknown, b.Warnings = u.names(), append(u.warnings(), releaseWarning(p, o, p.ComputeHours)...)
-	return b, true
-}
-
-// subscriptionBill covers the span with the cheapest mix of prepaid periods
-// and on-demand days. The hours are spread evenly over the span's days; a
-// day is either inside a subscribed period (the instance is kept: storage at
-// the running rate all day, no stopped storage) or paid on demand (its share
-// of hours, without rounding, plus stopped storage for the rest of the day).
-// A small dynamic programme over days finds the cheapest cover; periods may
-// overrun the span's end. The bill is offered only when it uses a period.
-func subscriptionBill(p *Profile, o *catalog.Offer) (Bill, bool) {
-	if len(o.Subscriptions) == 0 {
-		return Bill{}, false
-	}
-	var u usage
-	D := p.SpanDays
-	h := p.ComputeHours / float64(D) // hours a day
-	stoppedIfOD := float64(D)*24 - p.ComputeHours
-	s := sharedFees(p, o, &u, stoppedIfOD)
-	hourly, odOK := o.OnDemand.Hourly.Value()
-
-	odDay := math.Inf(1)
-	if odOK {
-		odDay = h*hourly + s.extraGB*(s.runGB*h+s.stopGB*(24-h))
-	}
-	type step struct {
-		prev   int
-		period string // "" for an on-demand day
-	}
-	cost := make([]float64, D+1)
-	back := make([]step, D+1)
-	for d := 1; d <= D; d++ {
-		cost[d] = cost[d-1] + odDay
-		back[d] = step{d - 1, ""}
-		for _, sub := range o.Subscriptions {
-			L := catalog.PeriodDays(sub.Period)
-			from := max(0, d-L)
-			c := cost[from] + sub.Price + s.extraGB*s.runGB*24*float64(d-from)
-			if c < cost[d]-1e-9 {
-				cost[d] = c
-				back[d] = step{from, sub.Period}
-			}
-		}
-	}
-	counts := map[string]int{}
-	odDays := 0
-	var subCompute, storage float64
-	prices := map[string]float64{}
-	for _, sub := range o.Subscriptions {
-		prices[sub.Period] = sub.Price
-	}
-	for d := D; d > 0; d = back[d].prev {
-		st := back[d]
-		if st.period == "" {
-			odDays++
-			continue
-		}
-		counts[st.period]++
-		subCompute += prices[st.period]
-		storage += s.extraGB * s.runGB * 24 * float64(d-st.prev)
-	}
-	if len(counts) == 0 {
-		return Bill{}, false
-	}
-	odHours := h * float64(odDays)
-	storage += s.extraGB * (s.runGB*odHours + s.stopGB*(24*float64(odDays)-odHours))
-	// Boot fees: the subscribed instance is started once; the on-demand
-	// days carry their share of the profile's starts.
-	starts := 1 + math.Ceil(float64(p.Starts)*float64(odDays)/float64(D)-1e-9)
-	b := newBill(p, o, Subscription)
-	items := [5]float64{subCompute + odHours*hourly, storage, s.egress, s.boot * starts, s.ip}
-	lh, note := listHourly(o)
-	b.finish(items, lh, p)
-	var parts []string
-	for _, per := range []string{catalog.PeriodMonth, catalog.PeriodWeek, catalog.PeriodDay} {
-		if n := counts[per]; n > 0 {
-			parts = append(parts, report.Count(n, per))
-		}
-	}
-	if odDays > 0 {
-		parts = append(parts, hoursText(odHours)+" on demand")
-	}
-	b.Detail = strings.Join(parts, " + ")
-	b.Unknown, b.Warnings = u.names(), u.warnings()
-	if note != "" {
-		b.Warnings = append(b.Warnings, note)
-	}
-	if odDays > 0 {
-		b.Warnings = append(b.Warnings, releaseWarning(p, o, p.ComputeHours)...)
-	}
 	return b, true
 }
 

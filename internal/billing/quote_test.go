@@ -297,7 +297,7 @@ func TestSubscriptionCover(t *testing.T) {
 			o := subOffer(2, tc.subs...)
 			p := Profile{ComputeHours: tc.hours, SpanDays: tc.days}
 			p.Defaults(nil)
-			b, ok := subscriptionBill(&p, &o)
+			b, ok := subscriptionBill(&p, &o, false)
 			if !ok {
 				t.Fatal("no subscription bill")
 			}
@@ -306,12 +306,13 @@ func TestSubscriptionCover(t *testing.T) {
 			}
 		})
 	}
-	// 2 h a day for 30 days: a day on demand is 4, so no period pays off and
-	// there is no subscription bill.
-	o := subOffer(2, day, week, month)
+	// 2 h a day for 30 days: a day on demand is 4, and packed 24 h into a
+	// day it is 48, less than a day's 50: no period pays off either way,
+	// and there is no subscription bill.
+	o := subOffer(2, catalog.Subscription{Period: "day", Price: 50}, week, month)
 	p := Profile{ComputeHours: 60, SpanDays: 30}
 	p.Defaults(nil)
-	if b, ok := subscriptionBill(&p, &o); ok {
+	if b, ok := subscriptionBill(&p, &o, false); ok {
 		t.Errorf("subscription offered although on demand is cheaper: %+v", b)
 	}
 }
@@ -324,7 +325,7 @@ func TestSubscriptionStorage(t *testing.T) {
 	o.Storage = catalog.Storage{IncludedGB: catalog.Known(0), RunningGBMonth: catalog.Known(0.72), StoppedGBMonth: catalog.Known(100)}
 	p := Profile{ComputeHours: 720, SpanDays: 30, DiskGB: 100}
 	p.Defaults(nil)
-	b, ok := subscriptionBill(&p, &o)
+	b, ok := subscriptionBill(&p, &o, false)
 	if !ok || !near(item(b, ItemStorage), 72) || !near(b.Total, 972) {
 		t.Fatalf("ok %v storage %v total %v", ok, item(b, ItemStorage), b.Total)
 	}
@@ -651,5 +652,41 @@ func TestPlanBillsAreQuotes(t *testing.T) {
 	}
 	if b := op.Bills[0]; b.OfferCurrency != "CNY" || b.PriceDate != "2026-11-30" || b.PriceAgeDays == nil || *b.PriceAgeDays != 3 {
 		t.Errorf("on-demand bill currency %s, price date %q, age %v", b.OfferCurrency, b.PriceDate, b.PriceAgeDays)
+	}
+}
+
+// Issue #37 item 6: 600 h in 40 days on a 4090 at 1.98 an hour with a
+// 1,052 month. Spread evenly (15 h a day) a month never pays off (it
+// breaks even at 531 h a month, 17.7 h a day), and quote said pay as you
+// go: 1,188. Packed into the month (20 h a day) the 600 h cost 1,052,
+// and the bill says it assumes that schedule.
+func TestSubscriptionPacksHours(t *testing.T) {
+	o := subOffer(1.98, catalog.Subscription{Period: catalog.PeriodMonth, Price: 1052})
+	p := Profile{ComputeHours: 600, SpanDays: 40}
+	p.Defaults(nil)
+	b, ok := subscriptionBill(&p, &o, false)
+	if !ok || !near(b.Total, 1052) || b.Schedule != SchedulePacked {
+		t.Fatalf("ok %v, %+v", ok, b)
+	}
+	if !strings.Contains(b.Detail, "600 h run inside, 20 h a day") {
+		t.Errorf("detail %q does not say the schedule", b.Detail)
+	}
+	if !slices.ContainsFunc(b.Warnings, func(w string) bool { return strings.HasPrefix(w, "schedule: ") && strings.Contains(w, "136.00 more") }) {
+		t.Errorf("warnings %q do not say the schedule and what spreading costs", b.Warnings)
+	}
+	// 760 h: the month holds 720 of them, 40 more on demand (79.20).
+	p.ComputeHours = 760
+	if b, ok = subscriptionBill(&p, &o, false); !ok || !near(b.Total, 1052+40*1.98) || !strings.HasSuffix(b.Detail, "+ 40 h on demand") {
+		t.Fatalf("760 h: ok %v, %+v", ok, b)
+	}
+	// Where spreading costs the same, the bill keeps the user's schedule.
+	p = Profile{ComputeHours: 720, SpanDays: 30}
+	p.Defaults(nil)
+	if b, ok = subscriptionBill(&p, &o, false); !ok || b.Schedule != ScheduleSpread || b.Detail != "1 month" {
+		t.Fatalf("720 h in 30 days: ok %v, %+v", ok, b)
+	}
+	plan, err := MakePlan(&Profile{ComputeHours: 600, SpanDays: 40, GPUs: 1, Starts: 1}, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{}, nil)
+	if err != nil || plan.Offers[0].Recommendation != Subscription {
+		t.Fatalf("plan: %v %+v", err, plan.Offers[0])
 	}
 }

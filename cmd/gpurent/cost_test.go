@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The regression tests of issue #37: what quote and plan told three real
+// users (a student with 1,500 CNY on AutoDL, an engineer choosing 8×H100,
+// a team weighing a model against an API) that was wrong at 7f49d07. Each
+// runs the command as a user would, with the offers it needs in a
+// --catalog of their own (provider "Test37") so that the embedded catalog
+// can change without changing what is tested.
+
+// testOffers writes a catalog of offers (YAML list items) over the
+// embedded one and returns the --catalog flag and its path.
+func testOffers(t *testing.T, offers string) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "cat.yaml")
+	if err := os.WriteFile(p, []byte("version: 1\noffers:\n"+offers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--catalog", p, "--provider", "Test37"}
+}
+
+// offer37 is one Test37 offer: fees all known and 0 but those given in
+// extra, which replace the line of the same field.
+func offer37(id, gpu string, gpus int, cur string, fields ...string) string {
+	lines := []string{
+		"id: " + id, "provider: Test37", "gpu: \"" + gpu + "\"", "gpus: " + itoa(gpus), "currency: " + cur,
+		"source: hand", "as_of: \"2026-11-30\"",
+		"on_demand: {hourly: 1, increment: 1s, minimum: 0s}",
+		"boot_fee: 0", "storage: {included_gb: 0, running_gb_month: 0, stopped_gb_month: 0}",
+		"egress_gb: 0", "ip_month: 0", "release_after_stopped: unknown",
+	}
+	for _, f := range fields {
+		key, _, _ := strings.Cut(f, ":")
+		replaced := false
+		for i, l := range lines {
+			if k, _, _ := strings.Cut(l, ":"); k == key {
+				lines[i], replaced = f, true
+			}
+		}
+		if !replaced {
+			lines = append(lines, f)
+		}
+	}
+	return "  - " + strings.Join(lines, "\n    ") + "\n"
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+type bill37 struct {
+	Offer    string   `json:"offer"`
+	Plan     string   `json:"plan"`
+	Detail   string   `json:"detail"`
+	Schedule string   `json:"schedule"`
+	Total    float64  `json:"total"`
+	Warnings []string `json:"warnings"`
+	Unknown  []string `json:"unknown"`
+}
+
+// quote37 runs quote -o json and decodes its bills; exit 0 is required.
+func quote37(t *testing.T, args ...string) []bill37 {
+	t.Helper()
+	code, out, errOut := gpurent(t, append([]string{"quote", "-o", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("quote %q: exit %d: %s", args, code, errOut)
+	}
+	var q struct{ Bills []bill37 }
+	if err := json.Unmarshal([]byte(out), &q); err != nil {
+		t.Fatal(err)
+	}
+	return q.Bills
+}
+
+// Item 1: --budget hid the 包月 of an offer that also has an hourly price.
+func TestBudgetShowsSubscription37(t *testing.T) {
+	cat := testOffers(t, offer37("t-4090", "RTX 4090", 1, "CNY", "on_demand: {hourly: 1.88, increment: 1s, minimum: 0s}", "subscriptions: [{period: month, price: 1052}]"))
+	code, out, errOut := gpurent(t, append(cat, "quote", "--gpu", "RTX 4090", "--budget", "1500CNY", "--days", "30", "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Plans []struct {
+			Hours float64
+			Bill  bill37
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Plans) == 0 || r.Plans[0].Bill.Plan != "subscription" || r.Plans[0].Hours != 720 || r.Plans[0].Bill.Total != 1052 {
+		t.Fatalf("want 720 h by subscription for 1052 first, got %+v", r.Plans)
+	}
+}
+
+// Item 6: 600 h in 40 days fit in one month's 包月, yet were told to pay
+// as they go.
+func TestSubscriptionPacked37(t *testing.T) {
+	cat := testOffers(t, offer37("t-4090", "RTX 4090", 1, "CNY", "on_demand: {hourly: 1.98, increment: 1s, minimum: 0s}", "subscriptions: [{period: month, price: 1052}]"))
+	bills := quote37(t, append(cat, "--gpu", "RTX 4090", "--hours", "600", "--days", "40", "--currency", "CNY")...)
+	if len(bills) != 2 || bills[0].Plan != "subscription" || bills[0].Total != 1052 || bills[0].Schedule != "packed" {
+		t.Fatalf("want the month first, packed, for 1052: %+v", bills)
+	}
+	code, out, errOut := gpurent(t, append(cat, "plan", "--gpu", "RTX 4090", "--hours", "600", "--days", "40", "--currency", "CNY", "-o", "json")...)
+	if code != 0 || !strings.Contains(out, `"recommendation": "subscription"`) {
+		t.Fatalf("plan: exit %d: %s%s", code, out, errOut)
+	}
+}
