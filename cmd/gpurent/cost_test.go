@@ -111,3 +111,60 @@ func TestSubscriptionPacked37(t *testing.T) {
 		t.Fatalf("plan: exit %d: %s%s", code, out, errOut)
 	}
 }
+
+// plan37 runs plan -o json and decodes each offer's advice.
+func plan37(t *testing.T, args ...string) (offers []struct {
+	Offer          string
+	Recommendation string
+	Reason         string
+	Totals         map[string]float64
+}, notes []string) {
+	t.Helper()
+	code, out, errOut := gpurent(t, append([]string{"plan", "-o", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("plan %q: exit %d: %s", args, code, errOut)
+	}
+	var p struct {
+		Offers []struct {
+			Offer          string
+			Recommendation string
+			Reason         string
+			Totals         map[string]float64
+		}
+		Notes []string
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.Offers, p.Notes
+}
+
+// Item 3: plan bought spot for a deadline it met in 7.6% of runs, priced
+// spot runs longer than the span, and let a checkpoint write longer than
+// the interval pass.
+func TestSpotDeadlineAndSpan37(t *testing.T) {
+	cat := testOffers(t, offer37("t-h100x8", "H100", 8, "USD", "on_demand: {hourly: 24, increment: 1s, minimum: 0s}", "spot: {hourly: 8, interruptions_per_day: unknown, notice: 2m}"))
+	spot := []string{"--gpu", "H100", "--gpus", "8", "--hours", "200", "--interruptible", "--interruptions-per-day", "2",
+		"--ckpt-every", "1h", "--ckpt-write", "5m", "--ckpt-restart", "30m", "--trials", "2000"}
+	// Expected wall time about 218 h: a deadline of 210 h is met in few runs.
+	offers, _ := plan37(t, append(append(cat, spot...), "--deadline", "210h")...)
+	if len(offers) != 1 || offers[0].Recommendation != "on_demand" || !strings.Contains(offers[0].Reason, "finishes by the deadline in only") {
+		t.Fatalf("deadline: %+v", offers)
+	}
+	// A span of 9 days (216 h) is shorter than the spot run's wall time.
+	bills := quote37(t, append(append(cat, spot[:len(spot)-2]...), "--days", "9")...)
+	for _, b := range bills {
+		if b.Plan == "spot" {
+			t.Errorf("spot priced although it outlasts the span: %+v", b)
+		}
+	}
+	offers, notes := plan37(t, append(append(cat, spot...), "--days", "9")...)
+	if offers[0].Recommendation == "spot" || !strings.Contains(strings.Join(notes, "\n"), "more than the span of 9 days") {
+		t.Fatalf("span: %+v %q", offers, notes)
+	}
+	// One checkpoint takes longer to write than the work between two.
+	code, out, _ := gpurent(t, append(cat, "quote", "--gpu", "H100", "--gpus", "8", "--hours", "200", "--interruptible", "--interruptions-per-day", "2", "--ckpt-every", "5m", "--ckpt-write", "10m")...)
+	if code != 0 || !strings.Contains(out, "longer than the work between two") {
+		t.Errorf("write longer than interval: exit %d\n%s", code, out)
+	}
+}

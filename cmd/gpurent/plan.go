@@ -71,10 +71,17 @@ and prints the tokens per day above which renting pays.`,
 			if err != nil {
 				return err
 			}
-			if dl > 0 && dl < p.ComputeHours {
+			switch {
+			case dl > 0 && !p.Interruptible:
+				// Only spot is judged against it: on demand and
+				// subscriptions run the hours as planned.
+				return usagef("--deadline: judges spot runs, which need --interruptible (a job that resumes from checkpoints)")
+			case dl > 0 && dl < p.ComputeHours:
 				// The deadline is wall time from the start: the work alone
 				// takes longer, on any plan.
 				return usagef("--deadline %s is shorter than the %v h of compute: no plan meets it", deadline, p.ComputeHours)
+			case dl > 0 && t.spanGiven && dl > float64(p.SpanDays)*24:
+				return usagef("--deadline %s is beyond the span of %d days (--days): a run must end within the span; give a longer --days or a shorter --deadline", deadline, p.SpanDays)
 			}
 			plan, err := billing.MakePlan(p, offers, cat.Rates, billing.PlanOptions{Options: opt, Trials: trials, Seed: seed, DeadlineHours: dl}, billing.Parallel)
 			if err != nil {

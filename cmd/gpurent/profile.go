@@ -164,10 +164,11 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	case t.solveHours:
 		// A stand-in for the checks; the search sets the hours.
 		p.ComputeHours = 1
-		t.spanGiven = given("span_days")
 	case !hoursGiven:
 		return nil, nil, nil, opt, usagef("--hours: required (or compute_hours in --profile)")
 	}
+	t.spanGiven = given("span_days")
+	opt.SpanGiven = t.spanGiven
 	p.Defaults(given)
 	if err := placeProblems(t.profile, ix, fromFlag, p.Validate()); err != nil {
 		return nil, nil, nil, opt, err

@@ -5,9 +5,11 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/report"
 )
 
 // BreakEven is how many on-demand hours a subscription period's price buys:
@@ -219,11 +221,44 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 	case !p.Interruptible || o.Spot == nil || !o.Spot.Hourly.IsKnown():
 	case !hasSpot:
 		spotWhy = "spot is not quoted: at this interruption rate the run would practically never finish (see the note)"
+		if h, _ := r.Expected(); !neverFinishes(h) {
+			spotWhy = fmt.Sprintf("spot is not quoted: with its interruptions the run expects %s of wall time, more than the span (see the note)", hoursText(h))
+		}
 	case !rateKnown:
 		spotWhy = "spot is not judged without an interruption rate (--interruptions-per-day)"
+	default:
+		spotWhy = missesDeadline(op.Spot, r, opt.DeadlineHours)
 	}
 	op.Recommendation, op.Reason = recommend(p, op, byPlan, rateKnown, spotWhy)
+	if _, priced := byPlan[Spot]; priced && spotWhy != "" && op.Recommendation != "" && !strings.Contains(op.Reason, spotWhy) {
+		op.Reason += "; not spot: " + spotWhy
+	}
 	return op
+}
+
+// DeadlineConfidence is the share of spot runs that must finish by
+// --deadline for spot to be bought: the same 90% at which plan judges
+// spot's cost (its P90), so a deadline met in most runs but missed in one
+// of five is not a plan.
+const DeadlineConfidence = 0.9
+
+// missesDeadline says why spot cannot be bought for a deadline it would
+// miss too often, or "": by the simulated share of runs that finish in
+// time, or where the runs were not simulated, by the expected wall time.
+func missesDeadline(risk *SpotRisk, r Run, deadline float64) string {
+	if deadline <= 0 {
+		return ""
+	}
+	if risk != nil && risk.DeadlineProbability != nil {
+		if pr := *risk.DeadlineProbability; pr < DeadlineConfidence {
+			return fmt.Sprintf("spot finishes by the deadline in only %s of simulated runs (bought at %s or more)", report.Percent(pr), report.Percent(DeadlineConfidence))
+		}
+		return ""
+	}
+	if h, _ := r.Expected(); h > deadline {
+		return fmt.Sprintf("spot expects %s of wall time, past the deadline (%s)", hoursText(h), hoursText(deadline))
+	}
+	return ""
 }
 
 // simBudget bounds the interruptions one offer's Monte Carlo draws, about
@@ -267,7 +302,7 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, 
 	}
 	if _, ok := cost[Spot]; ok {
 		switch {
-		case !rateKnown:
+		case !rateKnown || spotWhy != "":
 			delete(cost, Spot)
 		case op.Spot != nil:
 			cost[Spot] = op.Spot.P90Cost

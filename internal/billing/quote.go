@@ -127,6 +127,10 @@ type Options struct {
 	// Today is the day the prices' ages are judged on (UTC midnight);
 	// zero leaves them unjudged.
 	Today time.Time
+	// SpanGiven says the user set the span: a spot run must then finish
+	// within it. A span derived from the hours stretches to the run's
+	// expected wall time instead.
+	SpanGiven bool
 }
 
 // Quote is every bill of the profile, cheapest first.
@@ -361,12 +365,25 @@ func splitNote(p *Profile, offers []catalog.Offer) string {
 // uploads counted as egress, tiered egress, spot prices missing.
 func offerNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
 	var notes []string
-	for _, n := range []string{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers), uploadNote(p), egressNote(p, offers), spotNote(p, offers, opt)} {
+	for _, n := range []string{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers), uploadNote(p), egressNote(p, offers), writeNote(p)} {
 		if n != "" {
 			notes = append(notes, n)
 		}
 	}
-	return notes
+	return append(notes, spotNotes(p, offers, opt)...)
+}
+
+// writeNote warns when one checkpoint takes longer to write than the
+// work between two: the job would spend more time saving than working,
+// which is most often a slip (the interval is work between checkpoints,
+// not the time from one to the next).
+func writeNote(p *Profile) string {
+	c := p.Checkpoint
+	if c == nil || c.Write <= c.Every {
+		return ""
+	}
+	return fmt.Sprintf("a checkpoint write (%s, --ckpt-write) is longer than the work between two (%s, --ckpt-every): the job would spend more time saving than working; check both, or checkpoint less often",
+		c.Write, c.Every)
 }
 
 // idleNote says how many offers rent more GPUs than the profile needs,
@@ -585,23 +602,51 @@ func neverFinishes(hours float64) bool {
 	return math.IsInf(hours, 0) || math.IsNaN(hours) || hours > 1e7
 }
 
-// spotNote names the offers whose spot plan is not quoted because the run
-// would never finish on them, so that their missing rows have a reason.
-func spotNote(p *Profile, offers []catalog.Offer, opt Options) string {
+// overrunsSpan reports whether a spot run expecting hours of wall time
+// cannot finish within the span the user gave: its bill would price a
+// run that does not fit, and its stopped storage as none.
+func overrunsSpan(p *Profile, opt Options, hours float64) bool {
+	return opt.SpanGiven && hours > float64(p.SpanDays)*24+1e-9
+}
+
+// spotNotes name the offers whose spot plan is not quoted, because the
+// run would never finish on them or not within the span given, so that
+// their missing rows have a reason.
+func spotNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
 	if !p.Interruptible {
-		return ""
+		return nil
 	}
-	var ids []string
+	var ids, over []string
+	longest := 0.0
 	for i := range offers {
 		o := &offers[i]
 		if o.Spot == nil || !o.Spot.Hourly.IsKnown() {
 			continue
 		}
 		r, _ := spotRun(p, o, opt)
-		if h, _ := r.Expected(); neverFinishes(h) {
+		h, _ := r.Expected()
+		switch {
+		case neverFinishes(h):
 			ids = append(ids, o.ID)
+		case overrunsSpan(p, opt, h):
+			over = append(over, o.ID)
+			longest = math.Max(longest, h)
 		}
 	}
+	var notes []string
+	if len(over) > 0 {
+		notes = append(notes, fmt.Sprintf("spot not quoted on %s (%s): with its interruptions the run expects up to %s of wall time, more than the span of %s (%d h); a longer --days prices it",
+			report.Count(len(over), "offer"), strings.Join(over, ", "), hoursText(longest), report.Count(p.SpanDays, "day"), p.SpanDays*24))
+	}
+	if n := neverNote(p, ids); n != "" {
+		notes = append(notes, n)
+	}
+	return notes
+}
+
+// neverNote says why the spot plans of ids are not quoted: the run would
+// practically never finish on them.
+func neverNote(p *Profile, ids []string) string {
 	if len(ids) == 0 {
 		return ""
 	}
@@ -630,7 +675,7 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 		u.unknown = append(u.unknown, "spot.interruptions_per_day (pass --interruptions-per-day)")
 	}
 	hours, fails := r.Expected()
-	if neverFinishes(hours) {
+	if neverFinishes(hours) || overrunsSpan(p, opt, hours) {
 		return Bill{}, false // said once for all offers by spotNote
 	}
 	b := newBill(p, o, Spot)
