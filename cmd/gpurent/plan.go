@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ func newPlan(g *globals) *cobra.Command {
 		model        string
 		tokensPerSec float64
 		apiPrice     float64
+		inf          inferenceFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "plan",
@@ -54,7 +56,7 @@ and prints the tokens per day above which renting pays.`,
 				return err
 			}
 			if inference {
-				return runInference(cmd, g, &t, model, tokensPerDay, tokensPerSec, apiPrice)
+				return runInference(cmd, g, &t, model, tokensPerDay, tokensPerSec, apiPrice, inf)
 			}
 			if trials < 1 || trials > 10_000_000 {
 				return usagef("--trials: want 1 to 10000000, got %d", trials)
@@ -103,7 +105,35 @@ and prints the tokens per day above which renting pays.`,
 	f.StringVar(&model, "model", "8B", "with --inference: model size, 8B or 70B")
 	f.Float64Var(&tokensPerSec, "tokens-per-second", 0, "with --inference: your measured output tokens/s per instance")
 	f.Float64Var(&apiPrice, "api-price", 0, "with --inference: API price per 1M output tokens, in --currency")
+	f.Float64Var(&inf.inputPerDay, "input-tokens-per-day", 0, "with --inference: input (prompt) tokens a day, priced by the API; rented capacity is judged on the measured output rate, whose benchmark includes its prompts")
+	f.Float64Var(&inf.apiInputPrice, "api-input-price", 0, "with --inference and --api-price: API price per 1M input tokens, in --currency (needed when --input-tokens-per-day is above 0)")
+	f.StringVar(&inf.utilisation, "utilisation", "1", "with --inference: share of each instance's measured rate the traffic keeps busy, a fraction in (0, 1] or a percent (60%)")
 	return cmd
+}
+
+// inferenceFlags are plan's --inference flags added after its first
+// release, kept together so runInference's parameters do not grow with
+// each one.
+type inferenceFlags struct {
+	inputPerDay   float64
+	apiInputPrice float64
+	utilisation   string
+}
+
+// parseUtilisation reads --utilisation as a fraction (0.6) or a percent
+// (60%): both are how people say it, and a bare 60 is refused rather than
+// guessed at, since 60 of 1 and 60% differ a hundredfold.
+func parseUtilisation(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	scale := 1.0
+	if p, ok := strings.CutSuffix(t, "%"); ok {
+		t, scale = strings.TrimSpace(p), 100
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if v /= scale; err != nil || !(v > 0 && v <= 1) {
+		return 0, usagef("--utilisation: want a fraction in (0, 1] such as 0.6, or a percent such as 60%%, got %q", s)
+	}
+	return v, nil
 }
 
 // Flags that belong to one of plan's two modes. A flag of the other mode
@@ -111,7 +141,7 @@ and prints the tokens per day above which renting pays.`,
 // --inference (or --model without it) believes it shaped the answer.
 var (
 	trainingOnly  = []string{"profile", "gpus", "hours", "days", "starts", "disk", "egress", "interruptible", "ckpt-every", "ckpt-write", "ckpt-restart", "ckpt-size", "interruptions-per-day", "trials", "seed", "deadline"}
-	inferenceOnly = []string{"tokens-per-day", "model", "tokens-per-second", "api-price"}
+	inferenceOnly = []string{"tokens-per-day", "model", "tokens-per-second", "api-price", "input-tokens-per-day", "api-input-price", "utilisation"}
 )
 
 // modeFlags refuses a flag the chosen mode does not read.
@@ -192,13 +222,16 @@ func writePlan(w io.Writer, plan *billing.Plan, deadline string) error {
 	return nil
 }
 
-func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, perDay, perSec, apiPrice float64) error {
+func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, perDay, perSec, apiPrice float64, inf inferenceFlags) error {
 	fs := cmd.Flags()
 	if !fs.Changed("tokens-per-day") {
 		return usagef("--tokens-per-day: required with --inference")
 	}
-	if model != "8B" && model != "70B" && !(fs.Changed("tokens-per-second") && fs.Changed("api-price")) {
-		return usagef("--model: want 8B or 70B, got %q (or give both --tokens-per-second and --api-price)", model)
+	// The model, the input tokens and which API prices go together are
+	// checked by billing.PlanInference, whose errors name the flags.
+	util, err := parseUtilisation(inf.utilisation)
+	if err != nil {
+		return err
 	}
 	cat, err := loadCatalog(g.catalogs)
 	if err != nil {
@@ -216,20 +249,25 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 		return err
 	}
 	t.currency = strings.ToUpper(strings.TrimSpace(t.currency))
-	q := billing.InferenceQuery{Model: model, TokensPerDay: perDay, Currency: t.currency}
+	q := billing.InferenceQuery{Model: model, TokensPerDay: perDay, InputTokensPerDay: inf.inputPerDay, Utilisation: util, Currency: t.currency}
 	if q.Today, err = today(os.LookupEnv, time.Now); err != nil {
 		return err
 	}
 	for _, c := range []struct {
-		name string
-		v    float64
-		dst  **float64
-	}{{"tokens-per-second", perSec, &q.TokensPerSec}, {"api-price", apiPrice, &q.APIPricePerM}} {
+		name   string
+		v      float64
+		dst    **float64
+		zeroOK bool // an input price of 0 is a price; an output price of 0 no API has
+	}{{"tokens-per-second", perSec, &q.TokensPerSec, false}, {"api-price", apiPrice, &q.APIPricePerM, false}, {"api-input-price", inf.apiInputPrice, &q.APIInputPricePerM, true}} {
 		if !fs.Changed(c.name) {
 			continue
 		}
-		if math.IsNaN(c.v) || math.IsInf(c.v, 0) || c.v <= 0 {
-			return usagef("--%s: want a positive number, got %v", c.name, c.v)
+		if math.IsNaN(c.v) || math.IsInf(c.v, 0) || c.v < 0 || c.v == 0 && !c.zeroOK {
+			want := "a positive number"
+			if c.zeroOK {
+				want = "0 or more"
+			}
+			return usagef("--%s: want %s, got %v", c.name, want, c.v)
 		}
 		v := c.v
 		*c.dst = &v
@@ -245,17 +283,38 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 		return report.WriteJSON(g.stdout, res)
 	}
 	w := g.stdout
-	fmt.Fprintf(w, "%s model, %.0f output tokens a day; API: %s at %.4f %s per 1M\n\n", res.Model, res.TokensPerDay, res.API, res.APIPerM, res.Currency)
-	tab := report.NewTab("OFFER", "GPU", "TOK/S", "INSTANCES", "RENT/DAY", "API/DAY", "RENT/1M (FULL LOAD)", "BREAK-EVEN TOK/DAY", "CHEAPER")
+	// The utilisation changes INSTANCES and RENT/1M: the header says which
+	// one they were computed at.
+	load := "full load"
+	if res.Utilisation < 1 {
+		load = strconv.FormatFloat(res.Utilisation*100, 'g', 4, 64) + "% load"
+	}
+	fmt.Fprintf(w, "%s model, %.0f output and %.0f input tokens a day, instances at %s; cheapest API: %s at %.4f in, %.4f out %s per 1M\n\n",
+		res.Model, res.TokensPerDay, res.InputTokensPerDay, load, res.API, res.APIInputPerM, res.APIPerM, res.Currency)
+	rentHead := "RENT/1M (FULL LOAD)"
+	if res.Utilisation < 1 {
+		rentHead = "RENT/1M (AT " + strings.ToUpper(load) + ")"
+	}
+	tab := report.NewTab("OFFER", "GPU", "TOK/S", "INSTANCES", "RENT/DAY", "API/DAY", rentHead, "BEATS APIS", "BREAK-EVEN TOK/DAY", "CHEAPER")
 	for _, o := range res.Offers {
 		be := "never"
 		if o.BreakEvenTokensDay != nil {
 			be = fmt.Sprintf("%.3g", *o.BreakEvenTokensDay)
 		}
 		tab.Row(o.Offer, o.GPU, fmt.Sprintf("%.0f", o.TokensPerSecond), fmt.Sprint(o.Instances), report.Money(o.RentPerDay), report.Money(o.APIPerDay),
-			fmt.Sprintf("%.4f", o.RentPerMillion), be, o.Cheaper)
+			fmt.Sprintf("%.4f", o.RentPerMillion), fmt.Sprintf("%d of %d", o.CheaperThanAPIs, len(res.APIs)), be, o.Cheaper)
 	}
 	if err := tab.Write(w); err != nil {
+		return err
+	}
+	// Every API compared with, so a user who cannot use the cheapest sees
+	// how renting fares against the one they can.
+	fmt.Fprintln(w)
+	apiTab := report.NewTab("API", "IN/1M", "OUT/1M", "PER DAY", "SOURCE", "AS OF")
+	for _, a := range res.APIs {
+		apiTab.Row(a.Provider, fmt.Sprintf("%.4f", a.InputPerM), fmt.Sprintf("%.4f", a.OutputPerM), report.Money(a.PerDay), a.Source, a.AsOf)
+	}
+	if err := apiTab.Write(w); err != nil {
 		return err
 	}
 	ids, ages := make([]string, len(res.Offers)), make([]*int, len(res.Offers))
@@ -277,7 +336,7 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 	if q.TokensPerSec == nil && len(res.Offers) > 0 {
 		var rates, sources []string
 		for _, r := range billing.Throughputs() {
-			if r.Model != model {
+			if r.Model != res.Model {
 				continue
 			}
 			rates = append(rates, fmt.Sprintf("%s ×%d %g", r.GPU, r.GPUs, r.TokensSec))
@@ -285,7 +344,7 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 				sources = append(sources, r.Source)
 			}
 		}
-		fmt.Fprintf(w, "\nthroughput (TOK/S): %s tok/s (%s); an instance with more GPUs serves with the largest of these that divides it, as replicas; a newer server or another model serves at another rate: give your own measured one with --tokens-per-second\n",
+		fmt.Fprintf(w, "\nthroughput (TOK/S): %s tok/s (%s); an instance with more GPUs is rated as replicas of the size, among these that divide it, that serves the most tokens a second; a newer server or another model serves at another rate: give your own measured one with --tokens-per-second\n",
 			strings.Join(rates, ", "), strings.Join(sources, "; "))
 	}
 	if line := priceDates(ids, ages); line != "" {

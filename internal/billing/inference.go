@@ -67,27 +67,45 @@ func APIPrices() []APIPrice {
 
 // InferenceQuery is what the user wants to serve.
 type InferenceQuery struct {
-	Model        string   // "8B" or "70B"
-	TokensPerDay float64  // output tokens a day
-	TokensPerSec *float64 // per instance, overriding the table
-	APIPricePerM *float64 // per 1M output tokens in the plan's currency, overriding the table
-	Currency     string
-	Today        time.Time // the day the offers' price ages are judged on; zero: not judged
+	Model        string  // "8B" or "70B", in any case and spacing
+	TokensPerDay float64 // output tokens a day
+	// InputTokensPerDay are the prompt tokens a day. They are priced by
+	// the API but add no rented capacity: the measured output rates were
+	// taken with their benchmark's prompts already being processed.
+	InputTokensPerDay float64
+	TokensPerSec      *float64 // per instance, overriding the table
+	APIPricePerM      *float64 // per 1M output tokens in the plan's currency, overriding the table
+	// APIInputPricePerM prices the input tokens with APIPricePerM; nil
+	// with APIPricePerM is allowed only when there are no input tokens,
+	// since pricing them at 0 would flatter the API.
+	APIInputPricePerM *float64
+	// Utilisation is the share of each instance's measured rate that the
+	// traffic keeps busy, in (0, 1]; 0 stands for 1 (full load). Demand is
+	// uneven through a day, and instances are rented for all of it.
+	Utilisation float64
+	Currency    string
+	Today       time.Time // the day the offers' price ages are judged on; zero: not judged
 }
 
 // InferenceOffer compares renting one offer with calling the API.
 type InferenceOffer struct {
-	Offer              string   `json:"offer"`
-	Provider           string   `json:"provider"`
-	GPU                string   `json:"gpu"`
-	TokensPerSecond    float64  `json:"tokens_per_second"` // per instance
-	Instances          int      `json:"instances"`
-	RentPerDay         float64  `json:"rent_per_day"`     // instances kept on 24 h at the on-demand price
-	RentPerMillion     float64  `json:"rent_per_million"` // at full load
-	APIPerDay          float64  `json:"api_per_day"`
-	BreakEvenTokensDay *float64 `json:"break_even_tokens_per_day"` // nil: renting never beats the API
-	Cheaper            string   `json:"cheaper"`                   // "rent" or "api"
-	ThroughputSource   string   `json:"throughput_source"`
+	Offer           string  `json:"offer"`
+	Provider        string  `json:"provider"`
+	GPU             string  `json:"gpu"`
+	TokensPerSecond float64 `json:"tokens_per_second"` // per instance, at full load
+	Instances       int     `json:"instances"`
+	RentPerDay      float64 `json:"rent_per_day"`     // instances kept on 24 h at the on-demand price
+	RentPerMillion  float64 `json:"rent_per_million"` // per 1M output tokens at the plan's utilisation
+	APIPerDay       float64 `json:"api_per_day"`      // the cheapest API's
+	// BreakEvenTokensDay are the output tokens a day, with input tokens in
+	// the query's proportion, above which one instance beats the cheapest
+	// API; nil: at the plan's utilisation it never does.
+	BreakEvenTokensDay *float64 `json:"break_even_tokens_per_day"`
+	Cheaper            string   `json:"cheaper"` // "rent" or "api", against the cheapest API
+	// CheaperThanAPIs counts the listed APIs that cost more a day than
+	// renting: the cheapest API may be one a user cannot or will not use.
+	CheaperThanAPIs  int    `json:"cheaper_than_apis"`
+	ThroughputSource string `json:"throughput_source"`
 	// AsOf, PriceDate and PriceAgeDays are as in Bill; Notes warns of
 	// prices that are old, undated or dated after today.
 	AsOf         string   `json:"as_of"`
@@ -96,17 +114,74 @@ type InferenceOffer struct {
 	Notes        []string `json:"notes,omitempty"`
 }
 
+// InferenceAPI is one API price compared with, in the plan's currency.
+type InferenceAPI struct {
+	Provider   string  `json:"provider"`
+	InputPerM  float64 `json:"input_per_million"`
+	OutputPerM float64 `json:"output_per_million"`
+	PerDay     float64 `json:"per_day"` // the query's input and output tokens a day
+	Source     string  `json:"source"`
+	AsOf       string  `json:"as_of"`
+}
+
 // Inference is the rent-versus-API comparison.
 type Inference struct {
-	Currency     string           `json:"currency"`
-	Model        string           `json:"model"`
-	TokensPerDay float64          `json:"tokens_per_day"`
-	API          string           `json:"api"`
-	APIPerM      float64          `json:"api_price_per_million"`
-	Offers       []InferenceOffer `json:"offers"`
+	Currency          string  `json:"currency"`
+	Model             string  `json:"model"`
+	TokensPerDay      float64 `json:"tokens_per_day"`
+	InputTokensPerDay float64 `json:"input_tokens_per_day"`
+	Utilisation       float64 `json:"utilisation"`
+	// API and APIPerM are the cheapest API for the query's tokens and its
+	// output price, kept from before APIs listed them all.
+	API          string  `json:"api"`
+	APIPerM      float64 `json:"api_price_per_million"`
+	APIInputPerM float64 `json:"api_input_price_per_million"`
+	// APIs are every sourced API price of the model (or the one given),
+	// cheapest a day first: the cheapest alone hides how far the others are.
+	APIs   []InferenceAPI   `json:"apis"`
+	Offers []InferenceOffer `json:"offers"`
 	// Notes count the offers left out, and why: an offer with no measured
 	// rate silently missing would read as not sold.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// KnownModels are the models with a measured rate or a sourced API price,
+// in table order.
+func KnownModels() []string {
+	var out []string
+	for _, t := range Throughputs() {
+		if !slices.Contains(out, t.Model) {
+			out = append(out, t.Model)
+		}
+	}
+	for _, a := range APIPrices() {
+		if !slices.Contains(out, a.Model) {
+			out = append(out, a.Model)
+		}
+	}
+	return out
+}
+
+// CanonicalModel is the known model that s names, ignoring case and
+// surrounding space ("70b" is 70B), and whether there is one; an unknown
+// name comes back trimmed.
+func CanonicalModel(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	for _, m := range KnownModels() {
+		if strings.EqualFold(s, m) {
+			return m, true
+		}
+	}
+	return s, false
+}
+
+// ModelList is the known models for a message: "8B or 70B".
+func ModelList() string {
+	m := KnownModels()
+	if len(m) < 2 {
+		return strings.Join(m, "")
+	}
+	return strings.Join(m[:len(m)-1], ", ") + " or " + m[len(m)-1]
 }
 
 // servingRate is a measured rate with the test of the offers it applies
@@ -125,18 +200,24 @@ func servingRates() []servingRate {
 }
 
 // throughputFor is the instance's serving rate: data-parallel replicas of
-// the largest measured tensor-parallel size that divides the instance.
-// The rate's GPU is matched as --gpu is (catalog.GPUMatcher): "A100 80GB"
-// is an "A100 SXM" offer stated at 80 GB too, never an A100 of 40 GB.
+// the measured tensor-parallel size, among those that divide the
+// instance, that serves the most tokens a second. The largest size is not
+// always it: on 8×H100 one 70B replica over 8 GPUs serves 2573 tok/s, four
+// over 2 GPUs each 4 × 1728 = 6912. Only sizes measured on the offer's GPU
+// count, so no rate is extrapolated. The rate's GPU is matched as --gpu is
+// (catalog.GPUMatcher): "A100 80GB" is an "A100 SXM" offer stated at 80 GB
+// too, never an A100 of 40 GB.
 func throughputFor(model string, o *catalog.Offer, rates []servingRate) (float64, string, bool) {
 	var best *servingRate
+	var bestTPS float64
 	for i := range rates {
 		t := &rates[i]
-		if t.Model != model || o.GPUs%t.GPUs != 0 || !t.applies(o) {
+		if t.Model != model || t.GPUs <= 0 || o.GPUs%t.GPUs != 0 || !t.applies(o) {
 			continue
 		}
-		if best == nil || t.GPUs > best.GPUs {
-			best = t
+		// On a tie the larger size wins: fewer replicas to run.
+		if tps := float64(o.GPUs/t.GPUs) * t.TokensSec; best == nil || tps > bestTPS || tps == bestTPS && t.GPUs > best.GPUs {
+			best, bestTPS = t, tps
 		}
 	}
 	if best == nil {
@@ -147,44 +228,109 @@ func throughputFor(model string, o *catalog.Offer, rates []servingRate) (float64
 	if replicas > 1 {
 		src = fmt.Sprintf("%d replicas × %g tok/s on %d× %s: %s", replicas, best.TokensSec, best.GPUs, best.GPU, best.Source)
 	}
-	return float64(replicas) * best.TokensSec, src, true
+	return bestTPS, src, true
 }
 
 // maxInstances bounds the instances an inference plan may need: a million
 // is beyond any provider's stock, and the count must fit an int.
 const maxInstances = 1e6
 
+// validTokens checks a tokens-a-day figure named by its flag.
+func validTokens(flag string, v float64, zeroOK bool) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v == 0 && !zeroOK {
+		want := "a positive number"
+		if zeroOK {
+			want = "0 or more"
+		}
+		return fmt.Errorf("--%s: want %s, got %v", flag, want, v)
+	}
+	return nil
+}
+
+// apis are the API prices the query is compared with, in cur, cheapest a
+// day first: the given prices when there are, else every sourced one of
+// the model.
+func apis(q InferenceQuery, model, cur string, rates catalog.Rates) ([]InferenceAPI, error) {
+	perDay := func(in, out float64) float64 {
+		return q.InputTokensPerDay/1e6*in + q.TokensPerDay/1e6*out
+	}
+	if q.APIPricePerM != nil {
+		a := InferenceAPI{Provider: "--api-price", OutputPerM: *q.APIPricePerM, Source: "--api-price", AsOf: "given"}
+		switch {
+		case q.APIInputPricePerM != nil:
+			a.InputPerM, a.Source = *q.APIInputPricePerM, "--api-price, --api-input-price"
+		case q.InputTokensPerDay > 0:
+			return nil, fmt.Errorf("--api-input-price: needed to price --input-tokens-per-day with --api-price (its price per 1M input tokens, in %s)", cur)
+		}
+		a.PerDay = perDay(a.InputPerM, a.OutputPerM)
+		return []InferenceAPI{a}, nil
+	}
+	if q.APIInputPricePerM != nil {
+		return nil, fmt.Errorf("--api-input-price: needs --api-price: a sourced API's input price goes with its own output price")
+	}
+	var out []InferenceAPI
+	for _, p := range APIPrices() {
+		if p.Model != model {
+			continue
+		}
+		a := InferenceAPI{Provider: p.Provider, Source: p.Source, AsOf: p.AsOf}
+		var err error
+		if a.InputPerM, err = rates.Convert(p.InputPerM, "USD", cur); err != nil {
+			return nil, err
+		}
+		if a.OutputPerM, err = rates.Convert(p.OutputPerM, "USD", cur); err != nil {
+			return nil, err
+		}
+		a.PerDay = perDay(a.InputPerM, a.OutputPerM)
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--model: no API price for %q; known models are %s, or pass --api-price", model, ModelList())
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].PerDay < out[j].PerDay })
+	return out, nil
+}
+
 // PlanInference compares renting each offer (kept on all day, on demand)
-// with a hosted API for q.TokensPerDay output tokens.
+// with hosted APIs for q.TokensPerDay output and q.InputTokensPerDay input
+// tokens.
 func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates) (*Inference, error) {
 	cur := q.Currency
 	if cur == "" {
 		cur = "USD"
 	}
-	if q.TokensPerDay <= 0 || math.IsNaN(q.TokensPerDay) || math.IsInf(q.TokensPerDay, 0) {
-		return nil, fmt.Errorf("--tokens-per-day: want a positive number, got %v", q.TokensPerDay)
+	if err := validTokens("tokens-per-day", q.TokensPerDay, false); err != nil {
+		return nil, err
 	}
-	res := &Inference{Currency: cur, Model: q.Model, TokensPerDay: q.TokensPerDay, Offers: []InferenceOffer{}}
-	if q.APIPricePerM != nil {
-		res.API, res.APIPerM = "--api-price", *q.APIPricePerM
-	} else {
-		best := math.Inf(1)
-		for _, a := range APIPrices() {
-			if a.Model == q.Model && a.OutputPerM < best {
-				best = a.OutputPerM
-				res.API = fmt.Sprintf("%s, %s (%s)", a.Provider, a.Source, a.AsOf)
-			}
-		}
-		if math.IsInf(best, 1) {
-			return nil, fmt.Errorf("--model: no API price for %q; known models are 8B and 70B, or pass --api-price", q.Model)
-		}
-		v, err := rates.Convert(best, "USD", cur)
-		if err != nil {
-			return nil, err
-		}
-		res.APIPerM = v
+	if err := validTokens("input-tokens-per-day", q.InputTokensPerDay, true); err != nil {
+		return nil, err
 	}
-	apiPerDay := q.TokensPerDay / 1e6 * res.APIPerM
+	util := q.Utilisation
+	if util == 0 {
+		util = 1
+	}
+	if !(util > 0 && util <= 1) {
+		return nil, fmt.Errorf("--utilisation: want a fraction in (0, 1], got %v", q.Utilisation)
+	}
+	model, known := CanonicalModel(q.Model)
+	if !known && (q.TokensPerSec == nil || q.APIPricePerM == nil) {
+		return nil, fmt.Errorf("--model: want %s, got %q (or give both --tokens-per-second and --api-price)", ModelList(), q.Model)
+	}
+	list, err := apis(q, model, cur, rates)
+	if err != nil {
+		return nil, err
+	}
+	cheapest := list[0]
+	res := &Inference{Currency: cur, Model: model, TokensPerDay: q.TokensPerDay, InputTokensPerDay: q.InputTokensPerDay, Utilisation: util,
+		API: cheapest.Provider, APIPerM: cheapest.OutputPerM, APIInputPerM: cheapest.InputPerM, APIs: list, Offers: []InferenceOffer{}}
+	if q.APIPricePerM == nil {
+		res.API = fmt.Sprintf("%s, %s (%s)", cheapest.Provider, cheapest.Source, cheapest.AsOf)
+	}
+	apiPerDay := cheapest.PerDay
+	// The cheapest API's price per 1M output tokens with the input tokens
+	// that come with them, so renting and the API are compared per output
+	// token at the query's mix.
+	apiPerM := cheapest.OutputPerM + cheapest.InputPerM*q.InputTokensPerDay/q.TokensPerDay
 	measured := servingRates()
 	// The offers left out for want of a price or of a rate, and the
 	// GPUs of the latter, each once.
@@ -206,39 +352,44 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 		var src string
 		if q.TokensPerSec != nil {
 			tps, src = *q.TokensPerSec, "--tokens-per-second"
-		} else if tps, src, ok = throughputFor(q.Model, o, measured); !ok {
+		} else if tps, src, ok = throughputFor(model, o, measured); !ok {
 			unrated++
 			if !slices.Contains(noRate, o.GPU) {
 				noRate = append(noRate, o.GPU)
 			}
 			continue
 		}
-		need := math.Ceil(q.TokensPerDay / (tps * 86400))
+		need := math.Ceil(q.TokensPerDay / (tps * 86400 * util))
 		if need > maxInstances {
-			return nil, fmt.Errorf("--tokens-per-day: %g tokens a day need %.3g instances of %s at %g tok/s, more than any provider rents", q.TokensPerDay, need, o.ID, tps)
+			return nil, fmt.Errorf("--tokens-per-day: %g tokens a day need %.3g instances of %s at %g tok/s, more than any provider rents", q.TokensPerDay, need, o.ID, tps*util)
 		}
 		n := int(need)
 		io := InferenceOffer{
 			Offer: o.ID, Provider: o.Provider, GPU: o.GPU, TokensPerSecond: tps, Instances: n,
-			RentPerDay: float64(n) * 24 * hourly, RentPerMillion: hourly / (tps * 3600) * 1e6,
+			RentPerDay: float64(n) * 24 * hourly, RentPerMillion: hourly / (tps * 3600 * util) * 1e6,
 			APIPerDay: apiPerDay, ThroughputSource: src, AsOf: o.AsOf,
 		}
 		var stale string
 		if io.PriceDate, io.PriceAgeDays, stale = priceAge(o, q.Today); stale != "" {
 			io.Notes = append(io.Notes, stale)
 		}
-		if io.RentPerMillion < res.APIPerM {
-			be := 24 * hourly / res.APIPerM * 1e6
+		if io.RentPerMillion < apiPerM {
+			be := 24 * hourly / apiPerM * 1e6
 			io.BreakEvenTokensDay = &be
 		}
 		io.Cheaper = "api"
 		if io.RentPerDay < apiPerDay {
 			io.Cheaper = "rent"
 		}
+		for _, a := range list {
+			if io.RentPerDay < a.PerDay {
+				io.CheaperThanAPIs++
+			}
+		}
 		res.Offers = append(res.Offers, io)
 	}
 	if len(res.Offers) == 0 {
-		return nil, fmt.Errorf("no offer of this GPU has a measured throughput for %s with an on-demand price; pass --tokens-per-second", q.Model)
+		return nil, fmt.Errorf("no offer of this GPU has a measured throughput for %s with an on-demand price; pass --tokens-per-second", model)
 	}
 	if unrated > 0 {
 		more := ""
@@ -246,7 +397,7 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 			noRate, more = noRate[:12], fmt.Sprintf(" and %d more", len(noRate)-12)
 		}
 		res.Notes = append(res.Notes, fmt.Sprintf("%s left out: no measured %s rate on %s%s; measure one and pass --tokens-per-second",
-			report.Count(unrated, "offer"), q.Model, strings.Join(noRate, ", "), more))
+			report.Count(unrated, "offer"), model, strings.Join(noRate, ", "), more))
 	}
 	if noPrice > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s left out: no on-demand price (renting to serve all day is priced on demand)", report.Count(noPrice, "offer")))
