@@ -85,35 +85,51 @@ func (f *Fee) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Duration is a length of time, or unknown; the zero value is unknown.
+// Duration is a length of time, never (no end: a stopped instance the
+// platform never deletes), or unknown; the zero value is unknown.
 type Duration struct {
 	d     time.Duration
 	known bool
 }
 
+// Never is the duration without end.
+var Never = Duration{d: math.MaxInt64, known: true}
+
 // KnownDuration returns a known duration.
 func KnownDuration(d time.Duration) Duration { return Duration{d: d, known: true} }
 
-// Value reports the duration and whether it is known.
+// Value reports the duration and whether it is known; never is the
+// longest time.Duration.
 func (d Duration) Value() (time.Duration, bool) { return d.d, d.known }
 
 // IsKnown reports whether the duration is known.
 func (d Duration) IsKnown() bool { return d.known }
 
+// IsNever reports whether the duration has no end.
+func (d Duration) IsNever() bool { return d.known && d.d == math.MaxInt64 }
+
 func (d Duration) String() string {
-	if !d.known {
+	switch {
+	case !d.known:
 		return "unknown"
+	case d.IsNever():
+		return "never"
 	}
 	return units.FormatDuration(d.d)
 }
 
-// UnmarshalYAML accepts Go durations with days ("1s", "15d") or unknown.
+// UnmarshalYAML accepts Go durations with days ("1s", "15d"), never or
+// unknown.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return yamlfile.Invalid(n, "want a duration (1s, 1m, 15d) or unknown")
+		return yamlfile.Invalid(n, "want a duration (1s, 1m, 15d), never or unknown")
 	}
-	if n.Value == "unknown" {
+	switch n.Value {
+	case "unknown":
 		*d = Duration{}
+		return nil
+	case "never":
+		*d = Never
 		return nil
 	}
 	v, err := units.ParseDuration(n.Value)
@@ -162,6 +178,9 @@ func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
 			}
 			if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
 				return yamlfile.Invalid(v, "rate for %s: want a positive number, got %v", k.Value, v.Value)
+			}
+			if k.Value == "USD" && f != 1 {
+				return yamlfile.Invalid(v, "rate for USD: rates are units per US dollar, so USD is 1, got %v", v.Value)
 			}
 			if _, dup := r.PerUSD[k.Value]; dup {
 				return yamlfile.Invalid(k, "rate for %s given twice", k.Value)
@@ -229,6 +248,13 @@ type Offer struct {
 	AsOf        string `yaml:"as_of"`
 	Confidence  string `yaml:"confidence,omitempty"` // official or secondary
 	Notes       string `yaml:"notes,omitempty"`
+	// Supersedes names older readings of this same offer (the price
+	// before a change, an earlier page): the newest reading is the offer,
+	// and quote leaves the others out unless asked for history.
+	Supersedes []string `yaml:"supersedes,omitempty"`
+	// FeeSources say where fees not in Source are stated ("ip_month 3.65:
+	// URL (date)"), field by field.
+	FeeSources []string `yaml:"fee_sources,omitempty"`
 
 	OnDemand            OnDemand       `yaml:"on_demand"`
 	Subscriptions       []Subscription `yaml:"subscriptions,omitempty"`
@@ -271,8 +297,8 @@ func PeriodDays(p string) int {
 
 // Subscription is a prepaid period (包日/包周/包月) per instance.
 type Subscription struct {
-	Period string  `yaml:"period"`
-	Price  float64 `yaml:"price"`
+	Period string  `yaml:"period" json:"period"`
+	Price  float64 `yaml:"price" json:"price"`
 }
 
 // Spot is interruptible pricing.
@@ -280,7 +306,39 @@ type Spot struct {
 	Hourly              Fee      `yaml:"hourly"`
 	InterruptionsPerDay Fee      `yaml:"interruptions_per_day"`
 	Notice              Duration `yaml:"notice"`
+	// Frequency is a provider's published interruption frequency, where
+	// one is published (AWS's Spot Instance Advisor), nil elsewhere.
+	Frequency *Frequency `yaml:"interruption_frequency,omitempty"`
 }
+
+// Frequency is a published bucket of interruption frequency: the share
+// of spot capacity of the instance type reclaimed in the trailing month,
+// from Low to High (High unknown for an open bucket such as ">20%").
+type Frequency struct {
+	Low    float64 `yaml:"monthly_low" json:"monthly_low"`
+	High   Fee     `yaml:"monthly_high" json:"monthly_high"`
+	Source string  `yaml:"source" json:"source"`
+	AsOf   string  `yaml:"as_of" json:"as_of"`
+}
+
+// PerDay is the interruptions a day the bucket stands for, judged at its
+// upper end (or its lower end for an open bucket, and then a least rate):
+// a share f of a month's running instances interrupted is a Poisson rate
+// of −ln(1 − f) per 30 days. least says the rate is a lower bound.
+func (f *Frequency) PerDay() (perDay float64, least bool) {
+	share, ok := f.High.Value()
+	if !ok {
+		share, least = f.Low, true
+	}
+	return -math.Log1p(-share) / 30, least
+}
+
+// Included disk kinds: what becomes of the disk an instance comes with
+// when it is stopped.
+const (
+	DiskEphemeral  = "ephemeral"  // wiped on stop (instance store, local SSD, a container disk)
+	DiskPersistent = "persistent" // kept, and billed while stopped
+)
 
 // EgressMonth is how the price of data transfer out changes with the
 // month's volume, where a provider bills it per account and calendar
@@ -316,10 +374,17 @@ func (m *EgressMonth) MonthCost(gb, first float64) float64 {
 }
 
 // Storage is the disk fee schedule, per GB-month above what is included.
+//
+// IncludedDisk says whether the included disk survives a stop: ephemeral
+// (AWS instance store, Google local SSD, a RunPod container disk) or
+// persistent, "" where no source says. Data kept on an ephemeral disk is
+// lost on stop, so a task with stopped time keeps its data on a volume,
+// billed at running_gb_month and stopped_gb_month for all of it.
 type Storage struct {
-	IncludedGB     Fee `yaml:"included_gb"`
-	RunningGBMonth Fee `yaml:"running_gb_month"`
-	StoppedGBMonth Fee `yaml:"stopped_gb_month"`
+	IncludedGB     Fee    `yaml:"included_gb"`
+	IncludedDisk   string `yaml:"included_disk,omitempty"`
+	RunningGBMonth Fee    `yaml:"running_gb_month"`
+	StoppedGBMonth Fee    `yaml:"stopped_gb_month"`
 }
 
 // Validate reports every problem in c as paths into the YAML document.
@@ -389,6 +454,16 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 	fee("storage.included_gb", o.Storage.IncludedGB)
 	fee("storage.running_gb_month", o.Storage.RunningGBMonth)
 	fee("storage.stopped_gb_month", o.Storage.StoppedGBMonth)
+	switch o.Storage.IncludedDisk {
+	case "", "unknown", DiskEphemeral, DiskPersistent:
+	default:
+		bad("storage.included_disk", "want ephemeral, persistent or unknown, got %q", o.Storage.IncludedDisk)
+	}
+	for i, id := range o.Supersedes {
+		if strings.TrimSpace(id) == "" || id == o.ID {
+			bad(fmt.Sprintf("supersedes[%d]", i), "want the id of an older reading of this offer, got %q", id)
+		}
+	}
 	fee("egress_gb", o.EgressGB)
 	if m := o.EgressMonth; m != nil {
 		if !o.EgressGB.IsKnown() {
@@ -434,6 +509,17 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 		fee("spot.interruptions_per_day", o.Spot.InterruptionsPerDay)
 		if v, ok := o.Spot.Hourly.Value(); ok && v == 0 {
 			bad("spot.hourly", "zero price: write unknown if the price is not known")
+		}
+		if f := o.Spot.Frequency; f != nil {
+			hi, hiOK := f.High.Value()
+			switch {
+			case math.IsNaN(f.Low) || f.Low < 0 || f.Low >= 1:
+				bad("spot.interruption_frequency.monthly_low", "want a share from 0 to below 1, got %v", f.Low)
+			case hiOK && (math.IsNaN(hi) || hi < f.Low || hi >= 1):
+				bad("spot.interruption_frequency.monthly_high", "want a share from monthly_low to below 1, or unknown, got %v", hi)
+			case strings.TrimSpace(f.Source) == "" || strings.TrimSpace(f.AsOf) == "":
+				bad("spot.interruption_frequency", "needs its source and as_of")
+			}
 		}
 	}
 	if !o.OnDemand.Hourly.IsKnown() && len(o.Subscriptions) == 0 && (o.Spot == nil || !o.Spot.Hourly.IsKnown()) {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
 
@@ -89,6 +91,14 @@ func TestParseBad(t *testing.T) {
 			"bad.yaml:18: offers[0].egress_month.tiers[0].price: want a non-negative price"},
 		{"schedule without a price", "egress_gb: 0.8\n", "egress_gb: unknown\n    egress_month: {free_gb: 100}\n",
 			"bad.yaml:18: offers[0].egress_month: a monthly schedule needs egress_gb"},
+		// Issue #37 item 7: USD: 2 halved every conversion.
+		{"USD not 1", "USD: 1,", "USD: 2,", "bad.yaml:2: exchange_rates.USD: rate for USD: rates are units per US dollar, so USD is 1, got 2"},
+		{"disk kind", "included_gb: 50,", "included_gb: 50, included_disk: kept,", "bad.yaml:16: offers[0].storage.included_disk: want ephemeral, persistent or unknown, got \"kept\""},
+		{"supersedes itself", "    boot_fee: 0\n", "    boot_fee: 0\n    supersedes: [example-rtx4090]\n", "offers[0].supersedes[0]: want the id of an older reading"},
+		{"frequency above 1", "notice: 30s}", "notice: 30s, interruption_frequency: {monthly_low: 0.2, monthly_high: 1.5, source: s, as_of: \"2026\"}}",
+			"offers[0].spot.interruption_frequency.monthly_high: want a share from monthly_low to below 1"},
+		{"frequency unsourced", "notice: 30s}", "notice: 30s, interruption_frequency: {monthly_low: 0.2, monthly_high: unknown}}",
+			"offers[0].spot.interruption_frequency: needs its source and as_of"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := strings.Replace(good, tc.old, tc.new, 1)
@@ -448,5 +458,47 @@ func TestMissingFieldsInAFixedOrder(t *testing.T) {
 		} else if err.Error() != want {
 			t.Fatalf("parse %d said\n%v\nparse 1 said\n%v", i+1, err, want)
 		}
+	}
+}
+
+// Issue #37 item 5: two readings of one offer (RunPod Secure H100 SXM at
+// 3.49, then 3.99) both ranked, the older and cheaper first. The newest
+// reading is the offer; the older are history.
+func TestCurrentDropsSupersededReadings(t *testing.T) {
+	offers := []Offer{{ID: "a-2026-09"}, {ID: "a-2026-10", Supersedes: []string{"a-2026-09"}}, {ID: "a-2026-11", Supersedes: []string{"a-2026-10"}}, {ID: "b"}}
+	cur, by := Current(offers)
+	if len(cur) != 2 || cur[0].ID != "a-2026-11" || cur[1].ID != "b" {
+		t.Fatalf("current %v", cur)
+	}
+	if by["a-2026-09"] != "a-2026-11" || by["a-2026-10"] != "a-2026-11" {
+		t.Errorf("superseded by %v", by)
+	}
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, _ = Current(c.Offers)
+	for _, o := range cur {
+		if o.ID == "runpod-secure-h100-sxm" || o.ID == "nebius-h100-2026-09" {
+			t.Errorf("the embedded catalog's older reading %s is current", o.ID)
+		}
+	}
+}
+
+// An open bucket (">20%") is judged at its lower end and said to be a
+// least rate; a closed one at its upper end: 10-15% a month is
+// −ln(0.85)/30 a day.
+func TestFrequencyPerDay(t *testing.T) {
+	f := Frequency{Low: 0.10, High: Known(0.15)}
+	if d, least := f.PerDay(); least || math.Abs(d+math.Log(0.85)/30) > 1e-12 {
+		t.Errorf("10-15%%: %v %v", d, least)
+	}
+	f = Frequency{Low: 0.20}
+	if d, least := f.PerDay(); !least || math.Abs(d+math.Log(0.8)/30) > 1e-12 {
+		t.Errorf(">20%%: %v %v", d, least)
+	}
+	var d Duration
+	if err := yaml.Unmarshal([]byte("never"), &d); err != nil || !d.IsNever() || d.String() != "never" {
+		t.Errorf("never: %v %v", d, err)
 	}
 }

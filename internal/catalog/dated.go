@@ -21,7 +21,13 @@ func (o *Offer) PriceDate() (time.Time, bool) {
 	return statedDate(o.AsOf)
 }
 
+// boundPattern finds a date given as a bound ("undated (older than
+// 2026-09 list)"): it says when the prices were at the latest, not when
+// they were read, so it dates nothing.
+var boundPattern = regexp.MustCompile(`(?i)(older than|earlier than|before)\s+[0-9Q/-]+`)
+
 func statedDate(s string) (time.Time, bool) {
+	s = boundPattern.ReplaceAllString(s, "")
 	var newest time.Time
 	for _, m := range datePattern.FindAllStringSubmatch(s, -1) {
 		d, ok := parseStated(m[1], m[2], m[3], m[4])

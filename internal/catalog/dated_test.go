@@ -20,7 +20,7 @@ func TestPriceDate(t *testing.T) {
 		{"2025-Q4 (per code comment)", "2025-12-31"},
 		{"2024-02", "2024-02-29"},
 		{"not stated on the page", ""},
-		{"catalog undated (older than 2026-09 list)", "2026-09-30"},
+		{"catalog undated (older than 2026-09 list)", ""}, // a bound, not a date (issue #37)
 		{"page, undated", ""},
 		{"2026-13-01", ""},
 		{"2026-02-30", ""},
@@ -82,4 +82,17 @@ func FuzzStatedDate(f *testing.F) {
 			t.Fatalf("%q gave %v, not a UTC day", s, d)
 		}
 	})
+}
+
+// Issue #37 item 5: "catalog undated (older than 2026-09 list)" was read
+// as dated 2026-09-30, newer than the list it predates.
+func TestBoundIsNoDate(t *testing.T) {
+	for _, s := range []string{"catalog undated (older than 2026-09 list)", "undated, before 2026-10-01", "earlier than 2025-Q4"} {
+		if d, ok := (&Offer{AsOf: s}).PriceDate(); ok {
+			t.Errorf("%q dated %v", s, d)
+		}
+	}
+	if d, ok := (&Offer{AsOf: "read 2026-10-06 (older than 2026-11 list)"}).PriceDate(); !ok || d.Format("2006-01-02") != "2026-10-06" {
+		t.Errorf("the date read is lost: %v %v", d, ok)
+	}
 }

@@ -302,3 +302,35 @@ func MatchGPU(model, want string) bool {
 	// run together, still whole words ("rtx4090" is not "RTX 4090D").
 	return specs.RunTogether(m, strings.Join(w, ""))
 }
+
+// Current splits offers into the newest readings and the older ones they
+// supersede (Offer.Supersedes): two readings of one offer are one offer,
+// and its older price would otherwise rank beside, or above, its price
+// today. supersededBy maps each older reading's id to the newest one's.
+func Current(offers []Offer) (current []Offer, supersededBy map[string]string) {
+	supersededBy = map[string]string{}
+	for _, o := range offers {
+		for _, old := range o.Supersedes {
+			if _, seen := supersededBy[old]; !seen {
+				supersededBy[old] = o.ID
+			}
+		}
+	}
+	// A chain (C supersedes B, B supersedes A) names the newest for all.
+	for old, by := range supersededBy {
+		for range len(supersededBy) {
+			next, ok := supersededBy[by]
+			if !ok || next == old {
+				break
+			}
+			by = next
+		}
+		supersededBy[old] = by
+	}
+	for _, o := range offers {
+		if by, ok := supersededBy[o.ID]; !ok || by == o.ID {
+			current = append(current, o)
+		}
+	}
+	return current, supersededBy
+}

@@ -21,9 +21,16 @@
 //   - AWS, Google Cloud and Azure bill egress by monthly volume: their rows
 //     get the tier schedule (and AWS its free 100 GB) of pricing.md, see
 //     egressMonths.
-//   - No source gives spot interruption rates, so interruptions_per_day is
-//     unknown everywhere; users pass their own with --interruptions-per-day.
+//   - No source gives spot interruption counts, so interruptions_per_day is
+//     unknown everywhere; AWS offers carry the Spot Instance Advisor's
+//     published frequency bucket (facts.go), the rest nothing.
 //   - No source lists a per-start boot fee, so boot_fee is unknown.
+//   - Fees the table leaves empty take the sourced values of the fee
+//     research (facts.go, from fees.csv), each named with its source in
+//     fee_sources; the included disk's kind (ephemeral or persistent) is
+//     set from the same research, unknown where no source says.
+//   - Older readings of an offer are named by the newest one's
+//     supersedes (facts.go).
 //   - gpu_memory_gb is copied as the row states it (unknown where empty):
 //     quote's --gpu "H100 80GB" reads it where the model name says no size.
 package main
@@ -79,7 +86,19 @@ func run(path string, w io.Writer) error {
 		if strings.Contains(get("billing_increment"), "commitment") {
 			continue
 		}
-		var notes []string
+		var notes, sourced []string
+		provider, id := get("provider"), get("offer_id")
+		// fill is the cell's value, or the sourced fact for an empty one.
+		fill := func(field, cell string) string {
+			if cell != "unknown" {
+				return cell
+			}
+			if f, ok := factFor(provider, id, field); ok {
+				sourced = append(sourced, field+" "+f.value+": "+f.source)
+				return f.value
+			}
+			return cell
+		}
 		fmt.Fprintf(w, "  - id: %s\n", q(get("offer_id")))
 		fmt.Fprintf(w, "    provider: %s\n", q(get("provider")))
 		fmt.Fprintf(w, "    instance: %s\n", q(get("instance_type")))
@@ -110,6 +129,10 @@ func run(path string, w io.Writer) error {
 		if b := get("billing_increment"); b != "" && inc == "unknown" {
 			notes = append(notes, "billing: "+b)
 		}
+		if old := supersedes[id]; len(old) > 0 {
+			fmt.Fprintf(w, "    supersedes: [%s]\n", strings.Join(quoteAll(old), ", "))
+		}
+		inc, minimum = fill("on_demand.increment", inc), fill("on_demand.minimum", minimum)
 		fmt.Fprintf(w, "    on_demand: {hourly: %s, increment: %s, minimum: %s}\n", num(get("on_demand_hourly_per_instance")), inc, minimum)
 		if m := get("month_price"); m != "" && !strings.HasPrefix(get("provider"), "Google") {
 			fmt.Fprintf(w, "    subscriptions: [{period: month, price: %s}]\n", m)
@@ -119,28 +142,37 @@ func run(path string, w io.Writer) error {
 			if n := get("spot_notice_seconds"); n != "" {
 				notice = n + "s"
 			}
-			fmt.Fprintf(w, "    spot: {hourly: %s, interruptions_per_day: unknown, notice: %s}\n", s, notice)
+			fmt.Fprintf(w, "    spot: {hourly: %s, interruptions_per_day: unknown, notice: %s%s}\n", s, notice, frequencyYAML(id))
 		}
 		fmt.Fprintf(w, "    boot_fee: unknown\n")
-		fmt.Fprintf(w, "    storage: {included_gb: %s, running_gb_month: %s, stopped_gb_month: %s}\n",
-			num(get("included_storage_gb")), num(get("storage_running_gb_month")), num(get("storage_stopped_gb_month")))
+		d := disk(provider, id)
+		if d.source != "" {
+			sourced = append(sourced, "included disk "+d.value+": "+d.source)
+		}
+		fmt.Fprintf(w, "    storage: {included_gb: %s, included_disk: %s, running_gb_month: %s, stopped_gb_month: %s}\n",
+			num(get("included_storage_gb")), d.value, fill("storage.running_gb_month", num(get("storage_running_gb_month"))),
+			fill("storage.stopped_gb_month", num(get("storage_stopped_gb_month"))))
 		eg := get("egress_per_gb")
 		if strings.Contains(eg, "in-region") {
 			notes = append(notes, "egress free in-region only")
 			eg = ""
 		}
-		fmt.Fprintf(w, "    egress_gb: %s\n", num(eg))
+		egress := fill("egress_gb", num(eg))
+		fmt.Fprintf(w, "    egress_gb: %s\n", egress)
 		if m, ok := egressMonths[get("provider")]; ok && eg == m.first {
 			fmt.Fprintf(w, "    egress_month: %s\n", m.schedule)
 		}
-		fmt.Fprintf(w, "    ip_month: %s\n", num(get("ip_month")))
+		fmt.Fprintf(w, "    ip_month: %s\n", fill("ip_month", num(get("ip_month"))))
 		rel := "unknown"
 		if d := get("release_after_stopped_days"); d != "" {
 			rel = d + "d"
 		}
-		fmt.Fprintf(w, "    release_after_stopped: %s\n", rel)
+		fmt.Fprintf(w, "    release_after_stopped: %s\n", fill("release_after_stopped", rel))
 		if len(notes) > 0 {
 			fmt.Fprintf(w, "    notes: %s\n", q(strings.Join(notes, "; ")))
+		}
+		if len(sourced) > 0 {
+			fmt.Fprintf(w, "    fee_sources: [%s]\n", strings.Join(quoteAll(sourced), ", "))
 		}
 		n++
 	}
@@ -176,6 +208,14 @@ func num(s string) string {
 
 // q quotes a string for YAML (JSON-style double quotes are valid YAML).
 func q(s string) string { return strconv.Quote(s) }
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = q(s)
+	}
+	return out
+}
 
 const header = `# gpurent's embedded catalog. GENERATED by internal/catalog/gencatalog from
 # shared/reference/catalog_rows.csv (128 sourced offers, 28 providers); edit the
