@@ -19,6 +19,7 @@ func newCatalog(g *globals) *cobra.Command {
 	var gpu string
 	var minMemory float64
 	var providers []string
+	var history bool
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List offers (the embedded catalog with any --catalog files merged over it)",
@@ -31,7 +32,12 @@ func newCatalog(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			offers, err := catalog.WithGPU(c.Offers, gpu)
+			all := c.Offers
+			current, by := catalog.Current(c.Offers)
+			if !history {
+				all = current
+			}
+			offers, err := catalog.WithGPU(all, gpu)
 			if err != nil {
 				return usagef("--gpu: %v", err)
 			}
@@ -44,11 +50,19 @@ func newCatalog(g *globals) *cobra.Command {
 			if g.output == report.JSON {
 				out := []map[string]any{}
 				for _, o := range offers {
-					out = append(out, map[string]any{
+					disk := o.Storage.IncludedDisk
+					if disk == "" {
+						disk = "unknown"
+					}
+					row := map[string]any{
 						"id": o.ID, "provider": o.Provider, "gpu": o.GPU, "gpus": o.GPUs, "gpu_memory_gb": o.GPUMemoryGB, "currency": o.Currency, "region": o.Region,
 						"on_demand_hourly": o.OnDemand.Hourly, "spot_hourly": spotJSON(o.Spot), "subscriptions": o.Subscriptions,
-						"source": o.Source, "as_of": o.AsOf,
-					})
+						"included_disk": disk, "source": o.Source, "as_of": o.AsOf,
+					}
+					if b := by[o.ID]; b != "" {
+						row["superseded_by"] = b
+					}
+					out = append(out, row)
 				}
 				return report.WriteJSON(g.stdout, map[string]any{"offers": out})
 			}
@@ -68,7 +82,11 @@ func newCatalog(g *globals) *cobra.Command {
 				if v, ok := o.GPUMemoryGB.Value(); ok {
 					memory = fmt.Sprintf("%g GB", v)
 				}
-				tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), memory, o.Currency, o.OnDemand.Hourly.String(), spot, month, o.AsOf)
+				asOf := o.AsOf
+				if b := by[o.ID]; b != "" {
+					asOf += " (history: " + b + " supersedes it)"
+				}
+				tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), memory, o.Currency, o.OnDemand.Hourly.String(), spot, month, asOf)
 			}
 			if err := tab.Write(g.stdout); err != nil {
 				return err
@@ -84,6 +102,7 @@ func newCatalog(g *globals) *cobra.Command {
 	ls.Flags().StringVar(&gpu, "gpu", "", "only offers of this GPU model")
 	ls.Flags().Float64Var(&minMemory, "min-gpu-memory", 0, "only offers whose GPUs may have this many GB each (0: any)")
 	ls.Flags().StringArrayVar(&providers, "provider", nil, `only this provider's offers, e.g. "RunPod", "alibaba cloud" (repeatable)`)
+	ls.Flags().BoolVar(&history, "history", false, "also list older readings of offers that a newer reading supersedes")
 
 	check := &cobra.Command{
 		Use:   "check FILE...",

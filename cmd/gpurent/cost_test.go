@@ -168,3 +168,65 @@ func TestSpotDeadlineAndSpan37(t *testing.T) {
 		t.Errorf("write longer than interval: exit %d\n%s", code, out)
 	}
 }
+
+// Item 2: AWS's included disk is instance store, wiped on stop, yet a
+// stopped p5.48xlarge's 500 GB cost nothing to keep. Kept over a 30-day
+// span it lives on EBS gp3 at 0.08 a GB-month, running or stopped: 40.
+func TestEphemeralDiskBilled37(t *testing.T) {
+	bills := quote37(t, "--gpu", "H100", "--gpus", "8", "--provider", "aws", "--hours", "200", "--days", "30", "--disk", "500")
+	found := false
+	for _, b := range bills {
+		if b.Offer != "aws-p5.48xlarge" || b.Plan != "on_demand" {
+			continue
+		}
+		found = true
+		code, out, _ := gpurent(t, "quote", "--gpu", "H100", "--gpus", "8", "--provider", "aws", "--hours", "200", "--days", "30", "--disk", "500", "-o", "json")
+		if code != 0 || !strings.Contains(out, `"kind": "storage",
+          "amount": 40`) {
+			t.Errorf("p5.48xlarge storage is not 40:\n%s", out)
+		}
+	}
+	if !found {
+		t.Fatalf("no on-demand bill of aws-p5.48xlarge: %+v", bills)
+	}
+	code, out, _ := gpurent(t, "catalog", "ls", "--provider", "aws", "-o", "json")
+	if code != 0 || strings.Count(out, `"included_disk": "ephemeral"`) != strings.Count(out, `"id":`) {
+		t.Errorf("not every AWS offer's disk is ephemeral:\n%s", out)
+	}
+}
+
+// Item 5: two readings of RunPod's Secure H100 SXM (3.49, then 3.99)
+// both ranked, the older and cheaper first; an "undated (older than
+// 2026-09 list)" reading was dated 2026-09-30.
+func TestSupersededReadings37(t *testing.T) {
+	bills := quote37(t, "--gpu", "H100 SXM", "--provider", "runpod", "--hours", "10")
+	seen := map[string]bool{}
+	for _, b := range bills {
+		seen[b.Offer] = true
+	}
+	if seen["runpod-secure-h100-sxm"] || !seen["runpod-secure-h100-sxm-2026-11"] {
+		t.Fatalf("offers priced: %v", seen)
+	}
+	code, out, errOut := gpurent(t, "quote", "--gpu", "H100 SXM", "--provider", "runpod", "--hours", "10", "--history", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"superseded_by": "runpod-secure-h100-sxm-2026-11"`) {
+		t.Fatalf("--history: exit %d %s\n%s", code, errOut, out)
+	}
+	code, out, _ = gpurent(t, "quote", "--gpu", "H100", "--provider", "nebius", "--hours", "10", "-o", "json")
+	var q struct {
+		Bills []struct {
+			Offer     string `json:"offer"`
+			PriceDate string `json:"price_date"`
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &q) != nil {
+		t.Fatalf("nebius: exit %d", code)
+	}
+	for _, b := range q.Bills {
+		if b.Offer == "nebius-gpu-h100-sxm_1gpu-skypilot" && b.PriceDate != "" {
+			t.Errorf("an undated reading is dated %s", b.PriceDate)
+		}
+		if b.Offer == "nebius-h100-2026-09" {
+			t.Error("Nebius' price before its 2026-10-01 change is priced")
+		}
+	}
+}

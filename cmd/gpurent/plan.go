@@ -238,7 +238,8 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 		return err
 	}
 	p := &billing.Profile{GPU: t.gpu, MinGPUMemoryGB: t.minMemory}
-	offers, err := billing.Offers(p, cat.Offers)
+	current, _ := t.current(cat.Offers)
+	offers, err := billing.Offers(p, current)
 	if err != nil {
 		return usagef("--gpu: %v", err)
 	}

@@ -38,6 +38,7 @@ type taskFlags struct {
 	currency      string
 	interruptions float64
 	providers     []string
+	history       bool // also price the older readings of offers
 	// solveHours: the hours are what is looked for (quote --budget), so
 	// none may be given; spanGiven says whether load found a span given,
 	// which then bounds them (otherwise the span follows the hours).
@@ -54,6 +55,16 @@ func (t *taskFlags) withProvider(offers []catalog.Offer) ([]catalog.Offer, error
 		return nil, usagef("--provider: %v%s", err, gpuNote(t.gpu))
 	}
 	return out, nil
+}
+
+// current keeps the newest reading of each offer, or with --history all
+// of them, and says which newer reading supersedes each older one.
+func (t *taskFlags) current(offers []catalog.Offer) ([]catalog.Offer, map[string]string) {
+	cur, by := catalog.Current(offers)
+	if t.history {
+		return offers, by
+	}
+	return cur, by
 }
 
 // flagOf names the flag behind each profile field, for error messages.
@@ -81,7 +92,8 @@ func (t *taskFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&t.ckptSize, "ckpt-size", 0, "GB one checkpoint uploads to a store outside the provider, billed as egress once per --ckpt-every")
 	fs.StringVar(&t.currency, "currency", "USD", "currency of every amount, converted with the catalog's rates")
 	fs.StringArrayVar(&t.providers, "provider", nil, `only this provider's offers, e.g. "RunPod", "alibaba cloud" (repeatable)`)
-	fs.Float64Var(&t.interruptions, "interruptions-per-day", 0, "spot interruptions a day, for every offer (the embedded catalog knows none)")
+	fs.Float64Var(&t.interruptions, "interruptions-per-day", 0, "spot interruptions a day, for every offer (else the offer's own, or its provider's published frequency)")
+	fs.BoolVar(&t.history, "history", false, "also price older readings of an offer that a newer one supersedes, marked as history")
 }
 
 // load reads the catalog and the profile, applies flags and validates.
@@ -91,6 +103,7 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	if err != nil {
 		return nil, nil, nil, opt, err
 	}
+	cat.Offers, opt.SupersededBy = t.current(cat.Offers)
 	p := &billing.Profile{}
 	var ix *yamlfile.Index
 	if t.profile != "" {

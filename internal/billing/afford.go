@@ -102,6 +102,7 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 			}
 			if ok {
 				b.date(o, opt.Today)
+				b.history(o, opt)
 				b.scale(f)
 			}
 			return b, ok

@@ -156,6 +156,9 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 	if op.PriceDate, op.PriceAgeDays, stale = priceAge(o, opt.Today); stale != "" {
 		op.Notes = append(op.Notes, stale)
 	}
+	if by := opt.SupersededBy[o.ID]; by != "" && by != o.ID {
+		op.Notes = append(op.Notes, fmt.Sprintf("history: an older reading of this offer; %s is its price now", by))
+	}
 	hourly, odOK := o.OnDemand.Hourly.Value()
 	if odOK {
 		for _, s := range o.Subscriptions {
@@ -167,6 +170,7 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 	byPlan := map[string]Bill{}
 	for _, b := range bills {
 		b.date(o, opt.Today)
+		b.history(o, opt.Options)
 		b.scale(factor)
 		byPlan[b.Plan] = b
 		op.Totals[b.Plan] = b.Total

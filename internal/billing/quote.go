@@ -71,6 +71,9 @@ type Bill struct {
 	AsOf         string `json:"as_of"`
 	PriceDate    string `json:"price_date,omitempty"`
 	PriceAgeDays *int   `json:"price_age_days,omitempty"`
+	// SupersededBy is, on a bill priced for history (--history), the id
+	// of the newer reading of the same offer.
+	SupersededBy string `json:"superseded_by,omitempty"`
 }
 
 // StalePriceDays is the age past which a bill warns that its prices may
@@ -87,6 +90,15 @@ func (b *Bill) date(o *catalog.Offer, today time.Time) {
 	b.PriceDate, b.PriceAgeDays, warning = priceAge(o, today)
 	if warning != "" {
 		b.Warnings = append(b.Warnings, warning)
+	}
+}
+
+// history marks the bill of an older reading of an offer, priced only
+// when asked for history.
+func (b *Bill) history(o *catalog.Offer, opt Options) {
+	if by := opt.SupersededBy[o.ID]; by != "" && by != o.ID {
+		b.SupersededBy = by
+		b.Warnings = append(b.Warnings, fmt.Sprintf("history: an older reading of this offer; %s is its price now", by))
 	}
 }
 
@@ -127,6 +139,9 @@ type Options struct {
 	// Today is the day the prices' ages are judged on (UTC midnight);
 	// zero leaves them unjudged.
 	Today time.Time
+	// SupersededBy maps the id of an older reading of an offer to the
+	// newest one's (catalog.Current): its bills say they are history.
+	SupersededBy map[string]string
 	// SpanGiven says the user set the span: a spot run must then finish
 	// within it. A span derived from the hours stretches to the run's
 	// expected wall time instead.
@@ -231,6 +246,7 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 		o := &offers[i]
 		for _, b := range billsFor(p, o, opt) {
 			b.date(o, opt.Today)
+			b.history(o, opt)
 			b.scale(factors[i])
 			q.Bills = append(q.Bills, b)
 		}
@@ -411,8 +427,9 @@ func instances(p *Profile, o *catalog.Offer) int {
 	return (p.GPUs + o.GPUs - 1) / o.GPUs
 }
 
-// usage collects the unknown fees a bill had to count as zero.
-type usage struct{ unknown []string }
+// usage collects the unknown fees a bill had to count as zero, and what
+// the bill assumed that its user should know (notes).
+type usage struct{ unknown, notes []string }
 
 // fee is the amount of f, noting it when unknown and it matters (want).
 func (u *usage) fee(name string, f catalog.Fee, matters bool) float64 {
@@ -436,10 +453,11 @@ func (u *usage) names() []string {
 }
 
 func (u *usage) warnings() []string {
-	if len(u.unknown) == 0 {
-		return []string{}
+	out := []string{}
+	if len(u.unknown) > 0 {
+		out = append(out, "unknown, computed as 0: "+strings.Join(u.unknown, ", "))
 	}
-	return []string{"unknown, computed as 0: " + strings.Join(u.unknown, ", ")}
+	return append(out, u.notes...)
 }
 
 // shared are the fees every plan pays the same way.
@@ -452,9 +470,24 @@ type shared struct {
 	boot    float64 // per start
 }
 
-func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64) shared {
+// sharedFees are the fees of o that every plan pays alike, for a task
+// stopped stoppedHours in all, or restarted (interrupted spot runs).
+func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64, restarted bool) shared {
 	var s shared
 	inc := u.fee("storage.included_gb", o.Storage.IncludedGB, p.DiskGB > 0)
+	// Data kept across a stop cannot stay on a disk that a stop wipes: it
+	// lives on a volume, billed running and stopped, all of it.
+	stops := stoppedHours > 1e-9 || p.Starts > 1 || restarted
+	switch d := o.Storage.IncludedDisk; {
+	case !stops || p.DiskGB <= 0 || d == catalog.DiskPersistent:
+	case d == catalog.DiskEphemeral:
+		if inc > 0 {
+			u.notes = append(u.notes, fmt.Sprintf("the included %s GB disk is ephemeral (wiped on stop): the task's %s GB kept across stops is billed as a volume, at storage.running_gb_month and storage.stopped_gb_month", trimFloat(inc), trimFloat(p.DiskGB)))
+		}
+		inc = 0
+	case inc > 0:
+		u.unknown = append(u.unknown, "storage.included_disk (whether the included disk survives a stop)")
+	}
 	s.extraGB = math.Max(0, p.DiskGB-inc)
 	s.runGB = u.fee("storage.running_gb_month", o.Storage.RunningGBMonth, s.extraGB > 0) / catalog.HoursPerMonth
 	s.stopGB = u.fee("storage.stopped_gb_month", o.Storage.StoppedGBMonth, s.extraGB > 0 && stoppedHours > 0) / catalog.HoursPerMonth
@@ -557,7 +590,7 @@ func onDemandBill(p *Profile, o *catalog.Offer) (Bill, bool) {
 		u.unknown = append(u.unknown, "on_demand.minimum")
 	}
 	stopped := float64(p.SpanDays)*24 - p.ComputeHours
-	s := sharedFees(p, o, &u, stopped)
+	s := sharedFees(p, o, &u, stopped, false)
 	items := [5]float64{
 		billed * float64(p.Starts) * hourly,
 		s.extraGB * (s.runGB*p.ComputeHours + s.stopGB*stopped),
@@ -572,15 +605,36 @@ func onDemandBill(p *Profile, o *catalog.Offer) (Bill, bool) {
 }
 
 // rate is the spot interruption rate per hour for the whole job, and whether
-// it is known.
+// it is known: --interruptions-per-day, else the offer's own rate, else
+// the provider's published frequency judged at its upper end.
 func rate(p *Profile, o *catalog.Offer, opt Options) (float64, bool) {
 	perDay, ok := 0.0, false
 	if opt.InterruptionsPerDay != nil {
 		perDay, ok = *opt.InterruptionsPerDay, true
 	} else if o.Spot != nil {
-		perDay, ok = o.Spot.InterruptionsPerDay.Value()
+		if perDay, ok = o.Spot.InterruptionsPerDay.Value(); !ok && o.Spot.Frequency != nil {
+			perDay, _ = o.Spot.Frequency.PerDay()
+			ok = true
+		}
 	}
 	return perDay / 24 * float64(instances(p, o)), ok
+}
+
+// frequencyNote says where a spot bill's interruption rate comes from
+// when it is the provider's published frequency, or "".
+func frequencyNote(o *catalog.Offer, opt Options) string {
+	if opt.InterruptionsPerDay != nil || o.Spot == nil || o.Spot.InterruptionsPerDay.IsKnown() || o.Spot.Frequency == nil {
+		return ""
+	}
+	f := o.Spot.Frequency
+	perDay, least := f.PerDay()
+	bucket := fmt.Sprintf("%s to %s", report.Percent(f.Low), report.Percent(f.High.Or(0)))
+	judged := "its upper end"
+	if least {
+		bucket, judged = "over "+report.Percent(f.Low), "its lower end, so the bill is the least it can be"
+	}
+	return fmt.Sprintf("interruption rate from %s (%s): %s of this instance type's spot capacity reclaimed in a month, judged at %s, %.3g interruptions a day per instance if interruptions arrive at random; --interruptions-per-day overrides it",
+		f.Source, f.AsOf, bucket, judged, perDay)
 }
 
 // spotRun is the profile's job as a Run on offer o. Without checkpoint
@@ -680,7 +734,7 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 	}
 	b := newBill(p, o, Spot)
 	stopped := math.Max(0, float64(p.SpanDays)*24-hours)
-	s := sharedFees(p, o, &u, stopped)
+	s := sharedFees(p, o, &u, stopped, fails > 0)
 	items := [5]float64{
 		hours * hourly,
 		s.extraGB * (s.runGB*hours + s.stopGB*stopped),
@@ -697,6 +751,9 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 		b.Detail = fmt.Sprintf("%s if never interrupted (interruption rate unknown)", hoursText(hours))
 	}
 	b.Unknown, b.Warnings = u.names(), u.warnings()
+	if n := frequencyNote(o, opt); n != "" {
+		b.Warnings = append(b.Warnings, n)
+	}
 	if c := p.Checkpoint; c != nil && (c.Write == 0 || c.Restart == 0) {
 		// Left out, they count as 0: the bill is then the cheapest it can
 		// be, and says so.

@@ -29,12 +29,14 @@ func dur(d time.Duration) catalog.Duration { return catalog.KnownDuration(d) }
 // out by hand: 2/h, 1 h increment, 3 h minimum, 50 GB included, storage
 // 0.72 per GB-month running (0.001 per GB-hour) and 1.44 stopped (0.002),
 // egress 0.1/GB, boot 0.5 per start, IP 3 a month, released after 2 days.
+// The included disk is persistent: it keeps its data while stopped.
 func testOffer() catalog.Offer {
 	return catalog.Offer{
 		ID: "t", Provider: "Test", GPU: "RTX 4090", GPUs: 2, Currency: "USD", Source: "hand", AsOf: "2026-11-30",
-		OnDemand:            catalog.OnDemand{Hourly: catalog.Known(2), Increment: dur(time.Hour), Minimum: dur(3 * time.Hour)},
-		BootFee:             catalog.Known(0.5),
-		Storage:             catalog.Storage{IncludedGB: catalog.Known(50), RunningGBMonth: catalog.Known(0.72), StoppedGBMonth: catalog.Known(1.44)},
+		OnDemand: catalog.OnDemand{Hourly: catalog.Known(2), Increment: dur(time.Hour), Minimum: dur(3 * time.Hour)},
+		BootFee:  catalog.Known(0.5),
+		Storage: catalog.Storage{IncludedGB: catalog.Known(50), IncludedDisk: catalog.DiskPersistent,
+			RunningGBMonth: catalog.Known(0.72), StoppedGBMonth: catalog.Known(1.44)},
 		EgressGB:            catalog.Known(0.1),
 		IPMonth:             catalog.Known(3),
 		ReleaseAfterStopped: dur(48 * time.Hour),
@@ -688,5 +690,34 @@ func TestSubscriptionPacksHours(t *testing.T) {
 	plan, err := MakePlan(&Profile{ComputeHours: 600, SpanDays: 40, GPUs: 1, Starts: 1}, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{}, nil)
 	if err != nil || plan.Offers[0].Recommendation != Subscription {
 		t.Fatalf("plan: %v %+v", err, plan.Offers[0])
+	}
+}
+
+// Issue #37 item 2: AWS's and Google's included disk is instance store or
+// local SSD, wiped on stop, yet it was counted as a kept disk, so a stopped
+// instance's storage cost 0. The worked example above with an ephemeral
+// included disk: the 100 GB live on a volume, all of them billed,
+// 100 × (0.001 × 10 h + 0.002 × 230 h) = 47 (not 23.5). Run back to back
+// in one start, nothing is stopped and the included disk holds the data.
+func TestEphemeralDiskIsNotKept(t *testing.T) {
+	o := testOffer()
+	o.Storage.IncludedDisk = catalog.DiskEphemeral
+	b := onDemand(t, Profile{GPUs: 2, ComputeHours: 10, SpanDays: 10, Starts: 4, DiskGB: 100, EgressGB: 50}, o)
+	if got := item(b, ItemStorage); !near(got, 47) {
+		t.Errorf("storage %v, want 47", got)
+	}
+	if !slices.ContainsFunc(b.Warnings, func(w string) bool { return strings.Contains(w, "included 50 GB disk is ephemeral") }) {
+		t.Errorf("warnings %q", b.Warnings)
+	}
+	b = onDemand(t, Profile{GPUs: 2, ComputeHours: 24, SpanDays: 1, Starts: 1, DiskGB: 100}, o)
+	if got := item(b, ItemStorage); !near(got, 50*0.001*24) {
+		t.Errorf("back to back: storage %v, want %v", got, 50*0.001*24)
+	}
+	// Where no source says, a bill that leans on the included disk over a
+	// stop names the unknown.
+	o.Storage.IncludedDisk = ""
+	b = onDemand(t, Profile{GPUs: 2, ComputeHours: 10, SpanDays: 10, Starts: 4, DiskGB: 100}, o)
+	if !slices.Contains(b.Unknown, "storage.included_disk") {
+		t.Errorf("unknown %q", b.Unknown)
 	}
 }

@@ -46,7 +46,7 @@ func subscriptionBill(p *Profile, o *catalog.Offer, force bool) (Bill, bool) {
 		return Bill{}, false
 	}
 	var u usage
-	s := sharedFees(p, o, &u, float64(p.SpanDays)*24-p.ComputeHours)
+	s := sharedFees(p, o, &u, float64(p.SpanDays)*24-p.ComputeHours, false)
 	hourly, odOK := o.OnDemand.Hourly.Value()
 	if !odOK {
 		hourly = math.Inf(1)
