@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -95,7 +98,13 @@ func newCatalog(g *globals) *cobra.Command {
 			for _, o := range offers {
 				providers[o.Provider] = true
 			}
-			fmt.Fprintf(g.stdout, "\n%s from %s; exchange rates as of %s\n", report.Count(len(offers), "offer"), report.Count(len(providers), "provider"), c.Rates.AsOf)
+			var dates []string
+			for _, cur := range slices.Sorted(maps.Keys(c.Rates.PerUSD)) {
+				if cur != "USD" {
+					dates = append(dates, cur+" as of "+c.Rates.Dated(cur))
+				}
+			}
+			fmt.Fprintf(g.stdout, "\n%s from %s; exchange rates: %s\n", report.Count(len(offers), "offer"), report.Count(len(providers), "provider"), strings.Join(dates, ", "))
 			return nil
 		},
 	}

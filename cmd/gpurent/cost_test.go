@@ -230,3 +230,82 @@ func TestSupersededReadings37(t *testing.T) {
 		}
 	}
 }
+
+// Item 7: the smaller things users were misled by.
+func TestSmallerAnswers37(t *testing.T) {
+	cat := testOffers(t, offer37("t-4090", "RTX 4090", 1, "USD", "boot_fee: unknown", "subscriptions: [{period: month, price: 500}]"))
+	// plan's table hid the unknown-fee warnings.
+	code, out, errOut := gpurent(t, append(cat, "plan", "--gpu", "RTX 4090", "--hours", "100")...)
+	if code != 0 || !strings.Contains(out, "warning: unknown, computed as 0: boot_fee") {
+		t.Errorf("plan hides the unknown fees: exit %d %s\n%s", code, errOut, out)
+	}
+	// "HIDDEN 0.0%" on a bill with unknown fees read as no hidden cost:
+	// the total is a lower bound, in the table and in JSON.
+	code, out, _ = gpurent(t, append(cat, "quote", "--gpu", "RTX 4090", "--hours", "100")...)
+	if code != 0 || !strings.Contains(out, "≥100.00") || !strings.Contains(out, "≥0.0%") {
+		t.Errorf("quote shows a clean total:\n%s", out)
+	}
+	code, out, _ = gpurent(t, append(cat, "quote", "--gpu", "RTX 4090", "--hours", "100", "-o", "json")...)
+	if code != 0 || !strings.Contains(out, `"total_is_lower_bound": true`) {
+		t.Errorf("JSON has no lower-bound flag:\n%s", out)
+	}
+	// catalog ls -o json wrote Period and Price.
+	code, out, _ = gpurent(t, append(cat, "catalog", "ls", "-o", "json")...)
+	if code != 0 || !strings.Contains(out, `"period": "month"`) || strings.Contains(out, `"Period"`) {
+		t.Errorf("catalog ls JSON keys:\n%s", out)
+	}
+	// A catalog with USD: 2 halved every conversion.
+	bad := filepath.Join(t.TempDir(), "usd.yaml")
+	if err := os.WriteFile(bad, []byte("version: 1\nexchange_rates: {as_of: \"2026-11-30\", USD: 2, CNY: 7}\noffers:\n"+offer37("t-x", "RTX 4090", 1, "USD")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut = gpurent(t, "quote", "--catalog", bad, "--gpu", "RTX 4090", "--hours", "10"); code != 2 || !strings.Contains(errOut, "USD is 1") {
+		t.Errorf("USD: 2 accepted: exit %d %s", code, errOut)
+	}
+	// Exchange rates had a date but no age warning, and the wrong date:
+	// the embedded CNY rate is from early 2026, not 2026-10-06.
+	t.Setenv("SOURCE_DATE_EPOCH", "1796083200") // 2026-12-01
+	code, out, _ = gpurent(t, append(cat, "quote", "--gpu", "RTX 4090", "--hours", "10", "--currency", "CNY")...)
+	if code != 0 || !strings.Contains(out, "rate: 1 CNY = ") || !strings.Contains(out, "as of 2026-Q1; 245 days old or more") {
+		t.Errorf("rate line:\n%s", out)
+	}
+}
+
+// Item 7: --seed gave an offer other figures when --provider left out
+// offers listed before it.
+func TestSeedByOffer37(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cat.yaml")
+	other := strings.Replace(offer37("t-b", "H100", 1, "USD", "spot: {hourly: 1, interruptions_per_day: 2, notice: 30s}"), "provider: Test37", "provider: Other37", 1)
+	if err := os.WriteFile(p, []byte("version: 1\noffers:\n"+other+offer37("t-a", "H100", 1, "USD", "on_demand: {hourly: 3, increment: 1s, minimum: 0s}", "spot: {hourly: 1, interruptions_per_day: 2, notice: 30s}")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p50 := func(providers ...string) string {
+		args := []string{"plan", "--catalog", p, "--gpu", "H100", "--hours", "300", "--interruptible", "--ckpt-every", "1h", "--ckpt-write", "1m", "--ckpt-restart", "5m", "--trials", "500", "--seed", "7", "-o", "json"}
+		for _, pr := range providers {
+			args = append(args, "--provider", pr)
+		}
+		code, out, errOut := gpurent(t, args...)
+		var r struct {
+			Offers []struct {
+				Offer string
+				Spot  *struct {
+					P50Hours float64 `json:"p50_hours"`
+				}
+			}
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+			t.Fatalf("exit %d %s", code, errOut)
+		}
+		for _, o := range r.Offers {
+			if o.Offer == "t-a" && o.Spot != nil {
+				b, _ := json.Marshal(o.Spot)
+				return string(b)
+			}
+		}
+		t.Fatalf("no spot risk for t-a: %s", out)
+		return ""
+	}
+	if a, b := p50("Test37"), p50("Test37", "Other37"); a != b {
+		t.Errorf("t-a's spot risk changes with --provider: %s vs %s", a, b)
+	}
+}

@@ -167,10 +167,16 @@ func writePlan(w io.Writer, plan *billing.Plan, deadline string) error {
 	tab := report.NewTab("OFFER", "BUY", "ON_DEMAND", "SUBSCRIPTION", "SPOT", "SPOT P50/P90", "HOURS P50/P90", dlHead, "BREAK-EVEN", "CKPT YOUNG/DALY", "LOST")
 	for _, o := range plan.Offers {
 		cell := func(plan string) string {
-			if v, ok := o.Totals[plan]; ok {
-				return report.Money(v)
+			v, ok := o.Totals[plan]
+			if !ok {
+				return "-"
 			}
-			return "-"
+			for _, b := range o.Bills {
+				if b.Plan == plan {
+					return atLeast(b, report.Money(v))
+				}
+			}
+			return report.Money(v)
 		}
 		spot, hours, dl := "-", "-", "-"
 		if s := o.Spot; s != nil {
@@ -205,11 +211,22 @@ func writePlan(w io.Writer, plan *billing.Plan, deadline string) error {
 	for _, n := range plan.Notes {
 		fmt.Fprintf(w, "\nnote: %s\n", n)
 	}
-	fmt.Fprintln(w, "\nwhy:")
+	fmt.Fprintln(w, "\nwhy (≥: the total is the least it can be, fees no source confirmed counted as 0):")
 	for _, o := range plan.Offers {
 		fmt.Fprintf(w, "  %s: %s\n", o.Offer, o.Reason)
 		for _, n := range o.Notes {
 			fmt.Fprintf(w, "    note: %s\n", n)
+		}
+		// The bills' warnings, each once: the unknown fees above all,
+		// which the table's totals leave out.
+		var seen []string
+		for _, b := range o.Bills {
+			for _, wn := range b.Warnings {
+				if !slices.Contains(seen, wn) {
+					seen = append(seen, wn)
+					fmt.Fprintf(w, "    warning: %s\n", wn)
+				}
+			}
 		}
 	}
 	offers, ages := make([]string, len(plan.Offers)), make([]*int, len(plan.Offers))

@@ -111,12 +111,12 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 		}
 		// A plan below the list price hides nothing from it: a share of
 		// -469.6% "hidden" would read as nonsense (the JSON keeps it).
-		hidden := report.Percent(b.HiddenShare)
+		hidden := atLeast(b, report.Percent(b.HiddenShare))
 		if b.HiddenShare < 0 {
 			hidden, below = "-", below+1
 		}
 		tab.Row(fmt.Sprint(i+1), b.Offer, b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
-			report.Money(b.Total), report.Money(b.ListTotal), hidden,
+			atLeast(b, report.Money(b.Total)), report.Money(b.ListTotal), hidden,
 			report.Money(b.Items[0].Amount), report.Money(b.Items[1].Amount), report.Money(b.Items[2].Amount),
 			report.Money(b.Items[3].Amount), report.Money(b.Items[4].Amount), warn, b.Detail)
 	}
@@ -129,6 +129,25 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	}
 	writeBillNotes(w, q.Bills, q.Notes, q.Rates)
 	return nil
+}
+
+// atMost marks the hours a budget buys on a bill with unknown fees as
+// the most it can buy, "≤720".
+func atMost(b billing.Bill, v string) string {
+	if b.TotalIsLowerBound {
+		return "≤" + v
+	}
+	return v
+}
+
+// atLeast marks a figure of a bill with unknown fees as a lower bound,
+// "≥1353.60": a clean total, or "HIDDEN 0.0%", would read as a bill
+// known to the cent.
+func atLeast(b billing.Bill, v string) string {
+	if b.TotalIsLowerBound {
+		return "≥" + v
+	}
+	return v
 }
 
 // writeBillNotes writes what follows a table of bills: each offer's
@@ -147,7 +166,7 @@ func writeBillNotes(w io.Writer, bills []billing.Bill, notes, rates []string) {
 		}
 	}
 	if len(lines) > 0 {
-		fmt.Fprintf(w, "\nwarnings (UNKNOWN counts fees no source confirmed, computed as 0: such bills may be dearer):\n%s\n", strings.Join(lines, "\n"))
+		fmt.Fprintf(w, "\nwarnings (UNKNOWN counts fees no source confirmed, computed as 0: such bills may be dearer, and their ≥ totals are the least they can be):\n%s\n", strings.Join(lines, "\n"))
 	}
 	for _, n := range notes {
 		fmt.Fprintf(w, "\nnote: %s\n", n)
@@ -184,7 +203,7 @@ func writeAfford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Rea
 			warn = fmt.Sprint(len(b.Unknown))
 		}
 		tab.Row(fmt.Sprint(i+1), b.Offer, b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
-			trim(math.Floor(a.Hours*100+1e-9)/100), report.Money(b.Total), // never more than was found
+			atMost(b, trim(math.Floor(a.Hours*100+1e-9)/100)), atLeast(b, report.Money(b.Total)), // never more than was found
 			report.Money(b.Items[0].Amount), report.Money(b.Items[1].Amount), report.Money(b.Items[2].Amount),
 			report.Money(b.Items[3].Amount), report.Money(b.Items[4].Amount), warn, b.Detail)
 	}

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"runtime"
 	"sort"
@@ -106,9 +107,18 @@ func Parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
+// offerSeed is the simulation seed of one offer: --seed mixed with the
+// offer's id, so that an offer's figures depend on neither the order of
+// the offers nor which others --provider or --gpu kept.
+func offerSeed(seed uint64, id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return seed ^ h.Sum64()
+}
+
 // MakePlan advises on every offer. Offers are simulated independently with
-// seeds derived from opt.Seed, so the result does not depend on the order
-// work is scheduled in; run is how the caller spreads the offers over
+// seeds derived from opt.Seed and their ids, so the result does not depend
+// on the order work is scheduled in; run is how the caller spreads the offers over
 // goroutines (call each function once), or nil to run them in turn.
 func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanOptions, run func(n int, f func(i int))) (*Plan, error) {
 	cur := opt.Currency
@@ -133,7 +143,7 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 		}
 	}
 	run(len(offers), func(i int) {
-		plan.Offers[i] = planOffer(p, &offers[i], factors[i], opt, opt.Seed+uint64(i)*0x9e3779b97f4a7c15)
+		plan.Offers[i] = planOffer(p, &offers[i], factors[i], opt, offerSeed(opt.Seed, offers[i].ID))
 	})
 	// Cheapest recommendation first; offers that could not be priced last.
 	cost := func(o OfferPlan) float64 {

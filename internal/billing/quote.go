@@ -57,8 +57,10 @@ type Bill struct {
 	HiddenShare float64 `json:"hidden_share"` // (total − list_total) / total
 	Items       []Item  `json:"items"`
 	// Unknown names the fees no source confirmed, counted as 0: a bill with
-	// unknowns may rank cheaper than it is.
-	Unknown  []string `json:"unknown"`
+	// unknowns may rank cheaper than it is, and its total is a lower bound
+	// (TotalIsLowerBound), never a clean total.
+	Unknown           []string `json:"unknown"`
+	TotalIsLowerBound bool     `json:"total_is_lower_bound"`
 	Warnings []string `json:"warnings"`
 	// Currency is the offer's own; amounts are in the quote's currency.
 	OfferCurrency string `json:"offer_currency"`
@@ -279,10 +281,43 @@ func conversions(offers []catalog.Offer, rates catalog.Rates, opt Options) (cur 
 		if _, seen := used[o.Currency]; o.Currency != cur && !seen {
 			from, _ := rates.Convert(1, "USD", o.Currency)
 			to, _ := rates.Convert(1, "USD", cur)
-			used[o.Currency] = fmt.Sprintf("1 %s = %.6g %s (as of %s)", cur, from/to, o.Currency, rates.AsOf)
+			used[o.Currency] = fmt.Sprintf("1 %s = %.6g %s (%s)", cur, from/to, o.Currency, rateAge(rates, opt.Today, o.Currency, cur))
 		}
 	}
 	return cur, factors, used, nil
+}
+
+// rateAge dates the rate between currencies a and b: the as_of of each
+// that is not USD, and, judged on today, a warning when the older is
+// more than StalePriceDays old or states no date. Exchange rates move
+// as prices do, and the catalog's are never fetched.
+func rateAge(rates catalog.Rates, today time.Time, a, b string) string {
+	var dates []string
+	var oldest time.Time
+	undated := false
+	for _, c := range []string{a, b} {
+		if c == "USD" {
+			continue
+		}
+		d := rates.Dated(c)
+		if !slices.Contains(dates, d) {
+			dates = append(dates, d)
+		}
+		if t, ok := catalog.RateDate(d); !ok {
+			undated = true
+		} else if oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+	}
+	out := "as of " + strings.Join(dates, " and ")
+	switch {
+	case today.IsZero():
+	case undated:
+		out += "; no date stated: exchange rates move, set your own under exchange_rates in a --catalog file"
+	case today.Sub(oldest).Hours()/24 > StalePriceDays:
+		out += fmt.Sprintf("; %d days old or more: exchange rates move, set your own under exchange_rates in a --catalog file", int(today.Sub(oldest).Hours()/24))
+	}
+	return out
 }
 
 // rateLines are the rates of used that bills were converted with, sorted:
@@ -601,6 +636,7 @@ func onDemandBill(p *Profile, o *catalog.Offer) (Bill, bool) {
 	b.finish(items, hourly, p)
 	b.Detail = fmt.Sprintf("%d × %s billed (%s increment)", p.Starts, hoursText(billed), o.OnDemand.Increment)
 	b.Unknown, b.Warnings = u.names(), append(u.warnings(), releaseWarning(p, o, p.ComputeHours)...)
+	b.TotalIsLowerBound = len(b.Unknown) > 0
 	return b, true
 }
 
@@ -751,6 +787,7 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 		b.Detail = fmt.Sprintf("%s if never interrupted (interruption rate unknown)", hoursText(hours))
 	}
 	b.Unknown, b.Warnings = u.names(), u.warnings()
+	b.TotalIsLowerBound = len(b.Unknown) > 0
 	if n := frequencyNote(o, opt); n != "" {
 		b.Warnings = append(b.Warnings, n)
 	}

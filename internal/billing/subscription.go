@@ -79,6 +79,7 @@ func subscriptionBill(p *Profile, o *catalog.Offer, force bool) (Bill, bool) {
 	}
 	b.Detail = strings.Join(parts, " + ")
 	b.Unknown, b.Warnings = u.names(), u.warnings()
+	b.TotalIsLowerBound = len(b.Unknown) > 0
 	if note != "" {
 		b.Warnings = append(b.Warnings, note)
 	}

@@ -153,14 +153,38 @@ type Rates struct {
 	AsOf   string
 	Source string
 	PerUSD map[string]float64
+	// DateOf is a currency's own as_of where it has one ({rate, as_of,
+	// source}), or where a merge took it from another file: rates read on
+	// different days are dated each by its own day.
+	DateOf map[string]string
 }
 
-// UnmarshalYAML reads {as_of: DATE, source: TEXT, USD: 1, CNY: 7.1, ...}.
+// Dated is the as_of of currency c's rate.
+func (r Rates) Dated(c string) string {
+	if d, ok := r.DateOf[c]; ok {
+		return d
+	}
+	return r.AsOf
+}
+
+// RateDate is the newest date a rate's as_of states (PriceDate's rule),
+// and false when it states none.
+func RateDate(asOf string) (time.Time, bool) { return statedDate(asOf) }
+
+// rateEntry is a currency's rate written with its own date and source.
+type rateEntry struct {
+	Rate   float64 `yaml:"rate"`
+	AsOf   string  `yaml:"as_of"`
+	Source string  `yaml:"source"`
+}
+
+// UnmarshalYAML reads {as_of: DATE, source: TEXT, USD: 1, CNY: 7.1, ...};
+// a currency may instead be {rate: 7.1, as_of: DATE, source: TEXT}.
 func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
 		return yamlfile.Invalid(n, "want a mapping of currency codes to units per USD")
 	}
-	*r = Rates{PerUSD: map[string]float64{}}
+	*r = Rates{PerUSD: map[string]float64{}, DateOf: map[string]string{}}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		switch k.Value {
@@ -173,7 +197,16 @@ func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
 				return yamlfile.Invalid(k, "unknown field %q: want as_of, source or a currency code like CNY", k.Value)
 			}
 			var f float64
-			if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!float") || v.Decode(&f) != nil {
+			if v.Kind == yaml.MappingNode {
+				var e rateEntry
+				if err := v.Decode(&e); err != nil {
+					return yamlfile.Invalid(v, "rate for %s: want {rate: NUMBER, as_of: DATE, source: TEXT}", k.Value)
+				}
+				if strings.TrimSpace(e.AsOf) == "" {
+					return yamlfile.Invalid(v, "rate for %s: needs its as_of", k.Value)
+				}
+				f, r.DateOf[k.Value] = e.Rate, e.AsOf
+			} else if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!float") || v.Decode(&f) != nil {
 				return yamlfile.Invalid(v, "rate for %s: want a number, got %q", k.Value, v.Value)
 			}
 			if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
@@ -549,13 +582,15 @@ func ParseOver(file string, data []byte, base Rates) (*Catalog, error) {
 // base one in place, new offers are appended, and over's exchange rates
 // replace base's currency by currency. Neither input is modified.
 func Merge(base, over *Catalog) *Catalog {
-	out := &Catalog{Version: base.Version, Rates: Rates{AsOf: base.Rates.AsOf, Source: base.Rates.Source, PerUSD: map[string]float64{}}}
+	out := &Catalog{Version: base.Version, Rates: Rates{AsOf: base.Rates.AsOf, Source: base.Rates.Source, PerUSD: map[string]float64{}, DateOf: map[string]string{}}}
 	for c, v := range base.Rates.PerUSD {
-		out.Rates.PerUSD[c] = v
+		out.Rates.PerUSD[c], out.Rates.DateOf[c] = v, base.Rates.Dated(c)
 	}
 	if len(over.Rates.PerUSD) > 0 {
+		// Each rate keeps the date of the file it comes from: the base's
+		// that over leaves alone are not as new as over's.
 		for c, v := range over.Rates.PerUSD {
-			out.Rates.PerUSD[c] = v
+			out.Rates.PerUSD[c], out.Rates.DateOf[c] = v, over.Rates.Dated(c)
 		}
 		out.Rates.AsOf, out.Rates.Source = over.Rates.AsOf, over.Rates.Source
 	}
