@@ -61,7 +61,7 @@ type Bill struct {
 	// (TotalIsLowerBound), never a clean total.
 	Unknown           []string `json:"unknown"`
 	TotalIsLowerBound bool     `json:"total_is_lower_bound"`
-	Warnings []string `json:"warnings"`
+	Warnings          []string `json:"warnings"`
 	// Currency is the offer's own; amounts are in the quote's currency.
 	OfferCurrency string `json:"offer_currency"`
 	// Source and AsOf say where the offer's prices come from and when, as
