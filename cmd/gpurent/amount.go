@@ -1,25 +1,74 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/catalog"
 )
 
-// parseAmount reads a positive amount with an optional currency code after
-// it ("300", "300USD", "2000 cny"); a bare number is in cur. run's --price
-// and --budget and quote's --budget take it.
+// currencyWords are the ways people write a currency that are not its
+// ISO code: 元, ¥ and RMB on Chinese platforms' pages (¥ is the yen's sign
+// too, but no offer is priced in yen), $ and €.
+var currencyWords = map[string]string{
+	"RMB": "CNY", "元": "CNY", "¥": "CNY", "￥": "CNY", "块": "CNY",
+	"$": "USD", "US$": "USD", "€": "EUR",
+}
+
+// amountPattern is a number with an optional currency before or after
+// it: "300", "300USD", "2000 cny", "¥1500", "CNY1500", "1,500元".
+var amountPattern = regexp.MustCompile(`^([^0-9.,+-]*?)\s*([+-]?(?:[0-9][0-9,]*(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([^0-9]*?)$`)
+
+// thousands is a number written with commas between groups of three
+// digits ("1,500", "12,000.50"); any other comma is refused, since "1,5"
+// is one and a half in much of the world.
+var thousands = regexp.MustCompile(`^[+-]?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]*)?([eE][+-]?[0-9]+)?$`)
+
+// parseAmount reads a positive amount with an optional currency before or
+// after it ("300", "300USD", "2000 cny", "¥1500", "CNY1500", "1,500元");
+// a bare number is in cur. run's --price and --budget and quote's
+// --budget take it.
 func parseAmount(s, cur string) (float64, string, bool) {
-	t := strings.TrimSpace(s)
-	num := strings.TrimRight(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-	if c := strings.ToUpper(strings.TrimSpace(t[len(num):])); c != "" {
-		cur = c
+	m := amountPattern.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil || (m[1] != "" && m[3] != "") {
+		return 0, "", false
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	num := m[2]
+	if strings.Contains(num, ",") {
+		if !thousands.MatchString(num) {
+			return 0, "", false
+		}
+		num = strings.ReplaceAll(num, ",", "")
+	}
+	if c := strings.TrimSpace(m[1] + m[3]); c != "" {
+		cur = currencyCode(c)
+	}
+	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || v <= 0 || math.IsInf(v, 0) || !catalog.IsCurrency(cur) {
 		return 0, "", false
 	}
 	return v, cur, true
+}
+
+// currencyCode is the ISO code a person's way of writing a currency
+// stands for: "cny", "RMB", "元" and "¥" are all CNY.
+func currencyCode(s string) string {
+	c := strings.ToUpper(strings.TrimSpace(s))
+	if w, ok := currencyWords[c]; ok {
+		return w
+	}
+	return c
+}
+
+// quoteShort quotes text a person gave for an error message, cut to 60
+// characters: a megabyte pasted by mistake must not come back whole.
+func quoteShort(s string) string {
+	r := []rune(s)
+	if len(r) <= 60 {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(string(r[:60])) + fmt.Sprintf("… (%d bytes)", len(s))
 }

@@ -309,3 +309,106 @@ func TestSeedByOffer37(t *testing.T) {
 		t.Errorf("t-a's spot risk changes with --provider: %s vs %s", a, b)
 	}
 }
+
+// Bad input: exit 2, one line naming the right flag or field, well under
+// a second, never a trace. At 7f49d07 these ran out of memory, ranked a
+// negative total cheapest, echoed megabytes or blamed another flag.
+func TestBadInput37(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	big := write("big.yaml", "gpu: \""+strings.Repeat("A", 900_000)+"\"\ncompute_hours: 10\n")
+	for _, tc := range []struct {
+		args []string
+		want string // the start of the one line
+	}{
+		{[]string{"quote", "--gpu", "4090", "--hours", "10", "--days", "100000000"}, "gpurent: --days: want at most 36500 days"},
+		{[]string{"quote", "--gpu", "4090", "--hours", "10", "--gpus", "9223372036854775807"}, "gpurent: --gpus: want at most"},
+		{[]string{"quote", "--gpu", "4090", "--hours", "10", "--profile", "/dev/zero"}, "gpurent: --profile: /dev/zero"},
+		{[]string{"quote", "--profile", big}, "gpurent: " + big + ":1: gpu: want a GPU model"},
+		{[]string{"quote", "--gpu", "\xff\xfe", "--hours", "10"}, "gpurent: --gpu: not valid UTF-8"},
+		{[]string{"quote", "--gpu", "4090", "--hours", "10", "--provider", strings.Repeat("x", 100_000)}, "gpurent: --provider: want a provider's name, got 100000 bytes"},
+		{[]string{"quote", "--gpu", "4090", "--hours", "10", "--egress", "1e300"}, "gpurent: --egress: want at most"},
+		{[]string{"quote", "--gpu", "4090", "--hours", "1e-9"}, "gpurent: --hours: want at least a second"},
+		{[]string{"quote", "--gpu", "4090", "--budget", "1500XYZ"}, "gpurent: --budget: no exchange rate for XYZ"},
+		{[]string{"quote", "--gpu", "4090", "--budget", "1,5CNY"}, "gpurent: --budget: want what the task may cost"},
+		{[]string{"plan", "--gpu", "H100", "--hours", "100", "--deadline", "10d"}, "gpurent: --deadline: judges spot runs, which need --interruptible"},
+		{[]string{"plan", "--gpu", "H100", "--hours", "100", "--days", "5", "--interruptible", "--deadline", "10d"}, "gpurent: --deadline 10d is beyond the span of 5 days"},
+		{[]string{"quote", "--gpu", "RTX 4090", "--gpus", "16", "--hours", "10", "--one-machine"}, "gpurent: --one-machine: no offer of GPU \"RTX 4090\" has 16 GPUs in one machine; the most is"},
+	} {
+		code, out, errOut := gpurent(t, tc.args...)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if code != 2 || out != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], tc.want) || len(errOut) > 400 || strings.Contains(errOut, "goroutine") {
+			t.Errorf("%.120q: exit %d, stdout %d bytes, stderr %.300q; want exit 2 and one line %q", tc.args, code, len(out), errOut, tc.want)
+		}
+	}
+}
+
+// Users' words: the names people write for providers and money, a
+// provider that lacks the GPU, the 4090D beside "4090", and multi-GPU
+// jobs (one machine, per GPU-hour, a shared disk billed once).
+func TestUsersWords37(t *testing.T) {
+	for _, pv := range []string{"vast", "gcp", "google", "aws", "amazon", "lambdalabs"} {
+		if code, _, errOut := gpurent(t, "quote", "--gpu", "H100", "--hours", "10", "--provider", pv); code != 0 {
+			t.Errorf("--provider %s: exit %d %s", pv, code, errOut)
+		}
+	}
+	for _, budget := range []string{"1500RMB", "1500元", "¥1500", "1,500CNY", "CNY1500", "CNY 1500"} {
+		code, out, errOut := gpurent(t, "quote", "--gpu", "RTX 4090", "--provider", "autodl", "--budget", budget, "--days", "30")
+		if code != 0 || !strings.HasPrefix(out, "what 1500.00 CNY buys") {
+			t.Errorf("--budget %s: exit %d %s%.200s", budget, code, errOut, out)
+		}
+	}
+	// AutoDL rents no H100 in the catalog: a note, not an error.
+	code, out, errOut := gpurent(t, "quote", "--gpu", "H100", "--hours", "10", "--provider", "runpod", "--provider", "autodl")
+	if code != 0 || !strings.Contains(out, "--provider autodl: no offer for GPU \"H100\"") {
+		t.Errorf("a provider without the GPU: exit %d %s\n%s", code, errOut, out)
+	}
+	cat := testOffers(t, offer37("t-4090", "RTX 4090", 1, "CNY", "on_demand: {hourly: 1.98, increment: 1s, minimum: 0s}", "subscriptions: [{period: month, price: 1052}]")+
+		offer37("t-4090d", "RTX 4090D", 1, "CNY", "on_demand: {hourly: unknown, increment: 1s, minimum: 0s}", "subscriptions: [{period: month, price: 946}]"))
+	code, out, _ = gpurent(t, append(cat, "quote", "--gpu", "4090", "--hours", "720", "--days", "30", "--currency", "CNY")...)
+	if code != 0 || !strings.Contains(out, `note: the RTX 4090D, which GPU "4090" does not match, is cheaper: 946.00 CNY on t-4090d`) {
+		t.Errorf("the 4090D is not mentioned:\n%s", out)
+	}
+	// 2 instances of 4 GPUs with a 1,000 GB network volume at 0.1 a
+	// GB-month over 30 days: the disk is billed once (100), and each of
+	// the 8 GPU-hours of 100 h costs (2 × 4 × 100 + 100) / 800 = 1.125.
+	cat = testOffers(t, offer37("t-x4", "H100", 4, "USD", "on_demand: {hourly: 4, increment: 1s, minimum: 0s}", "storage: {included_gb: 0, running_gb_month: 0.1, stopped_gb_month: 0.1}")+
+		offer37("t-x8", "H100", 8, "USD", "on_demand: {hourly: 9, increment: 1s, minimum: 0s}"))
+	var q struct {
+		Bills []struct {
+			Offer      string
+			Total      float64
+			PerGPUHour float64 `json:"per_gpu_hour"`
+		}
+	}
+	code, out, errOut = gpurent(t, append(cat, "quote", "--gpu", "H100", "--gpus", "8", "--hours", "100", "--days", "30", "--disk", "1000", "--shared-disk", "-o", "json")...)
+	if code != 0 || json.Unmarshal([]byte(out), &q) != nil {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	for _, b := range q.Bills {
+		if b.Offer == "t-x4" && (b.Total != 900 || b.PerGPUHour != 1.125) {
+			t.Errorf("shared disk: %+v", b)
+		}
+	}
+	code, out, _ = gpurent(t, append(cat, "quote", "--gpu", "H100", "--gpus", "8", "--hours", "100", "--one-machine", "-o", "json")...)
+	if code != 0 || strings.Contains(out, `"t-x4"`) || !strings.Contains(out, `"t-x8"`) {
+		t.Errorf("--one-machine kept a split offer:\n%s", out)
+	}
+}
+
+// Item 4: an 8×H100 node was rated at its largest tensor-parallel size
+// (2,573 tok/s for 70B) though 4 replicas of 2 GPUs serve 6,912; and
+// --model 70b was refused.
+func TestInferenceLayout37(t *testing.T) {
+	cat := testOffers(t, offer37("t-h100x8", "H100", 8, "USD", "on_demand: {hourly: 24, increment: 1s, minimum: 0s}"))
+	code, out, errOut := gpurent(t, append(cat, "plan", "--inference", "--model", "70b", "--gpu", "H100", "--tokens-per-day", "5e8", "-o", "json")...)
+	if code != 0 || !strings.Contains(out, `"tokens_per_second": 6912`) {
+		t.Fatalf("exit %d %s\n%s", code, errOut, out)
+	}
+}

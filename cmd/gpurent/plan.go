@@ -140,7 +140,7 @@ func parseUtilisation(s string) (float64, error) {
 // would be ignored without a word, and a user who passes --hours to
 // --inference (or --model without it) believes it shaped the answer.
 var (
-	trainingOnly  = []string{"profile", "gpus", "hours", "days", "starts", "disk", "egress", "interruptible", "ckpt-every", "ckpt-write", "ckpt-restart", "ckpt-size", "interruptions-per-day", "trials", "seed", "deadline"}
+	trainingOnly  = []string{"profile", "gpus", "hours", "days", "starts", "disk", "egress", "interruptible", "one-machine", "shared-disk", "ckpt-every", "ckpt-write", "ckpt-restart", "ckpt-size", "interruptions-per-day", "trials", "seed", "deadline"}
 	inferenceOnly = []string{"tokens-per-day", "model", "tokens-per-second", "api-price", "input-tokens-per-day", "api-input-price", "utilisation"}
 )
 
@@ -263,7 +263,8 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 	if offers, err = billing.WithMemory(p, offers); err != nil {
 		return usagef("--min-gpu-memory: %v", err)
 	}
-	if offers, err = t.withProvider(offers); err != nil {
+	var providerNotes []string
+	if offers, providerNotes, err = t.withProvider(current, offers); err != nil {
 		return err
 	}
 	t.currency = strings.ToUpper(strings.TrimSpace(t.currency))
@@ -297,6 +298,7 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 	if err != nil {
 		return usageError{err}
 	}
+	res.Notes = append(providerNotes, res.Notes...)
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, res)
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,8 @@ type taskFlags struct {
 	starts        int
 	disk, egress  float64
 	interruptible bool
+	oneMachine    bool
+	sharedDisk    bool
 	every         string
 	write         string
 	restart       string
@@ -39,6 +42,10 @@ type taskFlags struct {
 	interruptions float64
 	providers     []string
 	history       bool // also price the older readings of offers
+	// variants are the offers of models --gpu does not match but extends
+	// (the RTX 4090D beside "4090"), kept to --provider and
+	// --min-gpu-memory, which load finds for a note.
+	variants []catalog.Offer
 	// solveHours: the hours are what is looked for (quote --budget), so
 	// none may be given; spanGiven says whether load found a span given,
 	// which then bounds them (otherwise the span follows the hours).
@@ -46,15 +53,46 @@ type taskFlags struct {
 	spanGiven  bool
 }
 
-// withProvider keeps the offers of --provider, if given, and says which
-// providers there are (among the offers with the GPU asked for) when a
-// name matches none.
-func (t *taskFlags) withProvider(offers []catalog.Offer) ([]catalog.Offer, error) {
-	out, err := catalog.WithProvider(offers, t.providers)
-	if err != nil {
-		return nil, usagef("--provider: %v%s", err, gpuNote(t.gpu))
+// withProvider keeps the offers (those of the GPU asked for) of
+// --provider, if given. A name that names no provider in the whole
+// catalog (all) is an error listing them; a provider that has none of
+// these offers is a note, and an error only when no provider named has
+// any: asked for RunPod and AutoDL, a GPU only one of them rents is still
+// an answer.
+func (t *taskFlags) withProvider(all, offers []catalog.Offer) ([]catalog.Offer, []string, error) {
+	if len(t.providers) == 0 {
+		return offers, nil, nil
 	}
-	return out, nil
+	if _, err := catalog.WithProvider(all, t.providers); err != nil {
+		return nil, nil, usagef("--provider: %v", err)
+	}
+	var out []catalog.Offer
+	var lacking []string
+	for _, w := range t.providers {
+		got, err := catalog.WithProvider(offers, []string{w})
+		if err != nil {
+			lacking = append(lacking, strings.TrimSpace(w))
+			continue
+		}
+		for _, o := range got {
+			if !slices.ContainsFunc(out, func(x catalog.Offer) bool { return x.ID == o.ID }) {
+				out = append(out, o)
+			}
+		}
+	}
+	if len(out) == 0 {
+		_, err := catalog.WithProvider(offers, t.providers)
+		return nil, nil, usagef("--provider: %v%s", err, gpuNote(t.gpu))
+	}
+	var notes []string
+	if len(lacking) > 0 {
+		what := "the task"
+		if t.gpu != "" {
+			what = fmt.Sprintf("GPU %q", t.gpu)
+		}
+		notes = append(notes, fmt.Sprintf("--provider %s: no offer for %s in the catalog; priced from the other providers named", strings.Join(lacking, ", "), what))
+	}
+	return out, notes, nil
 }
 
 // current keeps the newest reading of each offer, or with --history all
@@ -72,7 +110,7 @@ var flagOf = map[string]string{
 	"gpu": "--gpu", "gpus": "--gpus", "min_gpu_memory_gb": "--min-gpu-memory", "compute_hours": "--hours", "span_days": "--days", "starts": "--starts",
 	"disk_gb": "--disk", "egress_gb": "--egress", "interruptible": "--interruptible",
 	"checkpoint.every": "--ckpt-every", "checkpoint.write": "--ckpt-write", "checkpoint.restart": "--ckpt-restart",
-	"checkpoint.size_gb": "--ckpt-size",
+	"checkpoint.size_gb": "--ckpt-size", "one_machine": "--one-machine", "shared_disk": "--shared-disk",
 }
 
 func (t *taskFlags) register(fs *pflag.FlagSet) {
@@ -86,6 +124,8 @@ func (t *taskFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&t.disk, "disk", 0, "GB of data kept on each instance's disk")
 	fs.Float64Var(&t.egress, "egress", 0, "GB downloaded out of the instance over the public network")
 	fs.BoolVar(&t.interruptible, "interruptible", false, "the job resumes from checkpoints, so spot is allowed")
+	fs.BoolVar(&t.oneMachine, "one-machine", false, "all of --gpus in one instance: leave out offers that would split them over machines")
+	fs.BoolVar(&t.sharedDisk, "shared-disk", false, "the instances share one disk of --disk GB (a network volume), billed once rather than on each instance")
 	fs.StringVar(&t.every, "ckpt-every", "", "work between checkpoints, such as 30m (without it, spot is priced as a job that restarts from the beginning)")
 	fs.StringVar(&t.write, "ckpt-write", "", "time to write one checkpoint until it is safe remotely, such as 1m (0 when not given)")
 	fs.StringVar(&t.restart, "ckpt-restart", "", "time from an interruption to running again, such as 5m (0 when not given)")
@@ -136,6 +176,8 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	override("disk", "disk_gb", func() { p.DiskGB = t.disk })
 	override("egress", "egress_gb", func() { p.EgressGB = t.egress })
 	override("interruptible", "interruptible", func() { p.Interruptible = t.interruptible })
+	override("one-machine", "one_machine", func() { p.OneMachine = t.oneMachine })
+	override("shared-disk", "shared_disk", func() { p.SharedDisk = t.sharedDisk })
 	for _, c := range []struct {
 		flag, field string
 		v           string
@@ -188,20 +230,34 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	}
 	offers, err := billing.Offers(p, cat.Offers)
 	if err != nil {
-		return nil, nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: "gpu", Msg: err.Error()}})
+		path := "gpu"
+		if _, gerr := catalog.WithGPU(cat.Offers, p.GPU); gerr == nil && p.OneMachine {
+			path = "one_machine" // the GPU is rented, not that many in one machine
+		}
+		return nil, nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: path, Msg: err.Error()}})
 	}
 	if offers, err = billing.WithMemory(p, offers); err != nil {
 		return nil, nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: "min_gpu_memory_gb", Msg: err.Error()}})
 	}
-	if offers, err = t.withProvider(offers); err != nil {
+	if offers, opt.Notes, err = t.withProvider(cat.Offers, offers); err != nil {
 		return nil, nil, nil, opt, err
 	}
-	t.currency = strings.ToUpper(strings.TrimSpace(t.currency)) // "cny" is CNY
+	if p.GPU != "" {
+		t.variants, _ = billing.WithMemory(p, catalog.Variants(cat.Offers, p.GPU))
+		if len(t.providers) > 0 {
+			t.variants, _ = catalog.WithProvider(t.variants, t.providers)
+		}
+	}
+	t.currency = currencyCode(t.currency) // "cny", "RMB" and "元" are CNY
+	flag := "--currency"
+	if t.solveHours && !set("currency") {
+		flag = "--budget" // the currency is the budget's
+	}
 	if !catalog.IsCurrency(t.currency) {
-		return nil, nil, nil, opt, usagef("--currency: want a currency code like USD or CNY, got %q", t.currency)
+		return nil, nil, nil, opt, usagef("%s: want a currency code like USD or CNY, got %q", flag, t.currency)
 	}
 	if _, err := cat.Rates.Convert(1, "USD", t.currency); err != nil {
-		return nil, nil, nil, opt, usagef("--currency: %v", err)
+		return nil, nil, nil, opt, usagef("%s: %v", flag, err)
 	}
 	opt.Currency = t.currency
 	if set("interruptions-per-day") {

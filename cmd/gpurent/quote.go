@@ -41,11 +41,11 @@ each plan gives within the budget, with the bill at those hours.`,
 			}
 			var budget float64
 			if budgetText != "" {
-				v, cur, ok := parseAmount(budgetText, strings.ToUpper(strings.TrimSpace(t.currency)))
+				v, cur, ok := parseAmount(budgetText, currencyCode(t.currency))
 				if !ok {
-					return usagef("--budget: want what the task may cost in all, such as 500 or 3500CNY, got %q", budgetText)
+					return usagef("--budget: want what the task may cost in all, such as 500, 3500CNY or ¥3500, got %s", quoteShort(budgetText))
 				}
-				if cmd.Flags().Changed("currency") && !strings.EqualFold(cur, strings.TrimSpace(t.currency)) {
+				if cmd.Flags().Changed("currency") && cur != currencyCode(t.currency) {
 					return usagef("--budget: %q is in %s, and --currency %s: give one currency", budgetText, cur, t.currency)
 				}
 				budget, t.currency, t.solveHours = v, cur, true
@@ -68,6 +68,13 @@ each plan gives within the budget, with the bill at those hours.`,
 			q, err := billing.Make(p, offers, cat.Rates, opt)
 			if err != nil {
 				return err
+			}
+			cheapest := math.Inf(1)
+			if len(q.Bills) > 0 {
+				cheapest = q.Bills[0].Total
+			}
+			if n := billing.VariantNote(p, t.variants, cat.Rates, opt, cheapest); n != "" {
+				q.Notes = append(q.Notes, n)
 			}
 			q.Top(top)
 			if g.output == report.JSON {
@@ -102,7 +109,7 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	}
 	fmt.Fprintf(w, "%s h on %s x%d over %s, %s, %s GB disk, %s; amounts in %s\n\n",
 		trim(p.ComputeHours), gpu, p.GPUs, report.Count(p.SpanDays, "day"), report.Count(p.Starts, "start"), trim(p.DiskGB), egress, q.Currency)
-	tab := report.NewTab("#", "OFFER", "PROVIDER", "GPU", "INST", "PLAN", "TOTAL", "LIST", "HIDDEN", "COMPUTE", "STORAGE", "EGRESS", "BOOT", "IP", "UNKNOWN", "DETAIL")
+	tab := report.NewTab("#", "OFFER", "PROVIDER", "GPU", "INST", "PLAN", "TOTAL", "PER GPU-H", "LIST", "HIDDEN", "COMPUTE", "STORAGE", "EGRESS", "BOOT", "IP", "UNKNOWN", "DETAIL")
 	below := 0
 	for i, b := range q.Bills {
 		warn := "-"
@@ -116,7 +123,7 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 			hidden, below = "-", below+1
 		}
 		tab.Row(fmt.Sprint(i+1), b.Offer, b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
-			atLeast(b, report.Money(b.Total)), report.Money(b.ListTotal), hidden,
+			atLeast(b, report.Money(b.Total)), atLeast(b, perGPUHour(b.PerGPUHour)), report.Money(b.ListTotal), hidden,
 			report.Money(b.Items[0].Amount), report.Money(b.Items[1].Amount), report.Money(b.Items[2].Amount),
 			report.Money(b.Items[3].Amount), report.Money(b.Items[4].Amount), warn, b.Detail)
 	}
@@ -129,6 +136,16 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	}
 	writeBillNotes(w, q.Bills, q.Notes, q.Rates)
 	return nil
+}
+
+// perGPUHour prints a price per GPU-hour, to four places under one unit
+// of money (a spot 4090 costs 0.34 an hour; its bill per GPU-hour is as
+// small).
+func perGPUHour(v float64) string {
+	if v < 1 {
+		return fmt.Sprintf("%.4f", v)
+	}
+	return report.Money(v)
 }
 
 // atMost marks the hours a budget buys on a bill with unknown fees as

@@ -228,6 +228,7 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 		r.Notes = append(r.Notes, fmt.Sprintf("spot left out on %s (%s): at the interruption rate even an hour of work would practically never finish; checkpoint settings (--ckpt-every) price a job that resumes",
 			report.Count(len(never), "offer"), strings.Join(never, ", ")))
 	}
+	r.Notes = append(r.Notes, opt.Notes...)
 	// Of quote's notes, those that do not speak of a number of hours.
 	for _, n := range []string{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers)} {
 		if n != "" {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -36,6 +37,13 @@ type Profile struct {
 	EgressGB       float64     `yaml:"egress_gb"`     // data downloaded over the public network
 	Interruptible  bool        `yaml:"interruptible"` // the job resumes from checkpoints, so spot is allowed
 	Checkpoint     *Checkpoint `yaml:"checkpoint"`
+	// OneMachine asks for all the GPUs in one instance: a job that splits
+	// one model over them (tensor parallel) needs the machine's links, not
+	// the network between machines.
+	OneMachine bool `yaml:"one_machine"`
+	// SharedDisk says the instances of the job share one disk (a network
+	// volume), billed once, not a disk_gb on each instance.
+	SharedDisk bool `yaml:"shared_disk"`
 }
 
 // Checkpoint is how the job saves and resumes.
@@ -104,18 +112,42 @@ func (p *Profile) Defaults(given func(field string) bool) {
 		p.Starts = 1
 	}
 	if p.SpanDays == 0 && !given("span_days") && p.ComputeHours > 0 && p.ComputeHours < maxHours {
-		p.SpanDays = int(math.Ceil(p.ComputeHours/24 - 1e-9))
+		p.SpanDays = max(1, int(math.Ceil(p.ComputeHours/24-1e-9)))
 	}
 }
 
-// maxHours bounds compute_hours at a century: beyond it a number is a
-// typo, and the span derived from it would not fit in an int of days.
-const maxHours = 24 * 365 * 100
+// Bounds on a profile, each well past any real task, so that a typo is
+// an error naming its field rather than gigabytes of memory, an overflow
+// or an answer in nonsense units.
+const (
+	// maxHours bounds compute_hours at a century: beyond it a number is
+	// a typo, and the span derived from it would not fit in an int of
+	// days.
+	maxHours = 24 * 365 * 100
+	// minHours is a second: a provider bills nothing shorter.
+	minHours = 1.0 / 3600
+	// maxDays bounds span_days at the same century: the subscription
+	// cover walks the span day by day.
+	maxDays = maxHours / 24
+	// maxGPUs is more GPUs than the largest clusters hold (about 100,000
+	// in 2026); a count beyond it is a typo, and instances × GPUs must
+	// fit an int.
+	maxGPUs = 1_000_000
+	// maxGB bounds disk, egress and checkpoint sizes at an exabyte.
+	maxGB = 1e9
+	// maxText bounds the GPU name: the longest model name in the catalog
+	// is under 40 bytes, and a megabyte of one is matched against every
+	// offer and echoed in errors.
+	maxText = 200
+)
 
 // checkMinMemory is the one rule for min_gpu_memory_gb: a size, 0 for any.
 func checkMinMemory(gb float64) error {
 	if math.IsNaN(gb) || math.IsInf(gb, 0) || gb < 0 {
 		return fmt.Errorf("want a non-negative size in GB, got %v", gb)
+	}
+	if gb > 1e6 {
+		return fmt.Errorf("want the GB one GPU holds (141 for an H200), got %v", gb)
 	}
 	return nil
 }
@@ -126,21 +158,37 @@ func (p *Profile) Validate() []yamlfile.Problem {
 	bad := func(field, format string, args ...any) { ps = append(ps, yamlfile.Problemf(field, format, args...)) }
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	hoursOK := finite(p.ComputeHours) && p.ComputeHours > 0 && p.ComputeHours < maxHours
+	if hoursOK && p.ComputeHours < minHours {
+		hoursOK = false
+		bad("compute_hours", "want at least a second (%.6f h), got %v", minHours, p.ComputeHours)
+	}
 	switch {
-	case !hoursOK && p.ComputeHours >= maxHours && !math.IsInf(p.ComputeHours, 1):
+	case p.ComputeHours >= maxHours && !math.IsInf(p.ComputeHours, 1):
 		bad("compute_hours", "want fewer than %d hours (a century), got %v", maxHours, p.ComputeHours)
-	case !hoursOK:
+	case !hoursOK && !(p.ComputeHours > 0 && p.ComputeHours < minHours):
 		bad("compute_hours", "want a positive number of hours, got %v", p.ComputeHours)
-	case p.SpanDays >= 1 && p.ComputeHours > float64(p.SpanDays)*24:
+	case hoursOK && p.SpanDays >= 1 && p.SpanDays <= maxDays && p.ComputeHours > float64(p.SpanDays)*24:
 		bad("compute_hours", "%v h do not fit in a span of %s (%d h)", p.ComputeHours, report.Count(p.SpanDays, "day"), p.SpanDays*24)
 	}
-	if p.GPUs < 1 {
+	switch {
+	case p.GPUs < 1:
 		bad("gpus", "want at least 1 GPU, got %d", p.GPUs)
+	case p.GPUs > maxGPUs:
+		bad("gpus", "want at most %d GPUs, got %d", maxGPUs, p.GPUs)
 	}
 	// A span left out is derived from the hours: when those are wrong,
 	// the one error to report is theirs.
-	if p.SpanDays < 1 && (p.SpanDays != 0 || hoursOK) {
+	switch {
+	case p.SpanDays < 1 && (p.SpanDays != 0 || hoursOK):
 		bad("span_days", "want at least 1 day, got %d", p.SpanDays)
+	case p.SpanDays > maxDays:
+		bad("span_days", "want at most %d days (a century), got %d", maxDays, p.SpanDays)
+	}
+	switch {
+	case !utf8.ValidString(p.GPU):
+		bad("gpu", "not valid UTF-8 text: want a GPU model such as \"RTX 4090\"")
+	case len(p.GPU) > maxText:
+		bad("gpu", "want a GPU model such as \"RTX 4090\", got %d bytes of text", len(p.GPU))
 	}
 	switch {
 	case p.Starts < 1:
@@ -154,12 +202,16 @@ func (p *Profile) Validate() []yamlfile.Problem {
 	if err := checkMinMemory(p.MinGPUMemoryGB); err != nil {
 		bad("min_gpu_memory_gb", "%v", err)
 	}
-	if !finite(p.DiskGB) || p.DiskGB < 0 {
-		bad("disk_gb", "want a non-negative size, got %v", p.DiskGB)
+	size := func(field string, v float64) {
+		switch {
+		case !finite(v) || v < 0:
+			bad(field, "want a non-negative size, got %v", v)
+		case v > maxGB:
+			bad(field, "want at most %g GB (an exabyte), got %v", maxGB, v)
+		}
 	}
-	if !finite(p.EgressGB) || p.EgressGB < 0 {
-		bad("egress_gb", "want a non-negative size, got %v", p.EgressGB)
-	}
+	size("disk_gb", p.DiskGB)
+	size("egress_gb", p.EgressGB)
 	if c := p.Checkpoint; c != nil {
 		if c.Every <= 0 {
 			bad("checkpoint.every", "want a positive interval such as 30m, got %v", c.Every)
@@ -170,9 +222,7 @@ func (p *Profile) Validate() []yamlfile.Problem {
 		if c.Restart < 0 {
 			bad("checkpoint.restart", "want a non-negative time, got %v", c.Restart)
 		}
-		if !finite(c.SizeGB) || c.SizeGB < 0 {
-			bad("checkpoint.size_gb", "want a non-negative size, got %v", c.SizeGB)
-		}
+		size("checkpoint.size_gb", c.SizeGB)
 	}
 	return ps
 }

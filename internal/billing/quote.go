@@ -51,9 +51,13 @@ type Bill struct {
 	// Schedule is how a subscription bill assumes the hours are run:
 	// "spread" evenly over the span, or "packed" into the subscribed
 	// periods first. Empty on other plans.
-	Schedule    string  `json:"schedule,omitempty"`
-	Total       float64 `json:"total"`
-	ListTotal   float64 `json:"list_total"`   // on-demand hourly × compute hours × instances: what the price page suggests
+	Schedule  string  `json:"schedule,omitempty"`
+	Total     float64 `json:"total"`
+	ListTotal float64 `json:"list_total"` // on-demand hourly × compute hours × instances: what the price page suggests
+	// PerGPUHour is the total over the GPUs the task needs and its compute
+	// hours: what each GPU-hour of the job costs, every fee and idle GPU
+	// included, so machines of 1 and 8 GPUs compare.
+	PerGPUHour  float64 `json:"per_gpu_hour"`
 	HiddenShare float64 `json:"hidden_share"` // (total − list_total) / total
 	Items       []Item  `json:"items"`
 	// Unknown names the fees no source confirmed, counted as 0: a bill with
@@ -141,6 +145,9 @@ type Options struct {
 	// Today is the day the prices' ages are judged on (UTC midnight);
 	// zero leaves them unjudged.
 	Today time.Time
+	// Notes are what the caller says of the offers chosen (a provider
+	// named that has none of them), said first among the notes.
+	Notes []string
 	// SupersededBy maps the id of an older reading of an offer to the
 	// newest one's (catalog.Current): its bills say they are history.
 	SupersededBy map[string]string
@@ -170,9 +177,25 @@ func (q *Quote) Top(n int) {
 }
 
 // Offers returns the offers whose GPU matches the profile's, or an error
-// naming the GPU when none does.
+// naming the GPU when none does; with one_machine, those that hold all the
+// profile's GPUs in one instance, or an error naming the most one holds.
 func Offers(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
-	return catalog.WithGPU(offers, p.GPU)
+	out, err := catalog.WithGPU(offers, p.GPU)
+	if err != nil || !p.OneMachine {
+		return out, err
+	}
+	var whole []catalog.Offer
+	most := 0
+	for _, o := range out {
+		if o.GPUs >= p.GPUs {
+			whole = append(whole, o)
+		}
+		most = max(most, o.GPUs)
+	}
+	if len(whole) == 0 {
+		return nil, fmt.Errorf("no offer of GPU %q has %d GPUs in one machine; the most is %d", p.GPU, p.GPUs, most)
+	}
+	return whole, nil
 }
 
 // WithMemory keeps the offers whose GPUs may have the profile's
@@ -262,6 +285,24 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 	return q, nil
 }
 
+// VariantNote says when an offer of a model the profile's GPU does not
+// match (variants: the RTX 4090D beside "4090", catalog.Variants) is the
+// cheaper answer to the task: its cheapest bill against cheapest, the
+// cheapest of the GPU asked for (+Inf when there is none). "" otherwise.
+func VariantNote(p *Profile, variants []catalog.Offer, rates catalog.Rates, opt Options, cheapest float64) string {
+	if len(variants) == 0 {
+		return ""
+	}
+	opt.Notes = nil
+	q, err := Make(p, variants, rates, opt)
+	if err != nil || len(q.Bills) == 0 || q.Bills[0].Total >= cheapest {
+		return ""
+	}
+	b := q.Bills[0]
+	return fmt.Sprintf("the %s, which GPU %q does not match, is cheaper: %s %s on %s (%s) for this task; it is another card (compare their datasheets), priced with --gpu %q",
+		b.GPU, p.GPU, report.Money(b.Total), q.Currency, b.Offer, b.Plan, b.GPU)
+}
+
 // conversions is the currency amounts are given in (opt.Currency, USD
 // when empty), the factor that converts each offer's amounts to it, and
 // the exchange rate used for each offer currency converted, as "1 USD =
@@ -336,6 +377,7 @@ func rateLines(used map[string]string, bills []Bill) []string {
 func (b *Bill) scale(f float64) {
 	b.Total *= f
 	b.ListTotal *= f
+	b.PerGPUHour *= f
 	for i := range b.Items {
 		b.Items[i].Amount *= f
 	}
@@ -415,7 +457,7 @@ func splitNote(p *Profile, offers []catalog.Offer) string {
 // memory not known to suffice, GPUs split over machines or left idle,
 // uploads counted as egress, tiered egress, spot prices missing.
 func offerNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
-	var notes []string
+	notes := slices.Clone(opt.Notes)
 	for _, n := range []string{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers), uploadNote(p), egressNote(p, offers), writeNote(p)} {
 		if n != "" {
 			notes = append(notes, n)
@@ -514,6 +556,9 @@ func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64, re
 	// lives on a volume, billed running and stopped, all of it.
 	stops := stoppedHours > 1e-9 || p.Starts > 1 || restarted
 	switch d := o.Storage.IncludedDisk; {
+	case p.SharedDisk && p.DiskGB > 0:
+		// A network volume is its own disk: none of it is included.
+		inc = 0
 	case !stops || p.DiskGB <= 0 || d == catalog.DiskPersistent:
 	case d == catalog.DiskEphemeral:
 		if inc > 0 {
@@ -545,13 +590,16 @@ func (b *Bill) finish(items [5]float64, listHourly float64, p *Profile) {
 	b.Total = 0
 	for i, k := range kinds {
 		amt := items[i]
-		if k != ItemEgress {
-			amt *= n // per-instance fees; egress is for the task's data
+		if k != ItemEgress && !(k == ItemStorage && p.SharedDisk) {
+			amt *= n // per-instance fees; egress is for the task's data, a shared disk is one
 		}
 		b.Items[i] = Item{Kind: k, Amount: amt}
 		b.Total += amt
 	}
 	b.ListTotal = listHourly * p.ComputeHours * n
+	if gh := float64(p.GPUs) * p.ComputeHours; gh > 0 {
+		b.PerGPUHour = b.Total / gh
+	}
 	if b.Total > 0 {
 		b.HiddenShare = (b.Total - b.ListTotal) / b.Total
 	}

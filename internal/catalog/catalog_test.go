@@ -328,8 +328,19 @@ func TestWithProvider(t *testing.T) {
 		!strings.Contains(err.Error(), `no offer from "vast"; providers: Alibaba Cloud (阿里云), Lambda, RunPod`) {
 		t.Errorf("unknown provider: %v", err)
 	}
-	if _, err := WithProvider(offers, []string{"alibaba"}); err == nil {
+	if _, err := WithProvider(offers, []string{"cloud"}); err == nil {
 		t.Error("a part of a name is not a name")
+	}
+	// Issue #37: the names users write.
+	for _, w := range []string{"alibaba", "aliyun", "ALIBABA CLOUD", " lambdalabs", "Lambda Labs"} {
+		if got, err := WithProvider(offers, []string{w}); err != nil || len(got) != 1 {
+			t.Errorf("WithProvider(%q) = %q, %v", w, ids(got), err)
+		}
+	}
+	for _, pair := range [][2]string{{"Vast.ai", "vast"}, {"Google Cloud", "gcp"}, {"Google Cloud", "google"}, {"AWS", "amazon"}, {"AWS", "aws"}, {"Vast.ai", "vast.ai"}} {
+		if !MatchProvider(pair[0], pair[1]) {
+			t.Errorf("%q does not name %s", pair[1], pair[0])
+		}
 	}
 	// A near miss is named, by its English name.
 	if _, err := WithProvider(offers, []string{"runpd"}); err == nil || !strings.Contains(err.Error(), `no offer from "runpd" (did you mean "RunPod"?); providers:`) {
@@ -500,5 +511,19 @@ func TestFrequencyPerDay(t *testing.T) {
 	var d Duration
 	if err := yaml.Unmarshal([]byte("never"), &d); err != nil || !d.IsNever() || d.String() != "never" {
 		t.Errorf("never: %v %v", d, err)
+	}
+}
+
+// Issue #37: --gpu 4090 should hear of the 4090D, which it does not match.
+func TestVariants(t *testing.T) {
+	offers := []Offer{{ID: "a", GPU: "RTX 4090"}, {ID: "d", GPU: "RTX 4090D"}, {ID: "h", GPU: "H100 SXM"}, {ID: "x", GPU: "RTX 40900"}}
+	for want, ids := range map[string]string{"4090": "d", "RTX 4090": "d", "4090D": "", "H100": "", "": ""} {
+		var got []string
+		for _, o := range Variants(offers, want) {
+			got = append(got, o.ID)
+		}
+		if strings.Join(got, " ") != ids {
+			t.Errorf("Variants(%q) = %q, want %q", want, got, ids)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gpurent/gpurent/internal/specs"
 	"github.com/gpurent/gpurent/internal/suggest"
@@ -68,6 +70,9 @@ func Load(paths []string) (*Catalog, error) {
 // empty), or an error that names the models the offers have when none
 // does: an unknown name is most often a typo.
 func WithGPU(offers []Offer, want string) ([]Offer, error) {
+	if err := checkName("GPU", want); err != nil {
+		return nil, err
+	}
 	var out []Offer
 	match := GPUMatcher(want)
 	for i := range offers {
@@ -86,6 +91,38 @@ func WithGPU(offers []Offer, want string) ([]Offer, error) {
 		return nil, fmt.Errorf("no offer has GPU %q%s; the catalog has: %s", want, suggest.DidYouMean(want, names), strings.Join(names, ", "))
 	}
 	return out, nil
+}
+
+// Variants are the offers of models that want does not match but that
+// extend its last word with letters: "4090" is not the "RTX 4090D" (a
+// cut-down card sold in China, cheaper), nor "A100" the "A100X", yet a
+// person asking for one would want to hear of the other.
+func Variants(offers []Offer, want string) []Offer {
+	w := specs.Words(want)
+	if len(w) == 0 {
+		return nil
+	}
+	last := w[len(w)-1]
+	var out []Offer
+	for _, o := range offers {
+		if MatchGPU(o.GPU, want) {
+			continue
+		}
+		m := specs.Words(o.GPU)
+		for i, word := range m {
+			suffix, ok := strings.CutPrefix(word, last)
+			if !ok || suffix == "" || strings.IndexFunc(suffix, func(r rune) bool { return !unicode.IsLetter(r) }) >= 0 {
+				continue
+			}
+			cut := slices.Clone(m)
+			cut[i] = last
+			if MatchGPU(strings.Join(cut, " "), want) {
+				out = append(out, o)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // ByID is the offer of that id (as quote and catalog ls print it, in any
@@ -125,12 +162,12 @@ func WithProvider(offers []Offer, want []string) ([]Offer, error) {
 	if len(want) == 0 {
 		return offers, nil
 	}
-	matches := func(provider, name string) bool {
-		name = strings.TrimSpace(name)
-		short, rest, paren := strings.Cut(provider, " (")
-		local, _, _ := strings.Cut(rest, ")")
-		return strings.EqualFold(provider, name) || strings.EqualFold(short, name) || (paren && local != "" && strings.EqualFold(local, name))
+	for _, w := range want {
+		if err := checkName("provider", w); err != nil {
+			return nil, err
+		}
 	}
+	matches := MatchProvider
 	var names []string
 	for _, o := range offers {
 		if !slices.Contains(names, o.Provider) {
@@ -155,6 +192,69 @@ func WithProvider(offers []Offer, want []string) ([]Offer, error) {
 		}
 	}
 	return out, nil
+}
+
+// providerAliases are the names people use for providers besides the
+// catalog's own (its whole name, the part before the parenthesis, the
+// part inside it): short forms, the company, the product, the pinyin, by
+// their letters alone (nameKey). Each names the catalog's provider.
+var providerAliases = map[string]string{
+	"vast": "Vast.ai", "vastai": "Vast.ai",
+	"gcp": "Google Cloud", "google": "Google Cloud", "gce": "Google Cloud", "googlecloudplatform": "Google Cloud", "谷歌云": "Google Cloud",
+	"aws": "AWS", "amazon": "AWS", "amazonwebservices": "AWS", "ec2": "AWS", "亚马逊云": "AWS",
+	"lambdalabs": "Lambda", "lambdacloud": "Lambda", "lambdaai": "Lambda",
+	"microsoft": "Azure", "microsoftazure": "Azure", "微软云": "Azure",
+	"alibaba": "Alibaba Cloud (阿里云)", "aliyun": "Alibaba Cloud (阿里云)",
+	"tencent": "Tencent Cloud (腾讯云)", "qcloud": "Tencent Cloud (腾讯云)", "tencentcloud": "Tencent Cloud (腾讯云)",
+	"hengyuan": "GPUShare (恒源云)", "hengyuanyun": "GPUShare (恒源云)", "恒源": "GPUShare (恒源云)",
+	"jarvis": "Jarvislabs", "jarvislabsai": "Jarvislabs",
+	"ovh": "OVHcloud", "digitalocean": "Paperspace", "together": "Together AI (GPU clusters)", "togetherai": "Together AI (GPU clusters)",
+	"datacrunch": "Verda (DataCrunch)", "compshare": "UCloud Compshare (优云智算)", "ucloud": "UCloud Compshare (优云智算)",
+	"autodl": "AutoDL", "gongjiyun": "Gongji (共绩算力)", "matpool": "Matpool (矩池云)", "suanjiayun": "SuanJia (算家云)",
+}
+
+// nameKey is a name by its letters and digits alone, in lower case:
+// "Vast.ai", "vast ai" and "VASTAI" are one name.
+func nameKey(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// MatchProvider reports whether name names provider: its whole name, the
+// part before its parenthesis or the part inside it, in any case and
+// spacing, or a name people use for it (providerAliases).
+func MatchProvider(provider, name string) bool {
+	key := nameKey(name)
+	if key == "" {
+		return false
+	}
+	short, rest, paren := strings.Cut(provider, " (")
+	local, _, _ := strings.Cut(rest, ")")
+	if key == nameKey(provider) || key == nameKey(short) || (paren && local != "" && key == nameKey(local)) {
+		return true
+	}
+	return providerAliases[key] == provider
+}
+
+// maxName bounds a name a person gives (--gpu, --provider): the longest in
+// the catalog is under 40 bytes, and a megabyte of one would be compared
+// with every name there and echoed in the error.
+const maxName = 200
+
+// checkName refuses a name no catalog holds: too long, or not UTF-8.
+func checkName(what, s string) error {
+	switch {
+	case !utf8.ValidString(s):
+		return fmt.Errorf("the %s's name is not valid UTF-8 text", what)
+	case len(s) > maxName:
+		return fmt.Errorf("want a %s's name, got %d bytes of text", what, len(s))
+	}
+	return nil
 }
 
 // GPUMatcher is WithGPU's test of one offer, built once for want: the
