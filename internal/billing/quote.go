@@ -838,6 +838,9 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 	b.TotalIsLowerBound = len(b.Unknown) > 0
 	if n := frequencyNote(o, opt); n != "" {
 		b.Warnings = append(b.Warnings, n)
+		if _, least := o.Spot.Frequency.PerDay(); least {
+			b.TotalIsLowerBound = true // an open bucket's lower end: more interruptions cost more
+		}
 	}
 	if c := p.Checkpoint; c != nil && (c.Write == 0 || c.Restart == 0) {
 		// Left out, they count as 0: the bill is then the cheapest it can

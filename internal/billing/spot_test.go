@@ -344,3 +344,31 @@ func TestCheckpointAdviceNeedsWriteTime(t *testing.T) {
 		t.Errorf("checkpoint %+v", c)
 	}
 }
+
+// Issue #37: AWS publishes interruption-frequency buckets. Without an
+// interruption rate, a spot bill takes its offer's bucket at the upper
+// end (10-15% a month: −ln(0.85)/30 a day), and an open bucket (>20%)
+// at its lower end, which makes the bill a lower bound.
+func TestSpotPublishedFrequency(t *testing.T) {
+	o := testOffer()
+	o.Spot = &catalog.Spot{Hourly: catalog.Known(1), Notice: dur(2 * time.Minute),
+		Frequency: &catalog.Frequency{Low: 0.10, High: catalog.Known(0.15), Source: "advisor", AsOf: "2025-06-28"}}
+	p := Profile{GPUs: 2, ComputeHours: 100, SpanDays: 30, Interruptible: true, Checkpoint: &Checkpoint{Every: Duration(time.Hour), Write: Duration(time.Minute), Restart: Duration(time.Minute)}}
+	p.Defaults(nil)
+	r, known := spotRun(&p, &o, Options{})
+	if !known || !near(r.Rate, -math.Log(0.85)/30/24) {
+		t.Fatalf("rate %v %v", r.Rate, known)
+	}
+	b, ok := spotBill(&p, &o, Options{})
+	if !ok || b.TotalIsLowerBound || !slices.ContainsFunc(b.Warnings, func(w string) bool { return strings.HasPrefix(w, "interruption rate from advisor (2025-06-28): 10.0% to 15.0%") }) {
+		t.Fatalf("closed bucket: %+v", b)
+	}
+	o.Spot.Frequency = &catalog.Frequency{Low: 0.20, Source: "advisor", AsOf: "2025-06-28"}
+	if b, ok = spotBill(&p, &o, Options{}); !ok || !b.TotalIsLowerBound {
+		t.Fatalf("open bucket: %+v", b)
+	}
+	one := 2.0
+	if b, ok = spotBill(&p, &o, Options{InterruptionsPerDay: &one}); !ok || slices.ContainsFunc(b.Warnings, func(w string) bool { return strings.HasPrefix(w, "interruption rate from") }) {
+		t.Fatalf("--interruptions-per-day overrides it: %+v", b)
+	}
+}
