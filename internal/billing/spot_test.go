@@ -360,7 +360,9 @@ func TestSpotPublishedFrequency(t *testing.T) {
 		t.Fatalf("rate %v %v", r.Rate, known)
 	}
 	b, ok := spotBill(&p, &o, Options{})
-	if !ok || b.TotalIsLowerBound || !slices.ContainsFunc(b.Warnings, func(w string) bool { return strings.HasPrefix(w, "interruption rate from advisor (2025-06-28): 10.0% to 15.0%") }) {
+	if !ok || b.TotalIsLowerBound || !slices.ContainsFunc(b.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, "interruption rate from advisor (2025-06-28): 10.0% to 15.0%")
+	}) {
 		t.Fatalf("closed bucket: %+v", b)
 	}
 	o.Spot.Frequency = &catalog.Frequency{Low: 0.20, Source: "advisor", AsOf: "2025-06-28"}
