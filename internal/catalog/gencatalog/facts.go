@@ -70,8 +70,8 @@ var providerFacts = map[string][]fact{
 var offerFacts = map[string][]fact{
 	// Scaleway's own EUR offers; those sold through Shadeform in USD are
 	// billed by Shadeform, whose IP fee no source states.
-	"scaleway-h100-1-80g":     {{"ip_month", "2.92", "flexible IPv4 €0.004/h × 730 h: https://github.com/scaleway/docs-content/blob/main/pages/ipam/reference-content/understanding-ip-billing.mdx (2025-06-26)"}},
-	"scaleway-h100-sxm-8-80g": {{"ip_month", "2.92", "flexible IPv4 €0.004/h × 730 h: https://github.com/scaleway/docs-content/blob/main/pages/ipam/reference-content/understanding-ip-billing.mdx (2025-06-26)"}},
+	"scaleway-h100-1-80g":     scalewayIP,
+	"scaleway-h100-sxm-8-80g": scalewayIP,
 }
 
 // diskKind is what becomes of an offer's included disk when it is
@@ -92,18 +92,25 @@ var diskKind = map[string]fact{
 	"Nebius":         {"", "persistent", "\"The usage of Disk is charged regardless whether a Virtual Machine is running\" (docs.nebius.com Compute terms)"},
 }
 
+// Disk facts that hold for several offers of one provider.
+var (
+	localSSD       = fact{"", "ephemeral", "local SSD: \"Preserving the Local SSD disk data incurs costs\", https://cloud.google.com/sdk/gcloud/reference/compute/instances/stop"}
+	scalewayVolume = fact{"", "persistent", "\"IPs and storage volumes are billed for their whole allocation, even when the instance is off\": https://github.com/scaleway/docs-content/pull/5727 (2025-10-28)"}
+	scalewayIP     = []fact{{"ip_month", "2.92", "flexible IPv4 €0.004/h × 730 h: https://github.com/scaleway/docs-content/blob/main/pages/ipam/reference-content/understanding-ip-billing.mdx (2025-06-26)"}}
+)
+
 // offerDiskKind overrides diskKind for offers that differ from their
-// provider's others, or whose provider has none.
+// provider's others, or whose provider has none: Google's shapes that
+// come with local SSD (the others' disk is not sourced), Alibaba's ECS
+// offer, Scaleway's own EUR offers.
 var offerDiskKind = map[string]fact{
-	// Google: the shapes that come with local SSD; the others' disk is
-	// not sourced.
-	"gcp-a2-ultragpu-1g":       {"", "ephemeral", "local SSD: \"Preserving the Local SSD disk data incurs costs\", https://cloud.google.com/sdk/gcloud/reference/compute/instances/stop"},
-	"gcp-a3-highgpu-2g":        {"", "ephemeral", "local SSD: \"Preserving the Local SSD disk data incurs costs\", https://cloud.google.com/sdk/gcloud/reference/compute/instances/stop"},
-	"gcp-a3-highgpu-8g":        {"", "ephemeral", "local SSD: \"Preserving the Local SSD disk data incurs costs\", https://cloud.google.com/sdk/gcloud/reference/compute/instances/stop"},
-	"gcp-a3-megagpu-8g":        {"", "ephemeral", "local SSD: \"Preserving the Local SSD disk data incurs costs\", https://cloud.google.com/sdk/gcloud/reference/compute/instances/stop"},
+	"gcp-a2-ultragpu-1g":       localSSD,
+	"gcp-a3-highgpu-2g":        localSSD,
+	"gcp-a3-highgpu-8g":        localSSD,
+	"gcp-a3-megagpu-8g":        localSSD,
 	"aliyun-ecs-a100-80g-list": {"", "persistent", "ECS system and data cloud disks keep billing when stopped: help.aliyun.com/document_detail/25501.html"},
-	"scaleway-h100-1-80g":      {"", "persistent", "\"IPs and storage volumes are billed for their whole allocation, even when the instance is off\": https://github.com/scaleway/docs-content/pull/5727 (2025-10-28)"},
-	"scaleway-h100-sxm-8-80g":  {"", "persistent", "\"IPs and storage volumes are billed for their whole allocation, even when the instance is off\": https://github.com/scaleway/docs-content/pull/5727 (2025-10-28)"},
+	"scaleway-h100-1-80g":      scalewayVolume,
+	"scaleway-h100-sxm-8-80g":  scalewayVolume,
 }
 
 // disk is the offer's included disk kind and its source, or unknown.
