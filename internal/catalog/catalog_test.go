@@ -392,7 +392,7 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// A month's egress under AWS's schedule (shared/reference/pricing.md:
+// A month's egress under AWS's schedule (internal/catalog/research/pricing.md:
 // 100 GB free, 0.09 to 10 TB, 0.085 to 50 TB, 0.07 to 150 TB, 0.05 above)
 // and Google Cloud's (0.12 to 1 TB, 0.11 to 10 TB, 0.08 above), by hand.
 func TestEgressMonthCost(t *testing.T) {

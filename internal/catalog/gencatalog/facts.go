@@ -3,7 +3,7 @@ package main
 import "strings"
 
 // fact is a sourced value for one catalog field, from the fee research
-// (shared/reference/fees.csv and fees_notes.md) or the disk research, with
+// (internal/catalog/research/fees.csv and fees_notes.md) or the disk research, with
 // where it is stated.
 type fact struct {
 	field, value, source string
