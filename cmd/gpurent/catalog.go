@@ -127,6 +127,9 @@ func newCatalog(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if err := catalog.CheckReadings(catalog.Merge(def, c).Offers); err != nil {
+					return usagef("%s: %v", path, err)
+				}
 				unknown := map[string]int{}
 				noMemory := 0
 				for _, o := range c.Offers {

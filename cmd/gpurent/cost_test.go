@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -410,5 +411,82 @@ func TestInferenceLayout37(t *testing.T) {
 	code, out, errOut := gpurent(t, append(cat, "plan", "--inference", "--model", "70b", "--gpu", "H100", "--tokens-per-day", "5e8", "-o", "json")...)
 	if code != 0 || !strings.Contains(out, `"tokens_per_second": 6912`) {
 		t.Fatalf("exit %d %s\n%s", code, errOut, out)
+	}
+}
+
+// A careless user's review of this issue's changes found these; each
+// test fails on the first version of them.
+func TestCarelessReview37(t *testing.T) {
+	spotOffer := offer37("t-spot", "RTX 4090", 1, "USD", "spot: {hourly: 0.3, interruptions_per_day: 3, notice: 30s}", "boot_fee: 0.5",
+		"storage: {included_gb: 0, included_disk: persistent, running_gb_month: 3, stopped_gb_month: 1.5}")
+	cat := testOffers(t, spotOffer)
+	// Spot was bought though one run in seven outlasts the span (P90 of
+	// 146 h in a span of 144 h): the span is judged as a deadline is.
+	offers, _ := plan37(t, append(cat, "--gpu", "RTX 4090", "--hours", "100", "--interruptible", "--ckpt-every", "1h", "--ckpt-restart", "2h", "--days", "6", "--trials", "2000")...)
+	if offers[0].Recommendation == "spot" || !strings.Contains(offers[0].Reason, "by the end of the span (--days) in only") {
+		t.Errorf("spot past the span: %+v", offers[0])
+	}
+	// A spot bill with a write or restart time left out is a lower bound.
+	bills := quote37(t, append(cat, "--gpu", "RTX 4090", "--hours", "100", "--interruptible", "--ckpt-every", "1h")...)
+	for _, b := range bills {
+		if b.Plan == "spot" && !strings.Contains(strings.Join(b.Warnings, " "), "the least it can be") {
+			t.Errorf("spot bill: %+v", b)
+		}
+	}
+	code, out, _ := gpurent(t, append(cat, "quote", "--gpu", "RTX 4090", "--hours", "100", "--interruptible", "--ckpt-every", "1h", "-o", "json")...)
+	if code != 0 || !strings.Contains(out, `"plan": "spot"`) || strings.Count(out, `"total_is_lower_bound": true`) != 1 {
+		t.Errorf("spot lower bound:\n%s", out)
+	}
+	// 47 h run back to back (a span derived from the hours) stops nowhere:
+	// AWS's instance store holds the data, as at 48 h.
+	for _, h := range []string{"47", "48"} {
+		for _, b := range quote37(t, "--gpu", "A100", "--provider", "aws", "--hours", h, "--disk", "500") {
+			if strings.Contains(strings.Join(b.Warnings, " "), "billed as a volume") {
+				t.Errorf("%s h back to back billed a volume: %+v", h, b)
+			}
+		}
+	}
+	// Boot fees are per start on a subscription too.
+	sub := testOffers(t, offer37("t-sub", "RTX 4090", 1, "USD", "boot_fee: 1", "subscriptions: [{period: month, price: 300}]"))
+	for _, b := range quote37(t, append(sub, "--gpu", "RTX 4090", "--hours", "700", "--days", "30", "--starts", "5")...) {
+		if b.Plan == "subscription" && b.Total != 305 {
+			t.Errorf("subscription with 5 starts: %+v", b)
+		}
+	}
+	// A budget with many starts was refused for hours no one gave.
+	if code, _, errOut := gpurent(t, append(sub, "quote", "--gpu", "RTX 4090", "--budget", "1000", "--starts", "3601", "--days", "30")...); code != 0 {
+		t.Errorf("--starts 3601 with --budget: exit %d %s", code, errOut)
+	}
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var keys strings.Builder
+	keys.WriteString("compute_hours: 10\n")
+	for i := range 40000 {
+		fmt.Fprintf(&keys, "k%d: 0\n", i)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"quote", "--gpu", "H100", "--profile", write("keys.yaml", keys.String())}, "fields in one mapping; want at most 1000"},
+		{[]string{"quote", "--gpu", "H100", "--profile", write("frac.yaml", "gpus: 2.9\ncompute_hours: 10\n")}, "gpus: want a whole number, got 2.9"},
+		{[]string{"quote", "--gpu", "-", "--hours", "10"}, "--gpu: want a GPU model"},
+		{[]string{"quote", "--catalog", write("rate.yaml", "version: 1\nexchange_rates: {CNY: {rate: 1e-308, as_of: \"2026-11-01\", source: x}}\noffers:\n"+offer37("t-x", "RTX 4090", 1, "CNY")), "--gpu", "RTX 4090", "--hours", "10"}, "rate for CNY: want units per US dollar"},
+		{[]string{"quote", "--catalog", write("huge.yaml", "version: 1\noffers:\n"+offer37("t-x", "RTX 4090", 1, "USD", "on_demand: {hourly: 1e308, increment: 1s, minimum: 0s}")), "--gpu", "RTX 4090", "--hours", "10"}, "on_demand.hourly: want at most"},
+		{[]string{"quote", "--catalog", write("cycle.yaml", "version: 1\noffers:\n"+offer37("t-a", "RTX 4090", 1, "USD", "supersedes: [t-b]")+offer37("t-b", "RTX 4090", 1, "USD", "supersedes: [t-a]")), "--gpu", "RTX 4090", "--hours", "10"}, "--catalog: supersedes: offer t-a is superseded in a cycle"},
+		{[]string{"quote", "--gpu", "4090", "--budget", "1e308"}, "--budget: want from 0.01 to a trillion"},
+		{[]string{"quote", "--gpu", "4090", "--hours", "10", "--ckpt-every", "1ns"}, "--ckpt-every: want an interval of a second or more"},
+		{[]string{"plan", "--inference", "--gpu", "H100", "--tokens-per-day", "1e6", "--utilisation", "1e-9"}, "--utilisation: want a fraction from 0.01 to 1"},
+	} {
+		code, out, errOut := gpurent(t, tc.args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) || len(errOut) > 2000 {
+			t.Errorf("%.100q: exit %d, stderr %.300q; want exit 2 and %q", tc.args, code, errOut, tc.want)
+		}
 	}
 }

@@ -170,7 +170,7 @@ func TestExitCodes(t *testing.T) {
 		{"run config log too often", []string{"run", "--config", runLogEvery}, 2, `logevery.yaml:4: log_every: want 10s or more, got 5s`},
 		{"negative checkpoint size", []string{"quote", "--hours", "10", "--ckpt-every", "1h", "--ckpt-size", "-1"}, 2, "--ckpt-size: want a non-negative size, got -1"},
 		{"checkpoint size without interval", []string{"quote", "--hours", "10", "--ckpt-size", "20"}, 2, "checkpoint settings need --ckpt-every"},
-		{"checkpoint interval of zero", []string{"quote", "--hours", "10", "--ckpt-every", "0s"}, 2, "--ckpt-every: want a positive interval such as 30m, got 0s"},
+		{"checkpoint interval of zero", []string{"quote", "--hours", "10", "--ckpt-every", "0s"}, 2, "--ckpt-every: want an interval of a second or more, such as 30m, got 0s"},
 		{"run negative stall flag", []string{"run", "--stall", "-1s", "--", "true"}, 2, "--stall: want a positive duration such as 2h, or 0 to only warn, got -1s"},
 		{"run silence without log", []string{"run", "--silence", "20m", "--", "true"}, 2, "--silence: needs --log FILE: gpurent sees the command's output only when it keeps it"},
 		{"run config silence without log", []string{"run", "--config", runSilence}, 2, "silence.yaml:3: silence: needs --log FILE"},

@@ -64,7 +64,7 @@ and prints the tokens per day above which renting pays.`,
 			var dl float64
 			if deadline != "" {
 				d, err := units.ParseDuration(deadline)
-				if err != nil || d <= 0 {
+				if err != nil || d <= 0 || d.Hours() >= 24*365*100 {
 					return usagef("--deadline: want a positive duration such as 15d or 400h, got %q", deadline)
 				}
 				dl = d.Hours()
@@ -130,8 +130,8 @@ func parseUtilisation(s string) (float64, error) {
 		t, scale = strings.TrimSpace(p), 100
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if v /= scale; err != nil || !(v > 0 && v <= 1) {
-		return 0, usagef("--utilisation: want a fraction in (0, 1] such as 0.6, or a percent such as 60%%, got %q", s)
+	if v /= scale; err != nil || !(v >= 0.01 && v <= 1) {
+		return 0, usagef("--utilisation: want a fraction from 0.01 to 1 such as 0.6, or a percent from 1%% to 100%% such as 60%%, got %s", quoteShort(s))
 	}
 	return v, nil
 }
@@ -211,7 +211,13 @@ func writePlan(w io.Writer, plan *billing.Plan, deadline string) error {
 	for _, n := range plan.Notes {
 		fmt.Fprintf(w, "\nnote: %s\n", n)
 	}
-	fmt.Fprintln(w, "\nwhy (≥: the total is the least it can be, fees no source confirmed counted as 0):")
+	why := "why:"
+	if slices.ContainsFunc(plan.Offers, func(o billing.OfferPlan) bool {
+		return slices.ContainsFunc(o.Bills, func(b billing.Bill) bool { return b.TotalIsLowerBound })
+	}) {
+		why = "why (≥: the total is the least it can be, fees no source confirmed counted as 0):"
+	}
+	fmt.Fprintln(w, "\n"+why)
 	for _, o := range plan.Offers {
 		fmt.Fprintf(w, "  %s: %s\n", o.Offer, o.Reason)
 		for _, n := range o.Notes {
@@ -219,7 +225,7 @@ func writePlan(w io.Writer, plan *billing.Plan, deadline string) error {
 		}
 		// The bills' warnings, each once: the unknown fees above all,
 		// which the table's totals leave out.
-		var seen []string
+		seen := slices.Clone(o.Notes) // said above as a note
 		for _, b := range o.Bills {
 			for _, wn := range b.Warnings {
 				if !slices.Contains(seen, wn) {
@@ -281,12 +287,12 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 		if !fs.Changed(c.name) {
 			continue
 		}
-		if math.IsNaN(c.v) || math.IsInf(c.v, 0) || c.v < 0 || c.v == 0 && !c.zeroOK {
+		if math.IsNaN(c.v) || math.IsInf(c.v, 0) || c.v < 0 || c.v == 0 && !c.zeroOK || c.v > 1e9 {
 			want := "a positive number"
 			if c.zeroOK {
 				want = "0 or more"
 			}
-			return usagef("--%s: want %s, got %v", c.name, want, c.v)
+			return usagef("--%s: want %s, at most a billion, got %v", c.name, want, c.v)
 		}
 		v := c.v
 		*c.dst = &v

@@ -217,8 +217,9 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	case t.solveHours && hoursGiven:
 		return nil, nil, nil, opt, usagef("--hours: not with --budget, which finds the hours each plan gives within it (leave out compute_hours too)")
 	case t.solveHours:
-		// A stand-in for the checks; the search sets the hours.
-		p.ComputeHours = 1
+		// A stand-in for the checks, enough for each start to run a
+		// second; the search sets the hours.
+		p.ComputeHours = max(1, float64(p.Starts)/3600)
 	case !hoursGiven:
 		return nil, nil, nil, opt, usagef("--hours: required (or compute_hours in --profile)")
 	}
@@ -262,8 +263,8 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	opt.Currency = t.currency
 	if set("interruptions-per-day") {
 		v := t.interruptions
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return nil, nil, nil, opt, usagef("--interruptions-per-day: want a non-negative number, got %v", v)
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1440 {
+			return nil, nil, nil, opt, usagef("--interruptions-per-day: want 0 to 1440 (one a minute), got %v", v)
 		}
 		opt.InterruptionsPerDay = &v
 	}
@@ -278,9 +279,9 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 // word, on any later day), the clock's otherwise. UTC midnight.
 func today(lookup func(string) (string, bool), now func() time.Time) (time.Time, error) {
 	t := now()
-	if v, ok := lookup("SOURCE_DATE_EPOCH"); ok {
+	if v, ok := lookup("SOURCE_DATE_EPOCH"); ok && v != "" { // set but empty is unset, as build tools read it
 		secs, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || secs < 0 {
+		if err != nil || secs < 0 || secs > 253402300799 { // the last second of 9999
 			return time.Time{}, usagef("SOURCE_DATE_EPOCH: want seconds since 1970-01-01 UTC, got %q", v)
 		}
 		t = time.Unix(secs, 0)
@@ -336,7 +337,8 @@ func readFile(flag, path string, max int64) ([]byte, error) {
 func loadCatalog(paths []string) (*catalog.Catalog, error) {
 	c, err := catalog.Load(paths)
 	var pe *fs.PathError
-	if errors.Is(err, userfile.ErrNotRegular) || errors.Is(err, userfile.ErrTooLarge) || errors.As(err, &pe) {
+	var re catalog.ErrReadings
+	if errors.Is(err, userfile.ErrNotRegular) || errors.Is(err, userfile.ErrTooLarge) || errors.As(err, &pe) || errors.As(err, &re) || len(paths) > catalog.MaxFiles {
 		return nil, usagef("--catalog: %w", err)
 	}
 	return c, err

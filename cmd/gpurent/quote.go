@@ -48,6 +48,9 @@ each plan gives within the budget, with the bill at those hours.`,
 				if cmd.Flags().Changed("currency") && cur != currencyCode(t.currency) {
 					return usagef("--budget: %q is in %s, and --currency %s: give one currency", budgetText, cur, t.currency)
 				}
+				if v < 0.01 || v > 1e12 {
+					return usagef("--budget: want from 0.01 to a trillion, got %s", quoteShort(budgetText))
+				}
 				budget, t.currency, t.solveHours = v, cur, true
 			}
 			p, offers, cat, opt, err := t.load(cmd, g)
@@ -122,7 +125,7 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 		if b.HiddenShare < 0 {
 			hidden, below = "-", below+1
 		}
-		tab.Row(fmt.Sprint(i+1), b.Offer, b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
+		tab.Row(fmt.Sprint(i+1), offerCell(b), b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
 			atLeast(b, report.Money(b.Total)), atLeast(b, perGPUHour(b.PerGPUHour)), report.Money(b.ListTotal), hidden,
 			report.Money(b.Items[0].Amount), report.Money(b.Items[1].Amount), report.Money(b.Items[2].Amount),
 			report.Money(b.Items[3].Amount), report.Money(b.Items[4].Amount), warn, b.Detail)
@@ -136,6 +139,16 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	}
 	writeBillNotes(w, q.Bills, q.Notes, q.Rates)
 	return nil
+}
+
+// offerCell is the bill's offer, marked when it is an older reading
+// priced for --history: it ranks among today's prices, and must not be
+// taken for one.
+func offerCell(b billing.Bill) string {
+	if b.SupersededBy != "" {
+		return b.Offer + " (history)"
+	}
+	return b.Offer
 }
 
 // perGPUHour prints a price per GPU-hour, to four places under one unit
@@ -219,7 +232,7 @@ func writeAfford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Rea
 		if len(b.Unknown) > 0 {
 			warn = fmt.Sprint(len(b.Unknown))
 		}
-		tab.Row(fmt.Sprint(i+1), b.Offer, b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
+		tab.Row(fmt.Sprint(i+1), offerCell(b), b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
 			atMost(b, trim(math.Floor(a.Hours*100+1e-9)/100)), atLeast(b, report.Money(b.Total)), // never more than was found
 			report.Money(b.Items[0].Amount), report.Money(b.Items[1].Amount), report.Money(b.Items[2].Amount),
 			report.Money(b.Items[3].Amount), report.Money(b.Items[4].Amount), warn, b.Detail)

@@ -32,7 +32,7 @@ type APIPrice struct {
 	Source, AsOf string
 }
 
-// Throughputs are the sourced serving rates (shared/reference/catalog_notes.md
+// Throughputs are the sourced serving rates (internal/catalog/research/catalog_notes.md
 // §4.1): Llama-3.1 FP8, vLLM 0.5.4, batched. A new slice each call, so no
 // caller can change the table for another.
 func Throughputs() []Throughput {
@@ -235,14 +235,18 @@ func throughputFor(model string, o *catalog.Offer, rates []servingRate) (float64
 // is beyond any provider's stock, and the count must fit an int.
 const maxInstances = 1e6
 
+// maxTokensPerDay is a quadrillion tokens a day, some thousand times what
+// the largest APIs serve: beyond it a figure is a typo.
+const maxTokensPerDay = 1e15
+
 // validTokens checks a tokens-a-day figure named by its flag.
 func validTokens(flag string, v float64, zeroOK bool) error {
-	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v == 0 && !zeroOK {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v == 0 && !zeroOK || v > maxTokensPerDay {
 		want := "a positive number"
 		if zeroOK {
 			want = "0 or more"
 		}
-		return fmt.Errorf("--%s: want %s, got %v", flag, want, v)
+		return fmt.Errorf("--%s: want %s, at most %g, got %v", flag, want, maxTokensPerDay, v)
 	}
 	return nil
 }

@@ -213,12 +213,17 @@ func TestPlanInferenceModelName(t *testing.T) {
 }
 
 // A demand no rental could serve is refused with the flag's name: 1e30
-// tokens a day at 6912 tok/s (4 replicas × 1728 on 8×H100) is 1.67e21
-// instances (1e30 / (6912 × 86400)), which as an int turned negative and
-// made renting "cheaper".
+// tokens a day is past the bound; 1e15 at 1 tok/s (--tokens-per-second) is
+// 1.16e10 instances (1e15 / 86400), which as an int could turn negative
+// and make renting "cheaper".
 func TestPlanInferenceBeyondAnyRental(t *testing.T) {
 	_, err := PlanInference(InferenceQuery{Model: "70B", TokensPerDay: 1e30}, []catalog.Offer{h100("x8", 8, 16)}, catalog.Rates{})
-	if err == nil || !strings.Contains(err.Error(), "--tokens-per-day: 1e+30 tokens a day need 1.67e+21 instances of x8") {
+	if err == nil || !strings.Contains(err.Error(), "--tokens-per-day: want a positive number, at most 1e+15, got 1e+30") {
+		t.Errorf("got %v", err)
+	}
+	one, price := 1.0, 1.0
+	_, err = PlanInference(InferenceQuery{Model: "70B", TokensPerDay: 1e15, TokensPerSec: &one, APIPricePerM: &price}, []catalog.Offer{h100("x8", 8, 16)}, catalog.Rates{})
+	if err == nil || !strings.Contains(err.Error(), "--tokens-per-day: 1e+15 tokens a day need 1.16e+10 instances of x8") {
 		t.Errorf("got %v", err)
 	}
 	// A million instances is the bound: 6912 × 86400 × 1e6 tokens fit.

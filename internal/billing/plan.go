@@ -39,7 +39,10 @@ type SpotRisk struct {
 	// DeadlineProbability is the chance to finish within the deadline; nil
 	// without one.
 	DeadlineProbability *float64 `json:"deadline_probability,omitempty"`
-	Trials              int      `json:"trials"`
+	// SpanProbability is, without a deadline, the chance to finish within
+	// the span the user gave (--days); nil without one.
+	SpanProbability *float64 `json:"span_probability,omitempty"`
+	Trials          int      `json:"trials"`
 }
 
 // OfferPlan is the billing-mode advice for one offer.
@@ -200,11 +203,19 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 		op.Checkpoint = &CheckpointAdvice{YoungMinutes: iv.Young * 60, DalyMinutes: iv.Daly * 60, LostFraction: r.LostFraction()}
 	} else if hasSpot && rateKnown && r.Rate == 0 {
 		op.Notes = append(op.Notes, "no checkpoint advice: at 0 interruptions a day the Young and Daly intervals are unbounded; checkpoints then guard against crashes only")
+	} else if hasSpot && rateKnown {
+		op.Notes = append(op.Notes, "no checkpoint advice: it needs checkpoint settings (--ckpt-every, --ckpt-write)")
 	} else if hasSpot {
 		op.Notes = append(op.Notes, "no checkpoint advice: it needs checkpoint settings and a known interruption rate (--interruptions-per-day)")
 	}
 
-	// Spot risk by Monte Carlo, priced like the spot bill.
+	// Spot risk by Monte Carlo, priced like the spot bill. A run must end
+	// by the deadline, and within a span the user gave: --deadline lies
+	// within --days, so the deadline is the limit where there is one.
+	limit := opt.DeadlineHours
+	if limit == 0 && opt.SpanGiven {
+		limit = float64(p.SpanDays) * 24
+	}
 	if sb, ok := byPlan[Spot]; ok && rateKnown && opt.Trials > 0 {
 		spotHourly, _ := o.Spot.Hourly.Value()
 		n := float64(sb.Instances)
@@ -221,11 +232,14 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 			op.Notes = append(op.Notes, note)
 		}
 		if trials > 0 {
-			risk := MonteCarlo(r, Cost{Fixed: fixed, PerHour: spotHourly * n * factor, PerInterruption: boot}, trials, seed, opt.DeadlineHours)
+			risk := MonteCarlo(r, Cost{Fixed: fixed, PerHour: spotHourly * n * factor, PerInterruption: boot}, trials, seed, limit)
 			op.Spot = &SpotRisk{P50Cost: risk.P50Cost, P90Cost: risk.P90Cost, P50Hours: risk.P50Hours, P90Hours: risk.P90Hours, Trials: trials}
-			if opt.DeadlineHours > 0 {
-				pr := risk.DeadlineProb
+			pr := risk.DeadlineProb
+			switch {
+			case opt.DeadlineHours > 0:
 				op.Spot.DeadlineProbability = &pr
+			case limit > 0:
+				op.Spot.SpanProbability = &pr
 			}
 		}
 	}
@@ -240,8 +254,12 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 		}
 	case !rateKnown:
 		spotWhy = "spot is not judged without an interruption rate (--interruptions-per-day)"
+	case floorRate(o, opt.Options):
+		// The open bucket's lower end: every figure of the run is the
+		// best it can be, and buying on it would be buying on luck.
+		spotWhy = "spot is not judged on an interruption rate known only as a floor (AWS's \">20%\" bucket); give yours with --interruptions-per-day"
 	default:
-		spotWhy = missesDeadline(op.Spot, r, opt.DeadlineHours)
+		spotWhy = missesDeadline(op.Spot, r, limit, opt.DeadlineHours > 0)
 	}
 	op.Recommendation, op.Reason = recommend(p, op, byPlan, rateKnown, spotWhy)
 	if _, priced := byPlan[Spot]; priced && spotWhy != "" && op.Recommendation != "" && !strings.Contains(op.Reason, spotWhy) {
@@ -259,18 +277,26 @@ const DeadlineConfidence = 0.9
 // missesDeadline says why spot cannot be bought for a deadline it would
 // miss too often, or "": by the simulated share of runs that finish in
 // time, or where the runs were not simulated, by the expected wall time.
-func missesDeadline(risk *SpotRisk, r Run, deadline float64) string {
+func missesDeadline(risk *SpotRisk, r Run, deadline float64, isDeadline bool) string {
 	if deadline <= 0 {
 		return ""
 	}
-	if risk != nil && risk.DeadlineProbability != nil {
-		if pr := *risk.DeadlineProbability; pr < DeadlineConfidence {
-			return fmt.Sprintf("spot finishes by the deadline in only %s of simulated runs (bought at %s or more)", report.Percent(pr), report.Percent(DeadlineConfidence))
+	what := "the deadline"
+	if !isDeadline {
+		what = "the end of the span (--days)"
+	}
+	if risk != nil && (risk.DeadlineProbability != nil || risk.SpanProbability != nil) {
+		pr := risk.DeadlineProbability
+		if pr == nil {
+			pr = risk.SpanProbability
+		}
+		if *pr < DeadlineConfidence {
+			return fmt.Sprintf("spot finishes by %s in only %s of simulated runs (bought at %s or more)", what, report.Percent(*pr), report.Percent(DeadlineConfidence))
 		}
 		return ""
 	}
 	if h, _ := r.Expected(); h > deadline {
-		return fmt.Sprintf("spot expects %s of wall time, past the deadline (%s)", hoursText(h), hoursText(deadline))
+		return fmt.Sprintf("spot expects %s of wall time, past %s (%s)", hoursText(h), what, hoursText(deadline))
 	}
 	return ""
 }
@@ -343,6 +369,12 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, 
 				}
 			}
 			perDay := p.ComputeHours / float64(p.SpanDays)
+			if perDay >= be.HoursPerDay || p.ComputeHours >= be.Hours {
+				// Enough hours, but a period longer than the task's span
+				// is paid whole for days it does not use.
+				return OnDemand, fmt.Sprintf("a %s costs more than paying as you go for these %s h over %s: the span is shorter than the period, which is paid whole",
+					be.Period, trimFloat(p.ComputeHours), report.Count(p.SpanDays, "day"))
+			}
 			return OnDemand, fmt.Sprintf("you run %s h a day; a %s pays off above %s h a day (%.0f h a %s): pay as you go",
 				trimFloat(perDay), be.Period, trimFloat(be.HoursPerDay), be.Hours, be.Period)
 		}
@@ -371,6 +403,9 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, 
 		}
 		if math.IsInf(other, 1) {
 			return Spot, "spot is the only price known for this offer"
+		}
+		if p.Checkpoint == nil {
+			return Spot, fmt.Sprintf("even at its P90 cost (%.2f) spot beats %.2f, each interruption restarting the job from the beginning", bestCost, other)
 		}
 		return Spot, fmt.Sprintf("even at its P90 cost (%.2f) spot beats %.2f, and the job resumes from checkpoints", bestCost, other)
 	}

@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/specs"
 	"github.com/gpurent/gpurent/internal/units"
 	"github.com/gpurent/gpurent/internal/userfile"
 	"github.com/gpurent/gpurent/internal/yamlfile"
@@ -44,6 +45,10 @@ type Profile struct {
 	// SharedDisk says the instances of the job share one disk (a network
 	// volume), billed once, not a disk_gb on each instance.
 	SharedDisk bool `yaml:"shared_disk"`
+
+	// spanDerived says Defaults set the span from the hours: it ends with
+	// the last of them, so the rest of its last day is no stop.
+	spanDerived bool
 }
 
 // Checkpoint is how the job saves and resumes.
@@ -113,6 +118,7 @@ func (p *Profile) Defaults(given func(field string) bool) {
 	}
 	if p.SpanDays == 0 && !given("span_days") && p.ComputeHours > 0 && p.ComputeHours < maxHours {
 		p.SpanDays = max(1, int(math.Ceil(p.ComputeHours/24-1e-9)))
+		p.spanDerived = true
 	}
 }
 
@@ -189,6 +195,9 @@ func (p *Profile) Validate() []yamlfile.Problem {
 		bad("gpu", "not valid UTF-8 text: want a GPU model such as \"RTX 4090\"")
 	case len(p.GPU) > maxText:
 		bad("gpu", "want a GPU model such as \"RTX 4090\", got %d bytes of text", len(p.GPU))
+	case p.GPU != "" && len(specs.Words(p.GPU)) == 0:
+		// "-", ".*" or spaces: no word to match, so every offer would.
+		bad("gpu", "want a GPU model such as \"RTX 4090\", got %q", p.GPU)
 	}
 	switch {
 	case p.Starts < 1:
@@ -213,16 +222,28 @@ func (p *Profile) Validate() []yamlfile.Problem {
 	size("disk_gb", p.DiskGB)
 	size("egress_gb", p.EgressGB)
 	if c := p.Checkpoint; c != nil {
-		if c.Every <= 0 {
-			bad("checkpoint.every", "want a positive interval such as 30m, got %v", c.Every)
+		century := Duration(maxHours * time.Hour)
+		switch {
+		case c.Every < Duration(time.Second):
+			bad("checkpoint.every", "want an interval of a second or more, such as 30m, got %v", c.Every)
+		case c.Every > century:
+			bad("checkpoint.every", "want at most a century, got %v", c.Every)
 		}
-		if c.Write < 0 {
-			bad("checkpoint.write", "want a non-negative time, got %v", c.Write)
-		}
-		if c.Restart < 0 {
-			bad("checkpoint.restart", "want a non-negative time, got %v", c.Restart)
+		for _, d := range []struct {
+			field string
+			v     Duration
+		}{{"checkpoint.write", c.Write}, {"checkpoint.restart", c.Restart}} {
+			switch {
+			case d.v < 0:
+				bad(d.field, "want a non-negative time, got %v", d.v)
+			case d.v > century:
+				bad(d.field, "want at most a century, got %v", d.v)
+			}
 		}
 		size("checkpoint.size_gb", c.SizeGB)
+		if n, gb := p.Uploads(); hoursOK && c.Every > 0 && gb > maxGB {
+			bad("checkpoint.size_gb", "%d uploads of %v GB make %.3g GB of egress, more than an exabyte: check --ckpt-size and --ckpt-every", n, c.SizeGB, gb)
+		}
 	}
 	return ps
 }

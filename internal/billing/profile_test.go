@@ -47,7 +47,7 @@ func TestParseProfileBad(t *testing.T) {
 		{"span_days: 30", "span_days: 0", "task.yaml:4: span_days: want at least 1 day, got 0"},
 		{"disk_gb: 200", "disk_gb: -5", "task.yaml:6: disk_gb: want a non-negative size"},
 		{"every: 30m", "every: 30", "task.yaml:9: checkpoint.every: invalid duration \"30\""},
-		{"every: 30m", "every: 0s", "task.yaml:9: checkpoint.every: want a positive interval"},
+		{"every: 30m", "every: 0s", "task.yaml:9: checkpoint.every: want an interval of a second or more"},
 		{"gpus: 1", "gpu_count: 1", "task.yaml:2: gpu_count: unknown field \"gpu_count\""},
 		{"interruptible: true", "interruptible: maybe", "task.yaml:8: interruptible: cannot unmarshal"},
 	} {

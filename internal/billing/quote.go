@@ -355,6 +355,8 @@ func rateAge(rates catalog.Rates, today time.Time, a, b string) string {
 	case today.IsZero():
 	case undated:
 		out += "; no date stated: exchange rates move, set your own under exchange_rates in a --catalog file"
+	case oldest.After(today):
+		out += "; dated after today: check the catalog's as_of and this machine's clock"
 	case today.Sub(oldest).Hours()/24 > StalePriceDays:
 		out += fmt.Sprintf("; %d days old or more: exchange rates move, set your own under exchange_rates in a --catalog file", int(today.Sub(oldest).Hours()/24))
 	}
@@ -504,6 +506,13 @@ func instances(p *Profile, o *catalog.Offer) int {
 	return (p.GPUs + o.GPUs - 1) / o.GPUs
 }
 
+// lowerBound reports whether counting the unknown fees as 0 makes a
+// bill the least it can be: any unknown fee does, but an unknown included
+// disk, counted as none, bills more storage, not less.
+func lowerBound(unknown []string) bool {
+	return slices.ContainsFunc(unknown, func(n string) bool { return n != "storage.included_gb" })
+}
+
 // usage collects the unknown fees a bill had to count as zero, and what
 // the bill assumed that its user should know (notes).
 type usage struct{ unknown, notes []string }
@@ -554,7 +563,9 @@ func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64, re
 	inc := u.fee("storage.included_gb", o.Storage.IncludedGB, p.DiskGB > 0)
 	// Data kept across a stop cannot stay on a disk that a stop wipes: it
 	// lives on a volume, billed running and stopped, all of it.
-	stops := stoppedHours > 1e-9 || p.Starts > 1 || restarted
+	// A span derived from the hours ends with the last of them: the rest
+	// of its last day is no stop.
+	stops := (stoppedHours > 1e-9 && !p.spanDerived) || p.Starts > 1 || restarted
 	switch d := o.Storage.IncludedDisk; {
 	case p.SharedDisk && p.DiskGB > 0:
 		// A network volume is its own disk: none of it is included.
@@ -647,7 +658,7 @@ func releaseWarning(p *Profile, o *catalog.Offer, runningHours float64) []string
 	if gap <= rel.Hours() {
 		return nil
 	}
-	return []string{fmt.Sprintf("each stopped gap of %.1f h exceeds release_after_stopped %s: the platform deletes the stopped instance and its disk", gap, o.ReleaseAfterStopped)}
+	return []string{fmt.Sprintf("each stopped gap of %.1f h exceeds release_after_stopped %s: the platform deletes the stopped instance and its disk (this bill counts the disk as kept: start it again sooner, or keep the data elsewhere)", gap, o.ReleaseAfterStopped)}
 }
 
 // onDemandBill: each of the starts runs lasts compute_hours/starts, rounded
@@ -684,7 +695,7 @@ func onDemandBill(p *Profile, o *catalog.Offer) (Bill, bool) {
 	b.finish(items, hourly, p)
 	b.Detail = fmt.Sprintf("%d × %s billed (%s increment)", p.Starts, hoursText(billed), o.OnDemand.Increment)
 	b.Unknown, b.Warnings = u.names(), append(u.warnings(), releaseWarning(p, o, p.ComputeHours)...)
-	b.TotalIsLowerBound = len(b.Unknown) > 0
+	b.TotalIsLowerBound = lowerBound(b.Unknown)
 	return b, true
 }
 
@@ -702,6 +713,16 @@ func rate(p *Profile, o *catalog.Offer, opt Options) (float64, bool) {
 		}
 	}
 	return perDay / 24 * float64(instances(p, o)), ok
+}
+
+// floorRate reports whether the offer's spot interruption rate is only a
+// floor: an open published bucket (">20%") read at its lower end.
+func floorRate(o *catalog.Offer, opt Options) bool {
+	if opt.InterruptionsPerDay != nil || o.Spot == nil || o.Spot.InterruptionsPerDay.IsKnown() || o.Spot.Frequency == nil {
+		return false
+	}
+	_, least := o.Spot.Frequency.PerDay()
+	return least
 }
 
 // frequencyNote says where a spot bill's interruption rate comes from
@@ -819,6 +840,9 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 	b := newBill(p, o, Spot)
 	stopped := math.Max(0, float64(p.SpanDays)*24-hours)
 	s := sharedFees(p, o, &u, stopped, fails > 0)
+	if span := float64(p.SpanDays) * 24; hours > span {
+		s.ip *= hours / span // the instance is kept as long as the run lasts
+	}
 	items := [5]float64{
 		hours * hourly,
 		s.extraGB * (s.runGB*hours + s.stopGB*stopped),
@@ -835,10 +859,10 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 		b.Detail = fmt.Sprintf("%s if never interrupted (interruption rate unknown)", hoursText(hours))
 	}
 	b.Unknown, b.Warnings = u.names(), u.warnings()
-	b.TotalIsLowerBound = len(b.Unknown) > 0
+	b.TotalIsLowerBound = lowerBound(b.Unknown)
 	if n := frequencyNote(o, opt); n != "" {
 		b.Warnings = append(b.Warnings, n)
-		if _, least := o.Spot.Frequency.PerDay(); least {
+		if floorRate(o, opt) {
 			b.TotalIsLowerBound = true // an open bucket's lower end: more interruptions cost more
 		}
 	}
@@ -854,6 +878,7 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 		}
 		b.Warnings = append(b.Warnings, fmt.Sprintf("no %s: counted as 0, as if %s; this spot bill is the least it can be",
 			strings.Join(missing, " or "), strings.Join(asIf, " and ")))
+		b.TotalIsLowerBound = true
 	}
 	if p.Checkpoint == nil {
 		b.Warnings = append(b.Warnings, "no checkpoint settings: each interruption restarts the job from the beginning")

@@ -673,7 +673,9 @@ func TestSubscriptionPacksHours(t *testing.T) {
 	if !strings.Contains(b.Detail, "600 h run inside, 20 h a day") {
 		t.Errorf("detail %q does not say the schedule", b.Detail)
 	}
-	if !slices.ContainsFunc(b.Warnings, func(w string) bool { return strings.HasPrefix(w, "schedule: ") && strings.Contains(w, "136.00 more") }) {
+	if !slices.ContainsFunc(b.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, "schedule: ") && strings.Contains(w, "136.00 USD more")
+	}) {
 		t.Errorf("warnings %q do not say the schedule and what spreading costs", b.Warnings)
 	}
 	// 760 h: the month holds 720 of them, 40 more on demand (79.20).

@@ -369,6 +369,12 @@ func TestSpotPublishedFrequency(t *testing.T) {
 	if b, ok = spotBill(&p, &o, Options{}); !ok || !b.TotalIsLowerBound {
 		t.Fatalf("open bucket: %+v", b)
 	}
+	// Nor is spot bought on it: every figure of the run would be its best.
+	o.OnDemand.Hourly = catalog.Known(50)
+	plan, err := MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{Trials: 200}, nil)
+	if err != nil || plan.Offers[0].Recommendation == Spot || !strings.Contains(plan.Offers[0].Reason, "known only as a floor") {
+		t.Fatalf("bought on a floor: %v %+v", err, plan.Offers[0])
+	}
 	one := 2.0
 	if b, ok = spotBill(&p, &o, Options{InterruptionsPerDay: &one}); !ok || slices.ContainsFunc(b.Warnings, func(w string) bool { return strings.HasPrefix(w, "interruption rate from") }) {
 		t.Fatalf("--interruptions-per-day overrides it: %+v", b)

@@ -79,7 +79,7 @@ func subscriptionBill(p *Profile, o *catalog.Offer, force bool) (Bill, bool) {
 	}
 	b.Detail = strings.Join(parts, " + ")
 	b.Unknown, b.Warnings = u.names(), u.warnings()
-	b.TotalIsLowerBound = len(b.Unknown) > 0
+	b.TotalIsLowerBound = lowerBound(b.Unknown)
 	if note != "" {
 		b.Warnings = append(b.Warnings, note)
 	}
@@ -92,7 +92,7 @@ func subscriptionBill(p *Profile, o *catalog.Offer, force bool) (Bill, bool) {
 			report.Count(best.subDays, "day"), hoursText(inside/float64(best.subDays)), report.Count(p.SpanDays, "day"))
 		if spread.periods() || odOK {
 			if sp := spreadTotal(p, o, s, hourly, spread); !math.IsInf(sp, 1) {
-				w += fmt.Sprintf("; spread evenly, %s costs %.2f more in the offer's currency", alt, sp-best.total(s.boot))
+				w += fmt.Sprintf("; spread evenly, %s costs %.2f %s more", alt, sp-best.total(s.boot), o.Currency)
 			}
 		}
 		b.Warnings = append(b.Warnings, w)
@@ -188,12 +188,7 @@ func spreadCover(p *Profile, o *catalog.Offer, s shared, hourly float64, force b
 		c.compute += c.odHours * hourly
 	}
 	c.storage += s.extraGB * (s.runGB*c.odHours + s.stopGB*(24*float64(odDays)-c.odHours))
-	// The subscribed instance is started once; the on-demand days carry
-	// their share of the profile's starts.
-	c.starts = math.Ceil(float64(p.Starts)*float64(odDays)/float64(D) - 1e-9)
-	if c.periods() {
-		c.starts++
-	}
+	c.starts = float64(p.Starts) // a boot fee is per start, subscribed or not
 	return c, true
 }
 
@@ -234,15 +229,11 @@ func packedCover(p *Profile, o *catalog.Offer, s shared, hourly float64, force b
 		if od > 1e-9 && math.IsInf(hourly, 1) {
 			continue
 		}
-		c := cover{schedule: SchedulePacked, subDays: E, odHours: od, compute: exact[S]}
+		c := cover{schedule: SchedulePacked, subDays: E, odHours: od, compute: exact[S], starts: float64(p.Starts)}
 		if od > 1e-9 {
 			c.compute += od * hourly
-			c.starts = math.Ceil(float64(p.Starts)*od/p.ComputeHours - 1e-9)
 		} else {
 			c.odHours = 0
-		}
-		if S > 0 {
-			c.starts++
 		}
 		c.storage = s.extraGB * (s.runGB*(24*float64(E)+c.odHours) + s.stopGB*(24*float64(D-E)-c.odHours))
 		if t := c.total(s.boot); t < bestTotal-1e-9 {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -171,6 +172,26 @@ func (r Rates) Dated(c string) string {
 // and false when it states none.
 func RateDate(asOf string) (time.Time, bool) { return statedDate(asOf) }
 
+// Bounds on an exchange rate, in units per US dollar: the weakest
+// currencies trade at tens of thousands to the dollar, none at a
+// ten-thousandth; beyond these a rate is a typo that turns every price
+// into 0 or +Inf.
+const (
+	minRate = 1e-4
+	maxRate = 1e7
+)
+
+// decodeStrict decodes a mapping node refusing fields t does not have.
+func decodeStrict(n *yaml.Node, t any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	d := yaml.NewDecoder(strings.NewReader(string(b)))
+	d.KnownFields(true)
+	return d.Decode(t)
+}
+
 // rateEntry is a currency's rate written with its own date and source.
 type rateEntry struct {
 	Rate   float64 `yaml:"rate"`
@@ -199,7 +220,7 @@ func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
 			var f float64
 			if v.Kind == yaml.MappingNode {
 				var e rateEntry
-				if err := v.Decode(&e); err != nil {
+				if err := decodeStrict(v, &e); err != nil {
 					return yamlfile.Invalid(v, "rate for %s: want {rate: NUMBER, as_of: DATE, source: TEXT}", k.Value)
 				}
 				if strings.TrimSpace(e.AsOf) == "" {
@@ -210,7 +231,10 @@ func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
 				return yamlfile.Invalid(v, "rate for %s: want a number, got %q", k.Value, v.Value)
 			}
 			if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
-				return yamlfile.Invalid(v, "rate for %s: want a positive number, got %v", k.Value, v.Value)
+				return yamlfile.Invalid(v, "rate for %s: want a positive number, got %v", k.Value, f)
+			}
+			if f < minRate || f > maxRate {
+				return yamlfile.Invalid(v, "rate for %s: want units per US dollar from %g to %g, got %v", k.Value, minRate, maxRate, f)
 			}
 			if k.Value == "USD" && f != 1 {
 				return yamlfile.Invalid(v, "rate for USD: rates are units per US dollar, so USD is 1, got %v", v.Value)
@@ -420,6 +444,16 @@ type Storage struct {
 	StoppedGBMonth Fee    `yaml:"stopped_gb_month"`
 }
 
+// Bounds on an offer, well past any real one, so that a typo is an error
+// naming its field rather than +Inf in a bill.
+const (
+	maxAmount = 1e9                 // any price or fee, in the offer's currency
+	maxGPUs   = 1024                // per instance: a rack of 72 is the most sold
+	maxBilled = 31 * 24 * time.Hour // a billing increment or minimum
+	// MaxOffers bounds a catalog file: the embedded one has 127.
+	MaxOffers = 10000
+)
+
 // Validate reports every problem in c as paths into the YAML document.
 // Offer currencies must have a rate in c or in also (the catalog c will be
 // merged over), so a user file may price in CNY on the embedded rates.
@@ -436,6 +470,9 @@ func (c *Catalog) Validate(also Rates) []yamlfile.Problem {
 	}
 	if len(c.Offers) == 0 {
 		ps = append(ps, yamlfile.Problemf("offers", "no offers"))
+	}
+	if len(c.Offers) > MaxOffers {
+		return append(ps, yamlfile.Problemf("offers", "want at most %d offers, got %d", MaxOffers, len(c.Offers)))
 	}
 	seen := map[string]int{}
 	for i, o := range c.Offers {
@@ -461,11 +498,11 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 			bad(f.field, "missing; every offer needs id, provider, gpu, currency, source and as_of")
 		}
 	}
-	if o.GPUs < 1 {
-		bad("gpus", "want at least 1 GPU per instance, got %d", o.GPUs)
+	if o.GPUs < 1 || o.GPUs > maxGPUs {
+		bad("gpus", "want 1 to %d GPUs per instance, got %d", maxGPUs, o.GPUs)
 	}
-	if v, ok := o.GPUMemoryGB.Value(); ok && (math.IsNaN(v) || math.IsInf(v, 0) || v <= 0) {
-		bad("gpu_memory_gb", "want a positive size in GB or unknown, got %v", v)
+	if v, ok := o.GPUMemoryGB.Value(); ok && (math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > 1e4) {
+		bad("gpu_memory_gb", "want a positive size in GB (at most 10000) or unknown, got %v", v)
 	}
 	if o.Currency != "" {
 		if !IsCurrency(o.Currency) {
@@ -478,8 +515,11 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 		bad("confidence", "want official or secondary, got %q", o.Confidence)
 	}
 	fee := func(field string, f Fee) {
-		if v, ok := f.Value(); ok && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
+		switch v, ok := f.Value(); {
+		case ok && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0):
 			bad(field, "want a non-negative amount or unknown, got %v", v)
+		case ok && v > maxAmount:
+			bad(field, "want at most %g, got %v", maxAmount, v)
 		}
 	}
 	fee("on_demand.hourly", o.OnDemand.Hourly)
@@ -521,6 +561,14 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 	if d, ok := o.OnDemand.Increment.Value(); ok && d <= 0 {
 		bad("on_demand.increment", "want a positive increment such as 1s, got %v", o.OnDemand.Increment)
 	}
+	for _, d := range []struct {
+		field string
+		v     Duration
+	}{{"on_demand.increment", o.OnDemand.Increment}, {"on_demand.minimum", o.OnDemand.Minimum}} {
+		if v, ok := d.v.Value(); ok && (d.v.IsNever() || v > maxBilled) {
+			bad(d.field, "want at most %s (a month), got %v", units.FormatDuration(maxBilled), d.v)
+		}
+	}
 	if v, ok := o.OnDemand.Hourly.Value(); ok && v == 0 {
 		bad("on_demand.hourly", "zero price: write unknown if the price is not known")
 	}
@@ -533,8 +581,8 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 			bad(sp+".period", "period %q given twice", s.Period)
 		}
 		periods[s.Period] = true
-		if math.IsNaN(s.Price) || math.IsInf(s.Price, 0) || s.Price <= 0 {
-			bad(sp+".price", "want a positive price, got %v", s.Price)
+		if math.IsNaN(s.Price) || math.IsInf(s.Price, 0) || s.Price <= 0 || s.Price > maxAmount {
+			bad(sp+".price", "want a positive price of at most %g, got %v", maxAmount, s.Price)
 		}
 	}
 	if o.Spot != nil {
@@ -559,6 +607,54 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 		bad("on_demand.hourly", "offer has no price: give on_demand.hourly, a subscription or spot.hourly")
 	}
 	return ps
+}
+
+// CheckReadings checks what supersedes says across a whole (merged)
+// catalog: each older reading named is an offer of the same provider and
+// GPU, not dated after the reading that supersedes it, and no offer is
+// superseded in a cycle (which would leave out every reading of it).
+func CheckReadings(offers []Offer) error {
+	byID := map[string]*Offer{}
+	for i := range offers {
+		byID[offers[i].ID] = &offers[i]
+	}
+	var errs []string
+	next := map[string]string{}
+	for i := range offers {
+		o := &offers[i]
+		for _, id := range o.Supersedes {
+			old, ok := byID[id]
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Sprintf("offer %s supersedes %q, which no offer is", o.ID, id))
+				continue
+			case old.Provider != o.Provider || old.GPU != o.GPU || old.GPUs != o.GPUs:
+				errs = append(errs, fmt.Sprintf("offer %s (%s, %d× %s) supersedes %s (%s, %d× %s): a reading of another offer", o.ID, o.Provider, o.GPUs, o.GPU, id, old.Provider, old.GPUs, old.GPU))
+			}
+			if nd, ok := o.PriceDate(); ok {
+				if od, ok := old.PriceDate(); ok && od.After(nd) {
+					errs = append(errs, fmt.Sprintf("offer %s (%s) supersedes %s, a newer reading (%s)", o.ID, nd.Format(time.DateOnly), id, od.Format(time.DateOnly)))
+				}
+			}
+			next[id] = o.ID
+		}
+	}
+	for start := range next {
+		seen := map[string]bool{start: true}
+		for at := next[start]; at != ""; at = next[at] {
+			if seen[at] {
+				errs = append(errs, fmt.Sprintf("offer %s is superseded in a cycle: one reading must be the newest", start))
+				break
+			}
+			seen[at] = true
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	slices.Sort(errs)
+	errs = slices.Compact(errs)
+	return fmt.Errorf("supersedes: %s", strings.Join(errs, "; "))
 }
 
 // Parse decodes and validates one catalog file on its own. Errors name

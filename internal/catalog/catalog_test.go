@@ -80,8 +80,13 @@ func TestParseBad(t *testing.T) {
 		{"missing source", "    source: https://example.invalid/prices\n", "", "bad.yaml:4: offers[0].source: missing"},
 		{"currency without rate", "currency: CNY", "currency: JPY", "bad.yaml:9: offers[0].currency: no exchange rate for JPY"},
 		{"bad rate", "CNY: 7.1", "CNY: -7.1", "bad.yaml:2: exchange_rates.CNY: rate for CNY: want a positive number"},
-		{"zero gpus", "gpus: 1", "gpus: 0", "bad.yaml:7: offers[0].gpus: want at least 1"},
-		{"zero memory", "gpus: 1\n", "gpus: 1\n    gpu_memory_gb: 0\n", "bad.yaml:8: offers[0].gpu_memory_gb: want a positive size in GB or unknown, got 0"},
+		{"tiny rate", "CNY: 7.1", "CNY: 1e-308", "exchange_rates.CNY: rate for CNY: want units per US dollar from"},
+		{"rate map with extra", "CNY: 7.1", "CNY: {rate: 7.1, as_of: \"2026-11-01\", extra: 1}", "rate for CNY: want {rate: NUMBER, as_of: DATE, source: TEXT}"},
+		{"huge price", "hourly: 1.98,", "hourly: 1e308,", "offers[0].on_demand.hourly: want at most 1e+09"},
+		{"huge increment", "increment: 1s", "increment: 1000000h", "offers[0].on_demand.increment: want at most 31d"},
+		{"many gpus", "gpus: 1", "gpus: 1000001", "offers[0].gpus: want 1 to 1024 GPUs"},
+		{"zero gpus", "gpus: 1", "gpus: 0", "bad.yaml:7: offers[0].gpus: want 1 to 1024 GPUs per instance, got 0"},
+		{"zero memory", "gpus: 1\n", "gpus: 1\n    gpu_memory_gb: 0\n", "bad.yaml:8: offers[0].gpu_memory_gb: want a positive size in GB (at most 10000) or unknown, got 0"},
 		{"memory with its unit", "gpus: 1\n", "gpus: 1\n    gpu_memory_gb: 80GB\n", "bad.yaml:8: offers[0].gpu_memory_gb: want a number or unknown, got \"80GB\""},
 		{"syntax", "gpus: 1", "gpus: [1", "bad.yaml:"},
 		{"version", "version: 1", "version: 2", "bad.yaml:1: version: want version: 1"},
@@ -139,6 +144,9 @@ func TestDefaultCatalog(t *testing.T) {
 		if o.Source == "" || o.AsOf == "" {
 			t.Errorf("%s: missing source or as_of", o.ID)
 		}
+	}
+	if err := CheckReadings(c.Offers); err != nil {
+		t.Error(err)
 	}
 	if len(c.Offers) < 40 || len(providers) < 10 {
 		t.Errorf("embedded catalog has %d offers from %d providers; want at least 40 from 10", len(c.Offers), len(providers))
@@ -524,6 +532,30 @@ func TestVariants(t *testing.T) {
 		}
 		if strings.Join(got, " ") != ids {
 			t.Errorf("Variants(%q) = %q, want %q", want, got, ids)
+		}
+	}
+}
+
+// What supersedes may say, found by a careless catalog: a cycle (every
+// reading left out), another provider's offer, a newer reading, an id no
+// offer has.
+func TestCheckReadings(t *testing.T) {
+	o := func(id, provider, asOf string, sup ...string) Offer {
+		return Offer{ID: id, Provider: provider, GPU: "H100", GPUs: 1, AsOf: asOf, Supersedes: sup}
+	}
+	for _, tc := range []struct {
+		offers []Offer
+		want   string
+	}{
+		{[]Offer{o("a", "P", "2026-10-01", "b"), o("b", "P", "2026-10-01", "a")}, "in a cycle"},
+		{[]Offer{o("a", "P", "2026-10-01", "b"), o("b", "Q", "2026-09-01")}, "a reading of another offer"},
+		{[]Offer{o("a", "P", "2026-10-01", "b"), o("b", "P", "2026-11-01")}, "a newer reading"},
+		{[]Offer{o("a", "P", "2026-10-01", "zz")}, "which no offer is"},
+		{[]Offer{o("a", "P", "2026-10-01", "b"), o("b", "P", "undated")}, ""},
+	} {
+		err := CheckReadings(tc.offers)
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.offers, err, tc.want)
 		}
 	}
 }

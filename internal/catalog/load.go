@@ -20,6 +20,13 @@ import (
 //go:embed default.yaml
 var defaultYAML []byte
 
+// ErrReadings is a catalog whose supersedes do not hold together, merged
+// over the embedded one: the user's to mend.
+type ErrReadings struct{ Err error }
+
+func (e ErrReadings) Error() string { return e.Err.Error() }
+func (e ErrReadings) Unwrap() error { return e.Err }
+
 // Default parses the embedded catalog.
 func Default() (*Catalog, error) {
 	c, err := Parse("embedded catalog", defaultYAML)
@@ -33,10 +40,14 @@ func Default() (*Catalog, error) {
 // their own from it.
 func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
 
-// MaxFileSize caps a user catalog: the embedded one, 128 offers from 28
-// providers, takes under 100 KiB, so no real catalog comes near 64 MiB,
-// which memory still holds easily.
-const MaxFileSize = 64 << 20
+// MaxFileSize caps a user catalog: the embedded one, 127 offers from 28
+// providers, takes about 120 KiB, so 4 MiB is some 4,000 offers, and is
+// decoded in about a second; a larger file is a mistake, and 60 MiB of
+// one took 3 GB of memory.
+const MaxFileSize = 4 << 20
+
+// MaxFiles bounds the catalogs merged over the embedded one.
+const MaxFiles = 16
 
 // ReadFile parses one user catalog to be merged over base's rates. It
 // reads a regular file of at most MaxFileSize bytes (userfile.Read): a
@@ -52,6 +63,9 @@ func ReadFile(path string, base Rates) (*Catalog, error) {
 // Load returns the embedded catalog with the user catalogs at paths merged
 // over it in order.
 func Load(paths []string) (*Catalog, error) {
+	if len(paths) > MaxFiles {
+		return nil, fmt.Errorf("want at most %d catalog files, got %d", MaxFiles, len(paths))
+	}
 	c, err := Default()
 	if err != nil {
 		return nil, err
@@ -62,6 +76,9 @@ func Load(paths []string) (*Catalog, error) {
 			return nil, err
 		}
 		c = Merge(c, u)
+	}
+	if err := CheckReadings(c.Offers); err != nil {
+		return nil, ErrReadings{err}
 	}
 	return c, nil
 }

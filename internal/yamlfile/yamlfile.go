@@ -111,6 +111,33 @@ func (ix *Index) Place(file string, ps []Problem) error {
 	return es
 }
 
+// MaxKeys bounds the fields of one YAML mapping: the widest of gpurent's
+// files, a catalog's exchange rates, has a few dozen.
+const MaxKeys = 1000
+
+// MaxErrors bounds the problems one file reports: past it, a count.
+const MaxErrors = 20
+
+// widest is the mapping with the most keys: its path, line and count.
+func (ix *Index) widest() (path string, line, n int) {
+	count := map[string]int{}
+	for _, keys := range ix.byLine {
+		for _, k := range keys {
+			parent := ""
+			if i := strings.LastIndexByte(k, '.'); i >= 0 {
+				parent = k[:i]
+			}
+			count[parent]++
+		}
+	}
+	for p, c := range count {
+		if c > n {
+			path, n = p, c
+		}
+	}
+	return path, ix.byPath[path], n
+}
+
 func (ix *Index) walk(n *yaml.Node, path string) {
 	if n == nil {
 		return
@@ -201,7 +228,15 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 	}
 	ix := &Index{byPath: map[string]int{}, byLine: map[int][]string{}, byPos: map[[2]int]string{}}
 	ix.walk(&root, "")
+	if path, line, n := ix.widest(); n > MaxKeys {
+		// yaml's strict decoding takes time in the square of the unknown
+		// keys (80,000 took 20 s): no file of ours has such a mapping.
+		return nil, &FieldError{File: file, Line: line, Path: path, Msg: fmt.Sprintf("%d fields in one mapping; want at most %d", n, MaxKeys)}
+	}
 
+	if ps := wholeNumbers(root.Content[0], reflect.TypeOf(v), ""); len(ps) > 0 {
+		return nil, ix.Place(file, ps)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	err := dec.Decode(v)
@@ -216,8 +251,12 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 	if !errors.As(err, &te) {
 		return nil, syntaxError(file, err)
 	}
-	es := make(Errors, 0, len(te.Errors))
-	for _, msg := range te.Errors {
+	es := make(Errors, 0, min(len(te.Errors), MaxErrors+1))
+	for i, msg := range te.Errors {
+		if i == MaxErrors {
+			es = append(es, &FieldError{File: file, Msg: fmt.Sprintf("and %d more problems", len(te.Errors)-MaxErrors)})
+			break
+		}
 		fe := &FieldError{File: file, Msg: msg}
 		if m := lineRe.FindStringSubmatch(msg); m != nil {
 			fe.Line, _ = strconv.Atoi(m[1])
@@ -260,6 +299,43 @@ func syntaxError(file string, err error) error {
 // Decode places it on the node's line and field.
 func Invalid(n *yaml.Node, format string, args ...any) error {
 	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: col %d: %s", n.Line, n.Column, fmt.Sprintf(format, args...))}}
+}
+
+var unmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
+
+// wholeNumbers finds fractions given for whole-number fields: yaml
+// decodes "gpus: 2.9" into an int as 2, a count no one wrote.
+func wholeNumbers(n *yaml.Node, t reflect.Type, path string) []Problem {
+	t = elem(t)
+	var ps []Problem
+	switch {
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			f, ok := fieldByYAMLName(t, k.Value)
+			if !ok {
+				continue
+			}
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			switch ft := f.Type; {
+			case reflect.PointerTo(ft).Implements(unmarshaler):
+				// Its own UnmarshalYAML reads it ("every: 1.5" is a
+				// duration's error to name).
+			case v.Kind == yaml.ScalarNode && v.Tag == "!!float" && ft.Kind() >= reflect.Int && ft.Kind() <= reflect.Uint64:
+				ps = append(ps, Problemf(p, "want a whole number, got %s", v.Value))
+			default:
+				ps = append(ps, wholeNumbers(v, ft, p)...)
+			}
+		}
+	case n.Kind == yaml.SequenceNode:
+		for i, c := range n.Content {
+			ps = append(ps, wholeNumbers(c, t, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	}
+	return ps
 }
 
 // fieldNames lists the YAML field names of the struct at path (dotted,

@@ -34,8 +34,8 @@ var providerFacts = map[string][]fact{
 		{"on_demand.increment", "1s", "https://hub.pointfive.co/inefficiencies/missing-scheduled-shutdown-for-non-production-azure-virtual-machines (undated, secondary)"},
 		{"on_demand.minimum", "300s", "5-minute minimum from 2025-06-01 (older pages say 1 minute): https://learn.microsoft.com/en-us/answers/questions/2259765/clarification-on-azure-vm-billing-for-short-runtim (2025-04-21, secondary)"},
 		{"ip_month", "3.65", "Standard public IPv4 $0.005/h: https://c3x.dev/resources/azure/azurerm_public_ip (undated, secondary)"},
-		{"storage.running_gb_month", "0.154", "Premium SSD P10 $19.71/month ÷ 128 GiB (that tier only): https://github.com/rshade/finfocus-plugin-azure-public (2026, secondary)"},
-		{"storage.stopped_gb_month", "0.154", "managed disks bill while deallocated: https://learn.microsoft.com/en-us/answers/questions/2259765/clarification-on-azure-vm-billing-for-short-runtim (2025-04-21)"},
+		{"storage.running_gb_month", "0.1434", "Premium SSD P10 $19.71/month ÷ 128 GiB (137.4 GB; that tier only): https://github.com/rshade/finfocus-plugin-azure-public (2026, secondary)"},
+		{"storage.stopped_gb_month", "0.1434", "the same P10 rate: managed disks bill while deallocated, https://learn.microsoft.com/en-us/answers/questions/2259765/clarification-on-azure-vm-billing-for-short-runtim (2025-04-21)"},
 		{"release_after_stopped", "never", "https://benyamin.cc/index.php/2020/02/24/azure-vm-lifecycle/ (2020-02-24, copy of Microsoft's power-state table)"},
 	},
 	"Hyperstack": {
