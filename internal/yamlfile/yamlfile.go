@@ -108,6 +108,9 @@ func (ix *Index) Place(file string, ps []Problem) error {
 		es[i] = &FieldError{File: file, Line: ix.Line(p.Path), Path: p.Path, Msg: p.Msg}
 	}
 	sort.SliceStable(es, func(i, j int) bool { return es[i].Line < es[j].Line })
+	if len(es) > MaxErrors {
+		es = append(es[:MaxErrors], &FieldError{File: file, Msg: fmt.Sprintf("and %d more problems", len(es)-MaxErrors)})
+	}
 	return es
 }
 
