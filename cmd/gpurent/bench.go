@@ -107,9 +107,6 @@ judges saved facts anywhere, without a GPU.`,
   gpurent bench --replay facts.json --expect "A100 80GB SXM"`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if expectGPUs < 0 || (expectGPUs == 0 && cmd.Flags().Changed("expect-gpus")) {
 				return usagef("--expect-gpus: want a positive number of GPUs, got %d", expectGPUs)
 			}
@@ -596,9 +593,6 @@ func newBenchHistory(g *globals) *cobra.Command {
 		Short: "Past bench runs side by side, newest last",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if n < 1 {
 				return usagef("--last (-n): want at least 1, got %d", n)
 			}

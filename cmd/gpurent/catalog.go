@@ -28,9 +28,6 @@ func newCatalog(g *globals) *cobra.Command {
 		Short: "List offers (the embedded catalog with any --catalog files merged over it)",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			c, err := loadCatalog(g.catalogs)
 			if err != nil {
 				return err

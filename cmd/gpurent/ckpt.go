@@ -464,9 +464,6 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 		Short: "Upload a file or directory as one checkpoint",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			info, err := os.Lstat(a[0])
 			if err != nil {
 				return usageError{fmt.Errorf("push: %w", err)}
@@ -527,9 +524,6 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 		Short: "Restore a checkpoint to DEST (which must not exist)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if err := checkID(id); err != nil {
 				return err
 			}
@@ -590,9 +584,6 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 		Short: "List the committed checkpoints of a run",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			st, _, closeFn, err := s.openExisting(cmd.Context(), &store.Crypto{}, nil)
 			if err != nil {
 				return err
@@ -637,9 +628,6 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 		Short: "Check that checkpoints are whole (--deep: read, decrypt and hash every byte)",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if err := checkID(id); err != nil {
 				return err
 			}
@@ -731,9 +719,6 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
   gpurent ckpt prune --store s3://bucket/ckpt --run old --keep 0 --keep-logs 0 --unsafe-allow-remove-all`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if !cmd.Flags().Changed("keep") || keep < 0 {
 				return usagef("--keep N is required (N >= 0): how many of the newest checkpoints to keep")
 			}
@@ -836,9 +821,6 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 		Short: "List the runs in the store, with their checkpoints, the newest one's name and time, their logs and the bytes they hold",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			st, name, closeFn, err := s.openExisting(cmd.Context(), &store.Crypto{}, nil)
 			if err != nil {
 				return err

@@ -37,9 +37,6 @@ A line naming each session goes to stderr, so that stdout is the log alone.`,
   gpurent ckpt log --store s3://bucket/runs --run llama latest --follow`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if tail < 0 {
 				return usagef("--tail: want a number of lines, got %d", tail)
 			}

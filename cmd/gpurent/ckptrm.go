@@ -32,9 +32,6 @@ names exactly what it deletes. It needs a store key that may delete, and no iden
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			st, name, closeFn, err := s.openExisting(cmd.Context(), &store.Crypto{}, nil)
 			if err != nil {
 				return err

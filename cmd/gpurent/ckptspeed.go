@@ -45,9 +45,6 @@ away (--no-encrypt tests plaintext), so it needs no identity. Its bytes leave th
 machine: egress, billed by some providers.`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			n, err := units.ParseSize(size, 1e9)
 			if err != nil || n < 1<<20 || n > 1e12 {
 				return usagef("--size: want a size from 1 MiB to 1 TB such as 256MiB or 1GB, got %q", size)

@@ -206,6 +206,8 @@ func flagWants(typ string) (want string, ok bool) {
 		return "a duration such as 90s, 30m or 2h", true
 	case "bool":
 		return "true or false", true
+	case "format":
+		return "table or json", true
 	}
 	return "", false
 }
@@ -217,10 +219,18 @@ type globals struct {
 	stdout   io.Writer
 }
 
-func (g *globals) checkOutput() error {
-	if err := report.CheckFormat(g.output); err != nil {
-		return usageError{err}
+// formatValue is -o: checked as the flag is parsed, once for every
+// command, so that no command can take -o yaml and exit 0.
+type formatValue struct{ p *string }
+
+func (f formatValue) String() string { return *f.p }
+func (f formatValue) Type() string   { return "format" }
+
+func (f formatValue) Set(s string) error {
+	if err := report.CheckFormat(s); err != nil {
+		return err
 	}
+	*f.p = s
 	return nil
 }
 
@@ -281,7 +291,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
-	root.PersistentFlags().StringVarP(&g.output, "output", "o", report.Table, "output format: table or json")
+	g.output = report.Table
+	root.PersistentFlags().VarP(formatValue{&g.output}, "output", "o", "output format: table or json")
 	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
 	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newAudit(g), newWipe(g), newBurn())
 	strictBuiltins(root)

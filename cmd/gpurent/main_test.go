@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/spf13/cobra"
 )
 
 func TestMain(m *testing.M) {
@@ -122,7 +124,7 @@ func TestExitCodes(t *testing.T) {
 		{"help on no command at the root", []string{"help", "quot"}, 2, `no help for "quot": not a gpurent command`},
 		{"completion for no shell", []string{"completion", "bassh"}, 2, `unknown command "bassh" for "gpurent completion" (did you mean "bash"?); its commands: bash, fish, powershell, zsh`},
 		{"completion for bash", []string{"completion", "bash"}, 0, ""},
-		{"bad output", []string{"quote", "--hours", "1", "-o", "xml"}, 2, `-o: unknown format "xml"`},
+		{"bad output", []string{"quote", "--hours", "1", "-o", "xml"}, 2, `--output: want table or json, got "xml"`},
 		{"gpu nobody has", []string{"quote", "--gpu", "TPU v9", "--hours", "1"}, 2, `--gpu: no offer has GPU "TPU v9"`},
 		{"profile unknown field", []string{"quote", "--profile", badProfile}, 2, `bad.yaml:4: egress: unknown field "egress"`},
 		{"profile zero hours", []string{"quote", "--profile", zeroHours}, 2, "zero.yaml:2: compute_hours: want a positive number of hours"},
@@ -357,5 +359,35 @@ func TestIdentityErrorsExit2(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("run started the command without the checkpoint to resume from")
+	}
+}
+
+// The output format is one contract, checked once at the root: every
+// command, whatever its arguments, refuses -o yaml with exit 2 and the
+// flag's name (issue #38: keygen, catalog check and run took it and
+// exited 0).
+func TestEveryCommandRefusesUnknownFormat(t *testing.T) {
+	var walk func(c *cobra.Command) []string
+	walk = func(c *cobra.Command) []string {
+		var paths []string
+		for _, sub := range c.Commands() {
+			if sub.Hidden {
+				continue
+			}
+			paths = append(paths, strings.TrimPrefix(sub.CommandPath(), "gpurent "))
+			paths = append(paths, walk(sub)...)
+		}
+		return paths
+	}
+	paths := walk(newRoot(io.Discard, io.Discard))
+	if len(paths) < 20 {
+		t.Fatalf("only %d commands found: %q", len(paths), paths)
+	}
+	for _, path := range paths {
+		args := append(strings.Fields(path), "-o", "yaml")
+		code, out, errOut := gpurent(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, `--output: want table or json, got "yaml"`) {
+			t.Errorf("%s -o yaml: exit %d, stdout %.80q, stderr %.200q", path, code, out, errOut)
+		}
 	}
 }

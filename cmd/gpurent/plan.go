@@ -49,9 +49,6 @@ and prints the tokens per day above which renting pays.`,
   gpurent plan --inference --model 70B --gpu H100 --tokens-per-day 50000000`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if err := modeFlags(cmd.Flags(), inference); err != nil {
 				return err
 			}

@@ -33,9 +33,6 @@ each plan gives within the budget, with the bill at those hours.`,
   gpurent quote --gpu "RTX 4090" --budget 3500CNY --days 30 --starts 10 --disk 200`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if top < 0 {
 				return usagef("--top: want 0 (all) or more, got %d", top)
 			}

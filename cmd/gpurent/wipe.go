@@ -89,9 +89,6 @@ check failed, 2 bad usage or a refused path.`,
   gpurent wipe /root/autodl-tmp/data --ckpt ckpts --require-backup s3://bucket/ckpt --yes
   gpurent wipe --docker --yes -o json > wipe.json`,
 		RunE: func(cmd *cobra.Command, paths []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if err := notThere("--report", reportPath); err != nil {
 				return err
 			}
