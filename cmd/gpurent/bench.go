@@ -28,9 +28,6 @@ import (
 	"github.com/gpurent/gpurent/internal/units"
 )
 
-// exitVerdictFail is bench's exit code for a failed verdict.
-const exitVerdictFail = 3
-
 // offerOrder is the order an offer of the catalog (--catalog files merged
 // over the embedded one) makes: the GPU it sells, with the memory it
 // states, and how many an instance has. A flag the user gave wins. An

@@ -27,13 +27,6 @@ import (
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
 
-// Exit codes every command keeps (DESIGN.md contracts).
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
-)
-
 // usageError marks bad flags or bad input files: exit 2.
 type usageError struct{ err error }
 
@@ -294,7 +287,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	g.output = report.Table
 	root.PersistentFlags().VarP(formatValue{&g.output}, "output", "o", "output format: table or json")
 	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
-	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newAudit(g), newWipe(g), newBurn())
+	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newAudit(g), newWipe(g), newBurn(), newExitCodes())
 	strictBuiltins(root)
 	return root
 }

@@ -5,15 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/supervise"
 )
 
 func TestMain(m *testing.M) {
@@ -388,6 +392,43 @@ func TestEveryCommandRefusesUnknownFormat(t *testing.T) {
 		code, out, errOut := gpurent(t, args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, `--output: want table or json, got "yaml"`) {
 			t.Errorf("%s -o yaml: exit %d, stdout %.80q, stderr %.200q", path, code, out, errOut)
+		}
+	}
+}
+
+// help exit-codes prints the one table of exit codes, and every code a
+// command returns by name is in it.
+func TestExitCodeTable(t *testing.T) {
+	code, out, _ := gpurent(t, "help", "exit-codes")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	inTable := map[int]bool{}
+	for _, r := range exitCodeTable() {
+		inTable[r.code] = true
+		if !strings.Contains(out, fmt.Sprintf("  %-3d %-13s %s\n", r.code, r.commands, r.means)) {
+			t.Errorf("help exit-codes lacks %d (%s)", r.code, r.commands)
+		}
+	}
+	named := map[string]int{"exitOK": exitOK, "exitFailure": exitFailure, "exitUsage": exitUsage, "exitVerdictFail": exitVerdictFail,
+		"supervise.ExitNotStored": supervise.ExitNotStored, "supervise.ExitStopped": supervise.ExitStopped, "ex.Code": -1}
+	files, _ := filepath.Glob("*.go")
+	re := regexp.MustCompile(`exitCode\(([^)]*)\)`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+			v, ok := named[m[1]]
+			if !ok && m[1] != "" {
+				t.Errorf("%s returns exitCode(%s): name it by a constant of the table", f, m[1])
+			} else if v >= 0 && m[1] != "" && !inTable[v] {
+				t.Errorf("%s returns %s = %d, not in the table", f, m[1], v)
+			}
 		}
 	}
 }

@@ -495,7 +495,7 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 					endReason = fmt.Sprintf("the --budget %s is spent: the command was not started", spend)
 					logf("budget %s%s, and what is left lasts less than the %s a checkpoint is given: the command is not started (exit 75); a larger --budget counts from the same total, and removing %s counts from zero",
 						spend, earlier, shortDur(spend.window()), reset)
-					return exitCode(75)
+					return exitCode(supervise.ExitStopped)
 				}
 				end := begun.Add(spend.lasts())
 				logf("budget %s%s: at %s it is spent in %s (%s); the command is asked for a checkpoint %s before, then stopped (exit 75)",
