@@ -65,7 +65,7 @@ func (s *storeFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.allowUnauth, "allow-unauthenticated", false, "write checkpoints without proof of their writer, and read ones that have none (a store written before gpurent signed them); anyone with the store's write key can plant such a checkpoint")
 	fs.BoolVar(&s.takeover, "takeover", false, "take the run from another session that holds its lease (a gpurent run on a machine that is gone); that session commits nothing more")
 	fs.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to an endpoint that is not this machine")
-	fs.DurationVar(&s.grace, "grace", 10*time.Minute, "leave uncommitted uploads younger than this alone when cleaning up")
+	durationVar(fs, &s.grace, "grace", 10*time.Minute, "leave uncommitted uploads younger than this alone when cleaning up")
 	fs.IntVar(&s.workers, "workers", 4, "files moved in parallel")
 	fs.StringVar(&s.partSize, "part-size", "8MiB", "size of the parts of a multipart upload (S3, GCS, Azure): 5MiB to 5GiB; memory is part size x --part-concurrency x --workers")
 	fs.IntVar(&s.partConc, "part-concurrency", 4, "parts of one object uploaded at once (1 to 64)")

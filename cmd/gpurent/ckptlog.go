@@ -108,7 +108,7 @@ A line naming each session goes to stderr, so that stdout is the log alone.`,
 	f.BoolVar(&list, "list", false, "list the run's sessions: where and when each ran, how much it shipped")
 	f.IntVarP(&tail, "tail", "n", 0, "print only the last N lines")
 	f.BoolVarP(&follow, "follow", "f", false, "keep printing what is shipped, until interrupted")
-	f.DurationVar(&every, "every", 10*time.Second, "with --follow, how often the store is asked")
+	durationVar(f, &every, "every", 10*time.Second, "with --follow, how often the store is asked")
 	return cmd
 }
 

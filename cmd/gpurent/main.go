@@ -196,7 +196,7 @@ func flagWants(typ string) (want string, ok bool) {
 	case "uint", "uint64", "uint32":
 		return "a whole number, 0 or more", true
 	case "duration":
-		return "a duration such as 90s, 30m or 2h", true
+		return "a duration such as 90s, 30m, 2h or 1d", true
 	case "bool":
 		return "true or false", true
 	case "format":

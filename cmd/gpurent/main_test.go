@@ -115,7 +115,7 @@ func TestExitCodes(t *testing.T) {
 		{"zero days flag", []string{"plan", "--hours", "1", "--days", "0"}, 2, "--days: want at least 1 day, got 0"},
 		{"unknown flag", []string{"quote", "--hourz", "1"}, 2, "unknown flag: --hourz (did you mean --hours?)"},
 		{"not a number", []string{"quote", "--hours", "abc"}, 2, `--hours: want a number, got "abc"`},
-		{"not a duration", []string{"run", "--stop-grace", "5 min", "--", "true"}, 2, `--stop-grace: want a duration such as 90s, 30m or 2h, got "5 min"`},
+		{"not a duration", []string{"run", "--stop-grace", "5 min", "--", "true"}, 2, `--stop-grace: want a duration such as 90s, 30m, 2h or 1d, got "5 min"`},
 		{"not a whole number", []string{"run", "--max-restarts", "2.5", "--", "true"}, 2, `--max-restarts: want a whole number, got "2.5"`},
 		{"unknown flag near none", []string{"quote", "--frobnicate", "1"}, 2, "unknown flag: --frobnicate\n"},
 		{"misspelt global flag", []string{"ckpt", "ls", "--outptu", "json"}, 2, "unknown flag: --outptu (did you mean --output?)"},
@@ -160,7 +160,7 @@ func TestExitCodes(t *testing.T) {
 		{"audit under a missing root", []string{"audit", "--root", "/nonexistent/root"}, 2, "--root /nonexistent/root: not a directory"},
 		{"wipe under a missing root", []string{"wipe", "--root", "/nonexistent/root"}, 2, "--root /nonexistent/root: not a directory"},
 		{"plan deadline shorter than the work", []string{"plan", "--gpu", "RTX 4090", "--hours", "100", "--interruptible", "--deadline", "1h"}, 2, "--deadline 1h is shorter than the 100 h of compute: no plan meets it"},
-		{"ckpt prune negative grace", []string{"ckpt", "prune", "--store", dir, "--keep", "1", "--grace", "-5m"}, 2, "--grace: want 0 (every leftover, even one of a push still running) or more, got -5m0s"},
+		{"ckpt prune negative grace", []string{"ckpt", "prune", "--store", dir, "--keep", "1", "--grace", "-5m"}, 2, `--grace: want a duration such as 90s, 30m, 2h or 1d, got "-5m"`},
 		{"ckpt prune without keep", []string{"ckpt", "prune", "--store", dir}, 2, "--keep N is required"},
 		{"ckpt part size too small", []string{"ckpt", "ls", "--store", dir, "--part-size", "1MiB"}, 2, `--part-size "1MiB": want 5MiB to 5GiB`},
 		{"ckpt part concurrency of zero", []string{"ckpt", "ls", "--store", dir, "--part-concurrency", "0"}, 2, "--part-concurrency: want 1 to 64, got 0"},
@@ -177,10 +177,10 @@ func TestExitCodes(t *testing.T) {
 		{"negative checkpoint size", []string{"quote", "--hours", "10", "--ckpt-every", "1h", "--ckpt-size", "-1"}, 2, "--ckpt-size: want a non-negative size, got -1"},
 		{"checkpoint size without interval", []string{"quote", "--hours", "10", "--ckpt-size", "20"}, 2, "checkpoint settings need --ckpt-every"},
 		{"checkpoint interval of zero", []string{"quote", "--hours", "10", "--ckpt-every", "0s"}, 2, "--ckpt-every: want an interval of a second or more, such as 30m, got 0s"},
-		{"run negative stall flag", []string{"run", "--stall", "-1s", "--", "true"}, 2, "--stall: want a positive duration such as 2h, or 0 to only warn, got -1s"},
+		{"run negative stall flag", []string{"run", "--stall", "-1s", "--", "true"}, 2, `--stall: want a duration such as 90s, 30m, 2h or 1d, got "-1s"`},
 		{"run silence without log", []string{"run", "--silence", "20m", "--", "true"}, 2, "--silence: needs --log FILE: gpurent sees the command's output only when it keeps it"},
 		{"run config silence without log", []string{"run", "--config", runSilence}, 2, "silence.yaml:3: silence: needs --log FILE"},
-		{"run negative silence flag", []string{"run", "--silence", "-1s", "--log", "x.log", "--", "true"}, 2, "--silence: want a positive duration such as 30m, or 0 to only warn, got -1s"},
+		{"run negative silence flag", []string{"run", "--silence", "-1s", "--log", "x.log", "--", "true"}, 2, `--silence: want a duration such as 90s, 30m, 2h or 1d, got "-1s"`},
 		{"run keep-local without store", []string{"run", "--keep-local", "2", "--", "true"}, 2, "--keep-local: needs --store: a local checkpoint is deleted only once the store holds a newer one"},
 		{"run negative keep-local", []string{"run", "--keep-local", "-1", "--store", dir, "--", "true"}, 2, "--keep-local: want 0 (keep all) or more, got -1"},
 		{"run notify-every without notify", []string{"run", "--notify-every", "6h", "--", "true"}, 2, "--notify-every: needs --notify FILE (or $GPURENT_NOTIFY)"},
@@ -429,6 +429,23 @@ func TestExitCodeTable(t *testing.T) {
 			} else if v >= 0 && m[1] != "" && !inTable[v] {
 				t.Errorf("%s returns %s = %d, not in the table", f, m[1], v)
 			}
+		}
+	}
+}
+
+// A duration flag takes days, as the config files do (issue #38: --stall
+// 1d was refused while stall: 1d was taken), and never a negative time.
+func TestDurationFlagsTakeDays(t *testing.T) {
+	for _, c := range []struct{ cmd, flag string }{{"run", "stall"}, {"run", "notify-every"}, {"wipe", "recent"}, {"ckpt log", "every"}} {
+		cmd, _, err := newRoot(io.Discard, io.Discard).Find(strings.Fields(c.cmd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.ParseFlags([]string{"--" + c.flag, "1d12h"}); err != nil || cmd.Flags().Lookup(c.flag).Value.String() != "36h" {
+			t.Errorf("%s --%s 1d12h: %v", c.cmd, c.flag, err)
+		}
+		if err := cmd.ParseFlags([]string{"--" + c.flag, "-1s"}); err == nil {
+			t.Errorf("%s --%s -1s accepted", c.cmd, c.flag)
 		}
 	}
 }

@@ -244,7 +244,7 @@ check failed, 2 bad usage or a refused path.`,
 	f.StringVar(&s.authKey, "auth-key", "", "auth key file to check checkpoints with where the identity is not here (default $GPURENT_AUTH_KEY)")
 	f.BoolVar(&s.allowUnauth, "allow-unauthenticated", false, "count checkpoints without proof of their writer as backups (a store written before gpurent signed them)")
 	f.StringVar(&since, "since", "", "when this tenancy began, to tell temp files from before it: a time (2026-11-30T09:00:00Z) or how long ago (2h, 3d); default: when PID 1 started")
-	f.DurationVar(&recent, "recent", wipe.RecentWindow, "temp entries with anything changed this recently are live work and kept (0: none)")
+	durationVar(f, &recent, "recent", wipe.RecentWindow, "temp entries with anything changed this recently are live work and kept (0: none)")
 	f.StringVar(&root, "root", "", "look for temp files and mounts under this directory instead of /")
 	_ = f.MarkHidden("root")
 	return cmd
