@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"bytes"
 	"io"
 	"io/fs"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/homefiles"
 	"github.com/gpurent/gpurent/internal/tokens"
 	"github.com/gpurent/gpurent/internal/userfile"
 )
@@ -44,98 +44,6 @@ type Secret struct {
 	GroupCanRead  bool `json:"group_can_read"`
 }
 
-// KnownSecret is a well-known place a tool leaves a credential.
-type KnownSecret struct {
-	Path string
-	Kind string
-	// Marker, when set, must appear in the first 4 KiB: a docker config
-	// without "auth" holds no credential.
-	Marker string
-}
-
-// Present reports whether the credential is there, holding its marker
-// when it has one: a regular file, or a symlink to one (a credential kept
-// elsewhere and linked into the home is as much there). The file is read
-// through the link without blocking, and only when it is a regular file.
-func (k KnownSecret) Present() bool {
-	st, err := os.Lstat(k.Path)
-	return err == nil && (st.Mode().IsRegular() || st.Mode()&fs.ModeSymlink != 0) && head(k.Path, 4096, k.Marker)
-}
-
-// Link reports whether the credential's path is itself a symlink, and
-// where it points: the link's text, joined to the link's directory when
-// relative, not resolved further. A clean-up removes the link and leaves
-// what it points to, which may be another machine's mount or a file the
-// user keeps; Present says whether the link leads to a credential.
-func (k KnownSecret) Link() (target string, ok bool) {
-	st, err := os.Lstat(k.Path)
-	if err != nil || st.Mode()&fs.ModeSymlink == 0 {
-		return "", false
-	}
-	t, err := os.Readlink(k.Path)
-	if err != nil {
-		return "", false
-	}
-	if !filepath.IsAbs(t) {
-		t = filepath.Join(filepath.Dir(k.Path), t)
-	}
-	return t, true
-}
-
-// SecretFiles are the credential files of the tools ML work uses, under
-// home (with the marker a file must hold to hold a credential: ossutil's
-// file set up for an ECS RAM role has no accessKeySecret), with the
-// Hugging Face token where its variables put it (huggingface_hub:
-// $HF_TOKEN_PATH, else $HF_HOME/token, HF_HOME defaulting to
-// $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface). Package wipe
-// removes the same list.
-func SecretFiles(home string, lookup func(string) (string, bool)) []KnownSecret {
-	list := []KnownSecret{
-		{".aws/credentials", "AWS access keys", ""},
-		{".netrc", "netrc passwords (W&B API key, others)", ""},
-		{".git-credentials", "git credential store (plaintext)", ""},
-		{".config/git/credentials", "git credential store (plaintext)", ""},
-		{".docker/config.json", "docker registry login", `"auth"`},
-		{".kaggle/kaggle.json", "Kaggle API key", ""},
-		{".config/gcloud/application_default_credentials.json", "Google Cloud credentials", ""},
-		{".config/gcloud/credentials.db", "Google Cloud credentials", ""},
-		{".huggingface/token", "Hugging Face token (old location)", ""},
-		{".config/rclone/rclone.conf", "rclone remotes (storage keys and tokens)", ""},
-		{".s3cfg", "s3cmd keys", "secret_key"},
-		{".config/gh/hosts.yml", "GitHub CLI token", "oauth_token"},
-		{".pypirc", "PyPI upload credentials", "password"},
-		{".npmrc", "npm registry token", "_authToken"},
-		// The object stores checkpoints and datasets go to from a rented
-		// machine in China, and the other S3 and cloud clients: each tool's
-		// default file (Alibaba Cloud CLI, ossutil, Tencent Cloud's tccli,
-		// coscmd, MinIO's mc, the Azure CLI's token caches, new and old).
-		{".aliyun/config.json", "Alibaba Cloud CLI AccessKey", "access_key_secret"},
-		{".ossutilconfig", "ossutil (Alibaba Cloud OSS) AccessKey", "accessKeySecret"},
-		{".tccli/default.credential", "Tencent Cloud CLI secret key", "secretKey"},
-		{".cos.conf", "coscmd (Tencent Cloud COS) secret key", "secret_key"},
-		{".mc/config.json", "MinIO client (mc) aliases with secret keys", "secretKey"},
-		{".azure/msal_token_cache.json", "Azure CLI tokens", ""},
-		{".azure/accessTokens.json", "Azure CLI tokens (old location)", ""},
-	}
-	for i := range list {
-		list[i].Path = filepath.Join(home, list[i].Path)
-	}
-	return append(list, KnownSecret{HFTokenPath(home, lookup), "Hugging Face token", ""})
-}
-
-// HistoryFiles are the shells' and REPLs' histories under home: what was
-// typed, credentials pasted on a command line included. Package wipe
-// removes the same list.
-func HistoryFiles(home string) []string {
-	var out []string
-	for _, n := range []string{".bash_history", ".zsh_history", ".python_history", ".local/share/fish/fish_history",
-		".ipython/profile_default/history.sqlite", ".lesshst", ".viminfo", ".node_repl_history", ".psql_history",
-		".mysql_history", ".sqlite_history", ".wget-hsts"} {
-		out = append(out, filepath.Join(home, n))
-	}
-	return out
-}
-
 // tokensIn names the kinds of token in the last max bytes of path, where
 // a history keeps what was typed most recently. A history that is no
 // regular file (a FIFO, a link to /dev/null) holds none.
@@ -155,78 +63,10 @@ func tokensIn(path string, max int64) []string {
 // tokenKinds names the kinds of token in b (tokens.Kinds).
 func tokenKinds(b []byte) []string { return tokens.Kinds(b) }
 
-// HFHome is huggingface_hub's cache root.
-func HFHome(home string, lookup func(string) (string, bool)) string {
-	if v, ok := lookup("HF_HOME"); ok && v != "" {
-		return v
-	}
-	if v, ok := lookup("XDG_CACHE_HOME"); ok && v != "" {
-		return filepath.Join(v, "huggingface")
-	}
-	return filepath.Join(home, ".cache", "huggingface")
-}
-
-// HFTokenPath is where huggingface_hub keeps the login token.
-func HFTokenPath(home string, lookup func(string) (string, bool)) string {
-	if v, ok := lookup("HF_TOKEN_PATH"); ok && v != "" {
-		return v
-	}
-	return filepath.Join(HFHome(home, lookup), "token")
-}
-
-// PrivateKeys lists the SSH private keys in ~/.ssh, by their PEM or
-// OpenSSH header, whatever their names.
-func PrivateKeys(home string) []string {
-	dir := filepath.Join(home, ".ssh")
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, d := range ents {
-		if !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0 {
-			continue
-		}
-		p := filepath.Join(dir, d.Name())
-		if head(p, 64, "PRIVATE KEY") {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// EnvFiles are dotenv files in dir: .env, .env.*, *.env.
-func EnvFiles(dir string) []string {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, d := range ents {
-		n := d.Name()
-		if (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) && (n == ".env" || strings.HasPrefix(n, ".env.") || strings.HasSuffix(n, ".env")) {
-			out = append(out, filepath.Join(dir, n))
-		}
-	}
-	return out
-}
-
-// head reports whether path is a regular file, or a symlink to one, whose
-// first n bytes contain marker (any file does, for an empty marker).
-func head(path string, n int64, marker string) bool {
-	f, _, err := userfile.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, n))
-	return bytes.Contains(b, []byte(marker))
-}
-
 func secrets(e Env) []Secret {
 	out := []Secret{}
 	add := func(path, kind, marker string) {
-		if !(KnownSecret{Path: path, Marker: marker}).Present() {
+		if !(homefiles.KnownSecret{Path: path, Marker: marker}).Present() {
 			return
 		}
 		st, err := os.Lstat(path)
@@ -251,19 +91,19 @@ func secrets(e Env) []Secret {
 		s.OthersCanRead, s.GroupCanRead = perm&0o004 != 0 && traversable(dir), perm&0o040 != 0
 		out = append(out, s)
 	}
-	for _, s := range SecretFiles(e.Home, e.Lookup) {
+	for _, s := range homefiles.SecretFiles(e.Home, e.Lookup) {
 		add(s.Path, s.Kind, s.Marker)
 	}
-	for _, p := range PrivateKeys(e.Home) {
+	for _, p := range homefiles.PrivateKeys(e.Home) {
 		add(p, "SSH private key", "")
 	}
-	for _, p := range EnvFiles(e.Cwd) {
+	for _, p := range homefiles.EnvFiles(e.Cwd) {
 		add(p, "dotenv file (often API keys)", "")
 	}
 	for _, p := range gitConfigsWithPasswords(e) {
 		add(p, gitRemoteKind, "")
 	}
-	for _, p := range HistoryFiles(e.Home) {
+	for _, p := range homefiles.HistoryFiles(e.Home) {
 		if found := tokensIn(p, 16<<20); len(found) > 0 {
 			add(p, historyKind+" ("+strings.Join(found, ", ")+")", "")
 		}
@@ -467,7 +307,7 @@ func leftovers(e Env, since time.Time, users passwd) ([]Leftover, string) {
 				if info.ModTime().After(l.Newest) {
 					l.Newest = info.ModTime()
 				}
-				if c := ChangeTime(info); c.After(l.changed) {
+				if c := homefiles.ChangeTime(info); c.After(l.changed) {
 					l.changed = c
 				}
 				if uid, ok := ownerUID(info); ok && uid != e.UID && uid != 0 {

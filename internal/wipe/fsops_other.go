@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gpurent/gpurent/internal/audit"
+	"github.com/gpurent/gpurent/internal/homefiles"
 	"github.com/gpurent/gpurent/internal/userfile"
 )
 
@@ -39,7 +39,7 @@ func identify(path string) (entry, error) {
 	if err != nil {
 		return entry{}, err
 	}
-	e := entry{id: fileID{Mode: uint32(st.Mode().Type())}, size: st.Size(), nlink: 1, mtime: st.ModTime(), ctime: audit.ChangeTime(st)}
+	e := entry{id: fileID{Mode: uint32(st.Mode().Type())}, size: st.Size(), nlink: 1, mtime: st.ModTime(), ctime: homefiles.ChangeTime(st)}
 	if s, ok := st.Sys().(*syscall.Stat_t); ok {
 		e.id.Dev, e.id.Ino, e.nlink = uint64(s.Dev), uint64(s.Ino), uint64(s.Nlink)
 	}

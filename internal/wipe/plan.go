@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gpurent/gpurent/internal/audit"
+	"github.com/gpurent/gpurent/internal/homefiles"
 	"github.com/gpurent/gpurent/internal/mounts"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/supervise"
@@ -215,7 +215,7 @@ func caches(home string, lookup func(string) (string, bool)) []cand {
 		return cand{Item{Kind: Cache, What: what, Path: path}, source{vars: vars, chosen: len(vars) > 0}}
 	}
 	return []cand{
-		c(audit.HFHome(home, lookup), "Hugging Face cache (models, datasets, token)", hfVars),
+		c(homefiles.HFHome(home, lookup), "Hugging Face cache (models, datasets, token)", hfVars),
 		c(torch, "PyTorch hub cache", torchVars),
 		c(pip, "pip cache", pipVars),
 		c(filepath.Join(xdg, "wandb"), "W&B cache", xdgVars),
@@ -239,7 +239,7 @@ func hfTokenVars(lookup func(string) (string, bool)) []string {
 // tokens pasted on command lines included.
 func histories(home string) [][2]string {
 	var out [][2]string
-	for _, p := range audit.HistoryFiles(home) {
+	for _, p := range homefiles.HistoryFiles(home) {
 		rel, _ := filepath.Rel(home, p)
 		out = append(out, [2]string{p, "history " + rel})
 	}
@@ -372,8 +372,8 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		return nil, err
 	}
 	cands = append(cands, caches(home, e.Lookup)...)
-	hfToken := audit.HFTokenPath(home, e.Lookup)
-	for _, s := range audit.SecretFiles(home, e.Lookup) {
+	hfToken := homefiles.HFTokenPath(home, e.Lookup)
+	for _, s := range homefiles.SecretFiles(home, e.Lookup) {
 		if s.Present() {
 			src := source{}
 			if s.Path == hfToken {
@@ -383,10 +383,10 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			cands = append(cands, cand{Item{Kind: Credential, What: s.Kind, Path: s.Path}, src})
 		}
 	}
-	for _, k := range audit.PrivateKeys(home) {
+	for _, k := range homefiles.PrivateKeys(home) {
 		cands = append(cands, cand{Item{Kind: Credential, What: "SSH private key", Path: k}, source{}})
 	}
-	for _, f := range audit.EnvFiles(cwd) {
+	for _, f := range homefiles.EnvFiles(cwd) {
 		cands = append(cands, cand{Item{Kind: Credential, What: "dotenv file", Path: f}, source{}})
 	}
 	if o.Identity != "" {
