@@ -106,4 +106,3 @@ func TestSymlinkedCredentialReported(t *testing.T) {
 		t.Errorf("secrets.files: %s %q", c.Status, c.Evidence)
 	}
 }
-
