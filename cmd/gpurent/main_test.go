@@ -17,6 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/supervise"
 )
 
@@ -446,6 +447,39 @@ func TestDurationFlagsTakeDays(t *testing.T) {
 		}
 		if err := cmd.ParseFlags([]string{"--" + c.flag, "-1s"}); err == nil {
 			t.Errorf("%s --%s -1s accepted", c.cmd, c.flag)
+		}
+	}
+}
+
+// quote's default table fits 120 columns, on every offer and plan of the
+// embedded catalog with its older readings (issue #38: it was 238 wide);
+// --wide adds the rest.
+func TestQuoteTableFits(t *testing.T) {
+	for _, args := range [][]string{
+		{"quote", "--hours", "300", "--days", "30", "--starts", "10", "--disk", "200", "--egress", "100", "--interruptible", "--ckpt-every", "1h", "--history"},
+		{"quote", "--budget", "500", "--days", "30", "--interruptible", "--ckpt-every", "1h", "--history"},
+	} {
+		code, out, errOut := gpurent(t, args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d %s", args, code, errOut)
+		}
+		lines := strings.Split(out, "\n")
+		table := 0
+		for _, l := range lines[2:] {
+			if l == "" {
+				break
+			}
+			table++
+			if w := report.Width(l); w > 120 {
+				t.Errorf("%q: a line %d columns wide: %s", args[:2], w, l)
+			}
+		}
+		if table < 50 || !strings.Contains(out, "\n--wide adds PROVIDER") {
+			t.Errorf("%q: %d table lines, or no word of --wide", args[:2], table)
+		}
+		code, out, _ = gpurent(t, append(args, "--wide")...)
+		if code != 0 || !strings.Contains(out, "PROVIDER") || !strings.Contains(out, "DETAIL") {
+			t.Errorf("%q --wide lacks its columns", args[:2])
 		}
 	}
 }

@@ -16,6 +16,7 @@ func newQuote(g *globals) *cobra.Command {
 	var t taskFlags
 	var top int
 	var budgetText string
+	var wide bool
 	cmd := &cobra.Command{
 		Use:   "quote",
 		Short: "The itemized bill of your task on every offer, cheapest first",
@@ -63,7 +64,7 @@ each plan gives within the budget, with the bill at those hours.`,
 				if g.output == report.JSON {
 					return report.WriteJSON(g.stdout, r)
 				}
-				return writeAfford(g.stdout, p, t.spanGiven, r)
+				return writeAfford(g.stdout, p, t.spanGiven, r, wide)
 			}
 			q, err := billing.Make(p, offers, cat.Rates, opt)
 			if err != nil {
@@ -80,10 +81,11 @@ each plan gives within the budget, with the bill at those hours.`,
 			if g.output == report.JSON {
 				return report.WriteJSON(g.stdout, q)
 			}
-			return writeQuote(g.stdout, p, q)
+			return writeQuote(g.stdout, p, q, wide)
 		},
 	}
 	t.register(cmd.Flags())
+	cmd.Flags().BoolVar(&wide, "wide", false, "show every column of the table: provider, GPU, instances, list price, boot, IP, unknown fees, detail")
 	cmd.Flags().IntVar(&top, "top", 0, "show only the N cheapest bills (0: all); with --budget, the N that give the most hours")
 	cmd.Flags().StringVar(&budgetText, "budget", "", "what the task may cost in all, such as 500 or 3500CNY (in --currency): instead of --hours, the most compute hours each plan gives within it, the rest of the task as given")
 	return cmd
@@ -101,7 +103,60 @@ func gpuLabel(p *billing.Profile) string {
 	return gpu
 }
 
-func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
+// column is one column of a table of bills: its header, whether only
+// --wide shows it, and its cell for the bill on row i.
+type column struct {
+	head string
+	wide bool
+	cell func(i int, b billing.Bill) string
+}
+
+// billTable is a table of the columns shown (all with wide, else those
+// that fit 120 columns).
+func billTable(cols []column, wide bool, bills []billing.Bill) *report.Tab {
+	var shown []column
+	for _, c := range cols {
+		if wide || !c.wide {
+			shown = append(shown, c)
+		}
+	}
+	heads := make([]string, len(shown))
+	for i, c := range shown {
+		heads[i] = c.head
+	}
+	tab := report.NewTab(heads...)
+	for i, b := range bills {
+		cells := make([]string, len(shown))
+		for j, c := range shown {
+			cells[j] = c.cell(i, b)
+		}
+		tab.Row(cells...)
+	}
+	return tab
+}
+
+// Columns every table of bills shares, by the item they show.
+func billColumns() (items []column, tail []column) {
+	money := func(k int) func(int, billing.Bill) string {
+		return func(_ int, b billing.Bill) string { return report.Money(b.Items[k].Amount) }
+	}
+	items = []column{{"COMPUTE", false, money(0)}, {"STORAGE", false, money(1)}, {"EGRESS", false, money(2)}, {"BOOT", true, money(3)}, {"IP", true, money(4)}}
+	tail = []column{
+		{"UNKNOWN", true, func(_ int, b billing.Bill) string {
+			if len(b.Unknown) == 0 {
+				return "-"
+			}
+			return fmt.Sprint(len(b.Unknown))
+		}},
+		{"DETAIL", true, func(_ int, b billing.Bill) string { return b.Detail }},
+	}
+	return items, tail
+}
+
+// wideNote says what --wide adds to a table of bills.
+const wideNote = "--wide adds PROVIDER, GPU, INST, LIST, BOOT, IP, UNKNOWN and DETAIL; -o json has every field"
+
+func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote, wide bool) error {
 	gpu := gpuLabel(p)
 	egress := trim(p.EgressGB) + " GB egress"
 	if _, up := p.Uploads(); up > 0 {
@@ -109,30 +164,41 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote) error {
 	}
 	fmt.Fprintf(w, "%s h on %s x%d over %s, %s, %s GB disk, %s; amounts in %s\n\n",
 		trim(p.ComputeHours), gpu, p.GPUs, report.Count(p.SpanDays, "day"), report.Count(p.Starts, "start"), trim(p.DiskGB), egress, q.Currency)
-	tab := report.NewTab("#", "OFFER", "PROVIDER", "GPU", "INST", "PLAN", "TOTAL", "PER GPU-H", "LIST", "HIDDEN", "COMPUTE", "STORAGE", "EGRESS", "BOOT", "IP", "UNKNOWN", "DETAIL")
 	below := 0
-	for i, b := range q.Bills {
-		warn := "-"
-		if len(b.Unknown) > 0 {
-			warn = fmt.Sprint(len(b.Unknown))
+	for _, b := range q.Bills {
+		if b.HiddenShare < 0 {
+			below++
 		}
+	}
+	items, tail := billColumns()
+	cols := append([]column{
+		{"#", false, func(i int, _ billing.Bill) string { return fmt.Sprint(i + 1) }},
+		{"OFFER", false, func(_ int, b billing.Bill) string { return offerCell(b) }},
+		{"PROVIDER", true, func(_ int, b billing.Bill) string { return b.Provider }},
+		{"GPU", true, func(_ int, b billing.Bill) string { return fmt.Sprintf("%s x%d", b.GPU, b.GPUs) }},
+		{"INST", true, func(_ int, b billing.Bill) string { return fmt.Sprint(b.Instances) }},
+		{"PLAN", false, func(_ int, b billing.Bill) string { return b.Plan }},
+		{"TOTAL", false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
+		{"PER GPU-H", false, func(_ int, b billing.Bill) string { return atLeast(b, perGPUHour(b.PerGPUHour)) }},
+		{"LIST", true, func(_ int, b billing.Bill) string { return report.Money(b.ListTotal) }},
 		// A plan below the list price hides nothing from it: a share of
 		// -469.6% "hidden" would read as nonsense (the JSON keeps it).
-		hidden := atLeast(b, report.Percent(b.HiddenShare))
-		if b.HiddenShare < 0 {
-			hidden, below = "-", below+1
-		}
-		tab.Row(fmt.Sprint(i+1), offerCell(b), b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
-			atLeast(b, report.Money(b.Total)), atLeast(b, perGPUHour(b.PerGPUHour)), report.Money(b.ListTotal), hidden,
-			report.Money(b.Items[0].Amount), report.Money(b.Items[1].Amount), report.Money(b.Items[2].Amount),
-			report.Money(b.Items[3].Amount), report.Money(b.Items[4].Amount), warn, b.Detail)
-	}
-	if err := tab.Write(w); err != nil {
+		{"HIDDEN", false, func(_ int, b billing.Bill) string {
+			if b.HiddenShare < 0 {
+				return "-"
+			}
+			return atLeast(b, report.Percent(b.HiddenShare))
+		}},
+	}, append(items, tail...)...)
+	if err := billTable(cols, wide, q.Bills).Write(w); err != nil {
 		return err
 	}
 	if below > 0 {
 		fmt.Fprintf(w, "\nHIDDEN is - on %s that cost less than LIST, the on-demand price × hours (spot, a subscription): their TOTAL is the whole bill all the same\n",
 			report.Count(below, "row"))
+	}
+	if !wide && len(q.Bills) > 0 {
+		fmt.Fprintf(w, "\n%s\n", wideNote)
 	}
 	writeBillNotes(w, q.Bills, q.Notes, q.Rates)
 	return nil
@@ -212,7 +278,7 @@ func writeBillNotes(w io.Writer, bills []billing.Bill, notes, rates []string) {
 
 // writeAfford is quote --budget's table: the most hours each plan gives
 // within the budget, most first, with the bill at those hours.
-func writeAfford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Reach) error {
+func writeAfford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Reach, wide bool) error {
 	gpu := gpuLabel(p)
 	span := "run back to back"
 	if spanGiven {
@@ -220,22 +286,27 @@ func writeAfford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Rea
 	}
 	fmt.Fprintf(w, "what %s %s buys of %s x%d, %s, %s, %s GB disk, %s GB egress: the most compute hours whose whole bill fits\n\n",
 		report.Money(r.Budget), r.Currency, gpu, p.GPUs, span, report.Count(p.Starts, "start"), trim(p.DiskGB), trim(p.EgressGB))
-	tab := report.NewTab("#", "OFFER", "PROVIDER", "GPU", "INST", "PLAN", "HOURS", "TOTAL", "COMPUTE", "STORAGE", "EGRESS", "BOOT", "IP", "UNKNOWN", "DETAIL")
 	bills := make([]billing.Bill, len(r.Plans))
 	for i, a := range r.Plans {
-		b := a.Bill
-		bills[i] = b
-		warn := "-"
-		if len(b.Unknown) > 0 {
-			warn = fmt.Sprint(len(b.Unknown))
-		}
-		tab.Row(fmt.Sprint(i+1), offerCell(b), b.Provider, fmt.Sprintf("%s x%d", b.GPU, b.GPUs), fmt.Sprint(b.Instances), b.Plan,
-			atMost(b, trim(math.Floor(a.Hours*100+1e-9)/100)), atLeast(b, report.Money(b.Total)), // never more than was found
-			report.Money(b.Items[0].Amount), report.Money(b.Items[1].Amount), report.Money(b.Items[2].Amount),
-			report.Money(b.Items[3].Amount), report.Money(b.Items[4].Amount), warn, b.Detail)
+		bills[i] = a.Bill
 	}
-	if err := tab.Write(w); err != nil {
+	items, tail := billColumns()
+	cols := append([]column{
+		{"#", false, func(i int, _ billing.Bill) string { return fmt.Sprint(i + 1) }},
+		{"OFFER", false, func(_ int, b billing.Bill) string { return offerCell(b) }},
+		{"PROVIDER", true, func(_ int, b billing.Bill) string { return b.Provider }},
+		{"GPU", true, func(_ int, b billing.Bill) string { return fmt.Sprintf("%s x%d", b.GPU, b.GPUs) }},
+		{"INST", true, func(_ int, b billing.Bill) string { return fmt.Sprint(b.Instances) }},
+		{"PLAN", false, func(_ int, b billing.Bill) string { return b.Plan }},
+		// Never more hours than were found within the budget.
+		{"HOURS", false, func(i int, b billing.Bill) string { return atMost(b, trim(math.Floor(r.Plans[i].Hours*100+1e-9)/100)) }},
+		{"TOTAL", false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
+	}, append(items, tail...)...)
+	if err := billTable(cols, wide, bills).Write(w); err != nil {
 		return err
+	}
+	if !wide && len(bills) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Replace(wideNote, "INST, LIST, ", "INST, ", 1))
 	}
 	writeBillNotes(w, bills, r.Notes, r.Rates)
 	return nil
