@@ -48,23 +48,19 @@ func newCatalog(g *globals) *cobra.Command {
 				return usagef("--provider: %v%s", err, gpuNote(gpu))
 			}
 			if g.output == report.JSON {
-				out := []map[string]any{}
+				out := catalogList{Offers: []catalogRow{}}
 				for _, o := range offers {
 					disk := o.Storage.IncludedDisk
 					if disk == "" {
 						disk = "unknown"
 					}
-					row := map[string]any{
-						"id": o.ID, "provider": o.Provider, "gpu": o.GPU, "gpus": o.GPUs, "gpu_memory_gb": o.GPUMemoryGB, "currency": o.Currency, "region": o.Region,
-						"on_demand_hourly": o.OnDemand.Hourly, "spot_hourly": spotJSON(o.Spot), "subscriptions": o.Subscriptions,
-						"included_disk": disk, "source": o.Source, "as_of": o.AsOf,
-					}
-					if b := by[o.ID]; b != "" {
-						row["superseded_by"] = b
-					}
-					out = append(out, row)
+					out.Offers = append(out.Offers, catalogRow{
+						ID: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Currency: o.Currency, Region: o.Region,
+						OnDemandHourly: o.OnDemand.Hourly, SpotHourly: spotJSON(o.Spot), Subscriptions: o.Subscriptions,
+						IncludedDisk: disk, Source: o.Source, AsOf: o.AsOf, SupersededBy: by[o.ID],
+					})
 				}
-				return report.WriteJSON(g.stdout, map[string]any{"offers": out})
+				return report.WriteJSON(g.stdout, out)
 			}
 			tab := report.NewTab("ID", "PROVIDER", "GPU", "MEMORY", "CUR", "HOURLY", "SPOT", "MONTH", "AS OF")
 			for _, o := range offers {
@@ -168,6 +164,30 @@ func newCatalog(g *globals) *cobra.Command {
 	cmd.AddCommand(ls, check, def)
 	group(cmd)
 	return cmd
+}
+
+// catalogList is catalog ls -o json (docs/json.md).
+type catalogList struct {
+	Offers []catalogRow `json:"offers"`
+}
+
+// catalogRow is one offer as catalog ls lists it: an unknown price or
+// memory is the string "unknown", a missing spot market null.
+type catalogRow struct {
+	ID             string                 `json:"id"`
+	Provider       string                 `json:"provider"`
+	GPU            string                 `json:"gpu"`
+	GPUs           int                    `json:"gpus"`
+	GPUMemoryGB    catalog.Fee            `json:"gpu_memory_gb"`
+	Currency       string                 `json:"currency"`
+	Region         string                 `json:"region"`
+	OnDemandHourly catalog.Fee            `json:"on_demand_hourly"`
+	SpotHourly     any                    `json:"spot_hourly"`
+	Subscriptions  []catalog.Subscription `json:"subscriptions"`
+	IncludedDisk   string                 `json:"included_disk"`
+	Source         string                 `json:"source"`
+	AsOf           string                 `json:"as_of"`
+	SupersededBy   string                 `json:"superseded_by,omitempty"`
 }
 
 // gpuNote says which offers a provider list was drawn from.
