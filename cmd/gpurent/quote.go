@@ -135,8 +135,17 @@ func billTable(cols []column, wide bool, bills []billing.Bill) *report.Tab {
 	return tab
 }
 
-// Columns every table of bills shares, by the item they show.
-func billColumns() (items []column, tail []column) {
+// billColumns are the columns every table of bills shares: the row's
+// offer and plan first, its items, and its unknowns and detail last.
+func billColumns() (head, items, tail []column) {
+	head = []column{
+		{"#", false, func(i int, _ billing.Bill) string { return fmt.Sprint(i + 1) }},
+		{"OFFER", false, func(_ int, b billing.Bill) string { return offerCell(b) }},
+		{"PROVIDER", true, func(_ int, b billing.Bill) string { return b.Provider }},
+		{"GPU", true, func(_ int, b billing.Bill) string { return fmt.Sprintf("%s x%d", b.GPU, b.GPUs) }},
+		{"INST", true, func(_ int, b billing.Bill) string { return fmt.Sprint(b.Instances) }},
+		{"PLAN", false, func(_ int, b billing.Bill) string { return b.Plan }},
+	}
 	money := func(k int) func(int, billing.Bill) string {
 		return func(_ int, b billing.Bill) string { return report.Money(b.Items[k].Amount) }
 	}
@@ -150,7 +159,7 @@ func billColumns() (items []column, tail []column) {
 		}},
 		{"DETAIL", true, func(_ int, b billing.Bill) string { return b.Detail }},
 	}
-	return items, tail
+	return head, items, tail
 }
 
 // wideNote says what --wide adds to a table of bills.
@@ -170,14 +179,8 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote, wide bool) er
 			below++
 		}
 	}
-	items, tail := billColumns()
-	cols := append([]column{
-		{"#", false, func(i int, _ billing.Bill) string { return fmt.Sprint(i + 1) }},
-		{"OFFER", false, func(_ int, b billing.Bill) string { return offerCell(b) }},
-		{"PROVIDER", true, func(_ int, b billing.Bill) string { return b.Provider }},
-		{"GPU", true, func(_ int, b billing.Bill) string { return fmt.Sprintf("%s x%d", b.GPU, b.GPUs) }},
-		{"INST", true, func(_ int, b billing.Bill) string { return fmt.Sprint(b.Instances) }},
-		{"PLAN", false, func(_ int, b billing.Bill) string { return b.Plan }},
+	head, items, tail := billColumns()
+	cols := append(append(head, []column{
 		{"TOTAL", false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
 		{"PER GPU-H", false, func(_ int, b billing.Bill) string { return atLeast(b, perGPUHour(b.PerGPUHour)) }},
 		{"LIST", true, func(_ int, b billing.Bill) string { return report.Money(b.ListTotal) }},
@@ -189,7 +192,7 @@ func writeQuote(w io.Writer, p *billing.Profile, q *billing.Quote, wide bool) er
 			}
 			return atLeast(b, report.Percent(b.HiddenShare))
 		}},
-	}, append(items, tail...)...)
+	}...), append(items, tail...)...)
 	if err := billTable(cols, wide, q.Bills).Write(w); err != nil {
 		return err
 	}
@@ -290,18 +293,12 @@ func writeAfford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Rea
 	for i, a := range r.Plans {
 		bills[i] = a.Bill
 	}
-	items, tail := billColumns()
-	cols := append([]column{
-		{"#", false, func(i int, _ billing.Bill) string { return fmt.Sprint(i + 1) }},
-		{"OFFER", false, func(_ int, b billing.Bill) string { return offerCell(b) }},
-		{"PROVIDER", true, func(_ int, b billing.Bill) string { return b.Provider }},
-		{"GPU", true, func(_ int, b billing.Bill) string { return fmt.Sprintf("%s x%d", b.GPU, b.GPUs) }},
-		{"INST", true, func(_ int, b billing.Bill) string { return fmt.Sprint(b.Instances) }},
-		{"PLAN", false, func(_ int, b billing.Bill) string { return b.Plan }},
+	head, items, tail := billColumns()
+	cols := append(append(head, []column{
 		// Never more hours than were found within the budget.
 		{"HOURS", false, func(i int, b billing.Bill) string { return atMost(b, trim(math.Floor(r.Plans[i].Hours*100+1e-9)/100)) }},
 		{"TOTAL", false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
-	}, append(items, tail...)...)
+	}...), append(items, tail...)...)
 	if err := billTable(cols, wide, bills).Write(w); err != nil {
 		return err
 	}
