@@ -175,7 +175,7 @@ func TestExitCodes(t *testing.T) {
 		{"run config bad quiet", []string{"run", "--config", runQuiet}, 2, `quiet.yaml:3: quiet: time: unknown unit "x"`},
 		{"run config bad stall", []string{"run", "--config", runStall}, 2, `stall.yaml:3: stall: `},
 		{"run config log too often", []string{"run", "--config", runLogEvery}, 2, `logevery.yaml:4: log_every: want 10s or more, got 5s`},
-		{"negative checkpoint size", []string{"quote", "--hours", "10", "--ckpt-every", "1h", "--ckpt-size", "-1"}, 2, "--ckpt-size: want a non-negative size, got -1"},
+		{"negative checkpoint size", []string{"quote", "--hours", "10", "--ckpt-every", "1h", "--ckpt-size", "-1"}, 2, `--ckpt-size: want a size such as 20GB (a bare number is GB), got "-1"`},
 		{"checkpoint size without interval", []string{"quote", "--hours", "10", "--ckpt-size", "20"}, 2, "checkpoint settings need --ckpt-every"},
 		{"checkpoint interval of zero", []string{"quote", "--hours", "10", "--ckpt-every", "0s"}, 2, "--ckpt-every: want an interval of a second or more, such as 30m, got 0s"},
 		{"run negative stall flag", []string{"run", "--stall", "-1s", "--", "true"}, 2, `--stall: want a duration such as 90s, 30m, 2h or 1d, got "-1s"`},
@@ -481,5 +481,22 @@ func TestQuoteTableFits(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "PROVIDER") || !strings.Contains(out, "DETAIL") {
 			t.Errorf("%q --wide lacks its columns", args[:2])
 		}
+	}
+}
+
+// --ckpt-size means one thing in quote, plan and ckpt speed: a size, a
+// bare number being GB (issue #38: quote took GB as a number only, ckpt
+// speed "20GB").
+func TestCkptSizeOneMeaning(t *testing.T) {
+	var gb []string
+	for _, size := range []string{"20", "20GB", "20000MB"} {
+		code, out, errOut := gpurent(t, "quote", "--gpu", "RTX 4090", "--hours", "10", "--ckpt-every", "1h", "--ckpt-size", size, "--top", "1")
+		if code != 0 {
+			t.Fatalf("--ckpt-size %s: exit %d %s", size, code, errOut)
+		}
+		gb = append(gb, strings.SplitN(out, "\n", 2)[0])
+	}
+	if gb[0] != gb[1] || gb[1] != gb[2] || !strings.Contains(gb[0], "200 GB of checkpoint uploads") {
+		t.Errorf("the same size read three ways: %q", gb)
 	}
 }

@@ -37,7 +37,7 @@ type taskFlags struct {
 	every         string
 	write         string
 	restart       string
-	ckptSize      float64
+	ckptSize      string
 	currency      string
 	interruptions float64
 	providers     []string
@@ -129,7 +129,7 @@ func (t *taskFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.every, "ckpt-every", "", "work between checkpoints, such as 30m (without it, spot is priced as a job that restarts from the beginning)")
 	fs.StringVar(&t.write, "ckpt-write", "", "time to write one checkpoint until it is safe remotely, such as 1m (0 when not given)")
 	fs.StringVar(&t.restart, "ckpt-restart", "", "time from an interruption to running again, such as 5m (0 when not given)")
-	fs.Float64Var(&t.ckptSize, "ckpt-size", 0, "GB one checkpoint uploads to a store outside the provider, billed as egress once per --ckpt-every")
+	fs.StringVar(&t.ckptSize, "ckpt-size", "", "what one checkpoint uploads to a store outside the provider, such as 20GB (a bare number is GB, as in ckpt speed), billed as egress once per --ckpt-every")
 	fs.StringVar(&t.currency, "currency", "USD", "currency of every amount, converted with the catalog's rates")
 	fs.StringArrayVar(&t.providers, "provider", nil, `only this provider's offers, e.g. "RunPod", "alibaba cloud" (repeatable)`)
 	fs.Float64Var(&t.interruptions, "interruptions-per-day", 0, "spot interruptions a day, for every offer (else the offer's own, or its provider's published frequency)")
@@ -204,7 +204,11 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 		if p.Checkpoint == nil {
 			p.Checkpoint = &billing.Checkpoint{}
 		}
-		p.Checkpoint.SizeGB = t.ckptSize
+		size, err := units.ParseSize(t.ckptSize, 1e9)
+		if err != nil {
+			return nil, nil, nil, opt, usagef("--ckpt-size: want a size such as 20GB (a bare number is GB), got %s", quoteShort(t.ckptSize))
+		}
+		p.Checkpoint.SizeGB = size / 1e9
 		mark("checkpoint.size_gb")
 	}
 	// Settings without an interval; one given as 0 is Validate's to name.
