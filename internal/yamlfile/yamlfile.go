@@ -74,6 +74,11 @@ type Index struct {
 	byPath map[string]int
 	byLine map[int][]string  // the keys written on a line, in order
 	byPos  map[[2]int]string // the path of the node at line, column
+	// widest is the mapping with the most keys: its path, line and count.
+	widest struct {
+		path       string
+		line, keys int
+	}
 }
 
 // Line is the line of path, or of its nearest written ancestor (a missing
@@ -121,26 +126,6 @@ const MaxKeys = 1000
 // MaxErrors bounds the problems one file reports: past it, a count.
 const MaxErrors = 20
 
-// widest is the mapping with the most keys: its path, line and count.
-func (ix *Index) widest() (path string, line, n int) {
-	count := map[string]int{}
-	for _, keys := range ix.byLine {
-		for _, k := range keys {
-			parent := ""
-			if i := strings.LastIndexByte(k, '.'); i >= 0 {
-				parent = k[:i]
-			}
-			count[parent]++
-		}
-	}
-	for p, c := range count {
-		if c > n {
-			path, n = p, c
-		}
-	}
-	return path, ix.byPath[path], n
-}
-
 func (ix *Index) walk(n *yaml.Node, path string) {
 	if n == nil {
 		return
@@ -155,6 +140,9 @@ func (ix *Index) walk(n *yaml.Node, path string) {
 			ix.walk(c, path)
 		}
 	case yaml.MappingNode:
+		if k := len(n.Content) / 2; k > ix.widest.keys {
+			ix.widest.path, ix.widest.line, ix.widest.keys = path, n.Line, k
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			p := k.Value
@@ -231,10 +219,10 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 	}
 	ix := &Index{byPath: map[string]int{}, byLine: map[int][]string{}, byPos: map[[2]int]string{}}
 	ix.walk(&root, "")
-	if path, line, n := ix.widest(); n > MaxKeys {
+	if w := ix.widest; w.keys > MaxKeys {
 		// yaml's strict decoding takes time in the square of the unknown
 		// keys (80,000 took 20 s): no file of ours has such a mapping.
-		return nil, &FieldError{File: file, Line: line, Path: path, Msg: fmt.Sprintf("%d fields in one mapping; want at most %d", n, MaxKeys)}
+		return nil, &FieldError{File: file, Line: w.line, Path: w.path, Msg: fmt.Sprintf("%d fields in one mapping; want at most %d", w.keys, MaxKeys)}
 	}
 
 	if ps := wholeNumbers(root.Content[0], reflect.TypeOf(v), ""); len(ps) > 0 {
