@@ -181,15 +181,16 @@ const (
 	maxRate = 1e7
 )
 
-// decodeStrict decodes a mapping node refusing fields t does not have.
-func decodeStrict(n *yaml.Node, t any) error {
-	b, err := yaml.Marshal(n)
-	if err != nil {
-		return err
+
+// onlyKeys reports whether the mapping n has no key but those named:
+// yaml's Node.Decode, unlike its decoder, cannot refuse unknown fields.
+func onlyKeys(n *yaml.Node, names ...string) bool {
+	for i := 0; i < len(n.Content); i += 2 {
+		if !slices.Contains(names, n.Content[i].Value) {
+			return false
+		}
 	}
-	d := yaml.NewDecoder(strings.NewReader(string(b)))
-	d.KnownFields(true)
-	return d.Decode(t)
+	return true
 }
 
 // rateEntry is a currency's rate written with its own date and source.
@@ -220,7 +221,7 @@ func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
 			var f float64
 			if v.Kind == yaml.MappingNode {
 				var e rateEntry
-				if err := decodeStrict(v, &e); err != nil {
+				if err := v.Decode(&e); err != nil || !onlyKeys(v, "rate", "as_of", "source") {
 					return yamlfile.Invalid(v, "rate for %s: want {rate: NUMBER, as_of: DATE, source: TEXT}", k.Value)
 				}
 				if strings.TrimSpace(e.AsOf) == "" {
