@@ -181,7 +181,6 @@ const (
 	maxRate = 1e7
 )
 
-
 // onlyKeys reports whether the mapping n has no key but those named:
 // yaml's Node.Decode, unlike its decoder, cannot refuse unknown fields.
 func onlyKeys(n *yaml.Node, names ...string) bool {
