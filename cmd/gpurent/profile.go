@@ -341,8 +341,8 @@ func readFile(flag, path string, max int64) ([]byte, error) {
 func loadCatalog(paths []string) (*catalog.Catalog, error) {
 	c, err := catalog.Load(paths)
 	var pe *fs.PathError
-	var re catalog.ErrReadings
-	if errors.Is(err, userfile.ErrNotRegular) || errors.Is(err, userfile.ErrTooLarge) || errors.As(err, &pe) || errors.As(err, &re) || len(paths) > catalog.MaxFiles {
+	var bad catalog.ErrCatalogs
+	if errors.Is(err, userfile.ErrNotRegular) || errors.Is(err, userfile.ErrTooLarge) || errors.As(err, &pe) || errors.As(err, &bad) {
 		return nil, usagef("--catalog: %w", err)
 	}
 	return c, err

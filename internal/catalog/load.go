@@ -20,12 +20,13 @@ import (
 //go:embed default.yaml
 var defaultYAML []byte
 
-// ErrReadings is a catalog whose supersedes do not hold together, merged
-// over the embedded one: the user's to mend.
-type ErrReadings struct{ Err error }
+// ErrCatalogs is what the user's catalogs as a whole get wrong, for the
+// user to mend: too many of them, or supersedes that do not hold together
+// once they are merged over the embedded catalog.
+type ErrCatalogs struct{ Err error }
 
-func (e ErrReadings) Error() string { return e.Err.Error() }
-func (e ErrReadings) Unwrap() error { return e.Err }
+func (e ErrCatalogs) Error() string { return e.Err.Error() }
+func (e ErrCatalogs) Unwrap() error { return e.Err }
 
 // Default parses the embedded catalog.
 func Default() (*Catalog, error) {
@@ -64,7 +65,7 @@ func ReadFile(path string, base Rates) (*Catalog, error) {
 // over it in order.
 func Load(paths []string) (*Catalog, error) {
 	if len(paths) > MaxFiles {
-		return nil, fmt.Errorf("want at most %d catalog files, got %d", MaxFiles, len(paths))
+		return nil, ErrCatalogs{fmt.Errorf("want at most %d catalog files, got %d", MaxFiles, len(paths))}
 	}
 	c, err := Default()
 	if err != nil {
@@ -78,7 +79,7 @@ func Load(paths []string) (*Catalog, error) {
 		c = Merge(c, u)
 	}
 	if err := CheckReadings(c.Offers); err != nil {
-		return nil, ErrReadings{err}
+		return nil, ErrCatalogs{err}
 	}
 	return c, nil
 }
