@@ -20,11 +20,7 @@ import (
 // embedded one and returns the --catalog flag and its path.
 func testOffers(t *testing.T, offers string) []string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "cat.yaml")
-	if err := os.WriteFile(p, []byte("version: 1\noffers:\n"+offers), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return []string{"--catalog", p, "--provider", "Test37"}
+	return []string{"--catalog", tempWriter(t)("cat.yaml", "version: 1\noffers:\n"+offers), "--provider", "Test37"}
 }
 
 // offer37 is one Test37 offer: fees all known and 0 but those given in
@@ -53,6 +49,19 @@ func offer37(id, gpu string, gpus int, cur string, fields ...string) string {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// tempWriter returns a function that writes a file of that name and body
+// in a directory of the test's and returns its path.
+func tempWriter(t *testing.T) func(name, body string) string {
+	dir := t.TempDir()
+	return func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}
 
 type bill37 struct {
 	Offer    string   `json:"offer"`
@@ -315,14 +324,7 @@ func TestSeedByOffer37(t *testing.T) {
 // a second, never a trace. At 7f49d07 these ran out of memory, ranked a
 // negative total cheapest, echoed megabytes or blamed another flag.
 func TestBadInput37(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := tempWriter(t)
 	big := write("big.yaml", "gpu: \""+strings.Repeat("A", 900_000)+"\"\ncompute_hours: 10\n")
 	for _, tc := range []struct {
 		args []string
@@ -457,14 +459,7 @@ func TestCarelessReview37(t *testing.T) {
 	if code, _, errOut := gpurent(t, append(sub, "quote", "--gpu", "RTX 4090", "--budget", "1000", "--starts", "3601", "--days", "30")...); code != 0 {
 		t.Errorf("--starts 3601 with --budget: exit %d %s", code, errOut)
 	}
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := tempWriter(t)
 	var keys strings.Builder
 	keys.WriteString("compute_hours: 10\n")
 	for i := range 40000 {
