@@ -42,10 +42,6 @@ type taskFlags struct {
 	interruptions float64
 	providers     []string
 	history       bool // also price the older readings of offers
-	// variants are the offers of models --gpu does not match but extends
-	// (the RTX 4090D beside "4090"), kept to --provider and
-	// --min-gpu-memory, which load finds for a note.
-	variants []catalog.Offer
 	// solveHours: the hours are what is looked for (quote --budget), so
 	// none may be given; spanGiven says whether load found a span given,
 	// which then bounds them (otherwise the span follows the hours).
@@ -93,6 +89,20 @@ func (t *taskFlags) withProvider(all, offers []catalog.Offer) ([]catalog.Offer, 
 		notes = append(notes, fmt.Sprintf("--provider %s: no offer for %s in the catalog; priced from the other providers named", strings.Join(lacking, ", "), what))
 	}
 	return out, notes, nil
+}
+
+// variants are the offers of models --gpu does not match but extends (the
+// RTX 4090D beside "4090"), kept to --min-gpu-memory and --provider, for
+// quote's note when one is cheaper; none without --gpu.
+func (t *taskFlags) variants(p *billing.Profile, offers []catalog.Offer) []catalog.Offer {
+	if p.GPU == "" {
+		return nil
+	}
+	out, _ := billing.WithMemory(p, catalog.Variants(offers, p.GPU))
+	if len(t.providers) > 0 {
+		out, _ = catalog.WithProvider(out, t.providers)
+	}
+	return out
 }
 
 // current keeps the newest reading of each offer, or with --history all
@@ -246,12 +256,6 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	}
 	if offers, opt.Notes, err = t.withProvider(cat.Offers, offers); err != nil {
 		return nil, nil, nil, opt, err
-	}
-	if p.GPU != "" {
-		t.variants, _ = billing.WithMemory(p, catalog.Variants(cat.Offers, p.GPU))
-		if len(t.providers) > 0 {
-			t.variants, _ = catalog.WithProvider(t.variants, t.providers)
-		}
 	}
 	t.currency = currencyCode(t.currency) // "cny", "RMB" and "元" are CNY
 	flag := "--currency"

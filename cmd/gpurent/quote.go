@@ -74,7 +74,7 @@ each plan gives within the budget, with the bill at those hours.`,
 			if len(q.Bills) > 0 {
 				cheapest = q.Bills[0].Total
 			}
-			if n := billing.VariantNote(p, t.variants, cat.Rates, opt, cheapest); n != "" {
+			if n := billing.VariantNote(p, t.variants(p, cat.Offers), cat.Rates, opt, cheapest); n != "" {
 				q.Notes = append(q.Notes, n)
 			}
 			q.Top(top)
