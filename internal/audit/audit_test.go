@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/check"
 )
 
 // fakeMachine plants a rented machine's worth of exposures under a
@@ -166,7 +166,7 @@ func (m *fakeMachine) env() Env {
 		Lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
 }
 
-func checkByID(t *testing.T, r *Report, id string) bench.Check {
+func checkByID(t *testing.T, r *Report, id string) check.Check {
 	t.Helper()
 	for _, c := range r.Checks {
 		if c.ID == id {
@@ -174,7 +174,7 @@ func checkByID(t *testing.T, r *Report, id string) bench.Check {
 		}
 	}
 	t.Fatalf("no check %s in %v", id, r.Checks)
-	return bench.Check{}
+	return check.Check{}
 }
 
 func TestAuditFindsEachPlantedExposure(t *testing.T) {
@@ -201,18 +201,18 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 	r := Judge(f)
 
 	want := map[string]struct{ status, contains string }{
-		"users.logins":        {bench.Warn, "mallory on pts/1 from 203.0.113.7"},
-		"users.processes":     {bench.Warn, "mallory: miner (4242)"},
-		"ssh.login":           {bench.Warn, "passwordauthentication yes"}, // and root with a password
-		"ssh.authorized_keys": {bench.Warn, "provider-recovery"},
-		"net.listeners":       {bench.Warn, "tcp 0.0.0.0:8888 miner (pid 4242, mallory)"},
-		"secrets.files":       {bench.Fail, ".aws/credentials (AWS access keys, -rw-r--r--)"},
-		"data.permissions":    {bench.Warn, "while others use this machine (mallory): "},
-		"data.leftovers":      {bench.Warn, "old-dataset"},
-		"storage.encryption":  {bench.Warn, "not encrypted"},
-		"storage.swap":        {bench.Warn, "/dev/vda2"},
-		"docker.socket":       {bench.Warn, "/var/run/docker.sock"},
-		"secrets.cmdline":     {bench.Fail, "python (pid 777): a Hugging Face token; others use this machine (mallory)"},
+		"users.logins":        {check.Warn, "mallory on pts/1 from 203.0.113.7"},
+		"users.processes":     {check.Warn, "mallory: miner (4242)"},
+		"ssh.login":           {check.Warn, "passwordauthentication yes"}, // and root with a password
+		"ssh.authorized_keys": {check.Warn, "provider-recovery"},
+		"net.listeners":       {check.Warn, "tcp 0.0.0.0:8888 miner (pid 4242, mallory)"},
+		"secrets.files":       {check.Fail, ".aws/credentials (AWS access keys, -rw-r--r--)"},
+		"data.permissions":    {check.Warn, "while others use this machine (mallory): "},
+		"data.leftovers":      {check.Warn, "old-dataset"},
+		"storage.encryption":  {check.Warn, "not encrypted"},
+		"storage.swap":        {check.Warn, "/dev/vda2"},
+		"docker.socket":       {check.Warn, "/var/run/docker.sock"},
+		"secrets.cmdline":     {check.Fail, "python (pid 777): a Hugging Face token; others use this machine (mallory)"},
 	}
 	for id, w := range want {
 		c := checkByID(t, r, id)
@@ -220,7 +220,7 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 			t.Errorf("%s: got %s %q; want %s containing %q", id, c.Status, c.Evidence, w.status, w.contains)
 		}
 	}
-	if r.Verdict != bench.Fail {
+	if r.Verdict != check.Fail {
 		t.Errorf("verdict %s, want fail (a world-readable credential)", r.Verdict)
 	}
 	if c := checkByID(t, r, "data.leftovers"); strings.Contains(c.Evidence, "/data/mine") || strings.Contains(c.Evidence, "/data/unpacked") {
@@ -279,7 +279,7 @@ func TestSSHEmptyPasswordsFail(t *testing.T) {
 	m := newFake(t)
 	write(t, m.root+"/etc/ssh/sshd_config", "PermitEmptyPasswords yes\n", 0o644)
 	r := Judge(Gather(context.Background(), m.env()))
-	if c := checkByID(t, r, "ssh.login"); c.Status != bench.Fail {
+	if c := checkByID(t, r, "ssh.login"); c.Status != check.Fail {
 		t.Fatalf("empty passwords: %s %s", c.Status, c.Evidence)
 	}
 	// sshd -T, when it works, is believed over the files.
@@ -288,7 +288,7 @@ func TestSSHEmptyPasswordsFail(t *testing.T) {
 		return []byte("port 22\npasswordauthentication no\nkbdinteractiveauthentication no\npermitemptypasswords no\npermitrootlogin without-password\nusepam yes\n"), nil
 	}
 	r = Judge(Gather(context.Background(), e))
-	if c := checkByID(t, r, "ssh.login"); c.Status != bench.Pass || !strings.Contains(c.Evidence, "sshd -T") {
+	if c := checkByID(t, r, "ssh.login"); c.Status != check.Pass || !strings.Contains(c.Evidence, "sshd -T") {
 		t.Fatalf("sshd -T keys only: %s %s", c.Status, c.Evidence)
 	}
 }
@@ -303,7 +303,7 @@ func TestSSHMatchBlocks(t *testing.T) {
 		"Match User git\n  PasswordAuthentication no\n"+
 		"Match Address 10.0.0.0/8\n  Include /etc/ssh/lan.conf\n", 0o644)
 	write(t, m.root+"/etc/ssh/lan.conf", "PasswordAuthentication yes\n", 0o644)
-	check := func(e Env, status, contains string) {
+	expect := func(e Env, status, contains string) {
 		t.Helper()
 		f := Gather(context.Background(), e)
 		c := checkByID(t, Judge(f), "ssh.login")
@@ -314,19 +314,19 @@ func TestSSHMatchBlocks(t *testing.T) {
 			t.Errorf("match blocks %+v", f.SSH.MatchBlocks)
 		}
 	}
-	check(m.env(), bench.Warn, "Match Address 10.0.0.0/8 (/etc/ssh/sshd_config) sets passwordauthentication yes")
+	expect(m.env(), check.Warn, "Match Address 10.0.0.0/8 (/etc/ssh/sshd_config) sets passwordauthentication yes")
 	e := m.env()
 	e.SSHD = func(context.Context) ([]byte, error) {
 		return []byte("passwordauthentication no\nkbdinteractiveauthentication no\npermitemptypasswords no\npermitrootlogin prohibit-password\nusepam yes\n"), nil
 	}
-	check(e, bench.Warn, "from sshd -T: passwordauthentication no")
+	expect(e, check.Warn, "from sshd -T: passwordauthentication no")
 	// Empty passwords for the block's connections fail, as they would
 	// globally.
 	write(t, m.root+"/etc/ssh/lan.conf", "PasswordAuthentication yes\nPermitEmptyPasswords yes\n", 0o644)
-	check(m.env(), bench.Fail, "sets passwordauthentication yes, permitemptypasswords yes")
+	expect(m.env(), check.Fail, "sets passwordauthentication yes, permitemptypasswords yes")
 	// Blocks that allow nothing more leave the check passing.
 	write(t, m.root+"/etc/ssh/lan.conf", "PasswordAuthentication no\n", 0o644)
-	check(m.env(), bench.Pass, "Match blocks change none of these to allow more")
+	expect(m.env(), check.Pass, "Match blocks change none of these to allow more")
 }
 
 // A home or data directory every account may enter is a warning only
@@ -337,7 +337,7 @@ func TestOpenDirs(t *testing.T) {
 	os.Chmod(m.root+"/workspace", 0o755)
 	os.Chmod(m.home, 0o755)
 	c := checkByID(t, Judge(Gather(context.Background(), m.env())), "data.permissions")
-	if c.Status != bench.Warn || !strings.Contains(c.Evidence, m.home+" (drwxr-xr-x)") || !strings.Contains(c.Evidence, m.root+"/workspace (drwxr-xr-x)") {
+	if c.Status != check.Warn || !strings.Contains(c.Evidence, m.home+" (drwxr-xr-x)") || !strings.Contains(c.Evidence, m.root+"/workspace (drwxr-xr-x)") {
 		t.Errorf("open home beside mallory: %s %q", c.Status, c.Evidence)
 	}
 	// Alone on the machine: said, not warned.
@@ -345,7 +345,7 @@ func TestOpenDirs(t *testing.T) {
 		os.RemoveAll(m.root + p)
 	}
 	c = checkByID(t, Judge(Gather(context.Background(), m.env())), "data.permissions")
-	if c.Status != bench.Pass || !strings.Contains(c.Evidence, "no other account was seen") {
+	if c.Status != check.Pass || !strings.Contains(c.Evidence, "no other account was seen") {
 		t.Errorf("open home, alone: %s %q", c.Status, c.Evidence)
 	}
 	// Closed (or unreachable: a parent others cannot pass) is closed.
@@ -354,7 +354,7 @@ func TestOpenDirs(t *testing.T) {
 	os.Chmod(m.cwd, 0o711)
 	os.Chmod(m.root+"/data", 0o700)
 	c = checkByID(t, Judge(Gather(context.Background(), m.env())), "data.permissions")
-	if c.Status != bench.Pass || c.Measured != 0 {
+	if c.Status != check.Pass || c.Measured != 0 {
 		t.Errorf("closed: %s %v %q", c.Status, c.Measured, c.Evidence)
 	}
 }
@@ -377,14 +377,14 @@ func TestCleanMachinePasses(t *testing.T) {
 	write(t, root+"/proc/1/stat", "1 (init) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n", 0o644)
 	r := Judge(Gather(context.Background(), Env{Root: root, Home: home, Cwd: home, UID: os.Getuid()}))
 	for _, c := range r.Checks {
-		if c.Status == bench.Warn || c.Status == bench.Fail {
+		if c.Status == check.Warn || c.Status == check.Fail {
 			t.Errorf("%s: %s %s", c.ID, c.Status, c.Evidence)
 		}
 	}
 	if c := checkByID(t, r, "storage.encryption"); !strings.Contains(c.Evidence, "dm-crypt (luks1) on dm-1 under dm-3") {
 		t.Errorf("LVM on LUKS: %s", c.Evidence)
 	}
-	if r.Verdict != bench.Pass {
+	if r.Verdict != check.Pass {
 		t.Errorf("verdict %s", r.Verdict)
 	}
 }
@@ -487,13 +487,13 @@ func TestUnreadProcIsNotAPass(t *testing.T) {
 		"net.services":    "not asked: the listening sockets were not seen (no /proc/net/tcp)",
 		"storage.swap":    "swap not seen: no /proc/swaps",
 	} {
-		if c := checkByID(t, r, id); c.Status != bench.Skip || c.Evidence != want || c.Measured != nil {
+		if c := checkByID(t, r, id); c.Status != check.Skip || c.Evidence != want || c.Measured != nil {
 			t.Errorf("%s: %s %q (measured %v); want skip %q", id, c.Status, c.Evidence, c.Measured, want)
 		}
 	}
 	// Without PID 1's start the tenancy's start is unknown: the pass may
 	// speak of others' files only, not of files older than the tenancy.
-	if c := checkByID(t, r, "data.leftovers"); c.Status != bench.Pass || !strings.Contains(c.Evidence, "predates this tenancy is not known") {
+	if c := checkByID(t, r, "data.leftovers"); c.Status != check.Pass || !strings.Contains(c.Evidence, "predates this tenancy is not known") {
 		t.Errorf("data.leftovers: %s %q; want a pass that says the tenancy's start is not known", c.Status, c.Evidence)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/check"
 	"github.com/gpurent/gpurent/internal/mutate"
 	"github.com/gpurent/gpurent/internal/report"
 )
@@ -33,11 +33,11 @@ func FuzzJudgeFields(f *testing.F) {
 		}
 		mutate.Fields(&facts, int(skip), stream)
 		r := Judge(facts)
-		if r.Verdict != bench.Verdict(r.Checks) {
-			t.Errorf("verdict %s, its checks say %s", r.Verdict, bench.Verdict(r.Checks))
+		if r.Verdict != check.Verdict(r.Checks) {
+			t.Errorf("verdict %s, its checks say %s", r.Verdict, check.Verdict(r.Checks))
 		}
 		for _, c := range r.Checks {
-			if (c.Status == bench.Warn || c.Status == bench.Fail) && c.Advice == "" {
+			if (c.Status == check.Warn || c.Status == check.Fail) && c.Advice == "" {
 				t.Errorf("%s is %s without advice", c.ID, c.Status)
 			}
 			if c.Evidence == "" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/check"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/report"
 )
@@ -16,7 +17,7 @@ import (
 // and parse alike.
 type Report struct {
 	Verdict string        `json:"verdict"`
-	Checks  []bench.Check `json:"checks"`
+	Checks  []check.Check `json:"checks"`
 	Facts   Facts         `json:"facts"`
 }
 
@@ -40,15 +41,15 @@ func Judge(f Facts) *Report {
 	j.docker()
 	j.checks = append(j.checks, bench.SharingChecks(probe.Facts{GPU: f.GPU, Sharing: f.Sharing})...)
 	j.visibility()
-	return &Report{Verdict: bench.Verdict(j.checks), Checks: j.checks, Facts: f}
+	return &Report{Verdict: check.Verdict(j.checks), Checks: j.checks, Facts: f}
 }
 
 type judger struct {
 	f      Facts
-	checks []bench.Check
+	checks []check.Check
 }
 
-func (j *judger) add(c bench.Check) { j.checks = append(j.checks, c) }
+func (j *judger) add(c check.Check) { j.checks = append(j.checks, c) }
 
 // list joins the first ten items and says how many more there are.
 func list(items []string) string {
@@ -60,7 +61,7 @@ func list(items []string) string {
 }
 
 func (j *judger) logins() {
-	c := bench.Check{ID: "users.logins", Status: bench.Pass, Measured: len(j.f.Logins), Expected: 0, Unit: "other users"}
+	c := check.Check{ID: "users.logins", Status: check.Pass, Measured: len(j.f.Logins), Expected: 0, Unit: "other users"}
 	var now, recent []string
 	for _, l := range j.f.Logins {
 		now = append(now, fmt.Sprintf("%s on %s from %s since %s", l.User, l.Line, orLocal(l.Host), l.Time.Format("2006-01-02 15:04")))
@@ -70,17 +71,17 @@ func (j *judger) logins() {
 	}
 	switch {
 	case len(now) > 0:
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence = "logged in now: " + list(now)
 		c.Advice = "Someone else has a session on this machine: find out who before putting data on it; a machine sold as yours alone should have none."
 	case len(recent) > 0:
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence = "logged in during the last week: " + list(recent)
 		c.Advice = "Other accounts used this machine recently: the image or the host is reused. Check the leftovers below and keep secrets off the disk."
 	default:
 		c.Evidence = "no other user is logged in, and none was in the last week"
 		if len(j.f.Recent) == 0 && hasUnseen(j.f.Unseen, "logins") {
-			c.Status, c.Evidence = bench.Skip, "no login records to read (containers usually keep none)"
+			c.Status, c.Evidence = check.Skip, "no login records to read (containers usually keep none)"
 		}
 	}
 	j.add(c)
@@ -103,7 +104,7 @@ func hasUnseen(unseen []string, word string) bool {
 }
 
 func (j *judger) processes() {
-	c := bench.Check{ID: "users.processes", Status: bench.Pass, Measured: len(j.f.Processes), Expected: 0, Unit: "processes"}
+	c := check.Check{ID: "users.processes", Status: check.Pass, Measured: len(j.f.Processes), Expected: 0, Unit: "processes"}
 	by := map[string][]string{}
 	var order []string
 	for _, p := range j.f.Processes {
@@ -118,13 +119,13 @@ func (j *judger) processes() {
 	}
 	switch {
 	case len(items) > 0:
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence = "processes of other users: " + list(items)
 		c.Advice = "Other people run programs on this machine: it is shared. Keep data encrypted and credentials off it, or ask for a dedicated machine."
 	case j.f.ProcHidden && j.f.UID != 0:
-		c.Status, c.Evidence = bench.Skip, "/proc hides other users' processes (hidepid)"
+		c.Status, c.Evidence = check.Skip, "/proc hides other users' processes (hidepid)"
 	case hasUnseen(j.f.Unseen, "processes: no /proc"):
-		c.Status, c.Measured, c.Evidence = bench.Skip, nil, "processes not seen: no /proc"
+		c.Status, c.Measured, c.Evidence = check.Skip, nil, "processes not seen: no /proc"
 	default:
 		c.Evidence = "no process of another user"
 	}
@@ -133,9 +134,9 @@ func (j *judger) processes() {
 
 func (j *judger) ssh() {
 	s := j.f.SSH
-	c := bench.Check{ID: "ssh.login", Status: bench.Pass, Expected: "keys only", Unit: ""}
+	c := check.Check{ID: "ssh.login", Status: check.Pass, Expected: "keys only", Unit: ""}
 	if s.Source == "" {
-		c.Status, c.Measured, c.Evidence = bench.Skip, "no sshd", "no sshd configuration on this machine"
+		c.Status, c.Measured, c.Evidence = check.Skip, "no sshd", "no sshd configuration on this machine"
 		j.add(c)
 		return
 	}
@@ -162,10 +163,10 @@ func (j *judger) ssh() {
 		}
 		sort.Strings(own)
 		st, adv := sshLogin(eff)
-		if bench.Verdict([]bench.Check{{Status: st}, {Status: status}}) != status {
+		if check.Verdict([]check.Check{{Status: st}, {Status: status}}) != status {
 			status, advice = st, adv
 		}
-		if st != bench.Pass && len(own) > 0 {
+		if st != check.Pass && len(own) > 0 {
 			opened = append(opened, fmt.Sprintf("Match %s (%s) sets %s", m.Condition, m.File, strings.Join(own, ", ")))
 		}
 	}
@@ -190,17 +191,17 @@ func sshLogin(set map[string]string) (status, advice string) {
 	root := set["permitrootlogin"] == "yes"
 	switch {
 	case empty && (pw || kbd):
-		return bench.Fail, "sshd accepts empty passwords: any account without a password is open to the internet. Set PermitEmptyPasswords no and restart sshd, or leave the machine."
+		return check.Fail, "sshd accepts empty passwords: any account without a password is open to the internet. Set PermitEmptyPasswords no and restart sshd, or leave the machine."
 	case root && (pw || kbd):
-		return bench.Warn, "root can log in with a password, which bots guess all day on public addresses. Put your key in ~/.ssh/authorized_keys, set PasswordAuthentication no (and KbdInteractiveAuthentication no) and restart sshd."
+		return check.Warn, "root can log in with a password, which bots guess all day on public addresses. Put your key in ~/.ssh/authorized_keys, set PasswordAuthentication no (and KbdInteractiveAuthentication no) and restart sshd."
 	case pw || kbd:
-		return bench.Warn, "sshd accepts passwords. Log in with a key and set PasswordAuthentication no (and KbdInteractiveAuthentication no)."
+		return check.Warn, "sshd accepts passwords. Log in with a key and set PasswordAuthentication no (and KbdInteractiveAuthentication no)."
 	}
-	return bench.Pass, ""
+	return check.Pass, ""
 }
 
 func (j *judger) keys() {
-	c := bench.Check{ID: "ssh.authorized_keys", Status: bench.Pass, Measured: len(j.f.Keys), Unit: "keys"}
+	c := check.Check{ID: "ssh.authorized_keys", Status: check.Pass, Measured: len(j.f.Keys), Unit: "keys"}
 	var items []string
 	for _, k := range j.f.Keys {
 		s := fmt.Sprintf("%s %s %q", k.Type, k.Fingerprint, k.Comment)
@@ -215,7 +216,7 @@ func (j *judger) keys() {
 	case len(items) == 1:
 		c.Evidence = "one key can log in as you: " + items[0] + "; check it is yours (ssh-keygen -lf ~/.ssh/id_*.pub on your computer)"
 	default:
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence = fmt.Sprintf("%d keys can log in as you: %s", len(items), list(items))
 		c.Advice = "Each key here opens your account. Compare the fingerprints with your own (ssh-keygen -lf) and delete the lines of keys you did not add."
 	}
@@ -223,7 +224,7 @@ func (j *judger) keys() {
 }
 
 func (j *judger) listeners() {
-	c := bench.Check{ID: "net.listeners", Status: bench.Pass, Expected: "loopback only, or sshd", Unit: "sockets"}
+	c := check.Check{ID: "net.listeners", Status: check.Pass, Expected: "loopback only, or sshd", Unit: "sockets"}
 	var open, sshd []string
 	for _, l := range j.f.Listeners {
 		if l.Loopback() {
@@ -245,13 +246,13 @@ func (j *judger) listeners() {
 	c.Measured = len(open)
 	switch {
 	case len(open) > 0:
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence = "reachable from other machines: " + list(open)
 		c.Advice = "These services answer on every address. Bind notebooks, TensorBoard and dashboards to 127.0.0.1 and reach them with ssh -L; stop what you do not use."
 	case len(sshd) > 0:
 		c.Evidence = "only sshd listens beyond loopback: " + list(sshd)
 	case hasUnseen(j.f.Unseen, "listening sockets:"):
-		c.Status, c.Measured, c.Evidence = bench.Skip, nil, "listening sockets not seen: no /proc/net/tcp"
+		c.Status, c.Measured, c.Evidence = check.Skip, nil, "listening sockets not seen: no /proc/net/tcp"
 	default:
 		c.Evidence = "nothing listens beyond loopback"
 	}
@@ -262,7 +263,7 @@ func (j *judger) listeners() {
 // its port, as does Ray's Jobs API; TensorBoard shows the training's logs
 // and has no login at all.
 func (j *judger) services() {
-	c := bench.Check{ID: "net.services", Status: bench.Pass, Expected: "none open", Unit: "services"}
+	c := check.Check{ID: "net.services", Status: check.Pass, Expected: "none open", Unit: "services"}
 	var run, read, closed []string
 	for _, s := range j.f.Services {
 		line := fmt.Sprintf("%s on port %d (%s)", s.Kind, s.Port, s.Evidence)
@@ -278,18 +279,18 @@ func (j *judger) services() {
 	c.Measured = len(run) + len(read)
 	switch {
 	case len(run) > 0:
-		c.Status, c.Evidence = bench.Fail, "runs code for anyone who reaches it: "+list(run)
+		c.Status, c.Evidence = check.Fail, "runs code for anyone who reaches it: "+list(run)
 		c.Advice = "Anyone who can reach this port runs commands on this machine as the service's owner, with your data and credentials in reach. Stop it now, or restart it bound to 127.0.0.1 (jupyter lab --ip 127.0.0.1; ray start --dashboard-host 127.0.0.1; code-server --bind-addr 127.0.0.1:8080 --auth password) with a token or password, and reach it with ssh -L."
 		if len(read) > 0 {
 			c.Evidence += "; readable by anyone: " + list(read)
 		}
 	case len(read) > 0:
-		c.Status, c.Evidence = bench.Warn, "readable by anyone who reaches it: "+list(read)
+		c.Status, c.Evidence = check.Warn, "readable by anyone who reaches it: "+list(read)
 		c.Advice = "TensorBoard has no login: anyone who reaches the port reads the training's curves, text and images. Restart it with --host 127.0.0.1 and reach it with ssh -L."
 	case len(closed) > 0:
 		c.Evidence = "asks for credentials: " + list(closed)
 	case hasUnseen(j.f.Unseen, "listening sockets:"):
-		c.Status, c.Measured, c.Evidence = bench.Skip, nil, "not asked: the listening sockets were not seen (no /proc/net/tcp)"
+		c.Status, c.Measured, c.Evidence = check.Skip, nil, "not asked: the listening sockets were not seen (no /proc/net/tcp)"
 	default:
 		c.Evidence = "no Jupyter, TensorBoard, Ray dashboard or code-server answers on a port other machines can reach"
 	}
@@ -312,7 +313,7 @@ func (j *judger) others() []string {
 // tokenArgs: a command line is readable by every account (ps), so a token
 // passed as an argument is shared with whoever else uses the machine.
 func (j *judger) tokenArgs() {
-	c := bench.Check{ID: "secrets.cmdline", Status: bench.Pass, Measured: len(j.f.TokenArgs), Expected: 0, Unit: "processes"}
+	c := check.Check{ID: "secrets.cmdline", Status: check.Pass, Measured: len(j.f.TokenArgs), Expected: 0, Unit: "processes"}
 	var items []string
 	for _, a := range j.f.TokenArgs {
 		items = append(items, fmt.Sprintf("%s (pid %d): %s", a.Name, a.PID, a.Kind))
@@ -320,16 +321,16 @@ func (j *judger) tokenArgs() {
 	names := j.others()
 	switch {
 	case len(items) == 0 && hasUnseen(j.f.Unseen, "processes: no /proc"):
-		c.Status, c.Measured, c.Evidence = bench.Skip, nil, "command lines not seen: no /proc"
+		c.Status, c.Measured, c.Evidence = check.Skip, nil, "command lines not seen: no /proc"
 	case len(items) == 0:
 		c.Evidence = "no process of yours has a token on its command line"
 	case j.f.ProcHidden:
 		c.Evidence = "a token on the command line, but /proc hides it from other accounts (hidepid): " + list(items)
 	default:
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence = "a token on the command line, which every account here can read with ps: " + list(items)
 		if len(names) > 0 {
-			c.Status = bench.Fail
+			c.Status = check.Fail
 			c.Evidence += fmt.Sprintf("; others use this machine (%s)", list(names))
 		}
 		c.Advice = "Pass tokens in environment variables or files (HF_TOKEN, huggingface-cli login, ~/.aws/credentials), not as arguments, and rotate one others may have read."
@@ -341,7 +342,7 @@ func (j *judger) tokenArgs() {
 // enter shares everything under it that is not closed file by file, which
 // matters as soon as someone else uses the machine.
 func (j *judger) openDirs() {
-	c := bench.Check{ID: "data.permissions", Status: bench.Pass, Measured: len(j.f.OpenDirs), Expected: 0, Unit: "directories"}
+	c := check.Check{ID: "data.permissions", Status: check.Pass, Measured: len(j.f.OpenDirs), Expected: 0, Unit: "directories"}
 	var open []string
 	for _, d := range j.f.OpenDirs {
 		open = append(open, fmt.Sprintf("%s (%s)", d.Path, d.Mode))
@@ -351,7 +352,7 @@ func (j *judger) openDirs() {
 	case len(open) == 0:
 		c.Evidence = "your home, working directory and data directories are closed to other accounts"
 	case len(names) > 0:
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence = fmt.Sprintf("open to every account, while others use this machine (%s): %s", list(names), list(open))
 		c.Advice = "Other people on this machine can list and read what these hold (datasets, checkpoints, code, shell history). chmod 700 them (chmod 700 ~ for the home), or keep your data where only you can reach it."
 	default:
@@ -361,7 +362,7 @@ func (j *judger) openDirs() {
 }
 
 func (j *judger) secrets() {
-	c := bench.Check{ID: "secrets.files", Status: bench.Pass, Measured: len(j.f.Secrets), Expected: 0, Unit: "files"}
+	c := check.Check{ID: "secrets.files", Status: check.Pass, Measured: len(j.f.Secrets), Expected: 0, Unit: "files"}
 	var readable, present []string
 	for _, s := range j.f.Secrets {
 		item := fmt.Sprintf("%s (%s, %s)", s.Path, s.Kind, s.Mode)
@@ -376,14 +377,14 @@ func (j *judger) secrets() {
 	}
 	switch {
 	case len(readable) > 0:
-		c.Status = bench.Fail
+		c.Status = check.Fail
 		c.Evidence = "readable by every account on this machine: " + list(readable)
 		if len(present) > 0 {
 			c.Evidence += "; also present: " + list(present)
 		}
 		c.Advice = "Anyone else on this machine can read these credentials now: chmod 600 them, and rotate the keys if the machine is shared. Then gpurent wipe before release."
 	case len(present) > 0:
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence = "credentials on this machine's disk: " + list(present)
 		c.Advice = "These stay on a disk someone else owns after you leave. Prefer environment variables for the session, and run gpurent wipe before releasing the machine."
 	default:
@@ -404,7 +405,7 @@ func (j *judger) secrets() {
 }
 
 func (j *judger) leftovers() {
-	c := bench.Check{ID: "data.leftovers", Status: bench.Pass, Measured: len(j.f.Leftovers), Expected: 0, Unit: "entries"}
+	c := check.Check{ID: "data.leftovers", Status: check.Pass, Measured: len(j.f.Leftovers), Expected: 0, Unit: "entries"}
 	var items []string
 	var total int64
 	for _, l := range j.f.Leftovers {
@@ -421,7 +422,7 @@ func (j *judger) leftovers() {
 	}
 	switch {
 	case len(items) > 0:
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence = fmt.Sprintf("%s left by others or from before this tenancy (began %s): %s", report.Bytes(total), since, list(items))
 		c.Advice = "The image or the machine was used before you and not cleared, so what you leave will stay too. Leave others' files unread; plan gpurent wipe (and an encrypted volume) for your own."
 	case j.f.Since.IsZero():
@@ -440,7 +441,7 @@ func (j *judger) leftovers() {
 const adviceCrypt = "Keep checkpoints and data on a volume encrypted with a key only you hold (cryptsetup luksFormat on the data disk, or gpurent ckpt's age encryption for what leaves the machine); destroying the key at release is the one erase that works on SSDs, overlays and copy-on-write disks."
 
 func (j *judger) storage() {
-	c := bench.Check{ID: "storage.encryption", Status: bench.Pass, Expected: "dm-crypt under your data", Unit: ""}
+	c := check.Check{ID: "storage.encryption", Status: check.Pass, Expected: "dm-crypt under your data", Unit: ""}
 	var plain, layered, network, enc, unknown []string
 	for _, v := range j.f.Volumes {
 		desc := fmt.Sprintf("%s on %s (%s, %s)", v.Path, v.Mount, v.FSType, v.Source)
@@ -472,9 +473,9 @@ func (j *judger) storage() {
 	c.Measured = fmt.Sprintf("%d plain, %d encrypted", len(plain)+len(layered), len(enc))
 	c.Evidence = strings.Join(parts, "; ")
 	if c.Evidence == "" {
-		c.Status, c.Evidence = bench.Skip, "no mount table to read"
+		c.Status, c.Evidence = check.Skip, "no mount table to read"
 	} else if len(plain)+len(layered)+len(network) > 0 {
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence += ". Encryption by the provider (EBS, instance store) is invisible from here and does not keep your data from the provider"
 		c.Advice = "What you write here stays readable on the provider's disks after you leave, and deleting files does not erase them. " + adviceCrypt
 	}
@@ -482,7 +483,7 @@ func (j *judger) storage() {
 }
 
 func (j *judger) swap() {
-	c := bench.Check{ID: "storage.swap", Status: bench.Pass, Unit: ""}
+	c := check.Check{ID: "storage.swap", Status: check.Pass, Unit: ""}
 	var plain, ok []string
 	for _, v := range j.f.Swap {
 		switch {
@@ -495,13 +496,13 @@ func (j *judger) swap() {
 	c.Measured = len(plain)
 	switch {
 	case len(plain) > 0:
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence = "swap is not encrypted: " + list(plain)
 		c.Advice = "Memory pages (model weights, tokens, keys) can be written to a swap disk that outlives the machine. Turn swap off (swapoff -a) if RAM allows, or use encrypted swap."
 	case len(ok) > 0:
 		c.Evidence = "swap is encrypted or in memory: " + list(ok)
 	case hasUnseen(j.f.Unseen, "swap: no /proc/swaps"):
-		c.Status, c.Measured, c.Evidence = bench.Skip, nil, "swap not seen: no /proc/swaps"
+		c.Status, c.Measured, c.Evidence = check.Skip, nil, "swap not seen: no /proc/swaps"
 	default:
 		c.Evidence = "no swap"
 	}
@@ -516,7 +517,7 @@ func orText(s, alt string) string {
 }
 
 func (j *judger) docker() {
-	c := bench.Check{ID: "docker.socket", Status: bench.Pass, Unit: ""}
+	c := check.Check{ID: "docker.socket", Status: check.Pass, Unit: ""}
 	var reach, closed []string
 	for _, d := range j.f.Docker {
 		if d.Reachable {
@@ -528,7 +529,7 @@ func (j *judger) docker() {
 	c.Measured = len(reach)
 	switch {
 	case len(reach) > 0:
-		c.Status = bench.Warn
+		c.Status = check.Warn
 		c.Evidence = "the Docker daemon answers this user at " + list(reach)
 		c.Advice = "Whoever reaches the Docker socket is root on the host and can read every container's files; inside a container it means the walls between tenants are thin. Keep your data encrypted."
 	case len(closed) > 0:
@@ -540,9 +541,9 @@ func (j *judger) docker() {
 }
 
 func (j *judger) visibility() {
-	c := bench.Check{ID: "audit.visibility", Status: bench.Pass, Measured: len(j.f.Unseen), Unit: "blind spots"}
+	c := check.Check{ID: "audit.visibility", Status: check.Pass, Measured: len(j.f.Unseen), Unit: "blind spots"}
 	if len(j.f.Unseen) > 0 {
-		c.Status = bench.Skip
+		c.Status = check.Skip
 		c.Evidence = "not seen: " + strings.Join(j.f.Unseen, "; ")
 		if j.f.UID != 0 {
 			c.Advice = "Run gpurent audit as root (sudo) to see other users' processes and sockets."

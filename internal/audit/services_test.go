@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/check"
 )
 
 // TestServices runs a notebook without a token, one with, TensorBoard, a
@@ -118,7 +118,7 @@ func TestServices(t *testing.T) {
 
 	// The judgement: code for anyone fails, and TensorBoard is named too.
 	c := checkByID(t, Judge(Facts{Services: got}), "net.services")
-	if c.Status != bench.Fail || !strings.Contains(c.Evidence, "jupyter on port") || !strings.Contains(c.Evidence, "ray on port") ||
+	if c.Status != check.Fail || !strings.Contains(c.Evidence, "jupyter on port") || !strings.Contains(c.Evidence, "ray on port") ||
 		!strings.Contains(c.Evidence, `readable by anyone: tensorboard on port`) || !strings.Contains(c.Evidence, `logdir "/root/runs"`) {
 		t.Errorf("%+v", c)
 	}
@@ -131,10 +131,10 @@ func TestServices(t *testing.T) {
 			closed = append(closed, s)
 		}
 	}
-	if c := checkByID(t, Judge(Facts{Services: tbOnly}), "net.services"); c.Status != bench.Warn || c.Advice == "" {
+	if c := checkByID(t, Judge(Facts{Services: tbOnly}), "net.services"); c.Status != check.Warn || c.Advice == "" {
 		t.Errorf("TensorBoard alone: %+v", c)
 	}
-	if c := checkByID(t, Judge(Facts{Services: closed}), "net.services"); c.Status != bench.Pass || !strings.Contains(c.Evidence, "asks for credentials: jupyter") {
+	if c := checkByID(t, Judge(Facts{Services: closed}), "net.services"); c.Status != check.Pass || !strings.Contains(c.Evidence, "asks for credentials: jupyter") {
 		t.Errorf("a notebook with a token: %+v", c)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gpurent/gpurent/internal/check"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
 	"github.com/gpurent/gpurent/internal/suggest"
@@ -17,22 +18,15 @@ import (
 
 // Statuses, from best to worst; skip means the check could not run.
 const (
-	Pass = "pass"
-	Warn = "warn"
-	Fail = "fail"
-	Skip = "skip"
+	Pass = check.Pass
+	Warn = check.Warn
+	Fail = check.Fail
+	Skip = check.Skip
 )
 
-// Check is one judgement with its evidence.
-type Check struct {
-	ID       string `json:"id"`
-	Status   string `json:"status"`
-	Measured any    `json:"measured"`
-	Expected any    `json:"expected"`
-	Unit     string `json:"unit"`
-	Evidence string `json:"evidence"`
-	Advice   string `json:"advice"`
-}
+// Check is one judgement with its evidence (internal/check's, which audit
+// reports too).
+type Check = check.Check
 
 // Report is the verdict, the checks behind it and the facts they judged.
 type Report struct {
@@ -167,15 +161,7 @@ func Judge(f probe.Facts, tab *specs.Table, order Order, lim Limits) (*Report, e
 	return &Report{Verdict: Verdict(j.checks), Expect: order.GPU, Checks: j.checks, Facts: f}, nil
 }
 
-func rank(s string) int {
-	switch s {
-	case Warn:
-		return 1
-	case Fail:
-		return 2
-	}
-	return 0
-}
+func rank(s string) int { return check.Rank(s) }
 
 func knownModels(tab *specs.Table) []string {
 	var names []string

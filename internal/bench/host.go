@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpurent/gpurent/internal/check"
 	"github.com/gpurent/gpurent/internal/probe"
 )
 
@@ -284,12 +285,4 @@ func SharingChecks(f probe.Facts) []Check {
 
 // Verdict is the worst status among checks: fail over warn over pass; skips
 // do not count.
-func Verdict(checks []Check) string {
-	v := Pass
-	for _, c := range checks {
-		if rank(c.Status) > rank(v) {
-			v = c.Status
-		}
-	}
-	return v
-}
+func Verdict(checks []Check) string { return check.Verdict(checks) }
