@@ -1,0 +1,283 @@
+// Package measure gathers the facts gpurent bench judges: the host, the
+// GPUs as NVML describes them, and what the GPUs deliver when the compute
+// backends (internal/gpu) run their probes. Judgement is internal/bench's;
+// this package only measures, so that a replay judges the same facts.
+package measure
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/atomicfile"
+	"github.com/gpurent/gpurent/internal/gpu"
+	"github.com/gpurent/gpurent/internal/kernlog"
+	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/usage"
+	"github.com/gpurent/gpurent/internal/userfile"
+)
+
+// Options say how long and how much to measure.
+type Options struct {
+	// Window is how long GPU utilization and CPU steal are sampled, and
+	// the sustained probe runs.
+	Window time.Duration
+	// DataDir is the directory whose disk is measured, with DiskBytes
+	// written and read back (0 skips).
+	DataDir   string
+	DiskBytes int64
+	// Backend runs the compute probes: auto, cuda, torch, cpu or none.
+	Backend string
+	// Full probes every GPU, with longer repetitions; Probes, when set,
+	// runs only those.
+	Full   bool
+	Probes []string
+}
+
+// Machine measures this machine: the facts first (utilization is sampled
+// while gpurent is idle), then the compute probes, then the kernel log,
+// which then holds what the probes' load made the driver report too. An
+// Xid while the GPU is measured, and under load, is a fault the kernel log
+// may hide from a container: NVML's events are recorded throughout.
+func Machine(ctx context.Context, o Options) probe.Facts {
+	stopXids := probe.RecordXids("")
+	f := gather(ctx, o.Window, o.DataDir, o.DiskBytes)
+	// The sustained probe launches for the window, as long as the
+	// sampling: both look for the same thing, sharing over time.
+	f.Compute = computeProbes(ctx, o.Backend, gpu.Options{Full: o.Full, Sustained: o.Window, Probes: o.Probes}, f.GPU)
+	f.KernelLog = probe.ReadKernelLog(kernlog.Path())
+	f.XidEvents = stopXids()
+	return f
+}
+
+// gather measures this machine: GPU utilization and CPU steal are sampled
+// over the same window, side by side.
+func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes int64) probe.Facts {
+	f := probe.Facts{Version: probe.FactsVersion, CollectedAt: time.Now().UTC(), DurationS: window.Seconds()}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		f.GPU = probe.GPU(ctx, probe.GPUOptions{Window: window, Settle: probe.UtilizationPeriodMax})
+	}()
+	go func() {
+		defer wg.Done()
+		f.Host = probe.Host(ctx, probe.HostOptions{DataDir: dataDir, Window: window, DiskBytes: diskBytes})
+	}()
+	f.Sharing = probe.Sharing(probe.RealEnviron())
+	home, _ := os.UserHomeDir()
+	f.Torch = probe.Torch("/", home, os.LookupEnv)
+	wg.Wait()
+	return f
+}
+
+// computeProbes measures what the GPUs deliver, after the NVML facts were
+// read (utilization is sampled while gpurent is idle). Quick mode probes the
+// first GPU; full mode every one.
+func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe.GPUFacts) []gpu.Results {
+	if backend == "none" {
+		return nil
+	}
+	full := opt.Full
+	if backend == "cpu" {
+		return []gpu.Results{gpu.CPU{}.Run(ctx, opt)}
+	}
+	if backend == "auto" && !g.Available {
+		return nil
+	}
+	// Number CUDA devices like NVML does (PCI bus order), unless the user
+	// chose an order.
+	if _, set := os.LookupEnv("CUDA_DEVICE_ORDER"); !set {
+		os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+	}
+	// CUDA's devices by PCI address, asked for only where needed: cuInit
+	// can take seconds on a large machine, and quick mode rarely needs it.
+	cudaBuses := sync.OnceValue(func() []string {
+		b, _ := gpu.CUDA{}.Devices()
+		return b
+	})
+	// Full mode measures every GPU CUDA shows this process; NVML may see
+	// more (CUDA_VISIBLE_DEVICES), and those are named, not measured.
+	n := 1
+	if full {
+		n = max(1, len(g.Devices))
+		if b := cudaBuses(); len(b) > 0 {
+			n = len(b)
+		}
+	}
+	var cuda []gpu.Results
+	if backend != "torch" && n > 1 {
+		cuda = cudaParallel(ctx, opt, n)
+	}
+	var out []gpu.Results
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		opt.Device = i
+		var r gpu.Results
+		switch {
+		case backend == "torch":
+			r = gpu.Torch{}.Run(ctx, opt)
+		case cuda != nil:
+			r = cuda[i]
+		default:
+			r = gpu.CUDA{}.Run(ctx, opt)
+		}
+		if backend == "auto" && !r.Available {
+			if t := (gpu.Torch{}).Run(ctx, opt); t.Available {
+				r = t
+			}
+		}
+		if r.BusID == "" && i < len(cudaBuses()) { // a run that failed early is still filed under its GPU
+			r.BusID = cudaBuses()[i]
+		}
+		r.Index = nvmlIndex(r.BusID, i, g)
+		out = append(out, r)
+	}
+	if full && ctx.Err() == nil {
+		out = append(out, hiddenFromCUDA(out, g, backend)...)
+	}
+	return out
+}
+
+// cudaParallel runs the cuda backend on CUDA devices 0..n-1 at once: each
+// has its own context on its own OS thread, and a node of eight measured
+// one GPU after another would take eight times as long (the sustained
+// probe alone is 10 s a GPU). The host links are the exception: H2D and
+// D2H of all GPUs share the host's PCIe switches and memory, so they run
+// one GPU at a time afterwards, each judged against its own link. nil when
+// the probes asked for are all link probes (nothing to run at once).
+func cudaParallel(ctx context.Context, opt gpu.Options, n int) []gpu.Results {
+	var shared, links []string
+	for _, p := range gpu.AllProbes() {
+		switch {
+		case !opt.Wants(p):
+		case p == gpu.ProbeH2D || p == gpu.ProbeD2H:
+			links = append(links, p)
+		default:
+			shared = append(shared, p)
+		}
+	}
+	if len(shared) == 0 {
+		return nil
+	}
+	out := make([]gpu.Results, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		o := opt
+		o.Device, o.Probes = i, shared
+		wg.Go(func() { out[i] = gpu.CUDA{}.Run(ctx, o) })
+	}
+	wg.Wait()
+	for i := 0; i < n && len(links) > 0 && ctx.Err() == nil; i++ {
+		if !out[i].Available {
+			continue
+		}
+		o := opt
+		o.Device, o.Probes = i, links
+		r := gpu.CUDA{}.Run(ctx, o)
+		if !r.Available {
+			for _, p := range links {
+				r.Results = append(r.Results, gpu.Result{Probe: p, Error: r.Error})
+			}
+		}
+		out[i].Results = append(out[i].Results, r.Results...)
+		order := gpu.AllProbes()
+		slices.SortStableFunc(out[i].Results, func(a, b gpu.Result) int {
+			return slices.Index(order, a.Probe) - slices.Index(order, b.Probe)
+		})
+	}
+	return out
+}
+
+// hiddenFromCUDA names each GPU NVML sees that no backend result is for:
+// CUDA_VISIBLE_DEVICES hid it from CUDA (or CUDA cannot use it), so full
+// mode could not measure it.
+func hiddenFromCUDA(measured []gpu.Results, g probe.GPUFacts, backend string) []gpu.Results {
+	if len(measured) > 0 {
+		backend = measured[0].Backend // what auto chose
+	}
+	var out []gpu.Results
+	for _, d := range g.Devices {
+		if slices.ContainsFunc(measured, func(r gpu.Results) bool { return r.Index == d.Index }) {
+			continue
+		}
+		why := "CUDA does not show this GPU to this process, so it was not measured"
+		if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+			why += fmt.Sprintf(" (CUDA_VISIBLE_DEVICES=%q)", v)
+		}
+		out = append(out, gpu.Results{Backend: backend, Index: d.Index, Error: why, Results: []gpu.Result{}})
+	}
+	return out
+}
+
+// ParseProbes reads --probes: known probe names, comma-separated.
+func ParseProbes(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(gpu.AllProbes(), p) {
+			return nil, usage.Errorf("--probes: unknown probe %q; the probes are %s", p, strings.Join(gpu.AllProbes(), ", "))
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// nvmlIndex is the NVML index of the device a backend measured as CUDA
+// device cudaIndex: the one at the same PCI address. Without
+// CUDA_VISIBLE_DEVICES the two orders agree (CUDA_DEVICE_ORDER is
+// PCI_BUS_ID); with it, CUDA's device 0 may be NVML's device 3, whose
+// datasheet, memory and link the results must be judged against.
+func nvmlIndex(busID string, cudaIndex int, g probe.GPUFacts) int {
+	for _, d := range g.Devices {
+		if gpu.SameBusID(d.BusID, busID) {
+			return d.Index
+		}
+	}
+	return cudaIndex
+}
+
+// ReadFacts reads facts saved with --record, for --replay: a file that
+// cannot be read, or holds facts that cannot be judged, is bad usage.
+func ReadFacts(path string) (probe.Facts, error) {
+	var f probe.Facts
+	data, err := userfile.Read(path, probe.MaxFactsSize)
+	if err != nil {
+		return f, usage.Errorf("--replay: %w", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return f, usage.Errorf("--replay %s: not a gpurent facts file: %v", path, err)
+	}
+	if f.Version != probe.FactsVersion {
+		return f, usage.Errorf("--replay %s: facts version %d, this gpurent reads version %d", path, f.Version, probe.FactsVersion)
+	}
+	// Judgement needs facts: missing or impossible ones would pass.
+	if err := f.Validate(); err != nil {
+		return f, usage.Errorf("--replay %s: facts that cannot be judged: %s", path, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return f, nil
+}
+
+// WriteFacts saves facts with a temporary file, fsync and rename, so an
+// interrupted run never leaves half a file where a good one was.
+func WriteFacts(path string, f probe.Facts) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(path, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("--record %s: %w", path, err)
+	}
+	return nil
+}
