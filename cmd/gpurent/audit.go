@@ -14,6 +14,7 @@ import (
 	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
+	"github.com/gpurent/gpurent/internal/usage"
 )
 
 func newAudit(g *globals) *cobra.Command {
@@ -69,7 +70,7 @@ Exit codes: 0 pass or warn, 3 fail, 2 bad usage.`,
 			if since != "" {
 				t, err := parseSince(since, e.Now())
 				if err != nil {
-					return usageError{err}
+					return usage.Wrap(err)
 				}
 				e.Since = t
 			}

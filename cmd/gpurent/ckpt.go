@@ -23,6 +23,7 @@ import (
 	"github.com/gpurent/gpurent/internal/statedir"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/units"
+	"github.com/gpurent/gpurent/internal/usage"
 )
 
 // version is gpurent's version, recorded in manifests.
@@ -179,7 +180,7 @@ func (s *storeFlags) crypto(forPush bool) (*store.Crypto, error) {
 		if _, err := os.Stat(idPath); err == nil || explicit {
 			ids, err := store.LoadIdentities(idPath)
 			if err != nil {
-				return nil, usageError{err}
+				return nil, usage.Wrap(err)
 			}
 			c.Identities = ids
 		}
@@ -192,7 +193,7 @@ func (s *storeFlags) crypto(forPush bool) (*store.Crypto, error) {
 	if akPath != "" {
 		k, err := store.LoadAuthKey(akPath)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, usage.Wrap(err)
 		}
 		c.Auth = append(c.Auth, k)
 	}
@@ -216,7 +217,7 @@ func (s *storeFlags) crypto(forPush bool) (*store.Crypto, error) {
 	}
 	rs, err := store.ParseRecipients(keys)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usage.Wrap(err)
 	}
 	c.Recipients = rs
 	for _, k := range keys {
@@ -249,7 +250,7 @@ func (s *storeFlags) openExisting(ctx context.Context, c *store.Crypto, progress
 
 func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress func(int64), mustExist bool) (*store.Store, string, func(), error) {
 	if err := store.ValidRun(s.run); err != nil {
-		return nil, "", nil, usageError{err}
+		return nil, "", nil, usage.Wrap(err)
 	}
 	if s.workers < 1 {
 		return nil, "", nil, usagef("--workers: want at least 1, got %d", s.workers)
@@ -284,7 +285,7 @@ func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress fu
 	b, name, err := store.Open(ctx, s.url, store.OpenOptions{Insecure: s.insecure, PartSize: int(part), Concurrency: s.partConc, MustExist: mustExist})
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "store") || strings.HasPrefix(err.Error(), "no store") {
-			return nil, "", nil, usageError{err}
+			return nil, "", nil, usage.Wrap(err)
 		}
 		return nil, "", nil, err
 	}
@@ -396,7 +397,7 @@ checkpoints as yours but cannot decrypt them); pull needs the identity.`,
 				// call, the same each time.
 				ids, err := store.LoadIdentities(out)
 				if err != nil {
-					return usageError{err}
+					return usage.Wrap(err)
 				}
 				if rs := store.RecipientsOf(ids); len(rs) > 0 {
 					r = rs[0]
@@ -404,21 +405,21 @@ checkpoints as yours but cannot decrypt them); pull needs the identity.`,
 			} else {
 				var err error
 				if r, err = store.Keygen(out); err != nil {
-					return usageError{err}
+					return usage.Wrap(err)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (keep it secret; it is needed to pull)\n", out)
 			}
 			if authOut != "" {
 				ids, err := store.LoadIdentities(out)
 				if err != nil {
-					return usageError{err}
+					return usage.Wrap(err)
 				}
 				ks := store.AuthKeysOf(ids)
 				if len(ks) == 0 {
 					return usagef("keygen: %s holds no X25519 identity to derive an auth key from", out)
 				}
 				if err := store.WriteAuthKey(authOut, ks[0]); err != nil {
-					return usageError{err}
+					return usage.Wrap(err)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s, auth key %s of %s: copy it to a machine that pushes but must not decrypt, and point --auth-key or GPURENT_AUTH_KEY at it (keep it secret: it signs checkpoints as yours)\n", authOut, ks[0].ID(), out)
 			}
@@ -562,7 +563,7 @@ func resolvedNew(p string) string {
 func noCheckpoint(ctx context.Context, st *store.Store, err error, byID bool) error {
 	err = fmt.Errorf("%w; %s", err, runsHint(ctx, st))
 	if byID {
-		return usageError{err}
+		return usage.Wrap(err)
 	}
 	return err
 }

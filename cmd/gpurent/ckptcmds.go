@@ -12,6 +12,7 @@ import (
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
+	"github.com/gpurent/gpurent/internal/usage"
 )
 
 // newCkptPush is ckpt push: one file or directory stored as one checkpoint.
@@ -23,7 +24,7 @@ func newCkptPush(g *globals, s *storeFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, a []string) error {
 			info, err := os.Lstat(a[0])
 			if err != nil {
-				return usageError{fmt.Errorf("push: %w", err)}
+				return usage.Wrap(fmt.Errorf("push: %w", err))
 			}
 			if info.Mode()&os.ModeSymlink != 0 {
 				// Pushed as it is, a link is its target's name and nothing
@@ -41,7 +42,7 @@ func newCkptPush(g *globals, s *storeFlags) *cobra.Command {
 			}
 			_, paths, err := store.Scan(a[0])
 			if err != nil {
-				return usageError{err}
+				return usage.Wrap(err)
 			}
 			var total int64
 			for _, p := range paths {

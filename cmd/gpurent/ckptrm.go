@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/usage"
 	"github.com/spf13/cobra"
 )
 
@@ -26,7 +27,7 @@ names exactly what it deletes. It needs a store key that may delete, and no iden
 			}
 			for _, id := range a {
 				if err := store.ValidID(id); err != nil {
-					return usageError{err}
+					return usage.Wrap(err)
 				}
 			}
 			return nil

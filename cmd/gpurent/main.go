@@ -23,17 +23,16 @@ import (
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/suggest"
+	"github.com/gpurent/gpurent/internal/usage"
 	"github.com/gpurent/gpurent/internal/userfile"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
 
-// usageError marks bad flags or bad input files: exit 2.
-type usageError struct{ err error }
+// usageError marks bad flags or bad input files: exit 2. It is
+// internal/usage's, which the packages that check options return too.
+type usageError = usage.Error
 
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+func usagef(format string, args ...any) error { return usage.Errorf(format, args...) }
 
 func main() {
 	if code, ok := asInit(os.Args, os.Stderr); ok {
@@ -143,7 +142,7 @@ func group(cmd *cobra.Command) *cobra.Command {
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {
-			return usageError{fmt.Errorf("%w (usage: %s)", err, cmd.UseLine())}
+			return usage.Wrap(fmt.Errorf("%w (usage: %s)", err, cmd.UseLine()))
 		}
 		return nil
 	}
@@ -182,7 +181,7 @@ func flagError(cmd *cobra.Command, err error) error {
 			err = fmt.Errorf("--%s: want %s, got %q", bad.GetFlag().Name, want, bad.GetValue())
 		}
 	}
-	return usageError{err}
+	return usage.Wrap(err)
 }
 
 // flagWants says what a flag of a pflag type takes; ok is false for the

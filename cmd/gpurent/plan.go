@@ -17,6 +17,7 @@ import (
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
+	"github.com/gpurent/gpurent/internal/usage"
 )
 
 func newPlan(g *globals) *cobra.Command {
@@ -128,7 +129,7 @@ func parseUtilisation(s string) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(t, 64)
 	if v /= scale; err != nil || !(v >= 0.01 && v <= 1) {
-		return 0, usagef("--utilisation: want a fraction from 0.01 to 1 such as 0.6, or a percent from 1%% to 100%% such as 60%%, got %s", quoteShort(s))
+		return 0, usagef("--utilisation: want a fraction from 0.01 to 1 such as 0.6, or a percent from 1%% to 100%% such as 60%%, got %s", report.Quote(s))
 	}
 	return v, nil
 }
@@ -299,7 +300,7 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 	}
 	res, err := billing.PlanInference(q, offers, cat.Rates)
 	if err != nil {
-		return usageError{err}
+		return usage.Wrap(err)
 	}
 	res.Notes = append(providerNotes, res.Notes...)
 	if g.output == report.JSON {

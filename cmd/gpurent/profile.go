@@ -16,7 +16,10 @@ import (
 
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/money"
+	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
+	"github.com/gpurent/gpurent/internal/usage"
 	"github.com/gpurent/gpurent/internal/userfile"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
@@ -216,7 +219,7 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 		}
 		size, err := units.ParseSize(t.ckptSize, 1e9)
 		if err != nil {
-			return nil, nil, nil, opt, usagef("--ckpt-size: want a size such as 20GB (a bare number is GB), got %s", quoteShort(t.ckptSize))
+			return nil, nil, nil, opt, usagef("--ckpt-size: want a size such as 20GB (a bare number is GB), got %s", report.Quote(t.ckptSize))
 		}
 		p.Checkpoint.SizeGB = size / 1e9
 		mark("checkpoint.size_gb")
@@ -257,7 +260,7 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 	if offers, opt.Notes, err = t.withProvider(cat.Offers, offers); err != nil {
 		return nil, nil, nil, opt, err
 	}
-	t.currency = currencyCode(t.currency) // "cny", "RMB" and "元" are CNY
+	t.currency = money.CurrencyCode(t.currency) // "cny", "RMB" and "元" are CNY
 	flag := "--currency"
 	if t.solveHours && !set("currency") {
 		flag = "--budget" // the currency is the budget's
@@ -324,7 +327,7 @@ func placeProblems(file string, ix *yamlfile.Index, fromFlag map[string]bool, ps
 		}
 		msgs = append(msgs, err.Error())
 	}
-	return usageError{errors.New(strings.Join(msgs, "\n"))}
+	return usage.Wrap(errors.New(strings.Join(msgs, "\n")))
 }
 
 // readFile reads a file the user named with flag, no larger than max

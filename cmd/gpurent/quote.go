@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/billing"
+	"github.com/gpurent/gpurent/internal/money"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -39,15 +40,15 @@ each plan gives within the budget, with the bill at those hours.`,
 			}
 			var budget float64
 			if budgetText != "" {
-				v, cur, ok := parseAmount(budgetText, currencyCode(t.currency))
+				v, cur, ok := money.ParseAmount(budgetText, money.CurrencyCode(t.currency))
 				if !ok {
-					return usagef("--budget: want what the task may cost in all, such as 500, 3500CNY or ¥3500, got %s", quoteShort(budgetText))
+					return usagef("--budget: want what the task may cost in all, such as 500, 3500CNY or ¥3500, got %s", report.Quote(budgetText))
 				}
-				if cmd.Flags().Changed("currency") && cur != currencyCode(t.currency) {
+				if cmd.Flags().Changed("currency") && cur != money.CurrencyCode(t.currency) {
 					return usagef("--budget: %q is in %s, and --currency %s: give one currency", budgetText, cur, t.currency)
 				}
 				if v < 0.01 || v > 1e12 {
-					return usagef("--budget: want from 0.01 to a trillion, got %s", quoteShort(budgetText))
+					return usagef("--budget: want from 0.01 to a trillion, got %s", report.Quote(budgetText))
 				}
 				budget, t.currency, t.solveHours = v, cur, true
 			}

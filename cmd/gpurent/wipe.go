@@ -22,6 +22,7 @@ import (
 	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/statedir"
+	"github.com/gpurent/gpurent/internal/usage"
 	"github.com/gpurent/gpurent/internal/wipe"
 )
 
@@ -108,7 +109,7 @@ check failed, 2 bad usage or a refused path.`,
 			}
 			if since != "" {
 				if e.Since, err = parseSince(since, time.Now()); err != nil {
-					return usageError{err}
+					return usage.Wrap(err)
 				}
 			} else if t, ok := audit.TenancyStart(e.Root); ok {
 				e.Since = t
@@ -151,7 +152,7 @@ check failed, 2 bad usage or a refused path.`,
 			o.Report = reportPath
 			plan, err := wipe.Make(ctx, e, o)
 			if errors.Is(err, wipe.ErrRefused) {
-				return usageError{fmt.Errorf("wipe: %w (nothing was deleted)", err)}
+				return usage.Wrap(fmt.Errorf("wipe: %w (nothing was deleted)", err))
 			}
 			if err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -224,4 +225,27 @@ func pluralNoun(s string) string {
 		return s + "es"
 	}
 	return s + "s"
+}
+
+// Duration is d in the fewest words that still say it: "1h05m", "3m20s",
+// "45s".
+func Duration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}
+
+// Quote quotes text a person gave, for an error message, cut to 60
+// characters: a megabyte pasted by mistake must not come back whole.
+func Quote(s string) string {
+	r := []rune(s)
+	if len(r) <= 60 {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(string(r[:60])) + fmt.Sprintf("… (%d bytes)", len(s))
 }

@@ -1,7 +1,9 @@
-package main
+// Package money reads amounts as people write them ("1,500元", "$300",
+// "18CNY/h") and prices a run's time: the hourly price of the machine, a
+// budget at that price, and what a session has cost.
+package money
 
 import (
-	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -27,11 +29,11 @@ var amountPattern = regexp.MustCompile(`^([^0-9.,+-]*?)\s*([+-]?(?:[0-9][0-9,]*(
 // is one and a half in much of the world.
 var thousands = regexp.MustCompile(`^[+-]?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]*)?([eE][+-]?[0-9]+)?$`)
 
-// parseAmount reads a positive amount with an optional currency before or
+// ParseAmount reads a positive amount with an optional currency before or
 // after it ("300", "300USD", "2000 cny", "¥1500", "CNY1500", "1,500元");
 // a bare number is in cur. run's --price and --budget and quote's
 // --budget take it.
-func parseAmount(s, cur string) (float64, string, bool) {
+func ParseAmount(s, cur string) (float64, string, bool) {
 	m := amountPattern.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil || (m[1] != "" && m[3] != "") {
 		return 0, "", false
@@ -44,7 +46,7 @@ func parseAmount(s, cur string) (float64, string, bool) {
 		num = strings.ReplaceAll(num, ",", "")
 	}
 	if c := strings.TrimSpace(m[1] + m[3]); c != "" {
-		cur = currencyCode(c)
+		cur = CurrencyCode(c)
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || v <= 0 || math.IsInf(v, 0) || !catalog.IsCurrency(cur) {
@@ -53,22 +55,12 @@ func parseAmount(s, cur string) (float64, string, bool) {
 	return v, cur, true
 }
 
-// currencyCode is the ISO code a person's way of writing a currency
+// CurrencyCode is the ISO code a person's way of writing a currency
 // stands for: "cny", "RMB", "元" and "¥" are all CNY.
-func currencyCode(s string) string {
+func CurrencyCode(s string) string {
 	c := strings.ToUpper(strings.TrimSpace(s))
 	if w, ok := currencyWords[c]; ok {
 		return w
 	}
 	return c
-}
-
-// quoteShort quotes text a person gave for an error message, cut to 60
-// characters: a megabyte pasted by mistake must not come back whole.
-func quoteShort(s string) string {
-	r := []rune(s)
-	if len(r) <= 60 {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(string(r[:60])) + fmt.Sprintf("… (%d bytes)", len(s))
 }
