@@ -4,86 +4,15 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/ledger"
 	"github.com/gpurent/gpurent/internal/supervise"
 )
-
-func TestParsePrice(t *testing.T) {
-	for in, want := range map[string]string{"2.49": "2.49 USD/h", "2.49USD": "2.49 USD/h", "18 CNY": "18 CNY/h", "18cny/h": "18 CNY/h", " 0.5 eur ": "0.5 EUR/h"} {
-		p, err := parsePrice(in)
-		if err != nil || p.String() != want {
-			t.Errorf("parsePrice(%q) = %v, %v; want %s", in, p, err, want)
-		}
-	}
-	for _, in := range []string{"", "abc", "-1", "0", "2.49 dollars", "USD", "1e9", "2.49 US"} {
-		if p, err := parsePrice(in); err == nil {
-			t.Errorf("parsePrice(%q) = %v, want an error", in, p)
-		}
-	}
-	// An offer's id, as quote prints it, gives its price in the catalog,
-	// per instance and in its own currency; a price the catalog lacks is
-	// an error, not 0.
-	offers := []catalog.Offer{
-		{ID: "od-only", Currency: "CNY", AsOf: "2026-11-30", OnDemand: catalog.OnDemand{Hourly: catalog.Known(18)}},
-		{ID: "both", Currency: "USD", AsOf: "c. 2026-10", OnDemand: catalog.OnDemand{Hourly: catalog.Known(6.88)}, Spot: &catalog.Spot{Hourly: catalog.Known(2.63)}},
-		{ID: "sub-only", Currency: "CNY", AsOf: "2026-11-30", Subscriptions: []catalog.Subscription{{Period: catalog.PeriodMonth, Price: 3000}}},
-	}
-	for in, want := range map[string]string{
-		"od-only":   "18 CNY/h, od-only's on-demand price in the catalog (as of 2026-11-30)",
-		"BOTH":      "6.88 USD/h, both's on-demand price in the catalog (as of c. 2026-10)",
-		"both:spot": "2.63 USD/h, both's spot price in the catalog (as of c. 2026-10)",
-	} {
-		p, err := offerPrice(offers, in)
-		if got := p.String() + ", " + p.from; err != nil || got != want {
-			t.Errorf("offerPrice(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for in, want := range map[string]string{
-		"od-only:spot": "offer od-only states no spot price in the catalog",
-		"sub-only":     "offer sub-only states no on-demand price in the catalog",
-		"both:month":   "want :spot (or nothing, for its on-demand price), got :month",
-		"bothh":        `no offer has id "bothh" (did you mean "both"?)`,
-	} {
-		if p, err := offerPrice(offers, in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("offerPrice(%q) = %v, %v; want an error with %q", in, p, err, want)
-		}
-	}
-	if !looksLikeOffer(" aws-p5.4xlarge") || looksLikeOffer("2.49USD") || looksLikeOffer("") {
-		t.Error("looksLikeOffer")
-	}
-
-	p, _ := parsePrice("2.5")
-	if c := p.cost(90 * time.Minute); c != "3.75 USD" {
-		t.Errorf("cost %s", c)
-	}
-	if c := (hourlyPrice{}).cost(time.Hour); c != "" {
-		t.Errorf("no price, cost %q", c)
-	}
-	var b strings.Builder
-	costMetric{price: p, begun: time.Now().Add(-90 * time.Minute)}.WriteTo(&b)
-	if !strings.Contains(b.String(), "gpurent_cost{currency=\"USD\"} 3.75") {
-		t.Errorf("metric:\n%s", b.String())
-	}
-	b.Reset()
-	if (costMetric{begun: time.Now()}).WriteTo(&b); b.Len() != 0 {
-		t.Errorf("a cost metric without a price:\n%s", b.String())
-	}
-	s := supervise.Snapshot{ChildUp: true}
-	if got := statusText(s, "", "3.75 USD", 0); !strings.HasSuffix(got, " · ≈ 3.75 USD") {
-		t.Errorf("status %q", got)
-	}
-	if got := progressText(s, 90*time.Minute, "3.75 USD"); !strings.HasSuffix(got, "; about 3.75 USD so far") {
-		t.Errorf("progress %q", got)
-	}
-}
 
 // With --price the end says what the machine cost while gpurent ran, and
 // what that leaves out; a bad price is bad input.
@@ -161,45 +90,6 @@ func TestRunBudget(t *testing.T) {
 	code, _, stderr = gpurent(t, "run", "--config", cfg, "--ckpt-dir", filepath.Join(dir, "fresh"), "--preemption", "none", "--no-status", "--", "true")
 	if code != 0 || !strings.Contains(stderr, "gpurent: budget 300.00 USD: at 2.49 USD/h it is spent in 120h28m (") {
 		t.Errorf("budget from the config file: exit %d\n%s", code, stderr)
-	}
-}
-
-func TestBudget(t *testing.T) {
-	p, _ := parsePrice("2.49")
-	b, err := parseBudget("300 usd", p)
-	if err != nil || b.String() != "300.00 USD" || b.lasts().Round(time.Second) != 120*time.Hour+28*time.Minute+55*time.Second || b.window() != 5*time.Minute {
-		t.Errorf("%v %v: lasts %v, window %v", b, err, b.lasts(), b.window())
-	}
-	if got := p.costOf(90*time.Minute, b); got != "3.74 of 300.00 USD" {
-		t.Errorf("costOf %q", got)
-	}
-	if got := p.costOf(90*time.Minute, budget{}); got != "3.74 USD" {
-		t.Errorf("costOf without a budget %q", got)
-	}
-	var m strings.Builder
-	costMetric{p, time.Now(), b}.WriteTo(&m)
-	if !strings.Contains(m.String(), "\ngpurent_cost{currency=\"USD\"} 0.0") || !strings.Contains(m.String(), "\ngpurent_budget{currency=\"USD\"} 300.0000\n") || !strings.Contains(m.String(), "\ngpurent_budget_spent{currency=\"USD\"} 0.0") {
-		t.Errorf("metrics with a budget:\n%s", m.String())
-	}
-	// 120 of 300 spent by earlier sessions: 180 left, the same window.
-	b.before = 120
-	if b.lasts().Round(time.Second) != 72*time.Hour+17*time.Minute+21*time.Second || b.window() != 5*time.Minute || b.until(240) != b.lasts()*2/3 {
-		t.Errorf("with 120 spent before: lasts %v, window %v, 80%% at %v", b.lasts(), b.window(), b.until(240))
-	}
-	if got := p.costOf(90*time.Minute, b); got != "123.73 of 300.00 USD" {
-		t.Errorf("costOf with 120 spent before %q", got)
-	}
-	m.Reset()
-	costMetric{p, time.Now(), b}.WriteTo(&m)
-	if !strings.Contains(m.String(), "\ngpurent_budget_spent{currency=\"USD\"} 120.0") {
-		t.Errorf("metrics with 120 spent before:\n%s", m.String())
-	}
-	if b.before = 400; b.lasts() != 0 || b.until(240) != 0 {
-		t.Errorf("overspent: lasts %v, 80%% at %v", b.lasts(), b.until(240))
-	}
-	// A budget of centuries is capped, not an overflowed Duration.
-	if b, _ := parseBudget("1e12", p); b.lasts() != 1e5*time.Hour {
-		t.Errorf("lasts %v", b.lasts())
 	}
 }
 
@@ -346,31 +236,6 @@ func TestRunBudgetFollowsTheRun(t *testing.T) {
 	if _, err := os.Stat(marker); code != 2 || err == nil || !strings.Contains(stderr, "counts run default's cost in CNY") {
 		t.Errorf("a budget in USD over a session in CNY: exit %d, command started: %v\n%s", code, err == nil, stderr)
 	}
-}
-
-// Whatever --price or --budget holds, parsing never panics, and what it
-// takes is a positive, finite amount in a known currency that prints back
-// as it parses.
-func FuzzParseAmount(f *testing.F) {
-	for _, s := range []string{"2.49", "18CNY/h", "300 usd", "-4", "1e400", "NaN", "Inf", "0x1p3EUR", " 7 ", "3USDUSD"} {
-		f.Add(s)
-	}
-	usd, _ := parsePrice("2.49")
-	f.Fuzz(func(t *testing.T, s string) {
-		if p, err := parsePrice(s); err == nil {
-			if !(p.amount > 0 && p.amount <= 1e6) || !catalog.IsCurrency(p.currency) {
-				t.Fatalf("parsePrice(%q) = %+v", s, p)
-			}
-			if again, err := parsePrice(p.String()); err != nil || again != p {
-				t.Fatalf("parsePrice(%q) = %v, which parses back as %+v, %v", s, p, again, err)
-			}
-		}
-		if b, err := parseBudget(s, usd); err == nil {
-			if !(b.amount > 0) || math.IsInf(b.amount, 0) || b.price.currency != "USD" || b.lasts() <= 0 || b.window() <= 0 && b.lasts() >= 10 {
-				t.Fatalf("parseBudget(%q) = %+v: lasts %v, window %v", s, b, b.lasts(), b.window())
-			}
-		}
-	})
 }
 
 // A command that ignores SIGTERM is killed when the budget is spent, not

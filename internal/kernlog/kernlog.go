@@ -11,6 +11,7 @@ package kernlog
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -125,3 +126,12 @@ type unavailable string
 
 func (e unavailable) Error() string        { return string(e) }
 func (e unavailable) Is(target error) bool { return target == ErrUnavailable }
+
+// Path is the kernel log bench and run read: DefaultPath, or
+// $GPURENT_KMSG, a file of records in the same format, for tests.
+func Path() string {
+	if p := os.Getenv("GPURENT_KMSG"); p != "" {
+		return p
+	}
+	return DefaultPath
+}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package runner
 
 import (
 	"fmt"
@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/term"
 
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/supervise"
@@ -45,7 +47,7 @@ func termSize(f *os.File) (rows, cols int) {
 // startStatus shows text on the bottom line of f when f is a terminal
 // that can take it; otherwise it returns nil and nothing is drawn.
 func startStatus(f *os.File, text func(cols int) string) *statusLine {
-	if t := os.Getenv("TERM"); t == "" || t == "dumb" || !isTerminal(f) {
+	if t := os.Getenv("TERM"); t == "" || t == "dumb" || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
 	rows, cols := termSize(f)
@@ -128,16 +130,16 @@ func statusText(s supervise.Snapshot, gpus, cost string, cols int) string {
 	if s.LastCommit.IsZero() {
 		parts = append(parts, "no checkpoint committed yet")
 	} else {
-		parts = append(parts, "last commit "+shortDur(s.AtRisk)+" ago")
+		parts = append(parts, "last commit "+report.Duration(s.AtRisk)+" ago")
 	}
-	parts = append(parts, "at risk "+shortDur(s.AtRisk), report.Bytes(s.Bytes)+" uploaded")
+	parts = append(parts, "at risk "+report.Duration(s.AtRisk), report.Bytes(s.Bytes)+" uploaded")
 	if s.ChildUp && gpus != "" {
 		parts = append(parts, gpus)
 	}
 	if s.ChildUp && s.Silent >= time.Minute {
 		// A trainer prints every few steps: a minute without a line is
 		// worth a glance (it may hang; see --silence).
-		parts = append(parts, "no output for "+shortDur(s.Silent))
+		parts = append(parts, "no output for "+report.Duration(s.Silent))
 	}
 	if s.UploadErrors > 0 {
 		parts = append(parts, fmt.Sprintf("%d upload errors", s.UploadErrors))
@@ -155,37 +157,26 @@ func statusText(s supervise.Snapshot, gpus, cost string, cols int) string {
 	return line
 }
 
-func shortDur(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%ds", int(d.Seconds()))
-}
-
 // progressText is a progress notification's line: how long the run has
 // gone on, whether the command is up, its restarts, the age of the last
 // committed checkpoint, what was uploaded, a silence worth a look, and
 // with --price what the machine has cost so far.
 func progressText(s supervise.Snapshot, ran time.Duration, cost string) string {
-	first := "training for " + shortDur(ran)
+	first := "training for " + report.Duration(ran)
 	if !s.ChildUp {
-		first = shortDur(ran) + " in, the command is not running (between restarts)"
+		first = report.Duration(ran) + " in, the command is not running (between restarts)"
 	}
 	parts := []string{first, report.Count(int(s.Restarts), "restart")}
 	if s.LastCommit.IsZero() {
 		parts = append(parts, "no checkpoint in the store yet")
 	} else {
-		parts = append(parts, "last checkpoint committed "+shortDur(s.AtRisk)+" ago", report.Bytes(s.Bytes)+" uploaded")
+		parts = append(parts, "last checkpoint committed "+report.Duration(s.AtRisk)+" ago", report.Bytes(s.Bytes)+" uploaded")
 	}
 	if s.UploadErrors > 0 {
 		parts = append(parts, report.Count(int(s.UploadErrors), "upload error"))
 	}
 	if s.ChildUp && s.Silent >= time.Minute {
-		parts = append(parts, "no output for "+shortDur(s.Silent))
+		parts = append(parts, "no output for "+report.Duration(s.Silent))
 	}
 	if cost != "" {
 		parts = append(parts, "about "+cost+" so far")

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package runner
 
 import (
 	"os"
@@ -70,5 +70,16 @@ func TestNoStatusOffTerminal(t *testing.T) {
 	}
 	if st, _ := f.Stat(); st.Size() != 0 {
 		t.Fatal("escape sequences written to a file")
+	}
+}
+
+// The status line and a progress notification end with the cost.
+func TestStatusShowsCost(t *testing.T) {
+	s := supervise.Snapshot{ChildUp: true}
+	if got := statusText(s, "", "3.75 USD", 0); !strings.HasSuffix(got, " · ≈ 3.75 USD") {
+		t.Errorf("status %q", got)
+	}
+	if got := progressText(s, 90*time.Minute, "3.75 USD"); !strings.HasSuffix(got, "; about 3.75 USD so far") {
+		t.Errorf("progress %q", got)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package runner
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gpurent/gpurent/internal/gpuwatch"
+	"github.com/gpurent/gpurent/internal/money"
 	"github.com/gpurent/gpurent/internal/probe"
 )
 
@@ -59,7 +60,7 @@ func (g *gpuWatch) stop() {
 // startGPUWatch watches how busy this machine's GPUs are, and whether the
 // hardware slows them down, while the command runs, where NVML answers; on
 // a machine without an NVIDIA GPU it says nothing.
-func startGPUWatch(ctx context.Context, busyMin float64, price hourlyPrice, running func() bool, logf func(string, ...any), event func(kind, text string)) *gpuWatch {
+func startGPUWatch(ctx context.Context, busyMin float64, price money.Hourly, running func() bool, logf func(string, ...any), event func(kind, text string)) *gpuWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	g := &gpuWatch{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -80,7 +81,7 @@ func startGPUWatch(ctx context.Context, busyMin float64, price hourlyPrice, runn
 			return total, steal, err == nil
 		}
 		w := gpuwatch.New(gpuwatch.Config{Meter: nvmlMeter{n}, Min: busyMin, Running: running, Log: logf, Event: event, CPU: cpu,
-			Price: price.amount, Currency: price.currency})
+			Price: price.Amount, Currency: price.Currency})
 		g.w.Store(w)
 		w.Run(ctx)
 	}()

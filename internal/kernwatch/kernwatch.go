@@ -1,6 +1,13 @@
 //go:build unix
 
-package main
+// Package kernwatch follows the kernel log while gpurent run runs: the
+// NVIDIA driver's Xid reports and the kernel's hardware errors say what a
+// failing command's output often does not (a GPU fallen off the bus, an
+// uncorrectable memory error, a disk failing writes), and they are there
+// even when NVML no longer answers. Where the log cannot be read, as in
+// most rented containers, the Xids come from NVML's events instead (the
+// host's own hardware errors are then out of sight).
+package kernwatch
 
 import (
 	"context"
@@ -21,14 +28,8 @@ import (
 	"github.com/gpurent/gpurent/internal/probe"
 )
 
-// kernWatch follows the kernel log while gpurent run runs: the NVIDIA
-// driver's Xid reports and the kernel's hardware errors say what a failing
-// command's output often does not (a GPU fallen off the bus, an
-// uncorrectable memory error, a disk failing writes), and they are there
-// even when NVML no longer answers. Where the log cannot be read, as in
-// most rented containers, the Xids come from NVML's events instead (the
-// host's own hardware errors are then out of sight).
-type kernWatch struct {
+// Watch is one watch of the kernel log, or of NVML's Xid events.
+type Watch struct {
 	mu sync.Mutex
 	r  *kernlog.Reader
 	// nvml is set when the Xids come from NVML's events; flush asks its
@@ -55,14 +56,30 @@ type kernWatch struct {
 	done       chan struct{}
 }
 
-// startKernWatch reads what the kernel logs from now on, every few
-// seconds; where the log cannot be read, the Xids NVML's events deliver
-// (nvmlLibrary: the NVML to load, "" for the driver's). That the log
+// Options say what to watch and where to tell what is seen.
+type Options struct {
+	// Path is the kernel log (kernlog.Path()).
+	Path string
+	// NVMLLibrary is the NVML to load where the log cannot be read, "" for
+	// the driver's.
+	NVMLLibrary string
+	// CkptDir is the checkpoint directory: a failing disk that holds it is
+	// named as that one.
+	CkptDir string
+	// Log says a line; Event, when set, is told of each fault said
+	// (kinds host_fault and gpu_xid).
+	Log   func(format string, a ...any)
+	Event func(kind, text string)
+}
+
+// Start reads what the kernel logs from now on, every few seconds; where
+// the log cannot be read, the Xids NVML's events deliver. That the log
 // cannot be read is said only when neither source works, the NVIDIA
 // driver is there and only permission stands in the way (a container
 // without /dev/kmsg is the rule, not news).
-func startKernWatch(ctx context.Context, path, nvmlLibrary, ckptDir string, logf func(string, ...any), event func(kind, text string)) *kernWatch {
-	w := &kernWatch{logf: logf, event: event, warned: map[string]time.Time{}, xids: map[int]int{}, faults: map[[2]string]int{},
+func Start(ctx context.Context, o Options) *Watch {
+	path, nvmlLibrary, ckptDir, logf := o.Path, o.NVMLLibrary, o.CkptDir, o.Log
+	w := &Watch{logf: logf, event: o.Event, warned: map[string]time.Time{}, xids: map[int]int{}, faults: map[[2]string]int{},
 		cancel: func() {}, done: make(chan struct{}), flush: make(chan chan struct{})}
 	if abs, err := filepath.Abs(ckptDir); err == nil && ckptDir != "" {
 		if m, ok := mounts.Read("/").Find(abs); ok {
@@ -126,7 +143,7 @@ const nvmlWait = 500 * time.Millisecond
 // readNVML takes NVML's Xid events as they come until ctx ends or NVML
 // fails to wait (a GPU fallen off the bus among the reasons: the GPU watch
 // says that one).
-func (w *kernWatch) readNVML(ctx context.Context, xw *probe.XidWatch) {
+func (w *Watch) readNVML(ctx context.Context, xw *probe.XidWatch) {
 	defer close(w.done)
 	defer xw.Close()
 	take := func(e kernlog.Xid) {
@@ -165,7 +182,7 @@ func (w *kernWatch) readNVML(ctx context.Context, xw *probe.XidWatch) {
 }
 
 // poll reads what was logged since the last poll; w.mu is held.
-func (w *kernWatch) poll(now time.Time) {
+func (w *Watch) poll(now time.Time) {
 	got, err := w.r.Read()
 	if err != nil && !w.readFailed {
 		w.readFailed = true // said once, not every poll
@@ -188,7 +205,7 @@ func (w *kernWatch) poll(now time.Time) {
 }
 
 // xid takes one Xid report, from the log or NVML; w.mu is held.
-func (w *kernWatch) xid(e kernlog.Xid, now time.Time) {
+func (w *Watch) xid(e kernlog.Xid, now time.Time) {
 	w.xids[e.Code]++
 	in := kernlog.LookupXid(e.Code)
 	if in.Action == kernlog.Cleanup {
@@ -210,7 +227,7 @@ func (w *kernWatch) xid(e kernlog.Xid, now time.Time) {
 // flushNVML has the NVML reader take the events NVML holds now, waiting
 // for it at most a few seconds: the Xid that kills a command is
 // reported as it dies.
-func (w *kernWatch) flushNVML() {
+func (w *Watch) flushNVML() {
 	reply := make(chan struct{})
 	timeout := time.After(2 * time.Second)
 	select {
@@ -227,7 +244,7 @@ func (w *kernWatch) flushNVML() {
 }
 
 // where names a failing disk as the checkpoints' one, when it is.
-func (w *kernWatch) where(f kernlog.Fault) string {
+func (w *Watch) where(f kernlog.Fault) string {
 	if (f.Kind == kernlog.Disk || f.Kind == kernlog.Filesystem) && kernlog.SameDisk(f.Device, w.ckptDisk) {
 		return ", the disk of --ckpt-dir"
 	}
@@ -236,7 +253,7 @@ func (w *kernWatch) where(f kernlog.Fault) string {
 
 // said tells whether what key names was said less than faultRepeat ago,
 // and if not, that it is said now.
-func (w *kernWatch) said(key string, now time.Time) bool {
+func (w *Watch) said(key string, now time.Time) bool {
 	if last, ok := w.warned[key]; ok && now.Sub(last) < faultRepeat {
 		return true
 	}
@@ -244,17 +261,17 @@ func (w *kernWatch) said(key string, now time.Time) bool {
 	return false
 }
 
-func (w *kernWatch) say(kind, text string) {
+func (w *Watch) say(kind, text string) {
 	w.logf("warning: %s", text)
 	if w.event != nil {
 		w.event(kind, text)
 	}
 }
 
-// causes are the Xid reports and hardware faults since the last failure,
+// Causes are the Xid reports and hardware faults since the last failure,
 // as causes of this one (supervise.Config.Explain), the worst first; each
 // Xid code and GPU once.
-func (w *kernWatch) causes() []string {
+func (w *Watch) Causes() []string {
 	if w == nil || (w.r == nil && !w.nvml) {
 		return nil
 	}
@@ -298,7 +315,7 @@ func (w *kernWatch) causes() []string {
 // is not watched (a count of 0 there would claim a clean machine): the
 // Xids where neither the log nor NVML's events are read, the hardware
 // errors where the log is not.
-func (w *kernWatch) WriteTo(out io.Writer) (int64, error) {
+func (w *Watch) WriteTo(out io.Writer) (int64, error) {
 	if w == nil || (w.r == nil && !w.nvml) {
 		return 0, nil
 	}
@@ -319,8 +336,8 @@ func (w *kernWatch) WriteTo(out io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-// stop ends the watch and lets go of the log.
-func (w *kernWatch) stop() {
+// Stop ends the watch and lets go of the log.
+func (w *Watch) Stop() {
 	w.cancel()
 	<-w.done
 	if w.r != nil {
