@@ -19,139 +19,6 @@ func newCatalog(g *globals) *cobra.Command {
 		Use:   "catalog",
 		Short: "List and check the offers gpurent prices, and print the embedded catalog",
 	}
-	var gpu string
-	var minMemory float64
-	var providers []string
-	var history bool
-	ls := &cobra.Command{
-		Use:   "ls",
-		Short: "List offers (the embedded catalog with any --catalog files merged over it)",
-		Args:  args(noArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadCatalog(g.catalogs)
-			if err != nil {
-				return err
-			}
-			all := c.Offers
-			current, by := catalog.Current(c.Offers)
-			if !history {
-				all = current
-			}
-			offers, err := catalog.WithGPU(all, gpu)
-			if err != nil {
-				return usagef("--gpu: %v", err)
-			}
-			if offers, err = billing.WithMemory(&billing.Profile{GPU: gpu, MinGPUMemoryGB: minMemory}, offers); err != nil {
-				return usagef("--min-gpu-memory: %v", err)
-			}
-			if offers, err = catalog.WithProvider(offers, providers); err != nil {
-				return usagef("--provider: %v%s", err, gpuNote(gpu))
-			}
-			if g.output == report.JSON {
-				out := catalogList{Offers: []catalogRow{}}
-				for _, o := range offers {
-					disk := o.Storage.IncludedDisk
-					if disk == "" {
-						disk = "unknown"
-					}
-					out.Offers = append(out.Offers, catalogRow{
-						ID: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Currency: o.Currency, Region: o.Region,
-						OnDemandHourly: o.OnDemand.Hourly, SpotHourly: spotJSON(o.Spot), Subscriptions: o.Subscriptions,
-						IncludedDisk: disk, Source: o.Source, AsOf: o.AsOf, SupersededBy: by[o.ID],
-					})
-				}
-				return report.WriteJSON(g.stdout, out)
-			}
-			tab := report.NewTab("ID", "PROVIDER", "GPU", "MEMORY", "CUR", "HOURLY", "SPOT", "MONTH", "AS OF")
-			for _, o := range offers {
-				spot := "-"
-				if o.Spot != nil {
-					spot = o.Spot.Hourly.String()
-				}
-				month := "-"
-				for _, s := range o.Subscriptions {
-					if s.Period == catalog.PeriodMonth {
-						month = fmt.Sprint(s.Price)
-					}
-				}
-				memory := "-"
-				if v, ok := o.GPUMemoryGB.Value(); ok {
-					memory = fmt.Sprintf("%g GB", v)
-				}
-				asOf := o.AsOf
-				if b := by[o.ID]; b != "" {
-					asOf += " (history: " + b + " supersedes it)"
-				}
-				tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), memory, o.Currency, o.OnDemand.Hourly.String(), spot, month, asOf)
-			}
-			if err := tab.Write(g.stdout); err != nil {
-				return err
-			}
-			providers := map[string]bool{}
-			for _, o := range offers {
-				providers[o.Provider] = true
-			}
-			var dates []string
-			for _, cur := range slices.Sorted(maps.Keys(c.Rates.PerUSD)) {
-				if cur != "USD" {
-					dates = append(dates, cur+" as of "+c.Rates.Dated(cur))
-				}
-			}
-			fmt.Fprintf(g.stdout, "\n%s from %s; exchange rates: %s\n", report.Count(len(offers), "offer"), report.Count(len(providers), "provider"), strings.Join(dates, ", "))
-			return nil
-		},
-	}
-	ls.Flags().StringVar(&gpu, "gpu", "", "only offers of this GPU model")
-	ls.Flags().Float64Var(&minMemory, "min-gpu-memory", 0, "only offers whose GPUs may have this many GB each (0: any)")
-	ls.Flags().StringArrayVar(&providers, "provider", nil, `only this provider's offers, e.g. "RunPod", "alibaba cloud" (repeatable)`)
-	ls.Flags().BoolVar(&history, "history", false, "also list older readings of offers that a newer reading supersedes")
-
-	check := &cobra.Command{
-		Use:   "check FILE...",
-		Short: "Validate catalog files: every problem with file, line and field",
-		Args:  args(cobra.MinimumNArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			def, err := catalog.Default()
-			if err != nil {
-				return err
-			}
-			for _, path := range args {
-				c, err := catalog.ReadFile(path, def.Rates)
-				if err != nil {
-					return err
-				}
-				if err := catalog.CheckReadings(catalog.Merge(def, c).Offers); err != nil {
-					return usagef("%s: %v", path, err)
-				}
-				unknown := map[string]int{}
-				noMemory := 0
-				for _, o := range c.Offers {
-					if !o.GPUMemoryGB.IsKnown() {
-						noMemory++
-					}
-					for name, f := range map[string]catalog.Fee{"boot_fee": o.BootFee, "egress_gb": o.EgressGB, "ip_month": o.IPMonth,
-						"storage.running_gb_month": o.Storage.RunningGBMonth, "storage.stopped_gb_month": o.Storage.StoppedGBMonth} {
-						if !f.IsKnown() {
-							unknown[name]++
-						}
-					}
-				}
-				fmt.Fprintf(g.stdout, "%s: ok, %s\n", path, report.Count(len(c.Offers), "offer"))
-				names := make([]string, 0, len(unknown))
-				for n := range unknown {
-					names = append(names, n)
-				}
-				sort.Strings(names)
-				for _, n := range names {
-					fmt.Fprintf(g.stdout, "  %s unknown in %s (quotes count it as 0 and say so)\n", n, report.Count(unknown[n], "offer"))
-				}
-				if noMemory > 0 {
-					fmt.Fprintf(g.stdout, "  gpu_memory_gb unknown in %s (--gpu with a size and --min-gpu-memory go by the datasheet's rows of the model)\n", report.Count(noMemory, "offer"))
-				}
-			}
-			return nil
-		},
-	}
 	def := &cobra.Command{
 		Use:   "default",
 		Short: "Print the embedded catalog, to start your own from",
@@ -161,9 +28,160 @@ func newCatalog(g *globals) *cobra.Command {
 			return err
 		},
 	}
-	cmd.AddCommand(ls, check, def)
+	cmd.AddCommand(newCatalogLs(g), newCatalogCheck(g), def)
 	group(cmd)
 	return cmd
+}
+
+// catalogLsOptions are catalog ls's flags.
+type catalogLsOptions struct {
+	gpu       string
+	minMemory float64
+	providers []string
+	history   bool
+}
+
+func newCatalogLs(g *globals) *cobra.Command {
+	var o catalogLsOptions
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List offers (the embedded catalog with any --catalog files merged over it)",
+		Args:  args(noArgs),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runCatalogLs(g, &o) },
+	}
+	ls.Flags().StringVar(&o.gpu, "gpu", "", "only offers of this GPU model")
+	ls.Flags().Float64Var(&o.minMemory, "min-gpu-memory", 0, "only offers whose GPUs may have this many GB each (0: any)")
+	ls.Flags().StringArrayVar(&o.providers, "provider", nil, `only this provider's offers, e.g. "RunPod", "alibaba cloud" (repeatable)`)
+	ls.Flags().BoolVar(&o.history, "history", false, "also list older readings of offers that a newer reading supersedes")
+	return ls
+}
+
+// runCatalogLs lists the offers that pass the filters.
+func runCatalogLs(g *globals, o *catalogLsOptions) error {
+	c, err := loadCatalog(g.catalogs)
+	if err != nil {
+		return err
+	}
+	all := c.Offers
+	current, by := catalog.Current(c.Offers)
+	if !o.history {
+		all = current
+	}
+	offers, err := catalog.WithGPU(all, o.gpu)
+	if err != nil {
+		return usagef("--gpu: %v", err)
+	}
+	if offers, err = billing.WithMemory(&billing.Profile{GPU: o.gpu, MinGPUMemoryGB: o.minMemory}, offers); err != nil {
+		return usagef("--min-gpu-memory: %v", err)
+	}
+	if offers, err = catalog.WithProvider(offers, o.providers); err != nil {
+		return usagef("--provider: %v%s", err, gpuNote(o.gpu))
+	}
+	if g.output == report.JSON {
+		out := catalogList{Offers: []catalogRow{}}
+		for _, o := range offers {
+			disk := o.Storage.IncludedDisk
+			if disk == "" {
+				disk = "unknown"
+			}
+			out.Offers = append(out.Offers, catalogRow{
+				ID: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Currency: o.Currency, Region: o.Region,
+				OnDemandHourly: o.OnDemand.Hourly, SpotHourly: spotJSON(o.Spot), Subscriptions: o.Subscriptions,
+				IncludedDisk: disk, Source: o.Source, AsOf: o.AsOf, SupersededBy: by[o.ID],
+			})
+		}
+		return report.WriteJSON(g.stdout, out)
+	}
+	tab := report.NewTab("ID", "PROVIDER", "GPU", "MEMORY", "CUR", "HOURLY", "SPOT", "MONTH", "AS OF")
+	for _, o := range offers {
+		spot := "-"
+		if o.Spot != nil {
+			spot = o.Spot.Hourly.String()
+		}
+		month := "-"
+		for _, s := range o.Subscriptions {
+			if s.Period == catalog.PeriodMonth {
+				month = fmt.Sprint(s.Price)
+			}
+		}
+		memory := "-"
+		if v, ok := o.GPUMemoryGB.Value(); ok {
+			memory = fmt.Sprintf("%g GB", v)
+		}
+		asOf := o.AsOf
+		if b := by[o.ID]; b != "" {
+			asOf += " (history: " + b + " supersedes it)"
+		}
+		tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), memory, o.Currency, o.OnDemand.Hourly.String(), spot, month, asOf)
+	}
+	if err := tab.Write(g.stdout); err != nil {
+		return err
+	}
+	providers := map[string]bool{}
+	for _, o := range offers {
+		providers[o.Provider] = true
+	}
+	var dates []string
+	for _, cur := range slices.Sorted(maps.Keys(c.Rates.PerUSD)) {
+		if cur != "USD" {
+			dates = append(dates, cur+" as of "+c.Rates.Dated(cur))
+		}
+	}
+	fmt.Fprintf(g.stdout, "\n%s from %s; exchange rates: %s\n", report.Count(len(offers), "offer"), report.Count(len(providers), "provider"), strings.Join(dates, ", "))
+	return nil
+}
+
+func newCatalogCheck(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "check FILE...",
+		Short: "Validate catalog files: every problem with file, line and field",
+		Args:  args(cobra.MinimumNArgs(1)),
+		RunE:  func(cmd *cobra.Command, args []string) error { return runCatalogCheck(g, args) },
+	}
+}
+
+// runCatalogCheck validates each file, merged over the embedded catalog,
+// and says what its offers leave unknown.
+func runCatalogCheck(g *globals, args []string) error {
+	def, err := catalog.Default()
+	if err != nil {
+		return err
+	}
+	for _, path := range args {
+		c, err := catalog.ReadFile(path, def.Rates)
+		if err != nil {
+			return err
+		}
+		if err := catalog.CheckReadings(catalog.Merge(def, c).Offers); err != nil {
+			return usagef("%s: %v", path, err)
+		}
+		unknown := map[string]int{}
+		noMemory := 0
+		for _, o := range c.Offers {
+			if !o.GPUMemoryGB.IsKnown() {
+				noMemory++
+			}
+			for name, f := range map[string]catalog.Fee{"boot_fee": o.BootFee, "egress_gb": o.EgressGB, "ip_month": o.IPMonth,
+				"storage.running_gb_month": o.Storage.RunningGBMonth, "storage.stopped_gb_month": o.Storage.StoppedGBMonth} {
+				if !f.IsKnown() {
+					unknown[name]++
+				}
+			}
+		}
+		fmt.Fprintf(g.stdout, "%s: ok, %s\n", path, report.Count(len(c.Offers), "offer"))
+		names := make([]string, 0, len(unknown))
+		for n := range unknown {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(g.stdout, "  %s unknown in %s (quotes count it as 0 and say so)\n", n, report.Count(unknown[n], "offer"))
+		}
+		if noMemory > 0 {
+			fmt.Fprintf(g.stdout, "  gpu_memory_gb unknown in %s (--gpu with a size and --min-gpu-memory go by the datasheet's rows of the model)\n", report.Count(noMemory, "offer"))
+		}
+	}
+	return nil
 }
 
 // catalogList is catalog ls -o json (docs/json.md).

@@ -26,21 +26,17 @@ import (
 	"github.com/gpurent/gpurent/internal/wipe"
 )
 
+// wipeOptions are wipe's flags.
+type wipeOptions struct {
+	s                                        storeFlags
+	yes, docker, noOverwrite, removeIdentity bool
+	ckpts, keep                              []string
+	requireBackup, reportPath, since, root   string
+	recent                                   time.Duration
+}
+
 func newWipe(g *globals) *cobra.Command {
-	var (
-		s              storeFlags
-		yes            bool
-		docker         bool
-		noOverwrite    bool
-		removeIdentity bool
-		ckpts          []string
-		keep           []string
-		requireBackup  string
-		reportPath     string
-		since          string
-		recent         time.Duration
-		root           string
-	)
+	var o wipeOptions
 	cmd := &cobra.Command{
 		Use:   "wipe [PATH...]",
 		Short: "Plan and carry out a verified clean-up before you release the machine",
@@ -89,166 +85,179 @@ check failed, 2 bad usage or a refused path.`,
 		Example: `  gpurent wipe /root/autodl-tmp/data                       # dry run: the plan
   gpurent wipe /root/autodl-tmp/data --ckpt ckpts --require-backup s3://bucket/ckpt --yes
   gpurent wipe --docker --yes -o json > wipe.json`,
-		RunE: func(cmd *cobra.Command, paths []string) error {
-			if err := notThere("--report", reportPath); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			var err error
-			e := wipe.Env{Root: "/", UID: os.Getuid(), Lookup: os.LookupEnv, Docker: dockerCLI, Recent: recent}
-			if recent < 0 {
-				return usagef("--recent %s: a duration of zero or more (0: keep nothing for being recent)", recent)
-			}
-			if recent == 0 {
-				e.Recent = -1 // none, as asked
-			}
-			if root != "" {
-				if e.Root, err = dirFlag("--root", root); err != nil {
-					return err
-				}
-			}
-			if since != "" {
-				if e.Since, err = parseSince(since, time.Now()); err != nil {
-					return usage.Wrap(err)
-				}
-			} else if t, ok := audit.TenancyStart(e.Root); ok {
-				e.Since = t
-			}
-			if e.Home, err = os.UserHomeDir(); err != nil {
-				// The plan is mostly the home's: histories, caches, keys.
-				return usagef("wipe: HOME is not set, and the plan needs the home directory whose histories, caches and keys it clears: set HOME (nothing was deleted)")
-			}
-			if e.Cwd, err = os.Getwd(); err != nil {
-				return fmt.Errorf("wipe: %w", err)
-			}
-			if exe, err := os.Executable(); err == nil {
-				e.Exe, _ = filepath.EvalSymlinks(exe)
-			}
-			o := wipe.Options{Docker: docker, NoOverwrite: noOverwrite, Keep: keep}
-			o.Checkpoints = append(o.Checkpoints, ckpts...)
-			for _, p := range paths {
-				// A directory gpurent run watched is checkpoint data.
-				if wipe.RunOf(p) != "" {
-					o.Checkpoints = append(o.Checkpoints, p)
-				} else {
-					o.Data = append(o.Data, p)
-				}
-			}
-			if removeIdentity {
-				var fromEnv bool
-				if o.Identity, fromEnv = identityPath(); fromEnv {
-					o.IdentityVars = []string{"GPURENT_IDENTITY"}
-				}
-			} else {
-				o.KeptIdentity, _ = identityPath()
-			}
-			// The report is kept whatever the plan holds: it is chosen
-			// before the plan, so that an item holding it leaves it.
-			if reportPath == "" {
-				if reportPath, err = defaultWipeReport(); err != nil {
-					return err
-				}
-			}
-			o.Report = reportPath
-			plan, err := wipe.Make(ctx, e, o)
-			if errors.Is(err, wipe.ErrRefused) {
-				return usage.Wrap(fmt.Errorf("wipe: %w (nothing was deleted)", err))
-			}
-			if err != nil {
-				return err
-			}
-			// Checkpoints are guarded wherever the plan finds them: named,
-			// or a run's directory inside a temp or data item.
-			ckptDirs := plan.CheckpointDirs()
-			if requireBackup != "" && len(ckptDirs) == 0 {
-				return usagef("--require-backup: no checkpoint directory to guard; name it with --ckpt DIR")
-			}
-			if len(ckptDirs) > 0 && requireBackup == "" {
-				plan.Warnings = append(plan.Warnings, "checkpoint data is deleted without checking a backup ("+strings.Join(ckptDirs, ", ")+"): add --require-backup STORE")
-			}
-			w := cmd.ErrOrStderr()
-			if g.output != report.JSON {
-				w = g.stdout
-			}
-			writeWipePlan(w, plan)
-
-			execute := yes
-			if !yes {
-				if in, ok := cmd.InOrStdin().(*os.File); ok && isTerminal(in) && len(plan.Items) > 0 {
-					execute = confirm(in, cmd.ErrOrStderr(), plan)
-				}
-			}
-			if !execute {
-				// The dry run checks the backup as --yes would, and says
-				// what the store lacks (exit 1, as the real run would).
-				if requireBackup != "" {
-					if err := checkBackups(ctx, &s, requireBackup, plan, w); err != nil {
-						return fmt.Errorf("%w (dry run: nothing was deleted)", err)
-					}
-				}
-				fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was deleted; run again with --yes to delete what is listed")
-				if g.output == report.JSON {
-					return report.WriteJSON(g.stdout, wipe.DryRun(plan, time.Now().UTC()))
-				}
-				return nil
-			}
-
-			if requireBackup != "" {
-				if err := checkBackups(ctx, &s, requireBackup, plan, w); err != nil {
-					return err
-				}
-			}
-			if err := os.MkdirAll(filepath.Dir(reportPath), 0o700); err != nil {
-				return fmt.Errorf("wipe report: %w", err)
-			}
-			// Saved under its resolved name, the one the plan keeps: a ".."
-			// after a link, or a directory on the way that the wipe
-			// removes, cannot send a later save elsewhere.
-			if dir, err := filepath.EvalSymlinks(filepath.Dir(reportPath)); err == nil {
-				if abs, err := filepath.Abs(dir); err == nil {
-					reportPath = filepath.Join(abs, filepath.Base(reportPath))
-				}
-			}
-			r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Save: func(r *wipe.Report) error { return saveReport(reportPath, r) },
-				Done: func(it wipe.Result) {
-					if it.Status == wipe.Removed {
-						fmt.Fprintf(w, "removed %s (%s)\n", report.Safe(orImage(it)), report.Bytes(it.Freed))
-					}
-				}})
-			writeOutcome(w, r, reportPath)
-			if g.output == report.JSON {
-				if jerr := report.WriteJSON(g.stdout, r); jerr != nil && err == nil {
-					err = jerr
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if r.Failed > 0 {
-				return fmt.Errorf("wipe: %d of %s could not be removed completely; see %s", r.Failed, report.Count(len(r.Items), "item"), reportPath)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, paths []string) error { return runWipe(cmd, g, &o, paths) },
 	}
 	f := cmd.Flags()
-	f.BoolVar(&yes, "yes", false, "delete what the plan lists (without it: a dry run, or a question on a terminal)")
-	f.BoolVar(&docker, "docker", false, "also remove every Docker image")
-	f.BoolVar(&noOverwrite, "no-overwrite", false, "unlink only, even where overwriting first would mean something")
-	f.StringArrayVar(&keep, "keep", nil, "leave this path alone, whether it is an item or inside one (repeatable)")
-	f.BoolVar(&removeIdentity, "remove-identity", false, "also remove gpurent's age identity (keep a copy elsewhere: it is the only key to your checkpoints)")
-	f.StringArrayVar(&ckpts, "ckpt", nil, "a checkpoint directory to remove, guarded by --require-backup (repeatable)")
-	f.StringVar(&requireBackup, "require-backup", "", "refuse to delete checkpoint directories unless every file in them is committed and verified in this store")
-	f.StringVar(&reportPath, "report", "", "where to save the JSON report (default $XDG_STATE_HOME/gpurent/wipe-TIME.json)")
-	f.StringVar(&s.run, "run", "", "the store's run holding the checkpoints (default: the one gpurent run recorded in the directory)")
-	f.StringVar(&s.identity, "identity", "", "age identity to read the store with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
-	f.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to a store endpoint that is not this machine")
-	f.StringVar(&s.authKey, "auth-key", "", "auth key file to check checkpoints with where the identity is not here (default $GPURENT_AUTH_KEY)")
-	f.BoolVar(&s.allowUnauth, "allow-unauthenticated", false, "count checkpoints without proof of their writer as backups (a store written before gpurent signed them)")
-	f.StringVar(&since, "since", "", "when this tenancy began, to tell temp files from before it: a time (2026-11-30T09:00:00Z) or how long ago (2h, 3d); default: when PID 1 started")
-	durationVar(f, &recent, "recent", wipe.RecentWindow, "temp entries with anything changed this recently are live work and kept (0: none)")
-	f.StringVar(&root, "root", "", "look for temp files and mounts under this directory instead of /")
+	f.BoolVar(&o.yes, "yes", false, "delete what the plan lists (without it: a dry run, or a question on a terminal)")
+	f.BoolVar(&o.docker, "docker", false, "also remove every Docker image")
+	f.BoolVar(&o.noOverwrite, "no-overwrite", false, "unlink only, even where overwriting first would mean something")
+	f.StringArrayVar(&o.keep, "keep", nil, "leave this path alone, whether it is an item or inside one (repeatable)")
+	f.BoolVar(&o.removeIdentity, "remove-identity", false, "also remove gpurent's age identity (keep a copy elsewhere: it is the only key to your checkpoints)")
+	f.StringArrayVar(&o.ckpts, "ckpt", nil, "a checkpoint directory to remove, guarded by --require-backup (repeatable)")
+	f.StringVar(&o.requireBackup, "require-backup", "", "refuse to delete checkpoint directories unless every file in them is committed and verified in this store")
+	f.StringVar(&o.reportPath, "report", "", "where to save the JSON report (default $XDG_STATE_HOME/gpurent/wipe-TIME.json)")
+	f.StringVar(&o.s.run, "run", "", "the store's run holding the checkpoints (default: the one gpurent run recorded in the directory)")
+	f.StringVar(&o.s.identity, "identity", "", "age identity to read the store with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
+	f.BoolVar(&o.s.insecure, "insecure", false, "allow plain http:// to a store endpoint that is not this machine")
+	f.StringVar(&o.s.authKey, "auth-key", "", "auth key file to check checkpoints with where the identity is not here (default $GPURENT_AUTH_KEY)")
+	f.BoolVar(&o.s.allowUnauth, "allow-unauthenticated", false, "count checkpoints without proof of their writer as backups (a store written before gpurent signed them)")
+	f.StringVar(&o.since, "since", "", "when this tenancy began, to tell temp files from before it: a time (2026-11-30T09:00:00Z) or how long ago (2h, 3d); default: when PID 1 started")
+	durationVar(f, &o.recent, "recent", wipe.RecentWindow, "temp entries with anything changed this recently are live work and kept (0: none)")
+	f.StringVar(&o.root, "root", "", "look for temp files and mounts under this directory instead of /")
 	_ = f.MarkHidden("root")
 	return cmd
+}
+
+// runWipe plans the clean-up, shows the plan and, with --yes or a yes on
+// the terminal, carries it out, the report saved after every item.
+func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) error {
+	ctx := cmd.Context()
+	plan, err := planWipe(ctx, o, paths)
+	if err != nil {
+		return err
+	}
+	w := cmd.ErrOrStderr()
+	if g.output != report.JSON {
+		w = g.stdout
+	}
+	writeWipePlan(w, plan)
+
+	execute := o.yes
+	if !o.yes {
+		if in, ok := cmd.InOrStdin().(*os.File); ok && isTerminal(in) && len(plan.Items) > 0 {
+			execute = confirm(in, cmd.ErrOrStderr(), plan)
+		}
+	}
+	if !execute {
+		// The dry run checks the backup as --yes would, and says
+		// what the store lacks (exit 1, as the real run would).
+		if o.requireBackup != "" {
+			if err := checkBackups(ctx, &o.s, o.requireBackup, plan, w); err != nil {
+				return fmt.Errorf("%w (dry run: nothing was deleted)", err)
+			}
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was deleted; run again with --yes to delete what is listed")
+		if g.output == report.JSON {
+			return report.WriteJSON(g.stdout, wipe.DryRun(plan, time.Now().UTC()))
+		}
+		return nil
+	}
+
+	if o.requireBackup != "" {
+		if err := checkBackups(ctx, &o.s, o.requireBackup, plan, w); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(o.reportPath), 0o700); err != nil {
+		return fmt.Errorf("wipe report: %w", err)
+	}
+	// Saved under its resolved name, the one the plan keeps: a ".."
+	// after a link, or a directory on the way that the wipe
+	// removes, cannot send a later save elsewhere.
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(o.reportPath)); err == nil {
+		if abs, err := filepath.Abs(dir); err == nil {
+			o.reportPath = filepath.Join(abs, filepath.Base(o.reportPath))
+		}
+	}
+	r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Save: func(r *wipe.Report) error { return saveReport(o.reportPath, r) },
+		Done: func(it wipe.Result) {
+			if it.Status == wipe.Removed {
+				fmt.Fprintf(w, "removed %s (%s)\n", report.Safe(orImage(it)), report.Bytes(it.Freed))
+			}
+		}})
+	writeOutcome(w, r, o.reportPath)
+	if g.output == report.JSON {
+		if jerr := report.WriteJSON(g.stdout, r); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if r.Failed > 0 {
+		return fmt.Errorf("wipe: %d of %s could not be removed completely; see %s", r.Failed, report.Count(len(r.Items), "item"), o.reportPath)
+	}
+	return nil
+}
+
+// planWipe makes the plan: what is removed, and what is kept and why.
+func planWipe(ctx context.Context, o *wipeOptions, paths []string) (*wipe.Plan, error) {
+	if err := notThere("--report", o.reportPath); err != nil {
+		return nil, err
+	}
+	var err error
+	e := wipe.Env{Root: "/", UID: os.Getuid(), Lookup: os.LookupEnv, Docker: dockerCLI, Recent: o.recent}
+	if o.recent < 0 {
+		return nil, usagef("--recent %s: a duration of zero or more (0: keep nothing for being recent)", o.recent)
+	}
+	if o.recent == 0 {
+		e.Recent = -1 // none, as asked
+	}
+	if o.root != "" {
+		if e.Root, err = dirFlag("--root", o.root); err != nil {
+			return nil, err
+		}
+	}
+	if o.since != "" {
+		if e.Since, err = parseSince(o.since, time.Now()); err != nil {
+			return nil, usage.Wrap(err)
+		}
+	} else if t, ok := audit.TenancyStart(e.Root); ok {
+		e.Since = t
+	}
+	if e.Home, err = os.UserHomeDir(); err != nil {
+		// The plan is mostly the home's: histories, caches, keys.
+		return nil, usagef("wipe: HOME is not set, and the plan needs the home directory whose histories, caches and keys it clears: set HOME (nothing was deleted)")
+	}
+	if e.Cwd, err = os.Getwd(); err != nil {
+		return nil, fmt.Errorf("wipe: %w", err)
+	}
+	if exe, err := os.Executable(); err == nil {
+		e.Exe, _ = filepath.EvalSymlinks(exe)
+	}
+	wo := wipe.Options{Docker: o.docker, NoOverwrite: o.noOverwrite, Keep: o.keep}
+	wo.Checkpoints = append(wo.Checkpoints, o.ckpts...)
+	for _, p := range paths {
+		// A directory gpurent run watched is checkpoint data.
+		if wipe.RunOf(p) != "" {
+			wo.Checkpoints = append(wo.Checkpoints, p)
+		} else {
+			wo.Data = append(wo.Data, p)
+		}
+	}
+	if o.removeIdentity {
+		var fromEnv bool
+		if wo.Identity, fromEnv = identityPath(); fromEnv {
+			wo.IdentityVars = []string{"GPURENT_IDENTITY"}
+		}
+	} else {
+		wo.KeptIdentity, _ = identityPath()
+	}
+	// The report is kept whatever the plan holds: it is chosen
+	// before the plan, so that an item holding it leaves it.
+	if o.reportPath == "" {
+		if o.reportPath, err = defaultWipeReport(); err != nil {
+			return nil, err
+		}
+	}
+	wo.Report = o.reportPath
+	plan, err := wipe.Make(ctx, e, wo)
+	if errors.Is(err, wipe.ErrRefused) {
+		return nil, usage.Wrap(fmt.Errorf("wipe: %w (nothing was deleted)", err))
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Checkpoints are guarded wherever the plan finds them: named,
+	// or a run's directory inside a temp or data item.
+	ckptDirs := plan.CheckpointDirs()
+	if o.requireBackup != "" && len(ckptDirs) == 0 {
+		return nil, usagef("--require-backup: no checkpoint directory to guard; name it with --ckpt DIR")
+	}
+	if len(ckptDirs) > 0 && o.requireBackup == "" {
+		plan.Warnings = append(plan.Warnings, "checkpoint data is deleted without checking a backup ("+strings.Join(ckptDirs, ", ")+"): add --require-backup STORE")
+	}
+	return plan, nil
 }
 
 // dockerCLI runs the docker command when it is installed.
