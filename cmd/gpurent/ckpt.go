@@ -16,60 +16,37 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/time/rate"
 
 	"github.com/gpurent/gpurent/internal/ledger"
 	"github.com/gpurent/gpurent/internal/report"
-	"github.com/gpurent/gpurent/internal/statedir"
 	"github.com/gpurent/gpurent/internal/store"
-	"github.com/gpurent/gpurent/internal/units"
+	"github.com/gpurent/gpurent/internal/storeconf"
 	"github.com/gpurent/gpurent/internal/usage"
 )
 
 // version is gpurent's version, recorded in manifests.
 const version = "0.4.0-dev"
 
-// storeFlags are the flags every ckpt command shares.
-type storeFlags struct {
-	url        string
-	run        string
-	recipients []string
-	identity   string
-	noEncrypt  bool
-	authKey    string
-	// allowUnauth writes checkpoints without proof of their writer and
-	// reads ones that have none (a store from before proofs).
-	allowUnauth bool
-	takeover    bool
-	insecure    bool
-	grace       time.Duration
-	workers     int
-	bwlimit     string
-	partSize    string
-	partConc    int
-	// registered: the flags above are the command's (register).
-	registered bool
-	// say, when set, is where a store's retries are told (a line each);
-	// the command sets it to its stderr, or run to its log.
-	say func(format string, a ...any)
-}
+// storeFlags are the flags every ckpt command shares: storeconf's
+// settings, which open the store.
+type storeFlags struct{ storeconf.Config }
 
 func (s *storeFlags) register(fs *pflag.FlagSet) {
-	s.registered = true
-	fs.StringVar(&s.url, "store", os.Getenv("GPURENT_STORE"), "where checkpoints live: a path, file:///path, s3://bucket/prefix?endpoint=...&region=..., gs://, azblob:// (default $GPURENT_STORE)")
-	fs.StringVar(&s.run, "run", "default", "the run (training job) the checkpoints belong to")
-	fs.StringArrayVar(&s.recipients, "recipient", nil, "age public key to encrypt to (repeatable; default $GPURENT_RECIPIENT, else the identity's own)")
-	fs.StringVar(&s.identity, "identity", "", "age identity file to decrypt with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
-	fs.BoolVar(&s.noEncrypt, "no-encrypt", false, "store plaintext (no recipient needed)")
-	fs.StringVar(&s.authKey, "auth-key", "", "auth key file that signs checkpoints as yours, for a machine without the identity (default $GPURENT_AUTH_KEY; made by gpurent keygen --auth-key)")
-	fs.BoolVar(&s.allowUnauth, "allow-unauthenticated", false, "write checkpoints without proof of their writer, and read ones that have none (a store written before gpurent signed them); anyone with the store's write key can plant such a checkpoint")
-	fs.BoolVar(&s.takeover, "takeover", false, "take the run from another session that holds its lease (a gpurent run on a machine that is gone); that session commits nothing more")
-	fs.BoolVar(&s.insecure, "insecure", false, "allow plain http:// to an endpoint that is not this machine")
-	durationVar(fs, &s.grace, "grace", 10*time.Minute, "leave uncommitted uploads younger than this alone when cleaning up")
-	fs.IntVar(&s.workers, "workers", 4, "files moved in parallel")
-	fs.StringVar(&s.partSize, "part-size", "8MiB", "size of the parts of a multipart upload (S3, GCS, Azure): 5MiB to 5GiB; memory is part size x --part-concurrency x --workers")
-	fs.IntVar(&s.partConc, "part-concurrency", 4, "parts of one object uploaded at once (1 to 64)")
-	fs.StringVar(&s.bwlimit, "bwlimit", "", "cap uploads and downloads at this rate each, e.g. 50MB/s, 50MiB/s or 400Mbit/s (default: no cap)")
+	s.Version = version
+	fs.StringVar(&s.URL, "store", os.Getenv("GPURENT_STORE"), "where checkpoints live: a path, file:///path, s3://bucket/prefix?endpoint=...&region=..., gs://, azblob:// (default $GPURENT_STORE)")
+	fs.StringVar(&s.Run, "run", "default", "the run (training job) the checkpoints belong to")
+	fs.StringArrayVar(&s.Recipients, "recipient", nil, "age public key to encrypt to (repeatable; default $GPURENT_RECIPIENT, else the identity's own)")
+	fs.StringVar(&s.Identity, "identity", "", "age identity file to decrypt with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
+	fs.BoolVar(&s.NoEncrypt, "no-encrypt", false, "store plaintext (no recipient needed)")
+	fs.StringVar(&s.AuthKey, "auth-key", "", "auth key file that signs checkpoints as yours, for a machine without the identity (default $GPURENT_AUTH_KEY; made by gpurent keygen --auth-key)")
+	fs.BoolVar(&s.AllowUnauthenticated, "allow-unauthenticated", false, "write checkpoints without proof of their writer, and read ones that have none (a store written before gpurent signed them); anyone with the store's write key can plant such a checkpoint")
+	fs.BoolVar(&s.Takeover, "takeover", false, "take the run from another session that holds its lease (a gpurent run on a machine that is gone); that session commits nothing more")
+	fs.BoolVar(&s.Insecure, "insecure", false, "allow plain http:// to an endpoint that is not this machine")
+	durationVar(fs, &s.Grace, "grace", 10*time.Minute, "leave uncommitted uploads younger than this alone when cleaning up")
+	fs.IntVar(&s.Workers, "workers", 4, "files moved in parallel")
+	fs.StringVar(&s.PartSize, "part-size", "8MiB", "size of the parts of a multipart upload (S3, GCS, Azure): 5MiB to 5GiB; memory is part size x --part-concurrency x --workers")
+	fs.IntVar(&s.PartConcurrency, "part-concurrency", 4, "parts of one object uploaded at once (1 to 64)")
+	fs.StringVar(&s.BWLimit, "bwlimit", "", "cap uploads and downloads at this rate each, e.g. 50MB/s, 50MiB/s or 400Mbit/s (default: no cap)")
 }
 
 // checkID refuses an empty --id before the store is opened: bad input,
@@ -142,173 +119,6 @@ func unauthNote(w io.Writer, ids []string) {
 	}
 	fmt.Fprintf(w, "gpurent: left %s alone, not counted toward --keep: no key here signed them (written by a gpurent before 2026-12, or planted by someone with the store's write key; gpurent ckpt verify names them): %s\n",
 		report.Count(len(ids), "unauthenticated checkpoint"), strings.Join(ids, ", "))
-}
-
-// identityPath is the identity every command uses unless --identity names
-// one: $GPURENT_IDENTITY (set: true, the user chose it), else the default.
-// keygen writes there too, so that what it creates is what push and pull
-// read.
-func identityPath() (path string, set bool) {
-	if v := os.Getenv("GPURENT_IDENTITY"); v != "" {
-		return v, true
-	}
-	return defaultIdentity(), false
-}
-
-// defaultIdentity is $XDG_CONFIG_HOME/gpurent/identity.txt, else
-// ~/.config/gpurent/identity.txt.
-func defaultIdentity() string {
-	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "gpurent", "identity.txt")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".config", "gpurent", "identity.txt")
-}
-
-// crypto assembles recipients and identities. needKey says the command
-// must be able to decrypt.
-func (s *storeFlags) crypto(forPush bool) (*store.Crypto, error) {
-	c := &store.Crypto{}
-	idPath, explicit := s.identity, s.identity != ""
-	if !explicit {
-		idPath, explicit = identityPath()
-	}
-	if idPath != "" {
-		if _, err := os.Stat(idPath); err == nil || explicit {
-			ids, err := store.LoadIdentities(idPath)
-			if err != nil {
-				return nil, usage.Wrap(err)
-			}
-			c.Identities = ids
-		}
-	}
-	c.Auth = store.AuthKeysOf(c.Identities)
-	akPath := s.authKey
-	if akPath == "" {
-		akPath = os.Getenv("GPURENT_AUTH_KEY")
-	}
-	if akPath != "" {
-		k, err := store.LoadAuthKey(akPath)
-		if err != nil {
-			return nil, usage.Wrap(err)
-		}
-		c.Auth = append(c.Auth, k)
-	}
-	c.CheckAuth = !s.allowUnauth
-	if !forPush {
-		return c, nil
-	}
-	if s.noEncrypt {
-		return c, s.canSign(c)
-	}
-	keys := s.recipients
-	if len(keys) == 0 {
-		if v := os.Getenv("GPURENT_RECIPIENT"); v != "" {
-			keys = strings.Split(v, ",")
-		} else {
-			keys = store.RecipientsOf(c.Identities)
-		}
-	}
-	if len(keys) == 0 {
-		return nil, usagef("no recipient to encrypt to: run gpurent keygen, or pass --recipient age1..., or --no-encrypt to store plaintext")
-	}
-	rs, err := store.ParseRecipients(keys)
-	if err != nil {
-		return nil, usage.Wrap(err)
-	}
-	c.Recipients = rs
-	for _, k := range keys {
-		c.Keys = append(c.Keys, strings.TrimSpace(k))
-	}
-	return c, s.canSign(c)
-}
-
-// canSign refuses a push that could not sign its checkpoints: found now,
-// not when a new machine tries to resume, since the owner's pull refuses
-// a checkpoint without proof.
-func (s *storeFlags) canSign(c *store.Crypto) error {
-	if len(c.Auth) > 0 || s.allowUnauth {
-		return nil
-	}
-	return usagef("no key to sign checkpoints as yours: this machine holds no age identity (--identity, GPURENT_IDENTITY, %s) and no auth key (--auth-key, GPURENT_AUTH_KEY). Copy the identity here, or, to keep it off this machine, run gpurent keygen --auth-key FILE where it is and copy FILE here (it signs but cannot decrypt); --allow-unauthenticated pushes without proof, which pull then refuses unless given the same flag", defaultIdentity())
-}
-
-// open opens the store with retries around it, for a command that writes
-// to it: a local store directory is made when missing.
-func (s *storeFlags) open(ctx context.Context, c *store.Crypto, progress func(int64)) (*store.Store, string, func(), error) {
-	return s.openStore(ctx, c, progress, false)
-}
-
-// openExisting opens the store for a command that reads it: a local store
-// directory that is not there is an error naming it.
-func (s *storeFlags) openExisting(ctx context.Context, c *store.Crypto, progress func(int64)) (*store.Store, string, func(), error) {
-	return s.openStore(ctx, c, progress, true)
-}
-
-func (s *storeFlags) openStore(ctx context.Context, c *store.Crypto, progress func(int64), mustExist bool) (*store.Store, string, func(), error) {
-	if err := store.ValidRun(s.run); err != nil {
-		return nil, "", nil, usage.Wrap(err)
-	}
-	if s.workers < 1 {
-		return nil, "", nil, usagef("--workers: want at least 1, got %d", s.workers)
-	}
-	if s.grace < 0 {
-		return nil, "", nil, usagef("--grace: want 0 (every leftover, even one of a push still running) or more, got %v", s.grace)
-	}
-	var upload, download *rate.Limiter
-	if s.bwlimit != "" {
-		bps, err := units.ParseRate(s.bwlimit)
-		if err != nil {
-			return nil, "", nil, usagef("--bwlimit: %v", err)
-		}
-		upload, download = store.NewUploadLimit(bps), store.NewUploadLimit(bps)
-	}
-	// Commands that open a store without these flags (wipe
-	// --require-backup) take their defaults.
-	if !s.registered {
-		s.partSize, s.partConc = "8MiB", 4
-	}
-	part, err := units.ParseSize(s.partSize, 1<<20)
-	if err != nil || store.CheckPartSize(int64(part)) != nil {
-		why := "want a size such as 8MiB or 64MiB"
-		if err == nil {
-			why = store.CheckPartSize(int64(part)).Error()
-		}
-		return nil, "", nil, usagef("--part-size %q: %s", s.partSize, why)
-	}
-	if s.partConc < 1 || s.partConc > 64 {
-		return nil, "", nil, usagef("--part-concurrency: want 1 to 64, got %d", s.partConc)
-	}
-	b, name, err := store.Open(ctx, s.url, store.OpenOptions{Insecure: s.insecure, PartSize: int(part), Concurrency: s.partConc, MustExist: mustExist})
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "store") || strings.HasPrefix(err.Error(), "no store") {
-			return nil, "", nil, usage.Wrap(err)
-		}
-		return nil, "", nil, err
-	}
-	host, _ := os.Hostname()
-	grace := s.grace
-	if grace == 0 {
-		grace = -1
-	}
-	r := &store.Retrying{Backend: b}
-	if say := s.say; say != nil {
-		r.Retried = func(err error, wait time.Duration, left int) {
-			say("the store: %s; trying again in %.1f s (%s left)", store.Brief(err), wait.Seconds(), report.Count(left, "try"))
-		}
-	}
-	// Pushes of large files keep what they stored in the state
-	// directory, so that one cut short resumes; without one they do not.
-	var journal string
-	if d, err := statedir.Dir(); err == nil {
-		journal = filepath.Join(d, "pushes")
-	}
-	st := store.New(r, store.Options{Crypto: c, Host: host, Version: version, Workers: s.workers, Grace: grace, Progress: progress, Upload: upload, Download: download,
-		Leases: true, Takeover: s.takeover, Journal: journal, Where: name})
-	return st, name, func() { b.Close() }, nil
 }
 
 // progress shows bytes moved and throughput on a terminal, every half
@@ -384,7 +194,7 @@ checkpoints as yours but cannot decrypt them); pull needs the identity.`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				out, _ = identityPath()
+				out, _ = storeconf.IdentityPath()
 			}
 			if out == "" {
 				// No home to default to (env -i, some init systems'
@@ -454,7 +264,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 	s.register(cmd.PersistentFlags())
 	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
 		debug.SetMemoryLimit(store.MemoryLimit)
-		s.say = func(format string, a ...any) {
+		s.Say = func(format string, a ...any) {
 			fmt.Fprintf(c.ErrOrStderr(), "gpurent: %s\n", report.Safe(fmt.Sprintf(format, a...)))
 		}
 	}

@@ -33,10 +33,10 @@ func newCkptPush(g *globals, s *storeFlags) *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: %s is a symlink to %s: what is stored is the link itself (a name, none of the content it leads to); push %s, or %s/ for a directory, to store the content\n",
 					report.Safe(a[0]), report.Safe(target), report.Safe(target), report.Safe(a[0]))
 			}
-			if dir := store.LocalDir(s.url); store.Within(dir, a[0]) {
+			if dir := store.LocalDir(s.URL); store.Within(dir, a[0]) {
 				return usagef("push: the store %s lies inside %s, which would be pushed into itself; keep the store elsewhere", dir, a[0])
 			}
-			c, err := s.crypto(true)
+			c, err := s.Crypto(true)
 			if err != nil {
 				return err
 			}
@@ -51,7 +51,7 @@ func newCkptPush(g *globals, s *storeFlags) *cobra.Command {
 				}
 			}
 			bar := startProgress(cmd.ErrOrStderr(), "push", total)
-			st, name, closeFn, err := s.open(cmd.Context(), c, bar.add)
+			st, name, closeFn, err := s.Open(cmd.Context(), c, bar.add)
 			if err != nil {
 				bar.end()
 				return err
@@ -61,7 +61,7 @@ func newCkptPush(g *globals, s *storeFlags) *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: storing plaintext on %s: anyone with access to the store can read it\n", name)
 			}
 			start := time.Now()
-			m, err := st.Push(cmd.Context(), a[0], s.run)
+			m, err := st.Push(cmd.Context(), a[0], s.Run)
 			bar.end()
 			if err != nil {
 				return err
@@ -73,7 +73,7 @@ func newCkptPush(g *globals, s *storeFlags) *cobra.Command {
 			if m.Resumed > 0 {
 				reused += fmt.Sprintf(" (%s of it stored by the push cut short before, not uploaded again)", report.Bytes(m.Resumed))
 			}
-			return writeManifest(g, m, fmt.Sprintf("pushed %s to %s run %s: %s, %s in %.1f s%s", a[0], name, s.run, report.Count(m.Files, "entry"), report.Bytes(m.Bytes), time.Since(start).Seconds(), reused))
+			return writeManifest(g, m, fmt.Sprintf("pushed %s to %s run %s: %s, %s in %.1f s%s", a[0], name, s.Run, report.Count(m.Files, "entry"), report.Bytes(m.Bytes), time.Since(start).Seconds(), reused))
 		},
 	}
 	return push
@@ -93,31 +93,31 @@ func newCkptPull(g *globals, s *storeFlags) *cobra.Command {
 			if _, err := os.Lstat(a[0]); err == nil {
 				return usagef("pull: %s already exists; pull into a new path (nothing was changed)", a[0])
 			}
-			if dir := store.LocalDir(s.url); dir != "" && store.Within(resolvedNew(a[0]), dir) {
+			if dir := store.LocalDir(s.URL); dir != "" && store.Within(resolvedNew(a[0]), dir) {
 				// Files among the store's objects could be taken for a
 				// killed push's leftovers, and deleted by the next prune.
 				return usagef("pull: %s lies inside the store %s; pull elsewhere (nothing was changed)", a[0], dir)
 			}
-			c, err := s.crypto(false)
+			c, err := s.Crypto(false)
 			if err != nil {
 				return err
 			}
 			bar := startProgress(cmd.ErrOrStderr(), "pull", 0)
-			st, name, closeFn, err := s.openExisting(cmd.Context(), c, bar.add)
+			st, name, closeFn, err := s.OpenExisting(cmd.Context(), c, bar.add)
 			if err != nil {
 				bar.end()
 				return err
 			}
 			defer closeFn()
-			if id, err = resolveID(cmd.Context(), cmd.ErrOrStderr(), st, s.run, id, true); err != nil {
+			if id, err = resolveID(cmd.Context(), cmd.ErrOrStderr(), st, s.Run, id, true); err != nil {
 				bar.end()
 				return err
 			}
-			if m, err := st.Find(cmd.Context(), s.run, id); err == nil {
+			if m, err := st.Find(cmd.Context(), s.Run, id); err == nil {
 				bar.total.Store(m.Bytes)
 			}
 			start := time.Now()
-			m, err := st.Pull(cmd.Context(), s.run, id, a[0])
+			m, err := st.Pull(cmd.Context(), s.Run, id, a[0])
 			bar.end()
 			if errors.Is(err, store.ErrNoCheckpoint) {
 				return noCheckpoint(cmd.Context(), st, err, id != "latest")
@@ -137,7 +137,7 @@ func newCkptPull(g *globals, s *storeFlags) *cobra.Command {
 				// An earlier pull cut short had the rest.
 				size += fmt.Sprintf(" (%s fetched now, the rest kept by an earlier try)", report.Bytes(got))
 			}
-			return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %s, %s in %.1f s, every file checked", m.ID, name, s.run, a[0], report.Count(m.Files, "entry"), size, time.Since(start).Seconds()))
+			return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %s, %s in %.1f s, every file checked", m.ID, name, s.Run, a[0], report.Count(m.Files, "entry"), size, time.Since(start).Seconds()))
 		},
 	}
 	pull.Flags().StringVar(&id, "id", "latest", "checkpoint id from ls, a NAME ls shows (the newest pushed under it, e.g. checkpoint-5000), or latest")
@@ -151,12 +151,12 @@ func newCkptLs(g *globals, s *storeFlags) *cobra.Command {
 		Short: "List the committed checkpoints of a run",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, _, closeFn, err := s.openExisting(cmd.Context(), &store.Crypto{}, nil)
+			st, _, closeFn, err := s.OpenExisting(cmd.Context(), &store.Crypto{}, nil)
 			if err != nil {
 				return err
 			}
 			defer closeFn()
-			ms, bad, err := st.ListAll(cmd.Context(), s.run)
+			ms, bad, err := st.ListAll(cmd.Context(), s.Run)
 			if err != nil {
 				return err
 			}
@@ -165,7 +165,7 @@ func newCkptLs(g *globals, s *storeFlags) *cobra.Command {
 				if ms == nil {
 					ms = []*store.Manifest{}
 				}
-				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "checkpoints": summaries(ms), "unreadable": unreadableKeys(bad)})
+				return report.WriteJSON(g.stdout, map[string]any{"run": s.Run, "checkpoints": summaries(ms), "unreadable": unreadableKeys(bad)})
 			}
 			// ENTRIES, not FILES: the count holds the directories, the
 			// checkpoint's own among them, as push and pull say.
@@ -182,7 +182,7 @@ func newCkptLs(g *globals, s *storeFlags) *cobra.Command {
 			if err := tab.Write(g.stdout); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "\n%s in run %s\n", report.Count(len(ms), "checkpoint"), s.run)
+			fmt.Fprintf(g.stdout, "\n%s in run %s\n", report.Count(len(ms), "checkpoint"), s.Run)
 			if len(ms) == 0 {
 				fmt.Fprintln(g.stdout, runsHint(cmd.Context(), st))
 			}
@@ -204,11 +204,11 @@ func newCkptVerify(g *globals, s *storeFlags) *cobra.Command {
 			if err := checkID(id); err != nil {
 				return err
 			}
-			c, err := s.crypto(false)
+			c, err := s.Crypto(false)
 			if err != nil {
 				return err
 			}
-			st, _, closeFn, err := s.openExisting(cmd.Context(), c, nil)
+			st, _, closeFn, err := s.OpenExisting(cmd.Context(), c, nil)
 			if err != nil {
 				return err
 			}
@@ -217,13 +217,13 @@ func newCkptVerify(g *globals, s *storeFlags) *cobra.Command {
 			if vid == "latest" && !cmd.Flags().Changed("id") {
 				vid = ""
 			}
-			if vid, err = resolveID(cmd.Context(), cmd.ErrOrStderr(), st, s.run, vid, false); err != nil {
+			if vid, err = resolveID(cmd.Context(), cmd.ErrOrStderr(), st, s.Run, vid, false); err != nil {
 				return err
 			}
 			if !deep && c.CheckAuth && len(c.Auth) == 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: note: no identity or auth key here, so whether each checkpoint is the owner's (not planted) is not checked; pass --identity FILE or --auth-key FILE to check it\n")
 			}
-			ms, probs, err := st.Verify(cmd.Context(), s.run, vid, deep)
+			ms, probs, err := st.Verify(cmd.Context(), s.Run, vid, deep)
 			if errors.Is(err, store.ErrNoCheckpoint) {
 				return noCheckpoint(cmd.Context(), st, err, vid != "" && vid != "latest")
 			}
@@ -233,13 +233,13 @@ func newCkptVerify(g *globals, s *storeFlags) *cobra.Command {
 			if len(ms) == 0 {
 				// Nothing to check is not a pass: a mistyped run name must
 				// not read as "the checkpoints are safe, release the machine".
-				probs = append(probs, store.Problem{Msg: fmt.Sprintf("run %s has no checkpoint; %s", s.run, runsHint(cmd.Context(), st))})
+				probs = append(probs, store.Problem{Msg: fmt.Sprintf("run %s has no checkpoint; %s", s.Run, runsHint(cmd.Context(), st))})
 			}
 			if g.output == report.JSON {
 				if probs == nil {
 					probs = []store.Problem{}
 				}
-				if err := report.WriteJSON(g.stdout, map[string]any{"run": s.run, "checked": len(ms), "deep": deep, "problems": probs}); err != nil {
+				if err := report.WriteJSON(g.stdout, map[string]any{"run": s.Run, "checked": len(ms), "deep": deep, "problems": probs}); err != nil {
 					return err
 				}
 			} else {
@@ -300,16 +300,16 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 				return usagef("--keep N is required (N >= 0): how many of the newest checkpoints to keep")
 			}
 			if keep == 0 && !removeAll && !dryRun {
-				return usagef("--keep 0 deletes every checkpoint of run %s; add --unsafe-allow-remove-all if that is what you want (--dry-run shows them)", s.run)
+				return usagef("--keep 0 deletes every checkpoint of run %s; add --unsafe-allow-remove-all if that is what you want (--dry-run shows them)", s.Run)
 			}
 			if cmd.Flags().Changed("keep-logs") && keepLogs < 0 {
 				return usagef("--keep-logs: want 0 or more log sessions to keep, got %d", keepLogs)
 			}
-			c, err := s.crypto(false)
+			c, err := s.Crypto(false)
 			if err != nil {
 				return err
 			}
-			st, _, closeFn, err := s.openExisting(cmd.Context(), c, nil)
+			st, _, closeFn, err := s.OpenExisting(cmd.Context(), c, nil)
 			if err != nil {
 				return err
 			}
@@ -321,11 +321,11 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 					return nil
 				}
 				var err error
-				logs, err = st.PruneLogs(cmd.Context(), s.run, keepLogs, dry)
+				logs, err = st.PruneLogs(cmd.Context(), s.Run, keepLogs, dry)
 				return err
 			}
 			if dryRun {
-				p, err := st.PlanPrune(cmd.Context(), s.run, keep)
+				p, err := st.PlanPrune(cmd.Context(), s.Run, keep)
 				if err != nil {
 					return err
 				}
@@ -344,7 +344,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 				unreadableNote(cmd.ErrOrStderr(), p.Unreadable)
 				if g.output == report.JSON {
 					uploadsNote(cmd.ErrOrStderr(), p.UploadsErr)
-					return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "dry_run": true, "would_delete": ids,
+					return report.WriteJSON(g.stdout, map[string]any{"run": s.Run, "dry_run": true, "would_delete": ids,
 						"leftover_objects": len(p.Leftovers), "incomplete_uploads": len(p.Uploads), "would_delete_log_sessions": logs,
 						"unauthenticated_left": unauth, "unreadable_left": unreadableKeys(p.Unreadable)})
 				}
@@ -355,11 +355,11 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 					fmt.Fprintf(g.stdout, "would delete log session %s\n", l)
 				}
 				fmt.Fprintf(g.stdout, "dry run: would keep the newest %d of run %s, delete %s%s and remove %s%s; nothing was deleted\n",
-					keep, s.run, report.Count(len(ids), "checkpoint"), logsText(logs), report.Count(len(p.Leftovers), "leftover object"), uploadsText(len(p.Uploads), "abort"))
+					keep, s.Run, report.Count(len(ids), "checkpoint"), logsText(logs), report.Count(len(p.Leftovers), "leftover object"), uploadsText(len(p.Uploads), "abort"))
 				uploadsNote(cmd.ErrOrStderr(), p.UploadsErr)
 				return nil
 			}
-			r, err := st.Prune(cmd.Context(), s.run, keep)
+			r, err := st.Prune(cmd.Context(), s.Run, keep)
 			if err != nil {
 				return err
 			}
@@ -373,7 +373,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			unreadableNote(cmd.ErrOrStderr(), r.Unreadable)
 			if g.output == report.JSON {
 				uploadsNote(cmd.ErrOrStderr(), r.UploadsErr)
-				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "deleted": r.Checkpoints,
+				return report.WriteJSON(g.stdout, map[string]any{"run": s.Run, "deleted": r.Checkpoints,
 					"leftover_objects_removed": r.Leftovers, "incomplete_uploads_aborted": r.Uploads, "deleted_log_sessions": logs,
 					"unauthenticated_left": r.Unauthenticated, "unreadable_left": unreadableKeys(r.Unreadable)})
 			}
@@ -383,7 +383,7 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			for _, l := range logs {
 				fmt.Fprintf(g.stdout, "deleted log session %s\n", l)
 			}
-			fmt.Fprintf(g.stdout, "kept the newest %d of run %s; deleted %s%s; removed %s%s\n", keep, s.run,
+			fmt.Fprintf(g.stdout, "kept the newest %d of run %s; deleted %s%s; removed %s%s\n", keep, s.Run,
 				report.Count(len(r.Checkpoints), "checkpoint"), logsText(logs), report.Count(r.Leftovers, "leftover object"), uploadsText(r.Uploads, "aborted"))
 			uploadsNote(cmd.ErrOrStderr(), r.UploadsErr)
 			return nil
@@ -403,7 +403,7 @@ func newCkptRuns(g *globals, s *storeFlags) *cobra.Command {
 		Short: "List the runs in the store, with their checkpoints, the newest one's name and time, their logs and the bytes they hold",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, name, closeFn, err := s.openExisting(cmd.Context(), &store.Crypto{}, nil)
+			st, name, closeFn, err := s.OpenExisting(cmd.Context(), &store.Crypto{}, nil)
 			if err != nil {
 				return err
 			}

@@ -55,21 +55,21 @@ A line naming each session goes to stderr, so that stdout is the log alone.`,
 			if g.output == report.JSON && !list {
 				return usagef("-o json goes with --list; the log itself is text")
 			}
-			c, err := s.crypto(false)
+			c, err := s.Crypto(false)
 			if err != nil {
 				return err
 			}
-			st, name, closeFn, err := s.openExisting(cmd.Context(), c, nil)
+			st, name, closeFn, err := s.OpenExisting(cmd.Context(), c, nil)
 			if err != nil {
 				return err
 			}
 			defer closeFn()
-			sessions, err := pickSessions(cmd.Context(), st, s.run, want, name)
+			sessions, err := pickSessions(cmd.Context(), st, s.Run, want, name)
 			if err != nil {
 				return err
 			}
 			if list {
-				return listSessions(g, sessions, s.run, name)
+				return listSessions(g, sessions, s.Run, name)
 			}
 			p := &logPrinter{st: st, out: g.stdout, errw: cmd.ErrOrStderr(), read: map[string]int{}, warned: map[string]bool{}, many: want == ""}
 			if tail > 0 {
@@ -88,7 +88,7 @@ A line naming each session goes to stderr, so that stdout is the log alone.`,
 					return nil
 				case <-time.After(every):
 				}
-				sessions, err = pickSessions(ctx, st, s.run, want, name)
+				sessions, err = pickSessions(ctx, st, s.Run, want, name)
 				if err != nil {
 					if ctx.Err() != nil {
 						return nil

@@ -33,7 +33,7 @@ names exactly what it deletes. It needs a store key that may delete, and no iden
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			st, name, closeFn, err := s.openExisting(cmd.Context(), &store.Crypto{}, nil)
+			st, name, closeFn, err := s.OpenExisting(cmd.Context(), &store.Crypto{}, nil)
 			if err != nil {
 				return err
 			}
@@ -43,13 +43,13 @@ names exactly what it deletes. It needs a store key that may delete, and no iden
 			// failed.
 			ids := slices.Compact(slices.Sorted(slices.Values(a)))
 			for _, id := range ids {
-				if _, err := st.Find(cmd.Context(), s.run, id); errors.Is(err, store.ErrNoCheckpoint) {
+				if _, err := st.Find(cmd.Context(), s.Run, id); errors.Is(err, store.ErrNoCheckpoint) {
 					return noCheckpoint(cmd.Context(), st, fmt.Errorf("%w (nothing was deleted)", err), true)
 				}
 			}
 			deleted := []string{}
 			for _, id := range ids {
-				m, err := st.Remove(cmd.Context(), s.run, id)
+				m, err := st.Remove(cmd.Context(), s.Run, id)
 				if err != nil {
 					if len(deleted) > 0 {
 						err = fmt.Errorf("%w (deleted before it: %s)", err, strings.Join(deleted, ", "))
@@ -62,11 +62,11 @@ names exactly what it deletes. It needs a store key that may delete, and no iden
 					if m.Version > 0 {
 						what = report.Safe(m.Name) + ", " + report.Bytes(m.Bytes)
 					}
-					fmt.Fprintf(g.stdout, "deleted checkpoint %s (%s) from %s run %s\n", id, what, name, s.run)
+					fmt.Fprintf(g.stdout, "deleted checkpoint %s (%s) from %s run %s\n", id, what, name, s.Run)
 				}
 			}
 			if g.output == report.JSON {
-				return report.WriteJSON(g.stdout, map[string]any{"run": s.run, "deleted": deleted})
+				return report.WriteJSON(g.stdout, map[string]any{"run": s.Run, "deleted": deleted})
 			}
 			return nil
 		},

@@ -62,13 +62,13 @@ machine: egress, billed by some providers.`,
 				return usagef("--dir %s: not a directory", dir)
 			}
 			c := &store.Crypto{}
-			if !s.noEncrypt {
+			if !s.NoEncrypt {
 				if c, err = store.Throwaway(); err != nil {
 					return err
 				}
 			}
 			bar := startProgress(cmd.ErrOrStderr(), "speed test", 2*int64(n))
-			st, name, closeFn, err := s.open(cmd.Context(), c, bar.add)
+			st, name, closeFn, err := s.Open(cmd.Context(), c, bar.add)
 			if err != nil {
 				bar.end()
 				return err
@@ -94,7 +94,7 @@ machine: egress, billed by some providers.`,
 			if g.output == report.JSON {
 				return report.WriteJSON(g.stdout, r)
 			}
-			writeSpeed(g, r, s.bwlimit)
+			writeSpeed(g, r, s.BWLimit)
 			return nil
 		},
 	}

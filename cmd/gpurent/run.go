@@ -154,12 +154,12 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 		}
 	}
 	pick("ckpt-dir", file.CkptDir, &r.CkptDir)
-	pick("store", file.Store, &s.url)
-	pick("run", file.Run, &s.run)
+	pick("store", file.Store, &s.URL)
+	pick("run", file.Run, &s.Run)
 	pick("preemption", file.Preemption, &r.Preemption)
 	pick("metrics", file.Metrics, &r.Metrics)
 	pick("glob", file.Glob, &r.Glob)
-	pick("bwlimit", file.BWLimit, &s.bwlimit)
+	pick("bwlimit", file.BWLimit, &s.BWLimit)
 	pick("notify", file.Notify, &r.Notify)
 	pick("log", file.Log, &r.Log)
 	pick("price", file.Price, &r.Price)
@@ -199,7 +199,7 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 	if len(argv) == 0 {
 		r.Command = file.Command
 	}
-	r.StoreURL, r.Run, r.Takeover = s.url, s.run, s.takeover
+	r.StoreURL, r.Run, r.Takeover = s.URL, s.Run, s.Takeover
 	r.Offers = func() ([]catalog.Offer, error) {
 		cat, err := loadCatalog(g.catalogs)
 		if err != nil {
@@ -208,12 +208,12 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 		return cat.Offers, nil
 	}
 	r.OpenStore = func(ctx context.Context, say func(string, ...any)) (*store.Store, string, func(), error) {
-		c, err := s.crypto(true)
+		c, err := s.Crypto(true)
 		if err != nil {
 			return nil, "", nil, err
 		}
-		s.say = say
-		return s.open(ctx, c, nil)
+		s.Say = say
+		return s.Open(ctx, c, nil)
 	}
 	r.Stdout, r.Stderr, r.ExitCode = cmd.OutOrStdout(), cmd.ErrOrStderr(), exitStatus
 	code, err := runner.Run(cmd.Context(), *r)

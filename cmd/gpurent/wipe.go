@@ -22,6 +22,7 @@ import (
 	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/statedir"
+	"github.com/gpurent/gpurent/internal/storeconf"
 	"github.com/gpurent/gpurent/internal/usage"
 	"github.com/gpurent/gpurent/internal/wipe"
 )
@@ -96,11 +97,11 @@ check failed, 2 bad usage or a refused path.`,
 	f.StringArrayVar(&o.ckpts, "ckpt", nil, "a checkpoint directory to remove, guarded by --require-backup (repeatable)")
 	f.StringVar(&o.requireBackup, "require-backup", "", "refuse to delete checkpoint directories unless every file in them is committed and verified in this store")
 	f.StringVar(&o.reportPath, "report", "", "where to save the JSON report (default $XDG_STATE_HOME/gpurent/wipe-TIME.json)")
-	f.StringVar(&o.s.run, "run", "", "the store's run holding the checkpoints (default: the one gpurent run recorded in the directory)")
-	f.StringVar(&o.s.identity, "identity", "", "age identity to read the store with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
-	f.BoolVar(&o.s.insecure, "insecure", false, "allow plain http:// to a store endpoint that is not this machine")
-	f.StringVar(&o.s.authKey, "auth-key", "", "auth key file to check checkpoints with where the identity is not here (default $GPURENT_AUTH_KEY)")
-	f.BoolVar(&o.s.allowUnauth, "allow-unauthenticated", false, "count checkpoints without proof of their writer as backups (a store written before gpurent signed them)")
+	f.StringVar(&o.s.Run, "run", "", "the store's run holding the checkpoints (default: the one gpurent run recorded in the directory)")
+	f.StringVar(&o.s.Identity, "identity", "", "age identity to read the store with (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
+	f.BoolVar(&o.s.Insecure, "insecure", false, "allow plain http:// to a store endpoint that is not this machine")
+	f.StringVar(&o.s.AuthKey, "auth-key", "", "auth key file to check checkpoints with where the identity is not here (default $GPURENT_AUTH_KEY)")
+	f.BoolVar(&o.s.AllowUnauthenticated, "allow-unauthenticated", false, "count checkpoints without proof of their writer as backups (a store written before gpurent signed them)")
 	f.StringVar(&o.since, "since", "", "when this tenancy began, to tell temp files from before it: a time (2026-11-30T09:00:00Z) or how long ago (2h, 3d); default: when PID 1 started")
 	durationVar(f, &o.recent, "recent", wipe.RecentWindow, "temp entries with anything changed this recently are live work and kept (0: none)")
 	f.StringVar(&o.root, "root", "", "look for temp files and mounts under this directory instead of /")
@@ -227,11 +228,11 @@ func planWipe(ctx context.Context, o *wipeOptions, paths []string) (*wipe.Plan, 
 	}
 	if o.removeIdentity {
 		var fromEnv bool
-		if wo.Identity, fromEnv = identityPath(); fromEnv {
+		if wo.Identity, fromEnv = storeconf.IdentityPath(); fromEnv {
 			wo.IdentityVars = []string{"GPURENT_IDENTITY"}
 		}
 	} else {
-		wo.KeptIdentity, _ = identityPath()
+		wo.KeptIdentity, _ = storeconf.IdentityPath()
 	}
 	// The report is kept whatever the plan holds: it is chosen
 	// before the plan, so that an item holding it leaves it.
@@ -366,25 +367,26 @@ func orImage(r wipe.Result) string {
 // plan; any failure refuses the whole wipe before anything is deleted.
 // What the wipe leaves (kept paths, mounts) is not judged.
 func checkBackups(ctx context.Context, s *storeFlags, url string, plan *wipe.Plan, w io.Writer) error {
-	s.url, s.workers, s.grace = url, 4, 0 // 0: no grace period (it only reads)
-	c, err := s.crypto(false)
+	s.URL, s.Workers, s.Grace = url, 4, 0 // 0: no grace period (it only reads)
+	s.PartSize, s.PartConcurrency, s.Version = "8MiB", 4, version
+	c, err := s.Crypto(false)
 	if err != nil {
 		return err
 	}
 	kept := func(path string) bool { return !plan.Removes(path) }
-	runFlag := s.run
+	runFlag := s.Run
 	for _, dir := range plan.CheckpointDirs() {
-		s.run = runFlag
-		if s.run == "" {
-			if s.run = wipe.RunOf(dir); s.run == "" {
-				s.run = "default"
+		s.Run = runFlag
+		if s.Run == "" {
+			if s.Run = wipe.RunOf(dir); s.Run == "" {
+				s.Run = "default"
 			}
 		}
-		st, name, closeFn, err := s.openExisting(ctx, c, nil)
+		st, name, closeFn, err := s.OpenExisting(ctx, c, nil)
 		if err != nil {
 			return err
 		}
-		b, err := wipe.CheckBackup(ctx, st, s.run, dir, kept)
+		b, err := wipe.CheckBackup(ctx, st, s.Run, dir, kept)
 		closeFn()
 		if err != nil {
 			return fmt.Errorf("wipe refused, nothing was deleted: %s: %w", dir, err)
