@@ -56,7 +56,7 @@ type Order struct {
 type Limits struct {
 	// MemoryLabelMin: NVML's total over the datasheet label. Healthy cards
 	// report a little less than the label (A10G: 22587 MiB of "24GB" is
-	// 0.919, shared/reference/gpu_specs_notes.md); a sharing layer's fake
+	// 0.919); a sharing layer's fake
 	// total (HAMi shows 3000 MiB of a 16 GB V100) is far below.
 	MemoryLabelMin float64
 	// MemoryUsedMax: share of memory in use before gpurent touched the GPU.

@@ -167,7 +167,7 @@ type Interval struct {
 
 // OptimalInterval applies Young (1974), τ = √(2δM), and Daly's higher-order
 // estimate (2006), τ = √(2δM)·[1 + ⅓√(δ/2M) + (δ/2M)/9] − δ for δ < 2M and
-// τ = M otherwise (shared/reference/resume_security.md §3).
+// τ = M otherwise.
 func OptimalInterval(write, mtbf float64) Interval {
 	y := math.Sqrt(2 * write * mtbf)
 	if write >= 2*mtbf {

@@ -77,7 +77,7 @@ func TestMonteCarloReproducibleAndDeadline(t *testing.T) {
 }
 
 func TestOptimalIntervalDalyExamples(t *testing.T) {
-	// Daly (2006) figure captions, shared/reference/resume_security.md §3:
+	// Daly (2006), figure captions:
 	// δ = 5 min; M = 24 h → 117 min; M = 6 h → 57 min; M = 15 min → 9.1 min.
 	for _, tc := range []struct{ mtbfMin, wantMin, tol float64 }{
 		{24 * 60, 117, 0.5}, {6 * 60, 57, 0.5}, {15, 9.1, 0.05},

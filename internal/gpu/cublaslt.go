@@ -16,7 +16,7 @@ import (
 	"github.com/gpurent/gpurent/internal/dl"
 )
 
-// The cuBLASLt binding is written from shared/reference/abi_reference.md §3
+// The cuBLASLt binding is written from NVIDIA's cublasLt.h
 // (sonames, prototypes, struct sizes, enum values, all compiled from the
 // CUDA 12.6 headers and unchanged through 13.0). Its symbols carry no
 // version suffix. cublasLtMatmul takes 16 arguments, more than purego's

@@ -11,8 +11,8 @@ import (
 	"github.com/gpurent/gpurent/internal/dl"
 )
 
-// The CUDA driver binding is written from shared/reference/abi_reference.md
-// §2 (exported symbol names, prototypes, CUresult values): `_v2` names for
+// The CUDA driver binding is written from NVIDIA's cuda.h
+// (exported symbol names, prototypes, CUresult values): `_v2` names for
 // everything that has them (the bare names are 32-bit legacy), the primary
 // context rather than cuCtxCreate (whose ABI changed in CUDA 12.5 and 13),
 // and cuEventElapsedTime_v2 with a fallback to the v1 name for drivers

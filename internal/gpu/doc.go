@@ -10,6 +10,6 @@
 //
 // Without a GPU to test on, the cuda backend's tests drive it against a
 // simulated driver and cuBLASLt (testdata/fakecuda.c, fakecublaslt.c),
-// written from shared/reference/abi_reference.md, on a virtual clock: they
+// written from NVIDIA's headers, on a virtual clock: they
 // prove the calls, the bookkeeping and the arithmetic, not the speed.
 package gpu

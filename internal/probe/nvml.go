@@ -11,9 +11,9 @@ import (
 	"github.com/gpurent/gpurent/internal/dl"
 )
 
-// The NVML binding below is written from shared/reference/abi_reference.md
-// §1 (prototypes, versioned symbol names and struct layouts compiled from
-// the real headers), not from memory. It loads libnvidia-ml.so.1 at run
+// The NVML binding below is written from NVIDIA's nvml.h
+// (prototypes, versioned symbol names and struct layouts compiled from
+// the real header), not from memory. It loads libnvidia-ml.so.1 at run
 // time with purego, so the binary needs no C toolchain and no driver to
 // build; where the library is absent, OpenNVML says so in words.
 

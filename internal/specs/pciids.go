@@ -1,8 +1,7 @@
 package specs
 
 // pciID ties a PCI device id to a datasheet row. Source: pciutils/pciids
-// pci.ids at commit c1c12547 (as listed in shared/reference/bench_anchors.md
-// §5). model is the row's model name; name is pci.ids' wording, kept for
+// pci.ids at commit c1c12547. model is the row's model name; name is pci.ids' wording, kept for
 // ids whose card has no row.
 type pciID struct {
 	device uint16

@@ -35,8 +35,8 @@ type Preempter interface {
 	Watch(ctx context.Context) <-chan Notice
 }
 
-// Metadata endpoints (shared/reference/resume_security.md §1; Alibaba's
-// and Tencent's from their documents, cited in docs/run.md). Tests point
+// Metadata endpoints, from each cloud's instance metadata documentation
+// (cited in docs/run.md). Tests point
 // them at fake servers on 127.0.0.1.
 type Endpoints struct {
 	AWS     string // http://169.254.169.254
@@ -275,7 +275,7 @@ type azure struct {
 const azureFirstCall = 130 * time.Second
 
 // azureEvent is one entry of the Scheduled Events document
-// (shared/reference/resume_security.md §1c).
+// (Azure's Scheduled Events documentation).
 type azureEvent struct {
 	EventID     string   `json:"EventId"`
 	EventType   string   `json:"EventType"`
@@ -423,7 +423,7 @@ func Tencent(base string, interval time.Duration) Preempter {
 }
 
 // ShortestNotice is the least warning a cloud's preemption notice gives,
-// 0 where no source states one (shared/reference/resume_security.md §1):
+// 0 where no source states one (the clouds' documents, docs/run.md):
 // AWS two minutes; GCP Spot 30 s (best effort; the 120 s notice is a
 // preview one must ask for); Azure's Preempt event at least 30 s. Alibaba's
 // and Tencent's termination-time keys carry their own time.
