@@ -35,8 +35,7 @@ type Preempter interface {
 	Watch(ctx context.Context) <-chan Notice
 }
 
-// Metadata endpoints, from each cloud's instance metadata documentation
-// (cited in docs/run.md). Tests point
+// Metadata endpoints, from each cloud's instance metadata documentation. Tests point
 // them at fake servers on 127.0.0.1.
 type Endpoints struct {
 	AWS     string // http://169.254.169.254
@@ -423,7 +422,7 @@ func Tencent(base string, interval time.Duration) Preempter {
 }
 
 // ShortestNotice is the least warning a cloud's preemption notice gives,
-// 0 where no source states one (the clouds' documents, docs/run.md):
+// 0 where no source states one (the clouds' preemption documents):
 // AWS two minutes; GCP Spot 30 s (best effort; the 120 s notice is a
 // preview one must ask for); Azure's Preempt event at least 30 s. Alibaba's
 // and Tencent's termination-time keys carry their own time.
