@@ -356,7 +356,7 @@ func newBenchHistory(g *globals) *cobra.Command {
 				if entries == nil {
 					entries = []bench.HistoryEntry{}
 				}
-				return report.WriteJSON(g.stdout, map[string]any{"path": path, "runs": entries, "skipped_lines": skipped})
+				return report.WriteJSON(g.stdout, benchHistoryJSON{Path: path, Runs: entries, SkippedLines: skipped})
 			}
 			if len(entries) == 0 {
 				fmt.Fprintf(g.stdout, "no bench runs yet (%s)\n", path)

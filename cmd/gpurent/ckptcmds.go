@@ -165,7 +165,7 @@ func newCkptLs(g *globals, s *storeFlags) *cobra.Command {
 				if ms == nil {
 					ms = []*store.Manifest{}
 				}
-				return report.WriteJSON(g.stdout, map[string]any{"run": s.Run, "checkpoints": summaries(ms), "unreadable": unreadableKeys(bad)})
+				return report.WriteJSON(g.stdout, ckptLsJSON{Run: s.Run, Checkpoints: nonNil(summaries(ms)), Unreadable: unreadableKeys(bad)})
 			}
 			// ENTRIES, not FILES: the count holds the directories, the
 			// checkpoint's own among them, as push and pull say.
@@ -239,7 +239,7 @@ func newCkptVerify(g *globals, s *storeFlags) *cobra.Command {
 				if probs == nil {
 					probs = []store.Problem{}
 				}
-				if err := report.WriteJSON(g.stdout, map[string]any{"run": s.Run, "checked": len(ms), "deep": deep, "problems": probs}); err != nil {
+				if err := report.WriteJSON(g.stdout, ckptVerifyJSON{Run: s.Run, Checked: len(ms), Deep: deep, Problems: probs}); err != nil {
 					return err
 				}
 			} else {
@@ -344,9 +344,9 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 				unreadableNote(cmd.ErrOrStderr(), p.Unreadable)
 				if g.output == report.JSON {
 					uploadsNote(cmd.ErrOrStderr(), p.UploadsErr)
-					return report.WriteJSON(g.stdout, map[string]any{"run": s.Run, "dry_run": true, "would_delete": ids,
-						"leftover_objects": len(p.Leftovers), "incomplete_uploads": len(p.Uploads), "would_delete_log_sessions": logs,
-						"unauthenticated_left": unauth, "unreadable_left": unreadableKeys(p.Unreadable)})
+					return report.WriteJSON(g.stdout, ckptPruneDryJSON{Run: s.Run, DryRun: true, WouldDelete: nonNil(ids),
+						LeftoverObjects: len(p.Leftovers), IncompleteUploads: len(p.Uploads), WouldDeleteLogSessions: nonNil(logs),
+						UnauthenticatedLeft: nonNil(unauth), UnreadableLeft: unreadableKeys(p.Unreadable)})
 				}
 				for _, m := range p.Checkpoints {
 					fmt.Fprintf(g.stdout, "would delete %s  %s  %s\n", m.ID, report.Safe(m.Name), report.Bytes(m.Bytes))
@@ -373,9 +373,9 @@ restic's forget does): a slip of the keyboard must not empty a run.`,
 			unreadableNote(cmd.ErrOrStderr(), r.Unreadable)
 			if g.output == report.JSON {
 				uploadsNote(cmd.ErrOrStderr(), r.UploadsErr)
-				return report.WriteJSON(g.stdout, map[string]any{"run": s.Run, "deleted": r.Checkpoints,
-					"leftover_objects_removed": r.Leftovers, "incomplete_uploads_aborted": r.Uploads, "deleted_log_sessions": logs,
-					"unauthenticated_left": r.Unauthenticated, "unreadable_left": unreadableKeys(r.Unreadable)})
+				return report.WriteJSON(g.stdout, ckptPruneJSON{Run: s.Run, Deleted: nonNil(r.Checkpoints),
+					LeftoverObjectsRemoved: r.Leftovers, IncompleteUploadsAborted: r.Uploads, DeletedLogSessions: nonNil(logs),
+					UnauthenticatedLeft: r.Unauthenticated, UnreadableLeft: unreadableKeys(r.Unreadable)})
 			}
 			for _, d := range r.Checkpoints {
 				fmt.Fprintf(g.stdout, "deleted %s\n", d)
@@ -423,7 +423,7 @@ func newCkptRuns(g *globals, s *storeFlags) *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: not every run's cost is known: %v\n", costErr)
 			}
 			if g.output == report.JSON {
-				return report.WriteJSON(g.stdout, map[string]any{"store": name, "runs": rows})
+				return report.WriteJSON(g.stdout, ckptRunsJSON{Store: name, Runs: nonNil(rows)})
 			}
 			tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "NAME", "CREATED", "LOGS", "STORED", "COST")
 			var total int64

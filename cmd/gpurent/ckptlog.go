@@ -138,7 +138,7 @@ func pickSessions(ctx context.Context, st *store.Store, run, want, where string)
 
 func listSessions(g *globals, sessions []store.LogSession, run, where string) error {
 	if g.output == report.JSON {
-		return report.WriteJSON(g.stdout, map[string]any{"store": where, "run": run, "sessions": sessions})
+		return report.WriteJSON(g.stdout, ckptLogJSON{Store: where, Run: run, Sessions: nonNil(sessions)})
 	}
 	tab := report.NewTab("SESSION", "HOST", "STARTED", "LAST SHIPPED", "SEGMENTS", "STORED")
 	for _, ls := range sessions {

@@ -66,7 +66,7 @@ names exactly what it deletes. It needs a store key that may delete, and no iden
 				}
 			}
 			if g.output == report.JSON {
-				return report.WriteJSON(g.stdout, map[string]any{"run": s.Run, "deleted": deleted})
+				return report.WriteJSON(g.stdout, ckptRmJSON{Run: s.Run, Deleted: nonNil(deleted)})
 			}
 			return nil
 		},
