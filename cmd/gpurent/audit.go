@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
 	"github.com/gpurent/gpurent/internal/usage"
@@ -86,7 +87,7 @@ Exit codes: 0 pass or warn, 3 fail, 2 bad usage.`,
 				if err := report.WriteJSON(g.stdout, r); err != nil {
 					return err
 				}
-			} else if err := writeChecks(g.stdout, r.Checks, r.Verdict, colorful(g.stdout), false); err != nil {
+			} else if err := render.Checks(g.stdout, r.Checks, r.Verdict, render.Colorful(g.stdout), false); err != nil {
 				return err
 			}
 			if r.Verdict == bench.Fail {

@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +15,7 @@ import (
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/measure"
 	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/specs"
 	"github.com/gpurent/gpurent/internal/units"
@@ -208,7 +207,7 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 		if err := report.WriteJSON(g.stdout, rep); err != nil {
 			return err
 		}
-	} else if err := writeBench(g.stdout, rep, colorful(g.stdout)); err != nil {
+	} else if err := render.Bench(g.stdout, rep, render.Colorful(g.stdout)); err != nil {
 		return err
 	}
 	if rep.Verdict == bench.Fail {
@@ -250,87 +249,6 @@ func notThere(flag, path string) error {
 	return nil
 }
 
-// colorful reports whether w is a terminal that wants colour (NO_COLOR unset).
-func colorful(w io.Writer) bool {
-	if _, off := os.LookupEnv("NO_COLOR"); off {
-		return false
-	}
-	f, ok := w.(*os.File)
-	return ok && isTerminal(f)
-}
-
-func paint(s string, color bool) string {
-	if !color {
-		return s
-	}
-	code := map[string]string{bench.Pass: "32", bench.Warn: "33", bench.Fail: "31;1", bench.Skip: "2"}[strings.ToLower(s)]
-	if code == "" {
-		return s
-	}
-	return "\x1b[" + code + "m" + s + "\x1b[0m"
-}
-
-func writeBench(w io.Writer, r *bench.Report, color bool) error {
-	if err := writeChecks(w, r.Checks, r.Verdict, color, true); err != nil {
-		return err
-	}
-	for _, c := range r.Checks {
-		if c.ID == "gpu.present" && c.Status == bench.Skip {
-			// A container started without GPU access passes every host
-			// check; the verdict alone would read as "the GPU is fine".
-			_, err := fmt.Fprintln(w, "(the host only: no GPU was found, so none was checked; --expect MODEL or --expect-gpus N makes that a failure)")
-			return err
-		}
-	}
-	return nil
-}
-
-// writeChecks prints checks as a table, the advice of those that are not
-// a pass, and the verdict; bench and audit share it. withValues adds the
-// measured and expected columns.
-func writeChecks(w io.Writer, checks []bench.Check, verdict string, color, withValues bool) error {
-	tab := report.NewTab("CHECK", "STATUS", "EVIDENCE")
-	if withValues {
-		tab = report.NewTab("CHECK", "STATUS", "MEASURED", "EXPECTED", "EVIDENCE")
-	}
-	for _, c := range checks {
-		if withValues {
-			tab.Row(c.ID, c.Status, value(c.Measured, c.Unit), value(c.Expected, c.Unit), c.Evidence)
-		} else {
-			tab.Row(c.ID, c.Status, c.Evidence)
-		}
-	}
-	tab.Paint(1, func(s string) string { return paint(s, color) })
-	if err := tab.Write(w); err != nil {
-		return err
-	}
-	var advice []string
-	for _, c := range checks {
-		if c.Advice != "" && (c.Status == bench.Fail || c.Status == bench.Warn) {
-			advice = append(advice, fmt.Sprintf("  %s %s: %s", paint(c.Status, color), c.ID, report.Safe(c.Advice)))
-		}
-	}
-	if len(advice) > 0 {
-		fmt.Fprintf(w, "\nadvice:\n%s\n", strings.Join(advice, "\n"))
-	}
-	fmt.Fprintf(w, "\nverdict: %s\n", paint(strings.ToUpper(verdict), color))
-	return nil
-}
-
-func value(v any, unit string) string {
-	if v == nil {
-		return "-"
-	}
-	s := fmt.Sprint(v)
-	if s == "" {
-		return "-"
-	}
-	if unit != "" && unit != "model" && unit != "link" {
-		s += " " + unit
-	}
-	return s
-}
-
 func newBenchHistory(g *globals) *cobra.Command {
 	var n int
 	cmd := &cobra.Command{
@@ -358,39 +276,9 @@ func newBenchHistory(g *globals) *cobra.Command {
 				}
 				return report.WriteJSON(g.stdout, benchHistoryJSON{Path: path, Runs: entries, SkippedLines: skipped})
 			}
-			if len(entries) == 0 {
-				fmt.Fprintf(g.stdout, "no bench runs yet (%s)\n", path)
-				return nil
-			}
-			tab := report.NewTab("TIME", "VERDICT", "GPUS", "EXPECT", "CPUS", "STEAL", "DISK", "FAILED", "WARNED")
-			for _, e := range entries {
-				var gpus []string
-				for _, x := range e.GPUs {
-					gpus = append(gpus, x.Name)
-				}
-				gs := "-"
-				if len(gpus) > 0 {
-					gs = fmt.Sprintf("%d× %s", len(gpus), gpus[0])
-				}
-				tab.Row(e.Time.Local().Format("2006-01-02 15:04"), e.Verdict, gs, orDash(e.Expect), fmt.Sprint(e.CPUs),
-					value(e.Measure["host.steal"], "%"), value(e.Measure["host.disk"], "MB/s"), orDash(strings.Join(e.Failed, ",")), orDash(strings.Join(e.Warned, ",")))
-			}
-			if err := tab.Write(g.stdout); err != nil {
-				return err
-			}
-			if skipped > 0 {
-				fmt.Fprintf(g.stdout, "\n%d unreadable lines skipped in %s\n", skipped, path)
-			}
-			return nil
+			return render.BenchHistory(g.stdout, entries, skipped, path)
 		},
 	}
 	cmd.Flags().IntVarP(&n, "last", "n", 20, "show the last N runs")
 	return cmd
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

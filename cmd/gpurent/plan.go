@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpurent/gpurent/internal/billing"
-	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
 	"github.com/gpurent/gpurent/internal/usage"
@@ -90,7 +87,7 @@ and prints the tokens per day above which renting pays.`,
 			if g.output == report.JSON {
 				return report.WriteJSON(g.stdout, plan)
 			}
-			return writePlan(g.stdout, plan, deadline)
+			return render.Plan(g.stdout, plan, deadline)
 		},
 	}
 	t.register(cmd.Flags())
@@ -152,93 +149,6 @@ func modeFlags(fs *pflag.FlagSet, inference bool) error {
 		if fs.Changed(name) {
 			return usagef("--%s: not used %s", name, mode)
 		}
-	}
-	return nil
-}
-
-func writePlan(w io.Writer, plan *billing.Plan, deadline string) error {
-	fmt.Fprintf(w, "amounts in %s\n\n", plan.Currency)
-	dlHead := "P(DEADLINE)"
-	if deadline != "" {
-		dlHead = "P(<=" + deadline + ")"
-	}
-	tab := report.NewTab("OFFER", "BUY", "ON_DEMAND", "SUBSCRIPTION", "SPOT", "SPOT P50/P90", "HOURS P50/P90", dlHead, "BREAK-EVEN", "CKPT YOUNG/DALY", "LOST")
-	for _, o := range plan.Offers {
-		cell := func(plan string) string {
-			v, ok := o.Totals[plan]
-			if !ok {
-				return "-"
-			}
-			for _, b := range o.Bills {
-				if b.Plan == plan {
-					return atLeast(b, report.Money(v))
-				}
-			}
-			return report.Money(v)
-		}
-		spot, hours, dl := "-", "-", "-"
-		if s := o.Spot; s != nil {
-			spot = report.Money(s.P50Cost) + "/" + report.Money(s.P90Cost)
-			hours = fmt.Sprintf("%.0f/%.0f", s.P50Hours, s.P90Hours)
-			if s.DeadlineProbability != nil {
-				dl = report.Percent(*s.DeadlineProbability)
-			}
-		}
-		be := "-"
-		for _, b := range o.BreakEven {
-			if b.Period == catalog.PeriodMonth {
-				be = fmt.Sprintf("%.0f h/month (%.1f h/day)", b.Hours, b.HoursPerDay)
-			} else if be == "-" {
-				be = fmt.Sprintf("%.0f h/%s", b.Hours, b.Period)
-			}
-		}
-		ck, lost := "-", "-"
-		if c := o.Checkpoint; c != nil {
-			ck = fmt.Sprintf("%.0f/%.0f min", c.YoungMinutes, c.DalyMinutes)
-			lost = report.Percent(c.LostFraction)
-		}
-		buy := o.Recommendation
-		if buy == "" {
-			buy = "-"
-		}
-		tab.Row(o.Offer, buy, cell(billing.OnDemand), cell(billing.Subscription), cell(billing.Spot), spot, hours, dl, be, ck, lost)
-	}
-	if err := tab.Write(w); err != nil {
-		return err
-	}
-	for _, n := range plan.Notes {
-		fmt.Fprintf(w, "\nnote: %s\n", n)
-	}
-	why := "why:"
-	if slices.ContainsFunc(plan.Offers, func(o billing.OfferPlan) bool {
-		return slices.ContainsFunc(o.Bills, func(b billing.Bill) bool { return b.TotalIsLowerBound })
-	}) {
-		why = "why (≥: the total is the least it can be, fees no source confirmed counted as 0):"
-	}
-	fmt.Fprintln(w, "\n"+why)
-	for _, o := range plan.Offers {
-		fmt.Fprintf(w, "  %s: %s\n", o.Offer, o.Reason)
-		for _, n := range o.Notes {
-			fmt.Fprintf(w, "    note: %s\n", n)
-		}
-		// The bills' warnings, each once: the unknown fees above all,
-		// which the table's totals leave out.
-		seen := slices.Clone(o.Notes) // said above as a note
-		for _, b := range o.Bills {
-			for _, wn := range b.Warnings {
-				if !slices.Contains(seen, wn) {
-					seen = append(seen, wn)
-					fmt.Fprintf(w, "    warning: %s\n", wn)
-				}
-			}
-		}
-	}
-	offers, ages := make([]string, len(plan.Offers)), make([]*int, len(plan.Offers))
-	for i, o := range plan.Offers {
-		offers[i], ages[i] = o.Offer, o.PriceAgeDays
-	}
-	if line := priceDates(offers, ages); line != "" {
-		fmt.Fprintf(w, "\nprices: %s\n", line)
 	}
 	return nil
 }
@@ -306,73 +216,5 @@ func runInference(cmd *cobra.Command, g *globals, t *taskFlags, model string, pe
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, res)
 	}
-	w := g.stdout
-	// The utilisation changes INSTANCES and RENT/1M: the header says which
-	// one they were computed at.
-	load := "full load"
-	if res.Utilisation < 1 {
-		load = strconv.FormatFloat(res.Utilisation*100, 'g', 4, 64) + "% load"
-	}
-	fmt.Fprintf(w, "%s model, %.0f output and %.0f input tokens a day, instances at %s; cheapest API: %s at %.4f in, %.4f out %s per 1M\n\n",
-		res.Model, res.TokensPerDay, res.InputTokensPerDay, load, res.API, res.APIInputPerM, res.APIPerM, res.Currency)
-	rentHead := "RENT/1M (FULL LOAD)"
-	if res.Utilisation < 1 {
-		rentHead = "RENT/1M (AT " + strings.ToUpper(load) + ")"
-	}
-	tab := report.NewTab("OFFER", "GPU", "TOK/S", "INSTANCES", "RENT/DAY", "API/DAY", rentHead, "BEATS APIS", "BREAK-EVEN TOK/DAY", "CHEAPER")
-	for _, o := range res.Offers {
-		be := "never"
-		if o.BreakEvenTokensDay != nil {
-			be = fmt.Sprintf("%.3g", *o.BreakEvenTokensDay)
-		}
-		tab.Row(o.Offer, o.GPU, fmt.Sprintf("%.0f", o.TokensPerSecond), fmt.Sprint(o.Instances), report.Money(o.RentPerDay), report.Money(o.APIPerDay),
-			fmt.Sprintf("%.4f", o.RentPerMillion), fmt.Sprintf("%d of %d", o.CheaperThanAPIs, len(res.APIs)), be, o.Cheaper)
-	}
-	if err := tab.Write(w); err != nil {
-		return err
-	}
-	// Every API compared with, so a user who cannot use the cheapest sees
-	// how renting fares against the one they can.
-	fmt.Fprintln(w)
-	apiTab := report.NewTab("API", "IN/1M", "OUT/1M", "PER DAY", "SOURCE", "AS OF")
-	for _, a := range res.APIs {
-		apiTab.Row(a.Provider, fmt.Sprintf("%.4f", a.InputPerM), fmt.Sprintf("%.4f", a.OutputPerM), report.Money(a.PerDay), a.Source, a.AsOf)
-	}
-	if err := apiTab.Write(w); err != nil {
-		return err
-	}
-	ids, ages := make([]string, len(res.Offers)), make([]*int, len(res.Offers))
-	var notes []string
-	for _, n := range res.Notes {
-		notes = append(notes, "  "+n)
-	}
-	for i, o := range res.Offers {
-		ids[i], ages[i] = o.Offer, o.PriceAgeDays
-		for _, n := range o.Notes {
-			notes = append(notes, fmt.Sprintf("  %s: %s", o.Offer, n))
-		}
-	}
-	if len(notes) > 0 {
-		fmt.Fprintf(w, "\nnotes:\n%s\n", strings.Join(notes, "\n"))
-	}
-	// TOK/S decides every row, and each rate in the table was measured
-	// with one model, precision and server version: say which.
-	if q.TokensPerSec == nil && len(res.Offers) > 0 {
-		var rates, sources []string
-		for _, r := range billing.Throughputs() {
-			if r.Model != res.Model {
-				continue
-			}
-			rates = append(rates, fmt.Sprintf("%s ×%d %g", r.GPU, r.GPUs, r.TokensSec))
-			if !slices.Contains(sources, r.Source) {
-				sources = append(sources, r.Source)
-			}
-		}
-		fmt.Fprintf(w, "\nthroughput (TOK/S): %s tok/s (%s); an instance with more GPUs is rated as replicas of the size, among these that divide it, that serves the most tokens a second; a newer server or another model serves at another rate: give your own measured one with --tokens-per-second\n",
-			strings.Join(rates, ", "), strings.Join(sources, "; "))
-	}
-	if line := priceDates(ids, ages); line != "" {
-		fmt.Fprintf(w, "\nprices: %s\n", line)
-	}
-	return nil
+	return render.Inference(g.stdout, res, q.TokensPerSec == nil)
 }

@@ -1,0 +1,445 @@
+// Package render writes the results of gpurent's commands as people read
+// them: the tables and the lines under them. JSON is the results' own
+// (report.WriteJSON); every word a person reads comes from here, so that
+// another language has one place to go.
+package render
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpurent/gpurent/internal/billing"
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/report"
+)
+
+// wideNote says what --wide adds to a table of bills.
+const wideNote = "--wide adds PROVIDER, GPU, INST, LIST, BOOT, IP, UNKNOWN and DETAIL; -o json has every field"
+
+// gpuLabel names the GPU a table is for: "RTX 4090 (24 GB or more)".
+func gpuLabel(p *billing.Profile) string {
+	gpu := p.GPU
+	if gpu == "" {
+		gpu = "any GPU"
+	}
+	if p.MinGPUMemoryGB > 0 {
+		gpu += fmt.Sprintf(" (%s GB or more)", trim(p.MinGPUMemoryGB))
+	}
+	return gpu
+}
+
+// column is one column of a table of bills: its header, whether only
+// --wide shows it, and its cell for the bill on row i.
+type column struct {
+	head string
+	wide bool
+	cell func(i int, b billing.Bill) string
+}
+
+// billTable is a table of the columns shown (all with wide, else those
+// that fit 120 columns).
+func billTable(cols []column, wide bool, bills []billing.Bill) *report.Tab {
+	var shown []column
+	for _, c := range cols {
+		if wide || !c.wide {
+			shown = append(shown, c)
+		}
+	}
+	heads := make([]string, len(shown))
+	for i, c := range shown {
+		heads[i] = c.head
+	}
+	tab := report.NewTab(heads...)
+	for i, b := range bills {
+		cells := make([]string, len(shown))
+		for j, c := range shown {
+			cells[j] = c.cell(i, b)
+		}
+		tab.Row(cells...)
+	}
+	return tab
+}
+
+// billColumns are the columns every table of bills shares: the row's
+// offer and plan first, its items, and its unknowns and detail last.
+func billColumns() (head, items, tail []column) {
+	head = []column{
+		{"#", false, func(i int, _ billing.Bill) string { return fmt.Sprint(i + 1) }},
+		{"OFFER", false, func(_ int, b billing.Bill) string { return offerCell(b) }},
+		{"PROVIDER", true, func(_ int, b billing.Bill) string { return b.Provider }},
+		{"GPU", true, func(_ int, b billing.Bill) string { return fmt.Sprintf("%s x%d", b.GPU, b.GPUs) }},
+		{"INST", true, func(_ int, b billing.Bill) string { return fmt.Sprint(b.Instances) }},
+		{"PLAN", false, func(_ int, b billing.Bill) string { return b.Plan }},
+	}
+	money := func(k int) func(int, billing.Bill) string {
+		return func(_ int, b billing.Bill) string { return report.Money(b.Items[k].Amount) }
+	}
+	items = []column{{"COMPUTE", false, money(0)}, {"STORAGE", false, money(1)}, {"EGRESS", false, money(2)}, {"BOOT", true, money(3)}, {"IP", true, money(4)}}
+	tail = []column{
+		{"UNKNOWN", true, func(_ int, b billing.Bill) string {
+			if len(b.Unknown) == 0 {
+				return "-"
+			}
+			return fmt.Sprint(len(b.Unknown))
+		}},
+		{"DETAIL", true, func(_ int, b billing.Bill) string { return b.Detail }},
+	}
+	return head, items, tail
+}
+
+// Quote is quote's table of bills, cheapest first, with the notes
+// behind them; wide shows every column.
+func Quote(w io.Writer, p *billing.Profile, q *billing.Quote, wide bool) error {
+	gpu := gpuLabel(p)
+	egress := trim(p.EgressGB) + " GB egress"
+	if _, up := p.Uploads(); up > 0 {
+		egress += fmt.Sprintf(" + %s GB of checkpoint uploads", trim(up))
+	}
+	fmt.Fprintf(w, "%s h on %s x%d over %s, %s, %s GB disk, %s; amounts in %s\n\n",
+		trim(p.ComputeHours), gpu, p.GPUs, report.Count(p.SpanDays, "day"), report.Count(p.Starts, "start"), trim(p.DiskGB), egress, q.Currency)
+	below := 0
+	for _, b := range q.Bills {
+		if b.HiddenShare < 0 {
+			below++
+		}
+	}
+	head, items, tail := billColumns()
+	cols := append(append(head, []column{
+		{"TOTAL", false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
+		{"PER GPU-H", false, func(_ int, b billing.Bill) string { return atLeast(b, perGPUHour(b.PerGPUHour)) }},
+		{"LIST", true, func(_ int, b billing.Bill) string { return report.Money(b.ListTotal) }},
+		// A plan below the list price hides nothing from it: a share of
+		// -469.6% "hidden" would read as nonsense (the JSON keeps it).
+		{"HIDDEN", false, func(_ int, b billing.Bill) string {
+			if b.HiddenShare < 0 {
+				return "-"
+			}
+			return atLeast(b, report.Percent(b.HiddenShare))
+		}},
+	}...), append(items, tail...)...)
+	if err := billTable(cols, wide, q.Bills).Write(w); err != nil {
+		return err
+	}
+	if below > 0 {
+		fmt.Fprintf(w, "\nHIDDEN is - on %s that cost less than LIST, the on-demand price × hours (spot, a subscription): their TOTAL is the whole bill all the same\n",
+			report.Count(below, "row"))
+	}
+	if !wide && len(q.Bills) > 0 {
+		fmt.Fprintf(w, "\n%s\n", wideNote)
+	}
+	billNotes(w, q.Bills, q.Notes, q.Rates)
+	return nil
+}
+
+// offerCell is the bill's offer, marked when it is an older reading
+// priced for --history: it ranks among today's prices, and must not be
+// taken for one.
+func offerCell(b billing.Bill) string {
+	if b.SupersededBy != "" {
+		return b.Offer + " (history)"
+	}
+	return b.Offer
+}
+
+// perGPUHour prints a price per GPU-hour, to four places under one unit
+// of money (a spot 4090 costs 0.34 an hour; its bill per GPU-hour is as
+// small).
+func perGPUHour(v float64) string {
+	if v < 1 {
+		return fmt.Sprintf("%.4f", v)
+	}
+	return report.Money(v)
+}
+
+// atMost marks the hours a budget buys on a bill with unknown fees as
+// the most it can buy, "≤720".
+func atMost(b billing.Bill, v string) string {
+	if b.TotalIsLowerBound {
+		return "≤" + v
+	}
+	return v
+}
+
+// atLeast marks a figure of a bill with unknown fees as a lower bound,
+// "≥1353.60": a clean total, or "HIDDEN 0.0%", would read as a bill
+// known to the cent.
+func atLeast(b billing.Bill, v string) string {
+	if b.TotalIsLowerBound {
+		return "≥" + v
+	}
+	return v
+}
+
+// writeBillNotes writes what follows a table of bills: each offer's
+// warnings once (the same unknown fee shows on each plan), the notes, how
+// old the prices are and the exchange rates used.
+func billNotes(w io.Writer, bills []billing.Bill, notes, rates []string) {
+	seen := map[string]bool{}
+	var lines []string
+	for i, b := range bills {
+		for _, wn := range b.Warnings {
+			key := b.Offer + "\x00" + wn
+			if !seen[key] {
+				seen[key] = true
+				lines = append(lines, fmt.Sprintf("  #%d %s: %s", i+1, b.Offer, wn))
+			}
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "\nwarnings (UNKNOWN counts fees no source confirmed, computed as 0: such bills may be dearer, and their ≥ totals are the least they can be):\n%s\n", strings.Join(lines, "\n"))
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "\nnote: %s\n", n)
+	}
+	offers, ages := make([]string, len(bills)), make([]*int, len(bills))
+	for i, b := range bills {
+		offers[i], ages[i] = b.Offer, b.PriceAgeDays
+	}
+	if line := priceDates(offers, ages); line != "" {
+		fmt.Fprintf(w, "prices: %s\n", line)
+	}
+	for _, r := range rates {
+		fmt.Fprintf(w, "rate: %s\n", r)
+	}
+}
+
+// Afford is quote --budget's table: the most hours each plan gives
+// within the budget, most first, with the bill at those hours.
+func Afford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Reach, wide bool) error {
+	gpu := gpuLabel(p)
+	span := "run back to back"
+	if spanGiven {
+		span = "over " + report.Count(p.SpanDays, "day")
+	}
+	fmt.Fprintf(w, "what %s %s buys of %s x%d, %s, %s, %s GB disk, %s GB egress: the most compute hours whose whole bill fits\n\n",
+		report.Money(r.Budget), r.Currency, gpu, p.GPUs, span, report.Count(p.Starts, "start"), trim(p.DiskGB), trim(p.EgressGB))
+	bills := make([]billing.Bill, len(r.Plans))
+	for i, a := range r.Plans {
+		bills[i] = a.Bill
+	}
+	head, items, tail := billColumns()
+	cols := append(append(head, []column{
+		// Never more hours than were found within the budget.
+		{"HOURS", false, func(i int, b billing.Bill) string { return atMost(b, trim(math.Floor(r.Plans[i].Hours*100+1e-9)/100)) }},
+		{"TOTAL", false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
+	}...), append(items, tail...)...)
+	if err := billTable(cols, wide, bills).Write(w); err != nil {
+		return err
+	}
+	if !wide && len(bills) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Replace(wideNote, "INST, LIST, ", "INST, ", 1))
+	}
+	billNotes(w, bills, r.Notes, r.Rates)
+	return nil
+}
+
+// priceDates sums up how old the listed offers' prices are (ages[i] is
+// offers[i]'s, nil when undated): the least age their as_of dates allow,
+// youngest to oldest. An undated offer carries its own warning. Empty
+// when no offer is dated, or the ages were not judged (Options.Today).
+func priceDates(offers []string, ages []*int) string {
+	lo, hi, dated := -1, -1, 0
+	seen := map[string]bool{}
+	for i, o := range offers {
+		if seen[o] {
+			continue
+		}
+		seen[o] = true
+		if ages[i] == nil {
+			continue
+		}
+		age := *ages[i]
+		if lo < 0 || age < lo {
+			lo = age
+		}
+		hi = max(hi, age)
+		dated++
+	}
+	if dated == 0 {
+		return ""
+	}
+	span := report.Count(lo, "day")
+	if hi != lo {
+		span = fmt.Sprintf("%d to %s", lo, report.Count(hi, "day"))
+	}
+	on := fmt.Sprintf(" on %d of %d offers", dated, len(seen))
+	switch {
+	case len(seen) == 1:
+		on = ""
+	case dated == len(seen):
+		on = fmt.Sprintf(" on all %d offers", dated)
+	}
+	return fmt.Sprintf("at least %s old%s (by the as_of dates, a month counting as its last day); prices move: confirm each at its source before ordering (gpurent catalog ls -o json lists them)", span, on)
+}
+
+func trim(v float64) string {
+	s := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+	return s
+}
+
+// Plan is plan's table: each offer's totals by billing mode, what to buy
+// and why, with spot's risk, the break-even and the checkpoint interval.
+func Plan(w io.Writer, plan *billing.Plan, deadline string) error {
+	fmt.Fprintf(w, "amounts in %s\n\n", plan.Currency)
+	dlHead := "P(DEADLINE)"
+	if deadline != "" {
+		dlHead = "P(<=" + deadline + ")"
+	}
+	tab := report.NewTab("OFFER", "BUY", "ON_DEMAND", "SUBSCRIPTION", "SPOT", "SPOT P50/P90", "HOURS P50/P90", dlHead, "BREAK-EVEN", "CKPT YOUNG/DALY", "LOST")
+	for _, o := range plan.Offers {
+		cell := func(plan string) string {
+			v, ok := o.Totals[plan]
+			if !ok {
+				return "-"
+			}
+			for _, b := range o.Bills {
+				if b.Plan == plan {
+					return atLeast(b, report.Money(v))
+				}
+			}
+			return report.Money(v)
+		}
+		spot, hours, dl := "-", "-", "-"
+		if s := o.Spot; s != nil {
+			spot = report.Money(s.P50Cost) + "/" + report.Money(s.P90Cost)
+			hours = fmt.Sprintf("%.0f/%.0f", s.P50Hours, s.P90Hours)
+			if s.DeadlineProbability != nil {
+				dl = report.Percent(*s.DeadlineProbability)
+			}
+		}
+		be := "-"
+		for _, b := range o.BreakEven {
+			if b.Period == catalog.PeriodMonth {
+				be = fmt.Sprintf("%.0f h/month (%.1f h/day)", b.Hours, b.HoursPerDay)
+			} else if be == "-" {
+				be = fmt.Sprintf("%.0f h/%s", b.Hours, b.Period)
+			}
+		}
+		ck, lost := "-", "-"
+		if c := o.Checkpoint; c != nil {
+			ck = fmt.Sprintf("%.0f/%.0f min", c.YoungMinutes, c.DalyMinutes)
+			lost = report.Percent(c.LostFraction)
+		}
+		buy := o.Recommendation
+		if buy == "" {
+			buy = "-"
+		}
+		tab.Row(o.Offer, buy, cell(billing.OnDemand), cell(billing.Subscription), cell(billing.Spot), spot, hours, dl, be, ck, lost)
+	}
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	for _, n := range plan.Notes {
+		fmt.Fprintf(w, "\nnote: %s\n", n)
+	}
+	why := "why:"
+	if slices.ContainsFunc(plan.Offers, func(o billing.OfferPlan) bool {
+		return slices.ContainsFunc(o.Bills, func(b billing.Bill) bool { return b.TotalIsLowerBound })
+	}) {
+		why = "why (≥: the total is the least it can be, fees no source confirmed counted as 0):"
+	}
+	fmt.Fprintln(w, "\n"+why)
+	for _, o := range plan.Offers {
+		fmt.Fprintf(w, "  %s: %s\n", o.Offer, o.Reason)
+		for _, n := range o.Notes {
+			fmt.Fprintf(w, "    note: %s\n", n)
+		}
+		// The bills' warnings, each once: the unknown fees above all,
+		// which the table's totals leave out.
+		seen := slices.Clone(o.Notes) // said above as a note
+		for _, b := range o.Bills {
+			for _, wn := range b.Warnings {
+				if !slices.Contains(seen, wn) {
+					seen = append(seen, wn)
+					fmt.Fprintf(w, "    warning: %s\n", wn)
+				}
+			}
+		}
+	}
+	offers, ages := make([]string, len(plan.Offers)), make([]*int, len(plan.Offers))
+	for i, o := range plan.Offers {
+		offers[i], ages[i] = o.Offer, o.PriceAgeDays
+	}
+	if line := priceDates(offers, ages); line != "" {
+		fmt.Fprintf(w, "\nprices: %s\n", line)
+	}
+	return nil
+}
+
+// Inference is plan --inference's table: what each offer serves and costs
+// a day against the APIs, and the sourced rates behind it (rated: the
+// throughput is the catalog's, not --tokens-per-second).
+func Inference(w io.Writer, res *billing.Inference, rated bool) error {
+	// The utilisation changes INSTANCES and RENT/1M: the header says which
+	// one they were computed at.
+	load := "full load"
+	if res.Utilisation < 1 {
+		load = strconv.FormatFloat(res.Utilisation*100, 'g', 4, 64) + "% load"
+	}
+	fmt.Fprintf(w, "%s model, %.0f output and %.0f input tokens a day, instances at %s; cheapest API: %s at %.4f in, %.4f out %s per 1M\n\n",
+		res.Model, res.TokensPerDay, res.InputTokensPerDay, load, res.API, res.APIInputPerM, res.APIPerM, res.Currency)
+	rentHead := "RENT/1M (FULL LOAD)"
+	if res.Utilisation < 1 {
+		rentHead = "RENT/1M (AT " + strings.ToUpper(load) + ")"
+	}
+	tab := report.NewTab("OFFER", "GPU", "TOK/S", "INSTANCES", "RENT/DAY", "API/DAY", rentHead, "BEATS APIS", "BREAK-EVEN TOK/DAY", "CHEAPER")
+	for _, o := range res.Offers {
+		be := "never"
+		if o.BreakEvenTokensDay != nil {
+			be = fmt.Sprintf("%.3g", *o.BreakEvenTokensDay)
+		}
+		tab.Row(o.Offer, o.GPU, fmt.Sprintf("%.0f", o.TokensPerSecond), fmt.Sprint(o.Instances), report.Money(o.RentPerDay), report.Money(o.APIPerDay),
+			fmt.Sprintf("%.4f", o.RentPerMillion), fmt.Sprintf("%d of %d", o.CheaperThanAPIs, len(res.APIs)), be, o.Cheaper)
+	}
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	// Every API compared with, so a user who cannot use the cheapest sees
+	// how renting fares against the one they can.
+	fmt.Fprintln(w)
+	apiTab := report.NewTab("API", "IN/1M", "OUT/1M", "PER DAY", "SOURCE", "AS OF")
+	for _, a := range res.APIs {
+		apiTab.Row(a.Provider, fmt.Sprintf("%.4f", a.InputPerM), fmt.Sprintf("%.4f", a.OutputPerM), report.Money(a.PerDay), a.Source, a.AsOf)
+	}
+	if err := apiTab.Write(w); err != nil {
+		return err
+	}
+	ids, ages := make([]string, len(res.Offers)), make([]*int, len(res.Offers))
+	var notes []string
+	for _, n := range res.Notes {
+		notes = append(notes, "  "+n)
+	}
+	for i, o := range res.Offers {
+		ids[i], ages[i] = o.Offer, o.PriceAgeDays
+		for _, n := range o.Notes {
+			notes = append(notes, fmt.Sprintf("  %s: %s", o.Offer, n))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\nnotes:\n%s\n", strings.Join(notes, "\n"))
+	}
+	// TOK/S decides every row, and each rate in the table was measured
+	// with one model, precision and server version: say which.
+	if rated && len(res.Offers) > 0 {
+		var rates, sources []string
+		for _, r := range billing.Throughputs() {
+			if r.Model != res.Model {
+				continue
+			}
+			rates = append(rates, fmt.Sprintf("%s ×%d %g", r.GPU, r.GPUs, r.TokensSec))
+			if !slices.Contains(sources, r.Source) {
+				sources = append(sources, r.Source)
+			}
+		}
+		fmt.Fprintf(w, "\nthroughput (TOK/S): %s tok/s (%s); an instance with more GPUs is rated as replicas of the size, among these that divide it, that serves the most tokens a second; a newer server or another model serves at another rate: give your own measured one with --tokens-per-second\n",
+			strings.Join(rates, ", "), strings.Join(sources, "; "))
+	}
+	if line := priceDates(ids, ages); line != "" {
+		fmt.Fprintf(w, "\nprices: %s\n", line)
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/check"
+	"github.com/gpurent/gpurent/internal/report"
+	"golang.org/x/term"
+)
+
+// Colorful reports whether w is a terminal that wants colour (NO_COLOR unset).
+func Colorful(w io.Writer) bool {
+	if _, off := os.LookupEnv("NO_COLOR"); off {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// paint colours a status on a terminal.
+func paint(s string, color bool) string {
+	if !color {
+		return s
+	}
+	code := map[string]string{check.Pass: "32", check.Warn: "33", check.Fail: "31;1", check.Skip: "2"}[strings.ToLower(s)]
+	if code == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// Bench is bench's verdict: the checks, the advice and the verdict, and a
+// word where no GPU was found to check.
+func Bench(w io.Writer, r *bench.Report, color bool) error {
+	if err := Checks(w, r.Checks, r.Verdict, color, true); err != nil {
+		return err
+	}
+	for _, c := range r.Checks {
+		if c.ID == "gpu.present" && c.Status == check.Skip {
+			// A container started without GPU access passes every host
+			// check; the verdict alone would read as "the GPU is fine".
+			_, err := fmt.Fprintln(w, "(the host only: no GPU was found, so none was checked; --expect MODEL or --expect-gpus N makes that a failure)")
+			return err
+		}
+	}
+	return nil
+}
+
+// Checks prints checks as a table, the advice of those that are not
+// a pass, and the verdict; bench and audit share it. withValues adds the
+// measured and expected columns.
+func Checks(w io.Writer, checks []check.Check, verdict string, color, withValues bool) error {
+	tab := report.NewTab("CHECK", "STATUS", "EVIDENCE")
+	if withValues {
+		tab = report.NewTab("CHECK", "STATUS", "MEASURED", "EXPECTED", "EVIDENCE")
+	}
+	for _, c := range checks {
+		if withValues {
+			tab.Row(c.ID, c.Status, value(c.Measured, c.Unit), value(c.Expected, c.Unit), c.Evidence)
+		} else {
+			tab.Row(c.ID, c.Status, c.Evidence)
+		}
+	}
+	tab.Paint(1, func(s string) string { return paint(s, color) })
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	var advice []string
+	for _, c := range checks {
+		if c.Advice != "" && (c.Status == check.Fail || c.Status == check.Warn) {
+			advice = append(advice, fmt.Sprintf("  %s %s: %s", paint(c.Status, color), c.ID, report.Safe(c.Advice)))
+		}
+	}
+	if len(advice) > 0 {
+		fmt.Fprintf(w, "\nadvice:\n%s\n", strings.Join(advice, "\n"))
+	}
+	fmt.Fprintf(w, "\nverdict: %s\n", paint(strings.ToUpper(verdict), color))
+	return nil
+}
+
+// value is a measured or expected value with its unit, "-" for none.
+func value(v any, unit string) string {
+	if v == nil {
+		return "-"
+	}
+	s := fmt.Sprint(v)
+	if s == "" {
+		return "-"
+	}
+	if unit != "" && unit != "model" && unit != "link" {
+		s += " " + unit
+	}
+	return s
+}
+
+// BenchHistory is bench history's table: the runs recorded at path, with
+// a word on the lines that could not be read.
+func BenchHistory(w io.Writer, entries []bench.HistoryEntry, skipped int, path string) error {
+	if len(entries) == 0 {
+		fmt.Fprintf(w, "no bench runs yet (%s)\n", path)
+		return nil
+	}
+	tab := report.NewTab("TIME", "VERDICT", "GPUS", "EXPECT", "CPUS", "STEAL", "DISK", "FAILED", "WARNED")
+	for _, e := range entries {
+		var gpus []string
+		for _, x := range e.GPUs {
+			gpus = append(gpus, x.Name)
+		}
+		gs := "-"
+		if len(gpus) > 0 {
+			gs = fmt.Sprintf("%d× %s", len(gpus), gpus[0])
+		}
+		tab.Row(e.Time.Local().Format("2006-01-02 15:04"), e.Verdict, gs, orDash(e.Expect), fmt.Sprint(e.CPUs),
+			value(e.Measure["host.steal"], "%"), value(e.Measure["host.disk"], "MB/s"), orDash(strings.Join(e.Failed, ",")), orDash(strings.Join(e.Warned, ",")))
+	}
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	if skipped > 0 {
+		fmt.Fprintf(w, "\n%d unreadable lines skipped in %s\n", skipped, path)
+	}
+	return nil
+}
+
+// orDash is s, or "-" for nothing.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

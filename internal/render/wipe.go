@@ -1,0 +1,104 @@
+//go:build unix
+
+package render
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/wipe"
+)
+
+// WipePlan is wipe's plan: each item, how it is removed, and what is kept
+// and why.
+func WipePlan(w io.Writer, p *wipe.Plan) {
+	if len(p.Items) == 0 {
+		fmt.Fprintln(w, "nothing to remove")
+	} else {
+		tab := report.NewTab("KIND", "WHAT", "PATH", "SIZE", "FILES", "HOW")
+		for _, it := range p.Items {
+			how := "unlink"
+			switch {
+			case it.Image != "":
+				how = "docker image rm"
+			case it.Symlink:
+				how = "remove the link only (-> " + it.Target + ")"
+			case it.MountPoint && it.Overwrite:
+				how = "overwrite, then unlink the contents; the mount point stays (" + it.FSType + ")"
+			case it.MountPoint:
+				how = "unlink the contents; the mount point stays (" + it.FSType + ")"
+			case it.Overwrite:
+				how = "overwrite, then unlink (" + it.FSType + ")"
+			case it.FSType != "":
+				how = "unlink (" + it.FSType + ")"
+			}
+			if it.Overwrite && it.Linked > 0 {
+				how += "; " + report.Count(it.Linked, "file") + " with other hard links: unlinked only"
+			}
+			if len(it.Keep) > 0 {
+				how += "; " + report.Count(len(it.Keep), "path") + " inside kept (see kept:)"
+			}
+			path := it.Path
+			if path == "" {
+				path = it.Image
+			}
+			tab.Row(it.Kind, it.What, path, report.Bytes(it.Bytes), fmt.Sprint(it.Files), how)
+		}
+		_ = tab.Write(w)
+		fmt.Fprintf(w, "\ntotal: %s, %s\n", report.Count(len(p.Items), "item"), report.Bytes(p.Bytes))
+	}
+	linked := 0
+	for _, it := range p.Items {
+		if it.Overwrite {
+			linked += it.Linked
+		}
+	}
+	if linked > 0 {
+		fmt.Fprintf(w, "note: unlinked only, not overwritten: %s with other hard links (a local git clone's objects, a package store); overwriting would destroy the data under the other names, outside this plan, and that data stays there\n", report.Count(linked, "file"))
+	}
+	for _, k := range p.Kept {
+		fmt.Fprintln(w, "kept:", report.Safe(k))
+	}
+	for _, s := range p.Warnings {
+		fmt.Fprintln(w, "note:", report.Safe(s))
+	}
+}
+
+// WipeOutcome says what a wipe removed, what failed or did not run, and
+// where its report is.
+func WipeOutcome(w io.Writer, r *wipe.Report, path string) {
+	removed := 0
+	for _, it := range r.Items {
+		switch it.Status {
+		case wipe.Removed:
+			removed++
+		case wipe.Failed:
+			fmt.Fprintf(w, "failed: %s: %s\n", report.Safe(WipeTarget(it)), report.Safe(it.Error))
+		case wipe.NotRun:
+			fmt.Fprintf(w, "not run: %s\n", report.Safe(WipeTarget(it)))
+		}
+	}
+	notOver := 0
+	for _, it := range r.Items {
+		notOver += it.NotOverwritten
+		for _, k := range it.Kept {
+			if !slices.Contains(it.Keep, k) { // the plan named those already
+				fmt.Fprintf(w, "kept: %s (a file system mounted inside %s since the plan: not entered)\n", report.Safe(k), report.Safe(it.Path))
+			}
+		}
+	}
+	if notOver > 0 {
+		fmt.Fprintf(w, "not overwritten: %s with other hard links, unlinked only (their data stays under the other names)\n", report.Count(notOver, "file"))
+	}
+	fmt.Fprintf(w, "removed %d of %s, %s freed; report: %s\n", removed, report.Count(len(r.Items), "item"), report.Bytes(r.Freed), path)
+}
+
+// WipeTarget names what an item removed: its path, or the Docker image.
+func WipeTarget(r wipe.Result) string {
+	if r.Path != "" {
+		return r.Path
+	}
+	return r.Image
+}
