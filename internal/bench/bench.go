@@ -161,8 +161,6 @@ func Judge(f probe.Facts, tab *specs.Table, order Order, lim Limits) (*Report, e
 	return &Report{Verdict: Verdict(j.checks), Expect: order.GPU, Checks: j.checks, Facts: f}, nil
 }
 
-func rank(s string) int { return check.Rank(s) }
-
 func knownModels(tab *specs.Table) []string {
 	var names []string
 	for _, g := range tab.GPUs {
