@@ -27,6 +27,7 @@ import (
 	"github.com/gpurent/gpurent/internal/ledger"
 	"github.com/gpurent/gpurent/internal/money"
 	"github.com/gpurent/gpurent/internal/notify"
+	"github.com/gpurent/gpurent/internal/preempt"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/runlog"
 	"github.com/gpurent/gpurent/internal/store"
@@ -47,10 +48,10 @@ type Options struct {
 	Keep, KeepLocal int
 	MaxRestarts     int
 	// Preemption is the cloud whose notices are watched: auto, one of
-	// supervise.Clouds() or none. Metadata overrides a cloud's metadata
+	// preempt.Clouds() or none. Metadata overrides a cloud's metadata
 	// endpoint where a field is set.
 	Preemption string
-	Metadata   supervise.Endpoints
+	Metadata   preempt.Endpoints
 	// Metrics is the address Prometheus metrics are served on ("" none;
 	// ":9464" binds 127.0.0.1).
 	Metrics            string
@@ -170,8 +171,8 @@ func (o *Options) Validate() error {
 
 // endpoints are the metadata services to ask: the clouds' own, but where
 // Options.Metadata names another.
-func (o *Options) endpoints() supervise.Endpoints {
-	ep := supervise.DefaultEndpoints()
+func (o *Options) endpoints() preempt.Endpoints {
+	ep := preempt.DefaultEndpoints()
 	for _, m := range []struct {
 		set *string
 		url string
@@ -201,7 +202,7 @@ type session struct {
 	event func(kind, text, output string)
 	ship  *runlog.Shipper
 
-	pre   supervise.Preempter
+	pre   preempt.Preempter
 	cloud string
 	cfg   supervise.Config
 	gpus  *gpuWatch
@@ -370,18 +371,18 @@ func (s *session) watchPreemption(ctx context.Context) error {
 	case "none":
 	case "auto":
 		var name string
-		if name, s.pre = supervise.Auto(ctx, ep); s.pre != nil {
+		if name, s.pre = preempt.Auto(ctx, ep); s.pre != nil {
 			s.cloud = name
 			s.logf("watching %s's preemption notices", name)
 		} else {
 			s.logf("no cloud metadata service answered (%s): preemption notices are not watched (--preemption none skips this check)",
-				strings.Join(supervise.Clouds(), ", "))
+				strings.Join(preempt.Clouds(), ", "))
 		}
 	default:
-		if s.pre = supervise.For(s.o.Preemption, ep); s.pre == nil {
-			return bad("preemption", "want auto, %s or none, got %q", strings.Join(supervise.Clouds(), ", "), s.o.Preemption)
+		if s.pre = preempt.For(s.o.Preemption, ep); s.pre == nil {
+			return bad("preemption", "want auto, %s or none, got %q", strings.Join(preempt.Clouds(), ", "), s.o.Preemption)
 		}
-		if !supervise.Answers(ctx, s.o.Preemption, ep) {
+		if !preempt.Answers(ctx, s.o.Preemption, ep) {
 			hint := ""
 			if s.o.Preemption == "aws" { // IMDSv2's hop limit: docs/run.md
 				hint = " (in a container, IMDSv2 needs the instance's hop limit at 2 or more)"
@@ -434,7 +435,7 @@ func (s *session) configure() {
 		}
 	}
 	if s.pre != nil {
-		s.cfg.Cloud, s.cfg.Notice = s.cloud, supervise.ShortestNotice(s.cloud)
+		s.cfg.Cloud, s.cfg.Notice = s.cloud, preempt.ShortestNotice(s.cloud)
 	}
 	// A GPU that fell off the bus, an Xid, a disk failing writes: causes
 	// of the failures that follow, which the command's output may not

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/preempt"
 )
 
 // Of a process group, only the processes that installed a handler for
@@ -85,11 +87,11 @@ func logTo(cfg *Config) (logged func() string) {
 // noticeAfter sends one notice after a delay: a cloud without HTTP.
 type noticeAfter struct {
 	after time.Duration
-	n     Notice
+	n     preempt.Notice
 }
 
-func (f noticeAfter) Watch(ctx context.Context) <-chan Notice {
-	ch := make(chan Notice, 1)
+func (f noticeAfter) Watch(ctx context.Context) <-chan preempt.Notice {
+	ch := make(chan preempt.Notice, 1)
 	go func() {
 		select {
 		case <-time.After(f.after):
@@ -111,7 +113,7 @@ func TestPreemptionCommandWithoutHandler(t *testing.T) {
 	logged := logTo(&cfg)
 	// The checkpoint takes 1.5 s to write and starts before the notice.
 	cfg.Cmd = []string{"sh", "-c", `cd "$GPURENT_CKPT_DIR" && printf 1 > ckpt-1.bin.tmp && sleep 1.5 && mv ckpt-1.bin.tmp ckpt-1.bin && sleep 30`}
-	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: Notice{Cloud: "test", Detail: "a notice", Left: 10 * time.Second}}
+	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: preempt.Notice{Cloud: "test", Detail: "a notice", Left: 10 * time.Second}}
 	sup, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +145,7 @@ func TestPreemptionCommandSavesAndExits(t *testing.T) {
 	// shortens --quiet to that on a notice); the command is gone long before.
 	cfg.Quiet = 2 * time.Second
 	cfg.Cmd = []string{"sh", "-c", `cd "$GPURENT_CKPT_DIR" && trap 'printf 2 > ckpt-2.bin; exit 0' USR1; while :; do sleep 0.02; done`}
-	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: Notice{Cloud: "test", Detail: "a notice", Left: 10 * time.Second}}
+	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: preempt.Notice{Cloud: "test", Detail: "a notice", Left: 10 * time.Second}}
 	sup, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +175,7 @@ func TestPreemptionNotStored(t *testing.T) {
 	h := newHarness(t)
 	cfg := h.config(t.TempDir(), &failingBackend{Backend: h.b})
 	cfg.Cmd = []string{"sh", "-c", `cd "$GPURENT_CKPT_DIR" && trap 'printf 2 > ckpt-2.bin; exit 0' USR1; while :; do sleep 0.02; done`}
-	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: Notice{Cloud: "test", Detail: "a notice", Left: 10 * time.Second}}
+	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: preempt.Notice{Cloud: "test", Detail: "a notice", Left: 10 * time.Second}}
 	sup, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -18,10 +18,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/preempt"
+
 	"github.com/gpurent/gpurent/internal/fsspace"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 )
+
+// Preempter is what the supervisor needs of a cloud's notice watcher
+// (package preempt has one per cloud).
+type Preempter interface {
+	Watch(ctx context.Context) <-chan preempt.Notice
+}
 
 // Config is one supervised run.
 type Config struct {
@@ -329,7 +337,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		wcancel()
 		<-watched
 	}()
-	var notices <-chan Notice
+	var notices <-chan preempt.Notice
 	if s.cfg.Preemption != nil {
 		notices = s.cfg.Preemption.Watch(ctx)
 	}
@@ -681,7 +689,7 @@ func (s *Supervisor) stopChild(done <-chan error, sig syscall.Signal) {
 
 // preempted handles a notice: ask for a checkpoint now, wait for it within
 // the notice, upload it, stop the command.
-func (s *Supervisor) preempted(ctx context.Context, n Notice, done <-chan error) Exit {
+func (s *Supervisor) preempted(ctx context.Context, n preempt.Notice, done <-chan error) Exit {
 	s.Metrics.notices.Add(1)
 	what := "preemption notice"
 	if n.Event != "" {

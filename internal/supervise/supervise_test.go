@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gpurent/gpurent/internal/preempt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -1483,11 +1484,11 @@ func TestPreemption(t *testing.T) {
 		cloud string
 		p     Preempter
 	}{
-		{"aws", AWS(srv.URL, 20*time.Millisecond)},
-		{"gcp", GCP(srv.URL, 20*time.Millisecond)},
-		{"azure", Azure(srv.URL, 20*time.Millisecond)},
-		{"alibaba", Alibaba(aliSrv.URL, 20*time.Millisecond)},
-		{"tencent", Tencent(srv.URL+"/tencent", 20*time.Millisecond)},
+		{"aws", preempt.AWS(srv.URL, 20*time.Millisecond)},
+		{"gcp", preempt.GCP(srv.URL, 20*time.Millisecond)},
+		{"azure", preempt.Azure(srv.URL, 20*time.Millisecond)},
+		{"alibaba", preempt.Alibaba(aliSrv.URL, 20*time.Millisecond)},
+		{"tencent", preempt.Tencent(srv.URL+"/tencent", 20*time.Millisecond)},
 	} {
 		t.Run(tc.cloud, func(t *testing.T) {
 			notice.Store(false)
@@ -1528,37 +1529,6 @@ func TestPreemption(t *testing.T) {
 				t.Errorf("approval %q, want event E1's", got)
 			}
 		})
-	}
-	// auto finds the cloud that answers, asking all at once; Answers asks
-	// one.
-	none := "http://127.0.0.1:1"
-	for _, tc := range []struct {
-		ep        Endpoints
-		answering string
-	}{
-		{Endpoints{AWS: srv.URL, GCP: none, Azure: none, Alibaba: none, Tencent: none}, "[aws]"},
-		{Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: aliSrv.URL, Tencent: none}, "[alibaba]"},
-		{Endpoints{AWS: srv.URL, GCP: srv.URL, Azure: none, Alibaba: aliSrv.URL, Tencent: none}, "[gcp aws alibaba]"},
-		{Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: none, Tencent: srv.URL + "/tencent"}, "[tencent]"},
-	} {
-		var answering []string
-		for _, c := range Clouds() {
-			if Answers(context.Background(), c, tc.ep) {
-				answering = append(answering, c)
-			}
-		}
-		if fmt.Sprint(answering) != tc.answering {
-			t.Errorf("answering %v, want %s", answering, tc.answering)
-		}
-		if name, p := Auto(context.Background(), tc.ep); len(answering) > 0 && (p == nil || name != answering[0] || p.(*poller).cloud != name) {
-			t.Errorf("auto: %q %v, want %s", name, p, answering[0])
-		}
-	}
-	if name, p := Auto(context.Background(), Endpoints{AWS: none, GCP: none, Azure: none, Alibaba: none, Tencent: none}); p != nil || name != "" {
-		t.Errorf("auto off the clouds: %q %v", name, p)
-	}
-	if For("ovh", Endpoints{}) != nil || Answers(context.Background(), "ovh", Endpoints{}) {
-		t.Error("a cloud gpurent does not know")
 	}
 }
 
