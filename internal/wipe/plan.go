@@ -267,6 +267,80 @@ const RecentWindow = 10 * time.Minute
 // A path the user chose that breaks the rule is an error (ErrRefused); one
 // of wipe's defaults is left out and said so.
 func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
+	pl, err := newPlanner(e, o)
+	if err != nil {
+		return nil, err
+	}
+	p := pl.p
+	if err := pl.keepSet(); err != nil {
+		return nil, err
+	}
+	cands, err := pl.candidates()
+	if err != nil {
+		return nil, err
+	}
+	if cands, err = pl.judge(cands); err != nil {
+		return nil, err
+	}
+	cands = pl.temps(cands)
+	planned, err := pl.admit(cands)
+	if err != nil {
+		return nil, err
+	}
+	pl.add(planned)
+	if pl.sinceUnknown > 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s in the temp directories not swept: when this tenancy began is unknown, so they may be the image's or another's (--since sets it; naming one wipes it)", report.Count(pl.sinceUnknown, "entry")))
+	}
+	if err := pl.keepsUsed(); err != nil {
+		return nil, err
+	}
+	if o.Docker {
+		imgs, err := dockerImages(ctx, pl.e)
+		if err != nil {
+			p.Warnings = append(p.Warnings, "Docker images not listed: "+err.Error())
+		}
+		for _, it := range imgs {
+			p.Items = append(p.Items, it)
+			p.Bytes += it.Bytes
+		}
+	}
+	// What is kept on purpose is named only where it exists: a plan that
+	// says it keeps a key the machine does not hold misleads.
+	if o.Identity == "" && o.KeptIdentity != "" && exists(o.KeptIdentity) {
+		p.Kept = append(p.Kept, "gpurent's age identity "+o.KeptIdentity+" (gpurent wipe --remove-identity removes it; keep a copy elsewhere first)")
+	}
+	if exists(filepath.Join(pl.home, ".ssh", "authorized_keys")) {
+		p.Kept = append(p.Kept, "~/.ssh/authorized_keys (removing it would lock you out before you finish)")
+	}
+	p.Warnings = append(p.Warnings, warnings(p, pl.tab)...)
+	return p, nil
+}
+
+// planner is one Make: the environment resolved, what is kept, and the
+// plan as it grows, shared by the stages Make runs in order.
+type planner struct {
+	e         Env
+	o         Options
+	p         *Plan
+	now       time.Time
+	cwd, home string
+	tab       mounts.Table
+
+	keeps     map[string]string // resolved path -> why it is kept
+	userKeep  map[string]string // --keep as typed -> resolved
+	keepIDs   map[devIno]string
+	keepOrder []string
+	guard     *protection
+
+	holders      []Holder
+	used         holderIndex
+	considered   []string // every path the plan looked at, for --keep's check
+	sinceUnknown int
+}
+
+// newPlanner fills e's defaults and resolves the working directory, the
+// home and gpurent's own path.
+func newPlanner(e Env, o Options) (*planner, error) {
 	if e.Lookup == nil {
 		e.Lookup = func(string) (string, bool) { return "", false }
 	}
@@ -295,33 +369,35 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			e.Exe = r
 		}
 	}
-	p := &Plan{Items: []Item{}, Warnings: []string{}, Kept: []string{}}
-	tab := mounts.Read(e.Root)
+	return &planner{e: e, o: o, now: now, cwd: cwd, home: home, tab: mounts.Read(e.Root),
+		p:     &Plan{Items: []Item{}, Warnings: []string{}, Kept: []string{}},
+		keeps: map[string]string{}, userKeep: map[string]string{}, considered: []string{}}, nil
+}
 
-	// What the plan keeps, each path both as named (a symlink is kept as
-	// a link) and as resolved (the file it leads to is kept too).
-	keeps := map[string]string{} // resolved path -> why it is kept
-	userKeep := map[string]string{}
+// keepSet gathers what the plan keeps, each path both as named (a symlink
+// is kept as a link) and as resolved (the file it leads to is kept too).
+func (pl *planner) keepSet() error {
+	cwd, home, o := pl.cwd, pl.home, pl.o
 	addKeep := func(path, why string) {
 		if r, err := resolveItem(path, cwd); err == nil {
-			keeps[r] = why
+			pl.keeps[r] = why
 		}
 		if r, err := resolveFull(path, cwd); err == nil {
-			keeps[r] = why
+			pl.keeps[r] = why
 		}
 	}
 	for _, k := range o.Keep {
 		if _, err := os.Lstat(k); err != nil {
-			return nil, fmt.Errorf("%w: --keep %s: %v", ErrRefused, k, err)
+			return fmt.Errorf("%w: --keep %s: %v", ErrRefused, k, err)
 		}
 		addKeep(k, "--keep "+k)
 		if r, err := resolveItem(k, cwd); err == nil {
-			userKeep[k] = r
+			pl.userKeep[k] = r
 		}
 		// The links on the way to a kept path stay too: the path as typed
 		// still leads to it after the wipe.
 		for _, l := range linksOnTheWay(k, cwd) {
-			keeps[l] = "--keep " + k
+			pl.keeps[l] = "--keep " + k
 		}
 	}
 	if o.Identity == "" && o.KeptIdentity != "" && exists(o.KeptIdentity) {
@@ -333,28 +409,36 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		}
 	}
 	if o.Report != "" {
-		keeps[resolveMaybe(o.Report, cwd)] = "this wipe's report"
+		pl.keeps[resolveMaybe(o.Report, cwd)] = "this wipe's report"
 	}
 	// Kept paths are also known by identity: the same file reached
 	// through another name (a bind mount of the home, a hard link) is
 	// kept as well.
-	keepIDs := map[devIno]string{}
-	for k, why := range keeps {
+	pl.keepIDs = map[devIno]string{}
+	for k, why := range pl.keeps {
 		if info, err := os.Lstat(k); err == nil {
-			keepIDs[idOf(info)] = why
+			pl.keepIDs[idOf(info)] = why
 		}
 	}
-	guard := newProtection(home, e.Root)
-	keepOrder := slices.Sorted(maps.Keys(keeps)) // keeps is complete here
-	keptBy := func(path string) (string, string) {
-		for _, k := range keepOrder {
-			if within(path, k) {
-				return k, keeps[k]
-			}
-		}
-		return "", ""
-	}
+	pl.guard = newProtection(home, pl.e.Root)
+	pl.keepOrder = slices.Sorted(maps.Keys(pl.keeps)) // keeps is complete here
+	return nil
+}
 
+// keptBy names the kept path that path is or lies inside, and why.
+func (pl *planner) keptBy(path string) (string, string) {
+	for _, k := range pl.keepOrder {
+		if within(path, k) {
+			return k, pl.keeps[k]
+		}
+	}
+	return "", ""
+}
+
+// candidates lists what the plan considers: the paths named, then the
+// caches, credentials, keys, dotenv files and histories wipe knows.
+func (pl *planner) candidates() ([]cand, error) {
+	home, o, lookup := pl.home, pl.o, pl.e.Lookup
 	var cands []cand
 	named := func(paths []string, kind, what string) error {
 		for _, d := range paths {
@@ -371,13 +455,13 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	if err := named(o.Data, Data, "data you named"); err != nil {
 		return nil, err
 	}
-	cands = append(cands, caches(home, e.Lookup)...)
-	hfToken := homefiles.HFTokenPath(home, e.Lookup)
-	for _, s := range homefiles.SecretFiles(home, e.Lookup) {
+	cands = append(cands, caches(home, lookup)...)
+	hfToken := homefiles.HFTokenPath(home, lookup)
+	for _, s := range homefiles.SecretFiles(home, lookup) {
 		if s.Present() {
 			src := source{}
 			if s.Path == hfToken {
-				src.vars = hfTokenVars(e.Lookup)
+				src.vars = hfTokenVars(lookup)
 				src.chosen = len(src.vars) > 0
 			}
 			cands = append(cands, cand{Item{Kind: Credential, What: s.Kind, Path: s.Path}, src})
@@ -386,7 +470,7 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	for _, k := range homefiles.PrivateKeys(home) {
 		cands = append(cands, cand{Item{Kind: Credential, What: "SSH private key", Path: k}, source{}})
 	}
-	for _, f := range homefiles.EnvFiles(cwd) {
+	for _, f := range homefiles.EnvFiles(pl.cwd) {
 		cands = append(cands, cand{Item{Kind: Credential, What: "dotenv file", Path: f}, source{}})
 	}
 	if o.Identity != "" {
@@ -395,9 +479,12 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	for _, h := range histories(home) {
 		cands = append(cands, cand{Item{Kind: History, What: h[1], Path: h[0]}, source{}})
 	}
+	return cands, nil
+}
 
-	// Resolve and judge every candidate by the one rule.
-	considered := []string{}
+// judge resolves every candidate and judges it by the one rule: a path
+// the user chose that breaks it is an error, a default is left out.
+func (pl *planner) judge(cands []cand) ([]cand, error) {
 	var resolved []cand
 	for _, c := range cands {
 		st, err := os.Lstat(c.Path)
@@ -413,47 +500,53 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			}
 			return nil, fmt.Errorf("%w: %s is a directory, not the %s file", ErrRefused, name, c.What)
 		}
-		r, err := resolveItem(c.Path, cwd)
+		r, err := resolveItem(c.Path, pl.cwd)
 		if err != nil {
 			if c.src.chosen {
 				return nil, fmt.Errorf("%w: %s: %v", ErrRefused, c.Path, err)
 			}
 			continue
 		}
-		if why := guard.why(r); why != "" {
+		if why := pl.guard.why(r); why != "" {
 			if c.src.chosen {
 				return nil, refuseError(c, r, why)
 			}
-			p.Kept = append(p.Kept, fmt.Sprintf("%s (%s; it %s: never wiped)", c.Path, c.What, why))
+			pl.p.Kept = append(pl.p.Kept, fmt.Sprintf("%s (%s; it %s: never wiped)", c.Path, c.What, why))
 			continue
 		}
 		c.Path = r
-		considered = append(considered, r)
+		pl.considered = append(pl.considered, r)
 		resolved = append(resolved, c)
 	}
-	cands = resolved
+	return resolved, nil
+}
 
-	if e.Holders == nil {
-		e.Holders = func() []Holder { return procHolders("/proc", os.Getpid()) }
+// temps adds the temp directories' entries that are nobody's: not named
+// already, not protected, not holding the working directory or gpurent,
+// not a mount, not in use.
+func (pl *planner) temps(cands []cand) []cand {
+	if pl.e.Holders == nil {
+		pl.e.Holders = func() []Holder { return procHolders("/proc", os.Getpid()) }
 	}
-	holders := e.Holders()
-	used := indexHolders(holders)
+	e, p := pl.e, pl.p
+	pl.holders = e.Holders()
+	pl.used = indexHolders(pl.holders)
 	for _, it := range tempItems(e) {
-		considered = append(considered, it.Path)
+		pl.considered = append(pl.considered, it.Path)
 		isNamed := slices.ContainsFunc(cands, func(c cand) bool { return c.Path == it.Path })
 		if isNamed {
 			continue
 		}
-		inUse := used.by(it.Path)
-		refused := guard.why(it.Path)
+		inUse := pl.used.by(it.Path)
+		refused := pl.guard.why(it.Path)
 		switch {
 		case refused != "":
 			p.Kept = append(p.Kept, it.Path+" ("+refused+")")
-		case within(cwd, it.Path):
+		case within(pl.cwd, it.Path):
 			p.Kept = append(p.Kept, it.Path+" (holds the working directory)")
 		case e.Exe != "" && within(e.Exe, it.Path):
 			p.Kept = append(p.Kept, it.Path+" (holds gpurent itself)")
-		case tab.IsMountPoint(it.Path) || mountedHere(it.Path):
+		case pl.tab.IsMountPoint(it.Path) || mountedHere(it.Path):
 			// Someone mounted a file system here (a data disk, a network
 			// volume): that is not a temp file.
 			p.Kept = append(p.Kept, it.Path+" (a file system mounted in a temp directory, not a temp file; name it to wipe it)")
@@ -466,17 +559,19 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			cands = append(cands, cand{it, source{}})
 		}
 	}
+	return cands
+}
 
-	// Keep what is kept, size and identify the rest; then drop what lies
-	// inside another planned item, which removes it anyway.
-	ids := walkIDs{keep: keepIDs, held: map[devIno]Holder{}}
-	for _, h := range holders {
+// admit keeps what is kept, and sizes and identifies the rest.
+func (pl *planner) admit(cands []cand) ([]Item, error) {
+	e, p := pl.e, pl.p
+	ids := walkIDs{keep: pl.keepIDs, held: map[devIno]Holder{}}
+	for _, h := range pl.holders {
 		if h.ID.known() {
 			ids.held[h.ID] = h
 		}
 	}
 	seen := map[string]bool{}
-	sinceUnknown := 0
 	var planned []Item
 	for _, c := range cands {
 		it := c.Item
@@ -484,7 +579,7 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			continue
 		}
 		seen[it.Path] = true
-		if k, why := keptBy(it.Path); k != "" {
+		if k, why := pl.keptBy(it.Path); k != "" {
 			if strings.HasPrefix(why, "--keep ") {
 				p.Kept = append(p.Kept, it.Path+" ("+why+")")
 			} else {
@@ -493,23 +588,23 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 			continue
 		}
 		var inside []string
-		for k := range keeps {
+		for k := range pl.keeps {
 			if k != it.Path && within(k, it.Path) {
 				inside = append(inside, k)
 			}
 		}
 		slices.Sort(inside)
-		if err := size(&it, tab, o.NoOverwrite, inside, ids); err != nil {
+		if err := size(&it, pl.tab, pl.o.NoOverwrite, inside, ids); err != nil {
 			if c.src.chosen {
 				return nil, fmt.Errorf("%w: %s: %v", ErrRefused, it.Path, err)
 			}
 			continue
 		}
-		if why := keptUnderAnotherName(it.Path, keepIDs, guard.mounts, keptBy); why != "" {
+		if why := keptUnderAnotherName(it.Path, pl.keepIDs, pl.guard.mounts, pl.keptBy); why != "" {
 			p.Kept = append(p.Kept, it.Path+" ("+why+", which is kept)")
 			continue
 		}
-		if !it.id.isDir() && (it.id.otherMount(it.parent) || tab.IsMountPoint(it.Path)) {
+		if !it.id.isDir() && (it.id.otherMount(it.parent) || pl.tab.IsMountPoint(it.Path)) {
 			// A file bind-mounted here: its data is the source's, outside
 			// the plan; overwriting it would write there.
 			p.Kept = append(p.Kept, it.Path+" (a file mounted here from elsewhere: neither overwritten nor removed; unmount it to wipe it)")
@@ -520,10 +615,10 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 				p.Kept = append(p.Kept, it.Path+" (in use by "+describeHolders(it.held)+", through another name; name it to wipe it anyway)")
 				continue
 			}
-			why, ok := tempVerdict(it, e.Since, now, max(e.Recent, 0))
+			why, ok := tempVerdict(it, e.Since, pl.now, max(e.Recent, 0))
 			if !ok {
 				if e.Since.IsZero() {
-					sinceUnknown++
+					pl.sinceUnknown++
 				}
 				p.Kept = append(p.Kept, it.Path+" ("+why+")")
 				continue
@@ -532,25 +627,32 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		}
 		planned = append(planned, it)
 	}
+	return planned, nil
+}
+
+// add puts into the plan what no other planned item holds (removing that
+// removes it anyway), with what is kept inside each and the warnings.
+func (pl *planner) add(planned []Item) {
+	p := pl.p
 	for _, it := range planned {
 		if insidePlanned(it, planned) {
 			continue
 		}
 		for _, k := range it.Keep {
-			switch why := keeps[k]; {
+			switch why := pl.keeps[k]; {
 			case strings.HasPrefix(why, "--keep "):
 				p.Kept = append(p.Kept, k+" (--keep, inside "+it.Path+")")
 			case why != "":
 				p.Kept = append(p.Kept, k+" ("+why+", inside "+it.Path+")")
 			default:
-				if info, err := os.Lstat(k); err == nil && keepIDs[idOf(info)] != "" {
-					p.Kept = append(p.Kept, k+" ("+keepIDs[idOf(info)]+" under another name, inside "+it.Path+")")
+				if info, err := os.Lstat(k); err == nil && pl.keepIDs[idOf(info)] != "" {
+					p.Kept = append(p.Kept, k+" ("+pl.keepIDs[idOf(info)]+" under another name, inside "+it.Path+")")
 				} else {
 					p.Kept = append(p.Kept, k+" (a file system mounted inside "+it.Path+": not entered; name it to wipe it)")
 				}
 			}
 		}
-		if hs := append(used.by(it.Path), it.held...); len(hs) > 0 {
+		if hs := append(pl.used.by(it.Path), it.held...); len(hs) > 0 {
 			if i := slices.IndexFunc(hs, func(h Holder) bool { return h.PID == 0 }); i >= 0 && it.Overwrite {
 				// Overwriting a mounted disk image corrupts what is
 				// mounted from it; unlinking leaves the kernel its copy.
@@ -566,42 +668,23 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 		p.Items = append(p.Items, it)
 		p.Bytes += it.Bytes
 	}
-	if sinceUnknown > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%s in the temp directories not swept: when this tenancy began is unknown, so they may be the image's or another's (--since sets it; naming one wipes it)", report.Count(sinceUnknown, "entry")))
-	}
-	// A --keep that keeps nothing the wipe would touch is a mistake (a
-	// typo, a path through a link to elsewhere): said, not ignored.
-	for _, k := range o.Keep {
-		names := []string{userKeep[k]}
-		if full, err := resolveFull(k, cwd); err == nil {
-			names = append(append(names, full), aliases(full, guard.mounts)...)
+}
+
+// keepsUsed refuses a --keep that keeps nothing the wipe would touch: a
+// typo, or a path through a link to elsewhere, said rather than ignored.
+func (pl *planner) keepsUsed() error {
+	for _, k := range pl.o.Keep {
+		names := []string{pl.userKeep[k]}
+		if full, err := resolveFull(k, pl.cwd); err == nil {
+			names = append(append(names, full), aliases(full, pl.guard.mounts)...)
 		}
-		if !slices.ContainsFunc(considered, func(c string) bool {
+		if !slices.ContainsFunc(pl.considered, func(c string) bool {
 			return slices.ContainsFunc(names, func(n string) bool { return n != "" && (within(c, n) || within(n, c)) })
 		}) {
-			return nil, fmt.Errorf("%w: --keep %s: nothing this wipe would remove is at, inside or around it; check the path", ErrRefused, k)
+			return fmt.Errorf("%w: --keep %s: nothing this wipe would remove is at, inside or around it; check the path", ErrRefused, k)
 		}
 	}
-	if o.Docker {
-		imgs, err := dockerImages(ctx, e)
-		if err != nil {
-			p.Warnings = append(p.Warnings, "Docker images not listed: "+err.Error())
-		}
-		for _, it := range imgs {
-			p.Items = append(p.Items, it)
-			p.Bytes += it.Bytes
-		}
-	}
-	// What is kept on purpose is named only where it exists: a plan that
-	// says it keeps a key the machine does not hold misleads.
-	if o.Identity == "" && o.KeptIdentity != "" && exists(o.KeptIdentity) {
-		p.Kept = append(p.Kept, "gpurent's age identity "+o.KeptIdentity+" (gpurent wipe --remove-identity removes it; keep a copy elsewhere first)")
-	}
-	if exists(filepath.Join(home, ".ssh", "authorized_keys")) {
-		p.Kept = append(p.Kept, "~/.ssh/authorized_keys (removing it would lock you out before you finish)")
-	}
-	p.Warnings = append(p.Warnings, warnings(p, tab)...)
-	return p, nil
+	return nil
 }
 
 // refuseError says which path, from where, and why it is never wiped.
