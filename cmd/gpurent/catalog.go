@@ -75,7 +75,7 @@ func runCatalogLs(g *globals, o *catalogLsOptions) error {
 		return usagef("--min-gpu-memory: %v", err)
 	}
 	if offers, err = catalog.WithProvider(offers, o.providers); err != nil {
-		return usagef("--provider: %v%s", err, gpuNote(o.gpu))
+		return usagef("--provider: %v%s", err, catalog.AmongGPU(o.gpu))
 	}
 	if g.output == report.JSON {
 		out := catalogList{Offers: []catalogRow{}}
@@ -206,14 +206,6 @@ type catalogRow struct {
 	Source         string                 `json:"source"`
 	AsOf           string                 `json:"as_of"`
 	SupersededBy   string                 `json:"superseded_by,omitempty"`
-}
-
-// gpuNote says which offers a provider list was drawn from.
-func gpuNote(gpu string) string {
-	if gpu == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (among the offers with GPU %q)", gpu)
 }
 
 // spotJSON is an offer's spot price (a Fee: a number or "unknown"), or

@@ -9,10 +9,11 @@ import (
 	"github.com/gpurent/gpurent/internal/money"
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/task"
 )
 
 func newQuote(g *globals) *cobra.Command {
-	var t taskFlags
+	var t task.Flags
 	var top int
 	var budgetText string
 	var wide bool
@@ -38,24 +39,28 @@ each plan gives within the budget, with the bill at those hours.`,
 			}
 			var budget float64
 			if budgetText != "" {
-				v, cur, ok := money.ParseAmount(budgetText, money.CurrencyCode(t.currency))
+				v, cur, ok := money.ParseAmount(budgetText, money.CurrencyCode(t.Currency))
 				if !ok {
 					return usagef("--budget: want what the task may cost in all, such as 500, 3500CNY or ¥3500, got %s", report.Quote(budgetText))
 				}
-				if cmd.Flags().Changed("currency") && cur != money.CurrencyCode(t.currency) {
-					return usagef("--budget: %q is in %s, and --currency %s: give one currency", budgetText, cur, t.currency)
+				if cmd.Flags().Changed("currency") && cur != money.CurrencyCode(t.Currency) {
+					return usagef("--budget: %q is in %s, and --currency %s: give one currency", budgetText, cur, t.Currency)
 				}
 				if v < 0.01 || v > 1e12 {
 					return usagef("--budget: want from 0.01 to a trillion, got %s", report.Quote(budgetText))
 				}
-				budget, t.currency, t.solveHours = v, cur, true
+				budget, t.Currency, t.SolveHours = v, cur, true
 			}
-			p, offers, cat, opt, err := t.load(cmd, g)
+			cat, err := loadCatalog(g.catalogs)
+			if err != nil {
+				return err
+			}
+			p, offers, opt, err := t.Load(cmd.Flags(), cat)
 			if err != nil {
 				return err
 			}
 			if budget > 0 {
-				r, err := billing.Afford(p, t.spanGiven, offers, cat.Rates, opt, budget)
+				r, err := billing.Afford(p, t.SpanGiven, offers, cat.Rates, opt, budget)
 				if err != nil {
 					return err
 				}
@@ -63,7 +68,7 @@ each plan gives within the budget, with the bill at those hours.`,
 				if g.output == report.JSON {
 					return report.WriteJSON(g.stdout, r)
 				}
-				return render.Afford(g.stdout, p, t.spanGiven, r, wide)
+				return render.Afford(g.stdout, p, t.SpanGiven, r, wide)
 			}
 			q, err := billing.Make(p, offers, cat.Rates, opt)
 			if err != nil {
@@ -73,7 +78,7 @@ each plan gives within the budget, with the bill at those hours.`,
 			if len(q.Bills) > 0 {
 				cheapest = q.Bills[0].Total
 			}
-			if n := billing.VariantNote(p, t.variants(p, cat.Offers), cat.Rates, opt, cheapest); n != "" {
+			if n := billing.VariantNote(p, t.Variants(p, cat.Offers), cat.Rates, opt, cheapest); n != "" {
 				q.Notes = append(q.Notes, n)
 			}
 			q.Top(top)
@@ -83,7 +88,7 @@ each plan gives within the budget, with the bill at those hours.`,
 			return render.Quote(g.stdout, p, q, wide)
 		},
 	}
-	t.register(cmd.Flags())
+	t.Register(cmd.Flags())
 	cmd.Flags().BoolVar(&wide, "wide", false, "show every column of the table: provider, GPU, instances, list price, boot, IP, unknown fees, detail")
 	cmd.Flags().IntVar(&top, "top", 0, "show only the N cheapest bills (0: all); with --budget, the N that give the most hours")
 	cmd.Flags().StringVar(&budgetText, "budget", "", "what the task may cost in all, such as 500 or 3500CNY (in --currency): instead of --hours, the most compute hours each plan gives within it, the rest of the task as given")

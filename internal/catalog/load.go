@@ -452,3 +452,12 @@ func Current(offers []Offer) (current []Offer, supersededBy map[string]string) {
 	}
 	return current, supersededBy
 }
+
+// AmongGPU says, after a --provider error, which offers the provider list
+// was drawn from: "" without a GPU.
+func AmongGPU(gpu string) string {
+	if gpu == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (among the offers with GPU %q)", gpu)
+}

@@ -1,18 +1,18 @@
-package main
+// Package task is the job quote and plan price: a profile file and the
+// flags over it, read into a billing.Profile and the offers that can run
+// it, with each problem reported at the flag or the file's line that
+// caused it.
+package task
 
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
@@ -22,10 +22,11 @@ import (
 	"github.com/gpurent/gpurent/internal/usage"
 	"github.com/gpurent/gpurent/internal/userfile"
 	"github.com/gpurent/gpurent/internal/yamlfile"
+	"github.com/spf13/pflag"
 )
 
-// taskFlags are the profile fields as flags; a flag overrides the file.
-type taskFlags struct {
+// Flags are the profile's fields as flags; a flag overrides the file.
+type Flags struct {
 	profile       string
 	gpu           string
 	gpus          int
@@ -41,29 +42,29 @@ type taskFlags struct {
 	write         string
 	restart       string
 	ckptSize      string
-	currency      string
+	Currency      string
 	interruptions float64
 	providers     []string
 	history       bool // also price the older readings of offers
-	// solveHours: the hours are what is looked for (quote --budget), so
-	// none may be given; spanGiven says whether load found a span given,
+	// SolveHours: the hours are what is looked for (quote --budget), so
+	// none may be given; SpanGiven says whether Load found a span given,
 	// which then bounds them (otherwise the span follows the hours).
-	solveHours bool
-	spanGiven  bool
+	SolveHours bool
+	SpanGiven  bool
 }
 
-// withProvider keeps the offers (those of the GPU asked for) of
+// WithProvider keeps the offers (those of the GPU asked for) of
 // --provider, if given. A name that names no provider in the whole
 // catalog (all) is an error listing them; a provider that has none of
 // these offers is a note, and an error only when no provider named has
 // any: asked for RunPod and AutoDL, a GPU only one of them rents is still
 // an answer.
-func (t *taskFlags) withProvider(all, offers []catalog.Offer) ([]catalog.Offer, []string, error) {
+func (t *Flags) WithProvider(all, offers []catalog.Offer) ([]catalog.Offer, []string, error) {
 	if len(t.providers) == 0 {
 		return offers, nil, nil
 	}
 	if _, err := catalog.WithProvider(all, t.providers); err != nil {
-		return nil, nil, usagef("--provider: %v", err)
+		return nil, nil, usage.Errorf("--provider: %v", err)
 	}
 	var out []catalog.Offer
 	var lacking []string
@@ -81,7 +82,7 @@ func (t *taskFlags) withProvider(all, offers []catalog.Offer) ([]catalog.Offer, 
 	}
 	if len(out) == 0 {
 		_, err := catalog.WithProvider(offers, t.providers)
-		return nil, nil, usagef("--provider: %v%s", err, gpuNote(t.gpu))
+		return nil, nil, usage.Errorf("--provider: %v%s", err, catalog.AmongGPU(t.gpu))
 	}
 	var notes []string
 	if len(lacking) > 0 {
@@ -94,10 +95,10 @@ func (t *taskFlags) withProvider(all, offers []catalog.Offer) ([]catalog.Offer, 
 	return out, notes, nil
 }
 
-// variants are the offers of models --gpu does not match but extends (the
+// Variants are the offers of models --gpu does not match but extends (the
 // RTX 4090D beside "4090"), kept to --min-gpu-memory and --provider, for
 // quote's note when one is cheaper; none without --gpu.
-func (t *taskFlags) variants(p *billing.Profile, offers []catalog.Offer) []catalog.Offer {
+func (t *Flags) Variants(p *billing.Profile, offers []catalog.Offer) []catalog.Offer {
 	if p.GPU == "" {
 		return nil
 	}
@@ -108,9 +109,9 @@ func (t *taskFlags) variants(p *billing.Profile, offers []catalog.Offer) []catal
 	return out
 }
 
-// current keeps the newest reading of each offer, or with --history all
+// Current keeps the newest reading of each offer, or with --history all
 // of them, and says which newer reading supersedes each older one.
-func (t *taskFlags) current(offers []catalog.Offer) ([]catalog.Offer, map[string]string) {
+func (t *Flags) Current(offers []catalog.Offer) ([]catalog.Offer, map[string]string) {
 	cur, by := catalog.Current(offers)
 	if t.history {
 		return offers, by
@@ -126,7 +127,8 @@ var flagOf = map[string]string{
 	"checkpoint.size_gb": "--ckpt-size", "one_machine": "--one-machine", "shared_disk": "--shared-disk",
 }
 
-func (t *taskFlags) register(fs *pflag.FlagSet) {
+// Register adds the flags to fs.
+func (t *Flags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.profile, "profile", "", "task profile YAML (flags override its fields)")
 	fs.StringVar(&t.gpu, "gpu", "", `GPU model, e.g. "RTX 4090", "H100" (all offers when empty)`)
 	fs.IntVar(&t.gpus, "gpus", 1, "GPUs needed; instances = ceil(gpus / GPUs per offer)")
@@ -143,32 +145,29 @@ func (t *taskFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.write, "ckpt-write", "", "time to write one checkpoint until it is safe remotely, such as 1m (0 when not given)")
 	fs.StringVar(&t.restart, "ckpt-restart", "", "time from an interruption to running again, such as 5m (0 when not given)")
 	fs.StringVar(&t.ckptSize, "ckpt-size", "", "what one checkpoint uploads to a store outside the provider, such as 20GB (a bare number is GB, as in ckpt speed), billed as egress once per --ckpt-every")
-	fs.StringVar(&t.currency, "currency", "USD", "currency of every amount, converted with the catalog's rates")
+	fs.StringVar(&t.Currency, "currency", "USD", "currency of every amount, converted with the catalog's rates")
 	fs.StringArrayVar(&t.providers, "provider", nil, `only this provider's offers, e.g. "RunPod", "alibaba cloud" (repeatable)`)
 	fs.Float64Var(&t.interruptions, "interruptions-per-day", 0, "spot interruptions a day, for every offer (else the offer's own, or its provider's published frequency)")
 	fs.BoolVar(&t.history, "history", false, "also price older readings of an offer that a newer one supersedes, marked as history")
 }
 
-// load reads the catalog and the profile, applies flags and validates.
-func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []catalog.Offer, *catalog.Catalog, billing.Options, error) {
+// Load reads the profile, applies the flags fs holds (those set
+// override the file) and validates, then picks cat's offers for the task.
+// cat keeps the current readings only (all with --history).
+func (t *Flags) Load(fs *pflag.FlagSet, cat *catalog.Catalog) (*billing.Profile, []catalog.Offer, billing.Options, error) {
 	var opt billing.Options
-	cat, err := loadCatalog(g.catalogs)
-	if err != nil {
-		return nil, nil, nil, opt, err
-	}
-	cat.Offers, opt.SupersededBy = t.current(cat.Offers)
+	cat.Offers, opt.SupersededBy = t.Current(cat.Offers)
 	p := &billing.Profile{}
 	var ix *yamlfile.Index
 	if t.profile != "" {
-		data, err := readFile("--profile", t.profile, maxConfigSize)
+		data, err := userfile.Read(t.profile, maxProfileSize)
 		if err != nil {
-			return nil, nil, nil, opt, err
+			return nil, nil, opt, usage.Errorf("--profile: %w", err)
 		}
 		if p, ix, err = billing.DecodeProfile(t.profile, data); err != nil {
-			return nil, nil, nil, opt, err
+			return nil, nil, opt, err
 		}
 	}
-	fs := cmd.Flags()
 	set := func(name string) bool { return fs.Changed(name) }
 	fromFlag := map[string]bool{}
 	mark := func(field string) { fromFlag[field] = true }
@@ -205,7 +204,7 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 		}
 		d, err := units.ParseDuration(c.v)
 		if err != nil {
-			return nil, nil, nil, opt, usagef("--%s: %v", c.flag, err)
+			return nil, nil, opt, usage.Errorf("--%s: %v", c.flag, err)
 		}
 		if p.Checkpoint == nil {
 			p.Checkpoint = &billing.Checkpoint{}
@@ -219,32 +218,32 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 		}
 		size, err := units.ParseSize(t.ckptSize, 1e9)
 		if err != nil {
-			return nil, nil, nil, opt, usagef("--ckpt-size: want a size such as 20GB (a bare number is GB), got %s", report.Quote(t.ckptSize))
+			return nil, nil, opt, usage.Errorf("--ckpt-size: want a size such as 20GB (a bare number is GB), got %s", report.Quote(t.ckptSize))
 		}
 		p.Checkpoint.SizeGB = size / 1e9
 		mark("checkpoint.size_gb")
 	}
 	// Settings without an interval; one given as 0 is Validate's to name.
 	if p.Checkpoint != nil && p.Checkpoint.Every == 0 && !set("ckpt-every") && (ix == nil || !ix.Has("checkpoint.every")) {
-		return nil, nil, nil, opt, usagef("checkpoint settings need --ckpt-every (or checkpoint.every in the profile)")
+		return nil, nil, opt, usage.Errorf("checkpoint settings need --ckpt-every (or checkpoint.every in the profile)")
 	}
 	hoursGiven := set("hours") || (ix != nil && ix.Has("compute_hours"))
 	given := func(field string) bool { return fromFlag[field] || (ix != nil && ix.Has(field)) }
 	switch {
-	case t.solveHours && hoursGiven:
-		return nil, nil, nil, opt, usagef("--hours: not with --budget, which finds the hours each plan gives within it (leave out compute_hours too)")
-	case t.solveHours:
+	case t.SolveHours && hoursGiven:
+		return nil, nil, opt, usage.Errorf("--hours: not with --budget, which finds the hours each plan gives within it (leave out compute_hours too)")
+	case t.SolveHours:
 		// A stand-in for the checks, enough for each start to run a
 		// second; the search sets the hours.
 		p.ComputeHours = max(1, float64(p.Starts)/3600)
 	case !hoursGiven:
-		return nil, nil, nil, opt, usagef("--hours: required (or compute_hours in --profile)")
+		return nil, nil, opt, usage.Errorf("--hours: required (or compute_hours in --profile)")
 	}
-	t.spanGiven = given("span_days")
-	opt.SpanGiven = t.spanGiven
+	t.SpanGiven = given("span_days")
+	opt.SpanGiven = t.SpanGiven
 	p.Defaults(given)
 	if err := placeProblems(t.profile, ix, fromFlag, p.Validate()); err != nil {
-		return nil, nil, nil, opt, err
+		return nil, nil, opt, err
 	}
 	offers, err := billing.Offers(p, cat.Offers)
 	if err != nil {
@@ -252,48 +251,48 @@ func (t *taskFlags) load(cmd *cobra.Command, g *globals) (*billing.Profile, []ca
 		if _, gerr := catalog.WithGPU(cat.Offers, p.GPU); gerr == nil && p.OneMachine {
 			path = "one_machine" // the GPU is rented, not that many in one machine
 		}
-		return nil, nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: path, Msg: err.Error()}})
+		return nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: path, Msg: err.Error()}})
 	}
 	if offers, err = billing.WithMemory(p, offers); err != nil {
-		return nil, nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: "min_gpu_memory_gb", Msg: err.Error()}})
+		return nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: "min_gpu_memory_gb", Msg: err.Error()}})
 	}
-	if offers, opt.Notes, err = t.withProvider(cat.Offers, offers); err != nil {
-		return nil, nil, nil, opt, err
+	if offers, opt.Notes, err = t.WithProvider(cat.Offers, offers); err != nil {
+		return nil, nil, opt, err
 	}
-	t.currency = money.CurrencyCode(t.currency) // "cny", "RMB" and "元" are CNY
+	t.Currency = money.CurrencyCode(t.Currency) // "cny", "RMB" and "元" are CNY
 	flag := "--currency"
-	if t.solveHours && !set("currency") {
+	if t.SolveHours && !set("currency") {
 		flag = "--budget" // the currency is the budget's
 	}
-	if !catalog.IsCurrency(t.currency) {
-		return nil, nil, nil, opt, usagef("%s: want a currency code like USD or CNY, got %q", flag, t.currency)
+	if !catalog.IsCurrency(t.Currency) {
+		return nil, nil, opt, usage.Errorf("%s: want a currency code like USD or CNY, got %q", flag, t.Currency)
 	}
-	if _, err := cat.Rates.Convert(1, "USD", t.currency); err != nil {
-		return nil, nil, nil, opt, usagef("%s: %v", flag, err)
+	if _, err := cat.Rates.Convert(1, "USD", t.Currency); err != nil {
+		return nil, nil, opt, usage.Errorf("%s: %v", flag, err)
 	}
-	opt.Currency = t.currency
+	opt.Currency = t.Currency
 	if set("interruptions-per-day") {
 		v := t.interruptions
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1440 {
-			return nil, nil, nil, opt, usagef("--interruptions-per-day: want 0 to 1440 (one a minute), got %v", v)
+			return nil, nil, opt, usage.Errorf("--interruptions-per-day: want 0 to 1440 (one a minute), got %v", v)
 		}
 		opt.InterruptionsPerDay = &v
 	}
-	if opt.Today, err = today(os.LookupEnv, time.Now); err != nil {
-		return nil, nil, nil, opt, err
+	if opt.Today, err = Today(os.LookupEnv, time.Now); err != nil {
+		return nil, nil, opt, err
 	}
-	return p, offers, cat, opt, nil
+	return p, offers, opt, nil
 }
 
-// today is the day the prices' ages are judged on: SOURCE_DATE_EPOCH's when
+// Today is the day the prices' ages are judged on: SOURCE_DATE_EPOCH's when
 // it is set (the reproducible-builds convention: the same quote, word for
 // word, on any later day), the clock's otherwise. UTC midnight.
-func today(lookup func(string) (string, bool), now func() time.Time) (time.Time, error) {
+func Today(lookup func(string) (string, bool), now func() time.Time) (time.Time, error) {
 	t := now()
 	if v, ok := lookup("SOURCE_DATE_EPOCH"); ok && v != "" { // set but empty is unset, as build tools read it
 		secs, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || secs < 0 || secs > 253402300799 { // the last second of 9999
-			return time.Time{}, usagef("SOURCE_DATE_EPOCH: want seconds since 1970-01-01 UTC, got %q", v)
+			return time.Time{}, usage.Errorf("SOURCE_DATE_EPOCH: want seconds since 1970-01-01 UTC, got %q", v)
 		}
 		t = time.Unix(secs, 0)
 	}
@@ -330,31 +329,6 @@ func placeProblems(file string, ix *yamlfile.Index, fromFlag map[string]bool, ps
 	return usage.Wrap(errors.New(strings.Join(msgs, "\n")))
 }
 
-// readFile reads a file the user named with flag, no larger than max
-// bytes (userfile.Read: a FIFO, a device or a file over the cap is
-// refused, never waited on or read to its end). A file that cannot be
-// read is bad usage, and the message names the flag.
-func readFile(flag, path string, max int64) ([]byte, error) {
-	data, err := userfile.Read(path, max)
-	if err != nil {
-		return nil, usagef("%s: %w", flag, err)
-	}
-	return data, nil
-}
-
-// loadCatalog is catalog.Load with a --catalog file that cannot be read
-// (missing, a FIFO or a device, over catalog.MaxFileSize) reported as bad
-// usage that names the flag.
-func loadCatalog(paths []string) (*catalog.Catalog, error) {
-	c, err := catalog.Load(paths)
-	var pe *fs.PathError
-	var bad catalog.ErrCatalogs
-	if errors.Is(err, userfile.ErrNotRegular) || errors.Is(err, userfile.ErrTooLarge) || errors.As(err, &pe) || errors.As(err, &bad) {
-		return nil, usagef("--catalog: %w", err)
-	}
-	return c, err
-}
-
-// maxConfigSize caps --profile and --config: a few dozen settings take a
-// few KiB, so 1 MiB is no real file's size.
-const maxConfigSize = 1 << 20
+// maxProfileSize caps --profile: a few dozen settings take a few KiB, so
+// 1 MiB is no real file's size.
+const maxProfileSize = 1 << 20
