@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -405,8 +406,10 @@ func TestExitCodeTable(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	inTable := map[int]bool{}
+	commandsOf := map[int]string{}
 	for _, r := range exitCodeTable() {
 		inTable[r.code] = true
+		commandsOf[r.code] = r.commands
 		if !strings.Contains(out, fmt.Sprintf("  %-3d %-13s %s\n", r.code, r.commands, r.means)) {
 			t.Errorf("help exit-codes lacks %d (%s)", r.code, r.commands)
 		}
@@ -418,6 +421,7 @@ func TestExitCodeTable(t *testing.T) {
 		"code": -1}
 	files, _ := filepath.Glob("*.go")
 	re := regexp.MustCompile(`exitCode\(([^)]*)\)`)
+	useRe := regexp.MustCompile(`Use: +"([a-z-]+)`)
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -426,12 +430,71 @@ func TestExitCodeTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The commands this file defines, by their Use lines: a code the
+		// table gives to some commands only is returned by those alone.
+		var uses []string
+		for _, m := range useRe.FindAllStringSubmatch(string(src), -1) {
+			uses = append(uses, m[1])
+		}
 		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
 			v, ok := named[m[1]]
 			if !ok && m[1] != "" {
 				t.Errorf("%s returns exitCode(%s): name it by a constant of the table", f, m[1])
 			} else if v >= 0 && m[1] != "" && !inTable[v] {
 				t.Errorf("%s returns %s = %d, not in the table", f, m[1], v)
+			}
+			codes := []int{v}
+			if v < 0 { // run's pass-through: the supervisor's codes
+				codes = []int{supervise.ExitNotStored, supervise.ExitStopped}
+			}
+			for _, c := range codes {
+				if who := commandsOf[c]; who != "all" && !slices.ContainsFunc(uses, func(u string) bool { return slices.Contains(strings.Split(who, ", "), u) }) {
+					t.Errorf("%s (%v) returns %d, which the table gives to %s only", f, uses, c, who)
+				}
+			}
+		}
+	}
+}
+
+// Every command keeps one CLI contract (issue #38), checked by walking the
+// whole command tree: -o takes table or json only, so -o yaml is bad usage
+// (exit 2, nothing on stdout, one line naming --output) on every command,
+// keygen, catalog check and run included; an unknown flag is bad usage
+// too; and every command the exit-code table names exists.
+func TestEveryCommandKeepsTheContract(t *testing.T) {
+	root := newRoot(io.Discard, io.Discard)
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		if c.Runnable() && len(path) > 0 {
+			paths = append(paths, path)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub, append(slices.Clip(path), sub.Name()))
+		}
+	}
+	walk(root, nil)
+	if len(paths) < 20 {
+		t.Fatalf("walked %d commands: %v", len(paths), paths)
+	}
+	names := map[string]bool{}
+	for _, p := range paths {
+		names[p[0]] = true
+		for _, c := range []struct {
+			args []string
+			want string
+		}{{[]string{"-o", "yaml"}, `--output: want table or json, got "yaml"`}, {[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"}} {
+			args := append(slices.Clone(p), c.args...)
+			code, out, errOut := gpurent(t, args...)
+			if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 1 {
+				t.Errorf("gpurent %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", strings.Join(args, " "), code, out, errOut, c.want)
+			}
+		}
+	}
+	for _, r := range exitCodeTable() {
+		for _, name := range strings.Split(r.commands, ", ") {
+			if name != "all" && !names[name] {
+				t.Errorf("help exit-codes gives %d to %q, which is no command", r.code, name)
 			}
 		}
 	}

@@ -134,9 +134,9 @@ type Lease interface {
 // stopped on a preemption notice) while its newest complete checkpoint
 // failed to reach the store: the command's work is done, but the machine
 // holds its only copy, so `gpurent run ... && shutdown` must not go on.
-// restic returns 3 for the same kind of half success (a snapshot saved
-// without some files).
-const ExitNotStored = 3
+// sysexits.h's EX_IOERR ("an error occurred while doing I/O"): 3 is a
+// failed verdict in bench and audit, and one code has one meaning.
+const ExitNotStored = 74
 
 // ExitStopped is the status of a run stopped on a preemption notice or a
 // scheduled event: its checkpoint is safe, but the command did not finish,
