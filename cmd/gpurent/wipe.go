@@ -31,7 +31,7 @@ import (
 type wipeOptions struct {
 	s                                        storeFlags
 	yes, docker, noOverwrite, removeIdentity bool
-	ckpts, keep                              []string
+	ckpts, exclude, oldKeep                  []string
 	requireBackup, reportPath, since, root   string
 	recent                                   time.Duration
 }
@@ -57,7 +57,7 @@ or linked HOME, whether you named it or a variable (HF_HOME, TORCH_HOME,
 PIP_CACHE_DIR, XDG_CACHE_HOME, HF_TOKEN_PATH, GPURENT_IDENTITY) points there: the
 home or what holds it, /, a system directory at any depth (/etc, /usr, /var, /proc,
 ...; the entries of the temp directories aside), and what is kept: the age identity
-(unless --remove-identity), ~/.ssh/authorized_keys, the report, and --keep paths
+(unless --remove-identity), ~/.ssh/authorized_keys, the report, and --exclude paths
 (also through links). A path you chose that breaks this is refused, exit 2;
 something kept inside an item stays with the directories leading to it.
 
@@ -92,7 +92,12 @@ check failed, 2 bad usage or a refused path.`,
 	f.BoolVar(&o.yes, "yes", false, "delete what the plan lists (without it: a dry run, or a question on a terminal)")
 	f.BoolVar(&o.docker, "docker", false, "also remove every Docker image")
 	f.BoolVar(&o.noOverwrite, "no-overwrite", false, "unlink only, even where overwriting first would mean something")
-	f.StringArrayVar(&o.keep, "keep", nil, "leave this path alone, whether it is an item or inside one (repeatable)")
+	f.StringArrayVar(&o.exclude, "exclude", nil, "leave this path alone, whether it is an item or inside one (repeatable)")
+	// --keep was this flag's name; it is a count of checkpoints in run
+	// and ckpt prune, so here it is refused with the new name, never
+	// taken as something else.
+	f.StringArrayVar(&o.oldKeep, "keep", nil, "")
+	f.MarkHidden("keep")
 	f.BoolVar(&o.removeIdentity, "remove-identity", false, "also remove gpurent's age identity (keep a copy elsewhere: it is the only key to your checkpoints)")
 	f.StringArrayVar(&o.ckpts, "ckpt", nil, "a checkpoint directory to remove, guarded by --require-backup (repeatable)")
 	f.StringVar(&o.requireBackup, "require-backup", "", "refuse to delete checkpoint directories unless every file in them is committed and verified in this store")
@@ -183,6 +188,9 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 
 // planWipe makes the plan: what is removed, and what is kept and why.
 func planWipe(ctx context.Context, o *wipeOptions, paths []string) (*wipe.Plan, error) {
+	if len(o.oldKeep) > 0 {
+		return nil, usagef("--keep %s: wipe's flag for a path to leave alone is --exclude (--keep is a count of checkpoints in run and ckpt prune)", o.oldKeep[0])
+	}
 	if err := notThere("--report", o.reportPath); err != nil {
 		return nil, err
 	}
@@ -216,7 +224,7 @@ func planWipe(ctx context.Context, o *wipeOptions, paths []string) (*wipe.Plan, 
 	if exe, err := os.Executable(); err == nil {
 		e.Exe, _ = filepath.EvalSymlinks(exe)
 	}
-	wo := wipe.Options{Docker: o.docker, NoOverwrite: o.noOverwrite, Keep: o.keep}
+	wo := wipe.Options{Docker: o.docker, NoOverwrite: o.noOverwrite, Exclude: o.exclude}
 	wo.Checkpoints = append(wo.Checkpoints, o.ckpts...)
 	for _, p := range paths {
 		// A directory gpurent run watched is checkpoint data.

@@ -386,7 +386,7 @@ func TestKeptDirectoryUnderAnotherName(t *testing.T) {
 	alias := b.base + "/alias"
 	must(t, os.Mkdir(alias, 0o755))
 	bind(t, b.data+"/proj", alias)
-	p, err := Make(context.Background(), b.env(), Options{Data: []string{alias + "/models/sub"}, Keep: []string{b.data + "/proj/models"}})
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{alias + "/models/sub"}, Exclude: []string{b.data + "/proj/models"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,12 +144,12 @@ func TestParentSwappedForSymlinkAfterPlan(t *testing.T) {
 	}
 }
 
-// --keep given through a symlinked path keeps the file it leads to.
+// --exclude given through a symlinked path keeps the file it leads to.
 func TestKeepThroughASymlink(t *testing.T) {
 	b := newBox(t)
 	link := b.base + "/datalink"
 	must(t, os.Symlink(b.data, link))
-	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Keep: []string{link + "/shard-0.bin"}})
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Exclude: []string{link + "/shard-0.bin"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,10 +159,10 @@ func TestKeepThroughASymlink(t *testing.T) {
 	if got, err := os.ReadFile(b.data + "/shard-0.bin"); err != nil || got[0] != 'd' {
 		t.Errorf("the kept file was overwritten or removed: %v", err)
 	}
-	// A --keep that keeps nothing the wipe touches is a mistake, said.
-	if _, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Keep: []string{b.outside + "/target.txt"}}); !errors.Is(err, ErrRefused) ||
+	// A --exclude that keeps nothing the wipe touches is a mistake, said.
+	if _, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Exclude: []string{b.outside + "/target.txt"}}); !errors.Is(err, ErrRefused) ||
 		!strings.Contains(err.Error(), "nothing this wipe would remove") {
-		t.Errorf("a --keep outside the plan: %v", err)
+		t.Errorf("a --exclude outside the plan: %v", err)
 	}
 }
 
@@ -368,7 +368,7 @@ func TestIdentityThatIsADirectoryIsRefused(t *testing.T) {
 	}
 }
 
-// --keep through a link keeps the link on the way too, and a --report
+// --exclude through a link keeps the link on the way too, and a --report
 // given with ".." after a link is kept where it is really written (found
 // by review).
 func TestKeepKeepsTheWayToIt(t *testing.T) {
@@ -377,7 +377,7 @@ func TestKeepKeepsTheWayToIt(t *testing.T) {
 	put(t, b.data+"/real/f", "keep me", 0o644)
 	must(t, os.Symlink("real", b.data+"/lnk"))
 	rep := b.data + "/lnk/logs/../wipe.json" // really data/real/wipe.json
-	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Keep: []string{b.data + "/lnk/f"}, Report: rep})
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Exclude: []string{b.data + "/lnk/f"}, Report: rep})
 	if err != nil {
 		t.Fatal(err)
 	}

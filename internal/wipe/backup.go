@@ -84,7 +84,7 @@ func (e *NotCovered) Error() string {
 	if len(e.Files) == 1 {
 		verb = "is"
 	}
-	return fmt.Sprintf("%s in %s %s in no committed checkpoint of run %s as they are now: %s%s (push them, or --keep them)",
+	return fmt.Sprintf("%s in %s %s in no committed checkpoint of run %s as they are now: %s%s (push them, or --exclude them)",
 		report.Count(len(e.Files), "file"), e.Dir, verb, e.Run, strings.Join(list, "; "), more)
 }
 

@@ -68,7 +68,7 @@ type Item struct {
 	// Keep are paths inside the item left as they are, with the
 	// directories that lead to them: file systems mounted there (a network
 	// volume, a bind mount of a data disk), which are not entered, as rm
-	// --one-file-system does not, and the paths the user keeps (--keep).
+	// --one-file-system does not, and the paths the user keeps (--exclude).
 	// The plan lists each in Kept with its reason.
 	Keep []string `json:"keep,omitempty"`
 	// Runs are the directories in the item (or the item itself) that hold
@@ -138,7 +138,7 @@ type Options struct {
 	// not set: the plan says it is kept, if it exists.
 	KeptIdentity string
 	NoOverwrite  bool     // unlink only, even where overwriting would mean something
-	Keep         []string // paths left alone, whatever item they are in or are (--keep)
+	Exclude      []string // paths left alone, whatever item they are in or are (--exclude)
 	// Report is where the wipe's report is saved: kept, with the
 	// directories leading to it, whatever item it lies in.
 	Report string
@@ -262,7 +262,7 @@ const RecentWindow = 10 * time.Minute
 // Every item, whatever its origin, is resolved (resolveItem) and then
 // judged by one rule: never the home, an ancestor of it, "/", or a system
 // directory at any depth (refusal); never an item that is or lies inside
-// something kept (the identity, authorized_keys, the report, --keep);
+// something kept (the identity, authorized_keys, the report, --exclude);
 // what is kept inside an item stays with the directories leading to it.
 // A path the user chose that breaks the rule is an error (ErrRefused); one
 // of wipe's defaults is left out and said so.
@@ -327,14 +327,14 @@ type planner struct {
 	tab       mounts.Table
 
 	keeps     map[string]string // resolved path -> why it is kept
-	userKeep  map[string]string // --keep as typed -> resolved
+	userKeep  map[string]string // --exclude as typed -> resolved
 	keepIDs   map[devIno]string
 	keepOrder []string
 	guard     *protection
 
 	holders      []Holder
 	used         holderIndex
-	considered   []string // every path the plan looked at, for --keep's check
+	considered   []string // every path the plan looked at, for --exclude's check
 	sinceUnknown int
 }
 
@@ -386,18 +386,18 @@ func (pl *planner) keepSet() error {
 			pl.keeps[r] = why
 		}
 	}
-	for _, k := range o.Keep {
+	for _, k := range o.Exclude {
 		if _, err := os.Lstat(k); err != nil {
-			return fmt.Errorf("%w: --keep %s: %v", ErrRefused, k, err)
+			return fmt.Errorf("%w: --exclude %s: %v", ErrRefused, k, err)
 		}
-		addKeep(k, "--keep "+k)
+		addKeep(k, "--exclude "+k)
 		if r, err := resolveItem(k, cwd); err == nil {
 			pl.userKeep[k] = r
 		}
 		// The links on the way to a kept path stay too: the path as typed
 		// still leads to it after the wipe.
 		for _, l := range linksOnTheWay(k, cwd) {
-			pl.keeps[l] = "--keep " + k
+			pl.keeps[l] = "--exclude " + k
 		}
 	}
 	if o.Identity == "" && o.KeptIdentity != "" && exists(o.KeptIdentity) {
@@ -580,7 +580,7 @@ func (pl *planner) admit(cands []cand) ([]Item, error) {
 		}
 		seen[it.Path] = true
 		if k, why := pl.keptBy(it.Path); k != "" {
-			if strings.HasPrefix(why, "--keep ") {
+			if strings.HasPrefix(why, "--exclude ") {
 				p.Kept = append(p.Kept, it.Path+" ("+why+")")
 			} else {
 				p.Kept = append(p.Kept, it.Path+" (holds "+why+" "+k+", which is kept)")
@@ -640,8 +640,8 @@ func (pl *planner) add(planned []Item) {
 		}
 		for _, k := range it.Keep {
 			switch why := pl.keeps[k]; {
-			case strings.HasPrefix(why, "--keep "):
-				p.Kept = append(p.Kept, k+" (--keep, inside "+it.Path+")")
+			case strings.HasPrefix(why, "--exclude "):
+				p.Kept = append(p.Kept, k+" (--exclude, inside "+it.Path+")")
 			case why != "":
 				p.Kept = append(p.Kept, k+" ("+why+", inside "+it.Path+")")
 			default:
@@ -670,10 +670,10 @@ func (pl *planner) add(planned []Item) {
 	}
 }
 
-// keepsUsed refuses a --keep that keeps nothing the wipe would touch: a
+// keepsUsed refuses a --exclude that keeps nothing the wipe would touch: a
 // typo, or a path through a link to elsewhere, said rather than ignored.
 func (pl *planner) keepsUsed() error {
-	for _, k := range pl.o.Keep {
+	for _, k := range pl.o.Exclude {
 		names := []string{pl.userKeep[k]}
 		if full, err := resolveFull(k, pl.cwd); err == nil {
 			names = append(append(names, full), aliases(full, pl.guard.mounts)...)
@@ -681,7 +681,7 @@ func (pl *planner) keepsUsed() error {
 		if !slices.ContainsFunc(pl.considered, func(c string) bool {
 			return slices.ContainsFunc(names, func(n string) bool { return n != "" && (within(c, n) || within(n, c)) })
 		}) {
-			return fmt.Errorf("%w: --keep %s: nothing this wipe would remove is at, inside or around it; check the path", ErrRefused, k)
+			return fmt.Errorf("%w: --exclude %s: nothing this wipe would remove is at, inside or around it; check the path", ErrRefused, k)
 		}
 	}
 	return nil

@@ -274,7 +274,7 @@ func oneTree(t *testing.T, seed uint64, mounts bool, stats *propStats) {
 		if strings.HasPrefix(k, base+"/data/") && rng.IntN(2) == 0 {
 			k = base + "/datalink/" + strings.TrimPrefix(k, base+"/data/") // through a link
 		}
-		o.Keep = append(o.Keep, k)
+		o.Exclude = append(o.Exclude, k)
 	}
 	if rng.IntN(5) == 0 {
 		o.Identity = choice()
@@ -290,7 +290,7 @@ func oneTree(t *testing.T, seed uint64, mounts bool, stats *propStats) {
 		e.Home = "root/home/me" // relative, from cwd's parent
 		e.Cwd = base
 	}
-	t.Logf("env %v, data %q, keep %q, identity %q, home %q", envs, o.Data, o.Keep, o.Identity, e.Home)
+	t.Logf("env %v, data %q, keep %q, identity %q, home %q", envs, o.Data, o.Exclude, o.Identity, e.Home)
 
 	before := fullSnapshot(t, base)
 	p, err := Make(context.Background(), e, o)
@@ -379,7 +379,7 @@ func keptPaths(t *testing.T, e Env, o Options) map[string]bool {
 	if o.Identity == "" {
 		add(o.KeptIdentity)
 	}
-	for _, k := range o.Keep {
+	for _, k := range o.Exclude {
 		add(k)
 	}
 	return out

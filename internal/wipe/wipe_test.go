@@ -667,13 +667,13 @@ func TestMountInTempIsNotATempFile(t *testing.T) {
 	}
 }
 
-// --keep leaves a path alone: an item the plan would list, or a file or
+// --exclude leaves a path alone: an item the plan would list, or a file or
 // directory inside one (with the directories leading to it).
 func TestKeepPaths(t *testing.T) {
 	b := newBox(t)
 	inner := b.data + "/ro/inner.bin"
 	pip := b.home + "/.cache/pip"
-	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Keep: []string{inner, pip}})
+	p, err := Make(context.Background(), b.env(), Options{Data: []string{b.data}, Exclude: []string{inner, pip}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -685,7 +685,7 @@ func TestKeepPaths(t *testing.T) {
 		t.Fatalf("data item %+v: want inner.bin kept and not sized", it)
 	}
 	kept := strings.Join(p.Kept, "\n")
-	if !strings.Contains(kept, pip+" (--keep "+pip+")") || !strings.Contains(kept, inner+" (--keep, inside "+b.data+")") {
+	if !strings.Contains(kept, pip+" (--exclude "+pip+")") || !strings.Contains(kept, inner+" (--exclude, inside "+b.data+")") {
 		t.Errorf("kept: %v", p.Kept)
 	}
 	r, err := Run(context.Background(), p, Exec{})
@@ -702,8 +702,8 @@ func TestKeepPaths(t *testing.T) {
 		t.Error("shard-0.bin survived")
 	}
 	// A path to keep that does not exist is a typo, refused.
-	if _, err := Make(context.Background(), b.env(), Options{Keep: []string{b.data + "/nope"}}); !errors.Is(err, ErrRefused) {
-		t.Errorf("--keep of a missing path: %v", err)
+	if _, err := Make(context.Background(), b.env(), Options{Exclude: []string{b.data + "/nope"}}); !errors.Is(err, ErrRefused) {
+		t.Errorf("--exclude of a missing path: %v", err)
 	}
 }
 
