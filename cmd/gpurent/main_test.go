@@ -500,6 +500,52 @@ func TestEveryCommandKeepsTheContract(t *testing.T) {
 	}
 }
 
+// Every JSON document's keys are snake_case (issue #38), on the embedded
+// catalog and this machine: a field added without its tag would show as
+// Go's CamelCase.
+func TestJSONKeysAreSnakeCase(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "st")
+	if err := os.Mkdir(store, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	snake := regexp.MustCompile(`^[a-z0-9]+(_[a-z0-9]+)*$`)
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if !snake.MatchString(k) {
+					t.Errorf("%s: key %q is not snake_case", path, k)
+				}
+				walk(x, path+"."+k)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x, path+"[]")
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"quote", "--gpu", "H100", "--hours", "10", "--ckpt-every", "1h", "--interruptible"},
+		{"quote", "--gpu", "H100", "--budget", "500"},
+		{"plan", "--gpu", "H100", "--hours", "10", "--interruptible", "--trials", "100", "--ckpt-every", "1h"},
+		{"plan", "--inference", "--gpu", "H100", "--tokens-per-day", "1000000"},
+		{"catalog", "ls"},
+		{"bench", "--no-history", "--duration", "1s", "--disk-mb", "0"},
+		{"wipe", dir},
+		{"ckpt", "ls", "--store", store},
+	} {
+		code, out, errOut := gpurent(t, append(args, "-o", "json")...)
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 {
+			t.Errorf("%s: exit %d, %v\n%s", strings.Join(args, " "), code, err, errOut)
+			continue
+		}
+		walk(v, args[0])
+	}
+}
+
 // A duration flag takes days, as the config files do (issue #38: --stall
 // 1d was refused while stall: 1d was taken), and never a negative time.
 func TestDurationFlagsTakeDays(t *testing.T) {
