@@ -62,7 +62,7 @@ else
   echo "test-arm64.sh: no apt-get here: the arm64 tests against NVIDIA's own libraries will say they did not run" >&2
 fi
 export GOARCH=arm64
-go test -timeout 20m "$@" ./internal/dl/... ./internal/gpu/... ./internal/probe/... ./internal/gpuwatch/... ./internal/bench/...
+go test -timeout 20m "$@" ./internal/dl/... ./internal/compute/... ./internal/probe/... ./internal/gpuwatch/... ./internal/bench/...
 # gpu-check.sh's simulated run is the amd64 device machine's script, and
 # takes four minutes under qemu: left to the amd64 run.
 go test -timeout 20m "$@" -run 'Simulated|GPU' -skip '^TestGPUCheckSimulated$' ./cmd/gpurent

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurent/gpurent/internal/gpu"
+	"github.com/gpurent/gpurent/internal/compute"
 	"github.com/gpurent/gpurent/internal/units"
 )
 
@@ -30,7 +30,7 @@ func newBurn() *cobra.Command {
 			// and says what it ran, like at the end of --duration.
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
 			defer stop()
-			what, err := gpu.CUDA{}.Burn(ctx, device, d)
+			what, err := compute.CUDA{}.Burn(ctx, device, d)
 			if what != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent burn: device %d, %s\n", device, what)
 			}

@@ -61,7 +61,7 @@ func TestGPUCheckSimulated(t *testing.T) {
 	env := append(simEnv(1, "cotenant="+filepath.Join(dir, "busy")+" cotenant_every=3 cotenant_ms=2"),
 		"GPURENT_BIN="+bin,
 		"PATH="+filepath.Dir(smi)+":"+os.Getenv("PATH"),
-		"PYTHONPATH="+filepath.Join(root, "internal/gpu/testdata/faketorch"),
+		"PYTHONPATH="+filepath.Join(root, "internal/compute/testdata/faketorch"),
 		`FAKE_TORCH_RATES={"fp32": 6e13, "tf32": 4e14, "bf16": 8e14, "device": 3e12, "link": 5e10}`,
 		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
 	)
@@ -187,8 +187,8 @@ func simGPUs(t *testing.T) (root string, env func(gpus int, fakecuda string) []s
 		t.Fatal(err)
 	}
 	nvml := dltest.BuildC(t, filepath.Join(root, "internal/probe/testdata/fakenvml.c"), "libnvidia-ml.so.1")
-	cuda := dltest.BuildC(t, filepath.Join(root, "internal/gpu/testdata/fakecuda.c"), "libcuda.so.1", "-lm")
-	blas := dltest.BuildC(t, filepath.Join(root, "internal/gpu/testdata/fakecublaslt.c"), "libcublasLt.so.12")
+	cuda := dltest.BuildC(t, filepath.Join(root, "internal/compute/testdata/fakecuda.c"), "libcuda.so.1", "-lm")
+	blas := dltest.BuildC(t, filepath.Join(root, "internal/compute/testdata/fakecublaslt.c"), "libcublasLt.so.12")
 	return root, func(gpus int, fakecuda string) []string {
 		var out []string
 		for _, kv := range os.Environ() { // the caller sets the CUDA ordering

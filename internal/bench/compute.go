@@ -3,7 +3,7 @@ package bench
 import (
 	"fmt"
 
-	"github.com/gpurent/gpurent/internal/gpu"
+	"github.com/gpurent/gpurent/internal/compute"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
 )
@@ -46,7 +46,7 @@ func DefaultComputeLimits() ComputeLimits {
 // its wgmma instructions reach (cuBLASLt's BF16 GEMM: 78% on the same card).
 func calibration(arch, probe string) (fraction float64, label string, ok bool) {
 	switch {
-	case arch == "hopper" && (probe == gpu.ProbeBF16 || probe == gpu.ProbeFP16 || probe == gpu.ProbeTF32):
+	case arch == "hopper" && (probe == compute.ProbeBF16 || probe == compute.ProbeFP16 || probe == compute.ProbeTF32):
 		// NVIDIA H200 (SXM, 700 W), driver 580.159.04, 2026-12-04: BF16 603.1,
 		// FP16 603.3 of 989.5 TFLOPS, TF32 301.7 of 494.5 (61.0% each; quick
 		// mode 598.0, 601.3, 301.6); docs/BENCHMARKS.md.
@@ -79,7 +79,7 @@ func (j *judge) compute() {
 	}
 }
 
-func (j *judge) computeResult(p string, res gpu.Results, r gpu.Result, dev *probe.Device, row *specs.GPU) {
+func (j *judge) computeResult(p string, res compute.Results, r compute.Result, dev *probe.Device, row *specs.GPU) {
 	lim := j.clim
 	c := Check{ID: p + r.Probe, Measured: round1(r.Value), Unit: r.Unit, Status: Pass}
 	c.Evidence = fmt.Sprintf("%s backend: %.1f %s", res.Backend, r.Value, r.Unit)
@@ -112,13 +112,13 @@ func (j *judge) computeResult(p string, res gpu.Results, r gpu.Result, dev *prob
 		return f, true
 	}
 	switch r.Probe {
-	case gpu.ProbeFP32:
+	case compute.ProbeFP32:
 		if f, ok := frac(row.FP32TFLOPS); !ok {
 			c.Status = Skip
 		} else if f < lim.FP32Warn {
 			c.Status, c.Advice = Warn, "FP32 throughput is below what healthy cards reach: the card may be power-capped, throttled or shared."
 		}
-	case gpu.ProbeBF16, gpu.ProbeFP16, gpu.ProbeTF32, gpu.ProbeFP8, gpu.ProbeGEMMBF16, gpu.ProbeGEMMTF32, gpu.ProbeGEMMFP32:
+	case compute.ProbeBF16, compute.ProbeFP16, compute.ProbeTF32, compute.ProbeFP8, compute.ProbeGEMMBF16, compute.ProbeGEMMTF32, compute.ProbeGEMMFP32:
 		f, ok := frac(row.Peak(r.Precision))
 		arch := ""
 		if dev != nil {
@@ -132,11 +132,11 @@ func (j *judge) computeResult(p string, res gpu.Results, r gpu.Result, dev *prob
 			c.Status, c.Advice = Warn, fmt.Sprintf("Below the %.0f%% a healthy card reached (%s).", want*100, label)
 		case f < lim.TensorFloor:
 			c.Status, c.Advice = Warn, "Far below the datasheet: the card may be throttled, shared, or not the model it claims."
-		case !calibrated && (r.Probe == gpu.ProbeBF16 || r.Probe == gpu.ProbeFP16 || r.Probe == gpu.ProbeTF32 || r.Probe == gpu.ProbeFP8):
+		case !calibrated && (r.Probe == compute.ProbeBF16 || r.Probe == compute.ProbeFP16 || r.Probe == compute.ProbeTF32 || r.Probe == compute.ProbeFP8):
 			c.Status = Skip
 			c.Evidence += "; the expected fraction for mma.sync on " + orUnknown(arch) + " is not calibrated yet, so it is reported, not judged"
 		}
-	case gpu.ProbeCopy, gpu.ProbeDtoD:
+	case compute.ProbeCopy, compute.ProbeDtoD:
 		if f, ok := frac(row.MemoryBWGBs); !ok {
 			c.Status = Skip
 		} else if f < lim.MemFail {
@@ -144,7 +144,7 @@ func (j *judge) computeResult(p string, res gpu.Results, r gpu.Result, dev *prob
 		} else if f < lim.MemWarn {
 			c.Status, c.Advice = Warn, "Memory bandwidth is below what healthy cards reach."
 		}
-	case gpu.ProbeH2D, gpu.ProbeD2H:
+	case compute.ProbeH2D, compute.ProbeD2H:
 		link := linkGBs(dev)
 		if link <= 0 {
 			c.Status = Skip
@@ -167,7 +167,7 @@ func (j *judge) computeResult(p string, res gpu.Results, r gpu.Result, dev *prob
 		case f < lim.LinkWarn:
 			c.Status, c.Advice = Warn, "Host-device copies are slower than healthy links manage."
 		}
-	case gpu.ProbeAlloc:
+	case compute.ProbeAlloc:
 		if dev == nil || dev.MemoryTotal == nil || *dev.MemoryTotal == 0 {
 			c.Status = Skip
 			break
@@ -182,21 +182,21 @@ func (j *judge) computeResult(p string, res gpu.Results, r gpu.Result, dev *prob
 		case f < lim.AllocWarn:
 			c.Status, c.Advice = Warn, "Somewhat less memory can be allocated than the GPU has: someone else may hold some."
 		}
-	case gpu.ProbeSustain:
+	case compute.ProbeSustain:
 		c.Unit = ""
 		if cn := r.Contention; cn != nil {
 			c.Measured = cn.Verdict
-			c.Expected = gpu.Clean
+			c.Expected = compute.Clean
 			c.Evidence = fmt.Sprintf("%d launches: p50 %.3f ms, p99 %.3f ms, CV %.3f, %.1f%% slow, last/first fifth %.2f", cn.Launches, cn.P50Ms, cn.P99Ms, cn.CV, cn.SlowShare*100, cn.Sag)
 			if cn.Period > 0 {
 				c.Evidence += fmt.Sprintf(", slow launches every %d", cn.Period)
 			}
 			switch cn.Verdict {
-			case gpu.Contended:
+			case compute.Contended:
 				c.Status, c.Advice = Fail, "A share of launches waits for someone else's work: the GPU is time-sliced or shared through MPS. "+adviceShared
-			case gpu.Throttling:
+			case compute.Throttling:
 				c.Status, c.Advice = Warn, "The kernel slows down as the run goes on: power or thermal throttling. Watch clocks under your load."
-			case gpu.Noisy:
+			case compute.Noisy:
 				c.Status, c.Advice = Warn, "Launch times vary without a clear pattern; rerun with gpurent bench --full to see whether it persists."
 			}
 		}
@@ -205,7 +205,7 @@ func (j *judge) computeResult(p string, res gpu.Results, r gpu.Result, dev *prob
 	// the SMs, memory and copy engines: measured against the whole card
 	// they would fail for what gpuN.mig already says. The sustained probe
 	// still judges the instance itself (time slicing inside it).
-	if dev != nil && dev.MIGEnabled != nil && *dev.MIGEnabled && r.Probe != gpu.ProbeSustain && c.Status != Skip {
+	if dev != nil && dev.MIGEnabled != nil && *dev.MIGEnabled && r.Probe != compute.ProbeSustain && c.Status != Skip {
 		c.Status, c.Advice = Skip, ""
 		c.Evidence += "; MIG is on, so this measures one instance: reported, not judged against the whole card (see " + p + "mig)"
 	}

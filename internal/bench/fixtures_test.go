@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpurent/gpurent/internal/gpu"
+	"github.com/gpurent/gpurent/internal/compute"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
@@ -69,19 +69,19 @@ func probed(f probe.Facts, sustained []float64, allocGiB float64) probe.Facts {
 
 // probedGEMM is probed with the BF16 GEMM at bf16 TFLOPS.
 func probedGEMM(f probe.Facts, sustained []float64, allocGiB, bf16 float64) probe.Facts {
-	c := gpu.AnalyzeLaunches(sustained, gpu.DefaultContentionLimits())
-	f.Compute = []gpu.Results{{Backend: "cuda", Index: 0, Available: true, Device: "NVIDIA H100 80GB HBM3", Driver: "CUDA 13.0",
-		Results: []gpu.Result{
-			{Probe: gpu.ProbeFP32, Precision: "fp32", Value: 60.3, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 20.1, Spread: 0.004}},
-			{Probe: gpu.ProbeBF16, Precision: "bf16", Value: 603, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 20.0, Spread: 0.003}},
-			{Probe: gpu.ProbeFP8, Precision: "fp8", Error: "FP8 kernels did not load (PTX 8.4 needs a CUDA 12.4 or newer driver): CUDA_ERROR_UNSUPPORTED_PTX_VERSION", Unit: "TFLOPS"},
-			{Probe: gpu.ProbeGEMMFP32, Precision: "fp32", Value: 51.0, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 21.6, Spread: 0.006}},
-			{Probe: gpu.ProbeGEMMTF32, Precision: "tf32", Value: 361, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 3.05, Spread: 0.01}},
-			{Probe: gpu.ProbeGEMMBF16, Precision: "bf16", Value: bf16, Unit: "TFLOPS", Timing: gpu.Summary{N: 5, Median: 1100 / bf16, Spread: 0.01}},
-			{Probe: gpu.ProbeCopy, Value: 2915, Unit: "GB/s", Timing: gpu.Summary{N: 5, Median: 0.37, Spread: 0.01}},
-			{Probe: gpu.ProbeH2D, Value: 50.1, Unit: "GB/s", Timing: gpu.Summary{N: 5, Median: 5.4, Spread: 0.01}},
-			{Probe: gpu.ProbeAlloc, Value: allocGiB, Unit: "GiB"},
-			{Probe: gpu.ProbeSustain, Value: c.P50Ms, Unit: "ms", Contention: &c, Timing: gpu.Summarize(sustained)},
+	c := compute.AnalyzeLaunches(sustained, compute.DefaultContentionLimits())
+	f.Compute = []compute.Results{{Backend: "cuda", Index: 0, Available: true, Device: "NVIDIA H100 80GB HBM3", Driver: "CUDA 13.0",
+		Results: []compute.Result{
+			{Probe: compute.ProbeFP32, Precision: "fp32", Value: 60.3, Unit: "TFLOPS", Timing: compute.Summary{N: 5, Median: 20.1, Spread: 0.004}},
+			{Probe: compute.ProbeBF16, Precision: "bf16", Value: 603, Unit: "TFLOPS", Timing: compute.Summary{N: 5, Median: 20.0, Spread: 0.003}},
+			{Probe: compute.ProbeFP8, Precision: "fp8", Error: "FP8 kernels did not load (PTX 8.4 needs a CUDA 12.4 or newer driver): CUDA_ERROR_UNSUPPORTED_PTX_VERSION", Unit: "TFLOPS"},
+			{Probe: compute.ProbeGEMMFP32, Precision: "fp32", Value: 51.0, Unit: "TFLOPS", Timing: compute.Summary{N: 5, Median: 21.6, Spread: 0.006}},
+			{Probe: compute.ProbeGEMMTF32, Precision: "tf32", Value: 361, Unit: "TFLOPS", Timing: compute.Summary{N: 5, Median: 3.05, Spread: 0.01}},
+			{Probe: compute.ProbeGEMMBF16, Precision: "bf16", Value: bf16, Unit: "TFLOPS", Timing: compute.Summary{N: 5, Median: 1100 / bf16, Spread: 0.01}},
+			{Probe: compute.ProbeCopy, Value: 2915, Unit: "GB/s", Timing: compute.Summary{N: 5, Median: 0.37, Spread: 0.01}},
+			{Probe: compute.ProbeH2D, Value: 50.1, Unit: "GB/s", Timing: compute.Summary{N: 5, Median: 5.4, Spread: 0.01}},
+			{Probe: compute.ProbeAlloc, Value: allocGiB, Unit: "GiB"},
+			{Probe: compute.ProbeSustain, Value: c.P50Ms, Unit: "ms", Contention: &c, Timing: compute.Summarize(sustained)},
 		}}}
 	return f
 }
@@ -151,9 +151,9 @@ func fixtures() []fixture {
 				for i := range f.Compute[0].Results {
 					r := &f.Compute[0].Results[i]
 					switch r.Probe {
-					case gpu.ProbeCopy, gpu.ProbeH2D:
+					case compute.ProbeCopy, compute.ProbeH2D:
 						r.Value /= 2
-					case gpu.ProbeAlloc, gpu.ProbeSustain:
+					case compute.ProbeAlloc, compute.ProbeSustain:
 					default:
 						r.Value *= 3.0 / 7
 					}
@@ -492,7 +492,7 @@ func TestHostDeviceBeyondThePCIeLink(t *testing.T) {
 	} {
 		f := probed(healthyH100(), launches(2000, 0), 78.1)
 		for i := range f.Compute[0].Results {
-			if r := &f.Compute[0].Results[i]; r.Probe == gpu.ProbeH2D {
+			if r := &f.Compute[0].Results[i]; r.Probe == compute.ProbeH2D {
 				r.Value = c.gbs
 			}
 		}
@@ -663,11 +663,11 @@ func TestTensorCalibration(t *testing.T) {
 		status      string
 		evidence    string
 	}{
-		{"hopper", gpu.ProbeBF16, 603, Pass, "61% of the H100 SXM5 datasheet's 989.5 TFLOPS"},
+		{"hopper", compute.ProbeBF16, 603, Pass, "61% of the H100 SXM5 datasheet's 989.5 TFLOPS"},
 		// beside a co-tenant's GEMM loop the H200 gave 54% of its idle rate
-		{"hopper", gpu.ProbeBF16, 323, Warn, "33% of the H100 SXM5"},
-		{"ampere", gpu.ProbeBF16, 603, Skip, "not calibrated yet"},
-		{"hopper", gpu.ProbeGEMMBF16, 500, Pass, "51% of the H100 SXM5"},
+		{"hopper", compute.ProbeBF16, 323, Warn, "33% of the H100 SXM5"},
+		{"ampere", compute.ProbeBF16, 603, Skip, "not calibrated yet"},
+		{"hopper", compute.ProbeGEMMBF16, 500, Pass, "51% of the H100 SXM5"},
 	} {
 		f := probed(healthyH100(), launches(2000, 0), 78.1)
 		f.GPU.Devices[0].Architecture = c.arch

@@ -1,6 +1,6 @@
 // Package measure gathers the facts gpurent bench judges: the host, the
 // GPUs as NVML describes them, and what the GPUs deliver when the compute
-// backends (internal/gpu) run their probes. Judgement is internal/bench's;
+// backends (internal/compute) run their probes. Judgement is internal/bench's;
 // this package only measures, so that a replay judges the same facts.
 package measure
 
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
-	"github.com/gpurent/gpurent/internal/gpu"
+	"github.com/gpurent/gpurent/internal/compute"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/usage"
@@ -49,7 +49,7 @@ func Machine(ctx context.Context, o Options) probe.Facts {
 	f := gather(ctx, o.Window, o.DataDir, o.DiskBytes)
 	// The sustained probe launches for the window, as long as the
 	// sampling: both look for the same thing, sharing over time.
-	f.Compute = computeProbes(ctx, o.Backend, gpu.Options{Full: o.Full, Sustained: o.Window, Probes: o.Probes}, f.GPU)
+	f.Compute = computeProbes(ctx, o.Backend, compute.Options{Full: o.Full, Sustained: o.Window, Probes: o.Probes}, f.GPU)
 	f.KernelLog = probe.ReadKernelLog(kernlog.Path())
 	f.XidEvents = stopXids()
 	return f
@@ -79,13 +79,13 @@ func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes
 // computeProbes measures what the GPUs deliver, after the NVML facts were
 // read (utilization is sampled while gpurent is idle). Quick mode probes the
 // first GPU; full mode every one.
-func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe.GPUFacts) []gpu.Results {
+func computeProbes(ctx context.Context, backend string, opt compute.Options, g probe.GPUFacts) []compute.Results {
 	if backend == "none" {
 		return nil
 	}
 	full := opt.Full
 	if backend == "cpu" {
-		return []gpu.Results{gpu.CPU{}.Run(ctx, opt)}
+		return []compute.Results{compute.CPU{}.Run(ctx, opt)}
 	}
 	if backend == "auto" && !g.Available {
 		return nil
@@ -98,7 +98,7 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 	// CUDA's devices by PCI address, asked for only where needed: cuInit
 	// can take seconds on a large machine, and quick mode rarely needs it.
 	cudaBuses := sync.OnceValue(func() []string {
-		b, _ := gpu.CUDA{}.Devices()
+		b, _ := compute.CUDA{}.Devices()
 		return b
 	})
 	// Full mode measures every GPU CUDA shows this process; NVML may see
@@ -110,24 +110,24 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 			n = len(b)
 		}
 	}
-	var cuda []gpu.Results
+	var cuda []compute.Results
 	if backend != "torch" && n > 1 {
 		cuda = cudaParallel(ctx, opt, n)
 	}
-	var out []gpu.Results
+	var out []compute.Results
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		opt.Device = i
-		var r gpu.Results
+		var r compute.Results
 		switch {
 		case backend == "torch":
-			r = gpu.Torch{}.Run(ctx, opt)
+			r = compute.Torch{}.Run(ctx, opt)
 		case cuda != nil:
 			r = cuda[i]
 		default:
-			r = gpu.CUDA{}.Run(ctx, opt)
+			r = compute.CUDA{}.Run(ctx, opt)
 		}
 		if backend == "auto" && !r.Available {
-			if t := (gpu.Torch{}).Run(ctx, opt); t.Available {
+			if t := (compute.Torch{}).Run(ctx, opt); t.Available {
 				r = t
 			}
 		}
@@ -150,12 +150,12 @@ func computeProbes(ctx context.Context, backend string, opt gpu.Options, g probe
 // D2H of all GPUs share the host's PCIe switches and memory, so they run
 // one GPU at a time afterwards, each judged against its own link. nil when
 // the probes asked for are all link probes (nothing to run at once).
-func cudaParallel(ctx context.Context, opt gpu.Options, n int) []gpu.Results {
+func cudaParallel(ctx context.Context, opt compute.Options, n int) []compute.Results {
 	var shared, links []string
-	for _, p := range gpu.AllProbes() {
+	for _, p := range compute.AllProbes() {
 		switch {
 		case !opt.Wants(p):
-		case p == gpu.ProbeH2D || p == gpu.ProbeD2H:
+		case p == compute.ProbeH2D || p == compute.ProbeD2H:
 			links = append(links, p)
 		default:
 			shared = append(shared, p)
@@ -164,12 +164,12 @@ func cudaParallel(ctx context.Context, opt gpu.Options, n int) []gpu.Results {
 	if len(shared) == 0 {
 		return nil
 	}
-	out := make([]gpu.Results, n)
+	out := make([]compute.Results, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		o := opt
 		o.Device, o.Probes = i, shared
-		wg.Go(func() { out[i] = gpu.CUDA{}.Run(ctx, o) })
+		wg.Go(func() { out[i] = compute.CUDA{}.Run(ctx, o) })
 	}
 	wg.Wait()
 	for i := 0; i < n && len(links) > 0 && ctx.Err() == nil; i++ {
@@ -178,15 +178,15 @@ func cudaParallel(ctx context.Context, opt gpu.Options, n int) []gpu.Results {
 		}
 		o := opt
 		o.Device, o.Probes = i, links
-		r := gpu.CUDA{}.Run(ctx, o)
+		r := compute.CUDA{}.Run(ctx, o)
 		if !r.Available {
 			for _, p := range links {
-				r.Results = append(r.Results, gpu.Result{Probe: p, Error: r.Error})
+				r.Results = append(r.Results, compute.Result{Probe: p, Error: r.Error})
 			}
 		}
 		out[i].Results = append(out[i].Results, r.Results...)
-		order := gpu.AllProbes()
-		slices.SortStableFunc(out[i].Results, func(a, b gpu.Result) int {
+		order := compute.AllProbes()
+		slices.SortStableFunc(out[i].Results, func(a, b compute.Result) int {
 			return slices.Index(order, a.Probe) - slices.Index(order, b.Probe)
 		})
 	}
@@ -196,20 +196,20 @@ func cudaParallel(ctx context.Context, opt gpu.Options, n int) []gpu.Results {
 // hiddenFromCUDA names each GPU NVML sees that no backend result is for:
 // CUDA_VISIBLE_DEVICES hid it from CUDA (or CUDA cannot use it), so full
 // mode could not measure it.
-func hiddenFromCUDA(measured []gpu.Results, g probe.GPUFacts, backend string) []gpu.Results {
+func hiddenFromCUDA(measured []compute.Results, g probe.GPUFacts, backend string) []compute.Results {
 	if len(measured) > 0 {
 		backend = measured[0].Backend // what auto chose
 	}
-	var out []gpu.Results
+	var out []compute.Results
 	for _, d := range g.Devices {
-		if slices.ContainsFunc(measured, func(r gpu.Results) bool { return r.Index == d.Index }) {
+		if slices.ContainsFunc(measured, func(r compute.Results) bool { return r.Index == d.Index }) {
 			continue
 		}
 		why := "CUDA does not show this GPU to this process, so it was not measured"
 		if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
 			why += fmt.Sprintf(" (CUDA_VISIBLE_DEVICES=%q)", v)
 		}
-		out = append(out, gpu.Results{Backend: backend, Index: d.Index, Error: why, Results: []gpu.Result{}})
+		out = append(out, compute.Results{Backend: backend, Index: d.Index, Error: why, Results: []compute.Result{}})
 	}
 	return out
 }
@@ -222,8 +222,8 @@ func ParseProbes(list string) ([]string, error) {
 	var out []string
 	for _, p := range strings.Split(list, ",") {
 		p = strings.TrimSpace(p)
-		if !slices.Contains(gpu.AllProbes(), p) {
-			return nil, usage.Errorf("--probes: unknown probe %q; the probes are %s", p, strings.Join(gpu.AllProbes(), ", "))
+		if !slices.Contains(compute.AllProbes(), p) {
+			return nil, usage.Errorf("--probes: unknown probe %q; the probes are %s", p, strings.Join(compute.AllProbes(), ", "))
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
@@ -239,7 +239,7 @@ func ParseProbes(list string) ([]string, error) {
 // datasheet, memory and link the results must be judged against.
 func nvmlIndex(busID string, cudaIndex int, g probe.GPUFacts) int {
 	for _, d := range g.Devices {
-		if gpu.SameBusID(d.BusID, busID) {
+		if compute.SameBusID(d.BusID, busID) {
 			return d.Index
 		}
 	}

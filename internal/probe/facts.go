@@ -11,7 +11,7 @@ package probe
 import (
 	"time"
 
-	"github.com/gpurent/gpurent/internal/gpu"
+	"github.com/gpurent/gpurent/internal/compute"
 	"github.com/gpurent/gpurent/internal/kernlog"
 )
 
@@ -36,7 +36,7 @@ type Facts struct {
 	Torch []TorchInstall `json:"torch,omitempty"`
 	// Compute holds what the compute probes measured, one entry per device
 	// and backend; absent when none ran.
-	Compute []gpu.Results `json:"compute,omitempty"`
+	Compute []compute.Results `json:"compute,omitempty"`
 	// KernelLog holds the NVIDIA driver's Xid reports and the kernel's
 	// hardware errors since the machine booted; nil in facts recorded
 	// before gpurent read them.

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/gpurent/gpurent/internal/preempt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -25,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/preempt"
 
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/testfs"

@@ -20,7 +20,7 @@ func TestImportsNoGPUCode(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		for _, banned := range []string{"/internal/gpu", "/internal/probe", "/internal/bench", "/internal/audit", "/internal/gpuwatch"} {
+		for _, banned := range []string{"/internal/compute", "/internal/probe", "/internal/bench", "/internal/audit", "/internal/gpuwatch"} {
 			if strings.HasSuffix(dep, "gpurent"+banned) {
 				t.Errorf("wipe imports %s", dep)
 			}

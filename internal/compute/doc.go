@@ -1,4 +1,4 @@
-// Package gpu measures what a card delivers, as opposed to what NVML says
+// Package compute measures what a card delivers, as opposed to what NVML says
 // it is: arithmetic throughput per precision, the GEMM users run (through
 // cuBLASLt, loaded at run time like the driver), memory and PCIe
 // bandwidth, allocatable memory, and whether a fixed kernel keeps its
@@ -12,4 +12,4 @@
 // simulated driver and cuBLASLt (testdata/fakecuda.c, fakecublaslt.c),
 // written from NVIDIA's headers, on a virtual clock: they
 // prove the calls, the bookkeeping and the arithmetic, not the speed.
-package gpu
+package compute

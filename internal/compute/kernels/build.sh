@@ -1,6 +1,6 @@
 #!/bin/sh
 # build.sh: compile the probe kernels to PTX with clang (no CUDA toolkit).
-# Run through `go generate ./internal/gpu`; CI reruns it and fails when the
+# Run through `go generate ./internal/compute`; CI reruns it and fails when the
 # committed PTX differs. CLANG picks the compiler (default clang-19).
 set -eu
 cd "$(dirname "$0")"
