@@ -625,15 +625,15 @@ func (b *bucket) Delete(ctx context.Context, key string) error {
 
 func (b *bucket) Close() error { return b.b.Close() }
 
-// StoreError is a failed store operation with its kind, so callers and the
+// OpError is a failed store operation with its kind, so callers and the
 // retry decorator can tell transient failures from permanent ones.
-type StoreError struct {
+type OpError struct {
 	Op, Key, Store string
 	Code           gcerrors.ErrorCode
 	Err            error
 }
 
-func (e *StoreError) Error() string {
+func (e *OpError) Error() string {
 	switch e.Code {
 	case gcerrors.NotFound:
 		return fmt.Sprintf("%s %s in %s: not found (%v)", e.Op, e.Key, e.Store, e.Err)
@@ -675,22 +675,22 @@ func unreachable(err error) string {
 	return ""
 }
 
-func (e *StoreError) Unwrap() error { return e.Err }
+func (e *OpError) Unwrap() error { return e.Err }
 
 func (b *bucket) wrap(op, key string, err error) error {
-	return &StoreError{Op: op, Key: key, Store: b.name, Code: gcerrors.Code(err), Err: err}
+	return &OpError{Op: op, Key: key, Store: b.name, Code: gcerrors.Code(err), Err: err}
 }
 
 // IsNotFound reports whether err means a missing object.
 func IsNotFound(err error) bool {
-	var se *StoreError
+	var se *OpError
 	return errors.As(err, &se) && se.Code == gcerrors.NotFound && !noBucket(se.Err)
 }
 
 // IsPermissionDenied reports whether err is the store refusing the
 // credentials' request, which no retry mends.
 func IsPermissionDenied(err error) bool {
-	var se *StoreError
+	var se *OpError
 	return errors.As(err, &se) && se.Code == gcerrors.PermissionDenied
 }
 

@@ -34,7 +34,7 @@ func Transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrChanged) {
 		return false
 	}
-	var se *StoreError
+	var se *OpError
 	if errors.As(err, &se) {
 		switch se.Code {
 		case gcerrors.NotFound, gcerrors.PermissionDenied, gcerrors.InvalidArgument, gcerrors.FailedPrecondition,
@@ -163,7 +163,7 @@ func (r *Retrying) Delete(ctx context.Context, key string) error {
 // SDK's chain of wrappers left out).
 func Brief(err error) string {
 	what := ""
-	var se *StoreError
+	var se *OpError
 	if errors.As(err, &se) {
 		what = se.Op + " " + se.Key + ": "
 	}

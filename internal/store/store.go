@@ -553,7 +553,7 @@ func (s *Store) ListAll(ctx context.Context, run string) ([]*Manifest, []Unreada
 	var out []*Manifest
 	var bad []Unreadable
 	for i, err := range errs {
-		var se *StoreError
+		var se *OpError
 		switch {
 		case err == nil:
 			out = append(out, all[i])
@@ -685,7 +685,7 @@ func (s *Store) Latest(ctx context.Context, run string) (*Manifest, []*Manifest,
 	listed := false
 	err := s.newestFirst(ctx, run, func(m *Manifest, err error) (bool, error) {
 		listed = true
-		var se *StoreError
+		var se *OpError
 		switch {
 		case err == nil:
 		case IsNotFound(err):
@@ -1329,7 +1329,7 @@ func (s *Store) Remove(ctx context.Context, run, id string) (*Manifest, error) {
 		return nil, err
 	}
 	m, err := s.manifest(ctx, manifestKey(run, id))
-	var se *StoreError
+	var se *OpError
 	switch {
 	case IsNotFound(err):
 		return nil, fmt.Errorf("run %s has %w %s", run, ErrNoCheckpoint, id)

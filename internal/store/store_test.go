@@ -480,7 +480,7 @@ func (f *flaky) Put(ctx context.Context, key string, fill func(io.Writer) error)
 func TestRetry(t *testing.T) {
 	ctx := context.Background()
 	b := backends(t)["file"](t)
-	transient := &StoreError{Op: "write", Code: 0, Err: fmt.Errorf("dial tcp 127.0.0.1:1: connect: %w", syscall.ECONNREFUSED)}
+	transient := &OpError{Op: "write", Code: 0, Err: fmt.Errorf("dial tcp 127.0.0.1:1: connect: %w", syscall.ECONNREFUSED)}
 	f := &flaky{Backend: b, err: transient}
 	f.fail.Store(2)
 	var told []string
@@ -495,7 +495,7 @@ func TestRetry(t *testing.T) {
 	if want := []string{why + "; 4 left", why + "; 3 left"}; !slices.Equal(told, want) {
 		t.Errorf("retries told %q, want %q", told, want)
 	}
-	perm := &flaky{Backend: b, err: &StoreError{Op: "write", Code: 5 /* PermissionDenied */, Err: errors.New("AccessDenied")}}
+	perm := &flaky{Backend: b, err: &OpError{Op: "write", Code: 5 /* PermissionDenied */, Err: errors.New("AccessDenied")}}
 	perm.fail.Store(10)
 	r = &Retrying{Backend: perm, Base: 1}
 	if _, err := r.Put(ctx, "k", func(w io.Writer) error { return nil }); err == nil || perm.calls.Load() != 1 {
@@ -954,14 +954,14 @@ type refusing struct {
 
 func (r refusing) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
 	if r.put {
-		return 0, &StoreError{Op: "put", Key: key, Store: "s3://b", Code: gcerrors.PermissionDenied, Err: errors.New("AccessDenied")}
+		return 0, &OpError{Op: "put", Key: key, Store: "s3://b", Code: gcerrors.PermissionDenied, Err: errors.New("AccessDenied")}
 	}
 	return r.Backend.Put(ctx, key, fill)
 }
 
 func (r refusing) Delete(ctx context.Context, key string) error {
 	if r.del {
-		return &StoreError{Op: "delete", Key: key, Store: "s3://b", Code: gcerrors.PermissionDenied, Err: errors.New("AccessDenied")}
+		return &OpError{Op: "delete", Key: key, Store: "s3://b", Code: gcerrors.PermissionDenied, Err: errors.New("AccessDenied")}
 	}
 	return r.Backend.Delete(ctx, key)
 }
@@ -1038,7 +1038,7 @@ func (r *reads) read(key string) error {
 		r.n[key]++
 	}
 	if r.broken[key] {
-		return &StoreError{Op: "read", Key: key, Store: "s3://b", Err: errors.New("connection reset by peer")}
+		return &OpError{Op: "read", Key: key, Store: "s3://b", Err: errors.New("connection reset by peer")}
 	}
 	return nil
 }

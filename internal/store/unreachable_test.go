@@ -50,9 +50,9 @@ func TestUnreachableStoreSaysWhy(t *testing.T) {
 			}
 			defer b.Close()
 			_, err = b.List(context.Background(), "runs/")
-			var se *StoreError
+			var se *OpError
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), "list runs/ in ") || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("List: %v\nwant a StoreError saying %q", err, c.want)
+				t.Fatalf("List: %v\nwant a OpError saying %q", err, c.want)
 			}
 		})
 	}
@@ -72,7 +72,7 @@ func TestUnreachableWords(t *testing.T) {
 		t.Errorf("a DNS server failing is not a name that does not resolve: %q", why)
 	}
 	// Brief leaves out the SDK's wrappers: the operation, then the cause.
-	slow := &StoreError{Op: "read", Key: "runs/r/data/x", Err: fmt.Errorf("operation error S3: GetObject, exceeded maximum number of attempts, 3: %w", errors.New("SlowDown: reduce your request rate"))}
+	slow := &OpError{Op: "read", Key: "runs/r/data/x", Err: fmt.Errorf("operation error S3: GetObject, exceeded maximum number of attempts, 3: %w", errors.New("SlowDown: reduce your request rate"))}
 	if b := Brief(slow); b != "read runs/r/data/x: SlowDown: reduce your request rate" {
 		t.Errorf("Brief: %q", b)
 	}
