@@ -288,6 +288,68 @@ func Args(args []string, resume string) []string {
 	return out
 }
 
+// startChild starts the command, resuming from the newest checkpoint,
+// with the environment gpurent gives it; its first start is an event.
+func (s *Supervisor) startChild(restarts int) (*exec.Cmd, oomWatch, error) {
+	resumeFrom := s.resumePoint()
+	cmd := exec.Command(s.cfg.Cmd[0], Args(s.cfg.Cmd[1:], resumeFrom)...)
+	cmd.Env = append(append(os.Environ(), s.cfg.Env...), "GPURENT_RESUME_FROM="+resumeFrom, "GPURENT_RESTART_COUNT="+strconv.Itoa(restarts),
+		"GPURENT_CKPT_DIR="+s.cfg.CkptDir, "GPURENT_RUN="+s.cfg.Run, treeVar+"="+s.tree)
+	cmd.Stdout, cmd.Stderr = s.cfg.Stdout, s.cfg.Stderr
+	cmd.SysProcAttr = childAttr()
+	oom := startOOMWatch(s.sysRoot)
+	if err := cmd.Start(); err != nil {
+		return nil, oomWatch{}, fmt.Errorf("run: start %s: %w", s.cfg.Cmd[0], err)
+	}
+	s.child.Store(int64(cmd.Process.Pid))
+	s.Metrics.childUp.Store(1)
+	s.mu.Lock()
+	s.progress.started(time.Now())
+	s.mu.Unlock()
+	select {
+	case <-s.stalled: // judged against the command that is gone
+	default:
+	}
+	started := fmt.Sprintf("started %s (pid %d)", s.cfg.Cmd[0], cmd.Process.Pid)
+	if resumeFrom != "" {
+		started += ", resuming from " + resumeFrom
+	}
+	s.cfg.Log("%s", started)
+	if restarts == 0 {
+		if resumeFrom == "" {
+			started += ", from the beginning"
+		}
+		s.cfg.Event("start", started)
+	}
+	return cmd, oom, nil
+}
+
+// causes says what ended the command, when gpurent can tell, as "; "
+// and the causes, each logged too.
+func (s *Supervisor) causes(oom oomWatch) string {
+	// What ended it, when gpurent can tell: both are said before the
+	// restart, since the same command will meet them again and an exit
+	// status alone ("signal: killed") names no cause.
+	var causes []string
+	if full := s.diskFull(); full != "" {
+		causes = append(causes, full)
+	}
+	if oomed := oom.explain(); oomed != "" {
+		causes = append(causes, oomed)
+	}
+	if s.cfg.Explain != nil {
+		causes = append(causes, s.cfg.Explain()...)
+	}
+	for _, c := range causes {
+		s.cfg.Log("%s", c)
+	}
+	cause := ""
+	if len(causes) > 0 {
+		cause = "; " + strings.Join(causes, "; ")
+	}
+	return cause
+}
+
 // Run supervises until the command succeeds, restarts run out, a stop
 // signal arrives on stop, or a preemption notice is handled.
 func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, error) {
@@ -351,36 +413,10 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 	lastSeen := s.newestSeen()
 	backoff := s.cfg.Backoff
 	for {
-		resumeFrom := s.resumePoint()
 		commitsBefore := s.commitCount()
-		cmd := exec.Command(s.cfg.Cmd[0], Args(s.cfg.Cmd[1:], resumeFrom)...)
-		cmd.Env = append(append(os.Environ(), s.cfg.Env...), "GPURENT_RESUME_FROM="+resumeFrom, "GPURENT_RESTART_COUNT="+strconv.Itoa(restarts),
-			"GPURENT_CKPT_DIR="+s.cfg.CkptDir, "GPURENT_RUN="+s.cfg.Run, treeVar+"="+s.tree)
-		cmd.Stdout, cmd.Stderr = s.cfg.Stdout, s.cfg.Stderr
-		cmd.SysProcAttr = childAttr()
-		oom := startOOMWatch(s.sysRoot)
-		if err := cmd.Start(); err != nil {
-			return Exit{Code: 127}, fmt.Errorf("run: start %s: %w", s.cfg.Cmd[0], err)
-		}
-		s.child.Store(int64(cmd.Process.Pid))
-		s.Metrics.childUp.Store(1)
-		s.mu.Lock()
-		s.progress.started(time.Now())
-		s.mu.Unlock()
-		select {
-		case <-s.stalled: // judged against the command that is gone
-		default:
-		}
-		started := fmt.Sprintf("started %s (pid %d)", s.cfg.Cmd[0], cmd.Process.Pid)
-		if resumeFrom != "" {
-			started += ", resuming from " + resumeFrom
-		}
-		s.cfg.Log("%s", started)
-		if restarts == 0 {
-			if resumeFrom == "" {
-				started += ", from the beginning"
-			}
-			s.cfg.Event("start", started)
+		cmd, oom, err := s.startChild(restarts)
+		if err != nil {
+			return Exit{Code: 127}, err
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -444,26 +480,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		s.endStrays(cmd.Process.Pid)
 		restarts++
 		s.Metrics.restarts.Add(1)
-		// What ended it, when gpurent can tell: both are said before the
-		// restart, since the same command will meet them again and an exit
-		// status alone ("signal: killed") names no cause.
-		var causes []string
-		if full := s.diskFull(); full != "" {
-			causes = append(causes, full)
-		}
-		if oomed := oom.explain(); oomed != "" {
-			causes = append(causes, oomed)
-		}
-		if s.cfg.Explain != nil {
-			causes = append(causes, s.cfg.Explain()...)
-		}
-		for _, c := range causes {
-			s.cfg.Log("%s", c)
-		}
-		cause := ""
-		if len(causes) > 0 {
-			cause = "; " + strings.Join(causes, "; ")
-		}
+		cause := s.causes(oom)
 		// Progress is a checkpoint committed since the start, or one the
 		// command wrote before it failed: still inside --quiet when it
 		// did, it counts once the quiet period is over (the restart waits
