@@ -3,6 +3,7 @@ package main
 import (
 	"debug/elf"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,5 +115,26 @@ func TestStaticBuild(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "no such file or directory") {
 			t.Errorf("the standard build failed otherwise than for want of its loader: %v\n%s", err, out)
 		}
+	}
+}
+
+// TestNoGCSBuild: `go build -tags nogcs` leaves out Google's client (about
+// 20 MB of the binary, docs/ckpt.md) and says so, exit 2, for a gs://
+// store, naming the S3-compatible way to the same bucket.
+func TestNoGCSBuild(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go toolchain on PATH: the nogcs build cannot be made here")
+	}
+	bin := filepath.Join(t.TempDir(), "gpurent")
+	cmd := exec.Command("go", "build", "-tags", "nogcs", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags nogcs: %v\n%s", err, b)
+	}
+	out, err := exec.Command(bin, "ckpt", "ls", "--store", "gs://bucket/runs").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "built with -tags nogcs, without gs:// support") ||
+		!strings.Contains(string(out), "endpoint=https://storage.googleapis.com") {
+		t.Errorf("%v: %s", err, out)
 	}
 }

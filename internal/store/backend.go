@@ -28,10 +28,8 @@ import (
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
 	"gocloud.dev/blob/fileblob"
-	_ "gocloud.dev/blob/gcsblob" // gs://
-	_ "gocloud.dev/blob/s3blob"  // s3://
+	_ "gocloud.dev/blob/s3blob" // s3://
 	"gocloud.dev/gcerrors"
-	"gocloud.dev/gcp"
 )
 
 // Object is one stored object.
@@ -146,11 +144,14 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 		if u.Scheme == "azblob" && azureAccount(u, os.Getenv) == "" {
 			return nil, "", fmt.Errorf("store %s: no storage account: set AZURE_STORAGE_ACCOUNT (with AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or Azure's default identity), or AZURE_STORAGE_CONNECTION_STRING, or add storage_account=NAME to the URL", redact(u))
 		}
+		if u.Scheme == "gs" && !gcsBuilt {
+			return nil, "", fmt.Errorf("store %s: this gpurent was built with -tags nogcs, without gs:// support: use a standard build, or Cloud Storage's S3-compatible XML API (s3://BUCKET?endpoint=https://storage.googleapis.com&region=REGION with an HMAC key as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", redact(u))
+		}
 		if u.Scheme == "gs" && os.Getenv("STORAGE_EMULATOR_HOST") == "" && u.Query().Get("universe_domain") == "" {
 			// gocloud, finding no credentials, prints a warning to stdout
 			// (where gpurent's JSON goes) and goes on to fail later: say it
 			// here, once, in words.
-			if _, err := gcp.DefaultCredentials(ctx); err != nil {
+			if err := gcsCredentials(ctx); err != nil {
 				return nil, "", fmt.Errorf("store %s: no Google credentials (set GOOGLE_APPLICATION_CREDENTIALS to a key file, run gcloud auth application-default login, or use the instance's service account): %w", redact(u), err)
 			}
 		}
