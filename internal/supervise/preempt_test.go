@@ -65,7 +65,6 @@ func TestAWSRebalance(t *testing.T) {
 			}
 		}
 		wait("the trainer start", func() bool { return strings.Contains(strings.Join(h.resumes(), " "), "resume") })
-		time.Sleep(50 * time.Millisecond)
 		stage.Store(1)
 		wait("the checkpoint asked for on the recommendation", func() bool { return len(h.committedSteps()) == 1 })
 		time.Sleep(200 * time.Millisecond) // the recommendation stays; it is passed on once

@@ -1333,7 +1333,6 @@ func TestStoreDownForAWhile(t *testing.T) {
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !slices.Contains(kinds(events()), "store_failing"); {
 			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
 		fb.healed.Store(true)
 	}()
 	ex, err := sup.Run(context.Background(), nil)
@@ -1509,7 +1508,6 @@ func TestPreemption(t *testing.T) {
 						break
 					}
 				}
-				time.Sleep(50 * time.Millisecond)
 				notice.Store(true)
 			}()
 			ex, err := sup.Run(context.Background(), nil)

@@ -24,7 +24,8 @@ import (
 // random with FAKE_CRASH probability per step, and on its first run right
 // after the checkpoint of step FAKE_CRASH_AFTER; exits 0 at FAKE_STEPS.
 // With FAKE_NAME every checkpoint has that one name.
-// Each resume is logged to FAKE_LOG as "resume STEP" (or "corrupt").
+// Each resume is logged to FAKE_LOG as "resume STEP" (or "corrupt"),
+// once its SIGUSR1 handler is in place.
 func fakeTrainer() {
 	env := func(k string, def int) int {
 		if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
@@ -54,9 +55,11 @@ func fakeTrainer() {
 		}
 		step = s
 	}
-	logf("resume %d", step)
+	// The handler is in place before "resume" is logged: a test that
+	// waits for the line may send a notice at once.
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
+	logf("resume %d", step)
 	write := func() {
 		name := filepath.Join(dir, fmt.Sprintf("ckpt-%06d.bin", step))
 		if n := os.Getenv("FAKE_NAME"); n != "" { // one name saved over, as last.ckpt is
