@@ -17,6 +17,8 @@ type KeepOptions struct {
 	// hours since Begun.
 	Hourly float64
 	Begun  time.Time
+	// Now is the clock the spending is read by; nil: time.Now.
+	Now func() time.Time
 	// Every is how often the file is written; StoreEvery how often the
 	// record goes to Store (nil: nowhere but the file).
 	Every, StoreEvery time.Duration
@@ -60,7 +62,11 @@ func (l *Ledger) Keep(ctx context.Context, o KeepOptions) (stop func()) {
 			stored = now
 		}
 	}
-	record(time.Now(), true)
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	record(now(), true)
 	tick := time.NewTicker(o.Every)
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -69,8 +75,8 @@ func (l *Ledger) Keep(ctx context.Context, o KeepOptions) (stop func()) {
 			select {
 			case <-done:
 				return
-			case now := <-tick.C:
-				record(now, false)
+			case <-tick.C:
+				record(now(), false)
 			}
 		}
 	}()
@@ -78,6 +84,6 @@ func (l *Ledger) Keep(ctx context.Context, o KeepOptions) (stop func()) {
 		tick.Stop()
 		close(done)
 		<-finished
-		record(time.Now(), true)
+		record(now(), true)
 	}
 }

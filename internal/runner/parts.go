@@ -136,7 +136,7 @@ func (s *session) startBudget() (stop bool) {
 	// run with a larger one) or to let it end; past it already, the
 	// start's line said so.
 	if at := spend.Until(spend.Amount * 0.8); at > 0 {
-		warn := time.AfterFunc(at, func() {
+		warn := s.clock.AfterFunc(at, func() {
 			text := fmt.Sprintf("the machine has cost %s of the %s budget: the command is stopped with a checkpoint in %s",
 				spend.SpentBy(at), spend, report.Duration(stopIn-at))
 			s.logf("%s", text)
@@ -159,7 +159,7 @@ func (s *session) keepLedger(ctx context.Context) error {
 	if err := os.MkdirAll(s.o.CkptDir, 0o755); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	s.later(s.led.Keep(ctx, ledger.KeepOptions{Hourly: s.price.Amount, Begun: s.begun, Every: every, StoreEvery: storeEvery,
+	s.later(s.led.Keep(ctx, ledger.KeepOptions{Hourly: s.price.Amount, Begun: s.begun, Now: s.clock.Now, Every: every, StoreEvery: storeEvery,
 		Store: s.records, Run: s.o.Run, Log: s.logf}))
 	return nil
 }
@@ -171,16 +171,16 @@ func (s *session) notifyProgress(sup *supervise.Supervisor) {
 	if s.hook == nil || s.o.NotifyEvery <= 0 {
 		return
 	}
-	beat := time.NewTicker(s.o.NotifyEvery)
+	beat := s.clock.NewTicker(s.o.NotifyEvery)
 	done := make(chan struct{})
 	s.later(func() { beat.Stop(); close(done) })
-	started := time.Now()
+	started := s.clock.Now()
 	go func() {
 		for {
 			select {
 			case <-done:
 				return
-			case now := <-beat.C:
+			case now := <-beat.C():
 				output := ""
 				if s.out != nil {
 					output = s.out.Tail(progressLines)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/clock"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/kernwatch"
 	"github.com/gpurent/gpurent/internal/ledger"
@@ -81,6 +82,9 @@ type Options struct {
 	// ExitCode is the exit code gpurent gives an error, for the end's
 	// notification; nil: 2 for bad usage, else 1.
 	ExitCode func(error) int
+	// Clock is what the budget, its ledger and the heartbeats are judged
+	// by; nil: the real one. Tests move a fake one.
+	Clock clock.Clock
 }
 
 // OptionError is a wrong option: Flag names it (without its dashes), so
@@ -189,6 +193,7 @@ func (o *Options) endpoints() preempt.Endpoints {
 // at its end, newest first.
 type session struct {
 	o       Options
+	clock   clock.Clock
 	begun   time.Time
 	price   money.Hourly
 	spend   money.Budget
@@ -228,7 +233,11 @@ func Run(ctx context.Context, o Options) (code int, err error) {
 	if err := o.Validate(); err != nil {
 		return 0, err
 	}
-	s := &session{o: o, begun: time.Now(), event: func(kind, text, output string) {}}
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.Real()
+	}
+	s := &session{o: o, clock: clk, begun: clk.Now(), event: func(kind, text, output string) {}}
 	defer s.unwind()
 	return s.run(ctx)
 }
@@ -416,7 +425,7 @@ func (s *session) supEvent(kind, text string) {
 // configure is the supervisor's Config but for the store and the budget.
 func (s *session) configure() {
 	o := s.o
-	s.cfg = supervise.Config{Cmd: o.Command, CkptDir: o.CkptDir, Run: o.Run, Keep: o.Keep, MaxRestarts: o.MaxRestarts,
+	s.cfg = supervise.Config{Clock: s.clock, Cmd: o.Command, CkptDir: o.CkptDir, Run: o.Run, Keep: o.Keep, MaxRestarts: o.MaxRestarts,
 		Grace: o.Grace, Poll: o.Poll, Quiet: o.Quiet, Glob: o.Glob, Preemption: s.pre, Log: s.logf, Event: s.supEvent, Stall: o.Stall, KeepLocal: o.KeepLocal}
 	if out := s.out; out != nil {
 		s.cfg.Stdout, s.cfg.Stderr = out.Stdout, out.Stderr
@@ -486,7 +495,7 @@ func (s *session) supervise(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, usage.Wrap(err)
 	}
-	running := func() bool { return sup.Metrics.Snapshot(time.Now()).ChildUp }
+	running := func() bool { return sup.Metrics.Snapshot(s.clock.Now()).ChildUp }
 	s.gpus = startGPUWatch(ctx, s.o.GPUBusyMin, s.price, running, s.logf, s.supEvent)
 	s.later(s.gpus.stop)
 	s.notifyProgress(sup)
@@ -495,7 +504,7 @@ func (s *session) supervise(ctx context.Context) (int, error) {
 	}
 	if f, ok := s.o.Stderr.(*os.File); ok && !s.o.NoStatus {
 		status := startStatus(f, func(cols int) string {
-			now := time.Now()
+			now := s.clock.Now()
 			return statusText(sup.Metrics.Snapshot(now), busyText(s.gpus), s.price.CostOf(now.Sub(s.begun), s.spend), cols)
 		})
 		s.later(status.end)
@@ -513,9 +522,10 @@ func (s *session) supervise(ctx context.Context) (int, error) {
 	s.logf("%s", ex.Reason)
 	s.endReason = ex.Reason
 	if s.price.Amount > 0 {
-		spent := s.price.Spent(time.Since(s.begun))
+		took := s.clock.Now().Sub(s.begun)
+		spent := s.price.Spent(took)
 		if s.spend.Before > 0 {
-			spent += fmt.Sprintf("; with gpurent's earlier sessions of run %s, %s of the %s budget", s.o.Run, s.spend.SpentBy(time.Since(s.begun)), s.spend)
+			spent += fmt.Sprintf("; with gpurent's earlier sessions of run %s, %s of the %s budget", s.o.Run, s.spend.SpentBy(took), s.spend)
 		}
 		s.logf("%s", spent)
 		s.endReason += "; " + spent

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/clock"
+
 	"github.com/gpurent/gpurent/internal/preempt"
 
 	"github.com/gpurent/gpurent/internal/fsspace"
@@ -112,6 +114,9 @@ type Config struct {
 	Until       time.Time
 	UntilWindow time.Duration
 	UntilWhy    string
+	// Clock is what Until and the stop it starts are judged by; nil: the
+	// real one. The rest (quiet periods, backoff, grace) is real time.
+	Clock clock.Clock
 	// Lease is the run's lease in the store (store.TakeLease), renewed
 	// every Every while Run runs; once another session takes the run,
 	// the command is stopped (exit 1, event "lease_lost"), since nothing
@@ -208,6 +213,9 @@ func New(cfg Config) (*Supervisor, error) {
 	}
 	if cfg.CkptDir == "" {
 		return nil, errors.New("run: --ckpt-dir is required: the directory the command writes checkpoints to")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
 	}
 	if err := store.ValidRun(cfg.Run); err != nil {
 		return nil, err
@@ -405,9 +413,9 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 	}
 	var until <-chan time.Time
 	if !s.cfg.Until.IsZero() {
-		t := time.NewTimer(time.Until(s.cfg.Until))
+		t := s.cfg.Clock.NewTimer(s.cfg.Until.Sub(s.cfg.Clock.Now()))
 		defer t.Stop()
-		until = t.C
+		until = t.C()
 	}
 	restarts, quietRestarts := 0, 0
 	lastSeen := s.newestSeen()
@@ -578,7 +586,7 @@ func (s *Supervisor) endStrays(pgid int) {
 		}
 		wait := s.cfg.Grace
 		if !s.stopBy.IsZero() {
-			wait = min(wait, max(time.Until(s.stopBy), 0)) // within the budget
+			wait = min(wait, max(s.stopBy.Sub(s.cfg.Clock.Now()), 0)) // within the budget
 		}
 		if i == 1 {
 			wait = 5 * time.Second
@@ -689,7 +697,7 @@ func (s *Supervisor) stopChild(done <-chan error, sig syscall.Signal) {
 	if !s.stopBy.IsZero() {
 		// A budget's stop keeps the grace inside the budget: SIGKILL
 		// when it is spent, not --stop-grace after SIGTERM.
-		grace = min(grace, max(time.Until(s.stopBy), 0))
+		grace = min(grace, max(s.stopBy.Sub(s.cfg.Clock.Now()), 0))
 	}
 	select {
 	case <-done:
