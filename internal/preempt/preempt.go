@@ -1,3 +1,8 @@
+// Package preempt watches the clouds' instance metadata services for the
+// notice that a spot (preemptible) machine, or one due for maintenance, is
+// about to go: AWS, GCP, Azure, Alibaba Cloud and Tencent Cloud, each
+// polled as its documentation asks. gpurent run hands each notice to the
+// supervisor, which has the command checkpoint before the machine goes.
 package preempt
 
 import (
