@@ -294,7 +294,18 @@ fi
 # events; its metrics serve the Xid count only when that worked.
 if step 5; then
 GPURENT_KMSG=/nonexistent/kmsg "$gpurent" run --ckpt-dir "$out/xid-ck" --preemption none --no-status --metrics 127.0.0.1:9477 -- \
-  python3 -c 'import time, urllib.request; time.sleep(2); print(urllib.request.urlopen("http://127.0.0.1:9477/metrics").read().decode())' >"$out/run-xids.log" 2>&1
+  python3 -c '
+import time, urllib.request
+last = "no answer"
+for i in range(40):  # the Xid count is served once the NVML events are registered: up to 20 s on a loaded machine
+    time.sleep(0.5)
+    try:
+        last = urllib.request.urlopen("http://127.0.0.1:9477/metrics", timeout=5).read().decode()
+    except OSError as e:
+        last = "no metrics: %s" % e
+    if "gpurent_kernel_xids_total" in last:
+        break
+print(last)' >"$out/run-xids.log" 2>&1
 if grep -q '^# TYPE gpurent_kernel_xids_total' "$out/run-xids.log"; then
   log "Xids without the kernel log: NVML's events registered on the card ($(grep -c '^gpurent_kernel_xids_total{' "$out/run-xids.log") codes seen)"
 else
