@@ -16,6 +16,7 @@ import (
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/units"
 	"github.com/gpurent/gpurent/internal/usage"
+	"github.com/gpurent/gpurent/internal/userfile"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
 
@@ -228,3 +229,19 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 	}
 	return nil
 }
+
+// readFile reads a file the user named with flag, no larger than max
+// bytes (userfile.Read: a FIFO, a device or a file over the cap is
+// refused, never waited on or read to its end). A file that cannot be
+// read is bad usage, and the message names the flag.
+func readFile(flag, path string, max int64) ([]byte, error) {
+	data, err := userfile.Read(path, max)
+	if err != nil {
+		return nil, usagef("%s: %w", flag, err)
+	}
+	return data, nil
+}
+
+// maxConfigSize caps --profile and --config: a few dozen settings take a
+// few KiB, so 1 MiB is no real file's size.
+const maxConfigSize = 1 << 20
