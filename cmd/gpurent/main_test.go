@@ -17,6 +17,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/supervise"
@@ -173,7 +174,7 @@ func TestExitCodes(t *testing.T) {
 		{"run bad glob", []string{"run", "--ckpt-dir", dir, "--glob", "step-[", "--", "true"}, 2, `--glob: "step-[": syntax error in pattern (a shell-style pattern, such as 'ckpt-*.pt' or 'step-[0-9]*')`},
 		{"run glob with a path", []string{"run", "--ckpt-dir", dir, "--glob", "out/step-*", "--", "true"}, 2, `--glob: "out/step-*" holds a /: it matches the names of the entries in --ckpt-dir, not paths`},
 		{"run config negative keep", []string{"run", "--config", runKeep}, 2, "run.yaml:2: keep: want 0 (keep all) or more, got -1"},
-		{"run config bad quiet", []string{"run", "--config", runQuiet}, 2, `quiet.yaml:3: quiet: time: unknown unit "x"`},
+		{"run config bad quiet", []string{"run", "--config", runQuiet}, 2, `quiet.yaml:3: quiet: invalid duration "5x": want Go syntax (90s, 30m, 2h) or days (15d)`},
 		{"run config bad stall", []string{"run", "--config", runStall}, 2, `stall.yaml:3: stall: `},
 		{"run config log too often", []string{"run", "--config", runLogEvery}, 2, `logevery.yaml:4: log_every: want 10s or more, got 5s`},
 		{"negative checkpoint size", []string{"quote", "--hours", "10", "--ckpt-every", "1h", "--ckpt-size", "-1"}, 2, `--ckpt-size: want a size such as 20GB (a bare number is GB), got "-1"`},
@@ -546,19 +547,52 @@ func TestJSONKeysAreSnakeCase(t *testing.T) {
 	}
 }
 
-// A duration flag takes days, as the config files do (issue #38: --stall
-// 1d was refused while stall: 1d was taken), and never a negative time.
+// Every duration flag of every command takes days, as the config files
+// do (issue #38: --stall 1d was refused while stall: 1d was taken), and
+// never a negative time. The walk finds pflag's own duration flags too,
+// which would refuse 1d.
 func TestDurationFlagsTakeDays(t *testing.T) {
-	for _, c := range []struct{ cmd, flag string }{{"run", "stall"}, {"run", "notify-every"}, {"wipe", "recent"}, {"ckpt log", "every"}} {
-		cmd, _, err := newRoot(io.Discard, io.Discard).Find(strings.Fields(c.cmd))
-		if err != nil {
+	var found []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() != "duration" {
+				return
+			}
+			found = append(found, c.CommandPath()+" --"+f.Name)
+			if err := c.ParseFlags([]string{"--" + f.Name, "1d12h"}); err != nil || f.Value.String() != "36h" {
+				t.Errorf("%s --%s 1d12h: %v (reads %s)", c.CommandPath(), f.Name, err, f.Value)
+			}
+			if err := c.ParseFlags([]string{"--" + f.Name, "-1s"}); err == nil {
+				t.Errorf("%s --%s -1s accepted", c.CommandPath(), f.Name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot(io.Discard, io.Discard))
+	for _, want := range []string{"gpurent run --stall", "gpurent run --quiet", "gpurent wipe --recent", "gpurent ckpt log --every", "gpurent ckpt --grace"} {
+		if !slices.Contains(found, want) {
+			t.Errorf("%s is not among the duration flags found: %q", want, found)
+		}
+	}
+}
+
+// run's config file reads every duration as its flag does: quiet: 1d is
+// a day, as --quiet 1d is (it was read by time.ParseDuration alone).
+func TestRunConfigDurationsTakeDays(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "run.yaml")
+	for _, field := range []string{"quiet", "stall", "silence", "log_every", "notify_every"} {
+		if err := os.WriteFile(cfg, []byte("ckpt_dir: "+dir+"/ck\n"+field+": 1d\nmax_restarts: -1\ncommand: [true]\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := cmd.ParseFlags([]string{"--" + c.flag, "1d12h"}); err != nil || cmd.Flags().Lookup(c.flag).Value.String() != "36h" {
-			t.Errorf("%s --%s 1d12h: %v", c.cmd, c.flag, err)
-		}
-		if err := cmd.ParseFlags([]string{"--" + c.flag, "-1s"}); err == nil {
-			t.Errorf("%s --%s -1s accepted", c.cmd, c.flag)
+		// max_restarts: -1 is refused after the durations are read, as
+		// silence without log is: what is refused is not the duration.
+		code, _, errOut := gpurent(t, "run", "--config", cfg)
+		if code != exitUsage || strings.Contains(errOut, "invalid duration") || strings.Contains(errOut, "unknown unit") {
+			t.Errorf("%s: 1d: exit %d, %q; want the duration taken and another line refused", field, code, errOut)
 		}
 	}
 }

@@ -165,19 +165,20 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 	pick("log", file.Log, &r.Log)
 	pick("price", file.Price, &r.Price)
 	pick("budget", file.Budget, &r.Budget)
+	// Durations read as the flags read them (units.ParseDuration): with
+	// days, so stall: 1d and --stall 1d mean one thing.
 	for _, d := range []struct {
 		flag, fromFile string
 		v              *time.Duration
-		parse          func(string) (time.Duration, error)
 	}{
-		{"log-every", file.LogEvery, &r.LogEvery, units.ParseDuration},
-		{"stall", file.Stall, &r.Stall, units.ParseDuration},
-		{"silence", file.Silence, &r.Silence, units.ParseDuration},
-		{"notify-every", file.NotifyEvery, &r.NotifyEvery, units.ParseDuration},
-		{"quiet", file.Quiet, &r.Quiet, time.ParseDuration},
+		{"log-every", file.LogEvery, &r.LogEvery},
+		{"stall", file.Stall, &r.Stall},
+		{"silence", file.Silence, &r.Silence},
+		{"notify-every", file.NotifyEvery, &r.NotifyEvery},
+		{"quiet", file.Quiet, &r.Quiet},
 	} {
 		if !fs.Changed(d.flag) && d.fromFile != "" {
-			v, err := d.parse(d.fromFile)
+			v, err := units.ParseDuration(d.fromFile)
 			if err != nil {
 				return bad(d.flag, err)
 			}
