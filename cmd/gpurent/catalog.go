@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,6 +23,9 @@ func newCatalog(g *globals) *cobra.Command {
 		Short: "Print the embedded catalog, to start your own from",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.output == report.JSON {
+				return writeDefaultJSON(g)
+			}
 			_, err := g.stdout.Write(catalog.DefaultYAML())
 			return err
 		},
@@ -147,6 +149,7 @@ func runCatalogCheck(g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
+	out := catalogCheck{Files: []catalogCheckFile{}}
 	for _, path := range args {
 		c, err := catalog.ReadFile(path, def.Rates)
 		if err != nil {
@@ -155,33 +158,59 @@ func runCatalogCheck(g *globals, args []string) error {
 		if err := catalog.CheckReadings(catalog.Merge(def, c).Offers); err != nil {
 			return usagef("%s: %v", path, err)
 		}
-		unknown := map[string]int{}
-		noMemory := 0
+		f := catalogCheckFile{Path: path, Offers: len(c.Offers), UnknownFees: map[string]int{}}
 		for _, o := range c.Offers {
 			if !o.GPUMemoryGB.IsKnown() {
-				noMemory++
+				f.UnknownGPUMemory++
 			}
-			for name, f := range map[string]catalog.Fee{"boot_fee": o.BootFee, "egress_gb": o.EgressGB, "ip_month": o.IPMonth,
+			for name, fee := range map[string]catalog.Fee{"boot_fee": o.BootFee, "egress_gb": o.EgressGB, "ip_month": o.IPMonth,
 				"storage.running_gb_month": o.Storage.RunningGBMonth, "storage.stopped_gb_month": o.Storage.StoppedGBMonth} {
-				if !f.IsKnown() {
-					unknown[name]++
+				if !fee.IsKnown() {
+					f.UnknownFees[name]++
 				}
 			}
 		}
-		fmt.Fprintf(g.stdout, "%s: ok, %s\n", path, report.Count(len(c.Offers), "offer"))
-		names := make([]string, 0, len(unknown))
-		for n := range unknown {
-			names = append(names, n)
+		out.Files = append(out.Files, f)
+	}
+	if g.output == report.JSON {
+		return report.WriteJSON(g.stdout, out)
+	}
+	for _, f := range out.Files {
+		fmt.Fprintf(g.stdout, "%s: ok, %s\n", f.Path, report.Count(f.Offers, "offer"))
+		for _, n := range slices.Sorted(maps.Keys(f.UnknownFees)) {
+			fmt.Fprintf(g.stdout, "  %s unknown in %s (quotes count it as 0 and say so)\n", n, report.Count(f.UnknownFees[n], "offer"))
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(g.stdout, "  %s unknown in %s (quotes count it as 0 and say so)\n", n, report.Count(unknown[n], "offer"))
-		}
-		if noMemory > 0 {
-			fmt.Fprintf(g.stdout, "  gpu_memory_gb unknown in %s (--gpu with a size and --min-gpu-memory go by the datasheet's rows of the model)\n", report.Count(noMemory, "offer"))
+		if f.UnknownGPUMemory > 0 {
+			fmt.Fprintf(g.stdout, "  gpu_memory_gb unknown in %s (--gpu with a size and --min-gpu-memory go by the datasheet's rows of the model)\n", report.Count(f.UnknownGPUMemory, "offer"))
 		}
 	}
 	return nil
+}
+
+// catalogCheck is catalog check -o json (docs/json.md): each file valid
+// (an invalid one is exit 2 and no document), with what it leaves unknown.
+type catalogCheck struct {
+	Files []catalogCheckFile `json:"files"`
+}
+
+// catalogCheckFile is one valid catalog file: its offers, and how many of
+// them leave each fee (by its field's path) and the GPU memory unknown.
+type catalogCheckFile struct {
+	Path             string         `json:"path"`
+	Offers           int            `json:"offers"`
+	UnknownFees      map[string]int `json:"unknown_fees"`
+	UnknownGPUMemory int            `json:"unknown_gpu_memory"`
+}
+
+// writeDefaultJSON is catalog default -o json: the embedded catalog as
+// JSON, which --catalog reads as it reads the YAML.
+func writeDefaultJSON(g *globals) error {
+	b, err := catalog.DefaultJSON()
+	if err != nil {
+		return err
+	}
+	_, err = g.stdout.Write(b)
+	return err
 }
 
 // catalogList is catalog ls -o json (docs/json.md).

@@ -2,12 +2,15 @@ package catalog
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/gpurent/gpurent/internal/specs"
 	"github.com/gpurent/gpurent/internal/suggest"
@@ -40,6 +43,21 @@ func Default() (*Catalog, error) {
 // DefaultYAML returns the embedded catalog as written, so users can start
 // their own from it.
 func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
+
+// DefaultJSON is the embedded catalog as one JSON document, field for
+// field what DefaultYAML says (comments aside): JSON is YAML too, so
+// --catalog reads it back, and a script reads it without a YAML parser.
+func DefaultJSON() ([]byte, error) {
+	var v any
+	if err := yaml.Unmarshal(defaultYAML, &v); err != nil {
+		return nil, fmt.Errorf("embedded catalog is invalid (a build defect): %w", err)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("embedded catalog as JSON: %w", err)
+	}
+	return append(b, '\n'), nil
+}
 
 // MaxFileSize caps a user catalog: the embedded one, 127 offers from 28
 // providers, takes about 120 KiB, so 4 MiB is some 4,000 offers, and is

@@ -1,0 +1,177 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// Every command that prints a result prints it as one JSON document with
+// -o json (issue #38: the README promised it of every command, and
+// catalog check and catalog default printed text). The walk takes every
+// runnable command: one without a case here, and not among the few that
+// print no result of their own, fails the test, so a new command cannot
+// leave the contract unnoticed.
+func TestEveryCommandWritesJSON(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	t.Setenv("GPURENT_IDENTITY", filepath.Join(dir, "identity.txt"))
+	t.Setenv("GPURENT_RECIPIENT", "")
+	t.Setenv("GPURENT_AUTH_KEY", "")
+	st := filepath.Join(dir, "store")
+	data := filepath.Join(dir, "data")
+	for _, d := range []string{st, data} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(data, "model.bin"), []byte("weights"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cat := filepath.Join(dir, "cat.yaml")
+	if err := os.WriteFile(cat, catalogYAMLForTest(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inStore := []string{"--store", st, "--run", "r"}
+	// In order: keygen makes the identity the ckpt commands use, push the
+	// checkpoints that ls, verify, pull, prune and rm find.
+	cases := []struct {
+		path []string
+		args []string
+		// verdict: a failed check (exit 3) writes its document too; this
+		// machine's own figures (CPU steal, open ports) may fail it.
+		verdict bool
+		// output: what run prints instead of a document, its command's.
+		output string
+	}{
+		{path: []string{"keygen"}},
+		{path: []string{"ckpt", "push"}, args: append([]string{data}, inStore...)},
+		{path: []string{"ckpt", "push"}, args: append([]string{data}, inStore...)},
+		{path: []string{"ckpt", "ls"}, args: inStore},
+		{path: []string{"ckpt", "runs"}, args: inStore[:2]},
+		{path: []string{"ckpt", "verify"}, args: inStore},
+		{path: []string{"ckpt", "pull"}, args: append([]string{filepath.Join(dir, "pulled")}, inStore...)},
+		{path: []string{"ckpt", "prune"}, args: append([]string{"--keep", "1", "--grace", "0s"}, inStore...)},
+		// run, which prints its command's output, ships the log that
+		// ckpt log --list lists.
+		{path: []string{"run"}, args: append([]string{"--ckpt-dir", filepath.Join(dir, "ck"), "--log", filepath.Join(dir, "run.log"), "--preemption", "none", "--no-status"}, append(inStore, "--", "echo", "trained")...), output: "trained\n"},
+		{path: []string{"ckpt", "log"}, args: append([]string{"--list"}, inStore...)},
+		{path: []string{"ckpt", "speed"}, args: []string{"--store", st, "--size", "1MiB", "--files", "1", "--dir", dir}},
+		{path: []string{"quote"}, args: []string{"--gpu", "H100", "--hours", "10"}},
+		{path: []string{"plan"}, args: []string{"--gpu", "H100", "--hours", "10"}},
+		{path: []string{"catalog", "ls"}, args: []string{"--gpu", "H100"}},
+		{path: []string{"catalog", "check"}, args: []string{cat}},
+		{path: []string{"catalog", "default"}},
+		{path: []string{"bench"}, args: []string{"--duration", "1s", "--disk-mb", "0"}, verdict: true},
+		{path: []string{"bench", "history"}},
+		{path: []string{"audit"}, verdict: true},
+		{path: []string{"wipe"}, args: []string{data}},
+	}
+	// ckpt rm takes an id that ls -o json names.
+	rm := func() []string {
+		code, out, errOut := gpurent(t, append([]string{"ckpt", "ls", "-o", "json"}, inStore...)...)
+		var ls struct {
+			Checkpoints []struct {
+				ID string `json:"id"`
+			} `json:"checkpoints"`
+		}
+		if err := json.Unmarshal([]byte(out), &ls); code != 0 || err != nil || len(ls.Checkpoints) == 0 {
+			t.Fatalf("ckpt ls -o json: exit %d, %v, %q", code, err, errOut)
+		}
+		return append([]string{ls.Checkpoints[0].ID}, inStore...)
+	}
+	// What prints no result of gpurent's own: run passes its command's
+	// output through, burn (hidden) only loads a GPU, help and completion
+	// print text for people and shells.
+	exempt := map[string]bool{"run": true, "burn": true, "help": true, "completion": true}
+	// Commands that only hold subcommands print their help.
+	groups := map[string]bool{"ckpt": true, "catalog": true}
+
+	covered := map[string]bool{}
+	for _, c := range cases {
+		covered[strings.Join(c.path, " ")] = true
+		args := append(append(slices.Clone(c.path), "-o", "json"), c.args...)
+		if c.output != "" {
+			if code, out, errOut := gpurentToFiles(t, args...); code != 0 || out != c.output {
+				t.Errorf("gpurent %s: exit %d, stdout %q, stderr %.300q", strings.Join(args, " "), code, out, errOut)
+			}
+			continue
+		}
+		check(t, args, c.verdict)
+	}
+	covered["ckpt rm"] = true
+	check(t, append([]string{"ckpt", "rm", "-o", "json"}, rm()...), false)
+
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		if len(path) > 0 && exempt[path[0]] {
+			return
+		}
+		if name := strings.Join(path, " "); c.Runnable() && name != "" && !groups[name] {
+			if !covered[name] {
+				t.Errorf("gpurent %s: no case shows it writes JSON with -o json", strings.Join(path, " "))
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub, append(slices.Clip(path), sub.Name()))
+		}
+	}
+	walk(newRoot(io.Discard, io.Discard), nil)
+}
+
+// check runs one command line and wants one JSON document on stdout.
+func check(t *testing.T, args []string, verdict bool) {
+	t.Helper()
+	code, out, errOut := gpurent(t, args...)
+	var v any
+	err := json.Unmarshal([]byte(out), &v)
+	if (code != 0 && !(verdict && code == exitVerdictFail)) || err != nil {
+		t.Errorf("gpurent %s: exit %d, %v\nstdout %.300q\nstderr %.300q", strings.Join(args, " "), code, err, out, errOut)
+	}
+}
+
+// gpurentToFiles is gpurent with stdout and stderr files, as run --log
+// wants them.
+func gpurentToFiles(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	dir := t.TempDir()
+	o, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code = run(context.Background(), args, o, e)
+	o.Close()
+	e.Close()
+	ob, _ := os.ReadFile(o.Name())
+	eb, _ := os.ReadFile(e.Name())
+	return code, string(ob), string(eb)
+}
+
+// catalogYAMLForTest is a one-offer catalog file.
+func catalogYAMLForTest(t *testing.T) []byte {
+	t.Helper()
+	return []byte(`version: 1
+offers:
+  - id: t-4090
+    provider: Test
+    gpu: RTX 4090
+    gpus: 1
+    currency: USD
+    source: https://example.com/prices
+    as_of: "2026-11-01"
+    on_demand: {hourly: 0.5, increment: 1s, minimum: 0s}
+`)
+}
