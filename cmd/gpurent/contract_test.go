@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -174,4 +175,70 @@ offers:
     as_of: "2026-11-01"
     on_demand: {hourly: 0.5, increment: 1s, minimum: 0s}
 `)
+}
+
+// Each code help exit-codes gives to some commands is what those
+// commands return when it says (issue #38: 3 meant a failed verdict in
+// bench and audit but a failed upload in run). TestExitCodeTable checks
+// the other way round: no command returns a code the table lacks.
+func TestExitCodesAsDocumented(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("GPURENT_IDENTITY", filepath.Join(dir, "identity.txt"))
+	t.Setenv("GPURENT_RECIPIENT", "")
+	t.Setenv("GPURENT_AUTH_KEY", "")
+	if code, _, errOut := gpurent(t, "keygen"); code != 0 {
+		t.Fatalf("keygen: %d %s", code, errOut)
+	}
+	root := filepath.Join(dir, "root")
+	for name, body := range map[string]string{
+		"etc/passwd": "root:x:0:0::/root:/bin/bash\n", "etc/ssh/sshd_config": "PermitEmptyPasswords yes\n",
+		"proc/self/mounts": "/dev/vda1 / ext4 rw 0 0\n", "home/me/.keep": "",
+	} {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := filepath.Join(dir, "store")
+	if err := os.Mkdir(st, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runArgs := func(ck string) []string {
+		return []string{"run", "--ckpt-dir", filepath.Join(dir, ck), "--store", st, "--run", "r", "--preemption", "none", "--no-status", "--quiet", "100ms", "--poll", "50ms"}
+	}
+	scenarios := map[string][]string{
+		// A failed verdict: no GPU here where one is expected; an sshd
+		// that takes empty passwords.
+		"3 bench": {"bench", "--no-history", "--duration", "1s", "--disk-mb", "0", "--expect", "H100 SXM"},
+		"3 audit": {"audit", "--root", root, "--home", filepath.Join(root, "home", "me"), "--since", "1h"},
+		// The command finishes after the store became a file: its last
+		// checkpoint is on this machine only.
+		"74 run": append(runArgs("ck74"), "--", "sh", "-c", fmt.Sprintf("rm -r %q && echo > %q && mkdir -p %q && echo 1 > %q/step-1.pt && sleep 0.5",
+			st, st, filepath.Join(dir, "ck74"), filepath.Join(dir, "ck74"))),
+		// At 360000 USD/h a budget of 0.1 lasts a second.
+		"75 run": append(runArgs("ck75"), "--price", "360000", "--budget", "0.1", "--", "sleep", "30"),
+	}
+	// 75 first: 74 turns the store into a file.
+	for _, key := range []string{"3 bench", "3 audit", "75 run", "74 run"} {
+		var want int
+		var who string
+		fmt.Sscan(key, &want, &who)
+		code, _, errOut := gpurentToFiles(t, scenarios[key]...)
+		if code != want {
+			t.Errorf("%s: exit %d, want %d\n%s", key, code, want, errOut)
+		}
+	}
+	for _, r := range exitCodeTable() {
+		if r.commands == "all" {
+			continue // 0 and 2 are walked above and in TestEveryCommandKeepsTheContract
+		}
+		for _, who := range strings.Split(r.commands, ", ") {
+			if _, ok := scenarios[fmt.Sprintf("%d %s", r.code, who)]; !ok {
+				t.Errorf("help exit-codes gives %d to %s, and no case here shows %s returning it", r.code, who, who)
+			}
+		}
+	}
 }
