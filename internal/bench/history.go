@@ -24,7 +24,63 @@ type HistoryEntry struct {
 	CPUs    int            `json:"cpus"`
 	Failed  []string       `json:"failed"`
 	Warned  []string       `json:"warned"`
-	Measure map[string]any `json:"measured,omitempty"` // a few headline figures
+	Measure HistoryMeasure `json:"measured"` // a few headline figures
+}
+
+// HistoryMeasure is what a run measured of the figures that tell two
+// instances apart; a figure not measured (a check skipped, no GPU) is
+// absent. Lines written before it had fields hold a map keyed by check id
+// ("host.steal"), which UnmarshalJSON still reads.
+type HistoryMeasure struct {
+	StealPct           *float64 `json:"steal_pct,omitempty"`
+	DiskMBs            *float64 `json:"disk_mb_s,omitempty"`
+	GPU0PowerLimitW    *float64 `json:"gpu0_power_limit_w,omitempty"`
+	GPU0UtilizationPct *float64 `json:"gpu0_utilization_pct,omitempty"`
+	GPU0PCIe           string   `json:"gpu0_pcie,omitempty"`
+}
+
+// fields maps each check a history keeps to its field, under the
+// new key and the check id older lines used.
+func (m *HistoryMeasure) fields() map[string]any {
+	return map[string]any{
+		"host.steal": &m.StealPct, "steal_pct": &m.StealPct,
+		"host.disk": &m.DiskMBs, "disk_mb_s": &m.DiskMBs,
+		"gpu0.power_limit": &m.GPU0PowerLimitW, "gpu0_power_limit_w": &m.GPU0PowerLimitW,
+		"gpu0.utilization": &m.GPU0UtilizationPct, "gpu0_utilization_pct": &m.GPU0UtilizationPct,
+		"gpu0.pcie": &m.GPU0PCIe, "gpu0_pcie": &m.GPU0PCIe,
+	}
+}
+
+// set keeps a check's measured value, if the history keeps that check
+// and the value is of the field's kind.
+func (m *HistoryMeasure) set(id string, v any) {
+	switch p := m.fields()[id].(type) {
+	case **float64:
+		if f, ok := v.(float64); ok {
+			*p = &f
+		}
+	case *string:
+		if s, ok := v.(string); ok {
+			*p = s
+		}
+	}
+}
+
+// UnmarshalJSON reads the fields, or an older line's map keyed by check id.
+func (m *HistoryMeasure) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	fields := m.fields()
+	for k, v := range raw {
+		if p, ok := fields[k]; ok {
+			if err := json.Unmarshal(v, p); err != nil {
+				return fmt.Errorf("measured.%s: %w", k, err)
+			}
+		}
+	}
+	return nil
 }
 
 // HistoryGPU names one GPU of a run.
@@ -37,7 +93,7 @@ type HistoryGPU struct {
 // Entry summarises a report for the history.
 func (r *Report) Entry() HistoryEntry {
 	e := HistoryEntry{Time: r.Facts.CollectedAt, Verdict: r.Verdict, Expect: r.Expect, GPUs: []HistoryGPU{},
-		CPU: r.Facts.Host.CPUModel, CPUs: r.Facts.Host.OnlineCPUs, Failed: []string{}, Warned: []string{}, Measure: map[string]any{}}
+		CPU: r.Facts.Host.CPUModel, CPUs: r.Facts.Host.OnlineCPUs, Failed: []string{}, Warned: []string{}}
 	for _, d := range r.Facts.GPU.Devices {
 		g := HistoryGPU{Name: d.Name, UUID: d.UUID}
 		if d.MemoryTotal != nil {
@@ -52,12 +108,7 @@ func (r *Report) Entry() HistoryEntry {
 		case Warn:
 			e.Warned = append(e.Warned, c.ID)
 		}
-		switch c.ID {
-		case "host.steal", "host.disk", "gpu0.power_limit", "gpu0.utilization", "gpu0.pcie":
-			if c.Measured != nil {
-				e.Measure[c.ID] = c.Measured
-			}
-		}
+		e.Measure.set(c.ID, c.Measured)
 	}
 	return e
 }

@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/gpurent/gpurent/internal/specs"
@@ -39,5 +42,44 @@ func TestHistoryAppendAndRead(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", "/state")
 	if p, _ := HistoryPath(); p != "/state/gpurent/bench.jsonl" {
 		t.Errorf("HistoryPath %s", p)
+	}
+}
+
+// The headline figures are fields with snake_case keys (issue #38: a map
+// keyed by check id, "host.steal"), and lines written with the map still
+// read: the history outlives the version that wrote it.
+func TestHistoryMeasureFields(t *testing.T) {
+	tab, _ := specs.Load()
+	r, err := Judge(healthyH100(), tab, Order{GPU: "H100 SXM"}, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.Entry().Measure
+	if m.StealPct == nil || m.DiskMBs == nil || m.GPU0PowerLimitW == nil || m.GPU0UtilizationPct == nil || m.GPU0PCIe == "" {
+		t.Fatalf("a headline figure of a healthy H100 is missing: %+v", m)
+	}
+	b, err := json.Marshal(r.Entry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Measured map[string]any `json:"measured"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	keys := slices.Sorted(maps.Keys(doc.Measured))
+	if want := []string{"disk_mb_s", "gpu0_pcie", "gpu0_power_limit_w", "gpu0_utilization_pct", "steal_pct"}; !slices.Equal(keys, want) {
+		t.Errorf("keys %q, want %q", keys, want)
+	}
+	var old HistoryEntry
+	line := `{"time":"2026-12-01T10:00:00Z","verdict":"pass","gpus":[],"cpus":2,"failed":[],"warned":[],"measured":{"host.disk":900.5,"host.steal":1.5,"gpu0.power_limit":700,"gpu0.utilization":0,"gpu0.pcie":"Gen5 x16"}}`
+	if err := json.Unmarshal([]byte(line), &old); err != nil {
+		t.Fatal(err)
+	}
+	o := old.Measure
+	if o.DiskMBs == nil || *o.DiskMBs != 900.5 || o.StealPct == nil || *o.StealPct != 1.5 || o.GPU0PowerLimitW == nil || *o.GPU0PowerLimitW != 700 ||
+		o.GPU0UtilizationPct == nil || *o.GPU0UtilizationPct != 0 || o.GPU0PCIe != "Gen5 x16" {
+		t.Errorf("an older line read as %+v", o)
 	}
 }

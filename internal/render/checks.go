@@ -97,6 +97,14 @@ func value(v any, unit string) string {
 	return s
 }
 
+// number is a measured figure with its unit, or "-" when none was.
+func number(v *float64, unit string) string {
+	if v == nil {
+		return "-"
+	}
+	return value(*v, unit)
+}
+
 // BenchHistory is bench history's table: the runs recorded at path, with
 // a word on the lines that could not be read.
 func BenchHistory(w io.Writer, entries []bench.HistoryEntry, skipped int, path string) error {
@@ -115,7 +123,7 @@ func BenchHistory(w io.Writer, entries []bench.HistoryEntry, skipped int, path s
 			gs = fmt.Sprintf("%d× %s", len(gpus), gpus[0])
 		}
 		tab.Row(e.Time.Local().Format("2006-01-02 15:04"), e.Verdict, gs, orDash(e.Expect), fmt.Sprint(e.CPUs),
-			value(e.Measure["host.steal"], "%"), value(e.Measure["host.disk"], "MB/s"), orDash(strings.Join(e.Failed, ",")), orDash(strings.Join(e.Warned, ",")))
+			number(e.Measure.StealPct, "%"), number(e.Measure.DiskMBs, "MB/s"), orDash(strings.Join(e.Failed, ",")), orDash(strings.Join(e.Warned, ",")))
 	}
 	if err := tab.Write(w); err != nil {
 		return err
