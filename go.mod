@@ -1,6 +1,6 @@
 module github.com/gpurent/gpurent
 
-go 1.26.8
+go 1.26.0
 
 require (
 	filippo.io/age v1.3.2
