@@ -1,0 +1,144 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/store"
+)
+
+// when is the time of a checkpoint, as ls and runs show it.
+const when = "2006-01-02 15:04:05"
+
+// Checkpoints is ckpt ls's table: the run's committed checkpoints, and
+// where it has none, hint (the store's runs).
+func Checkpoints(w io.Writer, run string, ms []*store.Manifest, hint string) error {
+	// ENTRIES, not FILES: the count holds the directories, the
+	// checkpoint's own among them, as push and pull say. NAME is what was
+	// pushed (checkpoint-5000, last.ckpt): the ids alone do not say which
+	// step each one holds.
+	tab := report.NewTab("ID", "NAME", "CREATED", "ENTRIES", "SIZE", "ENCRYPTED", "HOST")
+	for _, m := range ms {
+		tab.Row(m.ID, orDash(report.Safe(m.Name)), m.Created.Local().Format(when), fmt.Sprint(m.Files), report.Bytes(m.Bytes), fmt.Sprint(m.Encrypted), report.Safe(m.Host))
+	}
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%s in run %s\n", report.Count(len(ms), "checkpoint"), run)
+	if len(ms) == 0 {
+		fmt.Fprintln(w, hint)
+	}
+	return nil
+}
+
+// Verified is ckpt verify's text: each problem, then how many checkpoints
+// were checked and how deep.
+func Verified(w io.Writer, probs []store.Problem, checked int, deep bool) {
+	for _, p := range probs {
+		if p.ID == "" {
+			fmt.Fprintln(w, report.Safe(p.Msg))
+			continue
+		}
+		fmt.Fprintf(w, "%s %s: %s\n", p.ID, report.Safe(p.Path), report.Safe(p.Msg))
+	}
+	kind := "objects present with their sizes"
+	if deep {
+		kind = "every byte decrypted and hashed"
+	}
+	fmt.Fprintf(w, "%s checked (%s): %s\n", report.Count(checked, "checkpoint"), kind, report.Count(len(probs), "problem"))
+}
+
+// PrunePlanned is ckpt prune --dry-run's text: what would be deleted of
+// run, keeping its newest keep, and the log sessions named.
+func PrunePlanned(w io.Writer, run string, keep int, p *store.PrunePlan, logs []string) {
+	for _, m := range p.Checkpoints {
+		fmt.Fprintf(w, "would delete %s  %s  %s\n", m.ID, report.Safe(m.Name), report.Bytes(m.Bytes))
+	}
+	for _, l := range logs {
+		fmt.Fprintf(w, "would delete log session %s\n", l)
+	}
+	fmt.Fprintf(w, "dry run: would keep the newest %d of run %s, delete %s%s and remove %s%s; nothing was deleted\n",
+		keep, run, report.Count(len(p.Checkpoints), "checkpoint"), logsText(logs), report.Count(len(p.Leftovers), "leftover object"), uploadsText(len(p.Uploads), "abort"))
+}
+
+// Pruned is ckpt prune's text: what was deleted of run.
+func Pruned(w io.Writer, run string, keep int, r *store.Pruned, logs []string) {
+	for _, d := range r.Checkpoints {
+		fmt.Fprintf(w, "deleted %s\n", d)
+	}
+	for _, l := range logs {
+		fmt.Fprintf(w, "deleted log session %s\n", l)
+	}
+	fmt.Fprintf(w, "kept the newest %d of run %s; deleted %s%s; removed %s%s\n", keep, run,
+		report.Count(len(r.Checkpoints), "checkpoint"), logsText(logs), report.Count(r.Leftovers, "leftover object"), uploadsText(r.Uploads, "aborted"))
+}
+
+// logsText is ", N log sessions" for a prune's summary, "" for none.
+func logsText(sessions []string) string {
+	if len(sessions) == 0 {
+		return ""
+	}
+	return ", " + report.Count(len(sessions), "log session")
+}
+
+// uploadsText names incomplete multipart uploads in a prune's summary, and
+// nothing when there are none: only S3 stores have them.
+func uploadsText(n int, verb string) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %s %s (a killed push's parts, billed by S3 and shown by no listing)", verb, report.Count(n, "incomplete upload"))
+}
+
+// RunRow is a run as ckpt runs lists it: the store's listing and, where
+// its sessions recorded one, what its machines cost.
+type RunRow struct {
+	store.RunInfo
+	Cost map[string]float64 `json:"cost,omitempty"` // by currency
+}
+
+// Runs is ckpt runs's table: the store's runs, with the bytes they hold in
+// all, which the store bills by the month.
+func Runs(w io.Writer, storeName string, rows []RunRow) error {
+	tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "NAME", "CREATED", "LOGS", "STORED", "COST")
+	var total int64
+	costs := false
+	for _, r := range rows {
+		newest, created := "-", "-"
+		if r.Newest != "" {
+			newest, created = r.Newest, r.NewestCreated.Local().Format(when)
+		}
+		cost := "-"
+		if len(r.Cost) > 0 {
+			cost, costs = costText(r.Cost), true
+		} else if r.SpendSessions > 0 {
+			cost = "?"
+		}
+		tab.Row(r.Run, fmt.Sprint(r.Checkpoints), newest, orDash(report.Safe(r.NewestName)), created, fmt.Sprint(r.LogSessions), report.Bytes(r.StoredBytes), cost)
+		total += r.StoredBytes
+	}
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	// The sum is the line to read before forgetting an old run there.
+	fmt.Fprintf(w, "\n%s in %s, %s stored\n", report.Count(len(rows), "run"), storeName, report.Bytes(total))
+	if costs {
+		fmt.Fprintln(w, "COST: each gpurent run session's --price times the time it ran, as the sessions recorded; storage, egress and the hours without gpurent are not in it")
+	}
+	return nil
+}
+
+// costText is "12.40 USD", or "12.40 USD + 86.00 CNY" for a run priced in
+// two currencies.
+func costText(cost map[string]float64) string {
+	curs := slices.Sorted(maps.Keys(cost))
+	parts := make([]string, len(curs))
+	for i, c := range curs {
+		parts[i] = fmt.Sprintf("%.2f %s", cost[c], c)
+	}
+	return strings.Join(parts, " + ")
+}
