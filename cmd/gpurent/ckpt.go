@@ -5,19 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gpurent/gpurent/internal/ledger"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/storeconf"
@@ -94,9 +90,6 @@ func resolveID(ctx context.Context, w io.Writer, st *store.Store, run, id string
 	return v, nil
 }
 
-// unauthNote says which checkpoints prune left alone and did not count:
-// without proof of their writer they are old (written before proofs) or
-// planted, and only their owner can tell which.
 // unreadableNote names the manifests ls, verify and prune went on past.
 func unreadableNote(w io.Writer, bad []store.Unreadable) {
 	for _, u := range bad {
@@ -113,141 +106,15 @@ func unreadableKeys(bad []store.Unreadable) []string {
 	return keys
 }
 
+// unauthNote says which checkpoints prune left alone and did not count:
+// without proof of their writer they are old (written before proofs) or
+// planted, and only their owner can tell which.
 func unauthNote(w io.Writer, ids []string) {
 	if len(ids) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "gpurent: left %s alone, not counted toward --keep: no key here signed them (written by a gpurent before 2026-12, or planted by someone with the store's write key; gpurent ckpt verify names them): %s\n",
 		report.Count(len(ids), "unauthenticated checkpoint"), strings.Join(ids, ", "))
-}
-
-// progress shows bytes moved and throughput on a terminal, every half
-// second, on one line of stderr; on a pipe it shows nothing.
-type progress struct {
-	done  atomic.Int64
-	total atomic.Int64 // 0 while unknown
-	verb  string
-	stop  chan struct{}
-	ended chan struct{}
-}
-
-func startProgress(w io.Writer, verb string, total int64) *progress {
-	p := &progress{verb: verb, stop: make(chan struct{}), ended: make(chan struct{})}
-	p.total.Store(total)
-	f, ok := w.(*os.File)
-	tty := ok && isTerminal(f)
-	go func() {
-		defer close(p.ended)
-		if !tty {
-			<-p.stop
-			return
-		}
-		start := time.Now()
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				fmt.Fprint(f, "\r\x1b[K")
-				return
-			case <-t.C:
-				fmt.Fprint(f, "\r\x1b[K"+progressLine(p.verb, p.done.Load(), p.total.Load(), time.Since(start)))
-			}
-		}
-	}()
-	return p
-}
-
-func (p *progress) add(n int64) { p.done.Add(n) }
-
-// progressLine is what the progress line says: bytes moved of the total,
-// the share, the rate so far and the time left at that rate (share and
-// time left only once the total is known and something has moved).
-func progressLine(verb string, done, total int64, elapsed time.Duration) string {
-	rate := float64(done) / max(elapsed.Seconds(), 1e-3)
-	if total <= 0 {
-		return fmt.Sprintf("%s %s  %s/s", verb, report.Bytes(done), report.Bytes(int64(rate)))
-	}
-	line := fmt.Sprintf("%s %s / %s  %d%%  %s/s", verb, report.Bytes(done), report.Bytes(total), min(100, done*100/total), report.Bytes(int64(rate)))
-	if done > 0 && done < total {
-		left := time.Duration(float64(total-done) / rate * float64(time.Second))
-		line += "  " + left.Round(time.Second).String() + " left"
-	}
-	return line
-}
-
-func (p *progress) end() {
-	close(p.stop)
-	<-p.ended
-}
-
-func newKeygen(g *globals) *cobra.Command {
-	var out, authOut string
-	cmd := &cobra.Command{
-		Use:   "keygen",
-		Short: "Create an age identity for encrypting checkpoints and print its public key",
-		Long: `keygen writes a new age X25519 identity (mode 0600) and prints its recipient, the
-public key push encrypts to. Keep the identity off the rented machine when you can:
-push needs only the recipient (--recipient or GPURENT_RECIPIENT) and a key to sign
-with, the auth key --auth-key FILE writes (derived from the identity: it signs
-checkpoints as yours but cannot decrypt them); pull needs the identity.`,
-		Args: args(noArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				out, _ = storeconf.IdentityPath()
-			}
-			if out == "" {
-				// No home to default to (env -i, some init systems'
-				// services): say so, not "open : no such file".
-				return usagef("keygen: nowhere to write the identity: neither HOME nor an absolute XDG_CONFIG_HOME is set; pass --identity FILE or set GPURENT_IDENTITY")
-			}
-			var r string
-			if _, err := os.Lstat(out); err == nil && authOut != "" {
-				// The auth key of the identity there: made again on every
-				// call, the same each time.
-				ids, err := store.LoadIdentities(out)
-				if err != nil {
-					return usage.Wrap(err)
-				}
-				if rs := store.RecipientsOf(ids); len(rs) > 0 {
-					r = rs[0]
-				}
-			} else {
-				var err error
-				if r, err = store.Keygen(out); err != nil {
-					return usage.Wrap(err)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (keep it secret; it is needed to pull)\n", out)
-			}
-			if authOut != "" {
-				ids, err := store.LoadIdentities(out)
-				if err != nil {
-					return usage.Wrap(err)
-				}
-				ks := store.AuthKeysOf(ids)
-				if len(ks) == 0 {
-					return usagef("keygen: %s holds no X25519 identity to derive an auth key from", out)
-				}
-				if err := store.WriteAuthKey(authOut, ks[0]); err != nil {
-					return usage.Wrap(err)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s, auth key %s of %s: copy it to a machine that pushes but must not decrypt, and point --auth-key or GPURENT_AUTH_KEY at it (keep it secret: it signs checkpoints as yours)\n", authOut, ks[0].ID(), out)
-			}
-			if g.output == report.JSON {
-				return report.WriteJSON(g.stdout, struct {
-					Recipient    string `json:"recipient"`
-					IdentityFile string `json:"identity_file"`
-				}{r, out})
-			}
-			fmt.Fprintln(g.stdout, r)
-			return nil
-		},
-	}
-	// --identity names the file as ckpt's and wipe's --identity do; it
-	// was --output (-O) until that shadowed the global -o of every command.
-	cmd.Flags().StringVar(&authOut, "auth-key", "", "also write the identity's auth key to this file (mode 0600), for a machine that pushes without the identity; an existing identity is used, not replaced")
-	cmd.Flags().StringVar(&out, "identity", "", "where to write the identity (default $GPURENT_IDENTITY, else $XDG_CONFIG_HOME/gpurent/identity.txt or ~/.config/gpurent/identity.txt)")
-	return cmd
 }
 
 func newCkpt(g *globals) *cobra.Command {
@@ -274,46 +141,6 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 	return cmd
 }
 
-// runRow is a run as ckpt runs lists it: the store's listing and, where
-// its sessions recorded one, what its machines cost.
-type runRow struct {
-	store.RunInfo
-	Cost map[string]float64 `json:"cost,omitempty"` // by currency
-}
-
-// runCosts adds to each run what its sessions recorded it cost, reading
-// the records of the runs that have any. A run whose records cannot be
-// read or counted has no cost, and the first such error is returned.
-func runCosts(ctx context.Context, st *store.Store, rs []store.RunInfo) ([]runRow, error) {
-	rows := make([]runRow, len(rs))
-	var first error
-	for i, r := range rs {
-		rows[i].RunInfo = r
-		if r.SpendSessions == 0 {
-			continue
-		}
-		recs, err := st.RunSpends(ctx, r)
-		if err == nil {
-			rows[i].Cost, err = ledger.Costs(recs, r.Run)
-		}
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	return rows, first
-}
-
-// costText is "12.40 USD", or "12.40 USD + 86.00 CNY" for a run priced in
-// two currencies.
-func costText(cost map[string]float64) string {
-	curs := slices.Sorted(maps.Keys(cost))
-	parts := make([]string, len(curs))
-	for i, c := range curs {
-		parts[i] = fmt.Sprintf("%.2f %s", cost[c], c)
-	}
-	return strings.Join(parts, " + ")
-}
-
 type summary struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name,omitempty"` // the base name pushed
@@ -323,14 +150,6 @@ type summary struct {
 	Bytes     int64     `json:"bytes"`
 	Encrypted bool      `json:"encrypted"`
 	Objects   int       `json:"objects"`
-}
-
-// logsText is ", N log sessions" for a prune's summary, "" for none.
-func logsText(sessions []string) string {
-	if len(sessions) == 0 {
-		return ""
-	}
-	return ", " + report.Count(len(sessions), "log session")
 }
 
 // runsHint names the store's runs where a run has no checkpoint.
@@ -376,15 +195,6 @@ func noCheckpoint(ctx context.Context, st *store.Store, err error, byID bool) er
 		return usage.Wrap(err)
 	}
 	return err
-}
-
-// uploadsText names incomplete multipart uploads in a prune's summary, and
-// nothing when there are none: only S3 stores have them.
-func uploadsText(n int, verb string) string {
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("; %s %s (a killed push's parts, billed by S3 and shown by no listing)", verb, report.Count(n, "incomplete upload"))
 }
 
 // uploadsNote warns, on stderr, that incomplete uploads could not be

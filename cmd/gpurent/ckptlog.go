@@ -15,15 +15,19 @@ import (
 	"github.com/gpurent/gpurent/internal/store"
 )
 
+// ckptLogOptions are its flags.
+type ckptLogOptions struct {
+	list   bool          // --list: the sessions, not the log
+	follow bool          // --follow
+	tail   int           // --tail: the last N lines only
+	every  time.Duration // --every: how often --follow asks the store
+}
+
 // newCkptLog is `gpurent ckpt log`: the output gpurent run --log shipped,
 // read from any machine. Its first user is the person on a new machine
 // asking why the old one's run died.
 func newCkptLog(g *globals, s *storeFlags) *cobra.Command {
-	var (
-		list, follow bool
-		tail         int
-		every        time.Duration
-	)
+	var o ckptLogOptions
 	cmd := &cobra.Command{
 		Use:   "log [SESSION]",
 		Short: "Print the output gpurent run --log shipped: every session of the run, or one",
@@ -37,79 +41,85 @@ A line naming each session goes to stderr, so that stdout is the log alone.`,
   gpurent ckpt log --store s3://bucket/runs --run llama latest --follow`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if tail < 0 {
-				return usagef("--tail: want a number of lines, got %d", tail)
-			}
-			if every < time.Second {
-				return usagef("--every: want 1s or more, got %v", every)
-			}
-			want := ""
-			if len(a) == 1 {
-				want = a[0]
-				if want != "latest" {
-					if err := store.ValidID(want); err != nil {
-						return usagef("session %q: want an id from gpurent ckpt log --list, or latest", want)
-					}
-				}
-			}
-			if g.output == report.JSON && !list {
-				return usagef("-o json goes with --list; the log itself is text")
-			}
-			c, err := s.Crypto(false)
-			if err != nil {
-				return err
-			}
-			st, name, closeFn, err := s.OpenExisting(cmd.Context(), c, nil)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			sessions, err := pickSessions(cmd.Context(), st, s.Run, want, name)
-			if err != nil {
-				return err
-			}
-			if list {
-				return listSessions(g, sessions, s.Run, name)
-			}
-			p := &logPrinter{st: st, out: g.stdout, errw: cmd.ErrOrStderr(), read: map[string]int{}, warned: map[string]bool{}, many: want == ""}
-			if tail > 0 {
-				err = p.tail(cmd.Context(), sessions, tail)
-			} else {
-				err = p.from(cmd.Context(), sessions)
-			}
-			if err != nil || !follow {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(every):
-				}
-				sessions, err = pickSessions(ctx, st, s.Run, want, name)
-				if err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
-					return err
-				}
-				if err := p.from(ctx, sessions); err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
-					return err
-				}
-			}
+			return runCkptLog(cmd.Context(), g, s, o, a)
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&list, "list", false, "list the run's sessions: where and when each ran, how much it shipped")
-	f.IntVarP(&tail, "tail", "n", 0, "print only the last N lines")
-	f.BoolVarP(&follow, "follow", "f", false, "keep printing what is shipped, until interrupted")
-	durationVar(f, &every, "every", 10*time.Second, "with --follow, how often the store is asked")
+	f.BoolVar(&o.list, "list", false, "list the run's sessions: where and when each ran, how much it shipped")
+	f.IntVarP(&o.tail, "tail", "n", 0, "print only the last N lines")
+	f.BoolVarP(&o.follow, "follow", "f", false, "keep printing what is shipped, until interrupted")
+	durationVar(f, &o.every, "every", 10*time.Second, "with --follow, how often the store is asked")
 	return cmd
+}
+
+// runCkptLog prints the run's shipped log, every session or the one
+// named, and with --follow what is shipped next.
+func runCkptLog(ctx context.Context, g *globals, s *storeFlags, o ckptLogOptions, named []string) error {
+	if o.tail < 0 {
+		return usagef("--tail: want a number of lines, got %d", o.tail)
+	}
+	if o.every < time.Second {
+		return usagef("--every: want 1s or more, got %v", o.every)
+	}
+	want := ""
+	if len(named) == 1 {
+		want = named[0]
+		if want != "latest" {
+			if err := store.ValidID(want); err != nil {
+				return usagef("session %q: want an id from gpurent ckpt log --list, or latest", want)
+			}
+		}
+	}
+	if g.output == report.JSON && !o.list {
+		return usagef("-o json goes with --list; the log itself is text")
+	}
+	c, err := s.Crypto(false)
+	if err != nil {
+		return err
+	}
+	st, name, closeFn, err := s.OpenExisting(ctx, c, nil)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	sessions, err := pickSessions(ctx, st, s.Run, want, name)
+	if err != nil {
+		return err
+	}
+	if o.list {
+		return listSessions(g, sessions, s.Run, name)
+	}
+	p := &logPrinter{st: st, out: g.stdout, errw: g.stderr, read: map[string]int{}, warned: map[string]bool{}, many: want == ""}
+	if o.tail > 0 {
+		err = p.tail(ctx, sessions, o.tail)
+	} else {
+		err = p.from(ctx, sessions)
+	}
+	if err != nil || !o.follow {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.every):
+		}
+		sessions, err = pickSessions(ctx, st, s.Run, want, name)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if err := p.from(ctx, sessions); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // pickSessions lists the run's sessions and keeps the one asked for ("":

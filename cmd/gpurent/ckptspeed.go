@@ -1,16 +1,27 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/units"
-	"github.com/spf13/cobra"
 )
+
+// ckptSpeedOptions are its flags.
+type ckptSpeedOptions struct {
+	size     string // --size: the test checkpoint's
+	ckptSize string // --ckpt-size: the user's checkpoint's, to scale to
+	dir      string // --dir: where the test writes
+	files    int    // --files
+}
 
 // speedReport is ckpt speed's result; rates are MB/s of checkpoint bytes
 // (10^6), as disks and links are sold.
@@ -28,9 +39,10 @@ type speedReport struct {
 	CkptDownloadS float64 `json:"ckpt_download_s,omitempty"`
 }
 
+// newCkptSpeed is ckpt speed: the store's rates, measured with a test
+// checkpoint through gpurent's own pipeline.
 func newCkptSpeed(g *globals, s *storeFlags) *cobra.Command {
-	var size, ckptSize, dir string
-	var files int
+	var o ckptSpeedOptions
 	cmd := &cobra.Command{
 		Use:   "speed",
 		Short: "Time a round trip of a test checkpoint to the store, and what one of your size takes",
@@ -45,65 +57,71 @@ away (--no-encrypt tests plaintext), so it needs no identity. Its bytes leave th
 machine: egress, billed by some providers.`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			n, err := units.ParseSize(size, 1e9)
-			if err != nil || n < 1<<20 || n > 1e12 {
-				return usagef("--size: want a size from 1 MiB to 1 TB such as 256MiB or 1GB, got %q", size)
-			}
-			var ckpt float64
-			if ckptSize != "" {
-				if ckpt, err = units.ParseSize(ckptSize, 1e9); err != nil || ckpt <= 0 || ckpt > 1e15 {
-					return usagef("--ckpt-size: want a size such as 20GB (a bare number is GB), got %q", ckptSize)
-				}
-			}
-			if files < 1 || files > 1000 {
-				return usagef("--files: want 1 to 1000, got %d", files)
-			}
-			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-				return usagef("--dir %s: not a directory", dir)
-			}
-			c := &store.Crypto{}
-			if !s.NoEncrypt {
-				if c, err = store.Throwaway(); err != nil {
-					return err
-				}
-			}
-			bar := startProgress(cmd.ErrOrStderr(), "speed test", 2*int64(n))
-			st, name, closeFn, err := s.Open(cmd.Context(), c, bar.add)
-			if err != nil {
-				bar.end()
-				return err
-			}
-			defer closeFn()
-			sp, err := st.SpeedTest(cmd.Context(), dir, int64(n), files)
-			bar.end()
-			if err != nil {
-				return err
-			}
-			if sp.Left != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: %v\n", sp.Left)
-			}
-			r := speedReport{Store: name, Bytes: sp.Bytes, Files: sp.Files, Encrypted: sp.Encrypted,
-				UploadS: sp.Upload.Seconds(), DownloadS: sp.Download.Seconds()}
-			r.UploadMBs = float64(sp.Bytes) / 1e6 / r.UploadS
-			r.DownloadMBs = float64(sp.Bytes) / 1e6 / r.DownloadS
-			if ckpt > 0 {
-				r.CkptBytes = int64(ckpt)
-				r.CkptUploadS = ckpt / 1e6 / r.UploadMBs
-				r.CkptDownloadS = ckpt / 1e6 / r.DownloadMBs
-			}
-			if g.output == report.JSON {
-				return report.WriteJSON(g.stdout, r)
-			}
-			writeSpeed(g, r, s.BWLimit)
-			return nil
+			return runCkptSpeed(cmd.Context(), g, s, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&size, "size", "256MiB", "bytes to push and pull back (a bare number is GB); larger tests measure a fast link better")
-	f.IntVar(&files, "files", 4, "files the test checkpoint is split into (a sharded checkpoint moves --workers files at a time)")
-	f.StringVar(&ckptSize, "ckpt-size", "", "your checkpoint's size, e.g. 20GB, to say how long it takes each way")
-	f.StringVar(&dir, "dir", os.TempDir(), "where the test checkpoint and its pulled copy are written (twice --size must be free)")
+	f.StringVar(&o.size, "size", "256MiB", "bytes to push and pull back (a bare number is GB); larger tests measure a fast link better")
+	f.IntVar(&o.files, "files", 4, "files the test checkpoint is split into (a sharded checkpoint moves --workers files at a time)")
+	f.StringVar(&o.ckptSize, "ckpt-size", "", "your checkpoint's size, e.g. 20GB, to say how long it takes each way")
+	f.StringVar(&o.dir, "dir", os.TempDir(), "where the test checkpoint and its pulled copy are written (twice --size must be free)")
 	return cmd
+}
+
+// runCkptSpeed pushes a test checkpoint, pulls it back, deletes it, and
+// says the rates and what a checkpoint of --ckpt-size takes.
+func runCkptSpeed(ctx context.Context, g *globals, s *storeFlags, o ckptSpeedOptions) error {
+	n, err := units.ParseSize(o.size, 1e9)
+	if err != nil || n < 1<<20 || n > 1e12 {
+		return usagef("--size: want a size from 1 MiB to 1 TB such as 256MiB or 1GB, got %q", o.size)
+	}
+	var ckpt float64
+	if o.ckptSize != "" {
+		if ckpt, err = units.ParseSize(o.ckptSize, 1e9); err != nil || ckpt <= 0 || ckpt > 1e15 {
+			return usagef("--ckpt-size: want a size such as 20GB (a bare number is GB), got %q", o.ckptSize)
+		}
+	}
+	if o.files < 1 || o.files > 1000 {
+		return usagef("--files: want 1 to 1000, got %d", o.files)
+	}
+	if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
+		return usagef("--dir %s: not a directory", o.dir)
+	}
+	c := &store.Crypto{}
+	if !s.NoEncrypt {
+		if c, err = store.Throwaway(); err != nil {
+			return err
+		}
+	}
+	bar := render.StartProgress(g.stderr, "speed test", 2*int64(n))
+	st, name, closeFn, err := s.Open(ctx, c, bar.Add)
+	if err != nil {
+		bar.End()
+		return err
+	}
+	defer closeFn()
+	sp, err := st.SpeedTest(ctx, o.dir, int64(n), o.files)
+	bar.End()
+	if err != nil {
+		return err
+	}
+	if sp.Left != nil {
+		fmt.Fprintf(g.stderr, "gpurent: warning: %v\n", sp.Left)
+	}
+	r := speedReport{Store: name, Bytes: sp.Bytes, Files: sp.Files, Encrypted: sp.Encrypted,
+		UploadS: sp.Upload.Seconds(), DownloadS: sp.Download.Seconds()}
+	r.UploadMBs = float64(sp.Bytes) / 1e6 / r.UploadS
+	r.DownloadMBs = float64(sp.Bytes) / 1e6 / r.DownloadS
+	if ckpt > 0 {
+		r.CkptBytes = int64(ckpt)
+		r.CkptUploadS = ckpt / 1e6 / r.UploadMBs
+		r.CkptDownloadS = ckpt / 1e6 / r.DownloadMBs
+	}
+	if g.output == report.JSON {
+		return report.WriteJSON(g.stdout, r)
+	}
+	writeSpeed(g, r, s.BWLimit)
+	return nil
 }
 
 func writeSpeed(g *globals, r speedReport, bwlimit string) {

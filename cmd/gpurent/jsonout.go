@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/store"
 )
 
@@ -49,8 +50,8 @@ type ckptPruneJSON struct {
 
 // ckptRunsJSON is ckpt runs -o json.
 type ckptRunsJSON struct {
-	Store string   `json:"store"`
-	Runs  []runRow `json:"runs"`
+	Store string          `json:"store"`
+	Runs  []render.RunRow `json:"runs"`
 }
 
 // ckptLogJSON is ckpt log --list -o json.

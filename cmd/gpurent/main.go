@@ -204,11 +204,13 @@ func flagWants(typ string) (want string, ok bool) {
 	return "", false
 }
 
-// globals are the flags every command shares.
+// globals are the flags every command shares, and where it writes: the
+// result to stdout, progress, warnings and notes to stderr.
 type globals struct {
 	output   string
 	catalogs []string
 	stdout   io.Writer
+	stderr   io.Writer
 }
 
 // formatValue is -o: checked as the flag is parsed, once for every
@@ -257,7 +259,7 @@ func versionString() string {
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{stdout: stdout}
+	g := &globals{stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:   "gpurent",
 		Short: "The true cost of a GPU rental, and the right way to buy it",

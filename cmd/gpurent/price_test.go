@@ -227,7 +227,8 @@ func TestRunBudgetFollowsTheRun(t *testing.T) {
 		t.Fatalf("%d records, costs %v, %v; want 3 (the spent session started nothing), 5.40 to 6.50 USD and 10 to 30 CNY", len(recs), costs, err)
 	}
 	code, out, _ := gpurent(t, "ckpt", "runs", "--store", st)
-	if want := "  " + costText(costs) + "\n"; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "COST: each gpurent run session's --price") {
+	// Currencies in alphabetical order, each to the cent.
+	if want := fmt.Sprintf("  %.2f CNY + %.2f USD\n", costs["CNY"], costs["USD"]); code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "COST: each gpurent run session's --price") {
 		t.Errorf("ckpt runs: exit %d, want a COST of %q\n%s", code, want, out)
 	}
 	// A budget in USD cannot count the session in CNY: refused, not

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/render"
+	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/store"
+)
+
+// newCkptLs is ckpt ls: a run's checkpoints.
+func newCkptLs(g *globals, s *storeFlags) *cobra.Command {
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the committed checkpoints of a run",
+		Args:  args(noArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCkptLs(cmd.Context(), g, s)
+		},
+	}
+	return ls
+}
+
+// runCkptLs lists the run's committed checkpoints.
+func runCkptLs(ctx context.Context, g *globals, s *storeFlags) error {
+	st, _, closeFn, err := s.OpenExisting(ctx, &store.Crypto{}, nil)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	ms, bad, err := st.ListAll(ctx, s.Run)
+	if err != nil {
+		return err
+	}
+	unreadableNote(g.stderr, bad)
+	if g.output == report.JSON {
+		if ms == nil {
+			ms = []*store.Manifest{}
+		}
+		return report.WriteJSON(g.stdout, ckptLsJSON{Run: s.Run, Checkpoints: nonNil(summaries(ms)), Unreadable: unreadableKeys(bad)})
+	}
+	return render.Checkpoints(g.stdout, s.Run, ms, runsHint(ctx, st))
+}
