@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,13 +19,16 @@ import (
 	"github.com/gpurent/gpurent/internal/usage"
 )
 
+// auditOptions are audit's flags.
+type auditOptions struct {
+	since string   // --since: when this tenancy began
+	data  []string // --data: more directories to look for leftovers in
+	root  string   // --root: a fake root, for demonstrations and tests
+	home  string   // --home: the home to audit
+}
+
 func newAudit(g *globals) *cobra.Command {
-	var (
-		since string
-		data  []string
-		root  string
-		home  string
-	)
+	var o auditOptions
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "What on this rented machine can leak: other users, open ports, secrets, leftovers, unencrypted disks",
@@ -52,60 +56,66 @@ Exit codes: 0 pass or warn, 3 fail, 2 bad usage.`,
   gpurent audit --since 2h`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			e := audit.RealEnv()
-			if root != "" {
-				abs, err := dirFlag("--root", root)
-				if err != nil {
-					return err
-				}
-				// Another root's sockets are not this machine's to ask.
-				e.Root, e.Fetch = abs, nil
-			}
-			if home != "" {
-				abs, err := dirFlag("--home", home)
-				if err != nil {
-					return err
-				}
-				e.Home = abs
-			}
-			if since != "" {
-				t, err := parseSince(since, e.Now())
-				if err != nil {
-					return usage.Wrap(err)
-				}
-				e.Since = t
-			}
-			for _, d := range data {
-				abs, err := dirFlag("--data", d)
-				if err != nil {
-					return err
-				}
-				e.DataDirs = append(e.DataDirs, abs)
-			}
-			r := audit.Judge(audit.Gather(cmd.Context(), e))
-			if g.output == report.JSON {
-				if err := report.WriteJSON(g.stdout, r); err != nil {
-					return err
-				}
-			} else if err := render.Checks(g.stdout, r.Checks, r.Verdict, render.Colorful(g.stdout), false); err != nil {
-				return err
-			}
-			if r.Verdict == bench.Fail {
-				return exitCode(exitVerdictFail)
-			}
-			return nil
+			return runAudit(cmd.Context(), g, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&since, "since", "", "when this tenancy began: a time (2026-11-30T09:00:00Z) or how long ago (2h, 3d); default: when PID 1 started")
-	f.StringArrayVar(&data, "data", nil, "another directory to look for leftovers in (repeatable)")
+	f.StringVar(&o.since, "since", "", "when this tenancy began: a time (2026-11-30T09:00:00Z) or how long ago (2h, 3d); default: when PID 1 started")
+	f.StringArrayVar(&o.data, "data", nil, "another directory to look for leftovers in (repeatable)")
 	// A fake root and home, for demonstrations and tests; the real audit
 	// needs neither.
-	f.StringVar(&root, "root", "", "read system files under this directory instead of /")
-	f.StringVar(&home, "home", "", "the home directory to audit (default: yours)")
+	f.StringVar(&o.root, "root", "", "read system files under this directory instead of /")
+	f.StringVar(&o.home, "home", "", "the home directory to audit (default: yours)")
 	_ = f.MarkHidden("root")
 	_ = f.MarkHidden("home")
 	return cmd
+}
+
+// runAudit gathers what the machine shows and judges it; a failed
+// verdict is exit 3.
+func runAudit(ctx context.Context, g *globals, o auditOptions) error {
+	e := audit.RealEnv()
+	if o.root != "" {
+		abs, err := dirFlag("--root", o.root)
+		if err != nil {
+			return err
+		}
+		// Another root's sockets are not this machine's to ask.
+		e.Root, e.Fetch = abs, nil
+	}
+	if o.home != "" {
+		abs, err := dirFlag("--home", o.home)
+		if err != nil {
+			return err
+		}
+		e.Home = abs
+	}
+	if o.since != "" {
+		t, err := parseSince(o.since, e.Now())
+		if err != nil {
+			return usage.Wrap(err)
+		}
+		e.Since = t
+	}
+	for _, d := range o.data {
+		abs, err := dirFlag("--data", d)
+		if err != nil {
+			return err
+		}
+		e.DataDirs = append(e.DataDirs, abs)
+	}
+	r := audit.Judge(audit.Gather(ctx, e))
+	if g.output == report.JSON {
+		if err := report.WriteJSON(g.stdout, r); err != nil {
+			return err
+		}
+	} else if err := render.Checks(g.stdout, r.Checks, r.Verdict, render.Colorful(g.stdout), false); err != nil {
+		return err
+	}
+	if r.Verdict == bench.Fail {
+		return exitCode(exitVerdictFail)
+	}
+	return nil
 }
 
 // dirFlag is the absolute path of a flag's directory, or a usage error

@@ -250,35 +250,40 @@ func notThere(flag, path string) error {
 }
 
 func newBenchHistory(g *globals) *cobra.Command {
-	var n int
+	var last int
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "Past bench runs side by side, newest last",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if n < 1 {
-				return usagef("--last (-n): want at least 1, got %d", n)
-			}
-			path, err := bench.HistoryPath()
-			if err != nil {
-				return err
-			}
-			entries, skipped, err := bench.ReadHistory(path)
-			if err != nil {
-				return err
-			}
-			if len(entries) > n {
-				entries = entries[len(entries)-n:]
-			}
-			if g.output == report.JSON {
-				if entries == nil {
-					entries = []bench.HistoryEntry{}
-				}
-				return report.WriteJSON(g.stdout, benchHistoryJSON{Path: path, Runs: entries, SkippedLines: skipped})
-			}
-			return render.BenchHistory(g.stdout, entries, skipped, path)
+			return runBenchHistory(g, last)
 		},
 	}
-	cmd.Flags().IntVarP(&n, "last", "n", 20, "show the last N runs")
+	cmd.Flags().IntVarP(&last, "last", "n", 20, "show the last N runs")
 	return cmd
+}
+
+// runBenchHistory prints the last runs of the local history.
+func runBenchHistory(g *globals, last int) error {
+	if last < 1 {
+		return usagef("--last (-n): want at least 1, got %d", last)
+	}
+	path, err := bench.HistoryPath()
+	if err != nil {
+		return err
+	}
+	entries, skipped, err := bench.ReadHistory(path)
+	if err != nil {
+		return err
+	}
+	if len(entries) > last {
+		entries = entries[len(entries)-last:]
+	}
+	if g.output == report.JSON {
+		if entries == nil {
+			entries = []bench.HistoryEntry{}
+		}
+		return report.WriteJSON(g.stdout, benchHistoryJSON{Path: path, Runs: entries, SkippedLines: skipped})
+	}
+	return render.BenchHistory(g.stdout, entries, skipped, path)
 }
