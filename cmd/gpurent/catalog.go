@@ -1,15 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -94,43 +90,7 @@ func runCatalogLs(g *globals, o *catalogLsOptions) error {
 		}
 		return report.WriteJSON(g.stdout, out)
 	}
-	tab := report.NewTab("ID", "PROVIDER", "GPU", "MEMORY", "CUR", "HOURLY", "SPOT", "MONTH", "AS OF")
-	for _, o := range offers {
-		spot := "-"
-		if o.Spot != nil {
-			spot = o.Spot.Hourly.String()
-		}
-		month := "-"
-		for _, s := range o.Subscriptions {
-			if s.Period == catalog.PeriodMonth {
-				month = fmt.Sprint(s.Price)
-			}
-		}
-		memory := "-"
-		if v, ok := o.GPUMemoryGB.Value(); ok {
-			memory = fmt.Sprintf("%g GB", v)
-		}
-		asOf := o.AsOf
-		if b := by[o.ID]; b != "" {
-			asOf += " (history: " + b + " supersedes it)"
-		}
-		tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), memory, o.Currency, o.OnDemand.Hourly.String(), spot, month, asOf)
-	}
-	if err := tab.Write(g.stdout); err != nil {
-		return err
-	}
-	providers := map[string]bool{}
-	for _, o := range offers {
-		providers[o.Provider] = true
-	}
-	var dates []string
-	for _, cur := range slices.Sorted(maps.Keys(c.Rates.PerUSD)) {
-		if cur != "USD" {
-			dates = append(dates, cur+" as of "+c.Rates.Dated(cur))
-		}
-	}
-	fmt.Fprintf(g.stdout, "\n%s from %s; exchange rates: %s\n", report.Count(len(offers), "offer"), report.Count(len(providers), "provider"), strings.Join(dates, ", "))
-	return nil
+	return render.Catalog(g.stdout, offers, by, c.Rates)
 }
 
 func newCatalogCheck(g *globals) *cobra.Command {
@@ -149,7 +109,7 @@ func runCatalogCheck(g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	out := catalogCheck{Files: []catalogCheckFile{}}
+	out := catalogCheck{Files: []render.CatalogFile{}}
 	for _, path := range args {
 		c, err := catalog.ReadFile(path, def.Rates)
 		if err != nil {
@@ -158,7 +118,7 @@ func runCatalogCheck(g *globals, args []string) error {
 		if err := catalog.CheckReadings(catalog.Merge(def, c).Offers); err != nil {
 			return usagef("%s: %v", path, err)
 		}
-		f := catalogCheckFile{Path: path, Offers: len(c.Offers), UnknownFees: map[string]int{}}
+		f := render.CatalogFile{Path: path, Offers: len(c.Offers), UnknownFees: map[string]int{}}
 		for _, o := range c.Offers {
 			if !o.GPUMemoryGB.IsKnown() {
 				f.UnknownGPUMemory++
@@ -175,31 +135,14 @@ func runCatalogCheck(g *globals, args []string) error {
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, out)
 	}
-	for _, f := range out.Files {
-		fmt.Fprintf(g.stdout, "%s: ok, %s\n", f.Path, report.Count(f.Offers, "offer"))
-		for _, n := range slices.Sorted(maps.Keys(f.UnknownFees)) {
-			fmt.Fprintf(g.stdout, "  %s unknown in %s (quotes count it as 0 and say so)\n", n, report.Count(f.UnknownFees[n], "offer"))
-		}
-		if f.UnknownGPUMemory > 0 {
-			fmt.Fprintf(g.stdout, "  gpu_memory_gb unknown in %s (--gpu with a size and --min-gpu-memory go by the datasheet's rows of the model)\n", report.Count(f.UnknownGPUMemory, "offer"))
-		}
-	}
+	render.CatalogCheck(g.stdout, out.Files)
 	return nil
 }
 
 // catalogCheck is catalog check -o json (docs/json.md): each file valid
 // (an invalid one is exit 2 and no document), with what it leaves unknown.
 type catalogCheck struct {
-	Files []catalogCheckFile `json:"files"`
-}
-
-// catalogCheckFile is one valid catalog file: its offers, and how many of
-// them leave each fee (by its field's path) and the GPU memory unknown.
-type catalogCheckFile struct {
-	Path             string         `json:"path"`
-	Offers           int            `json:"offers"`
-	UnknownFees      map[string]int `json:"unknown_fees"`
-	UnknownGPUMemory int            `json:"unknown_gpu_memory"`
+	Files []render.CatalogFile `json:"files"`
 }
 
 // writeDefaultJSON is catalog default -o json: the embedded catalog as

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 )
@@ -150,24 +151,7 @@ func listSessions(g *globals, sessions []store.LogSession, run, where string) er
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, ckptLogJSON{Store: where, Run: run, Sessions: nonNil(sessions)})
 	}
-	tab := report.NewTab("SESSION", "HOST", "STARTED", "LAST SHIPPED", "SEGMENTS", "STORED")
-	for _, ls := range sessions {
-		last := "-"
-		if !ls.Updated.IsZero() {
-			last = ls.Updated.Local().Format("2006-01-02 15:04:05")
-		}
-		tab.Row(ls.Session, ls.Host, ls.Started.Local().Format("2006-01-02 15:04:05"), last,
-			fmt.Sprint(ls.Segments), report.Bytes(ls.StoredBytes))
-	}
-	if err := tab.Write(g.stdout); err != nil {
-		return err
-	}
-	for _, ls := range sessions {
-		if ls.Missing > 0 {
-			fmt.Fprintf(g.stdout, "session %s: segment %d is missing from the store; the log reads to the segment before it\n", ls.Session, ls.Missing)
-		}
-	}
-	return nil
+	return render.LogSessions(g.stdout, sessions)
 }
 
 // logPrinter prints sessions' segments, remembering how many of each it

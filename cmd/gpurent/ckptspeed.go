@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,22 +19,6 @@ type ckptSpeedOptions struct {
 	ckptSize string // --ckpt-size: the user's checkpoint's, to scale to
 	dir      string // --dir: where the test writes
 	files    int    // --files
-}
-
-// speedReport is ckpt speed's result; rates are MB/s of checkpoint bytes
-// (10^6), as disks and links are sold.
-type speedReport struct {
-	Store         string  `json:"store"`
-	Bytes         int64   `json:"bytes"`
-	Files         int     `json:"files"`
-	Encrypted     bool    `json:"encrypted"`
-	UploadS       float64 `json:"upload_s"`
-	UploadMBs     float64 `json:"upload_mb_s"`
-	DownloadS     float64 `json:"download_s"`
-	DownloadMBs   float64 `json:"download_mb_s"`
-	CkptBytes     int64   `json:"ckpt_bytes,omitempty"`
-	CkptUploadS   float64 `json:"ckpt_upload_s,omitempty"`
-	CkptDownloadS float64 `json:"ckpt_download_s,omitempty"`
 }
 
 // newCkptSpeed is ckpt speed: the store's rates, measured with a test
@@ -108,7 +90,7 @@ func runCkptSpeed(ctx context.Context, g *globals, s *storeFlags, o ckptSpeedOpt
 	if sp.Left != nil {
 		fmt.Fprintf(g.stderr, "gpurent: warning: %v\n", sp.Left)
 	}
-	r := speedReport{Store: name, Bytes: sp.Bytes, Files: sp.Files, Encrypted: sp.Encrypted,
+	r := render.SpeedReport{Store: name, Bytes: sp.Bytes, Files: sp.Files, Encrypted: sp.Encrypted,
 		UploadS: sp.Upload.Seconds(), DownloadS: sp.Download.Seconds()}
 	r.UploadMBs = float64(sp.Bytes) / 1e6 / r.UploadS
 	r.DownloadMBs = float64(sp.Bytes) / 1e6 / r.DownloadS
@@ -120,40 +102,6 @@ func runCkptSpeed(ctx context.Context, g *globals, s *storeFlags, o ckptSpeedOpt
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, r)
 	}
-	writeSpeed(g, r, s.BWLimit)
+	render.Speed(g.stdout, r, s.BWLimit)
 	return nil
-}
-
-func writeSpeed(g *globals, r speedReport, bwlimit string) {
-	enc := "encrypted with a key made for the test"
-	if !r.Encrypted {
-		enc = "plaintext"
-	}
-	fmt.Fprintf(g.stdout, "store     %s\n", r.Store)
-	fmt.Fprintf(g.stdout, "test      %s in %s, %s\n", report.Bytes(r.Bytes), report.Count(r.Files, "file"), enc)
-	capped := ""
-	if bwlimit != "" {
-		capped = " (capped by --bwlimit " + bwlimit + ")"
-	}
-	fmt.Fprintf(g.stdout, "upload    %6.1f s  %8.1f MB/s%s\n", r.UploadS, r.UploadMBs, capped)
-	fmt.Fprintf(g.stdout, "download  %6.1f s  %8.1f MB/s  (decrypted, checked and written to disk, as a pull is)\n", r.DownloadS, r.DownloadMBs)
-	if r.CkptBytes > 0 {
-		fmt.Fprintf(g.stdout, "\na %s GB checkpoint at these rates: upload %s, download %s\n", strconv.FormatFloat(float64(r.CkptBytes)/1e9, 'f', -1, 64), roundTime(r.CkptUploadS), roundTime(r.CkptDownloadS))
-		fmt.Fprintf(g.stdout, "(gpurent plan and quote: --ckpt-write is at least the upload, and --ckpt-restart on a new machine includes the download)\n")
-	}
-	fmt.Fprintf(g.stdout, "\none test, scaled linearly: the rates move with the time of day and the provider's load\n")
-}
-
-// roundTime is seconds as a duration a person reads: "2m44s", "1h5m".
-func roundTime(s float64) string {
-	d := time.Duration(s * float64(time.Second))
-	switch {
-	case d >= time.Hour:
-		d = d.Round(time.Minute)
-	case d >= time.Second:
-		d = d.Round(time.Second)
-	default:
-		d = d.Round(time.Millisecond)
-	}
-	return units.FormatDuration(d)
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpurent/gpurent/internal/render"
 )
 
 // ckpt speed times a round trip through the store, scales it to the
@@ -19,7 +21,7 @@ func TestCkptSpeed(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	var r speedReport
+	var r render.SpeedReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

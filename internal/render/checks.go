@@ -6,10 +6,11 @@ import (
 	"os"
 	"strings"
 
+	"golang.org/x/term"
+
 	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/check"
 	"github.com/gpurent/gpurent/internal/report"
-	"golang.org/x/term"
 )
 
 // Colorful reports whether w is a terminal that wants colour (NO_COLOR unset).

@@ -5,10 +5,13 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/units"
 )
 
 // when is the time of a checkpoint, as ls and runs show it.
@@ -141,4 +144,79 @@ func costText(cost map[string]float64) string {
 		parts[i] = fmt.Sprintf("%.2f %s", cost[c], c)
 	}
 	return strings.Join(parts, " + ")
+}
+
+// SpeedReport is ckpt speed's result; rates are MB/s of checkpoint bytes
+// (10^6), as disks and links are sold.
+type SpeedReport struct {
+	Store         string  `json:"store"`
+	Bytes         int64   `json:"bytes"`
+	Files         int     `json:"files"`
+	Encrypted     bool    `json:"encrypted"`
+	UploadS       float64 `json:"upload_s"`
+	UploadMBs     float64 `json:"upload_mb_s"`
+	DownloadS     float64 `json:"download_s"`
+	DownloadMBs   float64 `json:"download_mb_s"`
+	CkptBytes     int64   `json:"ckpt_bytes,omitempty"`
+	CkptUploadS   float64 `json:"ckpt_upload_s,omitempty"`
+	CkptDownloadS float64 `json:"ckpt_download_s,omitempty"`
+}
+
+// Speed is ckpt speed's text: the rates measured and, with a checkpoint
+// size, what one takes each way.
+func Speed(w io.Writer, r SpeedReport, bwlimit string) {
+	enc := "encrypted with a key made for the test"
+	if !r.Encrypted {
+		enc = "plaintext"
+	}
+	fmt.Fprintf(w, "store     %s\n", r.Store)
+	fmt.Fprintf(w, "test      %s in %s, %s\n", report.Bytes(r.Bytes), report.Count(r.Files, "file"), enc)
+	capped := ""
+	if bwlimit != "" {
+		capped = " (capped by --bwlimit " + bwlimit + ")"
+	}
+	fmt.Fprintf(w, "upload    %6.1f s  %8.1f MB/s%s\n", r.UploadS, r.UploadMBs, capped)
+	fmt.Fprintf(w, "download  %6.1f s  %8.1f MB/s  (decrypted, checked and written to disk, as a pull is)\n", r.DownloadS, r.DownloadMBs)
+	if r.CkptBytes > 0 {
+		fmt.Fprintf(w, "\na %s GB checkpoint at these rates: upload %s, download %s\n", strconv.FormatFloat(float64(r.CkptBytes)/1e9, 'f', -1, 64), roundTime(r.CkptUploadS), roundTime(r.CkptDownloadS))
+		fmt.Fprintf(w, "(gpurent plan and quote: --ckpt-write is at least the upload, and --ckpt-restart on a new machine includes the download)\n")
+	}
+	fmt.Fprintf(w, "\none test, scaled linearly: the rates move with the time of day and the provider's load\n")
+}
+
+// roundTime is seconds as a duration a person reads: "2m44s", "1h5m".
+func roundTime(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d >= time.Hour:
+		d = d.Round(time.Minute)
+	case d >= time.Second:
+		d = d.Round(time.Second)
+	default:
+		d = d.Round(time.Millisecond)
+	}
+	return units.FormatDuration(d)
+}
+
+// LogSessions is ckpt log --list's table: each session of a run's shipped
+// log, and the segments missing from the store.
+func LogSessions(w io.Writer, sessions []store.LogSession) error {
+	tab := report.NewTab("SESSION", "HOST", "STARTED", "LAST SHIPPED", "SEGMENTS", "STORED")
+	for _, ls := range sessions {
+		last := "-"
+		if !ls.Updated.IsZero() {
+			last = ls.Updated.Local().Format(when)
+		}
+		tab.Row(ls.Session, ls.Host, ls.Started.Local().Format(when), last,
+			fmt.Sprint(ls.Segments), report.Bytes(ls.StoredBytes))
+	}
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	for _, ls := range sessions {
+		if ls.Missing > 0 {
+			fmt.Fprintf(w, "session %s: segment %d is missing from the store; the log reads to the segment before it\n", ls.Session, ls.Missing)
+		}
+	}
+	return nil
 }

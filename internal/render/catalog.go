@@ -1,0 +1,77 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/report"
+)
+
+// Catalog is catalog ls's table: the offers, an older reading marked with
+// the id of the one that supersedes it (by), and the exchange rates' dates.
+func Catalog(w io.Writer, offers []catalog.Offer, by map[string]string, rates catalog.Rates) error {
+	tab := report.NewTab("ID", "PROVIDER", "GPU", "MEMORY", "CUR", "HOURLY", "SPOT", "MONTH", "AS OF")
+	for _, o := range offers {
+		spot := "-"
+		if o.Spot != nil {
+			spot = o.Spot.Hourly.String()
+		}
+		month := "-"
+		for _, s := range o.Subscriptions {
+			if s.Period == catalog.PeriodMonth {
+				month = fmt.Sprint(s.Price)
+			}
+		}
+		memory := "-"
+		if v, ok := o.GPUMemoryGB.Value(); ok {
+			memory = fmt.Sprintf("%g GB", v)
+		}
+		asOf := o.AsOf
+		if b := by[o.ID]; b != "" {
+			asOf += " (history: " + b + " supersedes it)"
+		}
+		tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), memory, o.Currency, o.OnDemand.Hourly.String(), spot, month, asOf)
+	}
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	providers := map[string]bool{}
+	for _, o := range offers {
+		providers[o.Provider] = true
+	}
+	var dates []string
+	for _, cur := range slices.Sorted(maps.Keys(rates.PerUSD)) {
+		if cur != "USD" {
+			dates = append(dates, cur+" as of "+rates.Dated(cur))
+		}
+	}
+	fmt.Fprintf(w, "\n%s from %s; exchange rates: %s\n", report.Count(len(offers), "offer"), report.Count(len(providers), "provider"), strings.Join(dates, ", "))
+	return nil
+}
+
+// CatalogFile is one valid catalog file: its offers, and how many of
+// them leave each fee (by its field's path) and the GPU memory unknown.
+type CatalogFile struct {
+	Path             string         `json:"path"`
+	Offers           int            `json:"offers"`
+	UnknownFees      map[string]int `json:"unknown_fees"`
+	UnknownGPUMemory int            `json:"unknown_gpu_memory"`
+}
+
+// CatalogCheck is catalog check's text: each file, and what its offers
+// leave unknown.
+func CatalogCheck(w io.Writer, files []CatalogFile) {
+	for _, f := range files {
+		fmt.Fprintf(w, "%s: ok, %s\n", f.Path, report.Count(f.Offers, "offer"))
+		for _, n := range slices.Sorted(maps.Keys(f.UnknownFees)) {
+			fmt.Fprintf(w, "  %s unknown in %s (quotes count it as 0 and say so)\n", n, report.Count(f.UnknownFees[n], "offer"))
+		}
+		if f.UnknownGPUMemory > 0 {
+			fmt.Fprintf(w, "  gpu_memory_gb unknown in %s (--gpu with a size and --min-gpu-memory go by the datasheet's rows of the model)\n", report.Count(f.UnknownGPUMemory, "offer"))
+		}
+	}
+}
