@@ -103,7 +103,9 @@ func newCatalogCheck(g *globals) *cobra.Command {
 }
 
 // runCatalogCheck validates each file, merged over the embedded catalog,
-// and says what its offers leave unknown.
+// and says what its offers leave unknown: in a table as each file passes,
+// so that the files before a bad one are still named as good; in JSON
+// once all have passed (a bad file is exit 2 and no document).
 func runCatalogCheck(g *globals, args []string) error {
 	def, err := catalog.Default()
 	if err != nil {
@@ -131,11 +133,13 @@ func runCatalogCheck(g *globals, args []string) error {
 			}
 		}
 		out.Files = append(out.Files, f)
+		if g.output != report.JSON {
+			render.CatalogCheck(g.stdout, []render.CatalogFile{f})
+		}
 	}
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, out)
 	}
-	render.CatalogCheck(g.stdout, out.Files)
 	return nil
 }
 

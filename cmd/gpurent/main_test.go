@@ -617,3 +617,16 @@ func TestCkptSizeOneMeaning(t *testing.T) {
 		t.Errorf("the same size read three ways: %q", gb)
 	}
 }
+
+// catalog check names each good file as it passes, so that a bad file
+// after them does not hide that they were good.
+func TestCatalogCheckNamesTheGoodBeforeTheBad(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.yaml"), filepath.Join(dir, "bad.yaml")
+	os.WriteFile(good, []byte("version: 1\noffers:\n  - id: g\n    provider: P\n    gpu: RTX 4090\n    gpus: 1\n    currency: USD\n    source: s\n    as_of: \"2026-11-01\"\n    on_demand: {hourly: 1}\n"), 0o600)
+	os.WriteFile(bad, []byte("version: 1\noffers:\n  - id: b\n    provider: P\n    gpu: RTX 4090\n    gpus: 1\n    currency: USD\n    source: s\n    as_of: \"2026-11-01\"\n    on_demand: {hourly: -1}\n"), 0o600)
+	code, out, errOut := gpurent(t, "catalog", "check", good, bad)
+	if code != exitUsage || !strings.HasPrefix(out, good+": ok, 1 offer\n") || !strings.Contains(errOut, "bad.yaml:10: offers[0].on_demand.hourly") {
+		t.Errorf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}
