@@ -51,8 +51,8 @@ func (m *HistoryMeasure) fields() map[string]any {
 	}
 }
 
-// set keeps a check's measured value, if the history keeps that check
-// and the value is of the field's kind.
+// set keeps a value under its check id or key, if the history keeps that
+// figure and the value is of the field's kind.
 func (m *HistoryMeasure) set(id string, v any) {
 	switch p := m.fields()[id].(type) {
 	case **float64:
@@ -72,12 +72,12 @@ func (m *HistoryMeasure) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	fields := m.fields()
+	// A figure of another kind than its field's is dropped, as set drops
+	// it: one odd figure must not cost the whole run its line.
 	for k, v := range raw {
-		if p, ok := fields[k]; ok {
-			if err := json.Unmarshal(v, p); err != nil {
-				return fmt.Errorf("measured.%s: %w", k, err)
-			}
+		var x any
+		if json.Unmarshal(v, &x) == nil {
+			m.set(k, x)
 		}
 	}
 	return nil

@@ -82,4 +82,10 @@ func TestHistoryMeasureFields(t *testing.T) {
 		o.GPU0UtilizationPct == nil || *o.GPU0UtilizationPct != 0 || o.GPU0PCIe != "Gen5 x16" {
 		t.Errorf("an older line read as %+v", o)
 	}
+	// A figure of an unexpected kind is dropped, the run kept.
+	var odd HistoryEntry
+	if err := json.Unmarshal([]byte(`{"verdict":"pass","measured":{"host.disk":"n/a","host.steal":2,"gpu0.pcie":5}}`), &odd); err != nil ||
+		odd.Measure.DiskMBs != nil || odd.Measure.StealPct == nil || *odd.Measure.StealPct != 2 || odd.Measure.GPU0PCIe != "" {
+		t.Errorf("a line with odd figures: %v, %+v", err, odd.Measure)
+	}
 }
