@@ -30,6 +30,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// The tests run gpurent in this process: from a terminal, wipe would
+	// ask about this machine's real files a question someone could answer.
+	if isTerminal(os.Stdin) {
+		if null, err := os.Open(os.DevNull); err == nil {
+			os.Stdin = null
+		}
+	}
 	testscript.Main(m, map[string]func(){
 		"gpurent": func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) },
 	})
