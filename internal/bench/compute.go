@@ -30,6 +30,13 @@ type ComputeLimits struct {
 	// has not been calibrated; register-only mma.sync loops have reached
 	// the datasheet rate on Hopper (mmapeak, §2d).
 	TensorFloor float64
+	// ResidueMax: bytes of fresh GPU memory, read before anything wrote
+	// it, that may be other than zero: none. CUDA documents that
+	// cuMemAlloc does not clear memory, and a driver that scrubs between
+	// processes hands out zeros (an H200 on driver 580.159.04 read back
+	// 16 GiB another process had filled with 0xCD as zeros, issue #39), so
+	// one byte that is not zero is data someone else left.
+	ResidueMax float64
 }
 
 // DefaultComputeLimits are the limits bench uses.
@@ -182,6 +189,15 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 		case f < lim.AllocWarn:
 			c.Status, c.Advice = Warn, "Somewhat less memory can be allocated than the GPU has: someone else may hold some."
 		}
+	case compute.ProbeResidue:
+		c.Measured, c.Expected = int64(r.Value), int64(lim.ResidueMax)
+		c.Evidence = res.Backend + " backend: " + r.Notes
+		if r.Value > lim.ResidueMax {
+			c.Status, c.Advice = Fail, "Fresh GPU memory holds data another process wrote: this driver or virtual GPU does not clear memory between tenants, so the last tenant's data can be read here and yours by the next. "+
+				"Keep this report as evidence (gpurent bench -o json > report.json) and ask the provider for a machine that clears it; before release, overwrite the free GPU memory yourself."
+		} else {
+			c.Evidence += ": all zero, as a driver that clears memory between processes hands it out"
+		}
 	case compute.ProbeSustain:
 		c.Unit = ""
 		if cn := r.Contention; cn != nil {
@@ -204,8 +220,9 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 	// On a MIG-enabled card the probes ran on one instance, a fraction of
 	// the SMs, memory and copy engines: measured against the whole card
 	// they would fail for what gpuN.mig already says. The sustained probe
-	// still judges the instance itself (time slicing inside it).
-	if dev != nil && dev.MIGEnabled != nil && *dev.MIGEnabled && r.Probe != compute.ProbeSustain && c.Status != Skip {
+	// still judges the instance itself (time slicing inside it), and the
+	// residue probe the instance's fresh memory.
+	if dev != nil && dev.MIGEnabled != nil && *dev.MIGEnabled && r.Probe != compute.ProbeSustain && r.Probe != compute.ProbeResidue && c.Status != Skip {
 		c.Status, c.Advice = Skip, ""
 		c.Evidence += "; MIG is on, so this measures one instance: reported, not judged against the whole card (see " + p + "mig)"
 	}

@@ -72,6 +72,8 @@ func probedGEMM(f probe.Facts, sustained []float64, allocGiB, bf16 float64) prob
 	c := compute.AnalyzeLaunches(sustained, compute.DefaultContentionLimits())
 	f.Compute = []compute.Results{{Backend: "cuda", Index: 0, Available: true, Device: "NVIDIA H100 80GB HBM3", Driver: "CUDA 13.0",
 		Results: []compute.Result{
+			{Probe: compute.ProbeResidue, Value: 0, Unit: "bytes", Timing: compute.Summary{N: 1, Median: 96.4},
+				Notes: "read 78.0 MiB in 1248 samples over 77.60 GiB of fresh allocations before writing them: 0 of 1248 samples held non-zero bytes"},
 			{Probe: compute.ProbeFP32, Precision: "fp32", Value: 60.3, Unit: "TFLOPS", Timing: compute.Summary{N: 5, Median: 20.1, Spread: 0.004}},
 			{Probe: compute.ProbeBF16, Precision: "bf16", Value: 603, Unit: "TFLOPS", Timing: compute.Summary{N: 5, Median: 20.0, Spread: 0.003}},
 			{Probe: compute.ProbeFP8, Precision: "fp8", Error: "FP8 kernels did not load (PTX 8.4 needs a CUDA 12.4 or newer driver): CUDA_ERROR_UNSUPPORTED_PTX_VERSION", Unit: "TFLOPS"},
@@ -373,6 +375,16 @@ func fixtures() []fixture {
 			facts: func() probe.Facts { return probedGEMM(healthyH100(), launches(2000, 0), 77.6, 190) }},
 		{name: "h100-mps-memory-limit", want: Fail, fails: []string{"gpu0.alloc"}, advice: "MPS",
 			facts: func() probe.Facts { return probed(healthyH100(), launches(2000, 0), 19.5) }},
+		// A driver or vGPU that does not scrub: 4 KiB of the last tenant's
+		// data at the start of each MiB sampled.
+		{name: "h100-memory-residue", want: Fail, fails: []string{"gpu0.residue"}, advice: "does not clear memory between tenants",
+			facts: func() probe.Facts {
+				f := probed(healthyH100(), launches(2000, 0), 77.6)
+				r := &f.Compute[0].Results[0]
+				r.Value = 1248 * 4096
+				r.Notes = "read 78.0 MiB in 1248 samples over 77.60 GiB of fresh allocations before writing them: 1248 of 1248 samples held non-zero bytes; the first at 0.00 GiB into the memory sampled"
+				return f
+			}},
 		{name: "no-driver", want: Pass,
 			facts: func() probe.Facts {
 				f := healthyH100()

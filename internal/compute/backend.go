@@ -24,6 +24,7 @@ const (
 	ProbeGEMMFP32 = "gemm_fp32"   // 8192^3 GEMM, TFLOPS
 	ProbeGEMMTF32 = "gemm_tf32"
 	ProbeGEMMBF16 = "gemm_bf16"
+	ProbeResidue  = "residue" // fresh device memory read before anything writes it: bytes not zero
 )
 
 // Result is one probe's measurement.
@@ -80,7 +81,9 @@ func (o Options) Wants(probe string) bool {
 
 // AllProbes lists every probe name, in the order the cuda backend runs them.
 func AllProbes() []string {
-	return []string{ProbeFP32, ProbeBF16, ProbeFP16, ProbeTF32, ProbeFP8, ProbeGEMMFP32, ProbeGEMMTF32, ProbeGEMMBF16,
+	// The residue probe comes first: memory this process has already
+	// written and freed would read as residue of its own.
+	return []string{ProbeResidue, ProbeFP32, ProbeBF16, ProbeFP16, ProbeTF32, ProbeFP8, ProbeGEMMFP32, ProbeGEMMTF32, ProbeGEMMBF16,
 		ProbeCopy, ProbeDtoD, ProbeH2D, ProbeD2H, ProbeSustain, ProbeAlloc}
 }
 

@@ -6,8 +6,10 @@ import (
 	"math"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // CUDA is the backend that measures through the CUDA driver API with the
@@ -47,7 +49,7 @@ func (cu CUDA) Run(ctx context.Context, opt Options) Results {
 	steps := map[string]func() Result{
 		ProbeFP32: p.fp32, ProbeCopy: p.copyKernel, ProbeDtoD: p.dtod,
 		ProbeH2D: func() Result { return p.hostCopy(true) }, ProbeD2H: func() Result { return p.hostCopy(false) },
-		ProbeSustain: func() Result { return p.sustained(ctx) }, ProbeAlloc: p.alloc,
+		ProbeSustain: func() Result { return p.sustained(ctx) }, ProbeAlloc: p.alloc, ProbeResidue: p.residue,
 	}
 	for _, prec := range []string{"bf16", "fp16", "tf32", "fp8"} {
 		steps[tensorProbe(prec)] = func() Result { return p.tensor(prec) }
@@ -537,6 +539,93 @@ func (p *cudaProber) alloc() Result {
 }
 
 func gibf(b uint64) float64 { return float64(b) / (1 << 30) }
+
+// Residue sampling: residueSamples reads of residueRead bytes spread over
+// each GiB allocated, 1 MiB a GiB (about 140 MiB on an H200): little to
+// copy, and a previous tenant's weights or data, which fill gigabytes,
+// cannot lie between the samples.
+const (
+	residueRead    = 64 << 10
+	residueSamples = 16
+)
+
+// residue allocates what cuMemGetInfo calls free, minus alloc's margin,
+// and reads a sample of it before anything writes it. CUDA documents that
+// cuMemAlloc does not clear memory; a driver that scrubs between processes
+// hands out zeros, and anything else is what another process left there.
+// It says how many bytes were not zero and where, never what they held.
+func (p *cudaProber) residue() Result {
+	r := Result{Probe: ProbeResidue, Unit: "bytes"}
+	free, total, err := p.c.memInfo()
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	margin := max(uint64(512<<20), total/50)
+	if free <= margin {
+		r.Error = fmt.Sprintf("free %.2f GiB of %.2f GiB total: nothing to sample beyond the margin", gibf(free), gibf(total))
+		return r
+	}
+	var ptrs []uint64
+	defer func() {
+		for _, d := range ptrs {
+			p.c.free(d)
+		}
+	}()
+	// The driver writes into buf: pinned, it is on the heap and stays put.
+	buf := make([]byte, residueRead)
+	var pin runtime.Pinner
+	pin.Pin(&buf[0])
+	defer pin.Unpin()
+	var got, read, dirty uint64
+	var dirtySamples int
+	first := ""
+	start := time.Now()
+	for got < free-margin {
+		n := min(uint64(1<<30), free-margin-got)
+		d, err := p.c.alloc(n)
+		if err != nil {
+			break
+		}
+		ptrs = append(ptrs, d)
+		for k := range uint64(residueSamples) {
+			off := k * (n / residueSamples) &^ (1<<20 - 1) // on a MiB boundary
+			size := min(uint64(residueRead), n-off)
+			if err := p.c.check("cuMemcpyDtoH_v2", uintptr(unsafe.Pointer(&buf[0])), uintptr(d+off), uintptr(size)); err != nil {
+				r.Error = err.Error()
+				return r
+			}
+			read += size
+			if nz := nonZero(buf[:size]); nz > 0 {
+				dirty += nz
+				if dirtySamples++; first == "" {
+					first = fmt.Sprintf("; the first at %.2f GiB into the memory sampled", gibf(got+off))
+				}
+			}
+		}
+		got += n
+	}
+	if got == 0 {
+		r.Error = fmt.Sprintf("no memory could be allocated of the %.2f GiB free", gibf(free))
+		return r
+	}
+	r.Value = float64(dirty)
+	r.Timing = Summary{N: 1, Median: float64(time.Since(start).Microseconds()) / 1e3}
+	r.Notes = fmt.Sprintf("read %.1f MiB in %d samples over %.2f GiB of fresh allocations before writing them: %d of %d samples held non-zero bytes%s",
+		float64(read)/(1<<20), len(ptrs)*residueSamples, gibf(got), dirtySamples, len(ptrs)*residueSamples, first)
+	return r
+}
+
+// nonZero counts the bytes of b that are not zero.
+func nonZero(b []byte) uint64 {
+	var n uint64
+	for _, c := range b {
+		if c != 0 {
+			n++
+		}
+	}
+	return n
+}
 
 // sustained launches one fixed ~1 ms kernel back to back for the duration
 // and times every launch with its own events.

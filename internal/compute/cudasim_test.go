@@ -22,6 +22,7 @@ type simConfig struct {
 	SliceEvery               int64
 	SliceMs                  float64
 	CC                       int64 // compute capability x10; 0: 9.0
+	Residue                  int64 // bytes of another process's data at the start of each MiB of fresh memory
 }
 
 // simStats mirrors struct stats in testdata/fakecuda.c.
@@ -118,6 +119,39 @@ func TestCUDABackendSimulated(t *testing.T) {
 	r = cu.Run(context.Background(), Options{Sustained: 50 * time.Millisecond, Probes: []string{ProbeSustain, ProbeH2D}})
 	if len(r.Results) != 2 || r.Results[0].Probe != ProbeH2D || r.Results[1].Probe != ProbeSustain {
 		t.Errorf("probes h2d and sustained ran %+v", r.Results)
+	}
+}
+
+// The residue probe reads fresh memory before anything writes it: a
+// scrubbing driver's zeros are 0 bytes; a driver that hands out another
+// process's data shows how much. Worked example: 50 GiB total, 1 GiB
+// another tenant's, a 1 GiB margin (50/50), and the probes' scratch
+// buffer: 48 allocations (the last a little short of 1 GiB), 16 samples
+// each on MiB boundaries, each MiB starting with 4096 bytes of old data:
+// 48 x 16 x 4096 = 3,145,728 bytes.
+func TestCUDAResidueSimulated(t *testing.T) {
+	cfg := simH100ish()
+	cfg.TotalMem = 50 << 30
+	clean, stats := simDriver(t, cfg)
+	r := clean.Run(context.Background(), Options{Probes: []string{ProbeResidue, ProbeAlloc}})
+	z := r.Find(ProbeResidue)
+	if z == nil || z.Error != "" || z.Value != 0 || z.Unit != "bytes" ||
+		!strings.Contains(z.Notes, "read 48.0 MiB in 768 samples over 48.00 GiB of fresh allocations before writing them: 0 of 768 samples held non-zero bytes") {
+		t.Fatalf("a scrubbing driver: %+v", z)
+	}
+	cfg.Residue = 4096
+	dirty, _ := simDriver(t, cfg)
+	r = dirty.Run(context.Background(), Options{Probes: []string{ProbeResidue, ProbeAlloc}})
+	d := r.Find(ProbeResidue)
+	if d == nil || d.Error != "" || d.Value != 48*16*4096 || !strings.Contains(d.Notes, "768 of 768 samples held non-zero bytes; the first at 0.00 GiB") {
+		t.Errorf("a driver that does not scrub: %+v", d)
+	}
+	// alloc, which runs after it, still finds the memory free again.
+	if a := r.Find(ProbeAlloc); a == nil || a.Error != "" || math.Abs(a.Value-48) > 0.01 {
+		t.Errorf("alloc after residue: %+v", a)
+	}
+	if st := stats(); st.LiveAllocs != 0 || st.BadCalls != 0 {
+		t.Errorf("driver state after the run: %+v", st)
 	}
 }
 

@@ -49,6 +49,7 @@ struct config {
   int64_t slice_every;                                   // every Nth launch waits for another tenant (0: never)
   double slice_ms;
   int64_t cc;                                            // compute capability x10 (89 = 8.9); 0: 9.0
+  int64_t residue;                                       // bytes of another process's data at the start of each MiB of a fresh allocation (0: a scrubbing driver)
 };
 static struct config cfg;
 
@@ -121,6 +122,7 @@ __attribute__((constructor)) static void from_env(void) {
     else if (!strcmp(w, "total")) c.total_mem = strtoll(v, NULL, 0);
     else if (!strcmp(w, "other")) c.other_tenant_mem = strtoll(v, NULL, 0);
     else if (!strcmp(w, "cc")) c.cc = strtoll(v, NULL, 0);
+    else if (!strcmp(w, "residue")) c.residue = strtoll(v, NULL, 0);
     else if (!strcmp(w, "devices")) {
       long n = strtol(v, NULL, 0);
       ndevices = n >= 1 && n <= MAX_DEV ? (int)n : 1;
@@ -192,7 +194,7 @@ static CUresult bad(CUresult r) {
 
 // ---- memory: address ranges, device and pinned host ----
 #define MAX_ALLOCS 4096
-struct alloc { uint64_t base, size; int live, host, dev; };
+struct alloc { uint64_t base, size; int live, host, dev, written; };
 static struct alloc allocs[MAX_ALLOCS];
 static int nallocs;
 static uint64_t next_dev = 0x700000000000ull, next_host = 0x7e0000000000ull, used[MAX_DEV];
@@ -231,7 +233,7 @@ static CUresult new_alloc(uint64_t *out, uint64_t n, int host) {
   if (!host && used[d] + n > (uint64_t)(cfg.total_mem - cfg.other_tenant_mem)) return OUT_OF_MEMORY;
   if (nallocs == MAX_ALLOCS) return bad(OUT_OF_MEMORY);
   uint64_t *next = host ? &next_host : &next_dev;
-  allocs[nallocs++] = (struct alloc){*next, n, 1, host, d};
+  allocs[nallocs++] = (struct alloc){*next, n, 1, host, d, 0};
   *out = *next;
   *next += (n + 0xfffff) & ~0xfffffull;
   if (host) st.live_host++; else { st.live_allocs++; used[d] += n; }
@@ -505,25 +507,46 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
 CUresult cuMemsetD8_v2(uint64_t p, unsigned char c, size_t n) {
   NEED_CTX();
   (void)c;
-  if (!find(p, n, 0)) return bad(ILLEGAL_ADDRESS);
+  struct alloc *a = find(p, n, 0);
+  if (!a) return bad(ILLEGAL_ADDRESS);
+  a->written = 1;
   clock_us[dev()] += (double)n / cfg.mem_bytes * 1e6;
   return SUCCESS;
 }
 CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) {
   NEED_CTX();
-  if (!find(dst, n, 0) || !find(src, n, 0)) return bad(ILLEGAL_ADDRESS);
+  struct alloc *a = find(dst, n, 0);
+  if (!a || !find(src, n, 0)) return bad(ILLEGAL_ADDRESS);
+  a->written = 1;
   clock_us[dev()] += 2.0 * (double)n / cfg.mem_bytes * 1e6;
   return SUCCESS;
 }
 CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
   NEED_CTX();
-  if (!find(dst, n, 0) || !find((uint64_t)(uintptr_t)src, n, 1)) return bad(ILLEGAL_ADDRESS);
+  struct alloc *a = find(dst, n, 0);
+  if (!a || !find((uint64_t)(uintptr_t)src, n, 1)) return bad(ILLEGAL_ADDRESS);
+  a->written = 1;
   clock_us[dev()] += (double)n / cfg.link_bytes * 1e6;
   return SUCCESS;
 }
+// A copy to pageable memory (a buffer of the caller's, not from
+// cuMemHostAlloc) writes what the device range holds: zeros, as a driver
+// that scrubs between processes hands out, or in an allocation nothing has
+// written yet, $FAKECUDA's residue= bytes of 0xCD at the start of each MiB:
+// another process's data. A copy to pinned memory writes nothing: its
+// pointers are the fake's own and never dereferenced.
 CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
   NEED_CTX();
-  if (!find((uint64_t)(uintptr_t)dst, n, 1) || !find(src, n, 0)) return bad(ILLEGAL_ADDRESS);
+  struct alloc *from = find(src, n, 0);
+  if (!from || !dst) return bad(ILLEGAL_ADDRESS);
+  if (!find((uint64_t)(uintptr_t)dst, n, 1)) {
+    unsigned char *out = dst;
+    memset(out, 0, n);
+    for (uint64_t i = 0; i < n && cfg.residue > 0 && !from->written; i++) {
+      uint64_t at = src - from->base + i;
+      if ((at & 0xfffff) < (uint64_t)cfg.residue) out[i] = 0xCD;
+    }
+  }
   clock_us[dev()] += (double)n / cfg.link_bytes * 1e6;
   return SUCCESS;
 }
