@@ -3,6 +3,7 @@ package compute
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"os/exec"
 	"path/filepath"
@@ -114,7 +115,41 @@ func torchScriptSimulated(t *testing.T, api, how string) {
 	if g := r.Find(ProbeGEMMTF32); g == nil || g.Precision != "tf32" || !strings.Contains(g.Notes, how) {
 		t.Errorf("tf32: %+v", g)
 	}
-	if len(r.Results) != len(want) {
-		t.Errorf("%d results, want %d", len(r.Results), len(want))
+	// 80 GiB, a 1.6 GiB margin: 79 allocations (the last 0.4 GiB), 16
+	// samples of 64 KiB each, all zero.
+	if z := r.Find(ProbeResidue); z == nil || z.Error != "" || z.Value != 0 || z.Unit != "bytes" ||
+		z.Notes != "read 79.0 MiB in 1264 samples over 78.40 GiB of fresh allocations before writing them: 0 of 1264 samples held non-zero bytes" {
+		t.Errorf("residue: %+v", z)
+	}
+	if len(r.Results) != len(want)+1 {
+		t.Errorf("%d results, want %d", len(r.Results), len(want)+1)
+	}
+}
+
+// The torch backend reads fresh memory before writing it, as the cuda
+// backend does. Worked example: 50 GiB, a 1 GiB margin: 49 allocations
+// of 1 GiB, 16 samples each on MiB boundaries, each MiB starting with
+// 4096 bytes of another process's data: 49 x 16 x 4096 = 3,211,264 bytes.
+func TestTorchResidueSimulated(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 here")
+	}
+	dir, err := filepath.Abs("testdata/faketorch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", dir)
+	t.Setenv("FAKE_TORCH_RATES", `{"fp32": 6e13, "tf32": 4e14, "bf16": 8e14, "device": 3e12, "link": 5e10}`)
+	t.Setenv("FAKE_TORCH_MEMORY", fmt.Sprint(50<<30))
+	t.Setenv("FAKE_TORCH_RESIDUE", "4096")
+	r := Torch{}.Run(context.Background(), Options{Probes: []string{ProbeResidue, ProbeCopy}})
+	d := r.Find(ProbeResidue)
+	if d == nil || d.Error != "" || d.Value != 49*16*4096 ||
+		d.Notes != "read 49.0 MiB in 784 samples over 49.00 GiB of fresh allocations before writing them: 784 of 784 samples held non-zero bytes; the first at 0.00 GiB into the memory sampled" {
+		t.Errorf("residue: %+v", d)
+	}
+	// The memory is free again for the probes after it.
+	if c := r.Find(ProbeCopy); c == nil || c.Error != "" {
+		t.Errorf("mem_copy after residue: %+v", c)
 	}
 }

@@ -26,6 +26,44 @@ def main():
     if None not in pci:  # newer torch only; gpurent matches it to NVML's device
         out["bus_id"] = "%04x:%02x:%02x.0" % tuple(pci)
 
+    # residue first, before anything this process writes is freed and
+    # handed out again: fresh memory read before it is written (the cuda
+    # backend's probe, in torch's words). torch.empty takes its first
+    # blocks from cudaMalloc, which does not clear them.
+    if wants("residue"):
+        try:
+            free, total = torch.cuda.mem_get_info(dev)
+            margin = max(512 << 20, total // 50)
+            chunks, got, read, dirty, dirty_samples, first = [], 0, 0, 0, 0, ""
+            while got < free - margin:
+                n = min(1 << 30, free - margin - got)
+                try:
+                    x = torch.empty(n, dtype=torch.uint8, device="cuda")
+                except RuntimeError:
+                    break
+                chunks.append(x)
+                for k in range(16):
+                    off = (k * (n // 16)) & ~((1 << 20) - 1)
+                    size = min(64 << 10, n - off)
+                    read += size
+                    nz = int(torch.count_nonzero(x[off:off + size]))
+                    if nz:
+                        dirty += nz; dirty_samples += 1
+                        if not first:
+                            first = "; the first at %.2f GiB into the memory sampled" % ((got + off) / (1 << 30))
+                got += n
+            samples = 16 * len(chunks)
+            del chunks
+            torch.cuda.empty_cache()
+            if got == 0:
+                failed("residue", "bytes", "no memory could be allocated of the %.2f GiB free" % (free / (1 << 30)))
+            else:
+                out["results"].append({"probe": "residue", "unit": "bytes", "value": dirty, "notes":
+                    "read %.1f MiB in %d samples over %.2f GiB of fresh allocations before writing them: %d of %d samples held non-zero bytes%s"
+                    % (read / (1 << 20), samples, got / (1 << 30), dirty_samples, samples, first)})
+        except Exception as e:
+            failed("residue", "bytes", e)
+
     def timed(fn):
         fn(); torch.cuda.synchronize()  # warm-up
         ms = []

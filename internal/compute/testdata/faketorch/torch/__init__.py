@@ -3,7 +3,10 @@
 # take at the rates in FAKE_TORCH_RATES (JSON: fp32, tf32, bf16 in FLOP/s;
 # device, link in bytes/s). It checks what real torch would refuse: events
 # recorded before elapsed_time, pinned host tensors for the H2D/D2H copies,
-# matching sizes for copy_.
+# matching sizes for copy_. Device memory: FAKE_TORCH_MEMORY bytes (80 GiB
+# when unset), of which FAKE_TORCH_RESIDUE bytes at the start of each MiB
+# of a fresh allocation hold another process's data (0: a scrubbing
+# driver); empty_cache returns what was freed.
 import json, os
 
 __version__ = "0.0-fake"
@@ -56,9 +59,22 @@ class dtype:
 float32, bfloat16, uint8 = dtype("float32", 4), dtype("bfloat16", 2), dtype("uint8", 1)
 
 
+_memory = int(os.environ.get("FAKE_TORCH_MEMORY", 80 << 30))
+_residue = int(os.environ.get("FAKE_TORCH_RESIDUE", 0))
+_used = [0]
+
+
 class Tensor:
-    def __init__(self, shape, dtype, device, pinned=False):
-        self.shape, self.dtype, self.device, self.pinned = shape, dtype, device, pinned
+    def __init__(self, shape, dtype, device, pinned=False, offset=0):
+        self.shape, self.dtype, self.device, self.pinned, self.offset = shape, dtype, device, pinned, offset
+        self.fresh = device == "cuda"  # nothing written yet
+
+    def __getitem__(self, s):
+        if not isinstance(s, slice) or len(self.shape) != 1 or not (0 <= s.start <= s.stop <= self.shape[0]):
+            raise IndexError("the fake slices one-dimensional tensors within their bounds only")
+        t = Tensor((s.stop - s.start,), self.dtype, self.device, self.pinned, self.offset + s.start)
+        t.fresh = self.fresh
+        return t
 
     def numel(self):
         n = 1
@@ -86,6 +102,7 @@ class Tensor:
         return Tensor((n, m), self.dtype, "cuda")
 
     def copy_(self, src):
+        self.fresh = False
         if self.numel() * self.dtype.size != src.numel() * src.dtype.size:
             raise RuntimeError("copy_ between tensors of different sizes")
         nbytes = self.numel() * self.dtype.size
@@ -104,7 +121,28 @@ def randn(*shape, device="cpu", dtype=float32):
 
 
 def empty(*shape, dtype=float32, device="cpu"):
-    return Tensor(shape, dtype, device)
+    t = Tensor(shape, dtype, device)
+    if device == "cuda":
+        n = t.numel() * dtype.size
+        if _used[0] + n > _memory:
+            raise RuntimeError("CUDA out of memory")
+        _used[0] += n
+    return t
+
+
+def count_nonzero(t):
+    # Old data at the start of each MiB of a fresh allocation: the bytes of
+    # [offset, offset + n) that fall within the first _residue of a MiB.
+    if not t.fresh or _residue == 0:
+        return 0
+    n, count, at = t.numel() * t.dtype.size, 0, t.offset
+    while at < t.offset + n:
+        mib = at & ~((1 << 20) - 1)
+        end = min(mib + _residue, t.offset + n)
+        if at < end:
+            count += end - at
+        at = mib + (1 << 20)
+    return count
 
 
 def empty_like(x):
@@ -128,6 +166,15 @@ class cuda:
     @staticmethod
     def synchronize():
         pass
+
+    @staticmethod
+    def mem_get_info(i=0):
+        return _memory - _used[0], _memory
+
+    @staticmethod
+    def empty_cache():
+        # The probe's tensors are gone by now; the fake frees them all.
+        _used[0] = 0
 
     class _Props:
         pci_domain_id, pci_bus_id, pci_device_id = 0, 0x3B, 0
