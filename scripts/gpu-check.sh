@@ -5,7 +5,8 @@
 #     field by field, with nvidia-smi;
 #  2. runs the compute probes with the cuda backend (full mode) and, where
 #     python3 has torch with CUDA, with the torch backend, and prints the
-#     cuda/torch ratio per probe;
+#     cuda/torch ratio per probe; and reads fresh memory for residue right
+#     after a process (gpurent burn) wrote some and exited;
 #  3. runs the sustained probe 10 times on the idle GPU and 10 times while a
 #     second process (gpurent burn, a cuBLASLt GEMM loop) keeps it busy, and
 #     counts how often it raised the alarm; then every probe once beside the
@@ -161,6 +162,16 @@ log "cuda backend, full mode: exit $? in $(( $(date +%s) - start )) s"
 start=$(date +%s)
 "$gpurent" bench --no-history --backend cuda --disk-mb 0 -o json >"$out/cuda-quick.json" 2>>"$out/cuda.stderr"
 log "cuda backend, quick mode: exit $? in $(( $(date +%s) - start )) s"
+# Residue: a process writes GPU memory and exits (gpurent burn's GEMM
+# buffers), then the residue probe reads fresh memory: all zero where the
+# driver scrubs between processes.
+"$gpurent" burn --duration 5s >/dev/null 2>>"$out/cuda.stderr"
+"$gpurent" bench --no-history --backend cuda --probes residue --disk-mb 0 -o json >"$out/residue.json" 2>>"$out/cuda.stderr"
+log "residue after a process wrote GPU memory and exited: $(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = [c for c in r.get("checks") or [] if c["id"].endswith(".residue")]
+print("; ".join("%s %s: %s" % (c["id"], c["status"], c.get("evidence", "")) for c in c) or "no residue check")' "$out/residue.json" 2>&1)"
 # torch in full mode too: the same repetitions as the cuda run it is set beside.
 "$gpurent" bench --no-history --backend torch --full --disk-mb 0 -o json >"$out/torch.json" 2>"$out/torch.stderr"
 # The GEMMs again, cuda and torch taking turns three times, so that the

@@ -85,6 +85,8 @@ func TestGPUCheckSimulated(t *testing.T) {
 		"co-tenant: gpurent burn: device 0, cuBLASLt ",
 		"GEMM loop",
 		"every probe beside the co-tenant, over the idle quick run:",
+		// The simulated driver hands out zeros unless told residue=N.
+		"residue after a process wrote GPU memory and exited: gpu0.residue pass: cuda backend: read 78.0 MiB in 1248 samples over ",
 		"gpurent run's GPU watch: gpurent: GPU utilization while the command ran (NVML, every 10s): GPU 0 37%",
 		"nvidia-smi utilization.gpu meanwhile: no samples",
 		"Xid reports since boot: gpurent ",
