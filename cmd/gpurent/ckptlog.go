@@ -16,7 +16,7 @@ import (
 	"github.com/gpurent/gpurent/internal/store"
 )
 
-// ckptLogOptions are its flags.
+// ckptLogOptions are ckpt log's flags.
 type ckptLogOptions struct {
 	list   bool          // --list: the sessions, not the log
 	follow bool          // --follow

@@ -9,7 +9,7 @@ import (
 	"github.com/gpurent/gpurent/internal/report"
 )
 
-// ckptPruneOptions are its flags.
+// ckptPruneOptions are ckpt prune's flags.
 type ckptPruneOptions struct {
 	keep        int  // --keep
 	keepSet     bool // --keep was given: it has no default

@@ -15,7 +15,7 @@ import (
 	"github.com/gpurent/gpurent/internal/supervise"
 )
 
-// ckptPullOptions are its flags.
+// ckptPullOptions are ckpt pull's flags.
 type ckptPullOptions struct {
 	id string // --id: an id, a NAME or latest
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/gpurent/gpurent/internal/units"
 )
 
-// ckptSpeedOptions are its flags.
+// ckptSpeedOptions are ckpt speed's flags.
 type ckptSpeedOptions struct {
 	size     string // --size: the test checkpoint's
 	ckptSize string // --ckpt-size: the user's checkpoint's, to scale to

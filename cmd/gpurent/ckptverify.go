@@ -12,7 +12,7 @@ import (
 	"github.com/gpurent/gpurent/internal/store"
 )
 
-// ckptVerifyOptions are its flags.
+// ckptVerifyOptions are ckpt verify's flags.
 type ckptVerifyOptions struct {
 	id    string // --id
 	idSet bool   // --id was given: latest then means the newest, not all
