@@ -243,6 +243,6 @@ func readFile(flag, path string, max int64) ([]byte, error) {
 	return data, nil
 }
 
-// maxConfigSize caps --profile and --config: a few dozen settings take a
+// maxConfigSize caps --config: a few dozen settings take a
 // few KiB, so 1 MiB is no real file's size.
 const maxConfigSize = 1 << 20
