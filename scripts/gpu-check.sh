@@ -6,7 +6,7 @@
 #  2. runs the compute probes with the cuda backend (full mode) and, where
 #     python3 has torch with CUDA, with the torch backend, and prints the
 #     cuda/torch ratio per probe; and reads fresh memory for residue right
-#     after a process (gpurent burn) wrote some and exited;
+#     after a process filled the free memory and exited;
 #  3. runs the sustained probe 10 times on the idle GPU and 10 times while a
 #     second process (gpurent burn, a cuBLASLt GEMM loop) keeps it busy, and
 #     counts how often it raised the alarm; then every probe once beside the
@@ -162,10 +162,10 @@ log "cuda backend, full mode: exit $? in $(( $(date +%s) - start )) s"
 start=$(date +%s)
 "$gpurent" bench --no-history --backend cuda --disk-mb 0 -o json >"$out/cuda-quick.json" 2>>"$out/cuda.stderr"
 log "cuda backend, quick mode: exit $? in $(( $(date +%s) - start )) s"
-# Residue: a process writes GPU memory and exits (gpurent burn's GEMM
-# buffers), then the residue probe reads fresh memory: all zero where the
-# driver scrubs between processes.
-"$gpurent" burn --duration 5s >/dev/null 2>>"$out/cuda.stderr"
+# Residue: a process fills the free GPU memory and exits (the alloc probe
+# writes 0xa5 over all of it but a margin), then the residue probe reads
+# fresh memory: all zero where the driver scrubs between processes.
+"$gpurent" bench --no-history --backend cuda --probes alloc --disk-mb 0 >/dev/null 2>>"$out/cuda.stderr"
 "$gpurent" bench --no-history --backend cuda --probes residue --disk-mb 0 -o json >"$out/residue.json" 2>>"$out/cuda.stderr"
 log "residue after a process wrote GPU memory and exited: $(python3 -c '
 import json, sys

@@ -33,15 +33,15 @@ type ComputeLimits struct {
 	// ResidueMax: bytes of fresh GPU memory, read before anything wrote
 	// it, that may be other than zero: none. CUDA documents that
 	// cuMemAlloc does not clear memory, and a driver that scrubs between
-	// processes hands out zeros (an H200 on driver 580.159.04 read back
-	// 16 GiB another process had filled with 0xCD as zeros, issue #39), so
-	// one byte that is not zero is data someone else left.
+	// processes hands out zeros (issue #39 reports an H200 on driver
+	// 580.159.04 reading back as zeros 16 GiB another process had filled
+	// with 0xCD), so one byte that is not zero is data someone else left.
 	ResidueMax float64
 }
 
 // DefaultComputeLimits are the limits bench uses.
 func DefaultComputeLimits() ComputeLimits {
-	return ComputeLimits{FP32Warn: 0.5, MemWarn: 0.5, MemFail: 0.25, LinkWarn: 0.45, LinkFail: 0.25, AllocWarn: 0.9, AllocFail: 0.8, TensorFloor: 0.25}
+	return ComputeLimits{FP32Warn: 0.5, MemWarn: 0.5, MemFail: 0.25, LinkWarn: 0.45, LinkFail: 0.25, AllocWarn: 0.9, AllocFail: 0.8, TensorFloor: 0.25, ResidueMax: 0}
 }
 
 // calibration is the share of the dense peak a healthy card of an
@@ -193,10 +193,10 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 		c.Measured, c.Expected = int64(r.Value), int64(lim.ResidueMax)
 		c.Evidence = res.Backend + " backend: " + r.Notes
 		if r.Value > lim.ResidueMax {
-			c.Status, c.Advice = Fail, "Fresh GPU memory holds data another process wrote: this driver or virtual GPU does not clear memory between tenants, so the last tenant's data can be read here and yours by the next. "+
-				"Keep this report as evidence (gpurent bench -o json > report.json) and ask the provider for a machine that clears it; before release, overwrite the free GPU memory yourself."
+			c.Status, c.Advice = Fail, "Fresh GPU memory holds data another process wrote: this driver or virtual GPU does not clear memory between tenants (or, under MPS, between its clients), so the last tenant's data can be read here and yours by the next. "+
+				"Keep the evidence (gpurent bench --record facts.json keeps what was read) and ask the provider for a machine that clears it; before release, overwrite the free GPU memory yourself."
 		} else {
-			c.Evidence += ": all zero, as a driver that clears memory between processes hands it out"
+			c.Evidence += ": every read returned zeros, as from a driver that clears memory between processes"
 		}
 	case compute.ProbeSustain:
 		c.Unit = ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path"
 	"runtime"
@@ -41,6 +42,14 @@ func (cu CUDA) Run(ctx context.Context, opt Options) Results {
 	res.Device, res.BusID = c.name(), c.busID()
 	res.Driver = fmt.Sprintf("CUDA %d.%d", c.version/1000, c.version%1000/10)
 	p := &cudaProber{c: c, opt: opt, ltPath: cu.CublasLt}
+	// Residue first of all, before setup loads the kernels: nothing this
+	// process wrote and freed can be read back as someone else's.
+	if opt.Wants(ProbeResidue) && ctx.Err() == nil {
+		start := time.Now()
+		r := c.residue()
+		r.WallMs = float64(time.Since(start).Microseconds()) / 1e3
+		res.Results = append(res.Results, r)
+	}
 	if err := p.setup(); err != nil {
 		res.Error = err.Error()
 		return res
@@ -49,7 +58,7 @@ func (cu CUDA) Run(ctx context.Context, opt Options) Results {
 	steps := map[string]func() Result{
 		ProbeFP32: p.fp32, ProbeCopy: p.copyKernel, ProbeDtoD: p.dtod,
 		ProbeH2D: func() Result { return p.hostCopy(true) }, ProbeD2H: func() Result { return p.hostCopy(false) },
-		ProbeSustain: func() Result { return p.sustained(ctx) }, ProbeAlloc: p.alloc, ProbeResidue: p.residue,
+		ProbeSustain: func() Result { return p.sustained(ctx) }, ProbeAlloc: p.alloc,
 	}
 	for _, prec := range []string{"bf16", "fp16", "tf32", "fp8"} {
 		steps[tensorProbe(prec)] = func() Result { return p.tensor(prec) }
@@ -61,7 +70,7 @@ func (cu CUDA) Run(ctx context.Context, opt Options) Results {
 		if ctx.Err() != nil {
 			break
 		}
-		if opt.Wants(name) {
+		if opt.Wants(name) && name != ProbeResidue {
 			start := time.Now()
 			r := steps[name]()
 			r.WallMs = float64(time.Since(start).Microseconds()) / 1e3
@@ -540,10 +549,11 @@ func (p *cudaProber) alloc() Result {
 
 func gibf(b uint64) float64 { return float64(b) / (1 << 30) }
 
-// Residue sampling: residueSamples reads of residueRead bytes spread over
+// Residue sampling: up to residueSamples reads of residueRead bytes from
 // each GiB allocated, 1 MiB a GiB (about 140 MiB on an H200): little to
 // copy, and a previous tenant's weights or data, which fill gigabytes,
-// cannot lie between the samples.
+// cannot lie between the samples. Each sample sits at a random MiB of its
+// stretch, so a driver cannot clear just the places read.
 const (
 	residueRead    = 64 << 10
 	residueSamples = 16
@@ -554,9 +564,11 @@ const (
 // cuMemAlloc does not clear memory; a driver that scrubs between processes
 // hands out zeros, and anything else is what another process left there.
 // It says how many bytes were not zero and where, never what they held.
-func (p *cudaProber) residue() Result {
+// Run runs it before setup loads the kernels, so that nothing of this
+// process's own can have been written and freed.
+func (c *cudaLib) residue() Result {
 	r := Result{Probe: ProbeResidue, Unit: "bytes"}
-	free, total, err := p.c.memInfo()
+	free, total, err := c.memInfo()
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -569,33 +581,46 @@ func (p *cudaProber) residue() Result {
 	var ptrs []uint64
 	defer func() {
 		for _, d := range ptrs {
-			p.c.free(d)
+			c.free(d)
 		}
 	}()
-	// The driver writes into buf: pinned, it is on the heap and stays put.
+	// The driver copies into buf: runtime.Pinner keeps it in place on
+	// the heap (pageable memory, which the driver stages).
 	buf := make([]byte, residueRead)
 	var pin runtime.Pinner
 	pin.Pin(&buf[0])
 	defer pin.Unpin()
 	var got, read, dirty uint64
-	var dirtySamples int
-	first := ""
+	var samples, dirtySamples int
+	first, short := "", ""
 	start := time.Now()
 	for got < free-margin {
 		n := min(uint64(1<<30), free-margin-got)
-		d, err := p.c.alloc(n)
+		d, err := c.alloc(n)
 		if err != nil {
+			// Out of memory ends the sampling (a limit below what
+			// cuMemGetInfo said); anything else is a fault to report.
+			if !strings.HasSuffix(err.Error(), "CUDA_ERROR_OUT_OF_MEMORY") {
+				r.Error = err.Error()
+				return r
+			}
+			short = fmt.Sprintf("; only %.2f of the %.2f GiB free beyond the margin could be allocated", gibf(got), gibf(free-margin))
 			break
 		}
 		ptrs = append(ptrs, d)
-		for k := range uint64(residueSamples) {
-			off := k * (n / residueSamples) &^ (1<<20 - 1) // on a MiB boundary
+		// One sample a MiB at most, in stretches of equal size, each at
+		// a random whole MiB of its stretch.
+		k := max(1, min(residueSamples, n>>20))
+		stretch := n / k
+		for i := range k {
+			off := i*stretch + (rand.Uint64N(max(1, stretch>>20)) << 20)
 			size := min(uint64(residueRead), n-off)
-			if err := p.c.check("cuMemcpyDtoH_v2", uintptr(unsafe.Pointer(&buf[0])), uintptr(d+off), uintptr(size)); err != nil {
+			if err := c.check("cuMemcpyDtoH_v2", uintptr(unsafe.Pointer(&buf[0])), uintptr(d+off), uintptr(size)); err != nil {
 				r.Error = err.Error()
 				return r
 			}
 			read += size
+			samples++
 			if nz := nonZero(buf[:size]); nz > 0 {
 				dirty += nz
 				if dirtySamples++; first == "" {
@@ -611,8 +636,8 @@ func (p *cudaProber) residue() Result {
 	}
 	r.Value = float64(dirty)
 	r.Timing = Summary{N: 1, Median: float64(time.Since(start).Microseconds()) / 1e3}
-	r.Notes = fmt.Sprintf("read %.1f MiB in %d samples over %.2f GiB of fresh allocations before writing them: %d of %d samples held non-zero bytes%s",
-		float64(read)/(1<<20), len(ptrs)*residueSamples, gibf(got), dirtySamples, len(ptrs)*residueSamples, first)
+	r.Notes = fmt.Sprintf("read %.1f MiB in %d samples over %.2f GiB of fresh allocations before writing them, in %.0f ms: %d of %d samples held non-zero bytes%s%s",
+		float64(read)/(1<<20), samples, gibf(got), r.Timing.Median, dirtySamples, samples, first, short)
 	return r
 }
 

@@ -125,10 +125,10 @@ func TestCUDABackendSimulated(t *testing.T) {
 // The residue probe reads fresh memory before anything writes it: a
 // scrubbing driver's zeros are 0 bytes; a driver that hands out another
 // process's data shows how much. Worked example: 50 GiB total, 1 GiB
-// another tenant's, a 1 GiB margin (50/50), and the probes' scratch
-// buffer: 48 allocations (the last a little short of 1 GiB), 16 samples
-// each on MiB boundaries, each MiB starting with 4096 bytes of old data:
-// 48 x 16 x 4096 = 3,145,728 bytes.
+// another tenant's, a 1 GiB margin (50/50): 48 allocations of 1 GiB (the
+// probe runs before setup allocates anything), 16 samples each on MiB
+// boundaries, each MiB starting with 4096 bytes of old data: 48 x 16 x
+// 4096 = 3,145,728 bytes.
 func TestCUDAResidueSimulated(t *testing.T) {
 	cfg := simH100ish()
 	cfg.TotalMem = 50 << 30
@@ -136,14 +136,17 @@ func TestCUDAResidueSimulated(t *testing.T) {
 	r := clean.Run(context.Background(), Options{Probes: []string{ProbeResidue, ProbeAlloc}})
 	z := r.Find(ProbeResidue)
 	if z == nil || z.Error != "" || z.Value != 0 || z.Unit != "bytes" ||
-		!strings.Contains(z.Notes, "read 48.0 MiB in 768 samples over 48.00 GiB of fresh allocations before writing them: 0 of 768 samples held non-zero bytes") {
+		!strings.HasPrefix(z.Notes, "read 48.0 MiB in 768 samples over 48.00 GiB of fresh allocations before writing them, in ") ||
+		!strings.HasSuffix(z.Notes, " ms: 0 of 768 samples held non-zero bytes") {
 		t.Fatalf("a scrubbing driver: %+v", z)
 	}
 	cfg.Residue = 4096
 	dirty, _ := simDriver(t, cfg)
 	r = dirty.Run(context.Background(), Options{Probes: []string{ProbeResidue, ProbeAlloc}})
 	d := r.Find(ProbeResidue)
-	if d == nil || d.Error != "" || d.Value != 48*16*4096 || !strings.Contains(d.Notes, "768 of 768 samples held non-zero bytes; the first at 0.00 GiB") {
+	// Each sample sits at a random whole MiB of its 64 MiB stretch, the
+	// first within the first 64 MiB.
+	if d == nil || d.Error != "" || d.Value != 48*16*4096 || !strings.Contains(d.Notes, "768 of 768 samples held non-zero bytes; the first at 0.0") {
 		t.Errorf("a driver that does not scrub: %+v", d)
 	}
 	// alloc, which runs after it, still finds the memory free again.

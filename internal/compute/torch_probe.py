@@ -26,44 +26,6 @@ def main():
     if None not in pci:  # newer torch only; gpurent matches it to NVML's device
         out["bus_id"] = "%04x:%02x:%02x.0" % tuple(pci)
 
-    # residue first, before anything this process writes is freed and
-    # handed out again: fresh memory read before it is written (the cuda
-    # backend's probe, in torch's words). torch.empty takes its first
-    # blocks from cudaMalloc, which does not clear them.
-    if wants("residue"):
-        try:
-            free, total = torch.cuda.mem_get_info(dev)
-            margin = max(512 << 20, total // 50)
-            chunks, got, read, dirty, dirty_samples, first = [], 0, 0, 0, 0, ""
-            while got < free - margin:
-                n = min(1 << 30, free - margin - got)
-                try:
-                    x = torch.empty(n, dtype=torch.uint8, device="cuda")
-                except RuntimeError:
-                    break
-                chunks.append(x)
-                for k in range(16):
-                    off = (k * (n // 16)) & ~((1 << 20) - 1)
-                    size = min(64 << 10, n - off)
-                    read += size
-                    nz = int(torch.count_nonzero(x[off:off + size]))
-                    if nz:
-                        dirty += nz; dirty_samples += 1
-                        if not first:
-                            first = "; the first at %.2f GiB into the memory sampled" % ((got + off) / (1 << 30))
-                got += n
-            samples = 16 * len(chunks)
-            del chunks
-            torch.cuda.empty_cache()
-            if got == 0:
-                failed("residue", "bytes", "no memory could be allocated of the %.2f GiB free" % (free / (1 << 30)))
-            else:
-                out["results"].append({"probe": "residue", "unit": "bytes", "value": dirty, "notes":
-                    "read %.1f MiB in %d samples over %.2f GiB of fresh allocations before writing them: %d of %d samples held non-zero bytes%s"
-                    % (read / (1 << 20), samples, got / (1 << 30), dirty_samples, samples, first)})
-        except Exception as e:
-            failed("residue", "bytes", e)
-
     def timed(fn):
         fn(); torch.cuda.synchronize()  # warm-up
         ms = []
@@ -84,6 +46,56 @@ def main():
 
     def failed(probe, unit, e):
         out["results"].append({"probe": probe, "unit": unit, "value": 0, "error": str(e)})
+
+    # residue first, before anything this process writes is freed and
+    # handed out again: fresh memory read before it is written (the cuda
+    # backend's probe, in torch's words). torch.empty takes its first
+    # blocks from cudaMalloc, which does not clear them; count_nonzero's
+    # own small result comes from another pool. Each sample sits at a
+    # random MiB of its stretch.
+    if wants("residue"):
+        import random, time
+        chunks, x = [], None
+        try:
+            free, total = torch.cuda.mem_get_info(dev)
+            margin = max(512 << 20, total // 50)
+            got, read, dirty, dirty_samples, samples, first, short = 0, 0, 0, 0, 0, "", ""
+            t0 = time.time()
+            while got < free - margin:
+                n = min(1 << 30, free - margin - got)
+                try:
+                    x = torch.empty(n, dtype=torch.uint8, device="cuda")
+                except torch.cuda.OutOfMemoryError if hasattr(torch.cuda, "OutOfMemoryError") else RuntimeError:
+                    short = "; only %.2f of the %.2f GiB free beyond the margin could be allocated" % (got / (1 << 30), (free - margin) / (1 << 30))
+                    break
+                chunks.append(x)
+                k = max(1, min(16, n >> 20))
+                stretch = n // k
+                for i in range(k):
+                    off = i * stretch + (random.randrange(max(1, stretch >> 20)) << 20)
+                    size = min(64 << 10, n - off)
+                    read += size; samples += 1
+                    nz = int(torch.count_nonzero(x[off:off + size]))
+                    if nz:
+                        dirty += nz; dirty_samples += 1
+                        if not first:
+                            first = "; the first at %.2f GiB into the memory sampled" % ((got + off) / (1 << 30))
+                got += n
+            ms = (time.time() - t0) * 1e3
+            if free <= margin:
+                failed("residue", "bytes", "free %.2f GiB of %.2f GiB total: nothing to sample beyond the margin" % (free / (1 << 30), total / (1 << 30)))
+            elif got == 0:
+                failed("residue", "bytes", "no memory could be allocated of the %.2f GiB free" % (free / (1 << 30)))
+            else:
+                out["results"].append({"probe": "residue", "unit": "bytes", "value": dirty, "notes":
+                    "read %.1f MiB in %d samples over %.2f GiB of fresh allocations before writing them, in %.0f ms: %d of %d samples held non-zero bytes%s%s"
+                    % (read / (1 << 20), samples, got / (1 << 30), ms, dirty_samples, samples, first, short)})
+        except Exception as e:
+            failed("residue", "bytes", e)
+        finally:
+            # Every block back to the driver, for the probes after it.
+            del chunks, x
+            torch.cuda.empty_cache()
 
     def set_tf32(on):
         # TF32 is off for float32 matmul by default since torch 1.12, so it

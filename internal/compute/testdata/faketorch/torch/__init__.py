@@ -6,8 +6,10 @@
 # matching sizes for copy_. Device memory: FAKE_TORCH_MEMORY bytes (80 GiB
 # when unset), of which FAKE_TORCH_RESIDUE bytes at the start of each MiB
 # of a fresh allocation hold another process's data (0: a scrubbing
-# driver); empty_cache returns what was freed.
-import json, os
+# driver). As in torch's caching allocator, a tensor no longer referenced
+# keeps its memory until empty_cache. FAKE_TORCH_FAIL=count_nonzero makes
+# that call raise.
+import json, os, weakref
 
 __version__ = "0.0-fake"
 _rates = json.loads(os.environ["FAKE_TORCH_RATES"])
@@ -61,7 +63,7 @@ float32, bfloat16, uint8 = dtype("float32", 4), dtype("bfloat16", 2), dtype("uin
 
 _memory = int(os.environ.get("FAKE_TORCH_MEMORY", 80 << 30))
 _residue = int(os.environ.get("FAKE_TORCH_RESIDUE", 0))
-_used = [0]
+_used, _cached = [0], [0]  # bytes held by tensors or the cache; bytes of the cache
 
 
 class Tensor:
@@ -127,10 +129,17 @@ def empty(*shape, dtype=float32, device="cpu"):
         if _used[0] + n > _memory:
             raise RuntimeError("CUDA out of memory")
         _used[0] += n
+        weakref.finalize(t, _to_cache, n)
     return t
 
 
+def _to_cache(n):
+    _cached[0] += n
+
+
 def count_nonzero(t):
+    if os.environ.get("FAKE_TORCH_FAIL") == "count_nonzero":
+        raise RuntimeError("count_nonzero failed (FAKE_TORCH_FAIL)")
     # Old data at the start of each MiB of a fresh allocation: the bytes of
     # [offset, offset + n) that fall within the first _residue of a MiB.
     if not t.fresh or _residue == 0:
@@ -173,8 +182,8 @@ class cuda:
 
     @staticmethod
     def empty_cache():
-        # The probe's tensors are gone by now; the fake frees them all.
-        _used[0] = 0
+        _used[0] -= _cached[0]
+        _cached[0] = 0
 
     class _Props:
         pci_domain_id, pci_bus_id, pci_device_id = 0, 0x3B, 0
