@@ -88,7 +88,10 @@ func TestTorchScriptSimulated(t *testing.T) {
 	}
 }
 
-func torchScriptSimulated(t *testing.T, api, how string) {
+// fakeTorch puts the stand-in torch (testdata/faketorch) first on
+// python3's path, at known rates; without python3 the test is skipped.
+func fakeTorch(t *testing.T) {
+	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3 here")
 	}
@@ -98,6 +101,10 @@ func torchScriptSimulated(t *testing.T, api, how string) {
 	}
 	t.Setenv("PYTHONPATH", dir)
 	t.Setenv("FAKE_TORCH_RATES", `{"fp32": 6e13, "tf32": 4e14, "bf16": 8e14, "device": 3e12, "link": 5e10}`)
+}
+
+func torchScriptSimulated(t *testing.T, api, how string) {
+	fakeTorch(t)
 	t.Setenv("FAKE_TORCH_TF32_API", api)
 	r := Torch{}.Run(context.Background(), Options{})
 	if !r.Available || r.Error != "" || r.Device != "Simulated GPU (fake torch)" || r.Driver != "torch 0.0-fake, CUDA 12.8" || !SameBusID(r.BusID, "00000000:3B:00.0") {
@@ -132,15 +139,7 @@ func torchScriptSimulated(t *testing.T, api, how string) {
 // of 1 GiB, 16 samples each on MiB boundaries, each MiB starting with
 // 4096 bytes of another process's data: 49 x 16 x 4096 = 3,211,264 bytes.
 func TestTorchResidueSimulated(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("no python3 here")
-	}
-	dir, err := filepath.Abs("testdata/faketorch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PYTHONPATH", dir)
-	t.Setenv("FAKE_TORCH_RATES", `{"fp32": 6e13, "tf32": 4e14, "bf16": 8e14, "device": 3e12, "link": 5e10}`)
+	fakeTorch(t)
 	t.Setenv("FAKE_TORCH_MEMORY", fmt.Sprint(50<<30))
 	t.Setenv("FAKE_TORCH_RESIDUE", "4096")
 	r := Torch{}.Run(context.Background(), Options{Probes: []string{ProbeResidue, ProbeCopy}})
