@@ -514,7 +514,7 @@ func (p *cudaProber) alloc() Result {
 		r.Error = err.Error()
 		return r
 	}
-	margin := max(uint64(512<<20), total/50)
+	margin := allocMargin(total)
 	if free <= margin {
 		r.Notes = fmt.Sprintf("free %.2f GiB of %.2f GiB total: nothing to allocate beyond the margin", gibf(free), gibf(total))
 		return r
@@ -549,6 +549,11 @@ func (p *cudaProber) alloc() Result {
 
 func gibf(b uint64) float64 { return float64(b) / (1 << 30) }
 
+// allocMargin is what alloc and residue leave of the free memory for the
+// driver and the context: 2% of the card, at least 512 MiB. The torch
+// backend's residue leaves the same (torch_probe.py).
+func allocMargin(total uint64) uint64 { return max(uint64(512<<20), total/50) }
+
 // Residue sampling: up to residueSamples reads of residueRead bytes from
 // each GiB allocated, 1 MiB a GiB (about 140 MiB on an H200): little to
 // copy, and a previous tenant's weights or data, which fill gigabytes,
@@ -559,7 +564,7 @@ const (
 	residueSamples = 16
 )
 
-// residue allocates what cuMemGetInfo calls free, minus alloc's margin,
+// residue allocates what cuMemGetInfo calls free, minus allocMargin,
 // and reads a sample of it before anything writes it. CUDA documents that
 // cuMemAlloc does not clear memory; a driver that scrubs between processes
 // hands out zeros, and anything else is what another process left there.
@@ -573,7 +578,7 @@ func (c *cudaLib) residue() Result {
 		r.Error = err.Error()
 		return r
 	}
-	margin := max(uint64(512<<20), total/50)
+	margin := allocMargin(total)
 	if free <= margin {
 		r.Error = fmt.Sprintf("free %.2f GiB of %.2f GiB total: nothing to sample beyond the margin", gibf(free), gibf(total))
 		return r
