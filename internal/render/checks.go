@@ -18,8 +18,15 @@ func Colorful(w io.Writer) bool {
 	if _, off := os.LookupEnv("NO_COLOR"); off {
 		return false
 	}
+	_, ok := terminal(w)
+	return ok
+}
+
+// terminal is w's file when w is a terminal, as the terminal driver says
+// (tcgetattr), not the file mode: /dev/null is a character device too.
+func terminal(w io.Writer) (*os.File, bool) {
 	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return f, ok && term.IsTerminal(int(f.Fd()))
 }
 
 // paint colours a status on a terminal.

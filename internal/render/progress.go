@@ -3,11 +3,8 @@ package render
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/gpurent/gpurent/internal/report"
 )
@@ -28,8 +25,7 @@ type Progress struct {
 func StartProgress(w io.Writer, verb string, total int64) *Progress {
 	p := &Progress{verb: verb, stop: make(chan struct{}), ended: make(chan struct{})}
 	p.total.Store(total)
-	f, ok := w.(*os.File)
-	tty := ok && term.IsTerminal(int(f.Fd()))
+	f, tty := terminal(w)
 	go func() {
 		defer close(p.ended)
 		if !tty {
