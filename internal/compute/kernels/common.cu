@@ -78,3 +78,124 @@ extern "C" __global__ void fill_bf16(unsigned short *p, unsigned long long n, un
     p[i] = (unsigned short)(__builtin_bit_cast(unsigned, f) >> 16);
   }
 }
+
+// ---- memory test, scrub and result checks ----
+// Every check kernel adds what it found to a result of six 64-bit words,
+// zeroed before the launch (struct check_result in the Go code):
+//   [0] words wrong, [1] bytes wrong, [2] ~first word wrong (the maximum of
+//   ~index is the smallest index, so zero needs no special start),
+//   [3] last word wrong, [4] the OR of every wrong bit, [5] the largest
+//   difference as float bits (cmp kernels; non-negative floats order as
+//   their bits do).
+// Each thread keeps its own tally over its grid-stride loop and adds it
+// once: memory that is wrong everywhere (another tenant's data in all of
+// it) must not serialise billions of atomics on one address.
+struct tally {
+  unsigned long long words, bytes, nfirst, last, bits;
+  unsigned maxdiff;
+};
+
+__device__ __forceinline__ void tally_word(tally &t, unsigned long long i, unsigned diff) {
+  t.words++;
+  t.bytes += ((diff & 0xffu) != 0) + ((diff & 0xff00u) != 0) + ((diff & 0xff0000u) != 0) + ((diff & 0xff000000u) != 0);
+  if (~i > t.nfirst) t.nfirst = ~i;
+  if (i > t.last) t.last = i;
+  t.bits |= diff;
+}
+
+__device__ __forceinline__ void tally_add(const tally &t, unsigned long long *result) {
+  if (t.words == 0) return;
+  __atomic_fetch_add(&result[0], t.words, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&result[1], t.bytes, __ATOMIC_RELAXED);
+  __atomic_fetch_max(&result[2], t.nfirst, __ATOMIC_RELAXED);
+  __atomic_fetch_max(&result[3], t.last, __ATOMIC_RELAXED);
+  __atomic_fetch_or(&result[4], t.bits, __ATOMIC_RELAXED);
+  __atomic_fetch_max(&result[5], (unsigned long long)t.maxdiff, __ATOMIC_RELAXED);
+}
+
+// mt_word is the word the memory test's pattern `mode` puts at word i of
+// a buffer whose first word is at byte address base: 0 the constant arg
+// (zeros to scrub, a walking one, moving inversions' pattern), 1 the word's
+// own address (its low 32 bits xor its high ones: no two words of a
+// 16 GiB stretch alike), 2 pseudo-random from seed arg.
+__device__ __forceinline__ unsigned mt_word(unsigned mode, unsigned arg, unsigned long long base, unsigned long long i) {
+  if (mode == 1) {
+    unsigned long long a = base + 4 * i;
+    return (unsigned)a ^ (unsigned)(a >> 32);
+  }
+  if (mode == 2) return hash32((unsigned)i ^ arg) ^ hash32((unsigned)(i >> 32) + arg);
+  return arg;
+}
+
+// mt_fill writes pattern (mode, arg) to n words.
+extern "C" __global__ void mt_fill(unsigned *p, unsigned long long n, unsigned mode, unsigned arg) {
+  unsigned long long i = (unsigned long long)ctaid_x() * ntid_x() + tid_x();
+  unsigned long long stride = (unsigned long long)nctaid_x() * ntid_x();
+  unsigned long long base = (unsigned long long)p;
+  for (; i < n; i += stride) p[i] = mt_word(mode, arg, base, i);
+}
+
+// mt_check reads n words and tallies those that differ from pattern
+// (mode, arg), complemented when flags bit 0 is set. With flags bit 1 it
+// then writes the complement of what it expected (moving inversions: each
+// pass reads one pattern and leaves its inverse for the next).
+extern "C" __global__ void mt_check(unsigned *p, unsigned long long n, unsigned mode, unsigned arg, unsigned flags,
+                                    unsigned long long *result) {
+  unsigned long long i = (unsigned long long)ctaid_x() * ntid_x() + tid_x();
+  unsigned long long stride = (unsigned long long)nctaid_x() * ntid_x();
+  unsigned long long base = (unsigned long long)p;
+  unsigned inv = (flags & 1) ? 0xffffffffu : 0;
+  tally t = {0, 0, 0, 0, 0, 0};
+  for (; i < n; i += stride) {
+    unsigned want = mt_word(mode, arg, base, i) ^ inv, got = p[i];
+    if (got != want) tally_word(t, i, got ^ want);
+    if (flags & 2) p[i] = ~want;
+  }
+  tally_add(t, result);
+}
+
+__device__ __forceinline__ float absf(float x) { return x < 0 ? -x : x; }
+
+// differs reports whether two results disagree by more than tol relative
+// to their size (plus one, so that values near zero are not held to a
+// tolerance no accumulation order meets); a NaN always differs.
+__device__ __forceinline__ bool differs(float a, float b, float tol, float &d) {
+  d = absf(a - b);
+  float m = absf(a) > absf(b) ? absf(a) : absf(b);
+  return !(d <= tol * (m + 1.0f));
+}
+
+// cmp_f32 and cmp_bf16 compare two results of the same GEMM element by
+// element: a card that computes one element differently under load has a
+// fault that ECC does not see (silent data corruption).
+extern "C" __global__ void cmp_f32(const float *a, const float *b, unsigned long long n, float tol, unsigned long long *result) {
+  unsigned long long i = (unsigned long long)ctaid_x() * ntid_x() + tid_x();
+  unsigned long long stride = (unsigned long long)nctaid_x() * ntid_x();
+  tally t = {0, 0, 0, 0, 0, 0};
+  for (; i < n; i += stride) {
+    float d;
+    if (differs(a[i], b[i], tol, d)) {
+      unsigned x = __builtin_bit_cast(unsigned, a[i]) ^ __builtin_bit_cast(unsigned, b[i]);
+      tally_word(t, i, x);
+      unsigned db = d == d ? __builtin_bit_cast(unsigned, d) : 0x7f800000u; // NaN counts as infinitely far
+      if (db > t.maxdiff) t.maxdiff = db;
+    }
+  }
+  tally_add(t, result);
+}
+
+extern "C" __global__ void cmp_bf16(const unsigned short *a, const unsigned short *b, unsigned long long n, float tol,
+                                    unsigned long long *result) {
+  unsigned long long i = (unsigned long long)ctaid_x() * ntid_x() + tid_x();
+  unsigned long long stride = (unsigned long long)nctaid_x() * ntid_x();
+  tally t = {0, 0, 0, 0, 0, 0};
+  for (; i < n; i += stride) {
+    float fa = __builtin_bit_cast(float, (unsigned)a[i] << 16), fb = __builtin_bit_cast(float, (unsigned)b[i] << 16), d;
+    if (differs(fa, fb, tol, d)) {
+      tally_word(t, i, (unsigned)(a[i] ^ b[i]));
+      unsigned db = d == d ? __builtin_bit_cast(unsigned, d) : 0x7f800000u;
+      if (db > t.maxdiff) t.maxdiff = db;
+    }
+  }
+  tally_add(t, result);
+}

@@ -80,6 +80,60 @@ static void fills(unsigned blocks, unsigned threads, unsigned long long n) {
   cases += 2;
 }
 
+// memtest: for each pattern, mt_fill then mt_check finds nothing; one
+// flipped bit is found with its index and bit, exactly once; the rewrite
+// flag leaves the complement; nothing past n is touched.
+static void memtest(unsigned blocks, unsigned threads, unsigned long long n) {
+  unsigned *p = (unsigned *)malloc((n + guard) * sizeof *p);
+  for (unsigned mode = 0; mode < 3; mode++) {
+    for (unsigned long long i = 0; i < n + guard; i++) p[i] = 0xdeadbeefu;
+    launch(blocks, threads, [&] { mt_fill(p, n, mode, 0x5555aaaau); });
+    unsigned long long r[6] = {0};
+    launch(blocks, threads, [&] { mt_check(p, n, mode, 0x5555aaaau, 0, r); });
+    if (r[0] != 0) fail("mt_check clean", blocks, threads, n, mode);
+    for (unsigned long long i = n; i < n + guard; i++)
+      if (p[i] != 0xdeadbeefu) fail("mt_fill past n", blocks, threads, n, i);
+    if (n == 0) continue;
+    unsigned long long at = n / 2;
+    p[at] ^= 1u << 13;
+    launch(blocks, threads, [&] { mt_check(p, n, mode, 0x5555aaaau, 2, r); }); // and rewrite with the complement
+    if (r[0] != 1 || r[1] != 1 || ~r[2] != at || r[3] != at || r[4] != 1u << 13) fail("mt_check flip", blocks, threads, n, at);
+    unsigned long long r2[6] = {0};
+    launch(blocks, threads, [&] { mt_check(p, n, mode, 0x5555aaaau, 1, r2); });
+    if (r2[0] != 0) fail("mt_check inverted", blocks, threads, n, r2[3]);
+  }
+  free(p);
+  cases += 3;
+}
+
+// compare: equal results pass, one element off by more than the
+// tolerance is counted with its index and difference, one within it not.
+static void compare(unsigned blocks, unsigned threads, unsigned long long n) {
+  float *a = (float *)malloc((n + 1) * sizeof *a), *b = (float *)malloc((n + 1) * sizeof *b);
+  for (unsigned long long i = 0; i < n; i++) a[i] = b[i] = float(i % 97) - 40.0f;
+  unsigned long long r[6] = {0};
+  if (n > 2) {
+    b[1] += 0.1f;                 // 0.1 of 60: within 1/64
+    b[n - 1] = a[n - 1] + 20.0f;  // far off
+  }
+  launch(blocks, threads, [&] { cmp_f32(a, b, n, 1.0f / 64, r); });
+  float d;
+  unsigned db = (unsigned)r[5];
+  memcpy(&d, &db, sizeof d);
+  if (n > 2 ? (r[0] != 1 || ~r[2] != n - 1 || d != 20.0f) : r[0] != 0) fail("cmp_f32", blocks, threads, n, r[0]);
+  unsigned short *x = (unsigned short *)malloc((n + 1) * sizeof *x), *y = (unsigned short *)malloc((n + 1) * sizeof *y);
+  for (unsigned long long i = 0; i < n; i++) x[i] = y[i] = 0x4120; // 10.0
+  if (n > 0) y[0] = 0x7fc0;                                        // NaN
+  unsigned long long q[6] = {0};
+  launch(blocks, threads, [&] { cmp_bf16(x, y, n, 1.0f / 64, q); });
+  if (q[0] != (n > 0 ? 1u : 0u) || (n > 0 && (unsigned)q[5] != 0x7f800000u)) fail("cmp_bf16", blocks, threads, n, q[0]);
+  free(a);
+  free(b);
+  free(x);
+  free(y);
+  cases += 2;
+}
+
 int main() {
   const unsigned grids[][2] = {{1, 1}, {1, 32}, {3, 32}, {5, 64}};
   for (auto &g : grids) {
@@ -89,6 +143,8 @@ int main() {
     for (unsigned long long n : ns) {
       copy(g[0], g[1], n);
       fills(g[0], g[1], n);
+      memtest(g[0], g[1], n);
+      compare(g[0], g[1], n);
     }
   }
   // fma32 keeps its result unless the sum is exactly -1: no store.
