@@ -72,6 +72,9 @@ type Options struct {
 	Sustained time.Duration
 	// Probes limits the run to these probe names; empty runs them all.
 	Probes []string
+	// Memtest runs the memory test (bench --memtest) after the residue
+	// check, which then reads all of the free memory, not a sample.
+	Memtest bool
 }
 
 // Wants reports whether the options ask for probe.

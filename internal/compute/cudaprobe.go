@@ -44,7 +44,7 @@ func (cu CUDA) Run(ctx context.Context, opt Options) Results {
 	p := &cudaProber{c: c, opt: opt, ltPath: cu.CublasLt}
 	// Residue first of all, before setup loads the kernels: nothing this
 	// process wrote and freed can be read back as someone else's.
-	if opt.Wants(ProbeResidue) && ctx.Err() == nil {
+	if opt.Wants(ProbeResidue) && !opt.Memtest && ctx.Err() == nil {
 		start := time.Now()
 		r := c.residue()
 		r.WallMs = float64(time.Since(start).Microseconds()) / 1e3
@@ -55,6 +55,20 @@ func (cu CUDA) Run(ctx context.Context, opt Options) Results {
 		return res
 	}
 	defer p.teardown()
+	// The memory test reads the whole of the fresh memory first, the
+	// residue check over every byte: nothing has been freed yet that
+	// this process wrote (setup's buffers are still held).
+	if opt.Memtest && ctx.Err() == nil {
+		start := time.Now()
+		rs := p.memtest(ctx)
+		for i := range rs {
+			rs[i].WallMs = float64(time.Since(start).Microseconds()) / 1e3
+		}
+		if !opt.Wants(ProbeResidue) {
+			rs = rs[1:]
+		}
+		res.Results = append(res.Results, rs...)
+	}
 	steps := map[string]func() Result{
 		ProbeFP32: p.fp32, ProbeCopy: p.copyKernel, ProbeDtoD: p.dtod,
 		ProbeH2D: func() Result { return p.hostCopy(true) }, ProbeD2H: func() Result { return p.hostCopy(false) },

@@ -23,6 +23,8 @@ type simConfig struct {
 	SliceMs                  float64
 	CC                       int64 // compute capability x10; 0: 9.0
 	Residue                  int64 // bytes of another process's data at the start of each MiB of fresh memory
+	FlipAt, FlipBit          int64 // a weak cell: bit FlipBit of the word at byte FlipAt-1 of each allocation reads 0
+	SDCAt                    int64 // the SDCAt-th GEMM of the process gets one element wrong
 }
 
 // simStats mirrors struct stats in testdata/fakecuda.c.

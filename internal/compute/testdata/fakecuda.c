@@ -50,6 +50,8 @@ struct config {
   double slice_ms;
   int64_t cc;                                            // compute capability x10 (89 = 8.9); 0: 9.0
   int64_t residue;                                       // bytes of another process's data at the start of each MiB of a fresh allocation (0: a scrubbing driver)
+  int64_t flip_at, flip_bit;                             // a weak cell: bit flip_bit of the word at byte flip_at-1 of every allocation that long reads 0 (0: none)
+  int64_t sdc_at;                                        // the sdc_at-th GEMM of the process gets one element wrong (0: none)
 };
 static struct config cfg;
 
@@ -123,6 +125,11 @@ __attribute__((constructor)) static void from_env(void) {
     else if (!strcmp(w, "other")) c.other_tenant_mem = strtoll(v, NULL, 0);
     else if (!strcmp(w, "cc")) c.cc = strtoll(v, NULL, 0);
     else if (!strcmp(w, "residue")) c.residue = strtoll(v, NULL, 0);
+    else if (!strcmp(w, "flip")) { // flip=BYTE:BIT
+      char *colon = strchr(v, ':');
+      c.flip_at = strtoll(v, NULL, 0) + 1;
+      c.flip_bit = colon ? strtoll(colon + 1, NULL, 0) : 0;
+    } else if (!strcmp(w, "sdc")) c.sdc_at = strtoll(v, NULL, 0);
     else if (!strcmp(w, "devices")) {
       long n = strtol(v, NULL, 0);
       ndevices = n >= 1 && n <= MAX_DEV ? (int)n : 1;
@@ -194,7 +201,20 @@ static CUresult bad(CUresult r) {
 
 // ---- memory: address ranges, device and pinned host ----
 #define MAX_ALLOCS 4096
-struct alloc { uint64_t base, size; int live, host, dev, written; };
+// A small device allocation (a probe's result words) has real bytes
+// behind it, which kernels and copies read and write. A larger one holds
+// no data; what it would hold is known where it matters: fill is the
+// seed and element size (2 or 4) a fill_* kernel last wrote, and a GEMM
+// result names its operands (product_a, product_b, n) and, where the
+// simulated card got one element wrong, wrong = its index + 1.
+#define BACKED_MAX 65536
+struct alloc {
+  uint64_t base, size;
+  int live, host, dev, written;
+  unsigned char *data;
+  uint32_t fill_seed, fill_elem;
+  uint64_t product_a, product_b, product_n, wrong;
+};
 static struct alloc allocs[MAX_ALLOCS];
 static int nallocs;
 static uint64_t next_dev = 0x700000000000ull, next_host = 0x7e0000000000ull, used[MAX_DEV];
@@ -218,6 +238,19 @@ void fake_cuda_advance(double us) {
   if (current) clock_us[dev()] += us;
 }
 
+// Exported for fakecublaslt.c: D = A·B (n×n, column-major, elements of
+// elem bytes) now holds that product, with one element wrong where the
+// process's GEMMs have reached sdc=K.
+static int64_t gemms;
+void fake_cuda_product(uint64_t a, uint64_t b, uint64_t d, uint64_t n) {
+  LOCKED;
+  struct alloc *out = find(d, 1, 0);
+  if (!out) return;
+  out->written = 1;
+  out->product_a = a, out->product_b = b, out->product_n = n;
+  out->wrong = ++gemms == cfg.sdc_at ? n * n / 3 + 1 : 0;
+}
+
 // Exported for fakecublaslt.c: a GEMM of flops in FP32 (0), TF32 (1) or
 // BF16 (2), on the device current on this thread.
 void fake_cuda_gemm(int precision, double flops) {
@@ -233,7 +266,7 @@ static CUresult new_alloc(uint64_t *out, uint64_t n, int host) {
   if (!host && used[d] + n > (uint64_t)(cfg.total_mem - cfg.other_tenant_mem)) return OUT_OF_MEMORY;
   if (nallocs == MAX_ALLOCS) return bad(OUT_OF_MEMORY);
   uint64_t *next = host ? &next_host : &next_dev;
-  allocs[nallocs++] = (struct alloc){*next, n, 1, host, d, 0};
+  allocs[nallocs++] = (struct alloc){*next, n, 1, host, d, 0, !host && n <= BACKED_MAX ? calloc(1, n) : NULL, 0, 0, 0, 0, 0, 0};
   *out = *next;
   *next += (n + 0xfffff) & ~0xfffffull;
   if (host) st.live_host++; else { st.live_allocs++; used[d] += n; }
@@ -245,6 +278,8 @@ static CUresult free_alloc(uint64_t p, int host) {
     struct alloc *a = &allocs[i];
     if (a->live && a->host == host && a->base == p) {
       a->live = 0;
+      free(a->data);
+      a->data = NULL;
       if (host) st.live_host--; else { st.live_allocs--; used[a->dev] -= a->size; }
       return SUCCESS;
     }
@@ -442,6 +477,9 @@ CUresult cuModuleGetFunction(struct function **out, struct module *m, const char
 }
 
 // ---- launches ----
+static CUresult check_kernel(const uint64_t *v);
+static uint32_t mt_word(uint32_t mode, uint32_t arg, uint64_t base, uint64_t i);
+static CUresult cmp_kernel(const uint64_t *v, uint64_t elem);
 static double slice_wait(void) {
   st.launches++;
   double us = cfg.slice_every > 0 && st.launches % cfg.slice_every == 0 ? cfg.slice_ms * 1000 : 0;
@@ -481,6 +519,26 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
     uint64_t elem = f->name[5] == 'f' ? 4 : 2;
     if (f->nparams != 3 || !find(v[0], v[1] * elem, 0)) return bad(ILLEGAL_ADDRESS);
     us = (double)(v[1] * elem) / cfg.mem_bytes * 1e6;
+    struct alloc *a = find(v[0], v[1] * elem, 0);
+    a->written = 1, a->fill_seed = (uint32_t)v[2], a->fill_elem = (uint32_t)elem, a->product_a = a->wrong = 0;
+  } else if (!strcmp(f->name, "mt_fill")) { // (p, n words, mode, arg)
+    struct alloc *a = find(v[0], v[1] * 4, 0);
+    if (f->nparams != 4 || !a) return bad(ILLEGAL_ADDRESS);
+    a->written = 1;
+    if (a->data)
+      for (uint64_t i = 0; i < v[1]; i++) ((uint32_t *)(a->data + (v[0] - a->base)))[i] = mt_word((uint32_t)v[2], (uint32_t)v[3], v[0], i);
+    us = 4.0 * (double)v[1] / cfg.mem_bytes * 1e6;
+  } else if (!strcmp(f->name, "mt_check")) { // (p, n words, mode, arg, flags, result)
+    if (f->nparams != 6) return bad(INVALID_VALUE);
+    CUresult r = check_kernel(v);
+    if (r) return r;
+    us = (v[4] & 2 ? 8.0 : 4.0) * (double)v[1] / cfg.mem_bytes * 1e6;
+  } else if (!strcmp(f->name, "cmp_f32") || !strcmp(f->name, "cmp_bf16")) { // (a, b, n, tol, result)
+    uint64_t elem = f->name[4] == 'f' ? 4 : 2;
+    if (f->nparams != 5) return bad(INVALID_VALUE);
+    CUresult r = cmp_kernel(v, elem);
+    if (r) return r;
+    us = 2.0 * elem * (double)v[2] / cfg.mem_bytes * 1e6;
   } else {
     return bad(INVALID_VALUE);
   }
@@ -489,6 +547,7 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
 }
 
 // ---- memory calls ----
+static void product_bytes(const struct alloc *d, uint64_t off, uint64_t n, unsigned char *out);
 CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
   NEED_CTX();
   if (!p) return bad(INVALID_VALUE);
@@ -506,18 +565,24 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
 }
 CUresult cuMemsetD8_v2(uint64_t p, unsigned char c, size_t n) {
   NEED_CTX();
-  (void)c;
   struct alloc *a = find(p, n, 0);
   if (!a) return bad(ILLEGAL_ADDRESS);
   a->written = 1;
+  a->product_a = a->wrong = 0;
+  if (a->data) memset(a->data + (p - a->base), c, n);
   clock_us[dev()] += (double)n / cfg.mem_bytes * 1e6;
   return SUCCESS;
 }
 CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) {
   NEED_CTX();
-  struct alloc *a = find(dst, n, 0);
-  if (!a || !find(src, n, 0)) return bad(ILLEGAL_ADDRESS);
+  struct alloc *a = find(dst, n, 0), *from = find(src, n, 0);
+  if (!a || !from) return bad(ILLEGAL_ADDRESS);
   a->written = 1;
+  if (a->data && from->data) memmove(a->data + (dst - a->base), from->data + (src - from->base), n);
+  if (dst == a->base && src == from->base && n == from->size) {
+    a->product_a = from->product_a, a->product_b = from->product_b, a->product_n = from->product_n, a->wrong = from->wrong;
+    a->fill_seed = from->fill_seed, a->fill_elem = from->fill_elem;
+  }
   clock_us[dev()] += 2.0 * (double)n / cfg.mem_bytes * 1e6;
   return SUCCESS;
 }
@@ -529,6 +594,110 @@ CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
   clock_us[dev()] += (double)n / cfg.link_bytes * 1e6;
   return SUCCESS;
 }
+// The memory test's patterns and the fill kernels' values, as
+// kernels/common.cu computes them.
+static uint32_t hash32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+static uint32_t mt_word(uint32_t mode, uint32_t arg, uint64_t base, uint64_t i) {
+  if (mode == 1) {
+    uint64_t a = base + 4 * i;
+    return (uint32_t)a ^ (uint32_t)(a >> 32);
+  }
+  if (mode == 2) return hash32((uint32_t)i ^ arg) ^ hash32((uint32_t)(i >> 32) + arg);
+  return arg;
+}
+static double fill_value(const struct alloc *a, uint64_t i) {
+  float f = (float)(hash32((uint32_t)i ^ a->fill_seed) ^ (uint32_t)(i >> 32) >> 8) * (2.0f / 16777216.0f) - 1.0f;
+  if (a->fill_elem == 2) {
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    bits &= 0xffff0000u;
+    memcpy(&f, &bits, 4);
+  }
+  return f;
+}
+
+// product_bytes writes bytes [off, off+n) of a GEMM result: each element
+// the dot product of its row of A and column of B, rounded to the element
+// type as cuBLASLt's epilogue rounds (to nearest even), plus 8 where the
+// card got it wrong.
+static void product_bytes(const struct alloc *d, uint64_t off, uint64_t n, unsigned char *out) {
+  struct alloc *a = find(d->product_a, 1, 0), *b = find(d->product_b, 1, 0);
+  if (!a || !b || !a->fill_elem) return;
+  uint64_t dim = d->product_n, elem = a->fill_elem;
+  for (uint64_t e = off / elem; e * elem < off + n; e++) {
+    uint64_t r = e % dim, c = e / dim;
+    double sum = 0;
+    for (uint64_t k = 0; k < dim; k++) sum += fill_value(a, r + k * dim) * fill_value(b, k + c * dim);
+    if (d->wrong == e + 1) sum += 8;
+    float f = (float)sum;
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    if (elem == 2) bits = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
+    for (uint64_t k = 0; k < elem; k++) {
+      uint64_t at = e * elem + k;
+      if (at >= off && at < off + n) out[at - off] = (unsigned char)(bits >> (8 * k));
+    }
+  }
+}
+
+// tally adds one check kernel's findings to its result words (see
+// kernels/common.cu): words and bytes wrong, ~first, last, bits, largest
+// difference.
+static void tally(uint64_t *r, uint64_t words, uint64_t bytes, uint64_t first, uint64_t last, uint64_t bits, float diff) {
+  if (!words) return;
+  uint32_t db;
+  memcpy(&db, &diff, 4);
+  r[0] += words, r[1] += bytes;
+  if (~first > r[2]) r[2] = ~first;
+  if (last > r[3]) r[3] = last;
+  r[4] |= bits;
+  if (db > r[5]) r[5] = db;
+}
+
+// check_kernel simulates mt_check (p, n words, mode, arg, flags, result)
+// over an allocation with no bytes behind it: memory nothing has written
+// holds $FAKECUDA's residue= bytes of 0xCD at the start of each MiB; a
+// written one holds what the test wrote, but for the weak cell of flip=,
+// which reads 0. Its result is in a small allocation with bytes behind it.
+static CUresult check_kernel(const uint64_t *v) {
+  struct alloc *a = find(v[0], v[1] * 4, 0), *res = find(v[5], 48, 0);
+  if (!a || !res || !res->data) return bad(ILLEGAL_ADDRESS);
+  uint64_t *r = (uint64_t *)(res->data + (v[5] - res->base)), off = v[0] - a->base;
+  uint32_t mode = (uint32_t)v[2], arg = (uint32_t)v[3], inv = v[4] & 1 ? 0xffffffffu : 0;
+  if (!a->written && cfg.residue > 0) { // wanted: zeros (the scrub's check)
+    for (uint64_t mib = (off + 0xfffff) & ~0xfffffull; mib < off + v[1] * 4; mib += 1 << 20) {
+      uint64_t w = (mib - off) / 4, nw = ((uint64_t)cfg.residue + 3) / 4;
+      tally(r, nw, (uint64_t)cfg.residue, w, w + nw - 1, 0xcdcdcdcd, 0);
+    }
+  }
+  uint64_t cell = (uint64_t)cfg.flip_at - 1;
+  if (cfg.flip_at && a->written && cell >= off && cell < off + v[1] * 4) {
+    uint64_t w = (cell - off) / 4;
+    uint32_t want = mt_word(mode, arg, v[0], w) ^ inv;
+    if (want >> cfg.flip_bit & 1) tally(r, 1, 1, w, w, 1ull << cfg.flip_bit, 0);
+  }
+  if (v[4] & 2 || !a->written) a->written = 1;
+  return SUCCESS;
+}
+
+// cmp_kernel simulates cmp_f32 and cmp_bf16 (a, b, n, tol, result): two
+// GEMM results differ where one of them holds a wrong element.
+static CUresult cmp_kernel(const uint64_t *v, uint64_t elem) {
+  struct alloc *a = find(v[0], v[2] * elem, 0), *b = find(v[1], v[2] * elem, 0), *res = find(v[4], 48, 0);
+  if (!a || !b || !res || !res->data) return bad(ILLEGAL_ADDRESS);
+  uint64_t *r = (uint64_t *)(res->data + (v[4] - res->base));
+  const struct alloc *bad_one = a->wrong != b->wrong ? (a->wrong ? a : b) : NULL;
+  if (bad_one && bad_one->wrong - 1 < v[2]) tally(r, 1, 2, bad_one->wrong - 1, bad_one->wrong - 1, 0x4100, 8.0f);
+  return SUCCESS;
+}
+
 // A copy to pageable memory (a buffer of the caller's, not from
 // cuMemHostAlloc) writes what the device range holds: zeros, as a driver
 // that scrubs between processes hands out, or in an allocation nothing has
@@ -542,6 +711,8 @@ CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
   if (!find((uint64_t)(uintptr_t)dst, n, 1)) {
     unsigned char *out = dst;
     memset(out, 0, n);
+    if (from->data) memcpy(out, from->data + (src - from->base), n);
+    else if (from->product_a) product_bytes(from, src - from->base, n, out);
     for (uint64_t i = 0; i < n && cfg.residue > 0 && !from->written; i++) {
       uint64_t at = src - from->base + i;
       if ((at & 0xfffff) < (uint64_t)cfg.residue) out[i] = 0xCD;
