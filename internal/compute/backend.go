@@ -41,6 +41,7 @@ type Result struct {
 	Notes      string      `json:"notes,omitempty"`
 	Error      string      `json:"error,omitempty"`
 	Contention *Contention `json:"contention,omitempty"`
+	Soak       *Soak       `json:"soak,omitempty"`
 }
 
 // Results is what one backend measured on one device.

@@ -360,7 +360,7 @@ func (p *cudaProber) newGEMM(g gemmPrecision, maxN uint64) (*gemmRun, error) {
 	}
 	f, err := p.c.function(p.common, fill)
 	for i := 0; i < 2 && err == nil; i++ { // A and B; D is overwritten (beta = 0)
-		err = p.c.launch(f, uint32(p.sms*8), 256, run.bufs[i], n*n, uint64(0x9e3779b9*uint32(i+1)))
+		err = p.c.launch(f, uint32(p.sms*8), 256, run.bufs[i], n*n, uint64(gemmSeed(i)))
 	}
 	if err == nil {
 		run.plan, err = p.lt.plan(g, n, gemmWorkspace)
@@ -371,6 +371,10 @@ func (p *cudaProber) newGEMM(g gemmPrecision, maxN uint64) (*gemmRun, error) {
 	}
 	return run, nil
 }
+
+// gemmSeed is the fill seed of newGEMM's operand i (A 0, B 1), which the
+// soak's CPU reference reproduces.
+func gemmSeed(i int) uint32 { return 0x9e3779b9 * uint32(i+1) }
 
 // enqueue adds one D = A·B to the legacy stream.
 func (g *gemmRun) enqueue() error {

@@ -79,5 +79,8 @@ func (t Torch) Run(ctx context.Context, opt Options) Results {
 		r.Timing = Summarize(r.Ms)
 		res.Results = append(res.Results, r.Result)
 	}
+	if opt.Memtest {
+		res.Results = append(res.Results, Result{Probe: ProbeMemtest, Unit: "words", Error: "the memory test runs in the cuda backend only (libcuda.so.1 and gpurent's own kernels)"})
+	}
 	return res
 }

@@ -82,9 +82,11 @@ static double slice_wait(void);
 // dev is the device of the context current on this thread.
 static int dev(void) { return (int)(current - primary_ctx); }
 
+static int64_t gemms; // GEMMs this process has run, for sdc=
 void fake_config(const struct config *c) {
   LOCKED;
   cfg = *c;
+  gemms = 0;
   memset(&st, 0, sizeof st);
   initialised = 0;
   memset(clock_us, 0, sizeof clock_us);
@@ -241,7 +243,6 @@ void fake_cuda_advance(double us) {
 // Exported for fakecublaslt.c: D = A·B (n×n, column-major, elements of
 // elem bytes) now holds that product, with one element wrong where the
 // process's GEMMs have reached sdc=K.
-static int64_t gemms;
 void fake_cuda_product(uint64_t a, uint64_t b, uint64_t d, uint64_t n) {
   LOCKED;
   struct alloc *out = find(d, 1, 0);
@@ -613,7 +614,7 @@ static uint32_t mt_word(uint32_t mode, uint32_t arg, uint64_t base, uint64_t i) 
   return arg;
 }
 static double fill_value(const struct alloc *a, uint64_t i) {
-  float f = (float)(hash32((uint32_t)i ^ a->fill_seed) ^ (uint32_t)(i >> 32) >> 8) * (2.0f / 16777216.0f) - 1.0f;
+  float f = (float)((hash32((uint32_t)i ^ a->fill_seed) ^ (uint32_t)(i >> 32)) >> 8) * (2.0f / 16777216.0f) - 1.0f;
   if (a->fill_elem == 2) {
     uint32_t bits;
     memcpy(&bits, &f, 4);

@@ -1,0 +1,307 @@
+package compute
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"time"
+	"unsafe"
+)
+
+// ProbeSoak is bench --soak: a GEMM loop for minutes, every result
+// checked, with the card's power, clocks and temperature sampled beside it.
+const ProbeSoak = "soak"
+
+// Soak is what a soak measured on one GPU. Samples come from NVML
+// (measure fills them in); the rest from the GEMM loop.
+type Soak struct {
+	Seconds float64 `json:"seconds"`
+	GEMM    string  `json:"gemm"`
+	// Slots is how many results the loop keeps in device memory, in
+	// turn, each compared with the first: the loop's memory, MemoryGiB,
+	// is most of the free memory.
+	Slots      int     `json:"slots"`
+	MemoryGiB  float64 `json:"memory_gib"`
+	Iterations int     `json:"iterations"`
+	// Mismatches counts results unlike the first beyond the tolerance;
+	// FirstMismatch says where the first was.
+	Mismatches    int           `json:"mismatches"`
+	FirstMismatch *SoakMismatch `json:"first_mismatch,omitempty"`
+	// ReferenceChecked elements of the first result were computed again
+	// on the CPU in FP64; ReferenceBad of them were beyond the tolerance,
+	// the worst by ReferenceMaxErr (relative, as the tolerance is).
+	ReferenceChecked int     `json:"reference_checked"`
+	ReferenceBad     int     `json:"reference_bad"`
+	ReferenceMaxErr  float64 `json:"reference_max_err"`
+	Tolerance        float64 `json:"tolerance"`
+	// Intervals is the GEMM throughput over the run, a batch of
+	// iterations each.
+	Intervals []SoakInterval `json:"intervals"`
+	Samples   []SoakSample   `json:"samples,omitempty"`
+	// Stopped says why the loop ended before its time, where it did.
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// SoakMismatch is the first result that differed from the first result.
+type SoakMismatch struct {
+	Iteration int     `json:"iteration"`
+	Elements  uint64  `json:"elements"`
+	Element   uint64  `json:"element"` // the first wrong element (column-major index)
+	MaxDiff   float64 `json:"max_diff"`
+}
+
+// SoakInterval is one batch of the loop: when it ended, seconds into the
+// soak, and the GEMM throughput the batch reached.
+type SoakInterval struct {
+	AtS    float64 `json:"at_s"`
+	TFLOPS float64 `json:"tflops"`
+}
+
+// SoakSample is one NVML reading during a soak; a field NVML would not
+// give is absent.
+type SoakSample struct {
+	AtS         float64  `json:"at_s"`
+	PowerW      *float64 `json:"power_w,omitempty"`
+	SMClockMHz  *uint32  `json:"sm_clock_mhz,omitempty"`
+	MemClockMHz *uint32  `json:"mem_clock_mhz,omitempty"`
+	TempC       *int     `json:"temp_c,omitempty"`
+	ClockEvents *uint64  `json:"clock_events,omitempty"`
+}
+
+// soakTolerance is how far two results of one element may differ,
+// relative to their size plus one, before the card is said to compute
+// wrong: 1/64, several BF16 rounding steps. cuBLAS documents bitwise
+// reproducibility on one GPU architecture, but the heuristic's algorithm
+// is not promised to keep one reduction order, and an order that changes
+// moves a BF16 result by a rounding step or so; a flipped exponent or
+// leading mantissa bit, silent data corruption, moves it far more.
+const soakTolerance = 1.0 / 64
+
+// soakSlotsMax caps the results kept (128 GiB of 8192² BF16 results).
+const soakSlotsMax = 1024
+
+// Soak runs a GEMM loop on device for d (less if ctx ends first), in BF16
+// (FP32 on cards before compute capability 8.0), over most of the free
+// memory, checking every result against the first and the first against
+// a tile computed on the CPU.
+func (cu CUDA) Soak(ctx context.Context, device int, d time.Duration) Result {
+	r := Result{Probe: ProbeSoak, Unit: "TFLOPS"}
+	c, err := openCUDA(cu.Library, device)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer c.close()
+	p := &cudaProber{c: c, ltPath: cu.CublasLt}
+	if err := p.setup(); err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer p.teardown()
+	start := time.Now()
+	r = p.soak(ctx, d)
+	r.WallMs = float64(time.Since(start).Microseconds()) / 1e3
+	return r
+}
+
+func (p *cudaProber) soak(ctx context.Context, d time.Duration) Result {
+	r := Result{Probe: ProbeSoak, Unit: "TFLOPS"}
+	g := gemmPrecisions()[2] // BF16
+	cmpName := "cmp_bf16"
+	if p.major < 8 {
+		g, cmpName = gemmPrecisions()[0], "cmp_f32"
+	}
+	run, err := p.newGEMM(g, 8192)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer run.close()
+	n := run.n
+	size := n * n * g.elem
+	cmp, err := p.c.function(p.common, cmpName)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	// The slots: the first result (run's D) and as many more as fit.
+	slots := []uint64{run.bufs[2]}
+	defer func() {
+		for _, s := range slots[1:] {
+			p.c.free(s)
+		}
+	}()
+	if free, total, err := p.c.memInfo(); err == nil {
+		for left := free - min(free, allocMargin(total)); left >= size && len(slots) < soakSlotsMax; left -= size {
+			s, err := p.c.alloc(size)
+			if err != nil {
+				break
+			}
+			slots = append(slots, s)
+		}
+	}
+	if len(slots) < 2 { // at least one result to compare with the first
+		s, err := p.c.alloc(size)
+		if err != nil {
+			r.Error = fmt.Sprintf("no memory for a second %d MiB result: %v", size>>20, err)
+			return r
+		}
+		slots = append(slots, s)
+	}
+	s := &Soak{GEMM: fmt.Sprintf("%s %d³ %s", p.lt, n, strings.ToUpper(g.prec)), Slots: len(slots),
+		MemoryGiB: gibf(uint64(len(slots)+2)*size + gemmWorkspace), Tolerance: soakTolerance, Intervals: []SoakInterval{}}
+	r.Soak = s
+
+	// The first result, and its tile against the CPU.
+	t0, err := p.c.timed(run.enqueue)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	if err := p.referenceTile(run, g, s); err != nil {
+		r.Error = "reference tile: " + err.Error()
+		return r
+	}
+	const batchMax = 128
+	batch := int(math.Max(1, math.Min(batchMax, 250/math.Max(t0, 1e-3))))
+	k, err := newChecker(p.c, p.common, p.sms, batch)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer k.close()
+	flops := 2 * float64(n*n*n)
+	tol := uint64(math.Float32bits(soakTolerance))
+	start := time.Now()
+	deadline := start.Add(d)
+	iter := 1
+	for time.Now().Before(deadline) {
+		if ctx.Err() != nil {
+			s.Stopped = "interrupted: " + ctx.Err().Error()
+			break
+		}
+		if err := k.reset(); err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		ms, err := p.c.timed(func() error {
+			for j := range batch {
+				slot := slots[1+(iter+j-1)%(len(slots)-1)]
+				if err := p.lt.matmul(run.plan, run.bufs[0], run.bufs[1], slot, run.bufs[3], gemmWorkspace, 0); err != nil {
+					return err
+				}
+				if err := p.c.launch(cmp, k.grid, 256, slot, slots[0], n*n, tol, k.result(j)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			err = k.read()
+		}
+		if err != nil {
+			r.Error = fmt.Sprintf("iteration %d: %v", iter, err)
+			return r
+		}
+		for j := range batch {
+			if w := k.host[j]; w.words() > 0 {
+				s.Mismatches++
+				if s.FirstMismatch == nil {
+					s.FirstMismatch = &SoakMismatch{Iteration: iter + j, Elements: w.words(), Element: w.first(),
+						MaxDiff: float64(math.Float32frombits(uint32(w[5])))}
+				}
+			}
+		}
+		iter += batch
+		s.Intervals = append(s.Intervals, SoakInterval{AtS: round3(time.Since(start).Seconds()), TFLOPS: round3(float64(batch) * flops / (ms / 1e3) / 1e12)})
+	}
+	s.Iterations = iter
+	s.Seconds = round3(time.Since(start).Seconds())
+	var tf []float64
+	for _, in := range s.Intervals {
+		tf = append(tf, in.TFLOPS)
+	}
+	if len(tf) > 0 {
+		sum := Summarize(tf)
+		r.Value, r.Timing = sum.Median, Summary{N: len(tf), Median: sum.Median, Spread: sum.Spread}
+	}
+	r.Notes = fmt.Sprintf("%s loop for %.1f s: %d iterations over %d results in %.1f GiB, each compared with the first (tolerance 1/64 of size + 1); %d of the first result's elements checked against FP64 on the CPU",
+		s.GEMM, s.Seconds, s.Iterations, s.Slots, s.MemoryGiB, s.ReferenceChecked)
+	return r
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// referenceTile reads an 8×8 tile of the first result, at a random place,
+// and computes it again on the CPU in FP64 from the operands' known values
+// (the fill kernels' hash, reproduced by fillValue): a card that computes
+// the same wrong answer every time agrees with itself, not with this.
+func (p *cudaProber) referenceTile(run *gemmRun, g gemmPrecision, s *Soak) error {
+	const tile = 8
+	n := run.n
+	if n < tile {
+		return fmt.Errorf("a %d×%d GEMM is smaller than the tile", n, n)
+	}
+	r0, c0 := rand.Uint64N(n-tile+1), rand.Uint64N(n-tile+1)
+	bf16 := g.elem == 2
+	buf := make([]byte, tile*g.elem)
+	var pin runtime.Pinner
+	pin.Pin(&buf[0])
+	defer pin.Unpin()
+	seedA, seedB := gemmSeed(0), gemmSeed(1)
+	for c := c0; c < c0+tile; c++ {
+		at := run.bufs[2] + (c*n+r0)*g.elem // column-major: column c, rows r0..
+		if err := p.c.check("cuMemcpyDtoH_v2", uintptr(unsafe.Pointer(&buf[0])), uintptr(at), uintptr(len(buf))); err != nil {
+			return err
+		}
+		for i := range uint64(tile) {
+			var got float64
+			if bf16 {
+				got = float64(math.Float32frombits(uint32(buf[2*i])<<16 | uint32(buf[2*i+1])<<24))
+			} else {
+				got = float64(math.Float32frombits(uint32(buf[4*i]) | uint32(buf[4*i+1])<<8 | uint32(buf[4*i+2])<<16 | uint32(buf[4*i+3])<<24))
+			}
+			var want float64
+			row := r0 + i
+			for k := range n {
+				want += fillValue(row+k*n, seedA, bf16) * fillValue(k+c*n, seedB, bf16)
+			}
+			e := math.Abs(got-want) / (math.Abs(want) + 1)
+			if math.IsNaN(e) {
+				e = math.Inf(1)
+			}
+			s.ReferenceChecked++
+			s.ReferenceMaxErr = math.Max(s.ReferenceMaxErr, e)
+			if e > soakTolerance {
+				s.ReferenceBad++
+			}
+		}
+	}
+	s.ReferenceMaxErr = math.Round(s.ReferenceMaxErr*1e6) / 1e6
+	return nil
+}
+
+// fillValue is element i of a buffer fill_f32 or fill_bf16 filled with
+// seed (kernels/common.cu): hash32 of the index, mapped to [-1, 1), the
+// BF16 value its FP32 one truncated.
+func fillValue(i uint64, seed uint32, bf16 bool) float64 {
+	h := hash32(uint32(i)^seed) ^ uint32(i>>32)
+	f := float32(h>>8)*(2.0/16777216.0) - 1
+	if bf16 {
+		f = math.Float32frombits(math.Float32bits(f) &^ 0xffff)
+	}
+	return float64(f)
+}
+
+// hash32 is kernels/common.cu's integer mix ("lowbias32").
+func hash32(x uint32) uint32 {
+	x ^= x >> 16
+	x *= 0x7feb352d
+	x ^= x >> 15
+	x *= 0x846ca68b
+	x ^= x >> 16
+	return x
+}
