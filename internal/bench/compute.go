@@ -37,11 +37,36 @@ type ComputeLimits struct {
 	// 580.159.04 reading back as zeros 16 GiB another process had filled
 	// with 0xCD), so one byte that is not zero is data someone else left.
 	ResidueMax float64
+	// MemtestMax: words the memory test may find wrong: none. A pattern
+	// read back different from what was written is a memory fault,
+	// whatever ECC has logged yet.
+	MemtestMax float64
+	// SoakPowerWarn: the share of the enforced power limit a card must
+	// draw under the soak's full GEMM (the 90th percentile of its
+	// samples). DCGM's targeted-power test fails a card that cannot hold
+	// its target power under a GEMM; 0.75 leaves room for smaller GEMMs
+	// and cooler cards, and it is a warning until gpurent has measured a
+	// real card's figure (no GPU has run the soak yet).
+	SoakPowerWarn float64
+	// SoakSagWarn: the last fifth of the soak's GEMM throughput over the
+	// first below which it warns: a card that heats up and throttles
+	// loses more than 10% within minutes; noise on a healthy card is a
+	// few percent.
+	SoakSagWarn float64
+	// SoakClockWarn, SoakClockFloor: the SM clock's last fifth over its
+	// first, and over NVML's maximum for this card, below which it warns
+	// (a clock that fell, or one held far below what the card can do);
+	// the clock event reasons say why.
+	SoakClockWarn, SoakClockFloor float64
+	// SoakSlowerWarn: a GPU whose soak throughput is below this share of
+	// the fastest GPU's is named (gpu-fryer's homogeneity rule: 10%).
+	SoakSlowerWarn float64
 }
 
 // DefaultComputeLimits are the limits bench uses.
 func DefaultComputeLimits() ComputeLimits {
-	return ComputeLimits{FP32Warn: 0.5, MemWarn: 0.5, MemFail: 0.25, LinkWarn: 0.45, LinkFail: 0.25, AllocWarn: 0.9, AllocFail: 0.8, TensorFloor: 0.25, ResidueMax: 0}
+	return ComputeLimits{FP32Warn: 0.5, MemWarn: 0.5, MemFail: 0.25, LinkWarn: 0.45, LinkFail: 0.25, AllocWarn: 0.9, AllocFail: 0.8, TensorFloor: 0.25, ResidueMax: 0,
+		MemtestMax: 0, SoakPowerWarn: 0.75, SoakSagWarn: 0.9, SoakClockWarn: 0.85, SoakClockFloor: 0.5, SoakSlowerWarn: 0.9}
 }
 
 // calibration is the share of the dense peak a healthy card of an
@@ -198,6 +223,14 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 		} else {
 			c.Evidence += ": every read returned zeros, as from a driver that clears memory between processes"
 		}
+	case compute.ProbeMemtest:
+		c.Measured, c.Expected = int64(r.Value), int64(lim.MemtestMax)
+		c.Evidence = res.Backend + " backend: " + r.Notes
+		if r.Value > lim.MemtestMax {
+			c.Status, c.Advice = Fail, "GPU memory does not keep what was written to it: a hardware fault that will corrupt your training without an error. "+adviceRefund
+		}
+	case compute.ProbeSoak:
+		j.soak(res, r, &c)
 	case compute.ProbeSustain:
 		c.Unit = ""
 		if cn := r.Contention; cn != nil {
@@ -220,13 +253,17 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 	// On a MIG-enabled card the probes ran on one instance, a fraction of
 	// the SMs, memory and copy engines: measured against the whole card
 	// they would fail for what gpuN.mig already says. The sustained probe
-	// still judges the instance itself (time slicing inside it), and the
-	// residue probe the instance's fresh memory.
-	if dev != nil && dev.MIGEnabled != nil && *dev.MIGEnabled && r.Probe != compute.ProbeSustain && r.Probe != compute.ProbeResidue && c.Status != Skip {
+	// still judges the instance itself (time slicing inside it), the
+	// residue probe and the memory test the instance's memory.
+	if dev != nil && dev.MIGEnabled != nil && *dev.MIGEnabled && r.Probe != compute.ProbeSustain && r.Probe != compute.ProbeResidue && r.Probe != compute.ProbeMemtest && c.Status != Skip {
 		c.Status, c.Advice = Skip, ""
 		c.Evidence += "; MIG is on, so this measures one instance: reported, not judged against the whole card (see " + p + "mig)"
 	}
 	j.add(c)
+	if r.Probe == compute.ProbeSoak && r.Soak != nil && c.Status != Skip {
+		j.soakPower(p, r.Soak, dev)
+		j.soakClocks(p, r.Soak, dev)
+	}
 }
 
 func orUnknown(s string) string {

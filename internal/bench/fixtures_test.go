@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,6 +87,42 @@ func probedGEMM(f probe.Facts, sustained []float64, allocGiB, bf16 float64) prob
 			{Probe: compute.ProbeSustain, Value: c.P50Ms, Unit: "ms", Contention: &c, Timing: compute.Summarize(sustained)},
 		}}}
 	return f
+}
+
+// soakRun is a synthetic 120 s soak of gpu as bench --soak 2m records it:
+// a batch of BF16 GEMMs every half second at tflops(t) and an NVML sample
+// every second drawing watts(t) at smMHz(t), warming from 40 C to 70 C.
+// Synthetic: it tests the judgement, not the card.
+func soakRun(f *probe.Facts, gpu int, tflops, watts, smMHz func(t float64) float64) {
+	s := &compute.Soak{Seconds: 120, GEMM: "cuBLASLt 12.8.4 8192³ BF16", Slots: 560, MemoryGiB: 70.4, Iterations: 1,
+		Tolerance: 1.0 / 64, ReferenceChecked: 64, ReferenceMaxErr: 0.000412}
+	var tf []float64
+	for t := 0.5; t <= 120; t += 0.5 {
+		v := tflops(t)
+		s.Intervals = append(s.Intervals, compute.SoakInterval{AtS: t, TFLOPS: v})
+		s.Iterations += int(v * 0.5 * 1e12 / (2 * 8192 * 8192 * 8192))
+		tf = append(tf, v)
+	}
+	for t := 1.0; t <= 120; t++ {
+		w, sm, mem, temp, ev := watts(t), uint32(smMHz(t)), uint32(2619), 40+int(min(30, t/2)), uint64(0)
+		if sm < 1500 {
+			ev = 0x60 // sw and hw thermal slowdown
+		}
+		s.Samples = append(s.Samples, compute.SoakSample{AtS: t, PowerW: &w, SMClockMHz: &sm, MemClockMHz: &mem, TempC: &temp, ClockEvents: &ev})
+	}
+	sum := compute.Summarize(tf)
+	f.Compute[gpu].Results = append(f.Compute[gpu].Results, compute.Result{Probe: compute.ProbeSoak, Unit: "TFLOPS", Value: sum.Median,
+		Timing: compute.Summary{N: len(tf), Median: sum.Median, Spread: sum.Spread}, Soak: s,
+		Notes: fmt.Sprintf("%s loop for 120.0 s: %d iterations over 560 results in 70.4 GiB, each compared with the first (tolerance 1/64 of size + 1); 64 of the first result's elements checked against FP64 on the CPU", s.GEMM, s.Iterations)})
+}
+
+func steady(v float64) func(float64) float64 { return func(float64) float64 { return v } }
+
+// memtested adds a clean memory test of 77.6 GiB to gpu's results.
+func memtested(f *probe.Facts, gpu int) *compute.Result {
+	f.Compute[gpu].Results = append(f.Compute[gpu].Results, compute.Result{Probe: compute.ProbeMemtest, Unit: "words", Timing: compute.Summary{N: 73, Median: 41.5},
+		Notes: "73 passes over 77.60 GiB (98% of the 79.15 GiB free) in 3.6 s: walking ones, own address, moving inversions, random (seed 0x5eed); 2008 GB/s median, 1961 GB/s slowest pass"})
+	return &f.Compute[gpu].Results[len(f.Compute[gpu].Results)-1]
 }
 
 // launches is a synthetic series of n 2 ms launches with 1% jitter; every
@@ -383,6 +420,73 @@ func fixtures() []fixture {
 				r := &f.Compute[0].Results[0]
 				r.Value = 1248 * 4096
 				r.Notes = "read 78.0 MiB in 1248 samples over 77.60 GiB of fresh allocations before writing them: 1248 of 1248 samples held non-zero bytes; the first at 0.00 GiB into the memory sampled"
+				return f
+			}},
+		// bench --soak 2m --memtest on a healthy card: 650 of 700 W, the
+		// clock steady at 1755 MHz, every result equal to the first.
+		{name: "h100-soak-memtest-healthy", order: Order{GPU: "H100 SXM", GPUs: 1}, want: Pass,
+			facts: func() probe.Facts {
+				f := probed(healthyH100(), launches(2000, 0), 77.6)
+				memtested(&f, 0)
+				soakRun(&f, 0, steady(690), steady(650), steady(1755))
+				return f
+			}},
+		// Silent data corruption: the 3,130th result differs from the first
+		// in one element, by 8.
+		{name: "h100-soak-wrong-result", want: Fail, fails: []string{"gpu0.soak"}, advice: "silent data corruption",
+			facts: func() probe.Facts {
+				f := probed(healthyH100(), launches(2000, 0), 77.6)
+				soakRun(&f, 0, steady(690), steady(650), steady(1755))
+				s := f.Compute[0].Results[len(f.Compute[0].Results)-1].Soak
+				s.Mismatches, s.FirstMismatch = 1, &compute.SoakMismatch{Iteration: 3130, Elements: 1, Element: 22369621, MaxDiff: 8}
+				return f
+			}},
+		// Power plateaus at 60% of the 700 W limit under the full GEMM.
+		{name: "h100-soak-power-plateau", want: Warn, warns: []string{"gpu0.soak_power"},
+			facts: func() probe.Facts {
+				f := probed(healthyH100(), launches(2000, 0), 77.6)
+				soakRun(&f, 0, steady(690), steady(420), steady(1755))
+				return f
+			}},
+		// After 40 s the SM clock falls to 60% of 1980 MHz with thermal
+		// slowdowns, and the throughput with it.
+		{name: "h100-soak-clocks-fall", want: Warn, warns: []string{"gpu0.soak", "gpu0.soak_clocks"},
+			facts: func() probe.Facts {
+				f := probed(healthyH100(), launches(2000, 0), 77.6)
+				after40 := func(a, b float64) func(float64) float64 {
+					return func(t float64) float64 {
+						if t > 40 {
+							return b
+						}
+						return a
+					}
+				}
+				soakRun(&f, 0, after40(690, 430), steady(650), after40(1755, 1188))
+				return f
+			}},
+		// A weak cell: bit 5 of one word reads 0 whenever it should be 1.
+		{name: "h100-memtest-weak-cell", want: Fail, fails: []string{"gpu0.memtest"}, advice: "does not keep what was written",
+			facts: func() probe.Facts {
+				f := probed(healthyH100(), launches(2000, 0), 77.6)
+				m := memtested(&f, 0)
+				m.Value = 3
+				m.Notes += "; walking one, bit 5: 1 words wrong at 0x7f2a6bc00000-0x7f2a6bc00003 (0.684 GiB into the memory tested), bits 0x20; " +
+					"moving inversions 0x55555555: 1 words wrong at 0x7f2a6bc00000-0x7f2a6bc00003 (0.684 GiB into the memory tested), bits 0x20; " +
+					"random, seed 0x5eed: 1 words wrong at 0x7f2a6bc00000-0x7f2a6bc00003 (0.684 GiB into the memory tested), bits 0x20"
+				return f
+			}},
+		// Two H100s soaked at once: the second delivers 15% less.
+		{name: "2x-h100-soak-one-slower", order: Order{GPU: "H100 SXM", GPUs: 2}, want: Warn, warns: []string{"gpu.soak_homogeneity"},
+			facts: func() probe.Facts {
+				f := probed(healthyH100(), launches(2000, 0), 77.6)
+				d := f.GPU.Devices[0]
+				d.Index, d.UUID, d.BusID = 1, "GPU-00000000-0000-0000-0000-000000000002", "00000000:2A:00.0"
+				f.GPU.Devices = append(f.GPU.Devices, d)
+				r := f.Compute[0]
+				r.Index, r.Results = 1, slices.Clone(r.Results)
+				f.Compute = append(f.Compute, r)
+				soakRun(&f, 0, steady(690), steady(650), steady(1755))
+				soakRun(&f, 1, steady(586), steady(650), steady(1755))
 				return f
 			}},
 		{name: "no-driver", want: Pass,

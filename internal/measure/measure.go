@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -37,6 +38,12 @@ type Options struct {
 	// runs only those.
 	Full   bool
 	Probes []string
+	// Memtest runs the memory test on every GPU; Soak, when positive,
+	// a checked GEMM loop on every GPU at once for that long, with NVML
+	// sampled every SampleEvery (0: a second) beside it.
+	Memtest     bool
+	Soak        time.Duration
+	SampleEvery time.Duration
 }
 
 // Machine measures this machine: the facts first (utilization is sampled
@@ -49,7 +56,12 @@ func Machine(ctx context.Context, o Options) probe.Facts {
 	f := gather(ctx, o.Window, o.DataDir, o.DiskBytes)
 	// The sustained probe launches for the window, as long as the
 	// sampling: both look for the same thing, sharing over time.
-	f.Compute = computeProbes(ctx, o.Backend, compute.Options{Full: o.Full, Sustained: o.Window, Probes: o.Probes}, f.GPU)
+	// The memory test and the soak cover every GPU, as full mode does.
+	every := o.Full || o.Memtest || o.Soak > 0
+	f.Compute = computeProbes(ctx, o.Backend, compute.Options{Full: o.Full, Sustained: o.Window, Probes: o.Probes, Memtest: o.Memtest}, every, f.GPU)
+	if o.Soak > 0 {
+		soakAll(ctx, f.Compute, o.Soak, o.SampleEvery)
+	}
 	f.KernelLog = probe.ReadKernelLog(kernlog.Path())
 	f.XidEvents = stopXids()
 	return f
@@ -79,11 +91,10 @@ func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes
 // computeProbes measures what the GPUs deliver, after the NVML facts were
 // read (utilization is sampled while gpurent is idle). Quick mode probes the
 // first GPU; full mode every one.
-func computeProbes(ctx context.Context, backend string, opt compute.Options, g probe.GPUFacts) []compute.Results {
+func computeProbes(ctx context.Context, backend string, opt compute.Options, full bool, g probe.GPUFacts) []compute.Results {
 	if backend == "none" {
 		return nil
 	}
-	full := opt.Full
 	if backend == "cpu" {
 		return []compute.Results{compute.CPU{}.Run(ctx, opt)}
 	}
@@ -191,6 +202,83 @@ func cudaParallel(ctx context.Context, opt compute.Options, n int) []compute.Res
 		})
 	}
 	return out
+}
+
+// soakAll runs the soak on every GPU the cuda backend measured, all at
+// once (a node's GPUs share its power and cooling, and a slow one shows
+// only beside the others), and samples each GPU's power, clocks and
+// temperature from NVML beside it. Each GPU's soak result joins its
+// results; a GPU another backend measured gets the reason it was not
+// soaked.
+func soakAll(ctx context.Context, rs []compute.Results, d, every time.Duration) {
+	if every <= 0 {
+		every = time.Second
+	}
+	soaks := make([]compute.Result, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		switch {
+		case r.CPU:
+			continue
+		case !r.Available:
+			soaks[i] = compute.Result{Probe: compute.ProbeSoak, Unit: "TFLOPS", Error: "not soaked: " + r.Error}
+			continue
+		case r.Backend != "cuda":
+			soaks[i] = compute.Result{Probe: compute.ProbeSoak, Unit: "TFLOPS", Error: "the soak runs in the cuda backend only (libcuda.so.1, cuBLASLt and gpurent's own kernels)"}
+			continue
+		}
+		cudaIndex := i // computeProbes measured CUDA device i as rs[i]
+		wg.Go(func() { soaks[i] = compute.CUDA{}.Soak(ctx, cudaIndex, d) })
+	}
+	done := make(chan struct{})
+	samples := make(map[int][]compute.SoakSample)
+	var sampler sync.WaitGroup
+	sampler.Go(func() { sampleNVML(ctx, done, every, rs, samples) })
+	wg.Wait()
+	close(done)
+	sampler.Wait()
+	for i := range rs {
+		if soaks[i].Probe == "" {
+			continue
+		}
+		if s := soaks[i].Soak; s != nil {
+			s.Samples = samples[rs[i].Index]
+		}
+		rs[i].Results = append(rs[i].Results, soaks[i])
+	}
+}
+
+// sampleNVML reads every measured GPU's power, clocks and temperature
+// every interval until done, into out by NVML index. Without NVML the
+// soak still runs, judged on its GEMMs alone.
+func sampleNVML(ctx context.Context, done <-chan struct{}, every time.Duration, rs []compute.Results, out map[int][]compute.SoakSample) {
+	n, err := probe.OpenNVML("")
+	if err != nil {
+		return
+	}
+	defer n.Close()
+	start := time.Now()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		at := math.Round(time.Since(start).Seconds()*1000) / 1000
+		for _, r := range rs {
+			if r.CPU || !r.Available {
+				continue
+			}
+			if s, err := n.Sample(r.Index); err == nil {
+				s.AtS = at
+				out[r.Index] = append(out[r.Index], s)
+			}
+		}
+	}
 }
 
 // hiddenFromCUDA names each GPU NVML sees that no backend result is for:

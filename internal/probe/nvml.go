@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gpurent/gpurent/internal/compute"
 	"github.com/gpurent/gpurent/internal/dl"
 )
 
@@ -640,6 +641,37 @@ func (n *NVML) Utilizations() ([]Utilization, error) {
 		return nil, errors.New(why)
 	}
 	return out, nil
+}
+
+// Sample reads what a soak watches on GPU index (NVML's numbering):
+// power draw, SM and memory clocks, temperature and clock event reasons.
+// What NVML will not give is left out; no handle is an error.
+func (n *NVML) Sample(index int) (compute.SoakSample, error) {
+	var s compute.SoakSample
+	var h uintptr
+	if r, err := n.call("nvmlDeviceGetHandleByIndex_v2", uintptr(index), uintptr(unsafe.Pointer(&h))); err != nil || r != nvmlSuccess {
+		return s, fmt.Errorf("GPU %d: %s", index, errText(r, err))
+	}
+	ok := func(r int32, err error) bool { return err == nil && r == nvmlSuccess }
+	var mw uint32
+	if ok(n.call("nvmlDeviceGetPowerUsage", h, uintptr(unsafe.Pointer(&mw)))) {
+		s.PowerW = watts(mw)
+	}
+	var sm, mem, temp uint32
+	if ok(n.call("nvmlDeviceGetClockInfo", h, nvmlClockSMType, uintptr(unsafe.Pointer(&sm)))) {
+		s.SMClockMHz = &sm
+	}
+	if ok(n.call("nvmlDeviceGetClockInfo", h, nvmlClockMemType, uintptr(unsafe.Pointer(&mem)))) {
+		s.MemClockMHz = &mem
+	}
+	if ok(n.call("nvmlDeviceGetTemperature", h, nvmlTemperatureGPU, uintptr(unsafe.Pointer(&temp)))) {
+		t := int(temp)
+		s.TempC = &t
+	}
+	if ev, r, err := n.clockEvents(h); ok(r, err) {
+		s.ClockEvents = &ev
+	}
+	return s, nil
 }
 
 // UtilizationPeriodMax is the longest period one utilization reading

@@ -117,6 +117,10 @@ static int lost = -1;
 static int no_xid_events;
 void fake_xid_events(int64_t on) { no_xid_events = !on; }
 
+// $FAKENVML_SOAK's load (see nvmlDeviceGetPowerUsage).
+static double soak_power = -1;
+static int64_t soak_drop = -1, soak_reads[MAXDEV];
+
 // $FAKENVML=2 adds a second, idle H100 at bus 5E, where fakecuda.c's
 // devices=2 puts its second device; $FAKENVML_EVENTS sets the first
 // device's clock event reasons (0x48: hw_slowdown, hw_thermal_slowdown),
@@ -141,12 +145,19 @@ __attribute__((constructor)) static void from_env(void) {
   if (ev) cfg.dev[0].event_reasons = (int64_t)strtoll(ev, 0, 0);
   const char *in = getenv("FAKENVML_INIT");
   if (in) cfg.init_result = atoi(in);
+  const char *sk = getenv("FAKENVML_SOAK");
+  if (sk) {
+    const char *p = strstr(sk, "power="), *c = strstr(sk, "clockdrop=");
+    soak_power = p ? strtod(p + 6, 0) : 0.95;
+    if (c) soak_drop = strtoll(c + 10, 0, 0);
+  }
 }
 
 static nvmlReturn_t bad(nvmlReturn_t r) {
   st.bad_calls++;
   return r;
 }
+
 
 // Handles are addresses inside these arrays, as opaque as the driver's.
 static char handles[MAXDEV];
@@ -331,16 +342,51 @@ GETTER(nvmlDeviceGetArchitecture, unsigned int, arch)
 GETTER(nvmlDeviceGetVirtualizationMode, int, virt)
 GETTER(nvmlDeviceGetEnforcedPowerLimit, unsigned int, power_limit)
 GETTER(nvmlDeviceGetPowerManagementDefaultLimit, unsigned int, power_default)
-GETTER(nvmlDeviceGetPowerUsage, unsigned int, power_draw)
 GETTER(nvmlDeviceGetPerformanceState, int, pstate)
 GETTER(nvmlDeviceGetCurrPcieLinkGeneration, unsigned int, pcie_gen)
 GETTER(nvmlDeviceGetMaxPcieLinkGeneration, unsigned int, pcie_gen_max)
 GETTER(nvmlDeviceGetCurrPcieLinkWidth, unsigned int, pcie_width)
 GETTER(nvmlDeviceGetMaxPcieLinkWidth, unsigned int, pcie_width_max)
-GETTER(nvmlDeviceGetCurrentClocksThrottleReasons, unsigned long long, event_reasons)
+
+// Under a soak ($FAKENVML_SOAK="power=F clockdrop=N"), each read of a
+// device's power is a second of load: it draws F of its enforced limit,
+// warms by a degree a read from 40 C, and from the Nth read on its SM
+// clock falls to 60% of its maximum with thermal slowdowns (event bits
+// 0x20 and 0x40) given as the reason.
+static int soaking(struct device *d, int64_t *reads) {
+  if (soak_power < 0) return 0;
+  *reads = soak_reads[d - cfg.dev];
+  return 1;
+}
+nvmlReturn_t nvmlDeviceGetPowerUsage(void *h, unsigned int *out) {
+  DEV(h);
+  OUT(out);
+  int64_t reads;
+  *out = (unsigned int)d->power_draw;
+  if (soaking(d, &reads)) {
+    soak_reads[d - cfg.dev]++;
+    *out = (unsigned int)(soak_power * (double)d->power_limit);
+  }
+  return SUCCESS;
+}
+static int64_t reasons(struct device *d) {
+  int64_t reads;
+  return soaking(d, &reads) && soak_drop >= 0 && reads >= soak_drop ? d->event_reasons | 0x60 : d->event_reasons;
+}
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(void *h, unsigned long long *out) {
+  DEV(h);
+  OUT(out);
+  *out = (unsigned long long)reasons(d);
+  return SUCCESS;
+}
 #ifndef DRIVER_450
 GETTER(nvmlDeviceGetGpuMaxPcieLinkGeneration, unsigned int, pcie_gen_gpu_max)
-GETTER(nvmlDeviceGetCurrentClocksEventReasons, unsigned long long, event_reasons)
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(void *h, unsigned long long *out) {
+  DEV(h);
+  OUT(out);
+  *out = (unsigned long long)reasons(d);
+  return SUCCESS;
+}
 #endif
 
 nvmlReturn_t nvmlDeviceGetComputeMode(void *h, int *mode) {
@@ -399,9 +445,12 @@ static nvmlReturn_t clocks(void *h, int type, unsigned int *mhz, int max) {
   OUT(mhz);
   switch (type) {
   case 0: // graphics
-  case 1: // SM
+  case 1: { // SM
+    int64_t reads;
     *mhz = (unsigned int)(max ? d->clock_sm_max : d->clock_sm);
+    if (!max && soaking(d, &reads)) *mhz = (unsigned int)(soak_drop >= 0 && reads >= soak_drop ? d->clock_sm_max * 6 / 10 : d->clock_sm_max);
     return SUCCESS;
+  }
   case 2: // memory
     *mhz = (unsigned int)(max ? d->clock_mem_max : d->clock_mem);
     return SUCCESS;
@@ -417,7 +466,8 @@ nvmlReturn_t nvmlDeviceGetTemperature(void *h, int sensor, unsigned int *t) {
   DEV(h);
   OUT(t);
   if (sensor != 0) return bad(INVALID_ARGUMENT);
-  *t = (unsigned int)d->temp;
+  int64_t reads;
+  *t = (unsigned int)(soaking(d, &reads) ? 40 + reads : d->temp);
   return SUCCESS;
 }
 

@@ -1,0 +1,196 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/gpurent/gpurent/internal/compute"
+	"github.com/gpurent/gpurent/internal/probe"
+)
+
+// soak judges one GPU's soak results into c (gpuN.soak): silent data
+// corruption fails; throughput that sags warns. Power and clocks, from
+// NVML's samples beside it, are soakPower's and soakClocks'.
+func (j *judge) soak(res compute.Results, r compute.Result, c *Check) {
+	lim := j.clim
+	s := r.Soak
+	if s == nil {
+		c.Status, c.Measured, c.Evidence = Skip, nil, res.Backend+" backend: the soak recorded no loop"
+		return
+	}
+	c.Measured, c.Unit = round1(r.Value), "TFLOPS"
+	c.Evidence = fmt.Sprintf("%s backend: %s; median %.1f TFLOPS over %d intervals", res.Backend, r.Notes, r.Value, len(s.Intervals))
+	if s.Stopped != "" {
+		c.Evidence += "; stopped early: " + s.Stopped
+	}
+	first, last := fifths(s.Intervals, func(i compute.SoakInterval) float64 { return i.TFLOPS })
+	switch {
+	case s.Mismatches > 0:
+		m := s.FirstMismatch
+		c.Status = Fail
+		c.Evidence += fmt.Sprintf("; %d of %d results differed from the first", s.Mismatches, s.Iterations)
+		if m != nil {
+			c.Evidence += fmt.Sprintf(", first at iteration %d: %d elements, the first element %d, off by up to %g", m.Iteration, m.Elements, m.Element, m.MaxDiff)
+		}
+		c.Advice = "This GPU computes different answers to the same GEMM under load (silent data corruption): training on it can go wrong without an error. " + adviceRefund
+	case s.ReferenceBad > 0:
+		c.Status = Fail
+		c.Evidence += fmt.Sprintf("; %d of %d elements of the first result disagree with the CPU's FP64 (worst %.4f relative, tolerance %.4f)", s.ReferenceBad, s.ReferenceChecked, s.ReferenceMaxErr, s.Tolerance)
+		c.Advice = "This GPU's GEMM results are wrong, consistently: the card, its driver or cuBLASLt computes wrong answers. " + adviceRefund
+	case first > 0 && last/first < lim.SoakSagWarn:
+		c.Status = Warn
+		c.Evidence += fmt.Sprintf("; throughput fell from %.1f to %.1f TFLOPS (first fifth to last, %.0f%%)", first, last, 100*last/first)
+		c.Advice = "The GPU slows down under sustained load: it is throttling (heat or power). Long runs will take longer than short benchmarks promise."
+	default:
+		c.Status = Pass
+		c.Evidence += fmt.Sprintf("; %d results matched the first; the CPU's FP64 tile agreed within %.4f", s.Iterations-1, s.ReferenceMaxErr)
+		if first > 0 {
+			c.Evidence += fmt.Sprintf("; throughput held (last fifth %.0f%% of the first)", 100*last/first)
+		}
+	}
+}
+
+// soakPower judges the power drawn under the soak against the enforced
+// limit: the 90th percentile of the samples after the first fifth (the
+// card ramps up at the start).
+func (j *judge) soakPower(p string, s *compute.Soak, dev *probe.Device) {
+	c := Check{ID: p + "soak_power", Unit: "W", Status: Pass}
+	var w []float64
+	for _, x := range s.Samples[len(s.Samples)/5:] {
+		if x.PowerW != nil {
+			w = append(w, *x.PowerW)
+		}
+	}
+	if len(w) == 0 || dev == nil || dev.PowerLimitW == nil || *dev.PowerLimitW <= 0 {
+		c.Status, c.Evidence = Skip, "NVML gave no power readings or no enforced limit during the soak"
+		j.add(c)
+		return
+	}
+	slices.Sort(w)
+	p90 := w[int(math.Ceil(0.9*float64(len(w))))-1]
+	limit := *dev.PowerLimitW
+	c.Measured, c.Expected = round1(p90), round1(limit)
+	c.Evidence = fmt.Sprintf("%.0f W drawn (90th percentile of %d samples after the first fifth), %.0f%% of the %.0f W enforced limit; the highest %.0f W", p90, len(w), 100*p90/limit, limit, w[len(w)-1])
+	if p90 < j.clim.SoakPowerWarn*limit {
+		c.Status = Warn
+		c.Advice = "Under a full GEMM the card stays well below its power limit: it is capped or throttled elsewhere (clocks locked low, a power brake, cooling), and delivers less than the model should."
+	}
+	j.add(c)
+}
+
+// soakClocks judges the SM clock over the soak: a fall from the first
+// fifth to the last, or a clock far below the card's maximum, with the
+// clock event reasons NVML gave then.
+func (j *judge) soakClocks(p string, s *compute.Soak, dev *probe.Device) {
+	c := Check{ID: p + "soak_clocks", Unit: "MHz", Status: Pass}
+	var xs []compute.SoakSample
+	for _, x := range s.Samples {
+		if x.SMClockMHz != nil {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) < 5 {
+		c.Status, c.Evidence = Skip, fmt.Sprintf("NVML gave %d SM clock readings during the soak; 5 are needed", len(xs))
+		j.add(c)
+		return
+	}
+	first, last := fifths(xs, func(x compute.SoakSample) float64 { return float64(*x.SMClockMHz) })
+	var events uint64
+	for _, x := range xs[len(xs)-len(xs)/5:] {
+		if x.ClockEvents != nil {
+			events |= *x.ClockEvents
+		}
+	}
+	c.Measured = round1(last)
+	c.Evidence = fmt.Sprintf("SM clock %.0f MHz in the first fifth, %.0f MHz in the last", first, last)
+	if dev != nil && dev.ClockSMMaxMHz != nil && *dev.ClockSMMaxMHz > 0 {
+		c.Expected = *dev.ClockSMMaxMHz
+		c.Evidence += fmt.Sprintf(" (the card's maximum is %d MHz)", *dev.ClockSMMaxMHz)
+	}
+	var temps []int
+	for _, x := range s.Samples {
+		if x.TempC != nil {
+			temps = append(temps, *x.TempC)
+		}
+	}
+	if len(temps) > 0 {
+		c.Evidence += fmt.Sprintf("; temperature %d to %d C, at most %d C", temps[0], temps[len(temps)-1], slices.Max(temps))
+	}
+	why := probe.HeldBack(events)
+	if len(why) > 0 {
+		c.Evidence += "; clock events in the last fifth: " + strings.Join(why, ", ")
+	}
+	floor := 0.0
+	if dev != nil && dev.ClockSMMaxMHz != nil {
+		floor = j.clim.SoakClockFloor * float64(*dev.ClockSMMaxMHz)
+	}
+	switch {
+	case first > 0 && last/first < j.clim.SoakClockWarn:
+		c.Status = Warn
+		c.Advice = fmt.Sprintf("The SM clock fell by %.0f%% under sustained load%s: the card throttles, and long runs go slower than short ones.", 100*(1-last/first), reasonNote(why))
+	case last < floor:
+		c.Status = Warn
+		c.Advice = fmt.Sprintf("Under load the SM clock stays below half the card's maximum%s.", reasonNote(why))
+	}
+	j.add(c)
+}
+
+func reasonNote(why []string) string {
+	if len(why) == 0 {
+		return ""
+	}
+	return " (NVML gives " + strings.Join(why, ", ") + ")"
+}
+
+// fifths is the median of the first fifth of xs and of the last (each at
+// least one element); zeros when xs is empty.
+func fifths[T any](xs []T, v func(T) float64) (first, last float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	k := max(1, len(xs)/5)
+	med := func(part []T) float64 {
+		vs := make([]float64, len(part))
+		for i, x := range part {
+			vs[i] = v(x)
+		}
+		return compute.Summarize(vs).Median
+	}
+	return med(xs[:k]), med(xs[len(xs)-k:])
+}
+
+// soakHomogeneity names each GPU whose soak throughput is below
+// SoakSlowerWarn of the fastest's: on one node the same model under the
+// same load should deliver the same.
+func (j *judge) soakHomogeneity() {
+	type gpu struct {
+		index  int
+		tflops float64
+	}
+	var gs []gpu
+	for _, res := range j.f.Compute {
+		if r := res.Find(compute.ProbeSoak); r != nil && r.Error == "" && r.Value > 0 {
+			gs = append(gs, gpu{res.Index, r.Value})
+		}
+	}
+	if len(gs) < 2 {
+		return
+	}
+	best := slices.MaxFunc(gs, func(a, b gpu) int { return int(math.Copysign(1, a.tflops-b.tflops)) })
+	c := Check{ID: "gpu.soak_homogeneity", Status: Pass, Unit: "TFLOPS", Measured: round1(best.tflops)}
+	var slow []string
+	for _, g := range gs {
+		if g.tflops < j.clim.SoakSlowerWarn*best.tflops {
+			slow = append(slow, fmt.Sprintf("gpu%d %.1f TFLOPS (%.0f%% slower)", g.index, g.tflops, 100*(1-g.tflops/best.tflops)))
+		}
+	}
+	c.Evidence = fmt.Sprintf("%d GPUs soaked at once; the fastest, gpu%d, %.1f TFLOPS", len(gs), best.index, best.tflops)
+	if len(slow) > 0 {
+		c.Status = Warn
+		c.Evidence += "; slower by more than 10%: " + strings.Join(slow, ", ")
+		c.Advice = "One GPU of this machine delivers clearly less than its peers under the same load: it throttles, is capped, or sits on a worse link or cooling. Data-parallel training runs at the pace of the slowest GPU."
+	}
+	j.add(c)
+}
