@@ -16,7 +16,10 @@
 #     utilization.gpu sampled meanwhile;
 #  5. runs a short command under gpurent run with the kernel log out of
 #     reach, as in a container, and says whether NVML's Xid events were
-#     registered on the real card instead (the metrics then count Xids).
+#     registered on the real card instead (the metrics then count Xids);
+#  6. runs bench --soak (GPU_CHECK_SOAK, default 90s) with --memtest on every
+#     GPU, prints the soak's, power's, clocks' and memory test's evidence,
+#     and sets the soak's GEMM throughput beside torch's from step 2.
 # The summary gives each probe's judgement with its fraction of the datasheet
 # peak: the mma.sync fractions calibration() (internal/bench/compute.go) takes.
 # Everything goes to one directory. On an H200 (2026-12-04) the five steps
@@ -37,7 +40,7 @@
 # TestGPUCheckSimulated (cmd/gpurent) runs it whole on simulated NVML, CUDA
 # driver, cuBLASLt, torch and nvidia-smi, so it works the first time on a
 # card.
-# GPU_CHECK_STEPS="2 3" runs those steps only (default: "1 2 3 4 5"), for a
+# GPU_CHECK_STEPS="2 3" runs those steps only (default: "1 2 3 4 5 6"), for a
 # second try that repeats only what went wrong the first time; step 3
 # compares with step 2's quick run where OUTDIR still holds it.
 # Exit status: 0 when every compared field agrees (or step 1 did not run),
@@ -48,9 +51,9 @@ out=${1:-gpu-check-out}
 mkdir -p "$out"
 log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
 : >"$out/summary.txt"
-steps=${GPU_CHECK_STEPS:-1 2 3 4 5}
+steps=${GPU_CHECK_STEPS:-1 2 3 4 5 6}
 for n in $steps; do
-  case $n in [1-5]) ;; *) log "GPU_CHECK_STEPS: no step $n: the steps are 1 to 5"; exit 2 ;; esac
+  case $n in [1-6]) ;; *) log "GPU_CHECK_STEPS: no step $n: the steps are 1 to 6"; exit 2 ;; esac
 done
 step() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 # Each step's time, for sizing a second try on a machine lent by the minute.
@@ -323,6 +326,42 @@ else
   log "Xids without the kernel log: not watched: $(grep -m1 'not watched' "$out/run-xids.log" || echo "no metrics (see $out/run-xids.log)")"
 fi
 took 5
+fi
+# 6. Minutes under load: the soak on every GPU at once, the memory test
+# (and the residue read over all of the free memory) first. Its GEMM is
+# 8192³ BF16, as torch's gemm_bf16 in step 2: the two are set side by side.
+if step 6; then
+soak=${GPU_CHECK_SOAK:-90s}
+start=$(date +%s)
+"$gpurent" bench --no-history --backend cuda --soak "$soak" --memtest --disk-mb 0 --record "$out/soak-facts.json" -o json >"$out/soak.json" 2>"$out/soak.stderr"
+log "soak $soak and memtest: exit $? in $(( $(date +%s) - start )) s"
+python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+out = sys.argv[1]
+try:
+    rep = json.load(open(f"{out}/soak.json"))
+except Exception as e:
+    print("soak: no report:", e)
+    sys.exit(0)
+print("soak and memory test:")
+for c in rep.get("checks") or []:
+    if c["id"].split(".")[-1] in ("soak", "soak_power", "soak_clocks", "memtest", "residue", "soak_homogeneity"):
+        print(f"  {c['id']:22s} {c['status']:5s} {c.get('evidence', '')}")
+try:
+    comp = json.load(open(f"{out}/torch.json"))["facts"].get("compute") or []
+    torch = {r["probe"]: r for r in comp[0]["results"]}.get("gemm_bf16", {}).get("value")
+except Exception:
+    torch = None
+for comp in rep["facts"].get("compute") or []:
+    soak = {r["probe"]: r for r in comp.get("results") or []}.get("soak") or {}
+    if comp.get("index") != 0 or not soak.get("value"):
+        continue
+    if torch:
+        print(f"  soak/torch gemm_bf16 on gpu0: {soak['value']:.1f} / {torch:.1f} TFLOPS = {soak['value'] / torch:.3f} (want 0.9 to 1.1)")
+    else:
+        print("  soak/torch gemm_bf16 on gpu0: no torch GEMM to compare with (step 2's torch run is not in this directory)")
+PY
+took 6
 fi
 log "steps $steps: $(( $(date +%s) - began )) s in all"
 exit $status

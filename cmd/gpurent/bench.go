@@ -60,8 +60,9 @@ type benchOptions struct {
 	expectGPUs, expectCPUs                      int
 	expectRAM, expectCUDA, expectDisk, duration string
 	dataDir, record, replay, backend, probes    string
+	soak                                        string
 	diskMB                                      int
-	noHistory, full                             bool
+	noHistory, full, memtest                    bool
 }
 
 func newBench(g *globals) *cobra.Command {
@@ -87,6 +88,7 @@ judges saved facts anywhere, without a GPU.`,
   gpurent bench --expect "H100 SXM" --expect-gpus 8
   gpurent bench --expect "RTX 4090" --expect-cpus 16 --expect-ram 120GB
   gpurent bench --offer lambda-gpu_8x_h100_sxm5
+  gpurent bench --soak 2m --memtest
   gpurent bench --record facts.json -o json > report.json
   gpurent bench --replay facts.json --expect "A100 80GB SXM"`,
 		Args: args(noArgs),
@@ -109,6 +111,8 @@ judges saved facts anywhere, without a GPU.`,
 	f.StringVar(&o.backend, "backend", "auto", "compute probes: auto (cuda, else torch, where a GPU is found), cuda, torch, cpu or none")
 	f.BoolVar(&o.full, "full", false, "full mode: probe every GPU, longer repetitions, a 10 s --duration unless set")
 	f.StringVar(&o.probes, "probes", "", "run only these compute probes, comma-separated (e.g. sustained to check for sharing); all when empty")
+	f.StringVar(&o.soak, "soak", "", "also run a checked GEMM loop on every GPU at once for this long (e.g. 2m), with power, clocks and temperature sampled: throttling, power caps and wrong results show only under minutes of load")
+	f.BoolVar(&o.memtest, "memtest", false, "also test every byte of free GPU memory with patterns, on every GPU (seconds on a large card), and read all of it for residue first")
 	cmd.AddCommand(newBenchHistory(g))
 	return cmd
 }
@@ -145,6 +149,18 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 	only, err := measure.ParseProbes(o.probes)
 	if err != nil {
 		return err
+	}
+	var soak time.Duration
+	if cmd.Flags().Changed("soak") {
+		if soak, err = units.ParseDuration(o.soak); err != nil || soak < 10*time.Second || soak > time.Hour {
+			return usagef("--soak: want a duration from 10s to 1h such as 2m, got %q", o.soak)
+		}
+	}
+	if (soak > 0 || o.memtest) && o.replay != "" {
+		return usagef("--soak and --memtest measure this machine; --replay judges facts measured before (their soak and memory test, where they ran one)")
+	}
+	if (soak > 0 || o.memtest) && (o.backend == "none" || o.backend == "cpu") {
+		return usagef("--soak and --memtest run on the GPUs: --backend %s runs nothing there", o.backend)
 	}
 	if o.full && !cmd.Flags().Changed("duration") {
 		window = 10 * time.Second
@@ -185,7 +201,7 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 			return usagef("--data-dir %s: not a directory", o.dataDir)
 		}
 		facts = measure.Machine(cmd.Context(), measure.Options{Window: window, DataDir: o.dataDir, DiskBytes: int64(o.diskMB) << 20,
-			Backend: o.backend, Full: o.full, Probes: only})
+			Backend: o.backend, Full: o.full, Probes: only, Memtest: o.memtest, Soak: soak})
 	}
 	if o.record != "" {
 		if err := measure.WriteFacts(o.record, facts); err != nil {

@@ -64,6 +64,7 @@ func TestGPUCheckSimulated(t *testing.T) {
 		"PYTHONPATH="+filepath.Join(root, "internal/compute/testdata/faketorch"),
 		`FAKE_TORCH_RATES={"fp32": 6e13, "tf32": 4e14, "bf16": 8e14, "device": 3e12, "link": 5e10}`,
 		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
+		"GPU_CHECK_SOAK=10s",
 	)
 	cmd := exec.Command("bash", filepath.Join(root, "scripts/gpu-check.sh"), out)
 	cmd.Env = env
@@ -91,8 +92,13 @@ func TestGPUCheckSimulated(t *testing.T) {
 		"nvidia-smi utilization.gpu meanwhile: no samples",
 		"Xid reports since boot: gpurent ",
 		"Xids without the kernel log: NVML's events registered on the card (0 codes seen)",
-		"step 1 took ", "step 2 took ", "step 3 took ", "step 4 took ", "step 5 took ",
-		"steps 1 2 3 4 5: ",
+		"soak 10s and memtest: exit ",
+		"  gpu0.residue           pass  cuda backend: read all ",
+		"  gpu0.memtest           pass  cuda backend: 73 passes over ",
+		"  gpu0.soak              pass  cuda backend: cuBLASLt ",
+		"  soak/torch gemm_bf16 on gpu0: ",
+		"step 1 took ", "step 2 took ", "step 3 took ", "step 4 took ", "step 5 took ", "step 6 took ",
+		"steps 1 2 3 4 5 6: ",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q", want)
@@ -118,6 +124,12 @@ func TestGPUCheckSimulated(t *testing.T) {
 			t.Errorf("no cuda/torch ratio for %s", p)
 		}
 	}
+	// The soak's GEMM and torch's, on equal simulated rates.
+	if m := regexp.MustCompile(`soak/torch gemm_bf16 on gpu0: \S+ / \S+ TFLOPS = ([0-9.]+)`).FindStringSubmatch(s); m == nil {
+		t.Errorf("no soak/torch ratio")
+	} else if r, _ := strconv.ParseFloat(m[1], 64); r < 0.95 || r > 1.05 {
+		t.Errorf("soak/torch %s on equal simulated rates", m[1])
+	}
 	checkComesBack(t, out)
 
 	// A second try of steps 1 and 5 (the quick ones), into a new directory
@@ -139,15 +151,15 @@ func TestGPUCheckSimulated(t *testing.T) {
 			t.Errorf("GPU_CHECK_STEPS=\"1 5\": summary lacks %q:\n%s", want, s)
 		}
 	}
-	for _, other := range []string{"cuda backend", "co-tenant", "GPU watch", "step 2 took", "step 3 took", "step 4 took"} {
+	for _, other := range []string{"cuda backend", "co-tenant", "GPU watch", "step 2 took", "step 3 took", "step 4 took", "step 6 took", "soak"} {
 		if strings.Contains(s, other) {
 			t.Errorf("GPU_CHECK_STEPS=\"1 5\" ran more than steps 1 and 5: %q in\n%s", other, s)
 		}
 	}
 	cmd = exec.Command("bash", filepath.Join(root, "scripts/gpu-check.sh"), filepath.Join(dir, "bad"))
-	cmd.Env = append(env, "GPU_CHECK_STEPS=2 6")
-	if b, err := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(b), "no step 6: the steps are 1 to 5") {
-		t.Errorf("GPU_CHECK_STEPS=\"2 6\": %v, want exit 2 naming step 6:\n%s", err, b)
+	cmd.Env = append(env, "GPU_CHECK_STEPS=2 7")
+	if b, err := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(b), "no step 7: the steps are 1 to 6") {
+		t.Errorf("GPU_CHECK_STEPS=\"2 7\": %v, want exit 2 naming step 7:\n%s", err, b)
 	}
 }
 
@@ -361,5 +373,50 @@ func TestBenchFullParallelSimulated(t *testing.T) {
 		if c.Index != i || !c.Available || fmt.Sprint(probes) != "[fp32_fma gemm_bf16 h2d d2h sustained]" {
 			t.Errorf("gpu%d (%s): available %v, probes %v", c.Index, c.BusID, c.Available, probes)
 		}
+	}
+}
+
+// bench --soak --memtest on two simulated GPUs, each fault class of the
+// simulation at once: the 20th GEMM of the process gets an element wrong
+// (on one GPU), both draw 60% of their power limit and their SM clocks
+// fall from the 4th second, and bit 5 at 700 MiB into every GiB piece is
+// stuck at 0. Every GPU is soaked and tested, each fault is judged on the
+// GPU that has it, and the recorded facts judge the same by replay.
+func TestBenchSoakSimulated(t *testing.T) {
+	_, simEnv := simGPUs(t)
+	facts := filepath.Join(t.TempDir(), "facts.json")
+	env := append(simEnv(2, "sdc=20 flip=734003201:5"), "FAKENVML_SOAK=power=0.6 clockdrop=4")
+	b := benchSim(t, env, "--soak", "10s", "--memtest", "--probes", "residue", "--record", facts)
+	var rep struct {
+		Verdict string
+		Checks  []struct{ ID, Status, Evidence string }
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	status := map[string]string{}
+	for _, c := range rep.Checks {
+		status[c.ID] = c.Status
+		if strings.Contains(c.ID, "soak") || strings.HasSuffix(c.ID, "memtest") {
+			t.Logf("%s %s: %s", c.ID, c.Status, c.Evidence)
+		}
+	}
+	for _, g := range []string{"gpu0", "gpu1"} {
+		for id, want := range map[string]string{".memtest": "fail", ".soak_power": "warn", ".soak_clocks": "warn", ".residue": "pass"} {
+			if status[g+id] != want {
+				t.Errorf("%s%s: %q, want %s", g, id, status[g+id], want)
+			}
+		}
+	}
+	if (status["gpu0.soak"] == "fail") == (status["gpu1.soak"] == "fail") {
+		t.Errorf("the wrong result is on one GPU: gpu0.soak %s, gpu1.soak %s", status["gpu0.soak"], status["gpu1.soak"])
+	}
+	if rep.Verdict != "fail" {
+		t.Errorf("verdict %s", rep.Verdict)
+	}
+	again := benchSim(t, nil, "--replay", facts)
+	var rerun struct{ Verdict string }
+	if err := json.Unmarshal(again, &rerun); err != nil || rerun.Verdict != rep.Verdict {
+		t.Errorf("replay: %v %s", err, again)
 	}
 }

@@ -32,7 +32,7 @@ func (j *judge) soak(res compute.Results, r compute.Result, c *Check) {
 		c.Status = Fail
 		c.Evidence += fmt.Sprintf("; %d of %d results differed from the first", s.Mismatches, s.Iterations)
 		if m != nil {
-			c.Evidence += fmt.Sprintf(", first at iteration %d: %d elements, the first element %d, off by up to %g", m.Iteration, m.Elements, m.Element, m.MaxDiff)
+			c.Evidence += fmt.Sprintf(", first at iteration %d: wrong elements %d, the first at index %d, off by up to %g", m.Iteration, m.Elements, m.Element, m.MaxDiff)
 		}
 		c.Advice = "This GPU computes different answers to the same GEMM under load (silent data corruption): training on it can go wrong without an error. " + adviceRefund
 	case s.ReferenceBad > 0:

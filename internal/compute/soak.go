@@ -37,8 +37,8 @@ type Soak struct {
 	ReferenceBad     int     `json:"reference_bad"`
 	ReferenceMaxErr  float64 `json:"reference_max_err"`
 	Tolerance        float64 `json:"tolerance"`
-	// Intervals is the GEMM throughput over the run, a batch of
-	// iterations each.
+	// Intervals is the GEMM throughput over the run, a second or so
+	// each.
 	Intervals []SoakInterval `json:"intervals"`
 	Samples   []SoakSample   `json:"samples,omitempty"`
 	// Stopped says why the loop ended before its time, where it did.
@@ -173,11 +173,22 @@ func (p *cudaProber) soak(ctx context.Context, d time.Duration) Result {
 		return r
 	}
 	defer k.close()
+	ev, err := newEventPairs(p.c, batch)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer ev.close()
 	flops := 2 * float64(n*n*n)
 	tol := uint64(math.Float32bits(soakTolerance))
 	start := time.Now()
 	deadline := start.Add(d)
 	iter := 1
+	var acc struct {
+		n  int
+		ms float64
+	}
+	lastAt := 0.0
 	for time.Now().Before(deadline) {
 		if ctx.Err() != nil {
 			s.Stopped = "interrupted: " + ctx.Err().Error()
@@ -187,17 +198,12 @@ func (p *cudaProber) soak(ctx context.Context, d time.Duration) Result {
 			r.Error = err.Error()
 			return r
 		}
-		ms, err := p.c.timed(func() error {
-			for j := range batch {
-				slot := slots[1+(iter+j-1)%(len(slots)-1)]
-				if err := p.lt.matmul(run.plan, run.bufs[0], run.bufs[1], slot, run.bufs[3], gemmWorkspace, 0); err != nil {
-					return err
-				}
-				if err := p.c.launch(cmp, k.grid, 256, slot, slots[0], n*n, tol, k.result(j)); err != nil {
-					return err
-				}
-			}
-			return nil
+		ms, err := ev.batch(batch, func(j int) error {
+			slot := slots[1+(iter+j-1)%(len(slots)-1)]
+			return p.lt.matmul(run.plan, run.bufs[0], run.bufs[1], slot, run.bufs[3], gemmWorkspace, 0)
+		}, func(j int) error {
+			slot := slots[1+(iter+j-1)%(len(slots)-1)]
+			return p.c.launch(cmp, k.grid, 256, slot, slots[0], n*n, tol, k.result(j))
 		})
 		if err == nil {
 			err = k.read()
@@ -216,7 +222,16 @@ func (p *cudaProber) soak(ctx context.Context, d time.Duration) Result {
 			}
 		}
 		iter += batch
-		s.Intervals = append(s.Intervals, SoakInterval{AtS: round3(time.Since(start).Seconds()), TFLOPS: round3(float64(batch) * flops / (ms / 1e3) / 1e12)})
+		// An interval is a second or more of batches: a soak of an hour
+		// keeps 3,600 of them, not one a batch.
+		acc.n, acc.ms = acc.n+batch, acc.ms+ms
+		if at := time.Since(start).Seconds(); at-lastAt >= 1 || !time.Now().Before(deadline) {
+			s.Intervals = append(s.Intervals, SoakInterval{AtS: round3(at), TFLOPS: round3(float64(acc.n) * flops / (acc.ms / 1e3) / 1e12)})
+			acc, lastAt = struct {
+				n  int
+				ms float64
+			}{}, at
+		}
 	}
 	s.Iterations = iter
 	s.Seconds = round3(time.Since(start).Seconds())
@@ -231,6 +246,66 @@ func (p *cudaProber) soak(ctx context.Context, d time.Duration) Result {
 	r.Notes = fmt.Sprintf("%s loop for %.1f s: %d iterations over %d results in %.1f GiB, each compared with the first (tolerance 1/64 of size + 1); %d of the first result's elements checked against FP64 on the CPU",
 		s.GEMM, s.Seconds, s.Iterations, s.Slots, s.MemoryGiB, s.ReferenceChecked)
 	return r
+}
+
+// eventPairs time each GEMM of a batch on its own, so that the
+// comparisons between them do not count against its throughput.
+type eventPairs struct {
+	c          *cudaLib
+	start, end []event
+}
+
+func newEventPairs(c *cudaLib, n int) (*eventPairs, error) {
+	e := &eventPairs{c: c}
+	for range n {
+		a, err := c.newEvent()
+		if err != nil {
+			e.close()
+			return nil, err
+		}
+		e.start = append(e.start, a)
+		b, err := c.newEvent()
+		if err != nil {
+			e.close()
+			return nil, err
+		}
+		e.end = append(e.end, b)
+	}
+	return e, nil
+}
+
+func (e *eventPairs) close() {
+	for _, x := range append(e.start, e.end...) {
+		e.c.destroy(x)
+	}
+}
+
+// batch enqueues n rounds of timed work, each followed by untimed after,
+// and returns the timed work's total milliseconds.
+func (e *eventPairs) batch(n int, work, after func(j int) error) (float64, error) {
+	for j := range n {
+		if err := e.c.record(e.start[j]); err != nil {
+			return 0, err
+		}
+		if err := work(j); err != nil {
+			return 0, err
+		}
+		if err := e.c.record(e.end[j]); err != nil {
+			return 0, err
+		}
+		if err := after(j); err != nil {
+			return 0, err
+		}
+	}
+	var ms float64
+	for j := range n {
+		t, err := e.c.elapsed(e.start[j], e.end[j])
+		if err != nil {
+			return 0, err
+		}
+		ms += t
+	}
+	return ms, nil
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

@@ -46,8 +46,9 @@ func TestCUDASoakSimulated(t *testing.T) {
 	if s.Slots < 40 || s.MemoryGiB < 6 {
 		t.Errorf("the loop should hold most of the free memory: %d slots, %.2f GiB", s.Slots, s.MemoryGiB)
 	}
-	// 800 TFLOPS simulated BF16, the comparison kernel's time aside.
-	if r.Value < 700 || r.Value > 800 {
+	// 800 TFLOPS simulated BF16: the comparisons between the GEMMs are
+	// not counted (with them, 750).
+	if r.Value < 790 || r.Value > 800 {
 		t.Errorf("throughput %.1f TFLOPS, want about 800", r.Value)
 	}
 	if st := stats(); st.LiveAllocs != 0 || st.BadCalls != 0 || st.LiveEvents != 0 {
