@@ -31,6 +31,7 @@ import (
 type wipeOptions struct {
 	s                                        storeFlags
 	yes, docker, noOverwrite, removeIdentity bool
+	gpu, gpuForce                            bool
 	ckpts, exclude, oldKeep                  []string
 	requireBackup, reportPath, since, root   string
 	recent                                   time.Duration
@@ -78,19 +79,30 @@ directory gpurent run used) unless every file in them is in a committed checkpoi
 of that store with the same bytes, and those checkpoints read back whole (a deep
 verify); the dry run checks the same.
 
+--gpu also scrubs GPU memory, after the files: for drivers and virtual GPUs that
+hand one process's old data to the next, it fills the free memory of every GPU
+with zeros and reads all of it back. It first reads fresh memory: where that is
+all zeros the driver clears memory itself, and it says so and does nothing. A
+GPU where processes hold memory is left alone (the scrub takes every free byte
+for seconds, and a job still running there could crash); --gpu-force scrubs in
+both cases. Memory those processes hold is theirs until they exit.
+
 The report (removed, failed, bytes freed) is saved after every item, so a wipe
 that stops half-way still says what was and was not removed. docs/audit.md has
 the details.
-Exit codes: 0 done or dry run, 1 something could not be removed or the backup
-check failed, 2 bad usage or a refused path.`,
+Exit codes: 0 done or dry run, 1 something could not be removed, a GPU was not
+scrubbed, or the backup check failed, 2 bad usage or a refused path.`,
 		Example: `  gpurent wipe /root/autodl-tmp/data                       # dry run: the plan
   gpurent wipe /root/autodl-tmp/data --ckpt ckpts --require-backup s3://bucket/ckpt --yes
-  gpurent wipe --docker --yes -o json > wipe.json`,
+  gpurent wipe --docker --yes -o json > wipe.json
+  gpurent wipe --gpu --yes                                   # also scrub free GPU memory`,
 		RunE: func(cmd *cobra.Command, paths []string) error { return runWipe(cmd, g, &o, paths) },
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.yes, "yes", false, "delete what the plan lists (without it: a dry run, or a question on a terminal)")
 	f.BoolVar(&o.docker, "docker", false, "also remove every Docker image")
+	f.BoolVar(&o.gpu, "gpu", false, "also fill the free memory of every GPU with zeros and read it back, where the driver does not clear memory between processes")
+	f.BoolVar(&o.gpuForce, "gpu-force", false, "with --gpu: scrub even where fresh memory reads as zeros (a driver that clears it)")
 	f.BoolVar(&o.noOverwrite, "no-overwrite", false, "unlink only, even where overwriting first would mean something")
 	f.StringArrayVar(&o.exclude, "exclude", nil, "leave this path alone, whether it is an item or inside one (repeatable)")
 	// --keep was this flag's name; it is a count of checkpoints in run
@@ -126,12 +138,23 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 	if g.output != report.JSON {
 		w = g.stdout
 	}
+	if o.gpuForce && !o.gpu {
+		return usagef("--gpu-force: it forces --gpu's scrub; give --gpu too")
+	}
+	var gpus []wipe.GPU
+	if o.gpu {
+		var note string
+		if gpus, note = gpuPlan(ctx); note != "" {
+			plan.Warnings = append(plan.Warnings, note)
+		}
+	}
 	render.WipePlan(w, plan)
+	render.WipeGPUs(w, gpus)
 
 	execute := o.yes
 	if !o.yes {
-		if in, ok := cmd.InOrStdin().(*os.File); ok && isTerminal(in) && len(plan.Items) > 0 {
-			execute = confirm(in, cmd.ErrOrStderr(), plan)
+		if in, ok := cmd.InOrStdin().(*os.File); ok && isTerminal(in) && (len(plan.Items) > 0 || len(gpus) > 0) {
+			execute = confirm(in, cmd.ErrOrStderr(), plan, len(gpus))
 		}
 	}
 	if !execute {
@@ -142,9 +165,15 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 				return fmt.Errorf("%w (dry run: nothing was deleted)", err)
 			}
 		}
-		fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was deleted; run again with --yes to delete what is listed")
+		if len(gpus) > 0 {
+			fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was deleted or scrubbed; run again with --yes to delete and scrub what is listed")
+		} else {
+			fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was deleted; run again with --yes to delete what is listed")
+		}
 		if g.output == report.JSON {
-			return report.WriteJSON(g.stdout, wipe.DryRun(plan, time.Now().UTC()))
+			r := wipe.DryRun(plan, time.Now().UTC())
+			r.GPUs = gpus
+			return report.WriteJSON(g.stdout, r)
 		}
 		return nil
 	}
@@ -171,6 +200,15 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 				fmt.Fprintf(w, "removed %s (%s)\n", report.Safe(render.WipeTarget(it)), report.Bytes(it.Freed))
 			}
 		}})
+	// The GPUs last: the files' processes are gone by now, and with
+	// them what they held.
+	if o.gpu && err == nil {
+		r.GPUs = scrubGPUs(ctx, gpus, o.gpuForce)
+		if serr := saveReport(o.reportPath, r); serr != nil {
+			err = serr
+		}
+		render.WipeGPUs(w, r.GPUs)
+	}
 	render.WipeOutcome(w, r, o.reportPath)
 	if g.output == report.JSON {
 		if jerr := report.WriteJSON(g.stdout, r); jerr != nil && err == nil {
@@ -182,6 +220,9 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 	}
 	if r.Failed > 0 {
 		return fmt.Errorf("wipe: %d of %s could not be removed completely; see %s", r.Failed, report.Count(len(r.Items), "item"), o.reportPath)
+	}
+	if n := gpusFailed(r.GPUs); n > 0 {
+		return fmt.Errorf("wipe: the free memory of %d of %s was not scrubbed; see %s", n, report.Count(len(r.GPUs), "GPU"), o.reportPath)
 	}
 	return nil
 }
@@ -278,8 +319,12 @@ func dockerCLI(ctx context.Context, args ...string) ([]byte, error) {
 	return exec.CommandContext(ctx, bin, args...).CombinedOutput()
 }
 
-func confirm(in io.Reader, w io.Writer, p *wipe.Plan) bool {
-	fmt.Fprintf(w, "delete these %s (%s)? type yes to go on: ", report.Count(len(p.Items), "item"), report.Bytes(p.Bytes))
+func confirm(in io.Reader, w io.Writer, p *wipe.Plan, gpus int) bool {
+	if gpus > 0 {
+		fmt.Fprintf(w, "delete these %s (%s) and scrub the free memory of %s? type yes to go on: ", report.Count(len(p.Items), "item"), report.Bytes(p.Bytes), report.Count(gpus, "GPU"))
+	} else {
+		fmt.Fprintf(w, "delete these %s (%s)? type yes to go on: ", report.Count(len(p.Items), "item"), report.Bytes(p.Bytes))
+	}
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	return strings.TrimSpace(line) == "yes"
 }

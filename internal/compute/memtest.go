@@ -30,25 +30,28 @@ func (r checkResult) last() uint64  { return r[3] }
 // piece is one device allocation of the memory under test.
 type piece struct{ ptr, size uint64 }
 
-// allocPieces allocates up to want bytes in pieces of 1 GiB, stopping
-// quietly where the driver runs out of memory (a limit below what
-// cuMemGetInfo said). Any other failure frees what it had and is an error.
+// allocPieces allocates up to want bytes in pieces of 1 GiB. Where the
+// driver runs out of memory first (a limit below what cuMemGetInfo said,
+// or the context's own share) it goes on in halves, down to 2 MiB, and
+// stops there quietly. Any other failure frees what it had and is an
+// error.
 func (c *cudaLib) allocPieces(want uint64) ([]piece, error) {
 	var ps []piece
 	var got uint64
+	size := uint64(1 << 30)
 	for got < want {
-		n := min(uint64(1<<30), want-got)
+		n := min(size, want-got)
 		d, err := c.alloc(n)
 		if err != nil {
-			if strings.HasSuffix(err.Error(), "CUDA_ERROR_OUT_OF_MEMORY") && n > 2<<20 && len(ps) > 0 {
-				want = got + n/2 // the last pieces, smaller, fill what is left
-				continue
+			if !strings.HasSuffix(err.Error(), "CUDA_ERROR_OUT_OF_MEMORY") {
+				c.freePieces(ps)
+				return nil, err
 			}
-			if strings.HasSuffix(err.Error(), "CUDA_ERROR_OUT_OF_MEMORY") {
+			if n <= 2<<20 {
 				break
 			}
-			c.freePieces(ps)
-			return nil, err
+			size = n / 2
+			continue
 		}
 		ps = append(ps, piece{d, n})
 		got += n

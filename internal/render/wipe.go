@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/wipe"
@@ -101,4 +102,30 @@ func WipeTarget(r wipe.Result) string {
 		return r.Path
 	}
 	return r.Image
+}
+
+// WipeGPUs says what wipe --gpu did, or would do, to each GPU's free
+// memory, and what it cannot reach.
+func WipeGPUs(w io.Writer, gs []wipe.GPU) {
+	for _, g := range gs {
+		name := fmt.Sprintf("gpu%d", g.Index)
+		if g.Name != "" {
+			name += " (" + report.Safe(g.Name) + ")"
+		}
+		switch g.Status {
+		case wipe.GPUPlanned:
+			fmt.Fprintf(w, "GPU memory: %s: %s free, to be filled with zeros and read back (skipped where fresh memory reads as zeros, as the driver then clears it, or where processes hold memory, unless --gpu-force)\n", name, report.Bytes(int64(g.FreeBytes)))
+		case wipe.GPUScrubbed:
+			fmt.Fprintf(w, "GPU memory: %s: %s of %s free filled with zeros and read back: %s not zero\n", name, report.Bytes(int64(g.ScrubbedBytes)), report.Bytes(int64(g.FreeBytes)), report.Bytes(int64(g.NonzeroBytes)))
+		case wipe.GPUDriverClears:
+			fmt.Fprintf(w, "GPU memory: %s: not scrubbed: fresh memory read back as zeros, so the driver clears memory between processes (%s); --gpu-force scrubs anyway\n", name, report.Safe(g.Residue))
+		case wipe.GPUInUse:
+			fmt.Fprintf(w, "GPU memory: %s: not scrubbed: %s\n", name, report.Safe(g.Error))
+		case wipe.GPUFailed:
+			fmt.Fprintf(w, "GPU memory: %s: failed: %s\n", name, report.Safe(g.Error))
+		}
+		if len(g.HeldBy) > 0 {
+			fmt.Fprintf(w, "GPU memory: %s: held by running processes, not reached until they exit: %s\n", name, report.Safe(strings.Join(g.HeldBy, ", ")))
+		}
+	}
 }

@@ -44,6 +44,8 @@ type Report struct {
 	Failed   int       `json:"failed"`
 	Items    []Result  `json:"items"`
 	Warnings []string  `json:"warnings"`
+	// GPUs is what --gpu did to each GPU's free memory.
+	GPUs []GPU `json:"gpus,omitempty"`
 }
 
 // Exec is how a plan is carried out.

@@ -1,0 +1,103 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpurent/gpurent/internal/wipe"
+)
+
+// wipe --gpu on two simulated H100s: other processes hold memory on gpu0,
+// gpu1 is idle. The dry run plans both and names the holders. --yes on a
+// driver that leaves old data in fresh memory fills gpu1's free memory
+// with zeros and reads it back, and leaves gpu0 alone (exit 1: not
+// scrubbed as asked); on one that clears memory it says so of gpu1 and
+// does nothing there; --gpu-force scrubs both. A GPU CUDA cannot reach
+// is a failure, exit 1; --gpu-force alone is bad usage. Nothing outside
+// the temporary home and root is planned.
+func TestWipeGPUSimulated(t *testing.T) {
+	_, simEnv := simGPUs(t)
+	dir := t.TempDir()
+	for _, d := range []string{"home", "root", "state"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	wipeGPU := func(fakecuda string, extra []string, args ...string) (int, wipe.Report, string) {
+		t.Helper()
+		n++
+		rp := filepath.Join(dir, "state", "report-"+string(rune('a'+n))+".json")
+		cmd := exec.Command(os.Args[0], append([]string{"wipe", "--root", filepath.Join(dir, "root"), "--report", rp, "-o", "json"}, args...)...)
+		cmd.Env = append(simEnv(2, fakecuda), append(extra, "GPURENT_AS_MAIN=1", "HOME="+filepath.Join(dir, "home"), "XDG_STATE_HOME="+filepath.Join(dir, "state"),
+			"XDG_CONFIG_HOME="+filepath.Join(dir, "home", ".config"))...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		var r wipe.Report
+		if code != 2 {
+			if err := json.Unmarshal([]byte(stdout.String()), &r); err != nil {
+				t.Fatalf("%v: %s\n%s", err, stdout.String(), stderr.String())
+			}
+		}
+		return code, r, stderr.String()
+	}
+	two := func(r wipe.Report) (wipe.GPU, wipe.GPU) {
+		t.Helper()
+		if len(r.GPUs) != 2 || r.GPUs[0].Index != 0 || r.GPUs[1].Index != 1 {
+			t.Fatalf("gpus: %+v", r.GPUs)
+		}
+		return r.GPUs[0], r.GPUs[1]
+	}
+	free := uint64(79 << 30) // 80 GiB, 1 GiB another tenant's
+	scrubbed := func(g wipe.GPU) bool {
+		return g.Status == wipe.GPUScrubbed && g.FreeBytes == free && free-g.ScrubbedBytes <= 2<<20 && g.NonzeroBytes == 0
+	}
+
+	code, r, _ := wipeGPU("residue=4096", nil, "--gpu")
+	g0, g1 := two(r)
+	if code != 0 || !r.DryRun || g0.Status != wipe.GPUPlanned || g1.Status != wipe.GPUPlanned || len(g0.HeldBy) == 0 ||
+		!strings.HasPrefix(g0.HeldBy[0], "pid ") || len(g1.HeldBy) != 0 || g0.ScrubbedBytes != 0 {
+		t.Errorf("dry run: exit %d, %+v %+v", code, g0, g1)
+	}
+
+	code, r, errOut := wipeGPU("residue=4096", nil, "--gpu", "--yes")
+	g0, g1 = two(r)
+	if code != 1 || g0.Status != wipe.GPUInUse || g0.ScrubbedBytes != 0 || !scrubbed(g1) || !strings.Contains(g1.Residue, "held non-zero bytes; the first at") ||
+		!strings.Contains(errOut, "the free memory of 1 of 2 GPUs was not scrubbed") {
+		t.Errorf("a driver that leaves old data: exit %d, %+v %+v\n%s", code, g0, g1, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "state", "report-"+string(rune('a'+n))+".json")); err != nil || !strings.Contains(string(b), `"status": "scrubbed"`) {
+		t.Errorf("the saved report lacks the scrub: %v\n%s", err, b)
+	}
+
+	code, r, _ = wipeGPU("", nil, "--gpu", "--yes")
+	if g0, g1 = two(r); code != 1 || g0.Status != wipe.GPUInUse || g1.Status != wipe.GPUDriverClears || g1.ScrubbedBytes != 0 || !strings.Contains(g1.Residue, ": 0 of ") {
+		t.Errorf("a driver that clears memory: exit %d, %+v %+v", code, g0, g1)
+	}
+	code, r, _ = wipeGPU("", nil, "--gpu", "--gpu-force", "--yes")
+	if g0, g1 = two(r); code != 0 || !scrubbed(g0) || !scrubbed(g1) {
+		t.Errorf("forced: exit %d, %+v %+v", code, g0, g1)
+	}
+
+	code, r, errOut = wipeGPU("residue=4096", []string{"CUDA_VISIBLE_DEVICES="}, "--gpu", "--gpu-force", "--yes")
+	if g0, g1 = two(r); code != 1 || g0.Status != wipe.GPUFailed || g1.Status != wipe.GPUFailed || g1.Error == "" || !strings.Contains(errOut, "the free memory of 2 of 2 GPUs was not scrubbed") {
+		t.Errorf("GPUs CUDA does not show: exit %d, %+v %+v\n%s", code, g0, g1, errOut)
+	}
+
+	if code, _, errOut = wipeGPU("", nil, "--gpu-force"); code != 2 || !strings.Contains(errOut, "give --gpu too") {
+		t.Errorf("--gpu-force alone: exit %d: %s", code, errOut)
+	}
+}
