@@ -50,17 +50,24 @@ func (cu CUDA) Run(ctx context.Context, opt Options) Results {
 		r.WallMs = float64(time.Since(start).Microseconds()) / 1e3
 		res.Results = append(res.Results, r)
 	}
+	// The memory test's memory is taken before setup loads a kernel or
+	// writes a byte, so that its residue read over all of it cannot
+	// meet this process's own data; setup fits in the margin left.
+	var mt memtestMemory
+	if opt.Memtest && ctx.Err() == nil {
+		mt = c.allocMemtest()
+		defer func() { c.freePieces(mt.pieces) }()
+	}
 	if err := p.setup(); err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	defer p.teardown()
-	// The memory test reads the whole of the fresh memory first, the
-	// residue check over every byte: nothing has been freed yet that
-	// this process wrote (setup's buffers are still held).
 	if opt.Memtest && ctx.Err() == nil {
 		start := time.Now()
-		rs := p.memtest(ctx)
+		rs := p.memtest(ctx, mt)
+		c.freePieces(mt.pieces) // the other probes need the memory
+		mt.pieces = nil
 		for i := range rs {
 			rs[i].WallMs = float64(time.Since(start).Microseconds()) / 1e3
 		}

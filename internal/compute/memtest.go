@@ -165,33 +165,48 @@ type memtestFinding struct {
 	bits        uint64
 }
 
-// memtest allocates the free memory less the margin, reads all of it
-// before writing anything (the residue check over every byte, returned
-// first), then runs the pattern passes over it. Any word wrong fails the
-// card; where the patterns went wrong is said by address, pattern and bit.
-func (p *cudaProber) memtest(ctx context.Context) []Result {
+// memtestMemory is the memory under test: allocated before setup loads
+// any kernel or writes anything, so that nothing this process wrote and
+// freed can lie in it and read as another's.
+type memtestMemory struct {
+	pieces []piece
+	free   uint64
+	err    error
+}
+
+// allocMemtest allocates the free memory less allocMargin, in pieces;
+// the margin leaves setup room for its kernels and buffers.
+func (c *cudaLib) allocMemtest() memtestMemory {
+	free, total, err := c.memInfo()
+	if err != nil {
+		return memtestMemory{err: err}
+	}
+	margin := allocMargin(total)
+	if free <= margin+(64<<20) {
+		return memtestMemory{free: free, err: fmt.Errorf("free %.2f GiB of %.2f GiB total: nothing to test beyond the margin", gibf(free), gibf(total))}
+	}
+	ps, err := c.allocPieces(free - margin)
+	if err == nil && len(ps) == 0 {
+		err = fmt.Errorf("no memory could be allocated of the %.2f GiB free", gibf(free))
+	}
+	return memtestMemory{pieces: ps, free: free, err: err}
+}
+
+// memtest reads all of m before writing anything (the residue check over
+// every byte, returned first), then runs the pattern passes over it. Any
+// word wrong fails the card; where the patterns went wrong is said by
+// address, pattern and bit.
+func (p *cudaProber) memtest(ctx context.Context, m memtestMemory) []Result {
 	res := Result{Probe: ProbeResidue, Unit: "bytes"}
 	mt := Result{Probe: ProbeMemtest, Unit: "words"}
 	fail := func(err error) []Result {
 		res.Error, mt.Error = err.Error(), err.Error()
 		return []Result{res, mt}
 	}
-	free, total, err := p.c.memInfo()
-	if err != nil {
-		return fail(err)
+	if m.err != nil {
+		return fail(m.err)
 	}
-	margin := allocMargin(total)
-	if free <= margin+(64<<20) {
-		return fail(fmt.Errorf("free %.2f GiB of %.2f GiB total: nothing to test beyond the margin", gibf(free), gibf(total)))
-	}
-	ps, err := p.c.allocPieces(free - margin)
-	if err != nil {
-		return fail(err)
-	}
-	defer p.c.freePieces(ps)
-	if len(ps) == 0 {
-		return fail(fmt.Errorf("no memory could be allocated of the %.2f GiB free", gibf(free)))
-	}
+	ps, free := m.pieces, m.free
 	k, err := newChecker(p.c, p.common, p.sms, len(ps))
 	if err != nil {
 		return fail(err)
