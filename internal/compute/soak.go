@@ -43,6 +43,10 @@ type Soak struct {
 	Samples   []SoakSample   `json:"samples,omitempty"`
 	// Stopped says why the loop ended before its time, where it did.
 	Stopped string `json:"stopped,omitempty"`
+	// Began and Ended are when the loop ran, on this host's clock, for
+	// measure to keep the NVML samples taken meanwhile (not set-up's).
+	Began time.Time `json:"-"`
+	Ended time.Time `json:"-"`
 }
 
 // SoakMismatch is the first result that differed from the first result.
@@ -182,6 +186,8 @@ func (p *cudaProber) soak(ctx context.Context, d time.Duration) Result {
 	flops := 2 * float64(n*n*n)
 	tol := uint64(math.Float32bits(soakTolerance))
 	start := time.Now()
+	s.Began = start
+	defer func() { s.Ended = time.Now() }()
 	deadline := start.Add(d)
 	iter := 1
 	var acc struct {

@@ -233,7 +233,8 @@ func soakAll(ctx context.Context, rs []compute.Results, d, every time.Duration) 
 	done := make(chan struct{})
 	samples := make(map[int][]compute.SoakSample)
 	var sampler sync.WaitGroup
-	sampler.Go(func() { sampleNVML(ctx, done, every, rs, samples) })
+	t0 := time.Now()
+	sampler.Go(func() { sampleNVML(ctx, done, every, t0, rs, samples) })
 	wg.Wait()
 	close(done)
 	sampler.Wait()
@@ -242,22 +243,37 @@ func soakAll(ctx context.Context, rs []compute.Results, d, every time.Duration) 
 			continue
 		}
 		if s := soaks[i].Soak; s != nil {
-			s.Samples = samples[rs[i].Index]
+			s.Samples = whileLooping(samples[rs[i].Index], t0, s.Began, s.Ended)
 		}
 		rs[i].Results = append(rs[i].Results, soaks[i])
 	}
 }
 
+// whileLooping keeps the samples taken (at_s after t0) while a GPU's soak
+// loop ran, from began to ended, with at_s from began: set-up and
+// teardown, and the time a faster GPU waits for the others, are idle
+// clocks and power, not the card under load.
+func whileLooping(xs []compute.SoakSample, t0, began, ended time.Time) []compute.SoakSample {
+	from, to := began.Sub(t0).Seconds(), ended.Sub(t0).Seconds()
+	var out []compute.SoakSample
+	for _, x := range xs {
+		if x.AtS >= from && x.AtS <= to {
+			x.AtS = math.Round((x.AtS-from)*1000) / 1000
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // sampleNVML reads every measured GPU's power, clocks and temperature
 // every interval until done, into out by NVML index. Without NVML the
 // soak still runs, judged on its GEMMs alone.
-func sampleNVML(ctx context.Context, done <-chan struct{}, every time.Duration, rs []compute.Results, out map[int][]compute.SoakSample) {
+func sampleNVML(ctx context.Context, done <-chan struct{}, every time.Duration, start time.Time, rs []compute.Results, out map[int][]compute.SoakSample) {
 	n, err := probe.OpenNVML("")
 	if err != nil {
 		return
 	}
 	defer n.Close()
-	start := time.Now()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -274,7 +290,7 @@ func sampleNVML(ctx context.Context, done <-chan struct{}, every time.Duration, 
 				continue
 			}
 			if s, err := n.Sample(r.Index); err == nil {
-				s.AtS = at
+				s.AtS = at // rounded to 1 ms
 				out[r.Index] = append(out[r.Index], s)
 			}
 		}
