@@ -202,11 +202,19 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 		}})
 	// The GPUs last: the files' processes are gone by now, and with
 	// them what they held.
+	if o.gpu && err != nil {
+		r.GPUs = notRun(gpus)
+		_ = saveReport(o.reportPath, r) // the wipe's own error is the one to report
+	}
 	if o.gpu && err == nil {
-		r.GPUs = scrubGPUs(ctx, gpus, o.gpuForce)
-		if serr := saveReport(o.reportPath, r); serr != nil {
-			err = serr
-		}
+		var serr error
+		r.GPUs = scrubGPUs(ctx, gpus, o.gpuForce, func(gs []wipe.GPU) {
+			r.GPUs = gs
+			if e := saveReport(o.reportPath, r); e != nil && serr == nil {
+				serr = e
+			}
+		})
+		err = serr
 		render.WipeGPUs(w, r.GPUs)
 	}
 	render.WipeOutcome(w, r, o.reportPath)

@@ -12,19 +12,24 @@ import (
 	"github.com/gpurent/gpurent/internal/wipe"
 )
 
-// gpuPlan lists the GPUs wipe --gpu scrubs, from NVML: each one's free
-// memory and the processes holding memory there (theirs until they
-// exit). No GPU is a plan with nothing in it, and a warning.
+// gpuPlan lists the GPUs wipe --gpu scrubs, from NVML: each one's memory
+// and the processes holding some of it (theirs until they exit), or that
+// NVML could not say. Without NVML it is empty, with a warning: then no
+// one can say who holds memory, and a GPU CUDA shows is scrubbed only
+// with --gpu-force.
 func gpuPlan(ctx context.Context) ([]wipe.GPU, string) {
 	f := probe.GPU(ctx, probe.GPUOptions{})
 	if !f.Available {
-		return nil, "--gpu: no GPU memory to scrub: " + f.Error
+		return nil, "--gpu: NVML cannot list this machine's GPUs (" + f.Error + "), so which processes hold GPU memory is unknown: a GPU CUDA shows is scrubbed only with --gpu-force"
 	}
 	var gs []wipe.GPU
 	for _, d := range f.Devices {
-		g := wipe.GPU{Index: d.Index, Name: d.Name, BusID: d.BusID, Status: wipe.GPUPlanned}
+		g := wipe.GPU{Index: d.Index, Name: d.Name, BusID: d.BusID, Status: wipe.GPUPlanned, MIG: d.MIGEnabled != nil && *d.MIGEnabled}
 		if d.MemoryFree != nil {
 			g.FreeBytes = *d.MemoryFree
+		}
+		if d.MemoryTotal != nil {
+			g.TotalBytes = *d.MemoryTotal
 		}
 		for _, p := range d.Processes {
 			held := fmt.Sprintf("pid %d", p.PID)
@@ -33,32 +38,48 @@ func gpuPlan(ctx context.Context) ([]wipe.GPU, string) {
 			}
 			g.HeldBy = append(g.HeldBy, held)
 		}
+		for _, key := range []string{"processes_compute", "processes_mps"} {
+			if why, ok := d.Errors[key]; ok {
+				g.HeldBy = append(g.HeldBy, "unknown: NVML could not list the "+key[len("processes_"):]+" processes ("+why+")")
+			}
+		}
 		gs = append(gs, g)
 	}
 	return gs, ""
 }
 
 // scrubGPUs scrubs the free memory of every GPU CUDA shows this process,
-// each matched to its planned NVML entry by PCI address. A GPU NVML
-// lists that CUDA does not show (CUDA_VISIBLE_DEVICES) is a failure: its
-// memory was not reached. A GPU where processes hold memory is left alone
-// unless forced: the scrub takes every free byte for a few seconds, and a
-// job still running there would fail to allocate and could crash.
-func scrubGPUs(ctx context.Context, gs []wipe.GPU, force bool) []wipe.GPU {
+// each matched to its NVML entry by PCI address, and saves the report's
+// GPUs after each. Who holds memory is asked of NVML again now, after
+// the prompt and the files: a job started meanwhile counts. A GPU where
+// processes hold memory, or NVML cannot say, is left alone unless
+// forced: the scrub takes every free byte for a few seconds, and a job
+// still running there would fail to allocate and could crash. The scrub
+// itself refuses, unforced, a GPU whose memory is taken beyond a
+// context's share, whoever took it. A GPU NVML lists that CUDA does not
+// show (CUDA_VISIBLE_DEVICES) is a failure: its memory was not reached.
+// MIG instances are not scrubbed: CUDA shows each at its card's PCI
+// address, so they cannot be told apart here.
+func scrubGPUs(ctx context.Context, planned []wipe.GPU, force bool, save func([]wipe.GPU)) []wipe.GPU {
+	gs, _ := gpuPlan(ctx)
+	if len(gs) == 0 && len(planned) > 0 { // NVML answered the plan, not now
+		gs = append([]wipe.GPU(nil), planned...)
+		for i := range gs {
+			gs[i].HeldBy = append(gs[i].HeldBy, "unknown: NVML did not answer at the scrub")
+		}
+	}
+	for i := range gs {
+		gs[i].Status, gs[i].Error = wipe.GPUNotRun, ""
+	}
 	buses, err := compute.CUDA{}.Devices()
 	if err != nil {
 		for i := range gs {
 			gs[i].Status, gs[i].Error = wipe.GPUFailed, err.Error()
 		}
+		save(gs)
 		return gs
 	}
-	for i := range gs {
-		gs[i].Status, gs[i].Error = wipe.GPUFailed, "CUDA does not show this GPU to this process (CUDA_VISIBLE_DEVICES?), so its memory was not reached"
-	}
 	for cudaIndex, bus := range buses {
-		if ctx.Err() != nil {
-			break
-		}
 		at := -1
 		for i := range gs {
 			if compute.SameBusID(gs[i].BusID, bus) {
@@ -66,33 +87,68 @@ func scrubGPUs(ctx context.Context, gs []wipe.GPU, force bool) []wipe.GPU {
 			}
 		}
 		if at < 0 {
-			gs = append(gs, wipe.GPU{Index: -1, BusID: bus})
+			gs = append(gs, wipe.GPU{Index: -1, BusID: bus, HeldBy: []string{"unknown: NVML does not list this GPU"}})
 			at = len(gs) - 1
 		}
 		g := &gs[at]
-		if len(g.HeldBy) > 0 && !force {
-			g.Status, g.Error = wipe.GPUInUse, "processes hold memory on this GPU, and the scrub would take every free byte from under them for a few seconds (an out-of-memory crash for a job still running): stop them and run wipe --gpu again, or give --gpu-force"
+		if ctx.Err() != nil {
+			g.Status, g.Error = wipe.GPUNotRun, "the wipe was interrupted before this GPU"
 			continue
 		}
-		s := compute.CUDA{}.Scrub(ctx, cudaIndex, force)
-		g.Residue, g.Error = s.Residue.Notes, s.Error
-		if s.Residue.Error != "" {
-			g.Residue = "residue not read: " + s.Residue.Error
+		scrubOne(ctx, g, cudaIndex, force)
+		save(gs)
+	}
+	for i := range gs {
+		if gs[i].Status == wipe.GPUNotRun && gs[i].Error == "" {
+			gs[i].Status, gs[i].Error = wipe.GPUFailed, "CUDA does not show this GPU to this process (CUDA_VISIBLE_DEVICES?), so its memory was not reached"
 		}
-		if s.FreeBytes > 0 {
-			g.FreeBytes = s.FreeBytes
-		}
-		g.ScrubbedBytes, g.NonzeroBytes = s.ScrubbedBytes, s.NonzeroBytes
-		switch {
-		case s.Error != "":
-			g.Status = wipe.GPUFailed
-		case s.Skipped:
-			g.Status = wipe.GPUDriverClears
-		case s.NonzeroBytes > 0:
-			g.Status, g.Error = wipe.GPUFailed, fmt.Sprintf("%s read back not zero after the fill", report.Bytes(int64(s.NonzeroBytes)))
-		default:
-			g.Status = wipe.GPUScrubbed
-		}
+	}
+	save(gs)
+	return gs
+}
+
+// scrubOne scrubs one GPU, CUDA's device cudaIndex, into g.
+func scrubOne(ctx context.Context, g *wipe.GPU, cudaIndex int, force bool) {
+	switch {
+	case g.MIG:
+		g.Status, g.Error = wipe.GPUFailed, "MIG is on: wipe --gpu does not scrub MIG instances (CUDA shows them all at the card's address, so they cannot be told apart); reset the card's MIG mode, which clears it, or release the machine as it is"
+		return
+	case len(g.HeldBy) > 0 && !force:
+		g.Status, g.Error = wipe.GPUInUse, "processes hold memory on this GPU, or NVML cannot say, and the scrub would take every free byte from under them for a few seconds (an out-of-memory crash for a job still running): stop them and run wipe --gpu again, or give --gpu-force"
+		return
+	}
+	s := compute.CUDA{}.Scrub(ctx, cudaIndex, force)
+	g.Residue, g.Error = s.Residue.Notes, s.Error
+	if s.Residue.Error != "" {
+		g.Residue = "residue not read: " + s.Residue.Error
+	}
+	if s.TotalBytes > 0 {
+		g.FreeBytes, g.TotalBytes = s.FreeBytes, s.TotalBytes
+	}
+	g.ScrubbedBytes, g.NonzeroBytes = s.ScrubbedBytes, s.NonzeroBytes
+	unreached := g.FreeBytes - min(g.FreeBytes, s.ScrubbedBytes)
+	switch {
+	case s.Error != "":
+		g.Status = wipe.GPUFailed
+	case s.InUse:
+		g.Status, g.Error = wipe.GPUInUse, fmt.Sprintf("%s of its %s is taken, more than a context's own share, though NVML names no process: a job may be running there; give --gpu-force to scrub the rest anyway",
+			report.Bytes(int64(s.TotalBytes-s.FreeBytes)), report.Bytes(int64(s.TotalBytes)))
+	case s.Skipped:
+		g.Status = wipe.GPUDriverClears
+	case s.NonzeroBytes > 0:
+		g.Status, g.Error = wipe.GPUFailed, fmt.Sprintf("%s read back not zero after the fill", report.Bytes(int64(s.NonzeroBytes)))
+	case unreached > max(64<<20, g.FreeBytes/500):
+		g.Status, g.Error = wipe.GPUFailed, fmt.Sprintf("only %s of the %s free could be allocated and scrubbed (another process took memory meanwhile?)", report.Bytes(int64(s.ScrubbedBytes)), report.Bytes(int64(g.FreeBytes)))
+	default:
+		g.Status = wipe.GPUScrubbed
+	}
+}
+
+// notRun is the GPUs of the plan, none reached: the wipe stopped first.
+func notRun(planned []wipe.GPU) []wipe.GPU {
+	gs := append([]wipe.GPU(nil), planned...)
+	for i := range gs {
+		gs[i].Status, gs[i].Error = wipe.GPUNotRun, "the wipe stopped before the GPUs"
 	}
 	return gs
 }
@@ -101,7 +157,7 @@ func scrubGPUs(ctx context.Context, gs []wipe.GPU, force bool) []wipe.GPU {
 func gpusFailed(gs []wipe.GPU) int {
 	n := 0
 	for _, g := range gs {
-		if g.Status == wipe.GPUFailed || g.Status == wipe.GPUInUse {
+		if g.Status == wipe.GPUFailed || g.Status == wipe.GPUInUse || g.Status == wipe.GPUNotRun {
 			n++
 		}
 	}

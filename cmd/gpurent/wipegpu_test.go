@@ -100,4 +100,46 @@ func TestWipeGPUSimulated(t *testing.T) {
 	if code, _, errOut = wipeGPU("", nil, "--gpu-force"); code != 2 || !strings.Contains(errOut, "give --gpu too") {
 		t.Errorf("--gpu-force alone: exit %d: %s", code, errOut)
 	}
+
+	// Someone holds 10 GiB of each GPU and NVML names no process (another
+	// container's job): the scrub sees the memory taken and leaves both.
+	code, r, _ = wipeGPU("residue=4096 other=10737418240", nil, "--gpu", "--yes")
+	if g0, g1 = two(r); code != 1 || g0.Status != wipe.GPUInUse || g1.Status != wipe.GPUInUse || g1.ScrubbedBytes != 0 ||
+		!strings.Contains(g1.Error, "though NVML names no process") {
+		t.Errorf("memory taken, no process named: exit %d, %+v %+v", code, g0, g1)
+	}
+
+	// Without NVML no one can say who holds memory: nothing is scrubbed
+	// unforced, and with --gpu-force both are.
+	var noNVML []string
+	for _, kv := range simEnv(2, "") {
+		if v, ok := strings.CutPrefix(kv, "LD_LIBRARY_PATH="); ok {
+			dirs := strings.Split(v, ":")
+			noNVML = append(noNVML, "LD_LIBRARY_PATH="+strings.Join(dirs[1:], ":")) // simGPUs puts NVML's first
+		}
+	}
+	code, r, errOut = wipeGPU("residue=4096", noNVML, "--gpu", "--yes")
+	if len(r.GPUs) != 2 || code != 1 || r.GPUs[0].Status != wipe.GPUInUse || r.GPUs[1].Status != wipe.GPUInUse ||
+		!strings.Contains(r.GPUs[0].HeldBy[0], "NVML does not list this GPU") || !strings.Contains(strings.Join(r.Warnings, " "), "NVML cannot list") {
+		t.Errorf("no NVML: exit %d, %+v %v\n%s", code, r.GPUs, r.Warnings, errOut)
+	}
+	code, r, _ = wipeGPU("residue=4096", noNVML, "--gpu", "--gpu-force", "--yes")
+	if len(r.GPUs) != 2 || code != 0 || r.GPUs[0].Status != wipe.GPUScrubbed || r.GPUs[1].Status != wipe.GPUScrubbed {
+		t.Errorf("no NVML, forced: exit %d, %+v", code, r.GPUs)
+	}
+}
+
+// A MIG-enabled card is not scrubbed, forced or not, and no CUDA call is
+// made for it; a card whose processes NVML names is left alone unforced.
+func TestScrubOneRefuses(t *testing.T) {
+	g := wipe.GPU{Index: 0, MIG: true}
+	scrubOne(t.Context(), &g, 0, true)
+	if g.Status != wipe.GPUFailed || !strings.Contains(g.Error, "MIG is on") {
+		t.Errorf("MIG: %+v", g)
+	}
+	g = wipe.GPU{Index: 0, HeldBy: []string{"pid 7 (1.00 GiB)"}}
+	scrubOne(t.Context(), &g, 0, false)
+	if g.Status != wipe.GPUInUse || g.ScrubbedBytes != 0 {
+		t.Errorf("held: %+v", g)
+	}
 }

@@ -14,6 +14,10 @@ type Scrub struct {
 	// the scrub is skipped unless forced.
 	Residue Result `json:"residue"`
 	Skipped bool   `json:"skipped,omitempty"`
+	// InUse is set where, unforced, more of the memory was taken than a
+	// context's own share (InUseAbove): someone's job is running there,
+	// whether or not NVML could say whose.
+	InUse bool `json:"in_use,omitempty"`
 	// FreeBytes is what cuMemGetInfo called free before; ScrubbedBytes
 	// what was allocated, filled with zeros and read back; NonzeroBytes
 	// the bytes that did not read back as zero (0 on a sound card).
@@ -32,7 +36,9 @@ type Scrub struct {
 // again. It first samples fresh memory for residue: where that reads
 // back as zeros the driver clears memory itself, and unless force is set
 // the scrub is skipped and says so. Memory that running processes hold
-// is theirs until they exit and is not touched.
+// is theirs until they exit and is not touched; unless forced, a GPU
+// where more than InUseAbove is taken is not scrubbed at all, since
+// taking every free byte could crash a job still running there.
 func (cu CUDA) Scrub(ctx context.Context, device int, force bool) Scrub {
 	var s Scrub
 	c, err := openCUDA(cu.Library, device)
@@ -43,6 +49,14 @@ func (cu CUDA) Scrub(ctx context.Context, device int, force bool) Scrub {
 	defer c.close()
 	s.BusID = c.busID()
 	start := time.Now()
+	if s.FreeBytes, s.TotalBytes, err = c.memInfo(); err != nil {
+		s.Error = err.Error()
+		return s
+	}
+	if !force && s.TotalBytes-s.FreeBytes > InUseAbove(s.TotalBytes) {
+		s.InUse = true
+		return s
+	}
 	s.Residue = c.residue()
 	if ctx.Err() != nil {
 		s.Error = ctx.Err().Error()
@@ -106,3 +120,10 @@ func (cu CUDA) Scrub(ctx context.Context, device int, force bool) Scrub {
 	s.Ms = float64(time.Since(start).Microseconds()) / 1e3
 	return s
 }
+
+// InUseAbove is how much of a GPU's memory may be taken, by the driver and
+// this process's own context, before someone else is taken to be using
+// it: 2 GiB or 3% of the card, whichever is more, well above what a
+// context and the driver's own reservation take (hundreds of MiB); not
+// yet checked on a real card.
+func InUseAbove(total uint64) uint64 { return max(2<<30, total/100*3) }

@@ -29,6 +29,16 @@ func TestCUDAScrubSimulated(t *testing.T) {
 	if s.Error != "" || s.Skipped || s.Residue.Value == 0 || s.FreeBytes-s.ScrubbedBytes > 2<<20 || s.NonzeroBytes != 0 {
 		t.Errorf("a driver that leaves old data: %+v", s)
 	}
+	// 10 GiB of 20 taken by someone else: in use, not scrubbed, unless
+	// forced.
+	cfg.OtherTenantMem = 10 << 30
+	reconfigure(t, cu, cfg)
+	if s := cu.Scrub(context.Background(), 0, false); s.Error != "" || !s.InUse || s.ScrubbedBytes != 0 || s.Residue.Probe != "" {
+		t.Errorf("in use: %+v", s)
+	}
+	if s := cu.Scrub(context.Background(), 0, true); s.Error != "" || s.InUse || s.FreeBytes != 10<<30 || s.FreeBytes-s.ScrubbedBytes > 2<<20 {
+		t.Errorf("in use, forced: %+v", s)
+	}
 	if st := stats(); st.LiveAllocs != 0 || st.BadCalls != 0 || st.LiveModules != 0 {
 		t.Errorf("driver state after the scrubs: %+v", st)
 	}

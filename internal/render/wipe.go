@@ -118,14 +118,22 @@ func WipeGPUs(w io.Writer, gs []wipe.GPU) {
 		case wipe.GPUScrubbed:
 			fmt.Fprintf(w, "GPU memory: %s: %s of %s free filled with zeros and read back: %s not zero\n", name, report.Bytes(int64(g.ScrubbedBytes)), report.Bytes(int64(g.FreeBytes)), report.Bytes(int64(g.NonzeroBytes)))
 		case wipe.GPUDriverClears:
-			fmt.Fprintf(w, "GPU memory: %s: not scrubbed: fresh memory read back as zeros, so the driver clears memory between processes (%s); --gpu-force scrubs anyway\n", name, report.Safe(g.Residue))
+			fmt.Fprintf(w, "GPU memory: %s: not scrubbed: fresh memory sampled as zeros, as from a driver that clears memory between processes (%s); --gpu-force scrubs anyway\n", name, report.Safe(g.Residue))
 		case wipe.GPUInUse:
 			fmt.Fprintf(w, "GPU memory: %s: not scrubbed: %s\n", name, report.Safe(g.Error))
 		case wipe.GPUFailed:
 			fmt.Fprintf(w, "GPU memory: %s: failed: %s\n", name, report.Safe(g.Error))
+		case wipe.GPUNotRun:
+			fmt.Fprintf(w, "GPU memory: %s: not run: %s\n", name, report.Safe(g.Error))
 		}
-		if len(g.HeldBy) > 0 {
+		if g.MIG && g.Status == wipe.GPUPlanned {
+			fmt.Fprintf(w, "GPU memory: %s: MIG is on: its instances are not scrubbed\n", name)
+		}
+		if len(g.HeldBy) > 0 && (g.Status == wipe.GPUPlanned || g.Status == wipe.GPUInUse) {
 			fmt.Fprintf(w, "GPU memory: %s: held by running processes, not reached until they exit: %s\n", name, report.Safe(strings.Join(g.HeldBy, ", ")))
+		}
+		if g.Status == wipe.GPUScrubbed && g.TotalBytes > g.ScrubbedBytes {
+			fmt.Fprintf(w, "GPU memory: %s: %s of its %s not reached: the driver's and running processes' (theirs until they exit)\n", name, report.Bytes(int64(g.TotalBytes-g.ScrubbedBytes)), report.Bytes(int64(g.TotalBytes)))
 		}
 	}
 }
