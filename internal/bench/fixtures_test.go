@@ -95,13 +95,18 @@ func probedGEMM(f probe.Facts, sustained []float64, allocGiB, bf16 float64) prob
 // Synthetic: it tests the judgement, not the card.
 func soakRun(f *probe.Facts, gpu int, tflops, watts, smMHz func(t float64) float64) {
 	s := &compute.Soak{Seconds: 120, GEMM: "cuBLASLt 12.8.4 8192³ BF16", Slots: 560, MemoryGiB: 70.4, Iterations: 1,
-		Tolerance: 1.0 / 64, ReferenceChecked: 64, ReferenceMaxErr: 0.000412}
+		Tolerance: 1.0 / 64, ReferenceChecked: 64, ReferenceMaxErr: 0.000412,
+		FP32: &compute.Soak{Seconds: 120, GEMM: "cuBLASLt 12.8.4 8192³ FP32", Slots: 2, MemoryGiB: 1.03, Tolerance: 1.0 / 64, ReferenceChecked: 64, ReferenceMaxErr: 0.000001}}
 	var tf []float64
 	for t := 0.5; t <= 120; t += 0.5 {
 		v := tflops(t)
 		s.Intervals = append(s.Intervals, compute.SoakInterval{AtS: t, TFLOPS: v})
 		s.Iterations += int(v * 0.5 * 1e12 / (2 * 8192 * 8192 * 8192))
 		tf = append(tf, v)
+	}
+	s.FP32.Iterations = s.Iterations / 128
+	for t := 1.0; t <= 120; t++ {
+		s.FP32.Intervals = append(s.FP32.Intervals, compute.SoakInterval{AtS: t, TFLOPS: 49.8})
 	}
 	for t := 1.0; t <= 120; t++ {
 		w, sm, mem, temp, ev := watts(t), uint32(smMHz(t)), uint32(2619), 40+int(min(30, t/2)), uint64(0)
@@ -439,6 +444,16 @@ func fixtures() []fixture {
 				soakRun(&f, 0, steady(690), steady(650), steady(1755))
 				s := f.Compute[0].Results[len(f.Compute[0].Results)-1].Soak
 				s.Mismatches, s.FirstMismatch = 1, &compute.SoakMismatch{Iteration: 3130, Elements: 1, Element: 22369621, MaxDiff: 8}
+				return f
+			}},
+		// The FP32 GEMM beside the BF16 loop, on the CUDA cores, gets one
+		// element wrong.
+		{name: "h100-soak-fp32-wrong", want: Fail, fails: []string{"gpu0.soak"}, advice: "silent data corruption",
+			facts: func() probe.Facts {
+				f := probed(healthyH100(), launches(2000, 0), 77.6)
+				soakRun(&f, 0, steady(690), steady(650), steady(1755))
+				s := f.Compute[0].Results[len(f.Compute[0].Results)-1].Soak.FP32
+				s.Mismatches, s.FirstMismatch = 1, &compute.SoakMismatch{Iteration: 402, Elements: 1, Element: 22369621, MaxDiff: 8}
 				return f
 			}},
 		// Power plateaus at 60% of the 700 W limit under the full GEMM.

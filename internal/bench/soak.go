@@ -26,18 +26,31 @@ func (j *judge) soak(res compute.Results, r compute.Result, c *Check) {
 		c.Evidence += "; stopped early: " + s.Stopped
 	}
 	first, last := fifths(s.Intervals, func(i compute.SoakInterval) float64 { return i.TFLOPS })
-	switch {
-	case s.Mismatches > 0:
-		m := s.FirstMismatch
-		c.Status = Fail
-		c.Evidence += fmt.Sprintf("; %d of %d results differed from the first", s.Mismatches, s.Iterations)
-		if m != nil {
-			c.Evidence += fmt.Sprintf(", first at iteration %d: wrong elements %d, the first at index %d, off by up to %g", m.Iteration, m.Elements, m.Element, m.MaxDiff)
+	var wrong, consistent []string
+	for _, l := range []*compute.Soak{s, s.FP32} {
+		if l == nil {
+			continue
 		}
-		c.Advice = "This GPU computes different answers to the same GEMM under load (silent data corruption): training on it can go wrong without an error. " + adviceRefund
-	case s.ReferenceBad > 0:
+		if l.Mismatches > 0 {
+			w := fmt.Sprintf("%s: %d of %d results differed from the first", l.GEMM, l.Mismatches, l.Iterations)
+			if m := l.FirstMismatch; m != nil {
+				w += fmt.Sprintf(", first at iteration %d: wrong elements %d, the first at index %d, off by up to %g", m.Iteration, m.Elements, m.Element, m.MaxDiff)
+			}
+			wrong = append(wrong, w)
+		}
+		if l.ReferenceBad > 0 {
+			consistent = append(consistent, fmt.Sprintf("%s: %d of %d elements of the first result disagree with the CPU's FP64 (worst %.4f relative, tolerance %.4f)",
+				l.GEMM, l.ReferenceBad, l.ReferenceChecked, l.ReferenceMaxErr, l.Tolerance))
+		}
+	}
+	switch {
+	case len(wrong) > 0:
 		c.Status = Fail
-		c.Evidence += fmt.Sprintf("; %d of %d elements of the first result disagree with the CPU's FP64 (worst %.4f relative, tolerance %.4f)", s.ReferenceBad, s.ReferenceChecked, s.ReferenceMaxErr, s.Tolerance)
+		c.Evidence += "; " + strings.Join(wrong, "; ")
+		c.Advice = "This GPU computes different answers to the same GEMM under load (silent data corruption): training on it can go wrong without an error. " + adviceRefund
+	case len(consistent) > 0:
+		c.Status = Fail
+		c.Evidence += "; " + strings.Join(consistent, "; ")
 		c.Advice = "This GPU's GEMM results are wrong, consistently: the card, its driver or cuBLASLt computes wrong answers. " + adviceRefund
 	case first > 0 && last/first < lim.SoakSagWarn:
 		c.Status = Warn
@@ -46,6 +59,9 @@ func (j *judge) soak(res compute.Results, r compute.Result, c *Check) {
 	default:
 		c.Status = Pass
 		c.Evidence += fmt.Sprintf("; %d results matched the first; the CPU's FP64 tile agreed within %.4f", s.Iterations-1, s.ReferenceMaxErr)
+		if f := s.FP32; f != nil {
+			c.Evidence += fmt.Sprintf("; FP32: %d results matched the first, the tile within %.6f", f.Iterations-1, f.ReferenceMaxErr)
+		}
 		if first > 0 {
 			c.Evidence += fmt.Sprintf("; throughput held (last fifth %.0f%% of the first)", 100*last/first)
 		}

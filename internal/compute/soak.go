@@ -43,6 +43,10 @@ type Soak struct {
 	Samples   []SoakSample   `json:"samples,omitempty"`
 	// Stopped says why the loop ended before its time, where it did.
 	Stopped string `json:"stopped,omitempty"`
+	// FP32 is the FP32 GEMM that runs beside a BF16 loop, one after each
+	// batch, on the CUDA cores rather than the tensor cores: checked the
+	// same way, its own first result and slot.
+	FP32 *Soak `json:"fp32,omitempty"`
 	// Began and Ended are when the loop ran, on this host's clock, for
 	// measure to keep the NVML samples taken meanwhile (not set-up's).
 	Began time.Time `json:"-"`
@@ -113,134 +117,95 @@ func (cu CUDA) Soak(ctx context.Context, device int, d time.Duration) Result {
 
 func (p *cudaProber) soak(ctx context.Context, d time.Duration) Result {
 	r := Result{Probe: ProbeSoak, Unit: "TFLOPS"}
-	g := gemmPrecisions()[2] // BF16
-	cmpName := "cmp_bf16"
+	fail := func(err error) Result {
+		r.Error = err.Error()
+		return r
+	}
+	// BF16 on the tensor cores, and beside it an FP32 GEMM after each
+	// batch, which runs on the CUDA cores: a fault in either is found.
+	// Before compute capability 8.0, FP32 alone.
+	main, err := p.newSoakLoop(gemmPrecisions()[2], "cmp_bf16", 0)
 	if p.major < 8 {
-		g, cmpName = gemmPrecisions()[0], "cmp_f32"
+		main, err = p.newSoakLoop(gemmPrecisions()[0], "cmp_f32", 0)
 	}
-	run, err := p.newGEMM(g, 8192)
 	if err != nil {
-		r.Error = err.Error()
-		return r
+		return fail(err)
 	}
-	defer run.close()
-	n := run.n
-	size := n * n * g.elem
-	cmp, err := p.c.function(p.common, cmpName)
+	defer main.close()
+	var side *soakLoop
+	if p.major >= 8 {
+		if side, err = p.newSoakLoop(gemmPrecisions()[0], "cmp_f32", 1); err != nil {
+			return fail(fmt.Errorf("FP32: %w", err))
+		}
+		defer side.close()
+		main.s.FP32 = side.s
+	}
+	// The slots take what is left of the free memory, less the margin.
+	if err := main.addSlots(); err != nil {
+		return fail(err)
+	}
+	r.Soak = main.s
+	t0, err := main.first()
+	if err == nil && side != nil {
+		_, err = side.first()
+	}
 	if err != nil {
-		r.Error = err.Error()
-		return r
-	}
-	// The slots: the first result (run's D) and as many more as fit.
-	slots := []uint64{run.bufs[2]}
-	defer func() {
-		for _, s := range slots[1:] {
-			p.c.free(s)
-		}
-	}()
-	if free, total, err := p.c.memInfo(); err == nil {
-		for left := free - min(free, allocMargin(total)); left >= size && len(slots) < soakSlotsMax; left -= size {
-			s, err := p.c.alloc(size)
-			if err != nil {
-				break
-			}
-			slots = append(slots, s)
-		}
-	}
-	if len(slots) < 2 { // at least one result to compare with the first
-		s, err := p.c.alloc(size)
-		if err != nil {
-			r.Error = fmt.Sprintf("no memory for a second %d MiB result: %v", size>>20, err)
-			return r
-		}
-		slots = append(slots, s)
-	}
-	s := &Soak{GEMM: fmt.Sprintf("%s %d³ %s", p.lt, n, strings.ToUpper(g.prec)), Slots: len(slots),
-		MemoryGiB: gibf(uint64(len(slots)+2)*size + gemmWorkspace), Tolerance: soakTolerance, Intervals: []SoakInterval{}}
-	r.Soak = s
-
-	// The first result, and its tile against the CPU.
-	t0, err := p.c.timed(run.enqueue)
-	if err != nil {
-		r.Error = err.Error()
-		return r
-	}
-	if err := p.referenceTile(run, g, s); err != nil {
-		r.Error = "reference tile: " + err.Error()
-		return r
+		return fail(err)
 	}
 	const batchMax = 128
 	batch := int(math.Max(1, math.Min(batchMax, 250/math.Max(t0, 1e-3))))
-	k, err := newChecker(p.c, p.common, p.sms, batch)
+	k, err := newChecker(p.c, p.common, p.sms, batch+1)
 	if err != nil {
-		r.Error = err.Error()
-		return r
+		return fail(err)
 	}
 	defer k.close()
-	ev, err := newEventPairs(p.c, batch)
+	ev, err := newEventPairs(p.c, batch+1)
 	if err != nil {
-		r.Error = err.Error()
-		return r
+		return fail(err)
 	}
 	defer ev.close()
-	flops := 2 * float64(n*n*n)
-	tol := uint64(math.Float32bits(soakTolerance))
 	start := time.Now()
-	s.Began = start
-	defer func() { s.Ended = time.Now() }()
+	main.s.Began = start
+	defer func() { main.s.Ended = time.Now() }()
 	deadline := start.Add(d)
-	iter := 1
-	var acc struct {
-		n  int
-		ms float64
+	rounds := batch
+	if side != nil {
+		rounds++ // the last round is the FP32 GEMM
 	}
-	lastAt := 0.0
 	for time.Now().Before(deadline) {
 		if ctx.Err() != nil {
-			s.Stopped = "interrupted: " + ctx.Err().Error()
+			main.s.Stopped = "interrupted: " + ctx.Err().Error()
 			break
 		}
 		if err := k.reset(); err != nil {
-			r.Error = err.Error()
-			return r
+			return fail(err)
 		}
-		ms, err := ev.batch(batch, func(j int) error {
-			slot := slots[1+(iter+j-1)%(len(slots)-1)]
-			return p.lt.matmul(run.plan, run.bufs[0], run.bufs[1], slot, run.bufs[3], gemmWorkspace, 0)
-		}, func(j int) error {
-			slot := slots[1+(iter+j-1)%(len(slots)-1)]
-			return p.c.launch(cmp, k.grid, 256, slot, slots[0], n*n, tol, k.result(j))
-		})
+		loop := func(j int) *soakLoop {
+			if j == batch {
+				return side
+			}
+			return main
+		}
+		ms, err := ev.batch(rounds, func(j int) error { return loop(j).enqueue(j) },
+			func(j int) error { return loop(j).compare(j, k) })
 		if err == nil {
 			err = k.read()
 		}
 		if err != nil {
-			r.Error = fmt.Sprintf("iteration %d: %v", iter, err)
-			return r
+			return fail(fmt.Errorf("iteration %d: %w", main.iter, err))
 		}
-		for j := range batch {
-			if w := k.host[j]; w.words() > 0 {
-				s.Mismatches++
-				if s.FirstMismatch == nil {
-					s.FirstMismatch = &SoakMismatch{Iteration: iter + j, Elements: w.words(), Element: w.first(),
-						MaxDiff: float64(math.Float32frombits(uint32(w[5])))}
-				}
-			}
-		}
-		iter += batch
-		// An interval is a second or more of batches: a soak of an hour
-		// keeps 3,600 of them, not one a batch.
-		acc.n, acc.ms = acc.n+batch, acc.ms+ms
-		if at := time.Since(start).Seconds(); at-lastAt >= 1 || !time.Now().Before(deadline) {
-			s.Intervals = append(s.Intervals, SoakInterval{AtS: round3(at), TFLOPS: round3(float64(acc.n) * flops / (acc.ms / 1e3) / 1e12)})
-			acc, lastAt = struct {
-				n  int
-				ms float64
-			}{}, at
+		last := !time.Now().Before(deadline)
+		main.record(k.host[:batch], ms[:batch], start, last)
+		if side != nil {
+			side.record(k.host[batch:batch+1], ms[batch:], start, last)
 		}
 	}
-	s.Iterations = iter
-	s.Seconds = round3(time.Since(start).Seconds())
+	for _, l := range []*soakLoop{main, side} {
+		if l != nil {
+			l.s.Iterations, l.s.Seconds = l.iter, round3(time.Since(start).Seconds())
+		}
+	}
+	s := main.s
 	var tf []float64
 	for _, in := range s.Intervals {
 		tf = append(tf, in.TFLOPS)
@@ -251,7 +216,140 @@ func (p *cudaProber) soak(ctx context.Context, d time.Duration) Result {
 	}
 	r.Notes = fmt.Sprintf("%s loop for %.1f s: %d iterations over %d results in %.1f GiB, each compared with the first (tolerance 1/64 of size + 1); %d of the first result's elements checked against FP64 on the CPU",
 		s.GEMM, s.Seconds, s.Iterations, s.Slots, s.MemoryGiB, s.ReferenceChecked)
+	if f := s.FP32; f != nil {
+		r.Notes += fmt.Sprintf("; beside it %s, one after each batch: %d iterations, checked the same way", f.GEMM, f.Iterations)
+	}
 	return r
+}
+
+// soakLoop is one precision's GEMM loop of a soak: its operands, the
+// first result and the slots later results go to in turn, each compared
+// with the first.
+type soakLoop struct {
+	p     *cudaProber
+	g     gemmPrecision
+	run   *gemmRun
+	cmp   uintptr
+	slots []uint64 // slots[0] is the first result (run's D)
+	s     *Soak
+	iter  int
+	acc   struct {
+		n  int
+		ms float64
+	}
+	lastAt float64
+}
+
+func (p *cudaProber) newSoakLoop(g gemmPrecision, cmpName string, extraSlots int) (*soakLoop, error) {
+	run, err := p.newGEMM(g, 8192)
+	if err != nil {
+		return nil, err
+	}
+	l := &soakLoop{p: p, g: g, run: run, slots: []uint64{run.bufs[2]}, iter: 1}
+	if l.cmp, err = p.c.function(p.common, cmpName); err != nil {
+		l.close()
+		return nil, err
+	}
+	for range extraSlots {
+		if err := l.addSlot(); err != nil {
+			l.close()
+			return nil, err
+		}
+	}
+	l.s = &Soak{GEMM: fmt.Sprintf("%s %d³ %s", p.lt, run.n, strings.ToUpper(g.prec)), Tolerance: soakTolerance, Intervals: []SoakInterval{}}
+	l.setSize()
+	return l, nil
+}
+
+func (l *soakLoop) size() uint64 { return l.run.n * l.run.n * l.g.elem }
+
+func (l *soakLoop) setSize() {
+	l.s.Slots, l.s.MemoryGiB = len(l.slots), gibf(uint64(len(l.slots)+2)*l.size()+gemmWorkspace)
+}
+
+func (l *soakLoop) addSlot() error {
+	d, err := l.p.c.alloc(l.size())
+	if err == nil {
+		l.slots = append(l.slots, d)
+	}
+	return err
+}
+
+// addSlots fills the free memory, less the margin, with slots: at least
+// one beside the first result, at most soakSlotsMax.
+func (l *soakLoop) addSlots() error {
+	if free, total, err := l.p.c.memInfo(); err == nil {
+		for left := free - min(free, allocMargin(total)); left >= l.size() && len(l.slots) < soakSlotsMax; left -= l.size() {
+			if l.addSlot() != nil {
+				break
+			}
+		}
+	}
+	if len(l.slots) < 2 {
+		if err := l.addSlot(); err != nil {
+			return fmt.Errorf("no memory for a second %d MiB result: %v", l.size()>>20, err)
+		}
+	}
+	l.setSize()
+	return nil
+}
+
+func (l *soakLoop) close() {
+	for _, d := range l.slots[1:] {
+		l.p.c.free(d)
+	}
+	l.run.close()
+}
+
+// first computes the first result, checks its tile against the CPU, and
+// returns how long the GEMM took (ms).
+func (l *soakLoop) first() (float64, error) {
+	t, err := l.p.c.timed(l.run.enqueue)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.p.referenceTile(l.run, l.g, l.s); err != nil {
+		return 0, fmt.Errorf("reference tile: %w", err)
+	}
+	return t, nil
+}
+
+// slot is where round j of the current batch writes its result.
+func (l *soakLoop) slot(j int) uint64 { return l.slots[1+(l.iter+j-1)%(len(l.slots)-1)] }
+
+func (l *soakLoop) enqueue(j int) error {
+	r := l.run
+	return r.p.lt.matmul(r.plan, r.bufs[0], r.bufs[1], l.slot(j), r.bufs[3], gemmWorkspace, 0)
+}
+
+func (l *soakLoop) compare(j int, k *checker) error {
+	tol := uint64(math.Float32bits(soakTolerance))
+	return l.p.c.launch(l.cmp, k.grid, 256, l.slot(j), l.slots[0], l.run.n*l.run.n, tol, k.result(j))
+}
+
+// record counts this batch's results that differed from the first, adds
+// its GEMM time, and closes an interval each second or so (and at the
+// last batch): a soak of an hour keeps 3,600 of them, not one a batch.
+func (l *soakLoop) record(results []checkResult, ms []float64, start time.Time, last bool) {
+	for j, w := range results {
+		if w.words() > 0 {
+			l.s.Mismatches++
+			if l.s.FirstMismatch == nil {
+				l.s.FirstMismatch = &SoakMismatch{Iteration: l.iter + j, Elements: w.words(), Element: w.first(),
+					MaxDiff: float64(math.Float32frombits(uint32(w[5])))}
+			}
+		}
+	}
+	l.iter += len(results)
+	l.acc.n += len(results)
+	for _, t := range ms {
+		l.acc.ms += t
+	}
+	if at := time.Since(start).Seconds(); at-l.lastAt >= 1 || last {
+		n := float64(l.run.n)
+		l.s.Intervals = append(l.s.Intervals, SoakInterval{AtS: round3(at), TFLOPS: round3(float64(l.acc.n) * 2 * n * n * n / (l.acc.ms / 1e3) / 1e12)})
+		l.acc.n, l.acc.ms, l.lastAt = 0, 0, at
+	}
 }
 
 // eventPairs time each GEMM of a batch on its own, so that the
@@ -287,29 +385,29 @@ func (e *eventPairs) close() {
 }
 
 // batch enqueues n rounds of timed work, each followed by untimed after,
-// and returns the timed work's total milliseconds.
-func (e *eventPairs) batch(n int, work, after func(j int) error) (float64, error) {
+// and returns each round's work in milliseconds.
+func (e *eventPairs) batch(n int, work, after func(j int) error) ([]float64, error) {
 	for j := range n {
 		if err := e.c.record(e.start[j]); err != nil {
-			return 0, err
+			return nil, err
 		}
 		if err := work(j); err != nil {
-			return 0, err
+			return nil, err
 		}
 		if err := e.c.record(e.end[j]); err != nil {
-			return 0, err
+			return nil, err
 		}
 		if err := after(j); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	var ms float64
+	ms := make([]float64, n)
 	for j := range n {
 		t, err := e.c.elapsed(e.start[j], e.end[j])
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		ms += t
+		ms[j] = t
 	}
 	return ms, nil
 }

@@ -42,8 +42,13 @@ func TestCUDASoakSimulated(t *testing.T) {
 		t.Errorf("gemm %q", s.GEMM)
 	}
 	// 8 GiB, 1 GiB another tenant's, a 512 MiB margin: A, B, the first
-	// result and the workspace, then 128 MiB results in what is left.
-	if s.Slots < 40 || s.MemoryGiB < 6 {
+	// result and the workspace, the FP32 GEMM's (1 GiB), then 128 MiB
+	// results in what is left.
+	if f := s.FP32; f == nil || f.Mismatches != 0 || f.ReferenceChecked != 64 || f.ReferenceBad != 0 || f.ReferenceMaxErr > 1e-5 || f.Slots != 2 ||
+		f.Iterations < 2 || !strings.HasSuffix(f.GEMM, " 8192³ FP32") || len(f.Intervals) == 0 {
+		t.Errorf("the FP32 GEMM beside it: %+v", f)
+	}
+	if s.Slots < 40 || s.MemoryGiB < 5 {
 		t.Errorf("the loop should hold most of the free memory: %d slots, %.2f GiB", s.Slots, s.MemoryGiB)
 	}
 	// 800 TFLOPS simulated BF16: the comparisons between the GEMMs are
@@ -56,14 +61,21 @@ func TestCUDASoakSimulated(t *testing.T) {
 	}
 
 	// One simulated cuBLASLt finds the first simulated driver loaded, so
-	// the faults are set on this one.
+	// the faults are set on this one. The GEMMs run: BF16's first,
+	// FP32's first, 128 BF16 (a batch), one FP32, ...
 	cfg.SDCAt = 5
 	reconfigure(t, cu, cfg)
 	r = cu.Soak(context.Background(), 0, 300*time.Millisecond)
 	s = r.Soak
-	if r.Error != "" || s == nil || s.Mismatches != 1 || s.FirstMismatch == nil || s.FirstMismatch.Iteration != 4 ||
-		s.FirstMismatch.Element != 8192*8192/3 || s.FirstMismatch.MaxDiff != 8 {
-		t.Errorf("a wrong element in the 5th GEMM (iteration 4): %+v %+v", r, s)
+	if r.Error != "" || s == nil || s.Mismatches != 1 || s.FirstMismatch == nil || s.FirstMismatch.Iteration != 3 ||
+		s.FirstMismatch.Element != 8192*8192/3 || s.FirstMismatch.MaxDiff != 8 || s.FP32.Mismatches != 0 {
+		t.Errorf("a wrong element in the 5th GEMM (BF16 iteration 3): %+v %+v", r, s)
+	}
+	cfg.SDCAt = 131
+	reconfigure(t, cu, cfg)
+	r = cu.Soak(context.Background(), 0, 300*time.Millisecond)
+	if s = r.Soak; s == nil || s.Mismatches != 0 || s.FP32.Mismatches != 1 || s.FP32.FirstMismatch.Iteration != 1 {
+		t.Errorf("a wrong element in the 131st GEMM (FP32 iteration 1): %+v", s)
 	}
 	// Wrong in the first result: every later one differs from it.
 	cfg.SDCAt = 1
