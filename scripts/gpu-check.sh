@@ -336,7 +336,7 @@ start=$(date +%s)
 "$gpurent" bench --no-history --backend cuda --soak "$soak" --memtest --disk-mb 0 --record "$out/soak-facts.json" -o json >"$out/soak.json" 2>"$out/soak.stderr"
 log "soak $soak and memtest: exit $? in $(( $(date +%s) - start )) s"
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
-import json, sys
+import json, re, sys
 out = sys.argv[1]
 try:
     rep = json.load(open(f"{out}/soak.json"))
@@ -360,6 +360,12 @@ for comp in rep["facts"].get("compute") or []:
         print(f"  soak/torch gemm_bf16 on gpu0: {soak['value']:.1f} / {torch:.1f} TFLOPS = {soak['value'] / torch:.3f} (want 0.9 to 1.1)")
     else:
         print("  soak/torch gemm_bf16 on gpu0: no torch GEMM to compare with (step 2's torch run is not in this directory)")
+for comp in rep["facts"].get("compute") or []:
+    rs = {r["probe"]: r for r in comp.get("results") or []}
+    mt, copy = rs.get("memtest") or {}, (rs.get("mem_copy") or {}).get("value")
+    m = re.search(r"; ([0-9.]+) GB/s median, ([0-9.]+) GB/s slowest pass", mt.get("notes", ""))
+    if m and copy:
+        print(f"  memtest/mem_copy on gpu{comp.get('index')}: median pass {float(m.group(1)) / copy:.2f}, slowest {float(m.group(2)) / copy:.2f} of {copy:.0f} GB/s (want at least 0.5)")
 PY
 took 6
 fi

@@ -97,6 +97,7 @@ func TestGPUCheckSimulated(t *testing.T) {
 		"  gpu0.memtest           pass  cuda backend: 73 passes over ",
 		"  gpu0.soak              pass  cuda backend: cuBLASLt ",
 		"  soak/torch gemm_bf16 on gpu0: ",
+		"  memtest/mem_copy on gpu0: median pass ",
 		"step 1 took ", "step 2 took ", "step 3 took ", "step 4 took ", "step 5 took ", "step 6 took ",
 		"steps 1 2 3 4 5 6: ",
 	} {

@@ -130,6 +130,9 @@ scrubbed, or the backup check failed, 2 bad usage or a refused path.`,
 // the terminal, carries it out, the report saved after every item.
 func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) error {
 	ctx := cmd.Context()
+	if o.gpuForce && !o.gpu {
+		return usagef("--gpu-force: it forces --gpu's scrub; give --gpu too")
+	}
 	plan, err := planWipe(ctx, o, paths)
 	if err != nil {
 		return err
@@ -137,9 +140,6 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 	w := cmd.ErrOrStderr()
 	if g.output != report.JSON {
 		w = g.stdout
-	}
-	if o.gpuForce && !o.gpu {
-		return usagef("--gpu-force: it forces --gpu's scrub; give --gpu too")
 	}
 	var gpus []wipe.GPU
 	if o.gpu {
