@@ -90,7 +90,7 @@ func probedGEMM(f probe.Facts, sustained []float64, allocGiB, bf16 float64) prob
 }
 
 // soakRun is a synthetic 120 s soak of gpu as bench --soak 2m records it:
-// a batch of BF16 GEMMs every half second at tflops(t) and an NVML sample
+// BF16 GEMMs at tflops(t), an interval a second, and an NVML sample
 // every second drawing watts(t) at smMHz(t), warming from 40 C to 70 C.
 // Synthetic: it tests the judgement, not the card.
 func soakRun(f *probe.Facts, gpu int, tflops, watts, smMHz func(t float64) float64) {
@@ -98,10 +98,10 @@ func soakRun(f *probe.Facts, gpu int, tflops, watts, smMHz func(t float64) float
 		Tolerance: 1.0 / 64, ReferenceChecked: 64, ReferenceMaxErr: 0.000412,
 		FP32: &compute.Soak{Seconds: 120, GEMM: "cuBLASLt 12.8.4 8192³ FP32", Slots: 2, MemoryGiB: 1.03, Tolerance: 1.0 / 64, ReferenceChecked: 64, ReferenceMaxErr: 0.000001}}
 	var tf []float64
-	for t := 0.5; t <= 120; t += 0.5 {
+	for t := 1.0; t <= 120; t++ {
 		v := tflops(t)
 		s.Intervals = append(s.Intervals, compute.SoakInterval{AtS: t, TFLOPS: v})
-		s.Iterations += int(v * 0.5 * 1e12 / (2 * 8192 * 8192 * 8192))
+		s.Iterations += int(v * 1e12 / (2 * 8192 * 8192 * 8192))
 		tf = append(tf, v)
 	}
 	s.FP32.Iterations = s.Iterations / 128
