@@ -40,10 +40,9 @@ type Options struct {
 	Probes []string
 	// Memtest runs the memory test on every GPU; Soak, when positive,
 	// a checked GEMM loop on every GPU at once for that long, with NVML
-	// sampled every SampleEvery (0: a second) beside it.
-	Memtest     bool
-	Soak        time.Duration
-	SampleEvery time.Duration
+	// sampled every second beside it.
+	Memtest bool
+	Soak    time.Duration
 }
 
 // Machine measures this machine: the facts first (utilization is sampled
@@ -60,7 +59,7 @@ func Machine(ctx context.Context, o Options) probe.Facts {
 	every := o.Full || o.Memtest || o.Soak > 0
 	f.Compute = computeProbes(ctx, o.Backend, compute.Options{Full: o.Full, Sustained: o.Window, Probes: o.Probes, Memtest: o.Memtest}, every, f.GPU)
 	if o.Soak > 0 {
-		soakAll(ctx, f.Compute, o.Soak, o.SampleEvery)
+		soakAll(ctx, f.Compute, o.Soak, time.Second)
 	}
 	f.KernelLog = probe.ReadKernelLog(kernlog.Path())
 	f.XidEvents = stopXids()
@@ -211,9 +210,6 @@ func cudaParallel(ctx context.Context, opt compute.Options, n int) []compute.Res
 // results; a GPU another backend measured gets the reason it was not
 // soaked.
 func soakAll(ctx context.Context, rs []compute.Results, d, every time.Duration) {
-	if every <= 0 {
-		every = time.Second
-	}
 	soaks := make([]compute.Result, len(rs))
 	var wg sync.WaitGroup
 	for i, r := range rs {
