@@ -415,7 +415,7 @@ func TestBenchSoakSimulated(t *testing.T) {
 	if rep.Verdict != "fail" {
 		t.Errorf("verdict %s", rep.Verdict)
 	}
-	again := benchSim(t, nil, "--replay", facts)
+	again := benchSim(t, os.Environ(), "--replay", facts) // the environment as given: under qemu-user it says how to run this binary
 	var rerun struct{ Verdict string }
 	if err := json.Unmarshal(again, &rerun); err != nil || rerun.Verdict != rep.Verdict {
 		t.Errorf("replay: %v %s", err, again)
