@@ -112,7 +112,7 @@ judges saved facts anywhere, without a GPU.`,
 	f.BoolVar(&o.full, "full", false, "full mode: probe every GPU, longer repetitions, a 10 s --duration unless set")
 	f.StringVar(&o.probes, "probes", "", "run only these compute probes, comma-separated (e.g. sustained to check for sharing); all when empty")
 	f.StringVar(&o.soak, "soak", "", "also run a checked GEMM loop on every GPU at once for this long (e.g. 2m), with power, clocks and temperature sampled: throttling, power caps and wrong results show only under minutes of load")
-	f.BoolVar(&o.memtest, "memtest", false, "also test every byte of free GPU memory with patterns, on every GPU (seconds on a large card), and read all of it for residue first")
+	f.BoolVar(&o.memtest, "memtest", false, "also test the free memory of every GPU with 73 pattern passes, after reading all of it for residue")
 	cmd.AddCommand(newBenchHistory(g))
 	return cmd
 }

@@ -49,9 +49,8 @@ type ComputeLimits struct {
 	// real card's figure (no GPU has run the soak yet).
 	SoakPowerWarn float64
 	// SoakSagWarn: the last fifth of the soak's GEMM throughput over the
-	// first below which it warns: a card that heats up and throttles
-	// loses more than 10% within minutes; noise on a healthy card is a
-	// few percent.
+	// first below which it warns: the homogeneity rule's 10%, well above
+	// one GEMM's run-to-run noise; not yet calibrated on a real card.
 	SoakSagWarn float64
 	// SoakClockWarn, SoakClockFloor: the SM clock's last fifth over its
 	// first, and over NVML's maximum for this card, below which it warns
