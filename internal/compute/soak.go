@@ -61,8 +61,8 @@ type SoakMismatch struct {
 	MaxDiff   float64 `json:"max_diff"`
 }
 
-// SoakInterval is one batch of the loop: when it ended, seconds into the
-// soak, and the GEMM throughput the batch reached.
+// SoakInterval is a second or so of the loop: when it ended, seconds
+// into the loop, and the GEMM throughput its batches reached.
 type SoakInterval struct {
 	AtS    float64 `json:"at_s"`
 	TFLOPS float64 `json:"tflops"`
@@ -92,9 +92,10 @@ const soakTolerance = 1.0 / 64
 const soakSlotsMax = 1024
 
 // Soak runs a GEMM loop on device for d (less if ctx ends first), in BF16
-// (FP32 on cards before compute capability 8.0), over most of the free
-// memory, checking every result against the first and the first against
-// a tile computed on the CPU.
+// with an FP32 GEMM after each batch (FP32 alone on cards before compute
+// capability 8.0), over most of the free memory, checking every result
+// against its precision's first and the first against a tile computed on
+// the CPU.
 func (cu CUDA) Soak(ctx context.Context, device int, d time.Duration) Result {
 	r := Result{Probe: ProbeSoak, Unit: "TFLOPS"}
 	c, err := openCUDA(cu.Library, device)
