@@ -12,7 +12,8 @@
 // Tests in this package configure it through fake_config. A whole gpurent
 // process (TestGPUCheckSimulated runs scripts/gpu-check.sh on it) sets it
 // from $FAKECUDA instead, "key=value" words: the rates and sizes below,
-// devices=N (see enumerate), and cotenant=FILE: a process running GEMMs
+// the faults (residue=N, flip=BYTE:BIT, sdc=K), devices=N (see
+// enumerate), and cotenant=FILE: a process running GEMMs
 // (gpurent burn) marks FILE busy, and while it is, every
 // cotenant_every-th launch of any other process waits cotenant_ms for the
 // co-tenant's time slice.
@@ -240,9 +241,9 @@ void fake_cuda_advance(double us) {
   if (current) clock_us[dev()] += us;
 }
 
-// Exported for fakecublaslt.c: D = A·B (n×n, column-major, elements of
-// elem bytes) now holds that product, with one element wrong where the
-// process's GEMMs have reached sdc=K.
+// Exported for fakecublaslt.c: D = A·B (n×n, column-major, of A's and
+// B's fill element type) now holds that product, with one element wrong
+// where the process's GEMMs have reached sdc=K.
 void fake_cuda_product(uint64_t a, uint64_t b, uint64_t d, uint64_t n) {
   LOCKED;
   struct alloc *out = find(d, 1, 0);
