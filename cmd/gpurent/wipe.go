@@ -102,7 +102,7 @@ scrubbed, or the backup check failed, 2 bad usage or a refused path.`,
 	f.BoolVar(&o.yes, "yes", false, "delete what the plan lists (without it: a dry run, or a question on a terminal)")
 	f.BoolVar(&o.docker, "docker", false, "also remove every Docker image")
 	f.BoolVar(&o.gpu, "gpu", false, "also fill the free memory of every GPU with zeros and read it back, where the driver does not clear memory between processes")
-	f.BoolVar(&o.gpuForce, "gpu-force", false, "with --gpu: scrub even where fresh memory reads as zeros (a driver that clears it)")
+	f.BoolVar(&o.gpuForce, "gpu-force", false, "with --gpu: scrub also where fresh memory reads as zeros (a driver that clears it) or processes hold memory (a job still running there may crash)")
 	f.BoolVar(&o.noOverwrite, "no-overwrite", false, "unlink only, even where overwriting first would mean something")
 	f.StringArrayVar(&o.exclude, "exclude", nil, "leave this path alone, whether it is an item or inside one (repeatable)")
 	// --keep was this flag's name; it is a count of checkpoints in run
@@ -200,8 +200,8 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 				fmt.Fprintf(w, "removed %s (%s)\n", report.Safe(render.WipeTarget(it)), report.Bytes(it.Freed))
 			}
 		}})
-	// The GPUs last: the files' processes are gone by now, and with
-	// them what they held.
+	// The GPUs last, once the files are gone: a scrub holds every free
+	// byte of a GPU for seconds, and who holds memory is asked again.
 	if o.gpu && err != nil {
 		r.GPUs = notRun(gpus)
 		_ = saveReport(o.reportPath, r) // the wipe's own error is the one to report
