@@ -156,6 +156,7 @@ func Judge(f probe.Facts, tab *specs.Table, order Order, lim Limits) (*Report, e
 	j := &judge{f: f, tab: tab, order: order, accepted: accepted, lim: lim, clim: DefaultComputeLimits()}
 	j.gpu()
 	j.compute()
+	j.homogeneity()
 	j.soakHomogeneity()
 	j.sharing()
 	j.host()

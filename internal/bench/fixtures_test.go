@@ -504,6 +504,32 @@ func fixtures() []fixture {
 				soakRun(&f, 1, steady(586), steady(650), steady(1755))
 				return f
 			}},
+		// Eight H100s measured in full mode; gpu5 is power-capped: its FP32,
+		// GEMM and sustained launches are 20% slower than its peers'.
+		{name: "8x-h100-one-slower", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Warn, warns: []string{"gpu.homogeneity"},
+			facts: func() probe.Facts {
+				f := probed(healthyH100(), launches(2000, 0), 77.6)
+				f.Host.MemTotal, f.Host.MemAvailable = 2048*gib64, 2000*gib64 // RAM for eight GPUs' memory
+				d0, r0 := f.GPU.Devices[0], f.Compute[0]
+				for i := 1; i < 8; i++ {
+					d := d0
+					d.Index, d.UUID, d.BusID = i, fmt.Sprintf("GPU-00000000-0000-0000-0000-%012d", i+1), fmt.Sprintf("00000000:%02X:00.0", 0x18+0x10*i)
+					f.GPU.Devices = append(f.GPU.Devices, d)
+					r := r0
+					r.Index, r.Results = i, slices.Clone(r0.Results)
+					f.Compute = append(f.Compute, r)
+				}
+				for k := range f.Compute[5].Results {
+					r := &f.Compute[5].Results[k]
+					switch r.Probe {
+					case compute.ProbeFP32, compute.ProbeGEMMBF16:
+						r.Value *= 0.8
+					case compute.ProbeSustain:
+						r.Value /= 0.8
+					}
+				}
+				return f
+			}},
 		{name: "no-driver", want: Pass,
 			facts: func() probe.Facts {
 				f := healthyH100()

@@ -181,31 +181,25 @@ func fifths[T any](xs []T, v func(T) float64) (first, last float64) {
 // SoakSlowerWarn of the fastest's: on one node the same model under the
 // same load should deliver the same.
 func (j *judge) soakHomogeneity() {
-	type gpu struct {
-		index  int
-		tflops float64
-	}
-	var gs []gpu
+	var gs []gpuValue
 	for _, res := range j.f.Compute {
 		if r := res.Find(compute.ProbeSoak); r != nil && r.Error == "" && r.Value > 0 {
-			gs = append(gs, gpu{res.Index, r.Value})
+			gs = append(gs, gpuValue{res.Index, r.Value})
 		}
 	}
 	if len(gs) < 2 {
 		return
 	}
-	best := slices.MaxFunc(gs, func(a, b gpu) int { return int(math.Copysign(1, a.tflops-b.tflops)) })
-	c := Check{ID: "gpu.soak_homogeneity", Status: Pass, Unit: "TFLOPS", Measured: round1(best.tflops)}
-	var slow []string
-	for _, g := range gs {
-		if g.tflops < j.clim.SoakSlowerWarn*best.tflops {
-			slow = append(slow, fmt.Sprintf("gpu%d %.1f TFLOPS (%.0f%% slower)", g.index, g.tflops, 100*(1-g.tflops/best.tflops)))
-		}
-	}
-	c.Evidence = fmt.Sprintf("%d GPUs soaked at once; the fastest, gpu%d, %.1f TFLOPS", len(gs), best.index, best.tflops)
+	best, slow := slowerThanBest(gs, false, j.clim.SoakSlowerWarn)
+	c := Check{ID: "gpu.soak_homogeneity", Status: Pass, Unit: "TFLOPS", Measured: round1(best.value)}
+	c.Evidence = fmt.Sprintf("%d GPUs soaked at once; the fastest, gpu%d, %.1f TFLOPS", len(gs), best.index, best.value)
 	if len(slow) > 0 {
+		var names []string
+		for _, s := range slow {
+			names = append(names, s.String("TFLOPS"))
+		}
 		c.Status = Warn
-		c.Evidence += "; slower by more than 10%: " + strings.Join(slow, ", ")
+		c.Evidence += "; slower by more than 10%: " + strings.Join(names, ", ")
 		c.Advice = "One GPU of this machine delivers clearly less than its peers under the same load: it throttles, is capped, or sits on a worse link or cooling. Data-parallel training runs at the pace of the slowest GPU."
 	}
 	j.add(c)
