@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
 	"github.com/gpurent/gpurent/internal/audit"
+	"github.com/gpurent/gpurent/internal/gpuwipe"
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/statedir"
@@ -144,7 +145,7 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 	var gpus []wipe.GPU
 	if o.gpu {
 		var note string
-		if gpus, note = gpuPlan(ctx); note != "" {
+		if gpus, note = gpuwipe.Plan(ctx); note != "" {
 			plan.Warnings = append(plan.Warnings, note)
 		}
 	}
@@ -203,12 +204,12 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 	// The GPUs last, once the files are gone: a scrub holds every free
 	// byte of a GPU for seconds, and who holds memory is asked again.
 	if o.gpu && err != nil {
-		r.GPUs = notRun(gpus)
+		r.GPUs = gpuwipe.NotRun(gpus)
 		_ = saveReport(o.reportPath, r) // the wipe's own error is the one to report
 	}
 	if o.gpu && err == nil {
 		var serr error
-		r.GPUs = scrubGPUs(ctx, gpus, o.gpuForce, func(gs []wipe.GPU) {
+		r.GPUs = gpuwipe.Scrub(ctx, gpus, o.gpuForce, func(gs []wipe.GPU) {
 			r.GPUs = gs
 			if e := saveReport(o.reportPath, r); e != nil && serr == nil {
 				serr = e
@@ -229,7 +230,7 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 	if r.Failed > 0 {
 		return fmt.Errorf("wipe: %d of %s could not be removed completely; see %s", r.Failed, report.Count(len(r.Items), "item"), o.reportPath)
 	}
-	if n := gpusFailed(r.GPUs); n > 0 {
+	if n := gpuwipe.Failed(r.GPUs); n > 0 {
 		return fmt.Errorf("wipe: the free memory of %d of %s was not scrubbed; see %s", n, report.Count(len(r.GPUs), "GPU"), o.reportPath)
 	}
 	return nil

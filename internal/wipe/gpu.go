@@ -1,7 +1,7 @@
 package wipe
 
 // GPU is what wipe --gpu did, or would do, to one GPU's free memory. The
-// wipe package holds no GPU code: the command fills these from the cuda
+// wipe package holds no GPU code: internal/gpuwipe fills these from the cuda
 // backend and NVML, and the report carries them beside the files.
 type GPU struct {
 	Index  int    `json:"index"` // NVML's numbering, as bench's gpuN

@@ -1,6 +1,8 @@
-//go:build unix
-
-package main
+// Package gpuwipe is wipe --gpu: which GPUs' free memory can be scrubbed
+// (NVML: who holds memory there), and the scrub itself (the cuda
+// backend), into the wipe report's GPU entries. It is apart from
+// internal/wipe, which deletes files and loads no GPU library.
+package gpuwipe
 
 import (
 	"context"
@@ -12,12 +14,12 @@ import (
 	"github.com/gpurent/gpurent/internal/wipe"
 )
 
-// gpuPlan lists the GPUs wipe --gpu scrubs, from NVML: each one's memory
+// Plan lists the GPUs wipe --gpu scrubs, from NVML: each one's memory
 // and the processes holding some of it (theirs until they exit), or that
 // NVML could not say. Without NVML it is empty, with a warning: then no
 // one can say who holds memory, and a GPU CUDA shows is scrubbed only
 // with --gpu-force.
-func gpuPlan(ctx context.Context) ([]wipe.GPU, string) {
+func Plan(ctx context.Context) ([]wipe.GPU, string) {
 	f := probe.GPU(ctx, probe.GPUOptions{})
 	if !f.Available {
 		return nil, "--gpu: NVML cannot list this machine's GPUs (" + f.Error + "), so which processes hold GPU memory is unknown: a GPU CUDA shows is scrubbed only with --gpu-force"
@@ -48,7 +50,7 @@ func gpuPlan(ctx context.Context) ([]wipe.GPU, string) {
 	return gs, ""
 }
 
-// scrubGPUs scrubs the free memory of every GPU CUDA shows this process,
+// Scrub scrubs the free memory of every GPU CUDA shows this process,
 // each matched to its NVML entry by PCI address, and saves the report's
 // GPUs after each. Who holds memory is asked of NVML again now, after
 // the prompt and the files: a job started meanwhile counts. A GPU where
@@ -60,8 +62,8 @@ func gpuPlan(ctx context.Context) ([]wipe.GPU, string) {
 // show (CUDA_VISIBLE_DEVICES) is a failure: its memory was not reached.
 // MIG instances are not scrubbed: CUDA shows each at its card's PCI
 // address, so they cannot be told apart here.
-func scrubGPUs(ctx context.Context, planned []wipe.GPU, force bool, save func([]wipe.GPU)) []wipe.GPU {
-	gs, _ := gpuPlan(ctx)
+func Scrub(ctx context.Context, planned []wipe.GPU, force bool, save func([]wipe.GPU)) []wipe.GPU {
+	gs, _ := Plan(ctx)
 	if len(gs) == 0 && len(planned) > 0 { // NVML answered the plan, not now
 		gs = append([]wipe.GPU(nil), planned...)
 		for i := range gs {
@@ -144,8 +146,8 @@ func scrubOne(ctx context.Context, g *wipe.GPU, cudaIndex int, force bool) {
 	}
 }
 
-// notRun is the GPUs of the plan, none reached: the wipe stopped first.
-func notRun(planned []wipe.GPU) []wipe.GPU {
+// NotRun is the GPUs of the plan, none reached: the wipe stopped first.
+func NotRun(planned []wipe.GPU) []wipe.GPU {
 	gs := append([]wipe.GPU(nil), planned...)
 	for i := range gs {
 		gs[i].Status, gs[i].Error = wipe.GPUNotRun, "the wipe stopped before the GPUs"
@@ -153,8 +155,8 @@ func notRun(planned []wipe.GPU) []wipe.GPU {
 	return gs
 }
 
-// gpusFailed counts the GPUs whose memory was not scrubbed as asked.
-func gpusFailed(gs []wipe.GPU) int {
+// Failed counts the GPUs whose memory was not scrubbed as asked.
+func Failed(gs []wipe.GPU) int {
 	n := 0
 	for _, g := range gs {
 		if g.Status == wipe.GPUFailed || g.Status == wipe.GPUInUse || g.Status == wipe.GPUNotRun {
