@@ -66,6 +66,9 @@ type GPUFacts struct {
 	NVMLVersion       string   `json:"nvml_version,omitempty"`
 	CUDADriverVersion int      `json:"cuda_driver_version,omitempty"` // 1000*major + 10*minor
 	Devices           []Device `json:"devices"`
+	// Pairs join each two GPUs (by index, A < B) with their PCIe path
+	// and peer-to-peer status; none with one GPU.
+	Pairs []GPUPair `json:"pairs,omitempty"`
 }
 
 // KernelLog is what the kernel log said of the hardware, or why it could
@@ -145,6 +148,11 @@ type Device struct {
 	RemapFailed               *bool   `json:"remap_failed,omitempty"`
 
 	NVLinksActive *int `json:"nvlinks_active,omitempty"`
+	// NVLinks are the GPU's links, each with its state, generation, far
+	// end and error counters; Fabric its NVLink fabric registration
+	// (NVSwitch boards).
+	NVLinks []NVLink `json:"nvlinks,omitempty"`
+	Fabric  *Fabric  `json:"fabric,omitempty"`
 
 	// Errors names each read that failed and why ("NOT_SUPPORTED", or a
 	// symbol this driver lacks).

@@ -242,6 +242,9 @@ func (n *NVML) Facts(ctx context.Context, opt GPUOptions) GPUFacts {
 		n.device(h, &d)
 		g.Devices = append(g.Devices, d)
 	}
+	if len(handles) > 1 {
+		g.Pairs = n.pairs(handles)
+	}
 	n.sampleUtilization(ctx, handles, &g, opt.Window, opt.Settle)
 	for i := range g.Devices {
 		if len(g.Devices[i].Errors) == 0 {
@@ -441,24 +444,17 @@ func (n *NVML) health(h uintptr, d *Device) {
 		p, f := isPend == 1, failed == 1
 		d.RemappedRowsCorrectable, d.RemappedRowsUncorrectable, d.RemapPending, d.RemapFailed = &corr, &unc, &p, &f
 	}
-	active := 0
-	supported := false
-	for link := uintptr(0); link < nvmlNVLinkMaxLinks; link++ {
-		var state uint32
-		r, err := n.call("nvmlDeviceGetNvLinkState", h, link, uintptr(unsafe.Pointer(&state)))
-		if err != nil {
-			break
-		}
-		if r == nvmlSuccess {
-			supported = true
-			if state == nvmlEnabled {
+	n.nvlinks(h, d)
+	if len(d.NVLinks) > 0 {
+		active := 0
+		for _, l := range d.NVLinks {
+			if l.Active {
 				active++
 			}
 		}
-	}
-	if supported {
 		d.NVLinksActive = &active
 	}
+	n.fabric(h, d)
 }
 
 func (n *NVML) migDevices(h uintptr, d *Device) {

@@ -59,6 +59,19 @@ func nvmlChecks() map[string]int64 {
 		"offsetof(nvmlEventData_t, gpuInstanceId)":                  int64(unsafe.Offsetof(nvmlEventData{}.GPUInstanceID)),
 		"offsetof(nvmlEventData_t, computeInstanceId)":              int64(unsafe.Offsetof(nvmlEventData{}.ComputeInstanceID)),
 		"nvmlEventTypeXidCriticalError":                             nvmlEventTypeXidCritical,
+		"sizeof(nvmlGpuFabricInfo_v2_t)":                            int64(unsafe.Sizeof(nvmlGpuFabricInfoV2{})),
+		"offsetof(nvmlGpuFabricInfo_v2_t, status)":                  int64(unsafe.Offsetof(nvmlGpuFabricInfoV2{}.Status)),
+		"offsetof(nvmlGpuFabricInfo_v2_t, state)":                   int64(unsafe.Offsetof(nvmlGpuFabricInfoV2{}.State)),
+		"offsetof(nvmlGpuFabricInfo_v2_t, healthMask)":              int64(unsafe.Offsetof(nvmlGpuFabricInfoV2{}.HealthMask)),
+		"nvmlGpuFabricInfo_v2":                                      nvmlFabricInfoV2Version,
+		"NVML_NVLINK_ERROR_DL_REPLAY":                               nvmlErrCounterReplay,
+		"NVML_NVLINK_ERROR_DL_RECOVERY":                             nvmlErrCounterRecover,
+		"NVML_NVLINK_ERROR_DL_CRC_FLIT":                             nvmlErrCounterCRCFlit,
+		"NVML_NVLINK_ERROR_DL_CRC_DATA":                             nvmlErrCounterCRCData,
+		"NVML_P2P_CAPS_INDEX_READ":                                  nvmlP2PRead,
+		"NVML_P2P_CAPS_INDEX_WRITE":                                 nvmlP2PWrite,
+		"NVML_P2P_CAPS_INDEX_NVLINK":                                nvmlP2PNVLink,
+		"NVML_P2P_CAPS_INDEX_ATOMICS":                               nvmlP2PAtomics,
 	}
 	// Decoding tables, from the names gpurent gives back to the header's.
 	for code := int32(1); code <= 1000; code++ {
@@ -72,6 +85,31 @@ func nvmlChecks() map[string]int64 {
 		c["NVML_COMPUTEMODE_"+strings.ToUpper(computeModeName(v))] = int64(v)
 	}
 	c["NVML_GPU_VIRTUALIZATION_MODE_"+strings.ToUpper(virtualizationName(4))] = 4
+	for v := uint32(0); v <= 60; v += 10 {
+		if n := topologyLevel(v); !strings.HasPrefix(n, "level") {
+			c["NVML_TOPOLOGY_"+strings.ToUpper(n)] = int64(v)
+		}
+	}
+	for v, name := range map[uint32]string{0: "OK", 1: "CHIPSET_NOT_SUPPORTED", 2: "GPU_NOT_SUPPORTED",
+		3: "IOH_TOPOLOGY_NOT_SUPPORTED", 4: "DISABLED_BY_REGKEY", 5: "NOT_SUPPORTED", 6: "UNKNOWN"} {
+		if strings.ReplaceAll(strings.ToUpper(p2pStatusName(v)), " ", "_") != name {
+			c["p2pStatusName mismatch "+name] = -1
+		}
+		c["NVML_P2P_STATUS_"+name] = int64(v)
+	}
+	for v := uint32(1); v < 16; v++ {
+		if n := nvlinkVersionName(v); !strings.HasPrefix(n, "version") {
+			c["NVML_NVLINK_VERSION_"+strings.ReplaceAll(n, ".", "_")] = int64(v)
+		}
+	}
+	for _, v := range []uint32{0, 1, 2, 0xff} {
+		c["NVML_NVLINK_DEVICE_TYPE_"+strings.ToUpper(remoteTypeName(v))] = int64(v)
+	}
+	for v := uint8(0); v < 8; v++ {
+		if n := fabricStateName(v); !strings.HasPrefix(n, "state") {
+			c["NVML_GPU_FABRIC_STATE_"+strings.ToUpper(n)] = int64(v)
+		}
+	}
 	for a := uint32(0); a < 32; a++ {
 		if n := archName(a); !strings.HasPrefix(n, "unknown") {
 			c["NVML_DEVICE_ARCH_"+strings.ToUpper(n)] = int64(a)

@@ -43,7 +43,7 @@ type simNVMLConfig struct {
 	CUDAVersion  int64
 	InitResult   int64
 	Count        int64
-	Dev          [2]simDevice
+	Dev          [8]simDevice
 }
 
 // simNVMLStats mirrors struct stats in testdata/fakenvml.c.

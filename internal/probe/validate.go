@@ -63,8 +63,23 @@ func (f Facts) Validate() error {
 		count(at+"pcie_width_max", d.PCIeWidthMax)
 		count(at+"nvlinks_active", d.NVLinksActive)
 		count(at+"performance_state", d.PerformanceState)
+		for j, l := range d.NVLinks {
+			if l.Link < 0 || l.Link >= 36 {
+				bad(fmt.Sprintf("%snvlinks[%d].link", at, j), "want a link number from 0 to 35 (NVML_NVLINK_MAX_LINKS), got %d", l.Link)
+			}
+		}
 		if d.MemoryTotal != nil && d.MemoryUsed != nil && *d.MemoryUsed > *d.MemoryTotal {
 			bad(at+"memory_used", "%d bytes, more than memory_total %d", *d.MemoryUsed, *d.MemoryTotal)
+		}
+	}
+
+	indexes := map[int]bool{}
+	for _, d := range g.Devices {
+		indexes[d.Index] = true
+	}
+	for i, p := range g.Pairs {
+		if p.A >= p.B || !indexes[p.A] || !indexes[p.B] {
+			bad(fmt.Sprintf("gpu.pairs[%d]", i), "want two GPUs of gpu.devices, the lower index first, got %d and %d", p.A, p.B)
 		}
 	}
 

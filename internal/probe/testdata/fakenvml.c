@@ -22,6 +22,7 @@
 //                       no nvmlDeviceGetCurrentClocksEventReasons, no
 //                       nvmlDeviceGetGpuMaxPcieLinkGeneration (all newer, §1.3)
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,7 +33,7 @@ enum {
   DRIVER_NOT_LOADED = 9, TIMEOUT = 10, GPU_IS_LOST = 15, ARGUMENT_VERSION_MISMATCH = 25
 };
 
-#define MAXDEV 2
+#define MAXDEV 8
 #define MAXPROC 4
 #define MAXMIG 7
 
@@ -108,6 +109,47 @@ void fake_default(struct config *c) {
   d->util = 37;
 }
 
+// The links between the devices, set by fake_topo from words
+// ($FAKENVML_TOPO): a layout, nvswitch (the default: every link to one of
+// four NVSwitches, as on an HGX board; GPUs 0-3 on one NUMA node, 4-7 on
+// the other), bridged (GPU pairs 0-1, 2-3, ... joined by their links
+// directly, as NVLink bridges join PCIe cards) or pcie (no NVLink, pairs
+// behind one PCIe switch); then faults: down=G:L (link L of device G is
+// down), crc=G:L:N (its CRC counter grows by N at each read), p2p=S (every
+// pair's read and write status is S, an nvmlGpuP2PStatus_t), fabric=S
+// (every device's fabric state), fabricstatus=R (what a completed
+// registration returned).
+enum { NVSWITCH, BRIDGED, PCIE };
+static struct {
+  int layout, p2p, fabric, fabric_status;
+  int down[MAXDEV][18];
+  int64_t crc_step[MAXDEV][18], crc[MAXDEV][18];
+} topo = {.layout = NVSWITCH, .fabric = 3};
+
+void fake_topo(const char *spec) {
+  memset(&topo, 0, sizeof topo);
+  topo.fabric = 3;
+  char buf[512];
+  strncpy(buf, spec, sizeof buf - 1);
+  buf[sizeof buf - 1] = 0;
+  for (char *w = strtok(buf, " ,"); w; w = strtok(NULL, " ,")) {
+    int g, l;
+    long long n;
+    if (!strcmp(w, "nvswitch")) topo.layout = NVSWITCH;
+    else if (!strcmp(w, "bridged")) topo.layout = BRIDGED;
+    else if (!strcmp(w, "pcie")) topo.layout = PCIE;
+    else if (sscanf(w, "down=%d:%d", &g, &l) == 2 && g >= 0 && g < MAXDEV && l >= 0 && l < 18) topo.down[g][l] = 1;
+    else if (sscanf(w, "crc=%d:%d:%lld", &g, &l, &n) == 3 && g >= 0 && g < MAXDEV && l >= 0 && l < 18) topo.crc_step[g][l] = n;
+    else if (sscanf(w, "p2p=%d", &g) == 1) topo.p2p = g;
+    else if (sscanf(w, "fabricstatus=%d", &g) == 1) topo.fabric_status = g;
+    else if (sscanf(w, "fabric=%d", &g) == 1) topo.fabric = g;
+  }
+  if (topo.layout == PCIE)
+    for (int i = 0; i < MAXDEV; i++) cfg.dev[i].nvlinks = cfg.dev[i].nvlinks_active = 0;
+  else
+    for (int i = 0; i < MAXDEV; i++) cfg.dev[i].nvlinks_active = cfg.dev[i].nvlinks;
+}
+
 // lost is the index of a device that has fallen off the bus: its handle
 // and its utilization answer GPU_IS_LOST ($FAKENVML_LOST; -1: none).
 static int lost = -1;
@@ -121,8 +163,9 @@ void fake_xid_events(int64_t on) { no_xid_events = !on; }
 static double soak_power = -1;
 static int64_t soak_drop = -1, soak_reads[MAXDEV];
 
-// $FAKENVML=2 adds a second, idle H100 at bus 5E, where fakecuda.c's
-// devices=2 puts its second device; $FAKENVML_EVENTS sets the first
+// $FAKENVML=N (2 to 8) adds idle H100s at buses 5E, 81, A4, C7, EA, 0D, 30,
+// where fakecuda.c's devices=N puts its devices; $FAKENVML_TOPO is a
+// topology for fake_topo; $FAKENVML_EVENTS sets the first
 // device's clock event reasons (0x48: hw_slowdown, hw_thermal_slowdown),
 // $FAKENVML_INIT what nvmlInit_v2 returns.
 // $FAKENVML_LOST and $FAKENVML_NO_XID_EVENTS are read whether or not $FAKENVML is set.
@@ -133,14 +176,17 @@ __attribute__((constructor)) static void from_env(void) {
   const char *env = getenv("FAKENVML");
   if (!env) return;
   fake_default(&cfg);
-  if (atoi(env) >= 2) {
-    struct device *d = &cfg.dev[1];
+  for (int i = 1; i < atoi(env) && i < MAXDEV; i++) {
+    struct device *d = &cfg.dev[i];
     *d = cfg.dev[0];
-    strcpy(d->uuid, "GPU-0e2d7c41-8a9b-4f3e-b5d6-7c8d9e0f1a2b");
-    strcpy(d->bus_id, "00000000:5E:00.0");
-    d->bus = 0x5e, d->used = 0, d->compute_procs = d->mps_procs = 0, d->util = 0;
-    cfg.count = 2;
+    snprintf(d->uuid, sizeof d->uuid, "GPU-0e2d7c41-8a9b-4f3e-b5d6-7c8d9e0f1a%02x", 0x2a + i);
+    d->bus = (0x3b + 0x23 * i) & 0xff;
+    snprintf(d->bus_id, sizeof d->bus_id, "00000000:%02X:00.0", (int)d->bus);
+    d->used = 0, d->compute_procs = d->mps_procs = 0, d->util = 0;
+    cfg.count = i + 1;
   }
+  const char *tp = getenv("FAKENVML_TOPO");
+  if (tp) fake_topo(tp);
   const char *ev = getenv("FAKENVML_EVENTS");
   if (ev) cfg.dev[0].event_reasons = (int64_t)strtoll(ev, 0, 0);
   const char *in = getenv("FAKENVML_INIT");
@@ -529,14 +575,115 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(void *h, unsigned int *corr, unsigned int
   return SUCCESS;
 }
 
+// link_of checks a link query: the device, the link number, and whether
+// the device has that link (NOT_SUPPORTED when not, as NVML answers).
+#define LINK(h, link)                                                   \
+  DEV(h);                                                               \
+  int g = (int)(d - cfg.dev);                                           \
+  if (link >= 18) return bad(INVALID_ARGUMENT); /* NVML_NVLINK_MAX_LINKS in 11.8-13.2 headers */ \
+  if (link >= d->nvlinks) return NOT_SUPPORTED
+
+static int link_up(struct device *d, int g, unsigned int link) { return link < d->nvlinks_active && !topo.down[g][link]; }
+
+// peer is the device at the other end of a bridged link: the pair's other.
+static int peer(int g) { return (g ^ 1) < cfg.count ? g ^ 1 : -1; }
+
 nvmlReturn_t nvmlDeviceGetNvLinkState(void *h, unsigned int link, int *active) {
-  DEV(h);
+  LINK(h, link);
   OUT(active);
-  if (link >= 18) return bad(INVALID_ARGUMENT); // NVML_NVLINK_MAX_LINKS in 11.8-13.2 headers
-  if (link >= d->nvlinks) return NOT_SUPPORTED;
-  *active = link < d->nvlinks_active;
+  *active = link_up(d, g, link);
   return SUCCESS;
 }
+
+nvmlReturn_t nvmlDeviceGetNvLinkVersion(void *h, unsigned int link, unsigned int *version) {
+  LINK(h, link);
+  OUT(version);
+  (void)g;
+  *version = 6; // NVML_NVLINK_VERSION_4_0, Hopper's
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(void *h, unsigned int link, int *type) {
+  LINK(h, link);
+  OUT(type);
+  *type = topo.layout == BRIDGED && peer(g) >= 0 ? 0 : 2; // GPU, or NVSwitch
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(void *h, unsigned int link, struct pci *p) {
+  LINK(h, link);
+  OUT(p);
+  memset(p, 0, sizeof *p);
+  if (topo.layout == BRIDGED && peer(g) >= 0) {
+    strncpy(p->busId, cfg.dev[peer(g)].bus_id, 31);
+    p->bus = (unsigned int)cfg.dev[peer(g)].bus;
+  } else { // four NVSwitches, links spread over them as 5, 4, 4, 5
+    static const int sw[18] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3};
+    p->bus = 0x10 + (unsigned int)sw[link];
+    snprintf(p->busId, sizeof p->busId, "00000000:%02X:00.0", p->bus);
+  }
+  strncpy(p->busIdLegacy, p->busId + 4, 15);
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(void *h, unsigned int link, int counter, unsigned long long *value) {
+  LINK(h, link);
+  OUT(value);
+  if (counter < 0 || counter > 4) return bad(INVALID_ARGUMENT);
+  *value = 0;
+  if (counter == 2) *value = (unsigned long long)(topo.crc[g][link] += topo.crc_step[g][link]);
+  return SUCCESS;
+}
+
+// Pairs: the PCIe level (nvmlGpuTopologyLevel_t) and P2P status.
+static int half(int g) { return g < (cfg.count + 1) / 2 ? 0 : 1; }
+
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(void *h1, void *h2, int *level) {
+  READY();
+  struct device *a = dev(h1, 0, 0), *b = dev(h2, 0, 0);
+  if (!a || !b) return bad(INVALID_ARGUMENT);
+  OUT(level);
+  int ga = (int)(a - cfg.dev), gb = (int)(b - cfg.dev);
+  if (topo.layout != NVSWITCH && ga / 2 == gb / 2) *level = 10; // one PCIe switch
+  else *level = half(ga) == half(gb) ? 40 : 50;                // one NUMA node, or across sockets
+  return SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetP2PStatus(void *h1, void *h2, int index, int *status) {
+  READY();
+  struct device *a = dev(h1, 0, 0), *b = dev(h2, 0, 0);
+  if (!a || !b) return bad(INVALID_ARGUMENT);
+  OUT(status);
+  if (index < 0 || index > 4) return bad(INVALID_ARGUMENT);
+  int ga = (int)(a - cfg.dev), gb = (int)(b - cfg.dev);
+  int nvlink = topo.layout == NVSWITCH || (topo.layout == BRIDGED && peer(ga) == gb);
+  if (index == 2) *status = nvlink ? 0 : 5;
+  else *status = topo.p2p;
+  return SUCCESS;
+}
+
+#ifndef DRIVER_450
+// nvmlGpuFabricInfo_v2_t, 36 bytes.
+struct fabric {
+  unsigned int version;
+  unsigned char cluster_uuid[16];
+  int status;
+  unsigned int clique;
+  unsigned char state;
+  unsigned int health;
+};
+_Static_assert(sizeof(struct fabric) == 36, "nvmlGpuFabricInfo_v2_t is 36 bytes");
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(void *h, struct fabric *f) {
+  DEV(h);
+  OUT(f);
+  if (f->version != 0x02000024) return bad(ARGUMENT_VERSION_MISMATCH);
+  if (topo.layout != NVSWITCH) return NOT_SUPPORTED;
+  memset(f->cluster_uuid, 0, sizeof f->cluster_uuid);
+  f->state = (unsigned char)topo.fabric, f->status = topo.fabric_status, f->clique = 0, f->health = 0;
+  return SUCCESS;
+}
+#endif
 
 // A process used the GPU just before: readings answer util_tail until
 // util_tail_end (CLOCK_MONOTONIC ns), while their sample period (up to
