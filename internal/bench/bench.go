@@ -115,6 +115,10 @@ type Limits struct {
 	// README says is not enough for its multiprocessing data loaders
 	// ("increase shared memory size either with --ipc=host or --shm-size").
 	ShmWarn uint64
+	// NVLinkCRCWarn: CRC errors on one NVLink since the driver loaded;
+	// DCGM's PCIe plugin fails a link at 100 (nvlink_crc_error_threshold,
+	// bench_anchors.md §1).
+	NVLinkCRCWarn uint64
 }
 
 // DefaultLimits are the limits bench uses.
@@ -135,6 +139,7 @@ func DefaultLimits() Limits {
 		DiskWriteWarnMBs: 200,
 		DiskFreeWarn:     20e9,
 		ShmWarn:          64 << 20,
+		NVLinkCRCWarn:    100,
 	}
 }
 
@@ -155,6 +160,7 @@ func Judge(f probe.Facts, tab *specs.Table, order Order, lim Limits) (*Report, e
 	}
 	j := &judge{f: f, tab: tab, order: order, accepted: accepted, lim: lim, clim: DefaultComputeLimits()}
 	j.gpu()
+	j.links()
 	j.compute()
 	j.homogeneity()
 	j.soakHomogeneity()

@@ -57,6 +57,105 @@ func healthyH100() probe.Facts {
 	}
 }
 
+// multi copies the first GPU of f n-1 times, each on its own bus, with
+// RAM for all their memory.
+func multi(f probe.Facts, n int) probe.Facts {
+	f.Host.MemTotal, f.Host.MemAvailable = 2048*gib64, 2000*gib64
+	d0 := f.GPU.Devices[0]
+	for i := 1; i < n; i++ {
+		d := d0
+		d.Index, d.UUID, d.BusID = i, fmt.Sprintf("GPU-00000000-0000-0000-0000-%012d", i+1), fmt.Sprintf("00000000:%02X:00.0", 0x18+0x10*i)
+		f.GPU.Devices = append(f.GPU.Devices, d)
+	}
+	return f
+}
+
+// hgx8 is an HGX H100 8-GPU board as NVML describes it, changed by edit:
+// 18 NVLink 4 links a GPU, spread over the four NVSwitches 5, 4, 4, 5;
+// GPUs 0-3 on one NUMA node and 4-7 on the other; peer-to-peer on between
+// every pair; the NVLink fabric registered.
+func hgx8(edit func(*probe.Facts)) probe.Facts {
+	f := multi(healthyH100(), 8)
+	sw := []int{0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3}
+	for i := range f.GPU.Devices {
+		d := &f.GPU.Devices[i]
+		d.NVLinks = nil
+		for l := range 18 {
+			d.NVLinks = append(d.NVLinks, probe.NVLink{Link: l, Active: true, Version: "4.0", Remote: "switch",
+				RemoteBusID: fmt.Sprintf("00000000:%02X:00.0", 0x05+sw[l]), Errors: &probe.LinkErrors{}})
+		}
+		d.NVLinksActive = p(18)
+		d.Fabric = &probe.Fabric{State: "completed", Status: "success"}
+	}
+	for a := range 8 {
+		for b := a + 1; b < 8; b++ {
+			path := "node"
+			if a/4 != b/4 {
+				path = "system"
+			}
+			f.GPU.Pairs = append(f.GPU.Pairs, probe.GPUPair{A: a, B: b, Path: path,
+				P2P: map[string]string{"read": "ok", "write": "ok", "atomics": "ok", "nvlink": "ok"}})
+		}
+	}
+	if edit != nil {
+		edit(&f)
+		for i := range f.GPU.Devices {
+			d := &f.GPU.Devices[i]
+			n := 0
+			for _, l := range d.NVLinks {
+				if l.Active {
+					n++
+				}
+			}
+			d.NVLinksActive = p(n)
+		}
+	}
+	return f
+}
+
+// pcie4 is four H100 PCIe cards, pairs 0-1 and 2-3 behind one PCIe switch
+// each, the halves on two sockets; bridged joins each pair with 12 NVLink
+// 4 links (three bridges), and p2p is every pair's read and write status.
+func pcie4(bridged bool, p2p string) probe.Facts {
+	f := healthyH100()
+	d := &f.GPU.Devices[0]
+	d.Name, d.PCIDeviceID = "NVIDIA H100 PCIe", 0x233110de
+	d.PowerLimitW, d.PowerLimitDefaultW, d.PowerLimitMaxW = p(350.0), p(350.0), p(350.0)
+	f = multi(f, 4)
+	for i := range f.GPU.Devices {
+		d := &f.GPU.Devices[i]
+		for l := range 12 {
+			nl := probe.NVLink{Link: l, Version: "4.0"}
+			if bridged {
+				nl.Active, nl.Remote, nl.RemoteBusID, nl.Errors = true, "gpu", f.GPU.Devices[i^1].BusID, &probe.LinkErrors{}
+			}
+			d.NVLinks = append(d.NVLinks, nl)
+		}
+		d.NVLinksActive = p(12 * btoi(bridged))
+	}
+	for a := range 4 {
+		for b := a + 1; b < 4; b++ {
+			path, nv := "system", "not supported"
+			if a/2 == b/2 {
+				path = "single"
+				if bridged {
+					nv = "ok"
+				}
+			}
+			f.GPU.Pairs = append(f.GPU.Pairs, probe.GPUPair{A: a, B: b, Path: path,
+				P2P: map[string]string{"read": p2p, "write": p2p, "atomics": p2p, "nvlink": nv}})
+		}
+	}
+	return f
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // probed adds synthetic compute results to a facts builder: figures a
 // healthy H100 SXM could show (FP32 90% of 67, BF16 mma.sync 61% of 989.5
 // as an H200 measured, copy 87% of 3350 GB/s, H2D 80% of a Gen5 x16 link,
@@ -530,6 +629,44 @@ func fixtures() []fixture {
 				}
 				return f
 			}},
+		// The links of an HGX H100 board, as a DGX H100's nvidia-smi
+		// topo -m shows them: every pair NV18 through the NVSwitches.
+		{name: "hgx-h100-8-healthy", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Pass, facts: func() probe.Facts { return hgx8(nil) }},
+		{name: "hgx-h100-nvlink-down", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Fail, fails: []string{"gpu3.nvlink"}, advice: "NVLink of this board is down",
+			facts: func() probe.Facts {
+				return hgx8(func(f *probe.Facts) { f.GPU.Devices[3].NVLinks[7] = probe.NVLink{Link: 7, Version: "4.0"} })
+			}},
+		{name: "hgx-h100-nvlink-crc-errors", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Warn, warns: []string{"gpu5.nvlink"},
+			facts: func() probe.Facts {
+				return hgx8(func(f *probe.Facts) {
+					f.GPU.Devices[5].NVLinks[2].Errors = &probe.LinkErrors{CRCFlit: 4210, Replay: 37}
+				})
+			}},
+		{name: "hgx-h100-fabric-manager-down", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Fail, fails: []string{"gpu.fabric"}, advice: "nvidia-fabricmanager",
+			facts: func() probe.Facts {
+				return hgx8(func(f *probe.Facts) {
+					for i := range f.GPU.Devices {
+						f.GPU.Devices[i].Fabric = &probe.Fabric{State: "in_progress"}
+					}
+				})
+			}},
+		// Four H100 PCIe cards, bridged in pairs, behind a host whose PCIe
+		// switches keep ACS on: NVML says P2P is not supported by the chipset.
+		{name: "4x-h100-pcie-p2p-blocked", order: Order{GPU: "H100 PCIe", GPUs: 4}, want: Warn, warns: []string{"gpu.p2p"},
+			facts: func() probe.Facts { return pcie4(true, "chipset not supported") }},
+		// One bridge of a pair missing: 8 of 12 links up.
+		{name: "4x-h100-pcie-bridge-missing", order: Order{GPU: "H100 PCIe", GPUs: 4}, want: Warn, warns: []string{"gpu2.nvlink", "gpu3.nvlink"},
+			facts: func() probe.Facts {
+				f := pcie4(true, "ok")
+				for _, g := range []int{2, 3} {
+					for l := 8; l < 12; l++ {
+						f.GPU.Devices[g].NVLinks[l] = probe.NVLink{Link: l, Version: "4.0"}
+					}
+					f.GPU.Devices[g].NVLinksActive = p(8)
+				}
+				return f
+			}},
+		{name: "4x-h100-pcie-no-bridges", order: Order{GPU: "H100 PCIe", GPUs: 4}, want: Pass, facts: func() probe.Facts { return pcie4(false, "ok") }},
 		{name: "no-driver", want: Pass,
 			facts: func() probe.Facts {
 				f := healthyH100()

@@ -44,6 +44,9 @@ func paint(s string, color bool) string {
 // Bench is bench's verdict: the checks, the advice and the verdict, and a
 // word where no GPU was found to check.
 func Bench(w io.Writer, r *bench.Report, color bool) error {
+	if err := linkMatrix(w, r); err != nil {
+		return err
+	}
 	if err := Checks(w, r.Checks, r.Verdict, color, true); err != nil {
 		return err
 	}
@@ -148,4 +151,27 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// linkMatrix prints what joins each pair of GPUs, as nvidia-smi topo -m
+// lays it out, on a machine with two or more.
+func linkMatrix(w io.Writer, r *bench.Report) error {
+	m := bench.LinkMatrix(r.Facts.GPU)
+	if m == nil {
+		return nil
+	}
+	head := []string{""}
+	for _, d := range r.Facts.GPU.Devices {
+		head = append(head, fmt.Sprintf("GPU%d", d.Index))
+	}
+	tab := report.NewTab(head...)
+	for i, row := range m {
+		tab.Row(append([]string{head[i+1]}, row...)...)
+	}
+	fmt.Fprintln(w, "links between the GPUs:")
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "(%s)\n\n", bench.LinkLegend)
+	return err
 }

@@ -1,0 +1,355 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/specs"
+)
+
+// The links between a machine's GPUs, judged only where there are two or
+// more (a one-GPU rental's NVLinks carry nothing of its own): each GPU's
+// NVLinks against its datasheet, the peer-to-peer status of each pair, and
+// the NVLink fabric an NVSwitch board needs. docs/bench.md gives each
+// threshold's source.
+
+// nvlinkGBs is one NVLink's bidirectional bandwidth by generation: 50 GB/s
+// from NVLink 2 to 4 (V100 6 links 300 GB/s, A100 12 links 600 GB/s, H100
+// 18 links 900 GB/s), 100 GB/s for NVLink 5 (B200, 18 links 1.8 TB/s).
+func nvlinkGBs(version string) float64 {
+	switch {
+	case version == "5.0":
+		return 100
+	case version >= "2.0" && version <= "4.0":
+		return 50
+	}
+	return 0
+}
+
+// sxm: a board-mounted part whose every NVLink is wired to its peers or
+// NVSwitches on the baseboard, so a link down is a fault; a PCIe card's
+// links are wired only where a bridge is fitted.
+func sxm(row *specs.GPU) bool {
+	return strings.HasPrefix(row.Variant, "SXM")
+}
+
+// links judges the interconnect of a multi-GPU machine.
+func (j *judge) links() {
+	g := j.f.GPU
+	if len(g.Devices) < 2 {
+		return
+	}
+	var passed []Check
+	for i := range g.Devices {
+		c, ok := j.nvlink(&g.Devices[i])
+		switch {
+		case !ok:
+		case c.Status == Pass:
+			passed = append(passed, c)
+		default:
+			j.add(c)
+		}
+	}
+	j.passedLinks(passed)
+	j.fabric()
+	j.p2p()
+}
+
+// nvlink judges one GPU's NVLinks: on an SXM part every link it has must
+// be up (as many as its datasheet's NVLink bandwidth makes), on a bridged
+// PCIe card every link of a fitted bridge; and their error counters.
+func (j *judge) nvlink(d *probe.Device) (Check, bool) {
+	if d.Lost || len(d.NVLinks) == 0 {
+		return Check{}, false
+	}
+	row, _ := j.identify(d)
+	if row == nil {
+		row = &specs.GPU{}
+	}
+	var down []string
+	active := 0
+	for _, l := range d.NVLinks {
+		if l.Active {
+			active++
+		} else {
+			down = append(down, fmt.Sprint(l.Link))
+		}
+	}
+	expect := len(d.NVLinks)
+	if per := nvlinkGBs(d.NVLinks[0].Version); sxm(row) && per > 0 && row.NVLinkGBs > 0 {
+		expect = max(expect, int(row.NVLinkGBs/per+0.5))
+	}
+	c := Check{ID: fmt.Sprintf("gpu%d.nvlink", d.Index), Status: Pass, Measured: active, Expected: expect, Unit: "links",
+		Evidence: fmt.Sprintf("%d of %d NVLinks up%s", active, expect, linkWord(d.NVLinks))}
+	switch {
+	case sxm(row) && active < expect:
+		c.Status = Fail
+		c.Evidence += downWord(down, len(d.NVLinks), expect)
+		c.Advice = "An NVLink of this board is down: traffic to and from this GPU crosses the remaining links (or PCIe), and every all-reduce waits for it. Run nvidia-smi nvlink --status to see it; only the provider can reset or repair the board. " + adviceRefund
+	case !sxm(row) && active > 0 && active < expect:
+		c.Status = Warn
+		c.Evidence += downWord(down, len(d.NVLinks), expect)
+		c.Advice = "Part of this card's NVLink bridge is not up: a bridge is missing or loose, and the pair it joins talks at a fraction of the bridge's bandwidth. Ask the provider to check the bridges."
+	case active == 0:
+		c.Expected = nil
+		c.Evidence = fmt.Sprintf("none of its %d NVLinks is up: no NVLink bridge is fitted, so it reaches the other GPUs over PCIe", len(d.NVLinks))
+	}
+	if e := linkErrorWord(d.NVLinks, j.lim.NVLinkCRCWarn); e != "" {
+		c.Evidence += "; " + e
+		if c.Status == Pass {
+			c.Status = Warn
+			c.Advice = "An NVLink is retransmitting data that arrived corrupt (a marginal link, cable or connector): it still works, slower, and such links often go down next. Ask the provider to check it; nvidia-smi nvlink -e shows the counters."
+		}
+	}
+	return c, true
+}
+
+// passedLinks adds the GPUs whose links passed as one check where they
+// all say the same (eight lines of "18 of 18" say less than one), else
+// each on its own.
+func (j *judge) passedLinks(cs []Check) {
+	if len(cs) < 2 {
+		for _, c := range cs {
+			j.add(c)
+		}
+		return
+	}
+	var names []string
+	active, expect := 0, 0
+	for _, c := range cs {
+		if c.Evidence != cs[0].Evidence {
+			for _, c := range cs {
+				j.add(c)
+			}
+			return
+		}
+		names = append(names, strings.TrimSuffix(c.ID, ".nvlink"))
+		e, _ := c.Expected.(int)
+		active, expect = active+c.Measured.(int), expect+e
+	}
+	c := Check{ID: "gpu.nvlink", Status: Pass, Measured: active, Unit: "links",
+		Evidence: fmt.Sprintf("%s, each: %s", strings.Join(names, ", "), cs[0].Evidence)}
+	if expect > 0 {
+		c.Expected = expect
+	}
+	j.add(c)
+}
+
+// linkWord names the links' generation and what they end at.
+func linkWord(ls []probe.NVLink) string {
+	remotes := map[string]int{}
+	for _, l := range ls {
+		if l.Active && l.Remote != "" {
+			remotes[l.Remote]++
+		}
+	}
+	var ends []string
+	for _, r := range []string{"switch", "gpu", "ibmnpu", "unknown"} {
+		if n := remotes[r]; n > 0 {
+			name := map[string]string{"switch": "an NVSwitch", "gpu": "a GPU", "ibmnpu": "a CPU", "unknown": "an unknown device"}[r]
+			ends = append(ends, fmt.Sprintf("%d to %s", n, name))
+		}
+	}
+	s := ""
+	if v := ls[0].Version; v != "" {
+		s = ", NVLink " + v
+	}
+	if len(ends) > 0 {
+		s += " (" + strings.Join(ends, ", ") + ")"
+	}
+	return s
+}
+
+// downWord names the links that are down, and those the GPU should have
+// and does not report at all.
+func downWord(down []string, have, expect int) string {
+	var parts []string
+	if len(down) > 0 {
+		parts = append(parts, "down: link "+strings.Join(down, ", "))
+	}
+	if have < expect {
+		parts = append(parts, fmt.Sprintf("NVML reports %d links where its datasheet's bandwidth makes %d", have, expect))
+	}
+	return "; " + strings.Join(parts, "; ")
+}
+
+// linkErrorWord sums the links' error counters; a link whose CRC errors
+// reach limit is named.
+func linkErrorWord(ls []probe.NVLink, limit uint64) string {
+	var total probe.LinkErrors
+	var bad []string
+	for _, l := range ls {
+		if l.Errors == nil {
+			continue
+		}
+		e := *l.Errors
+		total.Replay, total.Recovery, total.CRCFlit, total.CRCData = total.Replay+e.Replay, total.Recovery+e.Recovery, total.CRCFlit+e.CRCFlit, total.CRCData+e.CRCData
+		if e.CRCFlit+e.CRCData >= limit {
+			bad = append(bad, fmt.Sprintf("link %d has %d CRC errors", l.Link, e.CRCFlit+e.CRCData))
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s (all links since the driver loaded: %d CRC flit, %d CRC data, %d replays, %d recoveries)",
+		strings.Join(bad, ", "), total.CRCFlit, total.CRCData, total.Replay, total.Recovery)
+}
+
+// fabric judges an NVSwitch board's fabric: until nvidia-fabricmanager has
+// registered every GPU, CUDA cannot start on them (error 802, "system not
+// yet initialized") and NCCL has no NVLink.
+func (j *judge) fabric() {
+	var waiting, failed, ok []string
+	for _, d := range j.f.GPU.Devices {
+		f := d.Fabric
+		switch {
+		case f == nil || f.State == "not_supported":
+		case f.State == "completed" && f.Status == "success":
+			ok = append(ok, fmt.Sprintf("gpu%d", d.Index))
+		case f.State == "completed":
+			failed = append(failed, fmt.Sprintf("gpu%d (%s)", d.Index, f.Status))
+		default:
+			waiting = append(waiting, fmt.Sprintf("gpu%d (%s)", d.Index, strings.ReplaceAll(f.State, "_", " ")))
+		}
+	}
+	if len(waiting)+len(failed)+len(ok) == 0 {
+		return
+	}
+	c := Check{ID: "gpu.fabric", Status: Pass, Measured: len(ok), Expected: len(ok) + len(waiting) + len(failed), Unit: "GPUs",
+		Evidence: fmt.Sprintf("%d GPUs registered with the NVLink fabric", len(ok))}
+	if len(waiting)+len(failed) > 0 {
+		c.Status = Fail
+		var parts []string
+		if len(waiting) > 0 {
+			parts = append(parts, "not registered: "+strings.Join(waiting, ", "))
+		}
+		if len(failed) > 0 {
+			parts = append(parts, "registration failed: "+strings.Join(failed, ", "))
+		}
+		c.Evidence = strings.Join(parts, "; ")
+		c.Advice = "The NVLink fabric of this NVSwitch board is not up: nvidia-fabricmanager is not running, or failed (systemctl status nvidia-fabricmanager; it must match the driver version). Until it is, CUDA programs fail with error 802 (system not yet initialized) and the GPUs cannot use NVLink. Only the provider can start it on the host. " + adviceRefund
+	}
+	j.add(c)
+}
+
+// p2pHostCauses are NVML's peer-to-peer statuses that the host's setup
+// causes, not the cards: a chipset or PCIe topology that blocks it (ACS
+// or an IOMMU between the GPUs), or a driver key that turned it off.
+var p2pHostCauses = []string{"chipset not supported", "ioh topology not supported", "disabled by regkey"}
+
+// p2p judges peer-to-peer access between each pair: copies and NCCL
+// between GPUs without it go through host memory.
+func (j *judge) p2p() {
+	var host, card []string
+	pairs := 0
+	for _, p := range j.f.GPU.Pairs {
+		if p.P2P == nil {
+			continue
+		}
+		pairs++
+		name := fmt.Sprintf("gpu%d-gpu%d", p.A, p.B)
+		why := ""
+		for _, k := range []string{"read", "write"} {
+			if s := p.P2P[k]; s != "" && s != "ok" {
+				why = s
+			}
+		}
+		switch {
+		case why == "":
+		case slices.Contains(p2pHostCauses, why):
+			host = append(host, name+" ("+why+")")
+		default:
+			card = append(card, name+" ("+why+")")
+		}
+	}
+	if pairs == 0 {
+		return
+	}
+	c := Check{ID: "gpu.p2p", Status: Pass, Measured: pairs - len(host) - len(card), Expected: pairs, Unit: "pairs",
+		Evidence: fmt.Sprintf("peer-to-peer read and write ok between all %d pairs", pairs)}
+	switch {
+	case len(host) > 0:
+		c.Status = Warn
+		c.Evidence = "peer-to-peer is off between " + listSome(host, 4)
+		c.Advice = "The host blocks direct GPU-to-GPU copies (PCIe ACS or an IOMMU between the GPUs, or a driver setting): NCCL and CUDA copy through host memory, at a fraction of the speed. A bare-metal host can disable ACS and the IOMMU for the GPUs; on a VM only the provider can. Where NCCL hangs on such a machine, NCCL_P2P_DISABLE=1 is the workaround."
+	case len(card) > 0:
+		c.Evidence = fmt.Sprintf("these cards do not support peer-to-peer (%s): copies between them go through host memory, as NCCL arranges by itself", listSome(card, 2))
+	}
+	j.add(c)
+}
+
+// listSome lists the first n of xs and counts the rest.
+func listSome(xs []string, n int) string {
+	if len(xs) <= n {
+		return strings.Join(xs, ", ")
+	}
+	return fmt.Sprintf("%s and %d more pairs", strings.Join(xs[:n], ", "), len(xs)-n)
+}
+
+// pathLabels are nvidia-smi topo -m's words for NVML's topology levels.
+var pathLabels = map[string]string{"internal": "BRD", "single": "PIX", "multiple": "PXB", "hostbridge": "PHB", "node": "NODE", "system": "SYS"}
+
+// LinkLegend says what LinkMatrix's labels mean.
+const LinkLegend = "NV#: # NVLinks (direct, or each GPU's through NVSwitch); PIX: one PCIe switch; PXB: several; PHB: a PCIe host bridge; NODE: host bridges of one NUMA node; SYS: across sockets"
+
+// LinkMatrix labels what joins each pair of GPUs, as nvidia-smi topo -m
+// does: rows and columns by GPU index, "X" on the diagonal, nil with
+// fewer than two GPUs.
+func LinkMatrix(g probe.GPUFacts) [][]string {
+	n := len(g.Devices)
+	if n < 2 || len(g.Pairs) == 0 {
+		return nil
+	}
+	m := make([][]string, n)
+	for i := range m {
+		m[i] = make([]string, n)
+		for k := range m[i] {
+			m[i][k] = "-"
+		}
+		m[i][i] = "X"
+	}
+	pos := map[int]int{}
+	for i, d := range g.Devices {
+		pos[d.Index] = i
+	}
+	for _, p := range g.Pairs {
+		a, aok := pos[p.A]
+		b, bok := pos[p.B]
+		if !aok || !bok {
+			continue
+		}
+		label := pathLabels[p.Path]
+		if nv := nvlinksBetween(&g.Devices[a], &g.Devices[b]); nv > 0 {
+			label = fmt.Sprintf("NV%d", nv)
+		}
+		if label == "" {
+			label = "?"
+		}
+		m[a][b], m[b][a] = label, label
+	}
+	return m
+}
+
+// nvlinksBetween counts the active NVLinks that join a and b: direct
+// links either way, or the fewer of their links to an NVSwitch.
+func nvlinksBetween(a, b *probe.Device) int {
+	direct, sa, sb := 0, 0, 0
+	for _, l := range a.NVLinks {
+		if l.Active && l.Remote == "switch" {
+			sa++
+		} else if l.Active && l.RemoteBusID != "" && strings.EqualFold(l.RemoteBusID, b.BusID) {
+			direct++
+		}
+	}
+	for _, l := range b.NVLinks {
+		if l.Active && l.Remote == "switch" {
+			sb++
+		}
+	}
+	if direct > 0 {
+		return direct
+	}
+	return min(sa, sb)
+}
