@@ -14,7 +14,7 @@ func TestLinkMatrix(t *testing.T) {
 		m    [][]string
 		want string
 	}{
-		{"hgx", LinkMatrix(hgx8(nil).GPU), "[[X NV18 NV18 NV18 NV18 NV18 NV18 NV18]"},
+		{"hgx", LinkMatrix(hgx8(nil).GPU), "[[X NV18 NV18 NV18 NV18 NV18 NV18 NV18]]"},
 		{"bridged", LinkMatrix(pcie4(true, "ok").GPU), "[[X NV12 SYS SYS] [NV12 X SYS SYS] [SYS SYS X NV12] [SYS SYS NV12 X]]"},
 		{"pcie", LinkMatrix(pcie4(false, "ok").GPU), "[[X PIX SYS SYS] [PIX X SYS SYS] [SYS SYS X PIX] [SYS SYS PIX X]]"},
 		{"one GPU", LinkMatrix(healthyH100().GPU), "[]"},
