@@ -134,6 +134,8 @@ func initHint(r int32) string {
 		return ": the libcuda.so loaded is the CUDA toolkit's stub, not the driver's (is a .../lib64/stubs directory on LD_LIBRARY_PATH?)"
 	case 803: // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
 		return ": the CUDA driver library and the kernel driver are different versions (a driver updated without a reboot, or a CUDA compatibility package the kernel driver does not match)"
+	case 802: // CUDA_ERROR_SYSTEM_NOT_READY
+		return ": the system is not ready; on an NVSwitch board (HGX, DGX) this means nvidia-fabricmanager is not running or has not finished, and only the provider can start it"
 	case 804: // CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE
 		return ": a CUDA forward-compatibility package is in use and this GPU does not support it"
 	}

@@ -25,11 +25,18 @@ type simConfig struct {
 	Residue                  int64 // bytes of another process's data at the start of each MiB of fresh memory
 	FlipAt, FlipBit          int64 // a weak cell: bit FlipBit of the word at byte FlipAt-1 of each allocation reads 0
 	SDCAt                    int64 // the SDCAt-th GEMM of the process gets one element wrong
+	Devices                  int64 // 0: $FAKECUDA's devices=, else 1
+	PeerBytes                float64
+	NoPeer                   int64
+	SlowA, SlowB             int64 // PCI rank+1 of a pair at a quarter of PeerBytes
+	HangA, HangB             int64 // PCI rank+1 of a pair whose copies never complete
+	BlockMs                  int64 // instead, the pair's cuMemcpyPeerAsync blocks this long
 }
 
 // simStats mirrors struct stats in testdata/fakecuda.c.
 type simStats struct {
 	Launches, LiveAllocs, LiveHost, LiveEvents, LiveModules, CtxRefs, WrongThread, BadCalls int64
+	PeersEnabled                                                                    int64
 }
 
 // simDriver builds the simulated driver and a cuBLASLt that runs on it,

@@ -53,12 +53,22 @@ struct config {
   int64_t residue;                                       // bytes of another process's data at the start of each MiB of a fresh allocation (0: a scrubbing driver)
   int64_t flip_at, flip_bit;                             // a weak cell: bit flip_bit of the word at byte flip_at-1 of every allocation that long reads 0 (0: none)
   int64_t sdc_at;                                        // the sdc_at-th GEMM of the process gets one element wrong (0: none)
+  // Between GPUs (PCI ranks): devices (0: $FAKECUDA's devices=, else 1),
+  // peer_bytes/s GPU to GPU with peer access (staged through the host at
+  // link_bytes/2 without), no_peer (cuDeviceCanAccessPeer says no),
+  // slow_a/slow_b (rank+1 of a pair at a quarter of peer_bytes),
+  // hang_a/hang_b (rank+1 of a pair whose copies never complete, or
+  // whose cuMemcpyPeerAsync blocks for block_ms where that is set).
+  int64_t devices;
+  double peer_bytes;
+  int64_t no_peer, slow_a, slow_b, hang_a, hang_b, block_ms;
 };
 static struct config cfg;
 
 // Counters the test reads through fake_stats; all fields 8 bytes.
 struct stats {
   int64_t launches, live_allocs, live_host, live_events, live_modules, ctx_refs, wrong_thread, bad_calls;
+  int64_t peers_enabled; // peer access turned on and not yet off
 };
 static struct stats st;
 
@@ -84,9 +94,15 @@ static double slice_wait(void);
 static int dev(void) { return (int)(current - primary_ctx); }
 
 static int64_t gemms; // GEMMs this process has run, for sdc=
+static int ndevices = 1, env_devices = 1; // env_devices: $FAKECUDA's devices=
+static int peer_on[MAX_DEV][MAX_DEV]; // by CUDA ordinal: the first's context may access the second's memory
+static int hung[MAX_DEV];             // the device's stream holds a copy that never completes
 void fake_config(const struct config *c) {
   LOCKED;
   cfg = *c;
+  ndevices = c->devices > 0 && c->devices <= MAX_DEV ? (int)c->devices : env_devices;
+  memset(peer_on, 0, sizeof peer_on);
+  memset(hung, 0, sizeof hung);
   gemms = 0;
   memset(&st, 0, sizeof st);
   initialised = 0;
@@ -97,7 +113,7 @@ void fake_stats(struct stats *out) {
   *out = st;
 }
 
-static int ndevices = 1, visible[MAX_DEV], nvisible; // see enumerate
+static int visible[MAX_DEV], nvisible; // see enumerate
 // What cuInit returns instead of success, to test gpurent's words for a
 // driver that will not start (fake_init_result, or $FAKECUDA's init=).
 static int init_result;
@@ -112,7 +128,8 @@ __attribute__((constructor)) static void from_env(void) {
   const char *env = getenv("FAKECUDA");
   if (!env) return;
   struct config c = {.driver_version = 12080, .max_ptx = 88, .fp32_flops = 60e12, .tensor_flops = 800e12,
-                     .mem_bytes = 3000e9, .link_bytes = 50e9, .total_mem = 80ll << 30, .other_tenant_mem = 1ll << 30};
+                     .mem_bytes = 3000e9, .link_bytes = 50e9, .total_mem = 80ll << 30, .other_tenant_mem = 1ll << 30,
+                     .peer_bytes = 380e9};
   char *words = strdup(env), *save = NULL;
   for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
     char *v = strchr(w, '=');
@@ -135,7 +152,7 @@ __attribute__((constructor)) static void from_env(void) {
     } else if (!strcmp(w, "sdc")) c.sdc_at = strtoll(v, NULL, 0);
     else if (!strcmp(w, "devices")) {
       long n = strtol(v, NULL, 0);
-      ndevices = n >= 1 && n <= MAX_DEV ? (int)n : 1;
+      env_devices = n >= 1 && n <= MAX_DEV ? (int)n : 1;
     }
     else if (!strcmp(w, "busy")) busy_rank = (int)strtol(v, NULL, 0);
     else if (!strcmp(w, "init")) init_result = (int)strtol(v, NULL, 0);
@@ -316,7 +333,7 @@ static void enumerate(void) {
   }
 }
 
-static int bus_of(int dev) { return 0x3b + 0x23 * visible[dev]; }
+static int bus_of(int dev) { return (0x3b + 0x23 * visible[dev]) & 0xff; }
 
 void fake_init_result(int r) {
   LOCKED;
@@ -405,6 +422,64 @@ CUresult cuCtxSetCurrent(void *ctx) {
 }
 CUresult cuCtxSynchronize(void) {
   NEED_CTX();
+  if (hung[dev()]) return bad(702); // a real driver would wait for ever
+  return SUCCESS;
+}
+
+// ---- between GPUs ----
+static int pair_is(int64_t a1, int64_t b1, int x, int y) {
+  int rx = visible[x] + 1, ry = visible[y] + 1;
+  return a1 && b1 && ((a1 == rx && b1 == ry) || (a1 == ry && b1 == rx));
+}
+CUresult cuDeviceCanAccessPeer(int *can, int d, int peer) {
+  LOCKED;
+  if (!initialised) return bad(NOT_INITIALIZED);
+  if (!can || d < 0 || d >= nvisible || peer < 0 || peer >= nvisible) return bad(INVALID_DEVICE);
+  *can = d != peer && !cfg.no_peer;
+  return SUCCESS;
+}
+CUresult cuCtxEnablePeerAccess(void *peer, unsigned flags) {
+  NEED_CTX();
+  int *p = peer;
+  if (flags != 0 || p < primary_ctx || p >= primary_ctx + MAX_DEV || *p == 0 || p == current) return bad(INVALID_VALUE);
+  int k = (int)(p - primary_ctx);
+  if (cfg.no_peer) return bad(217); // CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
+  if (peer_on[dev()][k]) return 704; // CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+  peer_on[dev()][k] = 1;
+  st.peers_enabled++;
+  return SUCCESS;
+}
+CUresult cuCtxDisablePeerAccess(void *peer) {
+  NEED_CTX();
+  int *p = peer;
+  if (p < primary_ctx || p >= primary_ctx + MAX_DEV) return bad(INVALID_CONTEXT);
+  int k = (int)(p - primary_ctx);
+  if (!peer_on[dev()][k]) return bad(705); // CUDA_ERROR_PEER_ACCESS_NOT_ENABLED
+  peer_on[dev()][k] = 0;
+  st.peers_enabled--;
+  return SUCCESS;
+}
+// cuMemcpyPeerAsync copies on the current context's stream, which must be
+// the source's or the destination's; only the legacy stream exists here.
+CUresult cuMemcpyPeerAsync(uint64_t dst, void *dst_ctx, uint64_t src, void *src_ctx, size_t n, void *stream) {
+  NEED_CTX();
+  int *dc = dst_ctx, *sc = src_ctx;
+  if (stream != NULL || dc < primary_ctx || dc >= primary_ctx + MAX_DEV || sc < primary_ctx || sc >= primary_ctx + MAX_DEV ||
+      *dc == 0 || *sc == 0)
+    return bad(INVALID_VALUE);
+  int dd = (int)(dc - primary_ctx), sd = (int)(sc - primary_ctx);
+  struct alloc *a = find(dst, n, 0), *from = find(src, n, 0);
+  if (!a || !from || a->dev != dd || from->dev != sd) return bad(ILLEGAL_ADDRESS);
+  if (current != dc && current != sc) return bad(INVALID_CONTEXT);
+  a->written = 1;
+  if (pair_is(cfg.hang_a, cfg.hang_b, sd, dd) && cfg.block_ms > 0) {
+    usleep((useconds_t)(cfg.block_ms * 1000)); // holding the lock, as a stuck driver holds its own
+    return SUCCESS;
+  }
+  if (pair_is(cfg.hang_a, cfg.hang_b, sd, dd)) hung[dev()] = 1;
+  double rate = peer_on[sd][dd] || peer_on[dd][sd] ? cfg.peer_bytes : cfg.link_bytes / 2;
+  if (pair_is(cfg.slow_a, cfg.slow_b, sd, dd)) rate /= 4;
+  clock_us[dev()] += (double)n / rate * 1e6 + 5;
   return SUCCESS;
 }
 
@@ -557,6 +632,7 @@ CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
 }
 CUresult cuMemFree_v2(uint64_t p) {
   NEED_CTX();
+  if (hung[dev()]) return bad(702); // freeing waits for the stream
   return free_alloc(p, 0);
 }
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
@@ -762,13 +838,19 @@ CUresult cuEventRecord(struct event *e, void *stream) {
   NEED_CTX();
   if (!e || e->magic != MAGIC_EV || stream != NULL) return bad(INVALID_HANDLE);
   e->recorded = 1;
-  e->at = clock_us[dev()];
+  e->at = hung[dev()] ? INFINITY : clock_us[dev()];
   return SUCCESS;
 }
 CUresult cuEventSynchronize(struct event *e) {
   NEED_CTX();
   if (!e || e->magic != MAGIC_EV) return bad(INVALID_HANDLE);
+  if (isinf(e->at)) return bad(702); // a real driver would wait for ever
   return e->recorded ? SUCCESS : bad(INVALID_HANDLE);
+}
+CUresult cuEventQuery(struct event *e) {
+  NEED_CTX();
+  if (!e || e->magic != MAGIC_EV) return bad(INVALID_HANDLE);
+  return e->recorded && !isinf(e->at) ? SUCCESS : NOT_READY;
 }
 static CUresult elapsed(float *ms, struct event *a, struct event *b) {
   NEED_CTX();
