@@ -36,7 +36,7 @@ type simConfig struct {
 // simStats mirrors struct stats in testdata/fakecuda.c.
 type simStats struct {
 	Launches, LiveAllocs, LiveHost, LiveEvents, LiveModules, CtxRefs, WrongThread, BadCalls int64
-	PeersEnabled                                                                    int64
+	PeersEnabled                                                                            int64
 }
 
 // simDriver builds the simulated driver and a cuBLASLt that runs on it,
