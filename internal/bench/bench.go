@@ -119,6 +119,12 @@ type Limits struct {
 	// DCGM's PCIe plugin fails a link at 100 (nvlink_crc_error_threshold,
 	// bench_anchors.md §1).
 	NVLinkCRCWarn uint64
+	// PeerWarn: GPU-to-GPU copy bandwidth over what joins the pair (its
+	// NVLinks per direction, or the narrower PCIe link). Healthy copy
+	// engines reach 0.84 of NVLink 4 (NVIDIA/nccl#1264) and 0.68-0.83 of
+	// PCIe Gen4 x16 (NVIDIA/nvbandwidth#50); under half, a link is down
+	// or narrow, or the traffic detours through the CPU.
+	PeerWarn float64
 }
 
 // DefaultLimits are the limits bench uses.
@@ -140,6 +146,7 @@ func DefaultLimits() Limits {
 		DiskFreeWarn:     20e9,
 		ShmWarn:          64 << 20,
 		NVLinkCRCWarn:    100,
+		PeerWarn:         0.5,
 	}
 }
 

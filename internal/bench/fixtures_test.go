@@ -97,6 +97,10 @@ func hgx8(edit func(*probe.Facts)) probe.Facts {
 				P2P: map[string]string{"read": "ok", "write": "ok", "atomics": "ok", "nvlink": "ok"}})
 		}
 	}
+	// 380 GB/s each way, as NVIDIA's p2p bandwidth test measured an HGX
+	// H100 (NVIDIA/nccl#1264), a little more within a half of the board.
+	f.Peers = peerMatrix(f, func(a, b int) float64 { return 378 + 4*float64(btoi(a/4 == b/4)) })
+	f.NVLinkErrorsAfter = countersAfter(f)
 	if edit != nil {
 		edit(&f)
 		for i := range f.GPU.Devices {
@@ -146,7 +150,57 @@ func pcie4(bridged bool, p2p string) probe.Facts {
 				P2P: map[string]string{"read": p2p, "write": p2p, "atomics": p2p, "nvlink": nv}})
 		}
 	}
+	// Over three bridges 12 × 25 GB/s a direction, of which copies reach
+	// 84%; over PCIe Gen5 x16 (63 GB/s) about 80% within a switch, less
+	// across sockets; staged through the host without P2P, a fifth.
+	f.Peers = peerMatrix(f, func(a, b int) float64 {
+		switch {
+		case p2p != "ok":
+			return 11.5
+		case bridged && a/2 == b/2:
+			return 252
+		case a/2 == b/2:
+			return 50.1
+		}
+		return 41.7
+	})
+	if bridged {
+		f.NVLinkErrorsAfter = countersAfter(f)
+	}
 	return f
+}
+
+// peerMatrix is a copy matrix of f's GPUs, gbs(a, b) GB/s from a to b,
+// and both ways at once twice the slower direction, a little less.
+func peerMatrix(f probe.Facts, gbs func(a, b int) float64) *compute.Peers {
+	p := &compute.Peers{Devices: len(f.GPU.Devices), Bytes: 256 << 20, Copies: 4, Timeout: 10}
+	for _, a := range f.GPU.Devices {
+		for _, b := range f.GPU.Devices {
+			if a.Index == b.Index {
+				continue
+			}
+			x := compute.Peer{Src: a.Index, Dst: b.Index, SrcBus: a.BusID[4:], DstBus: b.BusID[4:], SrcGPU: a.Index, DstGPU: b.Index,
+				Access: true, GBs: gbs(a.Index, b.Index)}
+			if a.Index < b.Index {
+				x.BidirGBs = 1.97 * min(x.GBs, gbs(b.Index, a.Index))
+			}
+			p.Pairs = append(p.Pairs, x)
+		}
+	}
+	return p
+}
+
+// countersAfter are f's NVLink counters, read again after the load.
+func countersAfter(f probe.Facts) []probe.LinkCount {
+	var out []probe.LinkCount
+	for _, d := range f.GPU.Devices {
+		for _, l := range d.NVLinks {
+			if l.Errors != nil {
+				out = append(out, probe.LinkCount{GPU: d.Index, Link: l.Link, LinkErrors: *l.Errors})
+			}
+		}
+	}
+	return out
 }
 
 func btoi(b bool) int {
@@ -652,7 +706,7 @@ func fixtures() []fixture {
 			}},
 		// Four H100 PCIe cards, bridged in pairs, behind a host whose PCIe
 		// switches keep ACS on: NVML says P2P is not supported by the chipset.
-		{name: "4x-h100-pcie-p2p-blocked", order: Order{GPU: "H100 PCIe", GPUs: 4}, want: Warn, warns: []string{"gpu.p2p"},
+		{name: "4x-h100-pcie-p2p-blocked", order: Order{GPU: "H100 PCIe", GPUs: 4}, want: Warn, warns: []string{"gpu.p2p", "gpu.p2p_bandwidth"},
 			facts: func() probe.Facts { return pcie4(true, "chipset not supported") }},
 		// One bridge of a pair missing: 8 of 12 links up.
 		{name: "4x-h100-pcie-bridge-missing", order: Order{GPU: "H100 PCIe", GPUs: 4}, want: Warn, warns: []string{"gpu2.nvlink", "gpu3.nvlink"},
@@ -665,6 +719,35 @@ func fixtures() []fixture {
 					f.GPU.Devices[g].NVLinksActive = p(8)
 				}
 				return f
+			}},
+		{name: "hgx-h100-p2p-hangs", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Fail, fails: []string{"gpu.p2p_bandwidth"}, advice: "NCCL_P2P_DISABLE=1",
+			facts: func() probe.Facts {
+				return hgx8(func(f *probe.Facts) {
+					f.Peers.Pairs = f.Peers.Pairs[:14] // gpu0 and gpu1's rows, then gpu2 to gpu0 hung
+					f.Peers.Hung = "CUDA device 2 to 0"
+					f.Peers.Pairs = append(f.Peers.Pairs, compute.Peer{Src: 2, Dst: 0, SrcGPU: 2, DstGPU: 0, Access: true, TimedOut: true,
+						Error: "the copies did not finish in 10s: the path between these GPUs hangs"})
+				})
+			}},
+		{name: "hgx-h100-one-slow-pair", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Warn, warns: []string{"gpu.p2p_bandwidth"},
+			facts: func() probe.Facts {
+				return hgx8(func(f *probe.Facts) {
+					for i := range f.Peers.Pairs {
+						if x := &f.Peers.Pairs[i]; (x.Src == 2 && x.Dst == 5) || (x.Src == 5 && x.Dst == 2) {
+							x.GBs, x.BidirGBs = 94.6, x.BidirGBs/4
+						}
+					}
+				})
+			}},
+		{name: "hgx-h100-nvlink-errors-rise", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Warn, warns: []string{"gpu.nvlink_errors"},
+			facts: func() probe.Facts {
+				return hgx8(func(f *probe.Facts) {
+					for i := range f.NVLinkErrorsAfter {
+						if a := &f.NVLinkErrorsAfter[i]; a.GPU == 6 && a.Link == 4 {
+							a.CRCFlit, a.Replay = 57, 12
+						}
+					}
+				})
 			}},
 		{name: "4x-h100-pcie-no-bridges", order: Order{GPU: "H100 PCIe", GPUs: 4}, want: Pass, facts: func() probe.Facts { return pcie4(false, "ok") }},
 		{name: "no-driver", want: Pass,

@@ -53,8 +53,10 @@ func (j *judge) links() {
 		}
 	}
 	j.passedLinks(passed)
+	j.nvlinkErrorsRose()
 	j.fabric()
 	j.p2p()
+	j.peers()
 }
 
 // nvlink judges one GPU's NVLinks: on an SXM part every link it has must

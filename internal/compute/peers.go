@@ -46,6 +46,10 @@ type Peer struct {
 	Dst    int    `json:"dst"`
 	SrcBus string `json:"src_bus_id"`
 	DstBus string `json:"dst_bus_id"`
+	// SrcGPU and DstGPU are the GPUs' NVML indexes, which bench's other
+	// checks use (the caller sets them, by PCI address).
+	SrcGPU int `json:"src_gpu"`
+	DstGPU int `json:"dst_gpu"`
 	// Access: the driver maps one's memory into the other
 	// (cuDeviceCanAccessPeer), so copies go GPU to GPU; without it they
 	// are staged through host memory.
@@ -61,6 +65,9 @@ type Peer struct {
 
 // Peers is the copy matrix of the GPUs CUDA shows this process.
 type Peers struct {
+	// Devices is how many GPUs CUDA shows this process (fewer than two:
+	// nothing was measured).
+	Devices int     `json:"devices"`
 	Bytes   int64   `json:"bytes,omitempty"`
 	Copies  int     `json:"copies,omitempty"`
 	Timeout float64 `json:"timeout_s,omitempty"`
@@ -103,6 +110,7 @@ func (cu CUDA) Peers(ctx context.Context, o PeerOptions) Peers {
 			current = s
 		case r := <-done:
 			r.Pairs = append(out.Pairs, r.Pairs...)
+			r.Devices = max(r.Devices, out.Devices)
 			r.Bytes, r.Copies, r.Timeout = out.Bytes, out.Copies, out.Timeout
 			return r
 		case <-timer.C:
@@ -135,8 +143,9 @@ func (cu CUDA) peers(o PeerOptions, progress chan<- Peer, starting chan string, 
 	}
 	if n < 2 {
 		c.lib.Close()
-		return Peers{Error: fmt.Sprintf("%d CUDA device: no pairs to measure", n)}
+		return Peers{Devices: n}
 	}
+	defer func() { r.Devices = n }()
 	devs := make([]peerDev, 0, n)
 	enabled := make([][]bool, n) // peer access this turned on, to turn off
 	for i := range enabled {

@@ -24,7 +24,7 @@ func TestCUDAPeersSimulated(t *testing.T) {
 	cfg.Devices, cfg.PeerBytes, cfg.SlowA, cfg.SlowB = 4, 380e9, 2, 3 // ranks 1 and 2 at a quarter
 	o := DefaultPeerOptions()
 	p, st := peersSim(t, cfg, o)
-	if p.Error != "" || p.Hung != "" || len(p.Pairs) != 12 {
+	if p.Error != "" || p.Hung != "" || len(p.Pairs) != 12 || p.Devices != 4 {
 		t.Fatalf("%+v", p)
 	}
 	per := float64(o.Bytes) / (float64(o.Bytes)/380e9 + 5e-6) / 1e9
@@ -53,7 +53,7 @@ func TestCUDAPeersSimulated(t *testing.T) {
 
 	// One GPU: nothing to measure.
 	cfg.Devices = 1
-	if p, _ = peersSim(t, cfg, o); p.Error == "" || len(p.Pairs) != 0 {
+	if p, _ = peersSim(t, cfg, o); p.Devices != 1 || p.Error != "" || len(p.Pairs) != 0 {
 		t.Errorf("one GPU: %+v", p)
 	}
 }

@@ -61,9 +61,33 @@ func Machine(ctx context.Context, o Options) probe.Facts {
 	if o.Soak > 0 {
 		soakAll(ctx, f.Compute, o.Soak, time.Second)
 	}
+	if len(f.GPU.Devices) > 1 && (o.Backend == "auto" || o.Backend == "cuda") && ctx.Err() == nil {
+		// The links between the GPUs, after the probes (each GPU's own
+		// figures are measured without this traffic), then the NVLink
+		// counters again: errors that rose under the load.
+		if p := (compute.CUDA{}).Peers(ctx, compute.DefaultPeerOptions()); p.Devices > 1 || p.Error != "" {
+			for i := range p.Pairs {
+				x := &p.Pairs[i]
+				x.SrcGPU, x.DstGPU = nvmlIndex(x.SrcBus, x.Src, f.GPU), nvmlIndex(x.DstBus, x.Dst, f.GPU)
+			}
+			f.Peers = &p
+		}
+		if hasNVLinks(f.GPU) {
+			f.NVLinkErrorsAfter = probe.NVLinkErrors("")
+		}
+	}
 	f.KernelLog = probe.ReadKernelLog(kernlog.Path())
 	f.XidEvents = stopXids()
 	return f
+}
+
+func hasNVLinks(g probe.GPUFacts) bool {
+	for _, d := range g.Devices {
+		if len(d.NVLinks) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // gather measures this machine: GPU utilization and CPU steal are sampled

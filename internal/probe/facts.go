@@ -46,6 +46,12 @@ type Facts struct {
 	// sight of a fault the GPU has under load. Nil where NVML's library is
 	// not on this machine, and in facts recorded before gpurent read them.
 	XidEvents *XidEvents `json:"xid_events,omitempty"`
+	// Peers is the GPU-to-GPU copy matrix, on a machine with two or more
+	// GPUs; NVLinkErrorsAfter each NVLink's error counters once the
+	// measurements were done, to compare with the devices' counters
+	// read before them.
+	Peers             *compute.Peers `json:"peers,omitempty"`
+	NVLinkErrorsAfter []LinkCount    `json:"nvlink_errors_after,omitempty"`
 }
 
 // XidEvents is what NVML's Xid events said over a span of seconds, or

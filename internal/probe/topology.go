@@ -278,3 +278,42 @@ func (n *NVML) pairs(handles []uintptr) []GPUPair {
 	}
 	return out
 }
+
+// LinkCount is one NVLink's error counters at a moment.
+type LinkCount struct {
+	GPU  int `json:"gpu"`
+	Link int `json:"link"`
+	LinkErrors
+}
+
+// NVLinkErrors reads every GPU's NVLink error counters now (library as
+// OpenNVML takes it): bench reads them again after its load, to see
+// whether they rose under it. nil where NVML cannot be opened.
+func NVLinkErrors(library string) []LinkCount {
+	n, err := OpenNVML(library)
+	if err != nil {
+		return nil
+	}
+	defer n.Close()
+	var count uint32
+	if r, err := n.call("nvmlDeviceGetCount_v2", uintptr(unsafe.Pointer(&count))); err != nil || r != nvmlSuccess {
+		return nil
+	}
+	var out []LinkCount
+	for i := range int(count) {
+		var h uintptr
+		if r, err := n.call("nvmlDeviceGetHandleByIndex_v2", uintptr(i), uintptr(unsafe.Pointer(&h))); err != nil || r != nvmlSuccess {
+			continue
+		}
+		for link := uintptr(0); link < nvmlNVLinkMaxLinks; link++ {
+			var state uint32
+			if r, err := n.call("nvmlDeviceGetNvLinkState", h, link, uintptr(unsafe.Pointer(&state))); err != nil || r != nvmlSuccess {
+				continue
+			}
+			if e := n.linkErrors(h, link); e != nil {
+				out = append(out, LinkCount{GPU: i, Link: int(link), LinkErrors: *e})
+			}
+		}
+	}
+	return out
+}

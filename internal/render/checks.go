@@ -172,6 +172,52 @@ func linkMatrix(w io.Writer, r *bench.Report) error {
 	if err := tab.Write(w); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "(%s)\n\n", bench.LinkLegend)
+	if _, err := fmt.Fprintf(w, "(%s)\n\n", bench.LinkLegend); err != nil {
+		return err
+	}
+	return peerMatrix(w, r, head)
+}
+
+// peerMatrix prints the GPU-to-GPU copy bandwidth, row to column.
+func peerMatrix(w io.Writer, r *bench.Report, head []string) error {
+	p := r.Facts.Peers
+	if p == nil || len(p.Pairs) == 0 {
+		return nil
+	}
+	pos := map[int]int{}
+	for i, d := range r.Facts.GPU.Devices {
+		pos[d.Index] = i
+	}
+	n := len(r.Facts.GPU.Devices)
+	cells := make([][]string, n)
+	for i := range cells {
+		cells[i] = make([]string, n)
+		for k := range cells[i] {
+			cells[i][k] = "-"
+		}
+		cells[i][i] = "X"
+	}
+	for _, x := range p.Pairs {
+		a, aok := pos[x.SrcGPU]
+		b, bok := pos[x.DstGPU]
+		switch {
+		case !aok || !bok:
+		case x.TimedOut:
+			cells[a][b] = "hung"
+		case x.Error != "":
+			cells[a][b] = "failed"
+		default:
+			cells[a][b] = fmt.Sprintf("%.1f", x.GBs)
+		}
+	}
+	tab := report.NewTab(head...)
+	for i, row := range cells {
+		tab.Row(append([]string{head[i+1]}, row...)...)
+	}
+	fmt.Fprintln(w, "GPU-to-GPU copies, GB/s from row to column:")
+	if err := tab.Write(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
 	return err
 }

@@ -1,0 +1,183 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpurent/gpurent/internal/compute"
+	"github.com/gpurent/gpurent/internal/probe"
+)
+
+// The GPU-to-GPU copy matrix, judged against what joins each pair: its
+// NVLinks (per direction, half a link's bidirectional bandwidth) or the
+// narrower of the two GPUs' PCIe links. Healthy copy engines reach 84% of
+// NVLink 4 (380 of 450 GB/s on HGX H100, NVIDIA/nccl#1264) and 68-83% of
+// PCIe Gen4 x16 (21.8-26.4 GB/s between A6000s, NVIDIA/nvbandwidth#50).
+
+// hungAdvice is what to do about a P2P path that hangs.
+const hungAdvice = "Copies between these GPUs never finished: the direct path between them hangs, as it does where PCIe ACS or an IOMMU sits between GPUs that the driver believes can reach each other. NCCL hangs the same way. On a bare-metal host, disable ACS (and the IOMMU, or set it to passthrough) for the GPUs; otherwise set NCCL_P2P_DISABLE=1 for every job here, at the cost of staging through host memory. Tell the provider."
+
+// peerTheory is a pair's per-direction bandwidth in GB/s and what it is:
+// NVLinks between them, or PCIe.
+func (j *judge) peerTheory(a, b *probe.Device) (float64, string) {
+	if nv := nvlinksBetween(a, b); nv > 0 {
+		per := 0.0
+		for _, l := range a.NVLinks {
+			per = nvlinkGBs(l.Version) / 2
+			break
+		}
+		return float64(nv) * per, fmt.Sprintf("its %d NVLinks'", nv)
+	}
+	la, lb := linkGBs(a), linkGBs(b)
+	if la <= 0 || lb <= 0 {
+		return 0, ""
+	}
+	return min(la, lb), "the PCIe link's"
+}
+
+// peers judges the copy matrix: a pair that hung fails; one that reaches
+// less than PeerWarn of its links' bandwidth warns, naming the slowest.
+func (j *judge) peers() {
+	p := j.f.Peers
+	if p == nil {
+		return
+	}
+	c := Check{ID: "gpu.p2p_bandwidth", Unit: "GB/s"}
+	if p.Hung != "" {
+		c.Status, c.Measured, c.Unit = Fail, "hung", ""
+		c.Evidence = fmt.Sprintf("copies %s did not finish in %g s", p.Hung, p.Timeout)
+		if p.Error != "" {
+			c.Evidence = p.Error
+		}
+		c.Evidence += "; no later pair was measured"
+		c.Advice = hungAdvice
+		j.add(c)
+		return
+	}
+	if len(p.Pairs) == 0 {
+		c.Status, c.Evidence = Skip, "not measured: "+p.Error
+		j.add(c)
+		return
+	}
+	devs := map[int]*probe.Device{}
+	for i := range j.f.GPU.Devices {
+		devs[j.f.GPU.Devices[i].Index] = &j.f.GPU.Devices[i]
+	}
+	var slow, failed []string
+	worst, worstShare, measured := compute.Peer{}, 2.0, 0
+	for _, x := range p.Pairs {
+		name := fmt.Sprintf("gpu%d→gpu%d", x.SrcGPU, x.DstGPU)
+		if x.Error != "" {
+			failed = append(failed, name+": "+x.Error)
+			continue
+		}
+		measured++
+		a, b := devs[x.SrcGPU], devs[x.DstGPU]
+		if a == nil || b == nil {
+			continue
+		}
+		theory, over := j.peerTheory(a, b)
+		if theory <= 0 {
+			continue
+		}
+		share := x.GBs / theory
+		if share < worstShare {
+			worst, worstShare = x, share
+		}
+		if share < j.lim.PeerWarn {
+			slow = append(slow, fmt.Sprintf("%s %.1f GB/s (%.0f%% of %s %.0f)", name, x.GBs, 100*share, over, theory))
+		}
+	}
+	c.Status, c.Measured = Pass, round1(minGBs(p.Pairs))
+	c.Evidence = fmt.Sprintf("%d GPU pairs, each way: %s", measured, spread(p.Pairs))
+	if worstShare <= 1.5 {
+		a, b := devs[worst.SrcGPU], devs[worst.DstGPU]
+		theory, over := j.peerTheory(a, b)
+		c.Evidence += fmt.Sprintf("; the slowest, gpu%d→gpu%d, %.0f%% of %s %.0f GB/s", worst.SrcGPU, worst.DstGPU, 100*worstShare, over, theory)
+	}
+	switch {
+	case len(failed) > 0:
+		c.Status = Fail
+		c.Evidence = "copies failed: " + listSome(failed, 2) + "; " + c.Evidence
+		c.Advice = "Copies between some GPUs fail: the GPUs cannot exchange data (NCCL fails the same way). " + adviceRefund
+	case len(slow) > 0:
+		c.Status = Warn
+		c.Evidence = "slow: " + listSome(slow, 3) + "; " + c.Evidence
+		c.Advice = "Some GPU pairs copy at under half the bandwidth of what joins them: a link down or degraded, a PCIe switch running narrow, or traffic routed through the CPU (ACS). Data-parallel training runs at the pace of the slowest pair. Compare with the link matrix above; the provider can check the board."
+	}
+	j.add(c)
+}
+
+func minGBs(ps []compute.Peer) float64 {
+	m := 0.0
+	for _, x := range ps {
+		if x.Error == "" && (m == 0 || x.GBs < m) {
+			m = x.GBs
+		}
+	}
+	return m
+}
+
+// spread is the range of the pairs' bandwidth, one way and both ways.
+func spread(ps []compute.Peer) string {
+	var one, both []float64
+	for _, x := range ps {
+		if x.Error == "" {
+			one = append(one, x.GBs)
+		}
+		if x.BidirGBs > 0 {
+			both = append(both, x.BidirGBs)
+		}
+	}
+	s := rangeGBs(one)
+	if len(both) > 0 {
+		s += ", both ways at once " + rangeGBs(both)
+	}
+	return s
+}
+
+func rangeGBs(xs []float64) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if hi-lo < 0.05*hi {
+		return fmt.Sprintf("%.1f GB/s", (lo+hi)/2)
+	}
+	return fmt.Sprintf("%.1f to %.1f GB/s", lo, hi)
+}
+
+// nvlinkErrorsRose warns for each GPU whose NVLink error counters rose
+// while bench measured: a link that corrupts data under load.
+func (j *judge) nvlinkErrorsRose() {
+	after := j.f.NVLinkErrorsAfter
+	if len(after) == 0 {
+		return
+	}
+	before := map[[2]int]probe.LinkErrors{}
+	for _, d := range j.f.GPU.Devices {
+		for _, l := range d.NVLinks {
+			if l.Errors != nil {
+				before[[2]int{d.Index, l.Link}] = *l.Errors
+			}
+		}
+	}
+	var rose []string
+	for _, a := range after {
+		b, ok := before[[2]int{a.GPU, a.Link}]
+		if !ok || a.Total() <= b.Total() {
+			continue
+		}
+		rose = append(rose, fmt.Sprintf("gpu%d link %d: +%d CRC, +%d replays, +%d recoveries", a.GPU, a.Link,
+			a.CRCFlit+a.CRCData-b.CRCFlit-b.CRCData, a.Replay-b.Replay, a.Recovery-b.Recovery))
+	}
+	c := Check{ID: "gpu.nvlink_errors", Status: Pass, Measured: len(rose), Expected: 0, Unit: "links",
+		Evidence: fmt.Sprintf("no NVLink error counter rose while bench ran (%d links read before and after)", len(after))}
+	if len(rose) > 0 {
+		c.Status = Warn
+		c.Evidence = "NVLink errors rose while bench ran: " + strings.Join(rose, "; ")
+		c.Advice = "An NVLink retransmitted data under load: it works, slower, and links that do this often go down next. Ask the provider to check it; nvidia-smi nvlink -e shows the counters."
+	}
+	j.add(c)
+}
