@@ -56,7 +56,8 @@ func simDriver(t *testing.T, cfg simConfig, flags ...string) (cu CUDA, stats fun
 		t.Fatal(err)
 	}
 	t.Cleanup(blib.Close)
-	blib.Call("fake_use_cuda", 1)
+	cpath := append([]byte(path), 0)
+	blib.Call("fake_use_cuda_at", uintptr(unsafe.Pointer(&cpath[0])))
 	return CUDA{Library: path, CublasLt: blas}, func() simStats {
 		var s simStats
 		lib.Call("fake_stats", uintptr(unsafe.Pointer(&s)))

@@ -56,8 +56,16 @@ void fake_fail_heuristic(int on) { fail_heuristic = on; }
 // With fake_use_cuda(1), matmuls run on fakecuda.c's simulated GPU: the
 // operands must lie in its device allocations, and its clock advances by
 // the GEMM's time. Off by default, for the ABI test's made-up pointers.
+// fake_use_cuda_at binds to the fakecuda.c at path, already loaded, rather
+// than to the first one the process loaded (a test that leaves a driver
+// loaded, as a hung one must be, would otherwise capture later tests').
 static int use_cuda;
+static void *cuda_lib = RTLD_DEFAULT;
 void fake_use_cuda(int on) { use_cuda = on; }
+void fake_use_cuda_at(const char *path) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  if (h) cuda_lib = h, use_cuda = 1;
+}
 
 // A whole gpurent process configures fakecuda.c through $FAKECUDA; this
 // library then runs on it too.
@@ -202,10 +210,10 @@ cublasStatus_t cublasLtMatmul(struct handle *h, struct desc *op, const float *al
     if (algo->data[i] != 0xa160000000000000ull + (uint64_t)i * 0x1111 + (uint64_t)op->compute) return INVALID_VALUE;
   if (workspaceSize < ALGO_WORKSPACE || !workspace) return INVALID_VALUE;
   if (use_cuda) {
-    int (*valid)(uint64_t, uint64_t) = (int (*)(uint64_t, uint64_t))dlsym(RTLD_DEFAULT, "fake_cuda_valid");
-    void (*gemm)(int, double) = (void (*)(int, double))dlsym(RTLD_DEFAULT, "fake_cuda_gemm");
+    int (*valid)(uint64_t, uint64_t) = (int (*)(uint64_t, uint64_t))dlsym(cuda_lib, "fake_cuda_valid");
+    void (*gemm)(int, double) = (void (*)(int, double))dlsym(cuda_lib, "fake_cuda_gemm");
     void (*product)(uint64_t, uint64_t, uint64_t, uint64_t) =
-        (void (*)(uint64_t, uint64_t, uint64_t, uint64_t))dlsym(RTLD_DEFAULT, "fake_cuda_product");
+        (void (*)(uint64_t, uint64_t, uint64_t, uint64_t))dlsym(cuda_lib, "fake_cuda_product");
     if (!valid || !gemm || !product) return NOT_INITIALIZED;
     uint64_t bytes = Adesc->rows * Adesc->cols * (Adesc->type == 14 ? 2 : 4);
     if (!valid((uintptr_t)A, bytes) || !valid((uintptr_t)B, bytes) || !valid((uintptr_t)D, bytes) ||

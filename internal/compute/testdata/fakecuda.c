@@ -94,6 +94,7 @@ static double slice_wait(void);
 static int dev(void) { return (int)(current - primary_ctx); }
 
 static int64_t gemms; // GEMMs this process has run, for sdc=
+static void reset_memory(void);
 static int ndevices = 1, env_devices = 1; // env_devices: $FAKECUDA's devices=
 static int peer_on[MAX_DEV][MAX_DEV]; // by CUDA ordinal: the first's context may access the second's memory
 static int hung[MAX_DEV];             // the device's stream holds a copy that never completes
@@ -103,6 +104,7 @@ void fake_config(const struct config *c) {
   ndevices = c->devices > 0 && c->devices <= MAX_DEV ? (int)c->devices : env_devices;
   memset(peer_on, 0, sizeof peer_on);
   memset(hung, 0, sizeof hung);
+  reset_memory(); // a new configuration is a fresh driver: what an abandoned test left is gone
   gemms = 0;
   memset(&st, 0, sizeof st);
   initialised = 0;
@@ -277,6 +279,14 @@ void fake_cuda_gemm(int precision, double flops) {
   double rate = precision == 0 ? cfg.fp32_flops : precision == 1 ? cfg.tensor_flops / 2 : cfg.tensor_flops;
   mark_busy();
   if (current) clock_us[dev()] += flops / rate * 1e6 + 2 + slice_wait();
+}
+
+static void reset_memory(void) {
+  for (int i = 0; i < nallocs; i++) free(allocs[i].data);
+  memset(allocs, 0, sizeof allocs);
+  nallocs = 0;
+  memset(used, 0, sizeof used);
+  memset(primary_ctx, 0, sizeof primary_ctx);
 }
 
 static CUresult new_alloc(uint64_t *out, uint64_t n, int host) {
