@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpurent/gpurent/internal/dl/dltest"
 )
@@ -419,5 +420,48 @@ func TestBenchSoakSimulated(t *testing.T) {
 	var rerun struct{ Verdict string }
 	if err := json.Unmarshal(again, &rerun); err != nil || rerun.Verdict != rep.Verdict {
 		t.Errorf("replay: %v %s", err, again)
+	}
+}
+
+// A four-GPU HGX slice, simulated: one NVLink down, the fabric up, and
+// one pair whose copies hang. bench prints the link matrix, fails the
+// link and the hung pair, and finishes: the hang costs its timeout, not
+// the bench. The recorded facts judge the same on replay.
+func TestBenchLinksSimulated(t *testing.T) {
+	_, simEnv := simGPUs(t)
+	facts := filepath.Join(t.TempDir(), "facts.json")
+	env := append(simEnv(4, "hangpair=1:3"), "FAKENVML_TOPO=nvswitch down=2:5", "CUDA_DEVICE_ORDER=PCI_BUS_ID")
+	start := time.Now()
+	b := benchSim(t, env, "--probes", "residue", "--record", facts)
+	if took := time.Since(start); took > 60*time.Second {
+		t.Errorf("bench took %s with a hanging pair", took)
+	}
+	var rep struct {
+		Verdict string
+		Checks  []struct{ ID, Status, Evidence string }
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	status := map[string]string{}
+	for _, c := range rep.Checks {
+		status[c.ID] = c.Status
+		if strings.HasPrefix(c.ID, "gpu.") || strings.HasSuffix(c.ID, "nvlink") {
+			t.Logf("%s %s: %s", c.ID, c.Status, c.Evidence)
+		}
+	}
+	for id, want := range map[string]string{"gpu2.nvlink": "fail", "gpu.nvlink": "pass", "gpu.fabric": "pass", "gpu.p2p": "pass",
+		"gpu.p2p_bandwidth": "fail", "gpu.nvlink_errors": "pass"} {
+		if status[id] != want {
+			t.Errorf("%s: %q, want %s", id, status[id], want)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "bench", "--replay", facts)
+	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1")
+	out, _ := cmd.CombinedOutput()
+	for _, want := range []string{"links between the GPUs:", "GPU0  X     NV18  NV17  NV18", "GPU2  NV17  NV17  X", "GPU-to-GPU copies, GB/s", "hung", "verdict: FAIL"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("replay's output lacks %q:\n%s", want, out)
+		}
 	}
 }

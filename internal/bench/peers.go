@@ -47,6 +47,11 @@ func (j *judge) peers() {
 	if p.Hung != "" {
 		c.Status, c.Measured, c.Unit = Fail, "hung", ""
 		c.Evidence = fmt.Sprintf("copies %s did not finish in %g s", p.Hung, p.Timeout)
+		for _, x := range p.Pairs {
+			if x.TimedOut {
+				c.Evidence = fmt.Sprintf("copies from gpu%d to gpu%d did not finish in %g s", x.SrcGPU, x.DstGPU, p.Timeout)
+			}
+		}
 		if p.Error != "" {
 			c.Evidence = p.Error
 		}

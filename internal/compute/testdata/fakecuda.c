@@ -152,6 +152,14 @@ __attribute__((constructor)) static void from_env(void) {
       c.flip_at = strtoll(v, NULL, 0) + 1;
       c.flip_bit = colon ? strtoll(colon + 1, NULL, 0) : 0;
     } else if (!strcmp(w, "sdc")) c.sdc_at = strtoll(v, NULL, 0);
+    else if (!strcmp(w, "peer")) c.peer_bytes = strtod(v, NULL);
+    else if (!strcmp(w, "nopeer")) c.no_peer = 1;
+    else if (!strcmp(w, "slowpair") || !strcmp(w, "hangpair")) { // A:B, PCI ranks
+      char *colon = strchr(v, ':');
+      int64_t a = strtoll(v, NULL, 0) + 1, b = colon ? strtoll(colon + 1, NULL, 0) + 1 : 0;
+      if (w[0] == 's') c.slow_a = a, c.slow_b = b;
+      else c.hang_a = a, c.hang_b = b;
+    }
     else if (!strcmp(w, "devices")) {
       long n = strtol(v, NULL, 0);
       env_devices = n >= 1 && n <= MAX_DEV ? (int)n : 1;
