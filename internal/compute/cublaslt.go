@@ -252,6 +252,37 @@ var usualSitePackages = []string{
 	"root/.local/lib/python3*/site-packages", "home/*/.local/lib/python3*/site-packages",
 }
 
+// wheelDirs are the directories, relative to the root, where Python
+// wheels put NVIDIA's libraries (subs, such as nvidia/cublas/lib): under
+// the usual site-packages, the conda environment's, the virtualenv's,
+// those python3 reported and the user's.
+func wheelDirs(env func(string) string, sitePackages []string, subs ...string) []string {
+	var dirs []string
+	add := func(base string) {
+		for _, sub := range subs {
+			dirs = append(dirs, base+"/"+sub)
+		}
+	}
+	for _, sp := range usualSitePackages {
+		add(sp)
+	}
+	rel := func(p string) string { return strings.TrimPrefix(path.Clean(p), "/") }
+	if p := env("CONDA_PREFIX"); p != "" {
+		dirs = append(dirs, rel(p)+"/lib")
+		add(rel(p) + "/lib/python3*/site-packages")
+	}
+	if p := env("VIRTUAL_ENV"); p != "" {
+		add(rel(p) + "/lib/python3*/site-packages")
+	}
+	for _, sp := range sitePackages {
+		add(rel(sp))
+	}
+	if p := env("HOME"); p != "" && p != "/" {
+		add(rel(p) + "/.local/lib/python3*/site-packages")
+	}
+	return dirs
+}
+
 // cublasLtCandidates lists what to dlopen, best first: GPURENT_CUBLASLT;
 // then the sonames, newest first, which the loader finds on its search
 // path; then files found under root. A library newer than the driver's
@@ -272,23 +303,7 @@ func cublasLtCandidates(root fs.FS, env func(string) string, driverMajor int, si
 			out = append(out, so)
 		}
 	}
-	dirs := slices.Clone(cublasLtDirs)
-	for _, sp := range usualSitePackages {
-		dirs = append(dirs, sp+"/nvidia/cublas/lib", sp+"/nvidia/cu13/lib")
-	}
-	rel := func(p string) string { return strings.TrimPrefix(path.Clean(p), "/") }
-	if p := env("CONDA_PREFIX"); p != "" {
-		dirs = append(dirs, rel(p)+"/lib", rel(p)+"/lib/python3*/site-packages/nvidia/cublas/lib", rel(p)+"/lib/python3*/site-packages/nvidia/cu13/lib")
-	}
-	if p := env("VIRTUAL_ENV"); p != "" {
-		dirs = append(dirs, rel(p)+"/lib/python3*/site-packages/nvidia/cublas/lib", rel(p)+"/lib/python3*/site-packages/nvidia/cu13/lib")
-	}
-	for _, sp := range sitePackages {
-		dirs = append(dirs, rel(sp)+"/nvidia/cublas/lib", rel(sp)+"/nvidia/cu13/lib")
-	}
-	if p := env("HOME"); p != "" && p != "/" {
-		dirs = append(dirs, rel(p)+"/.local/lib/python3*/site-packages/nvidia/cublas/lib", rel(p)+"/.local/lib/python3*/site-packages/nvidia/cu13/lib")
-	}
+	dirs := append(slices.Clone(cublasLtDirs), wheelDirs(env, sitePackages, "nvidia/cublas/lib", "nvidia/cu13/lib")...)
 	var found []string
 	for _, d := range dirs {
 		matches, _ := fs.Glob(root, d+"/libcublasLt.so.*")
