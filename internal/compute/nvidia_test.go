@@ -375,6 +375,9 @@ func TestCUDAMatchesNVIDIAHeaders(t *testing.T) {
 		"CU_JIT_ERROR_LOG_BUFFER":                      cuJitErrorLogBuffer,
 		"CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES":           cuJitErrorLogBufBytes,
 		"CUDA_SUCCESS":                                 0,
+		"CU_STREAM_NON_BLOCKING":                       1,
+		"CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED":       cuErrPeerAlreadyEnabled,
+		"CUDA_ERROR_NOT_READY":                         cuErrNotReady,
 	}
 	for r := int32(1); r <= 1000; r++ {
 		if n, ok := strings.CutPrefix(cuResultName(r), "CUDA_ERROR_"); ok {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // ErrNoLoader is what Open says in a build that loads no library: the
@@ -98,3 +99,21 @@ func (l *Lib) CallWord(name string, args ...uintptr) (uintptr, error) {
 
 // Close unloads the library.
 func (l *Lib) Close() { dlclose(l.h) }
+
+// CString copies the NUL-terminated C string at p (at most max bytes),
+// such as the static text an error-string function returns.
+func CString(p uintptr, max int) string {
+	if p == 0 {
+		return ""
+	}
+	base := *(*unsafe.Pointer)(unsafe.Pointer(&p)) // C memory, which Go's collector does not manage
+	var b []byte
+	for i := range max {
+		c := *(*byte)(unsafe.Add(base, i))
+		if c == 0 {
+			break
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}

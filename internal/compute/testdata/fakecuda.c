@@ -669,6 +669,17 @@ CUresult cuMemsetD8_v2(uint64_t p, unsigned char c, size_t n) {
   clock_us[dev()] += (double)n / cfg.mem_bytes * 1e6;
   return SUCCESS;
 }
+CUresult cuMemsetD32_v2(uint64_t p, unsigned int v, size_t n) {
+  NEED_CTX();
+  struct alloc *a = find(p, n * 4, 0);
+  if (!a || p % 4) return bad(ILLEGAL_ADDRESS);
+  a->written = 1;
+  a->product_a = a->wrong = 0;
+  if (a->data)
+    for (size_t i = 0; i < n; i++) memcpy(a->data + (p - a->base) + 4 * i, &v, 4);
+  clock_us[dev()] += (double)n * 4 / cfg.mem_bytes * 1e6;
+  return SUCCESS;
+}
 CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) {
   NEED_CTX();
   struct alloc *a = find(dst, n, 0), *from = find(src, n, 0);
@@ -852,9 +863,63 @@ CUresult cuEventDestroy_v2(struct event *e) {
   st.live_events--;
   return SUCCESS;
 }
+// ---- streams: each on its device's one virtual clock ----
+#define MAGIC_STREAM 0x7374u
+struct stream { unsigned magic; int dev; };
+static int64_t live_streams;
+CUresult cuStreamCreate(struct stream **s, unsigned flags) {
+  NEED_CTX();
+  if (!s || flags > 1) return bad(INVALID_VALUE); // CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING
+  *s = calloc(1, sizeof **s);
+  (*s)->magic = MAGIC_STREAM, (*s)->dev = dev();
+  live_streams++;
+  return SUCCESS;
+}
+CUresult cuStreamDestroy_v2(struct stream *s) {
+  NEED_CTX();
+  if (!s || s->magic != MAGIC_STREAM) return bad(INVALID_HANDLE);
+  s->magic = 0;
+  free(s);
+  live_streams--;
+  return SUCCESS;
+}
+CUresult cuStreamSynchronize(struct stream *s) {
+  NEED_CTX();
+  if (s && s->magic != MAGIC_STREAM) return bad(INVALID_HANDLE);
+  if (hung[s ? s->dev : dev()]) return bad(702); // a real driver would wait for ever
+  return SUCCESS;
+}
+// stream_dev is the device of a stream handle given with the current
+// context: NULL is the context's legacy stream; -1 is a bad handle or a
+// stream of another context.
+static int stream_dev(struct stream *s) {
+  if (!s) return dev();
+  return s->magic == MAGIC_STREAM && s->dev == dev() ? s->dev : -1;
+}
+// Exported for fakenccl.c: the stream's device runs us of work, or, with
+// hang, work that never completes.
+int fake_cuda_stream_work(struct stream *s, double us, int hang) {
+  LOCKED;
+  if (!s || s->magic != MAGIC_STREAM) return 0;
+  if (hang) hung[s->dev] = 1;
+  clock_us[s->dev] += us;
+  return 1;
+}
+// Exported for fakenccl.c: the bytes behind [p, p+n) of a small device
+// allocation, NULL for a larger one (which holds no data).
+unsigned char *fake_cuda_bytes(uint64_t p, uint64_t n) {
+  LOCKED;
+  struct alloc *a = find(p, n, 0);
+  return a && a->data ? a->data + (p - a->base) : NULL;
+}
+int64_t fake_cuda_live_streams(void) {
+  LOCKED;
+  return live_streams;
+}
+
 CUresult cuEventRecord(struct event *e, void *stream) {
   NEED_CTX();
-  if (!e || e->magic != MAGIC_EV || stream != NULL) return bad(INVALID_HANDLE);
+  if (!e || e->magic != MAGIC_EV || stream_dev(stream) < 0) return bad(INVALID_HANDLE);
   e->recorded = 1;
   e->at = hung[dev()] ? INFINITY : clock_us[dev()];
   return SUCCESS;
