@@ -19,6 +19,8 @@ var nvmlFallbacks = map[string]string{
 	"nvmlDeviceGetMemoryInfo_v2":             "nvmlDeviceGetMemoryInfo",
 	"nvmlDeviceGetGpuMaxPcieLinkGeneration":  "",
 	"nvmlEventSetWait_v2":                    "nvmlEventSetWait",
+	"nvmlDeviceGetGpuFabricInfoV":            "", // 535 has only the first form, 470 neither
+	"nvmlDeviceGetGpuFabricInfo":             "",
 }
 
 // A real NVML (drivers 550, 535 and Tesla 470 from Debian's non-free archive,

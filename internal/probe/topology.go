@@ -25,6 +25,16 @@ const (
 	nvmlFabricInfoV2Version = 0x02000024 // sizeof(nvmlGpuFabricInfo_v2_t)=36 | 2<<24
 )
 
+// nvmlGpuFabricInfoV1 is nvmlGpuFabricInfo_t (28 bytes), which
+// nvmlDeviceGetGpuFabricInfo fills: the only form 535 drivers have.
+type nvmlGpuFabricInfoV1 struct {
+	ClusterUUID [16]byte
+	Status      int32
+	CliqueID    uint32
+	State       uint8
+	_           [3]byte
+}
+
 // nvmlGpuFabricInfoV2 is nvmlGpuFabricInfo_v2_t (36 bytes), which every
 // header since 12.x declares (13.x adds a v3 that only appends a field).
 type nvmlGpuFabricInfoV2 struct {
@@ -213,26 +223,37 @@ func (n *NVML) linkErrors(h, link uintptr) *LinkErrors {
 	return e
 }
 
-// fabric reads the GPU's NVLink fabric registration; nil where NVML has
-// no such call or the GPU no fabric.
+// fabric reads the GPU's NVLink fabric registration: the versioned call
+// where the driver has it, else the 535 drivers' first form; nil where
+// the driver has neither or the GPU no fabric.
 func (n *NVML) fabric(h uintptr, d *Device) {
+	var state uint8
+	var status int32
 	info := &nvmlGpuFabricInfoV2{Version: nvmlFabricInfoV2Version}
 	r, err := n.call("nvmlDeviceGetGpuFabricInfoV", h, uintptr(unsafe.Pointer(info)))
-	if err != nil || r == nvmlErrNotSupported {
-		return
+	if err == nil {
+		state, status = info.State, info.Status
+	} else {
+		v1 := new(nvmlGpuFabricInfoV1)
+		if r, err = n.call("nvmlDeviceGetGpuFabricInfo", h, uintptr(unsafe.Pointer(v1))); err != nil {
+			return
+		}
+		state, status = v1.State, v1.Status
 	}
-	if r != nvmlSuccess {
+	switch {
+	case r == nvmlErrNotSupported:
+		return
+	case r != nvmlSuccess:
 		d.Errors["fabric"] = nvmlErrorName(r)
 		return
-	}
-	f := &Fabric{State: fabricStateName(info.State)}
-	if info.State == 0 {
+	case state == 0: // NVML_GPU_FABRIC_STATE_NOT_SUPPORTED
 		return
 	}
-	if info.State == 3 {
+	f := &Fabric{State: fabricStateName(state)}
+	if state == 3 {
 		f.Status = "success"
-		if info.Status != nvmlSuccess {
-			f.Status = nvmlErrorName(info.Status)
+		if status != nvmlSuccess {
+			f.Status = nvmlErrorName(status)
 		}
 	}
 	d.Fabric = f

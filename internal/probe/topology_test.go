@@ -12,7 +12,7 @@ import (
 // simTopology builds the simulated NVML with n devices (the default H100,
 // each at its own bus) and the links spec describes (fakenvml.c's
 // fake_topo), and reads it through the binding.
-func simTopology(t *testing.T, n int, spec string) (GPUFacts, simNVMLStats) {
+func simTopology(t *testing.T, n int, spec string, flags ...string) (GPUFacts, simNVMLStats) {
 	t.Helper()
 	path, stats := simNVML(t, func(c *simNVMLConfig) {
 		c.Count = int64(n)
@@ -22,7 +22,7 @@ func simTopology(t *testing.T, n int, spec string) (GPUFacts, simNVMLStats) {
 			c.Dev[i].BusID = [32]byte{}
 			copy(c.Dev[i].BusID[:], fmt.Sprintf("00000000:%02X:00.0", c.Dev[i].Bus))
 		}
-	})
+	}, flags...)
 	lib, err := dl.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +76,11 @@ func TestNVMLTopologyNVSwitch(t *testing.T) {
 		if want := 18 - btoi(d.Index == 3); d.NVLinksActive == nil || *d.NVLinksActive != want {
 			t.Errorf("gpu%d: nvlinks_active %v, want %d", d.Index, d.NVLinksActive, want)
 		}
+	}
+	// A 535 driver's fabric call, the first form, says the same.
+	g, st = simTopology(t, 2, "nvswitch fabric=2", "-DDRIVER_535_EARLY")
+	if f := g.Devices[1].Fabric; st.BadCalls != 0 || f == nil || *f != (Fabric{State: "in_progress"}) {
+		t.Errorf("535: fabric %+v, %d calls refused", f, st.BadCalls)
 	}
 	one, _ := simTopology(t, 1, "nvswitch")
 	if one.Pairs != nil || len(one.Devices[0].NVLinks) != 18 {

@@ -17,7 +17,9 @@
 //
 // Build flags pick a driver generation:
 //   -DDRIVER_535_EARLY  the _v3 process functions write 32-byte entries
-//                       (drivers 535.43.02-535.86.05, §1.6)
+//                       (drivers 535.43.02-535.86.05, §1.6), and the
+//                       fabric's only call is nvmlDeviceGetGpuFabricInfo
+//                       (every 535 driver)
 //   -DDRIVER_450        no _v3 process functions, no nvmlDeviceGetMemoryInfo_v2,
 //                       no nvmlDeviceGetCurrentClocksEventReasons, no
 //                       nvmlDeviceGetGpuMaxPcieLinkGeneration (all newer, §1.3)
@@ -674,6 +676,24 @@ struct fabric {
 };
 _Static_assert(sizeof(struct fabric) == 36, "nvmlGpuFabricInfo_v2_t is 36 bytes");
 
+#ifdef DRIVER_535_EARLY
+// 535 drivers have only the first form, nvmlGpuFabricInfo_t (28 bytes).
+struct fabric1 {
+  unsigned char cluster_uuid[16];
+  int status;
+  unsigned int clique;
+  unsigned char state;
+};
+_Static_assert(sizeof(struct fabric1) == 28, "nvmlGpuFabricInfo_t is 28 bytes");
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(void *h, struct fabric1 *f) {
+  DEV(h);
+  OUT(f);
+  if (topo.layout != NVSWITCH) return NOT_SUPPORTED;
+  memset(f, 0, sizeof *f);
+  f->state = (unsigned char)topo.fabric, f->status = topo.fabric_status;
+  return SUCCESS;
+}
+#else
 nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(void *h, struct fabric *f) {
   DEV(h);
   OUT(f);
@@ -683,6 +703,7 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(void *h, struct fabric *f) {
   f->state = (unsigned char)topo.fabric, f->status = topo.fabric_status, f->clique = 0, f->health = 0;
   return SUCCESS;
 }
+#endif
 #endif
 
 // A process used the GPU just before: readings answer util_tail until
