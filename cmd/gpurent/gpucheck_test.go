@@ -205,6 +205,7 @@ func simGPUs(t *testing.T) (root string, env func(gpus int, fakecuda string) []s
 	nvml := dltest.BuildC(t, filepath.Join(root, "internal/probe/testdata/fakenvml.c"), "libnvidia-ml.so.1")
 	cuda := dltest.BuildC(t, filepath.Join(root, "internal/compute/testdata/fakecuda.c"), "libcuda.so.1", "-lm")
 	blas := dltest.BuildC(t, filepath.Join(root, "internal/compute/testdata/fakecublaslt.c"), "libcublasLt.so.12")
+	nccl := dltest.BuildC(t, filepath.Join(root, "internal/compute/testdata/fakenccl.c"), "libnccl.so.2")
 	return root, func(gpus int, fakecuda string) []string {
 		var out []string
 		for _, kv := range os.Environ() { // the caller sets the CUDA ordering
@@ -213,7 +214,7 @@ func simGPUs(t *testing.T) (root string, env func(gpus int, fakecuda string) []s
 			}
 		}
 		return append(out,
-			"LD_LIBRARY_PATH="+strings.Join([]string{filepath.Dir(nvml), filepath.Dir(cuda), filepath.Dir(blas)}, ":"),
+			"LD_LIBRARY_PATH="+strings.Join([]string{filepath.Dir(nvml), filepath.Dir(cuda), filepath.Dir(blas), filepath.Dir(nccl)}, ":"),
 			"FAKENVML="+strconv.Itoa(gpus),
 			"FAKECUDA=driver=12080 ptx=88 fp32=60e12 tensor=800e12 mem=3000e9 link=50e9 devices="+strconv.Itoa(gpus)+" "+fakecuda)
 	}
@@ -451,9 +452,27 @@ func TestBenchLinksSimulated(t *testing.T) {
 		}
 	}
 	for id, want := range map[string]string{"gpu2.nvlink": "fail", "gpu.nvlink": "pass", "gpu.fabric": "pass", "gpu.p2p": "pass",
-		"gpu.p2p_bandwidth": "fail", "gpu.nvlink_errors": "pass"} {
+		"gpu.p2p_bandwidth": "fail", "gpu.nvlink_errors": "pass", "gpu.allreduce": "skip"} {
 		if status[id] != want {
 			t.Errorf("%s: %q, want %s", id, status[id], want)
+		}
+	}
+
+	// No hang; NCCL, told not to use P2P, runs at a twentieth of the
+	// copies' bandwidth: named, with the variable that did it.
+	env = append(simEnv(4, ""), "FAKENVML_TOPO=nvswitch", "FAKENCCL=busbw=18", "NCCL_P2P_DISABLE=1")
+	b = benchSim(t, env, "--probes", "residue")
+	rep.Checks = nil
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	for _, c := range rep.Checks {
+		if c.ID == "gpu.allreduce" || c.ID == "gpu.p2p_bandwidth" || c.ID == "gpu.nvlink" {
+			t.Logf("%s %s: %s", c.ID, c.Status, c.Evidence)
+			want := map[string]string{"gpu.allreduce": "warn", "gpu.p2p_bandwidth": "pass", "gpu.nvlink": "pass"}[c.ID]
+			if c.Status != want || (c.ID == "gpu.allreduce" && !strings.Contains(c.Evidence, "NCCL_P2P_DISABLE=1")) {
+				t.Errorf("%s %s, want %s: %s", c.ID, c.Status, want, c.Evidence)
+			}
 		}
 	}
 	cmd := exec.Command(os.Args[0], "bench", "--replay", facts)

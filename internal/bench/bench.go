@@ -125,6 +125,12 @@ type Limits struct {
 	// PCIe Gen4 x16 (NVIDIA/nvbandwidth#50); under half, a link is down
 	// or narrow, or the traffic detours through the CPU.
 	PeerWarn float64
+	// AllReduceWarn: NCCL's all-reduce bus bandwidth over the slowest GPU
+	// pair's copy bandwidth. Healthy ring all-reduce on an 8×H100 reaches
+	// 0.97 of it (365-370 GB/s, NVIDIA/nccl#1455, beside 380 GB/s copies,
+	// nccl#1264), NVLink SHARP 1.26 (480, nccl-tests#212); under half,
+	// NCCL is not using the path the copies took.
+	AllReduceWarn float64
 }
 
 // DefaultLimits are the limits bench uses.
@@ -147,6 +153,7 @@ func DefaultLimits() Limits {
 		ShmWarn:          64 << 20,
 		NVLinkCRCWarn:    100,
 		PeerWarn:         0.5,
+		AllReduceWarn:    0.5,
 	}
 }
 

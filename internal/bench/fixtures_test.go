@@ -101,6 +101,9 @@ func hgx8(edit func(*probe.Facts)) probe.Facts {
 	// H100 (NVIDIA/nccl#1264), a little more within a half of the board.
 	f.Peers = peerMatrix(f, func(a, b int) float64 { return 378 + 4*float64(btoi(a/4 == b/4)) })
 	f.NVLinkErrorsAfter = countersAfter(f)
+	// NVLink SHARP's sweep: about 480 GB/s at the largest sizes
+	// (nccl-tests#212), far less at 8 MiB.
+	f.AllReduce = allReduceSweep(8, 152.3, 281.7, 391.2, 458.6, 479.4)
 	if edit != nil {
 		edit(&f)
 		for i := range f.GPU.Devices {
@@ -167,6 +170,10 @@ func pcie4(bridged bool, p2p string) probe.Facts {
 	if bridged {
 		f.NVLinkErrorsAfter = countersAfter(f)
 	}
+	f.AllReduce = allReduceSweep(4, 14.1, 26.3, 31.0, 32.4, 32.8)
+	if p2p != "ok" {
+		f.AllReduce = allReduceSweep(4, 6.2, 8.8, 9.6, 9.9, 10.0)
+	}
 	return f
 }
 
@@ -201,6 +208,20 @@ func countersAfter(f probe.Facts) []probe.LinkCount {
 		}
 	}
 	return out
+}
+
+// allReduceSweep is NCCL's all-reduce over n GPUs, sizes 8 MiB to 2 GiB
+// by fours reaching bus bandwidths bus.
+func allReduceSweep(n int, bus ...float64) *compute.AllReduce {
+	a := &compute.AllReduce{Library: "/usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2", Version: "2.28.9", Ranks: n, Checked: true}
+	size := int64(8 << 20)
+	for _, b := range bus {
+		alg := b / (2 * float64(n-1) / float64(n))
+		a.Sizes = append(a.Sizes, compute.AllReduceSize{Bytes: size, Ms: float64(size) / alg / 1e6, AlgGBs: alg, BusGBs: b})
+		a.BusGBs = max(a.BusGBs, b)
+		size *= 4
+	}
+	return a
 }
 
 func btoi(b bool) int {
@@ -747,6 +768,26 @@ func fixtures() []fixture {
 							a.CRCFlit, a.Replay = 57, 12
 						}
 					}
+				})
+			}},
+		{name: "hgx-h100-nccl-p2p-disabled", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Warn, warns: []string{"gpu.allreduce"},
+			facts: func() probe.Facts {
+				return hgx8(func(f *probe.Facts) {
+					f.AllReduce = allReduceSweep(8, 9.1, 14.7, 17.2, 17.9, 18.1)
+					f.AllReduce.Env = []string{"NCCL_P2P_DISABLE=1"}
+				})
+			}},
+		{name: "hgx-h100-nccl-hangs", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Fail, fails: []string{"gpu.allreduce"}, advice: "NCCL_P2P_DISABLE=1",
+			facts: func() probe.Facts {
+				return hgx8(func(f *probe.Facts) {
+					f.AllReduce = &compute.AllReduce{Version: "2.28.9", Ranks: 8, Checked: true, Hung: "the all-reduce of 128 MiB",
+						Error: "all-reduce of 128 MiB: the all-reduce did not finish in 30s: the path between these GPUs hangs"}
+				})
+			}},
+		{name: "hgx-h100-no-nccl", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Pass,
+			facts: func() probe.Facts {
+				return hgx8(func(f *probe.Facts) {
+					f.AllReduce = &compute.AllReduce{Error: "NCCL (libnccl.so.2) is not on this machine: install it (the nvidia-nccl-cu12 or -cu13 wheel PyTorch brings, or the libnccl2 package), or set GPURENT_NCCL to its path"}
 				})
 			}},
 		{name: "4x-h100-pcie-no-bridges", order: Order{GPU: "H100 PCIe", GPUs: 4}, want: Pass, facts: func() probe.Facts { return pcie4(false, "ok") }},

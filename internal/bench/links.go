@@ -57,6 +57,7 @@ func (j *judge) links() {
 	j.fabric()
 	j.p2p()
 	j.peers()
+	j.allReduce()
 }
 
 // nvlink judges one GPU's NVLinks: on an SXM part every link it has must

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -72,6 +73,9 @@ type AllReduce struct {
 	// Hung names what never completed: the communicators were aborted.
 	Hung  string `json:"hung,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Env are the NCCL_ variables set, which change what NCCL does
+	// (NCCL_P2P_DISABLE=1 routes around peer-to-peer).
+	Env []string `json:"env,omitempty"`
 }
 
 // AllReduceSize is one size of the sweep.
@@ -157,7 +161,18 @@ func (cu CUDA) AllReduce(ctx context.Context, o AllReduceOptions) AllReduce {
 	starting := make(chan string, 1)
 	quit := make(chan struct{})
 	defer close(quit)
-	go func() { done <- cu.allReduce(o, starting, quit) }()
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "NCCL_") {
+			env = append(env, kv)
+		}
+	}
+	slices.Sort(env)
+	go func() {
+		r := cu.allReduce(o, starting, quit)
+		r.Env = env
+		done <- r
+	}()
 	current := "loading NCCL"
 	timer := time.NewTimer(2*(o.Timeout+o.Grace) + o.Grace) // communicator setup on eight GPUs takes seconds
 	defer timer.Stop()
@@ -169,7 +184,7 @@ func (cu CUDA) AllReduce(ctx context.Context, o AllReduceOptions) AllReduce {
 		case r := <-done:
 			return r
 		case <-timer.C:
-			return AllReduce{Hung: current, Error: fmt.Sprintf("no answer from NCCL or the CUDA driver for %s while %s", o.Timeout+o.Grace, current)}
+			return AllReduce{Hung: current, Env: env, Error: fmt.Sprintf("no answer from NCCL or the CUDA driver for %s while %s", o.Timeout+o.Grace, current)}
 		case <-ctx.Done():
 			return AllReduce{Error: "stopped: " + ctx.Err().Error()}
 		}
@@ -398,7 +413,7 @@ func ncclTimed(c *cudaLib, nccl *dl.Lib, ranks []ncclRank, count uint64, iters i
 				return nil, fmt.Errorf("cuEventQuery: %s", cuResultName(res))
 			}
 			if time.Now().After(deadline) {
-				return nil, errHung{timeout}
+				return nil, errHung{"the all-reduce", timeout}
 			}
 			time.Sleep(time.Millisecond)
 		}

@@ -264,11 +264,14 @@ func (cu CUDA) peers(o PeerOptions, progress chan<- Peer, starting chan string, 
 	return Peers{}
 }
 
-// errHung is a copy that did not finish in time.
-type errHung struct{ after time.Duration }
+// errHung is work between GPUs that did not finish in time.
+type errHung struct {
+	what  string
+	after time.Duration
+}
 
 func (e errHung) Error() string {
-	return fmt.Sprintf("the copies did not finish in %s: the path between these GPUs hangs", e.after)
+	return fmt.Sprintf("%s did not finish in %s: the path between these GPUs hangs", e.what, e.after)
 }
 
 func hungErr(err error) bool {
@@ -341,7 +344,7 @@ func (c *cudaLib) peerCopies(o PeerOptions, routes ...[]peerDev) ([]float64, err
 			}
 			if time.Now().After(deadline) {
 				ts[i] = timing{} // destroying an event of a hung stream may wait for it
-				return nil, errHung{o.Timeout}
+				return nil, errHung{"the copies", o.Timeout}
 			}
 			time.Sleep(time.Millisecond)
 		}

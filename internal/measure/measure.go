@@ -72,6 +72,7 @@ func Machine(ctx context.Context, o Options) probe.Facts {
 			}
 			f.Peers = &p
 		}
+		f.AllReduce = allReduce(ctx, f.Peers)
 		if hasNVLinks(f.GPU) {
 			f.NVLinkErrorsAfter = probe.NVLinkErrors("")
 		}
@@ -79,6 +80,22 @@ func Machine(ctx context.Context, o Options) probe.Facts {
 	f.KernelLog = probe.ReadKernelLog(kernlog.Path())
 	f.XidEvents = stopXids()
 	return f
+}
+
+// allReduce runs NCCL's all-reduce over every GPU, unless copies between
+// them hung: NCCL would hang on the same path.
+func allReduce(ctx context.Context, peers *compute.Peers) *compute.AllReduce {
+	if peers != nil && peers.Hung != "" {
+		return &compute.AllReduce{Error: "not run: copies between the GPUs hung (" + peers.Hung + "), and NCCL would hang on the same path"}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	a := compute.CUDA{}.AllReduce(ctx, compute.DefaultAllReduceOptions())
+	if a.Ranks < 2 && a.Error == "" {
+		return nil
+	}
+	return &a
 }
 
 func hasNVLinks(g probe.GPUFacts) bool {

@@ -52,6 +52,8 @@ type Facts struct {
 	// read before them.
 	Peers             *compute.Peers `json:"peers,omitempty"`
 	NVLinkErrorsAfter []LinkCount    `json:"nvlink_errors_after,omitempty"`
+	// AllReduce is NCCL's all-reduce over every GPU, after the copies.
+	AllReduce *compute.AllReduce `json:"all_reduce,omitempty"`
 }
 
 // XidEvents is what NVML's Xid events said over a span of seconds, or
