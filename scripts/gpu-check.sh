@@ -19,7 +19,12 @@
 #     registered on the real card instead (the metrics then count Xids);
 #  6. runs bench --soak (GPU_CHECK_SOAK, default 90s) with --memtest on every
 #     GPU, prints the soak's, power's, clocks' and memory test's evidence,
-#     and sets the soak's GEMM throughput beside torch's from step 2.
+#     and sets the soak's GEMM throughput beside torch's from step 2;
+#  7. runs bench --links: the copies between GPUs and NCCL's all-reduce over
+#     them; on one GPU, NCCL with one rank, its sum checked (the binding's
+#     ABI on a real library), once with the libnccl.so.2 the search finds
+#     and once with each other copy found (the system's, PyTorch's
+#     nvidia-nccl wheel's).
 # The summary gives each probe's judgement with its fraction of the datasheet
 # peak: the mma.sync fractions calibration() (internal/bench/compute.go) takes.
 # Everything goes to one directory. On an H200 (2026-12-04) the five steps
@@ -40,7 +45,7 @@
 # TestGPUCheckSimulated (cmd/gpurent) runs it whole on simulated NVML, CUDA
 # driver, cuBLASLt, torch and nvidia-smi, so it works the first time on a
 # card.
-# GPU_CHECK_STEPS="2 3" runs those steps only (default: "1 2 3 4 5 6"), for a
+# GPU_CHECK_STEPS="2 3" runs those steps only (default: "1 2 3 4 5 6 7"), for a
 # second try that repeats only what went wrong the first time; step 3
 # compares with step 2's quick run where OUTDIR still holds it.
 # Exit status: 0 when every compared field agrees (or step 1 did not run),
@@ -51,9 +56,9 @@ out=${1:-gpu-check-out}
 mkdir -p "$out"
 log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
 : >"$out/summary.txt"
-steps=${GPU_CHECK_STEPS:-1 2 3 4 5 6}
+steps=${GPU_CHECK_STEPS:-1 2 3 4 5 6 7}
 for n in $steps; do
-  case $n in [1-6]) ;; *) log "GPU_CHECK_STEPS: no step $n: the steps are 1 to 6"; exit 2 ;; esac
+  case $n in [1-7]) ;; *) log "GPU_CHECK_STEPS: no step $n: the steps are 1 to 7"; exit 2 ;; esac
 done
 step() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 # Each step's time, for sizing a second try on a machine lent by the minute.
@@ -368,6 +373,34 @@ for comp in rep["facts"].get("compute") or []:
         print(f"  memtest/mem_copy on gpu{comp.get('index')}: median pass {float(m.group(1)) / copy:.2f}, slowest {float(m.group(2)) / copy:.2f} of {copy:.0f} GB/s (want at least 0.5)")
 PY
 took 6
+fi
+# 7. Between the GPUs: the copy matrix and NCCL's all-reduce; with one GPU
+# the pairs do not apply and NCCL runs one rank. Each libnccl found is
+# tried: the search's choice first, then the others by path.
+if step 7; then
+ncclpaths=$( { ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF}'
+  python3 -c 'import glob, site; [print(p) for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2")]' 2>/dev/null; } | sort -u)
+i=0
+for lib in "" $ncclpaths; do
+  start=$(date +%s)
+  GPURENT_NCCL=$lib "$gpurent" bench --no-history --backend cuda --links --probes residue --disk-mb 0 -o json >"$out/links$i.json" 2>"$out/links$i.stderr"
+  log "links with ${lib:-the libnccl.so.2 gpurent finds}: exit $? in $(( $(date +%s) - start )) s"
+  python3 - "$out/links$i.json" <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+try:
+    rep = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("  links: no report:", e)
+    sys.exit(0)
+for c in rep.get("checks") or []:
+    if c["id"] in ("gpu.nvlink", "gpu.nvlink_errors", "gpu.fabric", "gpu.p2p", "gpu.p2p_bandwidth", "gpu.allreduce") or c["id"].endswith(".nvlink"):
+        print(f"  {c['id']:22s} {c['status']:5s} {c.get('evidence', '')}")
+a = rep["facts"].get("all_reduce") or {}
+print(f"  nccl: {a.get('library', '-')} {a.get('version', '-')}, {a.get('ranks', 0)} ranks, checked {a.get('checked', False)}, error {a.get('error', '-')}")
+PY
+  i=$((i + 1))
+done
+took 7
 fi
 log "steps $steps: $(( $(date +%s) - began )) s in all"
 exit $status

@@ -62,7 +62,7 @@ type benchOptions struct {
 	dataDir, record, replay, backend, probes    string
 	soak                                        string
 	diskMB                                      int
-	noHistory, full, memtest                    bool
+	noHistory, full, memtest, links             bool
 }
 
 func newBench(g *globals) *cobra.Command {
@@ -113,6 +113,7 @@ judges saved facts anywhere, without a GPU.`,
 	f.StringVar(&o.probes, "probes", "", "run only these compute probes, comma-separated (e.g. sustained to check for sharing); all when empty")
 	f.StringVar(&o.soak, "soak", "", "also run a checked GEMM loop on every GPU at once for this long (e.g. 2m), with power, clocks and temperature sampled: throttling, power caps and wrong results show only under minutes of load")
 	f.BoolVar(&o.memtest, "memtest", false, "also test the free memory of every GPU with 73 pattern passes, after reading all of it for residue")
+	f.BoolVar(&o.links, "links", false, "measure the links between GPUs (copies, NCCL's all-reduce) even with one GPU, where NCCL runs one rank; with two or more they are always measured")
 	cmd.AddCommand(newBenchHistory(g))
 	return cmd
 }
@@ -156,11 +157,11 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 			return usagef("--soak: want a duration from 10s to 1h such as 2m, got %q", o.soak)
 		}
 	}
-	if (soak > 0 || o.memtest) && o.replay != "" {
-		return usagef("--soak and --memtest measure this machine; --replay judges facts measured before (their soak and memory test, where they ran one)")
+	if (soak > 0 || o.memtest || o.links) && o.replay != "" {
+		return usagef("--soak, --memtest and --links measure this machine; --replay judges facts measured before (their soak, memory test and links, where they were measured)")
 	}
-	if (soak > 0 || o.memtest) && (o.backend == "none" || o.backend == "cpu") {
-		return usagef("--soak and --memtest run on the GPUs: --backend %s runs nothing there", o.backend)
+	if (soak > 0 || o.memtest || o.links) && (o.backend == "none" || o.backend == "cpu" || o.backend == "torch") {
+		return usagef("--soak, --memtest and --links run on the GPUs through the CUDA driver: --backend %s does not", o.backend)
 	}
 	if o.full && !cmd.Flags().Changed("duration") {
 		window = 10 * time.Second
@@ -201,7 +202,7 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 			return usagef("--data-dir %s: not a directory", o.dataDir)
 		}
 		facts = measure.Machine(cmd.Context(), measure.Options{Window: window, DataDir: o.dataDir, DiskBytes: int64(o.diskMB) << 20,
-			Backend: o.backend, Full: o.full, Probes: only, Memtest: o.memtest, Soak: soak})
+			Backend: o.backend, Full: o.full, Probes: only, Memtest: o.memtest, Soak: soak, Links: o.links})
 	}
 	if o.record != "" {
 		if err := measure.WriteFacts(o.record, facts); err != nil {

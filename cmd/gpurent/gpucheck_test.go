@@ -99,8 +99,12 @@ func TestGPUCheckSimulated(t *testing.T) {
 		"  gpu0.soak              pass  cuda backend: cuBLASLt ",
 		"  soak/torch gemm_bf16 on gpu0: ",
 		"  memtest/mem_copy on gpu0: median pass ",
-		"step 1 took ", "step 2 took ", "step 3 took ", "step 4 took ", "step 5 took ", "step 6 took ",
-		"steps 1 2 3 4 5 6: ",
+		"links with the libnccl.so.2 gpurent finds: exit 0 in ",
+		"  gpu.p2p_bandwidth      skip  1 GPU visible to CUDA: no pair to copy between",
+		"  gpu.allreduce          skip  one GPU visible to CUDA: no all-reduce between GPUs; NCCL 2.28.3 ran one rank, its sum checked (2 GiB in ",
+		"  nccl: libnccl.so.2 2.28.3, 1 ranks, checked True, error -",
+		"step 1 took ", "step 2 took ", "step 3 took ", "step 4 took ", "step 5 took ", "step 6 took ", "step 7 took ",
+		"steps 1 2 3 4 5 6 7: ",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q", want)

@@ -43,6 +43,14 @@ func (j *judge) allReduce() {
 		}
 	case a.Ranks < 2:
 		c.Status, c.Evidence = Skip, "one GPU visible to CUDA: no all-reduce between GPUs"
+		if len(a.Sizes) > 0 {
+			last := a.Sizes[len(a.Sizes)-1]
+			checked := ""
+			if a.Checked {
+				checked = ", its sum checked"
+			}
+			c.Evidence += fmt.Sprintf("; %s ran one rank%s (%s in %.3f ms)", nccl, checked, sizeName(last.Bytes), last.Ms)
+		}
 	default:
 		c.Status, c.Measured = Pass, round1(a.BusGBs)
 		c.Evidence = fmt.Sprintf("bus bandwidth over %d GPUs%s, %s", a.Ranks, lib, sizesWord(a.Sizes))

@@ -790,6 +790,16 @@ func fixtures() []fixture {
 					f.AllReduce = &compute.AllReduce{Error: "NCCL (libnccl.so.2) is not on this machine: install it (the nvidia-nccl-cu12 or -cu13 wheel PyTorch brings, or the libnccl2 package), or set GPURENT_NCCL to its path"}
 				})
 			}},
+		// bench --links on one GPU: the copies have no pair, NCCL ran one
+		// rank; both say so, and the verdict is the one-GPU run's.
+		{name: "h100-links-one-gpu", order: Order{GPU: "H100 SXM", GPUs: 1}, want: Pass,
+			facts: func() probe.Facts {
+				f := healthyH100()
+				f.Peers = &compute.Peers{Devices: 1}
+				f.AllReduce = &compute.AllReduce{Library: "libnccl.so.2", Version: "2.28.3", Ranks: 1, Checked: true,
+					Sizes: []compute.AllReduceSize{{Bytes: 2 << 30, Ms: 1.31, AlgGBs: 1639.3}}}
+				return f
+			}},
 		{name: "4x-h100-pcie-no-bridges", order: Order{GPU: "H100 PCIe", GPUs: 4}, want: Pass, facts: func() probe.Facts { return pcie4(false, "ok") }},
 		{name: "no-driver", want: Pass,
 			facts: func() probe.Facts {

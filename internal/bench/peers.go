@@ -62,6 +62,9 @@ func (j *judge) peers() {
 	}
 	if len(p.Pairs) == 0 {
 		c.Status, c.Evidence = Skip, "not measured: "+p.Error
+		if p.Error == "" {
+			c.Evidence = fmt.Sprintf("%d GPU visible to CUDA: no pair to copy between", p.Devices)
+		}
 		j.add(c)
 		return
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	// sampled every second beside it.
 	Memtest bool
 	Soak    time.Duration
+	// Links measures the links between GPUs (copies, NCCL's all-reduce)
+	// even with one GPU, where NCCL runs one rank: the binding proved on
+	// a one-GPU machine. With two or more they are always measured.
+	Links bool
 }
 
 // Machine measures this machine: the facts first (utilization is sampled
@@ -61,18 +65,18 @@ func Machine(ctx context.Context, o Options) probe.Facts {
 	if o.Soak > 0 {
 		soakAll(ctx, f.Compute, o.Soak, time.Second)
 	}
-	if len(f.GPU.Devices) > 1 && (o.Backend == "auto" || o.Backend == "cuda") && ctx.Err() == nil {
+	if (len(f.GPU.Devices) > 1 || o.Links) && (o.Backend == "auto" || o.Backend == "cuda") && ctx.Err() == nil {
 		// The links between the GPUs, after the probes (each GPU's own
 		// figures are measured without this traffic), then the NVLink
 		// counters again: errors that rose under the load.
-		if p := (compute.CUDA{}).Peers(ctx, compute.DefaultPeerOptions()); p.Devices > 1 || p.Error != "" {
+		if p := (compute.CUDA{}).Peers(ctx, compute.DefaultPeerOptions()); p.Devices > 1 || p.Error != "" || o.Links {
 			for i := range p.Pairs {
 				x := &p.Pairs[i]
 				x.SrcGPU, x.DstGPU = nvmlIndex(x.SrcBus, x.Src, f.GPU), nvmlIndex(x.DstBus, x.Dst, f.GPU)
 			}
 			f.Peers = &p
 		}
-		f.AllReduce = allReduce(ctx, f.Peers)
+		f.AllReduce = allReduce(ctx, f.Peers, o.Links)
 		if hasNVLinks(f.GPU) {
 			f.NVLinkErrorsAfter = probe.NVLinkErrors("")
 		}
@@ -84,7 +88,7 @@ func Machine(ctx context.Context, o Options) probe.Facts {
 
 // allReduce runs NCCL's all-reduce over every GPU, unless copies between
 // them hung: NCCL would hang on the same path.
-func allReduce(ctx context.Context, peers *compute.Peers) *compute.AllReduce {
+func allReduce(ctx context.Context, peers *compute.Peers, always bool) *compute.AllReduce {
 	if peers != nil && peers.Hung != "" {
 		return &compute.AllReduce{Error: "not run: copies between the GPUs hung (" + peers.Hung + "), and NCCL would hang on the same path"}
 	}
@@ -92,7 +96,7 @@ func allReduce(ctx context.Context, peers *compute.Peers) *compute.AllReduce {
 		return nil
 	}
 	a := compute.CUDA{}.AllReduce(ctx, compute.DefaultAllReduceOptions())
-	if a.Ranks < 2 && a.Error == "" {
+	if a.Ranks < 2 && a.Error == "" && !always {
 		return nil
 	}
 	return &a
