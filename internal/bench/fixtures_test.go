@@ -707,9 +707,15 @@ func fixtures() []fixture {
 		// The links of an HGX H100 board, as a DGX H100's nvidia-smi
 		// topo -m shows them: every pair NV18 through the NVSwitches.
 		{name: "hgx-h100-8-healthy", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Pass, facts: func() probe.Facts { return hgx8(nil) }},
-		{name: "hgx-h100-nvlink-down", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Fail, fails: []string{"gpu3.nvlink"}, advice: "NVLink of this board is down",
+		{name: "hgx-h100-nvlink-down", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Fail, fails: []string{"gpu3.nvlink"}, advice: "NVLinks of this board are down or missing",
 			facts: func() probe.Facts {
 				return hgx8(func(f *probe.Facts) { f.GPU.Devices[3].NVLinks[7] = probe.NVLink{Link: 7, Version: "4.0"} })
+			}},
+		// A board whose GPU 6 shows NVML only 12 links, all up: six are
+		// missing, not down.
+		{name: "hgx-h100-nvlinks-missing", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Fail, fails: []string{"gpu6.nvlink"}, advice: "NVLinks of this board are down or missing",
+			facts: func() probe.Facts {
+				return hgx8(func(f *probe.Facts) { f.GPU.Devices[6].NVLinks = f.GPU.Devices[6].NVLinks[:12] })
 			}},
 		{name: "hgx-h100-nvlink-crc-errors", order: Order{GPU: "H100 SXM", GPUs: 8}, want: Warn, warns: []string{"gpu5.nvlink"},
 			facts: func() probe.Facts {

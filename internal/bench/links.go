@@ -94,7 +94,7 @@ func (j *judge) nvlink(d *probe.Device) (Check, bool) {
 	case sxm(row) && active < expect:
 		c.Status = Fail
 		c.Evidence += downWord(down, len(d.NVLinks), expect)
-		c.Advice = "An NVLink of this board is down: traffic to and from this GPU crosses the remaining links (or PCIe), and every all-reduce waits for it. Run nvidia-smi nvlink --status to see it; only the provider can reset or repair the board. " + adviceRefund
+		c.Advice = "NVLinks of this board are down or missing: traffic to and from this GPU crosses the remaining links (or PCIe), and every all-reduce waits for it. Run nvidia-smi nvlink --status to see it; only the provider can reset or repair the board. " + adviceRefund
 	case !sxm(row) && active > 0 && active < expect:
 		c.Status = Warn
 		c.Evidence += downWord(down, len(d.NVLinks), expect)
