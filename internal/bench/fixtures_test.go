@@ -97,6 +97,22 @@ func hgx8(edit func(*probe.Facts)) probe.Facts {
 				P2P: map[string]string{"read": "ok", "write": "ok", "atomics": "ok", "nvlink": "ok"}})
 		}
 	}
+	// Eight RDMA NICs, each behind its GPU's PCIe switch, as on a DGX H100.
+	for k := range 8 {
+		n := probe.NIC{Name: fmt.Sprintf("mlx5_%d", k), RDMA: true, Interfaces: []string{fmt.Sprintf("ibp%ds0", 0x1a+0x10*k)},
+			BusID: fmt.Sprintf("0000:%02x:00.0", 0x1a+0x10*k)}
+		for g := range 8 {
+			path := "SYS"
+			switch {
+			case g == k:
+				path = "PIX"
+			case g/4 == k/4:
+				path = "NODE"
+			}
+			n.Paths = append(n.Paths, path)
+		}
+		f.GPU.NICs = append(f.GPU.NICs, n)
+	}
 	// 380 GB/s each way, as NVIDIA's p2p bandwidth test measured an HGX
 	// H100 (NVIDIA/nccl#1264), a little more within a half of the board.
 	f.Peers = peerMatrix(f, func(a, b int) float64 { return 378 + 4*float64(btoi(a/4 == b/4)) })

@@ -129,6 +129,9 @@ func gather(ctx context.Context, window time.Duration, dataDir string, diskBytes
 	home, _ := os.UserHomeDir()
 	f.Torch = probe.Torch("/", home, os.LookupEnv)
 	wg.Wait()
+	if len(f.GPU.Devices) > 1 {
+		f.GPU.NICs = probe.NICs("/sys", f.GPU.Devices)
+	}
 	return f
 }
 

@@ -77,6 +77,9 @@ type GPUFacts struct {
 	// Pairs join each two GPUs (by index, A < B) with their PCIe path
 	// and peer-to-peer status; none with one GPU.
 	Pairs []GPUPair `json:"pairs,omitempty"`
+	// NICs are the network adapters and each one's path to each GPU
+	// (from sysfs), on a machine with two or more GPUs.
+	NICs []NIC `json:"nics,omitempty"`
 }
 
 // KernelLog is what the kernel log said of the hardware, or why it could

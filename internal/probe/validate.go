@@ -77,6 +77,11 @@ func (f Facts) Validate() error {
 	for _, d := range g.Devices {
 		indexes[d.Index] = true
 	}
+	for i, n := range g.NICs {
+		if len(n.Paths) != len(g.Devices) {
+			bad(fmt.Sprintf("gpu.nics[%d].paths", i), "want one path per GPU (%d), got %d", len(g.Devices), len(n.Paths))
+		}
+	}
 	for i, p := range g.Pairs {
 		if p.A >= p.B || !indexes[p.A] || !indexes[p.B] {
 			bad(fmt.Sprintf("gpu.pairs[%d]", i), "want two GPUs of gpu.devices, the lower index first, got %d and %d", p.A, p.B)

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/term"
 
 	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/check"
+	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -164,13 +166,39 @@ func linkMatrix(w io.Writer, r *bench.Report) error {
 	for _, d := range r.Facts.GPU.Devices {
 		head = append(head, fmt.Sprintf("GPU%d", d.Index))
 	}
-	tab := report.NewTab(head...)
+	nics := shownNICs(r.Facts.GPU.NICs)
+	cols := slices.Clone(head)
+	var names []string
+	for k, n := range nics {
+		cols = append(cols, fmt.Sprintf("NIC%d", k))
+		what := n.Name
+		if n.RDMA {
+			what += " (RDMA"
+			if len(n.Interfaces) > 0 {
+				what += ", " + strings.Join(n.Interfaces, ", ")
+			}
+			what += ")"
+		}
+		names = append(names, fmt.Sprintf("NIC%d: %s", k, what))
+	}
+	tab := report.NewTab(cols...)
 	for i, row := range m {
-		tab.Row(append([]string{head[i+1]}, row...)...)
+		cells := append([]string{head[i+1]}, row...)
+		for _, n := range nics {
+			path := ""
+			if i < len(n.Paths) {
+				path = n.Paths[i]
+			}
+			cells = append(cells, orDash(path))
+		}
+		tab.Row(cells...)
 	}
 	fmt.Fprintln(w, "links between the GPUs:")
 	if err := tab.Write(w); err != nil {
 		return err
+	}
+	if len(names) > 0 {
+		fmt.Fprintln(w, strings.Join(names, "; "))
 	}
 	if _, err := fmt.Fprintf(w, "(%s)\n\n", bench.LinkLegend); err != nil {
 		return err
@@ -220,4 +248,19 @@ func peerMatrix(w io.Writer, r *bench.Report, head []string) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// shownNICs are the NICs worth a column: the RDMA ones where there are
+// any (a GPU's traffic to other machines takes them), else all.
+func shownNICs(all []probe.NIC) []probe.NIC {
+	var rdma []probe.NIC
+	for _, n := range all {
+		if n.RDMA {
+			rdma = append(rdma, n)
+		}
+	}
+	if len(rdma) > 0 {
+		return rdma
+	}
+	return all
 }
