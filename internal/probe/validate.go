@@ -101,6 +101,27 @@ func (f Facts) Validate() error {
 			}
 		}
 	}
+	if p := f.Peers; p != nil {
+		for i, x := range p.Pairs {
+			at := fmt.Sprintf("peers.pairs[%d].", i)
+			if !(x.GBs >= 0) || !(x.BidirGBs >= 0) {
+				bad(at+"gbs", "want 0 or more GB/s, got %g and %g both ways", x.GBs, x.BidirGBs)
+			}
+			if !indexes[x.SrcGPU] || !indexes[x.DstGPU] || x.SrcGPU == x.DstGPU {
+				bad(at+"src_gpu", "want two different GPUs of gpu.devices, got %d and %d", x.SrcGPU, x.DstGPU)
+			}
+		}
+	}
+	if a := f.AllReduce; a != nil {
+		for i, s := range a.Sizes {
+			if s.Bytes <= 0 || !(s.Ms > 0) || !(s.BusGBs >= 0) || !(s.AlgGBs >= 0) {
+				bad(fmt.Sprintf("all_reduce.sizes[%d]", i), "want a positive size and time and bandwidths of 0 or more, got %d bytes, %g ms, %g and %g GB/s", s.Bytes, s.Ms, s.AlgGBs, s.BusGBs)
+			}
+		}
+		if !(a.BusGBs >= 0) {
+			bad("all_reduce.bus_gbs", "want 0 or more, got %g", a.BusGBs)
+		}
+	}
 	if x := f.XidEvents; x != nil && !(x.Seconds >= 0) {
 		bad("xid_events.seconds", "want 0 or more, got %g", x.Seconds)
 	}

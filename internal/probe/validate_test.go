@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/compute"
 )
 
 // recorded is facts as gpurent records them on a machine without a GPU.
@@ -51,6 +53,19 @@ func TestValidate(t *testing.T) {
 		{"negative power", f(func(x *Facts) {
 			x.GPU = GPUFacts{Available: true, Devices: []Device{{PowerLimitW: fp(-700)}}}
 		}), "gpu.devices[0].power_limit_w: want 0 or more, got -700"},
+		{"a pair of one GPU", f(func(x *Facts) {
+			x.GPU = GPUFacts{Available: true, Devices: []Device{{Index: 0}, {Index: 1}}, Pairs: []GPUPair{{A: 1, B: 1}}}
+		}), "gpu.pairs[0]: want two GPUs of gpu.devices, the lower index first, got 1 and 1"},
+		{"a NIC short of paths", f(func(x *Facts) {
+			x.GPU = GPUFacts{Available: true, Devices: []Device{{Index: 0}, {Index: 1}}, NICs: []NIC{{Name: "mlx5_0", Paths: []string{"PIX"}}}}
+		}), "gpu.nics[0].paths: want one path per GPU (2), got 1"},
+		{"a copy to a GPU not there", f(func(x *Facts) {
+			x.GPU = GPUFacts{Available: true, Devices: []Device{{Index: 0}, {Index: 1}}}
+			x.Peers = &compute.Peers{Devices: 2, Pairs: []compute.Peer{{SrcGPU: 0, DstGPU: 7, GBs: 300}}}
+		}), "peers.pairs[0].src_gpu: want two different GPUs of gpu.devices, got 0 and 7"},
+		{"negative bus bandwidth", f(func(x *Facts) {
+			x.AllReduce = &compute.AllReduce{Ranks: 2, BusGBs: -1}
+		}), "all_reduce.bus_gbs: want 0 or more, got -1"},
 	} {
 		err := tc.facts.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
