@@ -394,20 +394,7 @@ func TestBenchSoakSimulated(t *testing.T) {
 	facts := filepath.Join(t.TempDir(), "facts.json")
 	env := append(simEnv(2, "sdc=20 flip=734003201:5"), "FAKENVML_SOAK=power=0.6 clockdrop=4")
 	b := benchSim(t, env, "--soak", "10s", "--memtest", "--probes", "residue", "--record", facts)
-	var rep struct {
-		Verdict string
-		Checks  []struct{ ID, Status, Evidence string }
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	status := map[string]string{}
-	for _, c := range rep.Checks {
-		status[c.ID] = c.Status
-		if strings.Contains(c.ID, "soak") || strings.HasSuffix(c.ID, "memtest") {
-			t.Logf("%s %s: %s", c.ID, c.Status, c.Evidence)
-		}
-	}
+	verdict, status, _ := benchChecks(t, b, func(id string) bool { return strings.Contains(id, "soak") || strings.HasSuffix(id, "memtest") })
 	for _, g := range []string{"gpu0", "gpu1"} {
 		for id, want := range map[string]string{".memtest": "fail", ".soak_power": "warn", ".soak_clocks": "warn", ".residue": "pass"} {
 			if status[g+id] != want {
@@ -418,12 +405,12 @@ func TestBenchSoakSimulated(t *testing.T) {
 	if (status["gpu0.soak"] == "fail") == (status["gpu1.soak"] == "fail") {
 		t.Errorf("the wrong result is on one GPU: gpu0.soak %s, gpu1.soak %s", status["gpu0.soak"], status["gpu1.soak"])
 	}
-	if rep.Verdict != "fail" {
-		t.Errorf("verdict %s", rep.Verdict)
+	if verdict != "fail" {
+		t.Errorf("verdict %s", verdict)
 	}
 	again := benchSim(t, os.Environ(), "--replay", facts) // the environment as given: under qemu-user it says how to run this binary
 	var rerun struct{ Verdict string }
-	if err := json.Unmarshal(again, &rerun); err != nil || rerun.Verdict != rep.Verdict {
+	if err := json.Unmarshal(again, &rerun); err != nil || rerun.Verdict != verdict {
 		t.Errorf("replay: %v %s", err, again)
 	}
 }
@@ -441,20 +428,7 @@ func TestBenchLinksSimulated(t *testing.T) {
 	if took := time.Since(start); took > 60*time.Second {
 		t.Errorf("bench took %s with a hanging pair", took)
 	}
-	var rep struct {
-		Verdict string
-		Checks  []struct{ ID, Status, Evidence string }
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	status := map[string]string{}
-	for _, c := range rep.Checks {
-		status[c.ID] = c.Status
-		if strings.HasPrefix(c.ID, "gpu.") || strings.HasSuffix(c.ID, "nvlink") {
-			t.Logf("%s %s: %s", c.ID, c.Status, c.Evidence)
-		}
-	}
+	_, status, _ := benchChecks(t, b, func(id string) bool { return strings.HasPrefix(id, "gpu.") || strings.HasSuffix(id, "nvlink") })
 	for id, want := range map[string]string{"gpu2.nvlink": "fail", "gpu.nvlink": "pass", "gpu.fabric": "pass", "gpu.p2p": "pass",
 		"gpu.p2p_bandwidth": "fail", "gpu.nvlink_errors": "pass", "gpu.allreduce": "skip"} {
 		if status[id] != want {
@@ -466,18 +440,15 @@ func TestBenchLinksSimulated(t *testing.T) {
 	// copies' bandwidth: named, with the variable that did it.
 	env = append(simEnv(4, ""), "FAKENVML_TOPO=nvswitch", "FAKENCCL=busbw=18", "NCCL_P2P_DISABLE=1")
 	b = benchSim(t, env, "--probes", "residue")
-	rep.Checks = nil
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	for _, c := range rep.Checks {
-		if c.ID == "gpu.allreduce" || c.ID == "gpu.p2p_bandwidth" || c.ID == "gpu.nvlink" {
-			t.Logf("%s %s: %s", c.ID, c.Status, c.Evidence)
-			want := map[string]string{"gpu.allreduce": "warn", "gpu.p2p_bandwidth": "pass", "gpu.nvlink": "pass"}[c.ID]
-			if c.Status != want || (c.ID == "gpu.allreduce" && !strings.Contains(c.Evidence, "NCCL_P2P_DISABLE=1")) {
-				t.Errorf("%s %s, want %s: %s", c.ID, c.Status, want, c.Evidence)
-			}
+	want := map[string]string{"gpu.allreduce": "warn", "gpu.p2p_bandwidth": "pass", "gpu.nvlink": "pass"}
+	_, status, evidence := benchChecks(t, b, func(id string) bool { return want[id] != "" })
+	for id, w := range want {
+		if status[id] != w {
+			t.Errorf("%s %s, want %s", id, status[id], w)
 		}
+	}
+	if !strings.Contains(evidence["gpu.allreduce"], "NCCL_P2P_DISABLE=1") {
+		t.Errorf("gpu.allreduce does not name the variable: %s", evidence["gpu.allreduce"])
 	}
 	cmd := exec.Command(os.Args[0], "bench", "--replay", facts)
 	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1")
@@ -487,4 +458,25 @@ func TestBenchLinksSimulated(t *testing.T) {
 			t.Errorf("replay's output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// benchChecks reads a bench JSON report: its verdict and each check's
+// status by id; the checks show bears on are logged with their evidence.
+func benchChecks(t *testing.T, b []byte, show func(id string) bool) (string, map[string]string, map[string]string) {
+	t.Helper()
+	var rep struct {
+		Verdict string
+		Checks  []struct{ ID, Status, Evidence string }
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	status, evidence := map[string]string{}, map[string]string{}
+	for _, c := range rep.Checks {
+		status[c.ID], evidence[c.ID] = c.Status, c.Evidence
+		if show(c.ID) {
+			t.Logf("%s %s: %s", c.ID, c.Status, c.Evidence)
+		}
+	}
+	return rep.Verdict, status, evidence
 }

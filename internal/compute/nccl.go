@@ -194,13 +194,7 @@ func (cu CUDA) AllReduce(ctx context.Context, o AllReduceOptions) AllReduce {
 func (cu CUDA) allReduce(o AllReduceOptions, starting chan string, quit <-chan struct{}) (out AllReduce) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	say := func(s string) {
-		select {
-		case <-starting:
-		default:
-		}
-		starting <- s
-	}
+	say := latest(starting)
 	nccl, name, version, err := openNCCL(o)
 	if err != nil {
 		return AllReduce{Error: err.Error()}
@@ -401,21 +395,8 @@ func ncclTimed(c *cudaLib, nccl *dl.Lib, ranks []ncclRank, count uint64, iters i
 	for i := range ranks {
 		r := &ranks[i]
 		c.check("cuCtxSetCurrent", r.ctx)
-		for {
-			res, err := c.call("cuEventQuery", uintptr(r.b))
-			if err != nil {
-				return nil, err
-			}
-			if res == 0 {
-				break
-			}
-			if res != cuErrNotReady {
-				return nil, fmt.Errorf("cuEventQuery: %s", cuResultName(res))
-			}
-			if time.Now().After(deadline) {
-				return nil, errHung{"the all-reduce", timeout}
-			}
-			time.Sleep(time.Millisecond)
+		if err := c.await(r.b, deadline, errHung{"the all-reduce", timeout}); err != nil {
+			return nil, err
 		}
 		var err error
 		if ms[i], err = c.elapsed(r.a, r.b); err != nil {

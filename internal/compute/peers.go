@@ -130,13 +130,7 @@ func (cu CUDA) Peers(ctx context.Context, o PeerOptions) Peers {
 func (cu CUDA) peers(o PeerOptions, progress chan<- Peer, starting chan string, quit <-chan struct{}) (r Peers) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	say := func(s string) {
-		select {
-		case <-starting:
-		default:
-		}
-		starting <- s
-	}
+	say := latest(starting)
 	c, n, err := loadCUDA(cu.Library)
 	if err != nil {
 		return Peers{Error: err.Error()}
@@ -274,6 +268,39 @@ func (e errHung) Error() string {
 	return fmt.Sprintf("%s did not finish in %s: the path between these GPUs hangs", e.what, e.after)
 }
 
+// await polls event e (of the current context) until it completes, or
+// returns hung once deadline passes: cuEventSynchronize would wait for
+// ever on a stream that never completes.
+func (c *cudaLib) await(e event, deadline time.Time, hung errHung) error {
+	for {
+		r, err := c.call("cuEventQuery", uintptr(e))
+		switch {
+		case err != nil:
+			return err
+		case r == 0:
+			return nil
+		case r != cuErrNotReady:
+			return fmt.Errorf("cuEventQuery: %s", cuResultName(r))
+		case time.Now().After(deadline):
+			return hung
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// latest returns a function that leaves s in ch, a channel of one,
+// replacing what was there: the caller reads the newest word of what a
+// worker is doing, and the worker never blocks on it.
+func latest(ch chan string) func(string) {
+	return func(s string) {
+		select {
+		case <-ch:
+		default:
+		}
+		ch <- s
+	}
+}
+
 func hungErr(err error) bool {
 	_, ok := err.(errHung)
 	return ok
@@ -331,22 +358,11 @@ func (c *cudaLib) peerCopies(o PeerOptions, routes ...[]peerDev) ([]float64, err
 	ms := make([]float64, len(routes))
 	for i, rt := range routes {
 		c.check("cuCtxSetCurrent", rt[0].ctx)
-		for {
-			r, err := c.call("cuEventQuery", uintptr(ts[i].b))
-			if err != nil {
-				return nil, err
-			}
-			if r == 0 {
-				break
-			}
-			if r != cuErrNotReady {
-				return nil, fmt.Errorf("cuEventQuery: %s", cuResultName(r))
-			}
-			if time.Now().After(deadline) {
+		if err := c.await(ts[i].b, deadline, errHung{"the copies", o.Timeout}); err != nil {
+			if hungErr(err) {
 				ts[i] = timing{} // destroying an event of a hung stream may wait for it
-				return nil, errHung{"the copies", o.Timeout}
 			}
-			time.Sleep(time.Millisecond)
+			return nil, err
 		}
 		var err error
 		if ms[i], err = c.elapsed(ts[i].a, ts[i].b); err != nil {
