@@ -85,7 +85,7 @@ func (j *judge) nvlink(d *probe.Device) (Check, bool) {
 		}
 	}
 	expect := len(d.NVLinks)
-	if per := nvlinkGBs(d.NVLinks[0].Version); sxm(row) && per > 0 && row.NVLinkGBs > 0 {
+	if per := nvlinkGBs(linkVersion(d)); sxm(row) && per > 0 && row.NVLinkGBs > 0 {
 		expect = max(expect, int(row.NVLinkGBs/per+0.5))
 	}
 	c := Check{ID: fmt.Sprintf("gpu%d.nvlink", d.Index), Status: Pass, Measured: active, Expected: expect, Unit: "links",
@@ -144,6 +144,17 @@ func (j *judge) passedLinks(cs []Check) {
 	j.add(c)
 }
 
+// linkVersion is the NVLink generation of the device's links: the first
+// that NVML named ("" where none did).
+func linkVersion(d *probe.Device) string {
+	for _, l := range d.NVLinks {
+		if l.Version != "" {
+			return l.Version
+		}
+	}
+	return ""
+}
+
 // linkWord names the links' generation and what they end at.
 func linkWord(ls []probe.NVLink) string {
 	remotes := map[string]int{}
@@ -160,8 +171,11 @@ func linkWord(ls []probe.NVLink) string {
 		}
 	}
 	s := ""
-	if v := ls[0].Version; v != "" {
-		s = ", NVLink " + v
+	for _, l := range ls {
+		if l.Version != "" {
+			s = ", NVLink " + l.Version
+			break
+		}
 	}
 	if len(ends) > 0 {
 		s += " (" + strings.Join(ends, ", ") + ")"
@@ -192,9 +206,9 @@ func linkErrorWord(ls []probe.NVLink, limit uint64) string {
 			continue
 		}
 		e := *l.Errors
-		total.Replay, total.Recovery, total.CRCFlit, total.CRCData = total.Replay+e.Replay, total.Recovery+e.Recovery, total.CRCFlit+e.CRCFlit, total.CRCData+e.CRCData
-		if e.CRCFlit+e.CRCData >= limit {
-			bad = append(bad, fmt.Sprintf("link %d has %d CRC errors", l.Link, e.CRCFlit+e.CRCData))
+		total = total.Plus(e)
+		if e.CRC() >= limit {
+			bad = append(bad, fmt.Sprintf("link %d has %d CRC errors", l.Link, e.CRC()))
 		}
 	}
 	if len(bad) == 0 {

@@ -18,16 +18,26 @@ import (
 // hungAdvice is what to do about a P2P path that hangs.
 const hungAdvice = "Copies between these GPUs never finished: the direct path between them hangs, as it does where PCIe ACS or an IOMMU sits between GPUs that the driver believes can reach each other. NCCL hangs the same way. On a bare-metal host, disable ACS (and the IOMMU, or set it to passthrough) for the GPUs; otherwise set NCCL_P2P_DISABLE=1 for every job here, at the cost of staging through host memory. Tell the provider."
 
+// setupAdvice is for a driver or NCCL that stopped answering before any
+// data moved between GPUs: not a P2P path, but the driver itself.
+const setupAdvice = "The CUDA driver or NCCL stopped answering while setting up, before any data moved between the GPUs: a GPU or the driver is in trouble (see gpuN.xid and nvidia-smi; on an NVSwitch board, nvidia-fabricmanager). " + adviceRefund
+
+// setupStep says whether what hung was setting up (loading, opening,
+// enabling, creating) rather than moving data.
+func setupStep(what string) bool {
+	for _, w := range []string{"loading", "opening", "enabling", "creating"} {
+		if strings.HasPrefix(what, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // peerTheory is a pair's per-direction bandwidth in GB/s and what it is:
 // NVLinks between them, or PCIe.
 func (j *judge) peerTheory(a, b *probe.Device) (float64, string) {
 	if nv := nvlinksBetween(a, b); nv > 0 {
-		per := 0.0
-		for _, l := range a.NVLinks {
-			per = nvlinkGBs(l.Version) / 2
-			break
-		}
-		return float64(nv) * per, fmt.Sprintf("its %d NVLinks'", nv)
+		return float64(nv) * nvlinkGBs(linkVersion(a)) / 2, fmt.Sprintf("its %d NVLinks'", nv)
 	}
 	la, lb := linkGBs(a), linkGBs(b)
 	if la <= 0 || lb <= 0 {
@@ -57,6 +67,9 @@ func (j *judge) peers() {
 		}
 		c.Evidence += "; no later pair was measured"
 		c.Advice = hungAdvice
+		if setupStep(p.Hung) {
+			c.Advice = setupAdvice
+		}
 		j.add(c)
 		return
 	}
@@ -73,7 +86,7 @@ func (j *judge) peers() {
 		devs[j.f.GPU.Devices[i].Index] = &j.f.GPU.Devices[i]
 	}
 	var slow, failed []string
-	worst, worstShare, measured := compute.Peer{}, 2.0, 0
+	worst, worstShare, measured, unjudged := compute.Peer{}, 2.0, 0, 0
 	for _, x := range p.Pairs {
 		name := fmt.Sprintf("gpu%d→gpu%d", x.SrcGPU, x.DstGPU)
 		if x.Error != "" {
@@ -87,6 +100,7 @@ func (j *judge) peers() {
 		}
 		theory, over := j.peerTheory(a, b)
 		if theory <= 0 {
+			unjudged++
 			continue
 		}
 		share := x.GBs / theory
@@ -98,6 +112,7 @@ func (j *judge) peers() {
 		}
 	}
 	c.Status, c.Measured = Pass, round1(minGBs(p.Pairs))
+
 	c.Evidence = fmt.Sprintf("%d GPU pairs, each way: %s", measured, spread(p.Pairs))
 	if worstShare <= 1.5 {
 		a, b := devs[worst.SrcGPU], devs[worst.DstGPU]
@@ -109,10 +124,17 @@ func (j *judge) peers() {
 		c.Status = Fail
 		c.Evidence = "copies failed: " + listSome(failed, 2) + "; " + c.Evidence
 		c.Advice = "Copies between some GPUs fail: the GPUs cannot exchange data (NCCL fails the same way). " + adviceRefund
+	case p.Error != "":
+		c.Status = Warn
+		c.Evidence = "incomplete (" + p.Error + "): " + c.Evidence
+		c.Advice = "The copy matrix stopped before every pair was measured; run bench again."
 	case len(slow) > 0:
 		c.Status = Warn
 		c.Evidence = "slow: " + listSome(slow, 3) + "; " + c.Evidence
 		c.Advice = "Some GPU pairs copy at under half the bandwidth of what joins them: a link down or degraded, a PCIe switch running narrow, or traffic routed through the CPU (ACS). Data-parallel training runs at the pace of the slowest pair. Compare with the link matrix above; the provider can check the board."
+	}
+	if unjudged > 0 {
+		c.Evidence += fmt.Sprintf("; %d pairs not judged: the bandwidth of what joins them is unknown", unjudged)
 	}
 	j.add(c)
 }
@@ -151,7 +173,7 @@ func rangeGBs(xs []float64) string {
 	}
 	lo, hi := slices.Min(xs), slices.Max(xs)
 	if hi-lo < 0.05*hi {
-		return fmt.Sprintf("%.1f GB/s", (lo+hi)/2)
+		return fmt.Sprintf("%.1f GB/s", lo+(hi-lo)/2)
 	}
 	return fmt.Sprintf("%.1f to %.1f GB/s", lo, hi)
 }
@@ -171,17 +193,26 @@ func (j *judge) nvlinkErrorsRose() {
 			}
 		}
 	}
-	var rose []string
+	var rose, reset []string
 	for _, a := range after {
 		b, ok := before[[2]int{a.GPU, a.Link}]
-		if !ok || a.Total() <= b.Total() {
+		if !ok {
 			continue
 		}
-		rose = append(rose, fmt.Sprintf("gpu%d link %d: +%d CRC, +%d replays, +%d recoveries", a.GPU, a.Link,
-			a.CRCFlit+a.CRCData-b.CRCFlit-b.CRCData, a.Replay-b.Replay, a.Recovery-b.Recovery))
+		up, down := b.Rose(a.LinkErrors)
+		switch {
+		case down:
+			reset = append(reset, fmt.Sprintf("gpu%d link %d", a.GPU, a.Link))
+		case up:
+			rose = append(rose, fmt.Sprintf("gpu%d link %d: +%d CRC, +%d replays, +%d recoveries", a.GPU, a.Link,
+				a.CRC()-b.CRC(), a.Replay-b.Replay, a.Recovery-b.Recovery))
+		}
 	}
 	c := Check{ID: "gpu.nvlink_errors", Status: Pass, Measured: len(rose), Expected: 0, Unit: "links",
 		Evidence: fmt.Sprintf("no NVLink error counter rose while bench ran (%d links read before and after)", len(after))}
+	if len(reset) > 0 {
+		c.Evidence += "; counters were reset while bench ran, so these say nothing: " + listSome(reset, 4)
+	}
 	if len(rose) > 0 {
 		c.Status = Warn
 		c.Evidence = "NVLink errors rose while bench ran: " + strings.Join(rose, "; ")

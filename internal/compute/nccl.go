@@ -207,8 +207,14 @@ func (cu CUDA) allReduce(o AllReduceOptions, starting chan string, quit <-chan s
 		return out
 	}
 	out.Ranks = n
+	if n < 1 {
+		nccl.Close()
+		c.lib.Close()
+		out.Error = "no CUDA device"
+		return out
+	}
 	ranks := make([]ncclRank, n)
-	hung := false
+	hung := false // tainted: something failed once the communicators existed
 	defer func() {
 		if !hung {
 			ncclCleanup(c, nccl, ranks)
@@ -239,13 +245,7 @@ func (cu CUDA) allReduce(o AllReduceOptions, starting chan string, quit <-chan s
 	}
 	say("checking an all-reduce's sum")
 	if err := ncclCheck(c, ranks, run); err != nil {
-		hung = hungErr(err)
-		if hung {
-			ncclAbort(nccl, ranks)
-			out.Hung = "the first all-reduce"
-		}
-		out.Error = err.Error()
-		return out
+		return ncclFailed(out, err, nccl, ranks, &hung, "the first all-reduce")
 	}
 	out.Checked = true
 	for size := o.MinBytes; size <= bytes; size *= 4 {
@@ -255,12 +255,16 @@ func (cu CUDA) allReduce(o AllReduceOptions, starting chan string, quit <-chan s
 		default:
 		}
 		say(fmt.Sprintf("all-reduce of %d MiB", size>>20))
+		what := fmt.Sprintf("the all-reduce of %s", sizeWord(size))
 		if _, err := run(ranks, uint64(size/4), 1); err != nil { // untimed
-			return ncclFailed(out, err, nccl, ranks, &hung, size)
+			return ncclFailed(out, err, nccl, ranks, &hung, what)
 		}
 		ms, err := run(ranks, uint64(size/4), o.Iters)
+		if err == nil && !(slices.Min(ms) > 0) {
+			err = fmt.Errorf("the GPUs' events say it took %g ms", slices.Min(ms))
+		}
 		if err != nil {
-			return ncclFailed(out, err, nccl, ranks, &hung, size)
+			return ncclFailed(out, err, nccl, ranks, &hung, what)
 		}
 		t := slices.Max(ms) / float64(o.Iters)
 		s := AllReduceSize{Bytes: size, Ms: t, AlgGBs: float64(size) / (t / 1000) / 1e9}
@@ -271,15 +275,26 @@ func (cu CUDA) allReduce(o AllReduceOptions, starting chan string, quit <-chan s
 	return out
 }
 
-// ncclFailed records a failed size; a hung one aborts the communicators.
-func ncclFailed(out AllReduce, err error, nccl *dl.Lib, ranks []ncclRank, hung *bool, size int64) AllReduce {
+// ncclFailed records what failed. Any failure once the communicators
+// exist may leave ranks waiting for each other, so they are aborted (as
+// NCCL documents for an operation that never completes), and nothing is
+// freed or synchronised afterwards: that would wait on them too.
+func ncclFailed(out AllReduce, err error, nccl *dl.Lib, ranks []ncclRank, tainted *bool, what string) AllReduce {
+	*tainted = true
+	ncclAbort(nccl, ranks)
 	if hungErr(err) {
-		*hung = true
-		ncclAbort(nccl, ranks)
-		out.Hung = fmt.Sprintf("the all-reduce of %d MiB", size>>20)
+		out.Hung = what
 	}
-	out.Error = fmt.Sprintf("all-reduce of %d MiB: %v", size>>20, err)
+	out.Error = fmt.Sprintf("%s: %v", what, err)
 	return out
+}
+
+// sizeWord is a size in MiB or GiB.
+func sizeWord(b int64) string {
+	if b >= 1<<30 {
+		return fmt.Sprintf("%d GiB", b>>30)
+	}
+	return fmt.Sprintf("%d MiB", b>>20)
 }
 
 // ncclErr is ": " and a call's failure: the symbol's absence, or the
@@ -414,10 +429,10 @@ func ncclCheck(c *cudaLib, ranks []ncclRank, run func([]ncclRank, uint64, int) (
 	for i := range small {
 		small[i].send, small[i].rcv = 0, 0
 	}
-	hung := false
+	ran := false // once the all-reduce was launched, a failure leaves the buffers to the process's end
 	defer func() {
 		for _, r := range small {
-			if r.send == 0 || hung {
+			if r.send == 0 || (ran && err != nil) {
 				continue
 			}
 			c.check("cuCtxSetCurrent", r.ctx)
@@ -444,8 +459,8 @@ func ncclCheck(c *cudaLib, ranks []ncclRank, run func([]ncclRank, uint64, int) (
 			return err
 		}
 	}
+	ran = true
 	if _, err := run(small, ncclCheckN, 1); err != nil {
-		hung = hungErr(err)
 		return err
 	}
 	got := make([]float32, ncclCheckN)
@@ -498,8 +513,7 @@ func ncclCleanup(c *cudaLib, nccl *dl.Lib, ranks []ncclRank) {
 			c.destroy(r.b)
 		}
 		if r.stream != 0 {
-			c.call("cuStreamSynchronize", r.stream)
-			c.call("cuStreamDestroy_v2", r.stream)
+			c.call("cuStreamDestroy_v2", r.stream) // returns at once; the stream is released when its work is done
 		}
 		c.call("cuDevicePrimaryCtxRelease_v2", uintptr(r.dev))
 	}

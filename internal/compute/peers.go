@@ -2,6 +2,7 @@ package compute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -108,6 +109,7 @@ func (cu CUDA) Peers(ctx context.Context, o PeerOptions) Peers {
 			timer.Reset(o.Timeout + o.Grace)
 		case s := <-starting:
 			current = s
+			timer.Reset(o.Timeout + o.Grace)
 		case r := <-done:
 			r.Pairs = append(out.Pairs, r.Pairs...)
 			r.Devices = max(r.Devices, out.Devices)
@@ -200,6 +202,7 @@ func (cu CUDA) peers(o PeerOptions, progress chan<- Peer, starting chan string, 
 			access[i][k] = can == 1
 		}
 	}
+	say("enabling peer access")
 	for i := range n {
 		for k := range n {
 			if !access[i][k] {
@@ -224,30 +227,28 @@ func (cu CUDA) peers(o PeerOptions, progress chan<- Peer, starting chan string, 
 			say(fmt.Sprintf("copying from CUDA device %d to %d", i, k))
 			p := Peer{Src: i, Dst: k, SrcBus: devs[i].bus, DstBus: devs[k].bus, Access: access[i][k]}
 			ms, err := c.peerCopies(o, []peerDev{devs[i], devs[k]})
-			p.TimedOut = hungErr(err)
-			switch {
-			case err != nil:
-				p.Error = err.Error()
-			default:
-				p.GBs = float64(o.Bytes) * float64(o.Copies) / (ms[0] / 1000) / 1e9
-			}
-			if p.TimedOut {
-				hung = true
-				return Peers{Pairs: []Peer{p}, Hung: fmt.Sprintf("CUDA device %d to %d", i, k)}
-			}
-			if k > i && err == nil {
+			if err == nil && k > i {
 				say(fmt.Sprintf("copying both ways between CUDA devices %d and %d", i, k))
-				ms, err := c.peerCopies(o, []peerDev{devs[i], devs[k]}, []peerDev{devs[k], devs[i]})
-				if hungErr(err) {
-					p.TimedOut, p.Error, hung = true, "both ways: "+err.Error(), true
-					return Peers{Pairs: []Peer{p}, Hung: fmt.Sprintf("CUDA devices %d and %d both ways", i, k)}
-				}
-				if err != nil {
-					p.Error = "both ways: " + err.Error()
+				var both []float64
+				if both, err = c.peerCopies(o, []peerDev{devs[i], devs[k]}, []peerDev{devs[k], devs[i]}); err != nil {
+					err = fmt.Errorf("both ways: %w", err)
 				} else {
-					p.BidirGBs = 2 * float64(o.Bytes) * float64(o.Copies) / (max(ms[0], ms[1]) / 1000) / 1e9
+					p.BidirGBs = 2 * float64(o.Bytes) * float64(o.Copies) / (max(both[0], both[1]) / 1000) / 1e9
 				}
 			}
+			if err != nil {
+				// Whatever failed may have left copies queued on these GPUs:
+				// later pairs would wait behind them, and freeing or
+				// synchronising would wait too. The matrix stops here, and
+				// nothing is cleaned up (the process ends soon after).
+				p.Error, p.TimedOut, hung = err.Error(), hungErr(err), true
+				r := Peers{Pairs: []Peer{p}, Error: fmt.Sprintf("copies from CUDA device %d to %d failed; later pairs were not measured", i, k)}
+				if p.TimedOut {
+					r.Hung, r.Error = fmt.Sprintf("CUDA device %d to %d", i, k), ""
+				}
+				return r
+			}
+			p.GBs = float64(o.Bytes) * float64(o.Copies) / (ms[0] / 1000) / 1e9
 			select {
 			case progress <- p:
 			case <-quit:
@@ -302,8 +303,8 @@ func latest(ch chan string) func(string) {
 }
 
 func hungErr(err error) bool {
-	_, ok := err.(errHung)
-	return ok
+	var h errHung
+	return errors.As(err, &h)
 }
 
 // peerCopies times o.Copies copies along each route (a source GPU and a

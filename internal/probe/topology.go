@@ -70,8 +70,31 @@ type LinkErrors struct {
 	CRCData  uint64 `json:"crc_data"`
 }
 
-// Total is the sum of the counters.
-func (e LinkErrors) Total() uint64 { return e.Replay + e.Recovery + e.CRCFlit + e.CRCData }
+// CRC is the CRC errors, flits and data, summed without wrapping.
+func (e LinkErrors) CRC() uint64 { return addSat(e.CRCFlit, e.CRCData) }
+
+// Rose says whether any counter of after is above e's, and fell whether
+// any is below (the counters were reset between the readings).
+func (e LinkErrors) Rose(after LinkErrors) (rose, fell bool) {
+	for _, p := range [][2]uint64{{e.Replay, after.Replay}, {e.Recovery, after.Recovery}, {e.CRCFlit, after.CRCFlit}, {e.CRCData, after.CRCData}} {
+		rose = rose || p[1] > p[0]
+		fell = fell || p[1] < p[0]
+	}
+	return rose, fell
+}
+
+// Plus is e and o counter by counter, without wrapping.
+func (e LinkErrors) Plus(o LinkErrors) LinkErrors {
+	return LinkErrors{addSat(e.Replay, o.Replay), addSat(e.Recovery, o.Recovery), addSat(e.CRCFlit, o.CRCFlit), addSat(e.CRCData, o.CRCData)}
+}
+
+// addSat adds without wrapping: a counter near 2^64 stays huge.
+func addSat(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
+}
 
 // Fabric is the state of a GPU's registration with the NVLink fabric,
 // which nvidia-fabricmanager completes on NVSwitch boards.

@@ -5,6 +5,11 @@ import (
 	"fmt"
 )
 
+// maxGBs bounds a bandwidth between GPUs: far above any link (NVLink 5
+// carries 1.8 TB/s a GPU), and small enough that sums and averages of a
+// few stay finite.
+const maxGBs = 1e5
+
 // Validate reports facts that were never recorded or cannot be true, one
 // error per field, named by its JSON path ("host.steal_pct"). Bench judges
 // only what was measured: facts missing altogether, or impossible (a
@@ -63,10 +68,14 @@ func (f Facts) Validate() error {
 		count(at+"pcie_width_max", d.PCIeWidthMax)
 		count(at+"nvlinks_active", d.NVLinksActive)
 		count(at+"performance_state", d.PerformanceState)
+		seen := map[int]bool{}
 		for j, l := range d.NVLinks {
 			if l.Link < 0 || l.Link >= 36 {
 				bad(fmt.Sprintf("%snvlinks[%d].link", at, j), "want a link number from 0 to 35 (NVML_NVLINK_MAX_LINKS), got %d", l.Link)
+			} else if seen[l.Link] {
+				bad(fmt.Sprintf("%snvlinks[%d].link", at, j), "link %d is listed twice", l.Link)
 			}
+			seen[l.Link] = true
 		}
 		if d.MemoryTotal != nil && d.MemoryUsed != nil && *d.MemoryUsed > *d.MemoryTotal {
 			bad(at+"memory_used", "%d bytes, more than memory_total %d", *d.MemoryUsed, *d.MemoryTotal)
@@ -104,8 +113,8 @@ func (f Facts) Validate() error {
 	if p := f.Peers; p != nil {
 		for i, x := range p.Pairs {
 			at := fmt.Sprintf("peers.pairs[%d].", i)
-			if !(x.GBs >= 0) || !(x.BidirGBs >= 0) {
-				bad(at+"gbs", "want 0 or more GB/s, got %g and %g both ways", x.GBs, x.BidirGBs)
+			if !(x.GBs >= 0 && x.GBs < maxGBs) || !(x.BidirGBs >= 0 && x.BidirGBs < maxGBs) || (x.Error == "" && x.GBs == 0) {
+				bad(at+"gbs", "want a bandwidth above 0 and below %g GB/s where the copies did not fail, got %g and %g both ways", maxGBs, x.GBs, x.BidirGBs)
 			}
 			if !indexes[x.SrcGPU] || !indexes[x.DstGPU] || x.SrcGPU == x.DstGPU {
 				bad(at+"src_gpu", "want two different GPUs of gpu.devices, got %d and %d", x.SrcGPU, x.DstGPU)
@@ -113,8 +122,11 @@ func (f Facts) Validate() error {
 		}
 	}
 	if a := f.AllReduce; a != nil {
+		if a.Ranks > 1 && len(a.Sizes) == 0 && a.Error == "" && a.Hung == "" {
+			bad("all_reduce", "%d ranks, and no sizes measured, no error and no hang: not an all-reduce gpurent recorded", a.Ranks)
+		}
 		for i, s := range a.Sizes {
-			if s.Bytes <= 0 || !(s.Ms > 0) || !(s.BusGBs >= 0) || !(s.AlgGBs >= 0) {
+			if s.Bytes <= 0 || !(s.Ms > 0) || !(s.BusGBs >= 0 && s.BusGBs < maxGBs) || !(s.AlgGBs >= 0 && s.AlgGBs < maxGBs) {
 				bad(fmt.Sprintf("all_reduce.sizes[%d]", i), "want a positive size and time and bandwidths of 0 or more, got %d bytes, %g ms, %g and %g GB/s", s.Bytes, s.Ms, s.AlgGBs, s.BusGBs)
 			}
 		}

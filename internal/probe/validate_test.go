@@ -63,6 +63,14 @@ func TestValidate(t *testing.T) {
 			x.GPU = GPUFacts{Available: true, Devices: []Device{{Index: 0}, {Index: 1}}}
 			x.Peers = &compute.Peers{Devices: 2, Pairs: []compute.Peer{{SrcGPU: 0, DstGPU: 7, GBs: 300}}}
 		}), "peers.pairs[0].src_gpu: want two different GPUs of gpu.devices, got 0 and 7"},
+		{"a link listed twice", f(func(x *Facts) {
+			x.GPU = GPUFacts{Available: true, Devices: []Device{{NVLinks: []NVLink{{Link: 3, Active: true}, {Link: 3, Active: true}}}}}
+		}), "gpu.devices[0].nvlinks[1].link: link 3 is listed twice"},
+		{"a copy at 0 GB/s that did not fail", f(func(x *Facts) {
+			x.GPU = GPUFacts{Available: true, Devices: []Device{{Index: 0}, {Index: 1}}}
+			x.Peers = &compute.Peers{Devices: 2, Pairs: []compute.Peer{{SrcGPU: 0, DstGPU: 1}}}
+		}), "peers.pairs[0].gbs: want a bandwidth above 0"},
+		{"an all-reduce of nothing", f(func(x *Facts) { x.AllReduce = &compute.AllReduce{Ranks: 8} }), "all_reduce: 8 ranks, and no sizes measured"},
 		{"negative bus bandwidth", f(func(x *Facts) {
 			x.AllReduce = &compute.AllReduce{Ranks: 2, BusGBs: -1}
 		}), "all_reduce.bus_gbs: want 0 or more, got -1"},
