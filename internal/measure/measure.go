@@ -87,10 +87,14 @@ func Machine(ctx context.Context, o Options) probe.Facts {
 }
 
 // allReduce runs NCCL's all-reduce over every GPU, unless copies between
-// them hung: NCCL would hang on the same path.
+// them hung or failed: NCCL would hang on the same path, or queue behind
+// what the copies left on the GPUs.
 func allReduce(ctx context.Context, peers *compute.Peers, always bool) *compute.AllReduce {
 	if peers != nil && peers.Hung != "" {
 		return &compute.AllReduce{Error: "not run: copies between the GPUs hung (" + peers.Hung + "), and NCCL would hang on the same path"}
+	}
+	if peers != nil && strings.Contains(peers.Error, "failed") {
+		return &compute.AllReduce{Error: "not run: " + peers.Error + ", and NCCL would wait behind what they left on the GPUs"}
 	}
 	if ctx.Err() != nil {
 		return nil
