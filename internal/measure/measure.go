@@ -93,8 +93,10 @@ func allReduce(ctx context.Context, peers *compute.Peers, always bool) *compute.
 	if peers != nil && peers.Hung != "" {
 		return &compute.AllReduce{Error: "not run: copies between the GPUs hung (" + peers.Hung + "), and NCCL would hang on the same path"}
 	}
-	if peers != nil && strings.Contains(peers.Error, "failed") {
-		return &compute.AllReduce{Error: "not run: " + peers.Error + ", and NCCL would wait behind what they left on the GPUs"}
+	for _, x := range pairsOf(peers) {
+		if x.Error != "" {
+			return &compute.AllReduce{Error: fmt.Sprintf("not run: copies from CUDA device %d to %d failed (%s), and NCCL would wait behind what they left on the GPUs", x.Src, x.Dst, x.Error)}
+		}
 	}
 	if ctx.Err() != nil {
 		return nil
@@ -104,6 +106,13 @@ func allReduce(ctx context.Context, peers *compute.Peers, always bool) *compute.
 		return nil
 	}
 	return &a
+}
+
+func pairsOf(p *compute.Peers) []compute.Peer {
+	if p == nil {
+		return nil
+	}
+	return p.Pairs
 }
 
 func hasNVLinks(g probe.GPUFacts) bool {
