@@ -160,8 +160,11 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 	if (soak > 0 || o.memtest || o.links) && o.replay != "" {
 		return usagef("--soak, --memtest and --links measure this machine; --replay judges facts measured before (their soak, memory test and links, where they were measured)")
 	}
-	if (soak > 0 || o.memtest || o.links) && (o.backend == "none" || o.backend == "cpu" || o.backend == "torch") {
-		return usagef("--soak, --memtest and --links run on the GPUs through the CUDA driver: --backend %s does not", o.backend)
+	if (soak > 0 || o.memtest || o.links) && (o.backend == "none" || o.backend == "cpu") {
+		return usagef("--soak, --memtest and --links run on the GPUs: --backend %s runs nothing there", o.backend)
+	}
+	if o.links && o.backend == "torch" {
+		return usagef("--links measures through the CUDA driver and NCCL: --backend torch does not; use auto or cuda")
 	}
 	if o.full && !cmd.Flags().Changed("duration") {
 		window = 10 * time.Second
