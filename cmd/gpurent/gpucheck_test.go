@@ -450,6 +450,15 @@ func TestBenchLinksSimulated(t *testing.T) {
 	if !strings.Contains(evidence["gpu.allreduce"], "NCCL_P2P_DISABLE=1") {
 		t.Errorf("gpu.allreduce does not name the variable: %s", evidence["gpu.allreduce"])
 	}
+
+	// A copy that faults: the matrix stops there and NCCL is not run
+	// behind it.
+	b = benchSim(t, append(simEnv(3, "faultpair=0:2"), "FAKENVML_TOPO=nvswitch", "CUDA_DEVICE_ORDER=PCI_BUS_ID"), "--probes", "residue")
+	_, status, evidence = benchChecks(t, b, func(id string) bool { return id == "gpu.p2p_bandwidth" || id == "gpu.allreduce" })
+	if status["gpu.p2p_bandwidth"] != "fail" || status["gpu.allreduce"] != "skip" ||
+		!strings.HasPrefix(evidence["gpu.allreduce"], "not run: copies from CUDA device 0 to 2 failed") {
+		t.Errorf("a faulting pair: p2p_bandwidth %s, allreduce %s: %s", status["gpu.p2p_bandwidth"], status["gpu.allreduce"], evidence["gpu.allreduce"])
+	}
 	cmd := exec.Command(os.Args[0], "bench", "--replay", facts)
 	cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1")
 	out, _ := cmd.CombinedOutput()

@@ -31,6 +31,7 @@ type simConfig struct {
 	SlowA, SlowB             int64 // PCI rank+1 of a pair at a quarter of PeerBytes
 	HangA, HangB             int64 // PCI rank+1 of a pair whose copies never complete
 	BlockMs                  int64 // instead, the pair's cuMemcpyPeerAsync blocks this long
+	FaultA, FaultB           int64 // PCI rank+1 of a pair whose copies fault
 }
 
 // simStats mirrors struct stats in testdata/fakecuda.c.

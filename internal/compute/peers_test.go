@@ -3,6 +3,7 @@ package compute
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -96,4 +97,20 @@ func TestCUDAPeersBlockedCall(t *testing.T) {
 		t.Errorf("%+v", p)
 	}
 	time.Sleep(3 * time.Second) // the blocked call ends, and the measuring thread cleans up
+}
+
+// A pair whose copy faults: the matrix stops there, naming it, and
+// nothing is freed or synchronised on the broken GPU afterwards.
+func TestCUDAPeersFaultingPair(t *testing.T) {
+	cfg := simH100ish()
+	cfg.Devices, cfg.PeerBytes, cfg.FaultA, cfg.FaultB = 3, 380e9, 3, 1 // ranks 2 and 0: CUDA ordinals 0 and 2
+	p, st := peersSim(t, cfg, DefaultPeerOptions())
+	last := p.Pairs[len(p.Pairs)-1]
+	if p.Hung != "" || !strings.Contains(p.Error, "copies from CUDA device 0 to 2 failed; later pairs were not measured") ||
+		len(p.Pairs) != 2 || last.Error == "" || last.TimedOut {
+		t.Fatalf("%+v", p)
+	}
+	if st.BadCalls != 0 {
+		t.Errorf("%d calls made on the faulted GPU", st.BadCalls)
+	}
 }

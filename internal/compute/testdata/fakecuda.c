@@ -58,10 +58,12 @@ struct config {
   // link_bytes/2 without), no_peer (cuDeviceCanAccessPeer says no),
   // slow_a/slow_b (rank+1 of a pair at a quarter of peer_bytes),
   // hang_a/hang_b (rank+1 of a pair whose copies never complete, or
-  // whose cuMemcpyPeerAsync blocks for block_ms where that is set).
+  // whose cuMemcpyPeerAsync blocks for block_ms where that is set),
+  // fault_a/fault_b (rank+1 of a pair whose copies fault: the GPU's
+  // context is then broken, as a real illegal address leaves it).
   int64_t devices;
   double peer_bytes;
-  int64_t no_peer, slow_a, slow_b, hang_a, hang_b, block_ms;
+  int64_t no_peer, slow_a, slow_b, hang_a, hang_b, block_ms, fault_a, fault_b;
 };
 static struct config cfg;
 
@@ -98,12 +100,14 @@ static void reset_memory(void);
 static int ndevices = 1, env_devices = 1; // env_devices: $FAKECUDA's devices=
 static int peer_on[MAX_DEV][MAX_DEV]; // by CUDA ordinal: the first's context may access the second's memory
 static int hung[MAX_DEV];             // the device's stream holds a copy that never completes
+static int broken[MAX_DEV];           // the device's context faulted: every later call that touches it fails
 void fake_config(const struct config *c) {
   LOCKED;
   cfg = *c;
   ndevices = c->devices > 0 && c->devices <= MAX_DEV ? (int)c->devices : env_devices;
   memset(peer_on, 0, sizeof peer_on);
   memset(hung, 0, sizeof hung);
+  memset(broken, 0, sizeof broken);
   reset_memory(); // a new configuration is a fresh driver: what an abandoned test left is gone
   gemms = 0;
   memset(&st, 0, sizeof st);
@@ -154,11 +158,12 @@ __attribute__((constructor)) static void from_env(void) {
     } else if (!strcmp(w, "sdc")) c.sdc_at = strtoll(v, NULL, 0);
     else if (!strcmp(w, "peer")) c.peer_bytes = strtod(v, NULL);
     else if (!strcmp(w, "nopeer")) c.no_peer = 1;
-    else if (!strcmp(w, "slowpair") || !strcmp(w, "hangpair")) { // A:B, PCI ranks
+    else if (!strcmp(w, "slowpair") || !strcmp(w, "hangpair") || !strcmp(w, "faultpair")) { // A:B, PCI ranks
       char *colon = strchr(v, ':');
       int64_t a = strtoll(v, NULL, 0) + 1, b = colon ? strtoll(colon + 1, NULL, 0) + 1 : 0;
       if (w[0] == 's') c.slow_a = a, c.slow_b = b;
-      else c.hang_a = a, c.hang_b = b;
+      else if (w[0] == 'h') c.hang_a = a, c.hang_b = b;
+      else c.fault_a = a, c.fault_b = b;
     }
     else if (!strcmp(w, "devices")) {
       long n = strtol(v, NULL, 0);
@@ -440,7 +445,7 @@ CUresult cuCtxSetCurrent(void *ctx) {
 }
 CUresult cuCtxSynchronize(void) {
   NEED_CTX();
-  if (hung[dev()]) return bad(702); // a real driver would wait for ever
+  if (hung[dev()] || broken[dev()]) return bad(hung[dev()] ? 702 : ILLEGAL_ADDRESS); // a real driver would wait for ever, or fail
   return SUCCESS;
 }
 
@@ -493,6 +498,10 @@ CUresult cuMemcpyPeerAsync(uint64_t dst, void *dst_ctx, uint64_t src, void *src_
   if (pair_is(cfg.hang_a, cfg.hang_b, sd, dd) && cfg.block_ms > 0) {
     usleep((useconds_t)(cfg.block_ms * 1000)); // holding the lock, as a stuck driver holds its own
     return SUCCESS;
+  }
+  if (pair_is(cfg.fault_a, cfg.fault_b, sd, dd)) {
+    broken[dev()] = 1;
+    return ILLEGAL_ADDRESS; // as a real copy reports a fault: the context is unusable from here on
   }
   if (pair_is(cfg.hang_a, cfg.hang_b, sd, dd)) hung[dev()] = 1;
   double rate = peer_on[sd][dd] || peer_on[dd][sd] ? cfg.peer_bytes : cfg.link_bytes / 2;
@@ -651,6 +660,7 @@ CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
 CUresult cuMemFree_v2(uint64_t p) {
   NEED_CTX();
   if (hung[dev()]) return bad(702); // freeing waits for the stream
+  if (broken[dev()]) return bad(ILLEGAL_ADDRESS);
   return free_alloc(p, 0);
 }
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
