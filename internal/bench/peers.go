@@ -123,6 +123,9 @@ func (j *judge) peers() {
 	case len(failed) > 0:
 		c.Status = Fail
 		c.Evidence = "copies failed: " + listSome(failed, 2) + "; " + c.Evidence
+		if p.Error != "" {
+			c.Evidence += "; " + p.Error
+		}
 		c.Advice = "Copies between some GPUs fail: the GPUs cannot exchange data (NCCL fails the same way). " + adviceRefund
 	case p.Error != "":
 		c.Status = Warn
