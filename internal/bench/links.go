@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpurent/gpurent/internal/compute"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
 )
@@ -323,18 +324,7 @@ func LinkMatrix(g probe.GPUFacts) [][]string {
 	if n < 2 || len(g.Pairs) == 0 {
 		return nil
 	}
-	m := make([][]string, n)
-	for i := range m {
-		m[i] = make([]string, n)
-		for k := range m[i] {
-			m[i][k] = "-"
-		}
-		m[i][i] = "X"
-	}
-	pos := map[int]int{}
-	for i, d := range g.Devices {
-		pos[d.Index] = i
-	}
+	m, pos := gpuGrid(g.Devices)
 	for _, p := range g.Pairs {
 		a, aok := pos[p.A]
 		b, bok := pos[p.B]
@@ -353,6 +343,45 @@ func LinkMatrix(g probe.GPUFacts) [][]string {
 	return m
 }
 
+// gpuGrid is an empty square of the devices, "X" on the diagonal and "-"
+// elsewhere, and each device's row by its index.
+func gpuGrid(devs []probe.Device) ([][]string, map[int]int) {
+	m := make([][]string, len(devs))
+	pos := map[int]int{}
+	for i, d := range devs {
+		pos[d.Index] = i
+		m[i] = make([]string, len(devs))
+		for k := range m[i] {
+			m[i][k] = "-"
+		}
+		m[i][i] = "X"
+	}
+	return m, pos
+}
+
+// CopyMatrix is the GPU-to-GPU copy bandwidth in GB/s, row to column
+// ("hung" or "failed" where a pair was), nil where none was measured.
+func CopyMatrix(f probe.Facts) [][]string {
+	if f.Peers == nil || len(f.Peers.Pairs) == 0 {
+		return nil
+	}
+	m, pos := gpuGrid(f.GPU.Devices)
+	for _, x := range f.Peers.Pairs {
+		a, aok := pos[x.SrcGPU]
+		b, bok := pos[x.DstGPU]
+		switch {
+		case !aok || !bok:
+		case x.TimedOut:
+			m[a][b] = "hung"
+		case x.Error != "":
+			m[a][b] = "failed"
+		default:
+			m[a][b] = fmt.Sprintf("%.1f", x.GBs)
+		}
+	}
+	return m
+}
+
 // nvlinksBetween counts the active NVLinks that join a and b: direct
 // links either way, or the fewer of their links to an NVSwitch.
 func nvlinksBetween(a, b *probe.Device) int {
@@ -360,7 +389,7 @@ func nvlinksBetween(a, b *probe.Device) int {
 	for _, l := range a.NVLinks {
 		if l.Active && l.Remote == "switch" {
 			sa++
-		} else if l.Active && l.RemoteBusID != "" && strings.EqualFold(l.RemoteBusID, b.BusID) {
+		} else if l.Active && compute.SameBusID(l.RemoteBusID, b.BusID) {
 			direct++
 		}
 	}

@@ -49,6 +49,9 @@ func Bench(w io.Writer, r *bench.Report, color bool) error {
 	if err := linkMatrix(w, r); err != nil {
 		return err
 	}
+	if err := copyMatrix(w, r); err != nil {
+		return err
+	}
 	if err := Checks(w, r.Checks, r.Verdict, color, true); err != nil {
 		return err
 	}
@@ -155,6 +158,15 @@ func orDash(s string) string {
 	return s
 }
 
+// gpuHead is a GPU table's header: a blank corner, then GPU0, GPU1, ...
+func gpuHead(devs []probe.Device) []string {
+	head := []string{""}
+	for _, d := range devs {
+		head = append(head, fmt.Sprintf("GPU%d", d.Index))
+	}
+	return head
+}
+
 // linkMatrix prints what joins each pair of GPUs, as nvidia-smi topo -m
 // lays it out, on a machine with two or more.
 func linkMatrix(w io.Writer, r *bench.Report) error {
@@ -162,10 +174,7 @@ func linkMatrix(w io.Writer, r *bench.Report) error {
 	if m == nil {
 		return nil
 	}
-	head := []string{""}
-	for _, d := range r.Facts.GPU.Devices {
-		head = append(head, fmt.Sprintf("GPU%d", d.Index))
-	}
+	head := gpuHead(r.Facts.GPU.Devices)
 	nics := shownNICs(r.Facts.GPU.NICs)
 	cols := slices.Clone(head)
 	var names []string
@@ -200,46 +209,19 @@ func linkMatrix(w io.Writer, r *bench.Report) error {
 	if len(names) > 0 {
 		fmt.Fprintln(w, strings.Join(names, "; "))
 	}
-	if _, err := fmt.Fprintf(w, "(%s)\n\n", bench.LinkLegend); err != nil {
-		return err
-	}
-	return peerMatrix(w, r, head)
+	_, err := fmt.Fprintf(w, "(%s)\n\n", bench.LinkLegend)
+	return err
 }
 
-// peerMatrix prints the GPU-to-GPU copy bandwidth, row to column.
-func peerMatrix(w io.Writer, r *bench.Report, head []string) error {
-	p := r.Facts.Peers
-	if p == nil || len(p.Pairs) == 0 {
+// copyMatrix prints the GPU-to-GPU copy bandwidth, row to column.
+func copyMatrix(w io.Writer, r *bench.Report) error {
+	m := bench.CopyMatrix(r.Facts)
+	if m == nil {
 		return nil
 	}
-	pos := map[int]int{}
-	for i, d := range r.Facts.GPU.Devices {
-		pos[d.Index] = i
-	}
-	n := len(r.Facts.GPU.Devices)
-	cells := make([][]string, n)
-	for i := range cells {
-		cells[i] = make([]string, n)
-		for k := range cells[i] {
-			cells[i][k] = "-"
-		}
-		cells[i][i] = "X"
-	}
-	for _, x := range p.Pairs {
-		a, aok := pos[x.SrcGPU]
-		b, bok := pos[x.DstGPU]
-		switch {
-		case !aok || !bok:
-		case x.TimedOut:
-			cells[a][b] = "hung"
-		case x.Error != "":
-			cells[a][b] = "failed"
-		default:
-			cells[a][b] = fmt.Sprintf("%.1f", x.GBs)
-		}
-	}
+	head := gpuHead(r.Facts.GPU.Devices)
 	tab := report.NewTab(head...)
-	for i, row := range cells {
+	for i, row := range m {
 		tab.Row(append([]string{head[i+1]}, row...)...)
 	}
 	fmt.Fprintln(w, "GPU-to-GPU copies, GB/s from row to column:")
