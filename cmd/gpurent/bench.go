@@ -22,30 +22,34 @@ import (
 	"github.com/gpurent/gpurent/internal/usage"
 )
 
-// offerOrder is the order an offer of the catalog (--catalog files merged
-// over the embedded one) makes: the GPU it sells, with the memory it
-// states, and how many an instance has. A flag the user gave wins. An
-// offer whose GPU names no datasheet row is bad usage: bench could not
-// judge the card against it, so --expect must say what it is.
-func offerOrder(g *globals, fs *pflag.FlagSet, tab *specs.Table, id, expect string, gpus int) (string, int, error) {
+// offerOrder fills the order from an offer of the catalog (--catalog
+// files merged over the embedded one): the GPU it sells, with the memory
+// it states, how many an instance has, and what joins them where the
+// catalog says. A flag the user gave wins. An offer whose GPU names no
+// datasheet row is bad usage: bench could not judge the card against it,
+// so --expect must say what it is.
+func offerOrder(g *globals, fs *pflag.FlagSet, tab *specs.Table, id string, order *bench.Order) error {
 	cat, err := loadCatalog(g.catalogs)
 	if err != nil {
-		return "", 0, err
+		return err
 	}
 	o, err := catalog.ByID(cat.Offers, id)
 	if err != nil {
-		return "", 0, usagef("--offer: %v", err)
+		return usagef("--offer: %v", err)
 	}
 	if !fs.Changed("expect") {
-		expect = o.OrderedGPU()
-		if len(tab.Match(expect)) == 0 {
-			return "", 0, usagef("--offer %s: its GPU %q is no model of the datasheet table, so the card cannot be judged against it: say which it is with --expect", o.ID, o.GPU)
+		order.GPU = o.OrderedGPU()
+		if len(tab.Match(order.GPU)) == 0 {
+			return usagef("--offer %s: its GPU %q is no model of the datasheet table, so the card cannot be judged against it: say which it is with --expect", o.ID, o.GPU)
 		}
 	}
 	if !fs.Changed("expect-gpus") {
-		gpus = o.GPUs
+		order.GPUs = o.GPUs
 	}
-	return expect, gpus, nil
+	if !fs.Changed("expect-interconnect") && o.Interconnect != "" {
+		order.Interconnect, order.InterconnectSource = o.Interconnect, "offer "+o.ID+": "+o.InterconnectSource
+	}
+	return nil
 }
 
 // exitCode carries an exit code through cobra without a message: the
@@ -59,6 +63,7 @@ type benchOptions struct {
 	expect, offerID                             string
 	expectGPUs, expectCPUs                      int
 	expectRAM, expectCUDA, expectDisk, duration string
+	expectInterconnect                          string
 	dataDir, record, replay, backend, probes    string
 	soak                                        string
 	diskMB                                      int
@@ -97,7 +102,8 @@ judges saved facts anywhere, without a GPU.`,
 	f := cmd.Flags()
 	f.StringVar(&o.expect, "expect", "", `the GPU you ordered, e.g. "A100 80GB SXM", "H100 SXM", "RTX 4090"`)
 	f.IntVar(&o.expectGPUs, "expect-gpus", 0, "the number of GPUs you ordered")
-	f.StringVar(&o.offerID, "offer", "", "the catalog offer you rented, by its id as quote prints it: its GPU model, memory and count are the order (--expect, --expect-gpus override)")
+	f.StringVar(&o.offerID, "offer", "", "the catalog offer you rented, by its id as quote prints it: its GPU model, memory, count and, where the catalog says, interconnect are the order (--expect, --expect-gpus, --expect-interconnect override)")
+	f.StringVar(&o.expectInterconnect, "expect-interconnect", "", "what the offer promised joins its GPUs: nvlink (fails when a pair of GPUs has none) or pcie")
 	f.IntVar(&o.expectCPUs, "expect-cpus", 0, "the CPUs (vCPUs, cores) the offer promised: fails when this container may use fewer")
 	f.StringVar(&o.expectCUDA, "expect-cuda", "", "the CUDA version your software is built with, e.g. 12.8: fails when the driver is too old for it (PyTorch installs found are judged too)")
 	f.StringVar(&o.expectDisk, "expect-disk", "", "the size of the disk --data-dir is on, as the offer promised, e.g. 50GB (a bare number is GB): fails below 95% of it")
@@ -134,6 +140,9 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 	disk, err := sizeFlag(cmd.Flags(), "expect-disk", o.expectDisk)
 	if err != nil {
 		return err
+	}
+	if cmd.Flags().Changed("expect-interconnect") && o.expectInterconnect != bench.InterconnectNVLink && o.expectInterconnect != bench.InterconnectPCIe {
+		return usagef("--expect-interconnect: want nvlink or pcie, got %q", o.expectInterconnect)
 	}
 	if cmd.Flags().Changed("expect-cuda") && !cudaVersionRe.MatchString(o.expectCUDA) {
 		return usagef("--expect-cuda: want a CUDA version such as 12.8 or 13.0, got %q", o.expectCUDA)
@@ -179,14 +188,17 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 	if err != nil {
 		return err
 	}
+	order := bench.Order{GPU: o.expect, GPUs: o.expectGPUs, CPUs: o.expectCPUs, RAM: ram, Disk: disk, CUDA: o.expectCUDA, Interconnect: o.expectInterconnect}
+	if order.Interconnect != "" {
+		order.InterconnectSource = "--expect-interconnect"
+	}
 	if o.offerID != "" {
-		if o.expect, o.expectGPUs, err = offerOrder(g, cmd.Flags(), tab, o.offerID, o.expect, o.expectGPUs); err != nil {
+		if err := offerOrder(g, cmd.Flags(), tab, o.offerID, &order); err != nil {
 			return err
 		}
 	}
-	order := bench.Order{GPU: o.expect, GPUs: o.expectGPUs, CPUs: o.expectCPUs, RAM: ram, Disk: disk, CUDA: o.expectCUDA}
 	// An order nobody can match is bad usage, before any measuring.
-	if o.expect != "" && len(tab.Match(o.expect)) == 0 {
+	if order.GPU != "" && len(tab.Match(order.GPU)) == 0 {
 		_, err := bench.Judge(probe.Facts{}, tab, order, bench.DefaultLimits())
 		return usage.Wrap(err)
 	}

@@ -50,6 +50,9 @@ type Order struct {
 	Disk float64
 	// CUDA is the CUDA version the user's software was built with, "12.8".
 	CUDA string
+	// Interconnect is what the offer promised joins its GPUs (nvlink or
+	// pcie; empty: nothing promised), InterconnectSource where it says so.
+	Interconnect, InterconnectSource string
 }
 
 // Limits are the thresholds of every check, in one place, each with why.
@@ -175,6 +178,7 @@ func Judge(f probe.Facts, tab *specs.Table, order Order, lim Limits) (*Report, e
 	j := &judge{f: f, tab: tab, order: order, accepted: accepted, lim: lim, clim: DefaultComputeLimits()}
 	j.gpu()
 	j.links()
+	j.interconnect()
 	j.compute()
 	j.homogeneity()
 	j.soakHomogeneity()

@@ -287,6 +287,12 @@ func (r Rates) rate(c string) (float64, error) {
 	return 0, fmt.Errorf("no exchange rate for %s in the catalog (add it under exchange_rates)", c)
 }
 
+// What joins an instance's GPUs, as Offer.Interconnect names it.
+const (
+	InterconnectNVLink = "nvlink"
+	InterconnectPCIe   = "pcie"
+)
+
 // Offer is one rentable instance type at one provider, priced per instance.
 type Offer struct {
 	ID       string `yaml:"id"`
@@ -312,6 +318,12 @@ type Offer struct {
 	// FeeSources say where fees not in Source are stated ("ip_month 3.65:
 	// URL (date)"), field by field.
 	FeeSources []string `yaml:"fee_sources,omitempty"`
+	// Interconnect is what joins the instance's GPUs as the provider
+	// states it: nvlink, pcie, or empty where no source says. It is part
+	// of the order bench --offer checks, so it is never guessed from the
+	// model's name; InterconnectSource says where it is stated.
+	Interconnect       string `yaml:"interconnect,omitempty"`
+	InterconnectSource string `yaml:"interconnect_source,omitempty"`
 
 	OnDemand            OnDemand       `yaml:"on_demand"`
 	Subscriptions       []Subscription `yaml:"subscriptions,omitempty"`
@@ -531,6 +543,14 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 	case "", "unknown", DiskEphemeral, DiskPersistent:
 	default:
 		bad("storage.included_disk", "want ephemeral, persistent or unknown, got %q", o.Storage.IncludedDisk)
+	}
+	switch {
+	case o.Interconnect != "" && o.Interconnect != InterconnectNVLink && o.Interconnect != InterconnectPCIe:
+		bad("interconnect", "want nvlink or pcie (or leave it out where no source says), got %q", o.Interconnect)
+	case o.Interconnect != "" && strings.TrimSpace(o.InterconnectSource) == "":
+		bad("interconnect_source", "missing; an interconnect needs the page that states it")
+	case o.Interconnect != "" && o.GPUs < 2:
+		bad("interconnect", "a %d-GPU instance has no GPUs to join", o.GPUs)
 	}
 	for i, id := range o.Supersedes {
 		if strings.TrimSpace(id) == "" || id == o.ID {

@@ -100,6 +100,11 @@ func TestParseBad(t *testing.T) {
 		{"USD not 1", "USD: 1,", "USD: 2,", "bad.yaml:2: exchange_rates.USD: rate for USD: rates are units per US dollar, so USD is 1, got 2"},
 		{"disk kind", "included_gb: 50,", "included_gb: 50, included_disk: kept,", "bad.yaml:16: offers[0].storage.included_disk: want ephemeral, persistent or unknown, got \"kept\""},
 		{"supersedes itself", "    boot_fee: 0\n", "    boot_fee: 0\n    supersedes: [example-rtx4090]\n", "offers[0].supersedes[0]: want the id of an older reading"},
+		{"interconnect word", "    boot_fee: 0\n", "    boot_fee: 0\n    interconnect: nvswitch\n    interconnect_source: s\n",
+			"bad.yaml:16: offers[0].interconnect: want nvlink or pcie (or leave it out where no source says), got \"nvswitch\""},
+		{"interconnect unsourced", "    boot_fee: 0\n", "    boot_fee: 0\n    interconnect: nvlink\n", "offers[0].interconnect_source: missing"},
+		{"interconnect of one GPU", "    boot_fee: 0\n", "    boot_fee: 0\n    interconnect: nvlink\n    interconnect_source: s\n",
+			"offers[0].interconnect: a 1-GPU instance has no GPUs to join"},
 		{"frequency above 1", "notice: 30s}", "notice: 30s, interruption_frequency: {monthly_low: 0.2, monthly_high: 1.5, source: s, as_of: \"2026\"}}",
 			"offers[0].spot.interruption_frequency.monthly_high: want a share from monthly_low to below 1"},
 		{"frequency unsourced", "notice: 30s}", "notice: 30s, interruption_frequency: {monthly_low: 0.2, monthly_high: unknown}}",
@@ -150,6 +155,17 @@ func TestDefaultCatalog(t *testing.T) {
 	}
 	if len(c.Offers) < 40 || len(providers) < 10 {
 		t.Errorf("embedded catalog has %d offers from %d providers; want at least 40 from 10", len(c.Offers), len(providers))
+	}
+	// Every interconnect the generator lists landed on an offer (a
+	// mistyped id would drop it silently), each with its page.
+	joined := 0
+	for _, o := range c.Offers {
+		if o.Interconnect != "" {
+			joined++
+		}
+	}
+	if joined < 5 {
+		t.Errorf("%d offers state their interconnect; the research gives 5", joined)
 	}
 	for _, want := range []string{"AutoDL", "AWS", "Google Cloud", "Azure", "Lambda", "RunPod", "Vast.ai", "CoreWeave"} {
 		if !providers[want] {

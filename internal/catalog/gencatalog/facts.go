@@ -74,6 +74,25 @@ var offerFacts = map[string][]fact{
 	"scaleway-h100-sxm-8-80g": scalewayIP,
 }
 
+// interconnect is what joins an offer's GPUs where a page states it
+// (catalog.Offer.Interconnect), by offer id. bench --offer fails a
+// machine whose GPUs lack what is listed here, so an offer is listed
+// only where its provider (or, marked secondary, someone quoting the
+// provider) says it; the model's name is not enough, since PCIe cards
+// may or may not carry a bridge.
+var interconnect = map[string]fact{
+	"azure-ND96isr_H100_v5": {"interconnect", "nvlink",
+		"\"Each GPU features NVLINK 4.0 connectivity for communication within the VM\": https://github.com/MicrosoftDocs/azure-docs/blob/main/articles/virtual-machines/sizes/gpu-accelerated/includes/ndh100v5-series-summary.md (2024-08-01)"},
+	"azure-ND96asr_v4": {"interconnect", "nvlink",
+		"\"Each GPU features NVLINK 3.0 connectivity for communication within the VM\": https://github.com/MicrosoftDocs/azure-docs/blob/main/articles/virtual-machines/sizes/gpu-accelerated/includes/ndasra100v4-series-summary.md (2024-07-31)"},
+	"azure-ND96amsr_A100_v4": {"interconnect", "nvlink",
+		"\"Each GPU features NVLINK 3.0 connectivity for communication within the VM\": https://github.com/MicrosoftDocs/azure-docs/blob/main/articles/virtual-machines/sizes/gpu-accelerated/includes/ndma100v4-series-summary.md (2024-07-31)"},
+	"aws-p4d.24xlarge": {"interconnect", "nvlink",
+		"GPU interconnect \"NVLink gen 3 (600 GB/s)\": https://gist.github.com/shashankprasanna/10ebe6dc1ba1d8d93db17da4e2cc890e (undated, secondary: an AWS engineer's table of EC2 GPU instances)"},
+	"aws-g5.12xlarge": {"interconnect", "pcie",
+		"GPU interconnect \"PCIe\": https://gist.github.com/shashankprasanna/10ebe6dc1ba1d8d93db17da4e2cc890e (undated, secondary: an AWS engineer's table of EC2 GPU instances)"},
+}
+
 // diskKind is what becomes of an offer's included disk when it is
 // stopped (storage.included_disk), by provider, with the sentence that
 // says so; offers not listed, and providers no source speaks for, are

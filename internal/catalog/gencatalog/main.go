@@ -31,6 +31,8 @@
 //     set from the same research, unknown where no source says.
 //   - Older readings of an offer are named by the newest one's
 //     supersedes (facts.go).
+//   - interconnect (nvlink or pcie) is written only for the offers whose
+//     page says it (facts.go); elsewhere it is left out, unknown.
 //   - gpu_memory_gb is copied as the row states it (unknown where empty):
 //     quote's --gpu "H100 80GB" reads it where the model name says no size.
 package main
@@ -110,6 +112,9 @@ func run(path string, w io.Writer) error {
 		fmt.Fprintf(w, "    source: %s\n", q(get("source_url")))
 		fmt.Fprintf(w, "    as_of: %s\n", q(get("as_of")))
 		fmt.Fprintf(w, "    confidence: %s\n", get("confidence"))
+		if ic, ok := interconnect[id]; ok {
+			fmt.Fprintf(w, "    interconnect: %s\n    interconnect_source: %s\n", ic.value, q(ic.source))
+		}
 
 		inc := "unknown"
 		switch b := get("billing_increment"); {

@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/specs"
+)
+
+// The interconnect an order promises (bench --offer where the catalog
+// states it, or --expect-interconnect) is checked against the NVLinks
+// found: each GPU needs NVLink to another, so bridged pairs pass and a
+// box without bridges, or with one bridge left out, fails.
+func TestInterconnectPromise(t *testing.T) {
+	tab, err := specs.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneBridgeOut := pcie4(true, "ok")
+	for _, i := range []int{2, 3} {
+		d := &oneBridgeOut.GPU.Devices[i]
+		for l := range d.NVLinks {
+			d.NVLinks[l] = probe.NVLink{Link: d.NVLinks[l].Link, Version: "4.0"}
+		}
+		d.NVLinksActive = p(0)
+	}
+	unread := pcie4(false, "ok")
+	unread.GPU.Devices[1].NVLinks = nil
+	unread.GPU.Devices[1].Errors = map[string]string{"nvlink": "nvmlDeviceGetNvLinkState: symbol not found"}
+	for _, c := range []struct {
+		name    string
+		f       probe.Facts
+		order   Order
+		status  string
+		measure int
+		words   []string
+	}{
+		{"hgx, nvlink", hgx8(nil), Order{GPU: "H100 SXM", GPUs: 8, Interconnect: "nvlink", InterconnectSource: "offer x: page"}, Pass, 8,
+			[]string{"every GPU has NVLink to another (28 of 28 pairs", "(offer x: page)"}},
+		{"bridged pairs, nvlink", pcie4(true, "ok"), Order{GPUs: 4, Interconnect: "nvlink"}, Pass, 4, []string{"2 of 6 pairs"}},
+		{"no bridges, nvlink", pcie4(false, "ok"), Order{GPUs: 4, Interconnect: "nvlink"}, Fail, 0,
+			[]string{"gpu0, gpu1, gpu2, gpu3 have no NVLink to any other GPU", "0 of 6 pairs"}},
+		{"one bridge out, nvlink", oneBridgeOut, Order{GPUs: 4, Interconnect: "nvlink"}, Fail, 2, []string{"gpu2, gpu3 have no NVLink"}},
+		{"links unread, nvlink", unread, Order{GPUs: 4, Interconnect: "nvlink"}, Warn, 0, []string{"NVML could not read the NVLinks of gpu1 (nvmlDeviceGetNvLinkState"}},
+		{"no bridges, pcie", pcie4(false, "ok"), Order{GPUs: 4, Interconnect: "pcie"}, Pass, 0, []string{"no NVLink is due; 0 of 6 pairs"}},
+		{"hgx, pcie", hgx8(nil), Order{GPUs: 8, Interconnect: "pcie"}, Pass, 8, []string{"28 of 28 pairs"}},
+		{"one GPU, nothing counted", healthyH100(), Order{Interconnect: "nvlink"}, Fail, 1, []string{"but this machine shows 1"}},
+	} {
+		r, err := Judge(c.f, tab, c.order, DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *Check
+		for i := range r.Checks {
+			if r.Checks[i].ID == "gpu.interconnect" {
+				got = &r.Checks[i]
+			}
+		}
+		if got == nil {
+			t.Errorf("%s: no gpu.interconnect check", c.name)
+			continue
+		}
+		if got.Status != c.status || got.Measured != c.measure {
+			t.Errorf("%s: %s %v, want %s %d: %s", c.name, got.Status, got.Measured, c.status, c.measure, got.Evidence)
+		}
+		for _, w := range c.words {
+			if !strings.Contains(got.Evidence, w) {
+				t.Errorf("%s: evidence %q lacks %q", c.name, got.Evidence, w)
+			}
+		}
+		if got.Status == Fail && got.Advice == "" {
+			t.Errorf("%s: a fail without advice", c.name)
+		}
+	}
+	// Nothing promised, or one GPU ordered: no check.
+	for _, o := range []Order{{GPU: "H100 SXM", GPUs: 8}, {GPUs: 1, Interconnect: "nvlink"}} {
+		f := hgx8(nil)
+		if o.GPUs == 1 {
+			f = healthyH100()
+		}
+		r, err := Judge(f, tab, o, DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range r.Checks {
+			if ch.ID == "gpu.interconnect" {
+				t.Errorf("order %+v: an interconnect check: %+v", o, ch)
+			}
+		}
+	}
+}
