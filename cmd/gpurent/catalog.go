@@ -85,7 +85,7 @@ func runCatalogLs(g *globals, o *catalogLsOptions) error {
 			out.Offers = append(out.Offers, catalogRow{
 				ID: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Currency: o.Currency, Region: o.Region,
 				OnDemandHourly: o.OnDemand.Hourly, SpotHourly: spotJSON(o.Spot), Subscriptions: o.Subscriptions,
-				IncludedDisk: disk, Source: o.Source, AsOf: o.AsOf, SupersededBy: by[o.ID],
+				IncludedDisk: disk, Interconnect: o.Interconnect, Source: o.Source, AsOf: o.AsOf, SupersededBy: by[o.ID],
 			})
 		}
 		return report.WriteJSON(g.stdout, out)
@@ -179,6 +179,7 @@ type catalogRow struct {
 	SpotHourly     any                    `json:"spot_hourly"`
 	Subscriptions  []catalog.Subscription `json:"subscriptions"`
 	IncludedDisk   string                 `json:"included_disk"`
+	Interconnect   string                 `json:"interconnect,omitempty"`
 	Source         string                 `json:"source"`
 	AsOf           string                 `json:"as_of"`
 	SupersededBy   string                 `json:"superseded_by,omitempty"`
