@@ -14,7 +14,11 @@
 #     attribute sizes as gpurent sets them;
 #   - nvml.h, cuda.h and cublasLt.h (libnvidia-ml-dev, nvidia-cuda-dev 12.4:
 #     only the headers are kept; libcu++-dev for one they include): the structs, enum values, limits and
-#     versioned entry-point names gpurent mirrors, compiled and compared.
+#     versioned entry-point names gpurent mirrors, compiled and compared;
+#   - nccl.h (libnccl-dev 2.22.3, Debian 13 contrib, in a cache of its
+#     own; only the headers are kept): NCCL's result codes and types as
+#     gpurent binds them. Its libnccl.so.2 needs glibc 2.38, newer than
+#     Debian 12's, so the library itself is left to scripts/gpu-check.sh.
 # The packages are downloaded and unpacked into a cache, never installed: the
 # machine's apt configuration is untouched (apt runs on a private sources
 # list and state). It prints the environment the tests read, as shell
@@ -86,7 +90,32 @@ if [ ! -e "$cache/complete" ]; then
   touch "$cache/complete"
 fi
 
+# nccl.h (amd64 only): 114 MB downloaded once, 50 KB kept.
+nccl="$base/nvidia-nccl-2"
+rm -rf "$base/nvidia-nccl-1"
+if [ "$arch" = amd64 ] && [ ! -e "$nccl/complete" ]; then
+  echo "nvidia-debs.sh: downloading NCCL 2.22.3's headers from Debian contrib once (114 MB; 50 KB are kept)" >&2
+  state="$nccl/apt"
+  mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$nccl/debs"
+  echo "deb [arch=amd64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie contrib" >"$state/sources.list"
+  opts=(-o "Dir::Etc::SourceList=$state/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+    -o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache" -o Debug::NoLocking=1
+    -o APT::Sandbox::User=root -o APT::Architecture=amd64 -o APT::Architectures::=amd64 -qq)
+  apt-get "${opts[@]}" update >&2
+  rm -f "$nccl"/debs/*.deb
+  (cd "$nccl/debs" && apt-get "${opts[@]}" download libnccl-dev:amd64/trixie >&2)
+  rm -rf "$nccl/root.tmp"
+  mkdir -p "$nccl/root.tmp"
+  # Of the package (mostly a static library), the headers.
+  dpkg-deb --fsys-tarfile "$nccl"/debs/libnccl-dev_*.deb | tar -x -C "$nccl/root.tmp" --wildcards './usr/include/*'
+  [ -e "$nccl/root.tmp/usr/include/nccl.h" ] || { echo "nvidia-debs.sh: libnccl-dev has no nccl.h" >&2; exit 1; }
+  rm -rf "$nccl/root" "$nccl/debs" "$state"
+  mv "$nccl/root.tmp" "$nccl/root"
+  touch "$nccl/complete"
+fi
+
 if [ "$arch" = amd64 ]; then
+  echo "export GPURENT_NCCL_INCLUDE='$nccl/root/usr/include'"
   echo "export GPURENT_CUDA_TOOLS='$root/usr/bin'"
   echo "export GPURENT_NVIDIA_INCLUDE='$root/usr/include'"
 fi

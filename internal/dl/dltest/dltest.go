@@ -119,13 +119,15 @@ type CEval struct {
 	Absent []string
 }
 
-// EvalC compiles and runs a C program that includes headers from dir and
-// prints each of values (integer expressions: sizeof, offsetof, enum
+// EvalC compiles and runs a C program that includes headers from dir (a
+// list, as PATH is: the first holds the headers named, the rest what they
+// include) and prints each of values (integer expressions: sizeof, offsetof, enum
 // values, macros) and the expansion of each of names.
 func EvalC(t testing.TB, dir string, headers, values, names []string) CEval {
 	t.Helper()
 	known := map[string]bool{"sizeof": true, "offsetof": true}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.h"))
+	dirs := filepath.SplitList(dir)
+	files, _ := filepath.Glob(filepath.Join(dirs[0], "*.h"))
 	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -172,7 +174,11 @@ func EvalC(t testing.TB, dir string, headers, values, names []string) CEval {
 		t.Fatal(err)
 	}
 	cc := Compiler(t, "CC", "cc", "gcc", "clang", "clang-19")
-	if out, err := exec.Command(cc, "-I", dir, "-o", bin, c).CombinedOutput(); err != nil {
+	var args []string
+	for _, d := range dirs {
+		args = append(args, "-I", d)
+	}
+	if out, err := exec.Command(cc, append(args, "-o", bin, c)...).CombinedOutput(); err != nil {
 		t.Fatalf("%s with %v: %v\n%s", cc, headers, err, out)
 	}
 	out, err := exec.Command(bin).Output()
