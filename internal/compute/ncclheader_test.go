@@ -38,6 +38,9 @@ func TestNCCLMatchesNVIDIAHeader(t *testing.T) {
 	dir := dltest.NVIDIA(t, "GPURENT_NCCL_INCLUDE")
 	cuda := dltest.NVIDIA(t, "GPURENT_NVIDIA_INCLUDE") // cuda_runtime.h, which nccl.h includes
 	ev := dltest.CompareC(t, dir+string(os.PathListSeparator)+cuda, "nccl.h", ncclChecks())
+	if v := ncclVersion(int32(ev.Values["NCCL_VERSION(2, 22, 3)"])); v != "2.22.3" {
+		t.Errorf("the header's version word for 2.22.3 decodes as %s", v)
+	}
 	if len(ev.Values) < 10 {
 		t.Errorf("only %d values compiled: %v", len(ev.Values), ev.Values)
 	}
