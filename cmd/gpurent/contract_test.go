@@ -126,7 +126,7 @@ func TestEveryCommandWritesJSON(t *testing.T) {
 			walk(sub, append(slices.Clip(path), sub.Name()))
 		}
 	}
-	walk(newRoot(io.Discard, io.Discard), nil)
+	walk(newRoot(io.Discard, io.Discard, nil), nil)
 }
 
 // check runs one command line and wants one JSON document on stdout.

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/initproc"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
@@ -55,7 +56,7 @@ func asInit(argv []string, stderr io.Writer) (code int, ok bool) {
 	if os.Getpid() != 1 || runtime.GOOS != "linux" {
 		return 0, false
 	}
-	cmd, _, err := newRoot(io.Discard, io.Discard).Find(argv[1:])
+	cmd, _, err := newRoot(io.Discard, io.Discard, nil).Find(argv[1:])
 	if err != nil || cmd.Name() != "run" || cmd.Parent() != cmd.Root() {
 		return 0, false
 	}
@@ -74,18 +75,34 @@ func asInit(argv []string, stderr io.Writer) (code int, ok bool) {
 // run executes one command line and returns the exit code; main is only
 // this plus the process, so tests drive run directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
+	tr, err := i18n.New(chooseLang(args, os.Getenv))
+	if err != nil {
+		fmt.Fprintln(stderr, "gpurent:", err)
+		return exitFailure
+	}
+	root := newRoot(stdout, stderr, tr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err = root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
 	var code exitCode
 	if !errors.As(err, &code) {
 		// An error names paths and processes found on the machine.
-		fmt.Fprintln(stderr, "gpurent:", report.SafeLines(err.Error()))
+		fmt.Fprintln(stderr, "gpurent:", report.SafeLines(errorText(err, tr)))
 	}
 	return exitStatus(err)
+}
+
+// errorText is err's message in tr's language where it is a usage error
+// made from a message (usage.Errorf) and nothing wrapped it since; other
+// errors are written as they are.
+func errorText(err error, tr *i18n.Printer) string {
+	var ue usageError
+	if errors.As(err, &ue) && ue.Format != "" && err.Error() == ue.Error() {
+		return tr.Tf(ue.Format, ue.Args...)
+	}
+	return err.Error()
 }
 
 // exitStatus is the exit code for a command's error.
@@ -209,8 +226,12 @@ func flagWants(typ string) (want string, ok bool) {
 type globals struct {
 	output   string
 	catalogs []string
+	lang     string
 	stdout   io.Writer
 	stderr   io.Writer
+	// tr writes what people read in their language (--lang, the locale);
+	// nil is English.
+	tr *i18n.Printer
 }
 
 // formatValue is -o: checked as the flag is parsed, once for every
@@ -258,8 +279,8 @@ func versionString() string {
 	return v + ", " + info.GoVersion
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{stdout: stdout, stderr: stderr}
+func newRoot(stdout, stderr io.Writer, tr *i18n.Printer) *cobra.Command {
+	g := &globals{stdout: stdout, stderr: stderr, tr: tr}
 	root := &cobra.Command{
 		Use:   "gpurent",
 		Short: "The true cost of a GPU rental, and the right way to buy it",
@@ -288,8 +309,10 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	g.output = report.Table
 	root.PersistentFlags().VarP(formatValue{&g.output}, "output", "o", "output format: table or json")
 	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
+	root.PersistentFlags().Var(langValue{&g.lang}, "lang", "the language gpurent speaks to you: en or zh (default: the locale's, LC_ALL, LC_MESSAGES or LANG; JSON is the same in both)")
 	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newAudit(g), newWipe(g), newBurn(), newExitCodes())
 	strictBuiltins(root)
+	localizeHelp(root, tr)
 	return root
 }
 

@@ -448,7 +448,7 @@ func TestExitCodeTable(t *testing.T) {
 // included (they took it and exited 0); an unknown flag is bad usage too;
 // and every command the exit-code table names exists.
 func TestEveryCommandKeepsTheContract(t *testing.T) {
-	root := newRoot(io.Discard, io.Discard)
+	root := newRoot(io.Discard, io.Discard, nil)
 	var paths [][]string
 	var walk func(c *cobra.Command, path []string)
 	walk = func(c *cobra.Command, path []string) {
@@ -556,7 +556,7 @@ func TestDurationFlagsTakeDays(t *testing.T) {
 			walk(sub)
 		}
 	}
-	walk(newRoot(io.Discard, io.Discard))
+	walk(newRoot(io.Discard, io.Discard, nil))
 	for _, want := range []string{"gpurent run --stall", "gpurent run --quiet", "gpurent wipe --recent", "gpurent ckpt log --every", "gpurent ckpt --grace"} {
 		if !slices.Contains(found, want) {
 			t.Errorf("%s is not among the duration flags found: %q", want, found)

@@ -10,20 +10,28 @@ import (
 )
 
 // Error is bad usage or bad input; its message names what is wrong.
-type Error struct{ Err error }
+// Format and Args are Errorf's, kept so that the message can be written
+// in the user's language (internal/i18n) from the same words.
+type Error struct {
+	Err    error
+	Format string
+	Args   []any
+}
 
 func (e Error) Error() string { return e.Err.Error() }
 func (e Error) Unwrap() error { return e.Err }
 
 // Errorf is a usage error with a formatted message (%w wraps as usual).
-func Errorf(format string, a ...any) error { return Error{fmt.Errorf(format, a...)} }
+func Errorf(format string, a ...any) error {
+	return Error{Err: fmt.Errorf(format, a...), Format: format, Args: a}
+}
 
 // Wrap marks err as bad usage; nil stays nil.
 func Wrap(err error) error {
 	if err == nil {
 		return nil
 	}
-	return Error{err}
+	return Error{Err: err}
 }
 
 // Is reports whether err, or an error it wraps, is bad usage.

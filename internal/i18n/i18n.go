@@ -1,0 +1,158 @@
+// Package i18n chooses the language gpurent speaks to a person and holds
+// its messages in the other languages, keyed by the English text: English
+// is the code itself, so English output is exactly what the code writes,
+// and a message missing from a catalog reads in English rather than not
+// at all (TestCatalogComplete fails the build on one).
+//
+// Only text for people goes through here. JSON keys and values, the
+// exit codes and anything a script parses stay English in every
+// language.
+package i18n
+
+import (
+	_ "embed"
+	"fmt"
+	"io"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Lang is a language gpurent speaks.
+type Lang string
+
+// The languages.
+const (
+	English Lang = "en"
+	Chinese Lang = "zh" // Simplified Chinese, as mainland platforms write it
+)
+
+// Parse reads --lang: en or zh (zh-CN, zh_CN.UTF-8 and en_US are read by
+// their first two letters).
+func Parse(s string) (Lang, error) {
+	switch l := strings.ToLower(s); {
+	case l == "en" || strings.HasPrefix(l, "en_") || strings.HasPrefix(l, "en-"):
+		return English, nil
+	case l == "zh" || strings.HasPrefix(l, "zh_") || strings.HasPrefix(l, "zh-"):
+		return Chinese, nil
+	}
+	return "", fmt.Errorf("--lang: want en or zh, got %q", s)
+}
+
+// FromEnv is the language of the locale, as gettext reads it: the first
+// of LC_ALL, LC_MESSAGES and LANG that is set decides, and a locale
+// starting with zh is Chinese; anything else (C, POSIX, en_US.UTF-8,
+// unset) is English.
+func FromEnv(getenv func(string) string) Lang {
+	for _, k := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
+		if v := getenv(k); v != "" {
+			if strings.HasPrefix(strings.ToLower(v), "zh") {
+				return Chinese
+			}
+			return English
+		}
+	}
+	return English
+}
+
+//go:embed zh.yaml
+var zhYAML []byte
+
+// entry is one message of a catalog file.
+type entry struct {
+	EN string `yaml:"en"`
+	ZH string `yaml:"zh"`
+}
+
+// parseCatalog reads a catalog file: a list of en/zh pairs.
+func parseCatalog(b []byte) (map[string]string, error) {
+	var es []entry
+	if err := yaml.Unmarshal(b, &es); err != nil {
+		return nil, fmt.Errorf("i18n catalog: %w", err)
+	}
+	m := make(map[string]string, len(es))
+	for i, e := range es {
+		if e.EN == "" || e.ZH == "" {
+			return nil, fmt.Errorf("i18n catalog: entry %d: want en and zh, got %q and %q", i+1, e.EN, e.ZH)
+		}
+		if _, dup := m[e.EN]; dup {
+			return nil, fmt.Errorf("i18n catalog: entry %d: %q is there twice", i+1, e.EN)
+		}
+		m[e.EN] = e.ZH
+	}
+	return m, nil
+}
+
+// Printer writes messages in one language. The nil Printer, and the
+// English one, write the English text unchanged.
+type Printer struct {
+	lang Lang
+	msgs map[string]string
+}
+
+// New is the Printer for l. The embedded catalog is checked by the tests,
+// so an error here is a broken build.
+func New(l Lang) (*Printer, error) {
+	if l != Chinese {
+		return &Printer{lang: English}, nil
+	}
+	m, err := parseCatalog(zhYAML)
+	if err != nil {
+		return nil, err
+	}
+	return &Printer{lang: l, msgs: m}, nil
+}
+
+// Lang is the printer's language.
+func (p *Printer) Lang() Lang {
+	if p == nil {
+		return English
+	}
+	return p.lang
+}
+
+// T is the message s in the printer's language. s must be a string
+// literal (or a constant), so that the tests can find every message.
+func (p *Printer) T(s string) string { return p.Lookup(s) }
+
+// Tf formats the message format in the printer's language. A translation
+// may reorder the arguments with explicit indexes (%[2]s); %w formats as
+// %v, as in an error's text.
+func (p *Printer) Tf(format string, args ...any) string {
+	return Sprintf(p.Lookup(format), args...)
+}
+
+// Fprintf writes Tf's text to w.
+func (p *Printer) Fprintf(w io.Writer, format string, args ...any) (int, error) {
+	return io.WriteString(w, p.Tf(format, args...))
+}
+
+// Lookup is s's translation, or s itself: for text that is not a literal
+// at the call, such as a command's help, whose completeness a test checks
+// by walking the commands.
+func (p *Printer) Lookup(s string) string {
+	if p == nil || p.msgs == nil {
+		return s
+	}
+	if t, ok := p.msgs[s]; ok {
+		return t
+	}
+	return s
+}
+
+// Sprintf is fmt.Sprintf with %w read as %v, as fmt.Errorf reads it.
+func Sprintf(format string, args ...any) string {
+	if strings.Contains(format, "%w") {
+		return fmt.Errorf(format, args...).Error()
+	}
+	return fmt.Sprintf(format, args...)
+}
+
+// Catalog is l's messages by their English text; nil for English, which
+// has none.
+func Catalog(l Lang) (map[string]string, error) {
+	if l != Chinese {
+		return nil, nil
+	}
+	return parseCatalog(zhYAML)
+}

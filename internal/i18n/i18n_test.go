@@ -1,0 +1,198 @@
+package i18n
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func TestParseAndLocale(t *testing.T) {
+	for in, want := range map[string]Lang{"en": English, "zh": Chinese, "ZH": Chinese, "zh_CN.UTF-8": Chinese, "zh-CN": Chinese, "en_US": English} {
+		if got, err := Parse(in); err != nil || got != want {
+			t.Errorf("Parse(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "fr", "zhx", "chinese"} {
+		if _, err := Parse(bad); err == nil || !strings.HasPrefix(err.Error(), "--lang: want en or zh, got ") {
+			t.Errorf("Parse(%q): %v", bad, err)
+		}
+	}
+	for _, c := range []struct {
+		env  map[string]string
+		want Lang
+	}{
+		{nil, English},
+		{map[string]string{"LANG": "zh_CN.UTF-8"}, Chinese},
+		{map[string]string{"LANG": "zh_CN.UTF-8", "LC_MESSAGES": "C"}, English},      // LC_MESSAGES before LANG
+		{map[string]string{"LC_ALL": "zh_TW.UTF-8", "LC_MESSAGES": "en_US"}, Chinese}, // LC_ALL first
+		{map[string]string{"LANG": "C.UTF-8"}, English},
+	} {
+		if got := FromEnv(func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("FromEnv(%v) = %q, want %q", c.env, got, c.want)
+		}
+	}
+}
+
+// English is the code's own text, byte for byte; Chinese reorders
+// arguments where its translation says, and %w reads as in an error.
+func TestPrinter(t *testing.T) {
+	en, _ := New(English)
+	var nilP *Printer
+	for _, p := range []*Printer{en, nilP} {
+		if got := p.Tf("--x: want %d, got %q", 3, "a"); got != `--x: want 3, got "a"` {
+			t.Errorf("English: %q", got)
+		}
+	}
+	p := &Printer{lang: Chinese, msgs: map[string]string{"%s of %d": "%[2]d 中的 %[1]s", "bad: %w": "错误：%w"}}
+	if got := p.Tf("%s of %d", "a", 3); got != "3 中的 a" {
+		t.Errorf("reordered: %q", got)
+	}
+	if got := p.Tf("bad: %w", errors.New("boom")); got != "错误：boom" {
+		t.Errorf("%%w: %q", got)
+	}
+	if got := p.T("no such message"); got != "no such message" {
+		t.Errorf("a message with no translation: %q", got)
+	}
+}
+
+// verb is one formatting directive: the argument it takes (from 1) and
+// its verb letter.
+type verb struct {
+	arg  int
+	kind byte
+}
+
+// verbRe matches a directive; gpurent's formats use no space flag, so
+// that "95% of" in a help text is text.
+var verbRe = regexp.MustCompile(`%(\[\d+\])?[-+#0]*\d*(\.\d+)?([a-zA-Z%])`)
+
+// verbs lists a format's directives by argument, as fmt reads them.
+func verbs(format string) ([]verb, error) {
+	var out []verb
+	next := 1
+	for _, m := range verbRe.FindAllStringSubmatch(format, -1) {
+		if m[3] == "%" {
+			continue
+		}
+		if m[1] != "" {
+			n, err := strconv.Atoi(strings.Trim(m[1], "[]"))
+			if err != nil {
+				return nil, err
+			}
+			next = n
+		}
+		k := m[3][0]
+		if k == 'w' {
+			k = 'v'
+		}
+		out = append(out, verb{next, k})
+		next++
+	}
+	slices.SortFunc(out, func(a, b verb) int { return a.arg - b.arg })
+	return out, nil
+}
+
+// Each translation takes the same arguments, with the same verbs, as its
+// English: a dropped or misread argument would print %!d(MISSING) or
+// misplace a figure.
+func TestCatalogFormats(t *testing.T) {
+	m, err := Catalog(Chinese)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for en, zh := range m {
+		a, err1 := verbs(en)
+		b, err2 := verbs(zh)
+		if err1 != nil || err2 != nil || !slices.Equal(a, b) {
+			t.Errorf("%q and its translation %q take different arguments: %v, %v", en, zh, a, b)
+		}
+		if strings.Count(zh, "\n") != strings.Count(en, "\n") && !strings.Contains(en, "\n\n") && len(en) < 200 {
+			t.Errorf("%q: the translation has %d line breaks, the English %d", en, strings.Count(zh, "\n"), strings.Count(en, "\n"))
+		}
+	}
+	if len(m) < 100 {
+		t.Errorf("only %d messages", len(m))
+	}
+}
+
+func TestCatalogRejectsDuplicatesAndBlanks(t *testing.T) {
+	if _, err := parseCatalog([]byte("- {en: a, zh: 甲}\n- {en: a, zh: 乙}\n")); err == nil {
+		t.Error("a message twice was accepted")
+	}
+	if _, err := parseCatalog([]byte("- {en: a}\n")); err == nil {
+		t.Error("a message without its translation was accepted")
+	}
+}
+
+// term is one entry of glossary.yaml.
+type term struct {
+	EN     []string `yaml:"en"`
+	ZH     string   `yaml:"zh"`
+	Also   []string `yaml:"also"`
+	Source string   `yaml:"source"`
+}
+
+func glossary(t *testing.T) []term {
+	t.Helper()
+	b, err := os.ReadFile("glossary.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []term
+	if err := yaml.Unmarshal(b, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+// Every message whose English names a glossary term says it with the
+// glossary's Chinese word, so that 竞价实例 is never also 抢占式实例
+// or 现货 elsewhere; and docs/glossary.md lists every term.
+func TestGlossaryConsistent(t *testing.T) {
+	m, err := Catalog(Chinese)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../docs/glossary.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := glossary(t)
+	if len(ts) < 12 {
+		t.Errorf("only %d terms", len(ts))
+	}
+	for _, g := range ts {
+		if g.ZH == "" || len(g.EN) == 0 || g.Source == "" {
+			t.Errorf("term %v: want en, zh and source", g.EN)
+			continue
+		}
+		if !strings.Contains(string(doc), g.ZH) {
+			t.Errorf("docs/glossary.md lacks %s", g.ZH)
+		}
+		var alts []string
+		for _, e := range g.EN {
+			alts = append(alts, regexp.QuoteMeta(e))
+		}
+		// A flag (--spot), a field (compute_hours) or a placeholder
+		// ({resume}) is a name to type, not the word.
+		re := regexp.MustCompile(`(?i)(^|[^A-Za-z0-9_{-])(` + strings.Join(alts, "|") + `)($|[^A-Za-z0-9_}-])`)
+		words := append([]string{g.ZH}, g.Also...)
+		uses := 0
+		for en, zh := range m {
+			if !re.MatchString(en) {
+				continue
+			}
+			uses++
+			if !slices.ContainsFunc(words, func(w string) bool { return strings.Contains(zh, w) }) {
+				t.Errorf("%q names %q, and its translation %q does not say %s", en, re.FindStringSubmatch(en)[2], zh, strings.Join(words, " or "))
+			}
+		}
+		t.Logf("%s: %d messages", g.ZH, uses)
+	}
+}
