@@ -29,7 +29,7 @@ func TestParseAndLocale(t *testing.T) {
 	}{
 		{nil, English},
 		{map[string]string{"LANG": "zh_CN.UTF-8"}, Chinese},
-		{map[string]string{"LANG": "zh_CN.UTF-8", "LC_MESSAGES": "C"}, English},      // LC_MESSAGES before LANG
+		{map[string]string{"LANG": "zh_CN.UTF-8", "LC_MESSAGES": "C"}, English},       // LC_MESSAGES before LANG
 		{map[string]string{"LC_ALL": "zh_TW.UTF-8", "LC_MESSAGES": "en_US"}, Chinese}, // LC_ALL first
 		{map[string]string{"LANG": "C.UTF-8"}, English},
 	} {
