@@ -4,6 +4,8 @@
 package report
 
 import (
+	"golang.org/x/text/width"
+
 	"encoding/json"
 	"fmt"
 	"io"
@@ -120,9 +122,16 @@ func Width(s string) int {
 	return n
 }
 
+// wide reports a character a terminal draws two columns wide: East Asian
+// Wide and Fullwidth in Unicode's East Asian Width property (UAX #11), as
+// golang.org/x/text/width reads it. Ambiguous characters (·, ×, ≥) are
+// one column, as terminals outside CJK locales draw them.
 func wide(r rune) bool {
-	return (r >= 0x1100 && r <= 0x115F) || (r >= 0x2E80 && r <= 0xA4CF) || (r >= 0xAC00 && r <= 0xD7A3) ||
-		(r >= 0xF900 && r <= 0xFAFF) || (r >= 0xFE30 && r <= 0xFE4F) || (r >= 0xFF00 && r <= 0xFF60) || (r >= 0xFFE0 && r <= 0xFFE6)
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
+		return true
+	}
+	return false
 }
 
 // Safe is s as a terminal may show it: control characters, invalid UTF-8

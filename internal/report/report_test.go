@@ -107,3 +107,22 @@ func TestTabEscapesCellsAndPaintsAfter(t *testing.T) {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
 	}
 }
+
+// Width counts the terminal columns of Chinese text as terminals draw it:
+// CJK characters and full-width punctuation two, ¥ and ASCII one, colour
+// codes none.
+func TestWidthEastAsian(t *testing.T) {
+	for s, want := range map[string]int{
+		"阿里云":                 6,
+		"按量计费：":               10,
+		"¥3.50":               5,
+		"（默认 10m）":            12,
+		"\x1b[31mfail\x1b[0m": 4,
+		"≥1353.60":            8,
+		"GPU×2":               5,
+	} {
+		if got := Width(s); got != want {
+			t.Errorf("Width(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
