@@ -101,7 +101,7 @@ func runPlan(g *globals, o *planOptions, fs *pflag.FlagSet) error {
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, plan)
 	}
-	return render.Plan(g.stdout, plan, o.deadline)
+	return render.Plan(g.stdout, g.tr, plan, o.deadline)
 }
 
 // runInference answers plan --inference: renting GPUs to serve a model,
@@ -123,5 +123,5 @@ func runInference(g *globals, fs *pflag.FlagSet, t *task.Flags, inf task.Inferen
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, res)
 	}
-	return render.Inference(g.stdout, res, q.TokensPerSec == nil)
+	return render.Inference(g.stdout, g.tr, res, q.TokensPerSec == nil)
 }

@@ -87,7 +87,7 @@ func runQuote(g *globals, o *quoteOptions, fs *pflag.FlagSet) error {
 		if g.output == report.JSON {
 			return report.WriteJSON(g.stdout, r)
 		}
-		return render.Afford(g.stdout, p, o.task.SpanGiven, r, o.wide)
+		return render.Afford(g.stdout, g.tr, p, o.task.SpanGiven, r, o.wide)
 	}
 	q, err := billing.Make(p, offers, cat.Rates, opt)
 	if err != nil {
@@ -104,5 +104,5 @@ func runQuote(g *globals, o *quoteOptions, fs *pflag.FlagSet) error {
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, q)
 	}
-	return render.Quote(g.stdout, p, q, o.wide)
+	return render.Quote(g.stdout, g.tr, p, q, o.wide)
 }

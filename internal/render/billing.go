@@ -14,20 +14,24 @@ import (
 
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
 // wideNote says what --wide adds to a table of bills.
-const wideNote = "--wide adds PROVIDER, GPU, INST, LIST, BOOT, IP, UNKNOWN and DETAIL; -o json has every field"
+const (
+	wideNote       = "--wide adds PROVIDER, GPU, INST, LIST, BOOT, IP, UNKNOWN and DETAIL; -o json has every field"
+	wideNoteAfford = "--wide adds PROVIDER, GPU, INST, BOOT, IP, UNKNOWN and DETAIL; -o json has every field"
+)
 
 // gpuLabel names the GPU a table is for: "RTX 4090 (24 GB or more)".
-func gpuLabel(p *billing.Profile) string {
+func gpuLabel(tr *i18n.Printer, p *billing.Profile) string {
 	gpu := p.GPU
 	if gpu == "" {
-		gpu = "any GPU"
+		gpu = tr.T("any GPU")
 	}
 	if p.MinGPUMemoryGB > 0 {
-		gpu += fmt.Sprintf(" (%s GB or more)", trim(p.MinGPUMemoryGB))
+		gpu += tr.Tf(" (%s GB or more)", trim(p.MinGPUMemoryGB))
 	}
 	return gpu
 }
@@ -42,7 +46,7 @@ type column struct {
 
 // billTable is a table of the columns shown (all with wide, else those
 // that fit 120 columns).
-func billTable(cols []column, wide bool, bills []billing.Bill) *report.Tab {
+func billTable(tr *i18n.Printer, cols []column, wide bool, bills []billing.Bill) *report.Tab {
 	var shown []column
 	for _, c := range cols {
 		if wide || !c.wide {
@@ -66,81 +70,80 @@ func billTable(cols []column, wide bool, bills []billing.Bill) *report.Tab {
 
 // billColumns are the columns every table of bills shares: the row's
 // offer and plan first, its items, and its unknowns and detail last.
-func billColumns() (head, items, tail []column) {
+func billColumns(tr *i18n.Printer) (head, items, tail []column) {
 	head = []column{
 		{"#", false, func(i int, _ billing.Bill) string { return fmt.Sprint(i + 1) }},
-		{"OFFER", false, func(_ int, b billing.Bill) string { return offerCell(b) }},
-		{"PROVIDER", true, func(_ int, b billing.Bill) string { return b.Provider }},
-		{"GPU", true, func(_ int, b billing.Bill) string { return fmt.Sprintf("%s x%d", b.GPU, b.GPUs) }},
-		{"INST", true, func(_ int, b billing.Bill) string { return fmt.Sprint(b.Instances) }},
-		{"PLAN", false, func(_ int, b billing.Bill) string { return b.Plan }},
+		{tr.T("OFFER"), false, func(_ int, b billing.Bill) string { return offerCell(tr, b) }},
+		{tr.T("PROVIDER"), true, func(_ int, b billing.Bill) string { return b.Provider }},
+		{tr.T("GPU"), true, func(_ int, b billing.Bill) string { return fmt.Sprintf("%s x%d", b.GPU, b.GPUs) }},
+		{tr.T("INST"), true, func(_ int, b billing.Bill) string { return fmt.Sprint(b.Instances) }},
+		{tr.T("PLAN"), false, func(_ int, b billing.Bill) string { return planName(tr, b.Plan) }},
 	}
 	money := func(k int) func(int, billing.Bill) string {
 		return func(_ int, b billing.Bill) string { return report.Money(b.Items[k].Amount) }
 	}
-	items = []column{{"COMPUTE", false, money(0)}, {"STORAGE", false, money(1)}, {"EGRESS", false, money(2)}, {"BOOT", true, money(3)}, {"IP", true, money(4)}}
+	items = []column{{tr.T("COMPUTE"), false, money(0)}, {tr.T("STORAGE"), false, money(1)}, {tr.T("EGRESS"), false, money(2)}, {tr.T("BOOT"), true, money(3)}, {tr.T("IP"), true, money(4)}}
 	tail = []column{
-		{"UNKNOWN", true, func(_ int, b billing.Bill) string {
+		{tr.T("UNKNOWN"), true, func(_ int, b billing.Bill) string {
 			if len(b.Unknown) == 0 {
 				return "-"
 			}
 			return fmt.Sprint(len(b.Unknown))
 		}},
-		{"DETAIL", true, func(_ int, b billing.Bill) string { return b.Detail }},
+		{tr.T("DETAIL"), true, func(_ int, b billing.Bill) string { return b.Detail }},
 	}
 	return head, items, tail
 }
 
 // Quote is quote's table of bills, cheapest first, with the notes
 // behind them; wide shows every column.
-func Quote(w io.Writer, p *billing.Profile, q *billing.Quote, wide bool) error {
-	gpu := gpuLabel(p)
-	egress := trim(p.EgressGB) + " GB egress"
+func Quote(w io.Writer, tr *i18n.Printer, p *billing.Profile, q *billing.Quote, wide bool) error {
+	gpu := gpuLabel(tr, p)
+	egress := tr.Tf("%s GB egress", trim(p.EgressGB))
 	if _, up := p.Uploads(); up > 0 {
-		egress += fmt.Sprintf(" + %s GB of checkpoint uploads", trim(up))
+		egress += tr.Tf(" + %s GB of checkpoint uploads", trim(up))
 	}
-	fmt.Fprintf(w, "%s h on %s x%d over %s, %s, %s GB disk, %s; amounts in %s\n\n",
-		trim(p.ComputeHours), gpu, p.GPUs, report.Count(p.SpanDays, "day"), report.Count(p.Starts, "start"), trim(p.DiskGB), egress, q.Currency)
+	tr.Fprintf(w, "%s h on %s x%d over %s, %s, %s GB disk, %s; amounts in %s\n\n",
+		trim(p.ComputeHours), gpu, p.GPUs, days(tr, p.SpanDays), starts(tr, p.Starts), trim(p.DiskGB), egress, currencyName(tr, q.Currency))
 	below := 0
 	for _, b := range q.Bills {
 		if b.HiddenShare < 0 {
 			below++
 		}
 	}
-	head, items, tail := billColumns()
+	head, items, tail := billColumns(tr)
 	cols := append(append(head, []column{
-		{"TOTAL", false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
-		{"PER GPU-H", false, func(_ int, b billing.Bill) string { return atLeast(b, perGPUHour(b.PerGPUHour)) }},
-		{"LIST", true, func(_ int, b billing.Bill) string { return report.Money(b.ListTotal) }},
+		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
+		{tr.T("PER GPU-H"), false, func(_ int, b billing.Bill) string { return atLeast(b, perGPUHour(b.PerGPUHour)) }},
+		{tr.T("LIST"), true, func(_ int, b billing.Bill) string { return report.Money(b.ListTotal) }},
 		// A plan below the list price hides nothing from it: a share of
 		// -469.6% "hidden" would read as nonsense (the JSON keeps it).
-		{"HIDDEN", false, func(_ int, b billing.Bill) string {
+		{tr.T("HIDDEN"), false, func(_ int, b billing.Bill) string {
 			if b.HiddenShare < 0 {
 				return "-"
 			}
 			return atLeast(b, report.Percent(b.HiddenShare))
 		}},
 	}...), append(items, tail...)...)
-	if err := billTable(cols, wide, q.Bills).Write(w); err != nil {
+	if err := billTable(tr, cols, wide, q.Bills).Write(w); err != nil {
 		return err
 	}
 	if below > 0 {
-		fmt.Fprintf(w, "\nHIDDEN is - on %s that cost less than LIST, the on-demand price × hours (spot, a subscription): their TOTAL is the whole bill all the same\n",
-			report.Count(below, "row"))
+		tr.Fprintf(w, "\nHIDDEN is - on %s that cost less than LIST, the on-demand price × hours (spot, a subscription): their TOTAL is the whole bill all the same\n", rows(tr, below))
 	}
 	if !wide && len(q.Bills) > 0 {
-		fmt.Fprintf(w, "\n%s\n", wideNote)
+		fmt.Fprintf(w, "\n%s\n", tr.T(wideNote))
 	}
-	billNotes(w, q.Bills, q.Notes, q.Rates)
+	billNotes(w, tr, q.Bills, q.Notes, q.Rates)
 	return nil
 }
 
 // offerCell is the bill's offer, marked when it is an older reading
 // priced for --history: it ranks among today's prices, and must not be
 // taken for one.
-func offerCell(b billing.Bill) string {
+func offerCell(tr *i18n.Printer, b billing.Bill) string {
 	if b.SupersededBy != "" {
-		return b.Offer + " (history)"
+		return b.Offer + tr.T(" (history)")
 	}
 	return b.Offer
 }
@@ -177,7 +180,7 @@ func atLeast(b billing.Bill, v string) string {
 // writeBillNotes writes what follows a table of bills: each offer's
 // warnings once (the same unknown fee shows on each plan), the notes, how
 // old the prices are and the exchange rates used.
-func billNotes(w io.Writer, bills []billing.Bill, notes, rates []string) {
+func billNotes(w io.Writer, tr *i18n.Printer, bills []billing.Bill, notes, rates []string) {
 	seen := map[string]bool{}
 	var lines []string
 	for i, b := range bills {
@@ -190,50 +193,50 @@ func billNotes(w io.Writer, bills []billing.Bill, notes, rates []string) {
 		}
 	}
 	if len(lines) > 0 {
-		fmt.Fprintf(w, "\nwarnings (UNKNOWN counts fees no source confirmed, computed as 0: such bills may be dearer, and their ≥ totals are the least they can be):\n%s\n", strings.Join(lines, "\n"))
+		tr.Fprintf(w, "\nwarnings (UNKNOWN counts fees no source confirmed, computed as 0: such bills may be dearer, and their ≥ totals are the least they can be):\n%s\n", strings.Join(lines, "\n"))
 	}
 	for _, n := range notes {
-		fmt.Fprintf(w, "\nnote: %s\n", n)
+		tr.Fprintf(w, "\nnote: %s\n", n)
 	}
 	offers, ages := make([]string, len(bills)), make([]*int, len(bills))
 	for i, b := range bills {
 		offers[i], ages[i] = b.Offer, b.PriceAgeDays
 	}
-	if line := priceDates(offers, ages); line != "" {
-		fmt.Fprintf(w, "prices: %s\n", line)
+	if line := priceDates(tr, offers, ages); line != "" {
+		tr.Fprintf(w, "prices: %s\n", line)
 	}
 	for _, r := range rates {
-		fmt.Fprintf(w, "rate: %s\n", r)
+		tr.Fprintf(w, "rate: %s\n", r)
 	}
 }
 
 // Afford is quote --budget's table: the most hours each plan gives
 // within the budget, most first, with the bill at those hours.
-func Afford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Reach, wide bool) error {
-	gpu := gpuLabel(p)
-	span := "run back to back"
+func Afford(w io.Writer, tr *i18n.Printer, p *billing.Profile, spanGiven bool, r *billing.Reach, wide bool) error {
+	gpu := gpuLabel(tr, p)
+	span := tr.T("run back to back")
 	if spanGiven {
-		span = "over " + report.Count(p.SpanDays, "day")
+		span = tr.Tf("over %s", days(tr, p.SpanDays))
 	}
-	fmt.Fprintf(w, "what %s %s buys of %s x%d, %s, %s, %s GB disk, %s GB egress: the most compute hours whose whole bill fits\n\n",
-		report.Money(r.Budget), r.Currency, gpu, p.GPUs, span, report.Count(p.Starts, "start"), trim(p.DiskGB), trim(p.EgressGB))
+	tr.Fprintf(w, "what %s %s buys of %s x%d, %s, %s, %s GB disk, %s GB egress: the most compute hours whose whole bill fits\n\n",
+		report.Money(r.Budget), currencyName(tr, r.Currency), gpu, p.GPUs, span, starts(tr, p.Starts), trim(p.DiskGB), trim(p.EgressGB))
 	bills := make([]billing.Bill, len(r.Plans))
 	for i, a := range r.Plans {
 		bills[i] = a.Bill
 	}
-	head, items, tail := billColumns()
+	head, items, tail := billColumns(tr)
 	cols := append(append(head, []column{
 		// Never more hours than were found within the budget.
-		{"HOURS", false, func(i int, b billing.Bill) string { return atMost(b, trim(math.Floor(r.Plans[i].Hours*100+1e-9)/100)) }},
-		{"TOTAL", false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
+		{tr.T("HOURS"), false, func(i int, b billing.Bill) string { return atMost(b, trim(math.Floor(r.Plans[i].Hours*100+1e-9)/100)) }},
+		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
 	}...), append(items, tail...)...)
-	if err := billTable(cols, wide, bills).Write(w); err != nil {
+	if err := billTable(tr, cols, wide, bills).Write(w); err != nil {
 		return err
 	}
 	if !wide && len(bills) > 0 {
-		fmt.Fprintf(w, "\n%s\n", strings.Replace(wideNote, "INST, LIST, ", "INST, ", 1))
+		fmt.Fprintf(w, "\n%s\n", tr.T(wideNoteAfford))
 	}
-	billNotes(w, bills, r.Notes, r.Rates)
+	billNotes(w, tr, bills, r.Notes, r.Rates)
 	return nil
 }
 
@@ -241,7 +244,7 @@ func Afford(w io.Writer, p *billing.Profile, spanGiven bool, r *billing.Reach, w
 // offers[i]'s, nil when undated): the least age their as_of dates allow,
 // youngest to oldest. An undated offer carries its own warning. Empty
 // when no offer is dated, or the ages were not judged (Options.Today).
-func priceDates(offers []string, ages []*int) string {
+func priceDates(tr *i18n.Printer, offers []string, ages []*int) string {
 	lo, hi, dated := -1, -1, 0
 	seen := map[string]bool{}
 	for i, o := range offers {
@@ -262,18 +265,18 @@ func priceDates(offers []string, ages []*int) string {
 	if dated == 0 {
 		return ""
 	}
-	span := report.Count(lo, "day")
+	span := days(tr, lo)
 	if hi != lo {
-		span = fmt.Sprintf("%d to %s", lo, report.Count(hi, "day"))
+		span = tr.Tf("%d to %s", lo, days(tr, hi))
 	}
-	on := fmt.Sprintf(" on %d of %d offers", dated, len(seen))
+	on := tr.Tf(" on %d of %d offers", dated, len(seen))
 	switch {
 	case len(seen) == 1:
 		on = ""
 	case dated == len(seen):
-		on = fmt.Sprintf(" on all %d offers", dated)
+		on = tr.Tf(" on all %d offers", dated)
 	}
-	return fmt.Sprintf("at least %s old%s (by the as_of dates, a month counting as its last day); prices move: confirm each at its source before ordering (gpurent catalog ls -o json lists them)", span, on)
+	return tr.Tf("at least %s old%s (by the as_of dates, a month counting as its last day); prices move: confirm each at its source before ordering (gpurent catalog ls -o json lists them)", span, on)
 }
 
 func trim(v float64) string {
@@ -283,13 +286,14 @@ func trim(v float64) string {
 
 // Plan is plan's table: each offer's totals by billing mode, what to buy
 // and why, with spot's risk, the break-even and the checkpoint interval.
-func Plan(w io.Writer, plan *billing.Plan, deadline string) error {
-	fmt.Fprintf(w, "amounts in %s\n\n", plan.Currency)
-	dlHead := "P(DEADLINE)"
+func Plan(w io.Writer, tr *i18n.Printer, plan *billing.Plan, deadline string) error {
+	tr.Fprintf(w, "amounts in %s\n\n", currencyName(tr, plan.Currency))
+	dlHead := tr.T("P(DEADLINE)")
 	if deadline != "" {
 		dlHead = "P(<=" + deadline + ")"
 	}
-	tab := report.NewTab("OFFER", "BUY", "ON_DEMAND", "SUBSCRIPTION", "SPOT", "SPOT P50/P90", "HOURS P50/P90", dlHead, "BREAK-EVEN", "CKPT YOUNG/DALY", "LOST")
+	tab := report.NewTab(tr.T("OFFER"), tr.T("BUY"), tr.T("ON_DEMAND"), tr.T("SUBSCRIPTION"), tr.T("SPOT"), tr.T("SPOT P50/P90"), tr.T("HOURS P50/P90"), dlHead,
+		tr.T("BREAK-EVEN"), tr.T("CKPT YOUNG/DALY"), tr.T("LOST"))
 	for _, o := range plan.Offers {
 		cell := func(plan string) string {
 			v, ok := o.Totals[plan]
@@ -314,17 +318,17 @@ func Plan(w io.Writer, plan *billing.Plan, deadline string) error {
 		be := "-"
 		for _, b := range o.BreakEven {
 			if b.Period == catalog.PeriodMonth {
-				be = fmt.Sprintf("%.0f h/month (%.1f h/day)", b.Hours, b.HoursPerDay)
+				be = tr.Tf("%.0f h/month (%.1f h/day)", b.Hours, b.HoursPerDay)
 			} else if be == "-" {
-				be = fmt.Sprintf("%.0f h/%s", b.Hours, b.Period)
+				be = tr.Tf("%.0f h/%s", b.Hours, periodName(tr, b.Period))
 			}
 		}
 		ck, lost := "-", "-"
 		if c := o.Checkpoint; c != nil {
-			ck = fmt.Sprintf("%.0f/%.0f min", c.YoungMinutes, c.DalyMinutes)
+			ck = tr.Tf("%.0f/%.0f min", c.YoungMinutes, c.DalyMinutes)
 			lost = report.Percent(c.LostFraction)
 		}
-		buy := o.Recommendation
+		buy := planName(tr, o.Recommendation)
 		if buy == "" {
 			buy = "-"
 		}
@@ -334,19 +338,19 @@ func Plan(w io.Writer, plan *billing.Plan, deadline string) error {
 		return err
 	}
 	for _, n := range plan.Notes {
-		fmt.Fprintf(w, "\nnote: %s\n", n)
+		tr.Fprintf(w, "\nnote: %s\n", n)
 	}
-	why := "why:"
+	why := tr.T("why:")
 	if slices.ContainsFunc(plan.Offers, func(o billing.OfferPlan) bool {
 		return slices.ContainsFunc(o.Bills, func(b billing.Bill) bool { return b.TotalIsLowerBound })
 	}) {
-		why = "why (≥: the total is the least it can be, fees no source confirmed counted as 0):"
+		why = tr.T("why (≥: the total is the least it can be, fees no source confirmed counted as 0):")
 	}
 	fmt.Fprintln(w, "\n"+why)
 	for _, o := range plan.Offers {
 		fmt.Fprintf(w, "  %s: %s\n", o.Offer, o.Reason)
 		for _, n := range o.Notes {
-			fmt.Fprintf(w, "    note: %s\n", n)
+			tr.Fprintf(w, "    note: %s\n", n)
 		}
 		// The bills' warnings, each once: the unknown fees above all,
 		// which the table's totals leave out.
@@ -355,7 +359,7 @@ func Plan(w io.Writer, plan *billing.Plan, deadline string) error {
 			for _, wn := range b.Warnings {
 				if !slices.Contains(seen, wn) {
 					seen = append(seen, wn)
-					fmt.Fprintf(w, "    warning: %s\n", wn)
+					tr.Fprintf(w, "    warning: %s\n", wn)
 				}
 			}
 		}
@@ -364,8 +368,8 @@ func Plan(w io.Writer, plan *billing.Plan, deadline string) error {
 	for i, o := range plan.Offers {
 		offers[i], ages[i] = o.Offer, o.PriceAgeDays
 	}
-	if line := priceDates(offers, ages); line != "" {
-		fmt.Fprintf(w, "\nprices: %s\n", line)
+	if line := priceDates(tr, offers, ages); line != "" {
+		tr.Fprintf(w, "\nprices: %s\n", line)
 	}
 	return nil
 }
@@ -373,27 +377,29 @@ func Plan(w io.Writer, plan *billing.Plan, deadline string) error {
 // Inference is plan --inference's table: what each offer serves and costs
 // a day against the APIs, and the sourced rates behind it (rated: the
 // throughput is the catalog's, not --tokens-per-second).
-func Inference(w io.Writer, res *billing.Inference, rated bool) error {
+func Inference(w io.Writer, tr *i18n.Printer, res *billing.Inference, rated bool) error {
 	// The utilisation changes INSTANCES and RENT/1M: the header says which
 	// one they were computed at.
-	load := "full load"
+	load := tr.T("full load")
+	pct := strconv.FormatFloat(res.Utilisation*100, 'g', 4, 64)
 	if res.Utilisation < 1 {
-		load = strconv.FormatFloat(res.Utilisation*100, 'g', 4, 64) + "% load"
+		load = tr.Tf("%s%% load", pct)
 	}
-	fmt.Fprintf(w, "%s model, %.0f output and %.0f input tokens a day, instances at %s; cheapest API: %s at %.4f in, %.4f out %s per 1M\n\n",
-		res.Model, res.TokensPerDay, res.InputTokensPerDay, load, res.API, res.APIInputPerM, res.APIPerM, res.Currency)
-	rentHead := "RENT/1M (FULL LOAD)"
+	tr.Fprintf(w, "%s model, %.0f output and %.0f input tokens a day, instances at %s; cheapest API: %s at %.4f in, %.4f out %s per 1M\n\n",
+		res.Model, res.TokensPerDay, res.InputTokensPerDay, load, res.API, res.APIInputPerM, res.APIPerM, currencyName(tr, res.Currency))
+	rentHead := tr.T("RENT/1M (FULL LOAD)")
 	if res.Utilisation < 1 {
-		rentHead = "RENT/1M (AT " + strings.ToUpper(load) + ")"
+		rentHead = tr.Tf("RENT/1M (AT %s%% LOAD)", pct)
 	}
-	tab := report.NewTab("OFFER", "GPU", "TOK/S", "INSTANCES", "RENT/DAY", "API/DAY", rentHead, "BEATS APIS", "BREAK-EVEN TOK/DAY", "CHEAPER")
+	tab := report.NewTab(tr.T("OFFER"), tr.T("GPU"), tr.T("TOK/S"), tr.T("INSTANCES"), tr.T("RENT/DAY"), tr.T("API/DAY"), rentHead, tr.T("BEATS APIS"),
+		tr.T("BREAK-EVEN TOK/DAY"), tr.T("CHEAPER"))
 	for _, o := range res.Offers {
-		be := "never"
+		be := tr.T("never")
 		if o.BreakEvenTokensDay != nil {
 			be = fmt.Sprintf("%.3g", *o.BreakEvenTokensDay)
 		}
 		tab.Row(o.Offer, o.GPU, fmt.Sprintf("%.0f", o.TokensPerSecond), fmt.Sprint(o.Instances), report.Money(o.RentPerDay), report.Money(o.APIPerDay),
-			fmt.Sprintf("%.4f", o.RentPerMillion), fmt.Sprintf("%d of %d", o.CheaperThanAPIs, len(res.APIs)), be, o.Cheaper)
+			fmt.Sprintf("%.4f", o.RentPerMillion), tr.Tf("%d of %d", o.CheaperThanAPIs, len(res.APIs)), be, cheaperName(tr, o.Cheaper))
 	}
 	if err := tab.Write(w); err != nil {
 		return err
@@ -401,7 +407,7 @@ func Inference(w io.Writer, res *billing.Inference, rated bool) error {
 	// Every API compared with, so a user who cannot use the cheapest sees
 	// how renting fares against the one they can.
 	fmt.Fprintln(w)
-	apiTab := report.NewTab("API", "IN/1M", "OUT/1M", "PER DAY", "SOURCE", "AS OF")
+	apiTab := report.NewTab(tr.T("API"), tr.T("IN/1M"), tr.T("OUT/1M"), tr.T("PER DAY"), tr.T("SOURCE"), tr.T("AS OF"))
 	for _, a := range res.APIs {
 		apiTab.Row(a.Provider, fmt.Sprintf("%.4f", a.InputPerM), fmt.Sprintf("%.4f", a.OutputPerM), report.Money(a.PerDay), a.Source, a.AsOf)
 	}
@@ -420,7 +426,7 @@ func Inference(w io.Writer, res *billing.Inference, rated bool) error {
 		}
 	}
 	if len(notes) > 0 {
-		fmt.Fprintf(w, "\nnotes:\n%s\n", strings.Join(notes, "\n"))
+		tr.Fprintf(w, "\nnotes:\n%s\n", strings.Join(notes, "\n"))
 	}
 	// TOK/S decides every row, and each rate in the table was measured
 	// with one model, precision and server version: say which.
@@ -435,11 +441,11 @@ func Inference(w io.Writer, res *billing.Inference, rated bool) error {
 				sources = append(sources, r.Source)
 			}
 		}
-		fmt.Fprintf(w, "\nthroughput (TOK/S): %s tok/s (%s); an instance with more GPUs is rated as replicas of the size, among these that divide it, that serves the most tokens a second; a newer server or another model serves at another rate: give your own measured one with --tokens-per-second\n",
+		tr.Fprintf(w, "\nthroughput (TOK/S): %s tok/s (%s); an instance with more GPUs is rated as replicas of the size, among these that divide it, that serves the most tokens a second; a newer server or another model serves at another rate: give your own measured one with --tokens-per-second\n",
 			strings.Join(rates, ", "), strings.Join(sources, "; "))
 	}
-	if line := priceDates(ids, ages); line != "" {
-		fmt.Fprintf(w, "\nprices: %s\n", line)
+	if line := priceDates(tr, ids, ages); line != "" {
+		tr.Fprintf(w, "\nprices: %s\n", line)
 	}
 	return nil
 }
