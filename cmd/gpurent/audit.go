@@ -109,7 +109,7 @@ func runAudit(ctx context.Context, g *globals, o auditOptions) error {
 		if err := report.WriteJSON(g.stdout, r); err != nil {
 			return err
 		}
-	} else if err := render.Checks(g.stdout, r.Checks, r.Verdict, render.Colorful(g.stdout), false); err != nil {
+	} else if err := render.Checks(g.stdout, g.tr, r.Checks, r.Verdict, render.Colorful(g.stdout), false); err != nil {
 		return err
 	}
 	if r.Verdict == bench.Fail {

@@ -239,7 +239,7 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 		if err := report.WriteJSON(g.stdout, rep); err != nil {
 			return err
 		}
-	} else if err := render.Bench(g.stdout, rep, render.Colorful(g.stdout)); err != nil {
+	} else if err := render.Bench(g.stdout, g.tr, rep, render.Colorful(g.stdout)); err != nil {
 		return err
 	}
 	if rep.Verdict == bench.Fail {

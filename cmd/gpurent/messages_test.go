@@ -51,6 +51,25 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Constants by package: a message may be another package's
+	// (bench.LinkLegend).
+	exported := map[string]ast.Expr{}
+	for dir, files := range pkgs {
+		for _, f := range files {
+			for _, d := range f.Decls {
+				if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+					for _, sp := range g.Specs {
+						vs := sp.(*ast.ValueSpec)
+						for i, n := range vs.Names {
+							if i < len(vs.Values) && n.IsExported() {
+								exported[filepath.Base(dir)+"."+n.Name] = vs.Values[i]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
 	for _, files := range pkgs {
 		consts := map[string]ast.Expr{}
 		for _, f := range files {
@@ -85,6 +104,12 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 				}
 			case *ast.ParenExpr:
 				return literal(e.X)
+			case *ast.SelectorExpr:
+				if x, ok := e.X.(*ast.Ident); ok {
+					if v, ok := exported[x.Name+"."+e.Sel.Name]; ok {
+						return literal(v)
+					}
+				}
 			}
 			return "", false
 		}
@@ -105,7 +130,7 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 					switch {
 					case fn.Sel.Name == "Errorf" && x != nil && x.Name == "usage":
 						arg = 0
-					case fn.Sel.Name == "T" || fn.Sel.Name == "Tf":
+					case fn.Sel.Name == "T" || fn.Sel.Name == "Tf" || fn.Sel.Name == "Textf":
 						arg = 0
 					case fn.Sel.Name == "Fprintf" && (x == nil || x.Name != "fmt"):
 						arg = 1

@@ -20,6 +20,7 @@ import (
 	"github.com/gpurent/gpurent/internal/atomicfile"
 	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/gpuwipe"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/statedir"
@@ -149,13 +150,13 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 			plan.Warnings = append(plan.Warnings, note)
 		}
 	}
-	render.WipePlan(w, plan)
-	render.WipeGPUs(w, gpus)
+	render.WipePlan(w, g.tr, plan)
+	render.WipeGPUs(w, g.tr, gpus)
 
 	execute := o.yes
 	if !o.yes {
 		if in, ok := cmd.InOrStdin().(*os.File); ok && isTerminal(in) && (len(plan.Items) > 0 || len(gpus) > 0) {
-			execute = confirm(in, cmd.ErrOrStderr(), plan, len(gpus))
+			execute = confirm(in, cmd.ErrOrStderr(), g.tr, plan, len(gpus))
 		}
 	}
 	if !execute {
@@ -167,9 +168,9 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 			}
 		}
 		if len(gpus) > 0 {
-			fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was deleted or scrubbed; run again with --yes to delete and scrub what is listed")
+			g.tr.Fprintf(cmd.ErrOrStderr(), "dry run: nothing was deleted or scrubbed; run again with --yes to delete and scrub what is listed\n")
 		} else {
-			fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was deleted; run again with --yes to delete what is listed")
+			g.tr.Fprintf(cmd.ErrOrStderr(), "dry run: nothing was deleted; run again with --yes to delete what is listed\n")
 		}
 		if g.output == report.JSON {
 			r := wipe.DryRun(plan, time.Now().UTC())
@@ -198,7 +199,7 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 	r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Save: func(r *wipe.Report) error { return saveReport(o.reportPath, r) },
 		Done: func(it wipe.Result) {
 			if it.Status == wipe.Removed {
-				fmt.Fprintf(w, "removed %s (%s)\n", report.Safe(render.WipeTarget(it)), report.Bytes(it.Freed))
+				g.tr.Fprintf(w, "removed %s (%s)\n", report.Safe(render.WipeTarget(it)), report.Bytes(it.Freed))
 			}
 		}})
 	// The GPUs last, once the files are gone: a scrub holds every free
@@ -216,9 +217,9 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 			}
 		})
 		err = serr
-		render.WipeGPUs(w, r.GPUs)
+		render.WipeGPUs(w, g.tr, r.GPUs)
 	}
-	render.WipeOutcome(w, r, o.reportPath)
+	render.WipeOutcome(w, g.tr, r, o.reportPath)
 	if g.output == report.JSON {
 		if jerr := report.WriteJSON(g.stdout, r); jerr != nil && err == nil {
 			err = jerr
@@ -328,14 +329,22 @@ func dockerCLI(ctx context.Context, args ...string) ([]byte, error) {
 	return exec.CommandContext(ctx, bin, args...).CombinedOutput()
 }
 
-func confirm(in io.Reader, w io.Writer, p *wipe.Plan, gpus int) bool {
+// confirm asks whether to carry out the plan: yes goes on, and in Chinese
+// 是 too; anything else, or nothing, is no.
+func confirm(in io.Reader, w io.Writer, tr *i18n.Printer, p *wipe.Plan, gpus int) bool {
 	if gpus > 0 {
-		fmt.Fprintf(w, "delete these %s (%s) and scrub the free memory of %s? type yes to go on: ", report.Count(len(p.Items), "item"), report.Bytes(p.Bytes), report.Count(gpus, "GPU"))
+		tr.Fprintf(w, "delete these %s (%s) and scrub the free memory of %s? type yes to go on: ", render.Count(tr, len(p.Items), "item"), report.Bytes(p.Bytes), render.Count(tr, gpus, "GPU"))
 	} else {
-		fmt.Fprintf(w, "delete these %s (%s)? type yes to go on: ", report.Count(len(p.Items), "item"), report.Bytes(p.Bytes))
+		tr.Fprintf(w, "delete these %s (%s)? type yes to go on: ", render.Count(tr, len(p.Items), "item"), report.Bytes(p.Bytes))
 	}
 	line, _ := bufio.NewReader(in).ReadString('\n')
-	return strings.TrimSpace(line) == "yes"
+	switch strings.TrimSpace(line) {
+	case "yes":
+		return true
+	case "是":
+		return tr.Lang() == i18n.Chinese
+	}
+	return false
 }
 
 // checkBackups runs the backup check on every checkpoint directory of the

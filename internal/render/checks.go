@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/check"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/report"
 )
@@ -31,12 +32,12 @@ func terminal(w io.Writer) (*os.File, bool) {
 	return f, ok && term.IsTerminal(int(f.Fd()))
 }
 
-// paint colours a status on a terminal.
-func paint(s string, color bool) string {
+// paintAs colours s, the word for status, on a terminal.
+func paintAs(s, status string, color bool) string {
 	if !color {
 		return s
 	}
-	code := map[string]string{check.Pass: "32", check.Warn: "33", check.Fail: "31;1", check.Skip: "2"}[strings.ToLower(s)]
+	code := map[string]string{check.Pass: "32", check.Warn: "33", check.Fail: "31;1", check.Skip: "2"}[status]
 	if code == "" {
 		return s
 	}
@@ -45,21 +46,21 @@ func paint(s string, color bool) string {
 
 // Bench is bench's verdict: the checks, the advice and the verdict, and a
 // word where no GPU was found to check.
-func Bench(w io.Writer, r *bench.Report, color bool) error {
-	if err := linkMatrix(w, r); err != nil {
+func Bench(w io.Writer, tr *i18n.Printer, r *bench.Report, color bool) error {
+	if err := linkMatrix(w, tr, r); err != nil {
 		return err
 	}
-	if err := copyMatrix(w, r); err != nil {
+	if err := copyMatrix(w, tr, r); err != nil {
 		return err
 	}
-	if err := Checks(w, r.Checks, r.Verdict, color, true); err != nil {
+	if err := Checks(w, tr, r.Checks, r.Verdict, color, true); err != nil {
 		return err
 	}
 	for _, c := range r.Checks {
 		if c.ID == "gpu.present" && c.Status == check.Skip {
 			// A container started without GPU access passes every host
 			// check; the verdict alone would read as "the GPU is fine".
-			_, err := fmt.Fprintln(w, "(the host only: no GPU was found, so none was checked; --expect MODEL or --expect-gpus N makes that a failure)")
+			_, err := fmt.Fprintln(w, tr.T("(the host only: no GPU was found, so none was checked; --expect MODEL or --expect-gpus N makes that a failure)"))
 			return err
 		}
 	}
@@ -69,33 +70,55 @@ func Bench(w io.Writer, r *bench.Report, color bool) error {
 // Checks prints checks as a table, the advice of those that are not
 // a pass, and the verdict; bench and audit share it. withValues adds the
 // measured and expected columns.
-func Checks(w io.Writer, checks []check.Check, verdict string, color, withValues bool) error {
-	tab := report.NewTab("CHECK", "STATUS", "EVIDENCE")
+func Checks(w io.Writer, tr *i18n.Printer, checks []check.Check, verdict string, color, withValues bool) error {
+	tab := report.NewTab(tr.T("CHECK"), tr.T("STATUS"), tr.T("EVIDENCE"))
 	if withValues {
-		tab = report.NewTab("CHECK", "STATUS", "MEASURED", "EXPECTED", "EVIDENCE")
+		tab = report.NewTab(tr.T("CHECK"), tr.T("STATUS"), tr.T("MEASURED"), tr.T("EXPECTED"), tr.T("EVIDENCE"))
 	}
+	statusOf := map[string]string{} // a status's word back to the status, for its colour
 	for _, c := range checks {
+		word := statusName(tr, c.Status)
+		statusOf[word] = c.Status
 		if withValues {
-			tab.Row(c.ID, c.Status, value(c.Measured, c.Unit), value(c.Expected, c.Unit), c.Evidence)
+			tab.Row(c.ID, word, value(c.Measured, c.Unit), value(c.Expected, c.Unit), c.Evidence)
 		} else {
-			tab.Row(c.ID, c.Status, c.Evidence)
+			tab.Row(c.ID, word, c.Evidence)
 		}
 	}
-	tab.Paint(1, func(s string) string { return paint(s, color) })
+	tab.Paint(1, func(s string) string { return paintAs(s, statusOf[s], color) })
 	if err := tab.Write(w); err != nil {
 		return err
 	}
 	var advice []string
 	for _, c := range checks {
 		if c.Advice != "" && (c.Status == check.Fail || c.Status == check.Warn) {
-			advice = append(advice, fmt.Sprintf("  %s %s: %s", paint(c.Status, color), c.ID, report.Safe(c.Advice)))
+			advice = append(advice, fmt.Sprintf("  %s %s: %s", paintAs(statusName(tr, c.Status), c.Status, color), c.ID, report.Safe(c.Advice)))
 		}
 	}
 	if len(advice) > 0 {
-		fmt.Fprintf(w, "\nadvice:\n%s\n", strings.Join(advice, "\n"))
+		tr.Fprintf(w, "\nadvice:\n%s\n", strings.Join(advice, "\n"))
 	}
-	fmt.Fprintf(w, "\nverdict: %s\n", paint(strings.ToUpper(verdict), color))
+	v := strings.ToUpper(verdict)
+	if tr.Lang() != i18n.English {
+		v = statusName(tr, verdict)
+	}
+	tr.Fprintf(w, "\nverdict: %s\n", paintAs(v, verdict, color))
 	return nil
+}
+
+// statusName is a check's status in the printer's language.
+func statusName(tr *i18n.Printer, status string) string {
+	switch status {
+	case check.Pass:
+		return tr.T("pass")
+	case check.Warn:
+		return tr.T("warn")
+	case check.Fail:
+		return tr.T("fail")
+	case check.Skip:
+		return tr.T("skip")
+	}
+	return status
 }
 
 // value is a measured or expected value with its unit, "-" for none.
@@ -169,7 +192,7 @@ func gpuHead(devs []probe.Device) []string {
 
 // linkMatrix prints what joins each pair of GPUs, as nvidia-smi topo -m
 // lays it out, on a machine with two or more.
-func linkMatrix(w io.Writer, r *bench.Report) error {
+func linkMatrix(w io.Writer, tr *i18n.Printer, r *bench.Report) error {
 	m := bench.LinkMatrix(r.Facts.GPU)
 	if m == nil {
 		return nil
@@ -202,19 +225,19 @@ func linkMatrix(w io.Writer, r *bench.Report) error {
 		}
 		tab.Row(cells...)
 	}
-	fmt.Fprintln(w, "links between the GPUs:")
+	fmt.Fprintln(w, tr.T("links between the GPUs:"))
 	if err := tab.Write(w); err != nil {
 		return err
 	}
 	if len(names) > 0 {
 		fmt.Fprintln(w, strings.Join(names, "; "))
 	}
-	_, err := fmt.Fprintf(w, "(%s)\n\n", bench.LinkLegend)
+	_, err := fmt.Fprintf(w, "(%s)\n\n", tr.T(bench.LinkLegend))
 	return err
 }
 
 // copyMatrix prints the GPU-to-GPU copy bandwidth, row to column.
-func copyMatrix(w io.Writer, r *bench.Report) error {
+func copyMatrix(w io.Writer, tr *i18n.Printer, r *bench.Report) error {
 	m := bench.CopyMatrix(r.Facts)
 	if m == nil {
 		return nil
@@ -224,7 +247,7 @@ func copyMatrix(w io.Writer, r *bench.Report) error {
 	for i, row := range m {
 		tab.Row(append([]string{head[i+1]}, row...)...)
 	}
-	fmt.Fprintln(w, "GPU-to-GPU copies, GB/s from row to column:")
+	fmt.Fprintln(w, tr.T("GPU-to-GPU copies, GB/s from row to column:"))
 	if err := tab.Write(w); err != nil {
 		return err
 	}

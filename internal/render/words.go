@@ -11,29 +11,34 @@ import (
 // the code's own words (report.Count's plurals, the plan's JSON name), so
 // its output is what it always was.
 
-// days is "30 days" ("1 day").
-func days(tr *i18n.Printer, n int) string {
+// Count is "3 items" ("1 item"): report.Count in English, and the
+// counting words of the printer's language for the nouns gpurent counts.
+func Count(tr *i18n.Printer, n int, noun string) string {
 	if tr.Lang() == i18n.English {
-		return report.Count(n, "day")
+		return report.Count(n, noun)
 	}
-	return tr.Tf("%d days", n)
+	switch noun {
+	case "day":
+		return tr.Tf("%d days", n)
+	case "start":
+		return tr.Tf("%d starts", n)
+	case "row":
+		return tr.Tf("%d rows", n)
+	case "item":
+		return tr.Tf("%d items", n)
+	case "file":
+		return tr.Tf("%d files", n)
+	case "path":
+		return tr.Tf("%d paths", n)
+	case "GPU":
+		return tr.Tf("%d GPUs", n)
+	}
+	return report.Count(n, noun)
 }
 
-// starts is "10 starts".
-func starts(tr *i18n.Printer, n int) string {
-	if tr.Lang() == i18n.English {
-		return report.Count(n, "start")
-	}
-	return tr.Tf("%d starts", n)
-}
-
-// rows is "2 rows".
-func rows(tr *i18n.Printer, n int) string {
-	if tr.Lang() == i18n.English {
-		return report.Count(n, "row")
-	}
-	return tr.Tf("%d rows", n)
-}
+func days(tr *i18n.Printer, n int) string   { return Count(tr, n, "day") }
+func starts(tr *i18n.Printer, n int) string { return Count(tr, n, "start") }
+func rows(tr *i18n.Printer, n int) string   { return Count(tr, n, "row") }
 
 // currencyName names a currency as amounts are read in it: the code in
 // English, 元 (CNY) and 美元 (USD) in Chinese.

@@ -1,0 +1,49 @@
+package i18n
+
+import "encoding/json"
+
+// Text is a message with its arguments, for a package that says something
+// a person reads (a bill's warning, a plan's reason) without knowing the
+// reader's language: its String and its JSON are the English, so scripts
+// read what they always did, and a Printer writes it in its language.
+// An argument that is itself a Text is written in the same language.
+type Text struct {
+	Format string
+	Args   []any
+}
+
+// Textf is the message format with args. format must be a literal, as for
+// Printer.Tf.
+func Textf(format string, args ...any) Text { return Text{Format: format, Args: args} }
+
+// String is the English text.
+func (t Text) String() string { return (*Printer)(nil).Text(t) }
+
+// MarshalJSON writes the English text, as a string.
+func (t Text) MarshalJSON() ([]byte, error) { return json.Marshal(t.String()) }
+
+// IsZero reports a Text never set.
+func (t Text) IsZero() bool { return t.Format == "" && len(t.Args) == 0 }
+
+// Text writes t in the printer's language.
+func (p *Printer) Text(t Text) string {
+	args := t.Args
+	for i, a := range t.Args {
+		if s, ok := a.(Text); ok {
+			if &args[0] == &t.Args[0] {
+				args = append([]any(nil), t.Args...)
+			}
+			args[i] = p.Text(s)
+		}
+	}
+	return Sprintf(p.Lookup(t.Format), args...)
+}
+
+// Texts writes each of ts in the printer's language.
+func (p *Printer) Texts(ts []Text) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = p.Text(t)
+	}
+	return out
+}
