@@ -136,6 +136,18 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 						arg = 1
 					}
 				}
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Plural" && len(call.Args) == 3 {
+					for _, a := range call.Args[1:] {
+						pos := fset.Position(a.Pos())
+						at := strings.TrimPrefix(pos.Filename, root+string(filepath.Separator)) + ":" + strconv.Itoa(pos.Line)
+						if s, ok := literal(a); ok {
+							keys[s] = append(keys[s], at)
+						} else {
+							problems = append(problems, at+": the message is not a literal")
+						}
+					}
+					return true
+				}
 				if arg < 0 || len(call.Args) <= arg {
 					return true
 				}

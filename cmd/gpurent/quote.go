@@ -97,7 +97,7 @@ func runQuote(g *globals, o *quoteOptions, fs *pflag.FlagSet) error {
 	if len(q.Bills) > 0 {
 		cheapest = q.Bills[0].Total
 	}
-	if n := billing.VariantNote(p, o.task.Variants(p, cat.Offers), cat.Rates, opt, cheapest); n != "" {
+	if n := billing.VariantNote(p, o.task.Variants(p, cat.Offers), cat.Rates, opt, cheapest); !n.IsZero() {
 		q.Notes = append(q.Notes, n)
 	}
 	q.Top(o.top)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
 )
@@ -20,14 +21,14 @@ type Reach struct {
 	Currency string  `json:"currency"`
 	Budget   float64 `json:"budget"`
 	// Rates are the exchange rates used, as Quote's.
-	Rates []string `json:"rates,omitempty"`
+	Rates []i18n.Text `json:"rates,omitempty"`
 	// Plans are the plans the budget buys any hours of, most hours first.
 	Plans []Afforded `json:"plans"`
 	// Notes say what was left out and why (plans whose fixed costs alone
 	// exceed the budget), as Quote's notes do.
-	Notes []string `json:"notes,omitempty"`
+	Notes []i18n.Text `json:"notes,omitempty"`
 
-	used map[string]string // as Quote's
+	used map[string]i18n.Text // as Quote's
 }
 
 // Top keeps the n plans that give the most hours (all when n is 0), and
@@ -214,29 +215,29 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 		}
 	}
 	if spanGiven && full > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("the budget buys the whole span, %s h, on %s: a longer span (--days) shows how far it goes",
-			trimFloat(whole), report.Count(full, "plan")))
+		r.Notes = append(r.Notes, i18n.Textf("the budget buys the whole span, %s h, on %s: a longer span (--days) shows how far it goes",
+			trimFloat(whole), i18n.Plural(full, "%d plan", "%d plans")))
 	}
 	if most > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("the budget buys a century of compute or more on %s: the search stops at %d h", report.Count(most, "plan"), maxHours-1))
+		r.Notes = append(r.Notes, i18n.Textf("the budget buys a century of compute or more on %s: the search stops at %d h", i18n.Plural(most, "%d plan", "%d plans"), maxHours-1))
 	}
 	if none > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("%s left out: even the fewest hours cost more than %s %s (storage over the span, boot fees or a subscription's shortest period cost that much whatever the hours)",
-			report.Count(none, "plan"), report.Money(budget), cur))
+		r.Notes = append(r.Notes, i18n.Textf("%s left out: even the fewest hours cost more than %s %s (storage over the span, boot fees or a subscription's shortest period cost that much whatever the hours)",
+			i18n.Plural(none, "%d plan", "%d plans"), report.Money(budget), cur))
 	}
 	if len(never) > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("spot left out on %s (%s): at the interruption rate even an hour of work would practically never finish; checkpoint settings (--ckpt-every) price a job that resumes",
-			report.Count(len(never), "offer"), strings.Join(never, ", ")))
+		r.Notes = append(r.Notes, i18n.Textf("spot left out on %s (%s): at the interruption rate even an hour of work would practically never finish; checkpoint settings (--ckpt-every) price a job that resumes",
+			i18n.Plural(len(never), "%d offer", "%d offers"), strings.Join(never, ", ")))
 	}
 	r.Notes = append(r.Notes, opt.Notes...)
 	// Of quote's notes, those that do not speak of a number of hours.
-	for _, n := range []string{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers)} {
-		if n != "" {
+	for _, n := range []i18n.Text{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers)} {
+		if !n.IsZero() {
 			r.Notes = append(r.Notes, n)
 		}
 	}
 	if c := p.Checkpoint; c != nil && c.SizeGB > 0 && c.Every > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("egress includes a checkpoint upload of %g GB every %s of compute, to a store outside the provider, at each plan's hours",
+		r.Notes = append(r.Notes, i18n.Textf("egress includes a checkpoint upload of %g GB every %s of compute, to a store outside the provider, at each plan's hours",
 			c.SizeGB, units.FormatDuration(time.Duration(c.Every))))
 	}
 	r.Rates = rateLines(used, r.bills())

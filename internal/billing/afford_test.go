@@ -39,7 +39,7 @@ func TestAffordWorkedExample(t *testing.T) {
 			t.Fatal(err)
 		}
 		if tc.hours == 0 {
-			if len(r.Plans) != 0 || len(r.Notes) == 0 || !strings.HasPrefix(r.Notes[0], "1 plan left out: even the fewest hours cost more than 55.00 USD") {
+			if len(r.Plans) != 0 || len(r.Notes) == 0 || !strings.HasPrefix(r.Notes[0].String(), "1 plan left out: even the fewest hours cost more than 55.00 USD") {
 				t.Errorf("budget %v: %+v, want none and a note", tc.budget, r)
 			}
 			continue
@@ -175,8 +175,8 @@ func TestAffordSpotThatNeverFinishes(t *testing.T) {
 	if len(r.Plans) != 1 || r.Plans[0].Bill.Plan != OnDemand || r.Plans[0].Hours != 12 {
 		t.Errorf("plans %+v, want on demand's 12 h", r.Plans)
 	}
-	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "spot left out on 1 offer (t): ") }) {
-		t.Errorf("notes %q", r.Notes)
+	if !slices.ContainsFunc(strs(r.Notes), func(n string) bool { return strings.HasPrefix(n, "spot left out on 1 offer (t): ") }) {
+		t.Errorf("notes %q", strs(r.Notes))
 	}
 }
 

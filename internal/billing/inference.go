@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
-	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Throughput is a measured serving rate: aggregate output tokens per second
@@ -108,10 +108,10 @@ type InferenceOffer struct {
 	ThroughputSource string `json:"throughput_source"`
 	// AsOf, PriceDate and PriceAgeDays are as in Bill; Notes warns of
 	// prices that are old, undated or dated after today.
-	AsOf         string   `json:"as_of"`
-	PriceDate    string   `json:"price_date,omitempty"`
-	PriceAgeDays *int     `json:"price_age_days,omitempty"`
-	Notes        []string `json:"notes,omitempty"`
+	AsOf         string      `json:"as_of"`
+	PriceDate    string      `json:"price_date,omitempty"`
+	PriceAgeDays *int        `json:"price_age_days,omitempty"`
+	Notes        []i18n.Text `json:"notes,omitempty"`
 }
 
 // InferenceAPI is one API price compared with, in the plan's currency.
@@ -142,7 +142,7 @@ type Inference struct {
 	Offers []InferenceOffer `json:"offers"`
 	// Notes count the offers left out, and why: an offer with no measured
 	// rate silently missing would read as not sold.
-	Notes []string `json:"notes,omitempty"`
+	Notes []i18n.Text `json:"notes,omitempty"`
 }
 
 // KnownModels are the models with a measured rate or a sourced API price,
@@ -373,8 +373,8 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 			RentPerDay: float64(n) * 24 * hourly, RentPerMillion: hourly / (tps * 3600 * util) * 1e6,
 			APIPerDay: apiPerDay, ThroughputSource: src, AsOf: o.AsOf,
 		}
-		var stale string
-		if io.PriceDate, io.PriceAgeDays, stale = priceAge(o, q.Today); stale != "" {
+		var stale i18n.Text
+		if io.PriceDate, io.PriceAgeDays, stale = priceAge(o, q.Today); !stale.IsZero() {
 			io.Notes = append(io.Notes, stale)
 		}
 		if io.RentPerMillion < apiPerM {
@@ -396,15 +396,15 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 		return nil, fmt.Errorf("no offer of this GPU has a measured throughput for %s with an on-demand price; pass --tokens-per-second", model)
 	}
 	if unrated > 0 {
-		more := ""
+		var more i18n.Text
 		if len(noRate) > 12 {
-			noRate, more = noRate[:12], fmt.Sprintf(" and %d more", len(noRate)-12)
+			noRate, more = noRate[:12], i18n.Textf(" and %d more", len(noRate)-12)
 		}
-		res.Notes = append(res.Notes, fmt.Sprintf("%s left out: no measured %s rate on %s%s; measure one and pass --tokens-per-second",
-			report.Count(unrated, "offer"), model, strings.Join(noRate, ", "), more))
+		res.Notes = append(res.Notes, i18n.Textf("%s left out: no measured %s rate on %s%s; measure one and pass --tokens-per-second",
+			i18n.Plural(unrated, "%d offer", "%d offers"), model, strings.Join(noRate, ", "), more))
 	}
 	if noPrice > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%s left out: no on-demand price (renting to serve all day is priced on demand)", report.Count(noPrice, "offer")))
+		res.Notes = append(res.Notes, i18n.Textf("%s left out: no on-demand price (renting to serve all day is priced on demand)", i18n.Plural(noPrice, "%d offer", "%d offers")))
 	}
 	sort.SliceStable(res.Offers, func(i, j int) bool { return res.Offers[i].RentPerDay < res.Offers[j].RentPerDay })
 	return res, nil

@@ -268,7 +268,7 @@ func TestPlanInferenceMemory(t *testing.T) {
 		"3 offers left out: no measured 70B rate on A100 SXM, A100 40GB; measure one and pass --tokens-per-second",
 		"1 offer left out: no on-demand price (renting to serve all day is priced on demand)",
 	}
-	if strings.Join(res.Notes, "\n") != strings.Join(want, "\n") {
-		t.Errorf("notes\n%s\nwant\n%s", strings.Join(res.Notes, "\n"), strings.Join(want, "\n"))
+	if strings.Join(strs(res.Notes), "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes\n%s\nwant\n%s", strings.Join(strs(res.Notes), "\n"), strings.Join(want, "\n"))
 	}
 }

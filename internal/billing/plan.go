@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -57,7 +58,7 @@ type OfferPlan struct {
 	Instances      int                `json:"instances"`
 	BreakEven      []BreakEven        `json:"break_even"`
 	Recommendation string             `json:"recommendation"`
-	Reason         string             `json:"reason"`
+	Reason         i18n.Text          `json:"reason"`
 	Totals         map[string]float64 `json:"totals"` // expected total per plan
 	// Bills are quote's bills of this offer, one per plan of Totals, in
 	// the order on demand, subscription, spot: a script that follows the
@@ -65,7 +66,7 @@ type OfferPlan struct {
 	Bills      []Bill            `json:"bills"`
 	Checkpoint *CheckpointAdvice `json:"checkpoint"`
 	Spot       *SpotRisk         `json:"spot"`
-	Notes      []string          `json:"notes,omitempty"`
+	Notes      []i18n.Text       `json:"notes,omitempty"`
 	// Source, AsOf, PriceDate and PriceAgeDays are as in Bill.
 	Source       string `json:"source"`
 	AsOf         string `json:"as_of"`
@@ -77,7 +78,7 @@ type OfferPlan struct {
 type Plan struct {
 	Currency string      `json:"currency"`
 	Offers   []OfferPlan `json:"offers"`
-	Notes    []string    `json:"notes,omitempty"` // what holds for all offers
+	Notes    []i18n.Text `json:"notes,omitempty"` // what holds for all offers
 }
 
 // PlanOptions adjust the spot simulation.
@@ -165,12 +166,12 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, seed uint64) OfferPlan {
 	op := OfferPlan{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Instances: instances(p, o),
 		BreakEven: []BreakEven{}, Totals: map[string]float64{}, Bills: []Bill{}, Source: o.Source, AsOf: o.AsOf}
-	var stale string
-	if op.PriceDate, op.PriceAgeDays, stale = priceAge(o, opt.Today); stale != "" {
+	var stale i18n.Text
+	if op.PriceDate, op.PriceAgeDays, stale = priceAge(o, opt.Today); !stale.IsZero() {
 		op.Notes = append(op.Notes, stale)
 	}
 	if by := opt.SupersededBy[o.ID]; by != "" && by != o.ID {
-		op.Notes = append(op.Notes, fmt.Sprintf("history: an older reading of this offer; %s is its price now", by))
+		op.Notes = append(op.Notes, i18n.Textf("history: an older reading of this offer; %s is its price now", by))
 	}
 	hourly, odOK := o.OnDemand.Hourly.Value()
 	if odOK {
@@ -197,16 +198,16 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 	if c := p.Checkpoint; hasSpot && c != nil && rateKnown && r.Rate > 0 && c.Write == 0 {
 		// Young's and Daly's interval grows with the write time: at 0 it
 		// is 0, checkpointing without pause, which is no advice.
-		op.Notes = append(op.Notes, "no checkpoint advice: it needs the time to write one checkpoint (--ckpt-write)")
+		op.Notes = append(op.Notes, i18n.Textf("no checkpoint advice: it needs the time to write one checkpoint (--ckpt-write)"))
 	} else if c := p.Checkpoint; hasSpot && c != nil && rateKnown && r.Rate > 0 {
 		iv := OptimalInterval(c.Write.Hours(), 1/r.Rate)
 		op.Checkpoint = &CheckpointAdvice{YoungMinutes: iv.Young * 60, DalyMinutes: iv.Daly * 60, LostFraction: r.LostFraction()}
 	} else if hasSpot && rateKnown && r.Rate == 0 {
-		op.Notes = append(op.Notes, "no checkpoint advice: at 0 interruptions a day the Young and Daly intervals are unbounded; checkpoints then guard against crashes only")
+		op.Notes = append(op.Notes, i18n.Textf("no checkpoint advice: at 0 interruptions a day the Young and Daly intervals are unbounded; checkpoints then guard against crashes only"))
 	} else if hasSpot && rateKnown {
-		op.Notes = append(op.Notes, "no checkpoint advice: it needs checkpoint settings (--ckpt-every, --ckpt-write)")
+		op.Notes = append(op.Notes, i18n.Textf("no checkpoint advice: it needs checkpoint settings (--ckpt-every, --ckpt-write)"))
 	} else if hasSpot {
-		op.Notes = append(op.Notes, "no checkpoint advice: it needs checkpoint settings and a known interruption rate (--interruptions-per-day)")
+		op.Notes = append(op.Notes, i18n.Textf("no checkpoint advice: it needs checkpoint settings and a known interruption rate (--interruptions-per-day)"))
 	}
 
 	// Spot risk by Monte Carlo, priced like the spot bill. A run must end
@@ -228,7 +229,7 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 		// expected bill's other items fixed.
 		fixed := sb.Total - sb.Items[0].Amount - sb.Items[3].Amount + boot*float64(p.Starts)
 		trials, note := simTrials(r, opt.Trials)
-		if note != "" {
+		if !note.IsZero() {
 			op.Notes = append(op.Notes, note)
 		}
 		if trials > 0 {
@@ -244,26 +245,26 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 		}
 	}
 	// Why a spot price this offer has is not judged, for the reason.
-	var spotWhy string
+	var spotWhy i18n.Text
 	switch {
 	case !p.Interruptible || o.Spot == nil || !o.Spot.Hourly.IsKnown():
 	case !hasSpot:
-		spotWhy = "spot is not quoted: at this interruption rate the run would practically never finish (see the note)"
+		spotWhy = i18n.Textf("spot is not quoted: at this interruption rate the run would practically never finish (see the note)")
 		if h, _ := r.Expected(); !neverFinishes(h) {
-			spotWhy = fmt.Sprintf("spot is not quoted: with its interruptions the run expects %s of wall time, more than the span (see the note)", hoursText(h))
+			spotWhy = i18n.Textf("spot is not quoted: with its interruptions the run expects %s of wall time, more than the span (see the note)", hoursText(h))
 		}
 	case !rateKnown:
-		spotWhy = "spot is not judged without an interruption rate (--interruptions-per-day)"
+		spotWhy = i18n.Textf("spot is not judged without an interruption rate (--interruptions-per-day)")
 	case floorRate(o, opt.Options):
 		// The open bucket's lower end: every figure of the run is the
 		// best it can be, and buying on it would be buying on luck.
-		spotWhy = "spot is not judged on an interruption rate known only as a floor (AWS's \">20%\" bucket); give yours with --interruptions-per-day"
+		spotWhy = i18n.Textf("spot is not judged on an interruption rate known only as a floor (AWS's \">20%%\" bucket); give yours with --interruptions-per-day")
 	default:
 		spotWhy = missesDeadline(op.Spot, r, limit, opt.DeadlineHours > 0)
 	}
 	op.Recommendation, op.Reason = recommend(p, op, byPlan, rateKnown, spotWhy)
-	if _, priced := byPlan[Spot]; priced && spotWhy != "" && op.Recommendation != "" && !strings.Contains(op.Reason, spotWhy) {
-		op.Reason += "; not spot: " + spotWhy
+	if _, priced := byPlan[Spot]; priced && !spotWhy.IsZero() && op.Recommendation != "" && !strings.Contains(op.Reason.String(), spotWhy.String()) {
+		op.Reason = i18n.Textf("%s; not spot: %s", op.Reason, spotWhy)
 	}
 	return op
 }
@@ -277,13 +278,13 @@ const DeadlineConfidence = 0.9
 // missesDeadline says why spot cannot be bought for a deadline it would
 // miss too often, or "": by the simulated share of runs that finish in
 // time, or where the runs were not simulated, by the expected wall time.
-func missesDeadline(risk *SpotRisk, r Run, deadline float64, isDeadline bool) string {
+func missesDeadline(risk *SpotRisk, r Run, deadline float64, isDeadline bool) i18n.Text {
 	if deadline <= 0 {
-		return ""
+		return i18n.Text{}
 	}
-	what := "the deadline"
+	what := i18n.Textf("the deadline")
 	if !isDeadline {
-		what = "the end of the span (--days)"
+		what = i18n.Textf("the end of the span (--days)")
 	}
 	if risk != nil && (risk.DeadlineProbability != nil || risk.SpanProbability != nil) {
 		pr := risk.DeadlineProbability
@@ -291,14 +292,14 @@ func missesDeadline(risk *SpotRisk, r Run, deadline float64, isDeadline bool) st
 			pr = risk.SpanProbability
 		}
 		if *pr < DeadlineConfidence {
-			return fmt.Sprintf("spot finishes by %s in only %s of simulated runs (bought at %s or more)", what, report.Percent(*pr), report.Percent(DeadlineConfidence))
+			return i18n.Textf("spot finishes by %s in only %s of simulated runs (bought at %s or more)", what, report.Percent(*pr), report.Percent(DeadlineConfidence))
 		}
-		return ""
+		return i18n.Text{}
 	}
 	if h, _ := r.Expected(); h > deadline {
-		return fmt.Sprintf("spot expects %s of wall time, past %s (%s)", hoursText(h), what, hoursText(deadline))
+		return i18n.Textf("spot expects %s of wall time, past %s (%s)", hoursText(h), what, hoursText(deadline))
 	}
-	return ""
+	return i18n.Text{}
 }
 
 // simBudget bounds the interruptions one offer's Monte Carlo draws, about
@@ -316,16 +317,16 @@ const (
 // simTrials is how many of the asked trials fit simBudget, and a note
 // when that is fewer, or none: then the spot plan is judged on its
 // expected cost, which already says what such a run costs.
-func simTrials(r Run, asked int) (int, string) {
+func simTrials(r Run, asked int) (int, i18n.Text) {
 	_, fails := r.Expected()
 	fit := simBudget / (fails + 1)
 	if float64(asked) <= fit {
-		return asked, ""
+		return asked, i18n.Text{}
 	}
 	if int(fit) < minTrials {
-		return 0, fmt.Sprintf("spot risk not simulated: a run expects %.3g interruptions, too many to draw %d times; judged on the expected cost instead: checkpoint more often (see the Young and Daly interval)", fails, asked)
+		return 0, i18n.Textf("spot risk not simulated: a run expects %.3g interruptions, too many to draw %d times; judged on the expected cost instead: checkpoint more often (see the Young and Daly interval)", fails, asked)
 	}
-	return int(fit), fmt.Sprintf("spot risk from %d trials, not %d: a run expects %.3g interruptions", int(fit), asked, fails)
+	return int(fit), i18n.Textf("spot risk from %d trials, not %d: a run expects %.3g interruptions", int(fit), asked, fails)
 }
 
 // recommend picks the cheapest plan that can be trusted: spot only when the
@@ -335,14 +336,14 @@ func simTrials(r Run, asked int) (int, string) {
 // interruption rate, or a run that would never finish): the reason names
 // it, since "the only plan with a known price" would contradict the spot
 // price the offer lists.
-func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, spotWhy string) (string, string) {
+func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, spotWhy i18n.Text) (string, i18n.Text) {
 	cost := map[string]float64{}
 	for plan, b := range bills {
 		cost[plan] = b.Total
 	}
 	if _, ok := cost[Spot]; ok {
 		switch {
-		case !rateKnown || spotWhy != "":
+		case !rateKnown || !spotWhy.IsZero():
 			delete(cost, Spot)
 		case op.Spot != nil:
 			cost[Spot] = op.Spot.P90Cost
@@ -356,10 +357,10 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, 
 	}
 	switch best {
 	case "":
-		if spotWhy != "" {
-			return "", "spot is the only price known for this offer, and " + spotWhy
+		if !spotWhy.IsZero() {
+			return "", i18n.Textf("spot is the only price known for this offer, and %s", spotWhy)
 		}
-		return "", "no plan could be priced"
+		return "", i18n.Textf("no plan could be priced")
 	case OnDemand:
 		if len(op.BreakEven) > 0 {
 			be := op.BreakEven[0]
@@ -372,28 +373,28 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, 
 			if perDay >= be.HoursPerDay || p.ComputeHours >= be.Hours {
 				// Enough hours, but a period longer than the task's span
 				// is paid whole for days it does not use.
-				return OnDemand, fmt.Sprintf("a %s costs more than paying as you go for these %s h over %s: the span is shorter than the period, which is paid whole",
-					be.Period, trimFloat(p.ComputeHours), report.Count(p.SpanDays, "day"))
+				return OnDemand, i18n.Textf("a %s costs more than paying as you go for these %s h over %s: the span is shorter than the period, which is paid whole",
+					periodText(be.Period), trimFloat(p.ComputeHours), i18n.Plural(p.SpanDays, "%d day", "%d days"))
 			}
-			return OnDemand, fmt.Sprintf("you run %s h a day; a %s pays off above %s h a day (%.0f h a %s): pay as you go",
-				trimFloat(perDay), be.Period, trimFloat(be.HoursPerDay), be.Hours, be.Period)
+			return OnDemand, i18n.Textf("you run %s h a day; a %s pays off above %s h a day (%.0f h a %s): pay as you go",
+				trimFloat(perDay), periodText(be.Period), trimFloat(be.HoursPerDay), be.Hours, periodText(be.Period))
 		}
-		if len(cost) == 1 && spotWhy != "" {
-			return OnDemand, "on demand is the only plan judged: " + spotWhy
+		if len(cost) == 1 && !spotWhy.IsZero() {
+			return OnDemand, i18n.Textf("on demand is the only plan judged: %s", spotWhy)
 		}
 		if len(cost) == 1 {
-			return OnDemand, "on demand is the only plan with a known price for this offer"
+			return OnDemand, i18n.Textf("on demand is the only plan with a known price for this offer")
 		}
-		return OnDemand, "no subscription or usable spot price beats it for this task"
+		return OnDemand, i18n.Textf("no subscription or usable spot price beats it for this task")
 	case Subscription:
 		b := bills[Subscription]
 		if od, ok := cost[OnDemand]; ok && b.Schedule == SchedulePacked {
-			return Subscription, fmt.Sprintf("%s costs %.2f vs %.2f on demand, with the hours run inside the subscribed days rather than evenly over %d days", b.Detail, b.Total, od, p.SpanDays)
+			return Subscription, i18n.Textf("%s costs %.2f vs %.2f on demand, with the hours run inside the subscribed days rather than evenly over %d days", b.Detail, b.Total, od, p.SpanDays)
 		}
 		if od, ok := cost[OnDemand]; ok {
-			return Subscription, fmt.Sprintf("%s costs %.2f vs %.2f on demand: %s h over %d days is above the break-even", b.Detail, b.Total, od, trimFloat(p.ComputeHours), p.SpanDays)
+			return Subscription, i18n.Textf("%s costs %.2f vs %.2f on demand: %s h over %d days is above the break-even", b.Detail, b.Total, od, trimFloat(p.ComputeHours), p.SpanDays)
 		}
-		return Subscription, fmt.Sprintf("%s: the offer is sold by subscription only", b.Detail)
+		return Subscription, i18n.Textf("%s: the offer is sold by subscription only", b.Detail)
 	default:
 		other := math.Inf(1)
 		for _, plan := range []string{OnDemand, Subscription} {
@@ -402,11 +403,22 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, 
 			}
 		}
 		if math.IsInf(other, 1) {
-			return Spot, "spot is the only price known for this offer"
+			return Spot, i18n.Textf("spot is the only price known for this offer")
 		}
 		if p.Checkpoint == nil {
-			return Spot, fmt.Sprintf("even at its P90 cost (%.2f) spot beats %.2f, each interruption restarting the job from the beginning", bestCost, other)
+			return Spot, i18n.Textf("even at its P90 cost (%.2f) spot beats %.2f, each interruption restarting the job from the beginning", bestCost, other)
 		}
-		return Spot, fmt.Sprintf("even at its P90 cost (%.2f) spot beats %.2f, and the job resumes from checkpoints", bestCost, other)
+		return Spot, i18n.Textf("even at its P90 cost (%.2f) spot beats %.2f, and the job resumes from checkpoints", bestCost, other)
 	}
+}
+
+// periodText is a subscription period as a word of a message.
+func periodText(period string) i18n.Text {
+	switch period {
+	case catalog.PeriodDay:
+		return i18n.Textf("day")
+	case catalog.PeriodWeek:
+		return i18n.Textf("week")
+	}
+	return i18n.Textf("month")
 }

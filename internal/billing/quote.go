@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/specs"
 	"github.com/gpurent/gpurent/internal/units"
@@ -63,9 +64,9 @@ type Bill struct {
 	// Unknown names the fees no source confirmed, counted as 0: a bill with
 	// unknowns may rank cheaper than it is, and its total is a lower bound
 	// (TotalIsLowerBound), never a clean total.
-	Unknown           []string `json:"unknown"`
-	TotalIsLowerBound bool     `json:"total_is_lower_bound"`
-	Warnings          []string `json:"warnings"`
+	Unknown           []string    `json:"unknown"`
+	TotalIsLowerBound bool        `json:"total_is_lower_bound"`
+	Warnings          []i18n.Text `json:"warnings"`
 	// Currency is the offer's own; amounts are in the quote's currency.
 	OfferCurrency string `json:"offer_currency"`
 	// Source and AsOf say where the offer's prices come from and when, as
@@ -92,9 +93,9 @@ const StalePriceDays = 90
 // prices are old or undated (priceAge).
 func (b *Bill) date(o *catalog.Offer, today time.Time) {
 	b.Source, b.AsOf = o.Source, o.AsOf
-	var warning string
+	var warning i18n.Text
 	b.PriceDate, b.PriceAgeDays, warning = priceAge(o, today)
-	if warning != "" {
+	if !warning.IsZero() {
 		b.Warnings = append(b.Warnings, warning)
 	}
 }
@@ -104,7 +105,7 @@ func (b *Bill) date(o *catalog.Offer, today time.Time) {
 func (b *Bill) history(o *catalog.Offer, opt Options) {
 	if by := opt.SupersededBy[o.ID]; by != "" && by != o.ID {
 		b.SupersededBy = by
-		b.Warnings = append(b.Warnings, fmt.Sprintf("history: an older reading of this offer; %s is its price now", by))
+		b.Warnings = append(b.Warnings, i18n.Textf("history: an older reading of this offer; %s is its price now", by))
 	}
 }
 
@@ -112,17 +113,17 @@ func (b *Bill) history(o *catalog.Offer, opt Options) {
 // today, with a warning when the prices are older than StalePriceDays,
 // carry no date at all, or are dated after today (a slip in a catalog, or
 // a clock that is wrong: no age then). Nothing when today is zero.
-func priceAge(o *catalog.Offer, today time.Time) (date string, days *int, warning string) {
+func priceAge(o *catalog.Offer, today time.Time) (date string, days *int, warning i18n.Text) {
 	if today.IsZero() {
-		return "", nil, ""
+		return "", nil, i18n.Text{}
 	}
 	d, ok := o.PriceDate()
 	if !ok {
-		return "", nil, fmt.Sprintf("the source states no date for these prices (as_of: %s): confirm them there before ordering", o.AsOf)
+		return "", nil, i18n.Textf("the source states no date for these prices (as_of: %s): confirm them there before ordering", o.AsOf)
 	}
 	date = d.Format(time.DateOnly)
 	if d.After(today) {
-		return date, nil, fmt.Sprintf("prices dated %s (as_of: %s), after today (%s): check the catalog's as_of and this machine's clock", date, o.AsOf, today.Format(time.DateOnly))
+		return date, nil, i18n.Textf("prices dated %s (as_of: %s), after today (%s): check the catalog's as_of and this machine's clock", date, o.AsOf, today.Format(time.DateOnly))
 	}
 	age := int(today.Sub(d).Hours() / 24)
 	if age > StalePriceDays {
@@ -130,7 +131,7 @@ func priceAge(o *catalog.Offer, today time.Time) (date string, days *int, warnin
 		if o.AsOf != date {
 			stated += " (as_of: " + o.AsOf + ")"
 		}
-		warning = fmt.Sprintf("prices dated %s, %d days before today: they may have moved; confirm them at the source before ordering", stated, age)
+		warning = i18n.Textf("prices dated %s, %d days before today: they may have moved; confirm them at the source before ordering", stated, age)
 	}
 	return date, &age, warning
 }
@@ -147,7 +148,7 @@ type Options struct {
 	Today time.Time
 	// Notes are what the caller says of the offers chosen (a provider
 	// named that has none of them), said first among the notes.
-	Notes []string
+	Notes []i18n.Text
 	// SupersededBy maps the id of an older reading of an offer to the
 	// newest one's (catalog.Current): its bills say they are history.
 	SupersededBy map[string]string
@@ -159,12 +160,12 @@ type Options struct {
 
 // Quote is every bill of the profile, cheapest first.
 type Quote struct {
-	Currency string   `json:"currency"`
-	Rates    []string `json:"rates,omitempty"` // the exchange rates used, as "1 USD = 6.975 CNY"
-	Bills    []Bill   `json:"bills"`
-	Notes    []string `json:"notes,omitempty"` // plans not offered and why
+	Currency string      `json:"currency"`
+	Rates    []i18n.Text `json:"rates,omitempty"` // the exchange rates used, as "1 USD = 6.975 CNY"
+	Bills    []Bill      `json:"bills"`
+	Notes    []i18n.Text `json:"notes,omitempty"` // plans not offered and why
 
-	used map[string]string // the rate line of each offer currency converted
+	used map[string]i18n.Text // the rate line of each offer currency converted
 }
 
 // Top keeps the n cheapest bills (all when n is 0), and the rates of the
@@ -239,13 +240,13 @@ func WithMemory(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
 
 // memoryNote counts the offers WithMemory kept without knowing their GPUs
 // hold min_gpu_memory_gb, or "".
-func memoryNote(p *Profile, offers []catalog.Offer) string {
+func memoryNote(p *Profile, offers []catalog.Offer) i18n.Text {
 	if p.MinGPUMemoryGB <= 0 {
-		return ""
+		return i18n.Text{}
 	}
 	tab, err := specs.Load()
 	if err != nil {
-		return ""
+		return i18n.Text{}
 	}
 	n := 0
 	for i := range offers {
@@ -254,10 +255,10 @@ func memoryNote(p *Profile, offers []catalog.Offer) string {
 		}
 	}
 	if n == 0 {
-		return ""
+		return i18n.Text{}
 	}
-	return fmt.Sprintf("%d of %s may have GPUs of less than %v GB: the offer states no memory, and its model is not known to come only with that much or more; "+
-		"confirm it at the source before ordering", n, report.Count(len(offers), "offer"), p.MinGPUMemoryGB)
+	return i18n.Textf("%d of %s may have GPUs of less than %v GB: the offer states no memory, and its model is not known to come only with that much or more; "+
+		"confirm it at the source before ordering", n, i18n.Plural(len(offers), "%d offer", "%d offers"), p.MinGPUMemoryGB)
 }
 
 // Make computes every bill of p over offers (already matched to its GPU).
@@ -278,7 +279,7 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 	}
 	q.Notes = offerNotes(p, offers, opt)
 	if !p.Interruptible {
-		q.Notes = append(q.Notes, "spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)")
+		q.Notes = append(q.Notes, i18n.Textf("spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)"))
 	}
 	sort.SliceStable(q.Bills, func(i, j int) bool { return q.Bills[i].Total < q.Bills[j].Total })
 	q.Rates = rateLines(used, q.Bills)
@@ -289,17 +290,17 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 // match (variants: the RTX 4090D beside "4090", catalog.Variants) is the
 // cheaper answer to the task: its cheapest bill against cheapest, the
 // cheapest of the GPU asked for (+Inf when there is none). "" otherwise.
-func VariantNote(p *Profile, variants []catalog.Offer, rates catalog.Rates, opt Options, cheapest float64) string {
+func VariantNote(p *Profile, variants []catalog.Offer, rates catalog.Rates, opt Options, cheapest float64) i18n.Text {
 	if len(variants) == 0 {
-		return ""
+		return i18n.Text{}
 	}
 	opt.Notes = nil
 	q, err := Make(p, variants, rates, opt)
 	if err != nil || len(q.Bills) == 0 || q.Bills[0].Total >= cheapest {
-		return ""
+		return i18n.Text{}
 	}
 	b := q.Bills[0]
-	return fmt.Sprintf("the %s, which GPU %q does not match, is cheaper: %s %s on %s (%s) for this task; it is another card (compare their datasheets), priced with --gpu %q",
+	return i18n.Textf("the %s, which GPU %q does not match, is cheaper: %s %s on %s (%s) for this task; it is another card (compare their datasheets), priced with --gpu %q",
 		b.GPU, p.GPU, report.Money(b.Total), q.Currency, b.Offer, b.Plan, b.GPU)
 }
 
@@ -307,13 +308,13 @@ func VariantNote(p *Profile, variants []catalog.Offer, rates catalog.Rates, opt 
 // when empty), the factor that converts each offer's amounts to it, and
 // the exchange rate used for each offer currency converted, as "1 USD =
 // 6.975 CNY (as of ...)".
-func conversions(offers []catalog.Offer, rates catalog.Rates, opt Options) (cur string, factors []float64, used map[string]string, err error) {
+func conversions(offers []catalog.Offer, rates catalog.Rates, opt Options) (cur string, factors []float64, used map[string]i18n.Text, err error) {
 	cur = opt.Currency
 	if cur == "" {
 		cur = "USD"
 	}
 	factors = make([]float64, len(offers))
-	used = map[string]string{}
+	used = map[string]i18n.Text{}
 	for i := range offers {
 		o := &offers[i]
 		if factors[i], err = rates.Convert(1, o.Currency, cur); err != nil {
@@ -322,7 +323,7 @@ func conversions(offers []catalog.Offer, rates catalog.Rates, opt Options) (cur 
 		if _, seen := used[o.Currency]; o.Currency != cur && !seen {
 			from, _ := rates.Convert(1, "USD", o.Currency)
 			to, _ := rates.Convert(1, "USD", cur)
-			used[o.Currency] = fmt.Sprintf("1 %s = %.6g %s (%s)", cur, from/to, o.Currency, rateAge(rates, opt.Today, o.Currency, cur))
+			used[o.Currency] = i18n.Textf("1 %s = %.6g %s (%s)", cur, from/to, o.Currency, rateAge(rates, opt.Today, o.Currency, cur))
 		}
 	}
 	return cur, factors, used, nil
@@ -332,7 +333,7 @@ func conversions(offers []catalog.Offer, rates catalog.Rates, opt Options) (cur 
 // that is not USD, and, judged on today, a warning when the older is
 // more than StalePriceDays old or states no date. Exchange rates move
 // as prices do, and the catalog's are never fetched.
-func rateAge(rates catalog.Rates, today time.Time, a, b string) string {
+func rateAge(rates catalog.Rates, today time.Time, a, b string) i18n.Text {
 	var dates []string
 	var oldest time.Time
 	undated := false
@@ -350,29 +351,33 @@ func rateAge(rates catalog.Rates, today time.Time, a, b string) string {
 			oldest = t
 		}
 	}
-	out := "as of " + strings.Join(dates, " and ")
+	var at any = strings.Join(dates, "")
+	if len(dates) > 1 {
+		at = i18n.Textf("%s and %s", dates[0], dates[1])
+	}
+	var tail i18n.Text
 	switch {
 	case today.IsZero():
 	case undated:
-		out += "; no date stated: exchange rates move, set your own under exchange_rates in a --catalog file"
+		tail = i18n.Textf("; no date stated: exchange rates move, set your own under exchange_rates in a --catalog file")
 	case oldest.After(today):
-		out += "; dated after today: check the catalog's as_of and this machine's clock"
+		tail = i18n.Textf("; dated after today: check the catalog's as_of and this machine's clock")
 	case today.Sub(oldest).Hours()/24 > StalePriceDays:
-		out += fmt.Sprintf("; %d days old or more: exchange rates move, set your own under exchange_rates in a --catalog file", int(today.Sub(oldest).Hours()/24))
+		tail = i18n.Textf("; %d days old or more: exchange rates move, set your own under exchange_rates in a --catalog file", int(today.Sub(oldest).Hours()/24))
 	}
-	return out
+	return i18n.Textf("as of %s%s", at, tail)
 }
 
 // rateLines are the rates of used that bills were converted with, sorted:
 // a rate no bill shown needed is not shown.
-func rateLines(used map[string]string, bills []Bill) []string {
-	var out []string
+func rateLines(used map[string]i18n.Text, bills []Bill) []i18n.Text {
+	var out []i18n.Text
 	for _, b := range bills {
-		if line, ok := used[b.OfferCurrency]; ok && !slices.Contains(out, line) {
+		if line, ok := used[b.OfferCurrency]; ok && !slices.ContainsFunc(out, func(t i18n.Text) bool { return t.String() == line.String() }) {
 			out = append(out, line)
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
 }
 
@@ -387,12 +392,12 @@ func (b *Bill) scale(f float64) {
 
 // uploadNote says what the checkpoint uploads add to egress, or "" when
 // the profile has no checkpoint size.
-func uploadNote(p *Profile) string {
+func uploadNote(p *Profile) i18n.Text {
 	n, gb := p.Uploads()
 	if n == 0 {
-		return ""
+		return i18n.Text{}
 	}
-	return fmt.Sprintf("egress includes %d checkpoint uploads of %g GB (%g GB) to a store outside the provider: one every %s of compute, as gpurent run streams them; a store in the provider's own region may not bill them",
+	return i18n.Textf("egress includes %d checkpoint uploads of %g GB (%g GB) to a store outside the provider: one every %s of compute, as gpurent run streams them; a store in the provider's own region may not bill them",
 		n, p.Checkpoint.SizeGB, gb, units.FormatDuration(time.Duration(p.Checkpoint.Every)))
 }
 
@@ -406,9 +411,9 @@ func egressMonths(p *Profile) int {
 // egressNote says how egress is priced on the offers that bill it by
 // month (a free allowance, cheaper tiers), or "" when none of them does
 // or the task sends nothing out.
-func egressNote(p *Profile, offers []catalog.Offer) string {
+func egressNote(p *Profile, offers []catalog.Offer) i18n.Text {
 	if p.egressGB() <= 0 {
-		return ""
+		return i18n.Text{}
 	}
 	var providers, free []string
 	for _, o := range offers {
@@ -420,13 +425,13 @@ func egressNote(p *Profile, offers []catalog.Offer) string {
 		}
 	}
 	if len(providers) == 0 {
-		return ""
+		return i18n.Text{}
 	}
 	m := egressMonths(p)
-	n := fmt.Sprintf("%s bill egress by each month's volume, in tiers: the task's %g GB counts as %g GB in each of %s (spread evenly over the span)",
-		strings.Join(providers, ", "), p.egressGB(), p.egressGB()/float64(m), report.Count(m, "month"))
+	n := i18n.Textf("%s bill egress by each month's volume, in tiers: the task's %g GB counts as %g GB in each of %s (spread evenly over the span)",
+		strings.Join(providers, ", "), p.egressGB(), p.egressGB()/float64(m), i18n.Plural(m, "%d month", "%d months"))
 	if len(free) > 0 {
-		n += "; a month's free allowance (" + strings.Join(free, ", ") + ") is the account's, shared by all its services and regions: what other work used that month is billed"
+		n = i18n.Textf("%s%s", n, i18n.Textf("; a month's free allowance (%s) is the account's, shared by all its services and regions: what other work used that month is billed", strings.Join(free, ", ")))
 	}
 	return n
 }
@@ -435,7 +440,7 @@ func egressNote(p *Profile, offers []catalog.Offer) string {
 // instances, and what that means, or "" when none does. A bill totals the
 // instances' prices, so 16 single-GPU machines can top a ranking that a
 // job splitting one model over 16 GPUs could never use well.
-func splitNote(p *Profile, offers []catalog.Offer) string {
+func splitNote(p *Profile, offers []catalog.Offer) i18n.Text {
 	split, most := 0, 0
 	for i := range offers {
 		if instances(p, &offers[i]) > 1 {
@@ -444,13 +449,13 @@ func splitNote(p *Profile, offers []catalog.Offer) string {
 		most = max(most, offers[i].GPUs)
 	}
 	if split == 0 {
-		return ""
+		return i18n.Text{}
 	}
-	n := fmt.Sprintf("%d of %s need several instances for %d GPUs: their GPUs sit in separate machines and talk over the network, "+
+	n := i18n.Textf("%d of %s need several instances for %d GPUs: their GPUs sit in separate machines and talk over the network, "+
 		"which a job that splits one model across GPUs (tensor or pipeline parallel, FSDP) feels; the catalog does not record the network between instances",
-		split, report.Count(len(offers), "offer"), p.GPUs)
+		split, i18n.Plural(len(offers), "%d offer", "%d offers"), p.GPUs)
 	if most < p.GPUs {
-		n += fmt.Sprintf("; no offer here has %d GPUs in one instance (the most is %d)", p.GPUs, most)
+		n = i18n.Textf("%s%s", n, i18n.Textf("; no offer here has %d GPUs in one instance (the most is %d)", p.GPUs, most))
 	}
 	return n
 }
@@ -458,10 +463,10 @@ func splitNote(p *Profile, offers []catalog.Offer) string {
 // offerNotes are what quote and plan say of the offers as a whole: GPU
 // memory not known to suffice, GPUs split over machines or left idle,
 // uploads counted as egress, tiered egress, spot prices missing.
-func offerNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
+func offerNotes(p *Profile, offers []catalog.Offer, opt Options) []i18n.Text {
 	notes := slices.Clone(opt.Notes)
-	for _, n := range []string{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers), uploadNote(p), egressNote(p, offers), writeNote(p)} {
-		if n != "" {
+	for _, n := range []i18n.Text{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers), uploadNote(p), egressNote(p, offers), writeNote(p)} {
+		if !n.IsZero() {
 			notes = append(notes, n)
 		}
 	}
@@ -472,12 +477,12 @@ func offerNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
 // work between two: the job would spend more time saving than working,
 // which is most often a slip (the interval is work between checkpoints,
 // not the time from one to the next).
-func writeNote(p *Profile) string {
+func writeNote(p *Profile) i18n.Text {
 	c := p.Checkpoint
 	if c == nil || c.Write <= c.Every {
-		return ""
+		return i18n.Text{}
 	}
-	return fmt.Sprintf("a checkpoint write (%s, --ckpt-write) is longer than the work between two (%s, --ckpt-every): the job would spend more time saving than working; check both, or checkpoint less often",
+	return i18n.Textf("a checkpoint write (%s, --ckpt-write) is longer than the work between two (%s, --ckpt-every): the job would spend more time saving than working; check both, or checkpoint less often",
 		c.Write, c.Every)
 }
 
@@ -485,7 +490,7 @@ func writeNote(p *Profile) string {
 // or "" when none does. Such an offer is sold by the whole machine: an
 // 8-GPU server quoted for a 1-GPU task bills all eight, which its row in
 // a ranking of totals beside single GPUs does not say.
-func idleNote(p *Profile, offers []catalog.Offer) string {
+func idleNote(p *Profile, offers []catalog.Offer) i18n.Text {
 	over, most := 0, 0
 	for i := range offers {
 		if idle := instances(p, &offers[i])*offers[i].GPUs - p.GPUs; idle > 0 {
@@ -494,11 +499,11 @@ func idleNote(p *Profile, offers []catalog.Offer) string {
 		}
 	}
 	if over == 0 {
-		return ""
+		return i18n.Text{}
 	}
-	return fmt.Sprintf("%d of %s rent more GPUs than the task's %d (up to %d more, idle but billed): such an offer is sold by the whole machine, "+
+	return i18n.Textf("%d of %s rent more GPUs than the task's %d (up to %d more, idle but billed): such an offer is sold by the whole machine, "+
 		"and its bill is the machine's; a job that can use them all is compared fairly with --gpus set to their count",
-		over, report.Count(len(offers), "offer"), p.GPUs, most)
+		over, i18n.Plural(len(offers), "%d offer", "%d offers"), p.GPUs, most)
 }
 
 // instances is how many instances of o the profile needs.
@@ -515,7 +520,10 @@ func lowerBound(unknown []string) bool {
 
 // usage collects the unknown fees a bill had to count as zero, and what
 // the bill assumed that its user should know (notes).
-type usage struct{ unknown, notes []string }
+type usage struct {
+	unknown []string
+	notes   []i18n.Text
+}
 
 // fee is the amount of f, noting it when unknown and it matters (want).
 func (u *usage) fee(name string, f catalog.Fee, matters bool) float64 {
@@ -538,10 +546,10 @@ func (u *usage) names() []string {
 	return out
 }
 
-func (u *usage) warnings() []string {
-	out := []string{}
+func (u *usage) warnings() []i18n.Text {
+	out := []i18n.Text{}
 	if len(u.unknown) > 0 {
-		out = append(out, "unknown, computed as 0: "+strings.Join(u.unknown, ", "))
+		out = append(out, i18n.Textf("unknown, computed as 0: %s", strings.Join(u.unknown, ", ")))
 	}
 	return append(out, u.notes...)
 }
@@ -573,7 +581,7 @@ func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64, re
 	case !stops || p.DiskGB <= 0 || d == catalog.DiskPersistent:
 	case d == catalog.DiskEphemeral:
 		if inc > 0 {
-			u.notes = append(u.notes, fmt.Sprintf("the included %s GB disk is ephemeral (wiped on stop): the task's %s GB kept across stops is billed as a volume, at storage.running_gb_month and storage.stopped_gb_month", trimFloat(inc), trimFloat(p.DiskGB)))
+			u.notes = append(u.notes, i18n.Textf("the included %s GB disk is ephemeral (wiped on stop): the task's %s GB kept across stops is billed as a volume, at storage.running_gb_month and storage.stopped_gb_month", trimFloat(inc), trimFloat(p.DiskGB)))
 		}
 		inc = 0
 	case inc > 0:
@@ -618,18 +626,18 @@ func (b *Bill) finish(items [5]float64, listHourly float64, p *Profile) {
 
 // listHourly is the hourly price the offer's page suggests: on demand, or
 // for subscription-only offers the cheapest period's price per hour.
-func listHourly(o *catalog.Offer) (float64, string) {
+func listHourly(o *catalog.Offer) (float64, i18n.Text) {
 	if v, ok := o.OnDemand.Hourly.Value(); ok {
-		return v, ""
+		return v, i18n.Text{}
 	}
 	best := math.Inf(1)
 	for _, s := range o.Subscriptions {
 		best = math.Min(best, s.Price/float64(catalog.PeriodDays(s.Period)*24))
 	}
 	if math.IsInf(best, 1) {
-		return 0, ""
+		return 0, i18n.Text{}
 	}
-	return best, "list_total uses the subscription's price per hour: the offer has no on-demand price"
+	return best, i18n.Textf("list_total uses the subscription's price per hour: the offer has no on-demand price")
 }
 
 func billsFor(p *Profile, o *catalog.Offer, opt Options) []Bill {
@@ -649,7 +657,7 @@ func billsFor(p *Profile, o *catalog.Offer, opt Options) []Bill {
 }
 
 // releaseWarning warns when each stopped gap outlasts the platform's patience.
-func releaseWarning(p *Profile, o *catalog.Offer, runningHours float64) []string {
+func releaseWarning(p *Profile, o *catalog.Offer, runningHours float64) []i18n.Text {
 	rel, ok := o.ReleaseAfterStopped.Value()
 	if !ok {
 		return nil
@@ -658,7 +666,7 @@ func releaseWarning(p *Profile, o *catalog.Offer, runningHours float64) []string
 	if gap <= rel.Hours() {
 		return nil
 	}
-	return []string{fmt.Sprintf("each stopped gap of %.1f h exceeds release_after_stopped %s: the platform deletes the stopped instance and its disk (this bill counts the disk as kept: start it again sooner, or keep the data elsewhere)", gap, o.ReleaseAfterStopped)}
+	return []i18n.Text{i18n.Textf("each stopped gap of %.1f h exceeds release_after_stopped %s: the platform deletes the stopped instance and its disk (this bill counts the disk as kept: start it again sooner, or keep the data elsewhere)", gap, o.ReleaseAfterStopped)}
 }
 
 // onDemandBill: each of the starts runs lasts compute_hours/starts, rounded
@@ -727,18 +735,20 @@ func floorRate(o *catalog.Offer, opt Options) bool {
 
 // frequencyNote says where a spot bill's interruption rate comes from
 // when it is the provider's published frequency, or "".
-func frequencyNote(o *catalog.Offer, opt Options) string {
+func frequencyNote(o *catalog.Offer, opt Options) i18n.Text {
 	if opt.InterruptionsPerDay != nil || o.Spot == nil || o.Spot.InterruptionsPerDay.IsKnown() || o.Spot.Frequency == nil {
-		return ""
+		return i18n.Text{}
 	}
 	f := o.Spot.Frequency
 	perDay, least := f.PerDay()
-	bucket := fmt.Sprintf("%s to %s", report.Percent(f.Low), report.Percent(f.High.Or(0)))
-	judged := "its upper end"
+	bucket := i18n.Textf("%s to %s", report.Percent(f.Low), report.Percent(f.High.Or(0)))
+	judged := i18n.Textf("its upper end")
 	if least {
-		bucket, judged = "over "+report.Percent(f.Low), "its lower end, so the bill is the least it can be"
+		// "over %v", not "over %s": render's "over %s" is a span of days,
+		// another phrase in other languages.
+		bucket, judged = i18n.Textf("over %v", report.Percent(f.Low)), i18n.Textf("its lower end, so the bill is the least it can be")
 	}
-	return fmt.Sprintf("interruption rate from %s (%s): %s of this instance type's spot capacity reclaimed in a month, judged at %s, %.3g interruptions a day per instance if interruptions arrive at random; --interruptions-per-day overrides it",
+	return i18n.Textf("interruption rate from %s (%s): %s of this instance type's spot capacity reclaimed in a month, judged at %s, %.3g interruptions a day per instance if interruptions arrive at random; --interruptions-per-day overrides it",
 		f.Source, f.AsOf, bucket, judged, perDay)
 }
 
@@ -771,7 +781,7 @@ func overrunsSpan(p *Profile, opt Options, hours float64) bool {
 // spotNotes name the offers whose spot plan is not quoted, because the
 // run would never finish on them or not within the span given, so that
 // their missing rows have a reason.
-func spotNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
+func spotNotes(p *Profile, offers []catalog.Offer, opt Options) []i18n.Text {
 	if !p.Interruptible {
 		return nil
 	}
@@ -792,12 +802,12 @@ func spotNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
 			longest = math.Max(longest, h)
 		}
 	}
-	var notes []string
+	var notes []i18n.Text
 	if len(over) > 0 {
-		notes = append(notes, fmt.Sprintf("spot not quoted on %s (%s): with its interruptions the run expects up to %s of wall time, more than the span of %s (%d h); a longer --days prices it",
-			report.Count(len(over), "offer"), strings.Join(over, ", "), hoursText(longest), report.Count(p.SpanDays, "day"), p.SpanDays*24))
+		notes = append(notes, i18n.Textf("spot not quoted on %s (%s): with its interruptions the run expects up to %s of wall time, more than the span of %s (%d h); a longer --days prices it",
+			i18n.Plural(len(over), "%d offer", "%d offers"), strings.Join(over, ", "), hoursText(longest), i18n.Plural(p.SpanDays, "%d day", "%d days"), p.SpanDays*24))
 	}
-	if n := neverNote(p, ids); n != "" {
+	if n := neverNote(p, ids); !n.IsZero() {
 		notes = append(notes, n)
 	}
 	return notes
@@ -805,19 +815,19 @@ func spotNotes(p *Profile, offers []catalog.Offer, opt Options) []string {
 
 // neverNote says why the spot plans of ids are not quoted: the run would
 // practically never finish on them.
-func neverNote(p *Profile, ids []string) string {
+func neverNote(p *Profile, ids []string) i18n.Text {
 	if len(ids) == 0 {
-		return ""
+		return i18n.Text{}
 	}
-	why := ", each checkpoint interval being interrupted before it ends almost surely; checkpoint more often (gpurent plan gives the Young and Daly interval)"
+	why := i18n.Textf(", each checkpoint interval being interrupted before it ends almost surely; checkpoint more often (gpurent plan gives the Young and Daly interval)")
 	if p.Checkpoint == nil {
 		// The usual cause: the run was priced as one piece because no
 		// checkpoint settings were given, not because it checkpoints too
 		// rarely.
-		why = ": with no checkpoint settings, each interruption restarts it from the beginning, and it is interrupted before it ends almost surely; a job that checkpoints is priced with --ckpt-every, --ckpt-write and --ckpt-restart"
+		why = i18n.Textf(": with no checkpoint settings, each interruption restarts it from the beginning, and it is interrupted before it ends almost surely; a job that checkpoints is priced with --ckpt-every, --ckpt-write and --ckpt-restart")
 	}
-	return fmt.Sprintf("spot not quoted on %s (%s): at the interruption rate a run would practically never finish%s",
-		report.Count(len(ids), "offer"), strings.Join(ids, ", "), why)
+	return i18n.Textf("spot not quoted on %s (%s): at the interruption rate a run would practically never finish%s",
+		i18n.Plural(len(ids), "%d offer", "%d offers"), strings.Join(ids, ", "), why)
 }
 
 // spotBill prices the expected hours of the run, work lost to
@@ -860,7 +870,7 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 	}
 	b.Unknown, b.Warnings = u.names(), u.warnings()
 	b.TotalIsLowerBound = lowerBound(b.Unknown)
-	if n := frequencyNote(o, opt); n != "" {
+	if n := frequencyNote(o, opt); !n.IsZero() {
 		b.Warnings = append(b.Warnings, n)
 		if floorRate(o, opt) {
 			b.TotalIsLowerBound = true // an open bucket's lower end: more interruptions cost more
@@ -869,21 +879,22 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 	if c := p.Checkpoint; c != nil && (c.Write == 0 || c.Restart == 0) {
 		// Left out, they count as 0: the bill is then the cheapest it can
 		// be, and says so.
-		var missing, asIf []string
-		if c.Write == 0 {
-			missing, asIf = append(missing, "--ckpt-write"), append(asIf, "a checkpoint were safe the moment it is written")
+		var w i18n.Text
+		switch {
+		case c.Write == 0 && c.Restart == 0:
+			w = i18n.Textf("no --ckpt-write or --ckpt-restart: counted as 0, as if a checkpoint were safe the moment it is written and the work resumed the moment it was interrupted; this spot bill is the least it can be")
+		case c.Write == 0:
+			w = i18n.Textf("no --ckpt-write: counted as 0, as if a checkpoint were safe the moment it is written; this spot bill is the least it can be")
+		default:
+			w = i18n.Textf("no --ckpt-restart: counted as 0, as if the work resumed the moment it was interrupted; this spot bill is the least it can be")
 		}
-		if c.Restart == 0 {
-			missing, asIf = append(missing, "--ckpt-restart"), append(asIf, "the work resumed the moment it was interrupted")
-		}
-		b.Warnings = append(b.Warnings, fmt.Sprintf("no %s: counted as 0, as if %s; this spot bill is the least it can be",
-			strings.Join(missing, " or "), strings.Join(asIf, " and ")))
+		b.Warnings = append(b.Warnings, w)
 		b.TotalIsLowerBound = true
 	}
 	if p.Checkpoint == nil {
-		b.Warnings = append(b.Warnings, "no checkpoint settings: each interruption restarts the job from the beginning")
+		b.Warnings = append(b.Warnings, i18n.Textf("no checkpoint settings: each interruption restarts the job from the beginning"))
 	} else if n, ok := o.Spot.Notice.Value(); ok && p.Checkpoint.Write.Hours() > n.Hours() {
-		b.Warnings = append(b.Warnings, fmt.Sprintf("a checkpoint write (%s) is longer than the %s interruption notice: only periodic checkpoints protect the work", p.Checkpoint.Write, o.Spot.Notice))
+		b.Warnings = append(b.Warnings, i18n.Textf("a checkpoint write (%s) is longer than the %s interruption notice: only periodic checkpoints protect the work", p.Checkpoint.Write, o.Spot.Notice))
 	}
 	b.Warnings = append(b.Warnings, releaseWarning(p, o, hours)...)
 	return b, true

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
@@ -75,8 +76,8 @@ func TestOnDemandWorkedExample(t *testing.T) {
 		t.Errorf("total %v list %v hidden %v", b.Total, b.ListTotal, b.HiddenShare)
 	}
 	// Stopped gaps are 230 h / 4 = 57.5 h, longer than the 48 h release.
-	if len(b.Warnings) != 1 || !strings.Contains(b.Warnings[0], "57.5 h exceeds release_after_stopped 2d") {
-		t.Errorf("warnings %q", b.Warnings)
+	if len(b.Warnings) != 1 || !strings.Contains(b.Warnings[0].String(), "57.5 h exceeds release_after_stopped 2d") {
+		t.Errorf("warnings %q", strs(b.Warnings))
 	}
 }
 
@@ -99,10 +100,10 @@ func TestCheckpointUploadsAreEgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(q.Notes, func(n string) bool {
+	if !slices.ContainsFunc(strs(q.Notes), func(n string) bool {
 		return strings.HasPrefix(n, "egress includes 4 checkpoint uploads of 2 GB (8 GB)")
 	}) {
-		t.Errorf("notes %q", q.Notes)
+		t.Errorf("notes %q", strs(q.Notes))
 	}
 	// Without a size, or exactly 9 h (3 intervals), the counts follow.
 	p.Checkpoint.SizeGB = 0
@@ -141,8 +142,8 @@ func TestEgressByMonth(t *testing.T) {
 		}
 		note := "Test bill egress by each month's volume, in tiers: the task's " + strconvG(c.gb) + " GB " + c.wantMonth +
 			" (spread evenly over the span); a month's free allowance (Test: 100 GB) is the account's"
-		if !slices.ContainsFunc(q.Notes, func(n string) bool { return strings.HasPrefix(n, note) }) {
-			t.Errorf("notes %q, want one starting %q", q.Notes, note)
+		if !slices.ContainsFunc(strs(q.Notes), func(n string) bool { return strings.HasPrefix(n, note) }) {
+			t.Errorf("notes %q, want one starting %q", strs(q.Notes), note)
 		}
 	}
 	// An offer without a schedule pays every GB at egress_gb, whatever
@@ -152,8 +153,8 @@ func TestEgressByMonth(t *testing.T) {
 		t.Errorf("flat egress %v, want 200", got)
 	}
 	q, _ := Make(&p, []catalog.Offer{testOffer()}, catalog.Rates{}, Options{})
-	if slices.ContainsFunc(q.Notes, func(n string) bool { return strings.Contains(n, "each month's volume") }) {
-		t.Errorf("a month note without a monthly schedule: %q", q.Notes)
+	if slices.ContainsFunc(strs(q.Notes), func(n string) bool { return strings.Contains(n, "each month's volume") }) {
+		t.Errorf("a month note without a monthly schedule: %q", strs(q.Notes))
 	}
 }
 
@@ -199,8 +200,8 @@ func TestInstancesAndUnknownFees(t *testing.T) {
 	if b.Instances != 2 || !near(b.Total, 28) || !near(b.ListTotal, 28) || b.HiddenShare != 0 {
 		t.Fatalf("instances %d total %v list %v hidden %v", b.Instances, b.Total, b.ListTotal, b.HiddenShare)
 	}
-	if len(b.Warnings) != 1 || b.Warnings[0] != "unknown, computed as 0: on_demand.increment (no rounding applied), boot_fee, ip_month" {
-		t.Errorf("warnings %q", b.Warnings)
+	if len(b.Warnings) != 1 || b.Warnings[0].String() != "unknown, computed as 0: on_demand.increment (no rounding applied), boot_fee, ip_month" {
+		t.Errorf("warnings %q", strs(b.Warnings))
 	}
 	if strings.Join(b.Unknown, ",") != "on_demand.increment,boot_fee,ip_month" {
 		t.Errorf("unknown %q", b.Unknown)
@@ -223,7 +224,7 @@ func offerNotesFor(t *testing.T, gpus int) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string][]string{"quote": q.Notes, "plan": plan.Notes}
+	return map[string][]string{"quote": strs(q.Notes), "plan": strs(plan.Notes)}
 }
 
 // noteWith is the first of notes containing s, or "".
@@ -348,12 +349,12 @@ func TestBreakEvenFollowsFromPrices(t *testing.T) {
 		t.Fatalf("break-even %+v", be)
 	}
 	if plan.Offers[0].Recommendation != OnDemand {
-		t.Errorf("300 h < 540 h should stay on demand, got %s (%s)", plan.Offers[0].Recommendation, plan.Offers[0].Reason)
+		t.Errorf("300 h < 540 h should stay on demand, got %s (%s)", plan.Offers[0].Recommendation, plan.Offers[0].Reason.String())
 	}
 	p.ComputeHours = 600
 	plan, _ = MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{}, nil)
 	if plan.Offers[0].Recommendation != Subscription {
-		t.Errorf("600 h > 540 h should subscribe, got %s (%s)", plan.Offers[0].Recommendation, plan.Offers[0].Reason)
+		t.Errorf("600 h > 540 h should subscribe, got %s (%s)", plan.Offers[0].Recommendation, plan.Offers[0].Reason.String())
 	}
 }
 
@@ -372,13 +373,13 @@ func TestSpotWithoutRateNamed(t *testing.T) {
 	}
 	op := plan.Offers[0]
 	if _, billed := op.Totals[Spot]; !billed || op.Recommendation != OnDemand ||
-		op.Reason != "on demand is the only plan judged: spot is not judged without an interruption rate (--interruptions-per-day)" {
-		t.Errorf("%s: %q (totals %v)", op.Recommendation, op.Reason, op.Totals)
+		op.Reason.String() != "on demand is the only plan judged: spot is not judged without an interruption rate (--interruptions-per-day)" {
+		t.Errorf("%s: %q (totals %v)", op.Recommendation, op.Reason.String(), op.Totals)
 	}
 	o.OnDemand.Hourly = catalog.Fee{} // unknown
 	plan, _ = MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{}, nil)
-	if op := plan.Offers[0]; op.Recommendation != "" || !strings.Contains(op.Reason, "spot is the only price known for this offer, and spot is not judged") {
-		t.Errorf("%s: %q", op.Recommendation, op.Reason)
+	if op := plan.Offers[0]; op.Recommendation != "" || !strings.Contains(op.Reason.String(), "spot is the only price known for this offer, and spot is not judged") {
+		t.Errorf("%s: %q", op.Recommendation, op.Reason.String())
 	}
 }
 
@@ -410,8 +411,8 @@ func TestSpotBill(t *testing.T) {
 		t.Errorf("boot %v, want %v", got, 0.5*(1+fails))
 	}
 	// The 6 min write does not fit in the 30 s notice.
-	if !strings.Contains(strings.Join(b.Warnings, "\n"), "longer than the 30s interruption notice") {
-		t.Errorf("warnings %q", b.Warnings)
+	if !strings.Contains(strings.Join(strs(b.Warnings), "\n"), "longer than the 30s interruption notice") {
+		t.Errorf("warnings %q", strs(b.Warnings))
 	}
 	// Not interruptible: no spot bill, and the quote says why.
 	p.Interruptible = false
@@ -424,8 +425,8 @@ func TestSpotBill(t *testing.T) {
 			t.Error("spot quoted for a job that cannot resume")
 		}
 	}
-	if len(q.Notes) != 1 || !strings.Contains(q.Notes[0], "not interruptible") {
-		t.Errorf("notes %q", q.Notes)
+	if len(q.Notes) != 1 || !strings.Contains(q.Notes[0].String(), "not interruptible") {
+		t.Errorf("notes %q", strs(q.Notes))
 	}
 }
 
@@ -444,8 +445,8 @@ func TestQuoteSortsAndConverts(t *testing.T) {
 	if len(q.Bills) != 2 || q.Bills[0].Offer != "cny" || !near(q.Bills[0].Total, 1) || !near(q.Bills[1].Total, 5) {
 		t.Fatalf("bills %+v", q.Bills)
 	}
-	if len(q.Rates) != 1 || q.Rates[0] != "1 USD = 10 CNY (as of 2026-11-30)" {
-		t.Errorf("rates %q", q.Rates)
+	if len(q.Rates) != 1 || q.Rates[0].String() != "1 USD = 10 CNY (as of 2026-11-30)" {
+		t.Errorf("rates %q", strs(q.Rates))
 	}
 	q, _ = Make(&p, []catalog.Offer{dear, cheap}, rates, Options{Currency: "CNY"})
 	if !near(q.Bills[1].Total, 50) || q.Currency != "CNY" {
@@ -453,19 +454,19 @@ func TestQuoteSortsAndConverts(t *testing.T) {
 	}
 	// --top 1 keeps the CNY offer: no rate was needed for what is shown.
 	if q.Top(1); len(q.Bills) != 1 || len(q.Rates) != 0 {
-		t.Errorf("top 1 in CNY: %d bills, rates %q", len(q.Bills), q.Rates)
+		t.Errorf("top 1 in CNY: %d bills, rates %q", len(q.Bills), strs(q.Rates))
 	}
 	// A budget's plans likewise: in USD, the CNY offer's hours come first.
 	r, err := Afford(&p, false, []catalog.Offer{dear, cheap}, rates, Options{}, 5)
 	if err != nil || len(r.Rates) != 1 {
-		t.Fatalf("afford: %v, rates %q", err, r.Rates)
+		t.Fatalf("afford: %v, rates %q", err, strs(r.Rates))
 	}
 	if r.Top(1); len(r.Plans) != 1 || r.Plans[0].Bill.Offer != "cny" || len(r.Rates) != 1 {
-		t.Errorf("afford top 1: %+v, rates %q", r.Plans, r.Rates)
+		t.Errorf("afford top 1: %+v, rates %q", r.Plans, strs(r.Rates))
 	}
 	r, _ = Afford(&p, false, []catalog.Offer{dear, cheap}, rates, Options{Currency: "CNY"}, 50)
 	if r.Top(1); len(r.Plans) != 1 || r.Plans[0].Bill.Offer != "cny" || len(r.Rates) != 0 {
-		t.Errorf("afford top 1 in CNY: %+v, rates %q", r.Plans, r.Rates)
+		t.Errorf("afford top 1 in CNY: %+v, rates %q", r.Plans, strs(r.Rates))
 	}
 	if _, err := Make(&p, []catalog.Offer{dear}, rates, Options{Currency: "JPY"}); err == nil || !strings.Contains(err.Error(), "no exchange rate for JPY") {
 		t.Errorf("JPY: %v", err)
@@ -533,27 +534,27 @@ func TestPriceAge(t *testing.T) {
 			if b.Source != "hand" || b.AsOf != dated.AsOf && b.AsOf != undated.AsOf {
 				t.Errorf("today %v, %s: source %q, as_of %q", c.today, b.Offer, b.Source, b.AsOf)
 			}
-			warned := slices.ContainsFunc(b.Warnings, func(w string) bool {
+			warned := slices.ContainsFunc(strs(b.Warnings), func(w string) bool {
 				return strings.HasPrefix(w, "prices dated ") || strings.HasPrefix(w, "the source states no date")
 			})
 			if c.age == -2 && b.Offer != "u" {
-				if b.PriceAgeDays != nil || !warned || !strings.Contains(strings.Join(b.Warnings, "\n"), "after today (2026-11-29)") {
-					t.Errorf("dated after today: age %v, warnings %q", b.PriceAgeDays, b.Warnings)
+				if b.PriceAgeDays != nil || !warned || !strings.Contains(strings.Join(strs(b.Warnings), "\n"), "after today (2026-11-29)") {
+					t.Errorf("dated after today: age %v, warnings %q", b.PriceAgeDays, strs(b.Warnings))
 				}
 				continue
 			}
 			switch {
 			case b.Offer == "u":
 				if b.PriceAgeDays != nil || warned != !c.today.IsZero() {
-					t.Errorf("today %v, undated offer: age %v, warnings %q", c.today, b.PriceAgeDays, b.Warnings)
+					t.Errorf("today %v, undated offer: age %v, warnings %q", c.today, b.PriceAgeDays, strs(b.Warnings))
 				}
 			case c.age < 0:
 				if b.PriceAgeDays != nil || b.PriceDate != "" || warned {
-					t.Errorf("no today: age %v, date %q, warnings %q", b.PriceAgeDays, b.PriceDate, b.Warnings)
+					t.Errorf("no today: age %v, date %q, warnings %q", b.PriceAgeDays, b.PriceDate, strs(b.Warnings))
 				}
 			default:
 				if b.PriceAgeDays == nil || *b.PriceAgeDays != c.age || b.PriceDate != "2026-11-30" || warned != c.stale {
-					t.Errorf("today %v: age %v, date %q, warnings %q; want age %d, stale %v", c.today, b.PriceAgeDays, b.PriceDate, b.Warnings, c.age, c.stale)
+					t.Errorf("today %v: age %v, date %q, warnings %q; want age %d, stale %v", c.today, b.PriceAgeDays, b.PriceDate, strs(b.Warnings), c.age, c.stale)
 				}
 			}
 		}
@@ -595,7 +596,7 @@ func TestWithMemory(t *testing.T) {
 			t.Errorf("min %v: %q, %v; want %q", tc.min, ids(got), err, tc.ids)
 			continue
 		}
-		if n := memoryNote(p, got); (tc.note == "") != (n == "") || !strings.HasPrefix(n, tc.note) {
+		if n := memoryNote(p, got).String(); (tc.note == "") != (n == "") || !strings.HasPrefix(n, tc.note) {
 			t.Errorf("min %v: note %q, want it to begin %q", tc.min, n, tc.note)
 		}
 	}
@@ -673,10 +674,10 @@ func TestSubscriptionPacksHours(t *testing.T) {
 	if !strings.Contains(b.Detail, "600 h run inside, 20 h a day") {
 		t.Errorf("detail %q does not say the schedule", b.Detail)
 	}
-	if !slices.ContainsFunc(b.Warnings, func(w string) bool {
+	if !slices.ContainsFunc(strs(b.Warnings), func(w string) bool {
 		return strings.HasPrefix(w, "schedule: ") && strings.Contains(w, "136.00 USD more")
 	}) {
-		t.Errorf("warnings %q do not say the schedule and what spreading costs", b.Warnings)
+		t.Errorf("warnings %q do not say the schedule and what spreading costs", strs(b.Warnings))
 	}
 	// 760 h: the month holds 720 of them, 40 more on demand (79.20).
 	p.ComputeHours = 760
@@ -708,8 +709,8 @@ func TestEphemeralDiskIsNotKept(t *testing.T) {
 	if got := item(b, ItemStorage); !near(got, 47) {
 		t.Errorf("storage %v, want 47", got)
 	}
-	if !slices.ContainsFunc(b.Warnings, func(w string) bool { return strings.Contains(w, "included 50 GB disk is ephemeral") }) {
-		t.Errorf("warnings %q", b.Warnings)
+	if !slices.ContainsFunc(strs(b.Warnings), func(w string) bool { return strings.Contains(w, "included 50 GB disk is ephemeral") }) {
+		t.Errorf("warnings %q", strs(b.Warnings))
 	}
 	b = onDemand(t, Profile{GPUs: 2, ComputeHours: 24, SpanDays: 1, Starts: 1, DiskGB: 100}, o)
 	if got := item(b, ItemStorage); !near(got, 50*0.001*24) {
@@ -722,4 +723,13 @@ func TestEphemeralDiskIsNotKept(t *testing.T) {
 	if !slices.Contains(b.Unknown, "storage.included_disk") {
 		t.Errorf("unknown %q", b.Unknown)
 	}
+}
+
+// strs is each text's English.
+func strs(ts []i18n.Text) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.String()
+	}
+	return out
 }

@@ -214,19 +214,19 @@ func TestSimulationBudget(t *testing.T) {
 	if _, fails := hopeless.Expected(); fails < 4e6 || fails > 5e6 {
 		t.Fatalf("expected interruptions %v, want about 4.4 million", fails)
 	}
-	if n, note := simTrials(hopeless, 10000); n != 0 || !strings.Contains(note, "spot risk not simulated: a run expects 4.4") {
+	if n, note := simTrials(hopeless, 10000); n != 0 || !strings.Contains(note.String(), "spot risk not simulated: a run expects 4.4") {
 		t.Errorf("hopeless run: %d trials, %q", n, note)
 	}
 	// A year checkpointed every 30 min at 2 an hour: 17,520 segments of
 	// 0.5167 h, e^(2×0.5167) − 1 ≈ 1.81 each, about 31,700 a run: 315 trials
 	// fit 1e7 draws.
 	long := Run{Work: 8760, Every: 0.5, Write: 1.0 / 60, Restart: 5.0 / 60, Rate: 2}
-	if n, note := simTrials(long, 10000); n < 300 || n > 330 || !strings.Contains(note, fmt.Sprintf("spot risk from %d trials, not 10000", n)) {
+	if n, note := simTrials(long, 10000); n < 300 || n > 330 || !strings.Contains(note.String(), fmt.Sprintf("spot risk from %d trials, not 10000", n)) {
 		t.Errorf("long run: %d trials, %q", n, note)
 	}
 	// The README's example fits whole.
 	easy := Run{Work: 300, Every: 0.5, Write: 1.0 / 60, Restart: 5.0 / 60, Rate: 1.5 / 24}
-	if n, note := simTrials(easy, 10000); n != 10000 || note != "" {
+	if n, note := simTrials(easy, 10000); n != 10000 || !note.IsZero() {
 		t.Errorf("easy run: %d trials, %q", n, note)
 	}
 }
@@ -243,8 +243,8 @@ func TestPlanSkipsAHopelessSimulation(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := plan.Offers[0]
-	if op.Spot != nil || op.Recommendation == Spot || !strings.Contains(strings.Join(op.Notes, "\n"), "spot risk not simulated") {
-		t.Errorf("spot %+v, recommendation %s, notes %q", op.Spot, op.Recommendation, op.Notes)
+	if op.Spot != nil || op.Recommendation == Spot || !strings.Contains(strings.Join(strs(op.Notes), "\n"), "spot risk not simulated") {
+		t.Errorf("spot %+v, recommendation %s, notes %q", op.Spot, op.Recommendation, strs(op.Notes))
 	}
 }
 
@@ -266,12 +266,12 @@ func TestNeverFinishingSpotIsNamed(t *testing.T) {
 		}
 	}
 	want := "spot not quoted on 1 offer (t): at the interruption rate a run would practically never finish"
-	if !strings.Contains(strings.Join(q.Notes, "\n"), want) {
-		t.Errorf("quote notes %q", q.Notes)
+	if !strings.Contains(strings.Join(strs(q.Notes), "\n"), want) {
+		t.Errorf("quote notes %q", strs(q.Notes))
 	}
 	plan, err := MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{Trials: 100}, nil)
-	if err != nil || !strings.Contains(strings.Join(plan.Notes, "\n"), want) {
-		t.Errorf("plan notes %q, %v", plan.Notes, err)
+	if err != nil || !strings.Contains(strings.Join(strs(plan.Notes), "\n"), want) {
+		t.Errorf("plan notes %q, %v", strs(plan.Notes), err)
 	}
 }
 
@@ -288,15 +288,15 @@ func TestNeverFinishingSpotAdvice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Join(plan.Notes, "\n"); !strings.Contains(n, "never finish: with no checkpoint settings, each interruption restarts it from the beginning") || strings.Contains(n, "checkpoint more often") {
+	if n := strings.Join(strs(plan.Notes), "\n"); !strings.Contains(n, "never finish: with no checkpoint settings, each interruption restarts it from the beginning") || strings.Contains(n, "checkpoint more often") {
 		t.Errorf("no checkpoints: %q", n)
 	}
-	if r := plan.Offers[0].Reason; r != "on demand is the only plan judged: spot is not quoted: at this interruption rate the run would practically never finish (see the note)" {
+	if r := plan.Offers[0].Reason.String(); r != "on demand is the only plan judged: spot is not quoted: at this interruption rate the run would practically never finish (see the note)" {
 		t.Errorf("reason %q", r)
 	}
 	p.Checkpoint = &Checkpoint{Every: Duration(100 * time.Hour), Write: Duration(time.Minute), Restart: Duration(time.Minute)}
 	plan, _ = MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{Trials: 100}, nil)
-	if n := strings.Join(plan.Notes, "\n"); !strings.Contains(n, "never finish, each checkpoint interval being interrupted before it ends almost surely; checkpoint more often") {
+	if n := strings.Join(strs(plan.Notes), "\n"); !strings.Contains(n, "never finish, each checkpoint interval being interrupted before it ends almost surely; checkpoint more often") {
 		t.Errorf("sparse checkpoints: %q", n)
 	}
 }
@@ -309,18 +309,18 @@ func TestSpotBillNamesMissingCheckpointTimes(t *testing.T) {
 	p := Profile{ComputeHours: 10, SpanDays: 1, Interruptible: true, Checkpoint: &Checkpoint{Every: Duration(30 * time.Minute)}}
 	p.Defaults(nil)
 	b, ok := spotBill(&p, &o, Options{})
-	if w := strings.Join(b.Warnings, "\n"); !ok || !strings.Contains(w, "no --ckpt-write or --ckpt-restart: counted as 0") {
-		t.Errorf("warnings %q", b.Warnings)
+	if w := strings.Join(strs(b.Warnings), "\n"); !ok || !strings.Contains(w, "no --ckpt-write or --ckpt-restart: counted as 0") {
+		t.Errorf("warnings %q", strs(b.Warnings))
 	}
 	p.Checkpoint.Write = Duration(time.Minute)
 	b, _ = spotBill(&p, &o, Options{})
-	if w := strings.Join(b.Warnings, "\n"); !strings.Contains(w, "no --ckpt-restart: counted as 0") || strings.Contains(w, "--ckpt-write") {
-		t.Errorf("warnings %q", b.Warnings)
+	if w := strings.Join(strs(b.Warnings), "\n"); !strings.Contains(w, "no --ckpt-restart: counted as 0") || strings.Contains(w, "--ckpt-write") {
+		t.Errorf("warnings %q", strs(b.Warnings))
 	}
 	p.Checkpoint.Restart = Duration(5 * time.Minute)
 	b, _ = spotBill(&p, &o, Options{})
-	if w := strings.Join(b.Warnings, "\n"); strings.Contains(w, "counted as 0") {
-		t.Errorf("warnings %q", b.Warnings)
+	if w := strings.Join(strs(b.Warnings), "\n"); strings.Contains(w, "counted as 0") {
+		t.Errorf("warnings %q", strs(b.Warnings))
 	}
 }
 
@@ -335,8 +335,8 @@ func TestCheckpointAdviceNeedsWriteTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if op := plan.Offers[0]; op.Checkpoint != nil || !slices.Contains(op.Notes, "no checkpoint advice: it needs the time to write one checkpoint (--ckpt-write)") {
-		t.Errorf("checkpoint %+v, notes %q", op.Checkpoint, op.Notes)
+	if op := plan.Offers[0]; op.Checkpoint != nil || !slices.Contains(strs(op.Notes), "no checkpoint advice: it needs the time to write one checkpoint (--ckpt-write)") {
+		t.Errorf("checkpoint %+v, notes %q", op.Checkpoint, strs(op.Notes))
 	}
 	p.Checkpoint.Write = Duration(time.Minute)
 	plan, _ = MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{Trials: 100}, nil)
@@ -360,7 +360,7 @@ func TestSpotPublishedFrequency(t *testing.T) {
 		t.Fatalf("rate %v %v", r.Rate, known)
 	}
 	b, ok := spotBill(&p, &o, Options{})
-	if !ok || b.TotalIsLowerBound || !slices.ContainsFunc(b.Warnings, func(w string) bool {
+	if !ok || b.TotalIsLowerBound || !slices.ContainsFunc(strs(b.Warnings), func(w string) bool {
 		return strings.HasPrefix(w, "interruption rate from advisor (2025-06-28): 10.0% to 15.0%")
 	}) {
 		t.Fatalf("closed bucket: %+v", b)
@@ -372,11 +372,11 @@ func TestSpotPublishedFrequency(t *testing.T) {
 	// Nor is spot bought on it: every figure of the run would be its best.
 	o.OnDemand.Hourly = catalog.Known(50)
 	plan, err := MakePlan(&p, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{Trials: 200}, nil)
-	if err != nil || plan.Offers[0].Recommendation == Spot || !strings.Contains(plan.Offers[0].Reason, "known only as a floor") {
+	if err != nil || plan.Offers[0].Recommendation == Spot || !strings.Contains(plan.Offers[0].Reason.String(), "known only as a floor") {
 		t.Fatalf("bought on a floor: %v %+v", err, plan.Offers[0])
 	}
 	one := 2.0
-	if b, ok = spotBill(&p, &o, Options{InterruptionsPerDay: &one}); !ok || slices.ContainsFunc(b.Warnings, func(w string) bool { return strings.HasPrefix(w, "interruption rate from") }) {
+	if b, ok = spotBill(&p, &o, Options{InterruptionsPerDay: &one}); !ok || slices.ContainsFunc(strs(b.Warnings), func(w string) bool { return strings.HasPrefix(w, "interruption rate from") }) {
 		t.Fatalf("--interruptions-per-day overrides it: %+v", b)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -80,25 +81,25 @@ func subscriptionBill(p *Profile, o *catalog.Offer, force bool) (Bill, bool) {
 	b.Detail = strings.Join(parts, " + ")
 	b.Unknown, b.Warnings = u.names(), u.warnings()
 	b.TotalIsLowerBound = lowerBound(b.Unknown)
-	if note != "" {
+	if !note.IsZero() {
 		b.Warnings = append(b.Warnings, note)
 	}
 	if best.schedule == SchedulePacked {
-		alt := "paying as you go"
+		alt := i18n.Textf("paying as you go")
 		if spread.periods() {
-			alt = "the cheapest subscription bill"
+			alt = i18n.Textf("the cheapest subscription bill")
 		}
-		w := fmt.Sprintf("schedule: the bill assumes the hours run inside the %s subscribed (%s a day) rather than evenly over the %s",
-			report.Count(best.subDays, "day"), hoursText(inside/float64(best.subDays)), report.Count(p.SpanDays, "day"))
+		w := i18n.Textf("schedule: the bill assumes the hours run inside the %s subscribed (%s a day) rather than evenly over the %s",
+			i18n.Plural(best.subDays, "%d day", "%d days"), hoursText(inside/float64(best.subDays)), i18n.Plural(p.SpanDays, "%d day", "%d days"))
 		if spread.periods() || odOK {
 			if sp := spreadTotal(p, o, s, hourly, spread); !math.IsInf(sp, 1) {
-				w += fmt.Sprintf("; spread evenly, %s costs %.2f %s more", alt, sp-best.total(s.boot), o.Currency)
+				w = i18n.Textf("%s%s", w, i18n.Textf("; spread evenly, %s costs %.2f %s more", alt, sp-best.total(s.boot), o.Currency))
 			}
 		}
 		b.Warnings = append(b.Warnings, w)
 		if gap := float64(p.SpanDays-best.subDays)*24 - best.odHours; gap > 0 {
 			if rel, known := o.ReleaseAfterStopped.Value(); known && gap > rel.Hours() {
-				b.Warnings = append(b.Warnings, fmt.Sprintf("the %.1f h stopped after the subscription exceed release_after_stopped %s: the platform deletes the stopped instance and its disk", gap, o.ReleaseAfterStopped))
+				b.Warnings = append(b.Warnings, i18n.Textf("the %.1f h stopped after the subscription exceed release_after_stopped %s: the platform deletes the stopped instance and its disk", gap, o.ReleaseAfterStopped))
 			}
 		}
 	} else if best.odHours > 0 || best.subDays < p.SpanDays {

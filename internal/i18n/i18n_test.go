@@ -70,24 +70,26 @@ type verb struct {
 
 // verbRe matches a directive; gpurent's formats use no space flag, so
 // that "95% of" in a help text is text.
-var verbRe = regexp.MustCompile(`%(\[\d+\])?[-+#0]*\d*(\.\d+)?([a-zA-Z%])`)
+// An argument index goes after the % or, with a precision, right before
+// the verb (%.2[3]f), as fmt reads it.
+var verbRe = regexp.MustCompile(`%(\[\d+\])?[-+#0]*\d*(\.\d+)?(\[\d+\])?([a-zA-Z%])`)
 
 // verbs lists a format's directives by argument, as fmt reads them.
 func verbs(format string) ([]verb, error) {
 	var out []verb
 	next := 1
 	for _, m := range verbRe.FindAllStringSubmatch(format, -1) {
-		if m[3] == "%" {
+		if m[4] == "%" {
 			continue
 		}
-		if m[1] != "" {
-			n, err := strconv.Atoi(strings.Trim(m[1], "[]"))
+		if idx := m[1] + m[3]; idx != "" {
+			n, err := strconv.Atoi(strings.Trim(idx, "[]"))
 			if err != nil {
 				return nil, err
 			}
 			next = n
 		}
-		k := m[3][0]
+		k := m[4][0]
 		if k == 'w' {
 			k = 'v'
 		}

@@ -47,3 +47,12 @@ func (p *Printer) Texts(ts []Text) []string {
 	}
 	return out
 }
+
+// Plural is n things as a Text: one's format for 1, many's otherwise
+// ("%d plan", "%d plans"), each a literal the catalog translates.
+func Plural(n int, one, many string) Text {
+	if n == 1 {
+		return Textf(one, n)
+	}
+	return Textf(many, n)
+}

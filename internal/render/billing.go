@@ -180,15 +180,15 @@ func atLeast(b billing.Bill, v string) string {
 // writeBillNotes writes what follows a table of bills: each offer's
 // warnings once (the same unknown fee shows on each plan), the notes, how
 // old the prices are and the exchange rates used.
-func billNotes(w io.Writer, tr *i18n.Printer, bills []billing.Bill, notes, rates []string) {
+func billNotes(w io.Writer, tr *i18n.Printer, bills []billing.Bill, notes, rates []i18n.Text) {
 	seen := map[string]bool{}
 	var lines []string
 	for i, b := range bills {
 		for _, wn := range b.Warnings {
-			key := b.Offer + "\x00" + wn
+			key := b.Offer + "\x00" + wn.String()
 			if !seen[key] {
 				seen[key] = true
-				lines = append(lines, fmt.Sprintf("  #%d %s: %s", i+1, b.Offer, wn))
+				lines = append(lines, fmt.Sprintf("  #%d %s: %s", i+1, b.Offer, tr.Text(wn)))
 			}
 		}
 	}
@@ -196,7 +196,7 @@ func billNotes(w io.Writer, tr *i18n.Printer, bills []billing.Bill, notes, rates
 		tr.Fprintf(w, "\nwarnings (UNKNOWN counts fees no source confirmed, computed as 0: such bills may be dearer, and their ≥ totals are the least they can be):\n%s\n", strings.Join(lines, "\n"))
 	}
 	for _, n := range notes {
-		tr.Fprintf(w, "\nnote: %s\n", n)
+		tr.Fprintf(w, "\nnote: %s\n", tr.Text(n))
 	}
 	offers, ages := make([]string, len(bills)), make([]*int, len(bills))
 	for i, b := range bills {
@@ -206,7 +206,7 @@ func billNotes(w io.Writer, tr *i18n.Printer, bills []billing.Bill, notes, rates
 		tr.Fprintf(w, "prices: %s\n", line)
 	}
 	for _, r := range rates {
-		tr.Fprintf(w, "rate: %s\n", r)
+		tr.Fprintf(w, "rate: %s\n", tr.Text(r))
 	}
 }
 
@@ -338,7 +338,7 @@ func Plan(w io.Writer, tr *i18n.Printer, plan *billing.Plan, deadline string) er
 		return err
 	}
 	for _, n := range plan.Notes {
-		tr.Fprintf(w, "\nnote: %s\n", n)
+		tr.Fprintf(w, "\nnote: %s\n", tr.Text(n))
 	}
 	why := tr.T("why:")
 	if slices.ContainsFunc(plan.Offers, func(o billing.OfferPlan) bool {
@@ -348,18 +348,19 @@ func Plan(w io.Writer, tr *i18n.Printer, plan *billing.Plan, deadline string) er
 	}
 	fmt.Fprintln(w, "\n"+why)
 	for _, o := range plan.Offers {
-		fmt.Fprintf(w, "  %s: %s\n", o.Offer, o.Reason)
+		fmt.Fprintf(w, "  %s: %s\n", o.Offer, tr.Text(o.Reason))
+		var seen []string // said once: a note, then the bills' warnings
 		for _, n := range o.Notes {
-			tr.Fprintf(w, "    note: %s\n", n)
+			seen = append(seen, n.String())
+			tr.Fprintf(w, "    note: %s\n", tr.Text(n))
 		}
 		// The bills' warnings, each once: the unknown fees above all,
 		// which the table's totals leave out.
-		seen := slices.Clone(o.Notes) // said above as a note
 		for _, b := range o.Bills {
 			for _, wn := range b.Warnings {
-				if !slices.Contains(seen, wn) {
-					seen = append(seen, wn)
-					tr.Fprintf(w, "    warning: %s\n", wn)
+				if !slices.Contains(seen, wn.String()) {
+					seen = append(seen, wn.String())
+					tr.Fprintf(w, "    warning: %s\n", tr.Text(wn))
 				}
 			}
 		}
@@ -417,12 +418,12 @@ func Inference(w io.Writer, tr *i18n.Printer, res *billing.Inference, rated bool
 	ids, ages := make([]string, len(res.Offers)), make([]*int, len(res.Offers))
 	var notes []string
 	for _, n := range res.Notes {
-		notes = append(notes, "  "+n)
+		notes = append(notes, "  "+tr.Text(n))
 	}
 	for i, o := range res.Offers {
 		ids[i], ages[i] = o.Offer, o.PriceAgeDays
 		for _, n := range o.Notes {
-			notes = append(notes, fmt.Sprintf("  %s: %s", o.Offer, n))
+			notes = append(notes, fmt.Sprintf("  %s: %s", o.Offer, tr.Text(n)))
 		}
 	}
 	if len(notes) > 0 {

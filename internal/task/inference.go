@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/usage"
 )
@@ -41,7 +42,7 @@ func (in *Inference) Register(f *pflag.FlagSet) {
 // Inference reads the task flags and in (as fs holds them) into the query
 // billing.PlanInference answers and the offers it prices, with the notes
 // --provider gives.
-func (t *Flags) Inference(fs *pflag.FlagSet, cat *catalog.Catalog, in Inference) (billing.InferenceQuery, []catalog.Offer, []string, error) {
+func (t *Flags) Inference(fs *pflag.FlagSet, cat *catalog.Catalog, in Inference) (billing.InferenceQuery, []catalog.Offer, []i18n.Text, error) {
 	var q billing.InferenceQuery
 	if !fs.Changed("tokens-per-day") {
 		return q, nil, nil, usage.Errorf("--tokens-per-day: required with --inference")
@@ -61,7 +62,7 @@ func (t *Flags) Inference(fs *pflag.FlagSet, cat *catalog.Catalog, in Inference)
 	if offers, err = billing.WithMemory(p, offers); err != nil {
 		return q, nil, nil, usage.Errorf("--min-gpu-memory: %v", err)
 	}
-	var notes []string
+	var notes []i18n.Text
 	if offers, notes, err = t.WithProvider(current, offers); err != nil {
 		return q, nil, nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/money"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
@@ -59,7 +60,7 @@ type Flags struct {
 // these offers is a note, and an error only when no provider named has
 // any: asked for RunPod and AutoDL, a GPU only one of them rents is still
 // an answer.
-func (t *Flags) WithProvider(all, offers []catalog.Offer) ([]catalog.Offer, []string, error) {
+func (t *Flags) WithProvider(all, offers []catalog.Offer) ([]catalog.Offer, []i18n.Text, error) {
 	if len(t.providers) == 0 {
 		return offers, nil, nil
 	}
@@ -84,13 +85,13 @@ func (t *Flags) WithProvider(all, offers []catalog.Offer) ([]catalog.Offer, []st
 		_, err := catalog.WithProvider(offers, t.providers)
 		return nil, nil, usage.Errorf("--provider: %v%s", err, catalog.AmongGPU(t.gpu))
 	}
-	var notes []string
+	var notes []i18n.Text
 	if len(lacking) > 0 {
-		what := "the task"
+		what := i18n.Textf("the task")
 		if t.gpu != "" {
-			what = fmt.Sprintf("GPU %q", t.gpu)
+			what = i18n.Textf("GPU %q", t.gpu)
 		}
-		notes = append(notes, fmt.Sprintf("--provider %s: no offer for %s in the catalog; priced from the other providers named", strings.Join(lacking, ", "), what))
+		notes = append(notes, i18n.Textf("--provider %s: no offer for %s in the catalog; priced from the other providers named", strings.Join(lacking, ", "), what))
 	}
 	return out, notes, nil
 }
