@@ -122,7 +122,7 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 				arg := -1
 				switch fn := call.Fun.(type) {
 				case *ast.Ident:
-					if fn.Name == "usagef" {
+					if fn.Name == "usagef" || fn.Name == "logf" {
 						arg = 0
 					}
 				case *ast.SelectorExpr:
@@ -130,7 +130,11 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 					switch {
 					case fn.Sel.Name == "Errorf" && x != nil && x.Name == "usage":
 						arg = 0
-					case fn.Sel.Name == "T" || fn.Sel.Name == "Tf" || fn.Sel.Name == "Textf":
+					case fn.Sel.Name == "T" || fn.Sel.Name == "Tf" || fn.Sel.Name == "Textf" || fn.Sel.Name == "logf":
+						arg = 0
+					case fn.Sel.Name == "Log" && isCfg(fn.X):
+						// A run's lines (supervise, gpuwatch), written by
+						// runner's logf in the user's language.
 						arg = 0
 					case fn.Sel.Name == "Fprintf" && (x == nil || x.Name != "fmt"):
 						arg = 1
@@ -173,6 +177,13 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 		}
 	}
 	return keys, problems
+}
+
+// isCfg reports x.cfg, a watcher's configuration, whose Log is the run's
+// log line.
+func isCfg(x ast.Expr) bool {
+	sel, ok := x.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "cfg"
 }
 
 // wordy reports whether a message has words to translate: "--%s: %v"

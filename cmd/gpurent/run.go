@@ -217,7 +217,7 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 		s.Say = say
 		return s.Open(ctx, c, nil)
 	}
-	r.Stdout, r.Stderr, r.ExitCode = cmd.OutOrStdout(), cmd.ErrOrStderr(), exitStatus
+	r.Stdout, r.Stderr, r.ExitCode, r.Printer = cmd.OutOrStdout(), cmd.ErrOrStderr(), exitStatus, g.tr
 	code, err := runner.Run(cmd.Context(), *r)
 	if oe := (*runner.OptionError)(nil); errors.As(err, &oe) {
 		return bad(oe.Flag, oe.Err)

@@ -117,9 +117,10 @@ func (p *Printer) T(s string) string { return p.Lookup(s) }
 
 // Tf formats the message format in the printer's language. A translation
 // may reorder the arguments with explicit indexes (%[2]s); %w formats as
-// %v, as in an error's text.
+// %v, as in an error's text; an argument that is a Text is written in the
+// printer's language too.
 func (p *Printer) Tf(format string, args ...any) string {
-	return Sprintf(p.Lookup(format), args...)
+	return p.Text(Text{Format: format, Args: args})
 }
 
 // Fprintf writes Tf's text to w.

@@ -137,6 +137,7 @@ type term struct {
 	EN     []string `yaml:"en"`
 	ZH     string   `yaml:"zh"`
 	Also   []string `yaml:"also"`
+	Not    []string `yaml:"not"`
 	Source string   `yaml:"source"`
 }
 
@@ -187,7 +188,7 @@ func TestGlossaryConsistent(t *testing.T) {
 		words := append([]string{g.ZH}, g.Also...)
 		uses := 0
 		for en, zh := range m {
-			if !re.MatchString(en) {
+			if !re.MatchString(en) || slices.ContainsFunc(g.Not, func(n string) bool { return strings.Contains(en, n) }) {
 				continue
 			}
 			uses++

@@ -26,7 +26,7 @@ import (
 // reason is the supervisor's line, or err's when there is one), and waits
 // up to 15 s for the queue to empty.
 func startEvents(ctx context.Context, hook *notify.Webhook, run string, logf func(string, ...any)) (event func(kind, text, output string), end func(code int, err error, reason, output string)) {
-	q := hook.Start(func(format string, a ...any) { logf("notify: "+format, a...) })
+	q := hook.Start(func(format string, a ...any) { logf("notify: %s", fmt.Sprintf(format, a...)) })
 	host, _ := os.Hostname()
 	post := func(kind, text, output string, code *int) {
 		q.Post(notify.Event{Kind: kind, Run: run, Host: host, Time: time.Now().UTC(), ExitCode: code,

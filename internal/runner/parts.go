@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/ledger"
 	"github.com/gpurent/gpurent/internal/money"
 	"github.com/gpurent/gpurent/internal/mounts"
@@ -111,7 +112,7 @@ func (s *session) startBudget() (stop bool) {
 			where = fmt.Sprintf("(%d on other machines)", b.Elsewhere)
 		}
 		earlier = fmt.Sprintf("; run %s has cost %.2f %s of it in %s %s since %s",
-			run, b.Spent, price.Currency, report.Count(b.Sessions, "earlier session"), where, b.Since.UTC().Format("2006-01-02 15:04 MST"))
+			run, b.Spent, price.Currency, i18n.Plural(b.Sessions, "%d earlier session", "%d earlier sessions"), where, b.Since.UTC().Format("2006-01-02 15:04 MST"))
 	}
 	if spend.Lasts() <= spend.Window() {
 		// Started again after the budget stopped it (systemd's

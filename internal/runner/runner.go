@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/clock"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/kernwatch"
 	"github.com/gpurent/gpurent/internal/ledger"
@@ -77,8 +78,10 @@ type Options struct {
 	Takeover  bool
 	OpenStore func(ctx context.Context, say func(format string, a ...any)) (st *store.Store, name string, close func(), err error)
 	// Stdout and Stderr are gpurent's own; the command gets them too,
-	// and Stderr has gpurent's lines.
+	// and Stderr has gpurent's lines, in Printer's language (nil:
+	// English).
 	Stdout, Stderr io.Writer
+	Printer        *i18n.Printer
 	// ExitCode is the exit code gpurent gives an error, for the end's
 	// notification; nil: 2 for bad usage, else 1.
 	ExitCode func(error) int
@@ -258,7 +261,7 @@ func (s *session) logf(format string, a ...any) {
 	// Lines name checkpoints, processes and files: text, not terminal
 	// controls, and one event a line (a checkpoint named "a\nb" must not
 	// start a line of its own).
-	line := report.Safe(fmt.Sprintf(format, a...))
+	line := report.Safe(s.o.Printer.Tf(format, a...))
 	fmt.Fprintf(s.o.Stderr, "gpurent: %s\n", line)
 	if s.out != nil {
 		s.out.Note(line)
@@ -520,7 +523,7 @@ func (s *session) supervise(ctx context.Context) (int, error) {
 		}
 	}
 	s.logf("%s", ex.Reason)
-	s.endReason = ex.Reason
+	s.endReason = ex.Reason.String()
 	if s.price.Amount > 0 {
 		took := s.clock.Now().Sub(s.begun)
 		spent := s.price.Spent(took)

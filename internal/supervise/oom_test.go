@@ -43,12 +43,12 @@ func TestOOMKillIsNamed(t *testing.T) {
 		}
 		sup.sysRoot = root
 		ex, err := sup.Run(context.Background(), nil)
-		if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop") {
+		if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason.String(), "crash loop") {
 			t.Fatalf("%+v %v", ex, err)
 		}
-		named := strings.Contains(ex.Reason, "the kernel's out-of-memory killer ended it (oom_kill 1 -> 2 in "+events+"): host RAM ran out, not GPU memory; this container may use 8.00 GiB")
+		named := strings.Contains(ex.Reason.String(), "the kernel's out-of-memory killer ended it (oom_kill 1 -> 2 in "+events+"): host RAM ran out, not GPU memory; this container may use 8.00 GiB")
 		if named != oomed {
-			t.Errorf("OOM killed %v, reason %q", oomed, ex.Reason)
+			t.Errorf("OOM killed %v, reason %q", oomed, ex.Reason.String())
 		}
 	}
 }

@@ -72,7 +72,7 @@ func TestAWSRebalance(t *testing.T) {
 	}()
 	ex, err := sup.Run(context.Background(), nil)
 	out := logged()
-	if err != nil || ex.Code != ExitStopped || !strings.Contains(ex.Reason, "preempted (aws)") {
+	if err != nil || ex.Code != ExitStopped || !strings.Contains(ex.Reason.String(), "preempted (aws)") {
 		t.Fatalf("%+v %v\n%s", ex, err, out)
 	}
 	if n := strings.Count(out, "rebalance recommendation at 2026-11-30T08:22:00Z from aws: asking the command for a checkpoint; it trains on"); n != 1 {
@@ -116,7 +116,7 @@ func TestHostMaintenanceStops(t *testing.T) {
 	}()
 	ex, err := sup.Run(context.Background(), nil)
 	out := logged()
-	if err != nil || ex.Code != ExitStopped || !strings.HasPrefix(ex.Reason, "Host maintenance scheduled (gcp)") {
+	if err != nil || ex.Code != ExitStopped || !strings.HasPrefix(ex.Reason.String(), "Host maintenance scheduled (gcp)") {
 		t.Fatalf("%+v %v\n%s", ex, err, out)
 	}
 	if !strings.Contains(out, "host maintenance will stop this VM in about 2m3s") {

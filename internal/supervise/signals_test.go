@@ -121,7 +121,7 @@ func TestPreemptionCommandWithoutHandler(t *testing.T) {
 	start := time.Now()
 	ex, err := sup.Run(context.Background(), nil)
 	out := logged()
-	if err != nil || ex.Code != ExitStopped || !strings.Contains(ex.Reason, "preempted (test)") {
+	if err != nil || ex.Code != ExitStopped || !strings.Contains(ex.Reason.String(), "preempted (test)") {
 		t.Fatalf("%+v %v\n%s", ex, err, out)
 	}
 	if got := h.committedSteps(); !slices.Equal(got, []int{1}) {
@@ -161,7 +161,7 @@ func TestPreemptionCommandSavesAndExits(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("gpurent did not return after the command saved and exited")
 	}
-	if err != nil || ex.Code != ExitStopped || !strings.Contains(ex.Reason, "preempted (test)") {
+	if err != nil || ex.Code != ExitStopped || !strings.Contains(ex.Reason.String(), "preempted (test)") {
 		t.Fatalf("%+v %v", ex, err)
 	}
 	if got := h.committedSteps(); !slices.Equal(got, []int{2}) {
@@ -181,7 +181,7 @@ func TestPreemptionNotStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex, err := sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != ExitNotStored || !strings.Contains(ex.Reason, "preempted (test): the newest checkpoint is NOT in the store") {
+	if err != nil || ex.Code != ExitNotStored || !strings.Contains(ex.Reason.String(), "preempted (test): the newest checkpoint is NOT in the store") {
 		t.Fatalf("%+v %v", ex, err)
 	}
 }

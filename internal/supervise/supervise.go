@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/clock"
+	"github.com/gpurent/gpurent/internal/i18n"
 
 	"github.com/gpurent/gpurent/internal/preempt"
 
@@ -152,8 +153,8 @@ const ExitStopped = 75
 
 // Exit is how a run ended.
 type Exit struct {
-	Code   int    // the exit status gpurent should return
-	Reason string // one line for a person
+	Code   int       // the exit status gpurent should return
+	Reason i18n.Text // one line for a person
 }
 
 // Supervisor runs one Config.
@@ -318,16 +319,16 @@ func (s *Supervisor) startChild(restarts int) (*exec.Cmd, oomWatch, error) {
 	case <-s.stalled: // judged against the command that is gone
 	default:
 	}
-	started := fmt.Sprintf("started %s (pid %d)", s.cfg.Cmd[0], cmd.Process.Pid)
+	started := i18n.Textf("started %s (pid %d)", s.cfg.Cmd[0], cmd.Process.Pid)
 	if resumeFrom != "" {
-		started += ", resuming from " + resumeFrom
+		started = i18n.Textf("started %s (pid %d), resuming from %s", s.cfg.Cmd[0], cmd.Process.Pid, resumeFrom)
 	}
 	s.cfg.Log("%s", started)
 	if restarts == 0 {
 		if resumeFrom == "" {
-			started += ", from the beginning"
+			started = i18n.Textf("started %s (pid %d), from the beginning", s.cfg.Cmd[0], cmd.Process.Pid)
 		}
-		s.cfg.Event("start", started)
+		s.cfg.Event("start", started.String())
 	}
 	return cmd, oom, nil
 }
@@ -382,9 +383,9 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
-			return Exit{Code: 137, Reason: "abandoned"}, ctx.Err()
+			return Exit{Code: 137, Reason: i18n.Textf("abandoned")}, ctx.Err()
 		case sig := <-stop:
-			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v before the command started", sig)}, nil
+			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: i18n.Textf("stopped by %v before the command started", sig)}, nil
 		}
 	}
 	if err := s.resume(ctx); err != nil {
@@ -439,7 +440,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				s.signal(syscall.SIGKILL)
 				<-done
 				s.child.Store(0)
-				return Exit{Code: 137, Reason: "abandoned"}, ctx.Err()
+				return Exit{Code: 137, Reason: i18n.Textf("abandoned")}, ctx.Err()
 			case werr = <-done:
 				break running
 			case sig := <-stop:
@@ -455,7 +456,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				}
 				s.stopChild(done, fwd)
 				f := s.finalUpload(ctx)
-				return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v; %s", sig, s.finalWords(f))}, nil
+				return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: i18n.Textf("stopped by %v; %s", sig, s.finalWords(f))}, nil
 			case why := <-s.stalled:
 				s.cfg.Log("%s: the command is taken to hang, and is stopped to restart from its newest checkpoint", why)
 				s.stopChild(done, syscall.SIGTERM)
@@ -470,7 +471,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				s.cfg.Log("%v; stopping the command", why)
 				s.cfg.Event("lease_lost", why.Error()+"; the command is stopped")
 				s.stopChild(done, syscall.SIGTERM)
-				return Exit{Code: 1, Reason: fmt.Sprintf("%v; the command was stopped", why)}, nil
+				return Exit{Code: 1, Reason: i18n.Textf("%v; the command was stopped", why)}, nil
 			case n := <-notices:
 				if !n.Advisory {
 					return s.preempted(ctx, n, done), nil
@@ -483,7 +484,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		s.Metrics.childUp.Store(0)
 		if werr == nil {
 			f := s.finalUpload(ctx)
-			return Exit{Code: s.endCode(0, f), Reason: "the command finished; " + s.finalWords(f)}, nil
+			return Exit{Code: s.endCode(0, f), Reason: i18n.Textf("the command finished; %s", s.finalWords(f))}, nil
 		}
 		s.endStrays(cmd.Process.Pid)
 		restarts++
@@ -503,12 +504,12 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		lastSeen = seen
 		if restarts > s.cfg.MaxRestarts {
 			f := s.finalUpload(ctx)
-			return Exit{Code: 1, Reason: fmt.Sprintf("the command failed (%v) and the %s allowed are used up%s; %s", werr, report.Count(s.cfg.MaxRestarts, "restart"), cause, s.finalWords(f))}, nil
+			return Exit{Code: 1, Reason: i18n.Textf("the command failed (%v) and the %s allowed are used up%s; %s", werr, i18n.Plural(s.cfg.MaxRestarts, "%d restart", "%d restarts"), cause, s.finalWords(f))}, nil
 		}
 		if quietRestarts >= s.cfg.CrashLoop {
 			f := s.finalUpload(ctx)
-			return Exit{Code: 1, Reason: fmt.Sprintf("crash loop: the command failed %s in a row (%v) without a new checkpoint; fix it before restarting%s; %s",
-				report.Count(quietRestarts, "time"), werr, cause, s.finalWords(f))}, nil
+			return Exit{Code: 1, Reason: i18n.Textf("crash loop: the command failed %s in a row (%v) without a new checkpoint; fix it before restarting%s; %s",
+				i18n.Plural(quietRestarts, "%d time", "%d times"), werr, cause, s.finalWords(f))}, nil
 		}
 		wait := backoff
 		if c, d := s.untilQuiet(); d > wait {
@@ -524,19 +525,19 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return Exit{Code: 137, Reason: "abandoned"}, ctx.Err()
+			return Exit{Code: 137, Reason: i18n.Textf("abandoned")}, ctx.Err()
 		case sig := <-stop:
 			f := s.finalUpload(ctx)
-			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: fmt.Sprintf("stopped by %v between restarts; %s", sig, s.finalWords(f))}, nil
+			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: i18n.Textf("stopped by %v between restarts; %s", sig, s.finalWords(f))}, nil
 		case why := <-s.lost:
 			s.cfg.Log("%v; the command is not restarted", why)
 			s.cfg.Event("lease_lost", why.Error()+"; the command, which had failed, is not restarted")
-			return Exit{Code: 1, Reason: fmt.Sprintf("%v; the command, which had failed, was not restarted", why)}, nil
+			return Exit{Code: 1, Reason: i18n.Textf("%v; the command, which had failed, was not restarted", why)}, nil
 		case <-until:
 			s.cfg.Log("%s: the command is not restarted", s.cfg.UntilWhy)
 			s.cfg.Event("budget", s.cfg.UntilWhy+": the command, which had failed, is not restarted")
 			f := s.finalUpload(ctx)
-			return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("%s, between restarts: %s; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}, nil
+			return Exit{Code: s.endCode(ExitStopped, f), Reason: i18n.Textf("%s, between restarts: %s; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}, nil
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
@@ -578,7 +579,7 @@ func (s *Supervisor) endStrays(pgid int) {
 		which = "process group " + strconv.Itoa(pgid)
 	}
 	s.cfg.Log("the command left %s running (%s): SIGTERM now, SIGKILL after %v, so that the restart finds their GPU memory and ports free",
-		report.Count(len(pids), "process"), which, s.cfg.Grace)
+		i18n.Plural(len(pids), "%d process", "%d processes"), which, s.cfg.Grace)
 	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		kill(-pgid, sig)
 		for _, p := range markedLive(proc, s.tree, os.Getpid()) {
@@ -597,7 +598,7 @@ func (s *Supervisor) endStrays(pgid int) {
 			}
 		}
 	}
-	s.cfg.Log("warning: %s the command started outlived SIGKILL (stuck in the kernel, as a process in a GPU driver call can be): the restart may not find their GPU memory free", report.Count(len(live()), "process"))
+	s.cfg.Log("warning: %s the command started outlived SIGKILL (stuck in the kernel, as a process in a GPU driver call can be): the restart may not find their GPU memory free", i18n.Plural(len(live()), "%d process", "%d processes"))
 }
 
 // completeAt is the complete checkpoint at path, or false.
@@ -735,9 +736,9 @@ func (s *Supervisor) preempted(ctx context.Context, n preempt.Notice, done <-cha
 		}
 	}
 	if n.Event != "" {
-		return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
+		return Exit{Code: s.endCode(ExitStopped, f), Reason: i18n.Textf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
 	}
-	return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("preempted (%s): %s, command stopped; run the same gpurent run again to resume, here once the machine is back or on another", n.Cloud, s.finalWords(f))}
+	return Exit{Code: s.endCode(ExitStopped, f), Reason: i18n.Textf("preempted (%s): %s, command stopped; run the same gpurent run again to resume, here once the machine is back or on another", n.Cloud, s.finalWords(f))}
 }
 
 // untilCame stops the command at Config.Until, as a notice of
@@ -747,7 +748,7 @@ func (s *Supervisor) untilCame(ctx context.Context, done <-chan error) Exit {
 	s.cfg.Log("%s: asking the command for a checkpoint, then stopping it", s.cfg.UntilWhy)
 	s.cfg.Event("budget", s.cfg.UntilWhy+": saving a checkpoint and stopping the command")
 	f := s.checkpointAndStop(ctx, s.cfg.UntilWindow, done)
-	return Exit{Code: s.endCode(ExitStopped, f), Reason: fmt.Sprintf("%s: %s, command stopped; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}
+	return Exit{Code: s.endCode(ExitStopped, f), Reason: i18n.Textf("%s: %s, command stopped; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}
 }
 
 // checkpointAndStop asks the command for a checkpoint, waits for it within
@@ -800,19 +801,19 @@ func (s *Supervisor) checkpointAndStop(ctx context.Context, left time.Duration, 
 // finalWords says what the last upload achieved, for an exit reason: a
 // message that said "uploaded" after a failed upload, or with no store,
 // would send someone to release a machine that holds the only copy.
-func (s *Supervisor) finalWords(f final) string {
+func (s *Supervisor) finalWords(f final) i18n.Text {
 	switch {
 	case !f.found:
-		return "no complete checkpoint was written"
+		return i18n.Textf("no complete checkpoint was written")
 	case s.cfg.Store == nil:
-		return "no store given: checkpoints are only in " + s.cfg.CkptDir
+		return i18n.Textf("no store given: checkpoints are only in %s", s.cfg.CkptDir)
 	case f.committed && f.id != "":
 		// Named, so that the end's notification says what to pull.
-		return fmt.Sprintf("newest complete checkpoint uploaded (%s, as %s)", f.name, f.id)
+		return i18n.Textf("newest complete checkpoint uploaded (%s, as %s)", f.name, f.id)
 	case f.committed:
-		return "newest complete checkpoint uploaded"
+		return i18n.Textf("newest complete checkpoint uploaded")
 	default:
-		return "the newest checkpoint is NOT in the store (its upload failed, see above): it is only in " + s.cfg.CkptDir
+		return i18n.Textf("the newest checkpoint is NOT in the store (its upload failed, see above): it is only in %s", s.cfg.CkptDir)
 	}
 }
 

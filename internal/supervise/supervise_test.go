@@ -454,7 +454,7 @@ func killTrial(t *testing.T, seed uint64) {
 			case ex := <-done:
 				cancel()
 				if ex.Code != 0 {
-					t.Fatalf("final run ended %d: %s (trainer log %q)", ex.Code, ex.Reason, h.resumes())
+					t.Fatalf("final run ended %d: %s (trainer log %q)", ex.Code, ex.Reason.String(), h.resumes())
 				}
 			case <-time.After(60 * time.Second):
 				cancel()
@@ -687,7 +687,7 @@ func TestCrashLoopStops(t *testing.T) {
 	sup, _ := New(cfg)
 	start := time.Now()
 	ex, err := sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop") {
+	if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason.String(), "crash loop") {
 		t.Errorf("%+v %v", ex, err)
 	}
 	// The start, then a restart for each failure but the last (the run
@@ -772,7 +772,7 @@ func TestStallRestarts(t *testing.T) {
 		start := time.Now()
 		sup, _ := New(cfg)
 		ex, err := sup.Run(context.Background(), nil)
-		if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop: the command failed 2 times in a row (stalled: "+c.why) {
+		if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason.String(), "crash loop: the command failed 2 times in a row (stalled: "+c.why) {
 			t.Fatalf("%s: %+v %v", c.rule, ex, err)
 		}
 		if d := time.Since(start); d > 15*time.Second {
@@ -1007,7 +1007,7 @@ func TestCheckpointsDeeperAreNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex, err := sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != 0 || ex.Reason != "the command finished; no complete checkpoint was written" {
+	if err != nil || ex.Code != 0 || ex.Reason.String() != "the command finished; no complete checkpoint was written" {
 		t.Errorf("%+v %v", ex, err)
 	}
 	if l := logged(); strings.Count(l, "warning: nothing in") != 1 || !strings.Contains(l, filepath.Join(nested, "epoch=0-step=5.ckpt")+" is further down") ||
@@ -1024,7 +1024,7 @@ func TestCheckpointsDeeperAreNamed(t *testing.T) {
 	logged = captureLog(&cfg)
 	sup, _ = New(cfg)
 	ex, err = sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != 0 || !regexp.MustCompile(`^the command finished; newest complete checkpoint uploaded \(epoch=1-step=9\.ckpt, as \d{8}T\d{6}\.\d{3}Z-[0-9a-f]{8}\)$`).MatchString(ex.Reason) {
+	if err != nil || ex.Code != 0 || !regexp.MustCompile(`^the command finished; newest complete checkpoint uploaded \(epoch=1-step=9\.ckpt, as \d{8}T\d{6}\.\d{3}Z-[0-9a-f]{8}\)$`).MatchString(ex.Reason.String()) {
 		t.Errorf("%+v %v", ex, err)
 	}
 	if l := logged(); strings.Contains(l, "warning: nothing in") {
@@ -1142,8 +1142,8 @@ func TestHangupStopsWithSIGTERM(t *testing.T) {
 	if b, _ := os.ReadFile(got); strings.TrimSpace(string(b)) != "TERM" {
 		t.Errorf("the command got %q, want TERM", b)
 	}
-	if !strings.Contains(ex.Reason, "no store given: checkpoints are only in "+dir) {
-		t.Errorf("reason %q", ex.Reason)
+	if !strings.Contains(ex.Reason.String(), "no store given: checkpoints are only in "+dir) {
+		t.Errorf("reason %q", ex.Reason.String())
 	}
 }
 
@@ -1219,7 +1219,7 @@ func TestCheckpointRotatedDuringUpload(t *testing.T) {
 		strings.Contains(l, "upload of") || sup.Metrics.uploadErrors.Load() != 0 {
 		t.Errorf("log:\n%s", l)
 	}
-	if !strings.Contains(ex.Reason, "newest complete checkpoint uploaded") {
+	if !strings.Contains(ex.Reason.String(), "newest complete checkpoint uploaded") {
 		t.Errorf("exit %+v\n%s", ex, l)
 	}
 }
@@ -1365,14 +1365,14 @@ func TestFinishedButNotStored(t *testing.T) {
 	cfg.Cmd = []string{"sh", "-c", fmt.Sprintf("echo 1 > %q/step-1.pt", dir)}
 	sup, _ := New(cfg)
 	ex, err := sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != ExitNotStored || !strings.Contains(ex.Reason, "the newest checkpoint is NOT in the store") {
+	if err != nil || ex.Code != ExitNotStored || !strings.Contains(ex.Reason.String(), "the newest checkpoint is NOT in the store") {
 		t.Errorf("%+v %v", ex, err)
 	}
 	cfg.Cmd = []string{"sh", "-c", fmt.Sprintf("echo 2 > %q/step-2.pt; exit 1", dir)}
 	cfg.MaxRestarts = 0
 	sup, _ = New(cfg)
 	ex, err = sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != 1 || !strings.HasSuffix(ex.Reason, "allowed are used up; the newest checkpoint is NOT in the store (its upload failed, see above): it is only in "+dir) {
+	if err != nil || ex.Code != 1 || !strings.HasSuffix(ex.Reason.String(), "allowed are used up; the newest checkpoint is NOT in the store (its upload failed, see above): it is only in "+dir) {
 		t.Errorf("%+v %v", ex, err)
 	}
 }
@@ -1511,7 +1511,7 @@ func TestPreemption(t *testing.T) {
 				notice.Store(true)
 			}()
 			ex, err := sup.Run(context.Background(), nil)
-			if err != nil || ex.Code != ExitStopped || !strings.Contains(ex.Reason, "preempted ("+tc.cloud+")") {
+			if err != nil || ex.Code != ExitStopped || !strings.Contains(ex.Reason.String(), "preempted ("+tc.cloud+")") {
 				t.Fatalf("%+v %v", ex, err)
 			}
 			if !strings.Contains(strings.Join(h.resumes(), " "), "checkpoint-now") {
@@ -1549,7 +1549,7 @@ func TestUntilStopsTheCommand(t *testing.T) {
 	sup, _ := New(cfg)
 	began := time.Now()
 	ex, err := sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != ExitStopped || !strings.HasPrefix(ex.Reason, "the budget of 5.00 USD is spent: newest complete checkpoint uploaded (") {
+	if err != nil || ex.Code != ExitStopped || !strings.HasPrefix(ex.Reason.String(), "the budget of 5.00 USD is spent: newest complete checkpoint uploaded (") {
 		t.Fatalf("%+v %v\n%s", ex, err, logged())
 	}
 	if took := time.Since(began); took < 3*time.Second || took > 20*time.Second {
@@ -1575,7 +1575,7 @@ func TestUntilStopsTheCommand(t *testing.T) {
 	events = captureEvents(&cfg)
 	sup, _ = New(cfg)
 	ex, err = sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != ExitStopped || ex.Reason != "the budget is spent, between restarts: no complete checkpoint was written; run the same gpurent run again to go on" {
+	if err != nil || ex.Code != ExitStopped || ex.Reason.String() != "the budget is spent, between restarts: no complete checkpoint was written; run the same gpurent run again to go on" {
 		t.Fatalf("%+v %v", ex, err)
 	}
 	if got := kinds(events()); !slices.Equal(got, []string{"start", "restart", "budget"}) {
@@ -1641,7 +1641,7 @@ done`}
 		t.Fatal(err)
 	}
 	ex, err := sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason, "crash loop") || !strings.Contains(ex.Reason, "is full") {
+	if err != nil || ex.Code != 1 || !strings.Contains(ex.Reason.String(), "crash loop") || !strings.Contains(ex.Reason.String(), "is full") {
 		t.Fatalf("%+v %v", ex, err)
 	}
 	steps := h.committedSteps()
@@ -1826,7 +1826,7 @@ func TestSaveThenCrashIsNoCrashLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex, err := sup.Run(context.Background(), nil)
-	if err != nil || ex.Code != 0 || strings.Contains(ex.Reason, "crash loop") {
+	if err != nil || ex.Code != 0 || strings.Contains(ex.Reason.String(), "crash loop") {
 		t.Errorf("%+v %v", ex, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ckpt-5")); err != nil {

@@ -184,7 +184,7 @@ func TestResumeDeepSpeedOnNewMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ex, err := sup.Run(context.Background(), nil); err != nil || !regexp.MustCompile(`^the command finished; newest complete checkpoint uploaded \(global_step20, as \d{8}T\d{6}\.\d{3}Z-[0-9a-f]{8}\)$`).MatchString(ex.Reason) {
+	if ex, err := sup.Run(context.Background(), nil); err != nil || !regexp.MustCompile(`^the command finished; newest complete checkpoint uploaded \(global_step20, as \d{8}T\d{6}\.\d{3}Z-[0-9a-f]{8}\)$`).MatchString(ex.Reason.String()) {
 		t.Fatalf("%+v %v", ex, err)
 	}
 	ms, _ := h.store(h.b).List(context.Background(), "trial")
