@@ -216,22 +216,22 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 	}
 	for id, w := range want {
 		c := checkByID(t, r, id)
-		if c.Status != w.status || !strings.Contains(c.Evidence, w.contains) {
-			t.Errorf("%s: got %s %q; want %s containing %q", id, c.Status, c.Evidence, w.status, w.contains)
+		if c.Status != w.status || !strings.Contains(c.Evidence.String(), w.contains) {
+			t.Errorf("%s: got %s %q; want %s containing %q", id, c.Status, c.Evidence.String(), w.status, w.contains)
 		}
 	}
 	if r.Verdict != check.Fail {
 		t.Errorf("verdict %s, want fail (a world-readable credential)", r.Verdict)
 	}
-	if c := checkByID(t, r, "data.leftovers"); strings.Contains(c.Evidence, "/data/mine") || strings.Contains(c.Evidence, "/data/unpacked") {
-		t.Errorf("data of this tenancy taken for a leftover (old modification times are not old data): %s", c.Evidence)
+	if c := checkByID(t, r, "data.leftovers"); strings.Contains(c.Evidence.String(), "/data/mine") || strings.Contains(c.Evidence.String(), "/data/unpacked") {
+		t.Errorf("data of this tenancy taken for a leftover (old modification times are not old data): %s", c.Evidence.String())
 	}
 	// The details behind the checks.
-	if c := checkByID(t, r, "ssh.login"); !strings.Contains(c.Evidence, "permitrootlogin yes") || !strings.Contains(c.Evidence, "Match blocks") {
-		t.Errorf("ssh: the first value obtained wins, and the Include comes before the main file's own line: %s", c.Evidence)
+	if c := checkByID(t, r, "ssh.login"); !strings.Contains(c.Evidence.String(), "permitrootlogin yes") || !strings.Contains(c.Evidence.String(), "Match blocks") {
+		t.Errorf("ssh: the first value obtained wins, and the Include comes before the main file's own line: %s", c.Evidence.String())
 	}
-	if c := checkByID(t, r, "storage.encryption"); !strings.Contains(c.Evidence, "dm-crypt (luks2) on dm-0") {
-		t.Errorf("LUKS under /data not found: %s", c.Evidence)
+	if c := checkByID(t, r, "storage.encryption"); !strings.Contains(c.Evidence.String(), "dm-crypt (luks2) on dm-0") {
+		t.Errorf("LUKS under /data not found: %s", c.Evidence.String())
 	}
 	secrets := map[string]bool{}
 	for _, s := range f.Secrets {
@@ -246,9 +246,9 @@ func TestAuditFindsEachPlantedExposure(t *testing.T) {
 	if secrets["/work/public/.git/config"] || secrets["/work/.git/config"] || secrets["/home/me/.python_history"] {
 		t.Error("a git remote without a password, or a history without a token, was reported as a secret")
 	}
-	if c := checkByID(t, r, "secrets.files"); !strings.Contains(c.Evidence, "/home/me/.bash_history (history holding a token (a Hugging Face token), -rw-------)") ||
-		!strings.Contains(c.Advice, "gpurent wipe removes the histories") {
-		t.Errorf("secrets.files: %s / %s", c.Evidence, c.Advice)
+	if c := checkByID(t, r, "secrets.files"); !strings.Contains(c.Evidence.String(), "/home/me/.bash_history (history holding a token (a Hugging Face token), -rw-------)") ||
+		!strings.Contains(c.Advice.String(), "gpurent wipe removes the histories") {
+		t.Errorf("secrets.files: %s / %s", c.Evidence.String(), c.Advice.String())
 	}
 	if secrets["/home/me/.docker/config.json"] || secrets["/home/me/.npmrc"] || secrets["/home/me/.ossutilconfig"] {
 		t.Error("a docker config, an npmrc or an ossutil config without credentials was reported as a secret")
@@ -280,7 +280,7 @@ func TestSSHEmptyPasswordsFail(t *testing.T) {
 	write(t, m.root+"/etc/ssh/sshd_config", "PermitEmptyPasswords yes\n", 0o644)
 	r := Judge(Gather(context.Background(), m.env()))
 	if c := checkByID(t, r, "ssh.login"); c.Status != check.Fail {
-		t.Fatalf("empty passwords: %s %s", c.Status, c.Evidence)
+		t.Fatalf("empty passwords: %s %s", c.Status, c.Evidence.String())
 	}
 	// sshd -T, when it works, is believed over the files.
 	e := m.env()
@@ -288,8 +288,8 @@ func TestSSHEmptyPasswordsFail(t *testing.T) {
 		return []byte("port 22\npasswordauthentication no\nkbdinteractiveauthentication no\npermitemptypasswords no\npermitrootlogin without-password\nusepam yes\n"), nil
 	}
 	r = Judge(Gather(context.Background(), e))
-	if c := checkByID(t, r, "ssh.login"); c.Status != check.Pass || !strings.Contains(c.Evidence, "sshd -T") {
-		t.Fatalf("sshd -T keys only: %s %s", c.Status, c.Evidence)
+	if c := checkByID(t, r, "ssh.login"); c.Status != check.Pass || !strings.Contains(c.Evidence.String(), "sshd -T") {
+		t.Fatalf("sshd -T keys only: %s %s", c.Status, c.Evidence.String())
 	}
 }
 
@@ -307,8 +307,8 @@ func TestSSHMatchBlocks(t *testing.T) {
 		t.Helper()
 		f := Gather(context.Background(), e)
 		c := checkByID(t, Judge(f), "ssh.login")
-		if c.Status != status || !strings.Contains(c.Evidence, contains) {
-			t.Errorf("got %s %q; want %s containing %q", c.Status, c.Evidence, status, contains)
+		if c.Status != status || !strings.Contains(c.Evidence.String(), contains) {
+			t.Errorf("got %s %q; want %s containing %q", c.Status, c.Evidence.String(), status, contains)
 		}
 		if len(f.SSH.MatchBlocks) != 2 || f.SSH.MatchBlocks[1].Condition != "Address 10.0.0.0/8" {
 			t.Errorf("match blocks %+v", f.SSH.MatchBlocks)
@@ -337,16 +337,16 @@ func TestOpenDirs(t *testing.T) {
 	os.Chmod(m.root+"/workspace", 0o755)
 	os.Chmod(m.home, 0o755)
 	c := checkByID(t, Judge(Gather(context.Background(), m.env())), "data.permissions")
-	if c.Status != check.Warn || !strings.Contains(c.Evidence, m.home+" (drwxr-xr-x)") || !strings.Contains(c.Evidence, m.root+"/workspace (drwxr-xr-x)") {
-		t.Errorf("open home beside mallory: %s %q", c.Status, c.Evidence)
+	if c.Status != check.Warn || !strings.Contains(c.Evidence.String(), m.home+" (drwxr-xr-x)") || !strings.Contains(c.Evidence.String(), m.root+"/workspace (drwxr-xr-x)") {
+		t.Errorf("open home beside mallory: %s %q", c.Status, c.Evidence.String())
 	}
 	// Alone on the machine: said, not warned.
 	for _, p := range []string{"/run/utmp", "/var/log/wtmp", "/proc/4242"} {
 		os.RemoveAll(m.root + p)
 	}
 	c = checkByID(t, Judge(Gather(context.Background(), m.env())), "data.permissions")
-	if c.Status != check.Pass || !strings.Contains(c.Evidence, "no other account was seen") {
-		t.Errorf("open home, alone: %s %q", c.Status, c.Evidence)
+	if c.Status != check.Pass || !strings.Contains(c.Evidence.String(), "no other account was seen") {
+		t.Errorf("open home, alone: %s %q", c.Status, c.Evidence.String())
 	}
 	// Closed (or unreachable: a parent others cannot pass) is closed.
 	os.Chmod(m.home, 0o700)
@@ -355,7 +355,7 @@ func TestOpenDirs(t *testing.T) {
 	os.Chmod(m.root+"/data", 0o700)
 	c = checkByID(t, Judge(Gather(context.Background(), m.env())), "data.permissions")
 	if c.Status != check.Pass || c.Measured != 0 {
-		t.Errorf("closed: %s %v %q", c.Status, c.Measured, c.Evidence)
+		t.Errorf("closed: %s %v %q", c.Status, c.Measured, c.Evidence.String())
 	}
 }
 
@@ -378,11 +378,11 @@ func TestCleanMachinePasses(t *testing.T) {
 	r := Judge(Gather(context.Background(), Env{Root: root, Home: home, Cwd: home, UID: os.Getuid()}))
 	for _, c := range r.Checks {
 		if c.Status == check.Warn || c.Status == check.Fail {
-			t.Errorf("%s: %s %s", c.ID, c.Status, c.Evidence)
+			t.Errorf("%s: %s %s", c.ID, c.Status, c.Evidence.String())
 		}
 	}
-	if c := checkByID(t, r, "storage.encryption"); !strings.Contains(c.Evidence, "dm-crypt (luks1) on dm-1 under dm-3") {
-		t.Errorf("LVM on LUKS: %s", c.Evidence)
+	if c := checkByID(t, r, "storage.encryption"); !strings.Contains(c.Evidence.String(), "dm-crypt (luks1) on dm-1 under dm-3") {
+		t.Errorf("LVM on LUKS: %s", c.Evidence.String())
 	}
 	if r.Verdict != check.Pass {
 		t.Errorf("verdict %s", r.Verdict)
@@ -487,13 +487,13 @@ func TestUnreadProcIsNotAPass(t *testing.T) {
 		"net.services":    "not asked: the listening sockets were not seen (no /proc/net/tcp)",
 		"storage.swap":    "swap not seen: no /proc/swaps",
 	} {
-		if c := checkByID(t, r, id); c.Status != check.Skip || c.Evidence != want || c.Measured != nil {
-			t.Errorf("%s: %s %q (measured %v); want skip %q", id, c.Status, c.Evidence, c.Measured, want)
+		if c := checkByID(t, r, id); c.Status != check.Skip || c.Evidence.String() != want || c.Measured != nil {
+			t.Errorf("%s: %s %q (measured %v); want skip %q", id, c.Status, c.Evidence.String(), c.Measured, want)
 		}
 	}
 	// Without PID 1's start the tenancy's start is unknown: the pass may
 	// speak of others' files only, not of files older than the tenancy.
-	if c := checkByID(t, r, "data.leftovers"); c.Status != check.Pass || !strings.Contains(c.Evidence, "predates this tenancy is not known") {
-		t.Errorf("data.leftovers: %s %q; want a pass that says the tenancy's start is not known", c.Status, c.Evidence)
+	if c := checkByID(t, r, "data.leftovers"); c.Status != check.Pass || !strings.Contains(c.Evidence.String(), "predates this tenancy is not known") {
+		t.Errorf("data.leftovers: %s %q; want a pass that says the tenancy's start is not known", c.Status, c.Evidence.String())
 	}
 }

@@ -71,7 +71,7 @@ func TestTokenArgsJudged(t *testing.T) {
 		{"none", Facts{}, "pass"},
 	} {
 		if c := checkByID(t, Judge(tc.f), "secrets.cmdline"); c.Status != tc.want {
-			t.Errorf("%s: %s (%s)", tc.name, c.Status, c.Evidence)
+			t.Errorf("%s: %s (%s)", tc.name, c.Status, c.Evidence.String())
 		}
 	}
 }

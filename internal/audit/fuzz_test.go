@@ -37,13 +37,13 @@ func FuzzJudgeFields(f *testing.F) {
 			t.Errorf("verdict %s, its checks say %s", r.Verdict, check.Verdict(r.Checks))
 		}
 		for _, c := range r.Checks {
-			if (c.Status == check.Warn || c.Status == check.Fail) && c.Advice == "" {
+			if (c.Status == check.Warn || c.Status == check.Fail) && c.Advice.String() == "" {
 				t.Errorf("%s is %s without advice", c.ID, c.Status)
 			}
-			if c.Evidence == "" {
+			if c.Evidence.String() == "" {
 				t.Errorf("%s has no evidence", c.ID)
 			}
-			if s := fmt.Sprint(c.Measured, " ", c.Evidence); strings.Contains(s, "NaN") || strings.Contains(s, "+Inf") || strings.Contains(s, "-Inf") {
+			if s := fmt.Sprint(c.Measured, " ", c.Evidence.String()); strings.Contains(s, "NaN") || strings.Contains(s, "+Inf") || strings.Contains(s, "-Inf") {
 				t.Errorf("%s: %s", c.ID, s)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/check"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/report"
 )
@@ -72,16 +73,16 @@ func (j *judger) logins() {
 	switch {
 	case len(now) > 0:
 		c.Status = check.Warn
-		c.Evidence = "logged in now: " + list(now)
-		c.Advice = "Someone else has a session on this machine: find out who before putting data on it; a machine sold as yours alone should have none."
+		c.Evidence = i18n.Plain("logged in now: " + list(now))
+		c.Advice = i18n.Textf("Someone else has a session on this machine: find out who before putting data on it; a machine sold as yours alone should have none.")
 	case len(recent) > 0:
 		c.Status = check.Warn
-		c.Evidence = "logged in during the last week: " + list(recent)
-		c.Advice = "Other accounts used this machine recently: the image or the host is reused. Check the leftovers below and keep secrets off the disk."
+		c.Evidence = i18n.Plain("logged in during the last week: " + list(recent))
+		c.Advice = i18n.Textf("Other accounts used this machine recently: the image or the host is reused. Check the leftovers below and keep secrets off the disk.")
 	default:
-		c.Evidence = "no other user is logged in, and none was in the last week"
+		c.Evidence = i18n.Textf("no other user is logged in, and none was in the last week")
 		if len(j.f.Recent) == 0 && hasUnseen(j.f.Unseen, "logins") {
-			c.Status, c.Evidence = check.Skip, "no login records to read (containers usually keep none)"
+			c.Status, c.Evidence = check.Skip, i18n.Textf("no login records to read (containers usually keep none)")
 		}
 	}
 	j.add(c)
@@ -120,14 +121,14 @@ func (j *judger) processes() {
 	switch {
 	case len(items) > 0:
 		c.Status = check.Warn
-		c.Evidence = "processes of other users: " + list(items)
-		c.Advice = "Other people run programs on this machine: it is shared. Keep data encrypted and credentials off it, or ask for a dedicated machine."
+		c.Evidence = i18n.Plain("processes of other users: " + list(items))
+		c.Advice = i18n.Textf("Other people run programs on this machine: it is shared. Keep data encrypted and credentials off it, or ask for a dedicated machine.")
 	case j.f.ProcHidden && j.f.UID != 0:
-		c.Status, c.Evidence = check.Skip, "/proc hides other users' processes (hidepid)"
+		c.Status, c.Evidence = check.Skip, i18n.Textf("/proc hides other users' processes (hidepid)")
 	case hasUnseen(j.f.Unseen, "processes: no /proc"):
-		c.Status, c.Measured, c.Evidence = check.Skip, nil, "processes not seen: no /proc"
+		c.Status, c.Measured, c.Evidence = check.Skip, nil, i18n.Textf("processes not seen: no /proc")
 	default:
-		c.Evidence = "no process of another user"
+		c.Evidence = i18n.Textf("no process of another user")
 	}
 	j.add(c)
 }
@@ -136,7 +137,7 @@ func (j *judger) ssh() {
 	s := j.f.SSH
 	c := check.Check{ID: "ssh.login", Status: check.Pass, Expected: "keys only", Unit: ""}
 	if s.Source == "" {
-		c.Status, c.Measured, c.Evidence = check.Skip, "no sshd", "no sshd configuration on this machine"
+		c.Status, c.Measured, c.Evidence = check.Skip, "no sshd", i18n.Textf("no sshd configuration on this machine")
 		j.add(c)
 		return
 	}
@@ -145,9 +146,9 @@ func (j *judger) ssh() {
 		set = append(set, k+" "+s.Settings[k])
 	}
 	c.Measured = strings.Join(set, ", ")
-	c.Evidence = "from " + s.Source + ": " + strings.Join(set, ", ")
+	c.Evidence = i18n.Plain("from " + s.Source + ": " + strings.Join(set, ", "))
 	if len(s.Defaulted) > 0 {
-		c.Evidence += " (OpenSSH defaults for " + strings.Join(s.Defaulted, ", ") + ")"
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(" (OpenSSH defaults for "+strings.Join(s.Defaulted, ", ")+")"))
 	}
 	status, advice := sshLogin(s.Settings)
 	// A Match block's settings apply to the connections it selects, over
@@ -172,12 +173,12 @@ func (j *judger) ssh() {
 	}
 	switch {
 	case len(opened) > 0:
-		c.Evidence += "; " + strings.Join(opened, "; ")
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+strings.Join(opened, "; ")))
 		advice += " The Match blocks named above do so for the users or addresses they select: change them too."
 	case s.Match:
-		c.Evidence += "; Match blocks change none of these to allow more"
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; Match blocks change none of these to allow more"))
 	}
-	c.Status, c.Advice = status, advice
+	c.Status, c.Advice = status, i18n.Plain(advice)
 	j.add(c)
 }
 
@@ -212,13 +213,13 @@ func (j *judger) keys() {
 	}
 	switch {
 	case len(items) == 0:
-		c.Evidence = "no authorized_keys: nobody logs in as you with a key"
+		c.Evidence = i18n.Textf("no authorized_keys: nobody logs in as you with a key")
 	case len(items) == 1:
-		c.Evidence = "one key can log in as you: " + items[0] + "; check it is yours (ssh-keygen -lf ~/.ssh/id_*.pub on your computer)"
+		c.Evidence = i18n.Plain("one key can log in as you: " + items[0] + "; check it is yours (ssh-keygen -lf ~/.ssh/id_*.pub on your computer)")
 	default:
 		c.Status = check.Warn
-		c.Evidence = fmt.Sprintf("%d keys can log in as you: %s", len(items), list(items))
-		c.Advice = "Each key here opens your account. Compare the fingerprints with your own (ssh-keygen -lf) and delete the lines of keys you did not add."
+		c.Evidence = i18n.Textf("%d keys can log in as you: %s", len(items), list(items))
+		c.Advice = i18n.Textf("Each key here opens your account. Compare the fingerprints with your own (ssh-keygen -lf) and delete the lines of keys you did not add.")
 	}
 	j.add(c)
 }
@@ -247,14 +248,14 @@ func (j *judger) listeners() {
 	switch {
 	case len(open) > 0:
 		c.Status = check.Warn
-		c.Evidence = "reachable from other machines: " + list(open)
-		c.Advice = "These services answer on every address. Bind notebooks, TensorBoard and dashboards to 127.0.0.1 and reach them with ssh -L; stop what you do not use."
+		c.Evidence = i18n.Plain("reachable from other machines: " + list(open))
+		c.Advice = i18n.Textf("These services answer on every address. Bind notebooks, TensorBoard and dashboards to 127.0.0.1 and reach them with ssh -L; stop what you do not use.")
 	case len(sshd) > 0:
-		c.Evidence = "only sshd listens beyond loopback: " + list(sshd)
+		c.Evidence = i18n.Plain("only sshd listens beyond loopback: " + list(sshd))
 	case hasUnseen(j.f.Unseen, "listening sockets:"):
-		c.Status, c.Measured, c.Evidence = check.Skip, nil, "listening sockets not seen: no /proc/net/tcp"
+		c.Status, c.Measured, c.Evidence = check.Skip, nil, i18n.Textf("listening sockets not seen: no /proc/net/tcp")
 	default:
-		c.Evidence = "nothing listens beyond loopback"
+		c.Evidence = i18n.Textf("nothing listens beyond loopback")
 	}
 	j.add(c)
 }
@@ -279,20 +280,20 @@ func (j *judger) services() {
 	c.Measured = len(run) + len(read)
 	switch {
 	case len(run) > 0:
-		c.Status, c.Evidence = check.Fail, "runs code for anyone who reaches it: "+list(run)
-		c.Advice = "Anyone who can reach this port runs commands on this machine as the service's owner, with your data and credentials in reach. Stop it now, or restart it bound to 127.0.0.1 (jupyter lab --ip 127.0.0.1; ray start --dashboard-host 127.0.0.1; code-server --bind-addr 127.0.0.1:8080 --auth password) with a token or password, and reach it with ssh -L."
+		c.Status, c.Evidence = check.Fail, i18n.Plain("runs code for anyone who reaches it: "+list(run))
+		c.Advice = i18n.Textf("Anyone who can reach this port runs commands on this machine as the service's owner, with your data and credentials in reach. Stop it now, or restart it bound to 127.0.0.1 (jupyter lab --ip 127.0.0.1; ray start --dashboard-host 127.0.0.1; code-server --bind-addr 127.0.0.1:8080 --auth password) with a token or password, and reach it with ssh -L.")
 		if len(read) > 0 {
-			c.Evidence += "; readable by anyone: " + list(read)
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; readable by anyone: "+list(read)))
 		}
 	case len(read) > 0:
-		c.Status, c.Evidence = check.Warn, "readable by anyone who reaches it: "+list(read)
-		c.Advice = "TensorBoard has no login: anyone who reaches the port reads the training's curves, text and images. Restart it with --host 127.0.0.1 and reach it with ssh -L."
+		c.Status, c.Evidence = check.Warn, i18n.Plain("readable by anyone who reaches it: "+list(read))
+		c.Advice = i18n.Textf("TensorBoard has no login: anyone who reaches the port reads the training's curves, text and images. Restart it with --host 127.0.0.1 and reach it with ssh -L.")
 	case len(closed) > 0:
-		c.Evidence = "asks for credentials: " + list(closed)
+		c.Evidence = i18n.Plain("asks for credentials: " + list(closed))
 	case hasUnseen(j.f.Unseen, "listening sockets:"):
-		c.Status, c.Measured, c.Evidence = check.Skip, nil, "not asked: the listening sockets were not seen (no /proc/net/tcp)"
+		c.Status, c.Measured, c.Evidence = check.Skip, nil, i18n.Textf("not asked: the listening sockets were not seen (no /proc/net/tcp)")
 	default:
-		c.Evidence = "no Jupyter, TensorBoard, Ray dashboard or code-server answers on a port other machines can reach"
+		c.Evidence = i18n.Textf("no Jupyter, TensorBoard, Ray dashboard or code-server answers on a port other machines can reach")
 	}
 	j.add(c)
 }
@@ -321,19 +322,19 @@ func (j *judger) tokenArgs() {
 	names := j.others()
 	switch {
 	case len(items) == 0 && hasUnseen(j.f.Unseen, "processes: no /proc"):
-		c.Status, c.Measured, c.Evidence = check.Skip, nil, "command lines not seen: no /proc"
+		c.Status, c.Measured, c.Evidence = check.Skip, nil, i18n.Textf("command lines not seen: no /proc")
 	case len(items) == 0:
-		c.Evidence = "no process of yours has a token on its command line"
+		c.Evidence = i18n.Textf("no process of yours has a token on its command line")
 	case j.f.ProcHidden:
-		c.Evidence = "a token on the command line, but /proc hides it from other accounts (hidepid): " + list(items)
+		c.Evidence = i18n.Plain("a token on the command line, but /proc hides it from other accounts (hidepid): " + list(items))
 	default:
 		c.Status = check.Warn
-		c.Evidence = "a token on the command line, which every account here can read with ps: " + list(items)
+		c.Evidence = i18n.Plain("a token on the command line, which every account here can read with ps: " + list(items))
 		if len(names) > 0 {
 			c.Status = check.Fail
-			c.Evidence += fmt.Sprintf("; others use this machine (%s)", list(names))
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; others use this machine (%s)", list(names)))
 		}
-		c.Advice = "Pass tokens in environment variables or files (HF_TOKEN, huggingface-cli login, ~/.aws/credentials), not as arguments, and rotate one others may have read."
+		c.Advice = i18n.Textf("Pass tokens in environment variables or files (HF_TOKEN, huggingface-cli login, ~/.aws/credentials), not as arguments, and rotate one others may have read.")
 	}
 	j.add(c)
 }
@@ -350,13 +351,13 @@ func (j *judger) openDirs() {
 	names := j.others()
 	switch {
 	case len(open) == 0:
-		c.Evidence = "your home, working directory and data directories are closed to other accounts"
+		c.Evidence = i18n.Textf("your home, working directory and data directories are closed to other accounts")
 	case len(names) > 0:
 		c.Status = check.Warn
-		c.Evidence = fmt.Sprintf("open to every account, while others use this machine (%s): %s", list(names), list(open))
-		c.Advice = "Other people on this machine can list and read what these hold (datasets, checkpoints, code, shell history). chmod 700 them (chmod 700 ~ for the home), or keep your data where only you can reach it."
+		c.Evidence = i18n.Textf("open to every account, while others use this machine (%s): %s", list(names), list(open))
+		c.Advice = i18n.Textf("Other people on this machine can list and read what these hold (datasets, checkpoints, code, shell history). chmod 700 them (chmod 700 ~ for the home), or keep your data where only you can reach it.")
 	default:
-		c.Evidence = "open to every account, but no other account was seen using this machine: " + list(open)
+		c.Evidence = i18n.Plain("open to every account, but no other account was seen using this machine: " + list(open))
 	}
 	j.add(c)
 }
@@ -378,17 +379,17 @@ func (j *judger) secrets() {
 	switch {
 	case len(readable) > 0:
 		c.Status = check.Fail
-		c.Evidence = "readable by every account on this machine: " + list(readable)
+		c.Evidence = i18n.Plain("readable by every account on this machine: " + list(readable))
 		if len(present) > 0 {
-			c.Evidence += "; also present: " + list(present)
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; also present: "+list(present)))
 		}
-		c.Advice = "Anyone else on this machine can read these credentials now: chmod 600 them, and rotate the keys if the machine is shared. Then gpurent wipe before release."
+		c.Advice = i18n.Textf("Anyone else on this machine can read these credentials now: chmod 600 them, and rotate the keys if the machine is shared. Then gpurent wipe before release.")
 	case len(present) > 0:
 		c.Status = check.Warn
-		c.Evidence = "credentials on this machine's disk: " + list(present)
-		c.Advice = "These stay on a disk someone else owns after you leave. Prefer environment variables for the session, and run gpurent wipe before releasing the machine."
+		c.Evidence = i18n.Plain("credentials on this machine's disk: " + list(present))
+		c.Advice = i18n.Textf("These stay on a disk someone else owns after you leave. Prefer environment variables for the session, and run gpurent wipe before releasing the machine.")
 	default:
-		c.Evidence = "no credential files in the home, .env files in the working directory or git remotes holding a token"
+		c.Evidence = i18n.Textf("no credential files in the home, .env files in the working directory or git remotes holding a token")
 	}
 	var git, history bool
 	for _, s := range j.f.Secrets {
@@ -396,10 +397,10 @@ func (j *judger) secrets() {
 		history = history || strings.HasPrefix(s.Kind, historyKind)
 	}
 	if git {
-		c.Advice += " For a git remote: git remote set-url origin with the URL less its token, and let git keep the token in memory (git config --global credential.helper cache)."
+		c.Advice = i18n.Textf("%s%s", c.Advice, i18n.Textf(" For a git remote: git remote set-url origin with the URL less its token, and let git keep the token in memory (git config --global credential.helper cache)."))
 	}
 	if history {
-		c.Advice += " For a history: the token was typed on a command line; gpurent wipe removes the histories (bash: history -c; history -w), and a token others could read must be rotated."
+		c.Advice = i18n.Textf("%s%s", c.Advice, i18n.Textf(" For a history: the token was typed on a command line; gpurent wipe removes the histories (bash: history -c; history -w), and a token others could read must be rotated."))
 	}
 	j.add(c)
 }
@@ -423,17 +424,17 @@ func (j *judger) leftovers() {
 	switch {
 	case len(items) > 0:
 		c.Status = check.Warn
-		c.Evidence = fmt.Sprintf("%s left by others or from before this tenancy (began %s): %s", report.Bytes(total), since, list(items))
-		c.Advice = "The image or the machine was used before you and not cleared, so what you leave will stay too. Leave others' files unread; plan gpurent wipe (and an encrypted volume) for your own."
+		c.Evidence = i18n.Textf("%s left by others or from before this tenancy (began %s): %s", report.Bytes(total), since, list(items))
+		c.Advice = i18n.Textf("The image or the machine was used before you and not cleared, so what you leave will stay too. Leave others' files unread; plan gpurent wipe (and an encrypted volume) for your own.")
 	case j.f.Since.IsZero():
 		// Without a start, files older than this tenancy cannot be told
 		// from the user's own: only others' ownership was judged.
-		c.Evidence = "nothing in the home, data or temp directories belongs to another user; whether anything there predates this tenancy is not known (when it began is not known: pass --since)"
+		c.Evidence = i18n.Textf("nothing in the home, data or temp directories belongs to another user; whether anything there predates this tenancy is not known (when it began is not known: pass --since)")
 	default:
-		c.Evidence = "nothing in the home, data or temp directories belongs to another user or predates this tenancy (began " + since + ")"
+		c.Evidence = i18n.Plain("nothing in the home, data or temp directories belongs to another user or predates this tenancy (began " + since + ")")
 	}
 	if j.f.ScanPartial != "" {
-		c.Evidence += "; " + j.f.ScanPartial
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+j.f.ScanPartial))
 	}
 	j.add(c)
 }
@@ -471,13 +472,13 @@ func (j *judger) storage() {
 	add("encrypted", enc)
 	add("cannot tell", unknown)
 	c.Measured = fmt.Sprintf("%d plain, %d encrypted", len(plain)+len(layered), len(enc))
-	c.Evidence = strings.Join(parts, "; ")
-	if c.Evidence == "" {
-		c.Status, c.Evidence = check.Skip, "no mount table to read"
+	c.Evidence = i18n.Plain(strings.Join(parts, "; "))
+	if len(parts) == 0 {
+		c.Status, c.Evidence = check.Skip, i18n.Textf("no mount table to read")
 	} else if len(plain)+len(layered)+len(network) > 0 {
 		c.Status = check.Warn
-		c.Evidence += ". Encryption by the provider (EBS, instance store) is invisible from here and does not keep your data from the provider"
-		c.Advice = "What you write here stays readable on the provider's disks after you leave, and deleting files does not erase them. " + adviceCrypt
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(". Encryption by the provider (EBS, instance store) is invisible from here and does not keep your data from the provider"))
+		c.Advice = i18n.Plain("What you write here stays readable on the provider's disks after you leave, and deleting files does not erase them. " + adviceCrypt)
 	}
 	j.add(c)
 }
@@ -497,14 +498,14 @@ func (j *judger) swap() {
 	switch {
 	case len(plain) > 0:
 		c.Status = check.Warn
-		c.Evidence = "swap is not encrypted: " + list(plain)
-		c.Advice = "Memory pages (model weights, tokens, keys) can be written to a swap disk that outlives the machine. Turn swap off (swapoff -a) if RAM allows, or use encrypted swap."
+		c.Evidence = i18n.Plain("swap is not encrypted: " + list(plain))
+		c.Advice = i18n.Textf("Memory pages (model weights, tokens, keys) can be written to a swap disk that outlives the machine. Turn swap off (swapoff -a) if RAM allows, or use encrypted swap.")
 	case len(ok) > 0:
-		c.Evidence = "swap is encrypted or in memory: " + list(ok)
+		c.Evidence = i18n.Plain("swap is encrypted or in memory: " + list(ok))
 	case hasUnseen(j.f.Unseen, "swap: no /proc/swaps"):
-		c.Status, c.Measured, c.Evidence = check.Skip, nil, "swap not seen: no /proc/swaps"
+		c.Status, c.Measured, c.Evidence = check.Skip, nil, i18n.Textf("swap not seen: no /proc/swaps")
 	default:
-		c.Evidence = "no swap"
+		c.Evidence = i18n.Textf("no swap")
 	}
 	j.add(c)
 }
@@ -530,12 +531,12 @@ func (j *judger) docker() {
 	switch {
 	case len(reach) > 0:
 		c.Status = check.Warn
-		c.Evidence = "the Docker daemon answers this user at " + list(reach)
-		c.Advice = "Whoever reaches the Docker socket is root on the host and can read every container's files; inside a container it means the walls between tenants are thin. Keep your data encrypted."
+		c.Evidence = i18n.Plain("the Docker daemon answers this user at " + list(reach))
+		c.Advice = i18n.Textf("Whoever reaches the Docker socket is root on the host and can read every container's files; inside a container it means the walls between tenants are thin. Keep your data encrypted.")
 	case len(closed) > 0:
-		c.Evidence = "a Docker socket exists but does not answer this user: " + list(closed)
+		c.Evidence = i18n.Plain("a Docker socket exists but does not answer this user: " + list(closed))
 	default:
-		c.Evidence = "no Docker socket"
+		c.Evidence = i18n.Textf("no Docker socket")
 	}
 	j.add(c)
 }
@@ -544,12 +545,12 @@ func (j *judger) visibility() {
 	c := check.Check{ID: "audit.visibility", Status: check.Pass, Measured: len(j.f.Unseen), Unit: "blind spots"}
 	if len(j.f.Unseen) > 0 {
 		c.Status = check.Skip
-		c.Evidence = "not seen: " + strings.Join(j.f.Unseen, "; ")
+		c.Evidence = i18n.Plain("not seen: " + strings.Join(j.f.Unseen, "; "))
 		if j.f.UID != 0 {
-			c.Advice = "Run gpurent audit as root (sudo) to see other users' processes and sockets."
+			c.Advice = i18n.Textf("Run gpurent audit as root (sudo) to see other users' processes and sockets.")
 		}
 	} else {
-		c.Evidence = "everything the audit looks at was readable"
+		c.Evidence = i18n.Textf("everything the audit looks at was readable")
 	}
 	j.add(c)
 }

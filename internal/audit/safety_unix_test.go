@@ -102,7 +102,7 @@ func TestSymlinkedCredentialReported(t *testing.T) {
 		t.Errorf("a link to a FIFO reported as a credential")
 	}
 	c := checkByID(t, Judge(f), "secrets.files")
-	if c.Status != "fail" || !strings.Contains(c.Evidence, m.home+"/.netrc, a symlink to "+open+" (netrc passwords") {
-		t.Errorf("secrets.files: %s %q", c.Status, c.Evidence)
+	if c.Status != "fail" || !strings.Contains(c.Evidence.String(), m.home+"/.netrc, a symlink to "+open+" (netrc passwords") {
+		t.Errorf("secrets.files: %s %q", c.Status, c.Evidence.String())
 	}
 }

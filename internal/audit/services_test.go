@@ -118,8 +118,8 @@ func TestServices(t *testing.T) {
 
 	// The judgement: code for anyone fails, and TensorBoard is named too.
 	c := checkByID(t, Judge(Facts{Services: got}), "net.services")
-	if c.Status != check.Fail || !strings.Contains(c.Evidence, "jupyter on port") || !strings.Contains(c.Evidence, "ray on port") ||
-		!strings.Contains(c.Evidence, `readable by anyone: tensorboard on port`) || !strings.Contains(c.Evidence, `logdir "/root/runs"`) {
+	if c.Status != check.Fail || !strings.Contains(c.Evidence.String(), "jupyter on port") || !strings.Contains(c.Evidence.String(), "ray on port") ||
+		!strings.Contains(c.Evidence.String(), `readable by anyone: tensorboard on port`) || !strings.Contains(c.Evidence.String(), `logdir "/root/runs"`) {
 		t.Errorf("%+v", c)
 	}
 	var tbOnly, closed []Service
@@ -131,10 +131,10 @@ func TestServices(t *testing.T) {
 			closed = append(closed, s)
 		}
 	}
-	if c := checkByID(t, Judge(Facts{Services: tbOnly}), "net.services"); c.Status != check.Warn || c.Advice == "" {
+	if c := checkByID(t, Judge(Facts{Services: tbOnly}), "net.services"); c.Status != check.Warn || c.Advice.String() == "" {
 		t.Errorf("TensorBoard alone: %+v", c)
 	}
-	if c := checkByID(t, Judge(Facts{Services: closed}), "net.services"); c.Status != check.Pass || !strings.Contains(c.Evidence, "asks for credentials: jupyter") {
+	if c := checkByID(t, Judge(Facts{Services: closed}), "net.services"); c.Status != check.Pass || !strings.Contains(c.Evidence.String(), "asks for credentials: jupyter") {
 		t.Errorf("a notebook with a token: %+v", c)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/compute"
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // allReduce judges NCCL's all-reduce over every GPU. A ring all-reduce's
@@ -27,52 +28,52 @@ func (j *judge) allReduce() {
 	switch {
 	case a.Hung != "":
 		c.Status, c.Measured, c.Unit = Fail, "hung", ""
-		c.Evidence = fmt.Sprintf("%s never finished %s; the communicators were aborted", nccl, a.Hung)
+		c.Evidence = i18n.Textf("%s never finished %s; the communicators were aborted", nccl, a.Hung)
 		if a.Error != "" {
-			c.Evidence += ": " + a.Error
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(": "+a.Error))
 		}
-		c.Advice = hungAdvice
+		c.Advice = i18n.Plain(hungAdvice)
 		if setupStep(a.Hung) {
-			c.Advice = setupAdvice
+			c.Advice = i18n.Plain(setupAdvice)
 		}
 	case a.Error != "" && strings.Contains(a.Error, "computed wrong"):
 		c.Status, c.Measured, c.Unit = Fail, "wrong", ""
-		c.Evidence = nccl + ": " + a.Error
-		c.Advice = "An all-reduce over these GPUs gives wrong sums: training on them would silently diverge. " + adviceRefund
+		c.Evidence = i18n.Plain(nccl + ": " + a.Error)
+		c.Advice = i18n.Plain("An all-reduce over these GPUs gives wrong sums: training on them would silently diverge. " + adviceRefund)
 	case a.Error != "" && len(a.Sizes) == 0:
-		c.Status, c.Evidence = Skip, a.Error
+		c.Status, c.Evidence = Skip, i18n.Plain(a.Error)
 		if !strings.HasPrefix(a.Error, "not run") {
-			c.Evidence = "not measured: " + a.Error
+			c.Evidence = i18n.Plain("not measured: " + a.Error)
 		}
 	case a.Ranks < 2:
-		c.Status, c.Evidence = Skip, "one GPU visible to CUDA: no all-reduce between GPUs"
+		c.Status, c.Evidence = Skip, i18n.Textf("one GPU visible to CUDA: no all-reduce between GPUs")
 		if len(a.Sizes) > 0 {
 			last := a.Sizes[len(a.Sizes)-1]
 			checked := ""
 			if a.Checked {
 				checked = ", its sum checked"
 			}
-			c.Evidence += fmt.Sprintf("; %s ran one rank%s (%s in %.3f ms)", nccl, checked, sizeName(last.Bytes), last.Ms)
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s ran one rank%s (%s in %.3f ms)", nccl, checked, sizeName(last.Bytes), last.Ms))
 		}
 	case a.Error != "":
 		c.Status, c.Measured = Fail, round1(bestBus(a.Sizes))
-		c.Evidence = fmt.Sprintf("%s over %d GPUs failed partway: %s; before that %s", nccl, a.Ranks, a.Error, sizesWord(a.Sizes))
-		c.Advice = "An all-reduce failed on these GPUs after smaller ones worked: a GPU or a link faults under load. Run with NCCL_DEBUG=WARN to see where. " + adviceRefund
+		c.Evidence = i18n.Textf("%s over %d GPUs failed partway: %s; before that %s", nccl, a.Ranks, a.Error, sizesWord(a.Sizes))
+		c.Advice = i18n.Plain("An all-reduce failed on these GPUs after smaller ones worked: a GPU or a link faults under load. Run with NCCL_DEBUG=WARN to see where. " + adviceRefund)
 	default:
 		best := bestBus(a.Sizes)
 		c.Status, c.Measured = Pass, round1(best)
-		c.Evidence = fmt.Sprintf("bus bandwidth over %d GPUs%s, %s", a.Ranks, lib, sizesWord(a.Sizes))
+		c.Evidence = i18n.Textf("bus bandwidth over %d GPUs%s, %s", a.Ranks, lib, sizesWord(a.Sizes))
 		if p := j.f.Peers; p != nil && len(p.Pairs) > 0 && p.Hung == "" {
 			slowest := minGBs(p.Pairs)
 			c.Expected = fmt.Sprintf("≥ %.0f", j.lim.AllReduceWarn*slowest)
-			c.Evidence += fmt.Sprintf("; the slowest pair copies at %.1f GB/s", slowest)
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; the slowest pair copies at %.1f GB/s", slowest))
 			if best < j.lim.AllReduceWarn*slowest {
 				c.Status = Warn
-				c.Advice = "NCCL moves data far slower than the GPUs copy between themselves: it is not using the direct path (NCCL_P2P_DISABLE or NCCL_SHM_DISABLE set, a container without --ipc=host, or P2P it does not trust). Run with NCCL_DEBUG=INFO to see the transport it picks."
+				c.Advice = i18n.Textf("NCCL moves data far slower than the GPUs copy between themselves: it is not using the direct path (NCCL_P2P_DISABLE or NCCL_SHM_DISABLE set, a container without --ipc=host, or P2P it does not trust). Run with NCCL_DEBUG=INFO to see the transport it picks.")
 			}
 		}
 		if len(a.Env) > 0 {
-			c.Evidence += "; set: " + strings.Join(a.Env, " ")
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; set: "+strings.Join(a.Env, " ")))
 		}
 	}
 	j.add(c)

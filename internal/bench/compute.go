@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gpurent/gpurent/internal/compute"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
 )
@@ -93,7 +94,7 @@ func (j *judge) compute() {
 			p = "host."
 		}
 		if !res.Available {
-			j.add(Check{ID: p + "compute", Status: Skip, Evidence: res.Backend + " backend did not run: " + res.Error})
+			j.add(Check{ID: p + "compute", Status: Skip, Evidence: i18n.Plain(res.Backend + " backend did not run: " + res.Error)})
 			continue
 		}
 		var dev *probe.Device
@@ -113,20 +114,20 @@ func (j *judge) compute() {
 func (j *judge) computeResult(p string, res compute.Results, r compute.Result, dev *probe.Device, row *specs.GPU) {
 	lim := j.clim
 	c := Check{ID: p + r.Probe, Measured: round1(r.Value), Unit: r.Unit, Status: Pass}
-	c.Evidence = fmt.Sprintf("%s backend: %.1f %s", res.Backend, r.Value, r.Unit)
+	c.Evidence = i18n.Textf("%s backend: %.1f %s", res.Backend, r.Value, r.Unit)
 	if r.Timing.N > 0 {
-		c.Evidence += fmt.Sprintf(" (median of %d, spread %.1f%%)", r.Timing.N, r.Timing.Spread*100)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(" (median of %d, spread %.1f%%)", r.Timing.N, r.Timing.Spread*100))
 	}
 	if r.Notes != "" {
-		c.Evidence += "; " + r.Notes
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+r.Notes))
 	}
 	if r.Error != "" {
-		c.Status, c.Measured, c.Evidence = Skip, nil, res.Backend+" backend: "+r.Error
+		c.Status, c.Measured, c.Evidence = Skip, nil, i18n.Plain(res.Backend+" backend: "+r.Error)
 		j.add(c)
 		return
 	}
 	if res.CPU {
-		c.Evidence = "host (cpu backend, never compared with GPU datasheets): " + c.Evidence
+		c.Evidence = i18n.Textf("host (cpu backend, never compared with GPU datasheets): %s", c.Evidence)
 		j.add(c)
 		return
 	}
@@ -139,7 +140,7 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 		}
 		f := r.Value / peak
 		c.Expected = peak
-		c.Evidence += fmt.Sprintf("; %.0f%% of the %s datasheet's %g %s", f*100, row.Model, peak, r.Unit)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %.0f%% of the %s datasheet's %g %s", f*100, row.Model, peak, r.Unit))
 		return f, true
 	}
 	switch r.Probe {
@@ -147,7 +148,7 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 		if f, ok := frac(row.FP32TFLOPS); !ok {
 			c.Status = Skip
 		} else if f < lim.FP32Warn {
-			c.Status, c.Advice = Warn, "FP32 throughput is below what healthy cards reach: the card may be power-capped, throttled or shared."
+			c.Status, c.Advice = Warn, i18n.Textf("FP32 throughput is below what healthy cards reach: the card may be power-capped, throttled or shared.")
 		}
 	case compute.ProbeBF16, compute.ProbeFP16, compute.ProbeTF32, compute.ProbeFP8, compute.ProbeGEMMBF16, compute.ProbeGEMMTF32, compute.ProbeGEMMFP32:
 		f, ok := frac(row.Peak(r.Precision))
@@ -160,20 +161,20 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 		case !ok:
 			c.Status = Skip
 		case calibrated && f < want*0.9:
-			c.Status, c.Advice = Warn, fmt.Sprintf("Below the %.0f%% a healthy card reached (%s).", want*100, label)
+			c.Status, c.Advice = Warn, i18n.Textf("Below the %.0f%% a healthy card reached (%s).", want*100, label)
 		case f < lim.TensorFloor:
-			c.Status, c.Advice = Warn, "Far below the datasheet: the card may be throttled, shared, or not the model it claims."
+			c.Status, c.Advice = Warn, i18n.Textf("Far below the datasheet: the card may be throttled, shared, or not the model it claims.")
 		case !calibrated && (r.Probe == compute.ProbeBF16 || r.Probe == compute.ProbeFP16 || r.Probe == compute.ProbeTF32 || r.Probe == compute.ProbeFP8):
 			c.Status = Skip
-			c.Evidence += "; the expected fraction for mma.sync on " + orUnknown(arch) + " is not calibrated yet, so it is reported, not judged"
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; the expected fraction for mma.sync on "+orUnknown(arch)+" is not calibrated yet, so it is reported, not judged"))
 		}
 	case compute.ProbeCopy, compute.ProbeDtoD:
 		if f, ok := frac(row.MemoryBWGBs); !ok {
 			c.Status = Skip
 		} else if f < lim.MemFail {
-			c.Status, c.Advice = Fail, "Memory bandwidth is a fraction of the datasheet's: the GPU is shared or not the model it claims. "+adviceRefund
+			c.Status, c.Advice = Fail, i18n.Plain("Memory bandwidth is a fraction of the datasheet's: the GPU is shared or not the model it claims. "+adviceRefund)
 		} else if f < lim.MemWarn {
-			c.Status, c.Advice = Warn, "Memory bandwidth is below what healthy cards reach."
+			c.Status, c.Advice = Warn, i18n.Textf("Memory bandwidth is below what healthy cards reach.")
 		}
 	case compute.ProbeH2D, compute.ProbeD2H:
 		link := linkGBs(dev)
@@ -183,7 +184,7 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 		}
 		f := r.Value / link
 		c.Expected = round1(link)
-		c.Evidence += fmt.Sprintf("; %.0f%% of the Gen%d x%d link's %.1f GB/s", f*100, *dev.PCIeGenMax, *dev.PCIeWidthMax, link)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %.0f%% of the Gen%d x%d link's %.1f GB/s", f*100, *dev.PCIeGenMax, *dev.PCIeWidthMax, link))
 		switch {
 		case f > linkBeyond:
 			// More than the link can carry is no fault of the copy: the
@@ -192,11 +193,11 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 			// Superchip Architecture In Depth"), so the link says nothing
 			// of it.
 			c.Expected = nil
-			c.Evidence += ": more than that link carries, so these copies do not cross it (a GH200's CPU and GPU share NVLink-C2C)"
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(": more than that link carries, so these copies do not cross it (a GH200's CPU and GPU share NVLink-C2C)"))
 		case f < lim.LinkFail:
-			c.Status, c.Advice = Fail, "Host-device copies run far below the PCIe link: data loading will starve the GPU. "+adviceRefund
+			c.Status, c.Advice = Fail, i18n.Plain("Host-device copies run far below the PCIe link: data loading will starve the GPU. "+adviceRefund)
 		case f < lim.LinkWarn:
-			c.Status, c.Advice = Warn, "Host-device copies are slower than healthy links manage."
+			c.Status, c.Advice = Warn, i18n.Textf("Host-device copies are slower than healthy links manage.")
 		}
 	case compute.ProbeAlloc:
 		if dev == nil || dev.MemoryTotal == nil || *dev.MemoryTotal == 0 {
@@ -206,27 +207,27 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 		total := float64(*dev.MemoryTotal) / (1 << 30)
 		f := r.Value / total
 		c.Expected = round1(total)
-		c.Evidence += fmt.Sprintf("; %.0f%% of the %.1f GiB NVML reports", f*100, total)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %.0f%% of the %.1f GiB NVML reports", f*100, total))
 		switch {
 		case f < lim.AllocFail:
-			c.Status, c.Advice = Fail, "Much less memory can be allocated than the GPU has: an MPS or API-hooking limit caps your share. "+adviceShared
+			c.Status, c.Advice = Fail, i18n.Plain("Much less memory can be allocated than the GPU has: an MPS or API-hooking limit caps your share. "+adviceShared)
 		case f < lim.AllocWarn:
-			c.Status, c.Advice = Warn, "Somewhat less memory can be allocated than the GPU has: someone else may hold some."
+			c.Status, c.Advice = Warn, i18n.Textf("Somewhat less memory can be allocated than the GPU has: someone else may hold some.")
 		}
 	case compute.ProbeResidue:
 		c.Measured, c.Expected = int64(r.Value), int64(lim.ResidueMax)
-		c.Evidence = res.Backend + " backend: " + r.Notes
+		c.Evidence = i18n.Plain(res.Backend + " backend: " + r.Notes)
 		if r.Value > lim.ResidueMax {
-			c.Status, c.Advice = Fail, "Fresh GPU memory holds data another process wrote: this driver or virtual GPU does not clear memory between tenants (or, under MPS, between its clients), so the last tenant's data can be read here and yours by the next. "+
-				"Keep the evidence (gpurent bench --record facts.json keeps what was read) and ask the provider for a machine that clears it; before release, overwrite the free GPU memory yourself."
+			c.Status, c.Advice = Fail, i18n.Plain("Fresh GPU memory holds data another process wrote: this driver or virtual GPU does not clear memory between tenants (or, under MPS, between its clients), so the last tenant's data can be read here and yours by the next. "+
+				"Keep the evidence (gpurent bench --record facts.json keeps what was read) and ask the provider for a machine that clears it; before release, overwrite the free GPU memory yourself.")
 		} else {
-			c.Evidence += ": every read returned zeros, as from a driver that clears memory between processes"
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(": every read returned zeros, as from a driver that clears memory between processes"))
 		}
 	case compute.ProbeMemtest:
 		c.Measured, c.Expected = int64(r.Value), int64(lim.MemtestMax)
-		c.Evidence = res.Backend + " backend: " + r.Notes
+		c.Evidence = i18n.Plain(res.Backend + " backend: " + r.Notes)
 		if r.Value > lim.MemtestMax {
-			c.Status, c.Advice = Fail, "GPU memory does not keep what was written to it: a hardware fault that will corrupt your training without an error. "+adviceRefund
+			c.Status, c.Advice = Fail, i18n.Plain("GPU memory does not keep what was written to it: a hardware fault that will corrupt your training without an error. "+adviceRefund)
 		}
 	case compute.ProbeSoak:
 		j.soak(res, r, &c)
@@ -235,17 +236,17 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 		if cn := r.Contention; cn != nil {
 			c.Measured = cn.Verdict
 			c.Expected = compute.Clean
-			c.Evidence = fmt.Sprintf("%d launches: p50 %.3f ms, p99 %.3f ms, CV %.3f, %.1f%% slow, last/first fifth %.2f", cn.Launches, cn.P50Ms, cn.P99Ms, cn.CV, cn.SlowShare*100, cn.Sag)
+			c.Evidence = i18n.Textf("%d launches: p50 %.3f ms, p99 %.3f ms, CV %.3f, %.1f%% slow, last/first fifth %.2f", cn.Launches, cn.P50Ms, cn.P99Ms, cn.CV, cn.SlowShare*100, cn.Sag)
 			if cn.Period > 0 {
-				c.Evidence += fmt.Sprintf(", slow launches every %d", cn.Period)
+				c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(", slow launches every %d", cn.Period))
 			}
 			switch cn.Verdict {
 			case compute.Contended:
-				c.Status, c.Advice = Fail, "A share of launches waits for someone else's work: the GPU is time-sliced or shared through MPS. "+adviceShared
+				c.Status, c.Advice = Fail, i18n.Plain("A share of launches waits for someone else's work: the GPU is time-sliced or shared through MPS. "+adviceShared)
 			case compute.Throttling:
-				c.Status, c.Advice = Warn, "The kernel slows down as the run goes on: power or thermal throttling. Watch clocks under your load."
+				c.Status, c.Advice = Warn, i18n.Textf("The kernel slows down as the run goes on: power or thermal throttling. Watch clocks under your load.")
 			case compute.Noisy:
-				c.Status, c.Advice = Warn, "Launch times vary without a clear pattern; rerun with gpurent bench --full to see whether it persists."
+				c.Status, c.Advice = Warn, i18n.Textf("Launch times vary without a clear pattern; rerun with gpurent bench --full to see whether it persists.")
 			}
 		}
 	}
@@ -255,8 +256,8 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 	// still judges the instance itself (time slicing inside it), the
 	// residue probe and the memory test the instance's memory.
 	if dev != nil && dev.MIGEnabled != nil && *dev.MIGEnabled && r.Probe != compute.ProbeSustain && r.Probe != compute.ProbeResidue && r.Probe != compute.ProbeMemtest && c.Status != Skip {
-		c.Status, c.Advice = Skip, ""
-		c.Evidence += "; MIG is on, so this measures one instance: reported, not judged against the whole card (see " + p + "mig)"
+		c.Status, c.Advice = Skip, i18n.Textf("")
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; MIG is on, so this measures one instance: reported, not judged against the whole card (see "+p+"mig)"))
 	}
 	j.add(c)
 	if r.Probe == compute.ProbeSoak && r.Soak != nil && c.Status != Skip {

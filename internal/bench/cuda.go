@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // cudaFamilyDriver is the least driver each CUDA major release runs on:
@@ -62,7 +64,7 @@ func (j *judge) cuda() {
 		if len(needs) == 0 {
 			return
 		}
-		c.Status, c.Evidence = Skip, "the driver did not report the CUDA version it supports"
+		c.Status, c.Evidence = Skip, i18n.Textf("the driver did not report the CUDA version it supports")
 		j.add(c)
 		return
 	}
@@ -95,15 +97,15 @@ func (j *judge) cuda() {
 	switch {
 	case len(short) > 0:
 		c.Status = Fail
-		c.Evidence = strings.Join(short, "; ") + "; " + strings.Join(ev, "; ")
-		c.Advice = fmt.Sprintf("This driver is too old for that software, and a container cannot change it: ask for a machine with a newer driver within the first billing increment, or install a build made for CUDA %d.x or older.", dMajor)
+		c.Evidence = i18n.Plain(strings.Join(short, "; ") + "; " + strings.Join(ev, "; "))
+		c.Advice = i18n.Textf("This driver is too old for that software, and a container cannot change it: ask for a machine with a newer driver within the first billing increment, or install a build made for CUDA %d.x or older.", dMajor)
 	case len(noCUDA) > 0 && len(needs) == 0:
 		c.Status = Warn
-		c.Advice = "A PyTorch without CUDA does not use the GPU: install a CUDA build of PyTorch."
+		c.Advice = i18n.Textf("A PyTorch without CUDA does not use the GPU: install a CUDA build of PyTorch.")
 		ev = append(ev, noCUDA...)
-		c.Evidence = strings.Join(ev, "; ")
+		c.Evidence = i18n.Plain(strings.Join(ev, "; "))
 	default:
-		c.Evidence = strings.Join(append(ev, noCUDA...), "; ")
+		c.Evidence = i18n.Plain(strings.Join(append(ev, noCUDA...), "; "))
 	}
 	j.add(c)
 }

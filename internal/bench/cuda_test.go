@@ -53,8 +53,8 @@ func TestCUDACheck(t *testing.T) {
 			t.Errorf("%s: %s %v %v, want %s %v %v", tc.name, c.Status, c.Measured, c.Expected, tc.status, tc.measured, tc.expected)
 		}
 		for _, e := range tc.evidence {
-			if !strings.Contains(c.Evidence, e) {
-				t.Errorf("%s: evidence %q lacks %q", tc.name, c.Evidence, e)
+			if !strings.Contains(c.Evidence.String(), e) {
+				t.Errorf("%s: evidence %q lacks %q", tc.name, c.Evidence.String(), e)
 			}
 		}
 	}

@@ -873,7 +873,7 @@ func TestFixtures(t *testing.T) {
 				if c.Status == Fail {
 					fails = append(fails, c.ID)
 					if firstAdvice == "" {
-						firstAdvice = c.Advice
+						firstAdvice = c.Advice.String()
 					}
 				}
 			}
@@ -882,7 +882,7 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("verdict %s, failed %v; want %s, %v", r.Verdict, fails, fx.want, fx.fails)
 				for _, c := range r.Checks {
 					if c.Status != Pass {
-						t.Logf("  %s %s: %s", c.ID, c.Status, c.Evidence)
+						t.Logf("  %s %s: %s", c.ID, c.Status, c.Evidence.String())
 					}
 				}
 			}
@@ -893,10 +893,10 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("advice %q, want it to contain %q", firstAdvice, fx.advice)
 			}
 			for _, c := range r.Checks {
-				if c.Status != Pass && c.Status != Skip && c.Advice == "" {
+				if c.Status != Pass && c.Status != Skip && c.Advice.String() == "" {
 					t.Errorf("%s is %s without advice", c.ID, c.Status)
 				}
-				if c.Evidence == "" {
+				if c.Evidence.String() == "" {
 					t.Errorf("%s has no evidence", c.ID)
 				}
 			}
@@ -916,7 +916,7 @@ func TestContainerMemoryLimit(t *testing.T) {
 	}
 	for _, c := range r.Checks {
 		if c.ID == "host.memory" {
-			if c.Measured != 16.0 || c.Status != Warn || c.Evidence != "this container may use 16.0 GiB (its memory cgroup's limit) of the host's 225.0 GiB RAM, 219.0 GiB of which is available; GPU memory 79.7 GiB in all" {
+			if c.Measured != 16.0 || c.Status != Warn || c.Evidence.String() != "this container may use 16.0 GiB (its memory cgroup's limit) of the host's 225.0 GiB RAM, 219.0 GiB of which is available; GPU memory 79.7 GiB in all" {
 				t.Errorf("%+v", c)
 			}
 			return
@@ -955,8 +955,8 @@ func TestHostDeviceBeyondThePCIeLink(t *testing.T) {
 			t.Fatal("no gpu0.h2d check")
 		}
 		ch := r.Checks[i]
-		if ch.Status != c.status || !strings.Contains(ch.Evidence, c.evidence) {
-			t.Errorf("%.1f GB/s: %s %q, want %s and %q", c.gbs, ch.Status, ch.Evidence, c.status, c.evidence)
+		if ch.Status != c.status || !strings.Contains(ch.Evidence.String(), c.evidence) {
+			t.Errorf("%.1f GB/s: %s %q, want %s and %q", c.gbs, ch.Status, ch.Evidence.String(), c.status, c.evidence)
 		}
 		if c.gbs > 100 && ch.Expected != nil {
 			t.Errorf("%.1f GB/s: expected %v, want none (the link is not the path)", c.gbs, ch.Expected)
@@ -1001,7 +1001,7 @@ func TestDiskTestNotRun(t *testing.T) {
 		for _, c := range r.Checks {
 			if c.ID == "host.disk" {
 				found = true
-				if c.Status != Skip || !strings.Contains(c.Evidence, want) {
+				if c.Status != Skip || !strings.Contains(c.Evidence.String(), want) {
 					t.Errorf("%+v, want evidence with %q", c, want)
 				}
 			}
@@ -1035,13 +1035,13 @@ func TestHostFactsNotRead(t *testing.T) {
 			"host.memory": "RAM not read: open /proc/meminfo: no such file or directory",
 		}
 		for _, c := range r.Checks {
-			if c.ID == "host.disk" && !strings.HasPrefix(c.Evidence, "/workspace on a file system not known: open /proc/self/mountinfo: no such file or directory; write ") {
-				t.Errorf("host.disk evidence %q", c.Evidence)
+			if c.ID == "host.disk" && !strings.HasPrefix(c.Evidence.String(), "/workspace on a file system not known: open /proc/self/mountinfo: no such file or directory; write ") {
+				t.Errorf("host.disk evidence %q", c.Evidence.String())
 			}
 			if ev, ok := want[c.ID]; ok {
 				delete(want, c.ID)
-				if c.Status != Skip || c.Measured != nil || c.Evidence != ev || c.Advice != "" {
-					t.Errorf("order %+v: %s is %s, measured %v, evidence %q, advice %q; want skip, nothing measured, %q", order, c.ID, c.Status, c.Measured, c.Evidence, c.Advice, ev)
+				if c.Status != Skip || c.Measured != nil || c.Evidence.String() != ev || c.Advice.String() != "" {
+					t.Errorf("order %+v: %s is %s, measured %v, evidence %q, advice %q; want skip, nothing measured, %q", order, c.ID, c.Status, c.Measured, c.Evidence.String(), c.Advice.String(), ev)
 				}
 			}
 		}
@@ -1063,13 +1063,13 @@ func TestBareMetalOnlyWhereTheFlagTells(t *testing.T) {
 	} {
 		f := healthyH100()
 		f.Sharing = probe.SharingFacts{HypervisorUnknown: unknown}
-		if c := judged(t, f, "sharing.environment"); c.Evidence != want || c.Status != Pass {
-			t.Errorf("hypervisor_unknown %q: %s %q; want pass %q", unknown, c.Status, c.Evidence, want)
+		if c := judged(t, f, "sharing.environment"); c.Evidence.String() != want || c.Status != Pass {
+			t.Errorf("hypervisor_unknown %q: %s %q; want pass %q", unknown, c.Status, c.Evidence.String(), want)
 		}
 		// audit judges the same facts the same way.
 		for _, c := range SharingChecks(probe.Facts{Sharing: f.Sharing}) {
-			if c.ID == "sharing.environment" && c.Evidence != want {
-				t.Errorf("SharingChecks, hypervisor_unknown %q: %q", unknown, c.Evidence)
+			if c.ID == "sharing.environment" && c.Evidence.String() != want {
+				t.Errorf("SharingChecks, hypervisor_unknown %q: %q", unknown, c.Evidence.String())
 			}
 		}
 	}
@@ -1082,8 +1082,8 @@ func TestInterposerMapsUnread(t *testing.T) {
 	f := healthyH100()
 	f.Sharing.MapsUnread = true
 	want := "no LD_PRELOAD or /etc/ld.so.preload; the libraries mapped into this process were not seen (/proc/self/maps not read)"
-	if c := judged(t, f, "sharing.interposer"); c.Status != Pass || c.Evidence != want {
-		t.Errorf("%s %q; want pass %q", c.Status, c.Evidence, want)
+	if c := judged(t, f, "sharing.interposer"); c.Status != Pass || c.Evidence.String() != want {
+		t.Errorf("%s %q; want pass %q", c.Status, c.Evidence.String(), want)
 	}
 }
 
@@ -1127,11 +1127,11 @@ func TestTensorCalibration(t *testing.T) {
 			}
 		}
 		ch := judged(t, f, "gpu0."+c.probe)
-		if ch.Status != c.status || !strings.Contains(ch.Evidence, c.evidence) {
-			t.Errorf("%s %s at %.0f TFLOPS: %s %q, want %s and %q", c.arch, c.probe, c.tflops, ch.Status, ch.Evidence, c.status, c.evidence)
+		if ch.Status != c.status || !strings.Contains(ch.Evidence.String(), c.evidence) {
+			t.Errorf("%s %s at %.0f TFLOPS: %s %q, want %s and %q", c.arch, c.probe, c.tflops, ch.Status, ch.Evidence.String(), c.status, c.evidence)
 		}
-		if c.status == Warn && !strings.Contains(ch.Advice, "H200 SXM measured 61%") {
-			t.Errorf("%s %s: advice %q does not name the calibration", c.arch, c.probe, ch.Advice)
+		if c.status == Warn && !strings.Contains(ch.Advice.String(), "H200 SXM measured 61%") {
+			t.Errorf("%s %s: advice %q does not name the calibration", c.arch, c.probe, ch.Advice.String())
 		}
 	}
 }

@@ -57,13 +57,13 @@ func FuzzJudge(f *testing.F) {
 			switch c.Status {
 			case Pass, Skip:
 			case Warn, Fail:
-				if c.Advice == "" {
+				if c.Advice.String() == "" {
 					t.Errorf("%s is %s without advice", c.ID, c.Status)
 				}
 			default:
 				t.Errorf("%s: status %q", c.ID, c.Status)
 			}
-			if c.ID == "" || c.Evidence == "" {
+			if c.ID == "" || c.Evidence.String() == "" {
 				t.Errorf("check %+v lacks an id or evidence", c)
 			}
 			if seen[c.ID] {
@@ -126,13 +126,13 @@ func FuzzJudgeFields(f *testing.F) {
 				t.Errorf("verdict %s, its checks say %s", r.Verdict, Verdict(r.Checks))
 			}
 			for _, c := range r.Checks {
-				if (c.Status == Warn || c.Status == Fail) && c.Advice == "" {
+				if (c.Status == Warn || c.Status == Fail) && c.Advice.String() == "" {
 					t.Errorf("%s is %s without advice", c.ID, c.Status)
 				}
-				if c.Evidence == "" {
+				if c.Evidence.String() == "" {
 					t.Errorf("%s has no evidence", c.ID)
 				}
-				if s := fmt.Sprint(c.Measured, " ", c.Expected, " ", c.Evidence); strings.Contains(s, "NaN") || strings.Contains(s, "+Inf") || strings.Contains(s, "-Inf") {
+				if s := fmt.Sprint(c.Measured, " ", c.Expected, " ", c.Evidence.String()); strings.Contains(s, "NaN") || strings.Contains(s, "+Inf") || strings.Contains(s, "-Inf") {
 					t.Errorf("%s: %s", c.ID, s)
 				}
 			}

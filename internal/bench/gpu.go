@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
 )
@@ -18,12 +19,12 @@ func (j *judge) gpu() {
 			why = "NVML reports no GPU"
 		}
 		c := Check{ID: "gpu.present", Status: Skip, Measured: 0, Expected: nil, Unit: "GPUs",
-			Evidence: why, Advice: "GPU checks skipped: run gpurent bench on the rented GPU machine."}
+			Evidence: i18n.Plain(why), Advice: i18n.Textf("GPU checks skipped: run gpurent bench on the rented GPU machine.")}
 		if j.order.GPU != "" || j.order.GPUs > 0 {
 			c.Status = Fail
 			c.Expected = j.expectText()
-			c.Evidence = "no NVIDIA GPU was found: " + why
-			c.Advice = "The machine shows no NVIDIA GPU to this process. Check that the instance has one and that the container was started with GPU access; if it has none, ask for a refund."
+			c.Evidence = i18n.Plain("no NVIDIA GPU was found: " + why)
+			c.Advice = i18n.Textf("The machine shows no NVIDIA GPU to this process. Check that the instance has one and that the container was started with GPU access; if it has none, ask for a refund.")
 		}
 		j.add(c)
 		j.xids() // a driver that lost its GPUs may still have said why
@@ -31,11 +32,11 @@ func (j *judge) gpu() {
 	}
 	if j.order.GPUs > 0 {
 		c := Check{ID: "gpu.count", Status: Pass, Measured: len(g.Devices), Expected: j.order.GPUs, Unit: "GPUs",
-			Evidence: fmt.Sprintf("NVML lists %d GPUs", len(g.Devices))}
+			Evidence: i18n.Textf("NVML lists %d GPUs", len(g.Devices))}
 		if len(g.Devices) != j.order.GPUs {
-			c.Status, c.Advice = Fail, "The machine does not have the number of GPUs you ordered. "+adviceRefund
+			c.Status, c.Advice = Fail, i18n.Plain("The machine does not have the number of GPUs you ordered. "+adviceRefund)
 			if vis := j.f.Sharing.CUDAVisibleDevices; vis != nil {
-				c.Evidence += fmt.Sprintf(" (CUDA_VISIBLE_DEVICES=%q)", *vis)
+				c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(" (CUDA_VISIBLE_DEVICES=%q)", *vis))
 			}
 		}
 		j.add(c)
@@ -76,8 +77,8 @@ func (j *judge) device(d *probe.Device) {
 	if d.Lost {
 		// Nothing else about it can be read: one check says why.
 		j.add(Check{ID: p + "lost", Status: Fail, Measured: "GPU_IS_LOST", Expected: "answers",
-			Evidence: "NVML says this GPU has fallen off the bus (GPU_IS_LOST; Xid 79 in the kernel log): a hardware or driver fault",
-			Advice:   "The GPU answers nothing until the machine is rebooted, and often not until the provider replaces it. " + adviceRefund})
+			Evidence: i18n.Textf("NVML says this GPU has fallen off the bus (GPU_IS_LOST; Xid 79 in the kernel log): a hardware or driver fault"),
+			Advice:   i18n.Plain("The GPU answers nothing until the machine is rebooted, and often not until the provider replaces it. " + adviceRefund)})
 		return
 	}
 	row, how := j.identify(d)
@@ -86,24 +87,24 @@ func (j *judge) device(d *probe.Device) {
 	id := Check{ID: p + "identity", Status: Pass, Measured: d.Name, Unit: "model"}
 	if row != nil {
 		id.Measured = row.Model
-		id.Evidence = fmt.Sprintf("identified as %s by %s; the driver names it %q", row.Model, how, d.Name)
+		id.Evidence = i18n.Textf("identified as %s by %s; the driver names it %q", row.Model, how, d.Name)
 	} else {
-		id.Evidence = fmt.Sprintf("%q (PCI device id %04x%s) is not in the datasheet table", d.Name, d.PCIDeviceID>>16, pciName(d))
+		id.Evidence = i18n.Textf("%q (PCI device id %04x%s) is not in the datasheet table", d.Name, d.PCIDeviceID>>16, pciName(d))
 	}
 	if j.order.GPU != "" {
 		id.Expected = j.order.GPU
 		switch {
 		case row == nil:
-			id.Status, id.Advice = Warn, "gpurent cannot tell which GPU this is; compare the name and PCI id with what you ordered."
+			id.Status, id.Advice = Warn, i18n.Textf("gpurent cannot tell which GPU this is; compare the name and PCI id with what you ordered.")
 		case !slices.Contains(j.accepted, row):
-			id.Status, id.Advice = Fail, fmt.Sprintf("You ordered %s and got %s. %s", j.order.GPU, row.Model, adviceRefund)
+			id.Status, id.Advice = Fail, i18n.Textf("You ordered %s and got %s. %s", j.order.GPU, row.Model, adviceRefund)
 		}
 	}
 	if byName := j.tab.ByName(d.Name); row != nil && byName != nil && strings.HasPrefix(how, "PCI") && byName.Model != row.Model &&
 		!sameFamily(byName, row) {
 		id.Status = Fail
-		id.Evidence += fmt.Sprintf("; the name says %s but the PCI id says %s", byName.Model, row.Model)
-		id.Advice = "The reported name does not match the silicon: a layer between you and the driver rewrites it. " + adviceRefund
+		id.Evidence = i18n.Textf("%s%s", id.Evidence, i18n.Textf("; the name says %s but the PCI id says %s", byName.Model, row.Model))
+		id.Advice = i18n.Plain("The reported name does not match the silicon: a layer between you and the driver rewrites it. " + adviceRefund)
 	}
 	j.add(id)
 	if row == nil {
@@ -142,9 +143,9 @@ func (j *judge) mig(p string, d *probe.Device) {
 	c := Check{ID: p + "mig", Unit: "", Expected: false}
 	switch {
 	case d.MIGEnabled == nil:
-		c.Status, c.Evidence = Skip, "MIG mode not readable: "+d.Errors["mig"]
+		c.Status, c.Evidence = Skip, i18n.Plain("MIG mode not readable: "+d.Errors["mig"])
 	case !*d.MIGEnabled:
-		c.Status, c.Measured, c.Evidence = Pass, false, "MIG is off: the whole card is yours"
+		c.Status, c.Measured, c.Evidence = Pass, false, i18n.Textf("MIG is off: the whole card is yours")
 	default:
 		var names []string
 		for _, m := range d.MIGDevices {
@@ -155,15 +156,15 @@ func (j *judge) mig(p string, d *probe.Device) {
 			names = append(names, s)
 		}
 		c.Measured = true
-		c.Evidence = "MIG is on; instances visible: " + strings.Join(names, ", ")
+		c.Evidence = i18n.Plain("MIG is on; instances visible: " + strings.Join(names, ", "))
 		if len(names) == 0 {
-			c.Evidence = "MIG is on"
+			c.Evidence = i18n.Textf("MIG is on")
 		}
 		c.Status = Warn
-		c.Advice = "This is a MIG slice of the card, not the whole card: its memory and SMs are a fraction of the datasheet's."
+		c.Advice = i18n.Textf("This is a MIG slice of the card, not the whole card: its memory and SMs are a fraction of the datasheet's.")
 		if j.order.GPU != "" {
 			c.Status = Fail
-			c.Advice = fmt.Sprintf("You ordered a whole %s and got a MIG slice of it. %s", j.order.GPU, adviceRefund)
+			c.Advice = i18n.Textf("You ordered a whole %s and got a MIG slice of it. %s", j.order.GPU, adviceRefund)
 		}
 	}
 	j.add(c)
@@ -172,37 +173,37 @@ func (j *judge) mig(p string, d *probe.Device) {
 func (j *judge) memory(p string, d *probe.Device, row *specs.GPU) {
 	c := Check{ID: p + "memory", Unit: "GiB", Expected: nil}
 	if d.MemoryTotal == nil {
-		c.Status, c.Evidence = Skip, "memory not readable: "+d.Errors["memory"]
+		c.Status, c.Evidence = Skip, i18n.Plain("memory not readable: "+d.Errors["memory"])
 		j.add(c)
 		return
 	}
 	total := gib(*d.MemoryTotal)
 	c.Measured = total
 	if row.MemoryGB == 0 {
-		c.Status, c.Evidence = Skip, fmt.Sprintf("%.1f GiB reported; no datasheet size to compare", total)
+		c.Status, c.Evidence = Skip, i18n.Textf("%.1f GiB reported; no datasheet size to compare", total)
 		j.add(c)
 		return
 	}
 	c.Expected = row.MemoryGB
 	ratio := total / row.MemoryGB
-	c.Evidence = fmt.Sprintf("NVML reports %.2f GiB; the %s datasheet says %g GB (%.1f%%)", total, row.Model, row.MemoryGB, ratio*100)
+	c.Evidence = i18n.Textf("NVML reports %.2f GiB; the %s datasheet says %g GB (%.1f%%)", total, row.Model, row.MemoryGB, ratio*100)
 	c.Status = Pass
 	if ratio < j.lim.MemoryLabelMin {
 		c.Status = Fail
-		c.Advice = "The GPU shows less memory than its datasheet: a sharing layer limits it, or it is a smaller card. " + adviceRefund
+		c.Advice = i18n.Plain("The GPU shows less memory than its datasheet: a sharing layer limits it, or it is a smaller card. " + adviceRefund)
 	}
 	j.add(c)
 
 	if d.MemoryUsed != nil {
 		u := Check{ID: p + "memory_used", Unit: "GiB", Measured: gib(*d.MemoryUsed), Expected: 0, Status: Pass}
-		u.Evidence = fmt.Sprintf("%.2f GiB in use before gpurent touched the GPU", gib(*d.MemoryUsed))
+		u.Evidence = i18n.Textf("%.2f GiB in use before gpurent touched the GPU", gib(*d.MemoryUsed))
 		var share float64 // a total of 0 (failed above) has no share to judge
 		if *d.MemoryTotal > 0 {
 			share = float64(*d.MemoryUsed) / float64(*d.MemoryTotal)
-			u.Evidence = fmt.Sprintf("%.2f GiB (%.1f%%) in use before gpurent touched the GPU", gib(*d.MemoryUsed), share*100)
+			u.Evidence = i18n.Textf("%.2f GiB (%.1f%%) in use before gpurent touched the GPU", gib(*d.MemoryUsed), share*100)
 		}
 		if share > j.lim.MemoryUsedMax {
-			u.Status, u.Advice = Fail, "Someone else's data is on this GPU (or your own earlier job is still running). If it is not yours: "+adviceShared
+			u.Status, u.Advice = Fail, i18n.Plain("Someone else's data is on this GPU (or your own earlier job is still running). If it is not yours: "+adviceShared)
 		}
 		j.add(u)
 	}
@@ -212,9 +213,9 @@ func (j *judge) processes(p string, d *probe.Device) {
 	c := Check{ID: p + "processes", Unit: "processes", Expected: 0, Measured: len(d.Processes), Status: Pass}
 	if len(d.Processes) == 0 {
 		if e := d.Errors["processes_compute"]; e != "" {
-			c.Status, c.Measured, c.Evidence = Skip, nil, "process list not readable: "+e
+			c.Status, c.Measured, c.Evidence = Skip, nil, i18n.Plain("process list not readable: "+e)
 		} else {
-			c.Evidence = "no compute or MPS process holds this GPU"
+			c.Evidence = i18n.Textf("no compute or MPS process holds this GPU")
 		}
 		j.add(c)
 		return
@@ -229,10 +230,10 @@ func (j *judge) processes(p string, d *probe.Device) {
 		parts = append(parts, s)
 		mps = mps || pr.Kind == "mps"
 	}
-	c.Evidence = strings.Join(parts, "; ") + " (host PIDs: NVML does not see container namespaces)"
-	c.Status, c.Advice = Fail, "Other processes are running on this GPU before your job started. "+adviceShared
+	c.Evidence = i18n.Plain(strings.Join(parts, "; ") + " (host PIDs: NVML does not see container namespaces)")
+	c.Status, c.Advice = Fail, i18n.Plain("Other processes are running on this GPU before your job started. "+adviceShared)
 	if mps {
-		c.Advice = "An MPS server shares this GPU between clients. " + adviceShared
+		c.Advice = i18n.Plain("An MPS server shares this GPU between clients. " + adviceShared)
 	}
 	j.add(c)
 }
@@ -241,7 +242,7 @@ func (j *judge) utilization(p string, d *probe.Device) {
 	c := Check{ID: p + "utilization", Unit: "%", Expected: 0}
 	s := d.UtilizationSamples
 	if len(s) == 0 {
-		c.Status, c.Evidence = Skip, "no utilization samples: "+d.Errors["utilization"]
+		c.Status, c.Evidence = Skip, i18n.Plain("no utilization samples: "+d.Errors["utilization"])
 		j.add(c)
 		return
 	}
@@ -252,12 +253,12 @@ func (j *judge) utilization(p string, d *probe.Device) {
 	}
 	mean := sum / float64(len(s))
 	c.Measured = round1(mean)
-	c.Evidence = fmt.Sprintf("%d samples while gpurent ran nothing on the GPU: mean %.1f%%, max %.0f%%", len(s), mean, mx)
+	c.Evidence = i18n.Textf("%d samples while gpurent ran nothing on the GPU: mean %.1f%%, max %.0f%%", len(s), mean, mx)
 	switch {
 	case mean >= j.lim.UtilMeanFail || mx >= j.lim.UtilMaxFail:
-		c.Status, c.Advice = Fail, "The GPU is busy with someone else's work. "+adviceShared
+		c.Status, c.Advice = Fail, i18n.Plain("The GPU is busy with someone else's work. "+adviceShared)
 	case mean >= j.lim.UtilMeanWarn:
-		c.Status, c.Advice = Warn, "Something used the GPU while gpurent was idle; run gpurent bench --duration 30s to see whether it persists."
+		c.Status, c.Advice = Warn, i18n.Textf("Something used the GPU while gpurent was idle; run gpurent bench --duration 30s to see whether it persists.")
 	default:
 		c.Status = Pass
 	}
@@ -268,19 +269,19 @@ func (j *judge) virtualization(p string, d *probe.Device) {
 	c := Check{ID: p + "virtualization", Measured: d.Virtualization, Expected: "none or passthrough", Status: Pass}
 	switch d.Virtualization {
 	case "":
-		c.Status, c.Evidence = Skip, "virtualization mode not readable: "+d.Errors["virtualization"]
+		c.Status, c.Evidence = Skip, i18n.Plain("virtualization mode not readable: "+d.Errors["virtualization"])
 	case "none":
-		c.Evidence = "bare metal or container: the driver sees the physical GPU"
+		c.Evidence = i18n.Textf("bare metal or container: the driver sees the physical GPU")
 	case "passthrough":
-		c.Evidence = "a VM with the whole GPU passed through"
+		c.Evidence = i18n.Textf("a VM with the whole GPU passed through")
 	case "vgpu":
-		c.Status, c.Evidence = Fail, "a vGPU guest: the physical GPU is time-sliced between virtual machines by the host"
-		c.Advice = "This is a virtual GPU, shared with other VMs by the host's scheduler. " + adviceShared
+		c.Status, c.Evidence = Fail, i18n.Textf("a vGPU guest: the physical GPU is time-sliced between virtual machines by the host")
+		c.Advice = i18n.Plain("This is a virtual GPU, shared with other VMs by the host's scheduler. " + adviceShared)
 	default:
-		c.Status, c.Evidence = Warn, "the driver runs in host mode ("+d.Virtualization+")"
+		c.Status, c.Evidence = Warn, i18n.Plain("the driver runs in host mode ("+d.Virtualization+")")
 		// host_vgpu and host_vsga: this machine is the hypervisor that
 		// carves the GPU into virtual GPUs (or shared graphics) for VMs.
-		c.Advice = "This machine hosts virtual GPUs: other virtual machines may be using this GPU at the same time. Ask whether any are, or for a dedicated card."
+		c.Advice = i18n.Textf("This machine hosts virtual GPUs: other virtual machines may be using this GPU at the same time. Ask whether any are, or for a dedicated card.")
 	}
 	j.add(c)
 }
@@ -289,15 +290,15 @@ func (j *judge) computeMode(p string, d *probe.Device) {
 	c := Check{ID: p + "compute_mode", Measured: d.ComputeMode, Expected: "default", Status: Pass}
 	switch d.ComputeMode {
 	case "":
-		c.Status, c.Evidence = Skip, "compute mode not readable: "+d.Errors["compute_mode"]
+		c.Status, c.Evidence = Skip, i18n.Plain("compute mode not readable: "+d.Errors["compute_mode"])
 	case "default":
-		c.Evidence = "any number of processes may use the GPU"
+		c.Evidence = i18n.Textf("any number of processes may use the GPU")
 	case "prohibited":
-		c.Status, c.Evidence = Fail, "compute is prohibited on this GPU"
-		c.Advice = "No process can run CUDA work on this GPU. " + adviceRefund
+		c.Status, c.Evidence = Fail, i18n.Textf("compute is prohibited on this GPU")
+		c.Advice = i18n.Plain("No process can run CUDA work on this GPU. " + adviceRefund)
 	default:
-		c.Status, c.Evidence = Warn, "compute mode "+d.ComputeMode+" (MPS set-ups use exclusive_process)"
-		c.Advice = "Only one process may use the GPU; if an MPS server is that process, the GPU is shared."
+		c.Status, c.Evidence = Warn, i18n.Plain("compute mode "+d.ComputeMode+" (MPS set-ups use exclusive_process)")
+		c.Advice = i18n.Textf("Only one process may use the GPU; if an MPS server is that process, the GPU is shared.")
 	}
 	j.add(c)
 }
@@ -305,7 +306,7 @@ func (j *judge) computeMode(p string, d *probe.Device) {
 func (j *judge) power(p string, d *probe.Device, row *specs.GPU) {
 	c := Check{ID: p + "power_limit", Unit: "W"}
 	if d.PowerLimitW == nil {
-		c.Status, c.Evidence = Skip, "power limit not readable: "+d.Errors["power_limit"]
+		c.Status, c.Evidence = Skip, i18n.Plain("power limit not readable: "+d.Errors["power_limit"])
 		j.add(c)
 		return
 	}
@@ -315,21 +316,21 @@ func (j *judge) power(p string, d *probe.Device, row *specs.GPU) {
 	}
 	c.Measured = round1(*d.PowerLimitW)
 	if ref == 0 {
-		c.Status, c.Evidence = Skip, fmt.Sprintf("enforced limit %.0f W; nothing to compare it with", *d.PowerLimitW)
+		c.Status, c.Evidence = Skip, i18n.Textf("enforced limit %.0f W; nothing to compare it with", *d.PowerLimitW)
 		j.add(c)
 		return
 	}
 	c.Expected = ref
 	ratio := *d.PowerLimitW / ref
-	c.Evidence = fmt.Sprintf("enforced power limit %.0f W, %.0f%% of %s (%.0f W)", *d.PowerLimitW, ratio*100, refName, ref)
+	c.Evidence = i18n.Textf("enforced power limit %.0f W, %.0f%% of %s (%.0f W)", *d.PowerLimitW, ratio*100, refName, ref)
 	if row.TDPW > 0 && refName != "the datasheet TDP" {
-		c.Evidence += fmt.Sprintf("; datasheet TDP %.0f W", row.TDPW)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; datasheet TDP %.0f W", row.TDPW))
 	}
 	switch {
 	case ratio < j.lim.PowerFail:
-		c.Status, c.Advice = Fail, "The card is power-capped well below its rating, so it runs slower than the card you pay for. "+adviceRefund
+		c.Status, c.Advice = Fail, i18n.Plain("The card is power-capped well below its rating, so it runs slower than the card you pay for. "+adviceRefund)
 	case ratio < j.lim.PowerWarn:
-		c.Status, c.Advice = Warn, "The card is power-capped a little below its default; expect a few percent less throughput."
+		c.Status, c.Advice = Warn, i18n.Textf("The card is power-capped a little below its default; expect a few percent less throughput.")
 	default:
 		c.Status = Pass
 	}
@@ -344,24 +345,24 @@ const hardSlowdowns = 0x8 | 0x40 | 0x80
 func (j *judge) clocks(p string, d *probe.Device) {
 	c := Check{ID: p + "throttle", Unit: "reasons", Expected: "none but gpu_idle"}
 	if d.ClockEventReasons == nil {
-		c.Status, c.Evidence = Skip, "clock event reasons not readable: "+d.Errors["clock_events"]
+		c.Status, c.Evidence = Skip, i18n.Plain("clock event reasons not readable: "+d.Errors["clock_events"])
 		j.add(c)
 		return
 	}
 	bits := *d.ClockEventReasons
 	names := probe.ClockEventNames(bits &^ 0x1)
 	c.Measured = strings.Join(names, ",")
-	c.Evidence = fmt.Sprintf("clock event reasons 0x%x (%s)", bits, strings.Join(probe.ClockEventNames(bits), ", "))
+	c.Evidence = i18n.Textf("clock event reasons 0x%x (%s)", bits, strings.Join(probe.ClockEventNames(bits), ", "))
 	if d.TemperatureC != nil {
-		c.Evidence += fmt.Sprintf("; %d °C", *d.TemperatureC)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %d °C", *d.TemperatureC))
 	}
 	switch {
 	case bits&hardSlowdowns != 0:
-		c.Status, c.Advice = Fail, "The hardware is slowing the GPU down (thermal, power brake or hardware slowdown) even before your job: it will not reach its rated speed. "+adviceRefund
+		c.Status, c.Advice = Fail, i18n.Plain("The hardware is slowing the GPU down (thermal, power brake or hardware slowdown) even before your job: it will not reach its rated speed. "+adviceRefund)
 	case bits&(0x4|0x20) != 0:
-		c.Status, c.Advice = Warn, "The driver is capping clocks for power or temperature at idle; watch the clocks under load."
+		c.Status, c.Advice = Warn, i18n.Textf("The driver is capping clocks for power or temperature at idle; watch the clocks under load.")
 	case d.TemperatureC != nil && *d.TemperatureC >= j.lim.IdleTempWarn:
-		c.Status, c.Advice = Warn, "The GPU is hot while idle: poor cooling or a hidden load; it may throttle under your job."
+		c.Status, c.Advice = Warn, i18n.Textf("The GPU is hot while idle: poor cooling or a hidden load; it may throttle under your job.")
 	default:
 		c.Status = Pass
 	}
@@ -390,7 +391,7 @@ func pcieRate(gen int) float64 {
 func (j *judge) pcie(p string, d *probe.Device, row *specs.GPU) {
 	c := Check{ID: p + "pcie", Unit: "link"}
 	if d.PCIeGenMax == nil || d.PCIeWidthMax == nil {
-		c.Status, c.Evidence = Skip, "PCIe link not readable: "+d.Errors["pcie_gen_max"]
+		c.Status, c.Evidence = Skip, i18n.Plain("PCIe link not readable: "+d.Errors["pcie_gen_max"])
 		j.add(c)
 		return
 	}
@@ -401,7 +402,7 @@ func (j *judge) pcie(p string, d *probe.Device, row *specs.GPU) {
 		wantGen = *d.PCIeGenGPUMax
 	}
 	if wantGen == 0 || wantWidth == 0 {
-		c.Status, c.Evidence = Skip, fmt.Sprintf("best link Gen%d x%d; no datasheet link to compare", gen, width)
+		c.Status, c.Evidence = Skip, i18n.Textf("best link Gen%d x%d; no datasheet link to compare", gen, width)
 		j.add(c)
 		return
 	}
@@ -409,20 +410,20 @@ func (j *judge) pcie(p string, d *probe.Device, row *specs.GPU) {
 	if pcieRate(gen) == 0 || pcieRate(wantGen) == 0 || width <= 0 || wantWidth <= 0 {
 		// A generation after 6 (or a garbled one) has no known rate: no
 		// ratio, rather than a fail or a pass made of a zero.
-		c.Status, c.Evidence = Skip, fmt.Sprintf("best link Gen%d x%d, the card's Gen%d x%d: a link gpurent has no rate for", gen, width, wantGen, wantWidth)
+		c.Status, c.Evidence = Skip, i18n.Textf("best link Gen%d x%d, the card's Gen%d x%d: a link gpurent has no rate for", gen, width, wantGen, wantWidth)
 		j.add(c)
 		return
 	}
 	ratio := pcieRate(gen) * float64(width) / (pcieRate(wantGen) * float64(wantWidth))
-	c.Evidence = fmt.Sprintf("best link of GPU and slot Gen%d x%d = %.0f%% of the card's Gen%d x%d", gen, width, ratio*100, wantGen, wantWidth)
+	c.Evidence = i18n.Textf("best link of GPU and slot Gen%d x%d = %.0f%% of the card's Gen%d x%d", gen, width, ratio*100, wantGen, wantWidth)
 	if d.PCIeGenCurr != nil && d.PCIeWidthCurr != nil {
-		c.Evidence += fmt.Sprintf(" (now Gen%d x%d; an idle link trains down)", *d.PCIeGenCurr, *d.PCIeWidthCurr)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(" (now Gen%d x%d; an idle link trains down)", *d.PCIeGenCurr, *d.PCIeWidthCurr))
 	}
 	switch {
 	case ratio < j.lim.PCIeFail:
-		c.Status, c.Advice = Fail, "The slot gives the GPU less than half its PCIe bandwidth: data loading and host-device copies will be slow. "+adviceRefund
+		c.Status, c.Advice = Fail, i18n.Plain("The slot gives the GPU less than half its PCIe bandwidth: data loading and host-device copies will be slow. "+adviceRefund)
 	case ratio < 1:
-		c.Status, c.Advice = Warn, "The PCIe link is narrower or older than the card supports; host-device copies will be slower."
+		c.Status, c.Advice = Warn, i18n.Textf("The PCIe link is narrower or older than the card supports; host-device copies will be slower.")
 	default:
 		c.Status = Pass
 	}
@@ -433,22 +434,22 @@ func (j *judge) ecc(p string, d *probe.Device) {
 	c := Check{ID: p + "ecc", Unit: "errors", Expected: 0}
 	switch {
 	case d.ECCEnabled == nil:
-		c.Status, c.Evidence = Skip, "ECC not readable (GeForce cards have none): "+d.Errors["ecc_mode"]
+		c.Status, c.Evidence = Skip, i18n.Plain("ECC not readable (GeForce cards have none): "+d.Errors["ecc_mode"])
 	case !*d.ECCEnabled:
-		c.Status, c.Measured, c.Evidence = Warn, nil, "ECC is off"
-		c.Advice = "Memory errors will go undetected; data-center cards normally run with ECC on."
+		c.Status, c.Measured, c.Evidence = Warn, nil, i18n.Textf("ECC is off")
+		c.Advice = i18n.Textf("Memory errors will go undetected; data-center cards normally run with ECC on.")
 	default:
 		c.Status, c.Measured = Pass, uint64(0)
-		c.Evidence = "ECC is on"
+		c.Evidence = i18n.Textf("ECC is on")
 		if d.ECCUncorrectedVolatile != nil {
 			c.Measured = *d.ECCUncorrectedVolatile
-			c.Evidence += fmt.Sprintf("; %d uncorrected errors since the driver loaded", *d.ECCUncorrectedVolatile)
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %d uncorrected errors since the driver loaded", *d.ECCUncorrectedVolatile))
 			if *d.ECCUncorrectedVolatile > 0 {
-				c.Status, c.Advice = Fail, "The GPU memory has uncorrectable errors: results may be corrupted. "+adviceRefund
+				c.Status, c.Advice = Fail, i18n.Plain("The GPU memory has uncorrectable errors: results may be corrupted. "+adviceRefund)
 			}
 		}
 		if d.ECCUncorrectedAggregate != nil {
-			c.Evidence += fmt.Sprintf("; %d in its lifetime", *d.ECCUncorrectedAggregate)
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %d in its lifetime", *d.ECCUncorrectedAggregate))
 		}
 	}
 	j.add(c)
@@ -457,7 +458,7 @@ func (j *judge) ecc(p string, d *probe.Device) {
 func (j *judge) retired(p string, d *probe.Device) {
 	c := Check{ID: p + "retired_pages", Unit: "pages", Expected: fmt.Sprintf("< %d, none pending", j.lim.RetiredPagesWarn)}
 	if d.RetiredPagesPending == nil && d.RetiredPagesSBE == nil && d.RetiredPagesDBE == nil {
-		c.Status, c.Evidence = Skip, "page retirement not reported (Ampere and newer remap rows instead)"
+		c.Status, c.Evidence = Skip, i18n.Textf("page retirement not reported (Ampere and newer remap rows instead)")
 		j.add(c)
 		return
 	}
@@ -470,14 +471,14 @@ func (j *judge) retired(p string, d *probe.Device) {
 	}
 	pending := d.RetiredPagesPending != nil && *d.RetiredPagesPending
 	c.Measured = total
-	c.Evidence = fmt.Sprintf("%d retired pages, pending: %v", total, pending)
+	c.Evidence = i18n.Textf("%d retired pages, pending: %v", total, pending)
 	switch {
 	case pending:
-		c.Status, c.Advice = Fail, "Memory pages are waiting to be retired: the GPU needs a reset and has had memory errors. "+adviceRefund
+		c.Status, c.Advice = Fail, i18n.Plain("Memory pages are waiting to be retired: the GPU needs a reset and has had memory errors. "+adviceRefund)
 	case total >= j.lim.RetiredPagesFail:
-		c.Status, c.Advice = Fail, "The GPU has retired as many pages as DCGM allows: its memory is failing. "+adviceRefund
+		c.Status, c.Advice = Fail, i18n.Plain("The GPU has retired as many pages as DCGM allows: its memory is failing. "+adviceRefund)
 	case total >= j.lim.RetiredPagesWarn:
-		c.Status, c.Advice = Warn, "The GPU has retired many memory pages; watch for memory errors."
+		c.Status, c.Advice = Warn, i18n.Textf("The GPU has retired many memory pages; watch for memory errors.")
 	default:
 		c.Status = Pass
 	}
@@ -487,7 +488,7 @@ func (j *judge) retired(p string, d *probe.Device) {
 func (j *judge) remapped(p string, d *probe.Device) {
 	c := Check{ID: p + "remapped_rows", Unit: "rows", Expected: "none pending or failed"}
 	if d.RemapPending == nil {
-		c.Status, c.Evidence = Skip, "row remapping not reported (before Ampere, or MIG on): "+d.Errors["remapped_rows"]
+		c.Status, c.Evidence = Skip, i18n.Plain("row remapping not reported (before Ampere, or MIG on): "+d.Errors["remapped_rows"])
 		j.add(c)
 		return
 	}
@@ -496,14 +497,14 @@ func (j *judge) remapped(p string, d *probe.Device) {
 		unc = *d.RemappedRowsUncorrectable
 	}
 	c.Measured = unc
-	c.Evidence = fmt.Sprintf("%d uncorrectable remaps, pending: %v, failed: %v", unc, *d.RemapPending, d.RemapFailed != nil && *d.RemapFailed)
+	c.Evidence = i18n.Textf("%d uncorrectable remaps, pending: %v, failed: %v", unc, *d.RemapPending, d.RemapFailed != nil && *d.RemapFailed)
 	switch {
 	case *d.RemapPending:
-		c.Status, c.Advice = Fail, "A row remap is pending: the GPU needs a reset after memory errors. "+adviceRefund
+		c.Status, c.Advice = Fail, i18n.Plain("A row remap is pending: the GPU needs a reset after memory errors. "+adviceRefund)
 	case d.RemapFailed != nil && *d.RemapFailed:
-		c.Status, c.Advice = Fail, "A row remap failed: the GPU memory is faulty. "+adviceRefund
+		c.Status, c.Advice = Fail, i18n.Plain("A row remap failed: the GPU memory is faulty. "+adviceRefund)
 	case unc >= j.lim.RemapUncorrectableFail:
-		c.Status, c.Advice = Fail, "The GPU has remapped as many rows as DCGM allows: its memory is failing. "+adviceRefund
+		c.Status, c.Advice = Fail, i18n.Plain("The GPU has remapped as many rows as DCGM allows: its memory is failing. "+adviceRefund)
 	default:
 		c.Status = Pass
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/compute"
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // gpuValue is one GPU's figure on one probe.
@@ -115,11 +116,11 @@ func (j *judge) homogeneity() {
 			id = fmt.Sprintf("gpu.homogeneity%d", k+1)
 		}
 		c := Check{ID: id, Status: Pass, Measured: len(slowGPUs), Expected: 0, Unit: "GPUs slower",
-			Evidence: fmt.Sprintf("%d %s GPUs compared: %s", n, model, strings.Join(compared, "; "))}
+			Evidence: i18n.Textf("%d %s GPUs compared: %s", n, model, strings.Join(compared, "; "))}
 		if len(slow) > 0 {
 			c.Status = Warn
-			c.Evidence += "; more than 10% slower than the best: " + strings.Join(slow, "; ")
-			c.Advice = "A GPU of this machine measures clearly below its peers of the same model: it is capped, throttled or on a worse link. Data-parallel training runs at the pace of the slowest GPU; ask for the machine to be checked or replaced."
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; more than 10% slower than the best: "+strings.Join(slow, "; ")))
+			c.Advice = i18n.Textf("A GPU of this machine measures clearly below its peers of the same model: it is capped, throttled or on a worse link. Data-parallel training runs at the pace of the slowest GPU; ask for the machine to be checked or replaced.")
 		}
 		j.add(c)
 	}

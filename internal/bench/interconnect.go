@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
 )
 
@@ -42,8 +43,8 @@ func (j *judge) interconnect() {
 			return // gpu.count says what is missing, or one GPU was ordered
 		}
 		c.Status, c.Measured = Fail, len(devs)
-		c.Evidence = fmt.Sprintf("%s, but this machine shows %d", promised, len(devs))
-		c.Advice = "An interconnect joins two or more GPUs: this is not the machine ordered. " + adviceRefund
+		c.Evidence = i18n.Textf("%s, but this machine shows %d", promised, len(devs))
+		c.Advice = i18n.Plain("An interconnect joins two or more GPUs: this is not the machine ordered. " + adviceRefund)
 		j.add(c)
 		return
 	}
@@ -72,17 +73,17 @@ func (j *judge) interconnect() {
 	switch {
 	case promise == InterconnectPCIe:
 		c.Expected = nil
-		c.Evidence = promised + ": no NVLink is due; " + joined
+		c.Evidence = i18n.Plain(promised + ": no NVLink is due; " + joined)
 	case len(alone) == 0:
-		c.Evidence = fmt.Sprintf("every GPU has NVLink to another (%s), as %s", joined, promised)
+		c.Evidence = i18n.Textf("every GPU has NVLink to another (%s), as %s", joined, promised)
 	case len(unread) > 0:
 		c.Status = Warn
-		c.Evidence = fmt.Sprintf("%s; NVML could not read the NVLinks of %s, so %s show none", promised, strings.Join(unread, ", "), strings.Join(alone, ", "))
-		c.Advice = "The promise could not be checked: this driver's NVML does not report NVLinks. nvidia-smi topo -m shows what joins the GPUs (NV# is NVLink)."
+		c.Evidence = i18n.Textf("%s; NVML could not read the NVLinks of %s, so %s show none", promised, strings.Join(unread, ", "), strings.Join(alone, ", "))
+		c.Advice = i18n.Textf("The promise could not be checked: this driver's NVML does not report NVLinks. nvidia-smi topo -m shows what joins the GPUs (NV# is NVLink).")
 	default:
 		c.Status = Fail
-		c.Evidence = fmt.Sprintf("%s; %s %s no NVLink to any other GPU (%s)", promised, strings.Join(alone, ", "), hasWord(len(alone)), joined)
-		c.Advice = "This is not the machine ordered: without NVLink, traffic between these GPUs crosses PCIe at a small fraction of NVLink's bandwidth, and every all-reduce waits for it. " + adviceRefund
+		c.Evidence = i18n.Textf("%s; %s %s no NVLink to any other GPU (%s)", promised, strings.Join(alone, ", "), hasWord(len(alone)), joined)
+		c.Advice = i18n.Plain("This is not the machine ordered: without NVLink, traffic between these GPUs crosses PCIe at a small fraction of NVLink's bandwidth, and every all-reduce waits for it. " + adviceRefund)
 	}
 	j.add(c)
 }

@@ -62,14 +62,14 @@ func TestInterconnectPromise(t *testing.T) {
 			continue
 		}
 		if got.Status != c.status || got.Measured != c.measure {
-			t.Errorf("%s: %s %v, want %s %d: %s", c.name, got.Status, got.Measured, c.status, c.measure, got.Evidence)
+			t.Errorf("%s: %s %v, want %s %d: %s", c.name, got.Status, got.Measured, c.status, c.measure, got.Evidence.String())
 		}
 		for _, w := range c.words {
-			if !strings.Contains(got.Evidence, w) {
-				t.Errorf("%s: evidence %q lacks %q", c.name, got.Evidence, w)
+			if !strings.Contains(got.Evidence.String(), w) {
+				t.Errorf("%s: evidence %q lacks %q", c.name, got.Evidence.String(), w)
 			}
 		}
-		if got.Status == Fail && got.Advice == "" {
+		if got.Status == Fail && got.Advice.String() == "" {
 			t.Errorf("%s: a fail without advice", c.name)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/report"
@@ -56,7 +57,7 @@ func (j *judge) xidsBy(xids []kernlog.Xid, check func(id string, evs []kernlog.X
 	}
 	if len(others) > 0 {
 		c := check("gpu.xid", others)
-		c.Evidence += "; on a GPU NVML does not list here (hidden from this container, or fallen off the bus)"
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; on a GPU NVML does not list here (hidden from this container, or fallen off the bus)"))
 		j.add(c)
 	}
 }
@@ -70,20 +71,20 @@ func (j *judge) eventXids(why string) {
 	ev := j.f.XidEvents
 	switch {
 	case ev == nil:
-		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: unseen})
+		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: i18n.Plain(unseen)})
 		return
 	case ev.Error != "":
-		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: unseen + ", nor the bench's own time (NVML: " + ev.Error + ")"})
+		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: i18n.Plain(unseen + ", nor the bench's own time (NVML: " + ev.Error + ")")})
 		return
 	}
 	during := fmt.Sprintf("from NVML's events while this bench measured (%s)", units.FormatDuration(time.Duration(ev.Seconds*float64(time.Second)).Round(time.Second)))
 	if len(ev.Xids) == 0 {
-		j.add(Check{ID: "gpu.xid", Status: Skip, Measured: 0, Unit: "Xids", Evidence: unseen + "; no Xid " + during})
+		j.add(Check{ID: "gpu.xid", Status: Skip, Measured: 0, Unit: "Xids", Evidence: i18n.Plain(unseen + "; no Xid " + during)})
 		return
 	}
 	j.xidsBy(ev.Xids, func(id string, evs []kernlog.Xid) Check {
 		if len(evs) == 0 {
-			return Check{ID: id, Status: Skip, Measured: 0, Unit: "Xids", Evidence: unseen + "; no Xid on this GPU " + during}
+			return Check{ID: id, Status: Skip, Measured: 0, Unit: "Xids", Evidence: i18n.Plain(unseen + "; no Xid on this GPU " + during)}
 		}
 		return j.xidReport(id, evs, during, "while bench measured it", true)
 	})
@@ -103,7 +104,7 @@ func (j *judge) logSince(k *probe.KernelLog) string {
 func (j *judge) xidCheck(id string, k *probe.KernelLog, evs []kernlog.Xid) Check {
 	since := j.logSince(k)
 	if len(evs) == 0 {
-		return Check{ID: id, Status: Pass, Measured: 0, Unit: "Xids", Evidence: "no Xid in the kernel log " + since}
+		return Check{ID: id, Status: Pass, Measured: 0, Unit: "Xids", Evidence: i18n.Plain("no Xid in the kernel log " + since)}
 	}
 	if len(evs) == kernlog.MaxXids {
 		since += fmt.Sprintf(" (the newest %d)", kernlog.MaxXids)
@@ -141,7 +142,7 @@ func (j *judge) xidReport(id string, evs []kernlog.Xid, source, when string, liv
 		}
 		parts = append(parts, fmt.Sprintf("%s (%sat %s)", g.last, times, j.when(g.last.At)))
 	}
-	c.Evidence = fmt.Sprintf("%s %s: %s", report.Count(len(evs), "Xid report"), source, strings.Join(parts, "; "))
+	c.Evidence = i18n.Textf("%s %s: %s", report.Count(len(evs), "Xid report"), source, strings.Join(parts, "; "))
 	worst := gs[0].info
 	switch worst.Severity {
 	case kernlog.Hardware:
@@ -153,12 +154,12 @@ func (j *judge) xidReport(id string, evs []kernlog.Xid, source, when string, liv
 		case worst.Action == kernlog.RestartMachine || worst.Action == kernlog.RestartVM:
 			stands = "The machine has not been rebooted since, so the fault stands."
 		}
-		c.Advice = fmt.Sprintf("The NVIDIA driver reported a fault of this GPU %s (Xid %d): %s. %s %s", when, worst.Code, worst.Words, stands, adviceRefund)
+		c.Advice = i18n.Textf("The NVIDIA driver reported a fault of this GPU %s (Xid %d): %s. %s %s", when, worst.Code, worst.Words, stands, adviceRefund)
 	case kernlog.Notable:
 		c.Status = Warn
-		c.Advice = fmt.Sprintf("Xid %d: %s.", worst.Code, worst.Words)
+		c.Advice = i18n.Textf("Xid %d: %s.", worst.Code, worst.Words)
 	default:
-		c.Evidence += " (" + worst.Words + ")"
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(" ("+worst.Words+")"))
 	}
 	return c
 }
@@ -187,13 +188,13 @@ func (j *judge) kernelFaults() {
 	}
 	c := Check{ID: "host.kernel", Status: Pass, Unit: "errors"}
 	if k.Error != "" {
-		c.Status, c.Evidence = Skip, k.Error+"; the machine's hardware errors are not checked"
+		c.Status, c.Evidence = Skip, i18n.Plain(k.Error+"; the machine's hardware errors are not checked")
 		j.add(c)
 		return
 	}
 	since := j.logSince(k)
 	if len(k.Faults) == 0 {
-		c.Measured, c.Evidence = 0, "no hardware error in the kernel log "+since
+		c.Measured, c.Evidence = 0, i18n.Plain("no hardware error in the kernel log "+since)
 		j.add(c)
 		return
 	}
@@ -215,15 +216,15 @@ func (j *judge) kernelFaults() {
 		parts = append(parts, part+": "+strconv.Quote(f.Message))
 	}
 	c.Measured = n
-	c.Evidence = fmt.Sprintf("the kernel log %s: %s", since, strings.Join(parts, "; "))
+	c.Evidence = i18n.Textf("the kernel log %s: %s", since, strings.Join(parts, "; "))
 	worst := fs[0]
 	switch worst.Severity() {
 	case kernlog.Hardware:
-		c.Status, c.Advice = Fail, "The machine's hardware failed since it booted: "+worst.Words()+". "+adviceRefund
+		c.Status, c.Advice = Fail, i18n.Plain("The machine's hardware failed since it booted: "+worst.Words()+". "+adviceRefund)
 	case kernlog.Notable:
-		c.Status, c.Advice = Warn, strings.ToUpper(worst.Words()[:1])+worst.Words()[1:]+"."
+		c.Status, c.Advice = Warn, i18n.Plain(strings.ToUpper(worst.Words()[:1])+worst.Words()[1:]+".")
 	default:
-		c.Evidence += " (" + worst.Words() + ")"
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(" ("+worst.Words()+")"))
 	}
 	j.add(c)
 }

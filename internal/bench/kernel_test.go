@@ -28,16 +28,16 @@ func TestKernelFaultsNameTheDataDisk(t *testing.T) {
 		if c.ID != "host.kernel" {
 			continue
 		}
-		disk := strings.Index(c.Evidence, "12 disk I/O errors on nvme0n1, the disk of /workspace, the first at 2026-11-30 10:00 UTC")
-		pcie := strings.Index(c.Evidence, "5 corrected PCIe bus errors on 0000:00:01.0")
+		disk := strings.Index(c.Evidence.String(), "12 disk I/O errors on nvme0n1, the disk of /workspace, the first at 2026-11-30 10:00 UTC")
+		pcie := strings.Index(c.Evidence.String(), "5 corrected PCIe bus errors on 0000:00:01.0")
 		if disk < 0 || pcie < disk || c.Measured != 17 {
 			t.Errorf("%+v", c)
 		}
 		f.Host.FSSource = "/dev/nvme1n1p1"
 		r, _ = Judge(f, tab, Order{}, DefaultLimits())
 		for _, c := range r.Checks {
-			if c.ID == "host.kernel" && strings.Contains(c.Evidence, "the disk of") {
-				t.Errorf("another disk named as the data disk: %s", c.Evidence)
+			if c.ID == "host.kernel" && strings.Contains(c.Evidence.String(), "the disk of") {
+				t.Errorf("another disk named as the data disk: %s", c.Evidence.String())
 			}
 		}
 		return
@@ -79,7 +79,7 @@ func TestXidEventsWithoutTheKernelLog(t *testing.T) {
 		got := map[string]string{}
 		for _, ch := range r.Checks {
 			if strings.HasSuffix(ch.ID, ".xid") {
-				got[ch.ID] = string(ch.Status) + " " + ch.Evidence
+				got[ch.ID] = string(ch.Status) + " " + ch.Evidence.String()
 			}
 		}
 		if len(got) != len(c.want) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/compute"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
 )
@@ -90,25 +91,25 @@ func (j *judge) nvlink(d *probe.Device) (Check, bool) {
 		expect = max(expect, int(row.NVLinkGBs/per+0.5))
 	}
 	c := Check{ID: fmt.Sprintf("gpu%d.nvlink", d.Index), Status: Pass, Measured: active, Expected: expect, Unit: "links",
-		Evidence: fmt.Sprintf("%d of %d NVLinks up%s", active, expect, linkWord(d.NVLinks))}
+		Evidence: i18n.Textf("%d of %d NVLinks up%s", active, expect, linkWord(d.NVLinks))}
 	switch {
 	case sxm(row) && active < expect:
 		c.Status = Fail
-		c.Evidence += downWord(down, len(d.NVLinks), expect)
-		c.Advice = "NVLinks of this board are down or missing: traffic to and from this GPU crosses the remaining links (or PCIe), and every all-reduce waits for it. Run nvidia-smi nvlink --status to see it; only the provider can reset or repair the board. " + adviceRefund
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(downWord(down, len(d.NVLinks), expect)))
+		c.Advice = i18n.Plain("NVLinks of this board are down or missing: traffic to and from this GPU crosses the remaining links (or PCIe), and every all-reduce waits for it. Run nvidia-smi nvlink --status to see it; only the provider can reset or repair the board. " + adviceRefund)
 	case !sxm(row) && active > 0 && active < expect:
 		c.Status = Warn
-		c.Evidence += downWord(down, len(d.NVLinks), expect)
-		c.Advice = "Part of this card's NVLink bridge is not up: a bridge is missing or loose, and the pair it joins talks at a fraction of the bridge's bandwidth. Ask the provider to check the bridges."
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(downWord(down, len(d.NVLinks), expect)))
+		c.Advice = i18n.Textf("Part of this card's NVLink bridge is not up: a bridge is missing or loose, and the pair it joins talks at a fraction of the bridge's bandwidth. Ask the provider to check the bridges.")
 	case active == 0:
 		c.Expected = nil
-		c.Evidence = fmt.Sprintf("none of its %d NVLinks is up: no NVLink bridge is fitted, so it reaches the other GPUs over PCIe", len(d.NVLinks))
+		c.Evidence = i18n.Textf("none of its %d NVLinks is up: no NVLink bridge is fitted, so it reaches the other GPUs over PCIe", len(d.NVLinks))
 	}
 	if e := linkErrorWord(d.NVLinks, j.lim.NVLinkCRCWarn); e != "" {
-		c.Evidence += "; " + e
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+e))
 		if c.Status == Pass {
 			c.Status = Warn
-			c.Advice = "An NVLink is retransmitting data that arrived corrupt (a marginal link, cable or connector): it still works, slower, and such links often go down next. Ask the provider to check it; nvidia-smi nvlink -e shows the counters."
+			c.Advice = i18n.Textf("An NVLink is retransmitting data that arrived corrupt (a marginal link, cable or connector): it still works, slower, and such links often go down next. Ask the provider to check it; nvidia-smi nvlink -e shows the counters.")
 		}
 	}
 	return c, true
@@ -127,7 +128,7 @@ func (j *judge) passedLinks(cs []Check) {
 	var names []string
 	active, expect := 0, 0
 	for _, c := range cs {
-		if c.Evidence != cs[0].Evidence {
+		if c.Evidence.String() != cs[0].Evidence.String() {
 			for _, c := range cs {
 				j.add(c)
 			}
@@ -138,7 +139,7 @@ func (j *judge) passedLinks(cs []Check) {
 		active, expect = active+c.Measured.(int), expect+e
 	}
 	c := Check{ID: "gpu.nvlink", Status: Pass, Measured: active, Unit: "links",
-		Evidence: fmt.Sprintf("%s, each: %s", strings.Join(names, ", "), cs[0].Evidence)}
+		Evidence: i18n.Textf("%s, each: %s", strings.Join(names, ", "), cs[0].Evidence)}
 	if expect > 0 {
 		c.Expected = expect
 	}
@@ -240,7 +241,7 @@ func (j *judge) fabric() {
 		return
 	}
 	c := Check{ID: "gpu.fabric", Status: Pass, Measured: len(ok), Expected: len(ok) + len(waiting) + len(failed), Unit: "GPUs",
-		Evidence: fmt.Sprintf("%d GPUs registered with the NVLink fabric", len(ok))}
+		Evidence: i18n.Textf("%d GPUs registered with the NVLink fabric", len(ok))}
 	if len(waiting)+len(failed) > 0 {
 		c.Status = Fail
 		var parts []string
@@ -250,8 +251,8 @@ func (j *judge) fabric() {
 		if len(failed) > 0 {
 			parts = append(parts, "registration failed: "+strings.Join(failed, ", "))
 		}
-		c.Evidence = strings.Join(parts, "; ")
-		c.Advice = "The NVLink fabric of this NVSwitch board is not up: nvidia-fabricmanager is not running, or failed (systemctl status nvidia-fabricmanager; it must match the driver version). Until it is, CUDA programs fail with error 802 (system not yet initialized) and the GPUs cannot use NVLink. Only the provider can start it on the host. " + adviceRefund
+		c.Evidence = i18n.Plain(strings.Join(parts, "; "))
+		c.Advice = i18n.Plain("The NVLink fabric of this NVSwitch board is not up: nvidia-fabricmanager is not running, or failed (systemctl status nvidia-fabricmanager; it must match the driver version). Until it is, CUDA programs fail with error 802 (system not yet initialized) and the GPUs cannot use NVLink. Only the provider can start it on the host. " + adviceRefund)
 	}
 	j.add(c)
 }
@@ -290,14 +291,14 @@ func (j *judge) p2p() {
 		return
 	}
 	c := Check{ID: "gpu.p2p", Status: Pass, Measured: pairs - len(host) - len(card), Expected: pairs, Unit: "pairs",
-		Evidence: fmt.Sprintf("peer-to-peer read and write ok between all %d pairs", pairs)}
+		Evidence: i18n.Textf("peer-to-peer read and write ok between all %d pairs", pairs)}
 	switch {
 	case len(host) > 0:
 		c.Status = Warn
-		c.Evidence = "peer-to-peer is off between " + listSome(host, 4)
-		c.Advice = "The host blocks direct GPU-to-GPU copies (PCIe ACS or an IOMMU between the GPUs, or a driver setting): NCCL and CUDA copy through host memory, at a fraction of the speed. A bare-metal host can disable ACS and the IOMMU for the GPUs; on a VM only the provider can. Where NCCL hangs on such a machine, NCCL_P2P_DISABLE=1 is the workaround."
+		c.Evidence = i18n.Plain("peer-to-peer is off between " + listSome(host, 4))
+		c.Advice = i18n.Textf("The host blocks direct GPU-to-GPU copies (PCIe ACS or an IOMMU between the GPUs, or a driver setting): NCCL and CUDA copy through host memory, at a fraction of the speed. A bare-metal host can disable ACS and the IOMMU for the GPUs; on a VM only the provider can. Where NCCL hangs on such a machine, NCCL_P2P_DISABLE=1 is the workaround.")
 	case len(card) > 0:
-		c.Evidence = fmt.Sprintf("these cards do not support peer-to-peer (%s): copies between them go through host memory, as NCCL arranges by itself", listSome(card, 2))
+		c.Evidence = i18n.Textf("these cards do not support peer-to-peer (%s): copies between them go through host memory, as NCCL arranges by itself", listSome(card, 2))
 	}
 	j.add(c)
 }

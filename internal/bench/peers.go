@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/compute"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
 )
 
@@ -56,27 +57,27 @@ func (j *judge) peers() {
 	c := Check{ID: "gpu.p2p_bandwidth", Unit: "GB/s"}
 	if p.Hung != "" {
 		c.Status, c.Measured, c.Unit = Fail, "hung", ""
-		c.Evidence = fmt.Sprintf("copies %s did not finish in %g s", p.Hung, p.Timeout)
+		c.Evidence = i18n.Textf("copies %s did not finish in %g s", p.Hung, p.Timeout)
 		for _, x := range p.Pairs {
 			if x.TimedOut {
-				c.Evidence = fmt.Sprintf("copies from gpu%d to gpu%d did not finish in %g s", x.SrcGPU, x.DstGPU, p.Timeout)
+				c.Evidence = i18n.Textf("copies from gpu%d to gpu%d did not finish in %g s", x.SrcGPU, x.DstGPU, p.Timeout)
 			}
 		}
 		if p.Error != "" {
-			c.Evidence = p.Error
+			c.Evidence = i18n.Plain(p.Error)
 		}
-		c.Evidence += "; no later pair was measured"
-		c.Advice = hungAdvice
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; no later pair was measured"))
+		c.Advice = i18n.Plain(hungAdvice)
 		if setupStep(p.Hung) {
-			c.Advice = setupAdvice
+			c.Advice = i18n.Plain(setupAdvice)
 		}
 		j.add(c)
 		return
 	}
 	if len(p.Pairs) == 0 {
-		c.Status, c.Evidence = Skip, "not measured: "+p.Error
+		c.Status, c.Evidence = Skip, i18n.Plain("not measured: "+p.Error)
 		if p.Error == "" {
-			c.Evidence = fmt.Sprintf("%d GPU visible to CUDA: no pair to copy between", p.Devices)
+			c.Evidence = i18n.Textf("%d GPU visible to CUDA: no pair to copy between", p.Devices)
 		}
 		j.add(c)
 		return
@@ -113,31 +114,31 @@ func (j *judge) peers() {
 	}
 	c.Status, c.Measured = Pass, round1(minGBs(p.Pairs))
 
-	c.Evidence = fmt.Sprintf("%d GPU pairs, each way: %s", measured, spread(p.Pairs))
+	c.Evidence = i18n.Textf("%d GPU pairs, each way: %s", measured, spread(p.Pairs))
 	if worstShare <= 1.5 {
 		a, b := devs[worst.SrcGPU], devs[worst.DstGPU]
 		theory, over := j.peerTheory(a, b)
-		c.Evidence += fmt.Sprintf("; the slowest, gpu%d→gpu%d, %.0f%% of %s %.0f GB/s", worst.SrcGPU, worst.DstGPU, 100*worstShare, over, theory)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; the slowest, gpu%d→gpu%d, %.0f%% of %s %.0f GB/s", worst.SrcGPU, worst.DstGPU, 100*worstShare, over, theory))
 	}
 	switch {
 	case len(failed) > 0:
 		c.Status = Fail
-		c.Evidence = "copies failed: " + listSome(failed, 2) + "; " + c.Evidence
+		c.Evidence = i18n.Textf("copies failed: %s; %s", listSome(failed, 2), c.Evidence)
 		if p.Error != "" {
-			c.Evidence += "; " + p.Error
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+p.Error))
 		}
-		c.Advice = "Copies between some GPUs fail: the GPUs cannot exchange data (NCCL fails the same way). " + adviceRefund
+		c.Advice = i18n.Plain("Copies between some GPUs fail: the GPUs cannot exchange data (NCCL fails the same way). " + adviceRefund)
 	case p.Error != "":
 		c.Status = Warn
-		c.Evidence = "incomplete (" + p.Error + "): " + c.Evidence
-		c.Advice = "The copy matrix stopped before every pair was measured; run bench again."
+		c.Evidence = i18n.Textf("incomplete (%s): %s", p.Error, c.Evidence)
+		c.Advice = i18n.Textf("The copy matrix stopped before every pair was measured; run bench again.")
 	case len(slow) > 0:
 		c.Status = Warn
-		c.Evidence = "slow: " + listSome(slow, 3) + "; " + c.Evidence
-		c.Advice = "Some GPU pairs copy at under half the bandwidth of what joins them: a link down or degraded, a PCIe switch running narrow, or traffic routed through the CPU (ACS). Data-parallel training runs at the pace of the slowest pair. Compare with the link matrix above; the provider can check the board."
+		c.Evidence = i18n.Textf("slow: %s; %s", listSome(slow, 3), c.Evidence)
+		c.Advice = i18n.Textf("Some GPU pairs copy at under half the bandwidth of what joins them: a link down or degraded, a PCIe switch running narrow, or traffic routed through the CPU (ACS). Data-parallel training runs at the pace of the slowest pair. Compare with the link matrix above; the provider can check the board.")
 	}
 	if unjudged > 0 {
-		c.Evidence += fmt.Sprintf("; %d pairs not judged: the bandwidth of what joins them is unknown", unjudged)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %d pairs not judged: the bandwidth of what joins them is unknown", unjudged))
 	}
 	j.add(c)
 }
@@ -212,14 +213,14 @@ func (j *judge) nvlinkErrorsRose() {
 		}
 	}
 	c := Check{ID: "gpu.nvlink_errors", Status: Pass, Measured: len(rose), Expected: 0, Unit: "links",
-		Evidence: fmt.Sprintf("no NVLink error counter rose while bench ran (%d links read before and after)", len(after))}
+		Evidence: i18n.Textf("no NVLink error counter rose while bench ran (%d links read before and after)", len(after))}
 	if len(reset) > 0 {
-		c.Evidence += "; counters were reset while bench ran, so these say nothing: " + listSome(reset, 4)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; counters were reset while bench ran, so these say nothing: "+listSome(reset, 4)))
 	}
 	if len(rose) > 0 {
 		c.Status = Warn
-		c.Evidence = "NVLink errors rose while bench ran: " + strings.Join(rose, "; ")
-		c.Advice = "An NVLink retransmitted data under load: it works, slower, and links that do this often go down next. Ask the provider to check it; nvidia-smi nvlink -e shows the counters."
+		c.Evidence = i18n.Plain("NVLink errors rose while bench ran: " + strings.Join(rose, "; "))
+		c.Advice = i18n.Textf("An NVLink retransmitted data under load: it works, slower, and links that do this often go down next. Ask the provider to check it; nvidia-smi nvlink -e shows the counters.")
 	}
 	j.add(c)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/compute"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
 )
 
@@ -17,13 +18,13 @@ func (j *judge) soak(res compute.Results, r compute.Result, c *Check) {
 	lim := j.clim
 	s := r.Soak
 	if s == nil {
-		c.Status, c.Measured, c.Evidence = Skip, nil, res.Backend+" backend: the soak recorded no loop"
+		c.Status, c.Measured, c.Evidence = Skip, nil, i18n.Plain(res.Backend+" backend: the soak recorded no loop")
 		return
 	}
 	c.Measured, c.Unit = round1(r.Value), "TFLOPS"
-	c.Evidence = fmt.Sprintf("%s backend: %s; median %.1f TFLOPS over %d intervals", res.Backend, r.Notes, r.Value, len(s.Intervals))
+	c.Evidence = i18n.Textf("%s backend: %s; median %.1f TFLOPS over %d intervals", res.Backend, r.Notes, r.Value, len(s.Intervals))
 	if s.Stopped != "" {
-		c.Evidence += "; stopped early: " + s.Stopped
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; stopped early: "+s.Stopped))
 	}
 	first, last := fifths(s.Intervals, func(i compute.SoakInterval) float64 { return i.TFLOPS })
 	var wrong, consistent []string
@@ -46,24 +47,24 @@ func (j *judge) soak(res compute.Results, r compute.Result, c *Check) {
 	switch {
 	case len(wrong) > 0:
 		c.Status = Fail
-		c.Evidence += "; " + strings.Join(wrong, "; ")
-		c.Advice = "This GPU computes different answers to the same GEMM under load (silent data corruption): training on it can go wrong without an error. " + adviceRefund
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+strings.Join(wrong, "; ")))
+		c.Advice = i18n.Plain("This GPU computes different answers to the same GEMM under load (silent data corruption): training on it can go wrong without an error. " + adviceRefund)
 	case len(consistent) > 0:
 		c.Status = Fail
-		c.Evidence += "; " + strings.Join(consistent, "; ")
-		c.Advice = "This GPU's GEMM results are wrong, consistently: the card, its driver or cuBLASLt computes wrong answers. " + adviceRefund
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+strings.Join(consistent, "; ")))
+		c.Advice = i18n.Plain("This GPU's GEMM results are wrong, consistently: the card, its driver or cuBLASLt computes wrong answers. " + adviceRefund)
 	case first > 0 && last/first < lim.SoakSagWarn:
 		c.Status = Warn
-		c.Evidence += fmt.Sprintf("; throughput fell from %.1f to %.1f TFLOPS (first fifth to last, %.0f%%)", first, last, 100*last/first)
-		c.Advice = "The GPU slows down under sustained load: it is throttling (heat or power). Long runs will take longer than short benchmarks promise."
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; throughput fell from %.1f to %.1f TFLOPS (first fifth to last, %.0f%%)", first, last, 100*last/first))
+		c.Advice = i18n.Textf("The GPU slows down under sustained load: it is throttling (heat or power). Long runs will take longer than short benchmarks promise.")
 	default:
 		c.Status = Pass
-		c.Evidence += fmt.Sprintf("; %d results matched the first; the CPU's FP64 tile agreed within %.4f", s.Iterations-1, s.ReferenceMaxErr)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %d results matched the first; the CPU's FP64 tile agreed within %.4f", s.Iterations-1, s.ReferenceMaxErr))
 		if f := s.FP32; f != nil {
-			c.Evidence += fmt.Sprintf("; FP32: %d results matched the first, the tile within %.6f", f.Iterations-1, f.ReferenceMaxErr)
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; FP32: %d results matched the first, the tile within %.6f", f.Iterations-1, f.ReferenceMaxErr))
 		}
 		if first > 0 {
-			c.Evidence += fmt.Sprintf("; throughput held (last fifth %.0f%% of the first)", 100*last/first)
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; throughput held (last fifth %.0f%% of the first)", 100*last/first))
 		}
 	}
 }
@@ -80,7 +81,7 @@ func (j *judge) soakPower(p string, s *compute.Soak, dev *probe.Device) {
 		}
 	}
 	if len(w) == 0 || dev == nil || dev.PowerLimitW == nil || *dev.PowerLimitW <= 0 {
-		c.Status, c.Evidence = Skip, "NVML gave no power readings or no enforced limit during the soak"
+		c.Status, c.Evidence = Skip, i18n.Textf("NVML gave no power readings or no enforced limit during the soak")
 		j.add(c)
 		return
 	}
@@ -88,10 +89,10 @@ func (j *judge) soakPower(p string, s *compute.Soak, dev *probe.Device) {
 	p90 := w[int(math.Ceil(0.9*float64(len(w))))-1]
 	limit := *dev.PowerLimitW
 	c.Measured, c.Expected = round1(p90), round1(limit)
-	c.Evidence = fmt.Sprintf("%.0f W drawn (90th percentile of %d samples after the first fifth), %.0f%% of the %.0f W enforced limit; the highest %.0f W", p90, len(w), 100*p90/limit, limit, w[len(w)-1])
+	c.Evidence = i18n.Textf("%.0f W drawn (90th percentile of %d samples after the first fifth), %.0f%% of the %.0f W enforced limit; the highest %.0f W", p90, len(w), 100*p90/limit, limit, w[len(w)-1])
 	if p90 < j.clim.SoakPowerWarn*limit {
 		c.Status = Warn
-		c.Advice = "Under a full GEMM the card stays well below its power limit: it is capped or throttled elsewhere (clocks locked low, a power brake, cooling), and delivers less than the model should."
+		c.Advice = i18n.Textf("Under a full GEMM the card stays well below its power limit: it is capped or throttled elsewhere (clocks locked low, a power brake, cooling), and delivers less than the model should.")
 	}
 	j.add(c)
 }
@@ -108,7 +109,7 @@ func (j *judge) soakClocks(p string, s *compute.Soak, dev *probe.Device) {
 		}
 	}
 	if len(xs) < 5 {
-		c.Status, c.Evidence = Skip, fmt.Sprintf("NVML gave %d SM clock readings during the soak; 5 are needed", len(xs))
+		c.Status, c.Evidence = Skip, i18n.Textf("NVML gave %d SM clock readings during the soak; 5 are needed", len(xs))
 		j.add(c)
 		return
 	}
@@ -120,10 +121,10 @@ func (j *judge) soakClocks(p string, s *compute.Soak, dev *probe.Device) {
 		}
 	}
 	c.Measured = round1(last)
-	c.Evidence = fmt.Sprintf("SM clock %.0f MHz in the first fifth, %.0f MHz in the last", first, last)
+	c.Evidence = i18n.Textf("SM clock %.0f MHz in the first fifth, %.0f MHz in the last", first, last)
 	if dev != nil && dev.ClockSMMaxMHz != nil && *dev.ClockSMMaxMHz > 0 {
 		c.Expected = *dev.ClockSMMaxMHz
-		c.Evidence += fmt.Sprintf(" (the card's maximum is %d MHz)", *dev.ClockSMMaxMHz)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(" (the card's maximum is %d MHz)", *dev.ClockSMMaxMHz))
 	}
 	var temps []int
 	for _, x := range s.Samples {
@@ -132,11 +133,11 @@ func (j *judge) soakClocks(p string, s *compute.Soak, dev *probe.Device) {
 		}
 	}
 	if len(temps) > 0 {
-		c.Evidence += fmt.Sprintf("; temperature %d to %d C, at most %d C", temps[0], temps[len(temps)-1], slices.Max(temps))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; temperature %d to %d C, at most %d C", temps[0], temps[len(temps)-1], slices.Max(temps)))
 	}
 	why := probe.HeldBack(events)
 	if len(why) > 0 {
-		c.Evidence += "; clock events in the last fifth: " + strings.Join(why, ", ")
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; clock events in the last fifth: "+strings.Join(why, ", ")))
 	}
 	floor := 0.0
 	if dev != nil && dev.ClockSMMaxMHz != nil {
@@ -145,10 +146,10 @@ func (j *judge) soakClocks(p string, s *compute.Soak, dev *probe.Device) {
 	switch {
 	case first > 0 && last/first < j.clim.SoakClockWarn:
 		c.Status = Warn
-		c.Advice = fmt.Sprintf("The SM clock fell by %.0f%% under sustained load%s: the card throttles, and long runs go slower than short ones.", 100*(1-last/first), reasonNote(why))
+		c.Advice = i18n.Textf("The SM clock fell by %.0f%% under sustained load%s: the card throttles, and long runs go slower than short ones.", 100*(1-last/first), reasonNote(why))
 	case last < floor:
 		c.Status = Warn
-		c.Advice = fmt.Sprintf("Under load the SM clock stays below half the card's maximum%s.", reasonNote(why))
+		c.Advice = i18n.Textf("Under load the SM clock stays below half the card's maximum%s.", reasonNote(why))
 	}
 	j.add(c)
 }
@@ -192,15 +193,15 @@ func (j *judge) soakHomogeneity() {
 	}
 	best, slow := slowerThanBest(gs, false, j.clim.SoakSlowerWarn)
 	c := Check{ID: "gpu.soak_homogeneity", Status: Pass, Unit: "TFLOPS", Measured: round1(best.value)}
-	c.Evidence = fmt.Sprintf("%d GPUs soaked at once; the fastest, gpu%d, %.1f TFLOPS", len(gs), best.index, best.value)
+	c.Evidence = i18n.Textf("%d GPUs soaked at once; the fastest, gpu%d, %.1f TFLOPS", len(gs), best.index, best.value)
 	if len(slow) > 0 {
 		var names []string
 		for _, s := range slow {
 			names = append(names, s.String("TFLOPS"))
 		}
 		c.Status = Warn
-		c.Evidence += "; slower by more than 10%: " + strings.Join(names, ", ")
-		c.Advice = "One GPU of this machine delivers clearly less than its peers under the same load: it throttles, is capped, or sits on a worse link or cooling. Data-parallel training runs at the pace of the slowest GPU."
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; slower by more than 10%: "+strings.Join(names, ", ")))
+		c.Advice = i18n.Textf("One GPU of this machine delivers clearly less than its peers under the same load: it throttles, is capped, or sits on a worse link or cooling. Data-parallel training runs at the pace of the slowest GPU.")
 	}
 	j.add(c)
 }

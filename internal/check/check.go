@@ -4,6 +4,8 @@
 // code that makes them.
 package check
 
+import "github.com/gpurent/gpurent/internal/i18n"
+
 // Statuses of a check, from best to worst; Skip is a check that could not
 // be made (missing facts), which is never a pass.
 const (
@@ -15,13 +17,13 @@ const (
 
 // Check is one judgement with its evidence.
 type Check struct {
-	ID       string `json:"id"`
-	Status   string `json:"status"`
-	Measured any    `json:"measured"`
-	Expected any    `json:"expected"`
-	Unit     string `json:"unit"`
-	Evidence string `json:"evidence"`
-	Advice   string `json:"advice"`
+	ID       string    `json:"id"`
+	Status   string    `json:"status"`
+	Measured any       `json:"measured"`
+	Expected any       `json:"expected"`
+	Unit     string    `json:"unit"`
+	Evidence i18n.Text `json:"evidence"`
+	Advice   i18n.Text `json:"advice"`
 }
 
 // Rank orders statuses for the verdict: fail 2, warn 1, pass and skip 0.

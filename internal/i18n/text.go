@@ -22,8 +22,8 @@ func (t Text) String() string { return (*Printer)(nil).Text(t) }
 // MarshalJSON writes the English text, as a string.
 func (t Text) MarshalJSON() ([]byte, error) { return json.Marshal(t.String()) }
 
-// IsZero reports a Text never set.
-func (t Text) IsZero() bool { return t.Format == "" && len(t.Args) == 0 }
+// IsZero reports a Text that says nothing: never set, or empty.
+func (t Text) IsZero() bool { return t.String() == "" }
 
 // Text writes t in the printer's language.
 func (p *Printer) Text(t Text) string {
@@ -55,4 +55,20 @@ func Plural(n int, one, many string) Text {
 		return Textf(one, n)
 	}
 	return Textf(many, n)
+}
+
+// Plain is text that has no message of its own: a name, a path, a
+// device's words, or a sentence not yet in the catalog (grep Plain for
+// what is left to translate). It is written as it is in every language.
+func Plain(s string) Text { return Text{Format: "%s", Args: []any{s}} }
+
+// UnmarshalJSON reads a text written by MarshalJSON: its English, as
+// Plain text.
+func (t *Text) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*t = Plain(s)
+	return nil
 }

@@ -80,9 +80,9 @@ func Checks(w io.Writer, tr *i18n.Printer, checks []check.Check, verdict string,
 		word := statusName(tr, c.Status)
 		statusOf[word] = c.Status
 		if withValues {
-			tab.Row(c.ID, word, value(c.Measured, c.Unit), value(c.Expected, c.Unit), c.Evidence)
+			tab.Row(c.ID, word, value(c.Measured, c.Unit), value(c.Expected, c.Unit), tr.Text(c.Evidence))
 		} else {
-			tab.Row(c.ID, word, c.Evidence)
+			tab.Row(c.ID, word, tr.Text(c.Evidence))
 		}
 	}
 	tab.Paint(1, func(s string) string { return paintAs(s, statusOf[s], color) })
@@ -91,8 +91,8 @@ func Checks(w io.Writer, tr *i18n.Printer, checks []check.Check, verdict string,
 	}
 	var advice []string
 	for _, c := range checks {
-		if c.Advice != "" && (c.Status == check.Fail || c.Status == check.Warn) {
-			advice = append(advice, fmt.Sprintf("  %s %s: %s", paintAs(statusName(tr, c.Status), c.Status, color), c.ID, report.Safe(c.Advice)))
+		if !c.Advice.IsZero() && (c.Status == check.Fail || c.Status == check.Warn) {
+			advice = append(advice, fmt.Sprintf("  %s %s: %s", paintAs(statusName(tr, c.Status), c.Status, color), c.ID, report.Safe(tr.Text(c.Advice))))
 		}
 	}
 	if len(advice) > 0 {
