@@ -73,11 +73,11 @@ func (j *judger) logins() {
 	switch {
 	case len(now) > 0:
 		c.Status = check.Warn
-		c.Evidence = i18n.Plain("logged in now: " + list(now))
+		c.Evidence = i18n.Textf("logged in now: %s", list(now))
 		c.Advice = i18n.Textf("Someone else has a session on this machine: find out who before putting data on it; a machine sold as yours alone should have none.")
 	case len(recent) > 0:
 		c.Status = check.Warn
-		c.Evidence = i18n.Plain("logged in during the last week: " + list(recent))
+		c.Evidence = i18n.Textf("logged in during the last week: %s", list(recent))
 		c.Advice = i18n.Textf("Other accounts used this machine recently: the image or the host is reused. Check the leftovers below and keep secrets off the disk.")
 	default:
 		c.Evidence = i18n.Textf("no other user is logged in, and none was in the last week")
@@ -121,7 +121,7 @@ func (j *judger) processes() {
 	switch {
 	case len(items) > 0:
 		c.Status = check.Warn
-		c.Evidence = i18n.Plain("processes of other users: " + list(items))
+		c.Evidence = i18n.Textf("processes of other users: %s", list(items))
 		c.Advice = i18n.Textf("Other people run programs on this machine: it is shared. Keep data encrypted and credentials off it, or ask for a dedicated machine.")
 	case j.f.ProcHidden && j.f.UID != 0:
 		c.Status, c.Evidence = check.Skip, i18n.Textf("/proc hides other users' processes (hidepid)")
@@ -146,9 +146,9 @@ func (j *judger) ssh() {
 		set = append(set, k+" "+s.Settings[k])
 	}
 	c.Measured = strings.Join(set, ", ")
-	c.Evidence = i18n.Plain("from " + s.Source + ": " + strings.Join(set, ", "))
+	c.Evidence = i18n.Textf("from %s: %s", s.Source, strings.Join(set, ", "))
 	if len(s.Defaulted) > 0 {
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(" (OpenSSH defaults for "+strings.Join(s.Defaulted, ", ")+")"))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(" (OpenSSH defaults for %s)", strings.Join(s.Defaulted, ", ")))
 	}
 	status, advice := sshLogin(s.Settings)
 	// A Match block's settings apply to the connections it selects, over
@@ -173,7 +173,7 @@ func (j *judger) ssh() {
 	}
 	switch {
 	case len(opened) > 0:
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+strings.Join(opened, "; ")))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", strings.Join(opened, "; ")))
 		advice += " The Match blocks named above do so for the users or addresses they select: change them too."
 	case s.Match:
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; Match blocks change none of these to allow more"))
@@ -215,7 +215,7 @@ func (j *judger) keys() {
 	case len(items) == 0:
 		c.Evidence = i18n.Textf("no authorized_keys: nobody logs in as you with a key")
 	case len(items) == 1:
-		c.Evidence = i18n.Plain("one key can log in as you: " + items[0] + "; check it is yours (ssh-keygen -lf ~/.ssh/id_*.pub on your computer)")
+		c.Evidence = i18n.Textf("one key can log in as you: %s; check it is yours (ssh-keygen -lf ~/.ssh/id_*.pub on your computer)", items[0])
 	default:
 		c.Status = check.Warn
 		c.Evidence = i18n.Textf("%d keys can log in as you: %s", len(items), list(items))
@@ -248,10 +248,10 @@ func (j *judger) listeners() {
 	switch {
 	case len(open) > 0:
 		c.Status = check.Warn
-		c.Evidence = i18n.Plain("reachable from other machines: " + list(open))
+		c.Evidence = i18n.Textf("reachable from other machines: %s", list(open))
 		c.Advice = i18n.Textf("These services answer on every address. Bind notebooks, TensorBoard and dashboards to 127.0.0.1 and reach them with ssh -L; stop what you do not use.")
 	case len(sshd) > 0:
-		c.Evidence = i18n.Plain("only sshd listens beyond loopback: " + list(sshd))
+		c.Evidence = i18n.Textf("only sshd listens beyond loopback: %s", list(sshd))
 	case hasUnseen(j.f.Unseen, "listening sockets:"):
 		c.Status, c.Measured, c.Evidence = check.Skip, nil, i18n.Textf("listening sockets not seen: no /proc/net/tcp")
 	default:
@@ -280,16 +280,16 @@ func (j *judger) services() {
 	c.Measured = len(run) + len(read)
 	switch {
 	case len(run) > 0:
-		c.Status, c.Evidence = check.Fail, i18n.Plain("runs code for anyone who reaches it: "+list(run))
+		c.Status, c.Evidence = check.Fail, i18n.Textf("runs code for anyone who reaches it: %s", list(run))
 		c.Advice = i18n.Textf("Anyone who can reach this port runs commands on this machine as the service's owner, with your data and credentials in reach. Stop it now, or restart it bound to 127.0.0.1 (jupyter lab --ip 127.0.0.1; ray start --dashboard-host 127.0.0.1; code-server --bind-addr 127.0.0.1:8080 --auth password) with a token or password, and reach it with ssh -L.")
 		if len(read) > 0 {
-			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; readable by anyone: "+list(read)))
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; readable by anyone: %s", list(read)))
 		}
 	case len(read) > 0:
-		c.Status, c.Evidence = check.Warn, i18n.Plain("readable by anyone who reaches it: "+list(read))
+		c.Status, c.Evidence = check.Warn, i18n.Textf("readable by anyone who reaches it: %s", list(read))
 		c.Advice = i18n.Textf("TensorBoard has no login: anyone who reaches the port reads the training's curves, text and images. Restart it with --host 127.0.0.1 and reach it with ssh -L.")
 	case len(closed) > 0:
-		c.Evidence = i18n.Plain("asks for credentials: " + list(closed))
+		c.Evidence = i18n.Textf("asks for credentials: %s", list(closed))
 	case hasUnseen(j.f.Unseen, "listening sockets:"):
 		c.Status, c.Measured, c.Evidence = check.Skip, nil, i18n.Textf("not asked: the listening sockets were not seen (no /proc/net/tcp)")
 	default:
@@ -326,10 +326,10 @@ func (j *judger) tokenArgs() {
 	case len(items) == 0:
 		c.Evidence = i18n.Textf("no process of yours has a token on its command line")
 	case j.f.ProcHidden:
-		c.Evidence = i18n.Plain("a token on the command line, but /proc hides it from other accounts (hidepid): " + list(items))
+		c.Evidence = i18n.Textf("a token on the command line, but /proc hides it from other accounts (hidepid): %s", list(items))
 	default:
 		c.Status = check.Warn
-		c.Evidence = i18n.Plain("a token on the command line, which every account here can read with ps: " + list(items))
+		c.Evidence = i18n.Textf("a token on the command line, which every account here can read with ps: %s", list(items))
 		if len(names) > 0 {
 			c.Status = check.Fail
 			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; others use this machine (%s)", list(names)))
@@ -357,7 +357,7 @@ func (j *judger) openDirs() {
 		c.Evidence = i18n.Textf("open to every account, while others use this machine (%s): %s", list(names), list(open))
 		c.Advice = i18n.Textf("Other people on this machine can list and read what these hold (datasets, checkpoints, code, shell history). chmod 700 them (chmod 700 ~ for the home), or keep your data where only you can reach it.")
 	default:
-		c.Evidence = i18n.Plain("open to every account, but no other account was seen using this machine: " + list(open))
+		c.Evidence = i18n.Textf("open to every account, but no other account was seen using this machine: %s", list(open))
 	}
 	j.add(c)
 }
@@ -379,14 +379,14 @@ func (j *judger) secrets() {
 	switch {
 	case len(readable) > 0:
 		c.Status = check.Fail
-		c.Evidence = i18n.Plain("readable by every account on this machine: " + list(readable))
+		c.Evidence = i18n.Textf("readable by every account on this machine: %s", list(readable))
 		if len(present) > 0 {
-			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; also present: "+list(present)))
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; also present: %s", list(present)))
 		}
 		c.Advice = i18n.Textf("Anyone else on this machine can read these credentials now: chmod 600 them, and rotate the keys if the machine is shared. Then gpurent wipe before release.")
 	case len(present) > 0:
 		c.Status = check.Warn
-		c.Evidence = i18n.Plain("credentials on this machine's disk: " + list(present))
+		c.Evidence = i18n.Textf("credentials on this machine's disk: %s", list(present))
 		c.Advice = i18n.Textf("These stay on a disk someone else owns after you leave. Prefer environment variables for the session, and run gpurent wipe before releasing the machine.")
 	default:
 		c.Evidence = i18n.Textf("no credential files in the home, .env files in the working directory or git remotes holding a token")
@@ -431,10 +431,10 @@ func (j *judger) leftovers() {
 		// from the user's own: only others' ownership was judged.
 		c.Evidence = i18n.Textf("nothing in the home, data or temp directories belongs to another user; whether anything there predates this tenancy is not known (when it began is not known: pass --since)")
 	default:
-		c.Evidence = i18n.Plain("nothing in the home, data or temp directories belongs to another user or predates this tenancy (began " + since + ")")
+		c.Evidence = i18n.Textf("nothing in the home, data or temp directories belongs to another user or predates this tenancy (began %s)", since)
 	}
 	if j.f.ScanPartial != "" {
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+j.f.ScanPartial))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", j.f.ScanPartial))
 	}
 	j.add(c)
 }
@@ -478,7 +478,7 @@ func (j *judger) storage() {
 	} else if len(plain)+len(layered)+len(network) > 0 {
 		c.Status = check.Warn
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(". Encryption by the provider (EBS, instance store) is invisible from here and does not keep your data from the provider"))
-		c.Advice = i18n.Plain("What you write here stays readable on the provider's disks after you leave, and deleting files does not erase them. " + adviceCrypt)
+		c.Advice = i18n.Textf("What you write here stays readable on the provider's disks after you leave, and deleting files does not erase them. %s", i18n.Textf(adviceCrypt))
 	}
 	j.add(c)
 }
@@ -498,10 +498,10 @@ func (j *judger) swap() {
 	switch {
 	case len(plain) > 0:
 		c.Status = check.Warn
-		c.Evidence = i18n.Plain("swap is not encrypted: " + list(plain))
+		c.Evidence = i18n.Textf("swap is not encrypted: %s", list(plain))
 		c.Advice = i18n.Textf("Memory pages (model weights, tokens, keys) can be written to a swap disk that outlives the machine. Turn swap off (swapoff -a) if RAM allows, or use encrypted swap.")
 	case len(ok) > 0:
-		c.Evidence = i18n.Plain("swap is encrypted or in memory: " + list(ok))
+		c.Evidence = i18n.Textf("swap is encrypted or in memory: %s", list(ok))
 	case hasUnseen(j.f.Unseen, "swap: no /proc/swaps"):
 		c.Status, c.Measured, c.Evidence = check.Skip, nil, i18n.Textf("swap not seen: no /proc/swaps")
 	default:
@@ -531,10 +531,10 @@ func (j *judger) docker() {
 	switch {
 	case len(reach) > 0:
 		c.Status = check.Warn
-		c.Evidence = i18n.Plain("the Docker daemon answers this user at " + list(reach))
+		c.Evidence = i18n.Textf("the Docker daemon answers this user at %s", list(reach))
 		c.Advice = i18n.Textf("Whoever reaches the Docker socket is root on the host and can read every container's files; inside a container it means the walls between tenants are thin. Keep your data encrypted.")
 	case len(closed) > 0:
-		c.Evidence = i18n.Plain("a Docker socket exists but does not answer this user: " + list(closed))
+		c.Evidence = i18n.Textf("a Docker socket exists but does not answer this user: %s", list(closed))
 	default:
 		c.Evidence = i18n.Textf("no Docker socket")
 	}
@@ -545,7 +545,7 @@ func (j *judger) visibility() {
 	c := check.Check{ID: "audit.visibility", Status: check.Pass, Measured: len(j.f.Unseen), Unit: "blind spots"}
 	if len(j.f.Unseen) > 0 {
 		c.Status = check.Skip
-		c.Evidence = i18n.Plain("not seen: " + strings.Join(j.f.Unseen, "; "))
+		c.Evidence = i18n.Textf("not seen: %s", strings.Join(j.f.Unseen, "; "))
 		if j.f.UID != 0 {
 			c.Advice = i18n.Textf("Run gpurent audit as root (sudo) to see other users' processes and sockets.")
 		}

@@ -30,20 +30,20 @@ func (j *judge) allReduce() {
 		c.Status, c.Measured, c.Unit = Fail, "hung", ""
 		c.Evidence = i18n.Textf("%s never finished %s; the communicators were aborted", nccl, a.Hung)
 		if a.Error != "" {
-			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(": "+a.Error))
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(": %s", a.Error))
 		}
-		c.Advice = i18n.Plain(hungAdvice)
+		c.Advice = i18n.Textf(hungAdvice)
 		if setupStep(a.Hung) {
-			c.Advice = i18n.Plain(setupAdvice)
+			c.Advice = i18n.Textf(setupAdvice)
 		}
 	case a.Error != "" && strings.Contains(a.Error, "computed wrong"):
 		c.Status, c.Measured, c.Unit = Fail, "wrong", ""
-		c.Evidence = i18n.Plain(nccl + ": " + a.Error)
-		c.Advice = i18n.Plain("An all-reduce over these GPUs gives wrong sums: training on them would silently diverge. " + adviceRefund)
+		c.Evidence = i18n.Textf("%s: %s", nccl, a.Error)
+		c.Advice = i18n.Textf("An all-reduce over these GPUs gives wrong sums: training on them would silently diverge. %s", i18n.Textf(adviceRefund))
 	case a.Error != "" && len(a.Sizes) == 0:
 		c.Status, c.Evidence = Skip, i18n.Plain(a.Error)
 		if !strings.HasPrefix(a.Error, "not run") {
-			c.Evidence = i18n.Plain("not measured: " + a.Error)
+			c.Evidence = i18n.Textf("not measured: %s", a.Error)
 		}
 	case a.Ranks < 2:
 		c.Status, c.Evidence = Skip, i18n.Textf("one GPU visible to CUDA: no all-reduce between GPUs")
@@ -58,7 +58,7 @@ func (j *judge) allReduce() {
 	case a.Error != "":
 		c.Status, c.Measured = Fail, round1(bestBus(a.Sizes))
 		c.Evidence = i18n.Textf("%s over %d GPUs failed partway: %s; before that %s", nccl, a.Ranks, a.Error, sizesWord(a.Sizes))
-		c.Advice = i18n.Plain("An all-reduce failed on these GPUs after smaller ones worked: a GPU or a link faults under load. Run with NCCL_DEBUG=WARN to see where. " + adviceRefund)
+		c.Advice = i18n.Textf("An all-reduce failed on these GPUs after smaller ones worked: a GPU or a link faults under load. Run with NCCL_DEBUG=WARN to see where. %s", i18n.Textf(adviceRefund))
 	default:
 		best := bestBus(a.Sizes)
 		c.Status, c.Measured = Pass, round1(best)
@@ -73,7 +73,7 @@ func (j *judge) allReduce() {
 			}
 		}
 		if len(a.Env) > 0 {
-			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; set: "+strings.Join(a.Env, " ")))
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; set: %s", strings.Join(a.Env, " ")))
 		}
 	}
 	j.add(c)

@@ -94,7 +94,7 @@ func (j *judge) compute() {
 			p = "host."
 		}
 		if !res.Available {
-			j.add(Check{ID: p + "compute", Status: Skip, Evidence: i18n.Plain(res.Backend + " backend did not run: " + res.Error)})
+			j.add(Check{ID: p + "compute", Status: Skip, Evidence: i18n.Textf("%s backend did not run: %s", res.Backend, res.Error)})
 			continue
 		}
 		var dev *probe.Device
@@ -119,10 +119,10 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(" (median of %d, spread %.1f%%)", r.Timing.N, r.Timing.Spread*100))
 	}
 	if r.Notes != "" {
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+r.Notes))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", r.Notes))
 	}
 	if r.Error != "" {
-		c.Status, c.Measured, c.Evidence = Skip, nil, i18n.Plain(res.Backend+" backend: "+r.Error)
+		c.Status, c.Measured, c.Evidence = Skip, nil, i18n.Textf("%s backend: %s", res.Backend, r.Error)
 		j.add(c)
 		return
 	}
@@ -166,13 +166,13 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 			c.Status, c.Advice = Warn, i18n.Textf("Far below the datasheet: the card may be throttled, shared, or not the model it claims.")
 		case !calibrated && (r.Probe == compute.ProbeBF16 || r.Probe == compute.ProbeFP16 || r.Probe == compute.ProbeTF32 || r.Probe == compute.ProbeFP8):
 			c.Status = Skip
-			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; the expected fraction for mma.sync on "+orUnknown(arch)+" is not calibrated yet, so it is reported, not judged"))
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; the expected fraction for mma.sync on %s is not calibrated yet, so it is reported, not judged", orUnknown(arch)))
 		}
 	case compute.ProbeCopy, compute.ProbeDtoD:
 		if f, ok := frac(row.MemoryBWGBs); !ok {
 			c.Status = Skip
 		} else if f < lim.MemFail {
-			c.Status, c.Advice = Fail, i18n.Plain("Memory bandwidth is a fraction of the datasheet's: the GPU is shared or not the model it claims. "+adviceRefund)
+			c.Status, c.Advice = Fail, i18n.Textf("Memory bandwidth is a fraction of the datasheet's: the GPU is shared or not the model it claims. %s", i18n.Textf(adviceRefund))
 		} else if f < lim.MemWarn {
 			c.Status, c.Advice = Warn, i18n.Textf("Memory bandwidth is below what healthy cards reach.")
 		}
@@ -195,7 +195,7 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 			c.Expected = nil
 			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(": more than that link carries, so these copies do not cross it (a GH200's CPU and GPU share NVLink-C2C)"))
 		case f < lim.LinkFail:
-			c.Status, c.Advice = Fail, i18n.Plain("Host-device copies run far below the PCIe link: data loading will starve the GPU. "+adviceRefund)
+			c.Status, c.Advice = Fail, i18n.Textf("Host-device copies run far below the PCIe link: data loading will starve the GPU. %s", i18n.Textf(adviceRefund))
 		case f < lim.LinkWarn:
 			c.Status, c.Advice = Warn, i18n.Textf("Host-device copies are slower than healthy links manage.")
 		}
@@ -210,24 +210,23 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %.0f%% of the %.1f GiB NVML reports", f*100, total))
 		switch {
 		case f < lim.AllocFail:
-			c.Status, c.Advice = Fail, i18n.Plain("Much less memory can be allocated than the GPU has: an MPS or API-hooking limit caps your share. "+adviceShared)
+			c.Status, c.Advice = Fail, i18n.Textf("Much less memory can be allocated than the GPU has: an MPS or API-hooking limit caps your share. %s", i18n.Textf(adviceShared))
 		case f < lim.AllocWarn:
 			c.Status, c.Advice = Warn, i18n.Textf("Somewhat less memory can be allocated than the GPU has: someone else may hold some.")
 		}
 	case compute.ProbeResidue:
 		c.Measured, c.Expected = int64(r.Value), int64(lim.ResidueMax)
-		c.Evidence = i18n.Plain(res.Backend + " backend: " + r.Notes)
+		c.Evidence = i18n.Textf("%s backend: %s", res.Backend, r.Notes)
 		if r.Value > lim.ResidueMax {
-			c.Status, c.Advice = Fail, i18n.Plain("Fresh GPU memory holds data another process wrote: this driver or virtual GPU does not clear memory between tenants (or, under MPS, between its clients), so the last tenant's data can be read here and yours by the next. "+
-				"Keep the evidence (gpurent bench --record facts.json keeps what was read) and ask the provider for a machine that clears it; before release, overwrite the free GPU memory yourself.")
+			c.Status, c.Advice = Fail, i18n.Textf("Fresh GPU memory holds data another process wrote: this driver or virtual GPU does not clear memory between tenants (or, under MPS, between its clients), so the last tenant's data can be read here and yours by the next. Keep the evidence (gpurent bench --record facts.json keeps what was read) and ask the provider for a machine that clears it; before release, overwrite the free GPU memory yourself.")
 		} else {
 			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(": every read returned zeros, as from a driver that clears memory between processes"))
 		}
 	case compute.ProbeMemtest:
 		c.Measured, c.Expected = int64(r.Value), int64(lim.MemtestMax)
-		c.Evidence = i18n.Plain(res.Backend + " backend: " + r.Notes)
+		c.Evidence = i18n.Textf("%s backend: %s", res.Backend, r.Notes)
 		if r.Value > lim.MemtestMax {
-			c.Status, c.Advice = Fail, i18n.Plain("GPU memory does not keep what was written to it: a hardware fault that will corrupt your training without an error. "+adviceRefund)
+			c.Status, c.Advice = Fail, i18n.Textf("GPU memory does not keep what was written to it: a hardware fault that will corrupt your training without an error. %s", i18n.Textf(adviceRefund))
 		}
 	case compute.ProbeSoak:
 		j.soak(res, r, &c)
@@ -242,7 +241,7 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 			}
 			switch cn.Verdict {
 			case compute.Contended:
-				c.Status, c.Advice = Fail, i18n.Plain("A share of launches waits for someone else's work: the GPU is time-sliced or shared through MPS. "+adviceShared)
+				c.Status, c.Advice = Fail, i18n.Textf("A share of launches waits for someone else's work: the GPU is time-sliced or shared through MPS. %s", i18n.Textf(adviceShared))
 			case compute.Throttling:
 				c.Status, c.Advice = Warn, i18n.Textf("The kernel slows down as the run goes on: power or thermal throttling. Watch clocks under your load.")
 			case compute.Noisy:
@@ -257,7 +256,7 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 	// residue probe and the memory test the instance's memory.
 	if dev != nil && dev.MIGEnabled != nil && *dev.MIGEnabled && r.Probe != compute.ProbeSustain && r.Probe != compute.ProbeResidue && r.Probe != compute.ProbeMemtest && c.Status != Skip {
 		c.Status, c.Advice = Skip, i18n.Textf("")
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; MIG is on, so this measures one instance: reported, not judged against the whole card (see "+p+"mig)"))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; MIG is on, so this measures one instance: reported, not judged against the whole card (see %smig)", p))
 	}
 	j.add(c)
 	if r.Probe == compute.ProbeSoak && r.Soak != nil && c.Status != Skip {

@@ -97,7 +97,7 @@ func (j *judge) cuda() {
 	switch {
 	case len(short) > 0:
 		c.Status = Fail
-		c.Evidence = i18n.Plain(strings.Join(short, "; ") + "; " + strings.Join(ev, "; "))
+		c.Evidence = i18n.Textf("%s; %s", strings.Join(short, "; "), strings.Join(ev, "; "))
 		c.Advice = i18n.Textf("This driver is too old for that software, and a container cannot change it: ask for a machine with a newer driver within the first billing increment, or install a build made for CUDA %d.x or older.", dMajor)
 	case len(noCUDA) > 0 && len(needs) == 0:
 		c.Status = Warn

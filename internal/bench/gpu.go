@@ -23,7 +23,7 @@ func (j *judge) gpu() {
 		if j.order.GPU != "" || j.order.GPUs > 0 {
 			c.Status = Fail
 			c.Expected = j.expectText()
-			c.Evidence = i18n.Plain("no NVIDIA GPU was found: " + why)
+			c.Evidence = i18n.Textf("no NVIDIA GPU was found: %s", why)
 			c.Advice = i18n.Textf("The machine shows no NVIDIA GPU to this process. Check that the instance has one and that the container was started with GPU access; if it has none, ask for a refund.")
 		}
 		j.add(c)
@@ -34,7 +34,7 @@ func (j *judge) gpu() {
 		c := Check{ID: "gpu.count", Status: Pass, Measured: len(g.Devices), Expected: j.order.GPUs, Unit: "GPUs",
 			Evidence: i18n.Textf("NVML lists %d GPUs", len(g.Devices))}
 		if len(g.Devices) != j.order.GPUs {
-			c.Status, c.Advice = Fail, i18n.Plain("The machine does not have the number of GPUs you ordered. "+adviceRefund)
+			c.Status, c.Advice = Fail, i18n.Textf("The machine does not have the number of GPUs you ordered. %s", i18n.Textf(adviceRefund))
 			if vis := j.f.Sharing.CUDAVisibleDevices; vis != nil {
 				c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(" (CUDA_VISIBLE_DEVICES=%q)", *vis))
 			}
@@ -78,7 +78,7 @@ func (j *judge) device(d *probe.Device) {
 		// Nothing else about it can be read: one check says why.
 		j.add(Check{ID: p + "lost", Status: Fail, Measured: "GPU_IS_LOST", Expected: "answers",
 			Evidence: i18n.Textf("NVML says this GPU has fallen off the bus (GPU_IS_LOST; Xid 79 in the kernel log): a hardware or driver fault"),
-			Advice:   i18n.Plain("The GPU answers nothing until the machine is rebooted, and often not until the provider replaces it. " + adviceRefund)})
+			Advice:   i18n.Textf("The GPU answers nothing until the machine is rebooted, and often not until the provider replaces it. %s", i18n.Textf(adviceRefund))})
 		return
 	}
 	row, how := j.identify(d)
@@ -104,7 +104,7 @@ func (j *judge) device(d *probe.Device) {
 		!sameFamily(byName, row) {
 		id.Status = Fail
 		id.Evidence = i18n.Textf("%s%s", id.Evidence, i18n.Textf("; the name says %s but the PCI id says %s", byName.Model, row.Model))
-		id.Advice = i18n.Plain("The reported name does not match the silicon: a layer between you and the driver rewrites it. " + adviceRefund)
+		id.Advice = i18n.Textf("The reported name does not match the silicon: a layer between you and the driver rewrites it. %s", i18n.Textf(adviceRefund))
 	}
 	j.add(id)
 	if row == nil {
@@ -143,7 +143,7 @@ func (j *judge) mig(p string, d *probe.Device) {
 	c := Check{ID: p + "mig", Unit: "", Expected: false}
 	switch {
 	case d.MIGEnabled == nil:
-		c.Status, c.Evidence = Skip, i18n.Plain("MIG mode not readable: "+d.Errors["mig"])
+		c.Status, c.Evidence = Skip, i18n.Textf("MIG mode not readable: %s", d.Errors["mig"])
 	case !*d.MIGEnabled:
 		c.Status, c.Measured, c.Evidence = Pass, false, i18n.Textf("MIG is off: the whole card is yours")
 	default:
@@ -156,7 +156,7 @@ func (j *judge) mig(p string, d *probe.Device) {
 			names = append(names, s)
 		}
 		c.Measured = true
-		c.Evidence = i18n.Plain("MIG is on; instances visible: " + strings.Join(names, ", "))
+		c.Evidence = i18n.Textf("MIG is on; instances visible: %s", strings.Join(names, ", "))
 		if len(names) == 0 {
 			c.Evidence = i18n.Textf("MIG is on")
 		}
@@ -173,7 +173,7 @@ func (j *judge) mig(p string, d *probe.Device) {
 func (j *judge) memory(p string, d *probe.Device, row *specs.GPU) {
 	c := Check{ID: p + "memory", Unit: "GiB", Expected: nil}
 	if d.MemoryTotal == nil {
-		c.Status, c.Evidence = Skip, i18n.Plain("memory not readable: "+d.Errors["memory"])
+		c.Status, c.Evidence = Skip, i18n.Textf("memory not readable: %s", d.Errors["memory"])
 		j.add(c)
 		return
 	}
@@ -190,7 +190,7 @@ func (j *judge) memory(p string, d *probe.Device, row *specs.GPU) {
 	c.Status = Pass
 	if ratio < j.lim.MemoryLabelMin {
 		c.Status = Fail
-		c.Advice = i18n.Plain("The GPU shows less memory than its datasheet: a sharing layer limits it, or it is a smaller card. " + adviceRefund)
+		c.Advice = i18n.Textf("The GPU shows less memory than its datasheet: a sharing layer limits it, or it is a smaller card. %s", i18n.Textf(adviceRefund))
 	}
 	j.add(c)
 
@@ -203,7 +203,7 @@ func (j *judge) memory(p string, d *probe.Device, row *specs.GPU) {
 			u.Evidence = i18n.Textf("%.2f GiB (%.1f%%) in use before gpurent touched the GPU", gib(*d.MemoryUsed), share*100)
 		}
 		if share > j.lim.MemoryUsedMax {
-			u.Status, u.Advice = Fail, i18n.Plain("Someone else's data is on this GPU (or your own earlier job is still running). If it is not yours: "+adviceShared)
+			u.Status, u.Advice = Fail, i18n.Textf("Someone else's data is on this GPU (or your own earlier job is still running). If it is not yours: %s", i18n.Textf(adviceShared))
 		}
 		j.add(u)
 	}
@@ -213,7 +213,7 @@ func (j *judge) processes(p string, d *probe.Device) {
 	c := Check{ID: p + "processes", Unit: "processes", Expected: 0, Measured: len(d.Processes), Status: Pass}
 	if len(d.Processes) == 0 {
 		if e := d.Errors["processes_compute"]; e != "" {
-			c.Status, c.Measured, c.Evidence = Skip, nil, i18n.Plain("process list not readable: "+e)
+			c.Status, c.Measured, c.Evidence = Skip, nil, i18n.Textf("process list not readable: %s", e)
 		} else {
 			c.Evidence = i18n.Textf("no compute or MPS process holds this GPU")
 		}
@@ -230,10 +230,10 @@ func (j *judge) processes(p string, d *probe.Device) {
 		parts = append(parts, s)
 		mps = mps || pr.Kind == "mps"
 	}
-	c.Evidence = i18n.Plain(strings.Join(parts, "; ") + " (host PIDs: NVML does not see container namespaces)")
-	c.Status, c.Advice = Fail, i18n.Plain("Other processes are running on this GPU before your job started. "+adviceShared)
+	c.Evidence = i18n.Textf("%s (host PIDs: NVML does not see container namespaces)", strings.Join(parts, "; "))
+	c.Status, c.Advice = Fail, i18n.Textf("Other processes are running on this GPU before your job started. %s", i18n.Textf(adviceShared))
 	if mps {
-		c.Advice = i18n.Plain("An MPS server shares this GPU between clients. " + adviceShared)
+		c.Advice = i18n.Textf("An MPS server shares this GPU between clients. %s", i18n.Textf(adviceShared))
 	}
 	j.add(c)
 }
@@ -242,7 +242,7 @@ func (j *judge) utilization(p string, d *probe.Device) {
 	c := Check{ID: p + "utilization", Unit: "%", Expected: 0}
 	s := d.UtilizationSamples
 	if len(s) == 0 {
-		c.Status, c.Evidence = Skip, i18n.Plain("no utilization samples: "+d.Errors["utilization"])
+		c.Status, c.Evidence = Skip, i18n.Textf("no utilization samples: %s", d.Errors["utilization"])
 		j.add(c)
 		return
 	}
@@ -256,7 +256,7 @@ func (j *judge) utilization(p string, d *probe.Device) {
 	c.Evidence = i18n.Textf("%d samples while gpurent ran nothing on the GPU: mean %.1f%%, max %.0f%%", len(s), mean, mx)
 	switch {
 	case mean >= j.lim.UtilMeanFail || mx >= j.lim.UtilMaxFail:
-		c.Status, c.Advice = Fail, i18n.Plain("The GPU is busy with someone else's work. "+adviceShared)
+		c.Status, c.Advice = Fail, i18n.Textf("The GPU is busy with someone else's work. %s", i18n.Textf(adviceShared))
 	case mean >= j.lim.UtilMeanWarn:
 		c.Status, c.Advice = Warn, i18n.Textf("Something used the GPU while gpurent was idle; run gpurent bench --duration 30s to see whether it persists.")
 	default:
@@ -269,16 +269,16 @@ func (j *judge) virtualization(p string, d *probe.Device) {
 	c := Check{ID: p + "virtualization", Measured: d.Virtualization, Expected: "none or passthrough", Status: Pass}
 	switch d.Virtualization {
 	case "":
-		c.Status, c.Evidence = Skip, i18n.Plain("virtualization mode not readable: "+d.Errors["virtualization"])
+		c.Status, c.Evidence = Skip, i18n.Textf("virtualization mode not readable: %s", d.Errors["virtualization"])
 	case "none":
 		c.Evidence = i18n.Textf("bare metal or container: the driver sees the physical GPU")
 	case "passthrough":
 		c.Evidence = i18n.Textf("a VM with the whole GPU passed through")
 	case "vgpu":
 		c.Status, c.Evidence = Fail, i18n.Textf("a vGPU guest: the physical GPU is time-sliced between virtual machines by the host")
-		c.Advice = i18n.Plain("This is a virtual GPU, shared with other VMs by the host's scheduler. " + adviceShared)
+		c.Advice = i18n.Textf("This is a virtual GPU, shared with other VMs by the host's scheduler. %s", i18n.Textf(adviceShared))
 	default:
-		c.Status, c.Evidence = Warn, i18n.Plain("the driver runs in host mode ("+d.Virtualization+")")
+		c.Status, c.Evidence = Warn, i18n.Textf("the driver runs in host mode (%s)", d.Virtualization)
 		// host_vgpu and host_vsga: this machine is the hypervisor that
 		// carves the GPU into virtual GPUs (or shared graphics) for VMs.
 		c.Advice = i18n.Textf("This machine hosts virtual GPUs: other virtual machines may be using this GPU at the same time. Ask whether any are, or for a dedicated card.")
@@ -290,14 +290,14 @@ func (j *judge) computeMode(p string, d *probe.Device) {
 	c := Check{ID: p + "compute_mode", Measured: d.ComputeMode, Expected: "default", Status: Pass}
 	switch d.ComputeMode {
 	case "":
-		c.Status, c.Evidence = Skip, i18n.Plain("compute mode not readable: "+d.Errors["compute_mode"])
+		c.Status, c.Evidence = Skip, i18n.Textf("compute mode not readable: %s", d.Errors["compute_mode"])
 	case "default":
 		c.Evidence = i18n.Textf("any number of processes may use the GPU")
 	case "prohibited":
 		c.Status, c.Evidence = Fail, i18n.Textf("compute is prohibited on this GPU")
-		c.Advice = i18n.Plain("No process can run CUDA work on this GPU. " + adviceRefund)
+		c.Advice = i18n.Textf("No process can run CUDA work on this GPU. %s", i18n.Textf(adviceRefund))
 	default:
-		c.Status, c.Evidence = Warn, i18n.Plain("compute mode "+d.ComputeMode+" (MPS set-ups use exclusive_process)")
+		c.Status, c.Evidence = Warn, i18n.Textf("compute mode %s (MPS set-ups use exclusive_process)", d.ComputeMode)
 		c.Advice = i18n.Textf("Only one process may use the GPU; if an MPS server is that process, the GPU is shared.")
 	}
 	j.add(c)
@@ -306,7 +306,7 @@ func (j *judge) computeMode(p string, d *probe.Device) {
 func (j *judge) power(p string, d *probe.Device, row *specs.GPU) {
 	c := Check{ID: p + "power_limit", Unit: "W"}
 	if d.PowerLimitW == nil {
-		c.Status, c.Evidence = Skip, i18n.Plain("power limit not readable: "+d.Errors["power_limit"])
+		c.Status, c.Evidence = Skip, i18n.Textf("power limit not readable: %s", d.Errors["power_limit"])
 		j.add(c)
 		return
 	}
@@ -328,7 +328,7 @@ func (j *judge) power(p string, d *probe.Device, row *specs.GPU) {
 	}
 	switch {
 	case ratio < j.lim.PowerFail:
-		c.Status, c.Advice = Fail, i18n.Plain("The card is power-capped well below its rating, so it runs slower than the card you pay for. "+adviceRefund)
+		c.Status, c.Advice = Fail, i18n.Textf("The card is power-capped well below its rating, so it runs slower than the card you pay for. %s", i18n.Textf(adviceRefund))
 	case ratio < j.lim.PowerWarn:
 		c.Status, c.Advice = Warn, i18n.Textf("The card is power-capped a little below its default; expect a few percent less throughput.")
 	default:
@@ -345,7 +345,7 @@ const hardSlowdowns = 0x8 | 0x40 | 0x80
 func (j *judge) clocks(p string, d *probe.Device) {
 	c := Check{ID: p + "throttle", Unit: "reasons", Expected: "none but gpu_idle"}
 	if d.ClockEventReasons == nil {
-		c.Status, c.Evidence = Skip, i18n.Plain("clock event reasons not readable: "+d.Errors["clock_events"])
+		c.Status, c.Evidence = Skip, i18n.Textf("clock event reasons not readable: %s", d.Errors["clock_events"])
 		j.add(c)
 		return
 	}
@@ -358,7 +358,7 @@ func (j *judge) clocks(p string, d *probe.Device) {
 	}
 	switch {
 	case bits&hardSlowdowns != 0:
-		c.Status, c.Advice = Fail, i18n.Plain("The hardware is slowing the GPU down (thermal, power brake or hardware slowdown) even before your job: it will not reach its rated speed. "+adviceRefund)
+		c.Status, c.Advice = Fail, i18n.Textf("The hardware is slowing the GPU down (thermal, power brake or hardware slowdown) even before your job: it will not reach its rated speed. %s", i18n.Textf(adviceRefund))
 	case bits&(0x4|0x20) != 0:
 		c.Status, c.Advice = Warn, i18n.Textf("The driver is capping clocks for power or temperature at idle; watch the clocks under load.")
 	case d.TemperatureC != nil && *d.TemperatureC >= j.lim.IdleTempWarn:
@@ -391,7 +391,7 @@ func pcieRate(gen int) float64 {
 func (j *judge) pcie(p string, d *probe.Device, row *specs.GPU) {
 	c := Check{ID: p + "pcie", Unit: "link"}
 	if d.PCIeGenMax == nil || d.PCIeWidthMax == nil {
-		c.Status, c.Evidence = Skip, i18n.Plain("PCIe link not readable: "+d.Errors["pcie_gen_max"])
+		c.Status, c.Evidence = Skip, i18n.Textf("PCIe link not readable: %s", d.Errors["pcie_gen_max"])
 		j.add(c)
 		return
 	}
@@ -421,7 +421,7 @@ func (j *judge) pcie(p string, d *probe.Device, row *specs.GPU) {
 	}
 	switch {
 	case ratio < j.lim.PCIeFail:
-		c.Status, c.Advice = Fail, i18n.Plain("The slot gives the GPU less than half its PCIe bandwidth: data loading and host-device copies will be slow. "+adviceRefund)
+		c.Status, c.Advice = Fail, i18n.Textf("The slot gives the GPU less than half its PCIe bandwidth: data loading and host-device copies will be slow. %s", i18n.Textf(adviceRefund))
 	case ratio < 1:
 		c.Status, c.Advice = Warn, i18n.Textf("The PCIe link is narrower or older than the card supports; host-device copies will be slower.")
 	default:
@@ -434,7 +434,7 @@ func (j *judge) ecc(p string, d *probe.Device) {
 	c := Check{ID: p + "ecc", Unit: "errors", Expected: 0}
 	switch {
 	case d.ECCEnabled == nil:
-		c.Status, c.Evidence = Skip, i18n.Plain("ECC not readable (GeForce cards have none): "+d.Errors["ecc_mode"])
+		c.Status, c.Evidence = Skip, i18n.Textf("ECC not readable (GeForce cards have none): %s", d.Errors["ecc_mode"])
 	case !*d.ECCEnabled:
 		c.Status, c.Measured, c.Evidence = Warn, nil, i18n.Textf("ECC is off")
 		c.Advice = i18n.Textf("Memory errors will go undetected; data-center cards normally run with ECC on.")
@@ -445,7 +445,7 @@ func (j *judge) ecc(p string, d *probe.Device) {
 			c.Measured = *d.ECCUncorrectedVolatile
 			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %d uncorrected errors since the driver loaded", *d.ECCUncorrectedVolatile))
 			if *d.ECCUncorrectedVolatile > 0 {
-				c.Status, c.Advice = Fail, i18n.Plain("The GPU memory has uncorrectable errors: results may be corrupted. "+adviceRefund)
+				c.Status, c.Advice = Fail, i18n.Textf("The GPU memory has uncorrectable errors: results may be corrupted. %s", i18n.Textf(adviceRefund))
 			}
 		}
 		if d.ECCUncorrectedAggregate != nil {
@@ -474,9 +474,9 @@ func (j *judge) retired(p string, d *probe.Device) {
 	c.Evidence = i18n.Textf("%d retired pages, pending: %v", total, pending)
 	switch {
 	case pending:
-		c.Status, c.Advice = Fail, i18n.Plain("Memory pages are waiting to be retired: the GPU needs a reset and has had memory errors. "+adviceRefund)
+		c.Status, c.Advice = Fail, i18n.Textf("Memory pages are waiting to be retired: the GPU needs a reset and has had memory errors. %s", i18n.Textf(adviceRefund))
 	case total >= j.lim.RetiredPagesFail:
-		c.Status, c.Advice = Fail, i18n.Plain("The GPU has retired as many pages as DCGM allows: its memory is failing. "+adviceRefund)
+		c.Status, c.Advice = Fail, i18n.Textf("The GPU has retired as many pages as DCGM allows: its memory is failing. %s", i18n.Textf(adviceRefund))
 	case total >= j.lim.RetiredPagesWarn:
 		c.Status, c.Advice = Warn, i18n.Textf("The GPU has retired many memory pages; watch for memory errors.")
 	default:
@@ -488,7 +488,7 @@ func (j *judge) retired(p string, d *probe.Device) {
 func (j *judge) remapped(p string, d *probe.Device) {
 	c := Check{ID: p + "remapped_rows", Unit: "rows", Expected: "none pending or failed"}
 	if d.RemapPending == nil {
-		c.Status, c.Evidence = Skip, i18n.Plain("row remapping not reported (before Ampere, or MIG on): "+d.Errors["remapped_rows"])
+		c.Status, c.Evidence = Skip, i18n.Textf("row remapping not reported (before Ampere, or MIG on): %s", d.Errors["remapped_rows"])
 		j.add(c)
 		return
 	}
@@ -500,11 +500,11 @@ func (j *judge) remapped(p string, d *probe.Device) {
 	c.Evidence = i18n.Textf("%d uncorrectable remaps, pending: %v, failed: %v", unc, *d.RemapPending, d.RemapFailed != nil && *d.RemapFailed)
 	switch {
 	case *d.RemapPending:
-		c.Status, c.Advice = Fail, i18n.Plain("A row remap is pending: the GPU needs a reset after memory errors. "+adviceRefund)
+		c.Status, c.Advice = Fail, i18n.Textf("A row remap is pending: the GPU needs a reset after memory errors. %s", i18n.Textf(adviceRefund))
 	case d.RemapFailed != nil && *d.RemapFailed:
-		c.Status, c.Advice = Fail, i18n.Plain("A row remap failed: the GPU memory is faulty. "+adviceRefund)
+		c.Status, c.Advice = Fail, i18n.Textf("A row remap failed: the GPU memory is faulty. %s", i18n.Textf(adviceRefund))
 	case unc >= j.lim.RemapUncorrectableFail:
-		c.Status, c.Advice = Fail, i18n.Plain("The GPU has remapped as many rows as DCGM allows: its memory is failing. "+adviceRefund)
+		c.Status, c.Advice = Fail, i18n.Textf("The GPU has remapped as many rows as DCGM allows: its memory is failing. %s", i18n.Textf(adviceRefund))
 	default:
 		c.Status = Pass
 	}

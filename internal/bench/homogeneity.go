@@ -119,7 +119,7 @@ func (j *judge) homogeneity() {
 			Evidence: i18n.Textf("%d %s GPUs compared: %s", n, model, strings.Join(compared, "; "))}
 		if len(slow) > 0 {
 			c.Status = Warn
-			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; more than 10% slower than the best: "+strings.Join(slow, "; ")))
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; more than 10%% slower than the best: %s", strings.Join(slow, "; ")))
 			c.Advice = i18n.Textf("A GPU of this machine measures clearly below its peers of the same model: it is capped, throttled or on a worse link. Data-parallel training runs at the pace of the slowest GPU; ask for the machine to be checked or replaced.")
 		}
 		j.add(c)

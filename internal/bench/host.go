@@ -29,11 +29,11 @@ func (j *judge) sharing() {
 	switch {
 	case vgpu:
 		c.Status = Fail
-		c.Evidence = i18n.Plain("libvgpu.so (HAMi-core) is preloaded: it hooks the CUDA driver API to cap this process's memory and SM share; " + c.Measured.(string))
-		c.Advice = i18n.Plain("The GPU is split between containers by an API-hooking layer. " + adviceShared)
+		c.Evidence = i18n.Textf("libvgpu.so (HAMi-core) is preloaded: it hooks the CUDA driver API to cap this process's memory and SM share; %s", c.Measured.(string))
+		c.Advice = i18n.Textf("The GPU is split between containers by an API-hooking layer. %s", i18n.Textf(adviceShared))
 	case len(found) > 0:
 		c.Status = Warn
-		c.Evidence = i18n.Plain("libraries are preloaded into every process: " + c.Measured.(string))
+		c.Evidence = i18n.Textf("libraries are preloaded into every process: %s", c.Measured.(string))
 		c.Advice = i18n.Textf("A preloaded library can intercept CUDA calls; check what it is before trusting measurements.")
 	case s.MapsUnread:
 		c.Evidence = i18n.Textf("no LD_PRELOAD or /etc/ld.so.preload; the libraries mapped into this process were not seen (/proc/self/maps not read)")
@@ -59,7 +59,7 @@ func (j *judge) sharing() {
 	if len(traces) > 0 {
 		m.Status = Fail
 		m.Evidence = i18n.Plain(strings.Join(traces, "; "))
-		m.Advice = i18n.Plain("The environment attaches this machine to a shared GPU (MPS) or caps its share of one. " + adviceShared)
+		m.Advice = i18n.Textf("The environment attaches this machine to a shared GPU (MPS) or caps its share of one. %s", i18n.Textf(adviceShared))
 	} else {
 		m.Evidence = i18n.Textf("no MPS pipe directory and no CUDA sharing or limit variables")
 	}
@@ -84,7 +84,7 @@ func (j *judge) sharing() {
 	case len(env) > 0:
 	case s.HypervisorUnknown != "":
 		// Bare metal only where a VM would have shown the flag.
-		e.Evidence = i18n.Plain("no container detected; whether this is a virtual machine is not known: " + s.HypervisorUnknown + ", and no DMI product name was readable")
+		e.Evidence = i18n.Textf("no container detected; whether this is a virtual machine is not known: %s, and no DMI product name was readable", s.HypervisorUnknown)
 	default:
 		e.Evidence = i18n.Textf("bare metal, no container detected")
 	}
@@ -112,7 +112,7 @@ func (j *judge) host() {
 	if !(usable > 0) {
 		// Unknown is not zero: a count that could not be read (or one
 		// below zero, which no machine has) is no evidence of CPUs.
-		cpu.Status, cpu.Measured, cpu.Evidence = Skip, nil, i18n.Plain("CPUs not counted: "+cmp.Or(h.Errors["online_cpus"], "none listed online"))
+		cpu.Status, cpu.Measured, cpu.Evidence = Skip, nil, i18n.Textf("CPUs not counted: %s", cmp.Or(h.Errors["online_cpus"], "none listed online"))
 	}
 	if h.OnlineCPUs > 0 && usable < float64(h.OnlineCPUs)-0.01 {
 		cpu.Status, cpu.Expected = Warn, h.OnlineCPUs
@@ -130,7 +130,7 @@ func (j *judge) host() {
 	st := Check{ID: "host.steal", Unit: "%", Expected: fmt.Sprintf("< %g", j.lim.StealWarn)}
 	switch {
 	case h.StealPct == nil:
-		st.Status, st.Evidence = Skip, i18n.Plain("CPU steal not sampled: "+h.Errors["steal"])
+		st.Status, st.Evidence = Skip, i18n.Textf("CPU steal not sampled: %s", h.Errors["steal"])
 	default:
 		st.Measured = round1(*h.StealPct)
 		st.Evidence = i18n.Textf("%.1f%% of CPU time stolen by the hypervisor over %.0f s", *h.StealPct, j.f.DurationS)
@@ -183,7 +183,7 @@ func (j *judge) host() {
 		mem.Status, mem.Advice = Warn, i18n.Textf("Less than 10%% of RAM is available: something else holds it.")
 	}
 	if total == 0 {
-		mem.Status, mem.Measured, mem.Advice, mem.Evidence = Skip, nil, i18n.Textf(""), i18n.Plain("RAM not read: "+cmp.Or(h.Errors["memory"], "/proc/meminfo gave no MemTotal"))
+		mem.Status, mem.Measured, mem.Advice, mem.Evidence = Skip, nil, i18n.Textf(""), i18n.Textf("RAM not read: %s", cmp.Or(h.Errors["memory"], "/proc/meminfo gave no MemTotal"))
 	}
 	if want := j.order.RAM; want > 0 {
 		mem.Expected = round1(want / (1 << 30))
@@ -200,7 +200,7 @@ func (j *judge) host() {
 	d := Check{ID: "host.disk", Unit: "MB/s", Status: Pass}
 	d.Evidence = i18n.Textf("%s on %s (%s)", h.DataDir, h.FSType, h.FSSource)
 	if h.FSType == "" {
-		d.Evidence = i18n.Plain(h.DataDir + " on a file system not known: " + cmp.Or(h.Errors["filesystem"], "no mount of it in /proc/self/mountinfo"))
+		d.Evidence = i18n.Textf("%s on a file system not known: %s", h.DataDir, cmp.Or(h.Errors["filesystem"], "no mount of it in /proc/self/mountinfo"))
 	}
 	if h.DiskWriteMBs != nil && h.DiskReadMBs != nil {
 		d.Measured = round1(*h.DiskWriteMBs)
@@ -211,9 +211,9 @@ func (j *judge) host() {
 		}
 	} else if e := h.Errors["disk"]; e != "" {
 		if rest, ok := strings.CutPrefix(e, "not run: "); ok {
-			d.Evidence = i18n.Textf("%s%s", d.Evidence, i18n.Plain("; disk test not run: "+rest))
+			d.Evidence = i18n.Textf("%s%s", d.Evidence, i18n.Textf("; disk test not run: %s", rest))
 		} else {
-			d.Evidence = i18n.Textf("%s%s", d.Evidence, i18n.Plain("; disk test failed: "+e))
+			d.Evidence = i18n.Textf("%s%s", d.Evidence, i18n.Textf("; disk test failed: %s", e))
 		}
 		d.Status = Skip
 	} else {
@@ -236,7 +236,7 @@ func (j *judge) host() {
 	shm := Check{ID: "host.shm", Unit: "MiB", Status: Pass, Expected: fmt.Sprintf("> %d", j.lim.ShmWarn>>20)}
 	switch {
 	case h.ShmSize == nil:
-		shm.Status, shm.Evidence = Skip, i18n.Plain("/dev/shm not read: "+h.Errors["shm"])
+		shm.Status, shm.Evidence = Skip, i18n.Textf("/dev/shm not read: %s", h.Errors["shm"])
 	default:
 		shm.Measured = round1(float64(*h.ShmSize) / (1 << 20))
 		shm.Evidence = i18n.Textf("/dev/shm holds %.0f MiB", float64(*h.ShmSize)/(1<<20))
@@ -251,7 +251,7 @@ func (j *judge) host() {
 	if want := j.order.Disk; want > 0 {
 		ds := Check{ID: "host.disk_size", Unit: "GB", Status: Pass, Expected: round1(want / 1e9)}
 		if h.FSSize == nil {
-			ds.Status, ds.Evidence = Skip, i18n.Plain("the file system's size was not read: "+h.Errors["fs_free"])
+			ds.Status, ds.Evidence = Skip, i18n.Textf("the file system's size was not read: %s", h.Errors["fs_free"])
 		} else {
 			size := float64(*h.FSSize)
 			ds.Measured = round1(size / 1e9)

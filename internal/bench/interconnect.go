@@ -44,7 +44,7 @@ func (j *judge) interconnect() {
 		}
 		c.Status, c.Measured = Fail, len(devs)
 		c.Evidence = i18n.Textf("%s, but this machine shows %d", promised, len(devs))
-		c.Advice = i18n.Plain("An interconnect joins two or more GPUs: this is not the machine ordered. " + adviceRefund)
+		c.Advice = i18n.Textf("An interconnect joins two or more GPUs: this is not the machine ordered. %s", i18n.Textf(adviceRefund))
 		j.add(c)
 		return
 	}
@@ -73,7 +73,7 @@ func (j *judge) interconnect() {
 	switch {
 	case promise == InterconnectPCIe:
 		c.Expected = nil
-		c.Evidence = i18n.Plain(promised + ": no NVLink is due; " + joined)
+		c.Evidence = i18n.Textf("%s: no NVLink is due; %s", promised, joined)
 	case len(alone) == 0:
 		c.Evidence = i18n.Textf("every GPU has NVLink to another (%s), as %s", joined, promised)
 	case len(unread) > 0:
@@ -83,7 +83,7 @@ func (j *judge) interconnect() {
 	default:
 		c.Status = Fail
 		c.Evidence = i18n.Textf("%s; %s %s no NVLink to any other GPU (%s)", promised, strings.Join(alone, ", "), hasWord(len(alone)), joined)
-		c.Advice = i18n.Plain("This is not the machine ordered: without NVLink, traffic between these GPUs crosses PCIe at a small fraction of NVLink's bandwidth, and every all-reduce waits for it. " + adviceRefund)
+		c.Advice = i18n.Textf("This is not the machine ordered: without NVLink, traffic between these GPUs crosses PCIe at a small fraction of NVLink's bandwidth, and every all-reduce waits for it. %s", i18n.Textf(adviceRefund))
 	}
 	j.add(c)
 }

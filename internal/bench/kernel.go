@@ -74,17 +74,17 @@ func (j *judge) eventXids(why string) {
 		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: i18n.Plain(unseen)})
 		return
 	case ev.Error != "":
-		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: i18n.Plain(unseen + ", nor the bench's own time (NVML: " + ev.Error + ")")})
+		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: i18n.Textf("%s, nor the bench's own time (NVML: %s)", unseen, ev.Error)})
 		return
 	}
 	during := fmt.Sprintf("from NVML's events while this bench measured (%s)", units.FormatDuration(time.Duration(ev.Seconds*float64(time.Second)).Round(time.Second)))
 	if len(ev.Xids) == 0 {
-		j.add(Check{ID: "gpu.xid", Status: Skip, Measured: 0, Unit: "Xids", Evidence: i18n.Plain(unseen + "; no Xid " + during)})
+		j.add(Check{ID: "gpu.xid", Status: Skip, Measured: 0, Unit: "Xids", Evidence: i18n.Textf("%s; no Xid %s", unseen, during)})
 		return
 	}
 	j.xidsBy(ev.Xids, func(id string, evs []kernlog.Xid) Check {
 		if len(evs) == 0 {
-			return Check{ID: id, Status: Skip, Measured: 0, Unit: "Xids", Evidence: i18n.Plain(unseen + "; no Xid on this GPU " + during)}
+			return Check{ID: id, Status: Skip, Measured: 0, Unit: "Xids", Evidence: i18n.Textf("%s; no Xid on this GPU %s", unseen, during)}
 		}
 		return j.xidReport(id, evs, during, "while bench measured it", true)
 	})
@@ -104,7 +104,7 @@ func (j *judge) logSince(k *probe.KernelLog) string {
 func (j *judge) xidCheck(id string, k *probe.KernelLog, evs []kernlog.Xid) Check {
 	since := j.logSince(k)
 	if len(evs) == 0 {
-		return Check{ID: id, Status: Pass, Measured: 0, Unit: "Xids", Evidence: i18n.Plain("no Xid in the kernel log " + since)}
+		return Check{ID: id, Status: Pass, Measured: 0, Unit: "Xids", Evidence: i18n.Textf("no Xid in the kernel log %s", since)}
 	}
 	if len(evs) == kernlog.MaxXids {
 		since += fmt.Sprintf(" (the newest %d)", kernlog.MaxXids)
@@ -159,7 +159,7 @@ func (j *judge) xidReport(id string, evs []kernlog.Xid, source, when string, liv
 		c.Status = Warn
 		c.Advice = i18n.Textf("Xid %d: %s.", worst.Code, worst.Words)
 	default:
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(" ("+worst.Words+")"))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(" (%s)", worst.Words))
 	}
 	return c
 }
@@ -188,13 +188,13 @@ func (j *judge) kernelFaults() {
 	}
 	c := Check{ID: "host.kernel", Status: Pass, Unit: "errors"}
 	if k.Error != "" {
-		c.Status, c.Evidence = Skip, i18n.Plain(k.Error+"; the machine's hardware errors are not checked")
+		c.Status, c.Evidence = Skip, i18n.Textf("%s; the machine's hardware errors are not checked", k.Error)
 		j.add(c)
 		return
 	}
 	since := j.logSince(k)
 	if len(k.Faults) == 0 {
-		c.Measured, c.Evidence = 0, i18n.Plain("no hardware error in the kernel log "+since)
+		c.Measured, c.Evidence = 0, i18n.Textf("no hardware error in the kernel log %s", since)
 		j.add(c)
 		return
 	}
@@ -220,11 +220,11 @@ func (j *judge) kernelFaults() {
 	worst := fs[0]
 	switch worst.Severity() {
 	case kernlog.Hardware:
-		c.Status, c.Advice = Fail, i18n.Plain("The machine's hardware failed since it booted: "+worst.Words()+". "+adviceRefund)
+		c.Status, c.Advice = Fail, i18n.Textf("The machine's hardware failed since it booted: %s. %s", worst.Words(), i18n.Textf(adviceRefund))
 	case kernlog.Notable:
-		c.Status, c.Advice = Warn, i18n.Plain(strings.ToUpper(worst.Words()[:1])+worst.Words()[1:]+".")
+		c.Status, c.Advice = Warn, i18n.Textf("%s%s.", strings.ToUpper(worst.Words()[:1]), worst.Words()[1:])
 	default:
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(" ("+worst.Words()+")"))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(" (%s)", worst.Words()))
 	}
 	j.add(c)
 }

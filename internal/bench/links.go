@@ -96,7 +96,7 @@ func (j *judge) nvlink(d *probe.Device) (Check, bool) {
 	case sxm(row) && active < expect:
 		c.Status = Fail
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(downWord(down, len(d.NVLinks), expect)))
-		c.Advice = i18n.Plain("NVLinks of this board are down or missing: traffic to and from this GPU crosses the remaining links (or PCIe), and every all-reduce waits for it. Run nvidia-smi nvlink --status to see it; only the provider can reset or repair the board. " + adviceRefund)
+		c.Advice = i18n.Textf("NVLinks of this board are down or missing: traffic to and from this GPU crosses the remaining links (or PCIe), and every all-reduce waits for it. Run nvidia-smi nvlink --status to see it; only the provider can reset or repair the board. %s", i18n.Textf(adviceRefund))
 	case !sxm(row) && active > 0 && active < expect:
 		c.Status = Warn
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(downWord(down, len(d.NVLinks), expect)))
@@ -106,7 +106,7 @@ func (j *judge) nvlink(d *probe.Device) (Check, bool) {
 		c.Evidence = i18n.Textf("none of its %d NVLinks is up: no NVLink bridge is fitted, so it reaches the other GPUs over PCIe", len(d.NVLinks))
 	}
 	if e := linkErrorWord(d.NVLinks, j.lim.NVLinkCRCWarn); e != "" {
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+e))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", e))
 		if c.Status == Pass {
 			c.Status = Warn
 			c.Advice = i18n.Textf("An NVLink is retransmitting data that arrived corrupt (a marginal link, cable or connector): it still works, slower, and such links often go down next. Ask the provider to check it; nvidia-smi nvlink -e shows the counters.")
@@ -252,7 +252,7 @@ func (j *judge) fabric() {
 			parts = append(parts, "registration failed: "+strings.Join(failed, ", "))
 		}
 		c.Evidence = i18n.Plain(strings.Join(parts, "; "))
-		c.Advice = i18n.Plain("The NVLink fabric of this NVSwitch board is not up: nvidia-fabricmanager is not running, or failed (systemctl status nvidia-fabricmanager; it must match the driver version). Until it is, CUDA programs fail with error 802 (system not yet initialized) and the GPUs cannot use NVLink. Only the provider can start it on the host. " + adviceRefund)
+		c.Advice = i18n.Textf("The NVLink fabric of this NVSwitch board is not up: nvidia-fabricmanager is not running, or failed (systemctl status nvidia-fabricmanager; it must match the driver version). Until it is, CUDA programs fail with error 802 (system not yet initialized) and the GPUs cannot use NVLink. Only the provider can start it on the host. %s", i18n.Textf(adviceRefund))
 	}
 	j.add(c)
 }
@@ -295,7 +295,7 @@ func (j *judge) p2p() {
 	switch {
 	case len(host) > 0:
 		c.Status = Warn
-		c.Evidence = i18n.Plain("peer-to-peer is off between " + listSome(host, 4))
+		c.Evidence = i18n.Textf("peer-to-peer is off between %s", listSome(host, 4))
 		c.Advice = i18n.Textf("The host blocks direct GPU-to-GPU copies (PCIe ACS or an IOMMU between the GPUs, or a driver setting): NCCL and CUDA copy through host memory, at a fraction of the speed. A bare-metal host can disable ACS and the IOMMU for the GPUs; on a VM only the provider can. Where NCCL hangs on such a machine, NCCL_P2P_DISABLE=1 is the workaround.")
 	case len(card) > 0:
 		c.Evidence = i18n.Textf("these cards do not support peer-to-peer (%s): copies between them go through host memory, as NCCL arranges by itself", listSome(card, 2))

@@ -67,15 +67,15 @@ func (j *judge) peers() {
 			c.Evidence = i18n.Plain(p.Error)
 		}
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; no later pair was measured"))
-		c.Advice = i18n.Plain(hungAdvice)
+		c.Advice = i18n.Textf(hungAdvice)
 		if setupStep(p.Hung) {
-			c.Advice = i18n.Plain(setupAdvice)
+			c.Advice = i18n.Textf(setupAdvice)
 		}
 		j.add(c)
 		return
 	}
 	if len(p.Pairs) == 0 {
-		c.Status, c.Evidence = Skip, i18n.Plain("not measured: "+p.Error)
+		c.Status, c.Evidence = Skip, i18n.Textf("not measured: %s", p.Error)
 		if p.Error == "" {
 			c.Evidence = i18n.Textf("%d GPU visible to CUDA: no pair to copy between", p.Devices)
 		}
@@ -125,9 +125,9 @@ func (j *judge) peers() {
 		c.Status = Fail
 		c.Evidence = i18n.Textf("copies failed: %s; %s", listSome(failed, 2), c.Evidence)
 		if p.Error != "" {
-			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+p.Error))
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", p.Error))
 		}
-		c.Advice = i18n.Plain("Copies between some GPUs fail: the GPUs cannot exchange data (NCCL fails the same way). " + adviceRefund)
+		c.Advice = i18n.Textf("Copies between some GPUs fail: the GPUs cannot exchange data (NCCL fails the same way). %s", i18n.Textf(adviceRefund))
 	case p.Error != "":
 		c.Status = Warn
 		c.Evidence = i18n.Textf("incomplete (%s): %s", p.Error, c.Evidence)
@@ -215,11 +215,11 @@ func (j *judge) nvlinkErrorsRose() {
 	c := Check{ID: "gpu.nvlink_errors", Status: Pass, Measured: len(rose), Expected: 0, Unit: "links",
 		Evidence: i18n.Textf("no NVLink error counter rose while bench ran (%d links read before and after)", len(after))}
 	if len(reset) > 0 {
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; counters were reset while bench ran, so these say nothing: "+listSome(reset, 4)))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; counters were reset while bench ran, so these say nothing: %s", listSome(reset, 4)))
 	}
 	if len(rose) > 0 {
 		c.Status = Warn
-		c.Evidence = i18n.Plain("NVLink errors rose while bench ran: " + strings.Join(rose, "; "))
+		c.Evidence = i18n.Textf("NVLink errors rose while bench ran: %s", strings.Join(rose, "; "))
 		c.Advice = i18n.Textf("An NVLink retransmitted data under load: it works, slower, and links that do this often go down next. Ask the provider to check it; nvidia-smi nvlink -e shows the counters.")
 	}
 	j.add(c)

@@ -18,13 +18,13 @@ func (j *judge) soak(res compute.Results, r compute.Result, c *Check) {
 	lim := j.clim
 	s := r.Soak
 	if s == nil {
-		c.Status, c.Measured, c.Evidence = Skip, nil, i18n.Plain(res.Backend+" backend: the soak recorded no loop")
+		c.Status, c.Measured, c.Evidence = Skip, nil, i18n.Textf("%s backend: the soak recorded no loop", res.Backend)
 		return
 	}
 	c.Measured, c.Unit = round1(r.Value), "TFLOPS"
 	c.Evidence = i18n.Textf("%s backend: %s; median %.1f TFLOPS over %d intervals", res.Backend, r.Notes, r.Value, len(s.Intervals))
 	if s.Stopped != "" {
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; stopped early: "+s.Stopped))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; stopped early: %s", s.Stopped))
 	}
 	first, last := fifths(s.Intervals, func(i compute.SoakInterval) float64 { return i.TFLOPS })
 	var wrong, consistent []string
@@ -47,12 +47,12 @@ func (j *judge) soak(res compute.Results, r compute.Result, c *Check) {
 	switch {
 	case len(wrong) > 0:
 		c.Status = Fail
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+strings.Join(wrong, "; ")))
-		c.Advice = i18n.Plain("This GPU computes different answers to the same GEMM under load (silent data corruption): training on it can go wrong without an error. " + adviceRefund)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", strings.Join(wrong, "; ")))
+		c.Advice = i18n.Textf("This GPU computes different answers to the same GEMM under load (silent data corruption): training on it can go wrong without an error. %s", i18n.Textf(adviceRefund))
 	case len(consistent) > 0:
 		c.Status = Fail
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; "+strings.Join(consistent, "; ")))
-		c.Advice = i18n.Plain("This GPU's GEMM results are wrong, consistently: the card, its driver or cuBLASLt computes wrong answers. " + adviceRefund)
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", strings.Join(consistent, "; ")))
+		c.Advice = i18n.Textf("This GPU's GEMM results are wrong, consistently: the card, its driver or cuBLASLt computes wrong answers. %s", i18n.Textf(adviceRefund))
 	case first > 0 && last/first < lim.SoakSagWarn:
 		c.Status = Warn
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; throughput fell from %.1f to %.1f TFLOPS (first fifth to last, %.0f%%)", first, last, 100*last/first))
@@ -137,7 +137,7 @@ func (j *judge) soakClocks(p string, s *compute.Soak, dev *probe.Device) {
 	}
 	why := probe.HeldBack(events)
 	if len(why) > 0 {
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; clock events in the last fifth: "+strings.Join(why, ", ")))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; clock events in the last fifth: %s", strings.Join(why, ", ")))
 	}
 	floor := 0.0
 	if dev != nil && dev.ClockSMMaxMHz != nil {
@@ -200,7 +200,7 @@ func (j *judge) soakHomogeneity() {
 			names = append(names, s.String("TFLOPS"))
 		}
 		c.Status = Warn
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain("; slower by more than 10%: "+strings.Join(names, ", ")))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; slower by more than 10%%: %s", strings.Join(names, ", ")))
 		c.Advice = i18n.Textf("One GPU of this machine delivers clearly less than its peers under the same load: it throttles, is capped, or sits on a worse link or cooling. Data-parallel training runs at the pace of the slowest GPU.")
 	}
 	j.add(c)
