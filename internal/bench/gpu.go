@@ -97,7 +97,7 @@ func (j *judge) device(d *probe.Device) {
 		case row == nil:
 			id.Status, id.Advice = Warn, i18n.Textf("gpurent cannot tell which GPU this is; compare the name and PCI id with what you ordered.")
 		case !slices.Contains(j.accepted, row):
-			id.Status, id.Advice = Fail, i18n.Textf("You ordered %s and got %s. %s", j.order.GPU, row.Model, adviceRefund)
+			id.Status, id.Advice = Fail, i18n.Textf("You ordered %s and got %s. %s", j.order.GPU, row.Model, i18n.Textf(adviceRefund))
 		}
 	}
 	if byName := j.tab.ByName(d.Name); row != nil && byName != nil && strings.HasPrefix(how, "PCI") && byName.Model != row.Model &&
@@ -164,7 +164,7 @@ func (j *judge) mig(p string, d *probe.Device) {
 		c.Advice = i18n.Textf("This is a MIG slice of the card, not the whole card: its memory and SMs are a fraction of the datasheet's.")
 		if j.order.GPU != "" {
 			c.Status = Fail
-			c.Advice = i18n.Textf("You ordered a whole %s and got a MIG slice of it. %s", j.order.GPU, adviceRefund)
+			c.Advice = i18n.Textf("You ordered a whole %s and got a MIG slice of it. %s", j.order.GPU, i18n.Textf(adviceRefund))
 		}
 	}
 	j.add(c)

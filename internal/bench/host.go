@@ -122,7 +122,7 @@ func (j *judge) host() {
 		cpu.Expected = want
 		if usable > 0 && usable < float64(want)-0.01 {
 			cpu.Status = Fail
-			cpu.Advice = i18n.Textf("You ordered %d CPUs and this container may use %g: data loading and preprocessing get less than was paid for. %s", want, round1(usable), adviceRefund)
+			cpu.Advice = i18n.Textf("You ordered %d CPUs and this container may use %g: data loading and preprocessing get less than was paid for. %s", want, round1(usable), i18n.Textf(adviceRefund))
 		}
 	}
 	j.add(cpu)
@@ -192,7 +192,7 @@ func (j *judge) host() {
 		case float64(total) < j.lim.RAMOrderMin*want:
 			mem.Status = Fail
 			mem.Advice = i18n.Textf("You ordered %.0f GB of RAM and this machine gives %.1f GiB (%.0f GB): a dataset or model that fits the order will not fit here. %s",
-				want/1e9, gib(total), float64(total)/1e9, adviceRefund)
+				want/1e9, gib(total), float64(total)/1e9, i18n.Textf(adviceRefund))
 		}
 	}
 	j.add(mem)
@@ -258,7 +258,7 @@ func (j *judge) host() {
 			ds.Evidence = i18n.Textf("%s is on a file system of %.1f GB (%s)", h.DataDir, size/1e9, h.FSSource)
 			if size < j.lim.DiskOrderMin*want {
 				ds.Status = Fail
-				ds.Advice = i18n.Textf("You ordered a %.0f GB disk and the one under %s holds %.1f GB: check that --data-dir is on the disk the offer named; if it is, the disk is smaller than was paid for. %s", want/1e9, h.DataDir, size/1e9, adviceRefund)
+				ds.Advice = i18n.Textf("You ordered a %.0f GB disk and the one under %s holds %.1f GB: check that --data-dir is on the disk the offer named; if it is, the disk is smaller than was paid for. %s", want/1e9, h.DataDir, size/1e9, i18n.Textf(adviceRefund))
 			}
 		}
 		j.add(ds)

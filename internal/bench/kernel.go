@@ -67,17 +67,17 @@ func (j *judge) xidsBy(xids []kernlog.Xid, check func(id string, evs []kernlog.X
 // faulted under the probes fails, but a quiet one is not passed, since
 // the history since boot stays unseen.
 func (j *judge) eventXids(why string) {
-	unseen := why + "; the GPUs' fault history (Xid) since boot is not checked"
+	unseen := i18n.Textf("%s; the GPUs' fault history (Xid) since boot is not checked", why)
 	ev := j.f.XidEvents
 	switch {
 	case ev == nil:
-		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: i18n.Plain(unseen)})
+		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: unseen})
 		return
 	case ev.Error != "":
 		j.add(Check{ID: "gpu.xid", Status: Skip, Unit: "Xids", Evidence: i18n.Textf("%s, nor the bench's own time (NVML: %s)", unseen, ev.Error)})
 		return
 	}
-	during := fmt.Sprintf("from NVML's events while this bench measured (%s)", units.FormatDuration(time.Duration(ev.Seconds*float64(time.Second)).Round(time.Second)))
+	during := i18n.Textf("from NVML's events while this bench measured (%s)", units.FormatDuration(time.Duration(ev.Seconds*float64(time.Second)).Round(time.Second)))
 	if len(ev.Xids) == 0 {
 		j.add(Check{ID: "gpu.xid", Status: Skip, Measured: 0, Unit: "Xids", Evidence: i18n.Textf("%s; no Xid %s", unseen, during)})
 		return
@@ -86,19 +86,19 @@ func (j *judge) eventXids(why string) {
 		if len(evs) == 0 {
 			return Check{ID: id, Status: Skip, Measured: 0, Unit: "Xids", Evidence: i18n.Textf("%s; no Xid on this GPU %s", unseen, during)}
 		}
-		return j.xidReport(id, evs, during, "while bench measured it", true)
+		return j.xidReport(id, evs, during, i18n.Textf("while bench measured it"), true)
 	})
 }
 
 // logSince is how far back the kernel log reaches, in words.
-func (j *judge) logSince(k *probe.KernelLog) string {
+func (j *judge) logSince(k *probe.KernelLog) i18n.Text {
 	if k.Lost {
-		return "since " + j.when(k.Since) + " (the kernel log's older records are overwritten)"
+		return i18n.Textf("since %s (the kernel log's older records are overwritten)", j.when(k.Since))
 	}
 	if !k.Boot.IsZero() {
-		return "since the machine booted (" + j.when(k.Boot) + ")"
+		return i18n.Textf("since the machine booted (%s)", j.when(k.Boot))
 	}
-	return "since the machine booted"
+	return i18n.Textf("since the machine booted")
 }
 
 func (j *judge) xidCheck(id string, k *probe.KernelLog, evs []kernlog.Xid) Check {
@@ -107,15 +107,15 @@ func (j *judge) xidCheck(id string, k *probe.KernelLog, evs []kernlog.Xid) Check
 		return Check{ID: id, Status: Pass, Measured: 0, Unit: "Xids", Evidence: i18n.Textf("no Xid in the kernel log %s", since)}
 	}
 	if len(evs) == kernlog.MaxXids {
-		since += fmt.Sprintf(" (the newest %d)", kernlog.MaxXids)
+		since = i18n.Textf("%s (the newest %d)", since, kernlog.MaxXids)
 	}
-	return j.xidReport(id, evs, "in the kernel log "+since, "since the machine booted", false)
+	return j.xidReport(id, evs, i18n.Textf("in the kernel log %s", since), i18n.Textf("since the machine booted"), false)
 }
 
 // xidReport judges a GPU's Xid reports, found where source says ("in the
 // kernel log since ..."); when names the span in the advice, and live says
 // that it is the bench's own time.
-func (j *judge) xidReport(id string, evs []kernlog.Xid, source, when string, live bool) Check {
+func (j *judge) xidReport(id string, evs []kernlog.Xid, source, when i18n.Text, live bool) Check {
 	c := Check{ID: id, Status: Pass, Measured: len(evs), Unit: "Xids"}
 	// One line per code, the latest report of each, the worst first.
 	type group struct {
@@ -147,14 +147,14 @@ func (j *judge) xidReport(id string, evs []kernlog.Xid, source, when string, liv
 	switch worst.Severity {
 	case kernlog.Hardware:
 		c.Status = Fail
-		stands := "Unless the provider has reset the GPU since, it is not fit to train on."
+		stands := i18n.Textf("Unless the provider has reset the GPU since, it is not fit to train on.")
 		switch {
 		case live:
-			stands = "It faulted under the bench's own load: it is not fit to train on."
+			stands = i18n.Textf("It faulted under the bench's own load: it is not fit to train on.")
 		case worst.Action == kernlog.RestartMachine || worst.Action == kernlog.RestartVM:
-			stands = "The machine has not been rebooted since, so the fault stands."
+			stands = i18n.Textf("The machine has not been rebooted since, so the fault stands.")
 		}
-		c.Advice = i18n.Textf("The NVIDIA driver reported a fault of this GPU %s (Xid %d): %s. %s %s", when, worst.Code, worst.Words, stands, adviceRefund)
+		c.Advice = i18n.Textf("The NVIDIA driver reported a fault of this GPU %s (Xid %d): %s. %s %s", when, worst.Code, worst.Words, stands, i18n.Textf(adviceRefund))
 	case kernlog.Notable:
 		c.Status = Warn
 		c.Advice = i18n.Textf("Xid %d: %s.", worst.Code, worst.Words)
@@ -166,16 +166,16 @@ func (j *judge) xidReport(id string, evs []kernlog.Xid, source, when string, liv
 
 // when is a time in the log as a person reads it beside the bench's own:
 // "2026-11-30 10:02 UTC, 2h before this bench".
-func (j *judge) when(t time.Time) string {
+func (j *judge) when(t time.Time) i18n.Text {
 	s := t.UTC().Format("2006-01-02 15:04 UTC")
 	if ago := j.f.CollectedAt.Sub(t); ago >= 0 && !j.f.CollectedAt.IsZero() {
 		unit := time.Minute
 		if ago >= 48*time.Hour {
 			unit = time.Hour
 		}
-		s += ", " + units.FormatDuration(ago.Truncate(unit)) + " before this bench"
+		return i18n.Textf("%s, %s before this bench", s, units.FormatDuration(ago.Truncate(unit)))
 	}
-	return s
+	return i18n.Plain(s)
 }
 
 // kernelFaults judges the hardware errors the kernel reported since the
@@ -201,22 +201,27 @@ func (j *judge) kernelFaults() {
 	fs := slices.Clone(k.Faults)
 	slices.SortStableFunc(fs, func(a, b kernlog.Fault) int { return int(b.Severity()) - int(a.Severity()) })
 	n := 0
-	parts := make([]string, 0, len(fs))
-	for _, f := range fs {
+	var evidence i18n.Text
+	for i, f := range fs {
 		n += f.Count
-		part := f.String()
+		part := i18n.Plain(f.String())
 		if (f.Kind == kernlog.Disk || f.Kind == kernlog.Filesystem) && kernlog.SameDisk(f.Device, j.f.Host.FSSource) {
-			part += ", the disk of " + j.f.Host.DataDir
+			part = i18n.Textf("%s, the disk of %s", part, j.f.Host.DataDir)
 		}
 		if f.Count > 1 {
-			part += ", the first at " + j.when(f.First) + ", the last at " + j.when(f.Last)
+			part = i18n.Textf("%s, the first at %s, the last at %s", part, j.when(f.First), j.when(f.Last))
 		} else {
-			part += ", at " + j.when(f.Last)
+			part = i18n.Textf("%s, at %s", part, j.when(f.Last))
 		}
-		parts = append(parts, part+": "+strconv.Quote(f.Message))
+		part = i18n.Textf("%s: %s", part, strconv.Quote(f.Message))
+		if i == 0 {
+			evidence = part
+		} else {
+			evidence = i18n.Textf("%s; %s", evidence, part)
+		}
 	}
 	c.Measured = n
-	c.Evidence = i18n.Textf("the kernel log %s: %s", since, strings.Join(parts, "; "))
+	c.Evidence = i18n.Textf("the kernel log %s: %s", since, evidence)
 	worst := fs[0]
 	switch worst.Severity() {
 	case kernlog.Hardware:
