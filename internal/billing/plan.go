@@ -412,6 +412,17 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, 
 	}
 }
 
+// periodCount is n periods of a subscription: "2 months", "1 week".
+func periodCount(n int, period string) i18n.Text {
+	switch period {
+	case catalog.PeriodDay:
+		return i18n.Plural(n, "%d day", "%d days")
+	case catalog.PeriodWeek:
+		return i18n.Plural(n, "%d week", "%d weeks")
+	}
+	return i18n.Plural(n, "%d month", "%d months")
+}
+
 // periodText is a subscription period as a word of a message.
 func periodText(period string) i18n.Text {
 	switch period {

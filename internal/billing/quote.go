@@ -48,7 +48,7 @@ type Bill struct {
 	GPUMemoryGB catalog.Fee `json:"gpu_memory_gb"`
 	Instances   int         `json:"instances"`
 	Plan        string      `json:"plan"`
-	Detail      string      `json:"detail"`
+	Detail      i18n.Text   `json:"detail"`
 	// Schedule is how a subscription bill assumes the hours are run:
 	// "spread" evenly over the span, or "packed" into the subscribed
 	// periods first. Empty on other plans.
@@ -701,7 +701,7 @@ func onDemandBill(p *Profile, o *catalog.Offer) (Bill, bool) {
 		s.ip,
 	}
 	b.finish(items, hourly, p)
-	b.Detail = fmt.Sprintf("%d × %s billed (%s increment)", p.Starts, hoursText(billed), o.OnDemand.Increment)
+	b.Detail = i18n.Textf("%d × %s billed (%s increment)", p.Starts, hoursText(billed), o.OnDemand.Increment)
 	b.Unknown, b.Warnings = u.names(), append(u.warnings(), releaseWarning(p, o, p.ComputeHours)...)
 	b.TotalIsLowerBound = lowerBound(b.Unknown)
 	return b, true
@@ -862,11 +862,11 @@ func spotBill(p *Profile, o *catalog.Offer, opt Options) (Bill, bool) {
 	}
 	lh, _ := listHourly(o)
 	b.finish(items, lh, p)
-	b.Detail = fmt.Sprintf("expected %s incl. %s lost to %.1f interruptions", hoursText(hours), hoursText(hours-p.ComputeHours), fails)
+	b.Detail = i18n.Textf("expected %s incl. %s lost to %.1f interruptions", hoursText(hours), hoursText(hours-p.ComputeHours), fails)
 	if !known {
 		// "0 h lost to 0.0 interruptions" would state as a figure what no
 		// source gave: the bill is the least it can be.
-		b.Detail = fmt.Sprintf("%s if never interrupted (interruption rate unknown)", hoursText(hours))
+		b.Detail = i18n.Textf("%s if never interrupted (interruption rate unknown)", hoursText(hours))
 	}
 	b.Unknown, b.Warnings = u.names(), u.warnings()
 	b.TotalIsLowerBound = lowerBound(b.Unknown)

@@ -304,8 +304,8 @@ func TestSubscriptionCover(t *testing.T) {
 			if !ok {
 				t.Fatal("no subscription bill")
 			}
-			if !near(b.Total, tc.wantTotal) || b.Detail != tc.wantDetail {
-				t.Errorf("got %v %q, want %v %q", b.Total, b.Detail, tc.wantTotal, tc.wantDetail)
+			if !near(b.Total, tc.wantTotal) || b.Detail.String() != tc.wantDetail {
+				t.Errorf("got %v %q, want %v %q", b.Total, b.Detail.String(), tc.wantTotal, tc.wantDetail)
 			}
 		})
 	}
@@ -671,8 +671,8 @@ func TestSubscriptionPacksHours(t *testing.T) {
 	if !ok || !near(b.Total, 1052) || b.Schedule != SchedulePacked {
 		t.Fatalf("ok %v, %+v", ok, b)
 	}
-	if !strings.Contains(b.Detail, "600 h run inside, 20 h a day") {
-		t.Errorf("detail %q does not say the schedule", b.Detail)
+	if !strings.Contains(b.Detail.String(), "600 h run inside, 20 h a day") {
+		t.Errorf("detail %q does not say the schedule", b.Detail.String())
 	}
 	if !slices.ContainsFunc(strs(b.Warnings), func(w string) bool {
 		return strings.HasPrefix(w, "schedule: ") && strings.Contains(w, "136.00 USD more")
@@ -681,13 +681,13 @@ func TestSubscriptionPacksHours(t *testing.T) {
 	}
 	// 760 h: the month holds 720 of them, 40 more on demand (79.20).
 	p.ComputeHours = 760
-	if b, ok = subscriptionBill(&p, &o, false); !ok || !near(b.Total, 1052+40*1.98) || !strings.HasSuffix(b.Detail, "+ 40 h on demand") {
+	if b, ok = subscriptionBill(&p, &o, false); !ok || !near(b.Total, 1052+40*1.98) || !strings.HasSuffix(b.Detail.String(), "+ 40 h on demand") {
 		t.Fatalf("760 h: ok %v, %+v", ok, b)
 	}
 	// Where spreading costs the same, the bill keeps the user's schedule.
 	p = Profile{ComputeHours: 720, SpanDays: 30}
 	p.Defaults(nil)
-	if b, ok = subscriptionBill(&p, &o, false); !ok || b.Schedule != ScheduleSpread || b.Detail != "1 month" {
+	if b, ok = subscriptionBill(&p, &o, false); !ok || b.Schedule != ScheduleSpread || b.Detail.String() != "1 month" {
 		t.Fatalf("720 h in 30 days: ok %v, %+v", ok, b)
 	}
 	plan, err := MakePlan(&Profile{ComputeHours: 600, SpanDays: 40, GPUs: 1, Starts: 1}, []catalog.Offer{o}, catalog.Rates{}, PlanOptions{}, nil)

@@ -1,13 +1,10 @@
 package billing
 
 import (
-	"fmt"
 	"math"
-	"strings"
 
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/i18n"
-	"github.com/gpurent/gpurent/internal/report"
 )
 
 // Schedules a subscription bill can assume.
@@ -65,20 +62,23 @@ func subscriptionBill(p *Profile, o *catalog.Offer, force bool) (Bill, bool) {
 	items := [5]float64{best.compute, best.storage, s.egress, s.boot * best.starts, s.ip}
 	lh, note := listHourly(o)
 	b.finish(items, lh, p)
-	var parts []string
+	var parts []i18n.Text
 	for _, per := range []string{catalog.PeriodMonth, catalog.PeriodWeek, catalog.PeriodDay} {
 		if n := best.counts[per]; n > 0 {
-			parts = append(parts, report.Count(n, per))
+			parts = append(parts, periodCount(n, per))
 		}
 	}
 	inside := p.ComputeHours - best.odHours
 	if best.schedule == SchedulePacked {
-		parts[len(parts)-1] += fmt.Sprintf(" (%s run inside, %s a day)", hoursText(inside), hoursText(inside/float64(best.subDays)))
+		parts[len(parts)-1] = i18n.Textf("%s (%s run inside, %s a day)", parts[len(parts)-1], hoursText(inside), hoursText(inside/float64(best.subDays)))
 	}
 	if best.odHours > 0 {
-		parts = append(parts, hoursText(best.odHours)+" on demand")
+		parts = append(parts, i18n.Textf("%s on demand", hoursText(best.odHours)))
 	}
-	b.Detail = strings.Join(parts, " + ")
+	b.Detail = parts[0]
+	for _, x := range parts[1:] {
+		b.Detail = i18n.Textf("%s + %s", b.Detail, x)
+	}
 	b.Unknown, b.Warnings = u.names(), u.warnings()
 	b.TotalIsLowerBound = lowerBound(b.Unknown)
 	if !note.IsZero() {

@@ -90,7 +90,7 @@ func billColumns(tr *i18n.Printer) (head, items, tail []column) {
 			}
 			return fmt.Sprint(len(b.Unknown))
 		}},
-		{tr.T("DETAIL"), true, func(_ int, b billing.Bill) string { return b.Detail }},
+		{tr.T("DETAIL"), true, func(_ int, b billing.Bill) string { return tr.Text(b.Detail) }},
 	}
 	return head, items, tail
 }
