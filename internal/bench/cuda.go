@@ -40,24 +40,27 @@ func cudaVersion(v string) (major, minor int, ok bool) {
 func (j *judge) cuda() {
 	g := j.f.GPU
 	c := Check{ID: "gpu.cuda", Status: Pass}
-	type need struct{ who, cuda string }
+	type need struct {
+		who  i18n.Text
+		cuda string
+	}
 	var needs []need
 	if j.order.CUDA != "" {
-		needs = append(needs, need{"software built with CUDA " + j.order.CUDA + " (--expect-cuda)", j.order.CUDA})
+		needs = append(needs, need{i18n.Textf("software built with CUDA %s (--expect-cuda)", j.order.CUDA), j.order.CUDA})
 	}
-	var noCUDA []string
+	var noCUDA []i18n.Text
 	for _, t := range j.f.Torch {
-		who := fmt.Sprintf("PyTorch %s (%s)", t.Version, t.Path)
+		who := i18n.Textf("PyTorch %s (%s)", t.Version, t.Path)
 		if t.CUDA != "" {
-			who = fmt.Sprintf("PyTorch %s, built with CUDA %s (%s),", t.Version, t.CUDA, t.Path)
+			who = i18n.Textf("PyTorch %s, built with CUDA %s (%s),", t.Version, t.CUDA, t.Path)
 		}
 		switch {
 		case t.CUDA != "":
 			needs = append(needs, need{who, t.CUDA})
 		case t.HIP != "":
-			noCUDA = append(noCUDA, who+" is a ROCm build")
+			noCUDA = append(noCUDA, i18n.Textf("%s is a ROCm build", who))
 		default:
-			noCUDA = append(noCUDA, who+" is a CPU-only build")
+			noCUDA = append(noCUDA, i18n.Textf("%s is a CPU-only build", who))
 		}
 	}
 	if g.CUDADriverVersion <= 0 {
@@ -70,8 +73,8 @@ func (j *judge) cuda() {
 	}
 	dMajor, dMinor := g.CUDADriverVersion/1000, g.CUDADriverVersion%1000/10
 	c.Measured = fmt.Sprintf("CUDA %d.%d", dMajor, dMinor)
-	ev := []string{fmt.Sprintf("driver %s supports CUDA %d.%d: software built with CUDA %d.x or older runs", g.DriverVersion, dMajor, dMinor, dMajor)}
-	var short []string
+	ev := []i18n.Text{i18n.Textf("driver %s supports CUDA %d.%d: software built with CUDA %d.x or older runs", g.DriverVersion, dMajor, dMinor, dMajor)}
+	var short []i18n.Text
 	hiMajor, hiMinor := -1, -1
 	for _, n := range needs {
 		major, minor, ok := cudaVersion(n.cuda)
@@ -83,29 +86,29 @@ func (j *judge) cuda() {
 		}
 		switch {
 		case major > dMajor:
-			s := fmt.Sprintf("%s needs a driver that supports CUDA %d", n.who, major)
+			s := i18n.Textf("%s needs a driver that supports CUDA %d", n.who, major)
 			if least := cudaFamilyDriver[major]; least != "" {
-				s += fmt.Sprintf(" (%s or newer)", least)
+				s = i18n.Textf("%s needs a driver that supports CUDA %d (%s or newer)", n.who, major, least)
 			}
 			short = append(short, s)
 		case major == dMajor && minor > dMinor:
-			ev = append(ev, fmt.Sprintf("%s runs by CUDA's minor version compatibility", n.who))
+			ev = append(ev, i18n.Textf("%s runs by CUDA's minor version compatibility", n.who))
 		default:
-			ev = append(ev, n.who+" runs")
+			ev = append(ev, i18n.Textf("%s runs", n.who))
 		}
 	}
 	switch {
 	case len(short) > 0:
 		c.Status = Fail
-		c.Evidence = i18n.Textf("%s; %s", strings.Join(short, "; "), strings.Join(ev, "; "))
+		c.Evidence = i18n.Textf("%s; %s", i18n.Join(short, "; "), i18n.Join(ev, "; "))
 		c.Advice = i18n.Textf("This driver is too old for that software, and a container cannot change it: ask for a machine with a newer driver within the first billing increment, or install a build made for CUDA %d.x or older.", dMajor)
 	case len(noCUDA) > 0 && len(needs) == 0:
 		c.Status = Warn
 		c.Advice = i18n.Textf("A PyTorch without CUDA does not use the GPU: install a CUDA build of PyTorch.")
 		ev = append(ev, noCUDA...)
-		c.Evidence = i18n.Plain(strings.Join(ev, "; "))
+		c.Evidence = i18n.Join(ev, "; ")
 	default:
-		c.Evidence = i18n.Plain(strings.Join(append(ev, noCUDA...), "; "))
+		c.Evidence = i18n.Join(append(ev, noCUDA...), "; ")
 	}
 	j.add(c)
 }

@@ -61,15 +61,15 @@ func (j *judge) expectText() string {
 // identify finds the datasheet row of a device: by PCI device id first (the
 // name can be changed by a hooking layer; the id is the silicon's), then
 // by name.
-func (j *judge) identify(d *probe.Device) (row *specs.GPU, how string) {
+func (j *judge) identify(d *probe.Device) (row *specs.GPU, how i18n.Text) {
 	dev := uint16(d.PCIDeviceID >> 16)
 	if r := j.tab.ByPCI(dev); r != nil {
-		return r, fmt.Sprintf("PCI device id %04x", dev)
+		return r, i18n.Textf("PCI device id %04x", dev)
 	}
 	if r := j.tab.ByName(d.Name); r != nil {
-		return r, fmt.Sprintf("name %q", d.Name)
+		return r, i18n.Textf("name %q", d.Name)
 	}
-	return nil, ""
+	return nil, i18n.Text{}
 }
 
 func (j *judge) device(d *probe.Device) {
@@ -100,7 +100,7 @@ func (j *judge) device(d *probe.Device) {
 			id.Status, id.Advice = Fail, i18n.Textf("You ordered %s and got %s. %s", j.order.GPU, row.Model, i18n.Textf(adviceRefund))
 		}
 	}
-	if byName := j.tab.ByName(d.Name); row != nil && byName != nil && strings.HasPrefix(how, "PCI") && byName.Model != row.Model &&
+	if byName := j.tab.ByName(d.Name); row != nil && byName != nil && strings.HasPrefix(how.String(), "PCI") && byName.Model != row.Model &&
 		!sameFamily(byName, row) {
 		id.Status = Fail
 		id.Evidence = i18n.Textf("%s%s", id.Evidence, i18n.Textf("; the name says %s but the PCI id says %s", byName.Model, row.Model))
@@ -310,9 +310,9 @@ func (j *judge) power(p string, d *probe.Device, row *specs.GPU) {
 		j.add(c)
 		return
 	}
-	ref, refName := row.TDPW, "the datasheet TDP"
+	ref, refName, byTDP := row.TDPW, i18n.Textf("the datasheet TDP"), true
 	if d.PowerLimitDefaultW != nil && *d.PowerLimitDefaultW > 0 {
-		ref, refName = *d.PowerLimitDefaultW, "the board's default limit"
+		ref, refName, byTDP = *d.PowerLimitDefaultW, i18n.Textf("the board's default limit"), false
 	}
 	c.Measured = round1(*d.PowerLimitW)
 	if ref == 0 {
@@ -323,7 +323,7 @@ func (j *judge) power(p string, d *probe.Device, row *specs.GPU) {
 	c.Expected = ref
 	ratio := *d.PowerLimitW / ref
 	c.Evidence = i18n.Textf("enforced power limit %.0f W, %.0f%% of %s (%.0f W)", *d.PowerLimitW, ratio*100, refName, ref)
-	if row.TDPW > 0 && refName != "the datasheet TDP" {
+	if row.TDPW > 0 && !byTDP {
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; datasheet TDP %.0f W", row.TDPW))
 	}
 	switch {

@@ -1,6 +1,9 @@
 package i18n
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Text is a message with its arguments, for a package that says something
 // a person reads (a bill's warning, a plan's reason) without knowing the
@@ -71,4 +74,15 @@ func (t *Text) UnmarshalJSON(b []byte) error {
 	}
 	*t = Plain(s)
 	return nil
+}
+
+// Join is ts, each in the reader's language, with sep between them (sep
+// is punctuation, written as it is).
+func Join(ts []Text, sep string) Text {
+	args := make([]any, len(ts))
+	verbs := make([]string, len(ts))
+	for i, t := range ts {
+		args[i], verbs[i] = t, "%s"
+	}
+	return Text{Format: strings.Join(verbs, strings.ReplaceAll(sep, "%", "%%")), Args: args}
 }
