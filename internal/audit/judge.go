@@ -135,7 +135,7 @@ func (j *judger) processes() {
 
 func (j *judger) ssh() {
 	s := j.f.SSH
-	c := check.Check{ID: "ssh.login", Status: check.Pass, Expected: "keys only", Unit: ""}
+	c := check.Check{ID: "ssh.login", Status: check.Pass, Expected: i18n.Textf("keys only"), Unit: ""}
 	if s.Source == "" {
 		c.Status, c.Measured, c.Evidence = check.Skip, "no sshd", i18n.Textf("no sshd configuration on this machine")
 		j.add(c)
@@ -225,7 +225,7 @@ func (j *judger) keys() {
 }
 
 func (j *judger) listeners() {
-	c := check.Check{ID: "net.listeners", Status: check.Pass, Expected: "loopback only, or sshd", Unit: "sockets"}
+	c := check.Check{ID: "net.listeners", Status: check.Pass, Expected: i18n.Textf("loopback only, or sshd"), Unit: "sockets"}
 	var open, sshd []string
 	for _, l := range j.f.Listeners {
 		if l.Loopback() {
@@ -264,7 +264,7 @@ func (j *judger) listeners() {
 // its port, as does Ray's Jobs API; TensorBoard shows the training's logs
 // and has no login at all.
 func (j *judger) services() {
-	c := check.Check{ID: "net.services", Status: check.Pass, Expected: "none open", Unit: "services"}
+	c := check.Check{ID: "net.services", Status: check.Pass, Expected: i18n.Textf("none open"), Unit: "services"}
 	var run, read, closed []string
 	for _, s := range j.f.Services {
 		line := fmt.Sprintf("%s on port %d (%s)", s.Kind, s.Port, s.Evidence)
@@ -442,7 +442,7 @@ func (j *judger) leftovers() {
 const adviceCrypt = "Keep checkpoints and data on a volume encrypted with a key only you hold (cryptsetup luksFormat on the data disk, or gpurent ckpt's age encryption for what leaves the machine); destroying the key at release is the one erase that works on SSDs, overlays and copy-on-write disks."
 
 func (j *judger) storage() {
-	c := check.Check{ID: "storage.encryption", Status: check.Pass, Expected: "dm-crypt under your data", Unit: ""}
+	c := check.Check{ID: "storage.encryption", Status: check.Pass, Expected: i18n.Textf("dm-crypt under your data"), Unit: ""}
 	var plain, layered, network, enc, unknown []string
 	for _, v := range j.f.Volumes {
 		desc := fmt.Sprintf("%s on %s (%s, %s)", v.Path, v.Mount, v.FSType, v.Source)
@@ -471,7 +471,7 @@ func (j *judger) storage() {
 	add("network file system (the data lives on the provider's servers)", network)
 	add("encrypted", enc)
 	add("cannot tell", unknown)
-	c.Measured = fmt.Sprintf("%d plain, %d encrypted", len(plain)+len(layered), len(enc))
+	c.Measured = i18n.Textf("%d plain, %d encrypted", len(plain)+len(layered), len(enc))
 	c.Evidence = i18n.Plain(strings.Join(parts, "; "))
 	if len(parts) == 0 {
 		c.Status, c.Evidence = check.Skip, i18n.Textf("no mount table to read")

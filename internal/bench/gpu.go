@@ -76,7 +76,7 @@ func (j *judge) device(d *probe.Device) {
 	p := fmt.Sprintf("gpu%d.", d.Index)
 	if d.Lost {
 		// Nothing else about it can be read: one check says why.
-		j.add(Check{ID: p + "lost", Status: Fail, Measured: "GPU_IS_LOST", Expected: "answers",
+		j.add(Check{ID: p + "lost", Status: Fail, Measured: "GPU_IS_LOST", Expected: i18n.Textf("answers"),
 			Evidence: i18n.Textf("NVML says this GPU has fallen off the bus (GPU_IS_LOST; Xid 79 in the kernel log): a hardware or driver fault"),
 			Advice:   i18n.Textf("The GPU answers nothing until the machine is rebooted, and often not until the provider replaces it. %s", i18n.Textf(adviceRefund))})
 		return
@@ -266,7 +266,7 @@ func (j *judge) utilization(p string, d *probe.Device) {
 }
 
 func (j *judge) virtualization(p string, d *probe.Device) {
-	c := Check{ID: p + "virtualization", Measured: d.Virtualization, Expected: "none or passthrough", Status: Pass}
+	c := Check{ID: p + "virtualization", Measured: d.Virtualization, Expected: i18n.Textf("none or passthrough"), Status: Pass}
 	switch d.Virtualization {
 	case "":
 		c.Status, c.Evidence = Skip, i18n.Textf("virtualization mode not readable: %s", d.Errors["virtualization"])
@@ -343,7 +343,7 @@ func (j *judge) power(p string, d *probe.Device, row *specs.GPU) {
 const hardSlowdowns = 0x8 | 0x40 | 0x80
 
 func (j *judge) clocks(p string, d *probe.Device) {
-	c := Check{ID: p + "throttle", Unit: "reasons", Expected: "none but gpu_idle"}
+	c := Check{ID: p + "throttle", Unit: "reasons", Expected: i18n.Textf("none but gpu_idle")}
 	if d.ClockEventReasons == nil {
 		c.Status, c.Evidence = Skip, i18n.Textf("clock event reasons not readable: %s", d.Errors["clock_events"])
 		j.add(c)
@@ -456,7 +456,7 @@ func (j *judge) ecc(p string, d *probe.Device) {
 }
 
 func (j *judge) retired(p string, d *probe.Device) {
-	c := Check{ID: p + "retired_pages", Unit: "pages", Expected: fmt.Sprintf("< %d, none pending", j.lim.RetiredPagesWarn)}
+	c := Check{ID: p + "retired_pages", Unit: "pages", Expected: i18n.Textf("< %d, none pending", j.lim.RetiredPagesWarn)}
 	if d.RetiredPagesPending == nil && d.RetiredPagesSBE == nil && d.RetiredPagesDBE == nil {
 		c.Status, c.Evidence = Skip, i18n.Textf("page retirement not reported (Ampere and newer remap rows instead)")
 		j.add(c)
@@ -486,7 +486,7 @@ func (j *judge) retired(p string, d *probe.Device) {
 }
 
 func (j *judge) remapped(p string, d *probe.Device) {
-	c := Check{ID: p + "remapped_rows", Unit: "rows", Expected: "none pending or failed"}
+	c := Check{ID: p + "remapped_rows", Unit: "rows", Expected: i18n.Textf("none pending or failed")}
 	if d.RemapPending == nil {
 		c.Status, c.Evidence = Skip, i18n.Textf("row remapping not reported (before Ampere, or MIG on): %s", d.Errors["remapped_rows"])
 		j.add(c)

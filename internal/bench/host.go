@@ -13,7 +13,7 @@ import (
 
 func (j *judge) sharing() {
 	s := j.f.Sharing
-	c := Check{ID: "sharing.interposer", Status: Pass, Expected: "none", Unit: ""}
+	c := Check{ID: "sharing.interposer", Status: Pass, Expected: i18n.Textf("none"), Unit: ""}
 	var found []string
 	if s.LDPreload != "" {
 		found = append(found, "LD_PRELOAD="+s.LDPreload)
@@ -42,7 +42,7 @@ func (j *judge) sharing() {
 	}
 	j.add(c)
 
-	m := Check{ID: "sharing.mps_and_limits", Status: Pass, Expected: "none"}
+	m := Check{ID: "sharing.mps_and_limits", Status: Pass, Expected: i18n.Textf("none")}
 	var traces []string
 	if s.MPSPipeDirectory != "" {
 		traces = append(traces, "MPS pipe directory "+s.MPSPipeDirectory+" exists")

@@ -80,7 +80,7 @@ func Checks(w io.Writer, tr *i18n.Printer, checks []check.Check, verdict string,
 		word := statusName(tr, c.Status)
 		statusOf[word] = c.Status
 		if withValues {
-			tab.Row(c.ID, word, value(c.Measured, c.Unit), value(c.Expected, c.Unit), tr.Text(c.Evidence))
+			tab.Row(c.ID, word, value(tr, c.Measured, c.Unit), value(tr, c.Expected, c.Unit), tr.Text(c.Evidence))
 		} else {
 			tab.Row(c.ID, word, tr.Text(c.Evidence))
 		}
@@ -122,18 +122,72 @@ func statusName(tr *i18n.Printer, status string) string {
 }
 
 // value is a measured or expected value with its unit, "-" for none.
-func value(v any, unit string) string {
+func value(tr *i18n.Printer, v any, unit string) string {
 	if v == nil {
 		return "-"
 	}
 	s := fmt.Sprint(v)
+	t, phrase := v.(i18n.Text)
+	if phrase {
+		s = tr.Text(t)
+	}
 	if s == "" {
 		return "-"
 	}
-	if unit != "" && unit != "model" && unit != "link" {
-		s += " " + unit
+	// A phrase ("none pending or failed") reads with its unit in English
+	// only; a figure takes it in every language.
+	if unit != "" && unit != "model" && unit != "link" && (!phrase || tr.Lang() == i18n.English) {
+		s += " " + unitName(tr, unit)
 	}
 	return s
+}
+
+// unitName is a check's unit in the printer's language: the counted
+// things' names; measures (GB/s, W, %) are the same in every language.
+func unitName(tr *i18n.Printer, unit string) string {
+	switch unit {
+	case "CPUs":
+		return tr.T("CPUs")
+	case "GPUs":
+		return tr.T("GPUs")
+	case "GPUs slower":
+		return tr.T("GPUs slower")
+	case "blind spots":
+		return tr.T("blind spots")
+	case "bytes":
+		return tr.T("bytes")
+	case "directories":
+		return tr.T("directories")
+	case "entries":
+		return tr.T("entries")
+	case "errors":
+		return tr.T("errors")
+	case "files":
+		return tr.T("files")
+	case "keys":
+		return tr.T("keys")
+	case "links":
+		return tr.T("links")
+	case "other users":
+		return tr.T("other users")
+	case "pages":
+		return tr.T("pages")
+	case "pairs":
+		return tr.T("pairs")
+	case "processes":
+		return tr.T("processes")
+	case "reasons":
+		return tr.T("reasons")
+	case "rows":
+		return tr.T("rows")
+	case "services":
+		return tr.T("services")
+	case "sockets":
+		return tr.T("sockets")
+	case "words":
+		return tr.T("words")
+	}
+	return unit
 }
 
 // number is a measured figure with its unit, or "-" when none was.
@@ -141,7 +195,7 @@ func number(v *float64, unit string) string {
 	if v == nil {
 		return "-"
 	}
-	return value(*v, unit)
+	return value(nil, *v, unit)
 }
 
 // BenchHistory is bench history's table: the runs recorded at path, with
