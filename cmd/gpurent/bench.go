@@ -317,5 +317,5 @@ func runBenchHistory(g *globals, last int) error {
 		}
 		return report.WriteJSON(g.stdout, benchHistoryJSON{Path: path, Runs: entries, SkippedLines: skipped})
 	}
-	return render.BenchHistory(g.stdout, entries, skipped, path)
+	return render.BenchHistory(g.stdout, g.tr, entries, skipped, path)
 }

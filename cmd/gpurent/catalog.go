@@ -90,7 +90,7 @@ func runCatalogLs(g *globals, o *catalogLsOptions) error {
 		}
 		return report.WriteJSON(g.stdout, out)
 	}
-	return render.Catalog(g.stdout, offers, by, c.Rates)
+	return render.Catalog(g.stdout, g.tr, offers, by, c.Rates)
 }
 
 func newCatalogCheck(g *globals) *cobra.Command {
@@ -134,7 +134,7 @@ func runCatalogCheck(g *globals, args []string) error {
 		}
 		out.Files = append(out.Files, f)
 		if g.output != report.JSON {
-			render.CatalogCheck(g.stdout, []render.CatalogFile{f})
+			render.CatalogCheck(g.stdout, g.tr, []render.CatalogFile{f})
 		}
 	}
 	if g.output == report.JSON {

@@ -151,7 +151,7 @@ func listSessions(g *globals, sessions []store.LogSession, run, where string) er
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, ckptLogJSON{Store: where, Run: run, Sessions: nonNil(sessions)})
 	}
-	return render.LogSessions(g.stdout, sessions)
+	return render.LogSessions(g.stdout, g.tr, sessions)
 }
 
 // logPrinter prints sessions' segments, remembering how many of each it

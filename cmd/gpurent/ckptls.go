@@ -41,5 +41,5 @@ func runCkptLs(ctx context.Context, g *globals, s *storeFlags) error {
 		}
 		return report.WriteJSON(g.stdout, ckptLsJSON{Run: s.Run, Checkpoints: nonNil(summaries(ms)), Unreadable: unreadableKeys(bad)})
 	}
-	return render.Checkpoints(g.stdout, s.Run, ms, runsHint(ctx, st))
+	return render.Checkpoints(g.stdout, g.tr, s.Run, ms, runsHint(ctx, st))
 }

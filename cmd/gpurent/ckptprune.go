@@ -111,7 +111,7 @@ func runCkptPrune(ctx context.Context, g *globals, s *storeFlags, o ckptPruneOpt
 				LeftoverObjects: len(p.Leftovers), IncompleteUploads: len(p.Uploads), WouldDeleteLogSessions: nonNil(logs),
 				UnauthenticatedLeft: nonNil(unauth), UnreadableLeft: unreadableKeys(p.Unreadable)})
 		}
-		render.PrunePlanned(g.stdout, s.Run, o.keep, p, logs)
+		render.PrunePlanned(g.stdout, g.tr, s.Run, o.keep, p, logs)
 		uploadsNote(g.stderr, p.UploadsErr)
 		return nil
 	}
@@ -133,7 +133,7 @@ func runCkptPrune(ctx context.Context, g *globals, s *storeFlags, o ckptPruneOpt
 			LeftoverObjectsRemoved: r.Leftovers, IncompleteUploadsAborted: r.Uploads, DeletedLogSessions: nonNil(logs),
 			UnauthenticatedLeft: r.Unauthenticated, UnreadableLeft: unreadableKeys(r.Unreadable)})
 	}
-	render.Pruned(g.stdout, s.Run, o.keep, r, logs)
+	render.Pruned(g.stdout, g.tr, s.Run, o.keep, r, logs)
 	uploadsNote(g.stderr, r.UploadsErr)
 	return nil
 }

@@ -53,7 +53,7 @@ func runCkptPull(ctx context.Context, g *globals, s *storeFlags, o ckptPullOptio
 	if err != nil {
 		return err
 	}
-	bar := render.StartProgress(g.stderr, "pull", 0)
+	bar := render.StartProgress(g.stderr, g.tr, g.tr.T("pull"), 0)
 	st, name, closeFn, err := s.OpenExisting(ctx, c, bar.Add)
 	if err != nil {
 		bar.End()

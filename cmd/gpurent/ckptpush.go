@@ -57,7 +57,7 @@ func runCkptPush(ctx context.Context, g *globals, s *storeFlags, path string) er
 			total += st.Size()
 		}
 	}
-	bar := render.StartProgress(g.stderr, "push", total)
+	bar := render.StartProgress(g.stderr, g.tr, g.tr.T("push"), total)
 	st, name, closeFn, err := s.Open(ctx, c, bar.Add)
 	if err != nil {
 		bar.End()

@@ -49,7 +49,7 @@ func runCkptRuns(ctx context.Context, g *globals, s *storeFlags) error {
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, ckptRunsJSON{Store: name, Runs: nonNil(rows)})
 	}
-	return render.Runs(g.stdout, name, rows)
+	return render.Runs(g.stdout, g.tr, name, rows)
 }
 
 // runCosts adds to each run what its sessions recorded it cost, reading

@@ -75,7 +75,7 @@ func runCkptSpeed(ctx context.Context, g *globals, s *storeFlags, o ckptSpeedOpt
 			return err
 		}
 	}
-	bar := render.StartProgress(g.stderr, "speed test", 2*int64(n))
+	bar := render.StartProgress(g.stderr, g.tr, g.tr.T("speed test"), 2*int64(n))
 	st, name, closeFn, err := s.Open(ctx, c, bar.Add)
 	if err != nil {
 		bar.End()
@@ -102,6 +102,6 @@ func runCkptSpeed(ctx context.Context, g *globals, s *storeFlags, o ckptSpeedOpt
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, r)
 	}
-	render.Speed(g.stdout, r, s.BWLimit)
+	render.Speed(g.stdout, g.tr, r, s.BWLimit)
 	return nil
 }

@@ -80,7 +80,7 @@ func runCkptVerify(ctx context.Context, g *globals, s *storeFlags, o ckptVerifyO
 			return err
 		}
 	} else {
-		render.Verified(g.stdout, probs, len(ms), o.deep)
+		render.Verified(g.stdout, g.tr, probs, len(ms), o.deep)
 	}
 	if len(probs) > 0 {
 		return exitCode(exitFailure)

@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
 // Catalog is catalog ls's table: the offers, an older reading marked with
 // the id of the one that supersedes it (by), and the exchange rates' dates.
-func Catalog(w io.Writer, offers []catalog.Offer, by map[string]string, rates catalog.Rates) error {
-	tab := report.NewTab("ID", "PROVIDER", "GPU", "MEMORY", "CUR", "HOURLY", "SPOT", "MONTH", "AS OF")
+func Catalog(w io.Writer, tr *i18n.Printer, offers []catalog.Offer, by map[string]string, rates catalog.Rates) error {
+	tab := report.NewTab(tr.T("ID"), tr.T("PROVIDER"), tr.T("GPU"), tr.T("MEMORY"), tr.T("CUR"), tr.T("HOURLY"), tr.T("SPOT"), tr.T("MONTH"), tr.T("AS OF"))
 	for _, o := range offers {
 		spot := "-"
 		if o.Spot != nil {
@@ -32,7 +33,7 @@ func Catalog(w io.Writer, offers []catalog.Offer, by map[string]string, rates ca
 		}
 		asOf := o.AsOf
 		if b := by[o.ID]; b != "" {
-			asOf += " (history: " + b + " supersedes it)"
+			asOf += tr.Tf(" (history: %s supersedes it)", b)
 		}
 		tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), memory, o.Currency, o.OnDemand.Hourly.String(), spot, month, asOf)
 	}
@@ -46,10 +47,10 @@ func Catalog(w io.Writer, offers []catalog.Offer, by map[string]string, rates ca
 	var dates []string
 	for _, cur := range slices.Sorted(maps.Keys(rates.PerUSD)) {
 		if cur != "USD" {
-			dates = append(dates, cur+" as of "+rates.Dated(cur))
+			dates = append(dates, tr.Tf("%s as of %s", cur, rates.Dated(cur)))
 		}
 	}
-	fmt.Fprintf(w, "\n%s from %s; exchange rates: %s\n", report.Count(len(offers), "offer"), report.Count(len(providers), "provider"), strings.Join(dates, ", "))
+	tr.Fprintf(w, "\n%s from %s; exchange rates: %s\n", Count(tr, len(offers), "offer"), Count(tr, len(providers), "provider"), strings.Join(dates, ", "))
 	return nil
 }
 
@@ -64,14 +65,14 @@ type CatalogFile struct {
 
 // CatalogCheck is catalog check's text: each file, and what its offers
 // leave unknown.
-func CatalogCheck(w io.Writer, files []CatalogFile) {
+func CatalogCheck(w io.Writer, tr *i18n.Printer, files []CatalogFile) {
 	for _, f := range files {
-		fmt.Fprintf(w, "%s: ok, %s\n", f.Path, report.Count(f.Offers, "offer"))
+		tr.Fprintf(w, "%s: ok, %s\n", f.Path, Count(tr, f.Offers, "offer"))
 		for _, n := range slices.Sorted(maps.Keys(f.UnknownFees)) {
-			fmt.Fprintf(w, "  %s unknown in %s (quotes count it as 0 and say so)\n", n, report.Count(f.UnknownFees[n], "offer"))
+			tr.Fprintf(w, "  %s unknown in %s (quotes count it as 0 and say so)\n", n, Count(tr, f.UnknownFees[n], "offer"))
 		}
 		if f.UnknownGPUMemory > 0 {
-			fmt.Fprintf(w, "  gpu_memory_gb unknown in %s (--gpu with a size and --min-gpu-memory go by the datasheet's rows of the model)\n", report.Count(f.UnknownGPUMemory, "offer"))
+			tr.Fprintf(w, "  gpu_memory_gb unknown in %s (--gpu with a size and --min-gpu-memory go by the datasheet's rows of the model)\n", Count(tr, f.UnknownGPUMemory, "offer"))
 		}
 	}
 }

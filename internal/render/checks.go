@@ -200,12 +200,12 @@ func number(v *float64, unit string) string {
 
 // BenchHistory is bench history's table: the runs recorded at path, with
 // a word on the lines that could not be read.
-func BenchHistory(w io.Writer, entries []bench.HistoryEntry, skipped int, path string) error {
+func BenchHistory(w io.Writer, tr *i18n.Printer, entries []bench.HistoryEntry, skipped int, path string) error {
 	if len(entries) == 0 {
-		fmt.Fprintf(w, "no bench runs yet (%s)\n", path)
+		tr.Fprintf(w, "no bench runs yet (%s)\n", path)
 		return nil
 	}
-	tab := report.NewTab("TIME", "VERDICT", "GPUS", "EXPECT", "CPUS", "STEAL", "DISK", "FAILED", "WARNED")
+	tab := report.NewTab(tr.T("TIME"), tr.T("VERDICT"), tr.T("GPUS"), tr.T("EXPECT"), tr.T("CPUS"), tr.T("STEAL"), tr.T("DISK"), tr.T("FAILED"), tr.T("WARNED"))
 	for _, e := range entries {
 		var gpus []string
 		for _, x := range e.GPUs {
@@ -215,14 +215,14 @@ func BenchHistory(w io.Writer, entries []bench.HistoryEntry, skipped int, path s
 		if len(gpus) > 0 {
 			gs = fmt.Sprintf("%d× %s", len(gpus), gpus[0])
 		}
-		tab.Row(e.Time.Local().Format("2006-01-02 15:04"), e.Verdict, gs, orDash(e.Expect), fmt.Sprint(e.CPUs),
+		tab.Row(e.Time.Local().Format("2006-01-02 15:04"), statusName(tr, e.Verdict), gs, orDash(e.Expect), fmt.Sprint(e.CPUs),
 			number(e.Measure.StealPct, "%"), number(e.Measure.DiskMBs, "MB/s"), orDash(strings.Join(e.Failed, ",")), orDash(strings.Join(e.Warned, ",")))
 	}
 	if err := tab.Write(w); err != nil {
 		return err
 	}
 	if skipped > 0 {
-		fmt.Fprintf(w, "\n%d unreadable lines skipped in %s\n", skipped, path)
+		tr.Fprintf(w, "\n%d unreadable lines skipped in %s\n", skipped, path)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/units"
@@ -19,19 +20,19 @@ const when = "2006-01-02 15:04:05"
 
 // Checkpoints is ckpt ls's table: the run's committed checkpoints, and
 // where it has none, hint (the store's runs).
-func Checkpoints(w io.Writer, run string, ms []*store.Manifest, hint string) error {
+func Checkpoints(w io.Writer, tr *i18n.Printer, run string, ms []*store.Manifest, hint string) error {
 	// ENTRIES, not FILES: the count holds the directories, the
 	// checkpoint's own among them, as push and pull say. NAME is what was
 	// pushed (checkpoint-5000, last.ckpt): the ids alone do not say which
 	// step each one holds.
-	tab := report.NewTab("ID", "NAME", "CREATED", "ENTRIES", "SIZE", "ENCRYPTED", "HOST")
+	tab := report.NewTab(tr.T("ID"), tr.T("NAME"), tr.T("CREATED"), tr.T("ENTRIES"), tr.T("SIZE"), tr.T("ENCRYPTED"), tr.T("HOST"))
 	for _, m := range ms {
 		tab.Row(m.ID, orDash(report.Safe(m.Name)), m.Created.Local().Format(when), fmt.Sprint(m.Files), report.Bytes(m.Bytes), fmt.Sprint(m.Encrypted), report.Safe(m.Host))
 	}
 	if err := tab.Write(w); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%s in run %s\n", report.Count(len(ms), "checkpoint"), run)
+	tr.Fprintf(w, "\n%s in run %s\n", Count(tr, len(ms), "checkpoint"), run)
 	if len(ms) == 0 {
 		fmt.Fprintln(w, hint)
 	}
@@ -40,61 +41,64 @@ func Checkpoints(w io.Writer, run string, ms []*store.Manifest, hint string) err
 
 // Verified is ckpt verify's text: each problem, then how many checkpoints
 // were checked and how deep.
-func Verified(w io.Writer, probs []store.Problem, checked int, deep bool) {
+func Verified(w io.Writer, tr *i18n.Printer, probs []store.Problem, checked int, deep bool) {
 	for _, p := range probs {
 		if p.ID == "" {
 			fmt.Fprintln(w, report.Safe(p.Msg))
 			continue
 		}
-		fmt.Fprintf(w, "%s %s: %s\n", p.ID, report.Safe(p.Path), report.Safe(p.Msg))
+		tr.Fprintf(w, "%s %s: %s\n", p.ID, report.Safe(p.Path), report.Safe(p.Msg))
 	}
-	kind := "objects present with their sizes"
+	kind := tr.T("objects present with their sizes")
 	if deep {
-		kind = "every byte decrypted and hashed"
+		kind = tr.T("every byte decrypted and hashed")
 	}
-	fmt.Fprintf(w, "%s checked (%s): %s\n", report.Count(checked, "checkpoint"), kind, report.Count(len(probs), "problem"))
+	tr.Fprintf(w, "%s checked (%s): %s\n", Count(tr, checked, "checkpoint"), kind, Count(tr, len(probs), "problem"))
 }
 
 // PrunePlanned is ckpt prune --dry-run's text: what would be deleted of
 // run, keeping its newest keep, and the log sessions named.
-func PrunePlanned(w io.Writer, run string, keep int, p *store.PrunePlan, logs []string) {
+func PrunePlanned(w io.Writer, tr *i18n.Printer, run string, keep int, p *store.PrunePlan, logs []string) {
 	for _, m := range p.Checkpoints {
-		fmt.Fprintf(w, "would delete %s  %s  %s\n", m.ID, report.Safe(m.Name), report.Bytes(m.Bytes))
+		tr.Fprintf(w, "would delete %s  %s  %s\n", m.ID, report.Safe(m.Name), report.Bytes(m.Bytes))
 	}
 	for _, l := range logs {
-		fmt.Fprintf(w, "would delete log session %s\n", l)
+		tr.Fprintf(w, "would delete log session %s\n", l)
 	}
-	fmt.Fprintf(w, "dry run: would keep the newest %d of run %s, delete %s%s and remove %s%s; nothing was deleted\n",
-		keep, run, report.Count(len(p.Checkpoints), "checkpoint"), logsText(logs), report.Count(len(p.Leftovers), "leftover object"), uploadsText(len(p.Uploads), "abort"))
+	tr.Fprintf(w, "dry run: would keep the newest %d of run %s, delete %s%s and remove %s%s; nothing was deleted\n",
+		keep, run, Count(tr, len(p.Checkpoints), "checkpoint"), logsText(tr, logs), Count(tr, len(p.Leftovers), "leftover object"), uploadsText(tr, len(p.Uploads), false))
 }
 
 // Pruned is ckpt prune's text: what was deleted of run.
-func Pruned(w io.Writer, run string, keep int, r *store.Pruned, logs []string) {
+func Pruned(w io.Writer, tr *i18n.Printer, run string, keep int, r *store.Pruned, logs []string) {
 	for _, d := range r.Checkpoints {
-		fmt.Fprintf(w, "deleted %s\n", d)
+		tr.Fprintf(w, "deleted %s\n", d)
 	}
 	for _, l := range logs {
-		fmt.Fprintf(w, "deleted log session %s\n", l)
+		tr.Fprintf(w, "deleted log session %s\n", l)
 	}
-	fmt.Fprintf(w, "kept the newest %d of run %s; deleted %s%s; removed %s%s\n", keep, run,
-		report.Count(len(r.Checkpoints), "checkpoint"), logsText(logs), report.Count(r.Leftovers, "leftover object"), uploadsText(r.Uploads, "aborted"))
+	tr.Fprintf(w, "kept the newest %d of run %s; deleted %s%s; removed %s%s\n", keep, run,
+		Count(tr, len(r.Checkpoints), "checkpoint"), logsText(tr, logs), Count(tr, r.Leftovers, "leftover object"), uploadsText(tr, r.Uploads, true))
 }
 
 // logsText is ", N log sessions" for a prune's summary, "" for none.
-func logsText(sessions []string) string {
+func logsText(tr *i18n.Printer, sessions []string) string {
 	if len(sessions) == 0 {
 		return ""
 	}
-	return ", " + report.Count(len(sessions), "log session")
+	return tr.Tf(", %s", Count(tr, len(sessions), "log session"))
 }
 
 // uploadsText names incomplete multipart uploads in a prune's summary, and
 // nothing when there are none: only S3 stores have them.
-func uploadsText(n int, verb string) string {
+func uploadsText(tr *i18n.Printer, n int, aborted bool) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %s %s (a killed push's parts, billed by S3 and shown by no listing)", verb, report.Count(n, "incomplete upload"))
+	if aborted {
+		return tr.Tf("; aborted %s (a killed push's parts, billed by S3 and shown by no listing)", Count(tr, n, "incomplete upload"))
+	}
+	return tr.Tf("; abort %s (a killed push's parts, billed by S3 and shown by no listing)", Count(tr, n, "incomplete upload"))
 }
 
 // RunRow is a run as ckpt runs lists it: the store's listing and, where
@@ -106,8 +110,8 @@ type RunRow struct {
 
 // Runs is ckpt runs's table: the store's runs, with the bytes they hold in
 // all, which the store bills by the month.
-func Runs(w io.Writer, storeName string, rows []RunRow) error {
-	tab := report.NewTab("RUN", "CHECKPOINTS", "NEWEST", "NAME", "CREATED", "LOGS", "STORED", "COST")
+func Runs(w io.Writer, tr *i18n.Printer, storeName string, rows []RunRow) error {
+	tab := report.NewTab(tr.T("RUN"), tr.T("CHECKPOINTS"), tr.T("NEWEST"), tr.T("NAME"), tr.T("CREATED"), tr.T("LOGS"), tr.T("STORED"), tr.T("COST"))
 	var total int64
 	costs := false
 	for _, r := range rows {
@@ -128,9 +132,9 @@ func Runs(w io.Writer, storeName string, rows []RunRow) error {
 		return err
 	}
 	// The sum is the line to read before forgetting an old run there.
-	fmt.Fprintf(w, "\n%s in %s, %s stored\n", report.Count(len(rows), "run"), storeName, report.Bytes(total))
+	tr.Fprintf(w, "\n%s in %s, %s stored\n", Count(tr, len(rows), "run"), storeName, report.Bytes(total))
 	if costs {
-		fmt.Fprintln(w, "COST: each gpurent run session's --price times the time it ran, as the sessions recorded; storage, egress and the hours without gpurent are not in it")
+		fmt.Fprintln(w, tr.T("COST: each gpurent run session's --price times the time it ran, as the sessions recorded; storage, egress and the hours without gpurent are not in it"))
 	}
 	return nil
 }
@@ -164,24 +168,24 @@ type SpeedReport struct {
 
 // Speed is ckpt speed's text: the rates measured and, with a checkpoint
 // size, what one takes each way.
-func Speed(w io.Writer, r SpeedReport, bwlimit string) {
-	enc := "encrypted with a key made for the test"
+func Speed(w io.Writer, tr *i18n.Printer, r SpeedReport, bwlimit string) {
+	enc := tr.T("encrypted with a key made for the test")
 	if !r.Encrypted {
-		enc = "plaintext"
+		enc = tr.T("plaintext")
 	}
-	fmt.Fprintf(w, "store     %s\n", r.Store)
-	fmt.Fprintf(w, "test      %s in %s, %s\n", report.Bytes(r.Bytes), report.Count(r.Files, "file"), enc)
+	tr.Fprintf(w, "store     %s\n", r.Store)
+	tr.Fprintf(w, "test      %s in %s, %s\n", report.Bytes(r.Bytes), Count(tr, r.Files, "file"), enc)
 	capped := ""
 	if bwlimit != "" {
-		capped = " (capped by --bwlimit " + bwlimit + ")"
+		capped = tr.Tf(" (capped by --bwlimit %s)", bwlimit)
 	}
-	fmt.Fprintf(w, "upload    %6.1f s  %8.1f MB/s%s\n", r.UploadS, r.UploadMBs, capped)
-	fmt.Fprintf(w, "download  %6.1f s  %8.1f MB/s  (decrypted, checked and written to disk, as a pull is)\n", r.DownloadS, r.DownloadMBs)
+	tr.Fprintf(w, "upload    %6.1f s  %8.1f MB/s%s\n", r.UploadS, r.UploadMBs, capped)
+	tr.Fprintf(w, "download  %6.1f s  %8.1f MB/s  (decrypted, checked and written to disk, as a pull is)\n", r.DownloadS, r.DownloadMBs)
 	if r.CkptBytes > 0 {
-		fmt.Fprintf(w, "\na %s GB checkpoint at these rates: upload %s, download %s\n", strconv.FormatFloat(float64(r.CkptBytes)/1e9, 'f', -1, 64), roundTime(r.CkptUploadS), roundTime(r.CkptDownloadS))
-		fmt.Fprintf(w, "(gpurent plan and quote: --ckpt-write is at least the upload, and --ckpt-restart on a new machine includes the download)\n")
+		tr.Fprintf(w, "\na %s GB checkpoint at these rates: upload %s, download %s\n", strconv.FormatFloat(float64(r.CkptBytes)/1e9, 'f', -1, 64), roundTime(r.CkptUploadS), roundTime(r.CkptDownloadS))
+		tr.Fprintf(w, "(gpurent plan and quote: --ckpt-write is at least the upload, and --ckpt-restart on a new machine includes the download)\n")
 	}
-	fmt.Fprintf(w, "\none test, scaled linearly: the rates move with the time of day and the provider's load\n")
+	tr.Fprintf(w, "\none test, scaled linearly: the rates move with the time of day and the provider's load\n")
 }
 
 // roundTime is seconds as a duration a person reads: "2m44s", "1h5m".
@@ -200,8 +204,8 @@ func roundTime(s float64) string {
 
 // LogSessions is ckpt log --list's table: each session of a run's shipped
 // log, and the segments missing from the store.
-func LogSessions(w io.Writer, sessions []store.LogSession) error {
-	tab := report.NewTab("SESSION", "HOST", "STARTED", "LAST SHIPPED", "SEGMENTS", "STORED")
+func LogSessions(w io.Writer, tr *i18n.Printer, sessions []store.LogSession) error {
+	tab := report.NewTab(tr.T("SESSION"), tr.T("HOST"), tr.T("STARTED"), tr.T("LAST SHIPPED"), tr.T("SEGMENTS"), tr.T("STORED"))
 	for _, ls := range sessions {
 		last := "-"
 		if !ls.Updated.IsZero() {
@@ -215,7 +219,7 @@ func LogSessions(w io.Writer, sessions []store.LogSession) error {
 	}
 	for _, ls := range sessions {
 		if ls.Missing > 0 {
-			fmt.Fprintf(w, "session %s: segment %d is missing from the store; the log reads to the segment before it\n", ls.Session, ls.Missing)
+			tr.Fprintf(w, "session %s: segment %d is missing from the store; the log reads to the segment before it\n", ls.Session, ls.Missing)
 		}
 	}
 	return nil

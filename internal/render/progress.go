@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -20,9 +21,10 @@ type Progress struct {
 	ended chan struct{}
 }
 
-// StartProgress starts the line on w, saying verb ("push") before the
-// bytes; total is 0 while unknown. End stops it.
-func StartProgress(w io.Writer, verb string, total int64) *Progress {
+// StartProgress starts the line on w, saying verb ("push", already in
+// the user's language) before the bytes; total is 0 while unknown. End
+// stops it.
+func StartProgress(w io.Writer, tr *i18n.Printer, verb string, total int64) *Progress {
 	p := &Progress{verb: verb, stop: make(chan struct{}), ended: make(chan struct{})}
 	p.total.Store(total)
 	f, tty := terminal(w)
@@ -41,7 +43,7 @@ func StartProgress(w io.Writer, verb string, total int64) *Progress {
 				fmt.Fprint(f, "\r\x1b[K")
 				return
 			case <-t.C:
-				fmt.Fprint(f, "\r\x1b[K"+progressLine(p.verb, p.done.Load(), p.total.Load(), time.Since(start)))
+				fmt.Fprint(f, "\r\x1b[K"+progressLine(tr, p.verb, p.done.Load(), p.total.Load(), time.Since(start)))
 			}
 		}
 	}()
@@ -66,7 +68,7 @@ func (p *Progress) End() {
 // progressLine is what the progress line says: bytes moved of the total,
 // the share, the rate so far and the time left at that rate (share and
 // time left only once the total is known and something has moved).
-func progressLine(verb string, done, total int64, elapsed time.Duration) string {
+func progressLine(tr *i18n.Printer, verb string, done, total int64, elapsed time.Duration) string {
 	rate := float64(done) / max(elapsed.Seconds(), 1e-3)
 	if total <= 0 {
 		return fmt.Sprintf("%s %s  %s/s", verb, report.Bytes(done), report.Bytes(int64(rate)))
@@ -74,7 +76,7 @@ func progressLine(verb string, done, total int64, elapsed time.Duration) string 
 	line := fmt.Sprintf("%s %s / %s  %d%%  %s/s", verb, report.Bytes(done), report.Bytes(total), min(100, done*100/total), report.Bytes(int64(rate)))
 	if done > 0 && done < total {
 		left := time.Duration(float64(total-done) / rate * float64(time.Second))
-		line += "  " + left.Round(time.Second).String() + " left"
+		line += tr.Tf("  %s left", left.Round(time.Second))
 	}
 	return line
 }

@@ -18,7 +18,7 @@ func TestProgressLine(t *testing.T) {
 		{4 << 30, 4 << 30, 40 * time.Second, "push 4.00 GiB / 4.00 GiB  100%  102.4 MiB/s"},
 		{1 << 30, 0, 10 * time.Second, "push 1.00 GiB  102.4 MiB/s"},
 	} {
-		if got := progressLine("push", c.done, c.total, c.elapsed); got != c.want {
+		if got := progressLine(nil, "push", c.done, c.total, c.elapsed); got != c.want {
 			t.Errorf("progressLine(%d, %d, %v) = %q, want %q", c.done, c.total, c.elapsed, got, c.want)
 		}
 	}

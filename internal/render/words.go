@@ -32,6 +32,22 @@ func Count(tr *i18n.Printer, n int, noun string) string {
 		return tr.Tf("%d paths", n)
 	case "GPU":
 		return tr.Tf("%d GPUs", n)
+	case "offer":
+		return tr.Tf("%d offers", n)
+	case "provider":
+		return tr.Tf("%d providers", n)
+	case "checkpoint":
+		return tr.Tf("%d checkpoints", n)
+	case "problem":
+		return tr.Tf("%d problems", n)
+	case "leftover object":
+		return tr.Tf("%d leftover objects", n)
+	case "log session":
+		return tr.Tf("%d log sessions", n)
+	case "incomplete upload":
+		return tr.Tf("%d incomplete uploads", n)
+	case "run":
+		return tr.Tf("%d runs", n)
 	}
 	return report.Count(n, noun)
 }
