@@ -231,7 +231,7 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 	if o.replay == "" && !o.noHistory {
 		if path, err := bench.HistoryPath(); err == nil {
 			if err := bench.AppendHistory(path, rep.Entry()); err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "gpurent: warning:", err)
+				g.tr.Fprintf(cmd.ErrOrStderr(), "gpurent: warning: %v\n", err)
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/storeconf"
@@ -59,7 +59,7 @@ func checkID(id string) error {
 // NAME into the newest checkpoint pushed under it. A name the run does
 // not have is bad input (exit 2), with the names it has and the store's
 // runs.
-func resolveID(ctx context.Context, w io.Writer, st *store.Store, run, id string, owned bool) (string, error) {
+func resolveID(ctx context.Context, g *globals, st *store.Store, run, id string, owned bool) (string, error) {
 	if id == "latest" && owned {
 		// The newest the owner wrote: newer ones without proof are named,
 		// not taken. (verify takes the newest as it is, to judge it.)
@@ -68,7 +68,7 @@ func resolveID(ctx context.Context, w io.Writer, st *store.Store, run, id string
 			passed = nil // the error says why
 		}
 		for _, p := range passed {
-			fmt.Fprintf(w, "gpurent: warning: passed over checkpoint %s (%q, from %s at %s): it is not authenticated (planted with the store's write key, or written by a gpurent before 2026-12)\n",
+			g.tr.Fprintf(g.stderr, "gpurent: warning: passed over checkpoint %s (%q, from %s at %s): it is not authenticated (planted with the store's write key, or written by a gpurent before 2026-12)\n",
 				p.ID, report.Safe(p.Name), report.Safe(p.Host), p.Created.UTC().Format(time.RFC3339))
 		}
 		if err != nil {
@@ -91,9 +91,9 @@ func resolveID(ctx context.Context, w io.Writer, st *store.Store, run, id string
 }
 
 // unreadableNote names the manifests ls, verify and prune went on past.
-func unreadableNote(w io.Writer, bad []store.Unreadable) {
+func unreadableNote(g *globals, bad []store.Unreadable) {
 	for _, u := range bad {
-		fmt.Fprintf(w, "gpurent: warning: %s is not a manifest this gpurent can read, left alone: %v\n", u.Key, u.Err)
+		g.tr.Fprintf(g.stderr, "gpurent: warning: %s is not a manifest this gpurent can read, left alone: %v\n", u.Key, u.Err)
 	}
 }
 
@@ -109,12 +109,12 @@ func unreadableKeys(bad []store.Unreadable) []string {
 // unauthNote says which checkpoints prune left alone and did not count:
 // without proof of their writer they are old (written before proofs) or
 // planted, and only their owner can tell which.
-func unauthNote(w io.Writer, ids []string) {
+func unauthNote(g *globals, ids []string) {
 	if len(ids) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "gpurent: left %s alone, not counted toward --keep: no key here signed them (written by a gpurent before 2026-12, or planted by someone with the store's write key; gpurent ckpt verify names them): %s\n",
-		report.Count(len(ids), "unauthenticated checkpoint"), strings.Join(ids, ", "))
+	g.tr.Fprintf(g.stderr, "gpurent: left %s alone, not counted toward --keep: no key here signed them (written by a gpurent before 2026-12, or planted by someone with the store's write key; gpurent ckpt verify names them): %s\n",
+		i18n.Plural(len(ids), "%d unauthenticated checkpoint", "%d unauthenticated checkpoints"), strings.Join(ids, ", "))
 }
 
 func newCkpt(g *globals) *cobra.Command {
@@ -199,8 +199,8 @@ func noCheckpoint(ctx context.Context, st *store.Store, err error, byID bool) er
 
 // uploadsNote warns, on stderr, that incomplete uploads could not be
 // checked: the prune itself went ahead.
-func uploadsNote(w io.Writer, err error) {
+func uploadsNote(g *globals, err error) {
 	if err != nil {
-		fmt.Fprintf(w, "gpurent: warning: incomplete multipart uploads were not checked (%v); a bucket lifecycle rule with AbortIncompleteMultipartUpload cleans them instead\n", err)
+		g.tr.Fprintf(g.stderr, "gpurent: warning: incomplete multipart uploads were not checked (%v); a bucket lifecycle rule with AbortIncompleteMultipartUpload cleans them instead\n", err)
 	}
 }

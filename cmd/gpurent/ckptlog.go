@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"os/signal"
 	"syscall"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
@@ -90,7 +90,7 @@ func runCkptLog(ctx context.Context, g *globals, s *storeFlags, o ckptLogOptions
 	if o.list {
 		return listSessions(g, sessions, s.Run, name)
 	}
-	p := &logPrinter{st: st, out: g.stdout, errw: g.stderr, read: map[string]int{}, warned: map[string]bool{}, many: want == ""}
+	p := &logPrinter{st: st, out: g.stdout, errw: g.stderr, tr: g.tr, read: map[string]int{}, warned: map[string]bool{}, many: want == ""}
 	if o.tail > 0 {
 		err = p.tail(ctx, sessions, o.tail)
 	} else {
@@ -159,6 +159,7 @@ func listSessions(g *globals, sessions []store.LogSession, run, where string) er
 type logPrinter struct {
 	st        *store.Store
 	out, errw io.Writer
+	tr        *i18n.Printer
 	read      map[string]int  // session: segments printed
 	warned    map[string]bool // session: its missing segment was named
 	many      bool            // name each session on stderr
@@ -170,14 +171,14 @@ type logPrinter struct {
 func (p *logPrinter) gap(ls *store.LogSession) {
 	if ls.Missing > 0 && !p.warned[ls.Session] {
 		p.warned[ls.Session] = true
-		fmt.Fprintf(p.errw, "gpurent: session %s: segment %d is missing from the store; its log stops before it\n", ls.Session, ls.Missing)
+		p.tr.Fprintf(p.errw, "gpurent: session %s: segment %d is missing from the store; its log stops before it\n", ls.Session, ls.Missing)
 	}
 }
 
 // head names a session on stderr before its first line.
 func (p *logPrinter) head(ls *store.LogSession) {
 	if p.many {
-		fmt.Fprintf(p.errw, "== session %s on %s, started %s ==\n", ls.Session, report.Safe(ls.Host), ls.Started.Local().Format("2006-01-02 15:04:05"))
+		p.tr.Fprintf(p.errw, "== session %s on %s, started %s ==\n", ls.Session, report.Safe(ls.Host), ls.Started.Local().Format("2006-01-02 15:04:05"))
 	}
 }
 

@@ -34,7 +34,7 @@ func runCkptLs(ctx context.Context, g *globals, s *storeFlags) error {
 	if err != nil {
 		return err
 	}
-	unreadableNote(g.stderr, bad)
+	unreadableNote(g, bad)
 	if g.output == report.JSON {
 		if ms == nil {
 			ms = []*store.Manifest{}

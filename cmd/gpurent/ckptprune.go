@@ -103,16 +103,16 @@ func runCkptPrune(ctx context.Context, g *globals, s *storeFlags, o ckptPruneOpt
 		for _, m := range p.Unauthenticated {
 			unauth = append(unauth, m.ID)
 		}
-		unauthNote(g.stderr, unauth)
-		unreadableNote(g.stderr, p.Unreadable)
+		unauthNote(g, unauth)
+		unreadableNote(g, p.Unreadable)
 		if g.output == report.JSON {
-			uploadsNote(g.stderr, p.UploadsErr)
+			uploadsNote(g, p.UploadsErr)
 			return report.WriteJSON(g.stdout, ckptPruneDryJSON{Run: s.Run, DryRun: true, WouldDelete: nonNil(ids),
 				LeftoverObjects: len(p.Leftovers), IncompleteUploads: len(p.Uploads), WouldDeleteLogSessions: nonNil(logs),
 				UnauthenticatedLeft: nonNil(unauth), UnreadableLeft: unreadableKeys(p.Unreadable)})
 		}
 		render.PrunePlanned(g.stdout, g.tr, s.Run, o.keep, p, logs)
-		uploadsNote(g.stderr, p.UploadsErr)
+		uploadsNote(g, p.UploadsErr)
 		return nil
 	}
 	r, err := st.Prune(ctx, s.Run, o.keep)
@@ -125,15 +125,15 @@ func runCkptPrune(ctx context.Context, g *globals, s *storeFlags, o ckptPruneOpt
 	if r.Unauthenticated == nil {
 		r.Unauthenticated = []string{}
 	}
-	unauthNote(g.stderr, r.Unauthenticated)
-	unreadableNote(g.stderr, r.Unreadable)
+	unauthNote(g, r.Unauthenticated)
+	unreadableNote(g, r.Unreadable)
 	if g.output == report.JSON {
-		uploadsNote(g.stderr, r.UploadsErr)
+		uploadsNote(g, r.UploadsErr)
 		return report.WriteJSON(g.stdout, ckptPruneJSON{Run: s.Run, Deleted: nonNil(r.Checkpoints),
 			LeftoverObjectsRemoved: r.Leftovers, IncompleteUploadsAborted: r.Uploads, DeletedLogSessions: nonNil(logs),
 			UnauthenticatedLeft: r.Unauthenticated, UnreadableLeft: unreadableKeys(r.Unreadable)})
 	}
 	render.Pruned(g.stdout, g.tr, s.Run, o.keep, r, logs)
-	uploadsNote(g.stderr, r.UploadsErr)
+	uploadsNote(g, r.UploadsErr)
 	return nil
 }

@@ -60,7 +60,7 @@ func runCkptPull(ctx context.Context, g *globals, s *storeFlags, o ckptPullOptio
 		return err
 	}
 	defer closeFn()
-	if o.id, err = resolveID(ctx, g.stderr, st, s.Run, o.id, true); err != nil {
+	if o.id, err = resolveID(ctx, g, st, s.Run, o.id, true); err != nil {
 		bar.End()
 		return err
 	}
@@ -79,9 +79,9 @@ func runCkptPull(ctx context.Context, g *globals, s *storeFlags, o ckptPullOptio
 	// A DeepSpeed or Megatron checkpoint is found through a
 	// tracker file beside it, which the store does not hold.
 	if wrote, err := supervise.RestoreTracker(dest); err != nil {
-		fmt.Fprintf(g.stderr, "gpurent: warning: %v\n", err)
+		g.tr.Fprintf(g.stderr, "gpurent: warning: %v\n", err)
 	} else if wrote != "" {
-		fmt.Fprintf(g.stderr, "gpurent: wrote %s, which the framework reads to find the checkpoint to load\n", wrote)
+		g.tr.Fprintf(g.stderr, "gpurent: wrote %s, which the framework reads to find the checkpoint to load\n", wrote)
 	}
 	size := report.Bytes(m.Bytes)
 	if got := bar.Done(); got < m.Bytes {

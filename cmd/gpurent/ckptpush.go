@@ -37,7 +37,7 @@ func runCkptPush(ctx context.Context, g *globals, s *storeFlags, path string) er
 		// Pushed as it is, a link is its target's name and nothing
 		// of the target's content: said, as that is rarely meant.
 		target, _ := os.Readlink(path)
-		fmt.Fprintf(g.stderr, "gpurent: warning: %s is a symlink to %s: what is stored is the link itself (a name, none of the content it leads to); push %s, or %s/ for a directory, to store the content\n",
+		g.tr.Fprintf(g.stderr, "gpurent: warning: %s is a symlink to %s: what is stored is the link itself (a name, none of the content it leads to); push %s, or %s/ for a directory, to store the content\n",
 			report.Safe(path), report.Safe(target), report.Safe(target), report.Safe(path))
 	}
 	if dir := store.LocalDir(s.URL); store.Within(dir, path) {
@@ -65,7 +65,7 @@ func runCkptPush(ctx context.Context, g *globals, s *storeFlags, path string) er
 	}
 	defer closeFn()
 	if !c.Encrypting() && !strings.HasPrefix(name, "file://") {
-		fmt.Fprintf(g.stderr, "gpurent: warning: storing plaintext on %s: anyone with access to the store can read it\n", name)
+		g.tr.Fprintf(g.stderr, "gpurent: warning: storing plaintext on %s: anyone with access to the store can read it\n", name)
 	}
 	start := time.Now()
 	m, err := st.Push(ctx, path, s.Run)

@@ -73,7 +73,7 @@ func runCkptRm(ctx context.Context, g *globals, s *storeFlags, named []string) e
 			if m.Version > 0 {
 				what = report.Safe(m.Name) + ", " + report.Bytes(m.Bytes)
 			}
-			fmt.Fprintf(g.stdout, "deleted checkpoint %s (%s) from %s run %s\n", id, what, name, s.Run)
+			g.tr.Fprintf(g.stdout, "deleted checkpoint %s (%s) from %s run %s\n", id, what, name, s.Run)
 		}
 	}
 	if g.output == report.JSON {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -40,11 +39,11 @@ func runCkptRuns(ctx context.Context, g *globals, s *storeFlags) error {
 	// listing: the runs and their bytes are what this is for.
 	nameErr := st.NameNewest(ctx, rs)
 	if nameErr != nil {
-		fmt.Fprintf(g.stderr, "gpurent: warning: not every newest checkpoint is named: %v\n", nameErr)
+		g.tr.Fprintf(g.stderr, "gpurent: warning: not every newest checkpoint is named: %v\n", nameErr)
 	}
 	rows, costErr := runCosts(ctx, st, rs)
 	if costErr != nil {
-		fmt.Fprintf(g.stderr, "gpurent: warning: not every run's cost is known: %v\n", costErr)
+		g.tr.Fprintf(g.stderr, "gpurent: warning: not every run's cost is known: %v\n", costErr)
 	}
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, ckptRunsJSON{Store: name, Runs: nonNil(rows)})

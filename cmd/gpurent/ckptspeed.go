@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -88,7 +87,7 @@ func runCkptSpeed(ctx context.Context, g *globals, s *storeFlags, o ckptSpeedOpt
 		return err
 	}
 	if sp.Left != nil {
-		fmt.Fprintf(g.stderr, "gpurent: warning: %v\n", sp.Left)
+		g.tr.Fprintf(g.stderr, "gpurent: warning: %v\n", sp.Left)
 	}
 	r := render.SpeedReport{Store: name, Bytes: sp.Bytes, Files: sp.Files, Encrypted: sp.Encrypted,
 		UploadS: sp.Upload.Seconds(), DownloadS: sp.Download.Seconds()}

@@ -54,11 +54,11 @@ func runCkptVerify(ctx context.Context, g *globals, s *storeFlags, o ckptVerifyO
 	if vid == "latest" && !o.idSet {
 		vid = ""
 	}
-	if vid, err = resolveID(ctx, g.stderr, st, s.Run, vid, false); err != nil {
+	if vid, err = resolveID(ctx, g, st, s.Run, vid, false); err != nil {
 		return err
 	}
 	if !o.deep && c.CheckAuth && len(c.Auth) == 0 {
-		fmt.Fprintf(g.stderr, "gpurent: note: no identity or auth key here, so whether each checkpoint is the owner's (not planted) is not checked; pass --identity FILE or --auth-key FILE to check it\n")
+		g.tr.Fprintf(g.stderr, "gpurent: note: no identity or auth key here, so whether each checkpoint is the owner's (not planted) is not checked; pass --identity FILE or --auth-key FILE to check it\n")
 	}
 	ms, probs, err := st.Verify(ctx, s.Run, vid, o.deep)
 	if errors.Is(err, store.ErrNoCheckpoint) {

@@ -66,7 +66,7 @@ func runKeygen(g *globals, o keygenOptions) error {
 		if r, err = store.Keygen(out); err != nil {
 			return usage.Wrap(err)
 		}
-		fmt.Fprintf(g.stderr, "wrote %s (keep it secret; it is needed to pull)\n", out)
+		g.tr.Fprintf(g.stderr, "wrote %s (keep it secret; it is needed to pull)\n", out)
 	}
 	if o.authKey != "" {
 		ids, err := store.LoadIdentities(out)
@@ -80,7 +80,7 @@ func runKeygen(g *globals, o keygenOptions) error {
 		if err := store.WriteAuthKey(o.authKey, ks[0]); err != nil {
 			return usage.Wrap(err)
 		}
-		fmt.Fprintf(g.stderr, "wrote %s, auth key %s of %s: copy it to a machine that pushes but must not decrypt, and point --auth-key or GPURENT_AUTH_KEY at it (keep it secret: it signs checkpoints as yours)\n", o.authKey, ks[0].ID(), out)
+		g.tr.Fprintf(g.stderr, "wrote %s, auth key %s of %s: copy it to a machine that pushes but must not decrypt, and point --auth-key or GPURENT_AUTH_KEY at it (keep it secret: it signs checkpoints as yours)\n", o.authKey, ks[0].ID(), out)
 	}
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, struct {

@@ -163,7 +163,7 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 		// The dry run checks the backup as --yes would, and says
 		// what the store lacks (exit 1, as the real run would).
 		if o.requireBackup != "" {
-			if err := checkBackups(ctx, &o.s, o.requireBackup, plan, w); err != nil {
+			if err := checkBackups(ctx, &o.s, o.requireBackup, plan, w, g.tr); err != nil {
 				return fmt.Errorf("%w (dry run: nothing was deleted)", err)
 			}
 		}
@@ -181,7 +181,7 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 	}
 
 	if o.requireBackup != "" {
-		if err := checkBackups(ctx, &o.s, o.requireBackup, plan, w); err != nil {
+		if err := checkBackups(ctx, &o.s, o.requireBackup, plan, w, g.tr); err != nil {
 			return err
 		}
 	}
@@ -350,7 +350,7 @@ func confirm(in io.Reader, w io.Writer, tr *i18n.Printer, p *wipe.Plan, gpus int
 // checkBackups runs the backup check on every checkpoint directory of the
 // plan; any failure refuses the whole wipe before anything is deleted.
 // What the wipe leaves (kept paths, mounts) is not judged.
-func checkBackups(ctx context.Context, s *storeFlags, url string, plan *wipe.Plan, w io.Writer) error {
+func checkBackups(ctx context.Context, s *storeFlags, url string, plan *wipe.Plan, w io.Writer, tr *i18n.Printer) error {
 	s.URL, s.Workers, s.Grace = url, 4, 0 // 0: no grace period (it only reads)
 	s.PartSize, s.PartConcurrency, s.Version = "8MiB", 4, version
 	c, err := s.Crypto(false)
@@ -375,8 +375,8 @@ func checkBackups(ctx context.Context, s *storeFlags, url string, plan *wipe.Pla
 		if err != nil {
 			return fmt.Errorf("wipe refused, nothing was deleted: %s: %w", dir, err)
 		}
-		fmt.Fprintf(w, "backup checked: every file in %s (%s, %s) is in %s of run %s in %s, the newest %s as %s, read back and hashed\n",
-			dir, report.Count(b.Files, "file"), report.Bytes(b.Bytes), report.Count(len(b.IDs), "committed checkpoint"), b.Run, name, b.Checkpoint, b.ID)
+		tr.Fprintf(w, "backup checked: every file in %s (%s, %s) is in %s of run %s in %s, the newest %s as %s, read back and hashed\n",
+			dir, render.Count(tr, b.Files, "file"), report.Bytes(b.Bytes), i18n.Plural(len(b.IDs), "%d committed checkpoint", "%d committed checkpoints"), b.Run, name, b.Checkpoint, b.ID)
 	}
 	return nil
 }
