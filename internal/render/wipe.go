@@ -46,7 +46,7 @@ func WipePlan(w io.Writer, tr *i18n.Printer, p *wipe.Plan) {
 			if path == "" {
 				path = it.Image
 			}
-			tab.Row(it.Kind, it.What, path, report.Bytes(it.Bytes), fmt.Sprint(it.Files), how)
+			tab.Row(kindName(tr, it.Kind), it.What, path, report.Bytes(it.Bytes), fmt.Sprint(it.Files), how)
 		}
 		_ = tab.Write(w)
 		tr.Fprintf(w, "\ntotal: %s, %s\n", Count(tr, len(p.Items), "item"), report.Bytes(p.Bytes))
@@ -66,6 +66,27 @@ func WipePlan(w io.Writer, tr *i18n.Printer, p *wipe.Plan) {
 	for _, s := range p.Warnings {
 		tr.Fprintf(w, "note: %s\n", report.Safe(s))
 	}
+}
+
+// kindName is a wipe item's kind in the printer's language.
+func kindName(tr *i18n.Printer, kind string) string {
+	switch kind {
+	case wipe.Data:
+		return tr.T("data")
+	case wipe.Checkpoints:
+		return tr.T("checkpoints")
+	case wipe.Cache:
+		return tr.T("cache")
+	case wipe.Credential:
+		return tr.T("credential")
+	case wipe.History:
+		return tr.T("history")
+	case wipe.Temp:
+		return tr.T("temp")
+	case wipe.Docker:
+		return tr.T("docker")
+	}
+	return kind
 }
 
 // WipeOutcome says what a wipe removed, what failed or did not run, and
