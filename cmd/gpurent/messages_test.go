@@ -55,37 +55,14 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 	// (bench.LinkLegend).
 	exported := map[string]ast.Expr{}
 	for dir, files := range pkgs {
-		for _, f := range files {
-			for _, d := range f.Decls {
-				if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
-					for _, sp := range g.Specs {
-						vs := sp.(*ast.ValueSpec)
-						for i, n := range vs.Names {
-							if i < len(vs.Values) && n.IsExported() {
-								exported[filepath.Base(dir)+"."+n.Name] = vs.Values[i]
-							}
-						}
-					}
-				}
+		for name, v := range constants(files) {
+			if ast.IsExported(name) {
+				exported[filepath.Base(dir)+"."+name] = v
 			}
 		}
 	}
 	for _, files := range pkgs {
-		consts := map[string]ast.Expr{}
-		for _, f := range files {
-			for _, d := range f.Decls {
-				if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
-					for _, sp := range g.Specs {
-						vs := sp.(*ast.ValueSpec)
-						for i, n := range vs.Names {
-							if i < len(vs.Values) {
-								consts[n.Name] = vs.Values[i]
-							}
-						}
-					}
-				}
-			}
-		}
+		consts := constants(files)
 		var literal func(e ast.Expr) (string, bool)
 		literal = func(e ast.Expr) (string, bool) {
 			switch e := e.(type) {
@@ -177,6 +154,26 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 		}
 	}
 	return keys, problems
+}
+
+// constants are the package-level constants of files, by name.
+func constants(files []*ast.File) map[string]ast.Expr {
+	out := map[string]ast.Expr{}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+				for _, sp := range g.Specs {
+					vs := sp.(*ast.ValueSpec)
+					for i, n := range vs.Names {
+						if i < len(vs.Values) {
+							out[n.Name] = vs.Values[i]
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // isCfg reports x.cfg, a watcher's configuration, whose Log is the run's
