@@ -103,7 +103,7 @@ judges saved facts anywhere, without a GPU.`,
 	f.StringVar(&o.expect, "expect", "", `the GPU you ordered, e.g. "A100 80GB SXM", "H100 SXM", "RTX 4090"`)
 	f.IntVar(&o.expectGPUs, "expect-gpus", 0, "the number of GPUs you ordered")
 	f.StringVar(&o.offerID, "offer", "", "the catalog offer you rented, by its id as quote prints it: its GPU model, memory, count and, where the catalog says, interconnect are the order (--expect, --expect-gpus, --expect-interconnect override)")
-	f.StringVar(&o.expectInterconnect, "expect-interconnect", "", "what the offer promised joins its GPUs: nvlink (fails when a pair of GPUs has none) or pcie")
+	f.StringVar(&o.expectInterconnect, "expect-interconnect", "", "what the offer promised joins its GPUs: nvlink (fails when a GPU has none to another) or pcie; any sets aside what --offer's catalog entry promises")
 	f.IntVar(&o.expectCPUs, "expect-cpus", 0, "the CPUs (vCPUs, cores) the offer promised: fails when this container may use fewer")
 	f.StringVar(&o.expectCUDA, "expect-cuda", "", "the CUDA version your software is built with, e.g. 12.8: fails when the driver is too old for it (PyTorch installs found are judged too)")
 	f.StringVar(&o.expectDisk, "expect-disk", "", "the size of the disk --data-dir is on, as the offer promised, e.g. 50GB (a bare number is GB): fails below 95% of it")
@@ -141,8 +141,14 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 	if err != nil {
 		return err
 	}
-	if cmd.Flags().Changed("expect-interconnect") && o.expectInterconnect != bench.InterconnectNVLink && o.expectInterconnect != bench.InterconnectPCIe {
-		return usagef("--expect-interconnect: want nvlink or pcie, got %q", o.expectInterconnect)
+	switch o.expectInterconnect {
+	case "", bench.InterconnectNVLink, bench.InterconnectPCIe, bench.InterconnectAny:
+		if o.expectInterconnect != "" || !cmd.Flags().Changed("expect-interconnect") {
+			break
+		}
+		fallthrough
+	default:
+		return usagef("--expect-interconnect: want nvlink, pcie or any, got %q", o.expectInterconnect)
 	}
 	if cmd.Flags().Changed("expect-cuda") && !cudaVersionRe.MatchString(o.expectCUDA) {
 		return usagef("--expect-cuda: want a CUDA version such as 12.8 or 13.0, got %q", o.expectCUDA)

@@ -27,10 +27,12 @@ func (f langValue) Set(s string) error {
 }
 
 // chooseLang is the language of a command line: --lang where it is given
-// (before a "--", after which the words are the user's command's), else
-// the locale's. A --lang that is no language is left to the flag's own
-// check, which refuses it with exit 2.
+// (the last one, as the flag parser keeps it, and before a "--", after
+// which the words are the user's command's), else the locale's. A --lang
+// that is no language is left to the flag's own check, which refuses it
+// with exit 2.
 func chooseLang(args []string, getenv func(string) string) i18n.Lang {
+	lang, given := i18n.English, false
 	for i, a := range args {
 		if a == "--" {
 			break
@@ -41,9 +43,12 @@ func chooseLang(args []string, getenv func(string) string) i18n.Lang {
 		}
 		if ok {
 			if l, err := i18n.Parse(v); err == nil {
-				return l
+				lang, given = l, true
 			}
 		}
+	}
+	if given {
+		return lang
 	}
 	return i18n.FromEnv(getenv)
 }

@@ -174,31 +174,31 @@ func (j *judger) ssh() {
 	switch {
 	case len(opened) > 0:
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", strings.Join(opened, "; ")))
-		advice += " The Match blocks named above do so for the users or addresses they select: change them too."
+		advice = i18n.Textf("%s The Match blocks named above do so for the users or addresses they select: change them too.", advice)
 	case s.Match:
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; Match blocks change none of these to allow more"))
 	}
-	c.Status, c.Advice = status, i18n.Plain(advice)
+	c.Status, c.Advice = status, advice
 	j.add(c)
 }
 
 // sshLogin judges one set of sshd settings: empty passwords fail;
 // passwords, keyboard-interactive through PAM, or root with a password
 // warn.
-func sshLogin(set map[string]string) (status, advice string) {
+func sshLogin(set map[string]string) (status string, advice i18n.Text) {
 	pw := set["passwordauthentication"] == "yes"
 	kbd := set["kbdinteractiveauthentication"] == "yes" && set["usepam"] == "yes"
 	empty := set["permitemptypasswords"] == "yes"
 	root := set["permitrootlogin"] == "yes"
 	switch {
 	case empty && (pw || kbd):
-		return check.Fail, "sshd accepts empty passwords: any account without a password is open to the internet. Set PermitEmptyPasswords no and restart sshd, or leave the machine."
+		return check.Fail, i18n.Textf("sshd accepts empty passwords: any account without a password is open to the internet. Set PermitEmptyPasswords no and restart sshd, or leave the machine.")
 	case root && (pw || kbd):
-		return check.Warn, "root can log in with a password, which bots guess all day on public addresses. Put your key in ~/.ssh/authorized_keys, set PasswordAuthentication no (and KbdInteractiveAuthentication no) and restart sshd."
+		return check.Warn, i18n.Textf("root can log in with a password, which bots guess all day on public addresses. Put your key in ~/.ssh/authorized_keys, set PasswordAuthentication no (and KbdInteractiveAuthentication no) and restart sshd.")
 	case pw || kbd:
-		return check.Warn, "sshd accepts passwords. Log in with a key and set PasswordAuthentication no (and KbdInteractiveAuthentication no)."
+		return check.Warn, i18n.Textf("sshd accepts passwords. Log in with a key and set PasswordAuthentication no (and KbdInteractiveAuthentication no).")
 	}
-	return check.Pass, ""
+	return check.Pass, i18n.Text{}
 }
 
 func (j *judger) keys() {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/i18n"
@@ -13,6 +14,9 @@ import (
 const (
 	InterconnectNVLink = "nvlink"
 	InterconnectPCIe   = "pcie"
+	// InterconnectAny checks nothing: --expect-interconnect any sets
+	// aside what an --offer promises.
+	InterconnectAny = "any"
 )
 
 // interconnect judges the order's promise about what joins its GPUs
@@ -24,12 +28,12 @@ const (
 // V100 boards join their eight GPUs as a cube mesh, not all to all.
 func (j *judge) interconnect() {
 	promise := j.order.Interconnect
-	if promise == "" {
+	if promise == "" || promise == InterconnectAny {
 		return
 	}
-	promised := "the order promised " + interconnectName(promise) + " between its GPUs"
+	promised := i18n.Textf("the order promised %s between its GPUs", interconnectName(promise))
 	if j.order.InterconnectSource != "" {
-		promised += " (" + j.order.InterconnectSource + ")"
+		promised = i18n.Textf("the order promised %s between its GPUs (%s)", interconnectName(promise), j.order.InterconnectSource)
 	}
 	var devs []*probe.Device
 	for i := range j.f.GPU.Devices {
@@ -39,8 +43,8 @@ func (j *judge) interconnect() {
 	}
 	c := Check{ID: "gpu.interconnect", Status: Pass, Unit: "GPUs"}
 	if len(devs) < 2 {
-		if j.order.GPUs > 0 {
-			return // gpu.count says what is missing, or one GPU was ordered
+		if j.order.GPUs > 0 || len(devs) == 0 {
+			return // gpu.count or gpu.present says what is missing, or one GPU was ordered
 		}
 		c.Status, c.Measured = Fail, len(devs)
 		c.Evidence = i18n.Textf("%s, but this machine shows %d", promised, len(devs))
@@ -48,12 +52,12 @@ func (j *judge) interconnect() {
 		j.add(c)
 		return
 	}
-	var alone, unread []string
+	// alone: GPUs with no NVLink up at all; unsure: GPUs whose links are
+	// up but lead nowhere NVML names (no remote type, or a peer this
+	// machine does not show), or whose links NVML could not read.
+	var alone, unsure []string
 	joinedPairs := 0
 	for _, a := range devs {
-		if e := a.Errors["nvlink"]; e != "" {
-			unread = append(unread, fmt.Sprintf("gpu%d (%s)", a.Index, e))
-		}
 		peers := 0
 		for _, b := range devs {
 			if b != a && nvlinksBetween(a, b) > 0 {
@@ -63,43 +67,45 @@ func (j *judge) interconnect() {
 				}
 			}
 		}
-		if peers == 0 {
+		switch {
+		case peers > 0:
+		case a.Errors["nvlink"] != "":
+			unsure = append(unsure, fmt.Sprintf("gpu%d (%s)", a.Index, a.Errors["nvlink"]))
+		case slices.ContainsFunc(a.NVLinks, func(l probe.NVLink) bool { return l.Active }):
+			unsure = append(unsure, fmt.Sprintf("gpu%d", a.Index))
+		default:
 			alone = append(alone, fmt.Sprintf("gpu%d", a.Index))
 		}
 	}
 	pairs := len(devs) * (len(devs) - 1) / 2
-	c.Measured, c.Expected = len(devs)-len(alone), len(devs)
-	joined := fmt.Sprintf("%d of %d pairs are joined by NVLink", joinedPairs, pairs)
+	c.Measured, c.Expected = len(devs)-len(alone)-len(unsure), len(devs)
+	joined := i18n.Textf("%d of %d pairs are joined by NVLink", joinedPairs, pairs)
 	switch {
 	case promise == InterconnectPCIe:
 		c.Expected = nil
 		c.Evidence = i18n.Textf("%s: no NVLink is due; %s", promised, joined)
-	case len(alone) == 0:
-		c.Evidence = i18n.Textf("every GPU has NVLink to another (%s), as %s", joined, promised)
-	case len(unread) > 0:
+	case len(alone) > 0:
+		c.Status = Fail
+		c.Evidence = i18n.Textf("%s; %s have no NVLink to any other GPU (%s)", promised, strings.Join(alone, ", "), joined)
+		if len(alone) == 1 {
+			c.Evidence = i18n.Textf("%s; %s has no NVLink to any other GPU (%s)", promised, alone[0], joined)
+		}
+		c.Advice = i18n.Textf("This is not the machine ordered: without NVLink, traffic between these GPUs crosses PCIe at a small fraction of NVLink's bandwidth, and every all-reduce waits for it. %s", i18n.Textf(adviceRefund))
+	case len(unsure) > 0:
 		c.Status = Warn
-		c.Evidence = i18n.Textf("%s; NVML could not read the NVLinks of %s, so %s show none", promised, strings.Join(unread, ", "), strings.Join(alone, ", "))
+		c.Evidence = i18n.Textf("%s; NVML does not say where the NVLinks of %s lead (no far end reported, or a peer not shown here): %s", promised, strings.Join(unsure, ", "), joined)
 		c.Advice = i18n.Textf("The promise could not be checked: this driver's NVML does not report NVLinks. nvidia-smi topo -m shows what joins the GPUs (NV# is NVLink).")
 	default:
-		c.Status = Fail
-		c.Evidence = i18n.Textf("%s; %s %s no NVLink to any other GPU (%s)", promised, strings.Join(alone, ", "), hasWord(len(alone)), joined)
-		c.Advice = i18n.Textf("This is not the machine ordered: without NVLink, traffic between these GPUs crosses PCIe at a small fraction of NVLink's bandwidth, and every all-reduce waits for it. %s", i18n.Textf(adviceRefund))
+		c.Evidence = i18n.Textf("every GPU has NVLink to another (%s), as %s", joined, promised)
 	}
 	j.add(c)
 }
 
-func hasWord(n int) string {
-	if n == 1 {
-		return "has"
-	}
-	return "have"
-}
-
 func interconnectName(s string) string {
-	if s == InterconnectNVLink {
+	switch s {
+	case InterconnectNVLink:
 		return "NVLink"
-	}
-	if s == InterconnectPCIe {
+	case InterconnectPCIe:
 		return "PCIe"
 	}
 	return s

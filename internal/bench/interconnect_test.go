@@ -26,8 +26,22 @@ func TestInterconnectPromise(t *testing.T) {
 		d.NVLinksActive = p(0)
 	}
 	unread := pcie4(false, "ok")
-	unread.GPU.Devices[1].NVLinks = nil
-	unread.GPU.Devices[1].Errors = map[string]string{"nvlink": "nvmlDeviceGetNvLinkState: symbol not found"}
+	for i := range unread.GPU.Devices {
+		unread.GPU.Devices[i].NVLinks, unread.GPU.Devices[i].NVLinksActive = nil, nil
+		unread.GPU.Devices[i].Errors = map[string]string{"nvlink": "nvmlDeviceGetNvLinkState: symbol not found"}
+	}
+	oneUnread := pcie4(false, "ok")
+	oneUnread.GPU.Devices[1].NVLinks, oneUnread.GPU.Devices[1].NVLinksActive = nil, nil
+	oneUnread.GPU.Devices[1].Errors = map[string]string{"nvlink": "nvmlDeviceGetNvLinkState: symbol not found"}
+	// A driver that names no far end: the links are up, where they lead
+	// is not said (review finding: this failed with refund advice).
+	nowhere := hgx8(func(f *probe.Facts) {
+		for i := range f.GPU.Devices {
+			for l := range f.GPU.Devices[i].NVLinks {
+				f.GPU.Devices[i].NVLinks[l].Remote = ""
+			}
+		}
+	})
 	for _, c := range []struct {
 		name    string
 		f       probe.Facts
@@ -42,7 +56,9 @@ func TestInterconnectPromise(t *testing.T) {
 		{"no bridges, nvlink", pcie4(false, "ok"), Order{GPUs: 4, Interconnect: "nvlink"}, Fail, 0,
 			[]string{"gpu0, gpu1, gpu2, gpu3 have no NVLink to any other GPU", "0 of 6 pairs"}},
 		{"one bridge out, nvlink", oneBridgeOut, Order{GPUs: 4, Interconnect: "nvlink"}, Fail, 2, []string{"gpu2, gpu3 have no NVLink"}},
-		{"links unread, nvlink", unread, Order{GPUs: 4, Interconnect: "nvlink"}, Warn, 0, []string{"NVML could not read the NVLinks of gpu1 (nvmlDeviceGetNvLinkState"}},
+		{"links unread, nvlink", unread, Order{GPUs: 4, Interconnect: "nvlink"}, Warn, 0, []string{"NVML does not say where the NVLinks of gpu0 (nvmlDeviceGetNvLinkState"}},
+		{"one GPU unread, the others without, nvlink", oneUnread, Order{GPUs: 4, Interconnect: "nvlink"}, Fail, 0, []string{"gpu0, gpu2, gpu3 have no NVLink"}},
+		{"far ends not reported, nvlink", nowhere, Order{GPUs: 8, Interconnect: "nvlink"}, Warn, 0, []string{"NVML does not say where the NVLinks of gpu0, gpu1"}},
 		{"no bridges, pcie", pcie4(false, "ok"), Order{GPUs: 4, Interconnect: "pcie"}, Pass, 0, []string{"no NVLink is due; 0 of 6 pairs"}},
 		{"hgx, pcie", hgx8(nil), Order{GPUs: 8, Interconnect: "pcie"}, Pass, 8, []string{"28 of 28 pairs"}},
 		{"one GPU, nothing counted", healthyH100(), Order{Interconnect: "nvlink"}, Fail, 1, []string{"but this machine shows 1"}},
@@ -73,12 +89,18 @@ func TestInterconnectPromise(t *testing.T) {
 			t.Errorf("%s: a fail without advice", c.name)
 		}
 	}
-	// Nothing promised, or one GPU ordered: no check.
-	for _, o := range []Order{{GPU: "H100 SXM", GPUs: 8}, {GPUs: 1, Interconnect: "nvlink"}} {
-		f := hgx8(nil)
-		if o.GPUs == 1 {
-			f = healthyH100()
-		}
+	// Nothing promised, the promise set aside (any), one GPU ordered, or
+	// no GPU at all (gpu.present says so): no check.
+	for _, c := range []struct {
+		o Order
+		f probe.Facts
+	}{
+		{Order{GPU: "H100 SXM", GPUs: 8}, hgx8(nil)},
+		{Order{GPUs: 8, Interconnect: "any"}, pcie4(false, "ok")},
+		{Order{GPUs: 1, Interconnect: "nvlink"}, healthyH100()},
+		{Order{Interconnect: "pcie"}, probe.Facts{}},
+	} {
+		o, f := c.o, c.f
 		r, err := Judge(f, tab, o, DefaultLimits())
 		if err != nil {
 			t.Fatal(err)

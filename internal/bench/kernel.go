@@ -10,7 +10,6 @@ import (
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/probe"
-	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
 )
 
@@ -142,7 +141,7 @@ func (j *judge) xidReport(id string, evs []kernlog.Xid, source, when i18n.Text, 
 		}
 		parts = append(parts, fmt.Sprintf("%s (%sat %s)", g.last, times, j.when(g.last.At)))
 	}
-	c.Evidence = i18n.Textf("%s %s: %s", report.Count(len(evs), "Xid report"), source, strings.Join(parts, "; "))
+	c.Evidence = i18n.Textf("%s %s: %s", i18n.Plural(len(evs), "%d Xid report", "%d Xid reports"), source, strings.Join(parts, "; "))
 	worst := gs[0].info
 	switch worst.Severity {
 	case kernlog.Hardware:

@@ -39,14 +39,19 @@ func Parse(s string) (Lang, error) {
 	return "", fmt.Errorf("--lang: want en or zh, got %q", s)
 }
 
-// FromEnv is the language of the locale, as gettext reads it: the first
-// of LC_ALL, LC_MESSAGES and LANG that is set decides, and a locale
-// starting with zh is Chinese; anything else (C, POSIX, en_US.UTF-8,
-// unset) is English.
+// FromEnv is the language of the locale: the first of LC_ALL,
+// LC_MESSAGES and LANG that is set decides, as for the C library, and a
+// locale starting with zh is Chinese when its character set is UTF-8 (or
+// not named): gpurent writes UTF-8, which a GB18030 or Big5 terminal
+// would garble, so those read English (--lang zh still chooses Chinese).
+// Anything else (C, POSIX, en_US.UTF-8, unset) is English.
 func FromEnv(getenv func(string) string) Lang {
 	for _, k := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
 		if v := getenv(k); v != "" {
-			if strings.HasPrefix(strings.ToLower(v), "zh") {
+			v = strings.ToLower(v)
+			name, set, _ := strings.Cut(v, ".")
+			set, _, _ = strings.Cut(set, "@")
+			if strings.HasPrefix(name, "zh") && (set == "" || set == "utf8" || set == "utf-8") {
 				return Chinese
 			}
 			return English

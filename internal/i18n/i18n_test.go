@@ -1,6 +1,7 @@
 package i18n
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"regexp"
@@ -32,6 +33,10 @@ func TestParseAndLocale(t *testing.T) {
 		{map[string]string{"LANG": "zh_CN.UTF-8", "LC_MESSAGES": "C"}, English},       // LC_MESSAGES before LANG
 		{map[string]string{"LC_ALL": "zh_TW.UTF-8", "LC_MESSAGES": "en_US"}, Chinese}, // LC_ALL first
 		{map[string]string{"LANG": "C.UTF-8"}, English},
+		{map[string]string{"LANG": "zh_CN"}, Chinese},
+		{map[string]string{"LANG": "zh_CN.GB18030"}, English}, // gpurent writes UTF-8
+		{map[string]string{"LANG": "zh_TW.Big5"}, English},
+		{map[string]string{"LANG": "zh_CN.utf8@pinyin"}, Chinese},
 	} {
 		if got := FromEnv(func(k string) string { return c.env[k] }); got != c.want {
 			t.Errorf("FromEnv(%v) = %q, want %q", c.env, got, c.want)
@@ -197,5 +202,30 @@ func TestGlossaryConsistent(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d messages", g.ZH, uses)
+	}
+}
+
+// A Text's JSON is the plain string's, byte for byte, under an encoder
+// that leaves <, > and & alone (report.WriteJSON), as under one that
+// escapes them.
+func TestTextJSONAsString(t *testing.T) {
+	v := struct {
+		T Text   `json:"t"`
+		S string `json:"s"`
+	}{Textf("< %d, none pending; -o json > report.json & %s", 15, "x"), "< 15, none pending; -o json > report.json & x"}
+	for _, escape := range []bool{false, true} {
+		var b strings.Builder
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(escape)
+		if err := e.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(b.String()), &m); err != nil {
+			t.Fatal(err)
+		}
+		if string(m["t"]) != string(m["s"]) {
+			t.Errorf("escape %v: the Text writes %s, the string %s", escape, m["t"], m["s"])
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package i18n
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -22,8 +23,19 @@ func Textf(format string, args ...any) Text { return Text{Format: format, Args: 
 // String is the English text.
 func (t Text) String() string { return (*Printer)(nil).Text(t) }
 
-// MarshalJSON writes the English text, as a string.
-func (t Text) MarshalJSON() ([]byte, error) { return json.Marshal(t.String()) }
+// MarshalJSON writes the English text, as a string, with <, > and &
+// as they are: escaped here they would stay escaped in a document whose
+// encoder does not escape them (report.WriteJSON), and the JSON would
+// differ from the plain string's.
+func (t Text) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(t.String()); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
 
 // IsZero reports a Text that says nothing: never set, or empty.
 func (t Text) IsZero() bool { return t.String() == "" }
