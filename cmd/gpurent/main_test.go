@@ -26,8 +26,10 @@ import (
 func TestMain(m *testing.M) {
 	// The tests read gpurent's English: a developer's Chinese locale
 	// must not turn their expectations into another language. The tests
-	// of Chinese say so themselves (--lang zh, zh.txtar's LANG).
-	if os.Getenv("GPURENT_AS_MAIN") != "1" {
+	// of Chinese say so themselves (--lang zh, zh.txtar's LANG). Not in
+	// the processes that are gpurent itself: a script's gpurent (testscript
+	// runs this binary under that name) keeps the script's environment.
+	if os.Getenv("GPURENT_AS_MAIN") != "1" && filepath.Base(os.Args[0]) != "gpurent" {
 		for _, k := range []string{"LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"} {
 			os.Unsetenv(k)
 		}
