@@ -108,7 +108,8 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 					switch {
 					case fn.Sel.Name == "Errorf" && x != nil && x.Name == "usage":
 						arg = 0
-					case fn.Sel.Name == "T" || fn.Sel.Name == "Tf" || fn.Sel.Name == "Textf" || fn.Sel.Name == "logf":
+					case fn.Sel.Name == "T" || fn.Sel.Name == "Tf" || fn.Sel.Name == "Textf" || fn.Sel.Name == "logf",
+						fn.Sel.Name == "Key" && x != nil && x.Name == "i18n":
 						arg = 0
 					case fn.Sel.Name == "Log" && isCfg(fn.X):
 						// A run's lines (supervise, gpuwatch), written by
@@ -152,7 +153,7 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 				keys[s] = append(keys[s], at)
 				// go vet does not know these functions print: count the
 				// arguments here, as its printf check would.
-				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "T" {
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && (sel.Sel.Name == "T" || sel.Sel.Name == "Key") {
 					return true // a fixed text, not a format
 				}
 				if call.Ellipsis == token.NoPos && !strings.Contains(s, "%[") {

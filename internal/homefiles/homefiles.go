@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/ctime"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/userfile"
 )
 
@@ -65,31 +66,31 @@ func (k KnownSecret) Link() (target string, ok bool) {
 // removes the same list.
 func SecretFiles(home string, lookup func(string) (string, bool)) []KnownSecret {
 	list := []KnownSecret{
-		{".aws/credentials", "AWS access keys", ""},
-		{".netrc", "netrc passwords (W&B API key, others)", ""},
-		{".git-credentials", "git credential store (plaintext)", ""},
-		{".config/git/credentials", "git credential store (plaintext)", ""},
-		{".docker/config.json", "docker registry login", `"auth"`},
-		{".kaggle/kaggle.json", "Kaggle API key", ""},
-		{".config/gcloud/application_default_credentials.json", "Google Cloud credentials", ""},
-		{".config/gcloud/credentials.db", "Google Cloud credentials", ""},
-		{".huggingface/token", "Hugging Face token (old location)", ""},
-		{".config/rclone/rclone.conf", "rclone remotes (storage keys and tokens)", ""},
-		{".s3cfg", "s3cmd keys", "secret_key"},
-		{".config/gh/hosts.yml", "GitHub CLI token", "oauth_token"},
-		{".pypirc", "PyPI upload credentials", "password"},
-		{".npmrc", "npm registry token", "_authToken"},
+		{".aws/credentials", i18n.Key("AWS access keys"), ""},
+		{".netrc", i18n.Key("netrc passwords (W&B API key, others)"), ""},
+		{".git-credentials", i18n.Key("git credential store (plaintext)"), ""},
+		{".config/git/credentials", i18n.Key("git credential store (plaintext)"), ""},
+		{".docker/config.json", i18n.Key("docker registry login"), `"auth"`},
+		{".kaggle/kaggle.json", i18n.Key("Kaggle API key"), ""},
+		{".config/gcloud/application_default_credentials.json", i18n.Key("Google Cloud credentials"), ""},
+		{".config/gcloud/credentials.db", i18n.Key("Google Cloud credentials"), ""},
+		{".huggingface/token", i18n.Key("Hugging Face token (old location)"), ""},
+		{".config/rclone/rclone.conf", i18n.Key("rclone remotes (storage keys and tokens)"), ""},
+		{".s3cfg", i18n.Key("s3cmd keys"), "secret_key"},
+		{".config/gh/hosts.yml", i18n.Key("GitHub CLI token"), "oauth_token"},
+		{".pypirc", i18n.Key("PyPI upload credentials"), "password"},
+		{".npmrc", i18n.Key("npm registry token"), "_authToken"},
 		// The object stores checkpoints and datasets go to from a rented
 		// machine in China, and the other S3 and cloud clients: each tool's
 		// default file (Alibaba Cloud CLI, ossutil, Tencent Cloud's tccli,
 		// coscmd, MinIO's mc, the Azure CLI's token caches, new and old).
-		{".aliyun/config.json", "Alibaba Cloud CLI AccessKey", "access_key_secret"},
-		{".ossutilconfig", "ossutil (Alibaba Cloud OSS) AccessKey", "accessKeySecret"},
-		{".tccli/default.credential", "Tencent Cloud CLI secret key", "secretKey"},
-		{".cos.conf", "coscmd (Tencent Cloud COS) secret key", "secret_key"},
-		{".mc/config.json", "MinIO client (mc) aliases with secret keys", "secretKey"},
-		{".azure/msal_token_cache.json", "Azure CLI tokens", ""},
-		{".azure/accessTokens.json", "Azure CLI tokens (old location)", ""},
+		{".aliyun/config.json", i18n.Key("Alibaba Cloud CLI AccessKey"), "access_key_secret"},
+		{".ossutilconfig", i18n.Key("ossutil (Alibaba Cloud OSS) AccessKey"), "accessKeySecret"},
+		{".tccli/default.credential", i18n.Key("Tencent Cloud CLI secret key"), "secretKey"},
+		{".cos.conf", i18n.Key("coscmd (Tencent Cloud COS) secret key"), "secret_key"},
+		{".mc/config.json", i18n.Key("MinIO client (mc) aliases with secret keys"), "secretKey"},
+		{".azure/msal_token_cache.json", i18n.Key("Azure CLI tokens"), ""},
+		{".azure/accessTokens.json", i18n.Key("Azure CLI tokens (old location)"), ""},
 	}
 	for i := range list {
 		list[i].Path = filepath.Join(home, list[i].Path)

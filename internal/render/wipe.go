@@ -46,7 +46,7 @@ func WipePlan(w io.Writer, tr *i18n.Printer, p *wipe.Plan) {
 			if path == "" {
 				path = it.Image
 			}
-			tab.Row(kindName(tr, it.Kind), it.What, path, report.Bytes(it.Bytes), fmt.Sprint(it.Files), how)
+			tab.Row(kindName(tr, it.Kind), tr.Lookup(it.What), path, report.Bytes(it.Bytes), fmt.Sprint(it.Files), how)
 		}
 		_ = tab.Write(w)
 		tr.Fprintf(w, "\ntotal: %s, %s\n", Count(tr, len(p.Items), "item"), report.Bytes(p.Bytes))

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/homefiles"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/mounts"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/supervise"
@@ -215,13 +216,13 @@ func caches(home string, lookup func(string) (string, bool)) []cand {
 		return cand{Item{Kind: Cache, What: what, Path: path}, source{vars: vars, chosen: len(vars) > 0}}
 	}
 	return []cand{
-		c(homefiles.HFHome(home, lookup), "Hugging Face cache (models, datasets, token)", hfVars),
-		c(torch, "PyTorch hub cache", torchVars),
-		c(pip, "pip cache", pipVars),
-		c(filepath.Join(xdg, "wandb"), "W&B cache", xdgVars),
-		c(filepath.Join(home, ".config", "wandb"), "W&B settings", nil),
-		c(filepath.Join(home, ".triton", "cache"), "Triton kernel cache", nil),
-		c(filepath.Join(home, ".nv", "ComputeCache"), "CUDA JIT cache", nil),
+		c(homefiles.HFHome(home, lookup), i18n.Key("Hugging Face cache (models, datasets, token)"), hfVars),
+		c(torch, i18n.Key("PyTorch hub cache"), torchVars),
+		c(pip, i18n.Key("pip cache"), pipVars),
+		c(filepath.Join(xdg, "wandb"), i18n.Key("W&B cache"), xdgVars),
+		c(filepath.Join(home, ".config", "wandb"), i18n.Key("W&B settings"), nil),
+		c(filepath.Join(home, ".triton", "cache"), i18n.Key("Triton kernel cache"), nil),
+		c(filepath.Join(home, ".nv", "ComputeCache"), i18n.Key("CUDA JIT cache"), nil),
 	}
 }
 
@@ -449,10 +450,10 @@ func (pl *planner) candidates() ([]cand, error) {
 		}
 		return nil
 	}
-	if err := named(o.Checkpoints, Checkpoints, "checkpoints"); err != nil {
+	if err := named(o.Checkpoints, Checkpoints, i18n.Key("checkpoints")); err != nil {
 		return nil, err
 	}
-	if err := named(o.Data, Data, "data you named"); err != nil {
+	if err := named(o.Data, Data, i18n.Key("data you named")); err != nil {
 		return nil, err
 	}
 	cands = append(cands, caches(home, lookup)...)
@@ -468,13 +469,13 @@ func (pl *planner) candidates() ([]cand, error) {
 		}
 	}
 	for _, k := range homefiles.PrivateKeys(home) {
-		cands = append(cands, cand{Item{Kind: Credential, What: "SSH private key", Path: k}, source{}})
+		cands = append(cands, cand{Item{Kind: Credential, What: i18n.Key("SSH private key"), Path: k}, source{}})
 	}
 	for _, f := range homefiles.EnvFiles(pl.cwd) {
-		cands = append(cands, cand{Item{Kind: Credential, What: "dotenv file", Path: f}, source{}})
+		cands = append(cands, cand{Item{Kind: Credential, What: i18n.Key("dotenv file"), Path: f}, source{}})
 	}
 	if o.Identity != "" {
-		cands = append(cands, cand{Item{Kind: Credential, What: "gpurent age identity (checkpoint key)", Path: o.Identity}, source{chosen: true, vars: o.IdentityVars, file: true}})
+		cands = append(cands, cand{Item{Kind: Credential, What: i18n.Key("gpurent age identity (checkpoint key)"), Path: o.Identity}, source{chosen: true, vars: o.IdentityVars, file: true}})
 	}
 	for _, h := range histories(home) {
 		cands = append(cands, cand{Item{Kind: History, What: h[1], Path: h[0]}, source{}})
@@ -623,7 +624,7 @@ func (pl *planner) admit(cands []cand) ([]Item, error) {
 				p.Kept = append(p.Kept, it.Path+" ("+why+")")
 				continue
 			}
-			it.What, it.Why = "your temp file (this tenancy's, unused)", why
+			it.What, it.Why = i18n.Key("your temp file (this tenancy's, unused)"), why
 		}
 		planned = append(planned, it)
 	}
@@ -816,7 +817,7 @@ func tempItems(e Env) []Item {
 			if st, ok := info.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != e.UID {
 				continue
 			}
-			out = append(out, Item{Kind: Temp, What: "your temp file", Path: filepath.Join(dir, n)})
+			out = append(out, Item{Kind: Temp, What: i18n.Key("your temp file"), Path: filepath.Join(dir, n)})
 		}
 	}
 	return out
