@@ -196,6 +196,8 @@ func flagError(cmd *cobra.Command, err error) error {
 	if errors.As(err, &bad) {
 		if want, ok := flagWants(bad.GetFlag().Value.Type()); ok {
 			err = fmt.Errorf("--%s: want %s, got %q", bad.GetFlag().Name, want, bad.GetValue())
+		} else if c := bad.Unwrap(); c != nil && strings.HasPrefix(c.Error(), "--"+bad.GetFlag().Name+":") {
+			err = c // gpurent's own value types name the flag already
 		}
 	}
 	return usage.Wrap(err)

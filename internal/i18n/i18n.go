@@ -2,7 +2,7 @@
 // its messages in the other languages, keyed by the English text: English
 // is the code itself, so English output is exactly what the code writes,
 // and a message missing from a catalog reads in English rather than not
-// at all (TestCatalogComplete fails the build on one).
+// at all (TestMessagesTranslated, in cmd/gpurent, fails on one).
 //
 // Only text for people goes through here. JSON keys and values, the
 // exit codes and anything a script parses stay English in every
