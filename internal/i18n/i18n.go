@@ -11,11 +11,10 @@ package i18n
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Lang is a language gpurent speaks.
@@ -63,27 +62,48 @@ func FromEnv(getenv func(string) string) Lang {
 //go:embed zh.yaml
 var zhYAML []byte
 
-// entry is one message of a catalog file.
-type entry struct {
-	EN string `yaml:"en"`
-	ZH string `yaml:"zh"`
-}
-
-// parseCatalog reads a catalog file: a list of en/zh pairs.
+// parseCatalog reads a catalog file: pairs of lines, "- en: " and
+// "  zh: ", each followed by a JSON string (the file is YAML too, for
+// people and editors), with comments and blank lines between them. A
+// line-by-line reader rather than a YAML decoder: every Chinese run reads
+// the catalog, and this takes a fraction of the decoder's time
+// (docs/BENCHMARKS.md).
 func parseCatalog(b []byte) (map[string]string, error) {
-	var es []entry
-	if err := yaml.Unmarshal(b, &es); err != nil {
-		return nil, fmt.Errorf("i18n catalog: %w", err)
+	m := map[string]string{}
+	var en string
+	n, at := 0, 0
+	for line := range strings.SplitSeq(string(b), "\n") {
+		at++
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		var q string
+		var want string
+		if n%2 == 0 {
+			want = "- en: "
+		} else {
+			want = "  zh: "
+		}
+		q, ok := strings.CutPrefix(line, want)
+		if !ok {
+			return nil, fmt.Errorf("i18n catalog: line %d: want %q and a JSON string, got %q", at, want, line)
+		}
+		var v string
+		if err := json.Unmarshal([]byte(q), &v); err != nil || v == "" {
+			return nil, fmt.Errorf("i18n catalog: line %d: want a non-empty JSON string, got %s", at, q)
+		}
+		n++
+		if n%2 == 1 {
+			if _, dup := m[v]; dup {
+				return nil, fmt.Errorf("i18n catalog: line %d: %q is there twice", at, v)
+			}
+			en = v
+			continue
+		}
+		m[en] = v
 	}
-	m := make(map[string]string, len(es))
-	for i, e := range es {
-		if e.EN == "" || e.ZH == "" {
-			return nil, fmt.Errorf("i18n catalog: entry %d: want en and zh, got %q and %q", i+1, e.EN, e.ZH)
-		}
-		if _, dup := m[e.EN]; dup {
-			return nil, fmt.Errorf("i18n catalog: entry %d: %q is there twice", i+1, e.EN)
-		}
-		m[e.EN] = e.ZH
+	if n%2 == 1 {
+		return nil, fmt.Errorf("i18n catalog: %q has no zh line", en)
 	}
 	return m, nil
 }

@@ -129,11 +129,41 @@ func TestCatalogFormats(t *testing.T) {
 }
 
 func TestCatalogRejectsDuplicatesAndBlanks(t *testing.T) {
-	if _, err := parseCatalog([]byte("- {en: a, zh: 甲}\n- {en: a, zh: 乙}\n")); err == nil {
-		t.Error("a message twice was accepted")
+	for name, bad := range map[string]string{
+		"twice":          "- en: \"a\"\n  zh: \"甲\"\n- en: \"a\"\n  zh: \"乙\"\n",
+		"no translation": "- en: \"a\"\n",
+		"empty":          "- en: \"a\"\n  zh: \"\"\n",
+		"not JSON":       "- en: a\n  zh: 甲\n",
+		"out of order":   "  zh: \"甲\"\n- en: \"a\"\n",
+	} {
+		if _, err := parseCatalog([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
-	if _, err := parseCatalog([]byte("- {en: a}\n")); err == nil {
-		t.Error("a message without its translation was accepted")
+	m, err := parseCatalog([]byte("# c\n\n- en: \"a %s\\n\"\n  zh: \"甲 %s\\n\"\n"))
+	if err != nil || m["a %s\n"] != "甲 %s\n" {
+		t.Errorf("%v %q", err, m)
+	}
+}
+
+// The catalog file is YAML as well, for editors: a YAML reader finds the
+// same messages.
+func TestCatalogIsYAML(t *testing.T) {
+	var es []struct{ EN, ZH string }
+	if err := yaml.Unmarshal(zhYAML, &es); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Catalog(Chinese)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != len(m) {
+		t.Fatalf("YAML reads %d messages, the catalog reader %d", len(es), len(m))
+	}
+	for _, e := range es {
+		if m[e.EN] != e.ZH {
+			t.Errorf("%q: YAML %q, catalog %q", e.EN, e.ZH, m[e.EN])
+		}
 	}
 }
 
@@ -228,4 +258,40 @@ func TestTextJSONAsString(t *testing.T) {
 			t.Errorf("escape %v: the Text writes %s, the string %s", escape, m["t"], m["s"])
 		}
 	}
+}
+
+// Choosing Chinese parses the embedded catalog once per run; English
+// parses nothing. docs/BENCHMARKS.md has the figures.
+func BenchmarkNew(b *testing.B) {
+	for _, l := range []Lang{English, Chinese} {
+		b.Run(string(l), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := New(l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// The catalog reader beside a YAML decoder of the same file, its peer.
+func BenchmarkCatalogReaders(b *testing.B) {
+	b.Run("lines", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseCatalog(zhYAML); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("yaml", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var es []struct{ EN, ZH string }
+			if err := yaml.Unmarshal(zhYAML, &es); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
