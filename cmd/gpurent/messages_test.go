@@ -24,9 +24,11 @@ import (
 )
 
 // messageSites finds every message in the module's code: the literal
-// given to a Printer's T, Tf or Fprintf, to usagef and to usage.Errorf.
-// A message that is not a literal (or constant) is reported, since no
-// test could then know it has a translation.
+// given to a Printer's T, Tf or Fprintf, to i18n.Textf, Plural and Key,
+// to usagef and usage.Errorf, and to a run's logf and cfg.Log. A message
+// that is not a literal (or constant) is reported, since no test could
+// then know it has a translation, and so is a call whose arguments do not
+// match its verbs.
 func messageSites(t *testing.T, root string) (keys map[string][]string, problems []string) {
 	t.Helper()
 	keys = map[string][]string{}
