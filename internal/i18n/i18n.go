@@ -66,7 +66,7 @@ var zhYAML []byte
 // "  zh: ", each followed by a JSON string (the file is YAML too, for
 // people and editors), with comments and blank lines between them. A
 // line-by-line reader rather than a YAML decoder: every Chinese run reads
-// the catalog, and this takes a fraction of the decoder's time
+// the catalog, and this takes a third of the decoder's time
 // (docs/BENCHMARKS.md).
 func parseCatalog(b []byte) (map[string]string, error) {
 	m := map[string]string{}
