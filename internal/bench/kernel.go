@@ -200,8 +200,8 @@ func (j *judge) kernelFaults() {
 	fs := slices.Clone(k.Faults)
 	slices.SortStableFunc(fs, func(a, b kernlog.Fault) int { return int(b.Severity()) - int(a.Severity()) })
 	n := 0
-	var evidence i18n.Text
-	for i, f := range fs {
+	parts := make([]i18n.Text, 0, len(fs))
+	for _, f := range fs {
 		n += f.Count
 		part := i18n.Plain(f.String())
 		if (f.Kind == kernlog.Disk || f.Kind == kernlog.Filesystem) && kernlog.SameDisk(f.Device, j.f.Host.FSSource) {
@@ -212,15 +212,10 @@ func (j *judge) kernelFaults() {
 		} else {
 			part = i18n.Textf("%s, at %s", part, j.when(f.Last))
 		}
-		part = i18n.Textf("%s: %s", part, strconv.Quote(f.Message))
-		if i == 0 {
-			evidence = part
-		} else {
-			evidence = i18n.Textf("%s; %s", evidence, part)
-		}
+		parts = append(parts, i18n.Textf("%s: %s", part, strconv.Quote(f.Message)))
 	}
 	c.Measured = n
-	c.Evidence = i18n.Textf("the kernel log %s: %s", since, evidence)
+	c.Evidence = i18n.Textf("the kernel log %s: %s", since, i18n.Join(parts, "; "))
 	worst := fs[0]
 	switch worst.Severity() {
 	case kernlog.Hardware:

@@ -75,10 +75,7 @@ func subscriptionBill(p *Profile, o *catalog.Offer, force bool) (Bill, bool) {
 	if best.odHours > 0 {
 		parts = append(parts, i18n.Textf("%s on demand", hoursText(best.odHours)))
 	}
-	b.Detail = parts[0]
-	for _, x := range parts[1:] {
-		b.Detail = i18n.Textf("%s + %s", b.Detail, x)
-	}
+	b.Detail = i18n.Join(parts, " + ")
 	b.Unknown, b.Warnings = u.names(), u.warnings()
 	b.TotalIsLowerBound = lowerBound(b.Unknown)
 	if !note.IsZero() {

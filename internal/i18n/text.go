@@ -54,15 +54,6 @@ func (p *Printer) Text(t Text) string {
 	return Sprintf(p.Lookup(t.Format), args...)
 }
 
-// Texts writes each of ts in the printer's language.
-func (p *Printer) Texts(ts []Text) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = p.Text(t)
-	}
-	return out
-}
-
 // Plural is n things as a Text: one's format for 1, many's otherwise
 // ("%d plan", "%d plans"), each a literal the catalog translates.
 func Plural(n int, one, many string) Text {
