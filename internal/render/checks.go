@@ -106,21 +106,6 @@ func Checks(w io.Writer, tr *i18n.Printer, checks []check.Check, verdict string,
 	return nil
 }
 
-// statusName is a check's status in the printer's language.
-func statusName(tr *i18n.Printer, status string) string {
-	switch status {
-	case check.Pass:
-		return tr.T("pass")
-	case check.Warn:
-		return tr.T("warn")
-	case check.Fail:
-		return tr.T("fail")
-	case check.Skip:
-		return tr.T("skip")
-	}
-	return status
-}
-
 // value is a measured or expected value with its unit, "-" for none.
 func value(tr *i18n.Printer, v any, unit string) string {
 	if v == nil {
@@ -140,54 +125,6 @@ func value(tr *i18n.Printer, v any, unit string) string {
 		s += " " + unitName(tr, unit)
 	}
 	return s
-}
-
-// unitName is a check's unit in the printer's language: the counted
-// things' names; measures (GB/s, W, %) are the same in every language.
-func unitName(tr *i18n.Printer, unit string) string {
-	switch unit {
-	case "CPUs":
-		return tr.T("CPUs")
-	case "GPUs":
-		return tr.T("GPUs")
-	case "GPUs slower":
-		return tr.T("GPUs slower")
-	case "blind spots":
-		return tr.T("blind spots")
-	case "bytes":
-		return tr.T("bytes")
-	case "directories":
-		return tr.T("directories")
-	case "entries":
-		return tr.T("entries")
-	case "errors":
-		return tr.T("errors")
-	case "files":
-		return tr.T("files")
-	case "keys":
-		return tr.T("keys")
-	case "links":
-		return tr.T("links")
-	case "other users":
-		return tr.T("other users")
-	case "pages":
-		return tr.T("pages")
-	case "pairs":
-		return tr.T("pairs")
-	case "processes":
-		return tr.T("processes")
-	case "reasons":
-		return tr.T("reasons")
-	case "rows":
-		return tr.T("rows")
-	case "services":
-		return tr.T("services")
-	case "sockets":
-		return tr.T("sockets")
-	case "words":
-		return tr.T("words")
-	}
-	return unit
 }
 
 // number is a measured figure with its unit, or "-" when none was.

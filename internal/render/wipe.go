@@ -68,26 +68,11 @@ func WipePlan(w io.Writer, tr *i18n.Printer, p *wipe.Plan) {
 	}
 }
 
-// kindName is a wipe item's kind in the printer's language.
-func kindName(tr *i18n.Printer, kind string) string {
-	switch kind {
-	case wipe.Data:
-		return tr.T("data")
-	case wipe.Checkpoints:
-		return tr.T("checkpoints")
-	case wipe.Cache:
-		return tr.T("cache")
-	case wipe.Credential:
-		return tr.T("credential")
-	case wipe.History:
-		return tr.T("history")
-	case wipe.Temp:
-		return tr.T("temp")
-	case wipe.Docker:
-		return tr.T("docker")
-	}
-	return kind
-}
+// kinds are a wipe item's kinds (render/words.go).
+var kinds = words(i18n.Key(wipe.Data), i18n.Key(wipe.Checkpoints), i18n.Key(wipe.Cache), i18n.Key(wipe.Credential),
+	i18n.Key(wipe.History), i18n.Key(wipe.Temp), i18n.Key(wipe.Docker))
+
+func kindName(tr *i18n.Printer, kind string) string { return kinds.say(tr, kind) }
 
 // WipeOutcome says what a wipe removed, what failed or did not run, and
 // where its report is.
