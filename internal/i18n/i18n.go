@@ -166,8 +166,8 @@ func (p *Printer) Lookup(s string) string {
 	return s
 }
 
-// Sprintf is fmt.Sprintf with %w read as %v, as fmt.Errorf reads it.
-func Sprintf(format string, args ...any) string {
+// sprintf is fmt.Sprintf with %w read as %v, as fmt.Errorf reads it.
+func sprintf(format string, args ...any) string {
 	if strings.Contains(format, "%w") {
 		return fmt.Errorf(format, args...).Error()
 	}

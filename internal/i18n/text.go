@@ -51,7 +51,7 @@ func (p *Printer) Text(t Text) string {
 			args[i] = p.Text(s)
 		}
 	}
-	return Sprintf(p.Lookup(t.Format), args...)
+	return sprintf(p.Lookup(t.Format), args...)
 }
 
 // Plural is n things as a Text: one's format for 1, many's otherwise
