@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -141,13 +142,8 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 	if err != nil {
 		return err
 	}
-	switch o.expectInterconnect {
-	case "", bench.InterconnectNVLink, bench.InterconnectPCIe, bench.InterconnectAny:
-		if o.expectInterconnect != "" || !cmd.Flags().Changed("expect-interconnect") {
-			break
-		}
-		fallthrough
-	default:
+	if cmd.Flags().Changed("expect-interconnect") &&
+		!slices.Contains([]string{bench.InterconnectNVLink, bench.InterconnectPCIe, bench.InterconnectAny}, o.expectInterconnect) {
 		return usagef("--expect-interconnect: want nvlink, pcie or any, got %q", o.expectInterconnect)
 	}
 	if cmd.Flags().Changed("expect-cuda") && !cudaVersionRe.MatchString(o.expectCUDA) {

@@ -203,9 +203,12 @@ func isCfg(x ast.Expr) bool {
 // wordy reports whether a message has words to translate: "--%s: %v"
 // and "%s: %w" are the same in every language.
 func wordy(s string) bool {
-	s = regexp.MustCompile(`%(\[\d+\])?[-+# 0]*\d*(\.\d+)?[a-zA-Z%]|--?[a-z][a-z-]*`).ReplaceAllString(s, "")
+	s = notWords.ReplaceAllString(s, "")
 	return strings.IndexFunc(s, unicode.IsLetter) >= 0
 }
+
+// notWords are a message's verbs and flag names.
+var notWords = regexp.MustCompile(`%(\[\d+\])?[-+# 0]*\d*(\.\d+)?[a-zA-Z%]|--?[a-z][a-z-]*`)
 
 // helpTexts are the texts of every command's help, as localizeHelp
 // translates them.
