@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/units"
@@ -139,7 +139,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	}
 	d, err := units.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return time.Time{}, fmt.Errorf("--since: want a time such as 2026-11-30T09:00:00Z or a duration ago such as 2h or 3d, got %q", s)
+		return time.Time{}, i18n.Errorf("--since: want a time such as 2026-11-30T09:00:00Z or a duration ago such as 2h or 3d, got %q", s)
 	}
 	return now.Add(-d), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/measure"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/render"
@@ -213,7 +214,7 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 		if runtime.GOOS == "windows" {
 			// The probes read Linux's /proc and /sys and the driver's
 			// Linux libraries; rented GPUs run Linux.
-			return fmt.Errorf("gpurent bench measures the rented Linux machine, not Windows: run it there (--record facts.json), and judge the facts here with --replay")
+			return i18n.Errorf("gpurent bench measures the rented Linux machine, not Windows: run it there (--record facts.json), and judge the facts here with --replay")
 		}
 		if st, err := os.Stat(o.dataDir); err != nil || !st.IsDir() {
 			return usagef("--data-dir %s: not a directory", o.dataDir)

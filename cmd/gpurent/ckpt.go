@@ -83,7 +83,7 @@ func resolveID(ctx context.Context, g *globals, st *store.Store, run, id string,
 	if err != nil {
 		if errors.Is(err, store.ErrNoCheckpoint) {
 			// The run itself may be the typo: name the store's runs too.
-			return "", noCheckpoint(ctx, st, fmt.Errorf("--id: %w", err), true)
+			return "", noCheckpoint(ctx, st, i18n.Errorf("--id: %w", err), true)
 		}
 		return "", usagef("--id: %v", err)
 	}
@@ -190,7 +190,7 @@ func resolvedNew(p string) string {
 // the run does not hold is bad input (exit 2); a run with nothing in it yet
 // is a failure (exit 1), as a verify that found nothing to check is.
 func noCheckpoint(ctx context.Context, st *store.Store, err error, byID bool) error {
-	err = fmt.Errorf("%w; %s", err, runsHint(ctx, st))
+	err = i18n.Errorf("%w; %s", err, runsHint(ctx, st))
 	if byID {
 		return usage.Wrap(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
@@ -31,7 +32,7 @@ func newCkptPush(g *globals, s *storeFlags) *cobra.Command {
 func runCkptPush(ctx context.Context, g *globals, s *storeFlags, path string) error {
 	info, err := os.Lstat(path)
 	if err != nil {
-		return usage.Wrap(fmt.Errorf("push: %w", err))
+		return usage.Wrap(i18n.Errorf("push: %w", err))
 	}
 	if info.Mode()&os.ModeSymlink != 0 {
 		// Pushed as it is, a link is its target's name and nothing

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/usage"
@@ -55,7 +55,7 @@ func runCkptRm(ctx context.Context, g *globals, s *storeFlags, named []string) e
 	ids := slices.Compact(slices.Sorted(slices.Values(named)))
 	for _, id := range ids {
 		if _, err := st.Find(ctx, s.Run, id); errors.Is(err, store.ErrNoCheckpoint) {
-			return noCheckpoint(ctx, st, fmt.Errorf("%w (nothing was deleted)", err), true)
+			return noCheckpoint(ctx, st, i18n.Errorf("%w (nothing was deleted)", err), true)
 		}
 	}
 	deleted := []string{}
@@ -63,7 +63,7 @@ func runCkptRm(ctx context.Context, g *globals, s *storeFlags, named []string) e
 		m, err := st.Remove(ctx, s.Run, id)
 		if err != nil {
 			if len(deleted) > 0 {
-				err = fmt.Errorf("%w (deleted before it: %s)", err, strings.Join(deleted, ", "))
+				err = i18n.Errorf("%w (deleted before it: %s)", err, strings.Join(deleted, ", "))
 			}
 			return err
 		}

@@ -11,8 +11,10 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -94,15 +96,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitStatus(err)
 }
 
-// errorText is err's message in tr's language where it is a usage error
-// made from a message (usage.Errorf) and nothing wrapped it since; other
-// errors are written as they are.
+// errorText is err's message in tr's language: each layer made from a
+// message (usage.Errorf, i18n.Errorf) is translated, and the system's
+// words under it.
 func errorText(err error, tr *i18n.Printer) string {
-	var ue usageError
-	if errors.As(err, &ue) && ue.Format != "" && err.Error() == ue.Error() {
-		return tr.Tf(ue.Format, ue.Args...)
-	}
-	return err.Error()
+	return tr.Error(err)
 }
 
 // exitStatus is the exit code for a command's error.
@@ -145,11 +143,7 @@ func group(cmd *cobra.Command) *cobra.Command {
 				names = append(names, sub.Name())
 			}
 		}
-		msg := fmt.Sprintf("unknown command %q for %q", a[0], c.CommandPath())
-		if near := suggest.Closest(a[0], names); near != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", near)
-		}
-		return usagef("%s; its commands: %s", msg, strings.Join(names, ", "))
+		return usagef("unknown command %q for %q%s; its commands: %s", a[0], c.CommandPath(), suggest.DidYouMean(a[0], names), strings.Join(names, ", "))
 	}
 	return cmd
 }
@@ -159,7 +153,7 @@ func group(cmd *cobra.Command) *cobra.Command {
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {
-			return usage.Wrap(fmt.Errorf("%w (usage: %s)", err, cmd.UseLine()))
+			return usage.Wrap(i18n.Errorf("%w (usage: %s)", cobraArgsError(err), cmd.UseLine()))
 		}
 		return nil
 	}
@@ -171,7 +165,7 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 func noArgs(cmd *cobra.Command, a []string) error {
 	if len(a) > 0 {
 		name := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
-		return fmt.Errorf("%s takes no arguments, got %q; a value goes after its flag, as in --FLAG %s", name, strings.Join(a, " "), a[0])
+		return i18n.Errorf("%s takes no arguments, got %q; a value goes after its flag, as in --FLAG %s", name, strings.Join(a, " "), a[0])
 	}
 	return nil
 }
@@ -179,6 +173,7 @@ func noArgs(cmd *cobra.Command, a []string) error {
 // flagError makes a flag error exit 2 and, for an unknown flag, names the
 // flag of the command most likely meant ("--hourz": did you mean --hours?).
 func flagError(cmd *cobra.Command, err error) error {
+	err = pflagError(err)
 	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
 		var names []string
 		cmd.Flags().VisitAll(func(f *pflag.Flag) {
@@ -187,7 +182,7 @@ func flagError(cmd *cobra.Command, err error) error {
 			}
 		})
 		if near := suggest.Closest(name, names); near != "" {
-			err = fmt.Errorf("%w (did you mean --%s?)", err, near)
+			err = i18n.Errorf("%w (did you mean --%s?)", err, near)
 		}
 	}
 	// pflag's own words name its parser ("strconv.ParseFloat: parsing
@@ -195,7 +190,7 @@ func flagError(cmd *cobra.Command, err error) error {
 	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) {
 		if want, ok := flagWants(bad.GetFlag().Value.Type()); ok {
-			err = fmt.Errorf("--%s: want %s, got %q", bad.GetFlag().Name, want, bad.GetValue())
+			err = i18n.Errorf("--%s: want %s, got %q", bad.GetFlag().Name, want, bad.GetValue())
 		} else if c := bad.Unwrap(); c != nil && strings.HasPrefix(c.Error(), "--"+bad.GetFlag().Name+":") {
 			err = c // gpurent's own value types name the flag already
 		}
@@ -203,24 +198,79 @@ func flagError(cmd *cobra.Command, err error) error {
 	return usage.Wrap(err)
 }
 
+// pflagError is pflag's error as a message of gpurent's, in the same
+// English, so that it can be written in the user's language.
+func pflagError(err error) error {
+	var ne *pflag.NotExistError
+	var vr *pflag.ValueRequiredError
+	var se *pflag.InvalidSyntaxError
+	switch {
+	case errors.As(err, &ne) && ne.GetSpecifiedShortnames() != "":
+		return i18n.Errorf("unknown shorthand flag: %q in -%s", rune(ne.GetSpecifiedName()[0]), ne.GetSpecifiedShortnames())
+	case errors.As(err, &ne):
+		return i18n.Errorf("unknown flag: --%s", ne.GetSpecifiedName())
+	case errors.As(err, &vr) && vr.GetSpecifiedShortnames() != "":
+		return i18n.Errorf("flag needs an argument: %q in -%s", rune(vr.GetSpecifiedName()[0]), vr.GetSpecifiedShortnames())
+	case errors.As(err, &vr):
+		return i18n.Errorf("flag needs an argument: --%s", vr.GetSpecifiedName())
+	case errors.As(err, &se):
+		return i18n.Errorf("bad flag syntax: %s", se.GetSpecifiedFlag())
+	}
+	return err
+}
+
+// cobraArgs reads cobra's argument-count errors, which keep no message,
+// back into gpurent's messages with the same English.
+var cobraArgs = []struct {
+	re  *regexp.Regexp
+	err func(n []int) error
+}{
+	{regexp.MustCompile(`^requires at least (\d+) arg\(s\), only received (\d+)$`), func(n []int) error {
+		return i18n.Errorf("requires at least %d arg(s), only received %d", n[0], n[1])
+	}},
+	{regexp.MustCompile(`^accepts at most (\d+) arg\(s\), received (\d+)$`), func(n []int) error {
+		return i18n.Errorf("accepts at most %d arg(s), received %d", n[0], n[1])
+	}},
+	{regexp.MustCompile(`^accepts (\d+) arg\(s\), received (\d+)$`), func(n []int) error {
+		return i18n.Errorf("accepts %d arg(s), received %d", n[0], n[1])
+	}},
+	{regexp.MustCompile(`^accepts between (\d+) and (\d+) arg\(s\), received (\d+)$`), func(n []int) error {
+		return i18n.Errorf("accepts between %d and %d arg(s), received %d", n[0], n[1], n[2])
+	}},
+}
+
+// cobraArgsError is err as one of cobraArgs' messages where it is one.
+func cobraArgsError(err error) error {
+	for _, c := range cobraArgs {
+		if m := c.re.FindStringSubmatch(err.Error()); m != nil {
+			n := make([]int, len(m)-1)
+			for i, s := range m[1:] {
+				n[i], _ = strconv.Atoi(s)
+			}
+			return c.err(n)
+		}
+	}
+	return err
+}
+
 // flagWants says what a flag of a pflag type takes; ok is false for the
 // types of gpurent's own, whose errors say it already.
-func flagWants(typ string) (want string, ok bool) {
+func flagWants(typ string) (want i18n.Text, ok bool) {
 	switch typ {
 	case "float64", "float32":
-		return "a number", true
+		return i18n.Textf("a number"), true
 	case "int", "int64", "int32":
-		return "a whole number", true
+		return i18n.Textf("a whole number"), true
 	case "uint", "uint64", "uint32":
-		return "a whole number, 0 or more", true
+		return i18n.Textf("a whole number, 0 or more"), true
 	case "duration":
-		return "a duration such as 90s, 30m, 2h or 1d", true
+		return i18n.Textf("a duration such as 90s, 30m, 2h or 1d"), true
 	case "bool":
-		return "true or false", true
+		return i18n.Textf("true or false"), true
 	case "format":
-		return "table or json", true
+		return i18n.Textf("table or json"), true
 	}
-	return "", false
+	return i18n.Text{}, false
 }
 
 // globals are the flags every command shares, and where it writes: the

@@ -24,7 +24,8 @@ import (
 )
 
 // messageSites finds every message in the module's code: the literal
-// given to a Printer's T, Tf or Fprintf, to i18n.Textf, Plural and Key,
+// given to a Printer's T, Tf or Fprintf, to i18n.Textf, Errorf, Plural and Key, to
+// yamlfile.Problemf and a validation's bad(field, format),
 // to usagef and usage.Errorf, and to a run's logf and cfg.Log. A message
 // that is not a literal (or constant) is reported, since no test could
 // then know it has a translation, and so is a call whose arguments do not
@@ -64,7 +65,7 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 			}
 		}
 	}
-	for _, files := range pkgs {
+	for dir, files := range pkgs {
 		consts := constants(files)
 		var literal func(e ast.Expr) (string, bool)
 		literal = func(e ast.Expr) (string, bool) {
@@ -102,17 +103,22 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 				arg := -1
 				switch fn := call.Fun.(type) {
 				case *ast.Ident:
-					if fn.Name == "usagef" || fn.Name == "logf" {
+					if fn.Name == "usagef" || fn.Name == "logf" || (fn.Name == "Key" && filepath.Base(dir) == "i18n") {
 						arg = 0
+					}
+					if fn.Name == "bad" { // a validation's finding: bad(field, format, ...)
+						arg = 1
 					}
 				case *ast.SelectorExpr:
 					x, _ := fn.X.(*ast.Ident)
 					switch {
-					case fn.Sel.Name == "Errorf" && x != nil && x.Name == "usage":
+					case fn.Sel.Name == "Errorf" && x != nil && (x.Name == "usage" || x.Name == "i18n"):
 						arg = 0
 					case fn.Sel.Name == "T" || fn.Sel.Name == "Tf" || fn.Sel.Name == "Textf" || fn.Sel.Name == "logf",
 						fn.Sel.Name == "Key" && x != nil && x.Name == "i18n":
 						arg = 0
+					case fn.Sel.Name == "Problemf" && x != nil && x.Name == "yamlfile":
+						arg = 1
 					case fn.Sel.Name == "Log" && isCfg(fn.X):
 						// A run's lines (supervise, gpuwatch), written by
 						// runner's logf in the user's language.

@@ -1,8 +1,7 @@
 package main
 
 import (
-	"fmt"
-
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +29,7 @@ func onTheRentedMachine(name, short string) *cobra.Command {
 		Short:              short + " (Linux)",
 		DisableFlagParsing: true,
 		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("gpurent %s works on the rented Linux machine, not on Windows: copy the Linux build there (GOOS=linux go build ./cmd/gpurent), or use it inside WSL", name)
+			return i18n.Errorf("gpurent %s works on the rented Linux machine, not on Windows: copy the Linux build there (GOOS=linux go build ./cmd/gpurent), or use it inside WSL", name)
 		},
 	}
 }

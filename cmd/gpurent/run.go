@@ -141,7 +141,7 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 		}
 	}
 	fs := cmd.Flags()
-	bad := func(flag string, err error) error {
+	badFlag := func(flag string, err error) error {
 		field := strings.ReplaceAll(flag, "-", "_")
 		if fs.Changed(flag) || ix == nil || !ix.Has(field) {
 			return usagef("--%s: %w", flag, err)
@@ -180,7 +180,7 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 		if !fs.Changed(d.flag) && d.fromFile != "" {
 			v, err := units.ParseDuration(d.fromFile)
 			if err != nil {
-				return bad(d.flag, err)
+				return badFlag(d.flag, err)
 			}
 			*d.v = v
 		}
@@ -220,7 +220,7 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 	r.Stdout, r.Stderr, r.ExitCode, r.Printer = cmd.OutOrStdout(), cmd.ErrOrStderr(), exitStatus, g.tr
 	code, err := runner.Run(cmd.Context(), *r)
 	if oe := (*runner.OptionError)(nil); errors.As(err, &oe) {
-		return bad(oe.Flag, oe.Err)
+		return badFlag(oe.Flag, oe.Err)
 	}
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -145,8 +144,8 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 	}
 	var gpus []wipe.GPU
 	if o.gpu {
-		var note string
-		if gpus, note = gpuwipe.Plan(ctx); note != "" {
+		var note i18n.Text
+		if gpus, note = gpuwipe.Plan(ctx); !note.IsZero() {
 			plan.Warnings = append(plan.Warnings, note)
 		}
 	}
@@ -164,7 +163,7 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 		// what the store lacks (exit 1, as the real run would).
 		if o.requireBackup != "" {
 			if err := checkBackups(ctx, &o.s, o.requireBackup, plan, w, g.tr); err != nil {
-				return fmt.Errorf("%w (dry run: nothing was deleted)", err)
+				return i18n.Errorf("%w (dry run: nothing was deleted)", err)
 			}
 		}
 		if len(gpus) > 0 {
@@ -186,7 +185,7 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(o.reportPath), 0o700); err != nil {
-		return fmt.Errorf("wipe report: %w", err)
+		return i18n.Errorf("wipe report: %w", err)
 	}
 	// Saved under its resolved name, the one the plan keeps: a ".."
 	// after a link, or a directory on the way that the wipe
@@ -229,10 +228,10 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 		return err
 	}
 	if r.Failed > 0 {
-		return fmt.Errorf("wipe: %d of %s could not be removed completely; see %s", r.Failed, report.Count(len(r.Items), "item"), o.reportPath)
+		return i18n.Errorf("wipe: %d of %s could not be removed completely; see %s", r.Failed, report.Count(len(r.Items), "item"), o.reportPath)
 	}
 	if n := gpuwipe.Failed(r.GPUs); n > 0 {
-		return fmt.Errorf("wipe: the free memory of %d of %s was not scrubbed; see %s", n, report.Count(len(r.GPUs), "GPU"), o.reportPath)
+		return i18n.Errorf("wipe: the free memory of %d of %s was not scrubbed; see %s", n, report.Count(len(r.GPUs), "GPU"), o.reportPath)
 	}
 	return nil
 }
@@ -270,7 +269,7 @@ func planWipe(ctx context.Context, o *wipeOptions, paths []string) (*wipe.Plan, 
 		return nil, usagef("wipe: HOME is not set, and the plan needs the home directory whose histories, caches and keys it clears: set HOME (nothing was deleted)")
 	}
 	if e.Cwd, err = os.Getwd(); err != nil {
-		return nil, fmt.Errorf("wipe: %w", err)
+		return nil, i18n.Errorf("wipe: %w", err)
 	}
 	if exe, err := os.Executable(); err == nil {
 		e.Exe, _ = filepath.EvalSymlinks(exe)
@@ -303,7 +302,7 @@ func planWipe(ctx context.Context, o *wipeOptions, paths []string) (*wipe.Plan, 
 	wo.Report = o.reportPath
 	plan, err := wipe.Make(ctx, e, wo)
 	if errors.Is(err, wipe.ErrRefused) {
-		return nil, usage.Wrap(fmt.Errorf("wipe: %w (nothing was deleted)", err))
+		return nil, usage.Wrap(i18n.Errorf("wipe: %w (nothing was deleted)", err))
 	}
 	if err != nil {
 		return nil, err
@@ -315,7 +314,7 @@ func planWipe(ctx context.Context, o *wipeOptions, paths []string) (*wipe.Plan, 
 		return nil, usagef("--require-backup: no checkpoint directory to guard; name it with --ckpt DIR")
 	}
 	if len(ckptDirs) > 0 && o.requireBackup == "" {
-		plan.Warnings = append(plan.Warnings, "checkpoint data is deleted without checking a backup ("+strings.Join(ckptDirs, ", ")+"): add --require-backup STORE")
+		plan.Warnings = append(plan.Warnings, i18n.Textf("checkpoint data is deleted without checking a backup (%s): add --require-backup STORE", strings.Join(ckptDirs, ", ")))
 	}
 	return plan, nil
 }
@@ -324,7 +323,7 @@ func planWipe(ctx context.Context, o *wipeOptions, paths []string) (*wipe.Plan, 
 func dockerCLI(ctx context.Context, args ...string) ([]byte, error) {
 	bin, err := exec.LookPath("docker")
 	if err != nil {
-		return nil, errors.New("docker is not installed")
+		return nil, i18n.Errorf("docker is not installed")
 	}
 	return exec.CommandContext(ctx, bin, args...).CombinedOutput()
 }
@@ -373,7 +372,7 @@ func checkBackups(ctx context.Context, s *storeFlags, url string, plan *wipe.Pla
 		b, err := wipe.CheckBackup(ctx, st, s.Run, dir, kept)
 		closeFn()
 		if err != nil {
-			return fmt.Errorf("wipe refused, nothing was deleted: %s: %w", dir, err)
+			return i18n.Errorf("wipe refused, nothing was deleted: %s: %w", dir, err)
 		}
 		tr.Fprintf(w, "backup checked: every file in %s (%s, %s) is in %s of run %s in %s, the newest %s as %s, read back and hashed\n",
 			dir, render.Count(tr, b.Files, "file"), report.Bytes(b.Bytes), i18n.Plural(len(b.IDs), "%d committed checkpoint", "%d committed checkpoints"), b.Run, name, b.Checkpoint, b.ID)
@@ -384,7 +383,7 @@ func checkBackups(ctx context.Context, s *storeFlags, url string, plan *wipe.Pla
 func defaultWipeReport() (string, error) {
 	dir, err := statedir.Dir()
 	if err != nil {
-		return "", fmt.Errorf("wipe report: %w", err)
+		return "", i18n.Errorf("wipe report: %w", err)
 	}
 	return filepath.Join(dir, "wipe-"+time.Now().UTC().Format("20060102T150405Z")+".json"), nil
 }
@@ -397,7 +396,7 @@ func saveReport(path string, r *wipe.Report) error {
 		return err
 	}
 	if err := atomicfile.Write(path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("wipe report: %w", err)
+		return i18n.Errorf("wipe report: %w", err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,7 +121,7 @@ func TestWipeGPUSimulated(t *testing.T) {
 	}
 	code, r, errOut = wipeGPU("residue=4096", noNVML, "--gpu", "--yes")
 	if len(r.GPUs) != 2 || code != 1 || r.GPUs[0].Status != wipe.GPUInUse || r.GPUs[1].Status != wipe.GPUInUse ||
-		!strings.Contains(r.GPUs[0].HeldBy[0], "NVML does not list this GPU") || !strings.Contains(strings.Join(r.Warnings, " "), "NVML cannot list") {
+		!strings.Contains(r.GPUs[0].HeldBy[0], "NVML does not list this GPU") || !strings.Contains(fmt.Sprint(r.Warnings), "NVML cannot list") {
 		t.Errorf("no NVML: exit %d, %+v %v\n%s", code, r.GPUs, r.Warnings, errOut)
 	}
 	code, r, _ = wipeGPU("residue=4096", noNVML, "--gpu", "--gpu-force", "--yes")

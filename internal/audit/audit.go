@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/mounts"
 	"github.com/gpurent/gpurent/internal/probe"
 )
@@ -138,9 +139,9 @@ func Gather(ctx context.Context, e Env) Facts {
 	f.Since, f.SinceFrom = e.Since.UTC(), "--since"
 	if e.Since.IsZero() {
 		if t, ok := pid1Start(e.Root); ok {
-			f.Since, f.SinceFrom = t.UTC(), "start of PID 1 (this boot, or this container)"
+			f.Since, f.SinceFrom = t.UTC(), i18n.Key("start of PID 1 (this boot, or this container)")
 		} else {
-			f.SinceFrom = "unknown"
+			f.SinceFrom = i18n.Key("unknown")
 			f.Unseen = append(f.Unseen, "when this tenancy began (no /proc/1/stat): pass --since")
 		}
 	}

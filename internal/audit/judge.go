@@ -53,22 +53,31 @@ type judger struct {
 func (j *judger) add(c check.Check) { j.checks = append(j.checks, c) }
 
 // list joins the first ten items and says how many more there are.
-func list(items []string) string {
+func list(items []i18n.Text) i18n.Text {
 	const max = 10
 	if len(items) <= max {
-		return strings.Join(items, "; ")
+		return i18n.Join(items, "; ")
 	}
-	return strings.Join(items[:max], "; ") + fmt.Sprintf("; and %d more", len(items)-max)
+	return i18n.Textf("%s%s", i18n.Join(items[:max], "; "), i18n.Textf("; and %d more", len(items)-max))
+}
+
+// plain are names and paths, as they are in every language.
+func plain(xs []string) []i18n.Text {
+	out := make([]i18n.Text, len(xs))
+	for i, x := range xs {
+		out[i] = i18n.Plain(x)
+	}
+	return out
 }
 
 func (j *judger) logins() {
 	c := check.Check{ID: "users.logins", Status: check.Pass, Measured: len(j.f.Logins), Expected: 0, Unit: "other users"}
-	var now, recent []string
+	var now, recent []i18n.Text
 	for _, l := range j.f.Logins {
-		now = append(now, fmt.Sprintf("%s on %s from %s since %s", l.User, l.Line, orLocal(l.Host), l.Time.Format("2006-01-02 15:04")))
+		now = append(now, i18n.Textf("%s on %s from %s since %s", l.User, l.Line, orLocal(l.Host), l.Time.Format("2006-01-02 15:04")))
 	}
 	for _, l := range j.f.Recent {
-		recent = append(recent, fmt.Sprintf("%s from %s at %s", l.User, orLocal(l.Host), l.Time.Format("2006-01-02 15:04")))
+		recent = append(recent, i18n.Textf("%s from %s at %s", l.User, orLocal(l.Host), l.Time.Format("2006-01-02 15:04")))
 	}
 	switch {
 	case len(now) > 0:
@@ -88,11 +97,11 @@ func (j *judger) logins() {
 	j.add(c)
 }
 
-func orLocal(h string) string {
+func orLocal(h string) i18n.Text {
 	if h == "" {
-		return "the console"
+		return i18n.Textf("the console")
 	}
-	return h
+	return i18n.Plain(h)
 }
 
 func hasUnseen(unseen []string, word string) bool {
@@ -114,9 +123,9 @@ func (j *judger) processes() {
 		}
 		by[p.User] = append(by[p.User], fmt.Sprintf("%s (%d)", p.Name, p.PID))
 	}
-	var items []string
+	var items []i18n.Text
 	for _, u := range order {
-		items = append(items, u+": "+strings.Join(by[u], ", "))
+		items = append(items, i18n.Plain(u+": "+strings.Join(by[u], ", ")))
 	}
 	switch {
 	case len(items) > 0:
@@ -154,7 +163,7 @@ func (j *judger) ssh() {
 	// A Match block's settings apply to the connections it selects, over
 	// the global ones: judged as if every block applied, since who
 	// connects from where is not known here.
-	var opened []string
+	var opened []i18n.Text
 	for _, m := range s.MatchBlocks {
 		eff := maps.Clone(s.Settings)
 		var own []string
@@ -168,12 +177,12 @@ func (j *judger) ssh() {
 			status, advice = st, adv
 		}
 		if st != check.Pass && len(own) > 0 {
-			opened = append(opened, fmt.Sprintf("Match %s (%s) sets %s", m.Condition, m.File, strings.Join(own, ", ")))
+			opened = append(opened, i18n.Textf("Match %s (%s) sets %s", m.Condition, m.File, strings.Join(own, ", ")))
 		}
 	}
 	switch {
 	case len(opened) > 0:
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", strings.Join(opened, "; ")))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", i18n.Join(opened, "; ")))
 		advice = i18n.Textf("%s The Match blocks named above do so for the users or addresses they select: change them too.", advice)
 	case s.Match:
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; Match blocks change none of these to allow more"))
@@ -203,13 +212,13 @@ func sshLogin(set map[string]string) (status string, advice i18n.Text) {
 
 func (j *judger) keys() {
 	c := check.Check{ID: "ssh.authorized_keys", Status: check.Pass, Measured: len(j.f.Keys), Unit: "keys"}
-	var items []string
+	var items []i18n.Text
 	for _, k := range j.f.Keys {
 		s := fmt.Sprintf("%s %s %q", k.Type, k.Fingerprint, k.Comment)
 		if len(k.Options) > 0 {
 			s += " [" + strings.Join(k.Options, ",") + "]"
 		}
-		items = append(items, s)
+		items = append(items, i18n.Plain(s))
 	}
 	switch {
 	case len(items) == 0:
@@ -226,18 +235,16 @@ func (j *judger) keys() {
 
 func (j *judger) listeners() {
 	c := check.Check{ID: "net.listeners", Status: check.Pass, Expected: i18n.Textf("loopback only, or sshd"), Unit: "sockets"}
-	var open, sshd []string
+	var open, sshd []i18n.Text
 	for _, l := range j.f.Listeners {
 		if l.Loopback() {
 			continue
 		}
-		who := l.Process
-		if who == "" {
-			who = "owner " + l.User + ", process not visible"
-		} else {
-			who = fmt.Sprintf("%s (pid %d, %s)", l.Process, l.PID, l.User)
+		who := i18n.Plain(fmt.Sprintf("%s (pid %d, %s)", l.Process, l.PID, l.User))
+		if l.Process == "" {
+			who = i18n.Textf("owner %s, process not visible", l.User)
 		}
-		s := fmt.Sprintf("%s %s:%d %s", l.Proto, l.Addr, l.Port, who)
+		s := i18n.Textf("%s %s:%d %s", l.Proto, l.Addr, l.Port, who)
 		if l.Process == "sshd" || (l.Process == "" && l.Port == 22 && strings.HasPrefix(l.Proto, "tcp")) {
 			sshd = append(sshd, s)
 			continue
@@ -265,9 +272,9 @@ func (j *judger) listeners() {
 // and has no login at all.
 func (j *judger) services() {
 	c := check.Check{ID: "net.services", Status: check.Pass, Expected: i18n.Textf("none open"), Unit: "services"}
-	var run, read, closed []string
+	var run, read, closed []i18n.Text
 	for _, s := range j.f.Services {
-		line := fmt.Sprintf("%s on port %d (%s)", s.Kind, s.Port, s.Evidence)
+		line := i18n.Textf("%s on port %d (%s)", s.Kind, s.Port, s.Evidence)
 		switch {
 		case !s.Open:
 			closed = append(closed, line)
@@ -315,9 +322,9 @@ func (j *judger) others() []string {
 // passed as an argument is shared with whoever else uses the machine.
 func (j *judger) tokenArgs() {
 	c := check.Check{ID: "secrets.cmdline", Status: check.Pass, Measured: len(j.f.TokenArgs), Expected: 0, Unit: "processes"}
-	var items []string
+	var items []i18n.Text
 	for _, a := range j.f.TokenArgs {
-		items = append(items, fmt.Sprintf("%s (pid %d): %s", a.Name, a.PID, a.Kind))
+		items = append(items, i18n.Plain(fmt.Sprintf("%s (pid %d): %s", a.Name, a.PID, a.Kind)))
 	}
 	names := j.others()
 	switch {
@@ -332,7 +339,7 @@ func (j *judger) tokenArgs() {
 		c.Evidence = i18n.Textf("a token on the command line, which every account here can read with ps: %s", list(items))
 		if len(names) > 0 {
 			c.Status = check.Fail
-			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; others use this machine (%s)", list(names)))
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; others use this machine (%s)", list(plain(names))))
 		}
 		c.Advice = i18n.Textf("Pass tokens in environment variables or files (HF_TOKEN, huggingface-cli login, ~/.aws/credentials), not as arguments, and rotate one others may have read.")
 	}
@@ -344,9 +351,9 @@ func (j *judger) tokenArgs() {
 // matters as soon as someone else uses the machine.
 func (j *judger) openDirs() {
 	c := check.Check{ID: "data.permissions", Status: check.Pass, Measured: len(j.f.OpenDirs), Expected: 0, Unit: "directories"}
-	var open []string
+	var open []i18n.Text
 	for _, d := range j.f.OpenDirs {
-		open = append(open, fmt.Sprintf("%s (%s)", d.Path, d.Mode))
+		open = append(open, i18n.Plain(fmt.Sprintf("%s (%s)", d.Path, d.Mode)))
 	}
 	names := j.others()
 	switch {
@@ -354,7 +361,7 @@ func (j *judger) openDirs() {
 		c.Evidence = i18n.Textf("your home, working directory and data directories are closed to other accounts")
 	case len(names) > 0:
 		c.Status = check.Warn
-		c.Evidence = i18n.Textf("open to every account, while others use this machine (%s): %s", list(names), list(open))
+		c.Evidence = i18n.Textf("open to every account, while others use this machine (%s): %s", list(plain(names)), list(open))
 		c.Advice = i18n.Textf("Other people on this machine can list and read what these hold (datasets, checkpoints, code, shell history). chmod 700 them (chmod 700 ~ for the home), or keep your data where only you can reach it.")
 	default:
 		c.Evidence = i18n.Textf("open to every account, but no other account was seen using this machine: %s", list(open))
@@ -364,11 +371,11 @@ func (j *judger) openDirs() {
 
 func (j *judger) secrets() {
 	c := check.Check{ID: "secrets.files", Status: check.Pass, Measured: len(j.f.Secrets), Expected: 0, Unit: "files"}
-	var readable, present []string
+	var readable, present []i18n.Text
 	for _, s := range j.f.Secrets {
-		item := fmt.Sprintf("%s (%s, %s)", s.Path, s.Kind, s.Mode)
+		item := i18n.Textf("%s (%s, %s)", s.Path, i18n.Data(s.Kind), s.Mode)
 		if s.Target != "" {
-			item = fmt.Sprintf("%s, a symlink to %s (%s, %s)", s.Path, s.Target, s.Kind, s.Mode)
+			item = i18n.Textf("%s, a symlink to %s (%s, %s)", s.Path, s.Target, i18n.Data(s.Kind), s.Mode)
 		}
 		if s.OthersCanRead {
 			readable = append(readable, item)
@@ -407,19 +414,19 @@ func (j *judger) secrets() {
 
 func (j *judger) leftovers() {
 	c := check.Check{ID: "data.leftovers", Status: check.Pass, Measured: len(j.f.Leftovers), Expected: 0, Unit: "entries"}
-	var items []string
+	var items []i18n.Text
 	var total int64
 	for _, l := range j.f.Leftovers {
-		why := "untouched since " + l.Newest.Format("2006-01-02")
+		why := i18n.Textf("untouched since %s", l.Newest.Format("2006-01-02"))
 		if len(l.Owners) > 0 {
-			why = "owned by " + strings.Join(l.Owners, ", ")
+			why = i18n.Textf("owned by %s", strings.Join(l.Owners, ", "))
 		}
-		items = append(items, fmt.Sprintf("%s (%s, %s, %s)", l.Path, report.Bytes(l.Bytes), report.Count(l.Files, "file"), why))
+		items = append(items, i18n.Textf("%s (%s, %s, %s)", l.Path, report.Bytes(l.Bytes), i18n.Plural(l.Files, "%d file", "%d files"), why))
 		total += l.Bytes
 	}
-	since := "unknown"
+	since := i18n.Textf("unknown")
 	if !j.f.Since.IsZero() {
-		since = j.f.Since.Format("2006-01-02 15:04") + " UTC, " + j.f.SinceFrom
+		since = i18n.Textf("%s UTC, %s", j.f.Since.Format("2006-01-02 15:04"), i18n.Data(j.f.SinceFrom))
 	}
 	switch {
 	case len(items) > 0:
@@ -443,9 +450,9 @@ const adviceCrypt = "Keep checkpoints and data on a volume encrypted with a key 
 
 func (j *judger) storage() {
 	c := check.Check{ID: "storage.encryption", Status: check.Pass, Expected: i18n.Textf("dm-crypt under your data"), Unit: ""}
-	var plain, layered, network, enc, unknown []string
+	var plain, layered, network, enc, unknown []i18n.Text
 	for _, v := range j.f.Volumes {
-		desc := fmt.Sprintf("%s on %s (%s, %s)", v.Path, v.Mount, v.FSType, v.Source)
+		desc := i18n.Textf("%s on %s (%s, %s)", v.Path, v.Mount, v.FSType, v.Source)
 		switch {
 		case v.Network:
 			network = append(network, desc)
@@ -453,26 +460,26 @@ func (j *judger) storage() {
 			layered = append(layered, desc)
 		case v.Memory:
 		case v.Encrypted != nil && *v.Encrypted:
-			enc = append(enc, desc+" via "+v.Via)
+			enc = append(enc, i18n.Textf("%s via %s", desc, v.Via))
 		case v.Encrypted != nil:
 			plain = append(plain, desc)
 		default:
 			unknown = append(unknown, desc)
 		}
 	}
-	var parts []string
-	add := func(label string, xs []string) {
+	var parts []i18n.Text
+	add := func(label i18n.Text, xs []i18n.Text) {
 		if len(xs) > 0 {
-			parts = append(parts, label+": "+list(xs))
+			parts = append(parts, i18n.Textf("%s: %s", label, list(xs)))
 		}
 	}
-	add("not encrypted", plain)
-	add("container overlay (the host disk beneath is not visible)", layered)
-	add("network file system (the data lives on the provider's servers)", network)
-	add("encrypted", enc)
-	add("cannot tell", unknown)
+	add(i18n.Textf("not encrypted"), plain)
+	add(i18n.Textf("container overlay (the host disk beneath is not visible)"), layered)
+	add(i18n.Textf("network file system (the data lives on the provider's servers)"), network)
+	add(i18n.Textf("encrypted"), enc)
+	add(i18n.Textf("cannot tell"), unknown)
 	c.Measured = i18n.Textf("%d plain, %d encrypted", len(plain)+len(layered), len(enc))
-	c.Evidence = i18n.Plain(strings.Join(parts, "; "))
+	c.Evidence = i18n.Join(parts, "; ")
 	if len(parts) == 0 {
 		c.Status, c.Evidence = check.Skip, i18n.Textf("no mount table to read")
 	} else if len(plain)+len(layered)+len(network) > 0 {
@@ -485,13 +492,17 @@ func (j *judger) storage() {
 
 func (j *judger) swap() {
 	c := check.Check{ID: "storage.swap", Status: check.Pass, Unit: ""}
-	var plain, ok []string
+	var plain, ok []i18n.Text
 	for _, v := range j.f.Swap {
 		switch {
 		case v.Memory || (v.Encrypted != nil && *v.Encrypted):
-			ok = append(ok, v.Path+" ("+orText(v.Via, "memory")+")")
+			via := i18n.Plain(v.Via)
+			if v.Via == "" {
+				via = i18n.Textf("memory")
+			}
+			ok = append(ok, i18n.Textf("%s (%s)", v.Path, via))
 		default:
-			plain = append(plain, v.Path)
+			plain = append(plain, i18n.Plain(v.Path))
 		}
 	}
 	c.Measured = len(plain)
@@ -510,13 +521,6 @@ func (j *judger) swap() {
 	j.add(c)
 }
 
-func orText(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
-}
-
 func (j *judger) docker() {
 	c := check.Check{ID: "docker.socket", Status: check.Pass, Unit: ""}
 	var reach, closed []string
@@ -531,10 +535,10 @@ func (j *judger) docker() {
 	switch {
 	case len(reach) > 0:
 		c.Status = check.Warn
-		c.Evidence = i18n.Textf("the Docker daemon answers this user at %s", list(reach))
+		c.Evidence = i18n.Textf("the Docker daemon answers this user at %s", list(plain(reach)))
 		c.Advice = i18n.Textf("Whoever reaches the Docker socket is root on the host and can read every container's files; inside a container it means the walls between tenants are thin. Keep your data encrypted.")
 	case len(closed) > 0:
-		c.Evidence = i18n.Textf("a Docker socket exists but does not answer this user: %s", list(closed))
+		c.Evidence = i18n.Textf("a Docker socket exists but does not answer this user: %s", list(plain(closed)))
 	default:
 		c.Evidence = i18n.Textf("no Docker socket")
 	}
@@ -545,7 +549,11 @@ func (j *judger) visibility() {
 	c := check.Check{ID: "audit.visibility", Status: check.Pass, Measured: len(j.f.Unseen), Unit: "blind spots"}
 	if len(j.f.Unseen) > 0 {
 		c.Status = check.Skip
-		c.Evidence = i18n.Textf("not seen: %s", strings.Join(j.f.Unseen, "; "))
+		unseen := make([]i18n.Text, len(j.f.Unseen))
+		for i, u := range j.f.Unseen {
+			unseen[i] = i18n.Data(u)
+		}
+		c.Evidence = i18n.Textf("not seen: %s", i18n.Join(unseen, "; "))
 		if j.f.UID != 0 {
 			c.Advice = i18n.Textf("Run gpurent audit as root (sudo) to see other users' processes and sockets.")
 		}

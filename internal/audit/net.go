@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/procfs"
 )
 
@@ -46,7 +47,7 @@ func listeners(e Env, users passwd, unseen func(string)) []Listener {
 		out = append(out, parseSockets(proto, string(b))...)
 	}
 	if read == 0 {
-		unseen("listening sockets: no /proc/net/tcp")
+		unseen(i18n.Key("listening sockets: no /proc/net/tcp"))
 		return out
 	}
 	owners := socketOwners(e)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Service is a web service on a port other machines can reach that
@@ -219,7 +220,7 @@ func services(ctx context.Context, fetch Fetch, ls []Listener, rootOf func(pid i
 				var status int
 				var server, base string
 				var body []byte
-				err := errors.New("not asked")
+				err := i18n.Errorf("not asked")
 				for _, scheme := range schemes {
 					base = scheme + "://" + tg.addr
 					c, cancel := context.WithTimeout(ctx, time.Second)

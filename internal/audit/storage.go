@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/mounts"
 )
 
@@ -62,7 +63,7 @@ func volumes(e Env, tab mounts.Table, unseen func(string)) (vols, swap []Volume)
 	}
 	b, err := os.ReadFile(e.path("proc/swaps"))
 	if err != nil {
-		unseen("swap: no /proc/swaps")
+		unseen(i18n.Key("swap: no /proc/swaps"))
 		return vols, swap
 	}
 	for _, line := range strings.Split(string(b), "\n")[1:] {

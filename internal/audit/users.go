@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/userfile"
 )
 
@@ -154,7 +155,7 @@ func logins(e Env, me string, unseen func(string)) (now, recent []Login) {
 		}
 	}
 	if utmp == nil {
-		unseen("current logins: no utmp (containers often have none)")
+		unseen(i18n.Key("current logins: no utmp (containers often have none)"))
 	}
 	for _, l := range parseUtmp(utmp) {
 		if l.User != me {
@@ -163,7 +164,7 @@ func logins(e Env, me string, unseen func(string)) (now, recent []Login) {
 	}
 	f, st, err := userfile.Open(e.path("var/log/wtmp"))
 	if err != nil {
-		unseen("recent logins: no readable /var/log/wtmp")
+		unseen(i18n.Key("recent logins: no readable /var/log/wtmp"))
 		return now, recent
 	}
 	defer f.Close()
@@ -217,11 +218,11 @@ func processes(e Env, users passwd, unseen func(string)) ([]Proc, []TokenArg, bo
 		}
 	}
 	if hidden && e.UID != 0 {
-		unseen("other users' processes: /proc is mounted with hidepid")
+		unseen(i18n.Key("other users' processes: /proc is mounted with hidepid"))
 	}
 	ents, err := os.ReadDir(e.path("proc"))
 	if err != nil {
-		unseen("processes: no /proc")
+		unseen(i18n.Key("processes: no /proc"))
 		return out, args, hidden
 	}
 	min := uidMin(e.Root)

@@ -6,11 +6,11 @@
 package bench
 
 import (
-	"fmt"
 	"math"
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/check"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
 	"github.com/gpurent/gpurent/internal/suggest"
@@ -172,7 +172,7 @@ func Judge(f probe.Facts, tab *specs.Table, order Order, lim Limits) (*Report, e
 	if order.GPU != "" {
 		if accepted = tab.Match(order.GPU); len(accepted) == 0 {
 			models := knownModels(tab)
-			return nil, fmt.Errorf("--expect: no GPU in the datasheet table matches %q%s; known models include %s", order.GPU, suggest.DidYouMean(order.GPU, models), strings.Join(models, ", "))
+			return nil, i18n.Errorf("--expect: no GPU in the datasheet table matches %q%s; known models include %s", order.GPU, suggest.DidYouMean(order.GPU, models), strings.Join(models, ", "))
 		}
 	}
 	j := &judge{f: f, tab: tab, order: order, accepted: accepted, lim: lim, clim: DefaultComputeLimits()}

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/statedir"
 )
 
@@ -118,7 +118,7 @@ func (r *Report) Entry() HistoryEntry {
 func HistoryPath() (string, error) {
 	dir, err := statedir.Dir()
 	if err != nil {
-		return "", fmt.Errorf("bench history: %w", err)
+		return "", i18n.Errorf("bench history: %w", err)
 	}
 	return filepath.Join(dir, "bench.jsonl"), nil
 }
@@ -133,11 +133,11 @@ func AppendHistory(path string, e HistoryEntry) error {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("bench history: %w", err)
+		return i18n.Errorf("bench history: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o600)
 	if err != nil {
-		return fmt.Errorf("bench history: %w", err)
+		return i18n.Errorf("bench history: %w", err)
 	}
 	// A write cut short earlier leaves a line without its newline; start a
 	// new line so this entry is not glued to the broken one.
@@ -150,11 +150,11 @@ func AppendHistory(path string, e HistoryEntry) error {
 	}
 	if _, err := f.Write(line); err != nil {
 		f.Close()
-		return fmt.Errorf("bench history %s: %w", path, err)
+		return i18n.Errorf("bench history %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("bench history %s: %w", path, err)
+		return i18n.Errorf("bench history %s: %w", path, err)
 	}
 	return f.Close()
 }
@@ -168,7 +168,7 @@ func ReadHistory(path string) (entries []HistoryEntry, skipped int, err error) {
 		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("bench history: %w", err)
+		return nil, 0, i18n.Errorf("bench history: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)

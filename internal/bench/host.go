@@ -84,7 +84,11 @@ func (j *judge) sharing() {
 	case len(env) > 0:
 	case s.HypervisorUnknown != "":
 		// Bare metal only where a VM would have shown the flag.
-		e.Evidence = i18n.Textf("no container detected; whether this is a virtual machine is not known: %s, and no DMI product name was readable", s.HypervisorUnknown)
+		why := i18n.Data(s.HypervisorUnknown)
+		if arch, ok := strings.CutSuffix(s.HypervisorUnknown, " CPUs have no hypervisor flag"); ok {
+			why = i18n.Textf("%s CPUs have no hypervisor flag", arch)
+		}
+		e.Evidence = i18n.Textf("no container detected; whether this is a virtual machine is not known: %s, and no DMI product name was readable", why)
 	default:
 		e.Evidence = i18n.Textf("bare metal, no container detected")
 	}

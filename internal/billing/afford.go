@@ -1,7 +1,6 @@
 package billing
 
 import (
-	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -70,7 +69,7 @@ type Afforded struct {
 // within the budget and the next ones tried.
 func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Rates, opt Options, budget float64) (*Reach, error) {
 	if !(budget > 0) || math.IsInf(budget, 0) {
-		return nil, fmt.Errorf("want a positive budget, got %v", budget)
+		return nil, i18n.Errorf("want a positive budget, got %v", budget)
 	}
 	cur, factors, used, err := conversions(offers, rates, opt)
 	if err != nil {

@@ -246,7 +246,7 @@ func validTokens(flag string, v float64, zeroOK bool) error {
 		if zeroOK {
 			want = "0 or more"
 		}
-		return fmt.Errorf("--%s: want %s, at most %g, got %v", flag, want, maxTokensPerDay, v)
+		return i18n.Errorf("--%s: want %s, at most %g, got %v", flag, want, maxTokensPerDay, v)
 	}
 	return nil
 }
@@ -264,13 +264,13 @@ func apis(q InferenceQuery, model, cur string, rates catalog.Rates) ([]Inference
 		case q.APIInputPricePerM != nil:
 			a.InputPerM, a.Source = *q.APIInputPricePerM, "--api-price, --api-input-price"
 		case q.InputTokensPerDay > 0:
-			return nil, fmt.Errorf("--api-input-price: needed to price --input-tokens-per-day with --api-price (its price per 1M input tokens, in %s)", cur)
+			return nil, i18n.Errorf("--api-input-price: needed to price --input-tokens-per-day with --api-price (its price per 1M input tokens, in %s)", cur)
 		}
 		a.PerDay = perDay(a.InputPerM, a.OutputPerM)
 		return []InferenceAPI{a}, nil
 	}
 	if q.APIInputPricePerM != nil {
-		return nil, fmt.Errorf("--api-input-price: needs --api-price: a sourced API's input price goes with its own output price")
+		return nil, i18n.Errorf("--api-input-price: needs --api-price: a sourced API's input price goes with its own output price")
 	}
 	var out []InferenceAPI
 	for _, p := range APIPrices() {
@@ -289,7 +289,7 @@ func apis(q InferenceQuery, model, cur string, rates catalog.Rates) ([]Inference
 		out = append(out, a)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--model: no API price for %q; known models are %s, or pass --api-price", model, ModelList())
+		return nil, i18n.Errorf("--model: no API price for %q; known models are %s, or pass --api-price", model, ModelList())
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].PerDay < out[j].PerDay })
 	return out, nil
@@ -314,11 +314,11 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 		util = 1
 	}
 	if !(util > 0 && util <= 1) {
-		return nil, fmt.Errorf("--utilisation: want a fraction in (0, 1], got %v", q.Utilisation)
+		return nil, i18n.Errorf("--utilisation: want a fraction in (0, 1], got %v", q.Utilisation)
 	}
 	model, known := CanonicalModel(q.Model)
 	if !known && (q.TokensPerSec == nil || q.APIPricePerM == nil) {
-		return nil, fmt.Errorf("--model: want %s, got %q (or give both --tokens-per-second and --api-price)", ModelList(), q.Model)
+		return nil, i18n.Errorf("--model: want %s, got %q (or give both --tokens-per-second and --api-price)", ModelList(), q.Model)
 	}
 	list, err := apis(q, model, cur, rates)
 	if err != nil {
@@ -349,7 +349,7 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 		}
 		f, err := rates.Convert(1, o.Currency, cur)
 		if err != nil {
-			return nil, fmt.Errorf("offer %s: %w", o.ID, err)
+			return nil, i18n.Errorf("offer %s: %w", o.ID, err)
 		}
 		hourly *= f
 		var tps float64
@@ -365,7 +365,7 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 		}
 		need := math.Ceil(q.TokensPerDay / (tps * 86400 * util))
 		if need > maxInstances {
-			return nil, fmt.Errorf("--tokens-per-day: %g tokens a day need %.3g instances of %s at %g tok/s, more than any provider rents", q.TokensPerDay, need, o.ID, tps*util)
+			return nil, i18n.Errorf("--tokens-per-day: %g tokens a day need %.3g instances of %s at %g tok/s, more than any provider rents", q.TokensPerDay, need, o.ID, tps*util)
 		}
 		n := int(need)
 		io := InferenceOffer{
@@ -393,7 +393,7 @@ func PlanInference(q InferenceQuery, offers []catalog.Offer, rates catalog.Rates
 		res.Offers = append(res.Offers, io)
 	}
 	if len(res.Offers) == 0 {
-		return nil, fmt.Errorf("no offer of this GPU has a measured throughput for %s with an on-demand price; pass --tokens-per-second", model)
+		return nil, i18n.Errorf("no offer of this GPU has a measured throughput for %s with an on-demand price; pass --tokens-per-second", model)
 	}
 	if unrated > 0 {
 		var more i18n.Text

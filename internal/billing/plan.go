@@ -1,7 +1,6 @@
 package billing
 
 import (
-	"fmt"
 	"hash/fnv"
 	"math"
 	"runtime"
@@ -135,7 +134,7 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 	for i := range offers {
 		f, err := rates.Convert(1, offers[i].Currency, cur)
 		if err != nil {
-			return nil, fmt.Errorf("offer %s: %w", offers[i].ID, err)
+			return nil, i18n.Errorf("offer %s: %w", offers[i].ID, err)
 		}
 		factors[i] = f
 	}

@@ -10,13 +10,13 @@
 package billing
 
 import (
-	"fmt"
 	"math"
 	"time"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/specs"
 	"github.com/gpurent/gpurent/internal/units"
@@ -150,10 +150,10 @@ const (
 // checkMinMemory is the one rule for min_gpu_memory_gb: a size, 0 for any.
 func checkMinMemory(gb float64) error {
 	if math.IsNaN(gb) || math.IsInf(gb, 0) || gb < 0 {
-		return fmt.Errorf("want a non-negative size in GB, got %v", gb)
+		return i18n.Errorf("want a non-negative size in GB, got %v", gb)
 	}
 	if gb > 1e6 {
-		return fmt.Errorf("want the GB one GPU holds (141 for an H200), got %v", gb)
+		return i18n.Errorf("want the GB one GPU holds (141 for an H200), got %v", gb)
 	}
 	return nil
 }
@@ -281,7 +281,7 @@ const MaxProfileSize = 1 << 20
 func ReadProfile(path string) (*Profile, *yamlfile.Index, error) {
 	data, err := userfile.Read(path, MaxProfileSize)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read profile: %w", err)
+		return nil, nil, i18n.Errorf("read profile: %w", err)
 	}
 	return ParseProfile(path, data)
 }

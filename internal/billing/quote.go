@@ -194,7 +194,7 @@ func Offers(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
 		most = max(most, o.GPUs)
 	}
 	if len(whole) == 0 {
-		return nil, fmt.Errorf("no offer of GPU %q has %d GPUs in one machine; the most is %d", p.GPU, p.GPUs, most)
+		return nil, i18n.Errorf("no offer of GPU %q has %d GPUs in one machine; the most is %d", p.GPU, p.GPUs, most)
 	}
 	return whole, nil
 }
@@ -233,7 +233,7 @@ func WithMemory(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
 		if p.GPU != "" {
 			among = fmt.Sprintf(" among the %s of GPU %q", report.Count(len(offers), "offer"), p.GPU)
 		}
-		return nil, fmt.Errorf("no offer%s has GPUs of %v GB or more; the most is %v GB (%s)", among, p.MinGPUMemoryGB, largest, which)
+		return nil, i18n.Errorf("no offer%s has GPUs of %v GB or more; the most is %v GB (%s)", among, p.MinGPUMemoryGB, largest, which)
 	}
 	return out, nil
 }
@@ -318,7 +318,7 @@ func conversions(offers []catalog.Offer, rates catalog.Rates, opt Options) (cur 
 	for i := range offers {
 		o := &offers[i]
 		if factors[i], err = rates.Convert(1, o.Currency, cur); err != nil {
-			return "", nil, nil, fmt.Errorf("offer %s: %w", o.ID, err)
+			return "", nil, nil, i18n.Errorf("offer %s: %w", o.ID, err)
 		}
 		if _, seen := used[o.Currency]; o.Currency != cur && !seen {
 			from, _ := rates.Convert(1, "USD", o.Currency)

@@ -498,7 +498,7 @@ func TestProfileValidateOneErrorPerMistake(t *testing.T) {
 		c.p.Defaults(nil)
 		var got []string
 		for _, pr := range c.p.Validate() {
-			got = append(got, pr.Path+": "+pr.Msg)
+			got = append(got, pr.Path+": "+pr.Msg.String())
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%+v: %q, want %q", c.p, got, c.want)

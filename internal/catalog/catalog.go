@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/units"
 	"github.com/gpurent/gpurent/internal/yamlfile"
 )
@@ -284,7 +285,7 @@ func (r Rates) rate(c string) (float64, error) {
 	if c == "USD" {
 		return 1, nil
 	}
-	return 0, fmt.Errorf("no exchange rate for %s in the catalog (add it under exchange_rates)", c)
+	return 0, i18n.Errorf("no exchange rate for %s in the catalog (add it under exchange_rates)", c)
 }
 
 // What joins an instance's GPUs, as Offer.Interconnect names it.
@@ -674,7 +675,7 @@ func CheckReadings(offers []Offer) error {
 	}
 	slices.Sort(errs)
 	errs = slices.Compact(errs)
-	return fmt.Errorf("supersedes: %s", strings.Join(errs, "; "))
+	return i18n.Errorf("supersedes: %s", strings.Join(errs, "; "))
 }
 
 // Parse decodes and validates one catalog file on its own. Errors name

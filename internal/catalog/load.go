@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/specs"
 	"github.com/gpurent/gpurent/internal/suggest"
 	"github.com/gpurent/gpurent/internal/userfile"
@@ -35,7 +36,7 @@ func (e ErrCatalogs) Unwrap() error { return e.Err }
 func Default() (*Catalog, error) {
 	c, err := Parse("embedded catalog", defaultYAML)
 	if err != nil {
-		return nil, fmt.Errorf("embedded catalog is invalid (a build defect): %w", err)
+		return nil, i18n.Errorf("embedded catalog is invalid (a build defect): %w", err)
 	}
 	return c, nil
 }
@@ -50,11 +51,11 @@ func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
 func DefaultJSON() ([]byte, error) {
 	var v any
 	if err := yaml.Unmarshal(defaultYAML, &v); err != nil {
-		return nil, fmt.Errorf("embedded catalog is invalid (a build defect): %w", err)
+		return nil, i18n.Errorf("embedded catalog is invalid (a build defect): %w", err)
 	}
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("embedded catalog as JSON: %w", err)
+		return nil, i18n.Errorf("embedded catalog as JSON: %w", err)
 	}
 	return append(b, '\n'), nil
 }
@@ -83,7 +84,7 @@ func ReadFile(path string, base Rates) (*Catalog, error) {
 // over it in order.
 func Load(paths []string) (*Catalog, error) {
 	if len(paths) > MaxFiles {
-		return nil, ErrCatalogs{fmt.Errorf("want at most %d catalog files, got %d", MaxFiles, len(paths))}
+		return nil, ErrCatalogs{i18n.Errorf("want at most %d catalog files, got %d", MaxFiles, len(paths))}
 	}
 	c, err := Default()
 	if err != nil {
@@ -124,7 +125,7 @@ func WithGPU(offers []Offer, want string) ([]Offer, error) {
 			}
 		}
 		slices.Sort(names)
-		return nil, fmt.Errorf("no offer has GPU %q%s; the catalog has: %s", want, suggest.DidYouMean(want, names), strings.Join(names, ", "))
+		return nil, i18n.Errorf("no offer has GPU %q%s; the catalog has: %s", want, suggest.DidYouMean(want, names), strings.Join(names, ", "))
 	}
 	return out, nil
 }
@@ -173,7 +174,7 @@ func ByID(offers []Offer, id string) (*Offer, error) {
 		}
 		ids[i] = offers[i].ID
 	}
-	return nil, fmt.Errorf("no offer has id %q%s; gpurent catalog ls lists them", id, suggest.DidYouMean(id, ids))
+	return nil, i18n.Errorf("no offer has id %q%s; gpurent catalog ls lists them", id, suggest.DidYouMean(id, ids))
 }
 
 // OrderedGPU is the offer's GPU as an order names it, for bench to judge
@@ -218,7 +219,7 @@ func WithProvider(offers []Offer, want []string) ([]Offer, error) {
 				sh, _, _ := strings.Cut(n, " (")
 				short = append(short, sh)
 			}
-			return nil, fmt.Errorf("no offer from %q%s; providers: %s", w, suggest.DidYouMean(strings.TrimSpace(w), short), strings.Join(names, ", "))
+			return nil, i18n.Errorf("no offer from %q%s; providers: %s", w, suggest.DidYouMean(strings.TrimSpace(w), short), strings.Join(names, ", "))
 		}
 	}
 	var out []Offer
@@ -286,9 +287,9 @@ const maxName = 200
 func checkName(what, s string) error {
 	switch {
 	case !utf8.ValidString(s):
-		return fmt.Errorf("the %s's name is not valid UTF-8 text", what)
+		return i18n.Errorf("the %s's name is not valid UTF-8 text", what)
 	case len(s) > maxName:
-		return fmt.Errorf("want a %s's name, got %d bytes of text", what, len(s))
+		return i18n.Errorf("want a %s's name, got %d bytes of text", what, len(s))
 	}
 	return nil
 }

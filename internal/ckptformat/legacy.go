@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // PyTorch before 1.6 (and torch.save(..., _use_new_zipfile_serialization=
@@ -116,7 +118,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-var errPickle = errors.New("not a pickle this reader follows")
+var errPickle = i18n.Errorf("not a pickle this reader follows")
 
 // walkPickle runs one pickle up to its STOP on a stack of items, without
 // building anything: enough to find where it ends, the storages of

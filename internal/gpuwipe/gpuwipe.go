@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/gpurent/gpurent/internal/compute"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/wipe"
@@ -19,10 +20,10 @@ import (
 // NVML could not say. Without NVML it is empty, with a warning: then no
 // one can say who holds memory, and a GPU CUDA shows is scrubbed only
 // with --gpu-force.
-func Plan(ctx context.Context) ([]wipe.GPU, string) {
+func Plan(ctx context.Context) ([]wipe.GPU, i18n.Text) {
 	f := probe.GPU(ctx, probe.GPUOptions{})
 	if !f.Available {
-		return nil, "--gpu: NVML cannot list this machine's GPUs (" + f.Error + "), so which processes hold GPU memory is unknown: a GPU CUDA shows is scrubbed only with --gpu-force"
+		return nil, i18n.Textf("--gpu: NVML cannot list this machine's GPUs (%s), so which processes hold GPU memory is unknown: a GPU CUDA shows is scrubbed only with --gpu-force", f.Error)
 	}
 	var gs []wipe.GPU
 	for _, d := range f.Devices {
@@ -47,7 +48,7 @@ func Plan(ctx context.Context) ([]wipe.GPU, string) {
 		}
 		gs = append(gs, g)
 	}
-	return gs, ""
+	return gs, i18n.Text{}
 }
 
 // Scrub scrubs the free memory of every GPU CUDA shows this process,

@@ -43,15 +43,29 @@ func (t Text) IsZero() bool { return t.String() == "" }
 // Text writes t in the printer's language.
 func (p *Printer) Text(t Text) string {
 	args := t.Args
+	format := p.Lookup(t.Format)
 	for i, a := range t.Args {
-		if s, ok := a.(Text); ok {
-			if &args[0] == &t.Args[0] {
-				args = append([]any(nil), t.Args...)
+		var s string
+		switch a := a.(type) {
+		case Text:
+			s = p.Text(a)
+		case data:
+			s = p.Lookup(string(a))
+		case error:
+			if p == nil || p.msgs == nil {
+				continue
 			}
-			args[i] = p.Text(s)
+			// Written as a string, an error's %w is its %v.
+			s, format = p.Error(a), strings.ReplaceAll(format, "%w", "%v")
+		default:
+			continue
 		}
+		if &args[0] == &t.Args[0] {
+			args = append([]any(nil), t.Args...)
+		}
+		args[i] = s
 	}
-	return sprintf(p.Lookup(t.Format), args...)
+	return sprintf(format, args...)
 }
 
 // Plural is n things as a Text: one's format for 1, many's otherwise
@@ -79,18 +93,32 @@ func (t *Text) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Join is ts, each in the reader's language, with sep between them (sep
-// is punctuation, written as it is).
+// Join is ts, each in the reader's language, with sep between them: sep
+// is punctuation, written in the reader's language where the catalog has
+// it ("; " is "；" in Chinese).
 func Join(ts []Text, sep string) Text {
-	args := make([]any, len(ts))
-	verbs := make([]string, len(ts))
+	args := make([]any, 0, 2*len(ts))
 	for i, t := range ts {
-		args[i], verbs[i] = t, "%s"
+		if i > 0 {
+			args = append(args, data(sep))
+		}
+		args = append(args, t)
 	}
-	return Text{Format: strings.Join(verbs, strings.ReplaceAll(sep, "%", "%%")), Args: args}
+	return Text{Format: strings.Repeat("%s", len(args)), Args: args}
 }
+
+// separators are the punctuation Join translates.
+var _ = Key("; ")
 
 // Key marks a message kept in data as its English text (a JSON field
 // scripts read) and translated where it is shown, with Printer.Lookup. It
 // returns s unchanged; TestMessagesTranslated finds s by this call.
 func Key(s string) string { return s }
+
+// data is a string kept in data, written translated (Data).
+type data string
+
+// Data is s, a message kept in data as its English text and marked where
+// it is made with Key, as a Text: written in the reader's language where
+// the catalog has it, as it is where not.
+func Data(s string) Text { return Text{Format: "%s", Args: []any{data(s)}} }

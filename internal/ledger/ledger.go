@@ -17,7 +17,6 @@ package ledger
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"math"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // File is the ledger's name in the checkpoint directory. It begins with
@@ -89,7 +89,7 @@ func Open(dir, run, currency, id, host string, started time.Time) (*Ledger, erro
 		return l, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("budget ledger: %w", err)
+		return nil, i18n.Errorf("budget ledger: %w", err)
 	}
 	f, err := l.decode(b, l.path, "remove the file")
 	if err != nil {
@@ -110,18 +110,18 @@ func (l *Ledger) decode(b []byte, where, reset string) (*file, error) {
 	var f file
 	err := json.Unmarshal(b, &f)
 	if err == nil && f.Version < 1 {
-		err = errors.New("not a ledger gpurent wrote")
+		err = i18n.Errorf("not a ledger gpurent wrote")
 	}
 	for _, s := range f.Sessions {
 		if err == nil && (s.ID == "" || math.IsNaN(s.Spent) || math.IsInf(s.Spent, 0) || s.Spent < 0) {
-			err = fmt.Errorf("session %q: not an amount spent", s.ID)
+			err = i18n.Errorf("session %q: not an amount spent", s.ID)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("budget ledger %s is damaged (%v): what run %s has cost is unknown; %s to count its budget from zero", where, err, l.run, reset)
+		return nil, i18n.Errorf("budget ledger %s is damaged (%v): what run %s has cost is unknown; %s to count its budget from zero", where, err, l.run, reset)
 	}
 	if f.Version > version {
-		return nil, fmt.Errorf("budget ledger %s was written by a newer gpurent (version %d): run that one, or %s to count the budget from zero", where, f.Version, reset)
+		return nil, i18n.Errorf("budget ledger %s was written by a newer gpurent (version %d): run that one, or %s to count the budget from zero", where, f.Version, reset)
 	}
 	return &f, nil
 }
@@ -136,7 +136,7 @@ func (l *Ledger) sameCurrency(f *file, where, reset string) error {
 	for _, s := range f.Sessions {
 		spent += s.Spent
 	}
-	return fmt.Errorf("budget ledger %s counts run %s's cost in %s (%.2f %s so far), and --price is in %s: give --price and --budget in %s, or %s to count the budget from zero",
+	return i18n.Errorf("budget ledger %s counts run %s's cost in %s (%.2f %s so far), and --price is in %s: give --price and --budget in %s, or %s to count the budget from zero",
 		where, l.run, f.Currency, spent, f.Currency, l.currency, f.Currency, reset)
 }
 
@@ -153,7 +153,7 @@ func (l *Ledger) Merge(records map[string][]byte, reset string) error {
 			return err
 		}
 		if f.Run != l.run {
-			return fmt.Errorf("budget record %s is run %s's, not %s's", where, f.Run, l.run)
+			return i18n.Errorf("budget record %s is run %s's, not %s's", where, f.Run, l.run)
 		}
 		if err := l.sameCurrency(f, where, reset); err != nil {
 			return err
@@ -215,7 +215,7 @@ func (l *Ledger) Record(cost float64, now time.Time) (record []byte, err error) 
 		err = atomicfile.Write(l.path, append(b, '\n'), 0o600)
 	}
 	if err != nil {
-		return record, fmt.Errorf("budget ledger: %w", err)
+		return record, i18n.Errorf("budget ledger: %w", err)
 	}
 	return record, nil
 }
@@ -235,7 +235,7 @@ func Costs(records map[string][]byte, run string) (map[string]float64, error) {
 			return nil, err
 		}
 		if f.Run != run {
-			return nil, fmt.Errorf("budget record %s is run %s's, not %s's", key, f.Run, run)
+			return nil, i18n.Errorf("budget record %s is run %s's, not %s's", key, f.Run, run)
 		}
 		if best[f.Currency] == nil {
 			best[f.Currency] = map[string]float64{}

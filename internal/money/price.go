@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -32,7 +33,7 @@ func OfferPrice(offers []catalog.Offer, s string) (Hourly, error) {
 	id, plan, _ := strings.Cut(strings.TrimSpace(s), ":")
 	o, err := catalog.ByID(offers, id)
 	if err != nil {
-		return Hourly{}, fmt.Errorf("%v (or give the machine's hourly price, such as 2.49 or 18CNY)", err)
+		return Hourly{}, i18n.Errorf("%v (or give the machine's hourly price, such as 2.49 or 18CNY)", err)
 	}
 	var fee catalog.Fee
 	switch strings.ToLower(plan) {
@@ -43,11 +44,11 @@ func OfferPrice(offers []catalog.Offer, s string) (Hourly, error) {
 			fee = o.Spot.Hourly
 		}
 	default:
-		return Hourly{}, fmt.Errorf("%q: after the offer's id, want :spot (or nothing, for its on-demand price), got :%s", s, plan)
+		return Hourly{}, i18n.Errorf("%q: after the offer's id, want :spot (or nothing, for its on-demand price), got :%s", s, plan)
 	}
 	v, ok := fee.Value()
 	if !ok || v <= 0 {
-		return Hourly{}, fmt.Errorf("offer %s states no %s price in the catalog: give the hourly price you pay, such as 2.49 or 18CNY", o.ID, plan)
+		return Hourly{}, i18n.Errorf("offer %s states no %s price in the catalog: give the hourly price you pay, such as 2.49 or 18CNY", o.ID, plan)
 	}
 	return Hourly{Amount: v, Currency: o.Currency, From: fmt.Sprintf("%s's %s price in the catalog (as of %s)", o.ID, plan, o.AsOf)}, nil
 }
@@ -64,7 +65,7 @@ func LooksLikeOffer(s string) bool {
 func ParsePrice(s string) (Hourly, error) {
 	v, cur, ok := ParseAmount(strings.TrimSuffix(strings.TrimSpace(s), "/h"), "USD")
 	if !ok || v > 1e6 {
-		return Hourly{}, fmt.Errorf("want the machine's hourly price such as 2.49, 2.49USD or 18CNY, got %q", s)
+		return Hourly{}, i18n.Errorf("want the machine's hourly price such as 2.49, 2.49USD or 18CNY, got %q", s)
 	}
 	return Hourly{Amount: v, Currency: cur}, nil
 }
@@ -85,14 +86,14 @@ type Budget struct {
 // converted at a rate the user did not choose.
 func ParseBudget(s string, price Hourly) (Budget, error) {
 	if price.Amount == 0 {
-		return Budget{}, fmt.Errorf("needs --price: the budget is spent at the machine's hourly price")
+		return Budget{}, i18n.Errorf("needs --price: the budget is spent at the machine's hourly price")
 	}
 	v, cur, ok := ParseAmount(s, price.Currency)
 	if !ok {
-		return Budget{}, fmt.Errorf("want the most the machine may cost, such as 300 or 300%s, got %q", price.Currency, s)
+		return Budget{}, i18n.Errorf("want the most the machine may cost, such as 300 or 300%s, got %q", price.Currency, s)
 	}
 	if cur != price.Currency {
-		return Budget{}, fmt.Errorf("%q is in %s, and --price in %s (%s): give both in one currency", s, cur, price.Currency, price)
+		return Budget{}, i18n.Errorf("%q is in %s, and --price in %s (%s): give both in one currency", s, cur, price.Currency, price)
 	}
 	return Budget{Amount: v, Price: price}, nil
 }

@@ -28,6 +28,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Event is what happened, as sent to an endpoint that is none of the known
@@ -67,10 +69,10 @@ func New(raw string) (*Webhook, error) {
 	raw = strings.TrimSpace(raw)
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, errors.New("want an https:// webhook URL")
+		return nil, i18n.Errorf("want an https:// webhook URL")
 	}
 	if u.Scheme == "http" && !loopback(u.Hostname()) {
-		return nil, fmt.Errorf("plain http to %s would send the webhook's token unprotected: use https", u.Hostname())
+		return nil, i18n.Errorf("plain http to %s would send the webhook's token unprotected: use https", u.Hostname())
 	}
 	return &Webhook{u: u, client: &http.Client{Timeout: 10 * time.Second}, Backoff: []time.Duration{2 * time.Second, 8 * time.Second}, now: time.Now}, nil
 }
@@ -85,9 +87,9 @@ func (w *Webhook) Sign(secret string) error {
 	secret = strings.TrimSpace(secret)
 	switch {
 	case secret == "":
-		return errors.New("the signing secret is empty")
+		return i18n.Errorf("the signing secret is empty")
 	case w.Service() != "dingtalk" && w.Service() != "feishu":
-		return fmt.Errorf("a signing secret was given, but %s webhooks are not signed (only DingTalk's and Feishu/Lark's are)", w.Service())
+		return i18n.Errorf("a signing secret was given, but %s webhooks are not signed (only DingTalk's and Feishu/Lark's are)", w.Service())
 	}
 	w.secret = secret
 	return nil
@@ -261,17 +263,17 @@ func (w *Webhook) Send(ctx context.Context, e Event) error {
 		select {
 		case <-time.After(w.Backoff[i]):
 		case <-ctx.Done():
-			return fmt.Errorf("notify %s: %w", w.Where(), last)
+			return i18n.Errorf("notify %s: %w", w.Where(), last)
 		}
 	}
-	return fmt.Errorf("notify %s: %w", w.Where(), last)
+	return i18n.Errorf("notify %s: %w", w.Where(), last)
 }
 
 // post makes one attempt; it says whether another may succeed.
 func (w *Webhook) post(ctx context.Context, target string, body []byte) (retry bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
-		return false, errors.New("bad request")
+		return false, i18n.Errorf("bad request")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := w.client.Do(req)
@@ -288,12 +290,12 @@ func (w *Webhook) post(ctx context.Context, target string, body []byte) (retry b
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return true, fmt.Errorf("answered %s", resp.Status)
+		return true, i18n.Errorf("answered %s", resp.Status)
 	case resp.StatusCode >= 300:
-		return false, fmt.Errorf("answered %s (is the webhook URL right and still valid?)", resp.Status)
+		return false, i18n.Errorf("answered %s (is the webhook URL right and still valid?)", resp.Status)
 	}
 	if msg := chatError(answer); msg != "" {
-		return false, fmt.Errorf("answered %s", msg)
+		return false, i18n.Errorf("answered %s", msg)
 	}
 	return false, nil
 }

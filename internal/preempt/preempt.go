@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Notice is a preemption warning, or another event that will end the
@@ -144,7 +146,7 @@ func (a *aws) get(ctx context.Context, c *http.Client, token, path string, v any
 		return false, err
 	}
 	if code != http.StatusOK || json.Unmarshal(b, v) != nil {
-		return false, fmt.Errorf("%s: HTTP %d", path, code)
+		return false, i18n.Errorf("%s: HTTP %d", path, code)
 	}
 	return true, nil
 }
@@ -155,7 +157,7 @@ func (a *aws) check(ctx context.Context, c *http.Client) (*Notice, error) {
 		return nil, err
 	}
 	if code != http.StatusOK {
-		return nil, fmt.Errorf("IMDS token: HTTP %d", code)
+		return nil, i18n.Errorf("IMDS token: HTTP %d", code)
 	}
 	var action struct {
 		Action string    `json:"action"`
@@ -218,7 +220,7 @@ func (g *gcp) get(ctx context.Context, c *http.Client, key string) (string, erro
 		return "", err
 	}
 	if code != http.StatusOK {
-		return "", fmt.Errorf("instance/%s: HTTP %d", key, code)
+		return "", i18n.Errorf("instance/%s: HTTP %d", key, code)
 	}
 	return strings.TrimSpace(string(b)), nil
 }
@@ -314,7 +316,7 @@ func (a *azure) check(ctx context.Context, c *http.Client) (*Notice, error) {
 		Events []azureEvent `json:"Events"`
 	}
 	if code != http.StatusOK || json.Unmarshal(b, &doc) != nil {
-		return nil, fmt.Errorf("scheduled events: HTTP %d", code)
+		return nil, i18n.Errorf("scheduled events: HTTP %d", code)
 	}
 	for _, e := range doc.Events {
 		if n := a.notice(e, time.Now()); n != nil {
@@ -385,11 +387,11 @@ func (a *azure) approve(ctx context.Context, id string) error {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := metadataClient(5 * time.Second).Do(req)
 	if err != nil {
-		return fmt.Errorf("approve scheduled event %s: %w", id, err)
+		return i18n.Errorf("approve scheduled event %s: %w", id, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("approve scheduled event %s: HTTP %d", id, resp.StatusCode)
+		return i18n.Errorf("approve scheduled event %s: HTTP %d", id, resp.StatusCode)
 	}
 	return nil
 }
@@ -451,7 +453,7 @@ func reclaimAt(ctx context.Context, c *http.Client, url string, h map[string]str
 	}
 	v := strings.TrimSpace(string(b))
 	if code != http.StatusOK || v == "" {
-		return nil, fmt.Errorf("termination-time: HTTP %d", code)
+		return nil, i18n.Errorf("termination-time: HTTP %d", code)
 	}
 	left := 30 * time.Second
 	if t, err := parse(v); err == nil && time.Until(t) > 0 {

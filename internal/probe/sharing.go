@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Environ is where the sharing probes look: an environment and a file
@@ -100,7 +102,7 @@ func Sharing(e Environ) SharingFacts {
 	arch := cmp.Or(e.Arch, runtime.GOARCH)
 	switch info, ok := e.read("/proc/cpuinfo"); {
 	case !ok:
-		s.HypervisorUnknown = "/proc/cpuinfo not read"
+		s.HypervisorUnknown = i18n.Key("/proc/cpuinfo not read")
 	case arch != "amd64" && arch != "386":
 		s.HypervisorUnknown = arch + " CPUs have no hypervisor flag"
 	default:

@@ -3,6 +3,8 @@ package probe
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // maxGBs bounds a bandwidth between GPUs: far above any link (NVLink 5
@@ -20,7 +22,7 @@ const maxGBs = 1e5
 func (f Facts) Validate() error {
 	var errs []error
 	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, a...)...))
+		errs = append(errs, i18n.Errorf("%s: %w", field, i18n.Errorf(format, a...)))
 	}
 	nonNeg := func(field string, v *float64) {
 		if v != nil && !(*v >= 0) {

@@ -61,10 +61,10 @@ func WipePlan(w io.Writer, tr *i18n.Printer, p *wipe.Plan) {
 		tr.Fprintf(w, "note: unlinked only, not overwritten: %s with other hard links (a local git clone's objects, a package store); overwriting would destroy the data under the other names, outside this plan, and that data stays there\n", Count(tr, linked, "file"))
 	}
 	for _, k := range p.Kept {
-		tr.Fprintf(w, "kept: %s\n", report.Safe(k))
+		tr.Fprintf(w, "kept: %s\n", report.Safe(tr.Text(k)))
 	}
 	for _, s := range p.Warnings {
-		tr.Fprintf(w, "note: %s\n", report.Safe(s))
+		tr.Fprintf(w, "note: %s\n", report.Safe(tr.Text(s)))
 	}
 }
 

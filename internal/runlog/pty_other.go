@@ -3,12 +3,13 @@
 package runlog
 
 import (
-	"errors"
 	"os"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // errNoPTY is openPTY's answer where gpurent makes no pseudo-terminal.
-var errNoPTY = errors.New("no pseudo-terminal on this system")
+var errNoPTY = i18n.Errorf("no pseudo-terminal on this system")
 
 // openPTY: pseudo-terminals are made on Linux only, where rented GPUs
 // run; elsewhere the command writes to pipes.

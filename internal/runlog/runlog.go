@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"golang.org/x/term"
 )
 
@@ -73,7 +74,7 @@ func Open(opt Options) (*Output, error) {
 	// The directory may be one the command makes later (its output
 	// directory): make it now, as the command would.
 	if err := os.MkdirAll(filepath.Dir(opt.Path), 0o755); err != nil {
-		return nil, fmt.Errorf("log file: %w", err)
+		return nil, i18n.Errorf("log file: %w", err)
 	}
 	// Never through a symlink (one planted at the path would send the
 	// command's output, secrets included, wherever it points), and never
@@ -81,18 +82,18 @@ func Open(opt Options) (*Output, error) {
 	log, err := os.OpenFile(opt.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow|nonBlock, 0o600)
 	if err != nil {
 		if st, lerr := os.Lstat(opt.Path); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
-			return nil, fmt.Errorf("log file %s is a symlink: not followed; name the file itself", opt.Path)
+			return nil, i18n.Errorf("log file %s is a symlink: not followed; name the file itself", opt.Path)
 		}
-		return nil, fmt.Errorf("log file: %w", err)
+		return nil, i18n.Errorf("log file: %w", err)
 	}
 	st, err := log.Stat()
 	if err != nil {
 		log.Close()
-		return nil, fmt.Errorf("log file: %w", err)
+		return nil, i18n.Errorf("log file: %w", err)
 	}
 	if !st.Mode().IsRegular() {
 		log.Close()
-		return nil, fmt.Errorf("log file %s: not a regular file", opt.Path)
+		return nil, i18n.Errorf("log file %s: not a regular file", opt.Path)
 	}
 	o := &Output{log: log, Start: st.Size(), Opened: time.Now(), stop: make(chan struct{})}
 	if term.IsTerminal(int(opt.Stdout.Fd())) {
@@ -119,7 +120,7 @@ func Open(opt Options) (*Output, error) {
 		r, w, err := os.Pipe()
 		if err != nil {
 			o.Close(0)
-			return nil, fmt.Errorf("log: %w", err)
+			return nil, i18n.Errorf("log: %w", err)
 		}
 		o.reads = append(o.reads, r)
 		if o.Stdout == nil {

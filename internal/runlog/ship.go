@@ -3,11 +3,12 @@ package runlog
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Appender takes the log's next bytes; *store.LogWriter is one. A failed
@@ -129,7 +130,7 @@ func (s *Shipper) send(ctx context.Context) error {
 			return err
 		}
 		if err := s.app.Append(ctx, buf[:n]); err != nil {
-			return fmt.Errorf("%d bytes not shipped: %w", st.Size()-s.off, err)
+			return i18n.Errorf("%d bytes not shipped: %w", st.Size()-s.off, err)
 		}
 		s.off += int64(n)
 	}

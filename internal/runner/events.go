@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/notify"
 	"github.com/gpurent/gpurent/internal/runlog"
 	"github.com/gpurent/gpurent/internal/store"
@@ -75,7 +76,7 @@ func openOutput(stdoutW, stderrW io.Writer, path string) (*runlog.Output, error)
 	stdout, ok1 := stdoutW.(*os.File)
 	stderr, ok2 := stderrW.(*os.File)
 	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("--log: gpurent's output is not a file")
+		return nil, i18n.Errorf("--log: gpurent's output is not a file")
 	}
 	o, err := runlog.Open(runlog.Options{Path: path, Stdout: stdout, Stderr: stderr})
 	if err != nil {

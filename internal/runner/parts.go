@@ -49,7 +49,7 @@ func (s *session) openStore(ctx context.Context) error {
 	// Found now, not at the first checkpoint hours later.
 	deleted, err := st.CheckWrite(ctx, o.Run)
 	if err != nil {
-		err = fmt.Errorf("%w; no checkpoint could be kept there (nothing was started)", err)
+		err = i18n.Errorf("%w; no checkpoint could be kept there (nothing was started)", err)
 		if store.IsPermissionDenied(err) {
 			return usage.Wrap(err)
 		}
@@ -67,7 +67,7 @@ func (s *session) openStore(ctx context.Context) error {
 	s.cfg.DirLocked = true
 	lease, err := st.TakeLease(ctx, o.Run, "gpurent run", o.Takeover)
 	if err != nil {
-		return fmt.Errorf("%w (nothing was started)", err)
+		return i18n.Errorf("%w (nothing was started)", err)
 	}
 	s.later(func() { lease.Release(ctx) })
 	st.Hold(lease)
@@ -158,7 +158,7 @@ func (s *session) keepLedger(ctx context.Context) error {
 		every, storeEvery = max(min(every, s.spend.Window()/4), 100*time.Millisecond), max(min(storeEvery, s.spend.Window()), time.Second)
 	}
 	if err := os.MkdirAll(s.o.CkptDir, 0o755); err != nil {
-		return fmt.Errorf("run: %w", err)
+		return i18n.Errorf("run: %w", err)
 	}
 	s.later(s.led.Keep(ctx, ledger.KeepOptions{Hourly: s.price.Amount, Begun: s.begun, Now: s.clock.Now, Every: every, StoreEvery: storeEvery,
 		Store: s.records, Run: s.o.Run, Log: s.logf}))

@@ -101,7 +101,7 @@ func (e *OptionError) Error() string { return "--" + e.Flag + ": " + e.Err.Error
 func (e *OptionError) Unwrap() error { return e.Err }
 
 func bad(flag, format string, a ...any) error {
-	return &OptionError{Flag: flag, Err: fmt.Errorf(format, a...)}
+	return &OptionError{Flag: flag, Err: i18n.Errorf(format, a...)}
 }
 
 // Validate checks what can be checked before anything starts; each error

@@ -13,10 +13,11 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/csv"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 //go:embed gpu_specs.csv
@@ -73,7 +74,7 @@ func Load() (*Table, error) {
 	r := csv.NewReader(bytes.NewReader(specsCSV))
 	rows, err := r.ReadAll()
 	if err != nil {
-		return nil, fmt.Errorf("embedded GPU table: %w", err)
+		return nil, i18n.Errorf("embedded GPU table: %w", err)
 	}
 	col := map[string]int{}
 	for i, h := range rows[0] {
@@ -105,7 +106,7 @@ func Load() (*Table, error) {
 			{"fp8_tensor_tflops", &g.FP8TFLOPS}, {"int8_tops", &g.INT8TOPS}, {"tdp_w", &g.TDPW}, {"nvlink_gbs", &g.NVLinkGBs}} {
 			v, err := num(f.k)
 			if err != nil {
-				return nil, fmt.Errorf("embedded GPU table row %d (%s): %s: %w", n+2, g.Model, f.k, err)
+				return nil, i18n.Errorf("embedded GPU table row %d (%s): %s: %w", n+2, g.Model, f.k, err)
 			}
 			*f.dst = v
 		}
@@ -115,19 +116,19 @@ func Load() (*Table, error) {
 		}{{"sm_count", &g.SMs}, {"boost_clock_mhz", &g.BoostMHz}, {"pcie_gen", &g.PCIeGen}, {"pcie_lanes", &g.PCIeLanes}} {
 			v, err := num(f.k)
 			if err != nil {
-				return nil, fmt.Errorf("embedded GPU table row %d (%s): %s: %w", n+2, g.Model, f.k, err)
+				return nil, i18n.Errorf("embedded GPU table row %d (%s): %s: %w", n+2, g.Model, f.k, err)
 			}
 			*f.dst = int(v)
 		}
 		if g.Model == "" || g.Source == "" {
-			return nil, fmt.Errorf("embedded GPU table row %d: model and source_url are required", n+2)
+			return nil, i18n.Errorf("embedded GPU table row %d: model and source_url are required", n+2)
 		}
 		t.GPUs = append(t.GPUs, g)
 	}
 	for _, id := range pciIDs() {
 		g := t.byModel(id.model)
 		if g == nil {
-			return nil, fmt.Errorf("PCI id %04x names model %q, which is not in the GPU table", id.device, id.model)
+			return nil, i18n.Errorf("PCI id %04x names model %q, which is not in the GPU table", id.device, id.model)
 		}
 		g.PCIIDs = append(g.PCIIDs, id.device)
 	}

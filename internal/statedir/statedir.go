@@ -5,9 +5,10 @@
 package statedir
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Dir is $XDG_STATE_HOME/gpurent when that is an absolute path (the
@@ -19,7 +20,7 @@ func Dir() (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("no XDG_STATE_HOME and no home directory: %w", err)
+		return "", i18n.Errorf("no XDG_STATE_HOME and no home directory: %w", err)
 	}
 	return filepath.Join(home, ".local", "state", "gpurent"), nil
 }

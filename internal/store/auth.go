@@ -7,13 +7,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"filippo.io/age"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -78,11 +78,11 @@ func ParseAuthKey(text string) (AuthKey, error) {
 		v, ok := strings.CutPrefix(l, authKeyPrefix)
 		b, err := hex.DecodeString(v)
 		if !ok || err != nil || len(b) != 32 {
-			return AuthKey{}, errors.New("not a gpurent auth key (GPURENT-AUTH-KEY- and 64 hex digits)")
+			return AuthKey{}, i18n.Errorf("not a gpurent auth key (GPURENT-AUTH-KEY- and 64 hex digits)")
 		}
 		return newAuthKey(b), nil
 	}
-	return AuthKey{}, errors.New("holds no gpurent auth key")
+	return AuthKey{}, i18n.Errorf("holds no gpurent auth key")
 }
 
 // LoadAuthKey reads an auth key file, refusing one other users can read,
@@ -95,11 +95,11 @@ func LoadAuthKey(path string) (AuthKey, error) {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
-		return AuthKey{}, fmt.Errorf("auth key %s: %w", path, err)
+		return AuthKey{}, i18n.Errorf("auth key %s: %w", path, err)
 	}
 	k, err := ParseAuthKey(string(b))
 	if err != nil {
-		return AuthKey{}, fmt.Errorf("auth key %s: %w", path, err)
+		return AuthKey{}, i18n.Errorf("auth key %s: %w", path, err)
 	}
 	return k, nil
 }
@@ -109,9 +109,9 @@ func WriteAuthKey(path string, k AuthKey) error {
 	body := "# gpurent auth key " + k.ID() + ": signs checkpoints as yours; it cannot decrypt them\n" + k.Export() + "\n"
 	if err := writeSecret(path, body); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("auth key: %s already exists; it is not overwritten", path)
+			return i18n.Errorf("auth key: %s already exists; it is not overwritten", path)
 		}
-		return fmt.Errorf("auth key: %w", err)
+		return i18n.Errorf("auth key: %w", err)
 	}
 	return nil
 }
@@ -127,8 +127,8 @@ type ManifestAuth struct {
 // key here checks: it may have been planted by someone with the store's
 // write key. ErrNoAuthKey means this machine holds no key to sign or check.
 var (
-	ErrUnauthenticated = errors.New("not authenticated")
-	ErrNoAuthKey       = errors.New("no auth key")
+	ErrUnauthenticated = i18n.Errorf("not authenticated")
+	ErrNoAuthKey       = i18n.Errorf("no auth key")
 )
 
 // macOf is the MAC of m under k: over the manifest as this gpurent
@@ -165,11 +165,11 @@ func (c *Crypto) sign(m *Manifest) error {
 // and says why in a sentence.
 func (c *Crypto) Authentic(m *Manifest) error {
 	if m.Auth == nil {
-		return fmt.Errorf("checkpoint %s of run %s (from %s at %s) %w: it carries no proof of its writer, so anyone with the store's write key could have put it there (a gpurent from before 2026-12 wrote none: read such a store with --allow-unauthenticated)",
+		return i18n.Errorf("checkpoint %s of run %s (from %s at %s) %w: it carries no proof of its writer, so anyone with the store's write key could have put it there (a gpurent from before 2026-12 wrote none: read such a store with --allow-unauthenticated)",
 			m.ID, m.Run, report.Safe(m.Host), m.Created.UTC().Format("2006-01-02 15:04"), ErrUnauthenticated)
 	}
 	if len(c.Auth) == 0 {
-		return fmt.Errorf("checkpoint %s of run %s cannot be checked: it is signed by auth key %s and this machine holds no identity or auth key to check it (%w): pass --identity FILE, GPURENT_IDENTITY, or --auth-key FILE",
+		return i18n.Errorf("checkpoint %s of run %s cannot be checked: it is signed by auth key %s and this machine holds no identity or auth key to check it (%w): pass --identity FILE, GPURENT_IDENTITY, or --auth-key FILE",
 			m.ID, m.Run, m.Auth.Key, ErrNoAuthKey)
 	}
 	for _, k := range c.Auth {
@@ -185,14 +185,14 @@ func (c *Crypto) Authentic(m *Manifest) error {
 		if err == nil && hmac.Equal(got, w) {
 			return nil
 		}
-		return fmt.Errorf("checkpoint %s of run %s (from %s at %s) is %w: its proof does not match its content under auth key %s, so it was changed after it was written or forged",
+		return i18n.Errorf("checkpoint %s of run %s (from %s at %s) is %w: its proof does not match its content under auth key %s, so it was changed after it was written or forged",
 			m.ID, m.Run, report.Safe(m.Host), m.Created.UTC().Format("2006-01-02 15:04"), ErrUnauthenticated, m.Auth.Key)
 	}
 	ids := make([]string, len(c.Auth))
 	for i, k := range c.Auth {
 		ids[i] = k.ID()
 	}
-	return fmt.Errorf("checkpoint %s of run %s (from %s at %s) is %w by a key here: it is signed by auth key %s, and this machine holds %s; if it is yours, pass the identity it was written with (--identity)",
+	return i18n.Errorf("checkpoint %s of run %s (from %s at %s) is %w by a key here: it is signed by auth key %s, and this machine holds %s; if it is yours, pass the identity it was written with (--identity)",
 		m.ID, m.Run, report.Safe(m.Host), m.Created.UTC().Format("2006-01-02 15:04"), ErrUnauthenticated, m.Auth.Key, strings.Join(ids, ", "))
 }
 

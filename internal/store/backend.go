@@ -25,6 +25,7 @@ import (
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
 	"gocloud.dev/blob/fileblob"
@@ -83,11 +84,11 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 		return nil, "", err
 	}
 	if u.User != nil {
-		return nil, "", fmt.Errorf("store URL: credentials in the URL are refused (they would show in ps and logs); use the cloud's environment variables or credential files")
+		return nil, "", i18n.Errorf("store URL: credentials in the URL are refused (they would show in ps and logs); use the cloud's environment variables or credential files")
 	}
 	for k := range u.Query() {
 		if secretParam(k) {
-			return nil, "", fmt.Errorf("store URL: the %s parameter is refused: a signature or token in the URL would show in ps, logs and errors; use the cloud's environment variables or credential files (AZURE_STORAGE_SAS_TOKEN for a SAS)", k)
+			return nil, "", i18n.Errorf("store URL: the %s parameter is refused: a signature or token in the URL would show in ps, logs and errors; use the cloud's environment variables or credential files (AZURE_STORAGE_SAS_TOKEN for a SAS)", k)
 		}
 	}
 	var b *blob.Bucket
@@ -98,13 +99,13 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 		if opt.MustExist {
 			switch st, err := os.Stat(dir); {
 			case errors.Is(err, fs.ErrNotExist) || err == nil && !st.IsDir():
-				return nil, "", fmt.Errorf("store %s: no such directory (a local store is made by the first push or run)", dir)
+				return nil, "", i18n.Errorf("store %s: no such directory (a local store is made by the first push or run)", dir)
 			case err != nil:
-				return nil, "", fmt.Errorf("store %s: %w", dir, err)
+				return nil, "", i18n.Errorf("store %s: %w", dir, err)
 			}
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, "", fmt.Errorf("store %s: %w", dir, err)
+			return nil, "", i18n.Errorf("store %s: %w", dir, err)
 		}
 		// NoTempDir: write temporary files beside the target, so the final
 		// rename never crosses file systems.
@@ -142,17 +143,17 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 			}
 		}
 		if u.Scheme == "azblob" && azureAccount(u, os.Getenv) == "" {
-			return nil, "", fmt.Errorf("store %s: no storage account: set AZURE_STORAGE_ACCOUNT (with AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or Azure's default identity), or AZURE_STORAGE_CONNECTION_STRING, or add storage_account=NAME to the URL", redact(u))
+			return nil, "", i18n.Errorf("store %s: no storage account: set AZURE_STORAGE_ACCOUNT (with AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or Azure's default identity), or AZURE_STORAGE_CONNECTION_STRING, or add storage_account=NAME to the URL", redact(u))
 		}
 		if u.Scheme == "gs" && !gcsBuilt {
-			return nil, "", fmt.Errorf("store %s: this gpurent was built with -tags nogcs, without gs:// support: use a standard build, or Cloud Storage's S3-compatible XML API (s3://BUCKET?endpoint=https://storage.googleapis.com&region=REGION with an HMAC key as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", redact(u))
+			return nil, "", i18n.Errorf("store %s: this gpurent was built with -tags nogcs, without gs:// support: use a standard build, or Cloud Storage's S3-compatible XML API (s3://BUCKET?endpoint=https://storage.googleapis.com&region=REGION with an HMAC key as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", redact(u))
 		}
 		if u.Scheme == "gs" && os.Getenv("STORAGE_EMULATOR_HOST") == "" && u.Query().Get("universe_domain") == "" {
 			// gocloud, finding no credentials, prints a warning to stdout
 			// (where gpurent's JSON goes) and goes on to fail later: say it
 			// here, once, in words.
 			if err := gcsCredentials(ctx); err != nil {
-				return nil, "", fmt.Errorf("store %s: no Google credentials (set GOOGLE_APPLICATION_CREDENTIALS to a key file, run gcloud auth application-default login, or use the instance's service account): %w", redact(u), err)
+				return nil, "", i18n.Errorf("store %s: no Google credentials (set GOOGLE_APPLICATION_CREDENTIALS to a key file, run gcloud auth application-default login, or use the instance's service account): %w", redact(u), err)
 			}
 		}
 		b, err = blob.OpenBucket(ctx, bu.String())
@@ -163,10 +164,10 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 			b = blob.PrefixedBucket(b, prefix+"/")
 		}
 	default:
-		return nil, "", fmt.Errorf("store URL %q: unknown scheme %q: want a path, file://, s3://, gs:// or azblob://", raw, u.Scheme)
+		return nil, "", i18n.Errorf("store URL %q: unknown scheme %q: want a path, file://, s3://, gs:// or azblob://", raw, u.Scheme)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("open store %s: %w", redact(u), err)
+		return nil, "", i18n.Errorf("open store %s: %w", redact(u), err)
 	}
 	bk := &bucket{b: b, opt: opt, name: redact(u), multipart: mp, wholeUpload: u.Scheme == "azblob"}
 	if u.Scheme == "file" {
@@ -192,10 +193,10 @@ func checkAWS(ctx context.Context, u *url.URL) error {
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return fmt.Errorf("store %s: AWS configuration: %w", redact(u), err)
+		return i18n.Errorf("store %s: AWS configuration: %w", redact(u), err)
 	}
 	if cfg.Region == "" {
-		return fmt.Errorf("store %s: no region: add region=REGION to the URL (the bucket's; for an S3-compatible service with endpoint=, the region it asks for, often us-east-1), or set AWS_REGION", redact(u))
+		return i18n.Errorf("store %s: no region: add region=REGION to the URL (the bucket's; for an S3-compatible service with endpoint=, the region it asks for, often us-east-1), or set AWS_REGION", redact(u))
 	}
 	// anonymous=true reads a public bucket; role= assumes a role with them.
 	if anon, _ := strconv.ParseBool(q.Get("anonymous")); anon || q.Get("role") != "" {
@@ -205,7 +206,7 @@ func checkAWS(ctx context.Context, u *url.URL) error {
 	// service can time out once, and that must not end a training run.
 	retrieve := func() error { _, err := cfg.Credentials.Retrieve(ctx); return err }
 	if err := (&Retrying{}).do(ctx, retrieve); err != nil {
-		return fmt.Errorf("store %s: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (the S3-compatible service's keys too), AWS_PROFILE, or use the instance's role: %w", redact(u), err)
+		return i18n.Errorf("store %s: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (the S3-compatible service's keys too), AWS_PROFILE, or use the instance's role: %w", redact(u), err)
 	}
 	return nil
 }
@@ -268,7 +269,7 @@ func Within(dir, path string) bool {
 // parseStoreURL accepts a plain path as file://.
 func parseStoreURL(raw string) (*url.URL, error) {
 	if raw == "" {
-		return nil, errors.New("no store: give --store URL (or set GPURENT_STORE)")
+		return nil, i18n.Errorf("no store: give --store URL (or set GPURENT_STORE)")
 	}
 	if !strings.Contains(raw, "://") {
 		// "s3:/bucket" or "gs:bucket" is a URL typed wrong, not a
@@ -281,21 +282,21 @@ func parseStoreURL(raw string) (*url.URL, error) {
 				want = "file:///" + strings.TrimLeft(rest, "/")
 				fallthrough
 			case "s3", "gs", "azblob":
-				return nil, fmt.Errorf("store %q: a URL needs \"://\" (%s); for a local directory whose name begins %q, write ./%s", raw, want, scheme+":", raw)
+				return nil, i18n.Errorf("store %q: a URL needs \"://\" (%s); for a local directory whose name begins %q, write ./%s", raw, want, scheme+":", raw)
 			}
 		}
 		abs, err := filepath.Abs(raw)
 		if err != nil {
-			return nil, fmt.Errorf("store path %q: %w", raw, err)
+			return nil, i18n.Errorf("store path %q: %w", raw, err)
 		}
 		return &url.URL{Scheme: "file", Path: abs}, nil
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("store URL %q: %w", raw, err)
+		return nil, i18n.Errorf("store URL %q: %w", raw, err)
 	}
 	if u.Scheme == "file" && u.Host != "" && u.Host != "localhost" {
-		return nil, fmt.Errorf("store URL %q: file:// takes an absolute path (file:///path)", raw)
+		return nil, i18n.Errorf("store URL %q: file:// takes an absolute path (file:///path)", raw)
 	}
 	return u, nil
 }
@@ -328,19 +329,19 @@ func stripUser(v string) string {
 func checkEndpoint(ep string, insecure bool) error {
 	u, err := url.Parse(ep)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("store endpoint %q: want a URL such as https://s3.example.com", stripUser(ep))
+		return i18n.Errorf("store endpoint %q: want a URL such as https://s3.example.com", stripUser(ep))
 	}
 	if u.User != nil {
 		// Never echoed: the password would be in the error, the log and
 		// the terminal's scrollback.
 		u.User = nil
-		return fmt.Errorf("store endpoint %s: a user name or password in the endpoint is refused (it would end up in logs, histories and process lists); give credentials in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the provider's own)", u)
+		return i18n.Errorf("store endpoint %s: a user name or password in the endpoint is refused (it would end up in logs, histories and process lists); give credentials in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the provider's own)", u)
 	}
 	if u.Scheme == "https" || insecure {
 		return nil
 	}
 	if u.Scheme != "http" {
-		return fmt.Errorf("store endpoint %q: want http:// or https://", ep)
+		return i18n.Errorf("store endpoint %q: want http:// or https://", ep)
 	}
 	host := u.Hostname()
 	if host == "localhost" {
@@ -349,7 +350,7 @@ func checkEndpoint(ep string, insecure bool) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("store endpoint %s is plain http to another machine: credentials and data would cross the network unprotected; use https, or pass --insecure if you accept that", ep)
+	return i18n.Errorf("store endpoint %s is plain http to another machine: credentials and data would cross the network unprotected; use https, or pass --insecure if you accept that", ep)
 }
 
 // plainEndpoint is the endpoint a store URL will reach when it names one
@@ -495,7 +496,7 @@ func (b *bucket) upload(ctx context.Context, cancel func(), key string, fill fun
 		filled <- err
 	}()
 	err := b.b.Upload(ctx, key, pr, opts)
-	ended := errors.New("the upload ended")
+	ended := i18n.Errorf("the upload ended")
 	pr.CloseWithError(ended)
 	// fill's own failure is the cause, unless it failed because the
 	// upload had ended.

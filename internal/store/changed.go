@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // ErrChanged is wrapped by Push's error when a file of the checkpoint
 // changed while it was uploaded (rewritten in place, truncated, replaced
 // by a rename, removed): its copy may mix two versions, so nothing was
 // committed. Pushing again once the file is still uploads the new version.
-var ErrChanged = errors.New("changed during its upload")
+var ErrChanged = i18n.Errorf("changed during its upload")
 
 // unchanged checks that the file at path is still the one walked (was):
 // same file, size, modification and change time, by its path and, when f
@@ -19,12 +21,12 @@ var ErrChanged = errors.New("changed during its upload")
 // again once it was read.
 func unchanged(path string, was fs.FileInfo, f *os.File) error {
 	changed := func(why string) error {
-		return fmt.Errorf("push: %s %w (%s): not committed", path, ErrChanged, why)
+		return i18n.Errorf("push: %s %w (%s): not committed", path, ErrChanged, why)
 	}
 	if f != nil {
 		now, err := f.Stat()
 		if err != nil {
-			return fmt.Errorf("push: %w", err)
+			return i18n.Errorf("push: %w", err)
 		}
 		if why := differs(was, now); why != "" {
 			return changed(why)
@@ -35,7 +37,7 @@ func unchanged(path string, was fs.FileInfo, f *os.File) error {
 		return changed("removed")
 	}
 	if err != nil {
-		return fmt.Errorf("push: %w", err)
+		return i18n.Errorf("push: %w", err)
 	}
 	if why := differs(was, now); why != "" {
 		return changed(why)

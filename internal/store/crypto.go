@@ -15,6 +15,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/userfile"
 )
 
@@ -29,9 +30,9 @@ func Keygen(path string) (string, error) {
 	body := fmt.Sprintf("# created: %s\n# public key: %s\n%s\n", time.Now().UTC().Format(time.RFC3339), id.Recipient(), id)
 	if err := writeSecret(path, body); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return "", fmt.Errorf("keygen: %s already exists; it is not overwritten (move it away first, or choose another path with --identity)", path)
+			return "", i18n.Errorf("keygen: %s already exists; it is not overwritten (move it away first, or choose another path with --identity)", path)
 		}
-		return "", fmt.Errorf("keygen: %w", err)
+		return "", i18n.Errorf("keygen: %w", err)
 	}
 	return id.Recipient().String(), nil
 }
@@ -56,7 +57,7 @@ func writeSecret(path, body string) error {
 	}
 	if err != nil {
 		os.Remove(path)
-		return fmt.Errorf("%s: %w", path, err)
+		return i18n.Errorf("%s: %w", path, err)
 	}
 	return nil
 }
@@ -75,11 +76,11 @@ func LoadIdentities(path string) ([]age.Identity, error) {
 	}
 	defer f.Close()
 	if st.Size() > maxIdentityFile {
-		return nil, fmt.Errorf("identity %s holds %s, over the %s an identity file may hold: %w", path, userfile.Size(st.Size()), userfile.Size(maxIdentityFile), userfile.ErrTooLarge)
+		return nil, i18n.Errorf("identity %s holds %s, over the %s an identity file may hold: %w", path, userfile.Size(st.Size()), userfile.Size(maxIdentityFile), userfile.ErrTooLarge)
 	}
 	ids, err := age.ParseIdentities(io.LimitReader(f, maxIdentityFile))
 	if err != nil {
-		return nil, fmt.Errorf("identity %s: not an age identity file", path)
+		return nil, i18n.Errorf("identity %s: not an age identity file", path)
 	}
 	return ids, nil
 }
@@ -92,11 +93,11 @@ func LoadIdentities(path string) ([]age.Identity, error) {
 func openSecret(path, what string) (*os.File, fs.FileInfo, error) {
 	f, st, err := userfile.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", what, err)
+		return nil, nil, i18n.Errorf("%s: %w", what, err)
 	}
 	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s %s is readable by other users (mode %v): chmod 600 it", what, path, st.Mode().Perm())
+		return nil, nil, i18n.Errorf("%s %s is readable by other users (mode %v): chmod 600 it", what, path, st.Mode().Perm())
 	}
 	return f, st, nil
 }
@@ -112,11 +113,11 @@ func ParseRecipients(keys []string) ([]age.Recipient, error) {
 		if u := strings.ToUpper(k); strings.HasPrefix(u, "AGE-SECRET-KEY-") || strings.HasPrefix(u, "GPURENT-AUTH-KEY-") {
 			// Never echoed: it would land in a terminal's scrollback or
 			// the run's log.
-			return nil, fmt.Errorf("a recipient given is a secret key (%s...), not a public key (age1...): it is not used; give the public key, and keep the secret one off the command line", k[:min(len(k), 15)])
+			return nil, i18n.Errorf("a recipient given is a secret key (%s...), not a public key (age1...): it is not used; give the public key, and keep the secret one off the command line", k[:min(len(k), 15)])
 		}
 		r, err := age.ParseX25519Recipient(k)
 		if err != nil {
-			return nil, fmt.Errorf("recipient %q: not an age public key (age1...)", k)
+			return nil, i18n.Errorf("recipient %q: not an age public key (age1...)", k)
 		}
 		out = append(out, r)
 	}
@@ -168,11 +169,11 @@ func (nopCloser) Close() error { return nil }
 // ErrNoIdentity that none was given for one that is encrypted: both are
 // the caller's input to fix, not a fault of the store's.
 var (
-	ErrWrongIdentity = errors.New("wrong identity")
+	ErrWrongIdentity = i18n.Errorf("wrong identity")
 	// errHeaderDamaged: an age header that does not open with an identity
 	// it is encrypted to.
-	errHeaderDamaged = errors.New("damaged age header")
-	ErrNoIdentity    = errors.New("no identity was given")
+	errHeaderDamaged = i18n.Errorf("damaged age header")
+	ErrNoIdentity    = i18n.Errorf("no identity was given")
 )
 
 // wrapReader decrypts r when it is encrypted; what names it in errors
@@ -182,7 +183,7 @@ func (c *Crypto) wrapReader(r io.Reader, encrypted bool, recipients []string, wh
 		return r, nil
 	}
 	if len(c.Identities) == 0 {
-		return nil, fmt.Errorf("the %s is encrypted (to %s) and %w: pass --identity FILE or set GPURENT_IDENTITY", what, strings.Join(recipients, ", "), ErrNoIdentity)
+		return nil, i18n.Errorf("the %s is encrypted (to %s) and %w: pass --identity FILE or set GPURENT_IDENTITY", what, strings.Join(recipients, ", "), ErrNoIdentity)
 	}
 	d, err := age.Decrypt(r, c.Identities...)
 	if err != nil {
@@ -194,10 +195,10 @@ func (c *Crypto) wrapReader(r io.Reader, encrypted bool, recipients []string, wh
 					// Encrypted to this identity, says the manifest: a
 					// header that will not open is damaged, or was
 					// replaced, not the wrong key.
-					return nil, fmt.Errorf("%w: the %s is encrypted to this identity (%s), yet its header does not open with it", errHeaderDamaged, what, r)
+					return nil, i18n.Errorf("%w: the %s is encrypted to this identity (%s), yet its header does not open with it", errHeaderDamaged, what, r)
 				}
 			}
-			return nil, fmt.Errorf("%w: this identity (%s) cannot decrypt a %s encrypted to %s", ErrWrongIdentity,
+			return nil, i18n.Errorf("%w: this identity (%s) cannot decrypt a %s encrypted to %s", ErrWrongIdentity,
 				strings.Join(RecipientsOf(c.Identities), ", "), what, strings.Join(recipients, ", "))
 		}
 		return nil, err
@@ -231,7 +232,7 @@ func (c *Crypto) open(m *Manifest) ([]byte, error) {
 	}
 	b, err := io.ReadAll(io.LimitReader(r, 256<<20))
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: file list does not decrypt: %w", m.ID, err)
+		return nil, i18n.Errorf("checkpoint %s: file list does not decrypt: %w", m.ID, err)
 	}
 	return b, nil
 }

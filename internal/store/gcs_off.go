@@ -4,11 +4,12 @@ package store
 
 import (
 	"context"
-	"errors"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // gcsBuilt: a -tags nogcs build opens no gs:// store (docs/ckpt.md, "The
 // weight of gs://").
 const gcsBuilt = false
 
-func gcsCredentials(context.Context) error { return errors.New("not built in") }
+func gcsCredentials(context.Context) error { return i18n.Errorf("not built in") }

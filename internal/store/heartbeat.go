@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // A push announces itself while it uploads: runs/<run>/uploads/<id>.json,
@@ -81,7 +83,7 @@ func (s *Store) announce(ctx context.Context, run, id string, started time.Time)
 		return err
 	}
 	if err := write(ctx); err != nil {
-		return nil, fmt.Errorf("push: announce the upload: %w", err)
+		return nil, i18n.Errorf("push: announce the upload: %w", err)
 	}
 	bctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -351,7 +353,7 @@ func (s *Store) stillStored(ctx context.Context, run, id string, objects []ObjRe
 	}
 	objs, err := s.b.List(ctx, runPrefix(run)+"data/"+id+"/")
 	if err != nil && !IsNotFound(err) {
-		return fmt.Errorf("push: check the stored objects: %w", err)
+		return i18n.Errorf("push: check the stored objects: %w", err)
 	}
 	size := make(map[string]int64, len(objs))
 	for _, o := range objs {
@@ -370,6 +372,6 @@ func (s *Store) stillStored(ctx context.Context, run, id string, objects []ObjRe
 	if len(lost) > 3 {
 		lost, more = lost[:3], fmt.Sprintf(" and %d more", len(lost)-3)
 	}
-	return fmt.Errorf("push: objects of this checkpoint were deleted during its upload (a clean-up on another machine?): not committed (%s%s missing or of another size)",
+	return i18n.Errorf("push: objects of this checkpoint were deleted during its upload (a clean-up on another machine?): not committed (%s%s missing or of another size)",
 		strings.Join(lost, ", "), more)
 }

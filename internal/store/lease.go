@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // One writer per run. Two sessions of one run (a spot machine that came
@@ -59,11 +61,11 @@ type LeaseInfo struct {
 }
 
 // errBadLease: a lease object that is not JSON, passed over.
-var errBadLease = errors.New("not a lease")
+var errBadLease = i18n.Errorf("not a lease")
 
 // ErrLeaseLost means another session took the run: this one must commit
 // nothing more.
-var ErrLeaseLost = errors.New("lost the run's lease")
+var ErrLeaseLost = i18n.Errorf("lost the run's lease")
 
 // HeldError is a refusal to take a lease someone else holds.
 type HeldError struct {
@@ -139,7 +141,7 @@ func (s *Store) readLease(ctx context.Context, key string) (LeaseInfo, error) {
 		return li, err
 	}
 	if err := json.Unmarshal(body, &li); err != nil {
-		return li, fmt.Errorf("lease %s: %w: %v", key, errBadLease, err)
+		return li, i18n.Errorf("lease %s: %w: %v", key, errBadLease, err)
 	}
 	return li, nil
 }
@@ -216,24 +218,24 @@ func (s *Store) TakeLease(ctx context.Context, run, what string, takeover bool) 
 	ttl := s.leaseTTL()
 	ls, err := s.leases(ctx, run)
 	if err != nil {
-		return nil, fmt.Errorf("lease of run %s: %w", run, err)
+		return nil, i18n.Errorf("lease of run %s: %w", run, err)
 	}
 	// Above the highest genuine lease: a forged one, however high, must
 	// not use the generations up.
 	top, _, ok, err := s.top(ctx, ls)
 	if err != nil {
-		return nil, fmt.Errorf("lease of run %s: %w", run, err)
+		return nil, i18n.Errorf("lease of run %s: %w", run, err)
 	}
 	var gen int64
 	if ok {
 		gen = top.gen
 	}
 	if gen+1 >= maxGeneration {
-		return nil, fmt.Errorf("lease of run %s: generation %d is the last; delete %s to start again", run, gen, leasePrefix(run))
+		return nil, i18n.Errorf("lease of run %s: generation %d is the last; delete %s to start again", run, gen, leasePrefix(run))
 	}
 	if !takeover {
 		if held, err := s.held(ctx, run, ls, ttl); err != nil {
-			return nil, fmt.Errorf("lease of run %s: %w", run, err)
+			return nil, i18n.Errorf("lease of run %s: %w", run, err)
 		} else if held != nil {
 			return nil, held
 		}
@@ -242,14 +244,14 @@ func (s *Store) TakeLease(ctx context.Context, run, what string, takeover bool) 
 	l := &Lease{s: s, ttl: ttl, info: LeaseInfo{Version: 1, Run: run, Session: newID(now), Generation: gen + 1,
 		Host: s.opt.Host, PID: os.Getpid(), Boot: bootID(), PIDNS: pidNS(), What: what, Started: now, TTLSeconds: int(ttl / time.Second)}}
 	if err := l.write(ctx); err != nil {
-		return nil, fmt.Errorf("lease of run %s: %w", run, err)
+		return nil, i18n.Errorf("lease of run %s: %w", run, err)
 	}
 	// Another session may have taken it at the same moment: the higher
 	// wins, the same answer on both.
 	ls, err = s.leases(ctx, run)
 	if err != nil {
 		l.Release(ctx)
-		return nil, fmt.Errorf("lease of run %s: %w", run, err)
+		return nil, i18n.Errorf("lease of run %s: %w", run, err)
 	}
 	if err := l.highest(ctx, ls); err != nil {
 		l.Release(ctx)
@@ -326,7 +328,7 @@ func (e *lostError) Unwrap() error { return ErrLeaseLost }
 func (l *Lease) Check(ctx context.Context) error {
 	ls, err := l.s.leases(ctx, l.info.Run)
 	if err != nil {
-		return fmt.Errorf("lease of run %s: %w", l.info.Run, err)
+		return i18n.Errorf("lease of run %s: %w", l.info.Run, err)
 	}
 	return l.highest(ctx, ls)
 }
@@ -348,7 +350,7 @@ func (l *Lease) highest(ctx context.Context, ls []leaseObj) error {
 			continue // released and gone, or forged
 		}
 		if err != nil {
-			return fmt.Errorf("lease of run %s: %w", l.info.Run, err)
+			return i18n.Errorf("lease of run %s: %w", l.info.Run, err)
 		}
 		return &lostError{holder: li, msg: fmt.Sprintf("run %s: %v to %s on %s (pid %d, session %s, taken %s): this session commits nothing more",
 			l.info.Run, ErrLeaseLost, li.What, li.Host, li.PID, o.session, li.Started.UTC().Format("2006-01-02 15:04:05 MST"))}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // A run's console output lives beside its checkpoints, so that the
@@ -88,7 +90,7 @@ func (s *Store) NewLog(ctx context.Context, run string, started time.Time) (*Log
 	}
 	key := logPrefix(run) + info.Session + "/info.json"
 	if _, err := s.b.Put(ctx, key, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
-		return nil, fmt.Errorf("log of run %s: %w", run, err)
+		return nil, i18n.Errorf("log of run %s: %w", run, err)
 	}
 	return &LogWriter{s: s, info: info}, nil
 }
@@ -103,7 +105,7 @@ func (w *LogWriter) Append(ctx context.Context, data []byte) error {
 		return nil
 	}
 	if len(data) > MaxSegment {
-		return fmt.Errorf("log segment of %d bytes: at most %d at once", len(data), MaxSegment)
+		return i18n.Errorf("log segment of %d bytes: at most %d at once", len(data), MaxSegment)
 	}
 	key := fmt.Sprintf("%s%s/%06d-%s", logPrefix(w.info.Run), w.info.Session, w.seq+1, w.s.opt.Now().UTC().Format(segTime))
 	_, err := w.s.b.Put(ctx, key, func(dst io.Writer) error {
@@ -121,7 +123,7 @@ func (w *LogWriter) Append(ctx context.Context, data []byte) error {
 		return enc.Close()
 	})
 	if err != nil {
-		return fmt.Errorf("log of run %s: %w", w.info.Run, err)
+		return i18n.Errorf("log of run %s: %w", w.info.Run, err)
 	}
 	w.seq++
 	return nil
@@ -218,14 +220,14 @@ func (s *Store) logInfo(ctx context.Context, run, sess string) (*LogInfo, error)
 	defer r.Close()
 	data, err := io.ReadAll(io.LimitReader(r, 1<<20))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
+		return nil, i18n.Errorf("read %s: %w", key, err)
 	}
 	var info LogInfo
 	if err := decodeStrict(data, &info); err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return nil, i18n.Errorf("%s: %w", key, err)
 	}
 	if info.Version != 1 || info.Session != sess || info.Run != run {
-		return nil, fmt.Errorf("%s: not session %s of run %s (version %d)", key, sess, run, info.Version)
+		return nil, i18n.Errorf("%s: not session %s of run %s (version %d)", key, sess, run, info.Version)
 	}
 	s.logInfos.Store(key, &info)
 	return &info, nil
@@ -236,7 +238,7 @@ func (s *Store) logInfo(ctx context.Context, run, sess string) (*LogInfo, error)
 // been read, so that a damaged one adds no garbage before its error.
 func (s *Store) ReadLogSegment(ctx context.Context, ls *LogSession, i int, w io.Writer) error {
 	if i < 0 || i >= len(ls.keys) {
-		return fmt.Errorf("log session %s has no segment %d", ls.Session, i+1)
+		return i18n.Errorf("log session %s has no segment %d", ls.Session, i+1)
 	}
 	key := ls.keys[i]
 	r, err := s.b.Get(ctx, key)
@@ -246,19 +248,19 @@ func (s *Store) ReadLogSegment(ctx context.Context, ls *LogSession, i int, w io.
 	defer r.Close()
 	plain, err := s.opt.Crypto.wrapReader(r, ls.Encrypted, ls.Recipients, "log")
 	if err != nil {
-		return fmt.Errorf("log session %s: %w", ls.Session, err)
+		return i18n.Errorf("log session %s: %w", ls.Session, err)
 	}
 	z, err := gzip.NewReader(plain)
 	if err != nil {
-		return fmt.Errorf("%s: %w", key, err)
+		return i18n.Errorf("%s: %w", key, err)
 	}
 	var buf bytes.Buffer
 	// The bound keeps a hostile object (a gzip bomb) from filling memory.
 	if _, err := io.Copy(&buf, io.LimitReader(z, MaxSegment+1)); err != nil {
-		return fmt.Errorf("%s: %w", key, err)
+		return i18n.Errorf("%s: %w", key, err)
 	}
 	if buf.Len() > MaxSegment {
-		return fmt.Errorf("%s: more than %d bytes: not a segment gpurent wrote", key, MaxSegment)
+		return i18n.Errorf("%s: more than %d bytes: not a segment gpurent wrote", key, MaxSegment)
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
@@ -275,7 +277,7 @@ const MaxSegment = 64 << 20
 // being shipped is the newest, so keep 1 or more leaves it alone.
 func (s *Store) PruneLogs(ctx context.Context, run string, keep int, dryRun bool) ([]string, error) {
 	if keep < 0 {
-		return nil, fmt.Errorf("prune: --keep-logs must be 0 or more, got %d", keep)
+		return nil, i18n.Errorf("prune: --keep-logs must be 0 or more, got %d", keep)
 	}
 	sessions, err := s.LogSessions(ctx, run)
 	if err != nil {

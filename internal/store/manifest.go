@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -13,6 +12,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // ManifestVersion is the newest format version of manifests: this gpurent
@@ -29,7 +30,7 @@ const versionNoParts = 2
 // reads. Finding the newest checkpoint fails on one instead of passing
 // over it: an older gpurent would otherwise resume from an older
 // checkpoint without a word.
-var ErrNewerManifest = errors.New("newer than this gpurent reads")
+var ErrNewerManifest = i18n.Errorf("newer than this gpurent reads")
 
 // Manifest describes one committed checkpoint. It is stored last, so its
 // presence is the commit. The public part (ids, sizes, object names, the
@@ -129,7 +130,7 @@ var (
 // ValidRun checks a run name: letters, digits, '.', '_' and '-', at most 64.
 func ValidRun(run string) error {
 	if !runRe.MatchString(run) || run == "." || run == ".." {
-		return fmt.Errorf("run name %q: use 1 to 64 letters, digits, '.', '_' or '-'", run)
+		return i18n.Errorf("run name %q: use 1 to 64 letters, digits, '.', '_' or '-'", run)
 	}
 	return nil
 }
@@ -138,7 +139,7 @@ func ValidRun(run string) error {
 // typo is a usage error before the store is asked.
 func ValidID(id string) error {
 	if !idRe.MatchString(id) {
-		return fmt.Errorf("checkpoint id %q: want an id from gpurent ckpt ls, or latest", id)
+		return i18n.Errorf("checkpoint id %q: want an id from gpurent ckpt ls, or latest", id)
 	}
 	return nil
 }
@@ -151,7 +152,7 @@ func decodeStrict(data []byte, v any) error {
 		return err
 	}
 	if dec.More() {
-		return fmt.Errorf("trailing data after the JSON object")
+		return i18n.Errorf("trailing data after the JSON object")
 	}
 	return nil
 }
@@ -161,30 +162,30 @@ func decodeStrict(data []byte, v any) error {
 func ParseManifest(data []byte) (*Manifest, error) {
 	var m Manifest
 	if err := decodeStrict(data, &m); err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+		return nil, i18n.Errorf("manifest: %w", err)
 	}
 	if m.Version > ManifestVersion {
-		return nil, fmt.Errorf("manifest %s: version %d, %w (it reads versions 1 to %d): upgrade gpurent; if no newer gpurent wrote it, it was planted and can be removed", m.ID, m.Version, ErrNewerManifest, ManifestVersion)
+		return nil, i18n.Errorf("manifest %s: version %d, %w (it reads versions 1 to %d): upgrade gpurent; if no newer gpurent wrote it, it was planted and can be removed", m.ID, m.Version, ErrNewerManifest, ManifestVersion)
 	}
 	if m.Version < 1 {
-		return nil, fmt.Errorf("manifest %s: version %d", m.ID, m.Version)
+		return nil, i18n.Errorf("manifest %s: version %d", m.ID, m.Version)
 	}
 	if m.Version == 1 && m.Auth != nil {
-		return nil, fmt.Errorf("manifest %s: version 1 carries no auth", m.ID)
+		return nil, i18n.Errorf("manifest %s: version 1 carries no auth", m.ID)
 	}
 	if a := m.Auth; a != nil && (!kidRe.MatchString(a.Key) || !hexRe.MatchString(a.MAC)) {
-		return nil, fmt.Errorf("manifest %s: auth is not a key id and an HMAC-SHA256", m.ID)
+		return nil, i18n.Errorf("manifest %s: auth is not a key id and an HMAC-SHA256", m.ID)
 	}
 	if !idRe.MatchString(m.ID) {
-		return nil, fmt.Errorf("manifest: bad checkpoint id %q", m.ID)
+		return nil, i18n.Errorf("manifest: bad checkpoint id %q", m.ID)
 	}
 	if err := ValidRun(m.Run); err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", m.ID, err)
+		return nil, i18n.Errorf("manifest %s: %w", m.ID, err)
 	}
 	prefix := dataPrefix(m.Run, m.ID)
 	for i, o := range m.Objects {
 		if !strings.HasPrefix(o.Key, prefix) || !objNameRe.MatchString(o.Key[len(prefix):]) || o.Size < 0 {
-			return nil, fmt.Errorf("manifest %s: object %d %q is not an object of this checkpoint", m.ID, i, o.Key)
+			return nil, i18n.Errorf("manifest %s: object %d %q is not an object of this checkpoint", m.ID, i, o.Key)
 		}
 	}
 	// gpurent before pushName recorded "push ." as "." (and ".." or "/"
@@ -194,13 +195,13 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		m.Name = ""
 	}
 	if strings.ContainsAny(m.Name, "/\x00") {
-		return nil, fmt.Errorf("manifest %s: name %q is not a single file name", m.ID, m.Name)
+		return nil, i18n.Errorf("manifest %s: name %q is not a single file name", m.ID, m.Name)
 	}
 	if m.Files < 0 || m.Bytes < 0 {
-		return nil, fmt.Errorf("manifest %s: negative counts", m.ID)
+		return nil, i18n.Errorf("manifest %s: negative counts", m.ID)
 	}
 	if m.Encrypted && len(m.Recipients) == 0 {
-		return nil, fmt.Errorf("manifest %s: encrypted but names no recipient", m.ID)
+		return nil, i18n.Errorf("manifest %s: encrypted but names no recipient", m.ID)
 	}
 	return &m, nil
 }
@@ -211,53 +212,53 @@ func ParseManifest(data []byte) (*Manifest, error) {
 func ParseFileList(m *Manifest, plain []byte) ([]Entry, error) {
 	var es []Entry
 	if err := decodeStrict(plain, &es); err != nil {
-		return nil, fmt.Errorf("checkpoint %s file list: %w", m.ID, err)
+		return nil, i18n.Errorf("checkpoint %s file list: %w", m.ID, err)
 	}
 	if len(es) != m.Files {
-		return nil, fmt.Errorf("checkpoint %s: file list has %d entries, manifest says %d", m.ID, len(es), m.Files)
+		return nil, i18n.Errorf("checkpoint %s: file list has %d entries, manifest says %d", m.ID, len(es), m.Files)
 	}
 	seen := map[string]string{}
 	var total int64
 	used := map[int]bool{}
 	for i, e := range es {
 		if e.Path != "." && (!fs.ValidPath(e.Path) || path.Clean(e.Path) != e.Path) {
-			return nil, fmt.Errorf("checkpoint %s: entry %d path %q leaves the checkpoint", m.ID, i, e.Path)
+			return nil, i18n.Errorf("checkpoint %s: entry %d path %q leaves the checkpoint", m.ID, i, e.Path)
 		}
 		if _, err := filepath.Localize(e.Path); err != nil {
 			// A name this system cannot hold as one name: on Windows a
 			// Linux file named `a\..\..\x` would be a path out of the
 			// pull's directory, and `NUL` or `c:x` no file at all.
-			return nil, fmt.Errorf("checkpoint %s: entry %d path %q cannot be written on %s", m.ID, i, e.Path, runtime.GOOS)
+			return nil, i18n.Errorf("checkpoint %s: entry %d path %q cannot be written on %s", m.ID, i, e.Path, runtime.GOOS)
 		}
 		if _, dup := seen[e.Path]; dup {
-			return nil, fmt.Errorf("checkpoint %s: path %q twice", m.ID, e.Path)
+			return nil, i18n.Errorf("checkpoint %s: path %q twice", m.ID, e.Path)
 		}
 		for p := path.Dir(e.Path); p != "." && p != "/"; p = path.Dir(p) {
 			if seen[p] != "dir" {
-				return nil, fmt.Errorf("checkpoint %s: %q comes before or under a non-directory %q", m.ID, e.Path, p)
+				return nil, i18n.Errorf("checkpoint %s: %q comes before or under a non-directory %q", m.ID, e.Path, p)
 			}
 		}
 		if e.Path != "." && path.Dir(e.Path) == "." && len(es) > 0 && es[0].Path == "." && es[0].Type != "dir" {
-			return nil, fmt.Errorf("checkpoint %s: %q under a root that is not a directory", m.ID, e.Path)
+			return nil, i18n.Errorf("checkpoint %s: %q under a root that is not a directory", m.ID, e.Path)
 		}
 		seen[e.Path] = e.Type
 		if e.Mode&^fs.ModePerm != 0 {
-			return nil, fmt.Errorf("checkpoint %s: %q has mode bits beyond permissions", m.ID, e.Path)
+			return nil, i18n.Errorf("checkpoint %s: %q has mode bits beyond permissions", m.ID, e.Path)
 		}
 		switch e.Type {
 		case "file":
 			if e.Size < 0 || !hexRe.MatchString(e.SHA256) {
-				return nil, fmt.Errorf("checkpoint %s: %q has a bad size or hash", m.ID, e.Path)
+				return nil, i18n.Errorf("checkpoint %s: %q has a bad size or hash", m.ID, e.Path)
 			}
 			if e.Size > math.MaxInt64-total {
-				return nil, fmt.Errorf("checkpoint %s: files add up to more than any disk holds", m.ID)
+				return nil, i18n.Errorf("checkpoint %s: files add up to more than any disk holds", m.ID)
 			}
 			if err := checkParts(m, e); err != nil {
 				return nil, err
 			}
 			for _, o := range e.objects() {
 				if o < 0 || o >= len(m.Objects) || used[o] {
-					return nil, fmt.Errorf("checkpoint %s: %q refers to object %d", m.ID, e.Path, o)
+					return nil, i18n.Errorf("checkpoint %s: %q refers to object %d", m.ID, e.Path, o)
 				}
 				used[o] = true
 			}
@@ -265,17 +266,17 @@ func ParseFileList(m *Manifest, plain []byte) ([]Entry, error) {
 		case "dir":
 		case "symlink":
 			if e.Link == "" {
-				return nil, fmt.Errorf("checkpoint %s: symlink %q has no target", m.ID, e.Path)
+				return nil, i18n.Errorf("checkpoint %s: symlink %q has no target", m.ID, e.Path)
 			}
 		default:
-			return nil, fmt.Errorf("checkpoint %s: %q has unknown type %q", m.ID, e.Path, e.Type)
+			return nil, i18n.Errorf("checkpoint %s: %q has unknown type %q", m.ID, e.Path, e.Type)
 		}
 		if e.Type != "file" && (len(e.Parts) > 0 || e.Object != -1 && m.Version >= 3) {
-			return nil, fmt.Errorf("checkpoint %s: %q is a %s with objects", m.ID, e.Path, e.Type)
+			return nil, i18n.Errorf("checkpoint %s: %q is a %s with objects", m.ID, e.Path, e.Type)
 		}
 	}
 	if total != m.Bytes {
-		return nil, fmt.Errorf("checkpoint %s: files add up to %d bytes, manifest says %d", m.ID, total, m.Bytes)
+		return nil, i18n.Errorf("checkpoint %s: files add up to %d bytes, manifest says %d", m.ID, total, m.Bytes)
 	}
 	return es, nil
 }
@@ -287,7 +288,7 @@ func checkParts(m *Manifest, e Entry) error {
 	if len(e.Parts) == 0 {
 		return nil
 	}
-	bad := func(why string) error { return fmt.Errorf("checkpoint %s: %q parts: %s", m.ID, e.Path, why) }
+	bad := func(why string) error { return i18n.Errorf("checkpoint %s: %q parts: %s", m.ID, e.Path, why) }
 	if m.Version < 3 {
 		return bad(fmt.Sprintf("a version %d manifest has none", m.Version))
 	}

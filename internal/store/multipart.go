@@ -2,12 +2,12 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"gocloud.dev/blob"
 )
 
@@ -58,7 +58,7 @@ func (m *multipart) list(ctx context.Context, prefix string, before time.Time) (
 	for {
 		page, err := m.client.ListMultipartUploads(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("list incomplete uploads under %s: %w", prefix, err)
+			return nil, i18n.Errorf("list incomplete uploads under %s: %w", prefix, err)
 		}
 		for _, u := range page.Uploads {
 			key := aws.ToString(u.Key)
@@ -81,7 +81,7 @@ func (m *multipart) list(ctx context.Context, prefix string, before time.Time) (
 func (m *multipart) abort(ctx context.Context, u Upload) error {
 	_, err := m.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(m.bucket), Key: aws.String(m.full(u.Key)), UploadId: aws.String(u.ID)})
 	if err != nil {
-		return fmt.Errorf("abort incomplete upload of %s: %w", u.Key, err)
+		return i18n.Errorf("abort incomplete upload of %s: %w", u.Key, err)
 	}
 	return nil
 }

@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"sync"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // MemoryLimit is the soft limit (runtime/debug.SetMemoryLimit) the ckpt
@@ -78,7 +79,7 @@ func fetchRange(ctx context.Context, b Backend, key string, off, n int64) fetche
 	buf := (*bp)[:n]
 	if _, err := io.ReadFull(r, buf); err != nil {
 		rangePool.Put(bp)
-		return fetched{err: fmt.Errorf("read %s at %d: %w", key, off, err)}
+		return fetched{err: i18n.Errorf("read %s at %d: %w", key, off, err)}
 	}
 	return fetched{data: buf}
 }

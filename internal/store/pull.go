@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -42,7 +43,7 @@ import (
 // removes it.
 func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, error) {
 	if _, err := os.Lstat(dest); err == nil {
-		return nil, fmt.Errorf("pull: %s already exists; pull into a new path (nothing was changed)", dest)
+		return nil, i18n.Errorf("pull: %s already exists; pull into a new path (nothing was changed)", dest)
 	}
 	m, err := s.Find(ctx, run, id)
 	if err != nil {
@@ -55,16 +56,16 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 		return nil, err
 	}
 	if err := s.opt.Crypto.trusted(m); err != nil {
-		return nil, fmt.Errorf("pull: %w", err)
+		return nil, i18n.Errorf("pull: %w", err)
 	}
 	rootIsFile := len(entries) > 0 && entries[0].Path == "." && entries[0].Type != "dir"
 	if rootIsFile && entries[0].Type == "symlink" {
-		return nil, fmt.Errorf("pull: checkpoint %s is a symlink (to %q), not a file or directory: pulled, %s would lead wherever it points; nothing was written", m.ID, entries[0].Link, dest)
+		return nil, i18n.Errorf("pull: checkpoint %s is a symlink (to %q), not a file or directory: pulled, %s would lead wherever it points; nothing was written", m.ID, entries[0].Link, dest)
 	}
 	parent := filepath.Dir(filepath.Clean(dest))
 	// Missing parents are made, as git clone makes them.
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("pull: %w", err)
+		return nil, i18n.Errorf("pull: %w", err)
 	}
 	tmp := filepath.Join(parent, partialBase(dest)+m.ID)
 	// An earlier pull of another checkpoint to this place is of no use
@@ -72,7 +73,7 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	discardPartial(dest, m.ID)
 	root, err := openPartial(tmp)
 	if err != nil {
-		return nil, fmt.Errorf("pull: %w", err)
+		return nil, i18n.Errorf("pull: %w", err)
 	}
 	defer root.Close()
 	// place is an entry's name inside the partial.
@@ -84,7 +85,7 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	}
 	kept, err := keepPartial(root, entries, place)
 	if err != nil {
-		return nil, fmt.Errorf("pull: %w", err)
+		return nil, i18n.Errorf("pull: %w", err)
 	}
 	var keptBytes int64
 	for _, e := range entries {
@@ -101,7 +102,7 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 			root.Close()
 			os.RemoveAll(tmp)
 		}
-		return nil, fmt.Errorf("pull: checkpoint %s holds %s and the file system of %s has %s free: make room or pull elsewhere (nothing was written)",
+		return nil, i18n.Errorf("pull: checkpoint %s holds %s and the file system of %s has %s free: make room or pull elsewhere (nothing was written)",
 			m.ID, report.Bytes(m.Bytes-keptBytes), parent, report.Bytes(int64(avail)))
 	}
 	var files []int
@@ -109,11 +110,11 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 		switch e.Type {
 		case "dir":
 			if err := root.MkdirAll(place(e.Path), 0o700); err != nil {
-				return nil, fmt.Errorf("pull: %w", err)
+				return nil, i18n.Errorf("pull: %w", err)
 			}
 		case "symlink":
 			if err := root.Symlink(e.Link, place(e.Path)); err != nil {
-				return nil, fmt.Errorf("pull: %w", err)
+				return nil, i18n.Errorf("pull: %w", err)
 			}
 		case "file":
 			files = append(files, i)
@@ -158,7 +159,7 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 		}
 		p := place(e.Path)
 		if err := root.Chmod(p, e.Mode); err != nil {
-			return nil, fmt.Errorf("pull: %w", err)
+			return nil, i18n.Errorf("pull: %w", err)
 		}
 		root.Chtimes(p, e.MTime, e.MTime)
 	}
@@ -168,7 +169,7 @@ func (s *Store) Pull(ctx context.Context, run, id, dest string) (*Manifest, erro
 	}
 	root.Close() // Windows renames no directory held open
 	if err := os.Rename(final, dest); err != nil {
-		return nil, fmt.Errorf("pull: %w", err)
+		return nil, i18n.Errorf("pull: %w", err)
 	}
 	if rootIsFile {
 		os.Remove(tmp)
@@ -198,7 +199,7 @@ func openPartial(tmp string) (*os.Root, error) {
 			return nil, err
 		case !private(st):
 			if err := os.RemoveAll(tmp); err != nil {
-				return nil, fmt.Errorf("%s is in the way and is not a directory of this user's that only it can write to (%w): remove it, or pull elsewhere", tmp, err)
+				return nil, i18n.Errorf("%s is in the way and is not a directory of this user's that only it can write to (%w): remove it, or pull elsewhere", tmp, err)
 			}
 			continue
 		}
@@ -212,7 +213,7 @@ func openPartial(tmp string) (*os.Root, error) {
 		}
 		return root, nil
 	}
-	return nil, fmt.Errorf("%s keeps changing under the pull: is another pull to the same place running?", tmp)
+	return nil, i18n.Errorf("%s keeps changing under the pull: is another pull to the same place running?", tmp)
 }
 
 // keepPartial checks what an earlier pull left in root against entries:
@@ -258,7 +259,7 @@ func keepPartial(root *os.Root, entries []Entry, place func(string) string) (map
 		}
 		if !ok {
 			if err := root.RemoveAll(f.name); err != nil {
-				return nil, fmt.Errorf("clear what an earlier pull left: %w", err)
+				return nil, i18n.Errorf("clear what an earlier pull left: %w", err)
 			}
 		}
 	}
@@ -358,27 +359,27 @@ func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, root *os.
 	if keep {
 		var err error
 		if f, err = root.OpenFile(name, os.O_RDWR, 0); err != nil {
-			return 0, fmt.Errorf("pull: %w", err)
+			return 0, i18n.Errorf("pull: %w", err)
 		}
 		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || !ownedHere(st) {
 			f.Close()
-			return 0, fmt.Errorf("pull: %s changed under the pull", name)
+			return 0, i18n.Errorf("pull: %s changed under the pull", name)
 		}
 		if first, off, err = verifiedParts(f, parts, h, s.progress); err != nil {
 			f.Close()
-			return 0, fmt.Errorf("pull: %w", err)
+			return 0, i18n.Errorf("pull: %w", err)
 		}
 		if first == len(parts) {
 			return off, f.Close() // whole, and hashed right
 		}
 		if err := f.Truncate(off); err != nil {
 			f.Close()
-			return 0, fmt.Errorf("pull: %w", err)
+			return 0, i18n.Errorf("pull: %w", err)
 		}
 	} else {
 		var err error
 		if f, err = root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
-			return 0, fmt.Errorf("pull: %w", err)
+			return 0, i18n.Errorf("pull: %w", err)
 		}
 	}
 	sw := &sparseWriter{f: f, off: off, wb: writeBehind{f: f, flushed: off}}
@@ -402,7 +403,7 @@ func (s *Store) restoreFile(ctx context.Context, m *Manifest, e Entry, root *os.
 		if errors.As(err, new(damaged)) || errors.As(err, new(transportError)) || ctx.Err() != nil {
 			return n, err
 		}
-		return n, fmt.Errorf("pull %s: %w", e.Path, err)
+		return n, i18n.Errorf("pull %s: %w", e.Path, err)
 	}
 	return n, nil
 }
@@ -471,7 +472,7 @@ func (s *Store) fetchParts(ctx context.Context, m *Manifest, e Entry, parts []Pa
 			n, err := s.readObject(ctx, m, e, k, len(parts), m.Objects[p.Object], w, h, p.Size)
 			if err == nil {
 				if n != p.Size || hex.EncodeToString(h.Sum(nil)) != p.Prefix {
-					return off, damaged{fmt.Errorf("checkpoint %s: %s is corrupt in the store: %s does not hash as the manifest says", m.ID, e.Path, partName(k, len(parts), m.Objects[p.Object].Key))}
+					return off, damaged{i18n.Errorf("checkpoint %s: %s is corrupt in the store: %s does not hash as the manifest says", m.ID, e.Path, partName(k, len(parts), m.Objects[p.Object].Key))}
 				}
 				off += n
 				break
@@ -562,29 +563,29 @@ func (w writerOf) Write(p []byte) (int, error) {
 // store's own failure, when there was one.
 func (s *Store) sortFailure(ctx context.Context, what string, obj ObjRef, err, failed error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("%s: %w", what, context.Cause(ctx))
+		return i18n.Errorf("%s: %w", what, context.Cause(ctx))
 	}
 	var we writeError
 	if errors.As(err, &we) {
 		return we
 	}
 	if IsNotFound(failed) || IsNotFound(err) {
-		return damaged{fmt.Errorf("%s: missing from the store", what)}
+		return damaged{i18n.Errorf("%s: missing from the store", what)}
 	}
 	if failed != nil {
 		// A reply cut short and an object stored short both end in an
 		// unexpected EOF: the stored size tells them apart.
 		if n, serr := s.b.Size(ctx, obj.Key); serr == nil && n != obj.Size {
-			return damaged{fmt.Errorf("%s: the stored object is %d bytes, the manifest says %d (truncated or replaced)", what, n, obj.Size)}
+			return damaged{i18n.Errorf("%s: the stored object is %d bytes, the manifest says %d (truncated or replaced)", what, n, obj.Size)}
 		} else if IsNotFound(serr) {
-			return damaged{fmt.Errorf("%s: missing from the store", what)}
+			return damaged{i18n.Errorf("%s: missing from the store", what)}
 		}
-		return transportError{fmt.Errorf("%s: reading it from the store: %w", what, failed)}
+		return transportError{i18n.Errorf("%s: reading it from the store: %w", what, failed)}
 	}
 	if (errors.Is(err, ErrWrongIdentity) || errors.Is(err, ErrNoIdentity)) && !errors.Is(err, errHeaderDamaged) {
 		return err
 	}
-	return damaged{fmt.Errorf("%s: corrupt in the store: %w", what, err)}
+	return damaged{i18n.Errorf("%s: corrupt in the store: %w", what, err)}
 }
 
 // readFile streams the plaintext of file e of m to dst, part by part,

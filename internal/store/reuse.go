@@ -5,11 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"slices"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Files that did not change since the run's previous checkpoint (a frozen
@@ -36,7 +37,7 @@ type copier interface {
 const reuseMin = 1 << 20
 
 // errNoCopy: the backend behind a wrapper cannot copy.
-var errNoCopy = errors.New("the store cannot copy objects")
+var errNoCopy = i18n.Errorf("the store cannot copy objects")
 
 // Copy copies src to dst in the store (S3 CopyObject, GCS rewrite, Azure
 // copy from URL, a file copy for a directory).
@@ -194,12 +195,12 @@ func (s *Store) reuse(ctx context.Context, path string, info fs.FileInfo, prev E
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return pushed{}, false, fmt.Errorf("push: %w", err)
+		return pushed{}, false, i18n.Errorf("push: %w", err)
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.CopyBuffer(h, f, make([]byte, 1<<20)); err != nil {
-		return pushed{}, false, fmt.Errorf("push %s: %w", path, err)
+		return pushed{}, false, i18n.Errorf("push %s: %w", path, err)
 	}
 	if err := unchanged(path, info, f); err != nil {
 		return pushed{}, false, err

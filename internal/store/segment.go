@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -81,7 +82,7 @@ func (s *Store) pushParts(ctx context.Context, run, id, tag string, i int, path 
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return out, fmt.Errorf("push: %w", err)
+		return out, i18n.Errorf("push: %w", err)
 	}
 	defer f.Close()
 	seg, size := s.segment(), info.Size()
@@ -99,7 +100,7 @@ func (s *Store) pushParts(ctx context.Context, run, id, tag string, i int, path 
 		_, start := hp.mark()
 		if done, ok := jf.part(j); ok && done.Size == n {
 			if _, err := io.CopyBuffer(hp, io.NewSectionReader(f, off, n), buf); err != nil {
-				return out, fmt.Errorf("push %s: %w", path, err)
+				return out, i18n.Errorf("push %s: %w", path, err)
 			}
 			sum, _ := hp.mark()
 			if sum == done.Prefix && jr.stillThere(ctx, s, done) {
@@ -132,13 +133,13 @@ func (s *Store) pushParts(ctx context.Context, run, id, tag string, i int, path 
 				err = enc.Close()
 			}
 			if err != nil {
-				return fmt.Errorf("push %s: %w", path, err)
+				return i18n.Errorf("push %s: %w", path, err)
 			}
 			if k != n {
 				if err := unchanged(path, info, f); err != nil {
 					return err
 				}
-				return fmt.Errorf("push: %s %w (%d bytes read of part %d, which has %d): not committed", path, ErrChanged, k, j+1, n)
+				return i18n.Errorf("push: %s %w (%d bytes read of part %d, which has %d): not committed", path, ErrChanged, k, j+1, n)
 			}
 			return nil
 		})
@@ -318,7 +319,7 @@ func readSmall(name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() || st.Size() > max {
-		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", name, max)
+		return nil, i18n.Errorf("%s is not a regular file of at most %d bytes", name, max)
 	}
 	return io.ReadAll(io.LimitReader(f, max))
 }
@@ -448,7 +449,7 @@ func (j *journal) kept(err error) error {
 	if n == 0 {
 		return err
 	}
-	return fmt.Errorf("%w (the %s of it stored is kept: the same push again goes on from there)", err, report.Bytes(n))
+	return i18n.Errorf("%w (the %s of it stored is kept: the same push again goes on from there)", err, report.Bytes(n))
 }
 
 // close releases the journal; done (the checkpoint committed) removes it.
@@ -516,10 +517,10 @@ func uploadPlan(size, segment, partSize int64) (objects, parts int64) {
 // which an object of a whole segment would need more than 10,000 parts.
 func CheckPartSize(partSize int64) error {
 	if partSize < MinPartSize || partSize > MaxPartSize {
-		return fmt.Errorf("want 5MiB to 5GiB (S3's limits on a part), got %d bytes", partSize)
+		return i18n.Errorf("want 5MiB to 5GiB (S3's limits on a part), got %d bytes", partSize)
 	}
 	if _, parts := uploadPlan(defaultSegment, defaultSegment, partSize); parts > maxParts {
-		return fmt.Errorf("%d bytes makes an object of 1 GiB %d parts, more than S3's %d", partSize, parts, maxParts)
+		return i18n.Errorf("%d bytes makes an object of 1 GiB %d parts, more than S3's %d", partSize, parts, maxParts)
 	}
 	return nil
 }

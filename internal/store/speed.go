@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -38,12 +39,12 @@ type Speed struct {
 // encryption would hide any pattern anyway.
 func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int) (sp *Speed, err error) {
 	if size <= 0 || files <= 0 || int64(files) > size {
-		return nil, fmt.Errorf("speed test: %d bytes in %d files", size, files)
+		return nil, i18n.Errorf("speed test: %d bytes in %d files", size, files)
 	}
 	// The test data and its pulled copy: refused now, rather than after
 	// minutes of upload.
 	if avail, ok := s.free(dir); ok && avail < uint64(2*size)+64<<20 {
-		return nil, fmt.Errorf("speed test: %s has %s free; the test writes its %s twice there (the checkpoint and its pulled copy): test less (--size) or elsewhere (--dir)",
+		return nil, i18n.Errorf("speed test: %s has %s free; the test writes its %s twice there (the checkpoint and its pulled copy): test less (--size) or elsewhere (--dir)",
 			dir, report.Bytes(int64(avail)), report.Bytes(size))
 	}
 	var seed [32]byte
@@ -53,7 +54,7 @@ func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int
 	run := "speed-test-" + hex.EncodeToString(seed[:4])
 	tmp, err := os.MkdirTemp(dir, ".gpurent-speed-")
 	if err != nil {
-		return nil, fmt.Errorf("speed test: %w", err)
+		return nil, i18n.Errorf("speed test: %w", err)
 	}
 	sp = &Speed{Run: run, Bytes: size, Files: files, Encrypted: s.opt.Crypto != nil && s.opt.Crypto.Encrypting()}
 	// Whatever happens, the test leaves nothing: its run is deleted with
@@ -63,9 +64,9 @@ func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int
 		opt := s.opt
 		opt.Grace = -1
 		if _, perr := New(s.b, opt).Prune(context.WithoutCancel(ctx), run, 0); perr != nil {
-			left := fmt.Errorf("the test's run %s could not be deleted from the store (%w); delete it with gpurent ckpt prune --run %s --keep 0 --unsafe-allow-remove-all", run, perr, run)
+			left := i18n.Errorf("the test's run %s could not be deleted from the store (%w); delete it with gpurent ckpt prune --run %s --keep 0 --unsafe-allow-remove-all", run, perr, run)
 			if err != nil {
-				err = fmt.Errorf("%w; %w", err, left)
+				err = i18n.Errorf("%w; %w", err, left)
 			} else {
 				sp.Left = left
 			}
@@ -76,7 +77,7 @@ func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int
 	}()
 	src := filepath.Join(tmp, "checkpoint")
 	if err := writeRandom(src, size, files, seed); err != nil {
-		return nil, fmt.Errorf("speed test: %w", err)
+		return nil, i18n.Errorf("speed test: %w", err)
 	}
 	start := time.Now()
 	if _, err := s.Push(ctx, src, run); err != nil {

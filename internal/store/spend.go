@@ -2,11 +2,12 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // What a run has cost under gpurent run --price lives beside its
@@ -38,10 +39,10 @@ func (s *Store) PutSpend(ctx context.Context, run, session string, record []byte
 		return err
 	}
 	if !idRe.MatchString(session) || len(record) > maxSpend {
-		return fmt.Errorf("spend record of run %s: session %q of %d bytes", run, session, len(record))
+		return i18n.Errorf("spend record of run %s: session %q of %d bytes", run, session, len(record))
 	}
 	if _, err := s.b.Put(ctx, spendPrefix(run)+session+".json", func(w io.Writer) error { _, err := w.Write(record); return err }); err != nil {
-		return fmt.Errorf("spend record of run %s: %w", run, err)
+		return i18n.Errorf("spend record of run %s: %w", run, err)
 	}
 	return nil
 }
@@ -54,7 +55,7 @@ func (s *Store) Spends(ctx context.Context, run string) (map[string][]byte, erro
 	}
 	objs, err := s.b.List(ctx, spendPrefix(run))
 	if err != nil {
-		return nil, fmt.Errorf("spend records of run %s: %w", run, err)
+		return nil, i18n.Errorf("spend records of run %s: %w", run, err)
 	}
 	var keys []string
 	for _, o := range objs {
@@ -81,15 +82,15 @@ func (s *Store) readSpends(ctx context.Context, keys []string) (map[string][]byt
 			return nil // removed since the listing: counted from zero, as asked
 		}
 		if err != nil {
-			return fmt.Errorf("spend record %s: %w", keys[i], err)
+			return i18n.Errorf("spend record %s: %w", keys[i], err)
 		}
 		defer r.Close()
 		b, err := io.ReadAll(io.LimitReader(r, maxSpend+1))
 		if err != nil {
-			return fmt.Errorf("spend record %s: %w", keys[i], err)
+			return i18n.Errorf("spend record %s: %w", keys[i], err)
 		}
 		if len(b) > maxSpend {
-			return fmt.Errorf("spend record %s: over %d bytes, not one gpurent wrote", keys[i], maxSpend)
+			return i18n.Errorf("spend record %s: over %d bytes, not one gpurent wrote", keys[i], maxSpend)
 		}
 		mu.Lock()
 		out[keys[i]] = b

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -191,7 +192,7 @@ func Scan(src string) ([]Entry, []string, error) {
 func scan(src string) ([]Entry, []string, []fs.FileInfo, error) {
 	st, err := os.Lstat(src)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("push: %w", err)
+		return nil, nil, nil, i18n.Errorf("push: %w", err)
 	}
 	var es []Entry
 	var paths []string
@@ -208,11 +209,11 @@ func scan(src string) ([]Entry, []string, []fs.FileInfo, error) {
 		case info.Mode()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(full)
 			if err != nil {
-				return fmt.Errorf("push: %w", err)
+				return i18n.Errorf("push: %w", err)
 			}
 			e.Type, e.Link = "symlink", target
 		default:
-			return fmt.Errorf("push: %s is %s, not a file, directory or symlink: move it out of the checkpoint", full, special(info.Mode()))
+			return i18n.Errorf("push: %s is %s, not a file, directory or symlink: move it out of the checkpoint", full, special(info.Mode()))
 		}
 		es = append(es, e)
 		return nil
@@ -223,11 +224,11 @@ func scan(src string) ([]Entry, []string, []fs.FileInfo, error) {
 	}
 	err = filepath.WalkDir(src, func(full string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return fmt.Errorf("push: %w", err)
+			return i18n.Errorf("push: %w", err)
 		}
 		info, err := d.Info()
 		if err != nil {
-			return fmt.Errorf("push: %w", err)
+			return i18n.Errorf("push: %w", err)
 		}
 		rel, _ := filepath.Rel(src, full)
 		return add(filepath.ToSlash(rel), full, info)
@@ -252,10 +253,10 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 		// Refused before the upload, not after it.
 		ls, err := s.leases(ctx, run)
 		if err != nil {
-			return nil, fmt.Errorf("lease of run %s: %w", run, err)
+			return nil, i18n.Errorf("lease of run %s: %w", run, err)
 		}
 		if held, err := s.held(ctx, run, ls, s.leaseTTL()); err != nil {
-			return nil, fmt.Errorf("lease of run %s: %w", run, err)
+			return nil, i18n.Errorf("lease of run %s: %w", run, err)
 		} else if held != nil {
 			return nil, held
 		}
@@ -359,11 +360,11 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	// What ls and pull would refuse is never committed: check it as they will.
 	back, err := ParseManifest(body)
 	if err != nil {
-		return nil, fmt.Errorf("push: %w", err)
+		return nil, i18n.Errorf("push: %w", err)
 	}
 	if m.Auth != nil {
 		if err := s.opt.Crypto.Authentic(back); err != nil {
-			return nil, fmt.Errorf("push: the manifest does not check as written: %w", err)
+			return nil, i18n.Errorf("push: the manifest does not check as written: %w", err)
 		}
 	}
 	if err := s.stillStored(ctx, run, id, objects); err != nil {
@@ -428,7 +429,7 @@ func (s *Store) pushFile(ctx context.Context, run, id, tag string, i int, path s
 		}
 		f, err := os.Open(path)
 		if err != nil {
-			return fmt.Errorf("push: %w", err)
+			return i18n.Errorf("push: %w", err)
 		}
 		defer f.Close()
 		enc, err := s.opt.Crypto.wrapWriter(w)
@@ -446,7 +447,7 @@ func (s *Store) pushFile(ctx context.Context, run, id, tag string, i int, path s
 		}
 		if err != nil {
 			hp.abandon()
-			return fmt.Errorf("push %s: %w", path, err)
+			return i18n.Errorf("push %s: %w", path, err)
 		}
 		if err := unchanged(path, info, f); err != nil {
 			hp.abandon()
@@ -604,14 +605,14 @@ func (s *Store) manifest(ctx context.Context, key string) (*Manifest, error) {
 	defer r.Close()
 	data, err := io.ReadAll(io.LimitReader(r, 512<<20))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
+		return nil, i18n.Errorf("read %s: %w", key, err)
 	}
 	m, err := ParseManifest(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return nil, i18n.Errorf("%s: %w", key, err)
 	}
 	if key != manifestKey(m.Run, m.ID) {
-		return nil, fmt.Errorf("%s holds checkpoint %s of run %s", key, m.ID, m.Run)
+		return nil, i18n.Errorf("%s holds checkpoint %s of run %s", key, m.ID, m.Run)
 	}
 	return m, nil
 }
@@ -644,7 +645,7 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 		}
 		m, err := s.manifest(ctx, manifestKey(run, id))
 		if IsNotFound(err) {
-			return nil, fmt.Errorf("run %s has %w %s", run, ErrNoCheckpoint, id)
+			return nil, i18n.Errorf("run %s has %w %s", run, ErrNoCheckpoint, id)
 		}
 		return m, err
 	}
@@ -661,7 +662,7 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 		latest = max(latest, id)
 	}
 	if latest == "" {
-		return nil, fmt.Errorf("run %s has %w yet", run, ErrNoCheckpoint)
+		return nil, i18n.Errorf("run %s has %w yet", run, ErrNoCheckpoint)
 	}
 	return s.manifest(ctx, manifestKey(run, latest))
 }
@@ -723,7 +724,7 @@ func (s *Store) Latest(ctx context.Context, run string) (*Manifest, []*Manifest,
 	case found != nil:
 		return found, passed, nil
 	case !listed:
-		return nil, nil, fmt.Errorf("run %s has %w yet", run, ErrNoCheckpoint)
+		return nil, nil, i18n.Errorf("run %s has %w yet", run, ErrNoCheckpoint)
 	}
 	// A wrong or missing identity passes over every checkpoint: that
 	// is the error to fix, not a store of planted ones.
@@ -732,7 +733,7 @@ func (s *Store) Latest(ctx context.Context, run string) (*Manifest, []*Manifest,
 			return nil, passed, err
 		}
 	}
-	return nil, passed, fmt.Errorf("none of the %d checkpoints of run %s is authenticated; the newest: %w", len(passed), run, first)
+	return nil, passed, i18n.Errorf("none of the %d checkpoints of run %s is authenticated; the newest: %w", len(passed), run, first)
 }
 
 // newestFirst reads run's committed manifests newest first,
@@ -772,7 +773,7 @@ func (s *Store) Resolve(ctx context.Context, run, ref string) (string, error) {
 		return ref, nil
 	}
 	if strings.ContainsAny(ref, `/\`) || ref == "." || ref == ".." {
-		return "", fmt.Errorf("%q is neither a checkpoint id from gpurent ckpt ls, a NAME it shows, nor latest", ref)
+		return "", i18n.Errorf("%q is neither a checkpoint id from gpurent ckpt ls, a NAME it shows, nor latest", ref)
 	}
 	if err := ValidRun(run); err != nil {
 		return "", err
@@ -810,13 +811,13 @@ func (s *Store) Resolve(ctx context.Context, run, ref string) (string, error) {
 		return "", refused
 	}
 	if len(names) == 0 {
-		return "", fmt.Errorf("run %s has %w named %s", run, ErrNoCheckpoint, report.Safe(ref))
+		return "", i18n.Errorf("run %s has %w named %s", run, ErrNoCheckpoint, report.Safe(ref))
 	}
 	more := ""
 	if len(names) > 10 {
 		names, more = names[:10], fmt.Sprintf(" and %d more", len(names)-10)
 	}
-	return "", fmt.Errorf("run %s has %w named %s; its names, newest first: %s%s", run, ErrNoCheckpoint, report.Safe(ref), strings.Join(names, ", "), more)
+	return "", i18n.Errorf("run %s has %w named %s; its names, newest first: %s%s", run, ErrNoCheckpoint, report.Safe(ref), strings.Join(names, ", "), more)
 }
 
 // DescribeRuns names the store's runs and how many checkpoints each has,
@@ -843,7 +844,7 @@ func (s *Store) DescribeRuns(ctx context.Context) string {
 
 // ErrNoCheckpoint is wrapped by Find's error when the run has no committed
 // checkpoint (or none with the id asked for).
-var ErrNoCheckpoint = errors.New("no checkpoint")
+var ErrNoCheckpoint = i18n.Errorf("no checkpoint")
 
 // RunInfo is one run of a store: its committed checkpoints, the newest
 // one's id and creation time, and its log sessions (gpurent run --log).
@@ -944,7 +945,7 @@ func (s *Store) NameNewest(ctx context.Context, rs []RunInfo) error {
 	for j, m := range ms {
 		switch {
 		case errs[j] != nil && first == nil:
-			first = fmt.Errorf("run %s: %w", rs[of[j]].Run, errs[j])
+			first = i18n.Errorf("run %s: %w", rs[of[j]].Run, errs[j])
 		case errs[j] == nil:
 			rs[of[j]].NewestName = m.Name
 		}
@@ -1101,7 +1102,7 @@ func (s *Store) checkFile(ctx context.Context, m *Manifest, e Entry) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &te):
-		return fmt.Errorf("not checked: the store broke off each of %d reads, the last with %v", pullTries, te.error)
+		return i18n.Errorf("not checked: the store broke off each of %d reads, the last with %v", pullTries, te.error)
 	default:
 		return err
 	}
@@ -1133,7 +1134,7 @@ type PrunePlan struct {
 // deletes.
 func (s *Store) PlanPrune(ctx context.Context, run string, keep int) (*PrunePlan, error) {
 	if keep < 0 {
-		return nil, fmt.Errorf("prune: --keep must be 0 or more, got %d", keep)
+		return nil, i18n.Errorf("prune: --keep must be 0 or more, got %d", keep)
 	}
 	all, bad, err := s.ListAll(ctx, run)
 	if err != nil {
@@ -1147,7 +1148,7 @@ func (s *Store) PlanPrune(ctx context.Context, run string, keep int) (*PrunePlan
 		// must not push real ones out of it. Those without proof stay
 		// (a store written before proofs holds only such), named.
 		if len(s.opt.Crypto.Auth) == 0 && len(all) > 0 {
-			return nil, fmt.Errorf("prune: this machine holds no identity or auth key to tell the run's own checkpoints from planted ones (%w): pass --identity FILE, or --allow-unauthenticated to count every checkpoint", ErrNoAuthKey)
+			return nil, i18n.Errorf("prune: this machine holds no identity or auth key to tell the run's own checkpoints from planted ones (%w): pass --identity FILE, or --allow-unauthenticated to count every checkpoint", ErrNoAuthKey)
 		}
 		var own []*Manifest
 		for _, m := range all {
@@ -1309,7 +1310,7 @@ func (s *Store) CheckWrite(ctx context.Context, run string) (deleted bool, err e
 	key := runPrefix(run) + "write-check"
 	body := []byte("gpurent checks that it can write here before a run starts; this object can be deleted\n")
 	if _, err := s.b.Put(ctx, key, func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
-		return false, fmt.Errorf("the store does not take writes: %w", err)
+		return false, i18n.Errorf("the store does not take writes: %w", err)
 	}
 	return s.b.Delete(ctx, key) == nil, nil
 }
@@ -1332,7 +1333,7 @@ func (s *Store) Remove(ctx context.Context, run, id string) (*Manifest, error) {
 	var se *OpError
 	switch {
 	case IsNotFound(err):
-		return nil, fmt.Errorf("run %s has %w %s", run, ErrNoCheckpoint, id)
+		return nil, i18n.Errorf("run %s has %w %s", run, ErrNoCheckpoint, id)
 	case errors.As(err, &se):
 		return nil, err
 	}
@@ -1341,7 +1342,7 @@ func (s *Store) Remove(ctx context.Context, run, id string) (*Manifest, error) {
 		return nil, err
 	}
 	if c.alive[id] {
-		return nil, fmt.Errorf("checkpoint %s is being written by a push that announced itself less than the grace ago (a resumed push?): not deleted", id)
+		return nil, i18n.Errorf("checkpoint %s is being written by a push that announced itself less than the grace ago (a resumed push?): not deleted", id)
 	}
 	if err := s.b.Delete(ctx, manifestKey(run, id)); err != nil && !IsNotFound(err) {
 		return nil, err
@@ -1362,7 +1363,7 @@ func (s *Store) Remove(ctx context.Context, run, id string) (*Manifest, error) {
 		}
 	}
 	if _, err := s.deleteKeys(ctx, keys); err != nil || lerr != nil {
-		return m, fmt.Errorf("checkpoint %s is gone, but perhaps not all of its objects: %w (the next prune removes them)", id, errors.Join(err, lerr))
+		return m, i18n.Errorf("checkpoint %s is gone, but perhaps not all of its objects: %w (the next prune removes them)", id, errors.Join(err, lerr))
 	}
 	if e, ok := s.b.(emptyDirs); ok {
 		e.RemoveEmpty(dataPrefix(run, id))

@@ -4,18 +4,19 @@
 package suggest
 
 import (
-	"fmt"
 	"strings"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // DidYouMean is ` (did you mean "X"?)` for the one name typed most likely
 // meant, or "" when none is clearly nearest: a suffix for an error that
 // names what was not found.
-func DidYouMean(typed string, names []string) string {
+func DidYouMean(typed string, names []string) i18n.Text {
 	if near := Closest(typed, names); near != "" {
-		return fmt.Sprintf(" (did you mean %q?)", near)
+		return i18n.Textf(" (did you mean %q?)", near)
 	}
-	return ""
+	return i18n.Text{}
 }
 
 // Closest is the one name, compared without case, within a small edit distance of typed (a

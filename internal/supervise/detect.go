@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Candidate is one checkpoint in the checkpoint directory: a file or a
@@ -67,7 +69,7 @@ func internalName(name string) bool {
 func (d *Detector) Scan() ([]Candidate, error) {
 	entries, err := os.ReadDir(d.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint directory: %w", err)
+		return nil, i18n.Errorf("checkpoint directory: %w", err)
 	}
 	now := time.Now
 	if d.Now != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // LockFile is the lock two gpurent runs on one --ckpt-dir meet at: each
@@ -21,12 +23,12 @@ const LockFile = ".gpurent-run.lock"
 // dies, so a crash leaves no stale lock) and writes who holds it.
 func LockDir(dir, run string) (unlock func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+		return nil, i18n.Errorf("run: %w", err)
 	}
 	path := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("run: lock %s: %w", path, err)
+		return nil, i18n.Errorf("run: lock %s: %w", path, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		who, _ := io.ReadAll(io.LimitReader(f, 512))
@@ -36,14 +38,14 @@ func LockDir(dir, run string) (unlock func(), err error) {
 			if holder == "" {
 				holder = "another gpurent run"
 			}
-			return nil, fmt.Errorf("run: --ckpt-dir %s is in use by %s: two runs on one directory would upload each other's checkpoints and overwrite each other's state; give each run its own --ckpt-dir", dir, holder)
+			return nil, i18n.Errorf("run: --ckpt-dir %s is in use by %s: two runs on one directory would upload each other's checkpoints and overwrite each other's state; give each run its own --ckpt-dir", dir, holder)
 		}
 		if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOLCK) {
 			// A file system without locks (Lustre mounted noflock, some
 			// FUSE mounts): the run goes on unguarded, as before locks.
 			return func() {}, nil
 		}
-		return nil, fmt.Errorf("run: lock %s: %w", path, err)
+		return nil, i18n.Errorf("run: lock %s: %w", path, err)
 	}
 	host, _ := os.Hostname()
 	f.Truncate(0)

@@ -1,8 +1,9 @@
 package supervise
 
 import (
-	"errors"
 	"syscall"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Windows has neither process groups to signal nor SIGUSR1: gpurent run
@@ -11,7 +12,7 @@ import (
 
 const defaultCheckpointSignal = syscall.Signal(0)
 
-var errNoSignals = errors.New("signals to processes are not supported on Windows")
+var errNoSignals = i18n.Errorf("signals to processes are not supported on Windows")
 
 func kill(int, syscall.Signal) error { return errNoSignals }
 

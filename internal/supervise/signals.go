@@ -2,13 +2,14 @@ package supervise
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // groupCatching lists the processes of process group pgid that catch sig,
@@ -56,7 +57,7 @@ func groupLive(proc string, pgid int) (pids []int, err error) {
 func eachInGroup(proc string, pgid int, fn func(pid int, state byte)) error {
 	entries, err := os.ReadDir(proc)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", proc, err)
+		return i18n.Errorf("reading %s: %w", proc, err)
 	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())

@@ -2,12 +2,12 @@ package supervise
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // StateFile lives in the checkpoint directory and survives gpurent being
@@ -35,7 +35,7 @@ func loadState(dir, run string) (*state, error) {
 		return s, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("run state: %w", err)
+		return nil, i18n.Errorf("run state: %w", err)
 	}
 	var disk state
 	if json.Unmarshal(b, &disk) != nil || disk.Run != run {
@@ -93,7 +93,7 @@ func (s *state) saveLocked() error {
 		return err
 	}
 	if err := atomicfile.Write(s.path, b, 0o600); err != nil {
-		return fmt.Errorf("run state: %w", err)
+		return i18n.Errorf("run state: %w", err)
 	}
 	return nil
 }

@@ -205,15 +205,15 @@ type Supervisor struct {
 // New validates the config and prepares the directory.
 func New(cfg Config) (*Supervisor, error) {
 	if len(cfg.Cmd) == 0 {
-		return nil, errors.New("run: no command given after --")
+		return nil, i18n.Errorf("run: no command given after --")
 	}
 	if _, err := exec.LookPath(cfg.Cmd[0]); err != nil {
 		// Found out now, not after pulling a checkpoint of many GB for a
 		// command that cannot start.
-		return nil, fmt.Errorf("run: %w", err)
+		return nil, i18n.Errorf("run: %w", err)
 	}
 	if cfg.CkptDir == "" {
-		return nil, errors.New("run: --ckpt-dir is required: the directory the command writes checkpoints to")
+		return nil, i18n.Errorf("run: --ckpt-dir is required: the directory the command writes checkpoints to")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real()
@@ -222,7 +222,7 @@ func New(cfg Config) (*Supervisor, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.CkptDir, 0o755); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+		return nil, i18n.Errorf("run: %w", err)
 	}
 	if abs, err := filepath.Abs(cfg.CkptDir); err == nil {
 		cfg.CkptDir = abs // the command may change directory; its paths must still hold
@@ -308,7 +308,7 @@ func (s *Supervisor) startChild(restarts int) (*exec.Cmd, oomWatch, error) {
 	cmd.SysProcAttr = childAttr()
 	oom := startOOMWatch(s.sysRoot)
 	if err := cmd.Start(); err != nil {
-		return nil, oomWatch{}, fmt.Errorf("run: start %s: %w", s.cfg.Cmd[0], err)
+		return nil, oomWatch{}, i18n.Errorf("run: start %s: %w", s.cfg.Cmd[0], err)
 	}
 	s.child.Store(int64(cmd.Process.Pid))
 	s.Metrics.childUp.Store(1)
@@ -460,7 +460,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 			case why := <-s.stalled:
 				s.cfg.Log("%s: the command is taken to hang, and is stopped to restart from its newest checkpoint", why)
 				s.stopChild(done, syscall.SIGTERM)
-				werr = fmt.Errorf("stalled: %s", why)
+				werr = i18n.Errorf("stalled: %s", why)
 				break running
 			case <-until:
 				return s.untilCame(ctx, done), nil
@@ -1405,7 +1405,7 @@ func (s *Supervisor) resume(ctx context.Context) error {
 			s.cfg.Log("no checkpoint of run %s in the store: the command starts from the beginning (%s)", s.cfg.Run, s.cfg.Store.DescribeRuns(ctx))
 			return nil
 		}
-		return fmt.Errorf("run: looking for a checkpoint to resume from: %w", err)
+		return i18n.Errorf("run: looking for a checkpoint to resume from: %w", err)
 	}
 	name := m.Name
 	if name == "" {
@@ -1436,7 +1436,7 @@ func (s *Supervisor) resume(ctx context.Context) error {
 		// scan of gpurent's reads.
 		aside := filepath.Join(s.cfg.CkptDir, fmt.Sprintf(".gpurent-incomplete-%s-%s", name, time.Now().UTC().Format("20060102T150405Z")))
 		if err := os.Rename(dest, aside); err != nil {
-			return fmt.Errorf("run: %s is not a complete checkpoint and the store's %s has its name, so it must move aside for the pulled one: %w", dest, m.ID, err)
+			return i18n.Errorf("run: %s is not a complete checkpoint and the store's %s has its name, so it must move aside for the pulled one: %w", dest, m.ID, err)
 		}
 		s.cfg.Log("%s is not a complete checkpoint: moved it to %s (delete it when you no longer need it), so that the pulled one takes its name", dest, aside)
 	}
@@ -1449,7 +1449,7 @@ func (s *Supervisor) resume(ctx context.Context) error {
 		if errors.Is(err, store.ErrNoIdentity) {
 			// Pushing needs only the public key, so a new machine set up
 			// like the first may lack the secret one: nothing was started.
-			return fmt.Errorf("run: resuming run %s needs the age identity (secret key) its checkpoint %s is encrypted to (%s), and %w: copy it here (~/.config/gpurent/identity.txt where gpurent keygen ran; keep it mode 0600) and pass --identity FILE or set GPURENT_IDENTITY, or give another --run to start afresh",
+			return i18n.Errorf("run: resuming run %s needs the age identity (secret key) its checkpoint %s is encrypted to (%s), and %w: copy it here (~/.config/gpurent/identity.txt where gpurent keygen ran; keep it mode 0600) and pass --identity FILE or set GPURENT_IDENTITY, or give another --run to start afresh",
 				s.cfg.Run, m.ID, strings.Join(m.Recipients, ", "), store.ErrNoIdentity)
 		}
 		if ok {
@@ -1463,13 +1463,13 @@ func (s *Supervisor) resume(ctx context.Context) error {
 			if older != "" {
 				os.RemoveAll(dest)
 				if rerr := os.Rename(older, dest); rerr != nil {
-					return fmt.Errorf("run: could not pull %s (%v), nor move the older %s back from %s: %w", m.ID, err, name, older, rerr)
+					return i18n.Errorf("run: could not pull %s (%v), nor move the older %s back from %s: %w", m.ID, err, name, older, rerr)
 				}
 			}
 			s.cfg.Log("warning: could not pull %s (%v): resuming from the older %s here", m.ID, err, local.Name)
 			return nil
 		}
-		return fmt.Errorf("run: pull %s: %w", m.ID, err)
+		return i18n.Errorf("run: pull %s: %w", m.ID, err)
 	}
 	switch {
 	case older != "" && olderID == "":

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Tracker files: DeepSpeed, Megatron-LM and verl write one into the save
@@ -149,7 +150,7 @@ func RestoreTracker(dest string) (string, error) {
 		return "", nil
 	}
 	if err := atomicfile.Write(filepath.Join(dir, file), []byte(content), 0o644); err != nil {
-		return "", fmt.Errorf("write %s: %w", file, err)
+		return "", i18n.Errorf("write %s: %w", file, err)
 	}
 	return fmt.Sprintf("%s (%s)", filepath.Join(dir, file), content), nil
 }

@@ -5,8 +5,6 @@
 package task
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -252,10 +250,10 @@ func (t *Flags) Load(fs *pflag.FlagSet, cat *catalog.Catalog) (*billing.Profile,
 		if _, gerr := catalog.WithGPU(cat.Offers, p.GPU); gerr == nil && p.OneMachine {
 			path = "one_machine" // the GPU is rented, not that many in one machine
 		}
-		return nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: path, Msg: err.Error()}})
+		return nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: path, Msg: i18n.Textf("%v", err)}})
 	}
 	if offers, err = billing.WithMemory(p, offers); err != nil {
-		return nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: "min_gpu_memory_gb", Msg: err.Error()}})
+		return nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: "min_gpu_memory_gb", Msg: i18n.Textf("%v", err)}})
 	}
 	if offers, opt.Notes, err = t.WithProvider(cat.Offers, offers); err != nil {
 		return nil, nil, opt, err
@@ -308,14 +306,14 @@ func placeProblems(file string, ix *yamlfile.Index, fromFlag map[string]bool, ps
 		return nil
 	}
 	var fileProblems []yamlfile.Problem
-	var msgs []string
+	var msgs []i18n.Text
 	for _, pr := range ps {
 		if fromFlag[pr.Path] || ix == nil {
 			name := flagOf[pr.Path]
 			if name == "" {
 				name = pr.Path
 			}
-			msgs = append(msgs, fmt.Sprintf("%s: %s", name, pr.Msg))
+			msgs = append(msgs, i18n.Textf("%s: %s", name, pr.Msg))
 			continue
 		}
 		fileProblems = append(fileProblems, pr)
@@ -325,9 +323,9 @@ func placeProblems(file string, ix *yamlfile.Index, fromFlag map[string]bool, ps
 		if len(msgs) == 0 {
 			return err
 		}
-		msgs = append(msgs, err.Error())
+		msgs = append(msgs, i18n.Textf("%v", err))
 	}
-	return usage.Wrap(errors.New(strings.Join(msgs, "\n")))
+	return usage.Wrap(i18n.Errorf("%s", i18n.Join(msgs, "\n")))
 }
 
 // maxProfileSize caps --profile: a few dozen settings take a few KiB, so

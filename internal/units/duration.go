@@ -5,11 +5,12 @@
 package units
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Day is 24 hours. Rental platforms count calendar days of 24 hours; no
@@ -22,20 +23,20 @@ const Day = 24 * time.Hour
 func ParseDuration(s string) (time.Duration, error) {
 	in := strings.TrimSpace(s)
 	if in == "" {
-		return 0, fmt.Errorf("empty duration")
+		return 0, i18n.Errorf("empty duration")
 	}
 	if strings.HasPrefix(in, "-") {
-		return 0, fmt.Errorf("negative duration %q", s)
+		return 0, i18n.Errorf("negative duration %q", s)
 	}
 	var days time.Duration
 	rest := in
 	if i := strings.IndexByte(in, 'd'); i >= 0 {
 		n, err := strconv.ParseFloat(in[:i], 64)
 		if err != nil || math.IsNaN(n) || math.IsInf(n, 0) || n < 0 || strings.ContainsAny(in[:i], "eE+_xXpP") {
-			return 0, fmt.Errorf("invalid duration %q: want Go syntax (90s, 30m, 2h) or days (15d)", s)
+			return 0, i18n.Errorf("invalid duration %q: want Go syntax (90s, 30m, 2h) or days (15d)", s)
 		}
 		if n > float64(math.MaxInt64)/float64(Day) {
-			return 0, fmt.Errorf("duration %q is too long", s)
+			return 0, i18n.Errorf("duration %q is too long", s)
 		}
 		days = time.Duration(n * float64(Day))
 		rest = in[i+1:]
@@ -45,13 +46,13 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(rest)
 	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q: want Go syntax (90s, 30m, 2h) or days (15d)", s)
+		return 0, i18n.Errorf("invalid duration %q: want Go syntax (90s, 30m, 2h) or days (15d)", s)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("negative duration %q", s)
+		return 0, i18n.Errorf("negative duration %q", s)
 	}
 	if days > math.MaxInt64-d {
-		return 0, fmt.Errorf("duration %q is too long", s)
+		return 0, i18n.Errorf("duration %q is too long", s)
 	}
 	return days + d, nil
 }
@@ -98,7 +99,7 @@ func ParseRate(s string) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
 	if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("rate %q: want a positive number with a unit, such as 50MB/s, 50MiB/s or 400Mbit/s", s)
+		return 0, i18n.Errorf("rate %q: want a positive number with a unit, such as 50MB/s, 50MiB/s or 400Mbit/s", s)
 	}
 	if bits {
 		mult /= 8
@@ -108,7 +109,7 @@ func ParseRate(s string) (float64, error) {
 	if r := v * mult; r >= 1 && !math.IsInf(r, 0) {
 		return r, nil
 	}
-	return 0, fmt.Errorf("rate %q: want from 1 B/s to a finite rate, such as 50MB/s, 50MiB/s or 400Mbit/s", s)
+	return 0, i18n.Errorf("rate %q: want from 1 B/s to a finite rate, such as 50MB/s, 50MiB/s or 400Mbit/s", s)
 }
 
 // ParseSize reads an amount of memory or disk in bytes: "120GB" or "120G"
@@ -130,5 +131,5 @@ func ParseSize(s string, bare float64) (float64, error) {
 	if r := v * mult; err == nil && v > 0 && r >= 1 && !math.IsInf(r, 0) {
 		return r, nil
 	}
-	return 0, fmt.Errorf("size %q: want a positive amount such as 120GB, 120GiB or 2TB", s)
+	return 0, i18n.Errorf("size %q: want a positive amount such as 120GB, 120GiB or 2TB", s)
 }

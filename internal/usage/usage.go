@@ -21,6 +21,10 @@ type Error struct {
 func (e Error) Error() string { return e.Err.Error() }
 func (e Error) Unwrap() error { return e.Err }
 
+// Message is the format and arguments the message was made from; the
+// format is empty for an error Wrap marked.
+func (e Error) Message() (string, []any) { return e.Format, e.Args }
+
 // Errorf is a usage error with a formatted message (%w wraps as usual).
 func Errorf(format string, a ...any) error {
 	return Error{Err: fmt.Errorf(format, a...), Format: format, Args: a}

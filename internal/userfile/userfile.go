@@ -9,20 +9,21 @@
 package userfile
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // ErrNotRegular is wrapped by the error for anything but a regular file:
 // a FIFO, a device, a directory, a socket, or a symlink where links are
 // not followed.
-var ErrNotRegular = errors.New("not a regular file")
+var ErrNotRegular = i18n.Errorf("not a regular file")
 
 // ErrTooLarge is wrapped by the error for a file over the caller's cap.
-var ErrTooLarge = errors.New("larger than allowed")
+var ErrTooLarge = i18n.Errorf("larger than allowed")
 
 // Read returns the contents of the regular file at path, following
 // symlinks, when it holds at most max bytes. A file that grows past max
@@ -63,7 +64,7 @@ func open(path string, follow bool) (*os.File, fs.FileInfo, error) {
 }
 
 func notRegular(path string, m fs.FileMode) error {
-	return fmt.Errorf("%s is %s, %w", path, Kind(m), ErrNotRegular)
+	return i18n.Errorf("%s is %s, %w", path, Kind(m), ErrNotRegular)
 }
 
 // readAll reads f to its end, refusing more than max bytes.
@@ -73,14 +74,14 @@ func readAll(f *os.File, path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if st.Size() > max {
-		return nil, fmt.Errorf("%s holds %s, over the %s such a file may hold: %w", path, Size(st.Size()), Size(max), ErrTooLarge)
+		return nil, i18n.Errorf("%s holds %s, over the %s such a file may hold: %w", path, Size(st.Size()), Size(max), ErrTooLarge)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, i18n.Errorf("read %s: %w", path, err)
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s grew past %s while it was read: %w", path, Size(max), ErrTooLarge)
+		return nil, i18n.Errorf("%s grew past %s while it was read: %w", path, Size(max), ErrTooLarge)
 	}
 	return b, nil
 }

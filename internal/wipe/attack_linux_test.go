@@ -172,7 +172,7 @@ func TestMappedTempFileIsInUse(t *testing.T) {
 	if itemAt(p, weights).Path != "" {
 		t.Fatalf("a mapped temp file is in the plan")
 	}
-	if kept := strings.Join(p.Kept, "\n"); !strings.Contains(kept, weights+" (in use by PID "+strconv.Itoa(cmd.Process.Pid)) {
+	if kept := strings.Join(texts(p.Kept), "\n"); !strings.Contains(kept, weights+" (in use by PID "+strconv.Itoa(cmd.Process.Pid)) {
 		t.Errorf("kept:\n%s", kept)
 	}
 }
@@ -251,7 +251,7 @@ func TestTempInUseThroughAnotherName(t *testing.T) {
 	if itemAt(p, ds).Path != "" {
 		t.Fatalf("a temp directory in use through a bind mount is planned")
 	}
-	if kept := strings.Join(p.Kept, "\n"); !strings.Contains(kept, ds+" (in use by PID "+strconv.Itoa(sleep.Process.Pid)) {
+	if kept := strings.Join(texts(p.Kept), "\n"); !strings.Contains(kept, ds+" (in use by PID "+strconv.Itoa(sleep.Process.Pid)) {
 		t.Errorf("kept:\n%s", kept)
 	}
 }
@@ -272,7 +272,7 @@ func TestKernelHolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := strings.Join(p.Kept, "\n")
+	kept := strings.Join(texts(p.Kept), "\n")
 	for path, by := range map[string]string{img: "loop3 (a loop device)", swap: "swap"} {
 		if itemAt(p, path).Path != "" || !strings.Contains(kept, path+" (in use by "+by) {
 			t.Errorf("%s: planned %v; kept:\n%s", path, itemAt(p, path).Path != "", kept)
@@ -393,7 +393,7 @@ func TestKeptDirectoryUnderAnotherName(t *testing.T) {
 	if it := itemAt(p, alias+"/models/sub"); it.Path != "" {
 		t.Fatalf("a path inside a kept directory, through a bind mount, is planned")
 	}
-	if !strings.Contains(strings.Join(p.Kept, "\n"), alias+"/models/sub (") {
+	if !strings.Contains(strings.Join(texts(p.Kept), "\n"), alias+"/models/sub (") {
 		t.Errorf("kept: %v", p.Kept)
 	}
 }
@@ -447,7 +447,7 @@ func TestKernelHeldFileIsNotOverwritten(t *testing.T) {
 	if it := itemAt(p, b.data); it.Overwrite {
 		t.Errorf("an item holding a loop device's backing file is overwritten")
 	}
-	if !strings.Contains(strings.Join(p.Warnings, "\n"), "loop7 (a loop device)): overwriting it would corrupt") {
+	if !strings.Contains(strings.Join(texts(p.Warnings), "\n"), "loop7 (a loop device)): overwriting it would corrupt") {
 		t.Errorf("warnings: %v", p.Warnings)
 	}
 }

@@ -208,7 +208,7 @@ func TestTempSweepTakesOnlyIdleLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := strings.Join(p.Kept, "\n")
+	kept := strings.Join(texts(p.Kept), "\n")
 	for path, why := range map[string]string{old: "unchanged since before this tenancy began", live: "ago: may be live work"} {
 		if itemAt(p, path).Path != "" || !strings.Contains(kept, path+" (") || !strings.Contains(kept, why) {
 			t.Errorf("%s: planned %v; kept:\n%s", path, itemAt(p, path).Path != "", kept)
@@ -228,7 +228,7 @@ func TestTempSweepTakesOnlyIdleLeftovers(t *testing.T) {
 			t.Errorf("temp item %s planned with the tenancy's start unknown", it.Path)
 		}
 	}
-	if !strings.Contains(strings.Join(p.Warnings, "\n"), "when this tenancy began is unknown") {
+	if !strings.Contains(strings.Join(texts(p.Warnings), "\n"), "when this tenancy began is unknown") {
 		t.Errorf("warnings: %v", p.Warnings)
 	}
 }
@@ -297,7 +297,7 @@ func TestSymlinkedCredentialIsPlanned(t *testing.T) {
 	if !it.Symlink || it.Target != target {
 		t.Fatalf("the symlinked credential is not planned as a link: %+v", it)
 	}
-	if !strings.Contains(strings.Join(p.Warnings, "\n"), b.home+"/.netrc is a symlink to "+target+": only the link is removed") {
+	if !strings.Contains(strings.Join(texts(p.Warnings), "\n"), b.home+"/.netrc is a symlink to "+target+": only the link is removed") {
 		t.Errorf("warnings: %v", p.Warnings)
 	}
 	if _, err := Run(context.Background(), &Plan{Items: []Item{it}}, Exec{}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/supervise"
@@ -142,11 +143,11 @@ func CheckBackup(ctx context.Context, b Backups, run, dir string, kept func(path
 		return nil
 	})
 	if err != nil {
-		return Backed{}, fmt.Errorf("read %s: %w", dir, err)
+		return Backed{}, i18n.Errorf("read %s: %w", dir, err)
 	}
 	all, err := b.List(ctx, run)
 	if err != nil {
-		return Backed{}, fmt.Errorf("list run %s: %w", run, err)
+		return Backed{}, i18n.Errorf("list run %s: %w", run, err)
 	}
 	// A planted checkpoint must not vouch for files that were never
 	// uploaded: only the owner's count.
@@ -155,7 +156,7 @@ func CheckBackup(ctx context.Context, b Backups, run, dir string, kept func(path
 		if err := b.Trusted(m); err == nil {
 			ms = append(ms, m)
 		} else if errors.Is(err, store.ErrNoAuthKey) {
-			return Backed{}, fmt.Errorf("run %s: %w", run, err)
+			return Backed{}, i18n.Errorf("run %s: %w", run, err)
 		}
 	}
 	lists := map[string][]store.Entry{} // by manifest id, decrypted once
@@ -165,7 +166,7 @@ func CheckBackup(ctx context.Context, b Backups, run, dir string, kept func(path
 		}
 		es, err := b.Files(m)
 		if err != nil {
-			return nil, fmt.Errorf("checkpoint %s: %w", m.ID, err)
+			return nil, i18n.Errorf("checkpoint %s: %w", m.ID, err)
 		}
 		lists[m.ID] = es
 		return es, nil
@@ -225,7 +226,7 @@ func CheckBackup(ctx context.Context, b Backups, run, dir string, kept func(path
 		return Backed{}, &NotCovered{Dir: dir, Run: run, Files: missing}
 	}
 	if len(files) == 0 {
-		return Backed{}, fmt.Errorf("no checkpoint files in %s to check", dir)
+		return Backed{}, i18n.Errorf("no checkpoint files in %s to check", dir)
 	}
 	out := Backed{Dir: dir, Run: run, Files: len(files), Bytes: bytes}
 	for _, m := range ms { // oldest first: the last one kept is the newest
@@ -234,10 +235,10 @@ func CheckBackup(ctx context.Context, b Backups, run, dir string, kept func(path
 		}
 		_, probs, err := b.Verify(ctx, run, m.ID, true)
 		if err != nil {
-			return Backed{}, fmt.Errorf("verify %s: %w", m.ID, err)
+			return Backed{}, i18n.Errorf("verify %s: %w", m.ID, err)
 		}
 		if len(probs) > 0 {
-			return Backed{}, fmt.Errorf("checkpoint %s (%s) of run %s holds files of %s but fails verification: %s: %s", m.ID, m.Name, run, dir, probs[0].Path, probs[0].Msg)
+			return Backed{}, i18n.Errorf("checkpoint %s (%s) of run %s holds files of %s but fails verification: %s: %s", m.ID, m.Name, run, dir, probs[0].Path, probs[0].Msg)
 		}
 		out.IDs = append(out.IDs, m.ID)
 		out.Checkpoint, out.ID = m.Name, m.ID
@@ -260,7 +261,7 @@ func hashFile(path string) (string, error) {
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
+		return "", i18n.Errorf("hash %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

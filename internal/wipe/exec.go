@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Statuses of a report item.
@@ -36,14 +38,14 @@ type Result struct {
 
 // Report is the record of a wipe, saved after every item.
 type Report struct {
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished,omitzero"`
-	DryRun   bool      `json:"dry_run"`
-	Complete bool      `json:"complete"` // every item was attempted
-	Freed    int64     `json:"freed"`
-	Failed   int       `json:"failed"`
-	Items    []Result  `json:"items"`
-	Warnings []string  `json:"warnings"`
+	Started  time.Time   `json:"started"`
+	Finished time.Time   `json:"finished,omitzero"`
+	DryRun   bool        `json:"dry_run"`
+	Complete bool        `json:"complete"` // every item was attempted
+	Freed    int64       `json:"freed"`
+	Failed   int         `json:"failed"`
+	Items    []Result    `json:"items"`
+	Warnings []i18n.Text `json:"warnings"`
 	// GPUs is what --gpu did to each GPU's free memory.
 	GPUs []GPU `json:"gpus,omitempty"`
 }

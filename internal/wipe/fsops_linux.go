@@ -3,8 +3,6 @@
 package wipe
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -15,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/mounts"
 )
 
@@ -110,7 +109,7 @@ func identify(path string) (entry, error) {
 
 // errSymlinkOnPath: a directory on the way to an item is a symlink now,
 // which the plan's resolved path did not have.
-var errSymlinkOnPath = errors.New("a directory on the way is now a symlink")
+var errSymlinkOnPath = i18n.Errorf("a directory on the way is now a symlink")
 
 // openDirPath opens an absolute directory path one component at a time,
 // never following a symlink: a directory swapped for a link after the plan
@@ -118,7 +117,7 @@ var errSymlinkOnPath = errors.New("a directory on the way is now a symlink")
 // name entries (statx, openat, unlinkat) without read permission.
 func openDirPath(path string) (int, error) {
 	if !strings.HasPrefix(path, "/") {
-		return -1, fmt.Errorf("%s: not an absolute path", path)
+		return -1, i18n.Errorf("%s: not an absolute path", path)
 	}
 	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -130,12 +129,12 @@ func openDirPath(path string) (int, error) {
 		}
 		if c == ".." {
 			unix.Close(fd)
-			return -1, fmt.Errorf("%s: .. in a resolved path", path)
+			return -1, i18n.Errorf("%s: .. in a resolved path", path)
 		}
 		next, err := unix.Openat(fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		unix.Close(fd)
 		if err == unix.ELOOP || err == unix.ENOTDIR {
-			return -1, fmt.Errorf("%s: %w", path, errSymlinkOnPath)
+			return -1, i18n.Errorf("%s: %w", path, errSymlinkOnPath)
 		}
 		if err != nil {
 			return -1, &os.PathError{Op: "open", Path: path, Err: err}
@@ -259,7 +258,7 @@ func chmodChecked(dirfd int, name string, want fileID) error {
 }
 
 // errChanged: the entry is not the one the plan or the walk saw.
-var errChanged = errors.New("changed since it was looked at (another file, a symlink or a mount is there now): left as it is")
+var errChanged = i18n.Errorf("changed since it was looked at (another file, a symlink or a mount is there now): left as it is")
 
 // readNames lists a directory opened for reading.
 func readNames(fd int) ([]string, error) {
@@ -397,7 +396,7 @@ func openRegular(path string) (*os.File, error) {
 	}
 	defer unix.Close(p)
 	if !e.id.isRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
+		return nil, i18n.Errorf("%s is not a regular file", path)
 	}
 	fd, err := reopen(p, unix.O_RDONLY, e.id)
 	if err != nil {

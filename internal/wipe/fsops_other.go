@@ -4,13 +4,13 @@ package wipe
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"os"
 	"syscall"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/homefiles"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/userfile"
 )
 
@@ -49,7 +49,7 @@ func identify(path string) (entry, error) {
 // remove: wipe deletes on the rented Linux machine only; elsewhere it
 // plans (a dry run shows what it would do) but touches nothing.
 func (x Exec) remove(_ context.Context, res *Result) {
-	res.Status, res.Error = Failed, errors.New("wipe removes files on Linux only: nothing was touched").Error()
+	res.Status, res.Error = Failed, i18n.Errorf("wipe removes files on Linux only: nothing was touched").Error()
 }
 
 type mountLine struct{}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/mounts"
 	"github.com/gpurent/gpurent/internal/procfs"
 )
@@ -206,17 +207,14 @@ func (x holderIndex) by(path string) []Holder {
 }
 
 // describeHolders names the first holder and counts the other processes.
-func describeHolders(hs []Holder) string {
+func describeHolders(hs []Holder) i18n.Text {
 	pids := map[int]bool{}
 	for _, h := range hs {
 		pids[h.PID] = true
 	}
-	s := hs[0].String()
+	first := i18n.Plain(hs[0].String())
 	if n := len(pids) - 1; n > 0 {
-		s += fmt.Sprintf(" and %d other process", n)
-		if n > 1 {
-			s += "es"
-		}
+		return i18n.Textf("%s%s", first, i18n.Plural(n, " and %d other process", " and %d other processes"))
 	}
-	return s
+	return first
 }

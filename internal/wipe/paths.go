@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // resolveItem is the entry a path names, as the kernel would reach it:
@@ -103,12 +105,12 @@ var (
 // refusal says why a resolved path may never be a wipe item, or "".
 // home is the resolved home; root, when not "/", is a fake root whose
 // system directories are refused as well as the real ones.
-func refusal(path, home, root string) string {
+func refusal(path, home, root string) i18n.Text {
 	if path == home {
-		return "is your home directory"
+		return i18n.Textf("is your home directory")
 	}
 	if within(home, path) {
-		return "holds your home directory (" + home + ")"
+		return i18n.Textf("holds your home directory (%s)", home)
 	}
 	bases := []string{""}
 	if root != "" && root != "/" {
@@ -117,7 +119,7 @@ func refusal(path, home, root string) string {
 	for _, b := range bases {
 		for _, d := range append(append(append([]string{}, shallowSystem...), tempDirs...), deepSystem...) {
 			if path == filepath.Clean(b+d) {
-				return "is a system directory"
+				return i18n.Textf("is a system directory")
 			}
 		}
 		inTemp := false
@@ -128,11 +130,11 @@ func refusal(path, home, root string) string {
 		}
 		for _, d := range deepSystem {
 			if !inTemp && within(path, filepath.Clean(b+d)) {
-				return "lies inside the system directory " + filepath.Clean(b+d)
+				return i18n.Textf("lies inside the system directory %s", filepath.Clean(b+d))
 			}
 		}
 	}
-	return ""
+	return i18n.Text{}
 }
 
 // linksOnTheWay are the symlinks a path passes through as typed (each as
@@ -172,13 +174,13 @@ type protection struct {
 	// temps are the temp directories as resolved (/dev/shm may be a link
 	// to /run/shm): their entries are allowed wherever they live.
 	temps []string
-	self  map[devIno]string // what a path may not be
-	deep  map[devIno]string // what a path may not lie inside
-	temp  map[devIno]bool   // whose entries are allowed anyway
+	self  map[devIno]i18n.Text // what a path may not be, said of another name of it
+	deep  map[devIno]string    // what a path may not lie inside
+	temp  map[devIno]bool      // whose entries are allowed anyway
 }
 
 func newProtection(home, root string) *protection {
-	pr := &protection{home: home, root: root, self: map[devIno]string{}, deep: map[devIno]string{}, temp: map[devIno]bool{}, mounts: readMountinfo()}
+	pr := &protection{home: home, root: root, self: map[devIno]i18n.Text{}, deep: map[devIno]string{}, temp: map[devIno]bool{}, mounts: readMountinfo()}
 	id := func(p string) (devIno, bool) {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -194,7 +196,7 @@ func newProtection(home, root string) *protection {
 	for _, b := range bases {
 		for _, d := range append(append(append([]string{}, shallowSystem...), tempDirs...), deepSystem...) {
 			if i, ok := id(filepath.Clean(b + d)); ok {
-				pr.self[i] = "is the system directory " + filepath.Clean(b+d)
+				pr.self[i] = i18n.Textf("is, under another name, the system directory %s", filepath.Clean(b+d))
 			}
 		}
 		for _, d := range deepSystem {
@@ -214,9 +216,9 @@ func newProtection(home, root string) *protection {
 	for a := home; ; a = filepath.Dir(a) {
 		if i, ok := id(a); ok {
 			if a == home {
-				pr.self[i] = "is your home directory"
+				pr.self[i] = i18n.Textf("is, under another name, your home directory")
 			} else {
-				pr.self[i] = "holds your home directory (" + home + ")"
+				pr.self[i] = i18n.Textf("holds your home directory (%s)", home)
 			}
 		}
 		if a == "/" || a == "." {
@@ -238,15 +240,15 @@ func (pr *protection) inTemp(path string) bool {
 }
 
 // why says why the resolved path may never be an item, or "".
-func (pr *protection) why(path string) string {
-	if w := pr.text(path); w != "" {
+func (pr *protection) why(path string) i18n.Text {
+	if w := pr.text(path); !w.IsZero() {
 		return w
 	}
 	// Under every other name this namespace shows it by (a bind mount of
 	// /etc/ssh, of /var/lib, of the home), the rule holds the same.
 	for _, a := range aliases(path, pr.mounts) {
-		if w := pr.text(a); w != "" {
-			return "is " + a + " under another name (a bind mount), which " + w
+		if w := pr.text(a); !w.IsZero() {
+			return i18n.Textf("is %s under another name (a bind mount), which %s", a, w)
 		}
 	}
 	return pr.identity(path)
@@ -254,37 +256,37 @@ func (pr *protection) why(path string) string {
 
 // text is the rule on the path's text, with the resolved temp
 // directories' entries allowed.
-func (pr *protection) text(path string) string {
+func (pr *protection) text(path string) i18n.Text {
 	if pr.inTemp(path) && path != pr.home && !within(pr.home, path) {
-		return ""
+		return i18n.Text{}
 	}
 	return refusal(path, pr.home, pr.root)
 }
 
 // identity is the rule by device and inode, for the path and the
 // directories above it.
-func (pr *protection) identity(path string) string {
+func (pr *protection) identity(path string) i18n.Text {
 	st, err := os.Lstat(path)
 	if err != nil {
-		return ""
+		return i18n.Text{}
 	}
 	if st.IsDir() {
 		if w, ok := pr.self[idOf(st)]; ok {
-			return strings.Replace(w, "is ", "is, under another name, ", 1) + " (a bind mount or a link of it)"
+			return i18n.Textf("%s (a bind mount or a link of it)", w)
 		}
 	}
 	for a := filepath.Dir(path); ; a = filepath.Dir(a) {
 		if st, err := os.Stat(a); err == nil {
 			i := idOf(st)
 			if pr.temp[i] {
-				return ""
+				return i18n.Text{}
 			}
 			if d, ok := pr.deep[i]; ok {
-				return "lies inside the system directory " + d + ", reached as " + a + " (a bind mount of it)"
+				return i18n.Textf("lies inside the system directory %s, reached as %s (a bind mount of it)", d, a)
 			}
 		}
 		if a == "/" || a == "." {
-			return ""
+			return i18n.Text{}
 		}
 	}
 }

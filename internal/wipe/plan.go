@@ -11,8 +11,6 @@ package wipe
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -27,7 +25,6 @@ import (
 	"github.com/gpurent/gpurent/internal/homefiles"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/mounts"
-	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/supervise"
 )
 
@@ -96,10 +93,10 @@ type Item struct {
 
 // Plan is what a wipe will remove, and the warnings that go with it.
 type Plan struct {
-	Items    []Item   `json:"items"`
-	Bytes    int64    `json:"bytes"`
-	Warnings []string `json:"warnings"`
-	Kept     []string `json:"kept"`
+	Items    []Item      `json:"items"`
+	Bytes    int64       `json:"bytes"`
+	Warnings []i18n.Text `json:"warnings"`
+	Kept     []i18n.Text `json:"kept"`
 }
 
 // Env is where the plan looks: Root prefixes the temp directories and the
@@ -178,7 +175,7 @@ func (p *Plan) Removes(path string) bool {
 }
 
 // ErrRefused is bad input: a path the wipe will not take.
-var ErrRefused = errors.New("refused")
+var ErrRefused = i18n.Errorf("refused")
 
 // source is where a candidate came from: the variables that placed it,
 // for the sentence that refuses it, and whether the user chose it (named,
@@ -290,7 +287,7 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	}
 	pl.add(planned)
 	if pl.sinceUnknown > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%s in the temp directories not swept: when this tenancy began is unknown, so they may be the image's or another's (--since sets it; naming one wipes it)", report.Count(pl.sinceUnknown, "entry")))
+		p.Warnings = append(p.Warnings, i18n.Textf("%s in the temp directories not swept: when this tenancy began is unknown, so they may be the image's or another's (--since sets it; naming one wipes it)", i18n.Plural(pl.sinceUnknown, "%d entry", "%d entries")))
 	}
 	if err := pl.keepsUsed(); err != nil {
 		return nil, err
@@ -298,7 +295,7 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	if o.Docker {
 		imgs, err := dockerImages(ctx, pl.e)
 		if err != nil {
-			p.Warnings = append(p.Warnings, "Docker images not listed: "+err.Error())
+			p.Warnings = append(p.Warnings, i18n.Textf("Docker images not listed: %v", err))
 		}
 		for _, it := range imgs {
 			p.Items = append(p.Items, it)
@@ -308,10 +305,10 @@ func Make(ctx context.Context, e Env, o Options) (*Plan, error) {
 	// What is kept on purpose is named only where it exists: a plan that
 	// says it keeps a key the machine does not hold misleads.
 	if o.Identity == "" && o.KeptIdentity != "" && exists(o.KeptIdentity) {
-		p.Kept = append(p.Kept, "gpurent's age identity "+o.KeptIdentity+" (gpurent wipe --remove-identity removes it; keep a copy elsewhere first)")
+		p.Kept = append(p.Kept, i18n.Textf("gpurent's age identity %s (gpurent wipe --remove-identity removes it; keep a copy elsewhere first)", o.KeptIdentity))
 	}
 	if exists(filepath.Join(pl.home, ".ssh", "authorized_keys")) {
-		p.Kept = append(p.Kept, "~/.ssh/authorized_keys (removing it would lock you out before you finish)")
+		p.Kept = append(p.Kept, i18n.Textf("~/.ssh/authorized_keys (removing it would lock you out before you finish)"))
 	}
 	p.Warnings = append(p.Warnings, warnings(p, pl.tab)...)
 	return p, nil
@@ -353,16 +350,16 @@ func newPlanner(e Env, o Options) (*planner, error) {
 		e.Recent = RecentWindow
 	}
 	if e.Cwd == "" {
-		return nil, errors.New("wipe: no working directory")
+		return nil, i18n.Errorf("wipe: no working directory")
 	}
 	cwd, err := resolveFull(e.Cwd, "/")
 	if err != nil {
-		return nil, fmt.Errorf("wipe: working directory: %w", err)
+		return nil, i18n.Errorf("wipe: working directory: %w", err)
 	}
 	e.Cwd = cwd
 	home, err := resolveFull(e.Home, cwd)
 	if err != nil {
-		return nil, fmt.Errorf("%w: HOME=%s: %v", ErrRefused, e.Home, err)
+		return nil, i18n.Errorf("%w: HOME=%s: %v", ErrRefused, e.Home, err)
 	}
 	e.Home = home
 	if e.Exe != "" {
@@ -371,7 +368,7 @@ func newPlanner(e Env, o Options) (*planner, error) {
 		}
 	}
 	return &planner{e: e, o: o, now: now, cwd: cwd, home: home, tab: mounts.Read(e.Root),
-		p:     &Plan{Items: []Item{}, Warnings: []string{}, Kept: []string{}},
+		p:     &Plan{Items: []Item{}, Warnings: []i18n.Text{}, Kept: []i18n.Text{}},
 		keeps: map[string]string{}, userKeep: map[string]string{}, considered: []string{}}, nil
 }
 
@@ -389,7 +386,7 @@ func (pl *planner) keepSet() error {
 	}
 	for _, k := range o.Exclude {
 		if _, err := os.Lstat(k); err != nil {
-			return fmt.Errorf("%w: --exclude %s: %v", ErrRefused, k, err)
+			return i18n.Errorf("%w: --exclude %s: %v", ErrRefused, k, err)
 		}
 		addKeep(k, "--exclude "+k)
 		if r, err := resolveItem(k, cwd); err == nil {
@@ -402,7 +399,7 @@ func (pl *planner) keepSet() error {
 		}
 	}
 	if o.Identity == "" && o.KeptIdentity != "" && exists(o.KeptIdentity) {
-		addKeep(o.KeptIdentity, "gpurent's age identity")
+		addKeep(o.KeptIdentity, i18n.Key("gpurent's age identity"))
 	}
 	for _, n := range []string{"authorized_keys", "authorized_keys2"} {
 		if k := filepath.Join(home, ".ssh", n); exists(k) {
@@ -410,7 +407,7 @@ func (pl *planner) keepSet() error {
 		}
 	}
 	if o.Report != "" {
-		pl.keeps[resolveMaybe(o.Report, cwd)] = "this wipe's report"
+		pl.keeps[resolveMaybe(o.Report, cwd)] = i18n.Key("this wipe's report")
 	}
 	// Kept paths are also known by identity: the same file reached
 	// through another name (a bind mount of the home, a hard link) is
@@ -444,7 +441,7 @@ func (pl *planner) candidates() ([]cand, error) {
 	named := func(paths []string, kind, what string) error {
 		for _, d := range paths {
 			if _, err := os.Lstat(d); err != nil {
-				return fmt.Errorf("%w: %s: %v", ErrRefused, d, err)
+				return i18n.Errorf("%w: %s: %v", ErrRefused, d, err)
 			}
 			cands = append(cands, cand{Item{Kind: kind, What: what, Path: d}, source{chosen: true}})
 		}
@@ -499,20 +496,20 @@ func (pl *planner) judge(cands []cand) ([]cand, error) {
 			if len(c.src.vars) > 0 {
 				name = c.src.vars[0] + "=" + c.Path
 			}
-			return nil, fmt.Errorf("%w: %s is a directory, not the %s file", ErrRefused, name, c.What)
+			return nil, i18n.Errorf("%w: %s is a directory, not the %s file", ErrRefused, name, c.What)
 		}
 		r, err := resolveItem(c.Path, pl.cwd)
 		if err != nil {
 			if c.src.chosen {
-				return nil, fmt.Errorf("%w: %s: %v", ErrRefused, c.Path, err)
+				return nil, i18n.Errorf("%w: %s: %v", ErrRefused, c.Path, err)
 			}
 			continue
 		}
-		if why := pl.guard.why(r); why != "" {
+		if why := pl.guard.why(r); !why.IsZero() {
 			if c.src.chosen {
 				return nil, refuseError(c, r, why)
 			}
-			pl.p.Kept = append(pl.p.Kept, fmt.Sprintf("%s (%s; it %s: never wiped)", c.Path, c.What, why))
+			pl.p.Kept = append(pl.p.Kept, i18n.Textf("%s (%s; it %s: never wiped)", c.Path, i18n.Data(c.What), why))
 			continue
 		}
 		c.Path = r
@@ -541,21 +538,21 @@ func (pl *planner) temps(cands []cand) []cand {
 		inUse := pl.used.by(it.Path)
 		refused := pl.guard.why(it.Path)
 		switch {
-		case refused != "":
-			p.Kept = append(p.Kept, it.Path+" ("+refused+")")
+		case !refused.IsZero():
+			p.Kept = append(p.Kept, i18n.Textf("%s (%s)", it.Path, refused))
 		case within(pl.cwd, it.Path):
-			p.Kept = append(p.Kept, it.Path+" (holds the working directory)")
+			p.Kept = append(p.Kept, i18n.Textf("%s (holds the working directory)", it.Path))
 		case e.Exe != "" && within(e.Exe, it.Path):
-			p.Kept = append(p.Kept, it.Path+" (holds gpurent itself)")
+			p.Kept = append(p.Kept, i18n.Textf("%s (holds gpurent itself)", it.Path))
 		case pl.tab.IsMountPoint(it.Path) || mountedHere(it.Path):
 			// Someone mounted a file system here (a data disk, a network
 			// volume): that is not a temp file.
-			p.Kept = append(p.Kept, it.Path+" (a file system mounted in a temp directory, not a temp file; name it to wipe it)")
+			p.Kept = append(p.Kept, i18n.Textf("%s (a file system mounted in a temp directory, not a temp file; name it to wipe it)", it.Path))
 		case len(inUse) > 0:
 			// A running program's socket, session or working files (an
 			// editor's server, a notebook kernel, the shell the user
 			// works in): removing them breaks it mid-session.
-			p.Kept = append(p.Kept, it.Path+" (in use by "+describeHolders(inUse)+"; name it to wipe it anyway)")
+			p.Kept = append(p.Kept, i18n.Textf("%s (in use by %s; name it to wipe it anyway)", it.Path, describeHolders(inUse)))
 		default:
 			cands = append(cands, cand{it, source{}})
 		}
@@ -582,9 +579,9 @@ func (pl *planner) admit(cands []cand) ([]Item, error) {
 		seen[it.Path] = true
 		if k, why := pl.keptBy(it.Path); k != "" {
 			if strings.HasPrefix(why, "--exclude ") {
-				p.Kept = append(p.Kept, it.Path+" ("+why+")")
+				p.Kept = append(p.Kept, i18n.Textf("%s (%s)", it.Path, why))
 			} else {
-				p.Kept = append(p.Kept, it.Path+" (holds "+why+" "+k+", which is kept)")
+				p.Kept = append(p.Kept, i18n.Textf("%s (holds %s %s, which is kept)", it.Path, i18n.Data(why), k))
 			}
 			continue
 		}
@@ -597,23 +594,23 @@ func (pl *planner) admit(cands []cand) ([]Item, error) {
 		slices.Sort(inside)
 		if err := size(&it, pl.tab, pl.o.NoOverwrite, inside, ids); err != nil {
 			if c.src.chosen {
-				return nil, fmt.Errorf("%w: %s: %v", ErrRefused, it.Path, err)
+				return nil, i18n.Errorf("%w: %s: %v", ErrRefused, it.Path, err)
 			}
 			continue
 		}
-		if why := keptUnderAnotherName(it.Path, pl.keepIDs, pl.guard.mounts, pl.keptBy); why != "" {
-			p.Kept = append(p.Kept, it.Path+" ("+why+", which is kept)")
+		if why := keptUnderAnotherName(it.Path, pl.keepIDs, pl.guard.mounts, pl.keptBy); !why.IsZero() {
+			p.Kept = append(p.Kept, i18n.Textf("%s (%s, which is kept)", it.Path, why))
 			continue
 		}
 		if !it.id.isDir() && (it.id.otherMount(it.parent) || pl.tab.IsMountPoint(it.Path)) {
 			// A file bind-mounted here: its data is the source's, outside
 			// the plan; overwriting it would write there.
-			p.Kept = append(p.Kept, it.Path+" (a file mounted here from elsewhere: neither overwritten nor removed; unmount it to wipe it)")
+			p.Kept = append(p.Kept, i18n.Textf("%s (a file mounted here from elsewhere: neither overwritten nor removed; unmount it to wipe it)", it.Path))
 			continue
 		}
 		if it.Kind == Temp {
 			if len(it.held) > 0 {
-				p.Kept = append(p.Kept, it.Path+" (in use by "+describeHolders(it.held)+", through another name; name it to wipe it anyway)")
+				p.Kept = append(p.Kept, i18n.Textf("%s (in use by %s, through another name; name it to wipe it anyway)", it.Path, describeHolders(it.held)))
 				continue
 			}
 			why, ok := tempVerdict(it, e.Since, pl.now, max(e.Recent, 0))
@@ -621,10 +618,10 @@ func (pl *planner) admit(cands []cand) ([]Item, error) {
 				if e.Since.IsZero() {
 					pl.sinceUnknown++
 				}
-				p.Kept = append(p.Kept, it.Path+" ("+why+")")
+				p.Kept = append(p.Kept, i18n.Textf("%s (%s)", it.Path, why))
 				continue
 			}
-			it.What, it.Why = i18n.Key("your temp file (this tenancy's, unused)"), why
+			it.What, it.Why = i18n.Key("your temp file (this tenancy's, unused)"), why.String()
 		}
 		planned = append(planned, it)
 	}
@@ -642,14 +639,14 @@ func (pl *planner) add(planned []Item) {
 		for _, k := range it.Keep {
 			switch why := pl.keeps[k]; {
 			case strings.HasPrefix(why, "--exclude "):
-				p.Kept = append(p.Kept, k+" (--exclude, inside "+it.Path+")")
+				p.Kept = append(p.Kept, i18n.Textf("%s (--exclude, inside %s)", k, it.Path))
 			case why != "":
-				p.Kept = append(p.Kept, k+" ("+why+", inside "+it.Path+")")
+				p.Kept = append(p.Kept, i18n.Textf("%s (%s, inside %s)", k, i18n.Data(why), it.Path))
 			default:
 				if info, err := os.Lstat(k); err == nil && pl.keepIDs[idOf(info)] != "" {
-					p.Kept = append(p.Kept, k+" ("+pl.keepIDs[idOf(info)]+" under another name, inside "+it.Path+")")
+					p.Kept = append(p.Kept, i18n.Textf("%s (%s under another name, inside %s)", k, i18n.Data(pl.keepIDs[idOf(info)]), it.Path))
 				} else {
-					p.Kept = append(p.Kept, k+" (a file system mounted inside "+it.Path+": not entered; name it to wipe it)")
+					p.Kept = append(p.Kept, i18n.Textf("%s (a file system mounted inside %s: not entered; name it to wipe it)", k, it.Path))
 				}
 			}
 		}
@@ -658,13 +655,13 @@ func (pl *planner) add(planned []Item) {
 				// Overwriting a mounted disk image corrupts what is
 				// mounted from it; unlinking leaves the kernel its copy.
 				it.Overwrite = false
-				p.Warnings = append(p.Warnings, fmt.Sprintf("%s holds %s, which the kernel uses (%s): overwriting it would corrupt what is mounted from it or swapped to it, so this item is only unlinked; detach it first (umount and losetup -d, or swapoff) to have it overwritten", it.Path, hs[i].Path, hs[i]))
+				p.Warnings = append(p.Warnings, i18n.Textf("%s holds %s, which the kernel uses (%s): overwriting it would corrupt what is mounted from it or swapped to it, so this item is only unlinked; detach it first (umount and losetup -d, or swapoff) to have it overwritten", it.Path, hs[i].Path, hs[i]))
 			} else {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("%s is in use by %s: what it writes after the wipe stays; stop it first", it.Path, describeHolders(hs)))
+				p.Warnings = append(p.Warnings, i18n.Textf("%s is in use by %s: what it writes after the wipe stays; stop it first", it.Path, describeHolders(hs)))
 			}
 		}
 		if it.Kind == Credential && it.Symlink {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("%s is a symlink to %s: only the link is removed, the credential it leads to stays there (name that file to wipe it)", it.Path, it.Target))
+			p.Warnings = append(p.Warnings, i18n.Textf("%s is a symlink to %s: only the link is removed, the credential it leads to stays there (name that file to wipe it)", it.Path, it.Target))
 		}
 		p.Items = append(p.Items, it)
 		p.Bytes += it.Bytes
@@ -682,24 +679,24 @@ func (pl *planner) keepsUsed() error {
 		if !slices.ContainsFunc(pl.considered, func(c string) bool {
 			return slices.ContainsFunc(names, func(n string) bool { return n != "" && (within(c, n) || within(n, c)) })
 		}) {
-			return fmt.Errorf("%w: --exclude %s: nothing this wipe would remove is at, inside or around it; check the path", ErrRefused, k)
+			return i18n.Errorf("%w: --exclude %s: nothing this wipe would remove is at, inside or around it; check the path", ErrRefused, k)
 		}
 	}
 	return nil
 }
 
 // refuseError says which path, from where, and why it is never wiped.
-func refuseError(c cand, resolved, why string) error {
+func refuseError(c cand, resolved string, why i18n.Text) error {
 	if resolved != c.Path {
-		why = "resolves to " + resolved + ", which " + why
+		why = i18n.Textf("resolves to %s, which %s", resolved, why)
 	}
-	const never = "wipe never removes the home, what holds it, or a system directory"
+	never := i18n.Textf("wipe never removes the home, what holds it, or a system directory")
 	if len(c.src.vars) > 0 {
 		v := c.src.vars[0]
-		return fmt.Errorf("%w: %s=%s: the %s it names %s; %s: point %s at the directory itself, or unset it for the wipe",
-			ErrRefused, v, c.Path, c.What, why, never, v)
+		return i18n.Errorf("%w: %s=%s: the %s it names %s; %s: point %s at the directory itself, or unset it for the wipe",
+			ErrRefused, v, c.Path, i18n.Data(c.What), why, never, v)
 	}
-	return fmt.Errorf("%w: %s %s; %s: name the directories inside it to remove", ErrRefused, c.Path, why, never)
+	return i18n.Errorf("%w: %s %s; %s: name the directories inside it to remove", ErrRefused, c.Path, why, never)
 }
 
 // tempVerdict decides whether a temp entry is this tenancy's leftover,
@@ -708,20 +705,20 @@ func refuseError(c cand, resolved, why string) error {
 // time, which copying or unpacking cannot set back), nothing in it
 // changed within recent (live work), and no program uses it (judged
 // before). Where the start of the tenancy is unknown, nothing is taken.
-func tempVerdict(it Item, since, now time.Time, recent time.Duration) (string, bool) {
+func tempVerdict(it Item, since, now time.Time, recent time.Duration) (i18n.Text, bool) {
 	switch {
 	case since.IsZero():
-		return "when this tenancy began is unknown, so this may not be yours: name it to wipe it", false
+		return i18n.Textf("when this tenancy began is unknown, so this may not be yours: name it to wipe it"), false
 	case it.changed.IsZero() || it.changed.Before(since):
-		return "unchanged since before this tenancy began (" + since.UTC().Format("2006-01-02 15:04 MST") + "): the image's or an earlier tenant's, not this tenancy's; name it to wipe it", false
+		return i18n.Textf("unchanged since before this tenancy began (%s): the image's or an earlier tenant's, not this tenancy's; name it to wipe it", since.UTC().Format("2006-01-02 15:04 MST")), false
 	case recent > 0 && (!it.modified.Before(now.Add(-recent)) || !it.changed.Before(now.Add(-recent))):
 		last := it.modified
 		if it.changed.After(last) {
 			last = it.changed
 		}
-		return fmt.Sprintf("changed %s ago: may be live work; name it to wipe it", now.Sub(last).Round(time.Second)), false
+		return i18n.Textf("changed %s ago: may be live work; name it to wipe it", now.Sub(last).Round(time.Second)), false
 	}
-	return "made in this tenancy (it began " + since.UTC().Format("2006-01-02 15:04 MST") + "), last changed " + it.changed.UTC().Format("2006-01-02 15:04 MST") + ", no program uses it", true
+	return i18n.Textf("made in this tenancy (it began %s), last changed %s, no program uses it", since.UTC().Format("2006-01-02 15:04 MST"), it.changed.UTC().Format("2006-01-02 15:04 MST")), true
 }
 
 // exists: something (a symlink too) is at path.
@@ -751,14 +748,14 @@ func mountedHere(path string) bool {
 // it, or a directory above it, is a kept file or directory by identity (a
 // hard link, the same directory through a bind mount), or a name the
 // mount table gives it lies in a kept path. "" when it is not.
-func keptUnderAnotherName(path string, keepIDs map[devIno]string, tab []mountLine, keptBy func(string) (string, string)) string {
+func keptUnderAnotherName(path string, keepIDs map[devIno]string, tab []mountLine, keptBy func(string) (string, string)) i18n.Text {
 	for a := path; ; a = filepath.Dir(a) {
 		if info, err := os.Lstat(a); err == nil {
 			if why, ok := keepIDs[idOf(info)]; ok {
 				if a == path {
-					return "is " + why + " under another name"
+					return i18n.Textf("is %s under another name", i18n.Data(why))
 				}
-				return "lies in " + why + ", reached as " + a
+				return i18n.Textf("lies in %s, reached as %s", i18n.Data(why), a)
 			}
 		}
 		if a == "/" || a == "." {
@@ -767,10 +764,10 @@ func keptUnderAnotherName(path string, keepIDs map[devIno]string, tab []mountLin
 	}
 	for _, a := range aliases(path, tab) {
 		if k, why := keptBy(a); k != "" {
-			return "is " + a + " under another name (a bind mount), in " + why
+			return i18n.Textf("is %s under another name (a bind mount), in %s", a, i18n.Data(why))
 		}
 	}
-	return ""
+	return i18n.Text{}
 }
 
 // insidePlanned: it lies strictly inside another planned item that is a
@@ -921,7 +918,7 @@ func skip(d fs.DirEntry) error {
 }
 
 // warnings say what a wipe cannot do, plainly.
-func warnings(p *Plan, tab mounts.Table) []string {
+func warnings(p *Plan, tab mounts.Table) []i18n.Text {
 	types := map[string]bool{}
 	for _, it := range p.Items {
 		if it.Path == "" || it.Symlink {
@@ -942,23 +939,23 @@ func warnings(p *Plan, tab mounts.Table) []string {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	var out []string
+	var out []i18n.Text
 	if len(names) > 0 {
-		out = append(out, "some of this lives on "+strings.Join(names, ", ")+" storage: deleting there does not erase the old blocks, and overwriting is skipped")
+		out = append(out, i18n.Textf("some of this lives on %s storage: deleting there does not erase the old blocks, and overwriting is skipped", strings.Join(names, ", ")))
 	}
-	out = append(out, "on SSDs, overlay and copy-on-write storage only a crypto-erase is reliable: keep data on a volume encrypted with a key you hold "+
-		"(cryptsetup luksFormat /dev/DISK; cryptsetup open /dev/DISK data --key-file KEY; mkfs.ext4 /dev/mapper/data) and destroy the key when you leave")
+	out = append(out, i18n.Textf("on SSDs, overlay and copy-on-write storage only a crypto-erase is reliable: keep data on a volume encrypted with a key you hold "+
+		"(cryptsetup luksFormat /dev/DISK; cryptsetup open /dev/DISK data --key-file KEY; mkfs.ext4 /dev/mapper/data) and destroy the key when you leave"))
 	return out
 }
 
 // dockerImages lists every image through the docker CLI.
 func dockerImages(ctx context.Context, e Env) ([]Item, error) {
 	if e.Docker == nil {
-		return nil, errors.New("no docker command")
+		return nil, i18n.Errorf("no docker command")
 	}
 	out, err := e.Docker(ctx, "image", "ls", "--no-trunc", "--format", "{{json .}}")
 	if err != nil {
-		return nil, fmt.Errorf("docker image ls: %w", err)
+		return nil, i18n.Errorf("docker image ls: %w", err)
 	}
 	var items []Item
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -967,7 +964,7 @@ func dockerImages(ctx context.Context, e Env) ([]Item, error) {
 		}
 		var img struct{ ID, Repository, Tag, Size string }
 		if err := json.Unmarshal([]byte(line), &img); err != nil {
-			return nil, fmt.Errorf("docker image ls: %w", err)
+			return nil, i18n.Errorf("docker image ls: %w", err)
 		}
 		items = append(items, Item{Kind: Docker, What: img.Repository + ":" + img.Tag, Image: img.ID, Bytes: dockerSize(img.Size)})
 	}

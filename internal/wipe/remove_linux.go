@@ -5,10 +5,10 @@ package wipe
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,18 +70,18 @@ func (x Exec) remove(ctx context.Context, res *Result) {
 func (r *remover) removeItem() bool {
 	res := r.res
 	if !res.id.known() {
-		r.fail(fmt.Errorf("%s: not identified when the plan was made: left as it is", res.Path))
+		r.fail(i18n.Errorf("%s: not identified when the plan was made: left as it is", res.Path))
 		return true
 	}
 	dir, base := filepath.Dir(res.Path), filepath.Base(res.Path)
 	pfd, err := openDirPath(dir)
 	if err != nil {
-		r.fail(fmt.Errorf("%s: left as it is: %w", res.Path, err))
+		r.fail(i18n.Errorf("%s: left as it is: %w", res.Path, err))
 		return true
 	}
 	defer unix.Close(pfd)
 	if got, err := statAt(pfd, ""); err != nil || !got.id.same(res.parent) {
-		r.fail(fmt.Errorf("%s: its directory %s %w", res.Path, dir, errChanged))
+		r.fail(i18n.Errorf("%s: its directory %s %w", res.Path, dir, errChanged))
 		return true
 	}
 	cur, err := statAt(pfd, base)
@@ -89,11 +89,11 @@ func (r *remover) removeItem() bool {
 		return false // gone already: nothing left to remove
 	}
 	if err != nil {
-		r.fail(fmt.Errorf("%s: %w", res.Path, err))
+		r.fail(i18n.Errorf("%s: %w", res.Path, err))
 		return true
 	}
 	if !cur.id.same(res.id) || !cur.id.isDir() && cur.id.otherMount(res.parent) {
-		r.fail(fmt.Errorf("%s %w", res.Path, errChanged))
+		r.fail(i18n.Errorf("%s %w", res.Path, errChanged))
 		return true
 	}
 	if cur.id.isDir() {
@@ -118,13 +118,13 @@ func (r *remover) removeItem() bool {
 func (r *remover) clearDir(dirfd int, name string, want fileID, path string) bool {
 	fd, err := openChecked(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY, want)
 	if err != nil {
-		r.fail(fmt.Errorf("%s: %w", path, err))
+		r.fail(i18n.Errorf("%s: %w", path, err))
 		return true
 	}
 	defer unix.Close(fd)
 	self, err := statAt(fd, "")
 	if err != nil {
-		r.fail(fmt.Errorf("%s: %w", path, err))
+		r.fail(i18n.Errorf("%s: %w", path, err))
 		return true
 	}
 	stays := false
@@ -140,13 +140,13 @@ func (r *remover) clearDir(dirfd int, name string, want fileID, path string) boo
 	}()
 	names, err := readNames(fd)
 	if err != nil {
-		r.fail(fmt.Errorf("%s: %w", path, err))
+		r.fail(i18n.Errorf("%s: %w", path, err))
 		stays = true
 		return true
 	}
 	for _, n := range names {
 		if err := r.ctx.Err(); err != nil {
-			r.fail(fmt.Errorf("interrupted: %w", err))
+			r.fail(i18n.Errorf("interrupted: %w", err))
 			stays = true
 			return true
 		}
@@ -156,7 +156,7 @@ func (r *remover) clearDir(dirfd int, name string, want fileID, path string) boo
 			continue
 		}
 		if err != nil {
-			r.fail(fmt.Errorf("%s: %w", p, err))
+			r.fail(i18n.Errorf("%s: %w", p, err))
 			stays = true
 			continue
 		}
@@ -196,7 +196,7 @@ func (r *remover) removeFile(dirfd int, name, path string, e entry, dirMode uint
 		case err != nil:
 			// Never unlink what could not be overwritten and checked:
 			// it may not be the file the walk saw.
-			r.fail(fmt.Errorf("overwrite %s: %w", path, err))
+			r.fail(i18n.Errorf("overwrite %s: %w", path, err))
 			return false
 		}
 	}
@@ -217,7 +217,7 @@ func (r *remover) removeFile(dirfd int, name, path string, e entry, dirMode uint
 func (r *remover) unlink(dirfd int, name, path string, flags int, dirMode uint32) error {
 	if r.x.BeforeRemove != nil {
 		if err := r.x.BeforeRemove(path); err != nil {
-			return fmt.Errorf("remove %s: %w", path, err)
+			return i18n.Errorf("remove %s: %w", path, err)
 		}
 	}
 	err := unix.Unlinkat(dirfd, name, flags)
@@ -229,13 +229,13 @@ func (r *remover) unlink(dirfd int, name, path string, flags int, dirMode uint32
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("remove %s: %w", path, err)
+		return i18n.Errorf("remove %s: %w", path, err)
 	}
 	return nil
 }
 
 // errLinked: the file has other hard links, so it was not overwritten.
-var errLinked = errors.New("other hard links share this file's data")
+var errLinked = i18n.Errorf("other hard links share this file's data")
 
 // overwriteAt writes random bytes over the allocated extents of a regular
 // file in place, and syncs: once is what NIST SP 800-88 asks of Clear by

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/testfs"
 )
@@ -165,10 +166,10 @@ func TestPlanListsWhatItShould(t *testing.T) {
 			t.Errorf("data item %+v: want 9005 bytes in 2 files, overwritten on ext4", it)
 		}
 	}
-	if kept := strings.Join(p.Kept, "\n"); !strings.Contains(kept, "/tmp/session (holds gpurent itself)") {
+	if kept := strings.Join(texts(p.Kept), "\n"); !strings.Contains(kept, "/tmp/session (holds gpurent itself)") {
 		t.Errorf("gpurent's own directory not kept: %v", p.Kept)
 	}
-	if len(p.Kept) == 0 || !strings.Contains(strings.Join(p.Warnings, " "), "crypto-erase") {
+	if len(p.Kept) == 0 || !strings.Contains(strings.Join(texts(p.Warnings), " "), "crypto-erase") {
 		t.Errorf("kept %v warnings %v", p.Kept, p.Warnings)
 	}
 	// Nor the temp directory wipe runs in.
@@ -510,7 +511,7 @@ func TestDockerImages(t *testing.T) {
 	// Without docker the plan says so and goes on.
 	e.Docker = nil
 	p, err = Make(context.Background(), e, Options{Docker: true})
-	if err != nil || !strings.Contains(strings.Join(p.Warnings, " "), "Docker images not listed") {
+	if err != nil || !strings.Contains(strings.Join(texts(p.Warnings), " "), "Docker images not listed") {
 		t.Fatalf("%v %v", err, p.Warnings)
 	}
 }
@@ -596,7 +597,7 @@ func TestMountsInsideAnItemAreKept(t *testing.T) {
 	if len(it.Keep) != 1 || it.Keep[0] != vol || it.Bytes != 9005+4 {
 		t.Fatalf("plan item %+v: want the volume listed in keep and not sized", it)
 	}
-	if !strings.Contains(strings.Join(p.Kept, "\n"), vol+" (a file system mounted inside "+b.data) {
+	if !strings.Contains(strings.Join(texts(p.Kept), "\n"), vol+" (a file system mounted inside "+b.data) {
 		t.Errorf("kept: %v", p.Kept)
 	}
 	r, err := Run(context.Background(), &Plan{Items: []Item{it}}, Exec{})
@@ -654,7 +655,7 @@ func TestMountInTempIsNotATempFile(t *testing.T) {
 	if got := strings.Join(paths(p, b.base), " "); strings.Contains(got, "/tmp/nfs") {
 		t.Fatalf("the mounted volume is in the plan: %s", got)
 	}
-	if !strings.Contains(strings.Join(p.Kept, "\n"), b.root+"/tmp/nfs (a file system mounted in a temp directory") {
+	if !strings.Contains(strings.Join(texts(p.Kept), "\n"), b.root+"/tmp/nfs (a file system mounted in a temp directory") {
 		t.Errorf("kept: %v", p.Kept)
 	}
 	// Named, it is wiped like any mount point: its contents go.
@@ -662,7 +663,7 @@ func TestMountInTempIsNotATempFile(t *testing.T) {
 	if err != nil || !strings.Contains(strings.Join(paths(p, b.base), " "), "/tmp/nfs") {
 		t.Fatalf("named mount not planned: %v %v", err, paths(p, b.base))
 	}
-	if strings.Contains(strings.Join(p.Kept, "\n"), "/tmp/nfs") {
+	if strings.Contains(strings.Join(texts(p.Kept), "\n"), "/tmp/nfs") {
 		t.Errorf("a named mount is also said to be kept: %v", p.Kept)
 	}
 }
@@ -684,7 +685,7 @@ func TestKeepPaths(t *testing.T) {
 	if len(it.Keep) != 1 || it.Keep[0] != inner || it.Bytes != 9000 {
 		t.Fatalf("data item %+v: want inner.bin kept and not sized", it)
 	}
-	kept := strings.Join(p.Kept, "\n")
+	kept := strings.Join(texts(p.Kept), "\n")
 	if !strings.Contains(kept, pip+" (--exclude "+pip+")") || !strings.Contains(kept, inner+" (--exclude, inside "+b.data+")") {
 		t.Errorf("kept: %v", p.Kept)
 	}
@@ -780,7 +781,7 @@ func TestTempInUseIsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := strings.Join(p.Kept, "\n")
+	kept := strings.Join(texts(p.Kept), "\n")
 	if !strings.Contains(kept, busy+" (in use by PID "+strconv.Itoa(sleep.Process.Pid)+" (sleep); name it to wipe it anyway)") {
 		t.Errorf("kept:\n%s", kept)
 	}
@@ -796,7 +797,16 @@ func TestTempInUseIsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if itemAt(p, busy).Path == "" || !strings.Contains(strings.Join(p.Warnings, "\n"), busy+" is in use by PID "+strconv.Itoa(sleep.Process.Pid)+" (sleep): what it writes after the wipe stays") {
+	if itemAt(p, busy).Path == "" || !strings.Contains(strings.Join(texts(p.Warnings), "\n"), busy+" is in use by PID "+strconv.Itoa(sleep.Process.Pid)+" (sleep): what it writes after the wipe stays") {
 		t.Errorf("named busy dir: items %v, warnings %v", paths(p, b.base), p.Warnings)
 	}
+}
+
+// texts are ts in English, for matching.
+func texts(ts []i18n.Text) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.String()
+	}
+	return out
 }

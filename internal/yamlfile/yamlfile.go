@@ -21,6 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/suggest"
 )
 
@@ -30,6 +31,9 @@ type FieldError struct {
 	Line int    // 1-based; 0 when the field is absent from the file
 	Path string // dotted field path, "offers[2].spot.hourly"; empty for the whole document
 	Msg  string
+	// text is Msg as a message the catalog translates, where it was
+	// made from one; yaml's own words have none.
+	text i18n.Text
 }
 
 func (e *FieldError) Error() string {
@@ -47,6 +51,16 @@ func (e *FieldError) Error() string {
 	return b.String()
 }
 
+// Message is the error in parts for internal/i18n: the place as it is,
+// the problem in the reader's language where it has a message.
+func (e *FieldError) Message() (string, []any) {
+	msg := e.text
+	if msg.IsZero() {
+		msg = i18n.Plain(e.Msg)
+	}
+	return "%s%s", []any{strings.TrimSuffix(e.Error(), e.Msg), msg}
+}
+
 // Errors is every problem found in one file, in line order.
 type Errors []*FieldError
 
@@ -58,15 +72,26 @@ func (es Errors) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// Message is each problem's Message, a line each.
+func (es Errors) Message() (string, []any) {
+	ts := make([]i18n.Text, len(es))
+	for i, e := range es {
+		f, args := e.Message()
+		ts[i] = i18n.Text{Format: f, Args: args}
+	}
+	t := i18n.Join(ts, "\n")
+	return t.Format, t.Args
+}
+
 // Problem is a validation finding before it is placed in a file.
 type Problem struct {
 	Path string
-	Msg  string
+	Msg  i18n.Text
 }
 
 // Problemf builds a Problem.
 func Problemf(path, format string, args ...any) Problem {
-	return Problem{Path: path, Msg: fmt.Sprintf(format, args...)}
+	return Problem{Path: path, Msg: i18n.Textf(format, args...)}
 }
 
 // Index maps field paths to the lines they were written on.
@@ -110,11 +135,11 @@ func (ix *Index) Place(file string, ps []Problem) error {
 	}
 	es := make(Errors, len(ps))
 	for i, p := range ps {
-		es[i] = &FieldError{File: file, Line: ix.Line(p.Path), Path: p.Path, Msg: p.Msg}
+		es[i] = &FieldError{File: file, Line: ix.Line(p.Path), Path: p.Path, Msg: p.Msg.String(), text: p.Msg}
 	}
 	sort.SliceStable(es, func(i, j int) bool { return es[i].Line < es[j].Line })
 	if len(es) > MaxErrors {
-		es = append(es[:MaxErrors], &FieldError{File: file, Msg: fmt.Sprintf("and %d more problems", len(es)-MaxErrors)})
+		es = append(es[:MaxErrors], fieldError(file, 0, "", i18n.Textf("and %d more problems", len(es)-MaxErrors)))
 	}
 	return es
 }
@@ -215,14 +240,14 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 		return nil, syntaxError(file, err)
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, &FieldError{File: file, Msg: "empty document"}
+		return nil, fieldError(file, 0, "", i18n.Textf("empty document"))
 	}
 	ix := &Index{byPath: map[string]int{}, byLine: map[int][]string{}, byPos: map[[2]int]string{}}
 	ix.walk(&root, "")
 	if w := ix.widest; w.keys > MaxKeys {
 		// yaml's strict decoding takes time in the square of the unknown
 		// keys (80,000 took 20 s): no file of ours has such a mapping.
-		return nil, &FieldError{File: file, Line: w.line, Path: w.path, Msg: fmt.Sprintf("%d fields in one mapping; want at most %d", w.keys, MaxKeys)}
+		return nil, fieldError(file, w.line, w.path, i18n.Textf("%d fields in one mapping; want at most %d", w.keys, MaxKeys))
 	}
 
 	if ps := wholeNumbers(root.Content[0], reflect.TypeOf(v), ""); len(ps) > 0 {
@@ -234,7 +259,7 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 	if err == nil {
 		var extra yaml.Node
 		if dec.Decode(&extra) != io.EOF {
-			return nil, &FieldError{File: file, Msg: "more than one YAML document; want exactly one"}
+			return nil, fieldError(file, 0, "", i18n.Textf("more than one YAML document; want exactly one"))
 		}
 		return ix, nil
 	}
@@ -245,7 +270,7 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 	es := make(Errors, 0, min(len(te.Errors), MaxErrors+1))
 	for i, msg := range te.Errors {
 		if i == MaxErrors {
-			es = append(es, &FieldError{File: file, Msg: fmt.Sprintf("and %d more problems", len(te.Errors)-MaxErrors)})
+			es = append(es, fieldError(file, 0, "", i18n.Textf("and %d more problems", len(te.Errors)-MaxErrors)))
 			break
 		}
 		fe := &FieldError{File: file, Msg: msg}
@@ -264,15 +289,20 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 				fe.Msg += ": " + kindWanted(m[1])
 			}
 			if u := unknownRe.FindStringSubmatch(fe.Msg); u != nil {
-				fe.Msg = "unknown field " + strconv.Quote(u[1])
 				fe.Path = ix.atLine(fe.Line, u[1])
 				parent := strings.TrimSuffix(strings.TrimSuffix(fe.Path, u[1]), ".")
-				fe.Msg += suggest.DidYouMean(u[1], fieldNames(reflect.TypeOf(v), parent))
+				fe.text = i18n.Textf("unknown field %q%s", u[1], suggest.DidYouMean(u[1], fieldNames(reflect.TypeOf(v), parent)))
+				fe.Msg = fe.text.String()
 			}
 		}
 		es = append(es, fe)
 	}
 	return nil, es
+}
+
+// fieldError is a problem made from a message.
+func fieldError(file string, line int, path string, msg i18n.Text) *FieldError {
+	return &FieldError{File: file, Line: line, Path: path, Msg: msg.String(), text: msg}
 }
 
 // syntaxError rewrites yaml's "yaml: line 3: ..." into "file:3: ...".
