@@ -132,7 +132,7 @@ visible checkpoint, and a pull never leaves half a checkpoint at its destination
 	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
 		debug.SetMemoryLimit(store.MemoryLimit)
 		s.Say = func(format string, a ...any) {
-			fmt.Fprintf(c.ErrOrStderr(), "gpurent: %s\n", report.Safe(fmt.Sprintf(format, a...)))
+			fmt.Fprintf(c.ErrOrStderr(), "gpurent: %s\n", report.Safe(g.tr.Tf(format, a...)))
 		}
 	}
 
@@ -153,8 +153,8 @@ type summary struct {
 }
 
 // runsHint names the store's runs where a run has no checkpoint.
-func runsHint(ctx context.Context, st *store.Store) string {
-	return st.DescribeRuns(ctx) + "; see gpurent ckpt runs"
+func runsHint(ctx context.Context, st *store.Store) i18n.Text {
+	return i18n.Textf("%s; see gpurent ckpt runs", st.DescribeRuns(ctx))
 }
 
 func summaries(ms []*store.Manifest) []summary {
@@ -165,11 +165,11 @@ func summaries(ms []*store.Manifest) []summary {
 	return out
 }
 
-func writeManifest(g *globals, m *store.Manifest, line string) error {
+func writeManifest(g *globals, m *store.Manifest, line i18n.Text) error {
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, summaries([]*store.Manifest{m})[0])
 	}
-	fmt.Fprintf(g.stdout, "%s\n%s\n", m.ID, line)
+	fmt.Fprintf(g.stdout, "%s\n%s\n", m.ID, g.tr.Text(line))
 	return nil
 }
 

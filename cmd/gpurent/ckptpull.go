@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
@@ -83,10 +83,11 @@ func runCkptPull(ctx context.Context, g *globals, s *storeFlags, o ckptPullOptio
 	} else if wrote != "" {
 		g.tr.Fprintf(g.stderr, "gpurent: wrote %s, which the framework reads to find the checkpoint to load\n", wrote)
 	}
-	size := report.Bytes(m.Bytes)
+	var earlier i18n.Text
 	if got := bar.Done(); got < m.Bytes {
 		// An earlier pull cut short had the rest.
-		size += fmt.Sprintf(" (%s fetched now, the rest kept by an earlier try)", report.Bytes(got))
+		earlier = i18n.Textf(" (%s fetched now, the rest kept by an earlier try)", report.Bytes(got))
 	}
-	return writeManifest(g, m, fmt.Sprintf("pulled %s from %s run %s into %s: %s, %s in %.1f s, every file checked", m.ID, name, s.Run, dest, report.Count(m.Files, "entry"), size, time.Since(start).Seconds()))
+	return writeManifest(g, m, i18n.Textf("pulled %s from %s run %s into %s: %s, %s%s in %.1f s, every file checked", m.ID, name, s.Run, dest,
+		i18n.Plural(m.Files, "%d entry", "%d entries"), report.Bytes(m.Bytes), earlier, time.Since(start).Seconds()))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -74,12 +73,13 @@ func runCkptPush(ctx context.Context, g *globals, s *storeFlags, path string) er
 	if err != nil {
 		return err
 	}
-	reused := ""
+	var reused, resumed i18n.Text
 	if m.Reused > 0 {
-		reused = fmt.Sprintf(" (%s of it unchanged since the previous checkpoint, copied in the store, not uploaded)", report.Bytes(m.Reused))
+		reused = i18n.Textf(" (%s of it unchanged since the previous checkpoint, copied in the store, not uploaded)", report.Bytes(m.Reused))
 	}
 	if m.Resumed > 0 {
-		reused += fmt.Sprintf(" (%s of it stored by the push cut short before, not uploaded again)", report.Bytes(m.Resumed))
+		resumed = i18n.Textf(" (%s of it stored by the push cut short before, not uploaded again)", report.Bytes(m.Resumed))
 	}
-	return writeManifest(g, m, fmt.Sprintf("pushed %s to %s run %s: %s, %s in %.1f s%s", path, name, s.Run, report.Count(m.Files, "entry"), report.Bytes(m.Bytes), time.Since(start).Seconds(), reused))
+	return writeManifest(g, m, i18n.Textf("pushed %s to %s run %s: %s, %s in %.1f s%s%s", path, name, s.Run, i18n.Plural(m.Files, "%d entry", "%d entries"),
+		report.Bytes(m.Bytes), time.Since(start).Seconds(), reused, resumed))
 }

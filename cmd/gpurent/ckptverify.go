@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
@@ -70,7 +70,7 @@ func runCkptVerify(ctx context.Context, g *globals, s *storeFlags, o ckptVerifyO
 	if len(ms) == 0 {
 		// Nothing to check is not a pass: a mistyped run name must
 		// not read as "the checkpoints are safe, release the machine".
-		probs = append(probs, store.Problem{Msg: fmt.Sprintf("run %s has no checkpoint; %s", s.Run, runsHint(ctx, st))})
+		probs = append(probs, store.Problem{Msg: i18n.Textf("run %s has no checkpoint; %s", s.Run, runsHint(ctx, st))})
 	}
 	if g.output == report.JSON {
 		if probs == nil {

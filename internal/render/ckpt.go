@@ -20,7 +20,7 @@ const when = "2006-01-02 15:04:05"
 
 // Checkpoints is ckpt ls's table: the run's committed checkpoints, and
 // where it has none, hint (the store's runs).
-func Checkpoints(w io.Writer, tr *i18n.Printer, run string, ms []*store.Manifest, hint string) error {
+func Checkpoints(w io.Writer, tr *i18n.Printer, run string, ms []*store.Manifest, hint i18n.Text) error {
 	// ENTRIES, not FILES: the count holds the directories, the
 	// checkpoint's own among them, as push and pull say. NAME is what was
 	// pushed (checkpoint-5000, last.ckpt): the ids alone do not say which
@@ -34,7 +34,7 @@ func Checkpoints(w io.Writer, tr *i18n.Printer, run string, ms []*store.Manifest
 	}
 	tr.Fprintf(w, "\n%s in run %s\n", Count(tr, len(ms), "checkpoint"), run)
 	if len(ms) == 0 {
-		fmt.Fprintln(w, hint)
+		fmt.Fprintln(w, tr.Text(hint))
 	}
 	return nil
 }
@@ -44,10 +44,10 @@ func Checkpoints(w io.Writer, tr *i18n.Printer, run string, ms []*store.Manifest
 func Verified(w io.Writer, tr *i18n.Printer, probs []store.Problem, checked int, deep bool) {
 	for _, p := range probs {
 		if p.ID == "" {
-			fmt.Fprintln(w, report.Safe(p.Msg))
+			fmt.Fprintln(w, report.Safe(tr.Text(p.Msg)))
 			continue
 		}
-		tr.Fprintf(w, "%s %s: %s\n", p.ID, report.Safe(p.Path), report.Safe(p.Msg))
+		tr.Fprintf(w, "%s %s: %s\n", p.ID, report.Safe(p.Path), report.Safe(tr.Text(p.Msg)))
 	}
 	kind := tr.T("objects present with their sizes")
 	if deep {

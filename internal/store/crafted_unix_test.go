@@ -317,7 +317,7 @@ func TestInterruptionIsNotCorruption(t *testing.T) {
 	// Shallow verify of a checkpoint whose reads break off: "not
 	// checked", never "corrupt".
 	_, probs, err := quick(New(gone, Options{})).Verify(ctx, c.run, id, true)
-	if err != nil || len(probs) != 1 || !strings.Contains(probs[0].Msg, "not checked") {
+	if err != nil || len(probs) != 1 || !strings.Contains(probs[0].Msg.String(), "not checked") {
 		t.Errorf("verify through a store that breaks off: %v %v", probs, err)
 	}
 }
@@ -452,7 +452,7 @@ func TestShallowVerifyReadsTheFileList(t *testing.T) {
 	body, _ := json.Marshal(m)
 	b.Put(ctx, manifestKey("r", m.ID), func(w io.Writer) error { _, err := w.Write(body); return err })
 	_, probs, err := s.Verify(ctx, "r", "", false)
-	if err != nil || len(probs) != 1 || !strings.Contains(probs[0].Msg, "file list") {
+	if err != nil || len(probs) != 1 || !strings.Contains(probs[0].Msg.String(), "file list") {
 		t.Errorf("shallow verify of an undecryptable file list: %v %v", probs, err)
 	}
 }

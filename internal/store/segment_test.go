@@ -62,7 +62,7 @@ func TestFilesInParts(t *testing.T) {
 			corrupt(t, b, k1, func([]byte) []byte { return p4 })
 			corrupt(t, b, k4, func([]byte) []byte { return p1 })
 			_, probs, err := s.Verify(ctx, "r", m.ID, true)
-			if err != nil || len(probs) != 1 || !strings.Contains(probs[0].Msg, "part 1 of 4") {
+			if err != nil || len(probs) != 1 || !strings.Contains(probs[0].Msg.String(), "part 1 of 4") {
 				t.Errorf("verify of swapped parts: %v %v", probs, err)
 			}
 			_, err = s.Pull(ctx, "r", m.ID, filepath.Join(t.TempDir(), "out"))

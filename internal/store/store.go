@@ -823,23 +823,23 @@ func (s *Store) Resolve(ctx context.Context, run, ref string) (string, error) {
 // DescribeRuns names the store's runs and how many checkpoints each has,
 // in one line, for a person who named a run with no checkpoint: most often
 // a mistyped name, or one forgotten on a new machine.
-func (s *Store) DescribeRuns(ctx context.Context) string {
+func (s *Store) DescribeRuns(ctx context.Context) i18n.Text {
 	rs, err := s.Runs(ctx)
 	switch {
 	case err != nil:
-		return "the store's runs could not be listed: " + err.Error()
+		return i18n.Textf("the store's runs could not be listed: %v", err)
 	case len(rs) == 0:
-		return "this store has no checkpoints in any run yet"
+		return i18n.Textf("this store has no checkpoints in any run yet")
 	}
 	names := make([]string, 0, min(len(rs), 10))
 	for _, r := range rs[:min(len(rs), 10)] {
 		names = append(names, fmt.Sprintf("%s (%d)", r.Run, r.Checkpoints))
 	}
-	more := ""
+	more := i18n.Text{}
 	if len(rs) > 10 {
-		more = fmt.Sprintf(" and %d more", len(rs)-10)
+		more = i18n.Textf(" and %d more", len(rs)-10)
 	}
-	return "runs in this store (checkpoints): " + strings.Join(names, ", ") + more
+	return i18n.Textf("runs in this store (checkpoints): %s%s", strings.Join(names, ", "), more)
 }
 
 // ErrNoCheckpoint is wrapped by Find's error when the run has no committed
@@ -964,9 +964,9 @@ func (s *Store) Files(m *Manifest) ([]Entry, error) {
 
 // Problem is one defect verify found.
 type Problem struct {
-	ID   string `json:"id"`
-	Path string `json:"path"` // the file, or the object key when the file list cannot be read
-	Msg  string `json:"msg"`
+	ID   string    `json:"id"`
+	Path string    `json:"path"` // the file, or the object key when the file list cannot be read
+	Msg  i18n.Text `json:"msg"`
 }
 
 // Verify checks the checkpoints of run (or only id): every object exists
@@ -990,7 +990,7 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 			return nil, nil, err
 		}
 		for _, u := range bad {
-			probs = append(probs, Problem{Path: u.Key, Msg: "not a manifest this gpurent can read: " + u.Err.Error()})
+			probs = append(probs, Problem{Path: u.Key, Msg: i18n.Textf("not a manifest this gpurent can read: %v", u.Err)})
 		}
 	}
 	var mu sync.Mutex
@@ -1000,7 +1000,7 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 			// checks the objects alone (ckpt verify says authenticity
 			// went unchecked).
 			if !errors.Is(err, ErrNoAuthKey) || deep {
-				probs = append(probs, Problem{ID: m.ID, Msg: err.Error()})
+				probs = append(probs, Problem{ID: m.ID, Msg: i18n.Textf("%v", err)})
 			}
 		}
 		names := map[int]string{}
@@ -1014,7 +1014,7 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 				}
 				// Its file list cannot be read: nothing of it can be
 				// restored, whatever its objects say.
-				probs = append(probs, Problem{ID: m.ID, Msg: "file list: " + err.Error()})
+				probs = append(probs, Problem{ID: m.ID, Msg: i18n.Textf("file list: %v", err)})
 			} else {
 				entries = es
 				for _, e := range es {
@@ -1039,16 +1039,16 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 		err := s.parallel(ctx, len(m.Objects), func(ctx context.Context, i int) error {
 			o := m.Objects[i]
 			size, err := s.b.Size(ctx, o.Key)
-			var msg string
+			var msg i18n.Text
 			switch {
 			case IsNotFound(err):
-				msg = "missing from the store"
+				msg = i18n.Textf("missing from the store")
 			case err != nil:
 				return err
 			case size != o.Size:
-				msg = fmt.Sprintf("stored object is %d bytes, the manifest says %d (truncated or replaced)", size, o.Size)
+				msg = i18n.Textf("stored object is %d bytes, the manifest says %d (truncated or replaced)", size, o.Size)
 			}
-			if msg != "" {
+			if !msg.IsZero() {
 				mu.Lock()
 				probs = append(probs, Problem{ID: m.ID, Path: name(i), Msg: msg})
 				mu.Unlock()
@@ -1082,7 +1082,7 @@ func (s *Store) Verify(ctx context.Context, run, id string, deep bool) ([]*Manif
 					return err
 				}
 				mu.Lock()
-				probs = append(probs, Problem{ID: m.ID, Path: files[k].Path, Msg: err.Error()})
+				probs = append(probs, Problem{ID: m.ID, Path: files[k].Path, Msg: i18n.Textf("%v", err)})
 				mu.Unlock()
 			}
 			return nil

@@ -387,7 +387,7 @@ func TestCorruption(t *testing.T) {
 			// A truncated object: even the shallow check names the file.
 			corrupt(t, b, obj("shards/s05.json"), func(d []byte) []byte { return d[:len(d)-10] })
 			_, probs, _ = s.Verify(ctx, "r", "", false)
-			if len(probs) != 1 || probs[0].Path != "shards/s05.json" || !strings.Contains(probs[0].Msg, "truncated") {
+			if len(probs) != 1 || probs[0].Path != "shards/s05.json" || !strings.Contains(probs[0].Msg.String(), "truncated") {
 				t.Errorf("shallow verify after truncation: %v", probs)
 			}
 			// A missing object.
@@ -397,7 +397,7 @@ func TestCorruption(t *testing.T) {
 			_, probs, _ = s.Verify(ctx, "r", "", false)
 			found := false
 			for _, p := range probs {
-				found = found || (p.Path == "run.sh" && strings.Contains(p.Msg, "missing"))
+				found = found || (p.Path == "run.sh" && strings.Contains(p.Msg.String(), "missing"))
 			}
 			if !found {
 				t.Errorf("missing object not reported: %v", probs)
