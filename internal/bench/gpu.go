@@ -220,17 +220,17 @@ func (j *judge) processes(p string, d *probe.Device) {
 		j.add(c)
 		return
 	}
-	var parts []string
+	var parts []i18n.Text
 	mps := false
 	for _, pr := range d.Processes {
-		s := fmt.Sprintf("%s pid %d", pr.Kind, pr.PID)
+		s := i18n.Plain(fmt.Sprintf("%s pid %d", pr.Kind, pr.PID))
 		if pr.UsedMemory != nil {
-			s += fmt.Sprintf(" holding %.2f GiB", gib(*pr.UsedMemory))
+			s = i18n.Textf("%s pid %d holding %.2f GiB", pr.Kind, pr.PID, gib(*pr.UsedMemory))
 		}
 		parts = append(parts, s)
 		mps = mps || pr.Kind == "mps"
 	}
-	c.Evidence = i18n.Textf("%s (host PIDs: NVML does not see container namespaces)", strings.Join(parts, "; "))
+	c.Evidence = i18n.Textf("%s (host PIDs: NVML does not see container namespaces)", i18n.Join(parts, "; "))
 	c.Status, c.Advice = Fail, i18n.Textf("Other processes are running on this GPU before your job started. %s", i18n.Textf(adviceShared))
 	if mps {
 		c.Advice = i18n.Textf("An MPS server shares this GPU between clients. %s", i18n.Textf(adviceShared))

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/gpurent/gpurent/internal/compute"
 	"github.com/gpurent/gpurent/internal/i18n"
@@ -21,8 +20,8 @@ type slower struct {
 	speed float64
 }
 
-func (s slower) String(unit string) string {
-	return fmt.Sprintf("gpu%d %.1f %s (%.0f%% slower)", s.index, s.value, unit, 100*(1-s.speed))
+func (s slower) Text(unit string) i18n.Text {
+	return i18n.Textf("gpu%d %.1f %s (%.0f%% slower)", s.index, s.value, unit, 100*(1-s.speed))
 }
 
 // slowerThanBest returns the best of gs and each GPU whose figure is
@@ -84,7 +83,7 @@ func (j *judge) homogeneity() {
 		models[model] = append(models[model], i)
 	}
 	for k, model := range order {
-		var compared, slow []string
+		var compared, slow []i18n.Text
 		slowGPUs := map[int]bool{}
 		n := 0
 		for _, p := range probes {
@@ -102,9 +101,9 @@ func (j *judge) homogeneity() {
 			}
 			n = max(n, len(gs))
 			best, s := slowerThanBest(gs, p.lowerBetter, j.clim.SoakSlowerWarn)
-			compared = append(compared, fmt.Sprintf("%s best gpu%d %.1f %s", p.name, best.index, best.value, unit))
+			compared = append(compared, i18n.Textf("%s best gpu%d %.1f %s", p.name, best.index, best.value, unit))
 			for _, x := range s {
-				slow = append(slow, p.name+": "+x.String(unit))
+				slow = append(slow, i18n.Textf("%s: %s", p.name, x.Text(unit)))
 				slowGPUs[x.index] = true
 			}
 		}
@@ -116,10 +115,10 @@ func (j *judge) homogeneity() {
 			id = fmt.Sprintf("gpu.homogeneity%d", k+1)
 		}
 		c := Check{ID: id, Status: Pass, Measured: len(slowGPUs), Expected: 0, Unit: "GPUs slower",
-			Evidence: i18n.Textf("%d %s GPUs compared: %s", n, model, strings.Join(compared, "; "))}
+			Evidence: i18n.Textf("%d %s GPUs compared: %s", n, model, i18n.Join(compared, "; "))}
 		if len(slow) > 0 {
 			c.Status = Warn
-			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; more than 10%% slower than the best: %s", strings.Join(slow, "; ")))
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; more than 10%% slower than the best: %s", i18n.Join(slow, "; ")))
 			c.Advice = i18n.Textf("A GPU of this machine measures clearly below its peers of the same model: it is capped, throttled or on a worse link. Data-parallel training runs at the pace of the slowest GPU; ask for the machine to be checked or replaced.")
 		}
 		j.add(c)

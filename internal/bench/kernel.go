@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/i18n"
@@ -133,15 +132,15 @@ func (j *judge) xidReport(id string, evs []kernlog.Xid, source, when i18n.Text, 
 		gs[i].last = e
 	}
 	slices.SortStableFunc(gs, func(a, b *group) int { return int(b.info.Severity) - int(a.info.Severity) })
-	parts := make([]string, 0, len(gs))
+	parts := make([]i18n.Text, 0, len(gs))
 	for _, g := range gs {
-		times := ""
+		at := i18n.Textf("at %s", j.when(g.last.At))
 		if g.n > 1 {
-			times = fmt.Sprintf("×%d, the last ", g.n)
+			at = i18n.Textf("×%d, the last at %s", g.n, j.when(g.last.At))
 		}
-		parts = append(parts, fmt.Sprintf("%s (%sat %s)", g.last, times, j.when(g.last.At)))
+		parts = append(parts, i18n.Textf("%s (%s)", g.last, at))
 	}
-	c.Evidence = i18n.Textf("%s %s: %s", i18n.Plural(len(evs), "%d Xid report", "%d Xid reports"), source, strings.Join(parts, "; "))
+	c.Evidence = i18n.Textf("%s %s: %s", i18n.Plural(len(evs), "%d Xid report", "%d Xid reports"), source, i18n.Join(parts, "; "))
 	worst := gs[0].info
 	switch worst.Severity {
 	case kernlog.Hardware:
@@ -203,7 +202,7 @@ func (j *judge) kernelFaults() {
 	parts := make([]i18n.Text, 0, len(fs))
 	for _, f := range fs {
 		n += f.Count
-		part := i18n.Plain(f.String())
+		part := f.Text()
 		if (f.Kind == kernlog.Disk || f.Kind == kernlog.Filesystem) && kernlog.SameDisk(f.Device, j.f.Host.FSSource) {
 			part = i18n.Textf("%s, the disk of %s", part, j.f.Host.DataDir)
 		}
@@ -221,7 +220,7 @@ func (j *judge) kernelFaults() {
 	case kernlog.Hardware:
 		c.Status, c.Advice = Fail, i18n.Textf("The machine's hardware failed since it booted: %s. %s", worst.Words(), i18n.Textf(adviceRefund))
 	case kernlog.Notable:
-		c.Status, c.Advice = Warn, i18n.Textf("%s%s.", strings.ToUpper(worst.Words()[:1]), worst.Words()[1:])
+		c.Status, c.Advice = Warn, i18n.Textf("%s.", i18n.Sentence(worst.Words()))
 	default:
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(" (%s)", worst.Words()))
 	}

@@ -95,17 +95,17 @@ func (j *judge) nvlink(d *probe.Device) (Check, bool) {
 	switch {
 	case sxm(row) && active < expect:
 		c.Status = Fail
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(downWord(down, len(d.NVLinks), expect)))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, downWord(down, len(d.NVLinks), expect))
 		c.Advice = i18n.Textf("NVLinks of this board are down or missing: traffic to and from this GPU crosses the remaining links (or PCIe), and every all-reduce waits for it. Run nvidia-smi nvlink --status to see it; only the provider can reset or repair the board. %s", i18n.Textf(adviceRefund))
 	case !sxm(row) && active > 0 && active < expect:
 		c.Status = Warn
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Plain(downWord(down, len(d.NVLinks), expect)))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, downWord(down, len(d.NVLinks), expect))
 		c.Advice = i18n.Textf("Part of this card's NVLink bridge is not up: a bridge is missing or loose, and the pair it joins talks at a fraction of the bridge's bandwidth. Ask the provider to check the bridges.")
 	case active == 0:
 		c.Expected = nil
 		c.Evidence = i18n.Textf("none of its %d NVLinks is up: no NVLink bridge is fitted, so it reaches the other GPUs over PCIe", len(d.NVLinks))
 	}
-	if e := linkErrorWord(d.NVLinks, j.lim.NVLinkCRCWarn); e != "" {
+	if e := linkErrorWord(d.NVLinks, j.lim.NVLinkCRCWarn); !e.IsZero() {
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", e))
 		if c.Status == Pass {
 			c.Status = Warn
@@ -158,51 +158,52 @@ func linkVersion(d *probe.Device) string {
 }
 
 // linkWord names the links' generation and what they end at.
-func linkWord(ls []probe.NVLink) string {
+func linkWord(ls []probe.NVLink) i18n.Text {
 	remotes := map[string]int{}
 	for _, l := range ls {
 		if l.Active && l.Remote != "" {
 			remotes[l.Remote]++
 		}
 	}
-	var ends []string
+	var ends []i18n.Text
 	for _, r := range []string{"switch", "gpu", "ibmnpu", "unknown"} {
 		if n := remotes[r]; n > 0 {
-			name := map[string]string{"switch": "an NVSwitch", "gpu": "a GPU", "ibmnpu": "a CPU", "unknown": "an unknown device"}[r]
-			ends = append(ends, fmt.Sprintf("%d to %s", n, name))
+			name := map[string]i18n.Text{"switch": i18n.Textf("an NVSwitch"), "gpu": i18n.Textf("a GPU"), "ibmnpu": i18n.Textf("a CPU"),
+				"unknown": i18n.Textf("an unknown device")}[r]
+			ends = append(ends, i18n.Textf("%d to %s", n, name))
 		}
 	}
-	s := ""
+	var version, to i18n.Text
 	for _, l := range ls {
 		if l.Version != "" {
-			s = ", NVLink " + l.Version
+			version = i18n.Plain(", NVLink " + l.Version)
 			break
 		}
 	}
 	if len(ends) > 0 {
-		s += " (" + strings.Join(ends, ", ") + ")"
+		to = i18n.Textf(" (%s)", i18n.Join(ends, ", "))
 	}
-	return s
+	return i18n.Textf("%s%s", version, to)
 }
 
 // downWord names the links that are down, and those the GPU should have
 // and does not report at all.
-func downWord(down []string, have, expect int) string {
-	var parts []string
+func downWord(down []string, have, expect int) i18n.Text {
+	var parts []i18n.Text
 	if len(down) > 0 {
-		parts = append(parts, "down: link "+strings.Join(down, ", "))
+		parts = append(parts, i18n.Textf("down: link %s", strings.Join(down, ", ")))
 	}
 	if have < expect {
-		parts = append(parts, fmt.Sprintf("NVML reports %d links where its datasheet's bandwidth makes %d", have, expect))
+		parts = append(parts, i18n.Textf("NVML reports %d links where its datasheet's bandwidth makes %d", have, expect))
 	}
-	return "; " + strings.Join(parts, "; ")
+	return i18n.Textf("; %s", i18n.Join(parts, "; "))
 }
 
 // linkErrorWord sums the links' error counters; a link whose CRC errors
 // reach limit is named.
-func linkErrorWord(ls []probe.NVLink, limit uint64) string {
+func linkErrorWord(ls []probe.NVLink, limit uint64) i18n.Text {
 	var total probe.LinkErrors
-	var bad []string
+	var bad []i18n.Text
 	for _, l := range ls {
 		if l.Errors == nil {
 			continue
@@ -210,14 +211,14 @@ func linkErrorWord(ls []probe.NVLink, limit uint64) string {
 		e := *l.Errors
 		total = total.Plus(e)
 		if e.CRC() >= limit {
-			bad = append(bad, fmt.Sprintf("link %d has %d CRC errors", l.Link, e.CRC()))
+			bad = append(bad, i18n.Textf("link %d has %d CRC errors", l.Link, e.CRC()))
 		}
 	}
 	if len(bad) == 0 {
-		return ""
+		return i18n.Text{}
 	}
-	return fmt.Sprintf("%s (all links since the driver loaded: %d CRC flit, %d CRC data, %d replays, %d recoveries)",
-		strings.Join(bad, ", "), total.CRCFlit, total.CRCData, total.Replay, total.Recovery)
+	return i18n.Textf("%s (all links since the driver loaded: %d CRC flit, %d CRC data, %d replays, %d recoveries)",
+		i18n.Join(bad, ", "), total.CRCFlit, total.CRCData, total.Replay, total.Recovery)
 }
 
 // fabric judges an NVSwitch board's fabric: until nvidia-fabricmanager has
@@ -244,14 +245,14 @@ func (j *judge) fabric() {
 		Evidence: i18n.Textf("%d GPUs registered with the NVLink fabric", len(ok))}
 	if len(waiting)+len(failed) > 0 {
 		c.Status = Fail
-		var parts []string
+		var parts []i18n.Text
 		if len(waiting) > 0 {
-			parts = append(parts, "not registered: "+strings.Join(waiting, ", "))
+			parts = append(parts, i18n.Textf("not registered: %s", strings.Join(waiting, ", ")))
 		}
 		if len(failed) > 0 {
-			parts = append(parts, "registration failed: "+strings.Join(failed, ", "))
+			parts = append(parts, i18n.Textf("registration failed: %s", strings.Join(failed, ", ")))
 		}
-		c.Evidence = i18n.Plain(strings.Join(parts, "; "))
+		c.Evidence = i18n.Join(parts, "; ")
 		c.Advice = i18n.Textf("The NVLink fabric of this NVSwitch board is not up: nvidia-fabricmanager is not running, or failed (systemctl status nvidia-fabricmanager; it must match the driver version). Until it is, CUDA programs fail with error 802 (system not yet initialized) and the GPUs cannot use NVLink. Only the provider can start it on the host. %s", i18n.Textf(adviceRefund))
 	}
 	j.add(c)
@@ -295,20 +296,29 @@ func (j *judge) p2p() {
 	switch {
 	case len(host) > 0:
 		c.Status = Warn
-		c.Evidence = i18n.Textf("peer-to-peer is off between %s", listSome(host, 4))
+		c.Evidence = i18n.Textf("peer-to-peer is off between %s", listSome(plains(host), 4))
 		c.Advice = i18n.Textf("The host blocks direct GPU-to-GPU copies (PCIe ACS or an IOMMU between the GPUs, or a driver setting): NCCL and CUDA copy through host memory, at a fraction of the speed. A bare-metal host can disable ACS and the IOMMU for the GPUs; on a VM only the provider can. Where NCCL hangs on such a machine, NCCL_P2P_DISABLE=1 is the workaround.")
 	case len(card) > 0:
-		c.Evidence = i18n.Textf("these cards do not support peer-to-peer (%s): copies between them go through host memory, as NCCL arranges by itself", listSome(card, 2))
+		c.Evidence = i18n.Textf("these cards do not support peer-to-peer (%s): copies between them go through host memory, as NCCL arranges by itself", listSome(plains(card), 2))
 	}
 	j.add(c)
 }
 
 // listSome lists the first n of xs and counts the rest.
-func listSome(xs []string, n int) string {
+func listSome(xs []i18n.Text, n int) i18n.Text {
 	if len(xs) <= n {
-		return strings.Join(xs, ", ")
+		return i18n.Join(xs, ", ")
 	}
-	return fmt.Sprintf("%s and %d more pairs", strings.Join(xs[:n], ", "), len(xs)-n)
+	return i18n.Textf("%s and %d more pairs", i18n.Join(xs[:n], ", "), len(xs)-n)
+}
+
+// plains are names, the same in every language.
+func plains(xs []string) []i18n.Text {
+	out := make([]i18n.Text, len(xs))
+	for i, x := range xs {
+		out[i] = i18n.Plain(x)
+	}
+	return out
 }
 
 // pathLabels are nvidia-smi topo -m's words for NVML's topology levels.

@@ -36,15 +36,15 @@ func setupStep(what string) bool {
 
 // peerTheory is a pair's per-direction bandwidth in GB/s and what it is:
 // NVLinks between them, or PCIe.
-func (j *judge) peerTheory(a, b *probe.Device) (float64, string) {
+func (j *judge) peerTheory(a, b *probe.Device) (float64, i18n.Text) {
 	if nv := nvlinksBetween(a, b); nv > 0 {
-		return float64(nv) * nvlinkGBs(linkVersion(a)) / 2, fmt.Sprintf("its %d NVLinks'", nv)
+		return float64(nv) * nvlinkGBs(linkVersion(a)) / 2, i18n.Textf("its %d NVLinks'", nv)
 	}
 	la, lb := linkGBs(a), linkGBs(b)
 	if la <= 0 || lb <= 0 {
-		return 0, ""
+		return 0, i18n.Text{}
 	}
-	return min(la, lb), "the PCIe link's"
+	return min(la, lb), i18n.Textf("the PCIe link's")
 }
 
 // peers judges the copy matrix: a pair that hung fails; one that reaches
@@ -86,12 +86,12 @@ func (j *judge) peers() {
 	for i := range j.f.GPU.Devices {
 		devs[j.f.GPU.Devices[i].Index] = &j.f.GPU.Devices[i]
 	}
-	var slow, failed []string
+	var slow, failed []i18n.Text
 	worst, worstShare, measured, unjudged := compute.Peer{}, 2.0, 0, 0
 	for _, x := range p.Pairs {
 		name := fmt.Sprintf("gpu%d→gpu%d", x.SrcGPU, x.DstGPU)
 		if x.Error != "" {
-			failed = append(failed, name+": "+x.Error)
+			failed = append(failed, i18n.Plain(name+": "+x.Error))
 			continue
 		}
 		measured++
@@ -109,7 +109,7 @@ func (j *judge) peers() {
 			worst, worstShare = x, share
 		}
 		if share < j.lim.PeerWarn {
-			slow = append(slow, fmt.Sprintf("%s %.1f GB/s (%.0f%% of %s %.0f)", name, x.GBs, 100*share, over, theory))
+			slow = append(slow, i18n.Textf("%s %.1f GB/s (%.0f%% of %s %.0f)", name, x.GBs, 100*share, over, theory))
 		}
 	}
 	c.Status, c.Measured = Pass, round1(minGBs(p.Pairs))
@@ -154,7 +154,7 @@ func minGBs(ps []compute.Peer) float64 {
 }
 
 // spread is the range of the pairs' bandwidth, one way and both ways.
-func spread(ps []compute.Peer) string {
+func spread(ps []compute.Peer) i18n.Text {
 	var one, both []float64
 	for _, x := range ps {
 		if x.Error == "" {
@@ -166,20 +166,20 @@ func spread(ps []compute.Peer) string {
 	}
 	s := rangeGBs(one)
 	if len(both) > 0 {
-		s += ", both ways at once " + rangeGBs(both)
+		s = i18n.Textf("%s, both ways at once %s", s, rangeGBs(both))
 	}
 	return s
 }
 
-func rangeGBs(xs []float64) string {
+func rangeGBs(xs []float64) i18n.Text {
 	if len(xs) == 0 {
-		return "-"
+		return i18n.Plain("-")
 	}
 	lo, hi := slices.Min(xs), slices.Max(xs)
 	if hi-lo < 0.05*hi {
-		return fmt.Sprintf("%.1f GB/s", lo+(hi-lo)/2)
+		return i18n.Plain(fmt.Sprintf("%.1f GB/s", lo+(hi-lo)/2))
 	}
-	return fmt.Sprintf("%.1f to %.1f GB/s", lo, hi)
+	return i18n.Textf("%.1f to %.1f GB/s", lo, hi)
 }
 
 // nvlinkErrorsRose warns for each GPU whose NVLink error counters rose
@@ -197,7 +197,7 @@ func (j *judge) nvlinkErrorsRose() {
 			}
 		}
 	}
-	var rose, reset []string
+	var rose, reset []i18n.Text
 	for _, a := range after {
 		b, ok := before[[2]int{a.GPU, a.Link}]
 		if !ok {
@@ -206,9 +206,9 @@ func (j *judge) nvlinkErrorsRose() {
 		up, down := b.Rose(a.LinkErrors)
 		switch {
 		case down:
-			reset = append(reset, fmt.Sprintf("gpu%d link %d", a.GPU, a.Link))
+			reset = append(reset, i18n.Textf("gpu%d link %d", a.GPU, a.Link))
 		case up:
-			rose = append(rose, fmt.Sprintf("gpu%d link %d: +%d CRC, +%d replays, +%d recoveries", a.GPU, a.Link,
+			rose = append(rose, i18n.Textf("gpu%d link %d: +%d CRC, +%d replays, +%d recoveries", a.GPU, a.Link,
 				a.CRC()-b.CRC(), a.Replay-b.Replay, a.Recovery-b.Recovery))
 		}
 	}
@@ -219,7 +219,7 @@ func (j *judge) nvlinkErrorsRose() {
 	}
 	if len(rose) > 0 {
 		c.Status = Warn
-		c.Evidence = i18n.Textf("NVLink errors rose while bench ran: %s", strings.Join(rose, "; "))
+		c.Evidence = i18n.Textf("NVLink errors rose while bench ran: %s", i18n.Join(rose, "; "))
 		c.Advice = i18n.Textf("An NVLink retransmitted data under load: it works, slower, and links that do this often go down next. Ask the provider to check it; nvidia-smi nvlink -e shows the counters.")
 	}
 	j.add(c)

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -27,31 +26,31 @@ func (j *judge) soak(res compute.Results, r compute.Result, c *Check) {
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; stopped early: %s", s.Stopped))
 	}
 	first, last := fifths(s.Intervals, func(i compute.SoakInterval) float64 { return i.TFLOPS })
-	var wrong, consistent []string
+	var wrong, consistent []i18n.Text
 	for _, l := range []*compute.Soak{s, s.FP32} {
 		if l == nil {
 			continue
 		}
 		if l.Mismatches > 0 {
-			w := fmt.Sprintf("%s: %d of %d results differed from the first", l.GEMM, l.Mismatches, l.Iterations)
+			w := i18n.Textf("%s: %d of %d results differed from the first", l.GEMM, l.Mismatches, l.Iterations)
 			if m := l.FirstMismatch; m != nil {
-				w += fmt.Sprintf(", first at iteration %d: wrong elements %d, the first at index %d, off by up to %g", m.Iteration, m.Elements, m.Element, m.MaxDiff)
+				w = i18n.Textf("%s%s", w, i18n.Textf(", first at iteration %d: wrong elements %d, the first at index %d, off by up to %g", m.Iteration, m.Elements, m.Element, m.MaxDiff))
 			}
 			wrong = append(wrong, w)
 		}
 		if l.ReferenceBad > 0 {
-			consistent = append(consistent, fmt.Sprintf("%s: %d of %d elements of the first result disagree with the CPU's FP64 (worst %.4f relative, tolerance %.4f)",
+			consistent = append(consistent, i18n.Textf("%s: %d of %d elements of the first result disagree with the CPU's FP64 (worst %.4f relative, tolerance %.4f)",
 				l.GEMM, l.ReferenceBad, l.ReferenceChecked, l.ReferenceMaxErr, l.Tolerance))
 		}
 	}
 	switch {
 	case len(wrong) > 0:
 		c.Status = Fail
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", strings.Join(wrong, "; ")))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", i18n.Join(wrong, "; ")))
 		c.Advice = i18n.Textf("This GPU computes different answers to the same GEMM under load (silent data corruption): training on it can go wrong without an error. %s", i18n.Textf(adviceRefund))
 	case len(consistent) > 0:
 		c.Status = Fail
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", strings.Join(consistent, "; ")))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", i18n.Join(consistent, "; ")))
 		c.Advice = i18n.Textf("This GPU's GEMM results are wrong, consistently: the card, its driver or cuBLASLt computes wrong answers. %s", i18n.Textf(adviceRefund))
 	case first > 0 && last/first < lim.SoakSagWarn:
 		c.Status = Warn
@@ -154,11 +153,11 @@ func (j *judge) soakClocks(p string, s *compute.Soak, dev *probe.Device) {
 	j.add(c)
 }
 
-func reasonNote(why []string) string {
+func reasonNote(why []string) i18n.Text {
 	if len(why) == 0 {
-		return ""
+		return i18n.Text{}
 	}
-	return " (NVML gives " + strings.Join(why, ", ") + ")"
+	return i18n.Textf(" (NVML gives %s)", strings.Join(why, ", "))
 }
 
 // fifths is the median of the first fifth of xs and of the last (each at
@@ -195,12 +194,12 @@ func (j *judge) soakHomogeneity() {
 	c := Check{ID: "gpu.soak_homogeneity", Status: Pass, Unit: "TFLOPS", Measured: round1(best.value)}
 	c.Evidence = i18n.Textf("%d GPUs soaked at once; the fastest, gpu%d, %.1f TFLOPS", len(gs), best.index, best.value)
 	if len(slow) > 0 {
-		var names []string
+		var names []i18n.Text
 		for _, s := range slow {
-			names = append(names, s.String("TFLOPS"))
+			names = append(names, s.Text("TFLOPS"))
 		}
 		c.Status = Warn
-		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; slower by more than 10%%: %s", strings.Join(names, ", ")))
+		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; slower by more than 10%%: %s", i18n.Join(names, ", ")))
 		c.Advice = i18n.Textf("One GPU of this machine delivers clearly less than its peers under the same load: it throttles, is capped, or sits on a worse link or cooling. Data-parallel training runs at the pace of the slowest GPU.")
 	}
 	j.add(c)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Text is a message with its arguments, for a package that says something
@@ -51,6 +53,11 @@ func (p *Printer) Text(t Text) string {
 			s = p.Text(a)
 		case data:
 			s = p.Lookup(string(a))
+		case sentence:
+			s = p.Text(Text(a))
+			if r, n := utf8.DecodeRuneInString(s); n > 0 {
+				s = string(unicode.ToUpper(r)) + s[n:]
+			}
 		case error:
 			if p == nil || p.msgs == nil {
 				continue
@@ -122,3 +129,10 @@ type data string
 // it is made with Key, as a Text: written in the reader's language where
 // the catalog has it, as it is where not.
 func Data(s string) Text { return Text{Format: "%s", Args: []any{data(s)}} }
+
+// sentence is a Text written with its first letter upper-case.
+type sentence Text
+
+// Sentence is t starting a sentence: its first letter upper-case, in a
+// language that has cases.
+func Sentence(t Text) Text { return Text{Format: "%s", Args: []any{sentence(t)}} }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // The kinds of Fault.
@@ -194,29 +196,29 @@ func (f Fault) Severity() Severity {
 }
 
 // Words say what the fault means, for a person renting the machine.
-func (f Fault) Words() string {
+func (f Fault) Words() i18n.Text {
 	switch f.Kind {
 	case Memory:
 		if f.Level == "uncorrected" {
-			return "the machine's RAM had uncorrectable errors (EDAC): data in host memory was lost"
+			return i18n.Textf("the machine's RAM had uncorrectable errors (EDAC): data in host memory was lost")
 		}
-		return "the machine's RAM had corrected errors (EDAC): a memory module is failing"
+		return i18n.Textf("the machine's RAM had corrected errors (EDAC): a memory module is failing")
 	case MachineCheck:
 		if f.Severity() == Hardware {
-			return "the CPU or the firmware reported an uncorrected hardware error ([Hardware Error]: a machine check or APEI)"
+			return i18n.Textf("the CPU or the firmware reported an uncorrected hardware error ([Hardware Error]: a machine check or APEI)")
 		}
-		return "the CPU or the firmware reported hardware errors ([Hardware Error]: a machine check or APEI), corrected so far: a machine that logs them fails more often"
+		return i18n.Textf("the CPU or the firmware reported hardware errors ([Hardware Error]: a machine check or APEI), corrected so far: a machine that logs them fails more often")
 	case PCIe:
 		if f.Level == "corrected" {
-			return "a PCIe link corrected errors (AER): a marginal link; a flood of them slows the device behind it"
+			return i18n.Textf("a PCIe link corrected errors (AER): a marginal link; a flood of them slows the device behind it")
 		}
-		return "a PCIe link lost data (AER): the device behind it (a GPU, an NVMe disk) can fail or fall off the bus"
+		return i18n.Textf("a PCIe link lost data (AER): the device behind it (a GPU, an NVMe disk) can fail or fall off the bus")
 	case Disk:
-		return "a disk failed reads or writes (block I/O errors): data on it may be lost, and a checkpoint written there may be corrupt"
+		return i18n.Textf("a disk failed reads or writes (block I/O errors): data on it may be lost, and a checkpoint written there may be corrupt")
 	case Filesystem:
-		return "a file system (ext4, XFS) found its metadata damaged or could not write it: files on it may be lost"
+		return i18n.Textf("a file system (ext4, XFS) found its metadata damaged or could not write it: files on it may be lost")
 	}
-	return "a hardware error"
+	return i18n.Textf("a hardware error")
 }
 
 // String is how many of what, where: "3 disk I/O errors on nvme0n1".
@@ -235,3 +237,43 @@ func (f Fault) String() string {
 	}
 	return s
 }
+
+// Text is String in the reader's language.
+func (f Fault) Text() i18n.Text {
+	var what i18n.Text
+	lvl := i18n.Data(f.Level)
+	switch f.Kind {
+	case Memory:
+		what = f.count(i18n.Textf("%d memory error", f.Count), i18n.Textf("%d memory errors", f.Count), i18n.Textf("%d %s memory error", f.Count, lvl), i18n.Textf("%d %s memory errors", f.Count, lvl))
+	case MachineCheck:
+		what = f.count(i18n.Textf("%d [Hardware Error] line", f.Count), i18n.Textf("%d [Hardware Error] lines", f.Count), i18n.Textf("%d %s [Hardware Error] line", f.Count, lvl), i18n.Textf("%d %s [Hardware Error] lines", f.Count, lvl))
+	case PCIe:
+		what = f.count(i18n.Textf("%d PCIe bus error", f.Count), i18n.Textf("%d PCIe bus errors", f.Count), i18n.Textf("%d %s PCIe bus error", f.Count, lvl), i18n.Textf("%d %s PCIe bus errors", f.Count, lvl))
+	case Disk:
+		what = f.count(i18n.Textf("%d disk I/O error", f.Count), i18n.Textf("%d disk I/O errors", f.Count), i18n.Textf("%d %s disk I/O error", f.Count, lvl), i18n.Textf("%d %s disk I/O errors", f.Count, lvl))
+	case Filesystem:
+		what = f.count(i18n.Textf("%d file system error", f.Count), i18n.Textf("%d file system errors", f.Count), i18n.Textf("%d %s file system error", f.Count, lvl), i18n.Textf("%d %s file system errors", f.Count, lvl))
+	default:
+		return i18n.Plain(f.String())
+	}
+	if f.Device != "" {
+		what = i18n.Textf("%s on %s", what, f.Device)
+	}
+	return what
+}
+
+// count picks the form for f's count and level.
+func (f Fault) count(one, many, levelOne, levelMany i18n.Text) i18n.Text {
+	switch {
+	case f.Level == "error" && f.Count == 1:
+		return one
+	case f.Level == "error":
+		return many
+	case f.Count == 1:
+		return levelOne
+	}
+	return levelMany
+}
+
+// levels are the words String writes for a fault's Level.
+var _ = []string{i18n.Key("corrected"), i18n.Key("uncorrected"), i18n.Key("fatal")}

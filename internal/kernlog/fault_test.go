@@ -83,7 +83,7 @@ func TestFaultSeverity(t *testing.T) {
 		{"machine_check", "fatal", Hardware}, {"pcie", "fatal", Hardware}, {"pcie", "uncorrected", Hardware}, {"pcie", "corrected", Benign},
 	} {
 		f := Fault{Kind: c.kind, Level: c.level}
-		if got := f.Severity(); got != c.want || f.Words() == "a hardware error" {
+		if got := f.Severity(); got != c.want || f.Words().String() == "a hardware error" {
 			t.Errorf("%s %s: severity %d (want %d), words %q", c.kind, c.level, got, c.want, f.Words())
 		}
 	}
@@ -164,4 +164,21 @@ func FuzzKernelLog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFaultTextIsString: the fault's Text says in English what String
+// does, for every kind, level and count.
+func TestFaultTextIsString(t *testing.T) {
+	for _, kind := range []string{Memory, MachineCheck, PCIe, Disk, Filesystem, "other"} {
+		for _, level := range []string{"error", "corrected", "uncorrected", "fatal"} {
+			for _, n := range []int{1, 3} {
+				for _, dev := range []string{"", "nvme0n1"} {
+					f := Fault{Kind: kind, Level: level, Count: n, Device: dev}
+					if got, want := f.Text().String(), f.String(); got != want {
+						t.Errorf("%+v: Text %q, String %q", f, got, want)
+					}
+				}
+			}
+		}
+	}
 }
