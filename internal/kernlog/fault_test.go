@@ -159,7 +159,7 @@ func FuzzKernelLog(f *testing.F) {
 			}
 		}
 		for _, fl := range s.log.Faults {
-			if fl.Count < 1 || fl.Words() == "a hardware error" || fl.String() == "" {
+			if fl.Count < 1 || fl.Words().String() == "a hardware error" || fl.String() == "" {
 				t.Errorf("fault %+v", fl)
 			}
 		}
