@@ -170,13 +170,14 @@ func linkWord(ls []probe.NVLink) i18n.Text {
 		if n := remotes[r]; n > 0 {
 			name := map[string]i18n.Text{"switch": i18n.Textf("an NVSwitch"), "gpu": i18n.Textf("a GPU"), "ibmnpu": i18n.Textf("a CPU"),
 				"unknown": i18n.Textf("an unknown device")}[r]
-			ends = append(ends, i18n.Textf("%d to %s", n, name))
+			// Indexed: a message of its own, apart from "%d to %s" days.
+			ends = append(ends, i18n.Textf("%[1]d to %[2]s", n, name))
 		}
 	}
 	var version, to i18n.Text
 	for _, l := range ls {
 		if l.Version != "" {
-			version = i18n.Plain(", NVLink " + l.Version)
+			version = i18n.Textf(", NVLink %s", l.Version)
 			break
 		}
 	}

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Reading is one GPU at one moment.
@@ -61,7 +63,7 @@ type Config struct {
 	Log     func(format string, args ...any)
 	// Event hears the warnings, kind "gpu_idle", "gpu_throttled" or
 	// "gpu_lost"; nil hears nothing.
-	Event func(kind, text string)
+	Event func(kind string, text i18n.Text)
 	// CPU reads the machine's cumulative CPU time and the part of it the
 	// hypervisor stole for other guests (/proc/stat); a GPU that waits on
 	// an oversold host's CPUs is said to. Nil reads nothing.
@@ -179,7 +181,10 @@ func (w *Watch) Tick(ctx context.Context, now time.Time) bool {
 	return true
 }
 
-type warning struct{ kind, text string }
+type warning struct {
+	kind string
+	text i18n.Text
+}
 
 // gap forgets the window: the command does not run, or its GPUs were not
 // read.
@@ -210,7 +215,7 @@ func (w *Watch) add(now time.Time, rs []Reading) []warning {
 		if r.Lost {
 			if !w.lost[r.Index] {
 				w.lost[r.Index] = true
-				out = append(out, warning{"gpu_lost", fmt.Sprintf("GPU %d has fallen off the bus (NVML: GPU_IS_LOST): a hardware or driver fault (Xid 79 in dmesg); no process can use it until the machine is rebooted, and often the provider must replace it: this machine is not worth paying for until it is fixed", r.Index)})
+				out = append(out, warning{"gpu_lost", i18n.Textf("GPU %d has fallen off the bus (NVML: GPU_IS_LOST): a hardware or driver fault (Xid 79 in dmesg); no process can use it until the machine is rebooted, and often the provider must replace it: this machine is not worth paying for until it is fixed", r.Index)})
 			}
 			continue
 		}
@@ -238,12 +243,12 @@ func (w *Watch) add(now time.Time, rs []Reading) []warning {
 	}
 	for _, c := range []struct {
 		kind  string
-		judge func(map[int]sum) string
+		judge func(map[int]sum) i18n.Text
 	}{{"gpu_idle", w.idle}, {"gpu_throttled", w.throttled}} {
 		if t, ok := w.warned[c.kind]; ok && now.Sub(t) < w.cfg.Repeat {
 			continue
 		}
-		if text := c.judge(sums); text != "" {
+		if text := c.judge(sums); !text.IsZero() {
 			w.warned[c.kind] = now
 			out = append(out, warning{c.kind, text})
 		}
@@ -269,9 +274,9 @@ func (t sum) mean() float64 { return t.busy / float64(t.n) }
 
 // idle words a warning about the GPUs whose mean utilization over the
 // window is below Min, or returns "".
-func (w *Watch) idle(sums map[int]sum) string {
+func (w *Watch) idle(sums map[int]sum) i18n.Text {
 	if w.cfg.Min <= 0 {
-		return ""
+		return i18n.Text{}
 	}
 	var low []int
 	none := true
@@ -282,21 +287,21 @@ func (w *Watch) idle(sums map[int]sum) string {
 		}
 	}
 	if len(low) == 0 {
-		return ""
+		return i18n.Text{}
 	}
 	mins := strconv.FormatFloat(w.cfg.Window.Minutes(), 'f', -1, 64)
 	if none {
-		return fmt.Sprintf("%s ran no kernel in the last %s min while the command ran (NVML utilization 0%%): nothing on this machine uses %s. If the command should (a CPU-only PyTorch, device=\"cpu\", CUDA_VISIBLE_DEVICES), or it hangs, the hours are lost: they are billed all the same%s",
+		return i18n.Textf("%s ran no kernel in the last %s min while the command ran (NVML utilization 0%%): nothing on this machine uses %s. If the command should (a CPU-only PyTorch, device=\"cpu\", CUDA_VISIBLE_DEVICES), or it hangs, the hours are lost: they are billed all the same%s",
 			gpus(low), mins, pronoun(len(low)), w.waste(sums))
 	}
 	parts := make([]string, len(low))
 	for k, i := range low {
 		parts[k] = fmt.Sprintf("GPU %d %.0f%%", i, sums[i].mean())
 	}
-	text := fmt.Sprintf("GPUs ran kernels only part of the last %s min (%s; NVML utilization, under --gpu-busy-min %g): the rest of the time they wait, on data loading (more DataLoader workers, pin_memory), the CPU or the disk, or on a hung command, and are billed all the same%s",
+	text := i18n.Textf("GPUs ran kernels only part of the last %s min (%s; NVML utilization, under --gpu-busy-min %g): the rest of the time they wait, on data loading (more DataLoader workers, pin_memory), the CPU or the disk, or on a hung command, and are billed all the same%s",
 		mins, strings.Join(parts, ", "), w.cfg.Min, w.waste(sums))
 	if steal, ok := w.steal(); ok && steal >= stealSaid {
-		text += fmt.Sprintf(". Meanwhile the hypervisor gave %.0f%% of this machine's CPU time to other guests (steal): the host's CPUs are oversold, and the data loading starves", steal*100)
+		text = i18n.Textf("%s%s", text, i18n.Textf(". Meanwhile the hypervisor gave %.0f%% of this machine's CPU time to other guests (steal): the host's CPUs are oversold, and the data loading starves", steal*100))
 	}
 	return text
 }
@@ -305,9 +310,9 @@ func (w *Watch) idle(sums map[int]sum) string {
 // and the part of it the GPUs spent idle (each GPU's share of the
 // machine, times the share of the time it ran nothing). "" without a
 // price.
-func (w *Watch) waste(sums map[int]sum) string {
+func (w *Watch) waste(sums map[int]sum) i18n.Text {
 	if w.cfg.Price <= 0 || len(sums) == 0 {
-		return ""
+		return i18n.Text{}
 	}
 	cost := w.cfg.Price * w.cfg.Window.Hours()
 	idle := 0.0
@@ -315,7 +320,7 @@ func (w *Watch) waste(sums map[int]sum) string {
 		idle += max(0, 1-t.mean()/100)
 	}
 	idle /= float64(len(sums))
-	return fmt.Sprintf(": of the %.2f %s these minutes cost (--price), about %.2f %s went to GPUs waiting", cost, w.cfg.Currency, cost*idle, w.cfg.Currency)
+	return i18n.Textf(": of the %.2f %s these minutes cost (--price), about %.2f %s went to GPUs waiting", cost, w.cfg.Currency, cost*idle, w.cfg.Currency)
 }
 
 // steal is the share of CPU time stolen over the window, from its first
@@ -338,30 +343,30 @@ func (w *Watch) steal() (float64, bool) {
 
 // throttled words a warning about the GPUs slowed down (HeldBack) in at
 // least throttledShare of the window's samples, or returns "".
-func (w *Watch) throttled(sums map[int]sum) string {
-	var parts []string
+func (w *Watch) throttled(sums map[int]sum) i18n.Text {
+	var parts []i18n.Text
 	for _, i := range sortedKeys(sums) {
 		t := sums[i]
 		if share := float64(t.held) / float64(t.n); share >= throttledShare {
-			parts = append(parts, fmt.Sprintf("GPU %d in %.0f%% of the samples (%s)", i, share*100, strings.Join(t.why, ", ")))
+			parts = append(parts, i18n.Textf("GPU %d in %.0f%% of the samples (%s)", i, share*100, strings.Join(t.why, ", ")))
 		}
 	}
 	if len(parts) == 0 {
-		return ""
+		return i18n.Text{}
 	}
-	return fmt.Sprintf("the hardware slowed GPUs down in the last %s min while the command ran: %s (NVML clock event reasons). They overheat or their power is braked, and run below the speed you pay for: keep this line and ask the provider for another machine or a refund",
-		strconv.FormatFloat(w.cfg.Window.Minutes(), 'f', -1, 64), strings.Join(parts, "; "))
+	return i18n.Textf("the hardware slowed GPUs down in the last %s min while the command ran: %s (NVML clock event reasons). They overheat or their power is braked, and run below the speed you pay for: keep this line and ask the provider for another machine or a refund",
+		strconv.FormatFloat(w.cfg.Window.Minutes(), 'f', -1, 64), i18n.Join(parts, "; "))
 }
 
 // Lost says which GPUs fell off the bus, as a cause of the command's
 // failure ("" when none did).
-func (w *Watch) Lost() string {
+func (w *Watch) Lost() i18n.Text {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.lost) == 0 {
-		return ""
+		return i18n.Text{}
 	}
-	return gpus(sortedKeys(w.lost)) + " fell off the bus (NVML: GPU_IS_LOST): a hardware or driver fault that restarts do not mend"
+	return i18n.Textf("%s fell off the bus (NVML: GPU_IS_LOST): a hardware or driver fault that restarts do not mend", gpus(sortedKeys(w.lost)))
 }
 
 // Latest is the newest reading of each watched GPU (none before the
@@ -375,27 +380,28 @@ func (w *Watch) Latest() []Reading {
 // Summary is one line on how busy the GPUs were while the command ran,
 // how often the hardware slowed them and which fell off the bus, or ""
 // when nothing was sampled.
-func (w *Watch) Summary() string {
+func (w *Watch) Summary() i18n.Text {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out, busy, held []string
+	var out, held []i18n.Text
+	var busy []string
 	for _, i := range sortedKeys(w.total) {
 		t := w.total[i]
 		busy = append(busy, fmt.Sprintf("GPU %d %.0f%%", i, t.mean()))
 		if t.held > 0 {
-			held = append(held, fmt.Sprintf("GPU %d in %.0f%% of the samples (%s)", i, float64(t.held)/float64(t.n)*100, strings.Join(t.why, ", ")))
+			held = append(held, i18n.Textf("GPU %d in %.0f%% of the samples (%s)", i, float64(t.held)/float64(t.n)*100, strings.Join(t.why, ", ")))
 		}
 	}
 	if len(busy) > 0 {
-		out = append(out, fmt.Sprintf("GPU utilization while the command ran (NVML, every %v): %s", w.cfg.Every, strings.Join(busy, ", ")))
+		out = append(out, i18n.Textf("GPU utilization while the command ran (NVML, every %v): %s", w.cfg.Every, strings.Join(busy, ", ")))
 	}
 	if len(held) > 0 {
-		out = append(out, "slowed down by the hardware: "+strings.Join(held, "; "))
+		out = append(out, i18n.Textf("slowed down by the hardware: %s", i18n.Join(held, "; ")))
 	}
 	if len(w.lost) > 0 {
-		out = append(out, "fallen off the bus: "+gpus(sortedKeys(w.lost)))
+		out = append(out, i18n.Textf("fallen off the bus: %s", gpus(sortedKeys(w.lost))))
 	}
-	return strings.Join(out, "; ")
+	return i18n.Join(out, "; ")
 }
 
 func sortedKeys[V any](m map[int]V) []int {
@@ -407,20 +413,20 @@ func sortedKeys[V any](m map[int]V) []int {
 	return keys
 }
 
-func pronoun(n int) string {
+func pronoun(n int) i18n.Text {
 	if n == 1 {
-		return "it"
+		return i18n.Textf("it")
 	}
-	return "them"
+	return i18n.Textf("them")
 }
 
-func gpus(idx []int) string {
+func gpus(idx []int) i18n.Text {
 	s := make([]string, len(idx))
 	for k, i := range idx {
 		s[k] = strconv.Itoa(i)
 	}
 	if len(s) == 1 {
-		return "GPU " + s[0]
+		return i18n.Textf("GPU %s", s[0])
 	}
-	return "GPUs " + strings.Join(s, ", ")
+	return i18n.Textf("GPUs %s", strings.Join(s, ", "))
 }

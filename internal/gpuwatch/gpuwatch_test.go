@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // script is a meter whose readings are a function of the time since t0.
@@ -60,7 +62,7 @@ func drive(t *testing.T, span time.Duration, busy func(time.Duration) []float64,
 				t.Logf("log: %s", line)
 			}
 		},
-		Event: func(kind, text string) { events = append(events, kind) },
+		Event: func(kind string, text i18n.Text) { events = append(events, kind) },
 	}
 	if edit != nil {
 		edit(&cfg, m)
@@ -69,7 +71,7 @@ func drive(t *testing.T, span time.Duration, busy func(time.Duration) []float64,
 	for ; now.Sub(t0) <= span; now = now.Add(10 * time.Second) {
 		w.Tick(context.Background(), now)
 	}
-	return warns, events, w.Summary()
+	return warns, events, w.Summary().String()
 }
 
 func flat(v ...float64) func(time.Duration) []float64 {
@@ -246,12 +248,12 @@ func TestLostGPUSaidAtOnce(t *testing.T) {
 		t.Errorf("summary %q", sum)
 	}
 	w := New(Config{Meter: &script{now: new(time.Time), busy: flat(90, 90), lost: lost}})
-	if w.Lost() != "" {
+	if !w.Lost().IsZero() {
 		t.Errorf("Lost before any loss: %q", w.Lost())
 	}
 	*w.cfg.Meter.(*script).now = time.Now().Add(time.Hour) // long after t0 (zero): GPU 1 is lost
 	w.Tick(context.Background(), time.Now())
-	if got := w.Lost(); got != "GPU 1 fell off the bus (NVML: GPU_IS_LOST): a hardware or driver fault that restarts do not mend" {
+	if got := w.Lost().String(); got != "GPU 1 fell off the bus (NVML: GPU_IS_LOST): a hardware or driver fault that restarts do not mend" {
 		t.Errorf("Lost = %q", got)
 	}
 	// Lost from the first sample: the summary has nothing else to say.

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/mounts"
 	"github.com/gpurent/gpurent/internal/probe"
@@ -37,7 +38,7 @@ type Watch struct {
 	nvml  bool
 	flush chan chan struct{}
 	logf  func(string, ...any)
-	event func(kind, text string)
+	event func(kind string, text i18n.Text)
 	// unexplained is what was logged since the last failure was explained.
 	unexplained kernlog.Log
 	// warned is when each fault (kind, level, device) and Xid (code, GPU)
@@ -69,7 +70,7 @@ type Options struct {
 	// Log says a line; Event, when set, is told of each fault said
 	// (kinds host_fault and gpu_xid).
 	Log   func(format string, a ...any)
-	Event func(kind, text string)
+	Event func(kind string, text i18n.Text)
 }
 
 // Start reads what the kernel logs from now on, every few seconds; where
@@ -200,7 +201,7 @@ func (w *Watch) poll(now time.Time) {
 		if w.said(f.Kind+" "+f.Level+" "+f.Device, now) {
 			continue
 		}
-		w.say("host_fault", fmt.Sprintf("the kernel reported %s%s (%q): %s", f, w.where(f), f.Message, f.Words()))
+		w.say("host_fault", i18n.Textf("the kernel reported %s%s (%q): %s", f.Text(), w.where(f), f.Message, f.Words()))
 	}
 }
 
@@ -221,7 +222,7 @@ func (w *Watch) xid(e kernlog.Xid, now time.Time) {
 	if in.Severity == kernlog.Benign || w.said(fmt.Sprint("xid ", e.Code, " ", e.Bus), now) {
 		return
 	}
-	w.say("gpu_xid", fmt.Sprintf("the NVIDIA driver reported %s: %s", e, in.Words))
+	w.say("gpu_xid", i18n.Textf("the NVIDIA driver reported %s: %s", e, in.Words))
 }
 
 // flushNVML has the NVML reader take the events NVML holds now, waiting
@@ -244,11 +245,11 @@ func (w *Watch) flushNVML() {
 }
 
 // where names a failing disk as the checkpoints' one, when it is.
-func (w *Watch) where(f kernlog.Fault) string {
+func (w *Watch) where(f kernlog.Fault) i18n.Text {
 	if (f.Kind == kernlog.Disk || f.Kind == kernlog.Filesystem) && kernlog.SameDisk(f.Device, w.ckptDisk) {
-		return ", the disk of --ckpt-dir"
+		return i18n.Textf(", the disk of --ckpt-dir")
 	}
-	return ""
+	return i18n.Text{}
 }
 
 // said tells whether what key names was said less than faultRepeat ago,
@@ -261,7 +262,7 @@ func (w *Watch) said(key string, now time.Time) bool {
 	return false
 }
 
-func (w *Watch) say(kind, text string) {
+func (w *Watch) say(kind string, text i18n.Text) {
 	w.logf("warning: %s", text)
 	if w.event != nil {
 		w.event(kind, text)
@@ -271,7 +272,7 @@ func (w *Watch) say(kind, text string) {
 // Causes are the Xid reports and hardware faults since the last failure,
 // as causes of this one (supervise.Config.Explain), the worst first; each
 // Xid code and GPU once.
-func (w *Watch) Causes() []string {
+func (w *Watch) Causes() []i18n.Text {
 	if w == nil || (w.r == nil && !w.nvml) {
 		return nil
 	}
@@ -287,7 +288,7 @@ func (w *Watch) Causes() []string {
 	w.unexplained = kernlog.Log{}
 	type cause struct {
 		sev  kernlog.Severity
-		text string
+		text i18n.Text
 	}
 	var cs []cause
 	seen := map[string]bool{}
@@ -298,13 +299,13 @@ func (w *Watch) Causes() []string {
 		}
 		seen[key] = true
 		in := kernlog.LookupXid(e.Code)
-		cs = append(cs, cause{in.Severity, fmt.Sprintf("the NVIDIA driver reported %s (%s)", e, in.Words)})
+		cs = append(cs, cause{in.Severity, i18n.Textf("the NVIDIA driver reported %s (%s)", e, in.Words)})
 	}
 	for _, f := range got.Faults {
-		cs = append(cs, cause{f.Severity(), fmt.Sprintf("the kernel reported %s%s (%q: %s)", f, w.where(f), f.Message, f.Words())})
+		cs = append(cs, cause{f.Severity(), i18n.Textf("the kernel reported %s%s (%q: %s)", f.Text(), w.where(f), f.Message, f.Words())})
 	}
 	slices.SortStableFunc(cs, func(a, b cause) int { return int(b.sev) - int(a.sev) })
-	out := make([]string, len(cs))
+	out := make([]i18n.Text, len(cs))
 	for i, c := range cs {
 		out[i] = c.text
 	}

@@ -90,8 +90,8 @@ func TestKernelWatchNamesTheCheckpointDisk(t *testing.T) {
 	causes := w.Causes()
 	mu.Lock()
 	defer mu.Unlock()
-	if len(causes) != 2 || !strings.HasPrefix(causes[0], "the kernel reported 1 disk I/O error on "+dev+", the disk of --ckpt-dir (") ||
-		strings.Contains(causes[1], "--ckpt-dir") || len(said) != 2 || !strings.Contains(said[0], dev+", the disk of --ckpt-dir") {
+	if len(causes) != 2 || !strings.HasPrefix(causes[0].String(), "the kernel reported 1 disk I/O error on "+dev+", the disk of --ckpt-dir (") ||
+		strings.Contains(causes[1].String(), "--ckpt-dir") || len(said) != 2 || !strings.Contains(said[0], dev+", the disk of --ckpt-dir") {
 		t.Errorf("causes %q\nsaid %q", causes, said)
 	}
 }
@@ -121,7 +121,7 @@ func TestKernelMetricsNVMLSimulated(t *testing.T) {
 	if strings.Contains(b.String(), "gpurent_kernel_faults_total") {
 		t.Errorf("hardware-error counts without the kernel log:\n%s", b.String())
 	}
-	if len(causes) != 2 || !strings.HasPrefix(causes[0], "the NVIDIA driver reported Xid 79 on the GPU at PCI 0000:3b:00 (") {
+	if len(causes) != 2 || !strings.HasPrefix(causes[0].String(), "the NVIDIA driver reported Xid 79 on the GPU at PCI 0000:3b:00 (") {
 		t.Errorf("causes %q", causes)
 	}
 	mu.Lock()

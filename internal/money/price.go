@@ -155,12 +155,12 @@ func (p Hourly) CostOf(d time.Duration, b Budget) string {
 
 // Spent is the end's line: the cost of the time gpurent ran, and what it
 // leaves out.
-func (p Hourly) Spent(d time.Duration) string {
+func (p Hourly) Spent(d time.Duration) i18n.Text {
 	at := p.String()
 	if p.From != "" {
 		at += ", " + p.From
 	}
-	return fmt.Sprintf("the machine cost about %s while gpurent ran (%s at %s; storage, egress and the provider's rounding are not in it: gpurent quote itemizes them), and bills on until it is stopped",
+	return i18n.Textf("the machine cost about %s while gpurent ran (%s at %s; storage, egress and the provider's rounding are not in it: gpurent quote itemizes them), and bills on until it is stopped",
 		p.Cost(d), report.Duration(d), at)
 }
 

@@ -330,7 +330,7 @@ func chatError(answer []byte) string {
 // unreachable webhook never holds up training or an upload.
 type Queue struct {
 	w      *Webhook
-	log    func(format string, args ...any)
+	logf   func(format string, args ...any)
 	ch     chan Event
 	done   chan struct{}
 	mu     sync.Mutex
@@ -339,12 +339,12 @@ type Queue struct {
 
 // Start begins sending; log reports events that could not be sent.
 func (w *Webhook) Start(log func(format string, args ...any)) *Queue {
-	q := &Queue{w: w, log: log, ch: make(chan Event, 32), done: make(chan struct{})}
+	q := &Queue{w: w, logf: log, ch: make(chan Event, 32), done: make(chan struct{})}
 	go func() {
 		defer close(q.done)
 		for e := range q.ch {
 			if err := w.Send(context.Background(), e); err != nil {
-				q.log("%s event not sent: %v", e.Kind, err)
+				q.logf("%s event not sent: %v", e.Kind, err)
 			}
 		}
 	}()
@@ -357,13 +357,13 @@ func (q *Queue) Post(e Event) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		q.log("%s event not sent: gpurent is exiting", e.Kind)
+		q.logf("%s event not sent: gpurent is exiting", e.Kind)
 		return
 	}
 	select {
 	case q.ch <- e:
 	default:
-		q.log("%s event not sent: %d events are waiting for %s", e.Kind, cap(q.ch), q.w.Where())
+		q.logf("%s event not sent: %d events are waiting for %s", e.Kind, cap(q.ch), q.w.Where())
 	}
 }
 
@@ -378,6 +378,6 @@ func (q *Queue) Close(ctx context.Context) {
 	select {
 	case <-q.done:
 	case <-ctx.Done():
-		q.log("events not sent before exiting: %s did not answer in time", q.w.Where())
+		q.logf("events not sent before exiting: %s did not answer in time", q.w.Where())
 	}
 }

@@ -309,7 +309,7 @@ func TestExplain(t *testing.T) {
 		{"torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\nOSError: [Errno 98] Address already in use", "a port was taken"},
 	} {
 		got := Explain(c.out)
-		if len(got) != 1 || !strings.HasPrefix(got[0], c.cause) {
+		if len(got) != 1 || !strings.HasPrefix(got[0].String(), c.cause) {
 			t.Errorf("Explain(%.50q) = %q, want one cause starting %q", c.out, got, c.cause)
 		}
 	}

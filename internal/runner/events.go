@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -26,18 +25,20 @@ import (
 // than the machine. end sends the last one, with the exit code (the
 // reason is the supervisor's line, or err's when there is one), and waits
 // up to 15 s for the queue to empty.
-func startEvents(ctx context.Context, hook *notify.Webhook, run string, logf func(string, ...any)) (event func(kind, text, output string), end func(code int, err error, reason, output string)) {
-	q := hook.Start(func(format string, a ...any) { logf("notify: %s", fmt.Sprintf(format, a...)) })
+func startEvents(ctx context.Context, hook *notify.Webhook, run string, tr *i18n.Printer, logf func(string, ...any)) (event func(kind string, text i18n.Text, output string), end func(code int, err error, reason i18n.Text, output string)) {
+	q := hook.Start(func(format string, a ...any) { logf("notify: %s", i18n.Textf(format, a...)) })
 	host, _ := os.Hostname()
-	post := func(kind, text, output string, code *int) {
+	// The text is for the people in the channel: in the user's language,
+	// like the lines on the terminal; kind and the rest stay as they are.
+	post := func(kind string, text i18n.Text, output string, code *int) {
 		q.Post(notify.Event{Kind: kind, Run: run, Host: host, Time: time.Now().UTC(), ExitCode: code,
-			Text: fmt.Sprintf("gpurent run %s on %s: %s", run, host, text), Output: tokens.Redact(output)})
+			Text: tr.Tf("gpurent run %s on %s: %s", run, host, text), Output: tokens.Redact(output)})
 	}
 	logf("events go to %s (%s)", hook.Where(), hook.Service())
-	event = func(kind, text, output string) { post(kind, text, output, nil) }
-	end = func(code int, err error, reason, output string) {
+	event = func(kind string, text i18n.Text, output string) { post(kind, text, output, nil) }
+	end = func(code int, err error, reason i18n.Text, output string) {
 		if err != nil {
-			reason = err.Error()
+			reason = i18n.Textf("%v", err)
 		}
 		post("end", reason, output, &code)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)

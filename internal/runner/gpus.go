@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gpurent/gpurent/internal/gpuwatch"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/money"
 	"github.com/gpurent/gpurent/internal/probe"
 )
@@ -60,7 +61,7 @@ func (g *gpuWatch) stop() {
 // startGPUWatch watches how busy this machine's GPUs are, and whether the
 // hardware slows them down, while the command runs, where NVML answers; on
 // a machine without an NVIDIA GPU it says nothing.
-func startGPUWatch(ctx context.Context, busyMin float64, price money.Hourly, running func() bool, logf func(string, ...any), event func(kind, text string)) *gpuWatch {
+func startGPUWatch(ctx context.Context, busyMin float64, price money.Hourly, running func() bool, logf func(string, ...any), event func(kind string, text i18n.Text)) *gpuWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	g := &gpuWatch{cancel: cancel, done: make(chan struct{})}
 	go func() {

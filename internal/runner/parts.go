@@ -4,7 +4,6 @@ package runner
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -105,13 +104,13 @@ func (s *session) startBudget() (stop bool) {
 	spend, price, run := &s.spend, s.price, s.o.Run
 	b := s.led.Before()
 	spend.Before = b.Spent
-	earlier := ""
+	var earlier i18n.Text
 	if b.Sessions > 0 {
-		where := "here"
+		where := i18n.Textf("here")
 		if b.Elsewhere > 0 {
-			where = fmt.Sprintf("(%d on other machines)", b.Elsewhere)
+			where = i18n.Textf("(%d on other machines)", b.Elsewhere)
 		}
-		earlier = fmt.Sprintf("; run %s has cost %.2f %s of it in %s %s since %s",
+		earlier = i18n.Textf("; run %s has cost %.2f %s of it in %s %s since %s",
 			run, b.Spent, price.Currency, i18n.Plural(b.Sessions, "%d earlier session", "%d earlier sessions"), where, b.Since.UTC().Format("2006-01-02 15:04 MST"))
 	}
 	if spend.Lasts() <= spend.Window() {
@@ -122,7 +121,7 @@ func (s *session) startBudget() (stop bool) {
 		if s.records != nil {
 			reset += " and the store's runs/" + run + "/spend/"
 		}
-		s.endReason = fmt.Sprintf("the --budget %s is spent: the command was not started", spend)
+		s.endReason = i18n.Textf("the --budget %s is spent: the command was not started", spend)
 		s.logf("budget %s%s, and what is left lasts less than the %s a checkpoint is given: the command is not started (exit 75); a larger --budget counts from the same total, and removing %s counts from zero",
 			spend, earlier, report.Duration(spend.Window()), reset)
 		return true
@@ -132,13 +131,13 @@ func (s *session) startBudget() (stop bool) {
 		spend, earlier, price, report.Duration(spend.Lasts()), end.UTC().Format("2006-01-02 15:04 MST"), report.Duration(spend.Window()))
 	stopIn := spend.Lasts() - spend.Window()
 	s.cfg.Until, s.cfg.UntilWindow = s.begun.Add(stopIn), spend.Window()
-	s.cfg.UntilWhy = fmt.Sprintf("--budget %s: the machine has cost %s of it", spend, spend.SpentBy(stopIn))
+	s.cfg.UntilWhy = i18n.Textf("--budget %s: the machine has cost %s of it", spend, spend.SpentBy(stopIn))
 	// Told ahead, while there is time to raise the budget (restart gpurent
 	// run with a larger one) or to let it end; past it already, the
 	// start's line said so.
 	if at := spend.Until(spend.Amount * 0.8); at > 0 {
 		warn := s.clock.AfterFunc(at, func() {
-			text := fmt.Sprintf("the machine has cost %s of the %s budget: the command is stopped with a checkpoint in %s",
+			text := i18n.Textf("the machine has cost %s of the %s budget: the command is stopped with a checkpoint in %s",
 				spend.SpentBy(at), spend, report.Duration(stopIn-at))
 			s.logf("%s", text)
 			s.event("budget", text, "")

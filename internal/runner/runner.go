@@ -207,7 +207,7 @@ type session struct {
 	logMu sync.Mutex // lines come from the supervisor's goroutines and the GPU watch's
 	out   *runlog.Output
 	hook  *notify.Webhook
-	event func(kind, text, output string)
+	event func(kind string, text i18n.Text, output string)
 	ship  *runlog.Shipper
 
 	pre   preempt.Preempter
@@ -217,7 +217,7 @@ type session struct {
 	kern  *kernwatch.Watch
 
 	// endReason is the end's line for the webhook.
-	endReason string
+	endReason i18n.Text
 	undo      []func()
 }
 
@@ -240,7 +240,7 @@ func Run(ctx context.Context, o Options) (code int, err error) {
 	if clk == nil {
 		clk = clock.Real()
 	}
-	s := &session{o: o, clock: clk, begun: clk.Now(), event: func(kind, text, output string) {}}
+	s := &session{o: o, clock: clk, begun: clk.Now(), event: func(string, i18n.Text, string) {}}
 	defer s.unwind()
 	return s.run(ctx)
 }
@@ -290,8 +290,8 @@ func (s *session) run(ctx context.Context) (int, error) {
 		// does not answer on a new machine's boot) is heard of too; the
 		// end is sent whatever Run returns.
 		s.hook = hook
-		var end func(int, error, string, string)
-		s.event, end = startEvents(ctx, hook, s.o.Run, s.logf)
+		var end func(int, error, i18n.Text, string)
+		s.event, end = startEvents(ctx, hook, s.o.Run, s.o.Printer, s.logf)
 		var code int
 		var rerr error
 		s.later(func() {
@@ -408,7 +408,7 @@ func (s *session) watchPreemption(ctx context.Context) error {
 // supEvent is the supervisor's and the watches' event: to the webhook,
 // with the command's last lines where they say why, and a shipment of the
 // log where a machine may be lost next.
-func (s *session) supEvent(kind, text string) {
+func (s *session) supEvent(kind string, text i18n.Text) {
 	output := ""
 	if s.out != nil && s.hook != nil && (kind == "restart" || kind == "stall") {
 		output = s.out.Tail(tailLines)
@@ -452,15 +452,15 @@ func (s *session) configure() {
 	// A GPU that fell off the bus, an Xid, a disk failing writes: causes
 	// of the failures that follow, which the command's output may not
 	// name.
-	s.cfg.Explain = func() []string {
-		var causes []string
+	s.cfg.Explain = func() []i18n.Text {
+		var causes []i18n.Text
 		if s.out != nil {
 			// Asked as the command has exited: the lines it printed as it
 			// died are still being copied.
 			time.Sleep(100 * time.Millisecond)
 			causes = runlog.Explain(s.out.Tail(200))
 		}
-		if w := s.gpus.watch(); w != nil && w.Lost() != "" {
+		if w := s.gpus.watch(); w != nil && !w.Lost().IsZero() {
 			causes = append(causes, w.Lost())
 		}
 		return append(causes, s.kern.Causes()...)
@@ -508,7 +508,7 @@ func (s *session) supervise(ctx context.Context) (int, error) {
 	if f, ok := s.o.Stderr.(*os.File); ok && !s.o.NoStatus {
 		status := startStatus(f, func(cols int) string {
 			now := s.clock.Now()
-			return statusText(sup.Metrics.Snapshot(now), busyText(s.gpus), s.price.CostOf(now.Sub(s.begun), s.spend), cols)
+			return statusText(s.o.Printer, sup.Metrics.Snapshot(now), busyText(s.gpus), s.price.CostOf(now.Sub(s.begun), s.spend), cols)
 		})
 		s.later(status.end)
 	}
@@ -518,20 +518,20 @@ func (s *session) supervise(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if w := s.gpus.watch(); w != nil {
-		if sum := w.Summary(); sum != "" {
+		if sum := w.Summary(); !sum.IsZero() {
 			s.logf("%s", sum)
 		}
 	}
 	s.logf("%s", ex.Reason)
-	s.endReason = ex.Reason.String()
+	s.endReason = ex.Reason
 	if s.price.Amount > 0 {
 		took := s.clock.Now().Sub(s.begun)
 		spent := s.price.Spent(took)
 		if s.spend.Before > 0 {
-			spent += fmt.Sprintf("; with gpurent's earlier sessions of run %s, %s of the %s budget", s.o.Run, s.spend.SpentBy(took), s.spend)
+			spent = i18n.Textf("%s; with gpurent's earlier sessions of run %s, %s of the %s budget", spent, s.o.Run, s.spend.SpentBy(took), s.spend)
 		}
 		s.logf("%s", spent)
-		s.endReason += "; " + spent
+		s.endReason = i18n.Textf("%s; %s", s.endReason, spent)
 	}
 	return ex.Code, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/supervise"
 )
@@ -119,40 +120,50 @@ func statusSeq(rows int, text string) string {
 	return fmt.Sprintf("\x1b7\x1b[%d;1H\x1b[2K\x1b[7m%s\x1b[0m\x1b8", rows, text)
 }
 
-// statusText is the run's state in one line; cost is what the machine
-// has cost since gpurent started ("" without --price).
-func statusText(s supervise.Snapshot, gpus, cost string, cols int) string {
-	child := "training up"
+// statusText is the run's state in one line, cut to cols columns; cost
+// is what the machine has cost since gpurent started ("" without
+// --price).
+func statusText(tr *i18n.Printer, s supervise.Snapshot, gpus, cost string, cols int) string {
+	child := tr.T("training up")
 	if !s.ChildUp {
-		child = "training down"
+		child = tr.T("training down")
 	}
-	parts := []string{"gpurent: " + child, fmt.Sprintf("restarts %d", s.Restarts)}
+	parts := []string{"gpurent: " + child, tr.Tf("restarts %d", s.Restarts)}
 	if s.LastCommit.IsZero() {
-		parts = append(parts, "no checkpoint committed yet")
+		parts = append(parts, tr.T("no checkpoint committed yet"))
 	} else {
-		parts = append(parts, "last commit "+report.Duration(s.AtRisk)+" ago")
+		parts = append(parts, tr.Tf("last commit %s ago", report.Duration(s.AtRisk)))
 	}
-	parts = append(parts, "at risk "+report.Duration(s.AtRisk), report.Bytes(s.Bytes)+" uploaded")
+	parts = append(parts, tr.Tf("at risk %s", report.Duration(s.AtRisk)), tr.Tf("%s uploaded", report.Bytes(s.Bytes)))
 	if s.ChildUp && gpus != "" {
 		parts = append(parts, gpus)
 	}
 	if s.ChildUp && s.Silent >= time.Minute {
 		// A trainer prints every few steps: a minute without a line is
 		// worth a glance (it may hang; see --silence).
-		parts = append(parts, "no output for "+report.Duration(s.Silent))
+		parts = append(parts, tr.Tf("no output for %s", report.Duration(s.Silent)))
 	}
 	if s.UploadErrors > 0 {
-		parts = append(parts, fmt.Sprintf("%d upload errors", s.UploadErrors))
+		parts = append(parts, tr.Tf("%d upload errors", s.UploadErrors))
 	}
 	if cost != "" {
 		parts = append(parts, "≈ "+cost)
 	}
 	if s.Notices > 0 {
-		parts = append(parts, "PREEMPTION NOTICE")
+		parts = append(parts, tr.T("PREEMPTION NOTICE"))
 	}
 	line := strings.Join(parts, " · ")
-	if r := []rune(line); cols > 0 && len(r) > cols {
-		line = string(r[:cols])
+	if cols > 0 && report.Width(line) > cols {
+		// Cut by display columns: a CJK character takes two.
+		var b strings.Builder
+		w := 0
+		for _, r := range line {
+			if w += report.Width(string(r)); w > cols {
+				break
+			}
+			b.WriteRune(r)
+		}
+		line = b.String()
 	}
 	return line
 }
@@ -161,25 +172,25 @@ func statusText(s supervise.Snapshot, gpus, cost string, cols int) string {
 // gone on, whether the command is up, its restarts, the age of the last
 // committed checkpoint, what was uploaded, a silence worth a look, and
 // with --price what the machine has cost so far.
-func progressText(s supervise.Snapshot, ran time.Duration, cost string) string {
-	first := "training for " + report.Duration(ran)
+func progressText(s supervise.Snapshot, ran time.Duration, cost string) i18n.Text {
+	first := i18n.Textf("training for %s", report.Duration(ran))
 	if !s.ChildUp {
-		first = report.Duration(ran) + " in, the command is not running (between restarts)"
+		first = i18n.Textf("%s in, the command is not running (between restarts)", report.Duration(ran))
 	}
-	parts := []string{first, report.Count(int(s.Restarts), "restart")}
+	parts := []i18n.Text{first, i18n.Plural(int(s.Restarts), "%d restart", "%d restarts")}
 	if s.LastCommit.IsZero() {
-		parts = append(parts, "no checkpoint in the store yet")
+		parts = append(parts, i18n.Textf("no checkpoint in the store yet"))
 	} else {
-		parts = append(parts, "last checkpoint committed "+report.Duration(s.AtRisk)+" ago", report.Bytes(s.Bytes)+" uploaded")
+		parts = append(parts, i18n.Textf("last checkpoint committed %s ago", report.Duration(s.AtRisk)), i18n.Textf("%s uploaded", report.Bytes(s.Bytes)))
 	}
 	if s.UploadErrors > 0 {
-		parts = append(parts, report.Count(int(s.UploadErrors), "upload error"))
+		parts = append(parts, i18n.Plural(int(s.UploadErrors), "%d upload error", "%d upload errors"))
 	}
 	if s.ChildUp && s.Silent >= time.Minute {
-		parts = append(parts, "no output for "+report.Duration(s.Silent))
+		parts = append(parts, i18n.Textf("no output for %s", report.Duration(s.Silent)))
 	}
 	if cost != "" {
-		parts = append(parts, "about "+cost+" so far")
+		parts = append(parts, i18n.Textf("about %s so far", cost))
 	}
-	return strings.Join(parts, "; ")
+	return i18n.Join(parts, "; ")
 }

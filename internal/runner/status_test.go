@@ -15,23 +15,23 @@ import (
 func TestStatusText(t *testing.T) {
 	s := supervise.Snapshot{ChildUp: true, Restarts: 2, LastCommit: time.Now().Add(-130 * time.Second), AtRisk: 130 * time.Second,
 		Bytes: 3 << 30, UploadErrors: 1}
-	got := statusText(s, "", "", 0)
+	got := statusText(nil, s, "", "", 0)
 	want := "gpurent: training up · restarts 2 · last commit 2m10s ago · at risk 2m10s · 3.00 GiB uploaded · 1 upload errors"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 	s.Silent = 59 * time.Second
-	if got := statusText(s, "", "", 0); got != want {
+	if got := statusText(nil, s, "", "", 0); got != want {
 		t.Errorf("silent for under a minute: %q", got)
 	}
 	s.Silent = 12 * time.Minute
-	if got := statusText(s, "", "", 0); got != strings.Replace(want, "uploaded", "uploaded · no output for 12m00s", 1) {
+	if got := statusText(nil, s, "", "", 0); got != strings.Replace(want, "uploaded", "uploaded · no output for 12m00s", 1) {
 		t.Errorf("silent for 12 min: %q", got)
 	}
-	if got := statusText(s, "GPUs 93% 12%", "", 0); !strings.HasSuffix(got, "uploaded · GPUs 93% 12% · no output for 12m00s · 1 upload errors") {
+	if got := statusText(nil, s, "GPUs 93% 12%", "", 0); !strings.HasSuffix(got, "uploaded · GPUs 93% 12% · no output for 12m00s · 1 upload errors") {
 		t.Errorf("with GPUs: %q", got)
 	}
-	if got := statusText(supervise.Snapshot{AtRisk: time.Hour + 5*time.Minute}, "", "", 40); len([]rune(got)) != 40 ||
+	if got := statusText(nil, supervise.Snapshot{AtRisk: time.Hour + 5*time.Minute}, "", "", 40); len([]rune(got)) != 40 ||
 		!strings.HasPrefix(got, "gpurent: training down · restarts 0 · no") {
 		t.Errorf("truncated: %q", got)
 	}
@@ -48,12 +48,12 @@ func TestProgressText(t *testing.T) {
 	s := supervise.Snapshot{ChildUp: true, Restarts: 1, LastCommit: time.Now().Add(-12 * time.Minute), AtRisk: 12 * time.Minute,
 		Bytes: 41 << 30, Silent: 25 * time.Minute}
 	want := "training for 14h02m; 1 restart; last checkpoint committed 12m00s ago; 41.00 GiB uploaded; no output for 25m00s"
-	if got := progressText(s, 14*time.Hour+2*time.Minute, ""); got != want {
+	if got := progressText(s, 14*time.Hour+2*time.Minute, "").String(); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 	s = supervise.Snapshot{UploadErrors: 3, Silent: time.Hour}
 	want = "5m00s in, the command is not running (between restarts); 0 restarts; no checkpoint in the store yet; 3 upload errors"
-	if got := progressText(s, 5*time.Minute, ""); got != want {
+	if got := progressText(s, 5*time.Minute, "").String(); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
@@ -76,10 +76,10 @@ func TestNoStatusOffTerminal(t *testing.T) {
 // The status line and a progress notification end with the cost.
 func TestStatusShowsCost(t *testing.T) {
 	s := supervise.Snapshot{ChildUp: true}
-	if got := statusText(s, "", "3.75 USD", 0); !strings.HasSuffix(got, " · ≈ 3.75 USD") {
+	if got := statusText(nil, s, "", "3.75 USD", 0); !strings.HasSuffix(got, " · ≈ 3.75 USD") {
 		t.Errorf("status %q", got)
 	}
-	if got := progressText(s, 90*time.Minute, "3.75 USD"); !strings.HasSuffix(got, "; about 3.75 USD so far") {
+	if got := progressText(s, 90*time.Minute, "3.75 USD").String(); !strings.HasSuffix(got, "; about 3.75 USD so far") {
 		t.Errorf("progress %q", got)
 	}
 }

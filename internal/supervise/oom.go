@@ -1,8 +1,7 @@
 package supervise
 
 import (
-	"fmt"
-
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/procfs"
 	"github.com/gpurent/gpurent/internal/report"
 )
@@ -24,17 +23,18 @@ func startOOMWatch(root string) oomWatch {
 
 // explain says that the OOM killer struck while the command ran, and
 // what the container may use; "" when the count did not grow.
-func (w oomWatch) explain() string {
+func (w oomWatch) explain() i18n.Text {
 	if !w.ok {
-		return ""
+		return i18n.Text{}
 	}
 	n, where, ok := procfs.OOMKills(w.root)
 	if !ok || n <= w.before {
-		return ""
+		return i18n.Text{}
 	}
-	s := fmt.Sprintf("the kernel's out-of-memory killer ended it (oom_kill %d -> %d in %s): host RAM ran out, not GPU memory", w.before, n, where)
+	var limit i18n.Text
 	if lim, ok := procfs.MemoryLimit(w.root); ok {
-		s += "; this container may use " + report.Bytes(lim)
+		limit = i18n.Textf("; this container may use %s", report.Bytes(lim))
 	}
-	return s + ". Fewer DataLoader workers, a smaller batch or prefetch, or a machine with more RAM helps"
+	return i18n.Textf("the kernel's out-of-memory killer ended it (oom_kill %d -> %d in %s): host RAM ran out, not GPU memory%s. Fewer DataLoader workers, a smaller batch or prefetch, or a machine with more RAM helps",
+		w.before, n, where, limit)
 }

@@ -71,7 +71,7 @@ type Config struct {
 	// "lease_lost" (another session took the run: see Lease) and
 	// "store_ok" (uploads work again after that). How the run ended is
 	// Run's Exit. Nil hears nothing.
-	Event func(kind, text string)
+	Event func(kind string, text i18n.Text)
 	// StoreAlarm is how long uploads must fail before store_failing: a
 	// store down for a minute is retried without a word (5 min if zero).
 	StoreAlarm time.Duration
@@ -98,7 +98,7 @@ type Config struct {
 	// Explain, when set, names causes of a failure that gpurent cannot
 	// see but the command's output shows (CUDA out of memory, an ECC
 	// error): said with the restart, as a full disk or the OOM killer is.
-	Explain func() []string
+	Explain func() []i18n.Text
 	// Env is added to the command's environment (gpurent's own, plus
 	// GPURENT_RESUME_FROM and the rest).
 	Env []string
@@ -114,7 +114,7 @@ type Config struct {
 	// UntilWhy says why, in the log, the "budget" event and the exit.
 	Until       time.Time
 	UntilWindow time.Duration
-	UntilWhy    string
+	UntilWhy    i18n.Text
 	// Clock is what Until and the stop it starts are judged by; nil: the
 	// real one. The rest (quiet periods, backoff, grace) is real time.
 	Clock clock.Clock
@@ -181,10 +181,10 @@ type Supervisor struct {
 	// it; both under uploading.
 	failingSince time.Time
 	alarmed      bool
-	progress     progress    // under mu
-	stalled      chan string // why the command is taken to hang
-	lost         chan error  // why the run's lease was lost (renew, uploading)
-	pulled       string      // a checkpoint resume pulled, verified: usable at once
+	progress     progress       // under mu
+	stalled      chan i18n.Text // why the command is taken to hang
+	lost         chan error     // why the run's lease was lost (renew, uploading)
+	pulled       string         // a checkpoint resume pulled, verified: usable at once
 	// deeper: when lookDeeper last looked below --ckpt-dir for
 	// checkpoints Scan cannot see, and whether it has said so (once a
 	// run); under mu.
@@ -255,7 +255,7 @@ func New(cfg Config) (*Supervisor, error) {
 		cfg.Log = func(string, ...any) {}
 	}
 	if cfg.Event == nil {
-		cfg.Event = func(string, string) {}
+		cfg.Event = func(string, i18n.Text) {}
 	}
 	if cfg.StoreAlarm <= 0 {
 		cfg.StoreAlarm = 5 * time.Minute
@@ -265,7 +265,7 @@ func New(cfg Config) (*Supervisor, error) {
 		return nil, err
 	}
 	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob, Exclude: cfg.Exclude}, sysRoot: "/", tree: rand.Text(),
-		stalled: make(chan string, 1), lost: make(chan error, 1)}
+		stalled: make(chan i18n.Text, 1), lost: make(chan error, 1)}
 	for _, c := range st.Committed {
 		if t := time.Unix(c.At, 0); t.After(s.lastCommit) {
 			s.lastCommit = t
@@ -328,22 +328,22 @@ func (s *Supervisor) startChild(restarts int) (*exec.Cmd, oomWatch, error) {
 		if resumeFrom == "" {
 			started = i18n.Textf("started %s (pid %d), from the beginning", s.cfg.Cmd[0], cmd.Process.Pid)
 		}
-		s.cfg.Event("start", started.String())
+		s.cfg.Event("start", started)
 	}
 	return cmd, oom, nil
 }
 
 // causes says what ended the command, when gpurent can tell, as "; "
 // and the causes, each logged too.
-func (s *Supervisor) causes(oom oomWatch) string {
+func (s *Supervisor) causes(oom oomWatch) i18n.Text {
 	// What ended it, when gpurent can tell: both are said before the
 	// restart, since the same command will meet them again and an exit
 	// status alone ("signal: killed") names no cause.
-	var causes []string
-	if full := s.diskFull(); full != "" {
+	var causes []i18n.Text
+	if full := s.diskFull(); !full.IsZero() {
 		causes = append(causes, full)
 	}
-	if oomed := oom.explain(); oomed != "" {
+	if oomed := oom.explain(); !oomed.IsZero() {
 		causes = append(causes, oomed)
 	}
 	if s.cfg.Explain != nil {
@@ -352,11 +352,10 @@ func (s *Supervisor) causes(oom oomWatch) string {
 	for _, c := range causes {
 		s.cfg.Log("%s", c)
 	}
-	cause := ""
-	if len(causes) > 0 {
-		cause = "; " + strings.Join(causes, "; ")
+	if len(causes) == 0 {
+		return i18n.Text{}
 	}
-	return cause
+	return i18n.Textf("; %s", i18n.Join(causes, "; "))
 }
 
 // Run supervises until the command succeeds, restarts run out, a stop
@@ -469,7 +468,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				// saves is committed nowhere, so it stops rather than
 				// spend the machine on work that is lost.
 				s.cfg.Log("%v; stopping the command", why)
-				s.cfg.Event("lease_lost", why.Error()+"; the command is stopped")
+				s.cfg.Event("lease_lost", i18n.Textf("%v; the command is stopped", why))
 				s.stopChild(done, syscall.SIGTERM)
 				return Exit{Code: 1, Reason: i18n.Textf("%v; the command was stopped", why)}, nil
 			case n := <-notices:
@@ -521,7 +520,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		} else {
 			s.cfg.Log("the command failed (%v); restart %d in %v", werr, restarts, backoff)
 		}
-		s.cfg.Event("restart", fmt.Sprintf("the command failed (%v)%s; restart %d of %d", werr, cause, restarts, s.cfg.MaxRestarts))
+		s.cfg.Event("restart", i18n.Textf("the command failed (%v)%s; restart %d of %d", werr, cause, restarts, s.cfg.MaxRestarts))
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
@@ -531,11 +530,11 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: i18n.Textf("stopped by %v between restarts; %s", sig, s.finalWords(f))}, nil
 		case why := <-s.lost:
 			s.cfg.Log("%v; the command is not restarted", why)
-			s.cfg.Event("lease_lost", why.Error()+"; the command, which had failed, is not restarted")
+			s.cfg.Event("lease_lost", i18n.Textf("%v; the command, which had failed, is not restarted", why))
 			return Exit{Code: 1, Reason: i18n.Textf("%v; the command, which had failed, was not restarted", why)}, nil
 		case <-until:
 			s.cfg.Log("%s: the command is not restarted", s.cfg.UntilWhy)
-			s.cfg.Event("budget", s.cfg.UntilWhy+": the command, which had failed, is not restarted")
+			s.cfg.Event("budget", i18n.Textf("%s: the command, which had failed, is not restarted", s.cfg.UntilWhy))
 			f := s.finalUpload(ctx)
 			return Exit{Code: s.endCode(ExitStopped, f), Reason: i18n.Textf("%s, between restarts: %s; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}, nil
 		}
@@ -623,19 +622,19 @@ func joinInts(v []int) string {
 // diskFull says so when the checkpoint directory's file system is nearly
 // full (under 64 MiB or 1% free): the likeliest reason a command that
 // writes checkpoints starts failing. Empty otherwise.
-func (s *Supervisor) diskFull() string {
+func (s *Supervisor) diskFull() i18n.Text {
 	free, total, err := fsspace.Of(s.cfg.CkptDir)
 	if err != nil || total == 0 {
-		return ""
+		return i18n.Text{}
 	}
 	if free >= 64<<20 && free >= total/100 {
-		return ""
+		return i18n.Text{}
 	}
-	hint := ""
+	var hint i18n.Text
 	if s.cfg.Store != nil && s.cfg.KeepLocal == 0 {
-		hint = "; --keep-local 2 deletes older ones once a newer one is in the store"
+		hint = i18n.Textf("; --keep-local 2 deletes older ones once a newer one is in the store")
 	}
-	return fmt.Sprintf("the disk under %s is full (%.1f MiB free of %.1f MiB): delete old local checkpoints (committed ones are in the store) or give the command more room%s",
+	return i18n.Textf("the disk under %s is full (%.1f MiB free of %.1f MiB): delete old local checkpoints (committed ones are in the store) or give the command more room%s",
 		s.cfg.CkptDir, float64(free)/(1<<20), float64(total)/(1<<20), hint)
 }
 
@@ -717,12 +716,12 @@ func (s *Supervisor) stopChild(done <-chan error, sig syscall.Signal) {
 // the notice, upload it, stop the command.
 func (s *Supervisor) preempted(ctx context.Context, n preempt.Notice, done <-chan error) Exit {
 	s.Metrics.notices.Add(1)
-	what := "preemption notice"
+	what := i18n.Textf("preemption notice")
 	if n.Event != "" {
-		what = n.Event + " notice"
+		what = i18n.Textf("%s notice", n.Event)
 	}
 	s.cfg.Log("%s from %s (%s): asking the command for a checkpoint", what, n.Cloud, n.Detail)
-	s.cfg.Event("notice", fmt.Sprintf("%s from %s (%s): saving a checkpoint and stopping the command", what, n.Cloud, n.Detail))
+	s.cfg.Event("notice", i18n.Textf("%s from %s (%s): saving a checkpoint and stopping the command", what, n.Cloud, n.Detail))
 	f := s.checkpointAndStop(ctx, n.Left, done)
 	safe := f.committed
 	// Only a machine whose newest checkpoint is in the store may be let go
@@ -746,7 +745,7 @@ func (s *Supervisor) preempted(ctx context.Context, n preempt.Notice, done <-cha
 func (s *Supervisor) untilCame(ctx context.Context, done <-chan error) Exit {
 	s.stopBy = s.cfg.Until.Add(s.cfg.UntilWindow)
 	s.cfg.Log("%s: asking the command for a checkpoint, then stopping it", s.cfg.UntilWhy)
-	s.cfg.Event("budget", s.cfg.UntilWhy+": saving a checkpoint and stopping the command")
+	s.cfg.Event("budget", i18n.Textf("%s: saving a checkpoint and stopping the command", s.cfg.UntilWhy))
 	f := s.checkpointAndStop(ctx, s.cfg.UntilWindow, done)
 	return Exit{Code: s.endCode(ExitStopped, f), Reason: i18n.Textf("%s: %s, command stopped; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}
 }
@@ -1004,40 +1003,40 @@ func (s *Supervisor) checkStall(now time.Time) {
 	// A stall is said once per silence: the checkpoint rule and the output
 	// rule see the same hang, and the first to see it speaks. --stall and
 	// --silence act even after a warning.
-	var why, warn string
+	var why, warn i18n.Text
 	if idle, limit := now.Sub(p.at), p.limit(s.cfg.Stall); limit > 0 && idle >= limit && !p.said {
 		switch {
 		case s.cfg.Stall > 0:
-			why = fmt.Sprintf("no new checkpoint for %v (--stall %v)", idle.Round(time.Second), s.cfg.Stall)
+			why = i18n.Textf("no new checkpoint for %v (--stall %v)", idle.Round(time.Second), s.cfg.Stall)
 		case !p.quietSaid:
-			warn = fmt.Sprintf("no new checkpoint for %v, while they came every %v until now: the command may hang (an NCCL collective waiting on a dead rank, a stuck DataLoader) while the GPUs are billed; --stall DURATION restarts it then",
+			warn = i18n.Textf("no new checkpoint for %v, while they came every %v until now: the command may hang (an NCCL collective waiting on a dead rank, a stuck DataLoader) while the GPUs are billed; --stall DURATION restarts it then",
 				idle.Round(time.Second), p.usual().Round(time.Second))
 		}
-		p.said = why != "" || warn != ""
+		p.said = !why.IsZero() || !warn.IsZero()
 	}
-	if idle, limit := now.Sub(p.silentSince()), p.silenceLimit(s.cfg.Silence); s.cfg.Output != nil && why == "" && limit > 0 && idle >= limit && !p.quietSaid {
+	if idle, limit := now.Sub(p.silentSince()), p.silenceLimit(s.cfg.Silence); s.cfg.Output != nil && why.IsZero() && limit > 0 && idle >= limit && !p.quietSaid {
 		switch {
 		case s.cfg.Silence > 0:
-			why = fmt.Sprintf("no output and no new checkpoint for %v (--silence %v)", idle.Round(time.Second), s.cfg.Silence)
+			why = i18n.Textf("no output and no new checkpoint for %v (--silence %v)", idle.Round(time.Second), s.cfg.Silence)
 		case !p.said:
-			warn = fmt.Sprintf("no output and no new checkpoint for %v, while it never went %v without printing until now: the command may hang (an NCCL collective waiting on a dead rank, a stuck DataLoader) while the GPUs are billed; --silence DURATION restarts it then",
+			warn = i18n.Textf("no output and no new checkpoint for %v, while it never went %v without printing until now: the command may hang (an NCCL collective waiting on a dead rank, a stuck DataLoader) while the GPUs are billed; --silence DURATION restarts it then",
 				idle.Round(time.Second), p.longest.Round(time.Second))
 		}
-		p.quietSaid = why != "" || warn != ""
+		p.quietSaid = !why.IsZero() || !warn.IsZero()
 	}
-	if why != "" {
+	if !why.IsZero() {
 		p.said, p.quietSaid = true, true // the command is being stopped: once is enough
 	}
 	s.mu.Unlock()
 	switch {
-	case why != "":
+	case !why.IsZero():
 		s.Metrics.stalls.Add(1)
-		s.cfg.Event("stall", why+": restarting the command from its newest checkpoint")
+		s.cfg.Event("stall", i18n.Textf("%s: restarting the command from its newest checkpoint", why))
 		select {
 		case s.stalled <- why:
 		default:
 		}
-	case warn != "":
+	case !warn.IsZero():
 		s.Metrics.stalls.Add(1)
 		s.cfg.Log("warning: %s", warn)
 		s.cfg.Event("stall", warn)
@@ -1081,13 +1080,13 @@ func (s *Supervisor) lookDeeper(force bool) {
 	if said {
 		return
 	}
-	what := "entries"
+	what := i18n.Textf("entries")
 	if s.det.Glob != "" {
-		what = fmt.Sprintf("names matching --glob %q", s.det.Glob)
+		what = i18n.Textf("names matching --glob %q", s.det.Glob)
 	}
-	hint := ""
+	var hint i18n.Text
 	if strings.Contains(p, "lightning_logs") {
-		hint = " (for Lightning, ModelCheckpoint(dirpath=...): its default, lightning_logs/version_N/checkpoints, moves with every start)"
+		hint = i18n.Textf(" (for Lightning, ModelCheckpoint(dirpath=...): its default, lightning_logs/version_N/checkpoints, moves with every start)")
 	}
 	s.cfg.Log("warning: nothing in %s is a checkpoint, so nothing is uploaded: gpurent looks only at the %s directly in --ckpt-dir, and %s is further down. Point --ckpt-dir at the directory the checkpoints are saved in%s", s.cfg.CkptDir, what, p, hint)
 }
@@ -1155,7 +1154,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 		}
 		if !s.alarmed && now.Sub(s.failingSince) >= s.cfg.StoreAlarm {
 			s.alarmed = true
-			s.cfg.Event("store_failing", fmt.Sprintf("no checkpoint has reached the store for %v (training goes on; retried): %v",
+			s.cfg.Event("store_failing", i18n.Textf("no checkpoint has reached the store for %v (training goes on; retried): %v",
 				now.Sub(s.failingSince).Round(time.Second), err))
 		}
 		return false
@@ -1169,21 +1168,21 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	s.rotated = 0
 	s.behind(c, cs, time.Since(start))
 	if s.alarmed {
-		s.cfg.Event("store_ok", fmt.Sprintf("uploads work again after %v: committed %s", time.Since(s.failingSince).Round(time.Second), c.Name))
+		s.cfg.Event("store_ok", i18n.Textf("uploads work again after %v: committed %s", time.Since(s.failingSince).Round(time.Second), c.Name))
 	}
 	s.failingSince, s.alarmed = time.Time{}, false
 	s.commitLocal(c, m.ID)
 	s.Metrics.bytes.Add(m.Bytes)
 	took := time.Since(start)
 	s.Metrics.lastUploadSeconds.Store(int64(took.Milliseconds()))
-	reused := ""
+	var reused, resumed i18n.Text
 	if m.Reused > 0 {
-		reused = fmt.Sprintf("; %s unchanged since the previous checkpoint, copied in the store", report.Bytes(m.Reused))
+		reused = i18n.Textf("; %s unchanged since the previous checkpoint, copied in the store", report.Bytes(m.Reused))
 	}
 	if m.Resumed > 0 {
-		reused += fmt.Sprintf("; %s stored by the upload cut short before", report.Bytes(m.Resumed))
+		resumed = i18n.Textf("; %s stored by the upload cut short before", report.Bytes(m.Resumed))
 	}
-	s.cfg.Log("committed %s as %s (%s in %.1f s%s)", c.Name, m.ID, report.Bytes(m.Bytes), took.Seconds(), reused)
+	s.cfg.Log("committed %s as %s (%s in %.1f s%s%s)", c.Name, m.ID, report.Bytes(m.Bytes), took.Seconds(), reused, resumed)
 	if s.cfg.Notice > 0 && took > s.cfg.Notice && !s.noticeSaid {
 		// Said once, at the first upload that shows it: the checkpoint
 		// asked for on a notice will not reach the store in time.

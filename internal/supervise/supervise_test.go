@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/preempt"
 
 	"github.com/gpurent/gpurent/internal/store"
@@ -339,10 +340,10 @@ func captureLog(cfg *Config) func() string {
 func captureEvents(cfg *Config) func() []string {
 	var mu sync.Mutex
 	var events []string
-	cfg.Event = func(kind, text string) {
+	cfg.Event = func(kind string, text i18n.Text) {
 		mu.Lock()
 		defer mu.Unlock()
-		events = append(events, kind+": "+text)
+		events = append(events, kind+": "+text.String())
 	}
 	return func() []string {
 		mu.Lock()
@@ -983,7 +984,7 @@ func TestSilenceWarns(t *testing.T) {
 	}
 	select {
 	case why := <-sup.stalled:
-		if !strings.HasPrefix(why, "no output and no new checkpoint for 3h0m1s") {
+		if !strings.HasPrefix(why.String(), "no output and no new checkpoint for 3h0m1s") {
 			t.Errorf("stalled: %q", why)
 		}
 	default:
@@ -1543,7 +1544,7 @@ func TestUntilStopsTheCommand(t *testing.T) {
 	cfg := h.config(t.TempDir(), h.b)
 	// Far enough ahead for a race-detector build of the trainer to be
 	// running with its SIGUSR1 handler in place.
-	cfg.Until, cfg.UntilWindow, cfg.UntilWhy = time.Now().Add(3*time.Second), 20*time.Second, "the budget of 5.00 USD is spent"
+	cfg.Until, cfg.UntilWindow, cfg.UntilWhy = time.Now().Add(3*time.Second), 20*time.Second, i18n.Plain("the budget of 5.00 USD is spent")
 	events := captureEvents(&cfg)
 	logged := captureLog(&cfg)
 	sup, _ := New(cfg)
@@ -1571,7 +1572,7 @@ func TestUntilStopsTheCommand(t *testing.T) {
 	cfg = h.config(t.TempDir(), h.b)
 	cfg.Cmd = []string{"false"}
 	cfg.Backoff = 10 * time.Second
-	cfg.Until, cfg.UntilWindow, cfg.UntilWhy = time.Now().Add(500*time.Millisecond), time.Second, "the budget is spent"
+	cfg.Until, cfg.UntilWindow, cfg.UntilWhy = time.Now().Add(500*time.Millisecond), time.Second, i18n.Plain("the budget is spent")
 	events = captureEvents(&cfg)
 	sup, _ = New(cfg)
 	ex, err = sup.Run(context.Background(), nil)
