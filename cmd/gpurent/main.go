@@ -62,14 +62,15 @@ func asInit(argv []string, stderr io.Writer) (code int, ok bool) {
 	if err != nil || cmd.Name() != "run" || cmd.Parent() != cmd.Root() {
 		return 0, false
 	}
+	tr, _ := i18n.New(chooseLang(argv[1:], os.Getenv)) // nil, English, where the language is bad: run says so
 	in, err := initproc.Start(argv)
 	if err != nil {
-		fmt.Fprintf(stderr, "gpurent: %v; running as PID 1 itself, where the command's orphans stay zombies until gpurent exits\n", err)
+		tr.Fprintf(stderr, "gpurent: %v; running as PID 1 itself, where the command's orphans stay zombies until gpurent exits\n", err)
 		return 0, false
 	}
 	code, err = in.Wait()
 	if err != nil {
-		fmt.Fprintln(stderr, "gpurent:", err)
+		fmt.Fprintln(stderr, "gpurent:", tr.Error(err))
 	}
 	return code, true
 }

@@ -93,11 +93,11 @@ func TestLookup(t *testing.T) {
 	for code, want := range map[int]Severity{79: Hardware, 48: Hardware, 95: Hardware, 119: Hardware, 74: Hardware, 64: Hardware,
 		13: Benign, 31: Benign, 43: Benign, 45: Benign, 63: Benign, 94: Notable, 154: Notable, Known + 1: Notable} {
 		in := LookupXid(code)
-		if in.Severity != want || in.Words == "" {
+		if in.Severity != want || in.Words.IsZero() {
 			t.Errorf("LookupXid(%d) = %+v, want severity %d", code, in, want)
 		}
 	}
-	if in := LookupXid(Known + 1); in.Action != "" || !strings.Contains(in.Words, "not in gpurent's table") {
+	if in := LookupXid(Known + 1); in.Action != "" || !strings.Contains(in.Words.String(), "not in gpurent's table") {
 		t.Errorf("unknown Xid: %+v", in)
 	}
 }

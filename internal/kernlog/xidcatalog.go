@@ -1,6 +1,6 @@
 package kernlog
 
-import "fmt"
+import "github.com/gpurent/gpurent/internal/i18n"
 
 // Action is what NVIDIA's Xid catalog says to do first about an Xid: its
 // "Resolution Bucket (Immediate Action)".
@@ -77,12 +77,12 @@ type XidInfo struct {
 	Action   Action // "" when the table does not know the code
 	Severity Severity
 	// Words: what it means, for a person renting the machine.
-	Words string
+	Words i18n.Text
 }
 
 // Lookup says what the catalog's action for code means to a renter.
 func LookupXid(code int) XidInfo {
-	in := XidInfo{Code: code, Severity: Notable, Words: fmt.Sprintf("Xid %d is not in gpurent's table (NVIDIA's catalog up to Xid %d): look it up in NVIDIA's Xid catalog", code, Known)}
+	in := XidInfo{Code: code, Severity: Notable, Words: i18n.Textf("Xid %d is not in gpurent's table (NVIDIA's catalog up to Xid %d): look it up in NVIDIA's Xid catalog", code, Known)}
 	for a, codes := range actions {
 		for _, c := range codes {
 			if c == code {
@@ -92,34 +92,34 @@ func LookupXid(code int) XidInfo {
 	}
 	switch in.Action {
 	case RestartApp:
-		in.Severity, in.Words = Benign, "NVIDIA's catalog: restart the application; usually the program's own error (an illegal memory access, a device-side assert)"
+		in.Severity, in.Words = Benign, i18n.Textf("NVIDIA's catalog: restart the application; usually the program's own error (an illegal memory access, a device-side assert)")
 		if code == 94 {
-			in.Severity, in.Words = Notable, "a memory error the GPU contained: the program that met it was stopped and others run on; NVIDIA's catalog: restart the application. Repeated, the memory is failing"
+			in.Severity, in.Words = Notable, i18n.Textf("a memory error the GPU contained: the program that met it was stopped and others run on; NVIDIA's catalog: restart the application. Repeated, the memory is failing")
 		}
 	case Ignore:
-		in.Severity, in.Words = Benign, "NVIDIA's catalog: informational, no action"
+		in.Severity, in.Words = Benign, i18n.Textf("NVIDIA's catalog: informational, no action")
 	case Cleanup:
-		in.Severity, in.Words = Benign, "the driver ended a GPU context after an earlier error or a killed process; the Xid before it, if any, is the cause"
+		in.Severity, in.Words = Benign, i18n.Textf("the driver ended a GPU context after an earlier error or a killed process; the Xid before it, if any, is the cause")
 	case CheckUVM:
-		in.Severity, in.Words = Benign, "NVIDIA's catalog: check unified memory (UVM) use"
+		in.Severity, in.Words = Benign, i18n.Textf("NVIDIA's catalog: check unified memory (UVM) use")
 	case FollowOther:
-		in.Severity, in.Words = Notable, "the GPU's recovery action changed after another Xid (its message names the new one: a reset or a reboot)"
+		in.Severity, in.Words = Notable, i18n.Textf("the GPU's recovery action changed after another Xid (its message names the new one: a reset or a reboot)")
 	case ResetGPU:
-		in.Severity, in.Words = Hardware, "NVIDIA's catalog: the GPU needs a reset (nvidia-smi -r, with no process on it; on a rented machine only the provider can)"
+		in.Severity, in.Words = Hardware, i18n.Textf("NVIDIA's catalog: the GPU needs a reset (nvidia-smi -r, with no process on it; on a rented machine only the provider can)")
 	case RestartMachine:
-		in.Severity, in.Words = Hardware, "NVIDIA's catalog: the machine needs a reboot; the GPU answers nothing until then"
+		in.Severity, in.Words = Hardware, i18n.Textf("NVIDIA's catalog: the machine needs a reboot; the GPU answers nothing until then")
 	case RestartVM:
-		in.Severity, in.Words = Hardware, "NVIDIA's catalog: the virtual machine needs a restart"
+		in.Severity, in.Words = Hardware, i18n.Textf("NVIDIA's catalog: the virtual machine needs a restart")
 	case DoubleBitECC:
-		in.Severity, in.Words = Hardware, "an uncorrectable (double-bit) GPU memory error: data in GPU memory may be wrong; the GPU needs a reset, and the error repeating means failing memory"
+		in.Severity, in.Words = Hardware, i18n.Textf("an uncorrectable (double-bit) GPU memory error: data in GPU memory may be wrong; the GPU needs a reset, and the error repeating means failing memory")
 	case NVLink:
-		in.Severity, in.Words = Hardware, "an NVLink fault: traffic between GPUs (NCCL) fails or falls back; the GPU needs a reset"
+		in.Severity, in.Words = Hardware, i18n.Textf("an NVLink fault: traffic between GPUs (NCCL) fails or falls back; the GPU needs a reset")
 	case ReportIssue:
-		in.Severity, in.Words = Hardware, "NVIDIA's catalog: unexpected on current GPUs, report it (to the provider)"
+		in.Severity, in.Words = Hardware, i18n.Textf("NVIDIA's catalog: unexpected on current GPUs, report it (to the provider)")
 	case CheckMechanical:
-		in.Severity, in.Words = Hardware, "NVIDIA's catalog: check power and cooling"
+		in.Severity, in.Words = Hardware, i18n.Textf("NVIDIA's catalog: check power and cooling")
 	case UpdateSoftware:
-		in.Severity, in.Words = Hardware, "NVIDIA's catalog: update the driver or firmware"
+		in.Severity, in.Words = Hardware, i18n.Textf("NVIDIA's catalog: update the driver or firmware")
 	}
 	return in
 }

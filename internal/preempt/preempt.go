@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -23,7 +22,7 @@ import (
 // command with its machine.
 type Notice struct {
 	Cloud  string
-	Detail string
+	Detail i18n.Text
 	Left   time.Duration // time left before the machine goes
 	// Event names what comes when it is not a preemption: "Reboot",
 	// "Redeploy", "Terminate" (Azure), "Host maintenance" (GCP).
@@ -176,13 +175,13 @@ func (a *aws) check(ctx context.Context, c *http.Client) (*Notice, error) {
 				return nil, nil
 			}
 			a.hibernate = true
-			return &Notice{Detail: "hibernate at " + action.Time.Format(time.RFC3339) + " (memory is kept: the command resumes with the instance)", Advisory: true}, nil
+			return &Notice{Detail: i18n.Textf("hibernate at %s (memory is kept: the command resumes with the instance)", action.Time.Format(time.RFC3339)), Advisory: true}, nil
 		}
 		left := time.Until(action.Time)
 		if left <= 0 || left > 2*time.Minute {
 			left = 2 * time.Minute
 		}
-		return &Notice{Detail: action.Action + " at " + action.Time.Format(time.RFC3339), Left: left}, nil
+		return &Notice{Detail: i18n.Textf("%s at %s", action.Action, action.Time.Format(time.RFC3339)), Left: left}, nil
 	}
 	var rec struct {
 		NoticeTime string `json:"noticeTime"`
@@ -191,7 +190,7 @@ func (a *aws) check(ctx context.Context, c *http.Client) (*Notice, error) {
 		return nil, err
 	}
 	a.rebalance = rec.NoticeTime
-	return &Notice{Detail: "rebalance recommendation at " + rec.NoticeTime, Advisory: true}, nil
+	return &Notice{Detail: i18n.Textf("rebalance recommendation at %s", rec.NoticeTime), Advisory: true}, nil
 }
 
 // GCP polls, once a second, instance/preempted (Metadata-Flavor: Google),
@@ -231,7 +230,7 @@ func (g *gcp) check(ctx context.Context, c *http.Client) (*Notice, error) {
 		return nil, err
 	}
 	if v == "TRUE" {
-		return &Notice{Detail: "instance/preempted is TRUE", Left: 30 * time.Second}, nil
+		return &Notice{Detail: i18n.Plain("instance/preempted is TRUE"), Left: 30 * time.Second}, nil
 	}
 	if v, err = g.get(ctx, c, "maintenance-event"); err != nil {
 		return nil, err
@@ -243,10 +242,10 @@ func (g *gcp) check(ctx context.Context, c *http.Client) (*Notice, error) {
 	now := time.Now()
 	if g.since.IsZero() {
 		g.since = now
-		return &Notice{Detail: fmt.Sprintf("host maintenance will stop this VM in about %v (instance/maintenance-event is TERMINATE_ON_HOST_MAINTENANCE)", g.maintenance), Advisory: true}, nil
+		return &Notice{Detail: i18n.Textf("host maintenance will stop this VM in about %v (instance/maintenance-event is TERMINATE_ON_HOST_MAINTENANCE)", g.maintenance), Advisory: true}, nil
 	}
 	if left := g.since.Add(g.maintenance).Sub(now); left <= 2*time.Minute {
-		return &Notice{Detail: "host maintenance (TERMINATE_ON_HOST_MAINTENANCE since " + g.since.UTC().Format(time.RFC3339) + ")",
+		return &Notice{Detail: i18n.Textf("host maintenance (TERMINATE_ON_HOST_MAINTENANCE since %s)", g.since.UTC().Format(time.RFC3339)),
 			Left: max(left, 30*time.Second), Event: "Host maintenance"}, nil
 	}
 	return nil, nil
@@ -357,7 +356,7 @@ func (a *azure) notice(e azureEvent, now time.Time) *Notice {
 			left = 30 * time.Second // the minimum notice a Spot eviction gets
 		}
 	}
-	n := &Notice{Detail: fmt.Sprintf("%s event %s (%s), not before %q", e.EventType, e.EventID, e.EventStatus, e.NotBefore), Left: left}
+	n := &Notice{Detail: i18n.Textf("%s event %s (%s), not before %q", e.EventType, e.EventID, e.EventStatus, e.NotBefore), Left: left}
 	if e.EventType != "Preempt" {
 		n.Event = e.EventType
 	}
@@ -459,7 +458,7 @@ func reclaimAt(ctx context.Context, c *http.Client, url string, h map[string]str
 	if t, err := parse(v); err == nil && time.Until(t) > 0 {
 		left = time.Until(t)
 	}
-	return &Notice{Detail: "spot/termination-time is " + v, Left: left}, nil
+	return &Notice{Detail: i18n.Plain("spot/termination-time is " + v), Left: left}, nil
 }
 
 func or(d, def time.Duration) time.Duration {

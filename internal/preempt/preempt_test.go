@@ -56,7 +56,7 @@ func TestAzureEvents(t *testing.T) {
 			if ev := strings.Replace(tc.want, "-", "", 1); n.Event != ev || n.Left != tc.left || (n.Approve != nil) != tc.approve {
 				t.Errorf("event %q left %v approve %v; want %q, %v, %v", n.Event, n.Left, n.Approve != nil, ev, tc.left, tc.approve)
 			}
-			if !strings.Contains(n.Detail, tc.e.EventID) {
+			if !strings.Contains(n.Detail.String(), tc.e.EventID) {
 				t.Errorf("detail %q does not name the event", n.Detail)
 			}
 		})
@@ -142,7 +142,7 @@ func TestTerminationTime(t *testing.T) {
 	}
 	// Past or unreadable: the shortest notice.
 	body.Store("soon")
-	if n, err := check(ctx, c); err != nil || n == nil || n.Left != 30*time.Second || !strings.Contains(n.Detail, "soon") {
+	if n, err := check(ctx, c); err != nil || n == nil || n.Left != 30*time.Second || !strings.Contains(n.Detail.String(), "soon") {
 		t.Fatalf("unreadable: %+v %v", n, err)
 	}
 }
@@ -160,7 +160,7 @@ func TestAWSHibernate(t *testing.T) {
 	defer srv.Close()
 	a := &aws{base: srv.URL}
 	ctx, c := context.Background(), srv.Client()
-	if n, err := a.check(ctx, c); err != nil || n == nil || !n.Advisory || !strings.Contains(n.Detail, "hibernate") {
+	if n, err := a.check(ctx, c); err != nil || n == nil || !n.Advisory || !strings.Contains(n.Detail.String(), "hibernate") {
 		t.Fatalf("hibernate: %+v %v", n, err)
 	}
 	if n, err := a.check(ctx, c); err != nil || n != nil {
@@ -228,7 +228,7 @@ func TestGCPHostMaintenance(t *testing.T) {
 	g := &gcp{base: srv.URL, maintenance: time.Hour}
 	ctx, c := context.Background(), srv.Client()
 	event.Store("TERMINATE_ON_HOST_MAINTENANCE")
-	if n, err := g.check(ctx, c); err != nil || n == nil || !n.Advisory || !strings.Contains(n.Detail, "about 1h0m0s") {
+	if n, err := g.check(ctx, c); err != nil || n == nil || !n.Advisory || !strings.Contains(n.Detail.String(), "about 1h0m0s") {
 		t.Fatalf("first sight: %+v %v", n, err)
 	}
 	if n, _ := g.check(ctx, c); n != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/preempt"
 )
 
@@ -109,10 +110,10 @@ func TestHostMaintenanceStops(t *testing.T) {
 		}
 		wait("the trainer start", func() bool { return strings.Contains(strings.Join(h.resumes(), " "), "resume") })
 		feed <- preempt.Notice{Cloud: "gcp", Advisory: true,
-			Detail: "host maintenance will stop this VM in about 2m3s (instance/maintenance-event is TERMINATE_ON_HOST_MAINTENANCE)"}
+			Detail: i18n.Plain("host maintenance will stop this VM in about 2m3s (instance/maintenance-event is TERMINATE_ON_HOST_MAINTENANCE)")}
 		wait("the checkpoint asked for on the advice", func() bool { return len(h.committedSteps()) == 1 })
 		feed <- preempt.Notice{Cloud: "gcp", Event: "Host maintenance", Left: 2 * time.Minute,
-			Detail: "host maintenance (TERMINATE_ON_HOST_MAINTENANCE since 2026-12-05T10:00:00Z)"}
+			Detail: i18n.Plain("host maintenance (TERMINATE_ON_HOST_MAINTENANCE since 2026-12-05T10:00:00Z)")}
 	}()
 	ex, err := sup.Run(context.Background(), nil)
 	out := logged()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/preempt"
 )
 
@@ -113,7 +114,7 @@ func TestPreemptionCommandWithoutHandler(t *testing.T) {
 	logged := logTo(&cfg)
 	// The checkpoint takes 1.5 s to write and starts before the notice.
 	cfg.Cmd = []string{"sh", "-c", `cd "$GPURENT_CKPT_DIR" && printf 1 > ckpt-1.bin.tmp && sleep 1.5 && mv ckpt-1.bin.tmp ckpt-1.bin && sleep 30`}
-	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: preempt.Notice{Cloud: "test", Detail: "a notice", Left: 10 * time.Second}}
+	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: preempt.Notice{Cloud: "test", Detail: i18n.Plain("a notice"), Left: 10 * time.Second}}
 	sup, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestPreemptionCommandSavesAndExits(t *testing.T) {
 	// shortens --quiet to that on a notice); the command is gone long before.
 	cfg.Quiet = 2 * time.Second
 	cfg.Cmd = []string{"sh", "-c", `cd "$GPURENT_CKPT_DIR" && trap 'printf 2 > ckpt-2.bin; exit 0' USR1; while :; do sleep 0.02; done`}
-	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: preempt.Notice{Cloud: "test", Detail: "a notice", Left: 10 * time.Second}}
+	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: preempt.Notice{Cloud: "test", Detail: i18n.Plain("a notice"), Left: 10 * time.Second}}
 	sup, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestPreemptionNotStored(t *testing.T) {
 	h := newHarness(t)
 	cfg := h.config(t.TempDir(), &failingBackend{Backend: h.b})
 	cfg.Cmd = []string{"sh", "-c", `cd "$GPURENT_CKPT_DIR" && trap 'printf 2 > ckpt-2.bin; exit 0' USR1; while :; do sleep 0.02; done`}
-	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: preempt.Notice{Cloud: "test", Detail: "a notice", Left: 10 * time.Second}}
+	cfg.Preemption = noticeAfter{after: 300 * time.Millisecond, n: preempt.Notice{Cloud: "test", Detail: i18n.Plain("a notice"), Left: 10 * time.Second}}
 	sup, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
