@@ -549,7 +549,11 @@ func (u *usage) names() []string {
 func (u *usage) warnings() []i18n.Text {
 	out := []i18n.Text{}
 	if len(u.unknown) > 0 {
-		out = append(out, i18n.Textf("unknown, computed as 0: %s", strings.Join(u.unknown, ", ")))
+		names := make([]i18n.Text, len(u.unknown))
+		for i, n := range u.unknown {
+			names[i] = i18n.Data(n) // field paths, and one with a note
+		}
+		out = append(out, i18n.Textf("unknown, computed as 0: %s", i18n.Join(names, ", ")))
 	}
 	return append(out, u.notes...)
 }
@@ -684,7 +688,7 @@ func onDemandBill(p *Profile, o *catalog.Offer) (Bill, bool) {
 		h := inc.Hours()
 		billed = math.Ceil(run/h-1e-9) * h
 	} else {
-		u.unknown = append(u.unknown, "on_demand.increment (no rounding applied)")
+		u.unknown = append(u.unknown, i18n.Key("on_demand.increment (no rounding applied)"))
 	}
 	if m, ok := o.OnDemand.Minimum.Value(); ok {
 		billed = math.Max(billed, m.Hours())

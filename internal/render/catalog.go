@@ -16,10 +16,18 @@ import (
 // the id of the one that supersedes it (by), and the exchange rates' dates.
 func Catalog(w io.Writer, tr *i18n.Printer, offers []catalog.Offer, by map[string]string, rates catalog.Rates) error {
 	tab := report.NewTab(tr.T("ID"), tr.T("PROVIDER"), tr.T("GPU"), tr.T("MEMORY"), tr.T("CUR"), tr.T("HOURLY"), tr.T("SPOT"), tr.T("MONTH"), tr.T("AS OF"))
+	// A fee no source states is "unknown" in the YAML and the JSON; in
+	// the table, in the reader's language.
+	fee := func(f catalog.Fee) string {
+		if _, ok := f.Value(); !ok {
+			return tr.T("unknown")
+		}
+		return f.String()
+	}
 	for _, o := range offers {
 		spot := "-"
 		if o.Spot != nil {
-			spot = o.Spot.Hourly.String()
+			spot = fee(o.Spot.Hourly)
 		}
 		month := "-"
 		for _, s := range o.Subscriptions {
@@ -35,7 +43,7 @@ func Catalog(w io.Writer, tr *i18n.Printer, offers []catalog.Offer, by map[strin
 		if b := by[o.ID]; b != "" {
 			asOf += tr.Tf(" (history: %s supersedes it)", b)
 		}
-		tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), memory, o.Currency, o.OnDemand.Hourly.String(), spot, month, asOf)
+		tab.Row(o.ID, o.Provider, fmt.Sprintf("%s x%d", o.GPU, o.GPUs), memory, o.Currency, fee(o.OnDemand.Hourly), spot, month, asOf)
 	}
 	if err := tab.Write(w); err != nil {
 		return err
