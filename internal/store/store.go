@@ -105,6 +105,12 @@ type Store struct {
 	// pullWait is the first wait before an object whose reading broke
 	// off is read again; it doubles each time.
 	pullWait time.Duration
+	// idMu guards idAt, the time of the last checkpoint id made here:
+	// the next is a millisecond later at least, so that two pushes of
+	// one process in the same millisecond sort in the order made, and
+	// latest is the last one pushed.
+	idMu sync.Mutex
+	idAt time.Time
 }
 
 // New wraps a backend. The crypto may be nil for plaintext.
@@ -128,6 +134,19 @@ func (s *Store) progress(n int64) {
 	if s.opt.Progress != nil && n > 0 {
 		s.opt.Progress(n)
 	}
+}
+
+// checkpointID is newID at t, or a millisecond past the last id this
+// Store made where t is not later than it.
+func (s *Store) checkpointID(t time.Time) string {
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
+	t = t.Truncate(time.Millisecond)
+	if !t.After(s.idAt) {
+		t = s.idAt.Add(time.Millisecond)
+	}
+	s.idAt = t
+	return newID(t)
 }
 
 // newID is a sortable, unique checkpoint id: UTC time to the millisecond
@@ -287,7 +306,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 		jr.close(committed)
 	}()
 	started := s.opt.Now()
-	id, tag := newID(started), ""
+	id, tag := s.checkpointID(started), ""
 	if was, at, ok := jr.adopt(ctx, s, walked); ok {
 		id, started, tag = was, at, resumeTag()
 	} else {

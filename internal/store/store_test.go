@@ -1257,3 +1257,17 @@ func TestOpenRefusesUserinfo(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointIDsSortAsMade: ids made in the same millisecond, or with a
+// clock that steps back, still sort in the order they were made.
+func TestCheckpointIDsSortAsMade(t *testing.T) {
+	s := New(nil, Options{})
+	at := time.Date(2026, 12, 6, 16, 0, 0, 0, time.UTC)
+	var ids []string
+	for _, d := range []time.Duration{0, 0, 100 * time.Microsecond, -time.Second, 5 * time.Millisecond} {
+		ids = append(ids, s.checkpointID(at.Add(d)))
+	}
+	if !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
+		t.Errorf("ids %q do not sort as made", ids)
+	}
+}
