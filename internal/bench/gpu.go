@@ -14,12 +14,12 @@ import (
 func (j *judge) gpu() {
 	g := j.f.GPU
 	if !g.Available || len(g.Devices) == 0 {
-		why := g.Error
-		if why == "" {
-			why = "NVML reports no GPU"
+		why := i18n.Plain(g.Error) // NVML's and the loader's own words
+		if g.Error == "" {
+			why = i18n.Textf("NVML reports no GPU")
 		}
 		c := Check{ID: "gpu.present", Status: Skip, Measured: 0, Expected: nil, Unit: "GPUs",
-			Evidence: i18n.Plain(why), Advice: i18n.Textf("GPU checks skipped: run gpurent bench on the rented GPU machine.")}
+			Evidence: why, Advice: i18n.Textf("GPU checks skipped: run gpurent bench on the rented GPU machine.")}
 		if j.order.GPU != "" || j.order.GPUs > 0 {
 			c.Status = Fail
 			c.Expected = j.expectText()
