@@ -47,3 +47,13 @@ func TestErrorTranslated(t *testing.T) {
 		t.Errorf("English Text with an error: %q", got)
 	}
 }
+
+// TestWrapVerbIndexed: a translation may move a wrapped error with an
+// index (%[2]w); written as a string it is still the error's text.
+func TestWrapVerbIndexed(t *testing.T) {
+	zh := &Printer{lang: Chinese, msgs: map[string]string{"lease %s: %w": "%[2]w（租约 %[1]s）"}}
+	_, statErr := os.Stat(filepath.Join(t.TempDir(), "gone"))
+	if got := zh.Text(Textf("lease %s: %w", "r1", statErr)); strings.Contains(got, "%!") || !strings.Contains(got, "（租约 r1）") {
+		t.Errorf("got %q", got)
+	}
+}

@@ -3,6 +3,7 @@ package i18n
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -63,7 +64,7 @@ func (p *Printer) Text(t Text) string {
 				continue
 			}
 			// Written as a string, an error's %w is its %v.
-			s, format = p.Error(a), strings.ReplaceAll(format, "%w", "%v")
+			s, format = p.Error(a), wrapVerb.ReplaceAllString(format, "%${1}v")
 		default:
 			continue
 		}
@@ -136,3 +137,7 @@ type sentence Text
 // Sentence is t starting a sentence: its first letter upper-case, in a
 // language that has cases.
 func Sentence(t Text) Text { return Text{Format: "%s", Args: []any{sentence(t)}} }
+
+// wrapVerb is a %w verb, with its flags and index (%[2]w): as a string, an
+// error's %w is its %v.
+var wrapVerb = regexp.MustCompile(`%([-+# 0]*\d*(?:\.\d+)?(?:\[\d+\])?)w`)
