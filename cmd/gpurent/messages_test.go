@@ -109,7 +109,7 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 					if fn.Name == "say" && filepath.Base(dir) == "storeconf" { // a store's progress line (Say)
 						arg = 0
 					}
-					if fn.Name == "bad" { // a validation's finding: bad(field, format, ...)
+					if fn.Name == "bad" || (fn.Name == "Problemf" && filepath.Base(dir) == "yamlfile") { // a validation's finding: bad(field, format, ...)
 						arg = 1
 					}
 				case *ast.SelectorExpr:

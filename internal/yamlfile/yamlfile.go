@@ -210,25 +210,25 @@ var (
 
 // kindWanted says in words what a field of Go type typ takes, for yaml's
 // "cannot unmarshal !!str `python ...` into []string"; "" when the type
-// says nothing a user would recognise.
-func kindWanted(typ string) string {
+// says nothing a user would recognise (zero).
+func kindWanted(typ string) i18n.Text {
 	switch {
 	case typ == "[]string":
-		return "want a list, such as [python, train.py]"
+		return i18n.Textf("want a list, such as [python, train.py]")
 	case strings.HasPrefix(typ, "[]"):
-		return "want a list (lines starting with -)"
+		return i18n.Textf("want a list (lines starting with -)")
 	case strings.HasPrefix(typ, "int") || strings.HasPrefix(typ, "uint"):
-		return "want a whole number"
+		return i18n.Textf("want a whole number")
 	case strings.HasPrefix(typ, "float"):
-		return "want a number"
+		return i18n.Textf("want a number")
 	case typ == "bool":
-		return "want true or false"
+		return i18n.Textf("want true or false")
 	case typ == "string":
-		return "want text"
+		return i18n.Textf("want text")
 	case strings.HasPrefix(typ, "map["):
-		return "want a mapping (key: value lines)"
+		return i18n.Textf("want a mapping (key: value lines)")
 	}
-	return ""
+	return i18n.Text{}
 }
 
 // Decode decodes the single YAML document in data into v, rejecting unknown
@@ -285,8 +285,10 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 					fe.Path = path
 				}
 			}
-			if m := typeRe.FindStringSubmatch(fe.Msg); m != nil && kindWanted(m[1]) != "" {
-				fe.Msg += ": " + kindWanted(m[1])
+			if m := typeRe.FindStringSubmatch(fe.Msg); m != nil && !kindWanted(m[1]).IsZero() {
+				// yaml's words, then ours in the reader's language.
+				fe.text = i18n.Textf("%s: %s", i18n.Plain(fe.Msg), kindWanted(m[1]))
+				fe.Msg = fe.text.String()
 			}
 			if u := unknownRe.FindStringSubmatch(fe.Msg); u != nil {
 				fe.Path = ix.atLine(fe.Line, u[1])
