@@ -2,10 +2,11 @@ package initproc
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Init is PID 1's child: this program again, running the command line.
@@ -37,7 +38,7 @@ func Start(argv []string) (*Init, error) {
 	child, err := os.StartProcess("/proc/self/exe", argv, &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
 	if err != nil {
 		signal.Stop(sigc)
-		return nil, fmt.Errorf("start gpurent as PID 1's child: %w", err)
+		return nil, i18n.Errorf("start gpurent as PID 1's child: %w", err)
 	}
 	go func() {
 		// Signal goes through a pidfd: once the child is reaped it fails
@@ -60,7 +61,7 @@ func (i *Init) Wait() (int, error) {
 			continue
 		}
 		if err != nil {
-			return 1, fmt.Errorf("wait for gpurent (pid %d) as PID 1: %w", i.child.Pid, err)
+			return 1, i18n.Errorf("wait for gpurent (pid %d) as PID 1: %w", i.child.Pid, err)
 		}
 		if pid == i.child.Pid {
 			return exitCode(ws), nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
 	"github.com/gpurent/gpurent/internal/compute"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/usage"
@@ -438,7 +439,7 @@ func WriteFacts(path string, f probe.Facts) error {
 		return err
 	}
 	if err := atomicfile.Write(path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("--record %s: %w", path, err)
+		return i18n.Errorf("--record %s: %w", path, err)
 	}
 	return nil
 }

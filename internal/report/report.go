@@ -4,6 +4,7 @@
 package report
 
 import (
+	"github.com/gpurent/gpurent/internal/i18n"
 	"golang.org/x/text/width"
 
 	"encoding/json"
@@ -24,7 +25,7 @@ const (
 // CheckFormat rejects anything but table and json.
 func CheckFormat(f string) error {
 	if f != Table && f != JSON {
-		return fmt.Errorf("-o: unknown format %q: want table or json", f)
+		return i18n.Errorf("-o: unknown format %q: want table or json", f)
 	}
 	return nil
 }
