@@ -17,7 +17,9 @@ type Error struct {
 }
 
 // Errorf is fmt.Errorf with a message the catalog translates. format must
-// be a literal, as for Printer.Tf.
+// be a literal, as for Printer.Tf. The arguments are kept for the
+// translation, made when the error is shown: give values, not things that
+// change after.
 func Errorf(format string, args ...any) error {
 	if strings.Count(format, "%w") > 1 {
 		return fmt.Errorf(format, args...) // translated by its parts
