@@ -61,14 +61,6 @@ func list(items []i18n.Text) i18n.Text {
 	return i18n.Textf("%s%s", i18n.Join(items[:max], "; "), i18n.Textf("; and %d more", len(items)-max))
 }
 
-// plain are names and paths, as they are in every language.
-func plain(xs []string) []i18n.Text {
-	out := make([]i18n.Text, len(xs))
-	for i, x := range xs {
-		out[i] = i18n.Plain(x)
-	}
-	return out
-}
 
 func (j *judger) logins() {
 	c := check.Check{ID: "users.logins", Status: check.Pass, Measured: len(j.f.Logins), Expected: 0, Unit: "other users"}
@@ -339,7 +331,7 @@ func (j *judger) tokenArgs() {
 		c.Evidence = i18n.Textf("a token on the command line, which every account here can read with ps: %s", list(items))
 		if len(names) > 0 {
 			c.Status = check.Fail
-			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; others use this machine (%s)", list(plain(names))))
+			c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; others use this machine (%s)", list(i18n.Plains(names))))
 		}
 		c.Advice = i18n.Textf("Pass tokens in environment variables or files (HF_TOKEN, huggingface-cli login, ~/.aws/credentials), not as arguments, and rotate one others may have read.")
 	}
@@ -361,7 +353,7 @@ func (j *judger) openDirs() {
 		c.Evidence = i18n.Textf("your home, working directory and data directories are closed to other accounts")
 	case len(names) > 0:
 		c.Status = check.Warn
-		c.Evidence = i18n.Textf("open to every account, while others use this machine (%s): %s", list(plain(names)), list(open))
+		c.Evidence = i18n.Textf("open to every account, while others use this machine (%s): %s", list(i18n.Plains(names)), list(open))
 		c.Advice = i18n.Textf("Other people on this machine can list and read what these hold (datasets, checkpoints, code, shell history). chmod 700 them (chmod 700 ~ for the home), or keep your data where only you can reach it.")
 	default:
 		c.Evidence = i18n.Textf("open to every account, but no other account was seen using this machine: %s", list(open))
@@ -535,10 +527,10 @@ func (j *judger) docker() {
 	switch {
 	case len(reach) > 0:
 		c.Status = check.Warn
-		c.Evidence = i18n.Textf("the Docker daemon answers this user at %s", list(plain(reach)))
+		c.Evidence = i18n.Textf("the Docker daemon answers this user at %s", list(i18n.Plains(reach)))
 		c.Advice = i18n.Textf("Whoever reaches the Docker socket is root on the host and can read every container's files; inside a container it means the walls between tenants are thin. Keep your data encrypted.")
 	case len(closed) > 0:
-		c.Evidence = i18n.Textf("a Docker socket exists but does not answer this user: %s", list(plain(closed)))
+		c.Evidence = i18n.Textf("a Docker socket exists but does not answer this user: %s", list(i18n.Plains(closed)))
 	default:
 		c.Evidence = i18n.Textf("no Docker socket")
 	}

@@ -297,10 +297,10 @@ func (j *judge) p2p() {
 	switch {
 	case len(host) > 0:
 		c.Status = Warn
-		c.Evidence = i18n.Textf("peer-to-peer is off between %s", listSome(plains(host), 4))
+		c.Evidence = i18n.Textf("peer-to-peer is off between %s", listSome(i18n.Plains(host), 4))
 		c.Advice = i18n.Textf("The host blocks direct GPU-to-GPU copies (PCIe ACS or an IOMMU between the GPUs, or a driver setting): NCCL and CUDA copy through host memory, at a fraction of the speed. A bare-metal host can disable ACS and the IOMMU for the GPUs; on a VM only the provider can. Where NCCL hangs on such a machine, NCCL_P2P_DISABLE=1 is the workaround.")
 	case len(card) > 0:
-		c.Evidence = i18n.Textf("these cards do not support peer-to-peer (%s): copies between them go through host memory, as NCCL arranges by itself", listSome(plains(card), 2))
+		c.Evidence = i18n.Textf("these cards do not support peer-to-peer (%s): copies between them go through host memory, as NCCL arranges by itself", listSome(i18n.Plains(card), 2))
 	}
 	j.add(c)
 }
@@ -313,14 +313,6 @@ func listSome(xs []i18n.Text, n int) i18n.Text {
 	return i18n.Textf("%s and %d more pairs", i18n.Join(xs[:n], ", "), len(xs)-n)
 }
 
-// plains are names, the same in every language.
-func plains(xs []string) []i18n.Text {
-	out := make([]i18n.Text, len(xs))
-	for i, x := range xs {
-		out[i] = i18n.Plain(x)
-	}
-	return out
-}
 
 // pathLabels are nvidia-smi topo -m's words for NVML's topology levels.
 var pathLabels = map[string]string{"internal": "BRD", "single": "PIX", "multiple": "PXB", "hostbridge": "PHB", "node": "NODE", "system": "SYS"}

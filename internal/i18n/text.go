@@ -90,6 +90,15 @@ func Plural(n int, one, many string) Text {
 // what is left to translate). It is written as it is in every language.
 func Plain(s string) Text { return Text{Format: "%s", Args: []any{s}} }
 
+// Plains is each of xs as Plain text: a list of names or paths.
+func Plains(xs []string) []Text {
+	out := make([]Text, len(xs))
+	for i, x := range xs {
+		out[i] = Plain(x)
+	}
+	return out
+}
+
 // UnmarshalJSON reads a text written by MarshalJSON: its English, as
 // Plain text.
 func (t *Text) UnmarshalJSON(b []byte) error {
