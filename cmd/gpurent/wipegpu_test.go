@@ -76,7 +76,7 @@ func TestWipeGPUSimulated(t *testing.T) {
 
 	code, r, errOut := wipeGPU("residue=4096", nil, "--gpu", "--yes")
 	g0, g1 = two(r)
-	if code != 1 || g0.Status != wipe.GPUInUse || g0.ScrubbedBytes != 0 || !scrubbed(g1) || !strings.Contains(g1.Residue, "held non-zero bytes; the first at") ||
+	if code != 1 || g0.Status != wipe.GPUInUse || g0.ScrubbedBytes != 0 || !scrubbed(g1) || !strings.Contains(g1.Residue.String(), "held non-zero bytes; the first at") ||
 		!strings.Contains(errOut, "the free memory of 1 of 2 GPUs was not scrubbed") {
 		t.Errorf("a driver that leaves old data: exit %d, %+v %+v\n%s", code, g0, g1, errOut)
 	}
@@ -85,7 +85,7 @@ func TestWipeGPUSimulated(t *testing.T) {
 	}
 
 	code, r, _ = wipeGPU("", nil, "--gpu", "--yes")
-	if g0, g1 = two(r); code != 1 || g0.Status != wipe.GPUInUse || g1.Status != wipe.GPUDriverClears || g1.ScrubbedBytes != 0 || !strings.Contains(g1.Residue, ": 0 of ") {
+	if g0, g1 = two(r); code != 1 || g0.Status != wipe.GPUInUse || g1.Status != wipe.GPUDriverClears || g1.ScrubbedBytes != 0 || !strings.Contains(g1.Residue.String(), ": 0 of ") {
 		t.Errorf("a driver that clears memory: exit %d, %+v %+v", code, g0, g1)
 	}
 	code, r, _ = wipeGPU("", nil, "--gpu", "--gpu-force", "--yes")
@@ -94,7 +94,7 @@ func TestWipeGPUSimulated(t *testing.T) {
 	}
 
 	code, r, errOut = wipeGPU("residue=4096", []string{"CUDA_VISIBLE_DEVICES="}, "--gpu", "--gpu-force", "--yes")
-	if g0, g1 = two(r); code != 1 || g0.Status != wipe.GPUFailed || g1.Status != wipe.GPUFailed || g1.Error == "" || !strings.Contains(errOut, "the free memory of 2 of 2 GPUs was not scrubbed") {
+	if g0, g1 = two(r); code != 1 || g0.Status != wipe.GPUFailed || g1.Status != wipe.GPUFailed || g1.Error.IsZero() || !strings.Contains(errOut, "the free memory of 2 of 2 GPUs was not scrubbed") {
 		t.Errorf("GPUs CUDA does not show: exit %d, %+v %+v\n%s", code, g0, g1, errOut)
 	}
 
@@ -106,7 +106,7 @@ func TestWipeGPUSimulated(t *testing.T) {
 	// container's job): the scrub sees the memory taken and leaves both.
 	code, r, _ = wipeGPU("residue=4096 other=10737418240", nil, "--gpu", "--yes")
 	if g0, g1 = two(r); code != 1 || g0.Status != wipe.GPUInUse || g1.Status != wipe.GPUInUse || g1.ScrubbedBytes != 0 ||
-		!strings.Contains(g1.Error, "though NVML names no process") {
+		!strings.Contains(g1.Error.String(), "though NVML names no process") {
 		t.Errorf("memory taken, no process named: exit %d, %+v %+v", code, g0, g1)
 	}
 

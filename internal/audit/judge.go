@@ -61,7 +61,6 @@ func list(items []i18n.Text) i18n.Text {
 	return i18n.Textf("%s%s", i18n.Join(items[:max], "; "), i18n.Textf("; and %d more", len(items)-max))
 }
 
-
 func (j *judger) logins() {
 	c := check.Check{ID: "users.logins", Status: check.Pass, Measured: len(j.f.Logins), Expected: 0, Unit: "other users"}
 	var now, recent []i18n.Text

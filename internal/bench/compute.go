@@ -118,7 +118,7 @@ func (j *judge) computeResult(p string, res compute.Results, r compute.Result, d
 	if r.Timing.N > 0 {
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf(" (median of %d, spread %.1f%%)", r.Timing.N, r.Timing.Spread*100))
 	}
-	if r.Notes != "" {
+	if !r.Notes.IsZero() {
 		c.Evidence = i18n.Textf("%s%s", c.Evidence, i18n.Textf("; %s", r.Notes))
 	}
 	if r.Error != "" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/compute"
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
@@ -264,7 +265,7 @@ func probedGEMM(f probe.Facts, sustained []float64, allocGiB, bf16 float64) prob
 	f.Compute = []compute.Results{{Backend: "cuda", Index: 0, Available: true, Device: "NVIDIA H100 80GB HBM3", Driver: "CUDA 13.0",
 		Results: []compute.Result{
 			{Probe: compute.ProbeResidue, Value: 0, Unit: "bytes", Timing: compute.Summary{N: 1, Median: 96.4},
-				Notes: "read 78.0 MiB in 1248 samples over 77.60 GiB of fresh allocations before writing them: 0 of 1248 samples held non-zero bytes"},
+				Notes: i18n.Plain("read 78.0 MiB in 1248 samples over 77.60 GiB of fresh allocations before writing them: 0 of 1248 samples held non-zero bytes")},
 			{Probe: compute.ProbeFP32, Precision: "fp32", Value: 60.3, Unit: "TFLOPS", Timing: compute.Summary{N: 5, Median: 20.1, Spread: 0.004}},
 			{Probe: compute.ProbeBF16, Precision: "bf16", Value: 603, Unit: "TFLOPS", Timing: compute.Summary{N: 5, Median: 20.0, Spread: 0.003}},
 			{Probe: compute.ProbeFP8, Precision: "fp8", Error: "FP8 kernels did not load (PTX 8.4 needs a CUDA 12.4 or newer driver): CUDA_ERROR_UNSUPPORTED_PTX_VERSION", Unit: "TFLOPS"},
@@ -308,7 +309,7 @@ func soakRun(f *probe.Facts, gpu int, tflops, watts, smMHz func(t float64) float
 	sum := compute.Summarize(tf)
 	f.Compute[gpu].Results = append(f.Compute[gpu].Results, compute.Result{Probe: compute.ProbeSoak, Unit: "TFLOPS", Value: sum.Median,
 		Timing: compute.Summary{N: len(tf), Median: sum.Median, Spread: sum.Spread}, Soak: s,
-		Notes: fmt.Sprintf("%s loop for 120.0 s: %d iterations over 560 results in 70.4 GiB, each compared with the first (tolerance 1/64 of size + 1); 64 of the first result's elements checked against FP64 on the CPU", s.GEMM, s.Iterations)})
+		Notes: i18n.Plain(fmt.Sprintf("%s loop for 120.0 s: %d iterations over 560 results in 70.4 GiB, each compared with the first (tolerance 1/64 of size + 1); 64 of the first result's elements checked against FP64 on the CPU", s.GEMM, s.Iterations))})
 }
 
 func steady(v float64) func(float64) float64 { return func(float64) float64 { return v } }
@@ -316,7 +317,7 @@ func steady(v float64) func(float64) float64 { return func(float64) float64 { re
 // memtested adds a clean memory test of 77.6 GiB to gpu's results.
 func memtested(f *probe.Facts, gpu int) *compute.Result {
 	f.Compute[gpu].Results = append(f.Compute[gpu].Results, compute.Result{Probe: compute.ProbeMemtest, Unit: "words", Timing: compute.Summary{N: 73, Median: 41.5},
-		Notes: "73 passes over 77.60 GiB (98% of the 79.15 GiB free) in 3.6 s: walking ones, own address, moving inversions, random (seed 0x5eed); 2008 GB/s median, 1961 GB/s slowest pass"})
+		Notes: i18n.Plain("73 passes over 77.60 GiB (98% of the 79.15 GiB free) in 3.6 s: walking ones, own address, moving inversions, random (seed 0x5eed); 2008 GB/s median, 1961 GB/s slowest pass")})
 	return &f.Compute[gpu].Results[len(f.Compute[gpu].Results)-1]
 }
 
@@ -614,7 +615,7 @@ func fixtures() []fixture {
 				f := probed(healthyH100(), launches(2000, 0), 77.6)
 				r := &f.Compute[0].Results[0]
 				r.Value = 1248 * 4096
-				r.Notes = "read 78.0 MiB in 1248 samples over 77.60 GiB of fresh allocations before writing them: 1248 of 1248 samples held non-zero bytes; the first at 0.00 GiB into the memory sampled"
+				r.Notes = i18n.Plain("read 78.0 MiB in 1248 samples over 77.60 GiB of fresh allocations before writing them: 1248 of 1248 samples held non-zero bytes; the first at 0.00 GiB into the memory sampled")
 				return f
 			}},
 		// bench --soak 2m --memtest on a healthy card: 650 of 700 W, the
@@ -675,9 +676,9 @@ func fixtures() []fixture {
 				f := probed(healthyH100(), launches(2000, 0), 77.6)
 				m := memtested(&f, 0)
 				m.Value = 3
-				m.Notes += "; walking one, bit 5: 1 words wrong at 0x7f2a6bc00000-0x7f2a6bc00003 (0.684 GiB into the memory tested), bits 0x20; " +
+				m.Notes = i18n.Plain(m.Notes.String() + "; walking one, bit 5: 1 words wrong at 0x7f2a6bc00000-0x7f2a6bc00003 (0.684 GiB into the memory tested), bits 0x20; " +
 					"moving inversions 0x55555555: 1 words wrong at 0x7f2a6bc00000-0x7f2a6bc00003 (0.684 GiB into the memory tested), bits 0x20; " +
-					"random, seed 0x5eed: 1 words wrong at 0x7f2a6bc00000-0x7f2a6bc00003 (0.684 GiB into the memory tested), bits 0x20"
+					"random, seed 0x5eed: 1 words wrong at 0x7f2a6bc00000-0x7f2a6bc00003 (0.684 GiB into the memory tested), bits 0x20")
 				return f
 			}},
 		// Two H100s soaked at once: the second delivers 15% less.

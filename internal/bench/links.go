@@ -313,7 +313,6 @@ func listSome(xs []i18n.Text, n int) i18n.Text {
 	return i18n.Textf("%s and %d more pairs", i18n.Join(xs[:n], ", "), len(xs)-n)
 }
 
-
 // pathLabels are nvidia-smi topo -m's words for NVML's topology levels.
 var pathLabels = map[string]string{"internal": "BRD", "single": "PIX", "multiple": "PXB", "hostbridge": "PHB", "node": "NODE", "system": "SYS"}
 

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // Probe names, shared by every backend so results can be compared.
@@ -38,7 +40,7 @@ type Result struct {
 	// WallMs is how long the probe took on the host's clock, set-up
 	// included: what it adds to bench's running time.
 	WallMs     float64     `json:"wall_ms,omitempty"`
-	Notes      string      `json:"notes,omitempty"`
+	Notes      i18n.Text   `json:"notes,omitempty"`
 	Error      string      `json:"error,omitempty"`
 	Contention *Contention `json:"contention,omitempty"`
 	Soak       *Soak       `json:"soak,omitempty"`

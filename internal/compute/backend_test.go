@@ -119,14 +119,14 @@ func torchScriptSimulated(t *testing.T, api, how string) {
 			t.Errorf("%s = %+v, want %.0f", probe, got, w)
 		}
 	}
-	if g := r.Find(ProbeGEMMTF32); g == nil || g.Precision != "tf32" || !strings.Contains(g.Notes, how) {
+	if g := r.Find(ProbeGEMMTF32); g == nil || g.Precision != "tf32" || !strings.Contains(g.Notes.String(), how) {
 		t.Errorf("tf32: %+v", g)
 	}
 	// 80 GiB, a 1.6 GiB margin: 79 allocations (the last 0.4 GiB), 16
 	// samples of 64 KiB each, all zero.
 	if z := r.Find(ProbeResidue); z == nil || z.Error != "" || z.Value != 0 || z.Unit != "bytes" ||
-		!strings.HasPrefix(z.Notes, "read 79.0 MiB in 1264 samples over 78.40 GiB of fresh allocations before writing them, in ") ||
-		!strings.HasSuffix(z.Notes, " ms: 0 of 1264 samples held non-zero bytes") {
+		!strings.HasPrefix(z.Notes.String(), "read 79.0 MiB in 1264 samples over 78.40 GiB of fresh allocations before writing them, in ") ||
+		!strings.HasSuffix(z.Notes.String(), " ms: 0 of 1264 samples held non-zero bytes") {
 		t.Errorf("residue: %+v", z)
 	}
 	if len(r.Results) != len(want)+1 {
@@ -145,8 +145,8 @@ func TestTorchResidueSimulated(t *testing.T) {
 	r := Torch{}.Run(context.Background(), Options{Probes: []string{ProbeResidue, ProbeCopy}})
 	d := r.Find(ProbeResidue)
 	if d == nil || d.Error != "" || d.Value != 49*16*4096 ||
-		!strings.HasPrefix(d.Notes, "read 49.0 MiB in 784 samples over 49.00 GiB of fresh allocations before writing them, in ") ||
-		!strings.Contains(d.Notes, " ms: 784 of 784 samples held non-zero bytes; the first at 0.0") {
+		!strings.HasPrefix(d.Notes.String(), "read 49.0 MiB in 784 samples over 49.00 GiB of fresh allocations before writing them, in ") ||
+		!strings.Contains(d.Notes.String(), " ms: 784 of 784 samples held non-zero bytes; the first at 0.0") {
 		t.Errorf("residue: %+v", d)
 	}
 	// The memory is free again for the probes after it: in 1.5 GiB, a

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // CPU is the host backend: it runs the same pipeline without a GPU. Its
@@ -36,7 +38,7 @@ func (CPU) Run(ctx context.Context, opt Options) Results {
 // rows over all threads: 2n³ FLOPs. It is plain Go, not BLAS: a floor for
 // the host's arithmetic, not its peak.
 func cpuGEMM(ctx context.Context, n, reps int) Result {
-	r := Result{Probe: ProbeGEMMFP32, Precision: "fp32", Unit: "GFLOPS", Notes: fmt.Sprintf("pure Go %d³ FP32 GEMM (i-k-j), not BLAS", n)}
+	r := Result{Probe: ProbeGEMMFP32, Precision: "fp32", Unit: "GFLOPS", Notes: i18n.Textf("pure Go %d³ FP32 GEMM (i-k-j), not BLAS", n)}
 	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
 	for i := range a {
 		a[i], b[i] = float32(i%7)*0.5, float32(i%5)*0.25
@@ -81,7 +83,7 @@ func cpuGEMM(ctx context.Context, n, reps int) Result {
 
 // cpuCopy copies a buffer of n bytes: bytes counted read + written.
 func cpuCopy(ctx context.Context, n, reps int) Result {
-	r := Result{Probe: ProbeCopy, Unit: "GB/s", Notes: fmt.Sprintf("copy() of %d MiB; bytes counted read + written", n>>20)}
+	r := Result{Probe: ProbeCopy, Unit: "GB/s", Notes: i18n.Textf("copy() of %d MiB; bytes counted read + written", n>>20)}
 	src, dst := make([]byte, n), make([]byte, n)
 	for i := range src {
 		src[i] = byte(i)

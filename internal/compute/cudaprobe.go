@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // CUDA is the backend that measures through the CUDA driver API with the
@@ -218,7 +220,7 @@ func (p *cudaProber) fp32() Result {
 	r := p.throughput(ProbeFP32, "fp32", f, grid, block,
 		func(it float64) float64 { return float64(grid) * float64(block) * it * 8 * 2 },
 		func(it int) []uint64 { return []uint64{p.scratch, uint64(uint32(it)), uint64(math.Float32bits(1.5))} })
-	r.Notes = "8 independent register FMA chains per thread; 2 FLOPs per FMA"
+	r.Notes = i18n.Textf("8 independent register FMA chains per thread; 2 FLOPs per FMA")
 	return r
 }
 
@@ -299,7 +301,7 @@ func (p *cudaProber) tensor(prec string) Result {
 	out := p.throughput(probe, prec, f, grid, block,
 		func(it float64) float64 { return warps * it * 4 * 2 * mnk },
 		func(it int) []uint64 { return []uint64{p.scratch, uint64(uint32(it))} })
-	out.Notes = "mma.sync with register operands, FP32 accumulate; mma.sync does not reach Hopper's wgmma peak"
+	out.Notes = i18n.Textf("mma.sync with register operands, FP32 accumulate; mma.sync does not reach Hopper's wgmma peak")
 	return out
 }
 
@@ -409,7 +411,7 @@ func (p *cudaProber) gemm(g gemmPrecision) Result {
 	defer run.close()
 	n := run.n
 	r = p.repeat(r, 2*float64(n*n*n)/1e12, run.enqueue)
-	r.Notes = fmt.Sprintf("%s %d³ GEMM, %s, heuristic's first algorithm, %d MiB workspace; 2·n³ FLOPs", p.lt, n, g.what, gemmWorkspace>>20)
+	r.Notes = i18n.Textf("%s %d³ GEMM, %s, heuristic's first algorithm, %d MiB workspace; 2·n³ FLOPs", p.lt, n, g.what, gemmWorkspace>>20)
 	return r
 }
 
@@ -497,7 +499,7 @@ func (p *cudaProber) deviceCopy(probe, what string, move func(in, out, n uint64)
 	defer p.c.free(in)
 	defer p.c.free(out)
 	r = p.repeat(r, 2*float64(n)/1e9, func() error { return move(in, out, n) })
-	r.Notes = fmt.Sprintf("%s of %d MiB; bytes counted read + written", what, n>>20)
+	r.Notes = i18n.Textf("%s of %d MiB; bytes counted read + written", what, n>>20)
 	return r
 }
 
@@ -525,7 +527,7 @@ func (p *cudaProber) hostCopy(toDevice bool) Result {
 		op = func() error { return p.c.check("cuMemcpyHtoD_v2", uintptr(dev), host, uintptr(n)) }
 	}
 	r = p.repeat(r, float64(n)/1e9, op)
-	r.Notes = fmt.Sprintf("%d MiB pinned host buffer (cuMemHostAlloc), synchronous copies", n>>20)
+	r.Notes = i18n.Textf("%d MiB pinned host buffer (cuMemHostAlloc), synchronous copies", n>>20)
 	return r
 }
 
@@ -541,7 +543,7 @@ func (p *cudaProber) alloc() Result {
 	}
 	margin := allocMargin(total)
 	if free <= margin {
-		r.Notes = fmt.Sprintf("free %.2f GiB of %.2f GiB total: nothing to allocate beyond the margin", gibf(free), gibf(total))
+		r.Notes = i18n.Textf("free %.2f GiB of %.2f GiB total: nothing to allocate beyond the margin", gibf(free), gibf(total))
 		return r
 	}
 	want := free - margin
@@ -567,7 +569,7 @@ func (p *cudaProber) alloc() Result {
 	}
 	r.Value = gibf(got)
 	r.Timing = Summary{N: 1, Median: float64(time.Since(start).Milliseconds())}
-	r.Notes = fmt.Sprintf("cuMemGetInfo: free %.2f GiB of %.2f GiB total; allocated and touched %.2f GiB (margin %.2f GiB)",
+	r.Notes = i18n.Textf("cuMemGetInfo: free %.2f GiB of %.2f GiB total; allocated and touched %.2f GiB (margin %.2f GiB)",
 		gibf(free), gibf(total), gibf(got), gibf(margin))
 	return r
 }
@@ -622,7 +624,7 @@ func (c *cudaLib) residue() Result {
 	defer pin.Unpin()
 	var got, read, dirty uint64
 	var samples, dirtySamples int
-	first, short := "", ""
+	var first, short i18n.Text
 	start := time.Now()
 	for got < free-margin {
 		n := min(uint64(1<<30), free-margin-got)
@@ -634,7 +636,7 @@ func (c *cudaLib) residue() Result {
 				r.Error = err.Error()
 				return r
 			}
-			short = fmt.Sprintf("; only %.2f of the %.2f GiB free beyond the margin could be allocated", gibf(got), gibf(free-margin))
+			short = i18n.Textf("; only %.2f of the %.2f GiB free beyond the margin could be allocated", gibf(got), gibf(free-margin))
 			break
 		}
 		ptrs = append(ptrs, d)
@@ -653,8 +655,8 @@ func (c *cudaLib) residue() Result {
 			samples++
 			if nz := nonZero(buf[:size]); nz > 0 {
 				dirty += nz
-				if dirtySamples++; first == "" {
-					first = fmt.Sprintf("; the first at %.2f GiB into the memory sampled", gibf(got+off))
+				if dirtySamples++; first.IsZero() {
+					first = i18n.Textf("; the first at %.2f GiB into the memory sampled", gibf(got+off))
 				}
 			}
 		}
@@ -666,7 +668,7 @@ func (c *cudaLib) residue() Result {
 	}
 	r.Value = float64(dirty)
 	r.Timing = Summary{N: 1, Median: float64(time.Since(start).Microseconds()) / 1e3}
-	r.Notes = fmt.Sprintf("read %.1f MiB in %d samples over %.2f GiB of fresh allocations before writing them, in %.0f ms: %d of %d samples held non-zero bytes%s%s",
+	r.Notes = i18n.Textf("read %.1f MiB in %d samples over %.2f GiB of fresh allocations before writing them, in %.0f ms: %d of %d samples held non-zero bytes%s%s",
 		float64(read)/(1<<20), samples, gibf(got), r.Timing.Median, dirtySamples, samples, first, short)
 	return r
 }
@@ -763,7 +765,7 @@ func (p *cudaProber) sustained(ctx context.Context) Result {
 	r.Contention = &c
 	r.Timing = Summarize(ms)
 	r.Value = c.P50Ms
-	r.Notes = fmt.Sprintf("%d launches of an FP32 FMA kernel (%d blocks of %d threads) over %s", len(ms), grid, block, dur)
+	r.Notes = i18n.Textf("%d launches of an FP32 FMA kernel (%d blocks of %d threads) over %s", len(ms), grid, block, dur)
 	return r
 }
 

@@ -104,7 +104,7 @@ func TestCUDABackendSimulated(t *testing.T) {
 			t.Errorf("%s: %d repetitions, want 5 in quick mode", probe, got.Timing.N)
 		}
 	}
-	if g := r.Find(ProbeGEMMBF16); g != nil && !strings.Contains(g.Notes, "cuBLASLt 12.6.4") {
+	if g := r.Find(ProbeGEMMBF16); g != nil && !strings.Contains(g.Notes.String(), "cuBLASLt 12.6.4") {
 		t.Errorf("GEMM notes: %q", g.Notes)
 	}
 	// Compute capability 9.0 has no FP8 mma.sync (fp8MMA); 8.9 has.
@@ -147,8 +147,8 @@ func TestCUDAResidueSimulated(t *testing.T) {
 	r := clean.Run(context.Background(), Options{Probes: []string{ProbeResidue, ProbeAlloc}})
 	z := r.Find(ProbeResidue)
 	if z == nil || z.Error != "" || z.Value != 0 || z.Unit != "bytes" ||
-		!strings.HasPrefix(z.Notes, "read 48.0 MiB in 768 samples over 48.00 GiB of fresh allocations before writing them, in ") ||
-		!strings.HasSuffix(z.Notes, " ms: 0 of 768 samples held non-zero bytes") {
+		!strings.HasPrefix(z.Notes.String(), "read 48.0 MiB in 768 samples over 48.00 GiB of fresh allocations before writing them, in ") ||
+		!strings.HasSuffix(z.Notes.String(), " ms: 0 of 768 samples held non-zero bytes") {
 		t.Fatalf("a scrubbing driver: %+v", z)
 	}
 	cfg.Residue = 4096
@@ -157,7 +157,7 @@ func TestCUDAResidueSimulated(t *testing.T) {
 	d := r.Find(ProbeResidue)
 	// Each sample sits at a random whole MiB of its 64 MiB stretch, the
 	// first within the first 64 MiB.
-	if d == nil || d.Error != "" || d.Value != 48*16*4096 || !strings.Contains(d.Notes, "768 of 768 samples held non-zero bytes; the first at 0.0") {
+	if d == nil || d.Error != "" || d.Value != 48*16*4096 || !strings.Contains(d.Notes.String(), "768 of 768 samples held non-zero bytes; the first at 0.0") {
 		t.Errorf("a driver that does not scrub: %+v", d)
 	}
 	// alloc, which runs after it, still finds the memory free again.
@@ -220,7 +220,7 @@ func TestCUDABackendSimulatedMissingSymbols(t *testing.T) {
 	if f := r.Find(ProbeFP32); f == nil || f.Error != "" || math.Abs(f.Value-60)/60 > 0.01 || f.Timing.N != 10 {
 		t.Errorf("FP32 on a 12.6 driver in full mode: %+v", f)
 	}
-	if c := r.Find(ProbeCopy); c == nil || !strings.Contains(c.Notes, "1024 MiB") {
+	if c := r.Find(ProbeCopy); c == nil || !strings.Contains(c.Notes.String(), "1024 MiB") {
 		t.Errorf("full mode copies 1 GiB: %+v", c)
 	}
 	if st := stats(); st.LiveAllocs != 0 || st.LiveEvents != 0 || st.CtxRefs != 0 || st.BadCalls != 0 {

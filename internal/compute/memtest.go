@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // ProbeMemtest is the memory test bench runs with --memtest: pattern
@@ -223,12 +225,12 @@ func (p *cudaProber) memtest(ctx context.Context, m memtestMemory) []Result {
 		return fail(err)
 	}
 	var dirty, dirtyWords uint64
-	where := ""
+	var where i18n.Text
 	var off uint64
 	for i, pc := range ps {
 		r := k.host[i]
-		if r.words() > 0 && where == "" {
-			where = fmt.Sprintf("; the first at %.2f GiB into the memory read", gibf(off+4*r.first()))
+		if r.words() > 0 && where.IsZero() {
+			where = i18n.Textf("; the first at %.2f GiB into the memory read", gibf(off+4*r.first()))
 		}
 		dirty += r[1]
 		dirtyWords += r.words()
@@ -236,7 +238,7 @@ func (p *cudaProber) memtest(ctx context.Context, m memtestMemory) []Result {
 	}
 	res.Value = float64(dirty)
 	res.Timing = Summary{N: 1, Median: float64(time.Since(start).Microseconds()) / 1e3}
-	res.Notes = fmt.Sprintf("read all %.2f GiB of fresh allocations (%.0f%% of the %.2f GiB free) before writing them, with a kernel, in %.0f ms: %d words held non-zero bytes%s",
+	res.Notes = i18n.Textf("read all %.2f GiB of fresh allocations (%.0f%% of the %.2f GiB free) before writing them, with a kernel, in %.0f ms: %d words held non-zero bytes%s",
 		gibf(tested), 100*float64(tested)/float64(free), gibf(free), res.Timing.Median, dirtyWords, where)
 
 	seed := rand.Uint32()
@@ -273,26 +275,26 @@ func (p *cudaProber) memtest(ctx context.Context, m memtestMemory) []Result {
 	mt.Value = float64(wrong)
 	mt.Timing = Summarize(ms)
 	gbs := Summarize(rates)
-	mt.Notes = fmt.Sprintf("%d passes over %.2f GiB (%.0f%% of the %.2f GiB free) in %.1f s: walking ones, own address, moving inversions, random (seed %#x); %.0f GB/s median, %.0f GB/s slowest pass",
+	mt.Notes = i18n.Textf("%d passes over %.2f GiB (%.0f%% of the %.2f GiB free) in %.1f s: walking ones, own address, moving inversions, random (seed %#x); %.0f GB/s median, %.0f GB/s slowest pass",
 		len(ms), gibf(tested), 100*float64(tested)/float64(free), gibf(free), time.Since(start).Seconds(), seed, gbs.Median, slices.Min(rates))
 	if len(findings) > 0 {
-		mt.Notes += "; " + describeFindings(findings)
+		mt.Notes = i18n.Textf("%s; %s", mt.Notes, describeFindings(findings))
 	}
 	return []Result{res, mt}
 }
 
 // describeFindings names where the memory test found words wrong: the
 // first few (pass, words, address range, offset, bits), then a count.
-func describeFindings(fs []memtestFinding) string {
-	var parts []string
+func describeFindings(fs []memtestFinding) i18n.Text {
+	var parts []i18n.Text
 	for i, f := range fs {
 		if i == 4 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(fs)-i))
+			parts = append(parts, i18n.Textf("and %d more", len(fs)-i))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s: %d words wrong at %#x-%#x (%.3f GiB into the memory tested), bits %#x", f.pass, f.words, f.first, f.last+3, gibf(f.offset), f.bits))
+		parts = append(parts, i18n.Textf("%s: %d words wrong at %#x-%#x (%.3f GiB into the memory tested), bits %#x", f.pass, f.words, f.first, f.last+3, gibf(f.offset), f.bits))
 	}
-	return strings.Join(parts, "; ")
+	return i18n.Join(parts, "; ")
 }
 
 // sweep launches one pass over every piece, each check into its piece's

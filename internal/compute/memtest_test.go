@@ -23,10 +23,10 @@ func TestCUDAMemtestSimulated(t *testing.T) {
 	if z == nil || mt == nil || z.Error != "" || mt.Error != "" || z.Value != 0 || mt.Value != 0 {
 		t.Fatalf("a clean card: %+v\n%+v", z, mt)
 	}
-	if !strings.HasPrefix(z.Notes, "read all 48.00 GiB of fresh allocations (98% of the 49.00 GiB free) before writing them") {
+	if !strings.HasPrefix(z.Notes.String(), "read all 48.00 GiB of fresh allocations (98% of the 49.00 GiB free) before writing them") {
 		t.Errorf("residue over all of it: %s", z.Notes)
 	}
-	if !strings.HasPrefix(mt.Notes, "73 passes over ") || mt.Timing.N != 73 {
+	if !strings.HasPrefix(mt.Notes.String(), "73 passes over ") || mt.Timing.N != 73 {
 		t.Errorf("memtest notes: %s (%d timings)", mt.Notes, mt.Timing.N)
 	}
 	if st := stats(); st.LiveAllocs != 0 || st.BadCalls != 0 || st.LiveEvents != 0 {
@@ -43,7 +43,7 @@ func TestCUDAMemtestSimulated(t *testing.T) {
 		t.Fatalf("dirty residue: %+v", d)
 	}
 	mibs = d.Value / 4096
-	if mibs < 47*1024 || mibs > 48*1024 || !strings.Contains(d.Notes, fmt.Sprintf("%d words held non-zero bytes; the first at 0.00 GiB", int(mibs)*1024)) {
+	if mibs < 47*1024 || mibs > 48*1024 || !strings.Contains(d.Notes.String(), fmt.Sprintf("%d words held non-zero bytes; the first at 0.00 GiB", int(mibs)*1024)) {
 		t.Errorf("dirty residue over all of it: %v bytes, %s", d.Value, d.Notes)
 	}
 	if m := r.Find(ProbeMemtest); m == nil || m.Value != 0 {
@@ -59,10 +59,10 @@ func TestCUDAMemtestSimulated(t *testing.T) {
 	}
 	// The first finding: walking one over bit 5, the first piece, word
 	// 700 MiB / 4 into it, 0.684 GiB into the memory tested.
-	if !strings.Contains(m.Notes, "walking one, bit 5: 1 words wrong at 0x") || !strings.Contains(m.Notes, "(0.684 GiB into the memory tested), bits 0x20") {
+	if !strings.Contains(m.Notes.String(), "walking one, bit 5: 1 words wrong at 0x") || !strings.Contains(m.Notes.String(), "(0.684 GiB into the memory tested), bits 0x20") {
 		t.Errorf("findings: %s", m.Notes)
 	}
-	if strings.Contains(m.Notes, "walking one, bit 4:") {
+	if strings.Contains(m.Notes.String(), "walking one, bit 4:") {
 		t.Errorf("bit 4 is healthy: %s", m.Notes)
 	}
 	if z := r.Find(ProbeResidue); z == nil || z.Value != 0 {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // ProbeSoak is bench --soak: a GEMM loop for minutes, every result
@@ -215,10 +217,10 @@ func (p *cudaProber) soak(ctx context.Context, d time.Duration) Result {
 		sum := Summarize(tf)
 		r.Value, r.Timing = sum.Median, Summary{N: len(tf), Median: sum.Median, Spread: sum.Spread}
 	}
-	r.Notes = fmt.Sprintf("%s loop for %.1f s: %d iterations over %d results in %.1f GiB, each compared with the first (tolerance 1/64 of size + 1); %d of the first result's elements checked against FP64 on the CPU",
+	r.Notes = i18n.Textf("%s loop for %.1f s: %d iterations over %d results in %.1f GiB, each compared with the first (tolerance 1/64 of size + 1); %d of the first result's elements checked against FP64 on the CPU",
 		s.GEMM, s.Seconds, s.Iterations, s.Slots, s.MemoryGiB, s.ReferenceChecked)
 	if f := s.FP32; f != nil {
-		r.Notes += fmt.Sprintf("; beside it %s, one after each batch: %d iterations, checked the same way", f.GEMM, f.Iterations)
+		r.Notes = i18n.Textf("%s%s", r.Notes, i18n.Textf("; beside it %s, one after each batch: %d iterations, checked the same way", f.GEMM, f.Iterations))
 	}
 	return r
 }

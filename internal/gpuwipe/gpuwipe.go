@@ -72,12 +72,12 @@ func Scrub(ctx context.Context, planned []wipe.GPU, force bool, save func([]wipe
 		}
 	}
 	for i := range gs {
-		gs[i].Status, gs[i].Error = wipe.GPUNotRun, ""
+		gs[i].Status, gs[i].Error = wipe.GPUNotRun, i18n.Textf("")
 	}
 	buses, err := compute.CUDA{}.Devices()
 	if err != nil {
 		for i := range gs {
-			gs[i].Status, gs[i].Error = wipe.GPUFailed, err.Error()
+			gs[i].Status, gs[i].Error = wipe.GPUFailed, i18n.Textf("%v", err)
 		}
 		save(gs)
 		return gs
@@ -95,15 +95,15 @@ func Scrub(ctx context.Context, planned []wipe.GPU, force bool, save func([]wipe
 		}
 		g := &gs[at]
 		if ctx.Err() != nil {
-			g.Status, g.Error = wipe.GPUNotRun, "the wipe was interrupted before this GPU"
+			g.Status, g.Error = wipe.GPUNotRun, i18n.Textf("the wipe was interrupted before this GPU")
 			continue
 		}
 		scrubOne(ctx, g, cudaIndex, force)
 		save(gs)
 	}
 	for i := range gs {
-		if gs[i].Status == wipe.GPUNotRun && gs[i].Error == "" {
-			gs[i].Status, gs[i].Error = wipe.GPUFailed, "CUDA does not show this GPU to this process (CUDA_VISIBLE_DEVICES?), so its memory was not reached"
+		if gs[i].Status == wipe.GPUNotRun && gs[i].Error.IsZero() {
+			gs[i].Status, gs[i].Error = wipe.GPUFailed, i18n.Textf("CUDA does not show this GPU to this process (CUDA_VISIBLE_DEVICES?), so its memory was not reached")
 		}
 	}
 	save(gs)
@@ -114,16 +114,16 @@ func Scrub(ctx context.Context, planned []wipe.GPU, force bool, save func([]wipe
 func scrubOne(ctx context.Context, g *wipe.GPU, cudaIndex int, force bool) {
 	switch {
 	case g.MIG:
-		g.Status, g.Error = wipe.GPUFailed, "MIG is on: wipe --gpu does not scrub MIG instances (CUDA shows them all at the card's address, so they cannot be told apart); reset the card's MIG mode, which clears it, or release the machine as it is"
+		g.Status, g.Error = wipe.GPUFailed, i18n.Textf("MIG is on: wipe --gpu does not scrub MIG instances (CUDA shows them all at the card's address, so they cannot be told apart); reset the card's MIG mode, which clears it, or release the machine as it is")
 		return
 	case len(g.HeldBy) > 0 && !force:
-		g.Status, g.Error = wipe.GPUInUse, "processes hold memory on this GPU, or NVML cannot say, and the scrub would take every free byte from under them for a few seconds (an out-of-memory crash for a job still running): stop them and run wipe --gpu again, or give --gpu-force"
+		g.Status, g.Error = wipe.GPUInUse, i18n.Textf("processes hold memory on this GPU, or NVML cannot say, and the scrub would take every free byte from under them for a few seconds (an out-of-memory crash for a job still running): stop them and run wipe --gpu again, or give --gpu-force")
 		return
 	}
 	s := compute.CUDA{}.Scrub(ctx, cudaIndex, force)
-	g.Residue, g.Error = s.Residue.Notes, s.Error
+	g.Residue, g.Error = s.Residue.Notes, i18n.Plain(s.Error) // CUDA's words
 	if s.Residue.Error != "" {
-		g.Residue = "residue not read: " + s.Residue.Error
+		g.Residue = i18n.Textf("residue not read: %s", s.Residue.Error)
 	}
 	if s.TotalBytes > 0 {
 		g.FreeBytes, g.TotalBytes = s.FreeBytes, s.TotalBytes
@@ -134,14 +134,14 @@ func scrubOne(ctx context.Context, g *wipe.GPU, cudaIndex int, force bool) {
 	case s.Error != "":
 		g.Status = wipe.GPUFailed
 	case s.InUse:
-		g.Status, g.Error = wipe.GPUInUse, fmt.Sprintf("%s of its %s is taken, more than a context's own share, though NVML names no process: a job may be running there; give --gpu-force to scrub the rest anyway",
+		g.Status, g.Error = wipe.GPUInUse, i18n.Textf("%s of its %s is taken, more than a context's own share, though NVML names no process: a job may be running there; give --gpu-force to scrub the rest anyway",
 			report.Bytes(int64(s.TotalBytes-s.FreeBytes)), report.Bytes(int64(s.TotalBytes)))
 	case s.Skipped:
 		g.Status = wipe.GPUDriverClears
 	case s.NonzeroBytes > 0:
-		g.Status, g.Error = wipe.GPUFailed, fmt.Sprintf("%s read back not zero after the fill", report.Bytes(int64(s.NonzeroBytes)))
+		g.Status, g.Error = wipe.GPUFailed, i18n.Textf("%s read back not zero after the fill", report.Bytes(int64(s.NonzeroBytes)))
 	case unreached > max(64<<20, g.FreeBytes/500):
-		g.Status, g.Error = wipe.GPUFailed, fmt.Sprintf("only %s of the %s free could be allocated and scrubbed (another process took memory meanwhile?)", report.Bytes(int64(s.ScrubbedBytes)), report.Bytes(int64(g.FreeBytes)))
+		g.Status, g.Error = wipe.GPUFailed, i18n.Textf("only %s of the %s free could be allocated and scrubbed (another process took memory meanwhile?)", report.Bytes(int64(s.ScrubbedBytes)), report.Bytes(int64(g.FreeBytes)))
 	default:
 		g.Status = wipe.GPUScrubbed
 	}
@@ -151,7 +151,7 @@ func scrubOne(ctx context.Context, g *wipe.GPU, cudaIndex int, force bool) {
 func NotRun(planned []wipe.GPU) []wipe.GPU {
 	gs := append([]wipe.GPU(nil), planned...)
 	for i := range gs {
-		gs[i].Status, gs[i].Error = wipe.GPUNotRun, "the wipe stopped before the GPUs"
+		gs[i].Status, gs[i].Error = wipe.GPUNotRun, i18n.Textf("the wipe stopped before the GPUs")
 	}
 	return gs
 }

@@ -12,7 +12,7 @@ import (
 func TestScrubOneRefuses(t *testing.T) {
 	g := wipe.GPU{Index: 0, MIG: true}
 	scrubOne(t.Context(), &g, 0, true)
-	if g.Status != wipe.GPUFailed || !strings.Contains(g.Error, "MIG is on") {
+	if g.Status != wipe.GPUFailed || !strings.Contains(g.Error.String(), "MIG is on") {
 		t.Errorf("MIG: %+v", g)
 	}
 	g = wipe.GPU{Index: 0, HeldBy: []string{"pid 7 (1.00 GiB)"}}

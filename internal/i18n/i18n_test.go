@@ -295,3 +295,47 @@ func BenchmarkCatalogReaders(b *testing.B) {
 		}
 	})
 }
+
+// TestCatalogRenders writes every message and its translation with
+// arguments of the kinds their verbs take: neither may come out with a
+// %!verb(...) of fmt's, the sign of a misplaced index or a verb that does
+// not fit.
+func TestCatalogRenders(t *testing.T) {
+	m, err := Catalog(Chinese)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zh, _ := New(Chinese)
+	for en := range m {
+		vs, err := verbs(en)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(vs) == 0 {
+			continue // a fixed text (help, T), not a format
+		}
+		args := make([]any, 0, len(vs))
+		for _, v := range vs {
+			if v.arg <= len(args) {
+				continue // the same argument twice
+			}
+			switch v.kind {
+			case 'd', 'x', 'X', 'c':
+				args = append(args, 7)
+			case 'f', 'g', 'e':
+				args = append(args, 1.5)
+			case 'v':
+				args = append(args, errors.New("e"))
+			case 't':
+				args = append(args, true)
+			default:
+				args = append(args, "s")
+			}
+		}
+		for _, got := range []string{(*Printer)(nil).Tf(en, args...), zh.Tf(en, args...)} {
+			if strings.Contains(got, "%!") {
+				t.Errorf("%q writes %q", en, got)
+			}
+		}
+	}
+}

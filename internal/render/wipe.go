@@ -125,13 +125,13 @@ func WipeGPUs(w io.Writer, tr *i18n.Printer, gs []wipe.GPU) {
 		case wipe.GPUScrubbed:
 			tr.Fprintf(w, "GPU memory: %s: %s of %s free filled with zeros and read back: %s not zero\n", name, report.Bytes(int64(g.ScrubbedBytes)), report.Bytes(int64(g.FreeBytes)), report.Bytes(int64(g.NonzeroBytes)))
 		case wipe.GPUDriverClears:
-			tr.Fprintf(w, "GPU memory: %s: not scrubbed: fresh memory sampled as zeros, as from a driver that clears memory between processes (%s); --gpu-force scrubs anyway\n", name, report.Safe(g.Residue))
+			tr.Fprintf(w, "GPU memory: %s: not scrubbed: fresh memory sampled as zeros, as from a driver that clears memory between processes (%s); --gpu-force scrubs anyway\n", name, report.Safe(tr.Text(g.Residue)))
 		case wipe.GPUInUse:
-			tr.Fprintf(w, "GPU memory: %s: not scrubbed: %s\n", name, report.Safe(g.Error))
+			tr.Fprintf(w, "GPU memory: %s: not scrubbed: %s\n", name, report.Safe(tr.Text(g.Error)))
 		case wipe.GPUFailed:
-			tr.Fprintf(w, "GPU memory: %s: failed: %s\n", name, report.Safe(g.Error))
+			tr.Fprintf(w, "GPU memory: %s: failed: %s\n", name, report.Safe(tr.Text(g.Error)))
 		case wipe.GPUNotRun:
-			tr.Fprintf(w, "GPU memory: %s: not run: %s\n", name, report.Safe(g.Error))
+			tr.Fprintf(w, "GPU memory: %s: not run: %s\n", name, report.Safe(tr.Text(g.Error)))
 		}
 		if g.MIG && g.Status == wipe.GPUPlanned {
 			tr.Fprintf(w, "GPU memory: %s: MIG is on: its instances are not scrubbed\n", name)

@@ -1,5 +1,7 @@
 package wipe
 
+import "github.com/gpurent/gpurent/internal/i18n"
+
 // GPU is what wipe --gpu did, or would do, to one GPU's free memory. The
 // wipe package holds no GPU code: internal/gpuwipe fills these from the cuda
 // backend and NVML, and the report carries them beside the files.
@@ -21,12 +23,12 @@ type GPU struct {
 	// wipe --gpu does not scrub.
 	MIG bool `json:"mig,omitempty"`
 	// Residue is the residue check that ran first, in words.
-	Residue string `json:"residue,omitempty"`
+	Residue i18n.Text `json:"residue,omitempty"`
 	// HeldBy names the processes holding memory on this GPU ("pid N
 	// (SIZE)"), or says NVML could not tell: theirs is not free, so no
 	// scrub reaches it until they exit.
-	HeldBy []string `json:"held_by,omitempty"`
-	Error  string   `json:"error,omitempty"`
+	HeldBy []string  `json:"held_by,omitempty"`
+	Error  i18n.Text `json:"error,omitempty"`
 }
 
 // The states of a GPU in the report.
