@@ -89,10 +89,10 @@ func (p *Printer) Error(err error) string {
 	return p.Lookup(err.Error())
 }
 
-// systemErrors are the errors a file or network call most often ends in,
-// by their English text: the catalog has each (TestMessagesTranslated
-// finds them by Key), and Printer.Error looks them up.
-var systemErrors = []string{
+// The errors a file or network call most often ends in, by their English
+// text: the catalog has each (TestMessagesTranslated finds them by Key),
+// and Printer.Error looks them up.
+var _ = []string{
 	Key("no such file or directory"),
 	Key("permission denied"),
 	Key("file exists"),
