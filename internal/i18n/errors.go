@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"strings"
 )
 
@@ -58,6 +59,12 @@ func (p *Printer) Error(err error) string {
 		}
 	}
 	switch e := err.(type) {
+	case *exec.ExitError:
+		// "exit status 1"; a signal's words ("signal: killed") are the
+		// system's.
+		if code := e.ExitCode(); code >= 0 {
+			return p.Tf("exit status %d", code)
+		}
 	case *fs.PathError:
 		return e.Op + " " + e.Path + ": " + p.Error(e.Err)
 	case *os.LinkError:

@@ -3,6 +3,7 @@ package i18n
 import (
 	"context"
 	"io"
+	"os/exec"
 	"syscall"
 	"testing"
 )
@@ -20,5 +21,21 @@ func TestSystemErrorsKeyed(t *testing.T) {
 		if _, ok := zh[e.Error()]; !ok {
 			t.Errorf("%q has no Chinese form", e.Error())
 		}
+	}
+}
+
+// TestExitStatusTranslated: a command's exit status, as exec says it, is a
+// message; its English is exec's own.
+func TestExitStatusTranslated(t *testing.T) {
+	err := exec.Command("sh", "-c", "exit 3").Run()
+	if err == nil || err.Error() != "exit status 3" {
+		t.Fatalf("exec says %v", err)
+	}
+	zh, _ := New(Chinese)
+	if got, want := zh.Error(err), zh.Tf("exit status %d", 3); got != want || got == err.Error() {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := (*Printer)(nil).Error(err); got != "exit status 3" {
+		t.Errorf("English: %q", got)
 	}
 }
