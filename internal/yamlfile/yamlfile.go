@@ -285,10 +285,12 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 					fe.Path = path
 				}
 			}
-			if m := typeRe.FindStringSubmatch(fe.Msg); m != nil && !kindWanted(m[1]).IsZero() {
-				// yaml's words, then ours in the reader's language.
-				fe.text = i18n.Textf("%s: %s", i18n.Plain(fe.Msg), kindWanted(m[1]))
-				fe.Msg = fe.text.String()
+			if m := typeRe.FindStringSubmatch(fe.Msg); m != nil {
+				if want := kindWanted(m[1]); !want.IsZero() {
+					// yaml's words, then ours in the reader's language.
+					fe.text = i18n.Textf("%s: %s", i18n.Plain(fe.Msg), want)
+					fe.Msg = fe.text.String()
+				}
 			}
 			if u := unknownRe.FindStringSubmatch(fe.Msg); u != nil {
 				fe.Path = ix.atLine(fe.Line, u[1])
