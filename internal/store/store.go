@@ -63,6 +63,9 @@ type Options struct {
 	// Where names the store in it.
 	Journal string
 	Where   string
+	// Say, when set, is told what a person should know and no error
+	// says: a clock more than a minute off the store's, once.
+	Say func(format string, a ...any)
 }
 
 // limited reads no faster than its limiter allows.
@@ -111,6 +114,13 @@ type Store struct {
 	// latest is the last one pushed.
 	idMu sync.Mutex
 	idAt time.Time
+	// mine are the ids this Store committed, in the order committed: a
+	// prune here never deletes the newest keep of them, whatever another
+	// writer's ids say (PlanPrune).
+	mine []string
+	// skewTold is set once the clock's distance from the store's was
+	// measured (and, if over a minute, said).
+	skewTold sync.Once
 }
 
 // New wraps a backend. The crypto may be nil for plaintext.
@@ -136,17 +146,66 @@ func (s *Store) progress(n int64) {
 	}
 }
 
-// checkpointID is newID at t, or a millisecond past the last id this
-// Store made where t is not later than it.
-func (s *Store) checkpointID(t time.Time) string {
+// checkpointID is newID at t, or a millisecond past the later of the last
+// id this Store made and floor (the run's newest committed id) where t is
+// not later than it. Ids order checkpoints in ls, latest, resume and
+// prune, so an id must follow what the run committed before it whatever
+// this machine's clock says: a writer an hour behind the one before it
+// would otherwise commit checkpoints that sort as the oldest and are
+// pruned first.
+func (s *Store) checkpointID(t time.Time, floor string) string {
 	s.idMu.Lock()
 	defer s.idMu.Unlock()
 	t = t.Truncate(time.Millisecond)
-	if !t.After(s.idAt) {
-		t = s.idAt.Add(time.Millisecond)
+	last := s.idAt
+	if ft, ok := idTime(floor); ok && ft.After(last) {
+		last = ft
+	}
+	if !t.After(last) {
+		t = last.Add(time.Millisecond)
 	}
 	s.idAt = t
 	return newID(t)
+}
+
+// newestCommitted is the greatest id among run's committed checkpoints
+// ("" for none): the floor of the next id (checkpointID).
+func (s *Store) newestCommitted(ctx context.Context, run string) (string, error) {
+	ids, err := s.committed(ctx, run)
+	if err != nil {
+		return "", err
+	}
+	newest := ""
+	for _, id := range ids {
+		newest = max(newest, id)
+	}
+	return newest, nil
+}
+
+// tellSkew says, once per Store, that this machine's clock is more than a
+// minute off the store's: ids no longer follow it (checkpointID), but the
+// times a person reads in ls and the run's log still do.
+func (s *Store) tellSkew(ctx context.Context, run string) {
+	if s.opt.Say == nil {
+		return
+	}
+	s.skewTold.Do(func() {
+		before := s.opt.Now()
+		st, ok := s.storeNow(ctx, run)
+		if !ok {
+			return
+		}
+		local := before.Add(s.opt.Now().Sub(before) / 2)
+		off := local.Sub(st)
+		if off.Abs() <= time.Minute {
+			return
+		}
+		if off > 0 {
+			s.opt.Say("this machine's clock is %s ahead of the store's: checkpoints are still ordered as committed, but the times shown are this clock's", off.Round(time.Second))
+		} else {
+			s.opt.Say("this machine's clock is %s behind the store's: checkpoints are still ordered as committed, but the times shown are this clock's", (-off).Round(time.Second))
+		}
+	})
 }
 
 // newID is a sortable, unique checkpoint id: UTC time to the millisecond
@@ -306,7 +365,12 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 		jr.close(committed)
 	}()
 	started := s.opt.Now()
-	id, tag := s.checkpointID(started), ""
+	floor, err := s.newestCommitted(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	s.tellSkew(ctx, run)
+	id, tag := s.checkpointID(started, floor), ""
 	if was, at, ok := jr.adopt(ctx, s, walked); ok {
 		id, started, tag = was, at, resumeTag()
 	} else {
@@ -406,6 +470,13 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 		return nil, err
 	}
 	committed = true
+	defer func() {
+		if committed {
+			s.idMu.Lock()
+			s.mine = append(s.mine, id)
+			s.idMu.Unlock()
+		}
+	}()
 	if tag != "" {
 		// An adopted checkpoint is dated by its first push: a clean-up
 		// that judged it dead before this push announced it may have
@@ -1182,6 +1253,13 @@ func (s *Store) PlanPrune(ctx context.Context, run string, keep int) (*PrunePlan
 	if len(all) > keep {
 		p.Checkpoints = all[:len(all)-keep]
 	}
+	// The newest keep checkpoints this Store committed stay, whatever
+	// the order of ids says: a session never prunes its own work as the
+	// oldest.
+	s.idMu.Lock()
+	own := slices.Clone(s.mine[max(0, len(s.mine)-keep):])
+	s.idMu.Unlock()
+	p.Checkpoints = slices.DeleteFunc(p.Checkpoints, func(m *Manifest) bool { return slices.Contains(own, m.ID) })
 	c, err := s.judge(ctx, run)
 	if err != nil {
 		return nil, err

@@ -1265,7 +1265,7 @@ func TestCheckpointIDsSortAsMade(t *testing.T) {
 	at := time.Date(2026, 12, 6, 16, 0, 0, 0, time.UTC)
 	var ids []string
 	for _, d := range []time.Duration{0, 0, 100 * time.Microsecond, -time.Second, 5 * time.Millisecond} {
-		ids = append(ids, s.checkpointID(at.Add(d)))
+		ids = append(ids, s.checkpointID(at.Add(d), ""))
 	}
 	if !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
 		t.Errorf("ids %q do not sort as made", ids)

@@ -206,6 +206,6 @@ func (s *Config) open(ctx context.Context, c *store.Crypto, progress func(int64)
 		journal = filepath.Join(d, "pushes")
 	}
 	st := store.New(r, store.Options{Crypto: c, Host: host, Version: s.Version, Workers: s.Workers, Grace: grace, Progress: progress, Upload: upload, Download: download,
-		Leases: true, Takeover: s.Takeover, Journal: journal, Where: name})
+		Leases: true, Takeover: s.Takeover, Journal: journal, Where: name, Say: s.Say})
 	return st, name, func() { b.Close() }, nil
 }
