@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/supervise"
 )
@@ -652,5 +654,50 @@ func TestCatalogCheckNamesTheGoodBeforeTheBad(t *testing.T) {
 	code, out, errOut := gpurent(t, "catalog", "check", good, bad)
 	if code != exitUsage || !strings.HasPrefix(out, good+": ok, 1 offer\n") || !strings.Contains(errOut, "bad.yaml:10: offers[0].on_demand.hourly") {
 		t.Errorf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}
+
+// TestHelpExitCodesMatchTable: every code a command's help names in its
+// "Exit status:" or "Exit codes:" paragraph is one the table gives that
+// command (or all). run's help once said 3 for "this machine holds the
+// only copy", which the table and the code give 74: a wrapper written
+// from the help would release the machine that holds the only checkpoint.
+func TestHelpExitCodesMatchTable(t *testing.T) {
+	tr, err := i18n.New(i18n.English)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := newRoot(io.Discard, io.Discard, tr)
+	codeRe := regexp.MustCompile(`(?:^|[:;,] )(\d+) `)
+	seen := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		long := c.Long
+		i := max(strings.Index(long, "Exit status:"), strings.Index(long, "Exit codes:"))
+		if i < 0 {
+			return
+		}
+		para, _, _ := strings.Cut(long[i:], "\n\n")
+		para = strings.ReplaceAll(para, "\n", " ")
+		for _, m := range codeRe.FindAllStringSubmatch(para, -1) {
+			code, _ := strconv.Atoi(m[1])
+			seen++
+			ok := false
+			for _, r := range exitCodeTable() {
+				if r.code == code && (r.commands == "all" || slices.Contains(strings.Split(r.commands, ", "), c.Name())) {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Errorf("gpurent %s --help names exit %d, which the exit-code table does not give %s", c.Name(), code, c.Name())
+			}
+		}
+	}
+	walk(root)
+	if seen < 10 {
+		t.Errorf("found %d exit codes in help texts: the test reads none", seen)
 	}
 }

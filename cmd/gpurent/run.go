@@ -78,7 +78,7 @@ vanished is not lost with it; the command still sees a terminal.
 
 Exit status: 0 the command finished and its newest checkpoint is in the store (or
 there is no store, or no checkpoint); 1 it failed with its restarts used up, or in a
-crash loop; 2 bad usage; 3 as 0 or 75, but the newest checkpoint's upload failed, so
+crash loop; 2 bad usage; 74 as 0 or 75, but the newest checkpoint's upload failed, so
 this machine holds the only copy; 75 stopped on a preemption notice or a scheduled
 event (run it again, later or elsewhere), or because --budget was reached (run again,
 it counts what was spent and starts nothing); 128+N stopped by signal N.
