@@ -172,6 +172,7 @@ func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, er
 	bk := &bucket{b: b, opt: opt, name: redact(u), multipart: mp, wholeUpload: u.Scheme == "azblob"}
 	if u.Scheme == "file" {
 		bk.dir = u.Path
+		bk.mark()
 	}
 	return bk, redact(u), nil
 }
@@ -435,6 +436,69 @@ type bucket struct {
 	// dir is a file store's directory ("" for others), whose objects'
 	// directories stay behind when the objects are deleted.
 	dir string
+	// marked: dir held the store's marker (storeMarker) when opened, so
+	// a directory without it in its place is a stand-in (present).
+	marked bool
+}
+
+// storeMarker is the file a directory store keeps at its root. A network
+// mount that drops leaves an empty mount point, or nothing, where the
+// store was: without the marker that is taken for an outage, not for an
+// empty store to write into.
+const storeMarker = ".gpurent-store"
+
+// ErrUnreachable is a store that does not answer, or a directory store
+// that is not there: an outage, never an empty store or a takeover.
+var ErrUnreachable = i18n.Errorf("the store cannot be reached")
+
+// IsUnreachable reports whether err is the store not answering (or not
+// there) rather than answering no: worth trying again later.
+func IsUnreachable(err error) bool {
+	return errors.Is(err, ErrUnreachable) || Transient(err)
+}
+
+// mark makes sure a directory store's root holds the marker: written
+// once, by the first open that may write; a store that cannot take it
+// (read-only) is checked as a directory only.
+func (b *bucket) mark() {
+	p := filepath.Join(b.dir, storeMarker)
+	if st, err := os.Lstat(p); err == nil {
+		b.marked = st.Mode().IsRegular()
+		return
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return
+	}
+	_, err = f.WriteString("gpurent keeps checkpoints in this directory; this file tells it the directory is there\n")
+	if f.Close() == nil && err == nil {
+		b.marked = true
+	}
+}
+
+// present is nil unless a directory store is gone from its place: its
+// root missing, not a directory, or without the marker it had (a mount
+// that dropped). Such a store is unreachable, and nothing is written
+// into what stands in its place.
+func (b *bucket) present(op, key string) error {
+	if b.dir == "" {
+		return nil
+	}
+	var why error
+	switch st, err := os.Stat(b.dir); {
+	case err != nil:
+		why = i18n.Errorf("%w: its directory %s: %w", ErrUnreachable, b.dir, err)
+	case !st.IsDir():
+		why = i18n.Errorf("%w: %s is no longer a directory", ErrUnreachable, b.dir)
+	case b.marked:
+		if mst, err := os.Lstat(filepath.Join(b.dir, storeMarker)); err != nil || !mst.Mode().IsRegular() {
+			why = i18n.Errorf("%w: %s lacks the store's marker %s (an empty mount point or another directory in its place)", ErrUnreachable, b.dir, storeMarker)
+		}
+	}
+	if why == nil {
+		return nil
+	}
+	return &OpError{Op: op, Key: key, Store: b.name, Code: gcerrors.Internal, Err: why}
 }
 
 // RemoveEmpty removes the empty directories under prefix in a file store,
@@ -464,6 +528,9 @@ func (b *bucket) Put(ctx context.Context, key string, fill func(io.Writer) error
 	if b.wholeUpload {
 		return b.upload(ctx, cancel, key, fill, opts)
 	}
+	if err := b.present("write", key); err != nil {
+		return 0, err
+	}
 	w, err := b.b.NewWriter(ctx, key, opts)
 	if err != nil {
 		return 0, b.wrap("write", key, err)
@@ -471,6 +538,11 @@ func (b *bucket) Put(ctx context.Context, key string, fill func(io.Writer) error
 	cw := &countWriter{w: w}
 	if err := fill(cw); err != nil {
 		cancel()
+		w.Close()
+		return 0, err
+	}
+	if err := b.present("write", key); err != nil {
+		cancel() // the store went while it was written: discarded
 		w.Close()
 		return 0, err
 	}
@@ -521,6 +593,9 @@ func (c *countWriter) Write(p []byte) (int, error) {
 }
 
 func (b *bucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if err := b.present("read", key); err != nil {
+		return nil, err
+	}
 	r, err := b.b.NewReader(ctx, key, nil)
 	if err != nil {
 		return nil, b.wrap("read", key, err)
@@ -529,6 +604,9 @@ func (b *bucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 }
 
 func (b *bucket) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if err := b.present("read", key); err != nil {
+		return nil, err
+	}
 	r, err := b.b.NewRangeReader(ctx, key, off, n, nil)
 	if err != nil {
 		return nil, b.wrap("read", key, err)
@@ -537,6 +615,9 @@ func (b *bucket) GetRange(ctx context.Context, key string, off, n int64) (io.Rea
 }
 
 func (b *bucket) Size(ctx context.Context, key string) (int64, error) {
+	if err := b.present("stat", key); err != nil {
+		return 0, err
+	}
 	a, err := b.b.Attributes(ctx, key)
 	if err != nil {
 		return 0, b.wrap("stat", key, err)
@@ -549,6 +630,9 @@ func (b *bucket) Size(ctx context.Context, key string) (int64, error) {
 // listing is simply taken again. The store never writes keys ending in
 // ".tmp", so the local store's temporary files are left out.
 func (b *bucket) List(ctx context.Context, prefix string) ([]Object, error) {
+	if err := b.present("list", prefix); err != nil {
+		return nil, err
+	}
 	var out []Object
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
@@ -559,6 +643,10 @@ func (b *bucket) List(ctx context.Context, prefix string) ([]Object, error) {
 	}
 	if err != nil {
 		return nil, b.wrap("list", prefix, err)
+	}
+	// A directory that went during the listing lists as empty.
+	if err := b.present("list", prefix); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -611,7 +699,7 @@ func (b *bucket) walk(ctx context.Context, prefix string, visit func(o *blob.Lis
 func (b *bucket) list(ctx context.Context, prefix string) ([]Object, error) {
 	var out []Object
 	err := b.walk(ctx, prefix, func(o *blob.ListObject) {
-		if !strings.HasSuffix(o.Key, ".tmp") {
+		if !strings.HasSuffix(o.Key, ".tmp") && (b.dir == "" || o.Key != storeMarker) {
 			out = append(out, Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime})
 		}
 	})
@@ -619,6 +707,9 @@ func (b *bucket) list(ctx context.Context, prefix string) ([]Object, error) {
 }
 
 func (b *bucket) Delete(ctx context.Context, key string) error {
+	if err := b.present("delete", key); err != nil {
+		return err
+	}
 	if err := b.b.Delete(ctx, key); err != nil {
 		return b.wrap("delete", key, err)
 	}

@@ -34,6 +34,9 @@ func Transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrChanged) {
 		return false
 	}
+	if errors.Is(err, ErrUnreachable) {
+		return true
+	}
 	var se *OpError
 	if errors.As(err, &se) {
 		switch se.Code {
