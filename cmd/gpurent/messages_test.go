@@ -122,6 +122,10 @@ func messageSites(t *testing.T, root string) (keys map[string][]string, problems
 						arg = 0
 					case fn.Sel.Name == "Problemf" && x != nil && x.Name == "yamlfile":
 						arg = 1
+					case fn.Sel.Name == "Say" && isSelector(fn.X, "opt"):
+						// A store's line (store.Options.Say), said by
+						// storeconf's Say in the user's language.
+						arg = 0
 					case fn.Sel.Name == "Log" && isCfg(fn.X):
 						// A run's lines (supervise, gpuwatch), written by
 						// runner's logf in the user's language.
@@ -200,6 +204,12 @@ func constants(files []*ast.File) map[string]ast.Expr {
 		}
 	}
 	return out
+}
+
+// isSelector reports x.name.
+func isSelector(x ast.Expr, name string) bool {
+	sel, ok := x.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == name
 }
 
 // isCfg reports x.cfg, a watcher's configuration, whose Log is the run's

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,12 +26,37 @@ import (
 	"github.com/gpurent/gpurent/internal/usage"
 )
 
+// retrySpacing is the least time between two lines about a store's
+// retries.
+const retrySpacing = 5 * time.Minute
+
 // openStore opens the store, checks that it takes a write, takes the
 // run's lease and starts shipping the log: all before anything is resumed
 // or started.
 func (s *session) openStore(ctx context.Context) error {
 	o := s.o
-	st, name, closeFn, err := o.OpenStore(ctx, s.logf) // a store's retries go where run's messages go
+	// A store's retries go where run's messages go, one line in
+	// retrySpacing at most: an outage of an hour is a few lines, said
+	// by the supervisor when it starts and ends, not one a try.
+	var lastRetry time.Time
+	var retryMu sync.Mutex
+	say := func(format string, a ...any) {
+		if !strings.HasPrefix(format, "the store: ") { // storeconf's retry line
+			s.logf(format, a...)
+			return
+		}
+		retryMu.Lock()
+		now := time.Now()
+		quiet := !lastRetry.IsZero() && now.Sub(lastRetry) < retrySpacing
+		if !quiet {
+			lastRetry = now
+		}
+		retryMu.Unlock()
+		if !quiet {
+			s.logf(format, a...)
+		}
+	}
+	st, name, closeFn, err := o.OpenStore(ctx, say)
 	if err != nil {
 		return err
 	}

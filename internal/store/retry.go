@@ -173,6 +173,9 @@ func Brief(err error) string {
 	if why := unreachable(err); why != "" {
 		return what + why
 	}
+	if se != nil && errors.Is(err, ErrUnreachable) {
+		return what + se.Err.Error() // the store's absence, in its words
+	}
 	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
 		err = u
 	}

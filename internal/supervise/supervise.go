@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	mrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,10 +182,16 @@ type Supervisor struct {
 	// it; both under uploading.
 	failingSince time.Time
 	alarmed      bool
-	progress     progress       // under mu
-	stalled      chan i18n.Text // why the command is taken to hang
-	lost         chan error     // why the run's lease was lost (renew, uploading)
-	pulled       string         // a checkpoint resume pulled, verified: usable at once
+	// tries, wait and nextTry pace uploads while they fail: the store
+	// is tried again after wait, which doubles up to maxBackoff, with
+	// jitter, instead of at every scan; under uploading.
+	tries    int
+	wait     time.Duration
+	nextTry  time.Time
+	progress progress       // under mu
+	stalled  chan i18n.Text // why the command is taken to hang
+	lost     chan error     // why the run's lease was lost (renew, uploading)
+	pulled   string         // a checkpoint resume pulled, verified: usable at once
 	// deeper: when lookDeeper last looked below --ckpt-dir for
 	// checkpoints Scan cannot see, and whether it has said so (once a
 	// run); under mu.
@@ -871,10 +878,32 @@ func (s *Supervisor) watch(ctx context.Context) {
 		case <-t.C:
 		case <-events:
 		}
-		s.uploadNewest(ctx)
+		if s.uploadDue(time.Now()) {
+			s.uploadNewest(ctx)
+		}
 		s.lookDeeper(false)
 		s.checkStall(time.Now())
 	}
+}
+
+// maxBackoff is the longest wait between tries of a store that fails.
+const maxBackoff = 5 * time.Minute
+
+// backoff is the wait after one more failure: twice the last, from poll
+// (a second at least) up to maxBackoff.
+func backoff(last, poll time.Duration) time.Duration {
+	if last <= 0 {
+		return max(poll, time.Second)
+	}
+	return min(2*last, maxBackoff)
+}
+
+// uploadDue says whether a scan at now may try an upload: always, but
+// while uploads fail, only once the backoff has passed.
+func (s *Supervisor) uploadDue(now time.Time) bool {
+	s.uploading.Lock()
+	defer s.uploading.Unlock()
+	return s.failingSince.IsZero() || !now.Before(s.nextTry)
 }
 
 // progress is what stall detection knows: the newest complete checkpoint
@@ -1146,12 +1175,21 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 			return false
 		}
 		s.rotated = 0
-		s.cfg.Log("upload of %s failed (training goes on; retried next scan): %v", c.Name, err)
 		s.Metrics.uploadErrors.Add(1)
 		now := time.Now()
 		if s.failingSince.IsZero() {
-			s.failingSince = now
+			// One line when it starts, one when it ends (below):
+			// an hour's outage is not thousands of lines.
+			s.failingSince, s.tries, s.wait = start, 0, 0
+			if store.IsUnreachable(err) {
+				s.cfg.Log("the store does not answer (training goes on; uploads are tried again less and less often, at least every %v): %s", maxBackoff, store.Brief(err))
+			} else {
+				s.cfg.Log("upload of %s failed (training goes on; tried again less and less often, at least every %v): %v", c.Name, maxBackoff, err)
+			}
 		}
+		s.tries++
+		s.wait = backoff(s.wait, s.cfg.Poll)
+		s.nextTry = now.Add(s.wait + mrand.N(s.wait/2+1))
 		if !s.alarmed && now.Sub(s.failingSince) >= s.cfg.StoreAlarm {
 			s.alarmed = true
 			s.cfg.Event("store_failing", i18n.Textf("no checkpoint has reached the store for %v (training goes on; retried): %v",
@@ -1169,8 +1207,10 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	s.behind(c, cs, time.Since(start))
 	if s.alarmed {
 		s.cfg.Event("store_ok", i18n.Textf("uploads work again after %v: committed %s", time.Since(s.failingSince).Round(time.Second), c.Name))
+	} else if !s.failingSince.IsZero() {
+		s.cfg.Log("the store is back after %v (%s): committing %s", time.Since(s.failingSince).Round(time.Second), report.Count(s.tries+1, "try"), c.Name)
 	}
-	s.failingSince, s.alarmed = time.Time{}, false
+	s.failingSince, s.alarmed, s.tries, s.wait, s.nextTry = time.Time{}, false, 0, 0, time.Time{}
 	s.commitLocal(c, m.ID)
 	s.Metrics.bytes.Add(m.Bytes)
 	took := time.Since(start)
