@@ -50,7 +50,13 @@ type LeaseInfo struct {
 	What       string    `json:"what"`            // "gpurent run", "gpurent ckpt push"
 	Started    time.Time `json:"started"`
 	Beat       time.Time `json:"beat"` // by the holder's clock
-	TTLSeconds int       `json:"ttl_s"`
+	// StoreOffsetMS is the store's clock less the holder's, measured by
+	// the holder (storeNow): Beat plus it is the beat by the store's
+	// clock, signed. A copy of an old lease planted again is fresh by
+	// the store's time of the object, not by this; nil where the store
+	// stamps no time.
+	StoreOffsetMS *int64 `json:"store_offset_ms,omitempty"`
+	TTLSeconds    int    `json:"ttl_s"`
 	// Released marks a lease given up: a tombstone at its generation, so
 	// that generations never go back down (a session that lost the run
 	// must not find itself the highest again once the winner is done).
@@ -85,7 +91,14 @@ type Lease struct {
 	s    *Store
 	info LeaseInfo
 	ttl  time.Duration
+	// writes counts the lease's writes: the store's clock is measured at
+	// every offsetEvery-th.
+	writes int
 }
+
+// offsetEvery is how many writes of a lease share one measure of the
+// store's clock (a lease is written every TTL/4: 8 is every 6 minutes).
+const offsetEvery = 8
 
 func leasePrefix(run string) string { return runPrefix(run) + "lease/" }
 
@@ -196,6 +209,17 @@ func (s *Store) top(ctx context.Context, ls []leaseObj) (leaseObj, LeaseInfo, bo
 func (l *Lease) key() string { return leaseKey(l.info.Run, l.info.Generation, l.info.Session) }
 
 func (l *Lease) write(ctx context.Context) error {
+	// The offset is measured again now and then: a clock stepped by NTP
+	// mid-run must not make a live lease look old.
+	if l.writes%offsetEvery == 0 {
+		before := l.s.opt.Now()
+		if st, ok := l.s.storeNow(ctx, l.info.Run); ok {
+			local := before.Add(l.s.opt.Now().Sub(before) / 2)
+			off := st.Sub(local).Milliseconds()
+			l.info.StoreOffsetMS = &off
+		}
+	}
+	l.writes++
 	l.info.Beat = l.s.opt.Now().UTC()
 	l.info.MAC = ""
 	if len(l.s.opt.Crypto.Auth) > 0 {
@@ -289,6 +313,13 @@ func (s *Store) held(ctx context.Context, run string, ls []leaseObj, ttl time.Du
 	last := o.mod
 	if !ok || last.IsZero() {
 		now, last = s.opt.Now(), li.Beat
+	} else if li.StoreOffsetMS != nil {
+		// The signed beat, by the store's clock: an old lease planted
+		// again is as old as what it says, not as its copy.
+		signed := li.Beat.Add(time.Duration(*li.StoreOffsetMS) * time.Millisecond)
+		if signed.Before(last) {
+			last = signed
+		}
 	}
 	age := max(now.Sub(last), 0)
 	if age >= ttl {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // hookBackend runs hook once, just before (before=true) or just after the
@@ -193,5 +195,55 @@ func TestForgedLeaseFencesNothing(t *testing.T) {
 	// The forged last generation uses none up: the owner takes over.
 	if _, err := New(raw, Options{Crypto: own, Host: "b"}).TakeLease(ctx, "r", "gpurent run", true); err != nil {
 		t.Fatalf("takeover past a forged last generation: %v", err)
+	}
+}
+
+// A copy of a session's old lease, planted again by someone with the
+// store's write key (no auth key needed: it is the owner's own signed
+// object), looked fresh by the store's time of the copy and blocked
+// every new session for a TTL per re-plant. The signed beat says how old
+// it is.
+func TestReplayedLeaseIsOld(t *testing.T) {
+	ctx := context.Background()
+	raw, err := newLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := owner(t)
+	clock := time.Now()
+	now := func() time.Time { return clock }
+	a := New(raw, Options{Crypto: own, Host: "a", Leases: true, Now: now})
+	la, err := a.TakeLease(ctx, "r", "gpurent run", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := raw.Get(ctx, la.key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := io.ReadAll(r)
+	r.Close()
+	// The session ends without releasing (the machine is gone); its
+	// lease is written again with its old content, a TTL and more later
+	// by the holder's signed time. The store stamps the copy now.
+	var li LeaseInfo
+	if err := json.Unmarshal(old, &li); err != nil {
+		t.Fatal(err)
+	}
+	li.Beat = li.Beat.Add(-LeaseTTL - time.Minute)
+	li.MAC = leaseMAC(own.Auth[0], li) // as it was signed a TTL ago
+	stale, _ := json.Marshal(li)
+	if _, err := raw.Put(ctx, la.key(), func(w io.Writer) error { _, err := w.Write(stale); return err }); err != nil {
+		t.Fatal(err)
+	}
+	b := New(raw, Options{Crypto: own, Host: "b", Leases: true, Now: now})
+	if _, err := b.TakeLease(ctx, "r", "gpurent run", false); err != nil {
+		t.Errorf("a lease whose signed beat is a TTL old, planted again, still blocks a new session: %v", err)
+	}
+	// A live one still does.
+	c := New(raw, Options{Crypto: own, Host: "c", Leases: true, Now: now})
+	var held *HeldError
+	if _, err := c.TakeLease(ctx, "r", "gpurent run", false); !errors.As(err, &held) {
+		t.Errorf("a live lease did not block: %v", err)
 	}
 }
