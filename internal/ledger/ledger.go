@@ -20,13 +20,13 @@ import (
 	"io/fs"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
 	"github.com/gpurent/gpurent/internal/i18n"
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // File is the ledger's name in the checkpoint directory. It begins with
@@ -34,6 +34,9 @@ import (
 const File = ".gpurent-budget.json"
 
 const version = 1
+
+// maxLedger caps the budget ledger: a line or two a session.
+const maxLedger = 16 << 20
 
 // Session is what one gpurent run invocation has cost: the machine's time
 // while gpurent ran, at its --price.
@@ -84,7 +87,7 @@ type Summary struct {
 func Open(dir, run, currency, id, host string, started time.Time) (*Ledger, error) {
 	l := &Ledger{path: filepath.Join(dir, File), run: run, currency: currency,
 		self: Session{ID: id, Host: host, Started: started.UTC()}}
-	b, err := os.ReadFile(l.path)
+	b, err := userfile.Read(l.path, maxLedger)
 	if errors.Is(err, fs.ErrNotExist) {
 		return l, nil
 	}

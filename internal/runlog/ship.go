@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/i18n"
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // Appender takes the log's next bytes; *store.LogWriter is one. A failed
@@ -105,7 +105,7 @@ func (s *Shipper) flush(ctx context.Context) error {
 }
 
 func (s *Shipper) send(ctx context.Context) error {
-	f, err := os.Open(s.path)
+	f, _, err := userfile.Open(s.path)
 	if err != nil {
 		return err
 	}

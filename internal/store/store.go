@@ -441,6 +441,9 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 		return nil, err
 	}
 	// What ls and pull would refuse is never committed: check it as they will.
+	if len(body) > maxManifest {
+		return nil, i18n.Errorf("push: the manifest of %d files takes %s, more than a manifest may (%s): push fewer files at once (a tar of them is one)", len(entries), report.Bytes(int64(len(body))), report.Bytes(maxManifest))
+	}
 	back, err := ParseManifest(body)
 	if err != nil {
 		return nil, i18n.Errorf("push: %w", err)
@@ -687,15 +690,27 @@ func (s *Store) manifests(ctx context.Context, keys []string) ([]*Manifest, []er
 	return out, errs
 }
 
+// maxManifest is the most a manifest may hold: its file list takes some
+// 300 bytes a file, so a checkpoint of some 200,000 files.
+const maxManifest = 64 << 20
+
 func (s *Store) manifest(ctx context.Context, key string) (*Manifest, error) {
 	r, err := s.b.Get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, 512<<20))
+	// Sized before a byte is read where the store says: a huge object
+	// planted as a manifest must not fill the memory, eight at a time.
+	if sz, ok := r.(interface{ Size() int64 }); ok && sz.Size() > maxManifest {
+		return nil, i18n.Errorf("%s holds %s, more than a manifest may (%s)", key, report.Bytes(sz.Size()), report.Bytes(maxManifest))
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxManifest+1))
 	if err != nil {
 		return nil, i18n.Errorf("read %s: %w", key, err)
+	}
+	if len(data) > maxManifest {
+		return nil, i18n.Errorf("%s holds more than a manifest may (%s)", key, report.Bytes(maxManifest))
 	}
 	m, err := ParseManifest(data)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/i18n"
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // LockFile is the lock two gpurent runs on one --ckpt-dir meet at: each
@@ -26,9 +27,15 @@ func LockDir(dir, run string) (unlock func(), err error) {
 		return nil, i18n.Errorf("run: %w", err)
 	}
 	path := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
 		return nil, i18n.Errorf("run: lock %s: %w", path, err)
+	}
+	// A FIFO or device planted in its place is no lock file: writing
+	// who holds it would block, or go somewhere else.
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, i18n.Errorf("run: lock %s: %w", path, userfile.ErrNotRegular)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		who, _ := io.ReadAll(io.LimitReader(f, 512))

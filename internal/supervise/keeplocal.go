@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // trimLocal deletes, with Config.KeepLocal N, the complete checkpoints in
@@ -90,7 +92,7 @@ func hfBest(complete []Candidate) string {
 		if c.Kind != "hf" {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(c.Path, "trainer_state.json"))
+		b, err := userfile.Read(filepath.Join(c.Path, "trainer_state.json"), 256<<20)
 		if err != nil {
 			return ""
 		}

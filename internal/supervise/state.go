@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
 	"github.com/gpurent/gpurent/internal/i18n"
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // StateFile lives in the checkpoint directory and survives gpurent being
@@ -28,9 +29,13 @@ type committed struct {
 	At        int64  `json:"at"` // unix seconds of the commit
 }
 
+// maxStateFile caps the run's state file: a few hundred bytes a
+// checkpoint committed.
+const maxStateFile = 64 << 20
+
 func loadState(dir, run string) (*state, error) {
 	s := &state{path: filepath.Join(dir, StateFile), Run: run, Committed: map[string]committed{}}
-	b, err := os.ReadFile(s.path)
+	b, err := userfile.Read(s.path, maxStateFile)
 	if os.IsNotExist(err) {
 		return s, nil
 	}

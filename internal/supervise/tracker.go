@@ -3,13 +3,13 @@ package supervise
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
 	"github.com/gpurent/gpurent/internal/i18n"
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // Tracker files: DeepSpeed, Megatron-LM and verl write one into the save
@@ -43,14 +43,11 @@ func readTrackers(dir string) trackers {
 }
 
 func readTracked(p string) tracked {
-	f, err := os.Open(p)
+	f, _, err := userfile.Open(p) // a FIFO must not block the scan
 	if err != nil {
 		return tracked{}
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return tracked{}
-	}
 	b, _ := io.ReadAll(io.LimitReader(f, 4096)) // a tag or a number
 	t := strings.TrimSpace(string(b))
 	if t == "" {
