@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/i18n"
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 // One writer per run. Two sessions of one run (a spot machine that came
@@ -145,6 +146,9 @@ func (s *Store) leases(ctx context.Context, run string) ([]leaseObj, error) {
 func (s *Store) readLease(ctx context.Context, key string) (LeaseInfo, error) {
 	var li LeaseInfo
 	r, err := s.b.Get(ctx, key)
+	if errors.Is(err, userfile.ErrNotRegular) {
+		return li, i18n.Errorf("lease %s: %w: %w", key, errBadLease, err) // planted: passed over
+	}
 	if err != nil {
 		return li, err
 	}
