@@ -162,7 +162,7 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 		// The dry run checks the backup as --yes would, and says
 		// what the store lacks (exit 1, as the real run would).
 		if o.requireBackup != "" {
-			if err := checkBackups(ctx, &o.s, o.requireBackup, plan, w, g.tr); err != nil {
+			if _, err := checkBackups(ctx, &o.s, o.requireBackup, plan, w, g.tr); err != nil {
 				return i18n.Errorf("%w (dry run: nothing was deleted)", err)
 			}
 		}
@@ -179,10 +179,13 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 		return nil
 	}
 
+	var frozen func(string, uint64, int64, time.Time, time.Time) (bool, bool)
 	if o.requireBackup != "" {
-		if err := checkBackups(ctx, &o.s, o.requireBackup, plan, w, g.tr); err != nil {
+		backed, err := checkBackups(ctx, &o.s, o.requireBackup, plan, w, g.tr)
+		if err != nil {
 			return err
 		}
+		frozen = wipe.FrozenFor(backed)
 	}
 	if err := os.MkdirAll(filepath.Dir(o.reportPath), 0o700); err != nil {
 		return i18n.Errorf("wipe report: %w", err)
@@ -195,7 +198,7 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 			o.reportPath = filepath.Join(abs, filepath.Base(o.reportPath))
 		}
 	}
-	r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Save: func(r *wipe.Report) error { return saveReport(o.reportPath, r) },
+	r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Frozen: frozen, Save: func(r *wipe.Report) error { return saveReport(o.reportPath, r) },
 		Done: func(it wipe.Result) {
 			if it.Status == wipe.Removed {
 				g.tr.Fprintf(w, "removed %s (%s)\n", report.Safe(render.WipeTarget(it)), report.Bytes(it.Freed))
@@ -347,16 +350,20 @@ func confirm(in io.Reader, w io.Writer, tr *i18n.Printer, p *wipe.Plan, gpus int
 }
 
 // checkBackups runs the backup check on every checkpoint directory of the
-// plan; any failure refuses the whole wipe before anything is deleted.
+// plan; any failure refuses the whole wipe before anything is deleted, and
+// so does a file that appeared or changed in one during the checks. What
+// it returns freezes the directories: the removal takes only the files
+// judged (wipe.FrozenFor).
 // What the wipe leaves (kept paths, mounts) is not judged.
-func checkBackups(ctx context.Context, s *storeFlags, url string, plan *wipe.Plan, w io.Writer, tr *i18n.Printer) error {
+func checkBackups(ctx context.Context, s *storeFlags, url string, plan *wipe.Plan, w io.Writer, tr *i18n.Printer) ([]wipe.Backed, error) {
 	s.URL, s.Workers, s.Grace = url, 4, 0 // 0: no grace period (it only reads)
 	s.PartSize, s.PartConcurrency, s.Version = "8MiB", 4, version
 	c, err := s.Crypto(false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	kept := func(path string) bool { return !plan.Removes(path) }
+	var backed []wipe.Backed
 	runFlag := s.Run
 	for _, dir := range plan.CheckpointDirs() {
 		s.Run = runFlag
@@ -367,17 +374,25 @@ func checkBackups(ctx context.Context, s *storeFlags, url string, plan *wipe.Pla
 		}
 		st, name, closeFn, err := s.OpenExisting(ctx, c, nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b, err := wipe.CheckBackup(ctx, st, s.Run, dir, kept)
 		closeFn()
 		if err != nil {
-			return i18n.Errorf("wipe refused, nothing was deleted: %s: %w", dir, err)
+			return nil, i18n.Errorf("wipe refused, nothing was deleted: %s: %w", dir, err)
 		}
+		backed = append(backed, b)
 		tr.Fprintf(w, "backup checked: every file in %s (%s, %s) is in %s of run %s in %s, the newest %s as %s, read back and hashed\n",
 			dir, render.Count(tr, b.Files, "file"), report.Bytes(b.Bytes), i18n.Plural(len(b.IDs), "%d committed checkpoint", "%d committed checkpoints"), b.Run, name, b.Checkpoint, b.ID)
 	}
-	return nil
+	// The directories checked first must still be as judged once the
+	// last is checked: nothing new may be wiped unchecked.
+	for _, b := range backed {
+		if err := b.Unchanged(kept); err != nil {
+			return nil, i18n.Errorf("wipe refused, nothing was deleted: %w", err)
+		}
+	}
+	return backed, nil
 }
 
 func defaultWipeReport() (string, error) {

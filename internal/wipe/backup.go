@@ -14,7 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
+	"github.com/gpurent/gpurent/internal/homefiles"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
@@ -43,6 +46,9 @@ type Backed struct {
 	IDs        []string `json:"ids"`
 	Files      int      `json:"files"`
 	Bytes      int64    `json:"bytes"`
+	// judged are the files the check judged, by full path: the removal
+	// takes no other (Unchanged, Same).
+	judged map[string]local
 }
 
 // RunOf reads the run name gpurent run recorded in a checkpoint
@@ -99,51 +105,9 @@ func (e *NotCovered) Error() string {
 // judged. Any shortfall is an error saying which: *NotCovered for files
 // the store lacks.
 func CheckBackup(ctx context.Context, b Backups, run, dir string, kept func(path string) bool) (Backed, error) {
-	type local struct {
-		rel, name, inner string // rel is name/inner; inner is "." for a file pushed alone
-		full             string
-		kind             string // file, symlink, or what else it is
-		size             int64
-		link             string
-	}
-	var files []local
-	err := filepath.WalkDir(dir, func(full string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if full == dir {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, full)
-		rel = filepath.ToSlash(rel)
-		name, inner, ok := strings.Cut(rel, "/")
-		if !ok {
-			inner = "."
-		}
-		if strings.HasPrefix(name, ".gpurent") || strings.Contains(name, ".gpurent-pull-") || kept != nil && kept(full) {
-			return skip(d)
-		}
-		if d.IsDir() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		l := local{rel: rel, name: name, inner: inner, full: full, kind: "file", size: info.Size()}
-		switch {
-		case info.Mode().IsRegular():
-		case info.Mode()&fs.ModeSymlink != 0:
-			l.kind = "symlink"
-			l.link, _ = os.Readlink(full)
-		default:
-			l.kind = info.Mode().Type().String()
-		}
-		files = append(files, l)
-		return nil
-	})
+	files, err := walkCkpt(dir, kept)
 	if err != nil {
-		return Backed{}, i18n.Errorf("read %s: %w", dir, err)
+		return Backed{}, err
 	}
 	all, err := b.List(ctx, run)
 	if err != nil {
@@ -243,7 +207,132 @@ func CheckBackup(ctx context.Context, b Backups, run, dir string, kept func(path
 		out.IDs = append(out.IDs, m.ID)
 		out.Checkpoint, out.ID = m.Name, m.ID
 	}
+	// What the check judged is frozen: a file that appeared or changed
+	// while it read the store back (seconds to minutes) was not judged,
+	// and the wipe must not take it.
+	out.judged = map[string]local{}
+	for _, f := range files {
+		out.judged[f.full] = f
+	}
+	if err := out.Unchanged(kept); err != nil {
+		return Backed{}, err
+	}
 	return out, nil
+}
+
+// local is a file under a checkpoint directory, as the backup check
+// found it.
+type local struct {
+	rel, name, inner string // rel is name/inner; inner is "." for a file pushed alone
+	full             string
+	kind             string // file, symlink, or what else it is
+	size             int64
+	link             string
+	// ino, mtime and ctime tell the same file unchanged (Unchanged).
+	ino          uint64
+	mtime, ctime time.Time
+}
+
+// walkCkpt lists the files under a checkpoint directory that the backup
+// check judges: not gpurent's own (.gpurent*), nor what kept says stays.
+func walkCkpt(dir string, kept func(path string) bool) ([]local, error) {
+	var files []local
+	err := filepath.WalkDir(dir, func(full string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if full == dir {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, full)
+		rel = filepath.ToSlash(rel)
+		name, inner, ok := strings.Cut(rel, "/")
+		if !ok {
+			inner = "."
+		}
+		if strings.HasPrefix(name, ".gpurent") || strings.Contains(name, ".gpurent-pull-") || kept != nil && kept(full) {
+			return skip(d)
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		l := local{rel: rel, name: name, inner: inner, full: full, kind: "file", size: info.Size(), mtime: info.ModTime(), ctime: homefiles.ChangeTime(info)}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			l.ino = uint64(st.Ino)
+		}
+		switch {
+		case info.Mode().IsRegular():
+		case info.Mode()&fs.ModeSymlink != 0:
+			l.kind = "symlink"
+			l.link, _ = os.Readlink(full)
+		default:
+			l.kind = info.Mode().Type().String()
+		}
+		files = append(files, l)
+		return nil
+	})
+	if err != nil {
+		return nil, i18n.Errorf("read %s: %w", dir, err)
+	}
+	return files, nil
+}
+
+// ErrChangedSinceCheck is wrapped by the refusal of a wipe whose
+// checkpoint directory gained or changed files after the backup check
+// judged it.
+var ErrChangedSinceCheck = i18n.Errorf("changed since the backup check")
+
+// Unchanged is nil while the checkpoint directory holds exactly the files
+// the check judged, each the same file (inode) with the same size and
+// times; else an error naming what appeared or changed. A file removed
+// since is no loss.
+func (b Backed) Unchanged(kept func(path string) bool) error {
+	now, err := walkCkpt(b.Dir, kept)
+	if err != nil {
+		return err
+	}
+	var changed []string
+	for _, f := range now {
+		was, ok := b.judged[f.full]
+		switch {
+		case !ok:
+			changed = append(changed, f.rel+" (new)")
+		case !b.Same(f.full, f.ino, f.size, f.mtime, f.ctime) || was.kind != f.kind:
+			changed = append(changed, f.rel+" (changed)")
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	var more i18n.Text
+	if len(changed) > 5 {
+		more = i18n.Textf(" and %d more", len(changed)-5)
+		changed = changed[:5]
+	}
+	return i18n.Errorf("%s %w: %s%s; run the check again once the directory is still", b.Dir, ErrChangedSinceCheck, strings.Join(changed, ", "), more)
+}
+
+// FrozenFor is Exec.Frozen for the directories bs judged.
+func FrozenFor(bs []Backed) func(path string, ino uint64, size int64, mtime, ctime time.Time) (frozen, same bool) {
+	return func(path string, ino uint64, size int64, mtime, ctime time.Time) (bool, bool) {
+		for _, b := range bs {
+			if within(path, b.Dir) {
+				return true, b.Same(path, ino, size, mtime, ctime)
+			}
+		}
+		return false, false
+	}
+}
+
+// Same reports whether the file at path is the one the check judged: the
+// same inode, size and times.
+func (b Backed) Same(path string, ino uint64, size int64, mtime, ctime time.Time) bool {
+	was, ok := b.judged[path]
+	return ok && was.ino == ino && was.size == size && was.mtime.Equal(mtime) && was.ctime.Equal(ctime)
 }
 
 // stateFileMax caps gpurent run's state file: it holds a run name and

@@ -62,7 +62,12 @@ type Exec struct {
 	// Done, when set, is told of each item as it finishes, for a person
 	// watching a long wipe.
 	Done func(Result)
-	Now  func() time.Time
+	// Frozen, when set, says whether path lies in a directory the backup
+	// check judged (frozen) and, if so, whether it is a file the check
+	// judged, unchanged (same): one that is not was never checked
+	// against the store, and is left in place, named (FrozenFor).
+	Frozen func(path string, ino uint64, size int64, mtime, ctime time.Time) (frozen, same bool)
+	Now    func() time.Time
 }
 
 // DryRun is the report of a plan not carried out.

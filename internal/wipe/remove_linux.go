@@ -187,6 +187,12 @@ func (r *remover) clearDir(dirfd int, name string, want fileID, path string) boo
 // any non-directory; it reports whether the entry is gone.
 func (r *remover) removeFile(dirfd int, name, path string, e entry, dirMode uint32) bool {
 	res := r.res
+	if r.x.Frozen != nil {
+		if frozen, same := r.x.Frozen(path, e.id.Ino, e.size, e.mtime, e.ctime); frozen && !same {
+			r.fail(i18n.Errorf("%s appeared or changed after the backup check: left in place", path))
+			return false
+		}
+	}
 	if e.id.isRegular() && res.Overwrite {
 		n, err := overwriteAt(dirfd, name, e)
 		res.Overwritten += n
