@@ -169,7 +169,7 @@ func writeManifest(g *globals, m *store.Manifest, line i18n.Text) error {
 	if g.output == report.JSON {
 		return report.WriteJSON(g.stdout, summaries([]*store.Manifest{m})[0])
 	}
-	fmt.Fprintf(g.stdout, "%s\n%s\n", m.ID, g.tr.Text(line))
+	fmt.Fprintf(g.stdout, "%s\n%s\n", m.ID, report.Safe(g.tr.Text(line))) // a pushed name may hold terminal controls
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpurent/gpurent/internal/i18n"
 )
@@ -21,10 +22,17 @@ import (
 // (segment.go) and version 2 otherwise, so that a gpurent that knows no
 // parts still reads what it can restore. It reads version 1 too (written
 // before manifests carried Auth).
-const ManifestVersion = 3
+const ManifestVersion = 4
 
-// versionNoParts is the version written when no file is in parts.
-const versionNoParts = 2
+// versionNoParts is the version written when no file is in parts, and
+// versionParts when one is; versionRawNames when a name or a link's
+// target is not UTF-8 (Entry.RawPath), which a gpurent that reads 3
+// would restore under another name.
+const (
+	versionNoParts  = 2
+	versionParts    = 3
+	versionRawNames = 4
+)
 
 // ErrNewerManifest is a manifest of a version newer than this gpurent
 // reads. Finding the newest checkpoint fails on one instead of passing
@@ -89,6 +97,41 @@ type Entry struct {
 	Parts []Part    `json:"parts,omitempty"`
 	Link  string    `json:"link,omitempty"` // a symlink's target, stored as written, never followed
 	MTime time.Time `json:"mtime"`
+	// RawPath and RawLink are Path and Link byte for byte where they are
+	// not UTF-8 (JSON strings are: Linux names are bytes), from version 4;
+	// Path and Link then hold them with U+FFFD in place of the bad bytes.
+	RawPath []byte `json:"raw_path,omitempty"`
+	RawLink []byte `json:"raw_link,omitempty"`
+}
+
+// rawNames records e's names that are not UTF-8 as bytes (RawPath,
+// RawLink), reporting whether there were any.
+func (e *Entry) rawNames() bool {
+	raw := false
+	if !utf8.ValidString(e.Path) {
+		e.RawPath, e.Path, raw = []byte(e.Path), strings.ToValidUTF8(e.Path, "\uFFFD"), true
+	}
+	if !utf8.ValidString(e.Link) {
+		e.RawLink, e.Link, raw = []byte(e.Link), strings.ToValidUTF8(e.Link, "\uFFFD"), true
+	}
+	return raw
+}
+
+// validPath is fs.ValidPath for names of bytes: slash-separated,
+// unrooted, no empty, "." or ".." element, no NUL; UTF-8 or not.
+func validPath(name string) bool {
+	if name == "." {
+		return true
+	}
+	if strings.ContainsRune(name, 0) {
+		return false
+	}
+	for _, el := range strings.Split(name, "/") {
+		if el == "" || el == "." || el == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // Part is one segment of a file stored in parts: an object of its own,
@@ -220,11 +263,23 @@ func ParseFileList(m *Manifest, plain []byte) ([]Entry, error) {
 	seen := map[string]string{}
 	var total int64
 	used := map[int]bool{}
-	for i, e := range es {
-		if e.Path != "." && (!fs.ValidPath(e.Path) || path.Clean(e.Path) != e.Path) {
+	for i := range es {
+		e := &es[i]
+		if len(e.RawPath) > 0 || len(e.RawLink) > 0 {
+			if m.Version < versionRawNames || len(e.RawPath) > 0 && utf8.Valid(e.RawPath) || len(e.RawLink) > 0 && utf8.Valid(e.RawLink) {
+				return nil, i18n.Errorf("checkpoint %s: entry %d has a raw name it cannot have", m.ID, i)
+			}
+			if len(e.RawPath) > 0 {
+				e.Path = string(e.RawPath)
+			}
+			if len(e.RawLink) > 0 {
+				e.Link = string(e.RawLink)
+			}
+		}
+		if e.Path != "." && (!validPath(e.Path) || path.Clean(e.Path) != e.Path) {
 			return nil, i18n.Errorf("checkpoint %s: entry %d path %q leaves the checkpoint", m.ID, i, e.Path)
 		}
-		if _, err := filepath.Localize(e.Path); err != nil {
+		if _, err := filepath.Localize(strings.ToValidUTF8(e.Path, "_")); err != nil { // names of bytes are checked by validPath
 			// A name this system cannot hold as one name: on Windows a
 			// Linux file named `a\..\..\x` would be a path out of the
 			// pull's directory, and `NUL` or `c:x` no file at all.
@@ -253,7 +308,7 @@ func ParseFileList(m *Manifest, plain []byte) ([]Entry, error) {
 			if e.Size > math.MaxInt64-total {
 				return nil, i18n.Errorf("checkpoint %s: files add up to more than any disk holds", m.ID)
 			}
-			if err := checkParts(m, e); err != nil {
+			if err := checkParts(m, *e); err != nil {
 				return nil, err
 			}
 			for _, o := range e.objects() {

@@ -195,8 +195,8 @@ func TestFileListRejectsBadParts(t *testing.T) {
 	if _, err := ParseFileList(m, list); err == nil {
 		t.Error("a directory with parts was accepted")
 	}
-	if _, err := ParseManifest([]byte(`{"version": 4, "id": "20261205T000000.000Z-00000000", "run": "r"}`)); err == nil || !strings.Contains(err.Error(), "newer gpurent") {
-		t.Errorf("version 4: %v", err)
+	if _, err := ParseManifest([]byte(`{"version": 5, "id": "20261205T000000.000Z-00000000", "run": "r"}`)); err == nil || !strings.Contains(err.Error(), "newer gpurent") {
+		t.Errorf("version 5: %v", err)
 	}
 }
 

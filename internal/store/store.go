@@ -409,7 +409,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 		objects = append(objects, r.objs...)
 		entries[i].Size, entries[i].SHA256 = r.size, r.sum
 		if len(r.parts) > 0 {
-			entries[i].Object, entries[i].Parts, version = -1, r.parts, ManifestVersion
+			entries[i].Object, entries[i].Parts, version = -1, r.parts, max(version, versionParts)
 			for k := range entries[i].Parts {
 				entries[i].Parts[k].Object += base
 			}
@@ -422,6 +422,11 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	var total int64
 	for _, e := range entries {
 		total += e.Size
+	}
+	for i := range entries {
+		if entries[i].rawNames() {
+			version = versionRawNames
+		}
 	}
 	list, err := json.Marshal(entries)
 	if err != nil {
