@@ -1403,6 +1403,46 @@ func (s *Supervisor) leaseLost(err error) {
 	}
 }
 
+// fallbackTries is how many checkpoints older than a broken newest one a
+// fresh machine tries before it gives up.
+const fallbackTries = 3
+
+// fallback pulls the newest trusted checkpoint older than broken that
+// restores whole, trying fallbackTries at most, into the directory under
+// its name: the one it pulled, or an error when none did.
+func (s *Supervisor) fallback(ctx context.Context, broken *store.Manifest) (*store.Manifest, error) {
+	all, _, err := s.cfg.Store.ListAll(ctx, s.cfg.Run)
+	if err != nil {
+		return nil, err
+	}
+	tried := 0
+	for i := len(all) - 1; i >= 0 && tried < fallbackTries; i-- {
+		m := all[i]
+		if m.ID >= broken.ID || s.cfg.Store.Trusted(m) != nil {
+			continue
+		}
+		tried++
+		name := m.Name
+		if name == "" {
+			name = m.ID
+		}
+		dest := filepath.Join(s.cfg.CkptDir, name)
+		if _, err := os.Lstat(dest); err == nil {
+			continue // something of that name is here: not overwritten
+		}
+		if _, err := s.cfg.Store.Pull(ctx, s.cfg.Run, m.ID, dest); err != nil {
+			var part *store.PartialPull
+			if errors.As(err, &part) {
+				store.DiscardPartial(dest)
+			}
+			s.cfg.Log("warning: %s (%s) could not be restored either: %v", m.ID, report.Safe(m.Name), err)
+			continue
+		}
+		return m, nil
+	}
+	return nil, i18n.Errorf("no older checkpoint of run %s restores", s.cfg.Run)
+}
+
 // resume pulls the newest remote checkpoint when the directory holds no
 // complete one (a new machine), or only older ones by their step (a
 // machine made from a snapshot or image of the first, a data disk copied
@@ -1508,7 +1548,23 @@ func (s *Supervisor) resume(ctx context.Context) error {
 			s.cfg.Log("warning: could not pull %s (%v): resuming from the older %s here", m.ID, err, local.Name)
 			return nil
 		}
-		return i18n.Errorf("run: pull %s: %w", m.ID, err)
+		// A fresh machine: the newest checkpoint that does restore, named
+		// with the one passed over, rather than no resume at all.
+		var part *store.PartialPull
+		if errors.As(err, &part) {
+			store.DiscardPartial(dest)
+		}
+		fb, ferr := s.fallback(ctx, m)
+		if ferr != nil {
+			return i18n.Errorf("run: pull %s: %w", m.ID, err)
+		}
+		s.cfg.Log("warning: the newest checkpoint %s (%s) could not be restored (%v): resumed from %s (%s), the newest that restores and verifies; remove the broken one with gpurent ckpt rm --run %s %s",
+			m.ID, report.Safe(m.Name), err, fb.ID, report.Safe(fb.Name), s.cfg.Run, m.ID)
+		m, name = fb, fb.Name
+		if name == "" {
+			name = m.ID
+		}
+		dest = filepath.Join(s.cfg.CkptDir, name)
 	}
 	switch {
 	case older != "" && olderID == "":

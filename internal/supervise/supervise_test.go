@@ -1874,3 +1874,46 @@ func TestStrayInItsOwnSessionIsEnded(t *testing.T) {
 	}
 	t.Errorf("the process the command started with setsid (pid %d) outlived the run", pid)
 }
+
+// A fresh machine whose store's newest checkpoint is corrupt resumed from
+// nothing on the commit before (rc 1, no hint): it now resumes from the
+// newest that restores, naming the one it passed over and how to remove
+// it.
+func TestFreshMachineFallsBackPastCorruptNewest(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	var ms []*store.Manifest
+	for _, step := range []string{"ckpt-000010", "ckpt-000020"} {
+		src := filepath.Join(t.TempDir(), step)
+		os.MkdirAll(src, 0o755)
+		os.WriteFile(filepath.Join(src, "w.bin"), []byte("weights of "+step), 0o644)
+		m, err := h.store(h.b).Push(ctx, src, "trial")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	broken := ms[1]
+	dir := t.TempDir()
+	cfg := h.config(dir, h.b)
+	cfg.Glob = "ckpt-*"
+	cfg.Store = store.New(&store.Retrying{Backend: brokenReads{Backend: h.b, key: broken.Objects[0].Key}, Base: time.Millisecond, Attempts: 2},
+		store.Options{Grace: -1, Workers: 1})
+	out := filepath.Join(t.TempDir(), "out")
+	cfg.Cmd = []string{"sh", "-c", `echo "$GPURENT_RESUME_FROM" > ` + out}
+	logged := captureLog(&cfg)
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex, err := sup.Run(ctx, nil); err != nil || ex.Code != 0 {
+		t.Fatalf("%+v %v\n%s", ex, err, logged())
+	}
+	got, _ := os.ReadFile(out)
+	if strings.TrimSpace(string(got)) != filepath.Join(dir, "ckpt-000010") {
+		t.Errorf("resumed from %q, want ckpt-000010\n%s", got, logged())
+	}
+	if l := logged(); !strings.Contains(l, "the newest checkpoint "+broken.ID+" (ckpt-000020) could not be restored") || !strings.Contains(l, "gpurent ckpt rm --run trial "+broken.ID) {
+		t.Errorf("log:\n%s", l)
+	}
+}
