@@ -29,3 +29,14 @@ func TestPushEscapesNames(t *testing.T) {
 		t.Errorf("no pushed line: %q", out)
 	}
 }
+
+// TestLongPriceRefusedAtOnce: a 128 KB --price took 9 s on the commit
+// before (every offer id compared with it for a suggestion); it is bad
+// usage, said at once (gpurentProc fails a command still running at 5 s).
+func TestLongPriceRefusedAtOnce(t *testing.T) {
+	long := "a" + strings.Repeat("x", 100<<10) // an argument holds 128 KiB at most
+	code, errOut := gpurentProc(t, "run", "--price", long, "--ckpt-dir", t.TempDir(), "--preemption", "none", "--no-status", "--", "true")
+	if code != 2 || !strings.Contains(errOut, "--price") || len(errOut) > 1000 {
+		t.Errorf("exit %d, stderr %d bytes: %.300q", code, len(errOut), errOut)
+	}
+}

@@ -317,8 +317,19 @@ func (s *session) run(ctx context.Context) (int, error) {
 	return s.supervise(ctx)
 }
 
+// maxCostFlag is the longest --price or --budget read.
+const maxCostFlag = 200
+
 // readCost reads --price and --budget and opens the ledger.
 func (s *session) readCost() error {
+	// A price or an offer id is short: a long value is refused before
+	// the catalog's suggestions compare it with every id (seconds for
+	// 128 KB).
+	for _, f := range []struct{ name, v string }{{"price", s.o.Price}, {"budget", s.o.Budget}} {
+		if len(f.v) > maxCostFlag {
+			return bad(f.name, "%d characters: neither a price nor an offer id", len(f.v))
+		}
+	}
 	if s.o.Price != "" {
 		p, err := money.ParsePrice(s.o.Price)
 		if err != nil && money.LooksLikeOffer(s.o.Price) && s.o.Offers != nil {
