@@ -12,6 +12,9 @@ import (
 // few stay finite.
 const maxGBs = 1e5
 
+// maxDiskMBs bounds a disk speed in facts (host.disk_write_mbs, _read_mbs).
+const maxDiskMBs = 1e6
+
 // Validate reports facts that were never recorded or cannot be true, one
 // error per field, named by its JSON path ("host.steal_pct"). Bench judges
 // only what was measured: facts missing altogether, or impossible (a
@@ -158,8 +161,17 @@ func (f Facts) Validate() error {
 	if h.FSFree != nil && h.FSSize != nil && *h.FSFree > *h.FSSize {
 		bad("host.fs_free", "%d bytes, more than fs_size %d", *h.FSFree, *h.FSSize)
 	}
-	nonNeg("host.disk_write_mbs", h.DiskWriteMBs)
-	nonNeg("host.disk_read_mbs", h.DiskReadMBs)
+	// No disk a machine rents moves a terabyte a second (the fastest
+	// NVMe drives move some 14 GB/s; memory itself some hundreds): a
+	// speed beyond is no measurement, and must not pass as a fast disk.
+	for _, d := range []struct {
+		name string
+		v    *float64
+	}{{"host.disk_write_mbs", h.DiskWriteMBs}, {"host.disk_read_mbs", h.DiskReadMBs}} {
+		if d.v != nil && !(*d.v >= 0 && *d.v < maxDiskMBs) {
+			bad(d.name, "want 0 or more and below %g MB/s, got %g", float64(maxDiskMBs), *d.v)
+		}
+	}
 	if h.DiskTestBytes < 0 {
 		bad("host.disk_test_bytes", "want 0 or more, got %d", h.DiskTestBytes)
 	}

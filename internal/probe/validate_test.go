@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,9 @@ func TestValidate(t *testing.T) {
 		{"zero quota", f(func(x *Facts) { x.Host.CPUQuota = fp(0) }), "host.cpu_quota: want a positive number of CPUs"},
 		{"more available than total", f(func(x *Facts) { x.Host.MemAvailable = 64 << 30 }), "host.mem_available: 68719476736 bytes, more than mem_total 34359738368"},
 		{"negative duration", f(func(x *Facts) { x.DurationS = -3 }), "duration_s: want 0 or more seconds, got -3"},
-		{"negative disk speed", f(func(x *Facts) { x.Host.DiskWriteMBs = fp(-1) }), "host.disk_write_mbs: want 0 or more, got -1"},
+		{"negative disk speed", f(func(x *Facts) { x.Host.DiskWriteMBs = fp(-1) }), "host.disk_write_mbs: want 0 or more and below 1e+06 MB/s, got -1"},
+		{"impossible disk speed", f(func(x *Facts) { x.Host.DiskWriteMBs = fp(1e308) }), "host.disk_write_mbs: want 0 or more and below 1e+06 MB/s, got 1e+308"},
+		{"NaN disk speed", f(func(x *Facts) { x.Host.DiskReadMBs = fp(math.NaN()) }), "host.disk_read_mbs: want 0 or more and below 1e+06 MB/s, got NaN"},
 		{"utilization over 100", f(func(x *Facts) {
 			x.GPU = GPUFacts{Available: true, Devices: []Device{{UtilizationSamples: []uint32{0, 101}}}}
 		}), "gpu.devices[0].utilization_samples[1]: want a percentage from 0 to 100, got 101"},
