@@ -99,6 +99,20 @@ func openSecret(path, what string) (*os.File, fs.FileInfo, error) {
 		f.Close()
 		return nil, nil, i18n.Errorf("%s %s is readable by other users (mode %v): chmod 600 it", what, path, st.Mode().Perm())
 	}
+	if runtime.GOOS != "windows" {
+		// A key in a directory others may write can be replaced by
+		// theirs (a sticky directory such as /tmp lets no one replace
+		// another's file).
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			real = path
+		}
+		dir := filepath.Dir(real)
+		if dst, err := os.Stat(dir); err == nil && dst.Mode().Perm()&0o022 != 0 && dst.Mode()&os.ModeSticky == 0 {
+			f.Close()
+			return nil, nil, i18n.Errorf("%s %s lies in %s, which other users may write (mode %v): they could put their key in its place; chmod go-w %s, or keep the key in a directory of your own", what, path, dir, dst.Mode().Perm(), dir)
+		}
+	}
 	return f, st, nil
 }
 
