@@ -213,7 +213,17 @@ func (s *Store) openJournal(run, src string) *journal {
 	if err != nil {
 		return nil
 	}
-	if err := os.MkdirAll(s.opt.Journal, 0o700); err != nil || os.Chmod(s.opt.Journal, 0o700) != nil {
+	if err := os.MkdirAll(s.opt.Journal, 0o700); err != nil {
+		return nil
+	}
+	// The directory as it is, not through a link: a link planted in its
+	// place would have the chmod and the lock follow it elsewhere.
+	if st, err := os.Lstat(s.opt.Journal); err != nil || !st.IsDir() || !ownedHere(st) {
+		return nil
+	} else if !private(st) && os.Chmod(s.opt.Journal, 0o700) != nil {
+		return nil
+	}
+	if st, err := os.Lstat(s.opt.Journal); err != nil || !private(st) {
 		return nil
 	}
 	h := sha256.Sum256([]byte(s.opt.Where + "\x00" + run + "\x00" + abs))
