@@ -16,6 +16,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"gocloud.dev/gcerrors"
+
+	"github.com/gpurent/gpurent/internal/userfile"
 )
 
 var chaosTrials = flag.Int("chaos-trials", 100, "trials of TestChaos (CHAOS_SEED=N -chaos-trials=1 repeats one)")
@@ -43,6 +47,59 @@ func (s slow) Put(ctx context.Context, key string, fill func(io.Writer) error) (
 		}
 	}
 	return s.Backend.Put(ctx, key, func(w io.Writer) error { return fill(slowWriter{w, s.delay}) })
+}
+
+// outage is a store that, while down is set, answers nothing: every call
+// fails as unreachable (a network mount that drops, a 5xx storm).
+type outage struct {
+	Backend
+	down *atomic.Bool
+}
+
+func (o outage) fail(op, key string) error {
+	return &OpError{Op: op, Key: key, Store: "chaos", Code: gcerrors.Internal, Err: ErrUnreachable}
+}
+
+func (o outage) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	if o.down.Load() {
+		return 0, o.fail("write", key)
+	}
+	return o.Backend.Put(ctx, key, fill)
+}
+
+func (o outage) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if o.down.Load() {
+		return nil, o.fail("read", key)
+	}
+	return o.Backend.Get(ctx, key)
+}
+
+func (o outage) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if o.down.Load() {
+		return nil, o.fail("read", key)
+	}
+	return o.Backend.GetRange(ctx, key, off, n)
+}
+
+func (o outage) Size(ctx context.Context, key string) (int64, error) {
+	if o.down.Load() {
+		return 0, o.fail("stat", key)
+	}
+	return o.Backend.Size(ctx, key)
+}
+
+func (o outage) List(ctx context.Context, prefix string) ([]Object, error) {
+	if o.down.Load() {
+		return nil, o.fail("list", prefix)
+	}
+	return o.Backend.List(ctx, prefix)
+}
+
+func (o outage) Delete(ctx context.Context, key string) error {
+	if o.down.Load() {
+		return o.fail("delete", key)
+	}
+	return o.Backend.Delete(ctx, key)
 }
 
 type slowWriter struct {
@@ -107,10 +164,14 @@ func whole(b []byte) error {
 // two sessions (the second taking over the first's lease), uploads slower
 // than a clean-up's grace, pushes killed at random moments, prunes,
 // checkpoint files rewritten in place while they are uploaded, and a
-// planted checkpoint. After each trial: every authenticated checkpoint
+// planted checkpoint; each session's clock off by up to a day either way,
+// the store down for moments in a third of the trials, and on a file store
+// a FIFO planted among a quarter's objects. After each trial: every authenticated checkpoint
 // deep-verifies and restores whole, with no file mixing versions; the
 // newest is never a planted one nor older than what a session committed;
-// a session that lost its lease commits nothing it began after the loss.
+// a session that lost its lease commits nothing it began after the loss;
+// a checkpoint committed before a push began sorts before the one that
+// push commits, whatever the two machines' clocks say.
 func TestChaos(t *testing.T) {
 	var b Backend
 	where := "the file store"
@@ -199,6 +260,7 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 		}()
 	}
 	stalled := make(chan struct{}, 1)
+	var down atomic.Bool // the store answers nothing while set
 	storeFor := func(host string, takeover bool, grace time.Duration) *Store {
 		// Some sessions upload slower than the shortest grace below.
 		delay := []time.Duration{0, 2 * time.Millisecond, 20 * time.Millisecond}[rnd(3)]
@@ -209,8 +271,12 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 		// Some store files in parts (of 400 bytes: a file's first
 		// version has two or three), resuming what a push killed left.
 		segment := []int64{0, 400}[rnd(2)]
-		return New(slow{b, delay, stall, stalled}, Options{Crypto: own, Host: host, Leases: true, Takeover: takeover, Grace: grace, Workers: 2,
-			Segment: segment, Journal: filepath.Join(base, "journal-"+host), Where: "chaos"})
+		// Each machine's clock is its own: right, an hour either way,
+		// or a day behind.
+		off := []time.Duration{0, time.Hour, -time.Hour, -24 * time.Hour}[rnd(4)]
+		now := func() time.Time { return time.Now().Add(off) }
+		return New(slow{outage{b, &down}, delay, stall, stalled}, Options{Crypto: own, Host: host, Leases: true, Takeover: takeover, Grace: grace, Workers: 2,
+			Segment: segment, Journal: filepath.Join(base, "journal-"+host), Where: "chaos", Now: now})
 	}
 	graces := []time.Duration{50 * time.Millisecond, time.Second, 10 * time.Minute}
 	push := func(s *Store, src string) (*Manifest, error) { return pushKilled(s, src, 4) }
@@ -228,6 +294,8 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 	var (
 		resMu     sync.Mutex
 		committed []*Manifest
+		doneAt    []time.Time // when each of committed returned, by the true clock
+		began     []time.Time // when the push that committed it began
 		fails     []error
 	)
 	fail := func(err error) {
@@ -235,7 +303,7 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 		defer resMu.Unlock()
 		fails = append(fails, err)
 	}
-	record := func(m *Manifest, err error, wantLost bool) {
+	record := func(m *Manifest, err error, wantLost bool, start time.Time) {
 		resMu.Lock()
 		defer resMu.Unlock()
 		switch {
@@ -243,10 +311,15 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 			fails = append(fails, fmt.Errorf("session A committed %s after B had taken the run over before its push began", m.ID))
 		case err == nil:
 			committed = append(committed, m)
+			doneAt, began = append(doneAt, time.Now()), append(began, start)
 			if m.Resumed > 0 {
 				resumed.Add(1)
 			}
-		case errors.Is(err, ErrChanged), errors.Is(err, context.Canceled), errors.Is(err, ErrLeaseLost):
+		case errors.Is(err, ErrChanged), errors.Is(err, context.Canceled), errors.Is(err, ErrLeaseLost), IsUnreachable(err),
+			// A push taken up again from its journal whose objects a
+			// clean-up that listed them before deleted: refused, the
+			// safe outcome (nothing torn is committed).
+			errors.Is(err, ErrObjectsDeleted):
 		default:
 			var held *HeldError
 			if !errors.As(err, &held) {
@@ -272,9 +345,10 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 			n = 2
 		}
 		for range n {
-			began := taken()
+			before := taken()
+			start := time.Now()
 			m, err := push(a, srcA)
-			record(m, err, !began.IsZero())
+			record(m, err, !before.IsZero(), start)
 			time.Sleep(time.Duration(rnd(30)) * time.Millisecond)
 		}
 	}()
@@ -286,7 +360,14 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 			fail(errors.New("session B took a lease session A holds, without --takeover"))
 		}
 		bs = storeFor("box-b", true, graces[rnd(len(graces))])
-		lb, err := bs.TakeLease(ctx, run, "session B", true)
+		var lb *Lease
+		var err error
+		for range 50 { // through any outage
+			if lb, err = bs.TakeLease(ctx, run, "session B", true); err == nil || !IsUnreachable(err) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		if err != nil {
 			fail(fmt.Errorf("takeover: %w", err))
 			return
@@ -297,12 +378,14 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 		bs.Hold(lb)
 		defer lb.Release(ctx)
 		for range 2 {
+			start := time.Now()
 			m, err := pushKilled(bs, srcStill, 2)
-			record(m, err, false)
+			record(m, err, false, start)
 		}
 		for range 1 + rnd(3) {
+			start := time.Now()
 			m, err := push(bs, srcB)
-			record(m, err, false)
+			record(m, err, false, start)
 		}
 	}()
 	go func() { // prunes, with graces short and long
@@ -320,12 +403,38 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 			} else {
 				time.Sleep(time.Duration(rnd(300)) * time.Millisecond)
 			}
-			p := New(b, Options{Crypto: own, Grace: graces[rnd(len(graces))]})
-			if _, err := p.Prune(ctx, run, 2); err != nil && !IsNotFound(err) {
+			p := New(outage{b, &down}, Options{Crypto: own, Grace: graces[rnd(len(graces))]})
+			if _, err := p.Prune(ctx, run, 2); err != nil && !IsNotFound(err) && !IsUnreachable(err) {
 				fail(fmt.Errorf("prune: %w", err))
 			}
 		}
 	}()
+	if rnd(3) == 0 {
+		actors.Add(1)
+		go func() { // the store goes down for moments, twice
+			defer actors.Done()
+			for range 2 {
+				time.Sleep(time.Duration(rnd(400)) * time.Millisecond)
+				down.Store(true)
+				time.Sleep(time.Duration(50+rnd(300)) * time.Millisecond)
+				down.Store(false)
+			}
+		}()
+	}
+	if dir := localDir(b); dir != "" && canFIFO && rnd(4) == 0 {
+		actors.Add(1)
+		go func() { // a FIFO planted where a reader opens objects
+			defer actors.Done()
+			time.Sleep(time.Duration(rnd(500)) * time.Millisecond)
+			id := newID(time.Now())
+			key := []string{"lease/000000000077-" + id + ".json", "manifests/" + id + ".json", "uploads/" + id + ".json", "spend/" + id + ".json"}[rnd(4)]
+			p := filepath.Join(dir, "runs", run, filepath.FromSlash(key))
+			os.MkdirAll(filepath.Dir(p), 0o700)
+			if err := mkfifo(p); err != nil {
+				fail(fmt.Errorf("plant a FIFO: %w", err))
+			}
+		}()
+	}
 	go func() { // the attacker: the store's write key and the recipient
 		defer actors.Done()
 		time.Sleep(time.Duration(rnd(200)) * time.Millisecond)
@@ -340,9 +449,23 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 	}
 
 	check := New(b, Options{Crypto: own})
-	all, err := check.List(ctx, run)
+	all, bad, err := check.ListAll(ctx, run)
 	if err != nil {
 		return err
+	}
+	for _, u := range bad {
+		if !errors.Is(u.Err, userfile.ErrNotRegular) {
+			return fmt.Errorf("unreadable manifest %s: %w", u.Key, u.Err)
+		}
+	}
+	// Order that no clock breaks: a checkpoint committed before a push
+	// began sorts before what that push committed.
+	for i := range committed {
+		for j := range committed {
+			if doneAt[i].Before(began[j]) && committed[i].ID >= committed[j].ID {
+				return fmt.Errorf("checkpoint %s (from %s) was committed before the push of %s (from %s) began, yet sorts after it", committed[i].ID, committed[i].Host, committed[j].ID, committed[j].Host)
+			}
+		}
 	}
 	var newestOwn *Manifest
 	for _, m := range all {
@@ -385,4 +508,12 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 		}
 	}
 	return nil
+}
+
+// localDir is a directory store's directory, or "".
+func localDir(b Backend) string {
+	if bk, ok := b.(*bucket); ok {
+		return bk.dir
+	}
+	return ""
 }

@@ -347,6 +347,12 @@ func (s *Store) beatOf(ctx context.Context, key string) time.Duration {
 // is still in the store at the size it was stored: a clean-up that took
 // the push for a dead one (on a machine with no heartbeats, or with its
 // grace set to 0) may have deleted some under it.
+// ErrObjectsDeleted is a push that found objects it stored gone before
+// its commit: a clean-up elsewhere judged them a dead push's (one taken up
+// again from its journal races a clean-up that listed it before). Nothing
+// is committed; the next push stores the checkpoint anew.
+var ErrObjectsDeleted = i18n.Errorf("objects of this checkpoint were deleted during its upload")
+
 func (s *Store) stillStored(ctx context.Context, run, id string, objects []ObjRef) error {
 	if len(objects) == 0 {
 		return nil
@@ -372,6 +378,6 @@ func (s *Store) stillStored(ctx context.Context, run, id string, objects []ObjRe
 	if len(lost) > 3 {
 		lost, more = lost[:3], fmt.Sprintf(" and %d more", len(lost)-3)
 	}
-	return i18n.Errorf("push: objects of this checkpoint were deleted during its upload (a clean-up on another machine?): not committed (%s%s missing or of another size)",
-		strings.Join(lost, ", "), more)
+	return i18n.Errorf("push: %w (a clean-up on another machine?): not committed (%s%s missing or of another size)",
+		ErrObjectsDeleted, strings.Join(lost, ", "), more)
 }

@@ -371,7 +371,9 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	}
 	s.tellSkew(ctx, run)
 	id, tag := s.checkpointID(started, floor), ""
-	if was, at, ok := jr.adopt(ctx, s, walked); ok {
+	// An unfinished checkpoint is taken up again only while nothing was
+	// committed after it began: it must still sort as the newest.
+	if was, at, ok := jr.adopt(ctx, s, walked); ok && was > floor {
 		id, started, tag = was, at, resumeTag()
 	} else {
 		jr.begin(id, started)

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package store
+
+// canFIFO: no FIFOs here.
+const canFIFO = false
