@@ -548,6 +548,11 @@ func (b *bucket) Put(ctx context.Context, key string, fill func(io.Writer) error
 		return 0, err
 	}
 	if err := w.Close(); err != nil {
+		// A directory store gone during the write fails its rename with
+		// "no such file": said as the outage it is.
+		if perr := b.present("write", key); perr != nil {
+			return 0, perr
+		}
 		return 0, b.wrap("write", key, err)
 	}
 	return cw.n, nil
