@@ -502,6 +502,33 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	return m, nil
 }
 
+// Holds is the run's newest checkpoint when it is src as it is now,
+// pushed before (by ckpt push, or a session whose state was lost): the same
+// name, and the same entries (path, type, mode, size, modification time,
+// link), as rsync and restic judge a file unchanged. ok false when it is
+// not, or when that cannot be told (no identity to read its file list).
+func (s *Store) Holds(ctx context.Context, run, src string) (*Manifest, bool) {
+	m, _, err := s.Latest(ctx, run)
+	if err != nil || m.Name != pushName(src) {
+		return nil, false
+	}
+	stored, err := s.Files(m)
+	if err != nil {
+		return nil, false
+	}
+	here, _, _, err := scan(src)
+	if err != nil || len(here) != len(stored) {
+		return nil, false
+	}
+	for i := range here {
+		a, b := here[i], stored[i]
+		if a.Path != b.Path || a.Type != b.Type || a.Mode != b.Mode || a.Size != b.Size || a.Link != b.Link || !a.MTime.Equal(b.MTime) {
+			return nil, false
+		}
+	}
+	return m, true
+}
+
 // pushFile stores file i of a push: copied in the store when it did not
 // change since the previous checkpoint, in parts when it is larger than a
 // segment, else whole.

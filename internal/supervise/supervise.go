@@ -170,8 +170,11 @@ type Supervisor struct {
 	commits    int
 	uploading  sync.Mutex // one upload at a time
 	rotated    int        // uploads in a row whose checkpoint was deleted during them; under uploading
-	noticeSaid bool       // an upload longer than the preemption notice was said; under uploading
-	behindSaid bool       // uploads falling behind the saves was said; under uploading
+	// heldChecked: the first upload asked the store whether it holds
+	// the checkpoint already (Store.Holds); under uploading.
+	heldChecked bool
+	noticeSaid  bool // an upload longer than the preemption notice was said; under uploading
+	behindSaid  bool // uploads falling behind the saves was said; under uploading
 	// trimmedFor is the signature of the newest committed checkpoint
 	// trimLocal last ran for, and unsureSaid whether it said it keeps
 	// entries it cannot tell are checkpoints; both under uploading.
@@ -1145,6 +1148,17 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	if s.cfg.Store == nil {
 		s.commitLocal(c, "")
 		return true
+	}
+	if !s.heldChecked {
+		// The first upload of a session: the store may hold it already,
+		// pushed by gpurent ckpt push before the run started.
+		s.heldChecked = true
+		if m, ok := s.cfg.Store.Holds(ctx, s.cfg.Run, c.Path); ok {
+			s.cfg.Log("%s is in the store already, as %s (the same files, pushed before): not uploaded again", c.Name, m.ID)
+			s.commitLocal(c, m.ID)
+			s.trimLocal(c)
+			return true
+		}
 	}
 	start := time.Now()
 	m, err := s.cfg.Store.Push(ctx, c.Path, s.cfg.Run)

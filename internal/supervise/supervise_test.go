@@ -1917,3 +1917,42 @@ func TestFreshMachineFallsBackPastCorruptNewest(t *testing.T) {
 		t.Errorf("log:\n%s", l)
 	}
 }
+
+// A checkpoint gpurent ckpt push stored before the run started was
+// uploaded again as a new checkpoint on the commit before (same name and
+// bytes, twice in the store); now the run sees it there and commits it
+// locally as that one.
+func TestPushedBeforeNotUploadedAgain(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ckpt-000010")
+	os.MkdirAll(ck, 0o755)
+	os.WriteFile(filepath.Join(ck, "w.bin"), []byte("weights"), 0o644)
+	past := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(ck, "w.bin"), past, past)
+	os.Chtimes(ck, past, past)
+	st := h.store(h.b)
+	m, err := st.Push(ctx, ck, "trial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.config(dir, h.b)
+	cfg.Glob = "ckpt-*"
+	cfg.Cmd = []string{"true"}
+	logged := captureLog(&cfg)
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex, err := sup.Run(ctx, nil); err != nil || ex.Code != 0 {
+		t.Fatalf("%+v %v\n%s", ex, err, logged())
+	}
+	ms, err := st.List(ctx, "trial")
+	if err != nil || len(ms) != 1 {
+		t.Errorf("%d checkpoints in the store (%v), want the one pushed before\n%s", len(ms), err, logged())
+	}
+	if l := logged(); !strings.Contains(l, "ckpt-000010 is in the store already, as "+m.ID) {
+		t.Errorf("log:\n%s", l)
+	}
+}
