@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -44,6 +45,11 @@ func TestFIFOsAnswered(t *testing.T) {
 			} {
 				code, stderr := gpurentProc(t, args...)
 				t.Logf("%v: exit %d: %s", args[:2], code, stderr)
+				// The run's own state file is no bad usage: the machine's
+				// fault, exit 1 (it was 2 on the commit before).
+				if strings.HasSuffix(where, ".gpurent-run.json") && args[0] == "run" && code != 1 {
+					t.Errorf("%v with a FIFO as the run's state: exit %d, want 1", args[:2], code)
+				}
 			}
 		})
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/suggest"
+	"github.com/gpurent/gpurent/internal/supervise"
 	"github.com/gpurent/gpurent/internal/usage"
 	"github.com/gpurent/gpurent/internal/userfile"
 	"github.com/gpurent/gpurent/internal/yamlfile"
@@ -112,6 +113,11 @@ func exitStatus(err error) int {
 	var code exitCode
 	if errors.As(err, &code) {
 		return int(code)
+	}
+	// A failure of the machine that happens to wrap a missing or odd
+	// file (the run's state in --ckpt-dir) is no bad usage.
+	if rt := (*supervise.RuntimeError)(nil); errors.As(err, &rt) {
+		return exitFailure
 	}
 	var ue usageError
 	var fe *yamlfile.FieldError

@@ -506,6 +506,9 @@ func (s *session) supervise(ctx context.Context) (int, error) {
 	s.kern = kernwatch.Start(ctx, kernwatch.Options{Path: kernlog.Path(), CkptDir: s.o.CkptDir, Log: s.logf, Event: s.supEvent})
 	s.later(s.kern.Stop)
 	sup, err := supervise.New(s.cfg)
+	if rt := (*supervise.RuntimeError)(nil); errors.As(err, &rt) {
+		return 0, err // the machine's fault, not the command line's: exit 1
+	}
 	if err != nil {
 		return 0, usage.Wrap(err)
 	}

@@ -158,6 +158,13 @@ type Exit struct {
 	Reason i18n.Text // one line for a person
 }
 
+// RuntimeError is a failure of New that is no fault of the command line:
+// the run's state in --ckpt-dir could not be read (exit 1, not 2).
+type RuntimeError struct{ Err error }
+
+func (e *RuntimeError) Error() string { return e.Err.Error() }
+func (e *RuntimeError) Unwrap() error { return e.Err }
+
 // Supervisor runs one Config.
 type Supervisor struct {
 	cfg   Config
@@ -272,7 +279,7 @@ func New(cfg Config) (*Supervisor, error) {
 	}
 	st, err := loadState(cfg.CkptDir, cfg.Run)
 	if err != nil {
-		return nil, err
+		return nil, &RuntimeError{Err: err}
 	}
 	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob, Exclude: cfg.Exclude}, sysRoot: "/", tree: rand.Text(),
 		stalled: make(chan i18n.Text, 1), lost: make(chan error, 1)}
