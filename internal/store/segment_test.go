@@ -239,7 +239,7 @@ func TestNewerManifestStopsLatest(t *testing.T) {
 	if _, err := s.Push(ctx, src, "r"); err != nil {
 		t.Fatal(err)
 	}
-	body := []byte(`{"version": 4, "id": "29990101T000000.000Z-00000000", "run": "r"}`)
+	body := []byte(`{"version": 5, "id": "29990101T000000.000Z-00000000", "run": "r"}`)
 	b.Put(ctx, manifestKey("r", "29990101T000000.000Z-00000000"), func(w io.Writer) error { _, err := w.Write(body); return err })
 	if _, _, err := s.Latest(ctx, "r"); !errors.Is(err, ErrNewerManifest) || !strings.Contains(err.Error(), "upgrade gpurent") {
 		t.Errorf("latest past a newer manifest: %v", err)
