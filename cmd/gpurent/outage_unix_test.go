@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,25 @@ while [ $i -lt $STEPS ]; do
   sleep 0.3
 done
 `
+
+// lockedBuffer is a bytes.Buffer a test may read while a process writes
+// it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 // TestRunRidesOutStoreOutage: a directory store moved away for 5 s, then
 // replaced by an empty directory or by a file (and moved away for 25 s),
@@ -59,7 +79,7 @@ func TestRunRidesOutStoreOutage(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "run", "--ckpt-dir", ck, "--store", st, "--run", "r", "--keep", "2", "--glob", "step-*",
 				"--preemption", "none", "--no-status", "--poll", "200ms", "--quiet", "100ms", "--", "sh", script)
 			cmd.Env = append(os.Environ(), "GPURENT_AS_MAIN=1", "XDG_CONFIG_HOME="+cfg, "XDG_STATE_HOME="+t.TempDir(), "GPURENT_NOTIFY=", "CK="+ck, "MARK="+mark, "STEPS="+strconv.Itoa(c.steps))
-			var stderr bytes.Buffer
+			var stderr lockedBuffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

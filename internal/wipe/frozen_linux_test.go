@@ -76,6 +76,9 @@ func TestBackupCheckFreezesWhatItChecks(t *testing.T) {
 	p, err := Make(ctx, b.env(), Options{Checkpoints: []string{ck}})
 	must(t, err)
 	put(t, ck+"/checkpoint-300/late.bin", "written after the check", 0o644)
+	// gpurent's own files are not judged, and go as planned, rewritten
+	// or not.
+	put(t, ck+"/.gpurent-run.json", `{"run":"exp1","committed":{}}`, 0o644)
 	r, err := Run(ctx, p, Exec{Frozen: FrozenFor([]Backed{backed})})
 	must(t, err)
 	if _, err := os.Stat(ck + "/checkpoint-300/late.bin"); err != nil {
@@ -83,6 +86,9 @@ func TestBackupCheckFreezesWhatItChecks(t *testing.T) {
 	}
 	if _, err := os.Stat(ck + "/checkpoint-100/model.bin"); err == nil {
 		t.Errorf("the checked file was not removed")
+	}
+	if _, err := os.Stat(ck + "/.gpurent-run.json"); err == nil {
+		t.Errorf("gpurent's own state file was left")
 	}
 	if r.Failed == 0 {
 		t.Errorf("the report does not count the file left in place: %+v", r)
