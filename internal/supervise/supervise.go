@@ -1210,7 +1210,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 		}
 		s.tries++
 		s.wait = backoff(s.wait, s.cfg.Poll)
-		s.nextTry = now.Add(s.wait + mrand.N(s.wait/2+1))
+		s.nextTry = now.Add(min(s.wait+mrand.N(s.wait/2+1), maxBackoff))
 		if !s.alarmed && now.Sub(s.failingSince) >= s.cfg.StoreAlarm {
 			s.alarmed = true
 			s.cfg.Event("store_failing", i18n.Textf("no checkpoint has reached the store for %v (training goes on; retried): %v",

@@ -1956,3 +1956,23 @@ func TestPushedBeforeNotUploadedAgain(t *testing.T) {
 		t.Errorf("log:\n%s", l)
 	}
 }
+
+// TestBackoff: while uploads fail they are tried after 1 s (or --poll,
+// if longer), 2 s, 4 s ... and never less often than every 5 minutes.
+// On the commit before, every scan tried (and said so): 143 lines in 22 s
+// at --poll 200ms.
+func TestBackoff(t *testing.T) {
+	var waits []time.Duration
+	w := time.Duration(0)
+	for range 12 {
+		w = backoff(w, 200*time.Millisecond)
+		waits = append(waits, w)
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, 64 * time.Second, 128 * time.Second, 256 * time.Second, 5 * time.Minute, 5 * time.Minute, 5 * time.Minute}
+	if !slices.Equal(waits, want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+	if got := backoff(0, 3*time.Second); got != 3*time.Second {
+		t.Errorf("first wait at --poll 3s: %v", got)
+	}
+}
