@@ -56,9 +56,6 @@ func (l *lockedBuffer) String() string {
 // run stopped the command about 2 s in as "another session took the run
 // over" and exited 1.
 func TestRunRidesOutStoreOutage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs for about a minute")
-	}
 	for _, c := range []struct {
 		standIn string
 		outage  time.Duration

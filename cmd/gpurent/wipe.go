@@ -9,7 +9,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -198,7 +197,7 @@ func runWipe(cmd *cobra.Command, g *globals, o *wipeOptions, paths []string) err
 			o.reportPath = filepath.Join(abs, filepath.Base(o.reportPath))
 		}
 	}
-	r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: dockerCLI, Frozen: frozen, Save: func(r *wipe.Report) error { return saveReport(o.reportPath, r) },
+	r, err := wipe.Run(ctx, plan, wipe.Exec{Docker: wipe.DockerCLI, Frozen: frozen, Save: func(r *wipe.Report) error { return saveReport(o.reportPath, r) },
 		Done: func(it wipe.Result) {
 			if it.Status == wipe.Removed {
 				g.tr.Fprintf(w, "removed %s (%s)\n", report.Safe(render.WipeTarget(it)), report.Bytes(it.Freed))
@@ -248,7 +247,7 @@ func planWipe(ctx context.Context, o *wipeOptions, paths []string) (*wipe.Plan, 
 		return nil, err
 	}
 	var err error
-	e := wipe.Env{Root: "/", UID: os.Getuid(), Lookup: os.LookupEnv, Docker: dockerCLI, Recent: o.recent}
+	e := wipe.Env{Root: "/", UID: os.Getuid(), Lookup: os.LookupEnv, Docker: wipe.DockerCLI, Recent: o.recent}
 	if o.recent < 0 {
 		return nil, usagef("--recent %s: a duration of zero or more (0: keep nothing for being recent)", o.recent)
 	}
@@ -320,15 +319,6 @@ func planWipe(ctx context.Context, o *wipeOptions, paths []string) (*wipe.Plan, 
 		plan.Warnings = append(plan.Warnings, i18n.Textf("checkpoint data is deleted without checking a backup (%s): add --require-backup STORE", strings.Join(ckptDirs, ", ")))
 	}
 	return plan, nil
-}
-
-// dockerCLI runs the docker command when it is installed.
-func dockerCLI(ctx context.Context, args ...string) ([]byte, error) {
-	bin, err := exec.LookPath("docker")
-	if err != nil {
-		return nil, i18n.Errorf("docker is not installed")
-	}
-	return exec.CommandContext(ctx, bin, args...).CombinedOutput()
 }
 
 // confirm asks whether to carry out the plan: yes goes on, and in Chinese
