@@ -792,13 +792,9 @@ func (s *Store) Find(ctx context.Context, run, id string) (*Manifest, error) {
 	// greatest key is the newest, as List orders them: one manifest read,
 	// not one per checkpoint (gpurent run asks at every start, and a run
 	// kept whole can hold thousands).
-	ids, err := s.committed(ctx, run)
+	latest, err := s.newestCommitted(ctx, run)
 	if err != nil {
 		return nil, err
-	}
-	latest := ""
-	for _, id := range ids {
-		latest = max(latest, id)
 	}
 	if latest == "" {
 		return nil, i18n.Errorf("run %s has %w yet", run, ErrNoCheckpoint)

@@ -233,6 +233,13 @@ type local struct {
 	mtime, ctime time.Time
 }
 
+// gpurentOwn: an entry of a checkpoint directory that is gpurent's own
+// (its state, lock, ledger, a pull in progress), which the check does not
+// judge.
+func gpurentOwn(name string) bool {
+	return strings.HasPrefix(name, ".gpurent") || strings.Contains(name, ".gpurent-pull-")
+}
+
 // walkCkpt lists the files under a checkpoint directory that the backup
 // check judges: not gpurent's own (.gpurent*), nor what kept says stays.
 func walkCkpt(dir string, kept func(path string) bool) ([]local, error) {
@@ -250,7 +257,7 @@ func walkCkpt(dir string, kept func(path string) bool) ([]local, error) {
 		if !ok {
 			inner = "."
 		}
-		if strings.HasPrefix(name, ".gpurent") || strings.Contains(name, ".gpurent-pull-") || kept != nil && kept(full) {
+		if gpurentOwn(name) || kept != nil && kept(full) {
 			return skip(d)
 		}
 		if d.IsDir() {
@@ -325,8 +332,7 @@ func FrozenFor(bs []Backed) func(path string, ino uint64, size int64, mtime, cti
 			}
 			// gpurent's own files, which the check does not judge
 			// (walkCkpt), go as the plan says.
-			name, _, _ := strings.Cut(strings.TrimPrefix(path, b.Dir+"/"), "/")
-			if strings.HasPrefix(name, ".gpurent") || strings.Contains(name, ".gpurent-pull-") {
+			if name, _, _ := strings.Cut(strings.TrimPrefix(path, b.Dir+"/"), "/"); gpurentOwn(name) {
 				return false, false
 			}
 			return true, b.Same(path, ino, size, mtime, ctime)
