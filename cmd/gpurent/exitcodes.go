@@ -36,7 +36,7 @@ func exitCodeTable() []exitCodeRow {
 		{exitUsage, "all", "bad usage or input: a flag, argument or file is wrong; the one line on stderr names it, and nothing stored was changed"},
 		{exitVerdictFail, "bench, audit", "the check failed: the verdict is fail, with its evidence"},
 		{supervise.ExitNotStored, "run", "the command finished, but its last checkpoint could not be stored: it is only on this machine, so do not release it (sysexits' EX_IOERR)"},
-		{supervise.ExitStopped, "run", "stopped for a preemption notice, a scheduled event or a spent --budget: the checkpoint is safe; run again later (sysexits' EX_TEMPFAIL)"},
+		{supervise.ExitStopped, "run", "stopped for a preemption notice, a scheduled event, a spent --budget or --idle-stop: the checkpoint is safe; run again later (sysexits' EX_TEMPFAIL)"},
 	}
 }
 

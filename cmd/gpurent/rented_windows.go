@@ -23,6 +23,10 @@ func newWipe(*globals) *cobra.Command {
 	return onTheRentedMachine("wipe", "Plan and carry out a verified clean-up before you release the machine")
 }
 
+func newRelease(*globals) *cobra.Command {
+	return onTheRentedMachine("release", "Stop the meter: stop or destroy this machine once its work is safe in the store")
+}
+
 func onTheRentedMachine(name, short string) *cobra.Command {
 	return &cobra.Command{
 		Use:                name,

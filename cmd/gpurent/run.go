@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/release"
 	"github.com/gpurent/gpurent/internal/runner"
 	"github.com/gpurent/gpurent/internal/store"
 	"github.com/gpurent/gpurent/internal/units"
@@ -42,6 +43,8 @@ type runFile struct {
 	GPUBusyMin  *float64 `yaml:"gpu_busy_min"`
 	Price       string   `yaml:"price"`
 	Budget      string   `yaml:"budget"`
+	WhenDone    string   `yaml:"when_done"`
+	IdleStop    string   `yaml:"idle_stop"`
 	Command     []string `yaml:"command"`
 }
 
@@ -49,8 +52,9 @@ type runFile struct {
 // flags and the config file they may come from.
 type runOptions struct {
 	runner.Options
-	store  storeFlags
-	config string
+	store     storeFlags
+	config    string
+	endpoints []string
 }
 
 func newRun(g *globals) *cobra.Command {
@@ -80,9 +84,15 @@ Exit status: 0 the command finished and its newest checkpoint is in the store (o
 there is no store, or no checkpoint); 1 it failed with its restarts used up, or in a
 crash loop; 2 bad usage; 74 as 0 or 75, but the newest checkpoint's upload failed, so
 this machine holds the only copy; 75 stopped on a preemption notice or a scheduled
-event (run it again, later or elsewhere), or because --budget was reached (run again,
-it counts what was spent and starts nothing); 128+N stopped by signal N.
-"gpurent run ... && shutdown -h now" stops the machine only after a 0.`,
+event (run it again, later or elsewhere), because --budget was reached (run again,
+it counts what was spent and starts nothing), or idle (--idle-stop); 128+N stopped
+by signal N.
+
+--when-done stop|destroy stops the meter once the work is safe: after a 0 (never
+after a failure unless --when-done-on-failure; never a destroy while the store
+lacks the newest checkpoint), one request to the provider for this machine, said
+in the run's log in the store and to --notify. The provider and the request are
+checked before the command starts (gpurent release has the list).`,
 		Example: `  gpurent run --ckpt-dir out --glob 'checkpoint-*' --store s3://bucket/runs --run llama -- \
       python train.py --output_dir out --resume_from_checkpoint {resume}`,
 		RunE: func(cmd *cobra.Command, argv []string) error {
@@ -97,7 +107,7 @@ it counts what was spent and starts nothing); 128+N stopped by signal N.
 func (o *runOptions) register(f *pflag.FlagSet) {
 	s, r := &o.store, &o.Options
 	s.register(f)
-	f.StringVar(&o.config, "config", "", "YAML file with ckpt_dir, store, run, keep, keep_local, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, notify_every, stall, silence, log, log_every, gpu_busy_min, price, budget, command (flags override)")
+	f.StringVar(&o.config, "config", "", "YAML file with ckpt_dir, store, run, keep, keep_local, max_restarts, preemption, metrics, glob, quiet, bwlimit, notify, notify_every, stall, silence, log, log_every, gpu_busy_min, price, budget, when_done, idle_stop, command (flags override)")
 	f.StringVar(&r.CkptDir, "ckpt-dir", "checkpoints", "directory the command writes checkpoints to")
 	f.IntVar(&r.Keep, "keep", 3, "newest checkpoints kept in the store (0: all)")
 	f.IntVar(&r.KeepLocal, "keep-local", 0, "newest checkpoints kept in --ckpt-dir: older ones are deleted once the store holds a newer one (0: all)")
@@ -118,6 +128,11 @@ func (o *runOptions) register(f *pflag.FlagSet) {
 	durationVar(f, &r.LogEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")
 	durationVar(f, &r.NotifyEvery, "notify-every", 0, "with --notify, also say every this long how the run stands (with --log, its last lines); 0: never")
 	f.StringVar(&r.Notify, "notify", "", "file holding a webhook URL (Slack, Discord, Feishu/Lark, DingTalk, WeCom or any JSON endpoint; a signed DingTalk or Feishu/Lark bot's secret on the next line) told of the start, restarts, stalls, notices, a failing store and the end (default $GPURENT_NOTIFY)")
+	f.StringVar(&r.WhenDone, "when-done", "", "stop or destroy this machine once the command exited 0 and its newest checkpoint is in the store (gpurent release; destroy needs --store)")
+	f.BoolVar(&r.WhenDoneOnFailure, "when-done-on-failure", false, "release as --when-done says after a failure too (never a destroy while the store lacks the newest checkpoint)")
+	durationVar(f, &r.IdleStop, "idle-stop", 0, "with --log, when the command has printed nothing, written no checkpoint and kept no GPU above --gpu-busy-min this long: ask it for a checkpoint, stop it and release the machine as --when-done says (default stop); 0: never")
+	f.StringVar(&r.Release.Provider, "provider", "", "the provider --when-done and --idle-stop release through, instead of finding it: runpod, vast, lambda, autodl, aws, gcp or azure")
+	f.StringArrayVar(&o.endpoints, "endpoint", nil, "NAME=URL: ask URL instead of a provider's API or metadata service when releasing (as gpurent release; repeatable)")
 	f.StringVar(&r.Metadata.AWS, "metadata-aws", "", "AWS instance metadata endpoint (default http://169.254.169.254)")
 	f.StringVar(&r.Metadata.GCP, "metadata-gcp", "", "GCP metadata endpoint (default http://metadata.google.internal)")
 	f.StringVar(&r.Metadata.Azure, "metadata-azure", "", "Azure metadata endpoint (default http://169.254.169.254; VMs outside a VNET must discover theirs)")
@@ -165,6 +180,7 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 	pick("log", file.Log, &r.Log)
 	pick("price", file.Price, &r.Price)
 	pick("budget", file.Budget, &r.Budget)
+	pick("when-done", file.WhenDone, &r.WhenDone)
 	// Durations read as the flags read them (units.ParseDuration): with
 	// days, so stall: 1d and --stall 1d mean one thing.
 	for _, d := range []struct {
@@ -176,6 +192,7 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 		{"silence", file.Silence, &r.Silence},
 		{"notify-every", file.NotifyEvery, &r.NotifyEvery},
 		{"quiet", file.Quiet, &r.Quiet},
+		{"idle-stop", file.IdleStop, &r.IdleStop},
 	} {
 		if !fs.Changed(d.flag) && d.fromFile != "" {
 			v, err := units.ParseDuration(d.fromFile)
@@ -202,6 +219,17 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 		r.Command = file.Command
 	}
 	r.StoreURL, r.Run, r.Takeover = s.URL, s.Run, s.Takeover
+	eps, err := release.ParseEndpoints(o.endpoints)
+	if err != nil {
+		return usagef("--endpoint: %w", err)
+	}
+	// --metadata-* name the same services preemption notices come from.
+	for name, u := range map[string]string{"aws-metadata": r.Metadata.AWS, "gcp-metadata": r.Metadata.GCP, "azure-metadata": r.Metadata.Azure} {
+		if _, set := eps[name]; !set && u != "" {
+			eps[name] = strings.TrimSuffix(u, "/")
+		}
+	}
+	r.Release.Endpoints = eps
 	r.Offers = func() ([]catalog.Offer, error) {
 		cat, err := loadCatalog(g.catalogs)
 		if err != nil {

@@ -97,6 +97,15 @@ type Watch struct {
 	warned  map[string]time.Time
 	lost    map[int]bool // GPUs found lost, each said once
 	failed  bool         // a read failed: said once
+	busyAt  time.Time    // the last sample with a GPU at Min or above
+}
+
+// LastBusy is when a GPU was last seen at Config.Min or above (zero:
+// never): gpurent run --idle-stop takes a machine whose GPUs work as busy.
+func (w *Watch) LastBusy() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.busyAt
 }
 
 type sample struct {
@@ -221,6 +230,9 @@ func (w *Watch) add(now time.Time, rs []Reading) []warning {
 		}
 		s.rs[r.Index] = r
 		w.total[r.Index] = w.total[r.Index].add(r)
+		if r.Busy > 0 && r.Busy >= w.cfg.Min {
+			w.busyAt = now
+		}
 	}
 	if now.Sub(w.upSince) < w.cfg.Warmup {
 		return out

@@ -67,6 +67,10 @@ func (s *Shipper) Kick() {
 	}
 }
 
+// Flush sends what the file holds now and waits for it, within ctx:
+// gpurent run ships its last words before it releases the machine.
+func (s *Shipper) Flush(ctx context.Context) error { return s.flush(ctx) }
+
 // Shipped is the offset in the file up to which the log is shipped.
 func (s *Shipper) Shipped() int64 {
 	s.mu.Lock()

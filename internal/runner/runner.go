@@ -30,6 +30,7 @@ import (
 	"github.com/gpurent/gpurent/internal/money"
 	"github.com/gpurent/gpurent/internal/notify"
 	"github.com/gpurent/gpurent/internal/preempt"
+	"github.com/gpurent/gpurent/internal/release"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/runlog"
 	"github.com/gpurent/gpurent/internal/store"
@@ -88,6 +89,15 @@ type Options struct {
 	// Clock is what the budget, its ledger and the heartbeats are judged
 	// by; nil: the real one. Tests move a fake one.
 	Clock clock.Clock
+	// WhenDone releases the machine (stop or destroy) once the command
+	// exited 0 and its newest checkpoint is committed; WhenDoneOnFailure
+	// after a failure too. IdleStop stops an idle command and then
+	// releases as WhenDone says (stop if unset). Release says how the
+	// provider is found and asked.
+	WhenDone          string
+	WhenDoneOnFailure bool
+	IdleStop          time.Duration
+	Release           release.Options
 }
 
 // OptionError is a wrong option: Flag names it (without its dashes), so
@@ -134,6 +144,9 @@ func (o *Options) Validate() error {
 	}
 	if len(o.Command) == 0 {
 		return usage.Errorf("no command: gpurent run [flags] -- CMD ARGS")
+	}
+	if err := o.validateRelease(); err != nil {
+		return err
 	}
 	if dir := store.LocalDir(o.StoreURL); store.Within(dir, o.CkptDir) {
 		return usage.Errorf("--store %s lies inside --ckpt-dir %s: every upload would look like a new checkpoint there; keep the store elsewhere", dir, o.CkptDir)
@@ -215,6 +228,11 @@ type session struct {
 	cfg   supervise.Config
 	gpus  *gpuWatch
 	kern  *kernwatch.Watch
+
+	// machine is what --when-done and --idle-stop release; relLog the
+	// store's log session that says so, without --log.
+	machine *release.Machine
+	relLog  *storeLog
 
 	// endReason is the end's line for the webhook.
 	endReason i18n.Text
@@ -460,6 +478,13 @@ func (s *session) configure() {
 	if s.pre != nil {
 		s.cfg.Cloud, s.cfg.Notice = s.cloud, preempt.ShortestNotice(s.cloud)
 	}
+	s.cfg.IdleStop, s.cfg.IdleWindow = o.IdleStop, idleWindow
+	s.cfg.Busy = func() time.Time {
+		if w := s.gpus.watch(); w != nil {
+			return w.LastBusy()
+		}
+		return time.Time{}
+	}
 	// A GPU that fell off the bus, an Xid, a disk failing writes: causes
 	// of the failures that follow, which the command's output may not
 	// name.
@@ -480,6 +505,9 @@ func (s *session) configure() {
 
 func (s *session) supervise(ctx context.Context) (int, error) {
 	if err := s.watchPreemption(ctx); err != nil {
+		return 0, err
+	}
+	if err := s.findMachine(ctx); err != nil {
 		return 0, err
 	}
 	s.configure()
@@ -547,5 +575,5 @@ func (s *session) supervise(ctx context.Context) (int, error) {
 		s.logf("%s", spent)
 		s.endReason = i18n.Textf("%s; %s", s.endReason, spent)
 	}
-	return ex.Code, nil
+	return s.releaseAtEnd(ctx, ex), nil
 }

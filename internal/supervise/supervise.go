@@ -125,6 +125,19 @@ type Config struct {
 	// it saves would be committed. The store checks it before each
 	// commit (store.Hold).
 	Lease Lease
+	// IdleStop, when above zero, stops a command that has printed nothing
+	// (Output), written no new checkpoint and kept no GPU busy (Busy) for
+	// this long, as a notice would: asked for a checkpoint, given
+	// IdleWindow to write it, stopped, its newest checkpoint uploaded,
+	// exit ExitStopped with Exit.Idle set. A machine that finished or
+	// hung quietly is billed by the hour; gpurent run --idle-stop then
+	// releases it. It needs Output: without the command's output, a run
+	// that trains on CPU would look idle.
+	IdleStop   time.Duration
+	IdleWindow time.Duration
+	// Busy says when a GPU of the machine was last busy (zero: not since
+	// the start, or no GPU to ask).
+	Busy func() time.Time
 	// DirLocked says the caller holds CkptDir's lock (LockDir) already:
 	// taken before the lease, so that a second run on the directory is
 	// refused before it can take the run from the first.
@@ -156,6 +169,10 @@ const ExitStopped = 75
 type Exit struct {
 	Code   int       // the exit status gpurent should return
 	Reason i18n.Text // one line for a person
+	// Stored: the newest complete checkpoint is committed in the store,
+	// so this machine may go with its disks. Idle: the command was
+	// stopped by IdleStop.
+	Stored, Idle bool
 }
 
 // RuntimeError is a failure of New that is no fault of the command line:
@@ -200,6 +217,7 @@ type Supervisor struct {
 	nextTry  time.Time
 	progress progress       // under mu
 	stalled  chan i18n.Text // why the command is taken to hang
+	idle     chan i18n.Text // why the command is taken to be idle
 	lost     chan error     // why the run's lease was lost (renew, uploading)
 	pulled   string         // a checkpoint resume pulled, verified: usable at once
 	// deeper: when lookDeeper last looked below --ckpt-dir for
@@ -282,7 +300,7 @@ func New(cfg Config) (*Supervisor, error) {
 		return nil, &RuntimeError{Err: err}
 	}
 	s := &Supervisor{cfg: cfg, st: st, det: &Detector{Dir: cfg.CkptDir, Quiet: cfg.Quiet, Glob: cfg.Glob, Exclude: cfg.Exclude}, sysRoot: "/", tree: rand.Text(),
-		stalled: make(chan i18n.Text, 1), lost: make(chan error, 1)}
+		stalled: make(chan i18n.Text, 1), idle: make(chan i18n.Text, 1), lost: make(chan error, 1)}
 	for _, c := range st.Committed {
 		if t := time.Unix(c.At, 0); t.After(s.lastCommit) {
 			s.lastCommit = t
@@ -480,6 +498,8 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				break running
 			case <-until:
 				return s.untilCame(ctx, done), nil
+			case why := <-s.idle:
+				return s.idleCame(ctx, why, done), nil
 			case why := <-s.lost:
 				// Another session of the run took it over: what this one
 				// saves is committed nowhere, so it stops rather than
@@ -500,7 +520,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		s.Metrics.childUp.Store(0)
 		if werr == nil {
 			f := s.finalUpload(ctx)
-			return Exit{Code: s.endCode(0, f), Reason: i18n.Textf("the command finished; %s", s.finalWords(f))}, nil
+			return Exit{Code: s.endCode(0, f), Stored: s.stored(f), Reason: i18n.Textf("the command finished; %s", s.finalWords(f))}, nil
 		}
 		s.endStrays(cmd.Process.Pid)
 		restarts++
@@ -767,6 +787,18 @@ func (s *Supervisor) untilCame(ctx context.Context, done <-chan error) Exit {
 	return Exit{Code: s.endCode(ExitStopped, f), Reason: i18n.Textf("%s: %s, command stopped; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}
 }
 
+// idleCame stops an idle command as a notice of IdleWindow would.
+func (s *Supervisor) idleCame(ctx context.Context, why i18n.Text, done <-chan error) Exit {
+	s.cfg.Log("%s: asking the command for a checkpoint, then stopping it", why)
+	s.cfg.Event("idle", i18n.Textf("%s: saving a checkpoint and stopping the command", why))
+	f := s.checkpointAndStop(ctx, s.cfg.IdleWindow, done)
+	return Exit{Code: s.endCode(ExitStopped, f), Idle: true, Stored: s.stored(f),
+		Reason: i18n.Textf("%s: %s, command stopped", why, s.finalWords(f))}
+}
+
+// stored says whether f leaves the newest complete checkpoint in the store.
+func (s *Supervisor) stored(f final) bool { return s.cfg.Store != nil && f.found && f.committed }
+
 // checkpointAndStop asks the command for a checkpoint, waits for it within
 // left (the time a notice gives), stops the command and uploads the newest
 // checkpoint.
@@ -934,6 +966,15 @@ type progress struct {
 	outs      int
 	longest   time.Duration
 	quietSaid bool
+	idleSaid  bool // the command is being stopped as idle
+}
+
+// idleSince is when the command last showed life, a busy GPU counted.
+func (p *progress) idleSince(busy time.Time) time.Time {
+	if t := p.silentSince(); t.After(busy) {
+		return t
+	}
+	return busy
 }
 
 // started resets progress for a new start of the command.
@@ -1066,7 +1107,25 @@ func (s *Supervisor) checkStall(now time.Time) {
 	if !why.IsZero() {
 		p.said, p.quietSaid = true, true // the command is being stopped: once is enough
 	}
+	var idle i18n.Text
+	if s.cfg.IdleStop > 0 && s.cfg.Output != nil && why.IsZero() && !p.idleSaid {
+		var busy time.Time
+		if s.cfg.Busy != nil {
+			busy = s.cfg.Busy()
+		}
+		if since := p.idleSince(busy); now.Sub(since) >= s.cfg.IdleStop {
+			p.idleSaid = true
+			idle = i18n.Textf("idle for %v: no output, no new checkpoint and no busy GPU (--idle-stop %v)", now.Sub(since).Round(time.Second), s.cfg.IdleStop)
+		}
+	}
 	s.mu.Unlock()
+	if !idle.IsZero() {
+		select {
+		case s.idle <- idle:
+		default:
+		}
+		return
+	}
 	switch {
 	case !why.IsZero():
 		s.Metrics.stalls.Add(1)

@@ -1976,3 +1976,55 @@ func TestBackoff(t *testing.T) {
 		t.Errorf("first wait at --poll 3s: %v", got)
 	}
 }
+
+// TestIdleStop: a command that has printed nothing, written no new
+// checkpoint and kept no GPU busy for --idle-stop is taken to be idle,
+// once; output, a new checkpoint or a busy GPU in the window each keep it
+// running.
+func TestIdleStop(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(t.TempDir(), h.b)
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	out, busy := t0, time.Time{}
+	cfg.Output = func() time.Time { return out }
+	cfg.Busy = func() time.Time { return busy }
+	cfg.IdleStop = 30 * time.Minute
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup.child.Store(1)
+	sup.progress.started(t0)
+	idle := func() string {
+		select {
+		case why := <-sup.idle:
+			return why.String()
+		default:
+			return ""
+		}
+	}
+	sup.checkStall(t0.Add(29 * time.Minute))
+	if w := idle(); w != "" {
+		t.Fatalf("29 min: %q", w)
+	}
+	// A GPU busy 10 min in: idle only 30 min after that.
+	busy = t0.Add(10 * time.Minute)
+	sup.checkStall(t0.Add(31 * time.Minute))
+	if w := idle(); w != "" {
+		t.Fatalf("busy GPU: %q", w)
+	}
+	// Output at 20 min, then nothing: idle at 50.
+	out = t0.Add(20 * time.Minute)
+	sup.checkStall(t0.Add(49 * time.Minute))
+	if w := idle(); w != "" {
+		t.Fatalf("printed at 20 min: %q", w)
+	}
+	sup.checkStall(t0.Add(50 * time.Minute))
+	if w := idle(); !strings.HasPrefix(w, "idle for 30m0s: no output, no new checkpoint and no busy GPU (--idle-stop 30m0s)") {
+		t.Fatalf("50 min: %q", w)
+	}
+	sup.checkStall(t0.Add(90 * time.Minute))
+	if w := idle(); w != "" {
+		t.Fatalf("said twice: %q", w)
+	}
+}

@@ -1,0 +1,154 @@
+//go:build unix
+
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
+	"github.com/gpurent/gpurent/internal/release"
+	"github.com/gpurent/gpurent/internal/wipe"
+)
+
+// releaseOptions are release's flags.
+type releaseOptions struct {
+	s                               storeFlags
+	stop, destroy, yes, dryRun      bool
+	wipe, nothingToKeep             bool
+	ckptDir, provider, offer, expID string
+	endpoints                       []string
+	diskGB                          float64
+}
+
+func newRelease(g *globals) *cobra.Command {
+	var o releaseOptions
+	cmd := &cobra.Command{
+		Use:   "release --stop|--destroy",
+		Short: "Stop the meter: stop or destroy this machine once its work is safe in the store",
+		Long: `release ends a rental from inside the machine, in this order: the work is safe
+(with --store, every file in --ckpt-dir is in a committed checkpoint, read back
+and hashed, as wipe --require-backup checks), optionally --wipe, then one request
+to the provider that stops (--stop: the disks stay, and bill) or destroys
+(--destroy: nothing more is billed, the disks are gone) this machine and no other.
+
+The provider is found from inside: RunPod (RUNPOD_POD_ID, RUNPOD_API_KEY), Vast.ai
+(CONTAINER_ID, CONTAINER_API_KEY), Lambda (LAMBDA_API_KEY: the instance with this
+machine's address), AWS (IMDSv2 and the instance role), GCP (the metadata server
+and the service account), Azure (IMDS and the managed identity; --stop
+deallocates, since a VM shut down from inside keeps billing compute). AutoDL
+documents no way from inside: release says what to do in the console, exit 1.
+docs/release.md has what each keeps and bills, with the providers' pages.
+
+Without --yes it is a dry run: it prints the request it would make, the
+credential masked, and sends nothing.`,
+		Example: `  gpurent release --store s3://bucket/runs --run llama --ckpt-dir out --destroy --yes
+  gpurent release --stop --offer runpod-a100-80gb-secure --disk 200`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRelease(cmd, g, &o) },
+	}
+	f := cmd.Flags()
+	o.s.register(f)
+	f.BoolVar(&o.stop, "stop", false, "stop the machine: compute stops billing, its disks stay and bill")
+	f.BoolVar(&o.destroy, "destroy", false, "destroy the machine: nothing more is billed, its disks are gone (needs --store, or --nothing-to-keep)")
+	f.BoolVar(&o.yes, "yes", false, "carry it out; without, a dry run")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the request it would make, credential masked, and send nothing")
+	f.BoolVar(&o.wipe, "wipe", false, "before the request, wipe the machine as gpurent wipe --ckpt DIR --require-backup STORE --yes would")
+	f.BoolVar(&o.nothingToKeep, "nothing-to-keep", false, "destroy without --store: nothing on this machine is worth keeping")
+	f.StringVar(&o.ckptDir, "ckpt-dir", "checkpoints", "the checkpoint directory that must be safe in --store first")
+	f.StringVar(&o.provider, "provider", "", "the provider, instead of finding it: runpod, vast, lambda, autodl, aws, gcp or azure")
+	f.StringArrayVar(&o.endpoints, "endpoint", nil, "NAME=URL: ask URL instead of a provider's API or metadata service (runpod, vast, lambda, aws, aws-metadata, gcp, gcp-metadata, azure, azure-metadata; repeatable)")
+	f.StringVar(&o.offer, "offer", "", "the catalog offer rented (an id quote prints): what stopping costs a day")
+	f.Float64Var(&o.diskGB, "disk", 0, "GB of disk a stop keeps (default: the offer's included disk)")
+	f.StringVar(&o.expID, "id", "", "refuse unless the provider's id of this machine is this one")
+	return cmd
+}
+
+func runRelease(cmd *cobra.Command, g *globals, o *releaseOptions) error {
+	ctx, w := cmd.Context(), cmd.OutOrStdout()
+	if o.stop == o.destroy {
+		return usagef("want --stop or --destroy (one of them)")
+	}
+	if o.yes && o.dryRun {
+		return usagef("--yes and --dry-run: choose one")
+	}
+	if o.diskGB < 0 || o.diskGB > 1e7 {
+		return usagef("--disk: want GB from 0 to 10000000, got %v", o.diskGB)
+	}
+	a := release.Stop
+	if o.destroy {
+		a = release.Destroy
+		if o.s.URL == "" && !o.nothingToKeep {
+			return usagef("--destroy: the disks go with the machine; give --store and --ckpt-dir to prove the work is safe, or --nothing-to-keep")
+		}
+	}
+	eps, err := release.ParseEndpoints(o.endpoints)
+	if err != nil {
+		return usagef("--endpoint: %w", err)
+	}
+	if o.provider != "" && !slices.Contains(release.Providers(), o.provider) {
+		return usagef("--provider: want one of %s, got %q", strings.Join(release.Providers(), ", "), o.provider)
+	}
+	ro := release.Options{Provider: o.provider, Endpoints: eps}
+	m, err := release.Find(ctx, ro)
+	if err != nil {
+		return i18n.Errorf("%w: nothing was released; stop or destroy this machine in its provider's console", err)
+	}
+	if o.expID != "" && o.expID != m.ID {
+		return i18n.Errorf("this machine is %s, not %s (--id): nothing was released", m, o.expID)
+	}
+	g.tr.Fprintf(w, "this machine: %s\n", m)
+	g.tr.Fprintf(w, "%s\n", m.Keeps)
+	if o.offer != "" {
+		cat, err := loadCatalog(g.catalogs)
+		if err != nil {
+			return err
+		}
+		off, err := catalog.ByID(cat.Offers, o.offer)
+		if err != nil {
+			return usagef("--offer: %w", err)
+		}
+		for _, c := range release.Costs(off, o.diskGB) {
+			g.tr.Fprintf(w, "%s\n", c)
+		}
+	}
+	call, err := release.Plan(ctx, ro, m, a)
+	if err != nil {
+		return i18n.Errorf("%w: nothing was released", err)
+	}
+	// The work first: nothing is asked of the provider while the store
+	// lacks a file of the checkpoint directory.
+	if o.s.URL != "" {
+		dir, err := filepath.Abs(o.ckptDir)
+		if err != nil {
+			return usagef("--ckpt-dir: %w", err)
+		}
+		plan := &wipe.Plan{Items: []wipe.Item{{Kind: wipe.Checkpoints, Path: dir}}}
+		if _, err := checkBackups(ctx, &o.s, o.s.URL, plan, w, g.tr); err != nil {
+			return i18n.Errorf("%w: nothing was released", err)
+		}
+	} else if a == release.Stop {
+		g.tr.Fprintf(w, "no --store: nothing was checked; the disks stay with the stopped machine\n")
+	}
+	g.tr.Fprintf(w, "the request:\n%s\n", call)
+	if !o.yes {
+		g.tr.Fprintf(cmd.ErrOrStderr(), "dry run: nothing was sent; run again with --yes to %s %s\n", a, m)
+		return nil
+	}
+	if o.wipe {
+		wo := &wipeOptions{s: o.s, ckpts: []string{o.ckptDir}, requireBackup: o.s.URL, yes: true}
+		if err := runWipe(cmd, g, wo, nil); err != nil {
+			return i18n.Errorf("%w: nothing was released", err)
+		}
+	}
+	answer, err := release.Do(ctx, ro, call)
+	if err != nil {
+		return i18n.Errorf("%s was NOT released: %w; %s it in the provider's console, or it goes on billing", m, err, a)
+	}
+	g.tr.Fprintf(w, "%s: %s asked to %s it: %s\n", m, m.Label, a, answer)
+	return nil
+}

@@ -1,0 +1,245 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/release"
+	"github.com/gpurent/gpurent/internal/store"
+)
+
+// provider is a fake of one provider on 127.0.0.1: the environment a
+// machine of it has, the --endpoint values that point gpurent at the
+// fake, and the path of its stop (or deallocate) request.
+type provider struct {
+	name  string
+	env   []string
+	stop  string // "METHOD /path" of the stop request
+	reads map[string]string
+}
+
+var providers = []provider{
+	{name: "runpod", env: []string{"RUNPOD_POD_ID=pod7", "RUNPOD_API_KEY=rpa_TESTKEY0123456789"}, stop: "POST /pods/pod7/stop"},
+	{name: "vast", env: []string{"CONTAINER_ID=4242", "CONTAINER_API_KEY=vast_TESTKEY0123456789", "VAST_CONTAINERLABEL=C.4242"}, stop: "PUT /instances/4242/"},
+	{name: "aws", stop: "POST /", reads: map[string]string{
+		"PUT /latest/api/token":                               "TOKEN",
+		"GET /latest/meta-data/instance-id":                   "i-0123456789abcdef0",
+		"GET /latest/meta-data/placement/region":              "eu-west-1",
+		"GET /latest/meta-data/iam/security-credentials/":     "role",
+		"GET /latest/meta-data/iam/security-credentials/role": `{"AccessKeyId":"ASIA1","SecretAccessKey":"S3CRETS3CRET","Token":"T0KEN"}`}},
+	{name: "gcp", stop: "POST /projects/p/zones/z/instances/vm/stop", reads: map[string]string{
+		"GET /computeMetadata/v1/instance/id":                             "77",
+		"GET /computeMetadata/v1/instance/name":                           "vm",
+		"GET /computeMetadata/v1/instance/zone":                           "projects/1/zones/z",
+		"GET /computeMetadata/v1/project/project-id":                      "p",
+		"GET /computeMetadata/v1/instance/service-accounts/default/token": `{"access_token":"ya29.T0KEN"}`}},
+	{name: "azure", stop: "POST /subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/virtualMachines/vm/deallocate", reads: map[string]string{
+		"GET /metadata/instance/compute":      `{"subscriptionId":"s","resourceGroupName":"g","name":"vm","vmId":"0f1e"}`,
+		"GET /metadata/identity/oauth2/token": `{"access_token":"eyJ.T0KEN"}`}},
+}
+
+// fakeProvider serves p's metadata and API; at each request that is not a
+// read it calls onCall, and records it.
+func fakeProvider(t *testing.T, p provider, onCall func()) (args []string, calls func() []string) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Method + " " + r.URL.Path
+		if body, ok := p.reads[key]; ok {
+			w.Header().Set("Metadata-Flavor", "Google")
+			io.WriteString(w, body)
+			return
+		}
+		onCall()
+		mu.Lock()
+		got = append(got, key)
+		mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+		io.WriteString(w, `{"success": true}`)
+	}))
+	t.Cleanup(srv.Close)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	dead := gone.URL
+	gone.Close()
+	// Every endpoint on loopback: the fake's, or one nothing answers.
+	for _, n := range release.EndpointNames() {
+		u := dead
+		if n == p.name || n == p.name+"-metadata" {
+			u = srv.URL
+		}
+		args = append(args, "--endpoint", n+"="+u)
+	}
+	return args, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
+// cleanEnv is this process's environment without what would make it
+// look like a rented machine.
+func cleanEnv(extra ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "RUNPOD_") || strings.HasPrefix(k, "CONTAINER_") || strings.HasPrefix(k, "VAST_") || strings.HasPrefix(k, "AWS_") || k == "LAMBDA_API_KEY" || strings.HasPrefix(k, "AutoDL") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, extra...)
+}
+
+// releaseTrainer saves step-1 to step-3 and exits with $CODE; with
+// $MOVE_STORE, it moves the store away before the last one, so that the
+// newest checkpoint cannot be committed.
+const releaseTrainer = `for i in 1 2 3; do
+  if [ $i = 3 ] && [ -n "$MOVE_STORE" ]; then mv "$MOVE_STORE" "$MOVE_STORE.away"; fi
+  mkdir -p "$CK/.tmp-$i" && echo $i > "$CK/.tmp-$i/step" && mv "$CK/.tmp-$i" "$CK/step-$i"
+  sleep 0.4
+done
+exit $CODE
+`
+
+// TestRunWhenDoneReleasesOnceTheWorkIsSafe: with --when-done stop, a run
+// that exits 0 makes exactly one stop request to its provider (RunPod,
+// Vast.ai, AWS, GCP, Azure's deallocate, each a fake on 127.0.0.1), and
+// only once the store lists the newest checkpoint; a run that fails, or
+// whose last upload fails, makes none; a destroy with the store lacking
+// the newest checkpoint makes none either.
+func TestRunWhenDoneReleasesOnceTheWorkIsSafe(t *testing.T) {
+	t.Parallel()
+	for _, p := range providers {
+		for _, c := range []struct {
+			name     string
+			code     string
+			move     bool
+			whenDone []string
+			wantRC   int
+			calls    int
+		}{
+			{"exit 0", "0", false, []string{"--when-done", "stop"}, 0, 1},
+			{"exit 1", "1", false, []string{"--when-done", "stop"}, 1, 0},
+			{"upload failed", "0", true, []string{"--when-done", "stop"}, 74, 0},
+			{"destroy, newest not stored", "0", true, []string{"--when-done", "destroy", "--when-done-on-failure"}, 74, 0},
+		} {
+			if p.name != "runpod" && c.name != "exit 0" && (p.name != "vast" || c.move) {
+				continue // the refusals are the runner's, the same for every provider
+			}
+			t.Run(p.name+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				base := t.TempDir()
+				ck, st, cfg := filepath.Join(base, "ck"), filepath.Join(base, "store"), filepath.Join(base, "cfg")
+				if _, err := store.Keygen(filepath.Join(cfg, "gpurent", "identity.txt")); err != nil {
+					t.Fatal(err)
+				}
+				os.MkdirAll(ck, 0o755)
+				// At the stop request, the store must list step-3 already.
+				var listed string
+				endpoints, calls := fakeProvider(t, p, func() {
+					var out, errb bytes.Buffer
+					run(context.Background(), []string{"ckpt", "ls", "--store", st, "--run", "r", "--identity", filepath.Join(cfg, "gpurent", "identity.txt")}, &out, &errb)
+					listed = out.String() + errb.String()
+				})
+				script := filepath.Join(base, "trainer.sh")
+				os.WriteFile(script, []byte(releaseTrainer), 0o755)
+				move := ""
+				if c.move {
+					move = st
+				}
+				args := append([]string{"run", "--ckpt-dir", ck, "--store", st, "--run", "r", "--glob", "step-*", "--max-restarts", "0",
+					"--preemption", "none", "--no-status", "--poll", "200ms", "--quiet", "100ms"}, c.whenDone...)
+				args = append(append(args, endpoints...), "--", "sh", script)
+				cmd := exec.Command(os.Args[0], args...)
+				cmd.Env = cleanEnv(append(p.env, "GPURENT_AS_MAIN=1", "XDG_CONFIG_HOME="+cfg, "XDG_STATE_HOME="+t.TempDir(), "GPURENT_NOTIFY=",
+					"CK="+ck, "CODE="+c.code, "MOVE_STORE="+move)...)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				err := cmd.Run()
+				rc := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					rc = ee.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				got := calls()
+				if rc != c.wantRC || len(got) != c.calls {
+					t.Fatalf("exit %d, want %d; requests %q, want %d; stderr:\n%s", rc, c.wantRC, got, c.calls, stderr.String())
+				}
+				if c.calls == 1 && (got[0] != p.stop || !strings.Contains(listed, "step-3")) {
+					t.Fatalf("request %q, want %q; the store listed at that moment:\n%s", got[0], p.stop, listed)
+				}
+				if strings.Contains(stderr.String(), "TESTKEY") || strings.Contains(stderr.String(), "T0KEN") || strings.Contains(stderr.String(), "S3CRET") {
+					t.Fatalf("a credential in the output:\n%s", stderr.String())
+				}
+			})
+		}
+	}
+}
+
+// TestRunIdleStop: a command that prints nothing and writes no checkpoint
+// is, after --idle-stop 5s, asked for one (SIGUSR1), which is committed,
+// and the machine is stopped with one request, within 15 s of the start.
+func TestRunIdleStop(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	ck, st, cfg := filepath.Join(base, "ck"), filepath.Join(base, "store"), filepath.Join(base, "cfg")
+	if _, err := store.Keygen(filepath.Join(cfg, "gpurent", "identity.txt")); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(ck, 0o755)
+	id := filepath.Join(cfg, "gpurent", "identity.txt")
+	var listed string
+	endpoints, calls := fakeProvider(t, providers[0], func() {
+		var out, errb bytes.Buffer
+		run(context.Background(), []string{"ckpt", "ls", "--store", st, "--run", "r", "--identity", id}, &out, &errb)
+		listed = out.String()
+	})
+	trainer := `trap 'mkdir -p "$CK/.t" && echo 1 > "$CK/.t/step" && mv "$CK/.t" "$CK/step-1"' USR1
+while :; do sleep 0.1; done`
+	args := append([]string{"run", "--ckpt-dir", ck, "--store", st, "--run", "r", "--glob", "step-*", "--log", filepath.Join(base, "train.log"),
+		"--idle-stop", "5s", "--preemption", "none", "--no-status", "--poll", "200ms", "--quiet", "100ms"}, endpoints...)
+	cmd := exec.Command(os.Args[0], append(args, "--", "sh", "-c", trainer)...)
+	cmd.Env = cleanEnv(append(providers[0].env, "GPURENT_AS_MAIN=1", "XDG_CONFIG_HOME="+cfg, "XDG_STATE_HOME="+t.TempDir(), "GPURENT_NOTIFY=", "CK="+ck)...)
+	var stderr lockedBuffer
+	cmd.Stderr, cmd.Stdout = &stderr, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("still running after 60 s:\n%s", stderr.String())
+	}
+	took := time.Since(start)
+	ee, _ := err.(*exec.ExitError)
+	got := calls()
+	if ee == nil || ee.ExitCode() != 75 || len(got) != 1 || got[0] != providers[0].stop || !strings.Contains(listed, "step-1") {
+		t.Fatalf("exit %v, requests %q, store at the request:\n%s\nstderr:\n%s", err, got, listed, stderr.String())
+	}
+	if took > 15*time.Second {
+		t.Errorf("the stop request came %v after the start, want within 15 s", took)
+	}
+	// ckpt log says why the machine went away.
+	code, out, _ := gpurent(t, "ckpt", "log", "--store", st, "--run", "r", "--identity", id)
+	if code != 0 || !strings.Contains(out, "releasing RunPod pod pod7 (stop): the command was idle and is stopped") {
+		t.Errorf("ckpt log (exit %d):\n%s", code, out)
+	}
+}
