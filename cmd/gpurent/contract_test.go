@@ -76,7 +76,12 @@ func TestEveryCommandWritesJSON(t *testing.T) {
 		{path: []string{"bench", "history"}},
 		{path: []string{"audit"}, verdict: true},
 		{path: []string{"wipe"}, args: []string{data}},
+		// release's dry run, on a machine that looks like a RunPod pod;
+		// every endpoint on loopback, where nothing answers.
+		{path: []string{"release"}, args: append([]string{"--stop", "--dry-run"}, deadEndpoints(t)...)},
 	}
+	t.Setenv("RUNPOD_POD_ID", "pod7")
+	t.Setenv("RUNPOD_API_KEY", "rpa_TESTKEY0123456789")
 	// ckpt rm takes an id that ls -o json names.
 	rm := func() []string {
 		code, out, errOut := gpurent(t, append([]string{"ckpt", "ls", "-o", "json"}, inStore...)...)

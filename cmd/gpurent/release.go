@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/catalog"
-	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/release"
+	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/wipe"
 )
 
@@ -57,7 +58,7 @@ credential masked, and sends nothing.`,
 	f.BoolVar(&o.destroy, "destroy", false, "destroy the machine: nothing more is billed, its disks are gone (needs --store, or --nothing-to-keep)")
 	f.BoolVar(&o.yes, "yes", false, "carry it out; without, a dry run")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the request it would make, credential masked, and send nothing")
-	f.BoolVar(&o.wipe, "wipe", false, "before the request, wipe the machine as gpurent wipe --ckpt DIR --require-backup STORE --yes would")
+	f.BoolVar(&o.wipe, "wipe", false, "before the request, wipe the machine as gpurent wipe --ckpt DIR --require-backup STORE --yes would (needs --store)")
 	f.BoolVar(&o.nothingToKeep, "nothing-to-keep", false, "destroy without --store: nothing on this machine is worth keeping")
 	f.StringVar(&o.ckptDir, "ckpt-dir", "checkpoints", "the checkpoint directory that must be safe in --store first")
 	f.StringVar(&o.provider, "provider", "", "the provider, instead of finding it: runpod, vast, lambda, autodl, aws, gcp or azure")
@@ -69,86 +70,53 @@ credential masked, and sends nothing.`,
 }
 
 func runRelease(cmd *cobra.Command, g *globals, o *releaseOptions) error {
-	ctx, w := cmd.Context(), cmd.OutOrStdout()
-	if o.stop == o.destroy {
+	w := cmd.OutOrStdout()
+	switch {
+	case o.stop == o.destroy:
 		return usagef("want --stop or --destroy (one of them)")
-	}
-	if o.yes && o.dryRun {
+	case o.yes && o.dryRun:
 		return usagef("--yes and --dry-run: choose one")
-	}
-	if o.diskGB < 0 || o.diskGB > 1e7 {
+	case o.diskGB < 0 || o.diskGB > 1e7:
 		return usagef("--disk: want GB from 0 to 10000000, got %v", o.diskGB)
-	}
-	a := release.Stop
-	if o.destroy {
-		a = release.Destroy
-		if o.s.URL == "" && !o.nothingToKeep {
-			return usagef("--destroy: the disks go with the machine; give --store and --ckpt-dir to prove the work is safe, or --nothing-to-keep")
-		}
+	case o.destroy && o.s.URL == "" && !o.nothingToKeep:
+		return usagef("--destroy: the disks go with the machine; give --store and --ckpt-dir to prove the work is safe, or --nothing-to-keep")
+	case o.wipe && o.s.URL == "":
+		return usagef("--wipe: needs --store: the wipe removes --ckpt-dir, and only once the store holds every file of it")
+	case o.provider != "" && !slices.Contains(release.Providers(), o.provider):
+		return usagef("--provider: want one of %s, got %q", strings.Join(release.Providers(), ", "), o.provider)
 	}
 	eps, err := release.ParseEndpoints(o.endpoints)
 	if err != nil {
 		return usagef("--endpoint: %w", err)
 	}
-	if o.provider != "" && !slices.Contains(release.Providers(), o.provider) {
-		return usagef("--provider: want one of %s, got %q", strings.Join(release.Providers(), ", "), o.provider)
+	r := release.Request{Action: release.Stop, Yes: o.yes, ID: o.expID, DiskGB: o.diskGB, JSON: g.output == report.JSON}
+	if o.destroy {
+		r.Action = release.Destroy
 	}
-	ro := release.Options{Provider: o.provider, Endpoints: eps}
-	m, err := release.Find(ctx, ro)
-	if err != nil {
-		return i18n.Errorf("%w: nothing was released; stop or destroy this machine in its provider's console", err)
-	}
-	if o.expID != "" && o.expID != m.ID {
-		return i18n.Errorf("this machine is %s, not %s (--id): nothing was released", m, o.expID)
-	}
-	g.tr.Fprintf(w, "this machine: %s\n", m)
-	g.tr.Fprintf(w, "%s\n", m.Keeps)
 	if o.offer != "" {
 		cat, err := loadCatalog(g.catalogs)
 		if err != nil {
 			return err
 		}
-		off, err := catalog.ByID(cat.Offers, o.offer)
-		if err != nil {
+		if r.Offer, err = catalog.ByID(cat.Offers, o.offer); err != nil {
 			return usagef("--offer: %w", err)
 		}
-		for _, c := range release.Costs(off, o.diskGB) {
-			g.tr.Fprintf(w, "%s\n", c)
-		}
 	}
-	call, err := release.Plan(ctx, ro, m, a)
-	if err != nil {
-		return i18n.Errorf("%w: nothing was released", err)
-	}
-	// The work first: nothing is asked of the provider while the store
-	// lacks a file of the checkpoint directory.
 	if o.s.URL != "" {
 		dir, err := filepath.Abs(o.ckptDir)
 		if err != nil {
 			return usagef("--ckpt-dir: %w", err)
 		}
-		plan := &wipe.Plan{Items: []wipe.Item{{Kind: wipe.Checkpoints, Path: dir}}}
-		if _, err := checkBackups(ctx, &o.s, o.s.URL, plan, w, g.tr); err != nil {
-			return i18n.Errorf("%w: nothing was released", err)
+		r.Safe = func(ctx context.Context) error {
+			plan := &wipe.Plan{Items: []wipe.Item{{Kind: wipe.Checkpoints, Path: dir}}}
+			_, err := checkBackups(ctx, &o.s, o.s.URL, plan, w, g.tr)
+			return err
 		}
-	} else if a == release.Stop {
-		g.tr.Fprintf(w, "no --store: nothing was checked; the disks stay with the stopped machine\n")
-	}
-	g.tr.Fprintf(w, "the request:\n%s\n", call)
-	if !o.yes {
-		g.tr.Fprintf(cmd.ErrOrStderr(), "dry run: nothing was sent; run again with --yes to %s %s\n", a, m)
-		return nil
 	}
 	if o.wipe {
-		wo := &wipeOptions{s: o.s, ckpts: []string{o.ckptDir}, requireBackup: o.s.URL, yes: true}
-		if err := runWipe(cmd, g, wo, nil); err != nil {
-			return i18n.Errorf("%w: nothing was released", err)
+		r.Wipe = func(context.Context) error {
+			return runWipe(cmd, g, &wipeOptions{s: o.s, ckpts: []string{o.ckptDir}, requireBackup: o.s.URL, yes: true}, nil)
 		}
 	}
-	answer, err := release.Do(ctx, ro, call)
-	if err != nil {
-		return i18n.Errorf("%s was NOT released: %w; %s it in the provider's console, or it goes on billing", m, err, a)
-	}
-	g.tr.Fprintf(w, "%s: %s asked to %s it: %s\n", m, m.Label, a, answer)
-	return nil
+	return release.Run(cmd.Context(), release.Options{Provider: o.provider, Endpoints: eps}, r, w, cmd.ErrOrStderr(), g.tr)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +87,18 @@ func fakeProvider(t *testing.T, p provider, onCall func()) (args []string, calls
 		defer mu.Unlock()
 		return append([]string(nil), got...)
 	}
+}
+
+// deadEndpoints points every --endpoint at a loopback port nothing
+// listens on.
+func deadEndpoints(t *testing.T) []string {
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	var args []string
+	for _, n := range release.EndpointNames() {
+		args = append(args, "--endpoint", n+"="+gone.URL)
+	}
+	return args
 }
 
 // cleanEnv is this process's environment without what would make it
@@ -243,3 +256,63 @@ while :; do sleep 0.1; done`
 		t.Errorf("ckpt log (exit %d):\n%s", code, out)
 	}
 }
+
+// TestReleaseCommand: release finds nothing on a plain machine and says
+// what it looked for (exit 1); its dry run shows the exact request with
+// the key masked and sends nothing; it refuses another machine's --id, a
+// destroy while the store lacks a file of the checkpoint directory, and
+// otherwise makes exactly one request.
+func TestReleaseCommand(t *testing.T) {
+	for _, k := range []string{"RUNPOD_POD_ID", "RUNPOD_API_KEY", "CONTAINER_ID", "CONTAINER_API_KEY", "VAST_CONTAINERLABEL", "LAMBDA_API_KEY", "AutoDLContainerUUID", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		t.Setenv(k, "")
+	}
+	base := t.TempDir()
+	ck, st, cfg := filepath.Join(base, "ck"), filepath.Join(base, "store"), filepath.Join(base, "cfg")
+	id := filepath.Join(cfg, "gpurent", "identity.txt")
+	if _, err := store.Keygen(id); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(ck, 0o755)
+	endpoints, calls := fakeProvider(t, providers[0], func() {})
+
+	code, _, stderr := gpurent(t, append([]string{"release", "--stop", "--yes"}, endpoints...)...)
+	if code != 1 || !strings.Contains(stderr, "no provider found: looked for RunPod (RUNPOD_POD_ID)") || !strings.Contains(stderr, "Azure (IMDS at azure-metadata)") || len(calls()) != 0 {
+		t.Fatalf("no provider: exit %d:\n%s", code, stderr)
+	}
+	t.Setenv("RUNPOD_POD_ID", "pod7")
+	t.Setenv("RUNPOD_API_KEY", "rpa_TESTKEY0123456789")
+	code, stdout, stderr := gpurent(t, append([]string{"release", "--stop", "--dry-run"}, endpoints...)...)
+	if code != 0 || !strings.Contains(stdout, "this machine: RunPod pod pod7") || !regexpMatch(`POST http://127\.0\.0\.1:\d+/pods/pod7/stop\nAuthorization: Bearer rpa_\*\*\*\*`, stdout) ||
+		strings.Contains(stdout+stderr, "TESTKEY") || !strings.Contains(stderr, "dry run: nothing was sent") || len(calls()) != 0 {
+		t.Fatalf("dry run: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr = gpurent(t, append([]string{"release", "--stop", "--yes", "--id", "pod8"}, endpoints...)...); code != 1 || !strings.Contains(stderr, "not pod8") || len(calls()) != 0 {
+		t.Fatalf("--id of another: exit %d:\n%s", code, stderr)
+	}
+	if code, _, stderr = gpurent(t, append([]string{"release", "--destroy", "--yes"}, endpoints...)...); code != 2 || !strings.Contains(stderr, "--nothing-to-keep") {
+		t.Fatalf("destroy without a store: exit %d:\n%s", code, stderr)
+	}
+
+	// A run commits step-1 and step-2; a step-3 appears after it.
+	script := filepath.Join(base, "trainer.sh")
+	os.WriteFile(script, []byte(`for i in 1 2; do mkdir -p "$CK/.t$i" && echo $i > "$CK/.t$i/step" && mv "$CK/.t$i" "$CK/step-$i"; sleep 0.3; done`), 0o755)
+	cmd := exec.Command(os.Args[0], "run", "--ckpt-dir", ck, "--store", st, "--run", "r", "--glob", "step-*", "--preemption", "none", "--no-status",
+		"--poll", "200ms", "--quiet", "100ms", "--", "sh", script)
+	cmd.Env = cleanEnv("GPURENT_AS_MAIN=1", "XDG_CONFIG_HOME="+cfg, "XDG_STATE_HOME="+t.TempDir(), "GPURENT_NOTIFY=", "CK="+ck)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	os.MkdirAll(filepath.Join(ck, "step-3"), 0o755)
+	os.WriteFile(filepath.Join(ck, "step-3", "step"), []byte("3\n"), 0o644)
+	safe := []string{"release", "--destroy", "--yes", "--store", st, "--run", "r", "--ckpt-dir", ck, "--identity", id}
+	if code, _, stderr = gpurent(t, append(safe, endpoints...)...); code != 1 || !strings.Contains(stderr, "step-3") || !strings.Contains(stderr, "nothing was released") || len(calls()) != 0 {
+		t.Fatalf("destroy, newest not stored: exit %d:\n%s", code, stderr)
+	}
+	os.RemoveAll(filepath.Join(ck, "step-3"))
+	code, stdout, stderr = gpurent(t, append(safe, endpoints...)...)
+	if got := calls(); code != 0 || len(got) != 1 || got[0] != "DELETE /pods/pod7" || !strings.Contains(stdout, "backup checked") {
+		t.Fatalf("destroy: exit %d, requests %q:\n%s\n%s", code, got, stdout, stderr)
+	}
+}
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }

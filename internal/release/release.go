@@ -109,16 +109,23 @@ type Options struct {
 }
 
 // client is the one to ask a metadata service (meta) or an API with.
+//
+// No redirect is followed: a second request (a 307 re-sends the body) is
+// a second stop, and the credential must go only where it was meant to.
 func (o *Options) client(meta bool) *http.Client {
+	c := &http.Client{Timeout: 30 * time.Second}
 	if o.Client != nil {
-		return o.Client
+		*c = *o.Client
+	} else {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		if meta {
+			t.Proxy = nil
+			c.Timeout = 5 * time.Second
+		}
+		c.Transport = t
 	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	if meta {
-		t.Proxy = nil
-		return &http.Client{Transport: t, Timeout: 5 * time.Second}
-	}
-	return &http.Client{Transport: t, Timeout: 30 * time.Second}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
 }
 
 func (o *Options) getenv(k string) string {

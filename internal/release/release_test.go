@@ -365,3 +365,23 @@ func TestCosts(t *testing.T) {
 		t.Fatal(unknown)
 	}
 }
+
+// TestNoRedirectIsFollowed: a provider that answers with a redirect gets
+// no second request, to itself or elsewhere, and the key goes nowhere
+// else; the 3xx is a refusal.
+func TestNoRedirectIsFollowed(t *testing.T) {
+	other := newFake(t, map[string]func(*http.Request) (int, string){"POST /stop": answer(200, "ok")})
+	for _, code := range []int{301, 302, 307, 308} {
+		f := newFake(t, map[string]func(*http.Request) (int, string){"POST /pods/p1/stop": answer(code, "")})
+		redirect := f.Server.Config.Handler
+		f.Server.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Location", other.URL+"/stop")
+			redirect.ServeHTTP(w, r)
+		})
+		o := opts(t, map[string]string{"runpod": f.URL}, map[string]string{"RUNPOD_POD_ID": "p1", "RUNPOD_API_KEY": "k-123456789"})
+		_, _, _, err := release(t, o, Stop)
+		if err == nil || len(f.calls()) != 1 || len(other.got) != 0 {
+			t.Fatalf("%d: %v; %d requests here, %d elsewhere", code, err, len(f.calls()), len(other.got))
+		}
+	}
+}
