@@ -60,12 +60,12 @@ credential masked, and sends nothing.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the request it would make, credential masked, and send nothing")
 	f.BoolVar(&o.wipe, "wipe", false, "before the request, wipe the machine as gpurent wipe --ckpt DIR --require-backup STORE --yes would (needs --store)")
 	f.BoolVar(&o.nothingToKeep, "nothing-to-keep", false, "destroy without --store: nothing on this machine is worth keeping")
-	f.StringVar(&o.ckptDir, "ckpt-dir", "checkpoints", "the checkpoint directory that must be safe in --store first")
+	f.StringVar(&o.ckptDir, "ckpt-dir", "", "the checkpoint directory that must be safe in --store first (needed with --store)")
 	f.StringVar(&o.provider, "provider", "", "the provider, instead of finding it: runpod, vast, lambda, autodl, aws, gcp or azure")
 	f.StringArrayVar(&o.endpoints, "endpoint", nil, "NAME=URL: ask URL instead of a provider's API or metadata service (runpod, vast, lambda, aws, aws-metadata, gcp, gcp-metadata, azure, azure-metadata; repeatable)")
 	f.StringVar(&o.offer, "offer", "", "the catalog offer rented (an id quote prints): what stopping costs a day")
 	f.Float64Var(&o.diskGB, "disk", 0, "GB of disk a stop keeps (default: the offer's included disk)")
-	f.StringVar(&o.expID, "id", "", "refuse unless the provider's id of this machine is this one")
+	f.StringVar(&o.expID, "id", "", "refuse unless the provider's id of this machine is this one (Lambda: the instance to terminate, where its public address is not on this machine)")
 	return cmd
 }
 
@@ -76,10 +76,12 @@ func runRelease(cmd *cobra.Command, g *globals, o *releaseOptions) error {
 		return usagef("want --stop or --destroy (one of them)")
 	case o.yes && o.dryRun:
 		return usagef("--yes and --dry-run: choose one")
-	case o.diskGB < 0 || o.diskGB > 1e7:
+	case !(o.diskGB >= 0 && o.diskGB <= 1e7): // NaN too
 		return usagef("--disk: want GB from 0 to 10000000, got %v", o.diskGB)
 	case o.destroy && o.s.URL == "" && !o.nothingToKeep:
 		return usagef("--destroy: the disks go with the machine; give --store and --ckpt-dir to prove the work is safe, or --nothing-to-keep")
+	case o.s.URL != "" && o.ckptDir == "":
+		return usagef("--store: name the checkpoint directory that must be safe in it with --ckpt-dir")
 	case o.wipe && o.s.URL == "":
 		return usagef("--wipe: needs --store: the wipe removes --ckpt-dir, and only once the store holds every file of it")
 	case o.provider != "" && !slices.Contains(release.Providers(), o.provider):
@@ -89,7 +91,7 @@ func runRelease(cmd *cobra.Command, g *globals, o *releaseOptions) error {
 	if err != nil {
 		return usagef("--endpoint: %w", err)
 	}
-	r := release.Request{Action: release.Stop, Yes: o.yes, ID: o.expID, DiskGB: o.diskGB, JSON: g.output == report.JSON}
+	r := release.Request{Action: release.Stop, Yes: o.yes, DiskGB: o.diskGB, JSON: g.output == report.JSON}
 	if o.destroy {
 		r.Action = release.Destroy
 	}
@@ -118,5 +120,5 @@ func runRelease(cmd *cobra.Command, g *globals, o *releaseOptions) error {
 			return runWipe(cmd, g, &wipeOptions{s: o.s, ckpts: []string{o.ckptDir}, requireBackup: o.s.URL, yes: true}, nil)
 		}
 	}
-	return release.Run(cmd.Context(), release.Options{Provider: o.provider, Endpoints: eps}, r, w, cmd.ErrOrStderr(), g.tr)
+	return release.Run(cmd.Context(), release.Options{Provider: o.provider, Endpoints: eps, ID: o.expID}, r, w, cmd.ErrOrStderr(), g.tr)
 }

@@ -219,15 +219,17 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 		r.Command = file.Command
 	}
 	r.StoreURL, r.Run, r.Takeover = s.URL, s.Run, s.Takeover
-	eps, err := release.ParseEndpoints(o.endpoints)
+	// --metadata-* name the same services preemption notices come from;
+	// --endpoint, given later, wins.
+	var named []string
+	for name, u := range map[string]string{"aws-metadata": r.Metadata.AWS, "gcp-metadata": r.Metadata.GCP, "azure-metadata": r.Metadata.Azure} {
+		if u != "" {
+			named = append(named, name+"="+u)
+		}
+	}
+	eps, err := release.ParseEndpoints(append(named, o.endpoints...))
 	if err != nil {
 		return usagef("--endpoint: %w", err)
-	}
-	// --metadata-* name the same services preemption notices come from.
-	for name, u := range map[string]string{"aws-metadata": r.Metadata.AWS, "gcp-metadata": r.Metadata.GCP, "azure-metadata": r.Metadata.Azure} {
-		if _, set := eps[name]; !set && u != "" {
-			eps[name] = strings.TrimSuffix(u, "/")
-		}
 	}
 	r.Release.Endpoints = eps
 	r.Offers = func() ([]catalog.Offer, error) {

@@ -95,8 +95,16 @@ func (a aws) call(ctx context.Context, o *Options, m *Machine, act Action) (*Cal
 
 // creds are the environment's keys, or the instance role's from IMDS.
 func (a aws) creds(ctx context.Context, o *Options) (awssdk.Credentials, error) {
-	if k, s := o.getenv("AWS_ACCESS_KEY_ID"), o.getenv("AWS_SECRET_ACCESS_KEY"); k != "" && s != "" {
-		return awssdk.Credentials{AccessKeyID: k, SecretAccessKey: s, SessionToken: o.getenv("AWS_SESSION_TOKEN")}, nil
+	var env [3]string
+	for i, name := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
+		v, err := credential(o, name)
+		if err != nil {
+			return awssdk.Credentials{}, err
+		}
+		env[i] = v
+	}
+	if env[0] != "" && env[1] != "" {
+		return awssdk.Credentials{AccessKeyID: env[0], SecretAccessKey: env[1], SessionToken: env[2]}, nil
 	}
 	token, err := a.token(ctx, o)
 	if err != nil || token == "" {
@@ -109,7 +117,7 @@ func (a aws) creds(ctx context.Context, o *Options) (awssdk.Credentials, error) 
 	}
 	doc, code, err := a.meta(ctx, o, token, "iam/security-credentials/"+role)
 	var k struct{ AccessKeyId, SecretAccessKey, Token string }
-	if err != nil || code != http.StatusOK || json.Unmarshal([]byte(doc), &k) != nil || k.AccessKeyId == "" {
+	if err != nil || code != http.StatusOK || json.Unmarshal([]byte(doc), &k) != nil || k.AccessKeyId == "" || !clean(k.AccessKeyId+k.SecretAccessKey+k.Token) {
 		return awssdk.Credentials{}, i18n.Errorf("the instance role %s's key could not be read from IMDS", role)
 	}
 	return awssdk.Credentials{AccessKeyID: k.AccessKeyId, SecretAccessKey: k.SecretAccessKey, SessionToken: k.Token}, nil
@@ -175,7 +183,7 @@ func (g gcp) call(ctx context.Context, o *Options, m *Machine, a Action) (*Call,
 		var t struct {
 			AccessToken string `json:"access_token"`
 		}
-		if err != nil || json.Unmarshal([]byte(doc), &t) != nil || t.AccessToken == "" {
+		if err != nil || json.Unmarshal([]byte(doc), &t) != nil || t.AccessToken == "" || !clean(t.AccessToken) {
 			return i18n.Errorf("this instance has no service account token: give it a service account allowed to stop it, or stop it in the console")
 		}
 		c.secrets = append(c.secrets, t.AccessToken)
@@ -248,7 +256,7 @@ func (az azure) call(ctx context.Context, o *Options, m *Machine, a Action) (*Ca
 		var t struct {
 			AccessToken string `json:"access_token"`
 		}
-		if err != nil || json.Unmarshal(b, &t) != nil || t.AccessToken == "" {
+		if err != nil || json.Unmarshal(b, &t) != nil || t.AccessToken == "" || !clean(t.AccessToken) {
 			return i18n.Errorf("this VM has no managed identity token: enable a system-assigned identity and give it Virtual Machine Contributor on the VM, or deallocate it in the portal")
 		}
 		c.secrets = append(c.secrets, t.AccessToken)

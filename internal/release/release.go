@@ -11,6 +11,7 @@ package release
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpurent/gpurent/internal/i18n"
 )
@@ -81,8 +83,11 @@ func ParseEndpoints(vals []string) (map[string]string, error) {
 			return nil, i18n.Errorf("%q: want one of %s", name, strings.Join(EndpointNames(), ", "))
 		}
 		p, err := url.Parse(u)
-		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil {
-			return nil, i18n.Errorf("%s: want an http:// or https:// URL without credentials, got %q", name, u)
+		if err != nil {
+			return nil, i18n.Errorf("%s: want an http:// or https:// URL: %v", name, err)
+		}
+		if (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil || p.RawQuery != "" || p.ForceQuery || p.Fragment != "" {
+			return nil, i18n.Errorf("%s: want an http:// or https:// URL without credentials, query or fragment, got %q", name, p.Redacted())
 		}
 		out[name] = strings.TrimSuffix(u, "/")
 	}
@@ -97,10 +102,12 @@ type Options struct {
 	Endpoints map[string]string
 	// Getenv reads the environment; nil: os.Getenv.
 	Getenv func(string) string
-	// Hostname is this machine's; nil: os.Hostname.
-	Hostname func() (string, error)
+	// ID, when set, is the provider's id of this machine as the user
+	// states it: Find refuses a machine of another id, and Lambda, which
+	// tells an instance nothing of itself, takes the instance so named.
+	ID string
 	// Addrs are this machine's IP addresses (Lambda finds its instance by
-	// them); nil: the interfaces'.
+	// its public one); nil: the interfaces'.
 	Addrs func() []string
 	// Client sends every request; nil: the metadata services are asked
 	// directly (never through HTTP(S)_PROXY, which cannot reach a
@@ -257,6 +264,12 @@ func Find(ctx context.Context, o Options) (*Machine, error) {
 		}
 	}
 	switch {
+	case len(found) == 1 && len(errs) > 0 && o.Provider == "":
+		// A provider that answered oddly may be the real one: the
+		// request would go to the wrong one.
+		return nil, i18n.Errorf("%s claims this machine, but %w: refusing to guess; name the provider with --provider", found[0], errors.Join(errs...))
+	case len(found) == 1 && o.ID != "" && found[0].ID != o.ID:
+		return nil, i18n.Errorf("this machine is %s, not %s (--id)", found[0], o.ID)
 	case len(found) > 1:
 		var ms []string
 		for _, m := range found {
@@ -327,14 +340,24 @@ func (c *Call) String() string {
 	return c.mask(b.String())
 }
 
-// mask replaces each secret in s with its first four characters and ****.
+// mask replaces each secret in s with its first four characters and
+// ****, in each form a provider may echo it in: as sent, URL-encoded,
+// JSON-escaped.
 func (c *Call) mask(s string) string {
+	seen := map[string]bool{}
 	for _, v := range c.secrets {
-		if len(v) < 8 {
-			s = strings.ReplaceAll(s, v, "****")
-			continue
+		j, _ := json.Marshal(v)
+		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(v, "/", `\/`), string(j[1 : len(j)-1])} {
+			if form == "" || seen[form] {
+				continue // an unset session token is no secret
+			}
+			seen[form] = true
+			short := "****"
+			if len(form) >= 8 {
+				short = form[:4] + "****"
+			}
+			s = strings.ReplaceAll(s, form, short)
 		}
-		s = strings.ReplaceAll(s, v, v[:4]+"****")
 	}
 	return s
 }
@@ -344,12 +367,15 @@ func (c *Call) mask(s string) string {
 // error is told once and the error shown.
 const tries = 3
 
-// Do sends c and returns the provider's answer in a
-// line. A request is sent again only when no answer came (the network
-// failed, or the provider said 429 or 5xx), at most tries times in all.
+// Do sends c and returns the provider's answer in a line. A request is
+// sent again only when no answer came (the network failed, or the
+// provider said 429 or 5xx), at most tries times in all; a retry told
+// the machine is not there (404, 409, 410) after a try that got no
+// answer is taken as that try's success, and said so.
 func Do(ctx context.Context, o Options, c *Call) (string, error) {
 	client := o.client(false)
 	var last error
+	unanswered := false // the last try got no answer at all
 	for i := range tries {
 		if i > 0 {
 			select {
@@ -359,33 +385,49 @@ func Do(ctx context.Context, o Options, c *Call) (string, error) {
 			}
 		}
 		code, body, err := c.send(ctx, client)
+		var local *localError
+		if errors.As(err, &local) {
+			return "", errors.New(c.mask(err.Error())) // nothing was sent
+		}
 		if err != nil {
-			last = errors.New(c.mask(err.Error()))
+			last, unanswered = errors.New(c.mask(err.Error())), true
 			continue
 		}
+		// Masked before it is cut: a cut secret is no longer found.
+		body = []byte(c.mask(string(body)))
 		if code == http.StatusTooManyRequests || code >= 500 {
-			last = i18n.Errorf("HTTP %d: %s", code, c.mask(snippet(body)))
+			last, unanswered = i18n.Errorf("HTTP %d: %s", code, snippet(body)), false
 			continue
+		}
+		if unanswered && (code == http.StatusNotFound || code == http.StatusConflict || code == http.StatusGone) {
+			return fmt.Sprintf("HTTP %d %s on the retry: the try before, which got no answer, most likely did it; check the console", code, snippet(body)), nil
 		}
 		if err := c.accepted(code, body); err != nil {
 			return "", errors.New(c.mask(err.Error()))
 		}
-		return c.mask(fmt.Sprintf("HTTP %d %s", code, snippet(body))), nil
+		return fmt.Sprintf("HTTP %d %s", code, snippet(body)), nil
 	}
 	return "", i18n.Errorf("no answer after %d tries: %w", tries, last)
 }
 
+// localError is a request that could not be made (a credential that
+// cannot be had, or cannot be sent): never retried, since nothing was sent.
+type localError struct{ err error }
+
+func (e *localError) Error() string { return e.err.Error() }
+func (e *localError) Unwrap() error { return e.err }
+
 func (c *Call) send(ctx context.Context, client *http.Client) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, c.Method, c.URL, strings.NewReader(string(c.Body)))
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, &localError{err}
 	}
 	for k, v := range c.Header {
 		req.Header[k] = v
 	}
 	if c.auth != nil {
 		if err := c.auth(req, c.Body); err != nil {
-			return 0, nil, err
+			return 0, nil, &localError{err}
 		}
 	}
 	resp, err := client.Do(req)
@@ -397,13 +439,35 @@ func (c *Call) send(ctx context.Context, client *http.Client) (int, []byte, erro
 	return resp.StatusCode, body, err
 }
 
-// snippet is the start of an answer, on one line, for a message.
+// snippet is the start of an answer, on one line, for a message; it is
+// cut on a character's boundary.
 func snippet(b []byte) string {
 	s := strings.Join(strings.Fields(string(b)), " ")
 	if len(s) > 300 {
-		s = s[:300] + "..."
+		cut := 300
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
 	return s
+}
+
+// clean says a credential can go in a header as it is: no space, no
+// control character.
+func clean(v string) bool {
+	return !strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f })
+}
+
+// credential reads a key from the environment: a value with a space or a
+// control character (a line ending from a Windows .env file) is refused
+// by name, not sent.
+func credential(o *Options, name string) (string, error) {
+	v := o.getenv(name)
+	if !clean(v) {
+		return "", i18n.Errorf("%s holds a space or a control character (a line ending from a Windows .env file?): fix it and run again", name)
+	}
+	return v, nil
 }
 
 // get fetches one small document (a metadata value, a token, a list).

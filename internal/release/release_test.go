@@ -87,7 +87,7 @@ func opts(t *testing.T, e map[string]string, vars map[string]string) Options {
 	for k, v := range e {
 		eps[k] = v
 	}
-	return Options{Endpoints: eps, Getenv: env(vars), Addrs: func() []string { return []string{"127.0.0.1"} }, Hostname: func() (string, error) { return "box", nil }}
+	return Options{Endpoints: eps, Getenv: env(vars), Addrs: func() []string { return []string{"127.0.0.1", "10.0.0.9", "203.0.113.7"} }}
 }
 
 func release(t *testing.T, o Options, a Action) (*Machine, *Call, string, error) {
@@ -278,7 +278,9 @@ func TestAzureDeallocatesNeverPowersOff(t *testing.T) {
 
 func TestLambdaTerminatesItsOwnInstanceOnly(t *testing.T) {
 	const key = "secret_lambda_0123456789"
-	list := `{"data":[{"id":"other","ip":"10.0.0.9"},{"id":"0920582c7ff041399e34823a0be62549","ip":"127.0.0.1"}]}`
+	// The other instance shares this machine's private address, which
+	// says nothing; this one has its public one.
+	list := `{"data":[{"id":"other","ip":"198.51.100.4","private_ip":"10.0.0.9"},{"id":"0920582c7ff041399e34823a0be62549","ip":"203.0.113.7"}]}`
 	f := newFake(t, map[string]func(*http.Request) (int, string){
 		"GET /instances":                      answer(200, list),
 		"POST /instance-operations/terminate": answer(200, `{"data":{"terminated_instances":[]}}`),
@@ -296,9 +298,18 @@ func TestLambdaTerminatesItsOwnInstanceOnly(t *testing.T) {
 	if _, _, _, err := release(t, o, Stop); !errors.As(err, &u) || len(f.calls()) != 1 {
 		t.Fatalf("%v", err)
 	}
-	// Two instances at this machine's addresses: refused, not guessed.
-	o.Addrs = func() []string { return []string{"127.0.0.1", "10.0.0.9"} }
+	// Two instances at this machine's public addresses: refused, not
+	// guessed; --id names one.
+	o.Addrs = func() []string { return []string{"198.51.100.4", "203.0.113.7"} }
 	if _, err := Find(context.Background(), o); err == nil || !strings.Contains(err.Error(), "refusing to guess") {
+		t.Fatal(err)
+	}
+	o.ID = "other"
+	if m, err := Find(context.Background(), o); err != nil || m.ID != "other" {
+		t.Fatal(m, err)
+	}
+	o.ID = "nope"
+	if _, err := Find(context.Background(), o); err == nil || !strings.Contains(err.Error(), "no instance nope") {
 		t.Fatal(err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/i18n"
@@ -30,7 +29,10 @@ func (runpod) find(ctx context.Context, o *Options) (*Machine, error) {
 }
 
 func (runpod) call(ctx context.Context, o *Options, m *Machine, a Action) (*Call, error) {
-	key := o.getenv("RUNPOD_API_KEY")
+	key, err := credential(o, "RUNPOD_API_KEY")
+	if err != nil {
+		return nil, err
+	}
 	if key == "" {
 		return nil, i18n.Errorf("RUNPOD_API_KEY is not set: RunPod puts a key scoped to the pod there; export your own (runpod.io, Settings, API Keys) to go on")
 	}
@@ -73,7 +75,10 @@ func (vast) find(ctx context.Context, o *Options) (*Machine, error) {
 }
 
 func (vast) call(ctx context.Context, o *Options, m *Machine, a Action) (*Call, error) {
-	key := o.getenv("CONTAINER_API_KEY")
+	key, err := credential(o, "CONTAINER_API_KEY")
+	if err != nil {
+		return nil, err
+	}
 	if key == "" {
 		return nil, i18n.Errorf("CONTAINER_API_KEY is not set: Vast.ai puts a key for this instance there; export your own (cloud.vast.ai, Account, Keys) as CONTAINER_API_KEY to go on")
 	}
@@ -112,42 +117,48 @@ func vastAccepted(code int, body []byte) error {
 type lambda struct{}
 
 func (lambda) find(ctx context.Context, o *Options) (*Machine, error) {
-	key := o.getenv("LAMBDA_API_KEY")
-	if key == "" {
-		return nil, nil
+	key, err := credential(o, "LAMBDA_API_KEY")
+	if key == "" || err != nil {
+		return nil, err
 	}
 	code, body, err := get(ctx, o.client(false), http.MethodGet, o.endpoint("lambda")+"/instances", map[string]string{"Authorization": "Bearer " + key})
 	if err != nil {
 		return nil, i18n.Errorf("list instances: %v", maskIn(err.Error(), key))
 	}
 	if code != http.StatusOK {
-		return nil, i18n.Errorf("list instances: HTTP %d %s", code, maskIn(snippet(body), key))
+		return nil, i18n.Errorf("list instances: HTTP %d %s", code, snippet([]byte(maskIn(string(body), key))))
 	}
 	var list struct {
 		Data []struct {
-			ID        string `json:"id"`
-			IP        string `json:"ip"`
-			PrivateIP string `json:"private_ip"`
-			Hostname  string `json:"hostname"`
+			ID string `json:"id"`
+			IP string `json:"ip"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
 		return nil, i18n.Errorf("list instances: %v", err)
 	}
+	// This machine is the instance the user names (--id), or the one
+	// whose public address is on this machine's interfaces. A private
+	// address identifies nothing: 10.0.0.5 and Docker's 172.17.0.1 are
+	// on countless machines, and the instance so matched could be
+	// another's.
 	mine := map[string]bool{}
 	for _, a := range o.addrs() {
-		mine[a] = true
+		if ip := net.ParseIP(a); ip != nil && ip.IsGlobalUnicast() && !ip.IsPrivate() {
+			mine[ip.String()] = true
+		}
 	}
-	host, _ := o.hostname()
 	var ids []string
 	for _, in := range list.Data {
-		if (in.IP != "" && mine[in.IP]) || (in.PrivateIP != "" && mine[in.PrivateIP]) || (host != "" && in.Hostname == host) {
+		if o.ID != "" && in.ID == o.ID || o.ID == "" && in.IP != "" && mine[in.IP] {
 			ids = append(ids, in.ID)
 		}
 	}
 	switch {
+	case len(ids) == 0 && o.ID != "":
+		return nil, i18n.Errorf("the account has no instance %s", o.ID)
 	case len(ids) == 0:
-		return nil, nil // a key, but not for this machine
+		return nil, nil // a key, but for no instance with this machine's public address
 	case len(ids) > 1 || !validID(ids[0]):
 		return nil, i18n.Errorf("%d instances of the account match this machine's addresses: refusing to guess", len(ids))
 	}
@@ -159,7 +170,10 @@ func (lambda) call(ctx context.Context, o *Options, m *Machine, a Action) (*Call
 	if a == Stop {
 		return nil, &Unsupported{Label: "Lambda", Action: a, Do: "Lambda instances can only be terminated (--destroy); what must survive goes to a persistent file system or the store first"}
 	}
-	key := o.getenv("LAMBDA_API_KEY")
+	key, err := credential(o, "LAMBDA_API_KEY")
+	if err != nil {
+		return nil, err
+	}
 	body, _ := json.Marshal(map[string][]string{"instance_ids": {m.ID}})
 	return &Call{Method: http.MethodPost, URL: o.endpoint("lambda") + "/instance-operations/terminate",
 		Header: http.Header{"Authorization": {"Bearer " + key}, "Content-Type": {"application/json"}}, Body: body,
@@ -208,13 +222,6 @@ func validID(s string) bool {
 func maskIn(s, secret string) string {
 	c := Call{secrets: []string{secret}}
 	return c.mask(s)
-}
-
-func (o *Options) hostname() (string, error) {
-	if o.Hostname != nil {
-		return o.Hostname()
-	}
-	return os.Hostname()
 }
 
 func (o *Options) addrs() []string {

@@ -14,8 +14,6 @@ type Request struct {
 	Action Action
 	// Yes carries it out; without, the request is shown, not sent.
 	Yes bool
-	// ID, when set, must be the provider's id of this machine.
-	ID string
 	// Offer, when set, prices a stop for DiskGB of disk (Costs).
 	Offer  *catalog.Offer
 	DiskGB float64
@@ -53,9 +51,6 @@ func Run(ctx context.Context, o Options, r Request, out, errw io.Writer, tr *i18
 	m, err := Find(ctx, o)
 	if err != nil {
 		return i18n.Errorf("%w: nothing was released; stop or destroy this machine in its provider's console", err)
-	}
-	if r.ID != "" && r.ID != m.ID {
-		return i18n.Errorf("this machine is %s, not %s (--id): nothing was released", m, r.ID)
 	}
 	res := Result{Provider: m.Provider, ID: m.ID, Machine: m.Label, Action: r.Action, Keeps: m.Keeps.String()}
 	tr.Fprintf(out, "this machine: %s\n", m)

@@ -490,7 +490,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 				}
 				s.stopChild(done, fwd)
 				f := s.finalUpload(ctx)
-				return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: i18n.Textf("stopped by %v; %s", sig, s.finalWords(f))}, nil
+				return Exit{Code: 128 + int(sig.(syscall.Signal)), Stored: s.stored(f), Reason: i18n.Textf("stopped by %v; %s", sig, s.finalWords(f))}, nil
 			case why := <-s.stalled:
 				s.cfg.Log("%s: the command is taken to hang, and is stopped to restart from its newest checkpoint", why)
 				s.stopChild(done, syscall.SIGTERM)
@@ -540,11 +540,11 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 		lastSeen = seen
 		if restarts > s.cfg.MaxRestarts {
 			f := s.finalUpload(ctx)
-			return Exit{Code: 1, Reason: i18n.Textf("the command failed (%v) and the %s allowed are used up%s; %s", werr, i18n.Plural(s.cfg.MaxRestarts, "%d restart", "%d restarts"), cause, s.finalWords(f))}, nil
+			return Exit{Code: 1, Stored: s.stored(f), Reason: i18n.Textf("the command failed (%v) and the %s allowed are used up%s; %s", werr, i18n.Plural(s.cfg.MaxRestarts, "%d restart", "%d restarts"), cause, s.finalWords(f))}, nil
 		}
 		if quietRestarts >= s.cfg.CrashLoop {
 			f := s.finalUpload(ctx)
-			return Exit{Code: 1, Reason: i18n.Textf("crash loop: the command failed %s in a row (%v) without a new checkpoint; fix it before restarting%s; %s",
+			return Exit{Code: 1, Stored: s.stored(f), Reason: i18n.Textf("crash loop: the command failed %s in a row (%v) without a new checkpoint; fix it before restarting%s; %s",
 				i18n.Plural(quietRestarts, "%d time", "%d times"), werr, cause, s.finalWords(f))}, nil
 		}
 		wait := backoff
@@ -564,7 +564,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 			return Exit{Code: 137, Reason: i18n.Textf("abandoned")}, ctx.Err()
 		case sig := <-stop:
 			f := s.finalUpload(ctx)
-			return Exit{Code: 128 + int(sig.(syscall.Signal)), Reason: i18n.Textf("stopped by %v between restarts; %s", sig, s.finalWords(f))}, nil
+			return Exit{Code: 128 + int(sig.(syscall.Signal)), Stored: s.stored(f), Reason: i18n.Textf("stopped by %v between restarts; %s", sig, s.finalWords(f))}, nil
 		case why := <-s.lost:
 			s.cfg.Log("%v; the command is not restarted", why)
 			s.cfg.Event("lease_lost", i18n.Textf("%v; the command, which had failed, is not restarted", why))
@@ -573,7 +573,7 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 			s.cfg.Log("%s: the command is not restarted", s.cfg.UntilWhy)
 			s.cfg.Event("budget", i18n.Textf("%s: the command, which had failed, is not restarted", s.cfg.UntilWhy))
 			f := s.finalUpload(ctx)
-			return Exit{Code: s.endCode(ExitStopped, f), Reason: i18n.Textf("%s, between restarts: %s; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}, nil
+			return Exit{Code: s.endCode(ExitStopped, f), Stored: s.stored(f), Reason: i18n.Textf("%s, between restarts: %s; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}, nil
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
@@ -772,9 +772,9 @@ func (s *Supervisor) preempted(ctx context.Context, n preempt.Notice, done <-cha
 		}
 	}
 	if n.Event != "" {
-		return Exit{Code: s.endCode(ExitStopped, f), Reason: i18n.Textf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
+		return Exit{Code: s.endCode(ExitStopped, f), Stored: s.stored(f), Reason: i18n.Textf("%s scheduled (%s): %s, command stopped; run the same gpurent run again once the machine is back, or on another", n.Event, n.Cloud, s.finalWords(f))}
 	}
-	return Exit{Code: s.endCode(ExitStopped, f), Reason: i18n.Textf("preempted (%s): %s, command stopped; run the same gpurent run again to resume, here once the machine is back or on another", n.Cloud, s.finalWords(f))}
+	return Exit{Code: s.endCode(ExitStopped, f), Stored: s.stored(f), Reason: i18n.Textf("preempted (%s): %s, command stopped; run the same gpurent run again to resume, here once the machine is back or on another", n.Cloud, s.finalWords(f))}
 }
 
 // untilCame stops the command at Config.Until, as a notice of
@@ -784,7 +784,7 @@ func (s *Supervisor) untilCame(ctx context.Context, done <-chan error) Exit {
 	s.cfg.Log("%s: asking the command for a checkpoint, then stopping it", s.cfg.UntilWhy)
 	s.cfg.Event("budget", i18n.Textf("%s: saving a checkpoint and stopping the command", s.cfg.UntilWhy))
 	f := s.checkpointAndStop(ctx, s.cfg.UntilWindow, done)
-	return Exit{Code: s.endCode(ExitStopped, f), Reason: i18n.Textf("%s: %s, command stopped; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}
+	return Exit{Code: s.endCode(ExitStopped, f), Stored: s.stored(f), Reason: i18n.Textf("%s: %s, command stopped; run the same gpurent run again to go on", s.cfg.UntilWhy, s.finalWords(f))}
 }
 
 // idleCame stops an idle command as a notice of IdleWindow would.
