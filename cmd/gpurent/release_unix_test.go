@@ -101,6 +101,20 @@ func deadEndpoints(t *testing.T) []string {
 	return args
 }
 
+// releaseDirs makes a checkpoint directory, the path of a store and a
+// config directory holding a new identity, under base.
+func releaseDirs(t *testing.T) (base, ck, st, cfg string) {
+	base = t.TempDir()
+	ck, st, cfg = filepath.Join(base, "ck"), filepath.Join(base, "store"), filepath.Join(base, "cfg")
+	if _, err := store.Keygen(filepath.Join(cfg, "gpurent", "identity.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(ck, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return base, ck, st, cfg
+}
+
 // cleanEnv is this process's environment without what would make it
 // look like a rented machine.
 func cleanEnv(extra ...string) []string {
@@ -150,12 +164,7 @@ func TestRunWhenDoneReleasesOnceTheWorkIsSafe(t *testing.T) {
 		} {
 			t.Run(p.name+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
-				base := t.TempDir()
-				ck, st, cfg := filepath.Join(base, "ck"), filepath.Join(base, "store"), filepath.Join(base, "cfg")
-				if _, err := store.Keygen(filepath.Join(cfg, "gpurent", "identity.txt")); err != nil {
-					t.Fatal(err)
-				}
-				os.MkdirAll(ck, 0o755)
+				base, ck, st, cfg := releaseDirs(t)
 				// At the stop request, the store must list step-3 already.
 				var listed string
 				endpoints, calls := fakeProvider(t, p, func() {
@@ -204,12 +213,7 @@ func TestRunWhenDoneReleasesOnceTheWorkIsSafe(t *testing.T) {
 // and the machine is stopped with one request, within 15 s of the start.
 func TestRunIdleStop(t *testing.T) {
 	t.Parallel()
-	base := t.TempDir()
-	ck, st, cfg := filepath.Join(base, "ck"), filepath.Join(base, "store"), filepath.Join(base, "cfg")
-	if _, err := store.Keygen(filepath.Join(cfg, "gpurent", "identity.txt")); err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(ck, 0o755)
+	base, ck, st, cfg := releaseDirs(t)
 	id := filepath.Join(cfg, "gpurent", "identity.txt")
 	var listed string
 	endpoints, calls := fakeProvider(t, providers[0], func() {
@@ -263,13 +267,8 @@ func TestReleaseCommand(t *testing.T) {
 	for _, k := range []string{"RUNPOD_POD_ID", "RUNPOD_API_KEY", "CONTAINER_ID", "CONTAINER_API_KEY", "VAST_CONTAINERLABEL", "LAMBDA_API_KEY", "AutoDLContainerUUID", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
 		t.Setenv(k, "")
 	}
-	base := t.TempDir()
-	ck, st, cfg := filepath.Join(base, "ck"), filepath.Join(base, "store"), filepath.Join(base, "cfg")
+	base, ck, st, cfg := releaseDirs(t)
 	id := filepath.Join(cfg, "gpurent", "identity.txt")
-	if _, err := store.Keygen(id); err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(ck, 0o755)
 	endpoints, calls := fakeProvider(t, providers[0], func() {})
 
 	code, _, stderr := gpurent(t, append([]string{"release", "--stop", "--yes"}, endpoints...)...)
