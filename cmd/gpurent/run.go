@@ -222,10 +222,14 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 	// --metadata-* name the same services preemption notices come from;
 	// --endpoint, given later, wins.
 	var named []string
-	for name, u := range map[string]string{"aws-metadata": r.Metadata.AWS, "gcp-metadata": r.Metadata.GCP, "azure-metadata": r.Metadata.Azure} {
-		if u != "" {
-			named = append(named, name+"="+u)
+	for _, m := range []struct{ cloud, url string }{{"aws", r.Metadata.AWS}, {"gcp", r.Metadata.GCP}, {"azure", r.Metadata.Azure}} {
+		if m.url == "" {
+			continue
 		}
+		if _, err := release.ParseEndpoints([]string{m.cloud + "-metadata=" + m.url}); err != nil {
+			return usagef("--metadata-%s: want an http:// URL, got %q", m.cloud, m.url)
+		}
+		named = append(named, m.cloud+"-metadata="+m.url)
 	}
 	eps, err := release.ParseEndpoints(append(named, o.endpoints...))
 	if err != nil {

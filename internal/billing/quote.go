@@ -48,7 +48,12 @@ type Bill struct {
 	GPUMemoryGB catalog.Fee `json:"gpu_memory_gb"`
 	Instances   int         `json:"instances"`
 	Plan        string      `json:"plan"`
-	Detail      i18n.Text   `json:"detail"`
+	// Hours are the compute hours billed: the task's, or with a reference
+	// GPU, what this offer's GPU needs for the same work, rated as the
+	// datasheet row RatedAs.
+	Hours   float64   `json:"hours"`
+	RatedAs string    `json:"rated_as,omitempty"`
+	Detail  i18n.Text `json:"detail"`
 	// Schedule is how a subscription bill assumes the hours are run:
 	// "spread" evenly over the span, or "packed" into the subscribed
 	// periods first. Empty on other plans.
@@ -156,14 +161,20 @@ type Options struct {
 	// within it. A span derived from the hours stretches to the run's
 	// expected wall time instead.
 	SpanGiven bool
+	// Work, when set, reads the hours as hours on its reference GPU: each
+	// offer is priced for the hours its own GPU needs (quote --reference).
+	Work *Work
 }
 
 // Quote is every bill of the profile, cheapest first.
 type Quote struct {
-	Currency string      `json:"currency"`
-	Rates    []i18n.Text `json:"rates,omitempty"` // the exchange rates used, as "1 USD = 6.975 CNY"
-	Bills    []Bill      `json:"bills"`
-	Notes    []i18n.Text `json:"notes,omitempty"` // plans not offered and why
+	Currency string `json:"currency"`
+	// Reference is the GPU the hours are on (--reference): each bill's
+	// hours are its own GPU's for the same work.
+	Reference string      `json:"reference,omitempty"`
+	Rates     []i18n.Text `json:"rates,omitempty"` // the exchange rates used, as "1 USD = 6.975 CNY"
+	Bills     []Bill      `json:"bills"`
+	Notes     []i18n.Text `json:"notes,omitempty"` // plans not offered and why
 
 	used map[string]i18n.Text // the rate line of each offer currency converted
 }
@@ -268,9 +279,16 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 		return nil, err
 	}
 	q := &Quote{Currency: cur, Bills: []Bill{}, used: used}
+	var unrated []string
 	for i := range offers {
 		o := &offers[i]
-		for _, b := range billsFor(p, o, opt) {
+		po, rated, ok := forWork(p, o, opt.Work)
+		if !ok {
+			unrated = append(unrated, o.GPU)
+			continue
+		}
+		for _, b := range billsFor(po, o, opt) {
+			b.RatedAs = rated
 			b.date(o, opt.Today)
 			b.history(o, opt)
 			b.scale(factors[i])
@@ -278,6 +296,15 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 		}
 	}
 	q.Notes = offerNotes(p, offers, opt)
+	if w := opt.Work; w != nil {
+		q.Reference = w.Reference
+		q.Notes = append([]i18n.Text{w.Note(p.ComputeHours)}, q.Notes...)
+		if n := unratedNote(w, unrated); !n.IsZero() {
+			q.Notes = append(q.Notes, n)
+		}
+	} else if n := mixedNote(offers); !n.IsZero() {
+		q.Notes = append(q.Notes, n)
+	}
 	if !p.Interruptible {
 		q.Notes = append(q.Notes, i18n.Textf("spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)"))
 	}
@@ -602,7 +629,7 @@ func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64, re
 }
 
 func newBill(p *Profile, o *catalog.Offer, plan string) Bill {
-	return Bill{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Instances: instances(p, o), Plan: plan, OfferCurrency: o.Currency}
+	return Bill{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Instances: instances(p, o), Plan: plan, OfferCurrency: o.Currency, Hours: p.ComputeHours}
 }
 
 // finish totals the items and fills list_total and hidden_share.

@@ -103,8 +103,13 @@ func Quote(w io.Writer, tr *i18n.Printer, p *billing.Profile, q *billing.Quote, 
 	if _, up := p.Uploads(); up > 0 {
 		egress += tr.Tf(" + %s GB of checkpoint uploads", trim(up))
 	}
-	tr.Fprintf(w, "%s h on %s x%d over %s, %s, %s GB disk, %s; amounts in %s\n\n",
-		trim(p.ComputeHours), gpu, p.GPUs, days(tr, p.SpanDays), starts(tr, p.Starts), trim(p.DiskGB), egress, currencyName(tr, q.Currency))
+	if q.Reference != "" {
+		tr.Fprintf(w, "the work of %s h on %s, on %s x%d, %s, %s GB disk, %s; amounts in %s\n\n",
+			trim(p.ComputeHours), q.Reference, gpu, p.GPUs, starts(tr, p.Starts), trim(p.DiskGB), egress, currencyName(tr, q.Currency))
+	} else {
+		tr.Fprintf(w, "%s h on %s x%d over %s, %s, %s GB disk, %s; amounts in %s\n\n",
+			trim(p.ComputeHours), gpu, p.GPUs, days(tr, p.SpanDays), starts(tr, p.Starts), trim(p.DiskGB), egress, currencyName(tr, q.Currency))
+	}
 	below := 0
 	for _, b := range q.Bills {
 		if b.HiddenShare < 0 {
@@ -112,6 +117,10 @@ func Quote(w io.Writer, tr *i18n.Printer, p *billing.Profile, q *billing.Quote, 
 		}
 	}
 	head, items, tail := billColumns(tr)
+	if q.Reference != "" {
+		// The hours differ from offer to offer: each GPU's for the work.
+		head = append(head, column{tr.T("HOURS"), false, func(_ int, b billing.Bill) string { return trim(math.Round(b.Hours*10) / 10) }})
+	}
 	cols := append(append(head, []column{
 		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
 		{tr.T("PER GPU-H"), false, func(_ int, b billing.Bill) string { return atLeast(b, perGPUHour(b.PerGPUHour)) }},

@@ -1,0 +1,71 @@
+package billing
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/catalog"
+)
+
+// TestWorkRanksByTheCostOfTheWork pins the case: 100 h of H100
+// training cost about 199 USD on an H100 offer at 1.99/h and about 719 on
+// an H20 at 1.075/h, since the H20 (148 dense BF16 TFLOPS) needs 669 h
+// for the work of the H100 SXM's (989.5): by the hour the H20 ranked
+// first, by the work it ranks last. An A100 (312) sits between.
+func TestWorkRanksByTheCostOfTheWork(t *testing.T) {
+	offer := func(id, gpu string, hourly float64) catalog.Offer {
+		return catalog.Offer{ID: id, Provider: id, GPU: gpu, GPUs: 1, Currency: "USD",
+			OnDemand: catalog.OnDemand{Hourly: catalog.Known(hourly), Increment: dur(time.Second), Minimum: dur(0)}}
+	}
+	offers := []catalog.Offer{offer("h20", "H20", 1.075), offer("h100", "H100 SXM", 1.99), offer("a100", "A100 80GB SXM", 1.2)}
+	p := Profile{ComputeHours: 100, GPUs: 1, Starts: 1}
+	p.Defaults(nil)
+	byHour, err := Make(&p, offers, catalog.Rates{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byHour.Bills[0].Offer != "h20" || !strings.Contains(notes(byHour), "needs about 6.7x the hours of H100 SXM5") {
+		t.Fatalf("by the hour: %s first; notes %s", byHour.Bills[0].Offer, notes(byHour))
+	}
+	w, err := NewWork("H100", ByTraining)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Make(&p, offers, catalog.Rates{}, Options{Work: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	hours := map[string]float64{}
+	total := map[string]float64{}
+	for _, b := range q.Bills {
+		order = append(order, b.Offer)
+		hours[b.Offer], total[b.Offer] = b.Hours, b.Total
+	}
+	if strings.Join(order, " ") != "h100 a100 h20" || q.Reference != "H100 SXM5" {
+		t.Fatalf("order %v, reference %q", order, q.Reference)
+	}
+	if math.Abs(hours["h20"]-100*989.5/148) > 0.01 || hours["h100"] != 100 || math.Abs(total["h20"]-100*989.5/148*1.075) > 0.01 || math.Abs(total["h100"]-199) > 0.01 {
+		t.Fatalf("hours %v, totals %v", hours, total)
+	}
+	// Memory bandwidth for inference: the H20 (4000 GB/s) outruns the
+	// H100 SXM (3350).
+	wi, _ := NewWork("H100 SXM", ByDecoding)
+	qi, _ := Make(&p, offers, catalog.Rates{}, Options{Work: wi})
+	if qi.Bills[0].Offer != "h20" || qi.Bills[0].Hours >= 100 {
+		t.Fatalf("inference: %s first, %v h", qi.Bills[0].Offer, qi.Bills[0].Hours)
+	}
+	if _, err := NewWork("H9000", ByTraining); err == nil {
+		t.Fatal("an unknown reference taken")
+	}
+}
+
+func notes(q *Quote) string {
+	var s []string
+	for _, n := range q.Notes {
+		s = append(s, n.String())
+	}
+	return strings.Join(s, "\n")
+}
