@@ -31,7 +31,7 @@ import (
 // datasheet row is bad usage: bench could not judge the card against it,
 // so --expect must say what it is.
 func offerOrder(g *globals, fs *pflag.FlagSet, tab *specs.Table, id string, order *bench.Order) error {
-	cat, err := loadCatalog(g.catalogs)
+	cat, err := loadCatalog(g)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func newCatalog(g *globals) *cobra.Command {
 			return err
 		},
 	}
-	cmd.AddCommand(newCatalogLs(g), newCatalogCheck(g), def)
+	cmd.AddCommand(newCatalogLs(g), newCatalogCheck(g), newCatalogRefresh(g), newCatalogDiff(g), def)
 	group(cmd)
 	return cmd
 }
@@ -56,7 +56,7 @@ func newCatalogLs(g *globals) *cobra.Command {
 
 // runCatalogLs lists the offers that pass the filters.
 func runCatalogLs(g *globals, o *catalogLsOptions) error {
-	c, err := loadCatalog(g.catalogs)
+	c, err := loadCatalog(g)
 	if err != nil {
 		return err
 	}

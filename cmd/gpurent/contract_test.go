@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/pricefeed/feedtest"
 )
 
 // Every command that prints a result prints it as one JSON document with
@@ -43,6 +45,12 @@ func TestEveryCommandWritesJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	inStore := []string{"--store", st, "--run", "r"}
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	t.Setenv("VAST_API_KEY", "vastkey")
+	var refreshArgs []string
+	for _, e := range feedtest.Serve(t, "../../internal/pricefeed/testdata") {
+		refreshArgs = append(refreshArgs, "--endpoint", e)
+	}
 	// In order: keygen makes the identity the ckpt commands use, push the
 	// checkpoints that ls, verify, pull, prune and rm find.
 	cases := []struct {
@@ -72,6 +80,8 @@ func TestEveryCommandWritesJSON(t *testing.T) {
 		{path: []string{"catalog", "ls"}, args: []string{"--gpu", "H100"}},
 		{path: []string{"catalog", "check"}, args: []string{cat}},
 		{path: []string{"catalog", "default"}},
+		{path: []string{"catalog", "refresh"}, args: refreshArgs},
+		{path: []string{"catalog", "diff"}},
 		{path: []string{"bench"}, args: []string{"--duration", "1s", "--disk-mb", "0"}, verdict: true},
 		{path: []string{"bench", "history"}},
 		{path: []string{"audit"}, verdict: true},

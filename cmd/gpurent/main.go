@@ -143,6 +143,7 @@ var (
 type globals struct {
 	output   string
 	catalogs []string
+	offline  bool
 	lang     string
 	stdout   io.Writer
 	stderr   io.Writer
@@ -196,6 +197,7 @@ func newRoot(stdout, stderr io.Writer, tr *i18n.Printer) *cobra.Command {
 	g.output = report.Table
 	root.PersistentFlags().VarP(formatValue{&g.output}, "output", "o", "output format: table or json")
 	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
+	root.PersistentFlags().BoolVar(&g.offline, "offline", false, "the embedded catalog (and --catalog files) only, without the prices gpurent catalog refresh kept")
 	root.PersistentFlags().Var(langValue{&g.lang}, "lang", "the language gpurent speaks to you: en or zh (default: the locale's, LC_ALL, LC_MESSAGES or LANG; JSON is the same in both)")
 	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newAudit(g), newWipe(g), newRelease(g), newBurn(), newExitCodes())
 	strictBuiltins(root)

@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 		for _, k := range []string{"LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"} {
 			os.Unsetenv(k)
 		}
+		// Prices a developer refreshed must not move the tests' bills: a
+		// cache directory that is not there (the tests of refresh set
+		// their own).
+		os.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), fmt.Sprintf("gpurent-test-cache-%d", os.Getpid())))
 	}
 	if os.Getenv("GPURENT_AS_MAIN") == "1" { // the test binary as gpurent, for tests that kill it
 		if code, ok := asInit(os.Args, os.Stderr); ok {

@@ -74,7 +74,7 @@ func runPlan(g *globals, o *planOptions, fs *pflag.FlagSet) error {
 		}
 		dl = d.Hours()
 	}
-	cat, err := loadCatalog(g.catalogs)
+	cat, err := loadCatalog(g)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func runPlan(g *globals, o *planOptions, fs *pflag.FlagSet) error {
 // runInference answers plan --inference: renting GPUs to serve a model,
 // or a hosted API.
 func runInference(g *globals, fs *pflag.FlagSet, t *task.Flags, inf task.Inference) error {
-	cat, err := loadCatalog(g.catalogs)
+	cat, err := loadCatalog(g)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func runQuote(g *globals, o *quoteOptions, fs *pflag.FlagSet) error {
 		}
 		budget, o.task.Currency, o.task.SolveHours = v, cur, true
 	}
-	cat, err := loadCatalog(g.catalogs)
+	cat, err := loadCatalog(g)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func runRelease(cmd *cobra.Command, g *globals, o *releaseOptions) error {
 		r.Action = release.Destroy
 	}
 	if o.offer != "" {
-		cat, err := loadCatalog(g.catalogs)
+		cat, err := loadCatalog(g)
 		if err != nil {
 			return err
 		}

@@ -237,7 +237,7 @@ func runRun(cmd *cobra.Command, g *globals, o *runOptions, argv []string) error 
 	}
 	r.Release.Endpoints = eps
 	r.Offers = func() ([]catalog.Offer, error) {
-		cat, err := loadCatalog(g.catalogs)
+		cat, err := loadCatalog(g)
 		if err != nil {
 			return nil, err
 		}

@@ -67,6 +67,14 @@ func (f Fee) MarshalJSON() ([]byte, error) {
 	return json.Marshal(f.v)
 }
 
+// MarshalYAML writes the amount, or unknown: what UnmarshalYAML reads.
+func (f Fee) MarshalYAML() (any, error) {
+	if !f.known {
+		return "unknown", nil
+	}
+	return f.v, nil
+}
+
 // UnmarshalYAML accepts a number or the word unknown.
 func (f *Fee) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
@@ -120,6 +128,10 @@ func (d Duration) String() string {
 	return units.FormatDuration(d.d)
 }
 
+// MarshalYAML writes the duration as UnmarshalYAML reads it: 1s, 15d,
+// never or unknown.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
 // UnmarshalYAML accepts Go durations with days ("1s", "15d"), never or
 // unknown.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
@@ -147,6 +159,9 @@ type Catalog struct {
 	Version int     `yaml:"version"`
 	Rates   Rates   `yaml:"exchange_rates"`
 	Offers  []Offer `yaml:"offers"`
+	// Refreshed counts the offers read from catalog refresh's overlay
+	// (LoadOverlay), for a note.
+	Refreshed int `yaml:"-"`
 }
 
 // Rates are units of each currency per US dollar, taken from the catalog and

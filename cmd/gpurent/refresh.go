@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
+	"github.com/gpurent/gpurent/internal/pricefeed"
+	"github.com/gpurent/gpurent/internal/report"
+)
+
+func newCatalogRefresh(g *globals) *cobra.Command {
+	var endpoints, only []string
+	cmd := &cobra.Command{
+		Use:   "refresh",
+		Short: "Read today's prices from the providers' public price sources into the catalog quote and plan use",
+		Long: `refresh reads today's prices of the catalog's offers from their providers' own
+sources: AWS's price list (each region's EC2 file, streamed), Azure's Retail Prices
+API, and Vast.ai's offer search (the median of verified, rentable single-GPU offers;
+it needs VAST_API_KEY). Each price read keeps its source URL and fetch time. A source
+that fails leaves the others; a price of 0, not a number, or more than 5x off the
+catalog's is rejected with the reason. What was read is kept in the cache directory
+(` + "`gpurent catalog diff`" + ` shows it) and read over the embedded catalog by quote, plan, bench
+--offer and run --price; --offline leaves it out. docs/quote.md lists the sources.`,
+		Args: args(noArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCatalogRefresh(cmd, g, endpoints, only)
+		},
+	}
+	cmd.Flags().StringArrayVar(&endpoints, "endpoint", nil, "NAME=URL: read a source from URL instead (aws, azure, vast; repeatable)")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "read only these sources (aws, azure, vast)")
+	return cmd
+}
+
+func runCatalogRefresh(cmd *cobra.Command, g *globals, endpoints, only []string) error {
+	eps, err := pricefeed.ParseEndpoints(endpoints)
+	if err != nil {
+		return usagef("--endpoint: %w", err)
+	}
+	for _, s := range only {
+		if !slices.Contains(pricefeed.Sources(), s) {
+			return usagef("--only: want %s, got %q", strings.Join(pricefeed.Sources(), ", "), s)
+		}
+	}
+	path, err := catalog.OverlayPath()
+	if err != nil {
+		return err
+	}
+	// What was refreshed before stays, where this refresh reads nothing
+	// new for it.
+	base, _, err := catalog.LoadOverlay(path, nil)
+	if err != nil {
+		return err
+	}
+	var kept []catalog.Offer
+	if old, err := catalog.ReadFile(path, base.Rates); err == nil {
+		kept = old.Offers
+	}
+	now := time.Now().UTC()
+	r := pricefeed.Refresh(cmd.Context(), base.Offers, pricefeed.Options{Endpoints: eps, Only: only, Now: now, Getenv: os.Getenv})
+	w := cmd.ErrOrStderr()
+	for _, c := range r.Updated {
+		g.tr.Fprintf(w, "%s %s: %s -> %s (%s)\n", c.Offer, c.Plan, trimFloat(c.Before), trimFloat(c.After), c.Source)
+	}
+	for _, x := range r.Rejected {
+		g.tr.Fprintf(w, "rejected: %s: %s\n", x.Offer, x.Reason)
+	}
+	for _, s := range pricefeed.Sources() {
+		if why, ok := r.Failed[s]; ok {
+			g.tr.Fprintf(w, "failed: %s: %s\n", s, why)
+		}
+	}
+	if len(r.Offers) > 0 {
+		for _, o := range r.Offers {
+			kept = slices.DeleteFunc(kept, func(k catalog.Offer) bool { return k.ID == o.ID })
+		}
+		kept = append(kept, r.Offers...)
+		header := fmt.Sprintf("# gpurent catalog refresh, %s: prices read from the providers' sources, each offer's\n# source and as_of say where and when. quote and plan read this over the embedded\n# catalog; --offline leaves it out. Delete the file to forget it.\n", now.Format(time.RFC3339))
+		if err := catalog.WriteOverlay(path, header, kept); err != nil {
+			return i18n.Errorf("the refreshed prices: %w", err)
+		}
+		g.tr.Fprintf(w, "%s refreshed, kept in %s\n", i18n.Plural(len(r.Offers), "%d offer", "%d offers"), path)
+	}
+	if g.output == report.JSON {
+		if err := report.WriteJSON(g.stdout, r); err != nil {
+			return err
+		}
+	}
+	if len(r.Offers) == 0 && len(r.Failed) > 0 {
+		return i18n.Errorf("no price was refreshed: every source failed")
+	}
+	return nil
+}
+
+// trimFloat writes a price without trailing zeros.
+func trimFloat(v float64) string {
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", v), "0"), ".")
+}
+
+// diffRow is one refreshed offer beside the reading it replaces.
+type diffRow struct {
+	Offer      string      `json:"offer"`
+	Replaces   string      `json:"replaces"`
+	Before     catalog.Fee `json:"before"`
+	After      catalog.Fee `json:"after"`
+	BeforeAsOf string      `json:"before_as_of"`
+	AfterAsOf  string      `json:"after_as_of"`
+}
+
+func newCatalogDiff(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "diff",
+		Short: "What catalog refresh changed: each refreshed price beside the catalog's",
+		Args:  args(noArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, err := catalog.OverlayPath()
+			if err != nil {
+				return err
+			}
+			def, err := catalog.Default()
+			if err != nil {
+				return err
+			}
+			over, err := catalog.ReadFile(path, def.Rates)
+			if err != nil {
+				return i18n.Errorf("no refreshed prices to compare (%w): run gpurent catalog refresh", err)
+			}
+			rows := []diffRow{}
+			for _, o := range over.Offers {
+				old := o.ID
+				if len(o.Supersedes) > 0 {
+					old = o.Supersedes[0]
+				}
+				i := slices.IndexFunc(def.Offers, func(d catalog.Offer) bool { return d.ID == old })
+				if i < 0 {
+					continue // a reading of a refreshed reading: its first is compared
+				}
+				rows = append(rows, diffRow{o.ID, old, def.Offers[i].OnDemand.Hourly, o.OnDemand.Hourly, def.Offers[i].AsOf, o.AsOf})
+			}
+			if g.output == report.JSON {
+				return report.WriteJSON(g.stdout, map[string]any{"path": path, "offers": rows})
+			}
+			for _, r := range rows {
+				g.tr.Fprintf(g.stdout, "%s: %s (%s) -> %s (%s)\n", r.Offer, r.Before, r.BeforeAsOf, r.After, r.AfterAsOf)
+			}
+			return nil
+		},
+	}
+}

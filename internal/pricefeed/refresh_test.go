@@ -1,0 +1,108 @@
+package pricefeed
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/pricefeed/feedtest"
+)
+
+var day = time.Date(2026, 12, 7, 9, 30, 0, 0, time.UTC)
+
+func refresh(t *testing.T, failing ...string) (Result, *catalog.Catalog) {
+	t.Helper()
+	c, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := ParseEndpoints(feedtest.Serve(t, "testdata", failing...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Refresh(context.Background(), c.Offers, Options{Endpoints: eps, Now: day, Getenv: func(k string) string {
+		if k == "VAST_API_KEY" {
+			return "vastkey"
+		}
+		return ""
+	}})
+	return r, c
+}
+
+func find(offers []catalog.Offer, id string) *catalog.Offer {
+	for i := range offers {
+		if offers[i].ID == id {
+			return &offers[i]
+		}
+	}
+	return nil
+}
+
+// TestRefreshFromRecordedAnswers: AWS's Linux on-demand price (not the
+// Windows, dedicated or capacity-reservation SKU, nor the reserved term),
+// Azure's newest Linux pay-as-you-go and Spot meters (not Windows, dev/test
+// or a reservation, across pages), Vast.ai's median of single-GPU offers
+// as a new reading; a zero price rejected with the reason; too few Vast
+// offers said; the result a catalog that reads back and validates.
+func TestRefreshFromRecordedAnswers(t *testing.T) {
+	r, c := refresh(t)
+	p5 := find(r.Offers, "aws-p5.48xlarge")
+	if p5 == nil || p5.OnDemand.Hourly != catalog.Known(51.2) || p5.AsOf != "2026-12-07" || !strings.Contains(p5.Source, "/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.json (fetched 2026-12-07T09:30:00Z") {
+		t.Fatalf("p5: %+v", p5)
+	}
+	nd := find(r.Offers, "azure-ND96isr_H100_v5")
+	if nd == nil || nd.OnDemand.Hourly != catalog.Known(89.5) || nd.Spot.Hourly != catalog.Known(17.9) {
+		t.Fatalf("ND96isr: %+v", nd)
+	}
+	h100 := find(r.Offers, "vast-h100-sxm-median-2026-12-07")
+	if h100 == nil || h100.OnDemand.Hourly != catalog.Known(2.2) || len(h100.Supersedes) != 1 || h100.Supersedes[0] != "vast-h100-sxm-median-2026-10-19" {
+		t.Fatalf("vast H100: %+v", h100)
+	}
+	if v := find(r.Offers, "vast-4090-median-2026-12-07"); v == nil || v.OnDemand.Hourly != catalog.Known(0.375) {
+		t.Fatalf("vast 4090: %+v", v)
+	}
+	rejected := map[string]string{}
+	for _, x := range r.Rejected {
+		rejected[x.Offer] = x.Reason
+	}
+	if rejected["aws-g5.xlarge"] != "on_demand: a price of 0" || rejected["azure-NC24ads_A100_v4"] != "on_demand: a price of 0" {
+		t.Fatalf("rejected: %v", rejected)
+	}
+	if find(r.Offers, "aws-g5.xlarge") != nil || !strings.Contains(r.Failed["vast"], "2 offers of A100 SXM4, too few") {
+		t.Fatalf("failed %v", r.Failed)
+	}
+	// What is written reads back as a catalog over the embedded one.
+	path := t.TempDir() + "/prices.yaml"
+	if err := catalog.WriteOverlay(path, "# test\n", r.Offers); err != nil {
+		t.Fatal(err)
+	}
+	merged, n, err := catalog.LoadOverlay(path, nil)
+	if err != nil || n != len(r.Offers) {
+		t.Fatal(n, err)
+	}
+	if o := find(merged.Offers, "aws-p5.48xlarge"); o == nil || o.OnDemand.Hourly != catalog.Known(51.2) || len(merged.Offers) != len(c.Offers)+2 {
+		t.Fatalf("merged: %d offers, p5 %+v", len(merged.Offers), o)
+	}
+}
+
+// TestRefreshOneSourceFailing: AWS answering 500 leaves Azure's and
+// Vast's prices refreshed, and names AWS.
+func TestRefreshOneSourceFailing(t *testing.T) {
+	r, _ := refresh(t, "aws")
+	if !strings.Contains(r.Failed["aws"], "HTTP 500") || find(r.Offers, "azure-ND96isr_H100_v5") == nil || find(r.Offers, "vast-h100-sxm-median-2026-12-07") == nil || find(r.Offers, "aws-p5.48xlarge") != nil {
+		t.Fatalf("failed %v; %d offers", r.Failed, len(r.Offers))
+	}
+}
+
+func TestCheckRejects(t *testing.T) {
+	for _, tc := range []struct {
+		read, before float64
+		want         string
+	}{{0, 2, "a price of 0"}, {-1, 2, "a price of -1"}, {11, 2, "more than 5x"}, {0.3, 2, "more than 5x"}, {2.5, 2, ""}, {9, 0, ""}} {
+		if got := check(tc.read, tc.before, tc.before > 0); !strings.Contains(got, tc.want) || (tc.want == "" && got != "") {
+			t.Errorf("%v over %v: %q", tc.read, tc.before, got)
+		}
+	}
+}
