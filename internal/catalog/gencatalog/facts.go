@@ -149,14 +149,18 @@ func disk(provider, id string) fact {
 // supersedes names the older readings of an offer the research table
 // holds, by the id of the newest: the same provider, product, tier, GPU
 // and count read on different days (catalog_notes.md names each change).
-// Left apart, though likely the same: Jarvislabs' H100 rows (16 and 24
-// vCPUs), AutoDL's A800 rows (one names "A800 / A100 80GB"), Nebius'
-// SkyPilot row (another shape and a region), AutoDL's 4090 market minimum
-// and home-page price (two statistics, not two readings).
+// An older or undated reading of what the provider sells today is one,
+// though its shape differs (issue #56: left apart, they ranked first at
+// prices no longer asked): Jarvislabs' 1-GPU H100 of 16 vCPUs (2.69 on
+// 2026-09-20) is its 24-vCPU one (3.49 on 2026-10-06), Nebius' undated
+// SkyPilot row (2.95) its 1-GPU HGX H100 (4.50 from 2026-10-01). Left
+// apart: AutoDL's A800 rows (one names "A800 / A100 80GB"), AutoDL's 4090
+// market minimum and home-page price (two statistics, not two readings).
 var supersedes = map[string][]string{
-	"runpod-secure-h100-sxm-2026-11":  {"runpod-secure-h100-sxm"},      // $3.49 on 2026-09-25, $3.99 from 2026-10-19
-	"runpod-secure-a100-sxm-2026-11":  {"runpod-secure-a100-sxm-80gb"}, // $1.59, then $1.79
-	"nebius-h100-2026-10":             {"nebius-h100-2026-09"},         // $3.85, $4.50 effective 2026-10-01
+	"runpod-secure-h100-sxm-2026-11":  {"runpod-secure-h100-sxm"},                                   // $3.49 on 2026-09-25, $3.99 from 2026-10-19
+	"runpod-secure-a100-sxm-2026-11":  {"runpod-secure-a100-sxm-80gb"},                              // $1.59, then $1.79
+	"nebius-h100-2026-10":             {"nebius-h100-2026-09", "nebius-gpu-h100-sxm_1gpu-skypilot"}, // $3.85, $4.50 effective 2026-10-01
+	"jarvis-h100-2026-10-06":          {"jarvis-h100-2026-09-20"},                                   // 16 vCPUs at $2.69, 24 at $3.49
 	"vast-h100-sxm-median-2026-10-19": {"vast-h100-sxm-median-2026-10-07"},
 	"paperspace-h100-2026-10-06":      {"paperspace-h100-2026-09-20"},
 }
