@@ -393,7 +393,7 @@ func recommend(p *Profile, op OfferPlan, bills map[string]Bill, rateKnown bool, 
 		if od, ok := cost[OnDemand]; ok {
 			return Subscription, i18n.Textf("%s costs %.2f vs %.2f on demand: %s h over %d days is above the break-even", b.Detail, b.Total, od, trimFloat(p.ComputeHours), p.SpanDays)
 		}
-		return Subscription, i18n.Textf("%s: the offer is sold by subscription only", b.Detail)
+		return Subscription, i18n.Textf("%s: the offer's on-demand price is unknown (no source states one), so the subscription is the plan priced", b.Detail)
 	default:
 		other := math.Inf(1)
 		for _, plan := range []string{OnDemand, Subscription} {

@@ -668,7 +668,7 @@ func listHourly(o *catalog.Offer) (float64, i18n.Text) {
 	if math.IsInf(best, 1) {
 		return 0, i18n.Text{}
 	}
-	return best, i18n.Textf("list_total uses the subscription's price per hour: the offer has no on-demand price")
+	return best, i18n.Textf("list_total uses the subscription's price per hour: the offer's on-demand price is unknown")
 }
 
 func billsFor(p *Profile, o *catalog.Offer, opt Options) []Bill {
