@@ -57,9 +57,12 @@ type Bill struct {
 	// Schedule is how a subscription bill assumes the hours are run:
 	// "spread" evenly over the span, or "packed" into the subscribed
 	// periods first. Empty on other plans.
-	Schedule  string  `json:"schedule,omitempty"`
-	Total     float64 `json:"total"`
-	ListTotal float64 `json:"list_total"` // on-demand hourly × compute hours × instances: what the price page suggests
+	Schedule string  `json:"schedule,omitempty"`
+	Total    float64 `json:"total"`
+	// Estimate is the bill with its unknown fees at their likely values
+	// (Options.Estimates); nil when none could be estimated.
+	Estimate  *Estimate `json:"estimate,omitempty"`
+	ListTotal float64   `json:"list_total"` // on-demand hourly × compute hours × instances: what the price page suggests
 	// PerGPUHour is the total over the GPUs the task needs and its compute
 	// hours: what each GPU-hour of the job costs, every fee and idle GPU
 	// included, so machines of 1 and 8 GPUs compare.
@@ -164,6 +167,9 @@ type Options struct {
 	// Work, when set, reads the hours as hours on its reference GPU: each
 	// offer is priced for the hours its own GPU needs (quote --reference).
 	Work *Work
+	// Estimates, when set, give each bill with unknown fees an estimate,
+	// which ranks it (NewEstimates).
+	Estimates Estimates
 }
 
 // Quote is every bill of the profile, cheapest first.
@@ -289,6 +295,7 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 		}
 		for _, b := range billsFor(po, o, opt) {
 			b.RatedAs = rated
+			estimate(&b, po, o, opt, rates)
 			b.date(o, opt.Today)
 			b.history(o, opt)
 			b.scale(factors[i])
@@ -308,7 +315,10 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 	if !p.Interruptible {
 		q.Notes = append(q.Notes, i18n.Textf("spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)"))
 	}
-	sort.SliceStable(q.Bills, func(i, j int) bool { return q.Bills[i].Total < q.Bills[j].Total })
+	sort.SliceStable(q.Bills, func(i, j int) bool { return q.Bills[i].rank() < q.Bills[j].rank() })
+	if n := estimateNote(q, opt.Estimates); !n.IsZero() {
+		q.Notes = append(q.Notes, n)
+	}
 	q.Rates = rateLines(used, q.Bills)
 	return q, nil
 }
@@ -414,6 +424,12 @@ func (b *Bill) scale(f float64) {
 	b.PerGPUHour *= f
 	for i := range b.Items {
 		b.Items[i].Amount *= f
+	}
+	if e := b.Estimate; e != nil {
+		e.Total, e.Low, e.High = e.Total*f, e.Low*f, e.High*f
+		for i := range e.Items {
+			e.Items[i].Amount *= f
+		}
 	}
 }
 

@@ -69,3 +69,51 @@ func notes(q *Quote) string {
 	}
 	return strings.Join(s, "\n")
 }
+
+// TestUnknownIsNotZero: on the README's quote over the embedded catalog,
+// a bill whose fees are unknown ranks by its estimate, so none ranks
+// above one whose known bill is lower than that estimate, and every bill
+// with an estimable unknown fee has its estimate (issue #56:
+// suanjia-4090-cheapest ranked first on 8 fees counted as 0).
+func TestUnknownIsNotZero(t *testing.T) {
+	c, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, _ := catalog.Current(c.Offers)
+	p := Profile{GPU: "RTX 4090", ComputeHours: 300, SpanDays: 30, Starts: 10, DiskGB: 200, EgressGB: 100}
+	p.Defaults(nil)
+	offers, err := Offers(&p, current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := NewEstimates(current, c.Rates)
+	if r := est["storage.running_gb_month"]; r.N < minSourced || r.Low > r.Mid || r.Mid > r.High {
+		t.Fatalf("running storage range %+v", r)
+	}
+	q, err := Make(&p, offers, c.Rates, Options{Estimates: est})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range q.Bills {
+		for _, n := range b.Unknown {
+			if _, ok := estimable[n]; ok && est[n].N > 0 && b.Estimate == nil {
+				t.Errorf("%s %s: %s unknown, not estimated", b.Offer, b.Plan, n)
+			}
+		}
+		if b.Estimate != nil && !(b.Estimate.Low <= b.Estimate.Total && b.Estimate.Total <= b.Estimate.High && b.Total <= b.Estimate.Total) {
+			t.Errorf("%s: estimate %+v, lower bound %v", b.Offer, b.Estimate, b.Total)
+		}
+		for _, a := range q.Bills[:i] {
+			if a.rank() > b.rank() {
+				t.Errorf("%s (%v) ranks above %s (%v)", a.Offer, a.rank(), b.Offer, b.rank())
+			}
+		}
+	}
+	// A bill whose fees are all known ranks on its exact total.
+	known := testOffer()
+	q, _ = Make(&p, []catalog.Offer{known}, catalog.Rates{}, Options{Estimates: est})
+	if q.Bills[0].Estimate != nil {
+		t.Fatalf("estimated a known bill: %+v", q.Bills[0].Estimate)
+	}
+}

@@ -80,7 +80,12 @@ func billColumns(tr *i18n.Printer) (head, items, tail []column) {
 		{tr.T("PLAN"), false, func(_ int, b billing.Bill) string { return planName(tr, b.Plan) }},
 	}
 	money := func(k int) func(int, billing.Bill) string {
-		return func(_ int, b billing.Bill) string { return report.Money(b.Items[k].Amount) }
+		return func(_ int, b billing.Bill) string {
+			if b.EstimatedItem(k) {
+				return "≈" + report.Money(b.Estimate.Items[k].Amount)
+			}
+			return report.Money(b.Items[k].Amount)
+		}
 	}
 	items = []column{{tr.T("COMPUTE"), false, money(0)}, {tr.T("STORAGE"), false, money(1)}, {tr.T("EGRESS"), false, money(2)}, {tr.T("BOOT"), true, money(3)}, {tr.T("IP"), true, money(4)}}
 	tail = []column{
@@ -122,7 +127,12 @@ func Quote(w io.Writer, tr *i18n.Printer, p *billing.Profile, q *billing.Quote, 
 		head = append(head, column{tr.T("HOURS"), false, func(_ int, b billing.Bill) string { return trim(math.Round(b.Hours*10) / 10) }})
 	}
 	cols := append(append(head, []column{
-		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
+		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string {
+			if e := b.Estimate; e != nil {
+				return fmt.Sprintf("≈%s (%s-%s)", report.Money(e.Total), report.Money(e.Low), report.Money(e.High))
+			}
+			return atLeast(b, report.Money(b.Total))
+		}},
 		{tr.T("PER GPU-H"), false, func(_ int, b billing.Bill) string { return atLeast(b, perGPUHour(b.PerGPUHour)) }},
 		{tr.T("LIST"), true, func(_ int, b billing.Bill) string { return report.Money(b.ListTotal) }},
 		// A plan below the list price hides nothing from it: a share of
@@ -237,7 +247,12 @@ func Afford(w io.Writer, tr *i18n.Printer, p *billing.Profile, spanGiven bool, r
 	cols := append(append(head, []column{
 		// Never more hours than were found within the budget.
 		{tr.T("HOURS"), false, func(i int, b billing.Bill) string { return atMost(b, trim(math.Floor(r.Plans[i].Hours*100+1e-9)/100)) }},
-		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
+		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string {
+			if e := b.Estimate; e != nil {
+				return fmt.Sprintf("≈%s (%s-%s)", report.Money(e.Total), report.Money(e.Low), report.Money(e.High))
+			}
+			return atLeast(b, report.Money(b.Total))
+		}},
 	}...), append(items, tail...)...)
 	if err := billTable(tr, cols, wide, bills).Write(w); err != nil {
 		return err

@@ -262,6 +262,7 @@ func (t *Flags) Load(fs *pflag.FlagSet, cat *catalog.Catalog) (*billing.Profile,
 	if offers, opt.Notes, err = t.WithProvider(cat.Offers, offers); err != nil {
 		return nil, nil, opt, err
 	}
+	opt.Estimates = billing.NewEstimates(cat.Offers, cat.Rates)
 	if cat.Refreshed > 0 {
 		opt.Notes = append(opt.Notes, i18n.Textf("%s of the catalog come from gpurent catalog refresh, each with its fetch date (--offline leaves them out)", i18n.Plural(cat.Refreshed, "%d offer", "%d offers")))
 	}
