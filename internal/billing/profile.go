@@ -42,6 +42,9 @@ type Profile struct {
 	// one model over them (tensor parallel) needs the machine's links, not
 	// the network between machines.
 	OneMachine bool `yaml:"one_machine"`
+	// GPUsPerNode, when set, keeps the offers whose machines hold that
+	// many GPUs: a job over several machines rents them whole.
+	GPUsPerNode int `yaml:"gpus_per_node"`
 	// SharedDisk says the instances of the job share one disk (a network
 	// volume), billed once, not a disk_gb on each instance.
 	SharedDisk bool `yaml:"shared_disk"`
@@ -139,6 +142,9 @@ const (
 	// in 2026); a count beyond it is a typo, and instances × GPUs must
 	// fit an int.
 	maxGPUs = 1_000_000
+	// maxGPUsPerNode is more than any machine holds (a rack of 72 is
+	// sold as one).
+	maxGPUsPerNode = 1024
 	// maxGB bounds disk, egress and checkpoint sizes at an exabyte.
 	maxGB = 1e9
 	// maxText bounds the GPU name: the longest model name in the catalog
@@ -181,6 +187,14 @@ func (p *Profile) Validate() []yamlfile.Problem {
 		bad("gpus", "want at least 1 GPU, got %d", p.GPUs)
 	case p.GPUs > maxGPUs:
 		bad("gpus", "want at most %d GPUs, got %d", maxGPUs, p.GPUs)
+	}
+	switch {
+	case p.GPUsPerNode < 0 || p.GPUsPerNode > maxGPUsPerNode:
+		bad("gpus_per_node", "want 0 (any) to %d GPUs a machine, got %d", maxGPUsPerNode, p.GPUsPerNode)
+	case p.GPUsPerNode > 0 && p.OneMachine:
+		bad("gpus_per_node", "not with one_machine, which puts every GPU in one machine")
+	case p.GPUsPerNode > 0 && p.GPUs%p.GPUsPerNode != 0:
+		bad("gpus_per_node", "%d GPUs do not fill machines of %d: want a multiple", p.GPUs, p.GPUsPerNode)
 	}
 	// A span left out is derived from the hours: when those are wrong,
 	// the one error to report is theirs.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +49,9 @@ type Bill struct {
 	GPUMemoryGB catalog.Fee `json:"gpu_memory_gb"`
 	Instances   int         `json:"instances"`
 	Plan        string      `json:"plan"`
+	// Interconnect is what joins the GPUs of a machine, as the offer
+	// states it: nvlink, pcie, or empty where no source says.
+	Interconnect string `json:"interconnect,omitempty"`
 	// Hours are the compute hours billed: the task's, or with a reference
 	// GPU, what this offer's GPU needs for the same work, rated as the
 	// datasheet row RatedAs.
@@ -199,6 +203,9 @@ func (q *Quote) Top(n int) {
 // profile's GPUs in one instance, or an error naming the most one holds.
 func Offers(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
 	out, err := catalog.WithGPU(offers, p.GPU)
+	if err == nil && p.GPUsPerNode > 0 {
+		return wholeNodes(p, out)
+	}
 	if err != nil || !p.OneMachine {
 		return out, err
 	}
@@ -214,6 +221,29 @@ func Offers(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
 		return nil, i18n.Errorf("no offer of GPU %q has %d GPUs in one machine; the most is %d", p.GPU, p.GPUs, most)
 	}
 	return whole, nil
+}
+
+// wholeNodes keeps the offers whose machines hold GPUsPerNode GPUs: a job
+// across machines wants them whole (all of a node's NVLinks, its own
+// network cards), not 64 one-GPU rentals.
+func wholeNodes(p *Profile, offers []catalog.Offer) ([]catalog.Offer, error) {
+	var out []catalog.Offer
+	sizes := map[int]bool{}
+	for _, o := range offers {
+		if o.GPUs == p.GPUsPerNode {
+			out = append(out, o)
+		}
+		sizes[o.GPUs] = true
+	}
+	if len(out) == 0 {
+		var have []string
+		for n := range sizes {
+			have = append(have, strconv.Itoa(n))
+		}
+		slices.Sort(have)
+		return nil, i18n.Errorf("no offer of GPU %q has machines of %d GPUs; they have %s", p.GPU, p.GPUsPerNode, strings.Join(have, ", "))
+	}
+	return out, nil
 }
 
 // WithMemory keeps the offers whose GPUs may have the profile's
@@ -645,7 +675,7 @@ func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64, re
 }
 
 func newBill(p *Profile, o *catalog.Offer, plan string) Bill {
-	return Bill{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Instances: instances(p, o), Plan: plan, OfferCurrency: o.Currency, Hours: p.ComputeHours}
+	return Bill{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Instances: instances(p, o), Plan: plan, OfferCurrency: o.Currency, Hours: p.ComputeHours, Interconnect: o.Interconnect}
 }
 
 // finish totals the items and fills list_total and hidden_share.

@@ -117,3 +117,46 @@ func TestUnknownIsNotZero(t *testing.T) {
 		t.Fatalf("estimated a known bill: %+v", q.Bills[0].Estimate)
 	}
 }
+
+// TestWholeNodes: --gpus 64 --gpus-per-node 8 prices 8-GPU machines
+// only, eight of each, with the interconnect each offer states; 64 is
+// not 64 one-GPU rentals.
+func TestWholeNodes(t *testing.T) {
+	c, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, _ := catalog.Current(c.Offers)
+	p := Profile{GPU: "H100", GPUs: 64, GPUsPerNode: 8, ComputeHours: 100}
+	p.Defaults(nil)
+	if ps := p.Validate(); len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	offers, err := Offers(&p, current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Make(&p, offers, c.Rates, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nvlink := 0
+	for _, b := range q.Bills {
+		if b.GPUs != 8 || b.Instances != 8 {
+			t.Errorf("%s: %d GPUs x %d machines", b.Offer, b.GPUs, b.Instances)
+		}
+		if b.Interconnect == "nvlink" {
+			nvlink++
+		}
+	}
+	if len(q.Bills) < 3 || nvlink == 0 {
+		t.Fatalf("%d bills, %d with NVLink stated", len(q.Bills), nvlink)
+	}
+	for _, bad := range []Profile{{GPUs: 64, GPUsPerNode: 7}, {GPUs: 8, GPUsPerNode: 8, OneMachine: true}, {GPUs: 8, GPUsPerNode: -1}} {
+		bad.ComputeHours = 1
+		bad.Defaults(nil)
+		if len(bad.Validate()) == 0 {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}

@@ -122,6 +122,16 @@ func Quote(w io.Writer, tr *i18n.Printer, p *billing.Profile, q *billing.Quote, 
 		}
 	}
 	head, items, tail := billColumns(tr)
+	if p.GPUsPerNode > 0 {
+		// Whole machines: how many, and what joins their GPUs.
+		head = append(head, column{tr.T("MACHINES"), false, func(_ int, b billing.Bill) string { return fmt.Sprint(b.Instances) }},
+			column{tr.T("LINK"), false, func(_ int, b billing.Bill) string {
+				if b.Interconnect == "" {
+					return "?"
+				}
+				return b.Interconnect
+			}})
+	}
 	if q.Reference != "" {
 		// The hours differ from offer to offer: each GPU's for the work.
 		head = append(head, column{tr.T("HOURS"), false, func(_ int, b billing.Bill) string { return trim(math.Round(b.Hours*10) / 10) }})

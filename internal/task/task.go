@@ -36,6 +36,7 @@ type Flags struct {
 	disk, egress  float64
 	interruptible bool
 	oneMachine    bool
+	perNode       int
 	sharedDisk    bool
 	every         string
 	write         string
@@ -125,7 +126,7 @@ var flagOf = map[string]string{
 	"gpu": "--gpu", "gpus": "--gpus", "min_gpu_memory_gb": "--min-gpu-memory", "compute_hours": "--hours", "span_days": "--days", "starts": "--starts",
 	"disk_gb": "--disk", "egress_gb": "--egress", "interruptible": "--interruptible",
 	"checkpoint.every": "--ckpt-every", "checkpoint.write": "--ckpt-write", "checkpoint.restart": "--ckpt-restart",
-	"checkpoint.size_gb": "--ckpt-size", "one_machine": "--one-machine", "shared_disk": "--shared-disk",
+	"checkpoint.size_gb": "--ckpt-size", "one_machine": "--one-machine", "gpus_per_node": "--gpus-per-node", "shared_disk": "--shared-disk",
 }
 
 // Register adds the flags to fs.
@@ -141,6 +142,7 @@ func (t *Flags) Register(fs *pflag.FlagSet) {
 	fs.Float64Var(&t.egress, "egress", 0, "GB downloaded out of the instance over the public network")
 	fs.BoolVar(&t.interruptible, "interruptible", false, "the job resumes from checkpoints, so spot is allowed")
 	fs.BoolVar(&t.oneMachine, "one-machine", false, "all of --gpus in one instance: leave out offers that would split them over machines")
+	fs.IntVar(&t.perNode, "gpus-per-node", 0, "only offers whose machines hold this many GPUs, rented whole (--gpus 64 --gpus-per-node 8: eight 8-GPU machines), with the interconnect each promises")
 	fs.BoolVar(&t.sharedDisk, "shared-disk", false, "the instances share one disk of --disk GB (a network volume), billed once rather than on each instance")
 	fs.StringVar(&t.every, "ckpt-every", "", "work between checkpoints, such as 30m (without it, spot is priced as a job that restarts from the beginning)")
 	fs.StringVar(&t.write, "ckpt-write", "", "time to write one checkpoint until it is safe remotely, such as 1m (0 when not given)")
@@ -192,6 +194,7 @@ func (t *Flags) Load(fs *pflag.FlagSet, cat *catalog.Catalog) (*billing.Profile,
 	override("egress", "egress_gb", func() { p.EgressGB = t.egress })
 	override("interruptible", "interruptible", func() { p.Interruptible = t.interruptible })
 	override("one-machine", "one_machine", func() { p.OneMachine = t.oneMachine })
+	override("gpus-per-node", "gpus_per_node", func() { p.GPUsPerNode = t.perNode })
 	override("shared-disk", "shared_disk", func() { p.SharedDisk = t.sharedDisk })
 	for _, c := range []struct {
 		flag, field string
@@ -253,6 +256,8 @@ func (t *Flags) Load(fs *pflag.FlagSet, cat *catalog.Catalog) (*billing.Profile,
 		path := "gpu"
 		if _, gerr := catalog.WithGPU(cat.Offers, p.GPU); gerr == nil && p.OneMachine {
 			path = "one_machine" // the GPU is rented, not that many in one machine
+		} else if gerr == nil && p.GPUsPerNode > 0 {
+			path = "gpus_per_node"
 		}
 		return nil, nil, opt, placeProblems(t.profile, ix, fromFlag, []yamlfile.Problem{{Path: path, Msg: i18n.Textf("%v", err)}})
 	}
