@@ -182,5 +182,5 @@ func estimateNote(q *Quote, est Estimates) i18n.Text {
 		r := est[n]
 		parts = append(parts, i18n.Textf("%s %s-%s USD (median %s of %d)", n, trimFloat(r.Low), trimFloat(r.High), trimFloat(r.Mid), r.N).String())
 	}
-	return i18n.Textf("≈ marks estimates: a fee no source states for an offer is taken at the median of what the catalog's other offers state for it, and the bills are ranked by that, with the range in brackets and ≥ the least (the fee as 0): %s", strings.Join(parts, "; "))
+	return i18n.Textf("≈ marks estimates: a fee no source states for an offer is taken at the median of what the catalog's other offers state for it, and the bills are ranked by that (--wide shows the RANGE, the fee at the least and the most they state; -o json's total counts it as 0): %s", strings.Join(parts, "; "))
 }

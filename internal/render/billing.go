@@ -20,7 +20,7 @@ import (
 
 // wideNote says what --wide adds to a table of bills.
 const (
-	wideNote       = "--wide adds PROVIDER, GPU, INST, LIST, BOOT, IP, UNKNOWN and DETAIL; -o json has every field"
+	wideNote       = "--wide adds PROVIDER, GPU, INST, RANGE, LIST, BOOT, IP, UNKNOWN and DETAIL; -o json has every field"
 	wideNoteAfford = "--wide adds PROVIDER, GPU, INST, BOOT, IP, UNKNOWN and DETAIL; -o json has every field"
 )
 
@@ -139,9 +139,17 @@ func Quote(w io.Writer, tr *i18n.Printer, p *billing.Profile, q *billing.Quote, 
 	cols := append(append(head, []column{
 		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string {
 			if e := b.Estimate; e != nil {
-				return fmt.Sprintf("≈%s (%s-%s)", report.Money(e.Total), report.Money(e.Low), report.Money(e.High))
+				return "≈" + report.Money(e.Total)
 			}
 			return atLeast(b, report.Money(b.Total))
+		}},
+		// An estimate's range: its unknown fees at the least and the most
+		// the catalog's other offers state.
+		{tr.T("RANGE"), true, func(_ int, b billing.Bill) string {
+			if e := b.Estimate; e != nil {
+				return report.Money(e.Low) + "-" + report.Money(e.High)
+			}
+			return "-"
 		}},
 		{tr.T("PER GPU-H"), false, func(_ int, b billing.Bill) string { return atLeast(b, perGPUHour(b.PerGPUHour)) }},
 		{tr.T("LIST"), true, func(_ int, b billing.Bill) string { return report.Money(b.ListTotal) }},
@@ -257,12 +265,7 @@ func Afford(w io.Writer, tr *i18n.Printer, p *billing.Profile, spanGiven bool, r
 	cols := append(append(head, []column{
 		// Never more hours than were found within the budget.
 		{tr.T("HOURS"), false, func(i int, b billing.Bill) string { return atMost(b, trim(math.Floor(r.Plans[i].Hours*100+1e-9)/100)) }},
-		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string {
-			if e := b.Estimate; e != nil {
-				return fmt.Sprintf("≈%s (%s-%s)", report.Money(e.Total), report.Money(e.Low), report.Money(e.High))
-			}
-			return atLeast(b, report.Money(b.Total))
-		}},
+		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
 	}...), append(items, tail...)...)
 	if err := billTable(tr, cols, wide, bills).Write(w); err != nil {
 		return err
@@ -313,7 +316,12 @@ func priceDates(tr *i18n.Printer, offers []string, ages []*int) string {
 	return tr.Tf("at least %s old%s (by the as_of dates, a month counting as its last day); prices move: confirm each at its source before ordering (gpurent catalog ls -o json lists them)", span, on)
 }
 
+// A figure under 0.01 keeps its first significant digits: 0.0003 h is
+// not "0 h".
 func trim(v float64) string {
+	if v != 0 && math.Abs(v) < 0.01 {
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
 	s := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
 	return s
 }

@@ -135,7 +135,7 @@ func (t *Flags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.gpu, "gpu", "", `GPU model, e.g. "RTX 4090", "H100" (all offers when empty)`)
 	fs.IntVar(&t.gpus, "gpus", 1, "GPUs needed; instances = ceil(gpus / GPUs per offer)")
 	fs.Float64Var(&t.minMemory, "min-gpu-memory", 0, "GB of memory each GPU needs at least: offers with less are left out (0: any)")
-	fs.Float64Var(&t.hours, "hours", 0, "compute hours the instance(s) run")
+	fs.Var((*hoursValue)(&t.hours), "hours", "compute hours the instance(s) run: 300, or a duration such as 300h, 90m or 12d")
 	fs.IntVar(&t.days, "days", 0, "calendar days the instance is kept, stopped in between (default: hours/24 rounded up)")
 	fs.IntVar(&t.starts, "starts", 1, "times the instance is started")
 	fs.Float64Var(&t.disk, "disk", 0, "GB of data kept on each instance's disk")
@@ -309,6 +309,26 @@ func (t *Flags) Load(fs *pflag.FlagSet, cat *catalog.Catalog) (*billing.Profile,
 		}
 	}
 	return p, offers, opt, nil
+}
+
+// hoursValue is --hours: a number of hours, or a duration with its unit
+// (300h, 90m, 12d), as --deadline and the other durations take them.
+type hoursValue float64
+
+func (h *hoursValue) String() string { return strconv.FormatFloat(float64(*h), 'f', -1, 64) }
+func (h *hoursValue) Type() string   { return "hours" }
+
+func (h *hoursValue) Set(s string) error {
+	if v, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+		*h = hoursValue(v)
+		return nil
+	}
+	d, err := units.ParseDuration(s)
+	if err != nil {
+		return i18n.Errorf("--hours: want hours such as 300, or a duration such as 300h, 90m or 12d, got %q", s)
+	}
+	*h = hoursValue(d.Hours())
+	return nil
 }
 
 // Today is the day the prices' ages are judged on: SOURCE_DATE_EPOCH's when
