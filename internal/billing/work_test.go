@@ -160,3 +160,27 @@ func TestWholeNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestAzureEgressFirst100GBFree: Azure bills internet egress from the
+// 101st GB of a month, as AWS does (issue #56: it billed the first).
+func TestAzureEgressFirst100GBFree(t *testing.T) {
+	c, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := catalog.ByID(c.Offers, "azure-NC24ads_A100_v4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ gb, want float64 }{{100, 0}, {200, 100 * 0.0875}} {
+		p := Profile{ComputeHours: 10, EgressGB: tc.gb}
+		p.Defaults(nil)
+		q, err := Make(&p, []catalog.Offer{*o}, c.Rates, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := item(q.Bills[0], "egress"); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%v GB: egress %v, want %v", tc.gb, got, tc.want)
+		}
+	}
+}

@@ -190,14 +190,17 @@ func run(path string, w io.Writer) error {
 // egressMonths are the providers that bill egress by volume per month,
 // from internal/catalog/research/pricing.md (sections 5 to 7: each cloud's
 // get_egress_cost in SkyPilot, 1 TB = 1024 GB as there; AWS's first
-// 100 GB a month free from its S3 pricing page). A row takes its
+// 100 GB a month free from its S3 pricing page; Azure's first 100 GB a
+// month free: "Azure egress: first 100 GB/month free, then tiered
+// ~$0.087/GB", https://c3x.dev/blog/azure-egress-bandwidth-cost/ (2026,
+// secondary; issue #56: Azure was billed from the first GB)). A row takes its
 // provider's schedule only when its egress_per_gb is the schedule's first
 // price, so a research pass that changes the price drops a stale schedule
 // rather than mixing the two.
 var egressMonths = map[string]struct{ first, schedule string }{
 	"AWS":          {"0.09", "{free_gb: 100, tiers: [{above_gb: 10240, price: 0.085}, {above_gb: 51200, price: 0.07}, {above_gb: 153600, price: 0.05}]}"},
 	"Google Cloud": {"0.12", "{tiers: [{above_gb: 1024, price: 0.11}, {above_gb: 10240, price: 0.08}]}"},
-	"Azure":        {"0.0875", "{tiers: [{above_gb: 10240, price: 0.083}, {above_gb: 51200, price: 0.07}, {above_gb: 153600, price: 0.05}]}"},
+	"Azure":        {"0.0875", "{free_gb: 100, tiers: [{above_gb: 10240, price: 0.083}, {above_gb: 51200, price: 0.07}, {above_gb: 153600, price: 0.05}]}"},
 }
 
 // num is a number cell as YAML: the number, or unknown when empty.
