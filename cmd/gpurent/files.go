@@ -21,6 +21,9 @@ func loadCatalog(g *globals) (*catalog.Catalog, error) {
 	if err == nil && n > 0 {
 		c.Refreshed = n
 	}
+	if oe := (*catalog.OverlayError)(nil); errors.As(err, &oe) {
+		return nil, err // the cache's fault, not a flag's: exit 1
+	}
 	var pe *fs.PathError
 	var bad catalog.ErrCatalogs
 	if errors.Is(err, userfile.ErrNotRegular) || errors.Is(err, userfile.ErrTooLarge) || errors.As(err, &pe) || errors.As(err, &bad) {

@@ -258,12 +258,12 @@ func TestQuoteJSONContract(t *testing.T) {
 	var q struct {
 		Currency string `json:"currency"`
 		Bills    []struct {
-			Offer       string   `json:"offer"`
-			Provider    string   `json:"provider"`
-			Plan        string   `json:"plan"`
-			Detail      string   `json:"detail"`
-			Total       *float64 `json:"total"`
-			Estimate    *struct {
+			Offer    string   `json:"offer"`
+			Provider string   `json:"provider"`
+			Plan     string   `json:"plan"`
+			Detail   string   `json:"detail"`
+			Total    *float64 `json:"total"`
+			Estimate *struct {
 				Total float64 `json:"total"`
 			} `json:"estimate"`
 			ListTotal   *float64 `json:"list_total"`

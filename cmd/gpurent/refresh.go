@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -53,14 +54,19 @@ func runCatalogRefresh(cmd *cobra.Command, g *globals, endpoints, only []string)
 		return err
 	}
 	// What was refreshed before stays, where this refresh reads nothing
-	// new for it.
+	// new for it; refreshed prices that cannot be read are replaced.
 	base, _, err := catalog.LoadOverlay(path, nil)
+	var kept []catalog.Offer
+	if oe := (*catalog.OverlayError)(nil); errors.As(err, &oe) {
+		g.tr.Fprintf(cmd.ErrOrStderr(), "the refreshed prices in %s cannot be read (%v): they are replaced\n", path, oe.Err)
+		base, err = catalog.Default()
+	} else if err == nil {
+		if old, err := catalog.ReadFile(path, base.Rates); err == nil {
+			kept = old.Offers
+		}
+	}
 	if err != nil {
 		return err
-	}
-	var kept []catalog.Offer
-	if old, err := catalog.ReadFile(path, base.Rates); err == nil {
-		kept = old.Offers
 	}
 	now := time.Now().UTC()
 	r := pricefeed.Refresh(cmd.Context(), base.Offers, pricefeed.Options{Endpoints: eps, Only: only, Now: now, Getenv: os.Getenv})
@@ -93,7 +99,10 @@ func runCatalogRefresh(cmd *cobra.Command, g *globals, endpoints, only []string)
 		}
 	}
 	if len(r.Offers) == 0 && len(r.Failed) > 0 {
-		return i18n.Errorf("no price was refreshed: every source failed")
+		if len(r.Failed) == r.Tried {
+			return i18n.Errorf("no price was refreshed: every source failed")
+		}
+		return i18n.Errorf("no price was refreshed: none passed the checks, and a source failed")
 	}
 	return nil
 }
@@ -132,16 +141,27 @@ func newCatalogDiff(g *globals) *cobra.Command {
 				return i18n.Errorf("no refreshed prices to compare (%w): run gpurent catalog refresh", err)
 			}
 			rows := []diffRow{}
-			for _, o := range over.Offers {
-				old := o.ID
-				if len(o.Supersedes) > 0 {
-					old = o.Supersedes[0]
+			// Each current refreshed reading beside the catalog's it
+			// replaces: back through the readings refresh made before.
+			current, _ := catalog.Current(over.Offers)
+			for _, o := range current {
+				old := o
+				for len(old.Supersedes) > 0 {
+					j := slices.IndexFunc(over.Offers, func(x catalog.Offer) bool { return x.ID == old.Supersedes[0] })
+					if j < 0 {
+						break
+					}
+					old = over.Offers[j]
 				}
-				i := slices.IndexFunc(def.Offers, func(d catalog.Offer) bool { return d.ID == old })
+				id := old.ID
+				if len(old.Supersedes) > 0 {
+					id = old.Supersedes[0]
+				}
+				i := slices.IndexFunc(def.Offers, func(d catalog.Offer) bool { return d.ID == id })
 				if i < 0 {
-					continue // a reading of a refreshed reading: its first is compared
+					continue
 				}
-				rows = append(rows, diffRow{o.ID, old, def.Offers[i].OnDemand.Hourly, o.OnDemand.Hourly, def.Offers[i].AsOf, o.AsOf})
+				rows = append(rows, diffRow{o.ID, id, def.Offers[i].OnDemand.Hourly, o.OnDemand.Hourly, def.Offers[i].AsOf, o.AsOf})
 			}
 			if g.output == report.JSON {
 				return report.WriteJSON(g.stdout, map[string]any{"path": path, "offers": rows})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +13,8 @@ import (
 
 // TestCatalogRefresh: refresh against recorded AWS, Azure and Vast.ai
 // answers writes an overlay that catalog check passes; quote then prices
-// with the refreshed price, dated today, and says so; --offline leaves it
+// with the refreshed price (Azure's, whose prices were all read: dated
+// today), and says so; --offline leaves it
 // out; catalog diff shows the change; a source answering 500 leaves the
 // others refreshed and is named; a zero price is rejected with the reason.
 func TestCatalogRefresh(t *testing.T) {
@@ -34,7 +36,7 @@ func TestCatalogRefresh(t *testing.T) {
 	}
 	today := time.Now().UTC().Format("2006-01-02")
 	price := func(args ...string) (float64, string, string) {
-		code, out, stderr := gpurent(t, append([]string{"quote", "--gpu", "H100", "--gpus", "8", "--hours", "10", "--provider", "aws", "-o", "json"}, args...)...)
+		code, out, stderr := gpurent(t, append([]string{"quote", "--gpu", "H100", "--gpus", "8", "--hours", "10", "--provider", "azure", "-o", "json"}, args...)...)
 		var q struct {
 			Bills []struct {
 				Offer, Plan string
@@ -47,20 +49,20 @@ func TestCatalogRefresh(t *testing.T) {
 			t.Fatalf("quote: exit %d\n%s", code, stderr)
 		}
 		for _, b := range q.Bills {
-			if b.Offer == "aws-p5.48xlarge" && b.Plan == "on_demand" {
+			if b.Offer == "azure-ND96isr_H100_v5" && b.Plan == "on_demand" {
 				return b.Items[0].Amount, b.AsOf, strings.Join(q.Notes, "\n")
 			}
 		}
-		t.Fatalf("no p5.48xlarge bill: %s", out)
+		t.Fatalf("no ND96isr_H100_v5 bill: %s", out)
 		return 0, "", ""
 	}
-	if compute, asOf, notes := price(); compute != 512 || asOf != today || !strings.Contains(notes, "come from gpurent catalog refresh") {
+	if compute, asOf, notes := price(); compute != 895 || asOf != today || !strings.Contains(notes, "come from gpurent catalog refresh") {
 		t.Fatalf("refreshed: compute %v, as_of %q, notes %s", compute, asOf, notes)
 	}
-	if compute, _, _ := price("--offline"); compute != 550.4 {
+	if compute, _, _ := price("--offline"); math.Abs(compute-983.2) > 1e-6 {
 		t.Fatalf("--offline: compute %v", compute)
 	}
-	if code, out, _ := gpurent(t, "catalog", "diff"); code != 0 || !strings.Contains(out, "aws-p5.48xlarge: 55.04 (OD feed published 2026-08-06; spot snapshot 2026-08-11) -> 51.2 ("+today+")") {
+	if code, out, _ := gpurent(t, "catalog", "diff"); code != 0 || !strings.Contains(out, "azure-ND96isr_H100_v5: 98.32 (2026-09-16 / 2026-10-06) -> 89.5 ("+today+")") || !strings.Contains(out, "aws-p5.48xlarge: 55.04") {
 		t.Fatalf("diff: exit %d\n%s", code, out)
 	}
 	// Every source failing: exit 1, and the overlay stays as it was.
@@ -71,7 +73,7 @@ func TestCatalogRefresh(t *testing.T) {
 	if code, _, stderr := gpurent(t, append([]string{"catalog", "refresh"}, failing...)...); code != 1 || !strings.Contains(stderr, "every source failed") {
 		t.Fatalf("all failing: exit %d\n%s", code, stderr)
 	}
-	if compute, _, _ := price(); compute != 512 {
+	if compute, _, _ := price(); compute != 895 {
 		t.Fatalf("after a failed refresh: compute %v", compute)
 	}
 }

@@ -70,7 +70,10 @@ credential masked, and sends nothing.`,
 }
 
 func runRelease(cmd *cobra.Command, g *globals, o *releaseOptions) error {
-	w := cmd.OutOrStdout()
+	w, lines := cmd.OutOrStdout(), cmd.OutOrStdout()
+	if g.output == report.JSON {
+		lines = cmd.ErrOrStderr() // stdout holds the one document
+	}
 	switch {
 	case o.stop == o.destroy:
 		return usagef("want --stop or --destroy (one of them)")
@@ -111,13 +114,17 @@ func runRelease(cmd *cobra.Command, g *globals, o *releaseOptions) error {
 		}
 		r.Safe = func(ctx context.Context) error {
 			plan := &wipe.Plan{Items: []wipe.Item{{Kind: wipe.Checkpoints, Path: dir}}}
-			_, err := checkBackups(ctx, &o.s, o.s.URL, plan, w, g.tr)
+			_, err := checkBackups(ctx, &o.s, o.s.URL, plan, lines, g.tr)
 			return err
 		}
 	}
 	if o.wipe {
+		// As gpurent wipe with its defaults would; its lines with the
+		// rest, never a second document on stdout.
+		gw := *g
+		gw.output, gw.stdout = report.Table, lines
 		r.Wipe = func(context.Context) error {
-			return runWipe(cmd, g, &wipeOptions{s: o.s, ckpts: []string{o.ckptDir}, requireBackup: o.s.URL, yes: true}, nil)
+			return runWipe(cmd, &gw, &wipeOptions{s: o.s, ckpts: []string{o.ckptDir}, requireBackup: o.s.URL, yes: true, recent: wipe.RecentWindow}, nil)
 		}
 	}
 	return release.Run(cmd.Context(), release.Options{Provider: o.provider, Endpoints: eps, ID: o.expID}, r, w, cmd.ErrOrStderr(), g.tr)

@@ -148,6 +148,21 @@ func (b *Bill) rank() float64 {
 	return b.Total
 }
 
+// BeyondEstimate is "≥" when b has unknown fees its estimate did not fill
+// (an increment, a minimum) that may make it dearer still, else "".
+func (b *Bill) BeyondEstimate() string {
+	var rest []string
+	for _, u := range b.Unknown {
+		if n, _, _ := strings.Cut(u, " "); b.Estimate == nil || !slices.Contains(b.Estimate.Fees, n) {
+			rest = append(rest, n)
+		}
+	}
+	if lowerBound(rest) {
+		return "≥"
+	}
+	return ""
+}
+
 // EstimatedItem reports whether item k of b is estimated.
 func (b *Bill) EstimatedItem(k int) bool {
 	if b.Estimate == nil {

@@ -38,10 +38,23 @@ func WriteOverlay(path, header string, offers []Offer) error {
 	return atomicfile.Write(path, append([]byte(header), b...), 0o600)
 }
 
+// OverlayError is refreshed prices that cannot be read: their own fault,
+// not a --catalog file's.
+type OverlayError struct {
+	Path string
+	Err  error
+}
+
+func (e *OverlayError) Error() string {
+	return i18n.Errorf("the refreshed prices in %s: %w (run gpurent catalog refresh again, or --offline)", e.Path, e.Err).Error()
+}
+func (e *OverlayError) Unwrap() error { return e.Err }
+
 // LoadOverlay is Load with the overlay at overlay (refreshed prices)
 // merged over the embedded catalog first, where it exists; the user's
 // catalogs at paths come after it, and win. n is how many offers the
-// overlay holds (0 when there is none).
+// overlay holds (0 when there is none). An overlay that cannot be read is
+// an *OverlayError.
 func LoadOverlay(overlay string, paths []string) (c *Catalog, n int, err error) {
 	if overlay == "" {
 		c, err = Load(paths)
@@ -51,13 +64,27 @@ func LoadOverlay(overlay string, paths []string) (c *Catalog, n int, err error) 
 		c, err = Load(paths)
 		return c, 0, err
 	}
-	c, err = Load(append([]string{overlay}, paths...))
+	if len(paths) > MaxFiles {
+		return nil, 0, ErrCatalogs{i18n.Errorf("want at most %d catalog files, got %d", MaxFiles, len(paths))}
+	}
+	c, err = Default()
 	if err != nil {
-		return nil, 0, i18n.Errorf("%w (the refreshed prices in %s: run gpurent catalog refresh again, or --offline)", err, overlay)
+		return nil, 0, err
 	}
 	o, err := ReadFile(overlay, c.Rates)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, &OverlayError{overlay, err}
+	}
+	c = Merge(c, o)
+	for _, p := range paths {
+		u, err := ReadFile(p, c.Rates)
+		if err != nil {
+			return nil, 0, err
+		}
+		c = Merge(c, u)
+	}
+	if err := CheckReadings(c.Offers); err != nil {
+		return nil, 0, ErrCatalogs{err}
 	}
 	return c, len(o.Offers), nil
 }

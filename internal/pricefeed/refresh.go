@@ -54,8 +54,11 @@ func ParseEndpoints(vals []string) (map[string]string, error) {
 			return nil, i18n.Errorf("%q: want one of %s", name, strings.Join(Sources(), ", "))
 		}
 		p, err := url.Parse(u)
-		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil || p.RawQuery != "" || p.Fragment != "" {
-			return nil, i18n.Errorf("%s: want an http:// or https:// URL without credentials, query or fragment, got %q", name, u)
+		if err != nil {
+			return nil, i18n.Errorf("%s: want an http:// or https:// URL: %v", name, err)
+		}
+		if (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil || p.RawQuery != "" || p.ForceQuery || p.Fragment != "" {
+			return nil, i18n.Errorf("%s: want an http:// or https:// URL without credentials, query or fragment, got %q", name, p.Redacted())
 		}
 		out[name] = strings.TrimSuffix(u, "/")
 	}
@@ -106,8 +109,9 @@ type Result struct {
 	Updated  []Change        `json:"updated"`
 	Rejected []Rejected      `json:"rejected"`
 	// Failed are the sources that could not be read, with why; the
-	// others' prices are kept.
+	// others' prices are kept. Tried counts the sources asked.
 	Failed map[string]string `json:"failed"`
+	Tried  int               `json:"tried"`
 }
 
 // Change is one price before and after.
@@ -165,6 +169,7 @@ func Refresh(ctx context.Context, offers []catalog.Offer, o Options) Result {
 		if len(mine) == 0 {
 			continue
 		}
+		r.Tried++
 		prices, err := s.read(ctx, &o, mine)
 		if err != nil {
 			r.Failed[s.name] = err.Error()
@@ -203,6 +208,7 @@ func (r *Result) apply(base *catalog.Offer, p price, now time.Time) {
 		r.Rejected = append(r.Rejected, Rejected{base.ID, p.missing})
 		return
 	}
+	rejectedBefore, updatedBefore := len(r.Rejected), len(r.Updated)
 	o := *base
 	changed := false
 	before, known := base.OnDemand.Hourly.Value()
@@ -227,9 +233,20 @@ func (r *Result) apply(base *catalog.Offer, p price, now time.Time) {
 	if !changed {
 		return
 	}
-	day := now.UTC().Format("2006-01-02")
-	o.Source = p.source + " (fetched " + now.UTC().Format(time.RFC3339) + " by gpurent catalog refresh)"
-	o.AsOf, o.Confidence = day, "official"
+	fetched := now.UTC().Format(time.RFC3339)
+	updated := len(r.Updated) - updatedBefore
+	if all := p.hasOD && (base.Spot == nil || p.hasSpot) && len(r.Rejected) == rejectedBefore; all {
+		o.Source = p.source + " (fetched " + fetched + " by gpurent catalog refresh)"
+		o.AsOf, o.Confidence = now.UTC().Format("2006-01-02"), "official"
+	} else {
+		// A price not read keeps its date: the offer's as_of stays the
+		// oldest of its prices, so their age is never understated.
+		var plans []string
+		for _, c := range r.Updated[len(r.Updated)-updated:] {
+			plans = append(plans, c.Plan)
+		}
+		o.Notes = strings.TrimSpace(o.Notes + " " + strings.Join(plans, " and ") + " refreshed " + fetched + " from " + p.source + "; the rest as of " + base.AsOf + ".")
+	}
 	if p.id != "" && p.id != base.ID {
 		o.ID, o.Supersedes = p.id, []string{p.supersedes}
 		for i := range r.Updated {

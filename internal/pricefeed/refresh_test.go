@@ -31,6 +31,15 @@ func refresh(t *testing.T, failing ...string) (Result, *catalog.Catalog) {
 	return r, c
 }
 
+func slicesIndex(offers []catalog.Offer, id string) int {
+	for i := range offers {
+		if offers[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
 func find(offers []catalog.Offer, id string) *catalog.Offer {
 	for i := range offers {
 		if offers[i].ID == id {
@@ -49,11 +58,16 @@ func find(offers []catalog.Offer, id string) *catalog.Offer {
 func TestRefreshFromRecordedAnswers(t *testing.T) {
 	r, c := refresh(t)
 	p5 := find(r.Offers, "aws-p5.48xlarge")
-	if p5 == nil || p5.OnDemand.Hourly != catalog.Known(51.2) || p5.AsOf != "2026-12-07" || !strings.Contains(p5.Source, "/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.json (fetched 2026-12-07T09:30:00Z") {
+	// Its spot price is not read: the offer keeps its date, and says
+	// what was refreshed when.
+	if p5 == nil || p5.OnDemand.Hourly != catalog.Known(51.2) || p5.AsOf != c.Offers[slicesIndex(c.Offers, "aws-p5.48xlarge")].AsOf ||
+		!strings.Contains(p5.Notes, "on_demand refreshed 2026-12-07T09:30:00Z from ") || !strings.Contains(p5.Notes, "/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.json") {
 		t.Fatalf("p5: %+v", p5)
 	}
+	// Both its prices read: dated today, from its source.
 	nd := find(r.Offers, "azure-ND96isr_H100_v5")
-	if nd == nil || nd.OnDemand.Hourly != catalog.Known(89.5) || nd.Spot.Hourly != catalog.Known(17.9) {
+	if nd == nil || nd.OnDemand.Hourly != catalog.Known(89.5) || nd.Spot.Hourly != catalog.Known(17.9) || nd.AsOf != "2026-12-07" ||
+		!strings.Contains(nd.Source, "/api/retail/prices?api-version=2023-01-01-preview&$filter=") || !strings.Contains(nd.Source, "(fetched 2026-12-07T09:30:00Z") {
 		t.Fatalf("ND96isr: %+v", nd)
 	}
 	h100 := find(r.Offers, "vast-h100-sxm-median-2026-12-07")

@@ -32,7 +32,7 @@ func Costs(o *catalog.Offer, diskGB float64) []i18n.Text {
 	if o.ReleaseAfterStopped.IsKnown() && !o.ReleaseAfterStopped.IsNever() {
 		stopped = i18n.Textf("%s, released by the platform after %s stopped", stopped, o.ReleaseAfterStopped)
 	}
-	return []i18n.Text{stopped, i18n.Textf("destroyed: 0 %s a day, and the disks are gone", o.Currency)}
+	return []i18n.Text{stopped, i18n.Textf("destroyed: 0 %s a day for the machine; volumes the provider keeps after a destroy (said above) bill on", o.Currency)}
 }
 
 // num writes a figure without trailing zeros.

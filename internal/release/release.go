@@ -4,9 +4,11 @@
 // provider, through its own documented API, to stop or destroy this
 // machine and no other. docs/release.md cites each provider's pages.
 //
-// Exactly one request is made per release (retried a few times where the
-// network failed before any answer, never in a loop); credentials go in
-// headers, never in a URL, and are masked wherever a request is shown.
+// One request is made per release, sent again (three tries at most, never
+// in a loop) only where no answer came or the provider said 429 or 5xx: a
+// stop or destroy of one id is idempotent, and a retry told the machine is
+// gone takes the first try as done. Credentials go in headers, never in a
+// URL, and are masked wherever a request or an answer is shown.
 package release
 
 import (

@@ -139,7 +139,7 @@ func Quote(w io.Writer, tr *i18n.Printer, p *billing.Profile, q *billing.Quote, 
 	cols := append(append(head, []column{
 		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string {
 			if e := b.Estimate; e != nil {
-				return "≈" + report.Money(e.Total)
+				return b.BeyondEstimate() + "≈" + report.Money(e.Total)
 			}
 			return atLeast(b, report.Money(b.Total))
 		}},
@@ -151,7 +151,12 @@ func Quote(w io.Writer, tr *i18n.Printer, p *billing.Profile, q *billing.Quote, 
 			}
 			return "-"
 		}},
-		{tr.T("PER GPU-H"), false, func(_ int, b billing.Bill) string { return atLeast(b, perGPUHour(b.PerGPUHour)) }},
+		{tr.T("PER GPU-H"), false, func(_ int, b billing.Bill) string {
+			if e := b.Estimate; e != nil && b.Total > 0 {
+				return b.BeyondEstimate() + "≈" + perGPUHour(b.PerGPUHour*e.Total/b.Total)
+			}
+			return atLeast(b, perGPUHour(b.PerGPUHour))
+		}},
 		{tr.T("LIST"), true, func(_ int, b billing.Bill) string { return report.Money(b.ListTotal) }},
 		// A plan below the list price hides nothing from it: a share of
 		// -469.6% "hidden" would read as nonsense (the JSON keeps it).

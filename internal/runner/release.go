@@ -105,7 +105,8 @@ func releaseDecision(o *Options, ex supervise.Exit) (a release.Action, why i18n.
 
 // releaseAtEnd releases the machine as the options say, once the run has
 // ended as ex, and returns the exit status: ex's, or 1 where a release
-// asked for after a success did not happen.
+// was asked for and did not happen (a refused destroy after a 0, a
+// request that failed).
 func (s *session) releaseAtEnd(ctx context.Context, ex supervise.Exit) int {
 	if s.machine == nil {
 		return ex.Code
@@ -146,7 +147,13 @@ func (s *session) releaseAtEnd(ctx context.Context, ex supervise.Exit) int {
 	s.logf("%s", text)
 	s.event("release", text, "")
 	s.record(ctx, text)
-	return fail()
+	// A release asked for and not made is a failure, whatever the run's
+	// end (75 would read as "safe, run again later" while it bills on);
+	// but 74 keeps saying the newest checkpoint is only here.
+	if ex.Code == supervise.ExitNotStored {
+		return ex.Code
+	}
+	return exitFailure
 }
 
 // record writes a line of the release to the run's log in the store, so
