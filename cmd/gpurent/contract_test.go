@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurent/gpurent/internal/pricefeed/feedtest"
+	"github.com/gpurent/gpurent/internal/catalog/refresh/feedtest"
 )
 
 // Every command that prints a result prints it as one JSON document with
@@ -48,7 +48,7 @@ func TestEveryCommandWritesJSON(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	t.Setenv("VAST_API_KEY", "vastkey")
 	var refreshArgs []string
-	for _, e := range feedtest.Serve(t, "../../internal/pricefeed/testdata") {
+	for _, e := range feedtest.Serve(t, "../../internal/catalog/refresh/testdata") {
 		refreshArgs = append(refreshArgs, "--endpoint", e)
 	}
 	// In order: keygen makes the identity the ckpt commands use, push the

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/catalog/refresh"
 	"github.com/gpurent/gpurent/internal/i18n"
-	"github.com/gpurent/gpurent/internal/pricefeed"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -40,13 +40,13 @@ catalog's is rejected with the reason. What was read is kept in the cache direct
 }
 
 func runCatalogRefresh(cmd *cobra.Command, g *globals, endpoints, only []string) error {
-	eps, err := pricefeed.ParseEndpoints(endpoints)
+	eps, err := refresh.ParseEndpoints(endpoints)
 	if err != nil {
 		return usagef("--endpoint: %w", err)
 	}
 	for _, s := range only {
-		if !slices.Contains(pricefeed.Sources(), s) {
-			return usagef("--only: want %s, got %q", strings.Join(pricefeed.Sources(), ", "), s)
+		if !slices.Contains(refresh.Sources(), s) {
+			return usagef("--only: want %s, got %q", strings.Join(refresh.Sources(), ", "), s)
 		}
 	}
 	path, err := catalog.OverlayPath()
@@ -69,7 +69,7 @@ func runCatalogRefresh(cmd *cobra.Command, g *globals, endpoints, only []string)
 		return err
 	}
 	now := time.Now().UTC()
-	r := pricefeed.Refresh(cmd.Context(), base.Offers, pricefeed.Options{Endpoints: eps, Only: only, Now: now, Getenv: os.Getenv})
+	r := refresh.Refresh(cmd.Context(), base.Offers, refresh.Options{Endpoints: eps, Only: only, Now: now, Getenv: os.Getenv})
 	w := cmd.ErrOrStderr()
 	for _, c := range r.Updated {
 		g.tr.Fprintf(w, "%s %s: %s -> %s (%s)\n", c.Offer, c.Plan, trimFloat(c.Before), trimFloat(c.After), c.Source)
@@ -77,7 +77,7 @@ func runCatalogRefresh(cmd *cobra.Command, g *globals, endpoints, only []string)
 	for _, x := range r.Rejected {
 		g.tr.Fprintf(w, "rejected: %s: %s\n", x.Offer, x.Reason)
 	}
-	for _, s := range pricefeed.Sources() {
+	for _, s := range refresh.Sources() {
 		if why, ok := r.Failed[s]; ok {
 			g.tr.Fprintf(w, "failed: %s: %s\n", s, why)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpurent/gpurent/internal/pricefeed/feedtest"
+	"github.com/gpurent/gpurent/internal/catalog/refresh/feedtest"
 )
 
 // TestCatalogRefresh: refresh against recorded AWS, Azure and Vast.ai
@@ -22,7 +22,7 @@ func TestCatalogRefresh(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", cache)
 	t.Setenv("VAST_API_KEY", "vastkey")
 	var args []string
-	for _, e := range feedtest.Serve(t, "../../internal/pricefeed/testdata", "vast") {
+	for _, e := range feedtest.Serve(t, "../../internal/catalog/refresh/testdata", "vast") {
 		args = append(args, "--endpoint", e)
 	}
 	code, _, stderr := gpurent(t, append([]string{"catalog", "refresh"}, args...)...)
@@ -67,7 +67,7 @@ func TestCatalogRefresh(t *testing.T) {
 	}
 	// Every source failing: exit 1, and the overlay stays as it was.
 	var failing []string
-	for _, e := range feedtest.Serve(t, "../../internal/pricefeed/testdata", "aws", "azure", "vast") {
+	for _, e := range feedtest.Serve(t, "../../internal/catalog/refresh/testdata", "aws", "azure", "vast") {
 		failing = append(failing, "--endpoint", e)
 	}
 	if code, _, stderr := gpurent(t, append([]string{"catalog", "refresh"}, failing...)...); code != 1 || !strings.Contains(stderr, "every source failed") {

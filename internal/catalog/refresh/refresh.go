@@ -1,11 +1,11 @@
-// Package pricefeed reads today's prices from the providers' public
+// Package refresh reads today's prices from the providers' public
 // price sources (AWS's price list, Azure's Retail Prices API, Vast.ai's
 // offer search) and makes new readings of the catalog's offers from them:
 // gpurent catalog refresh writes those to an overlay that quote and plan
 // read over the embedded catalog. A source that fails leaves the others;
 // a price that cannot be right (zero, not a number, more than 5x off the
 // reading it replaces) is rejected with the reason, never written.
-package pricefeed
+package refresh
 
 import (
 	"bytes"

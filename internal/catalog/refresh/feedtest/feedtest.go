@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-// Serve answers from the files in dir (internal/pricefeed/testdata);
+// Serve answers from the files in dir (internal/catalog/refresh/testdata);
 // failing names the sources that answer HTTP 500 instead. It returns the
 // --endpoint values that point catalog refresh at it.
 func Serve(t testing.TB, dir string, failing ...string) []string {

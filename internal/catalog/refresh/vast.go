@@ -1,4 +1,4 @@
-package pricefeed
+package refresh
 
 import (
 	"context"

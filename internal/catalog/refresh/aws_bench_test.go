@@ -1,6 +1,6 @@
 //go:build unix
 
-package pricefeed
+package refresh
 
 import (
 	"bufio"

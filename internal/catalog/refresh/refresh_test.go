@@ -1,4 +1,4 @@
-package pricefeed
+package refresh
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
-	"github.com/gpurent/gpurent/internal/pricefeed/feedtest"
+	"github.com/gpurent/gpurent/internal/catalog/refresh/feedtest"
 )
 
 var day = time.Date(2026, 12, 7, 9, 30, 0, 0, time.UTC)
