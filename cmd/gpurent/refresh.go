@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -53,24 +52,12 @@ func runCatalogRefresh(cmd *cobra.Command, g *globals, endpoints, only []string)
 	if err != nil {
 		return err
 	}
-	// What was refreshed before stays, where this refresh reads nothing
-	// new for it; refreshed prices that cannot be read are replaced.
-	base, _, err := catalog.LoadOverlay(path, nil)
-	var kept []catalog.Offer
-	if oe := (*catalog.OverlayError)(nil); errors.As(err, &oe) {
-		g.tr.Fprintf(cmd.ErrOrStderr(), "the refreshed prices in %s cannot be read (%v): they are replaced\n", path, oe.Err)
-		base, err = catalog.Default()
-	} else if err == nil {
-		if old, err := catalog.ReadFile(path, base.Rates); err == nil {
-			kept = old.Offers
-		}
-	}
+	w := cmd.ErrOrStderr()
+	say := func(t i18n.Text) { g.tr.Fprintf(w, "%s\n", t) }
+	r, err := refresh.Update(cmd.Context(), path, refresh.Options{Endpoints: eps, Only: only, Now: time.Now(), Getenv: os.Getenv}, say)
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC()
-	r := refresh.Refresh(cmd.Context(), base.Offers, refresh.Options{Endpoints: eps, Only: only, Now: now, Getenv: os.Getenv})
-	w := cmd.ErrOrStderr()
 	for _, c := range r.Updated {
 		g.tr.Fprintf(w, "%s %s: %s -> %s (%s)\n", c.Offer, c.Plan, trimFloat(c.Before), trimFloat(c.After), c.Source)
 	}
@@ -83,14 +70,6 @@ func runCatalogRefresh(cmd *cobra.Command, g *globals, endpoints, only []string)
 		}
 	}
 	if len(r.Offers) > 0 {
-		for _, o := range r.Offers {
-			kept = slices.DeleteFunc(kept, func(k catalog.Offer) bool { return k.ID == o.ID })
-		}
-		kept = append(kept, r.Offers...)
-		header := fmt.Sprintf("# gpurent catalog refresh, %s: prices read from the providers' sources, each offer's\n# source and as_of say where and when. quote and plan read this over the embedded\n# catalog; --offline leaves it out. Delete the file to forget it.\n", now.Format(time.RFC3339))
-		if err := catalog.WriteOverlay(path, header, kept); err != nil {
-			return i18n.Errorf("the refreshed prices: %w", err)
-		}
 		g.tr.Fprintf(w, "%s refreshed, kept in %s\n", i18n.Plural(len(r.Offers), "%d offer", "%d offers"), path)
 	}
 	if g.output == report.JSON {
@@ -112,16 +91,6 @@ func trimFloat(v float64) string {
 	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", v), "0"), ".")
 }
 
-// diffRow is one refreshed offer beside the reading it replaces.
-type diffRow struct {
-	Offer      string      `json:"offer"`
-	Replaces   string      `json:"replaces"`
-	Before     catalog.Fee `json:"before"`
-	After      catalog.Fee `json:"after"`
-	BeforeAsOf string      `json:"before_as_of"`
-	AfterAsOf  string      `json:"after_as_of"`
-}
-
 func newCatalogDiff(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "diff",
@@ -132,36 +101,9 @@ func newCatalogDiff(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			def, err := catalog.Default()
+			rows, err := refresh.Diff(path)
 			if err != nil {
 				return err
-			}
-			over, err := catalog.ReadFile(path, def.Rates)
-			if err != nil {
-				return i18n.Errorf("no refreshed prices to compare (%w): run gpurent catalog refresh", err)
-			}
-			rows := []diffRow{}
-			// Each current refreshed reading beside the catalog's it
-			// replaces: back through the readings refresh made before.
-			current, _ := catalog.Current(over.Offers)
-			for _, o := range current {
-				old := o
-				for len(old.Supersedes) > 0 {
-					j := slices.IndexFunc(over.Offers, func(x catalog.Offer) bool { return x.ID == old.Supersedes[0] })
-					if j < 0 {
-						break
-					}
-					old = over.Offers[j]
-				}
-				id := old.ID
-				if len(old.Supersedes) > 0 {
-					id = old.Supersedes[0]
-				}
-				i := slices.IndexFunc(def.Offers, func(d catalog.Offer) bool { return d.ID == id })
-				if i < 0 {
-					continue
-				}
-				rows = append(rows, diffRow{o.ID, id, def.Offers[i].OnDemand.Hourly, o.OnDemand.Hourly, def.Offers[i].AsOf, o.AsOf})
 			}
 			if g.output == report.JSON {
 				return report.WriteJSON(g.stdout, map[string]any{"path": path, "offers": rows})
