@@ -472,6 +472,11 @@ func (s *Store) fetchParts(ctx context.Context, m *Manifest, e Entry, parts []Pa
 			n, err := s.readObject(ctx, m, e, k, len(parts), m.Objects[p.Object], w, h, p.Size)
 			if err == nil {
 				if n != p.Size || hex.EncodeToString(h.Sum(nil)) != p.Prefix {
+					// A read cut by a cancel can end early without an
+					// error: that is the cancel, never corruption.
+					if err := ctx.Err(); err != nil {
+						return off, err
+					}
 					return off, damaged{i18n.Errorf("checkpoint %s: %s is corrupt in the store: %s does not hash as the manifest says", m.ID, e.Path, partName(k, len(parts), m.Objects[p.Object].Key))}
 				}
 				off += n
