@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpurent/gpurent/internal/cliflag"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
@@ -38,7 +39,7 @@ func (s *storeFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.AllowUnauthenticated, "allow-unauthenticated", false, "write checkpoints without proof of their writer, and read ones that have none (a store written before gpurent signed them); anyone with the store's write key can plant such a checkpoint")
 	fs.BoolVar(&s.Takeover, "takeover", false, "take the run from another session that holds its lease (a gpurent run on a machine that is gone); that session commits nothing more")
 	fs.BoolVar(&s.Insecure, "insecure", false, "allow plain http:// to an endpoint that is not this machine")
-	durationVar(fs, &s.Grace, "grace", 10*time.Minute, "leave uncommitted uploads younger than this alone when cleaning up")
+	cliflag.DurationVar(fs, &s.Grace, "grace", 10*time.Minute, "leave uncommitted uploads younger than this alone when cleaning up")
 	fs.IntVar(&s.Workers, "workers", 4, "files moved in parallel")
 	fs.StringVar(&s.PartSize, "part-size", "8MiB", "size of the parts of a multipart upload (S3, GCS, Azure): 5MiB to 5GiB; memory is part size x --part-concurrency x --workers")
 	fs.IntVar(&s.PartConcurrency, "part-concurrency", 4, "parts of one object uploaded at once (1 to 64)")

@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/gpurent/gpurent/internal/cliflag"
 	"github.com/gpurent/gpurent/internal/i18n"
 )
 
@@ -29,7 +30,7 @@ func TestChooseLang(t *testing.T) {
 		{[]string{"run", "--", "python", "train.py", "--lang", "zh"}, none, i18n.English},
 		{[]string{"--lang", "fr", "quote"}, zhLocale, i18n.Chinese}, // refused by the flag itself, exit 2
 	} {
-		if got := chooseLang(c.args, c.getenv); got != c.want {
+		if got := cliflag.ChooseLang(c.args, c.getenv); got != c.want {
 			t.Errorf("%v: %s, want %s", c.args, got, c.want)
 		}
 	}

@@ -60,7 +60,7 @@ func asInit(argv []string, stderr io.Writer) (code int, ok bool) {
 	if err != nil || cmd.Name() != "run" || cmd.Parent() != cmd.Root() {
 		return 0, false
 	}
-	tr, _ := i18n.New(chooseLang(argv[1:], os.Getenv)) // nil, English, where the language is bad: run says so
+	tr, _ := i18n.New(cliflag.ChooseLang(argv[1:], os.Getenv)) // nil, English, where the language is bad: run says so
 	in, err := initproc.Start(argv)
 	if err != nil {
 		tr.Fprintf(stderr, "gpurent: %v; running as PID 1 itself, where the command's orphans stay zombies until gpurent exits\n", err)
@@ -76,7 +76,7 @@ func asInit(argv []string, stderr io.Writer) (code int, ok bool) {
 // run executes one command line and returns the exit code; main is only
 // this plus the process, so tests drive run directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	tr, err := i18n.New(chooseLang(args, os.Getenv))
+	tr, err := i18n.New(cliflag.ChooseLang(args, os.Getenv))
 	if err != nil {
 		fmt.Fprintln(stderr, "gpurent:", err)
 		return exitFailure
@@ -198,10 +198,10 @@ func newRoot(stdout, stderr io.Writer, tr *i18n.Printer) *cobra.Command {
 	root.PersistentFlags().VarP(formatValue{&g.output}, "output", "o", "output format: table or json")
 	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
 	root.PersistentFlags().BoolVar(&g.offline, "offline", false, "the embedded catalog (and --catalog files) only, without the prices gpurent catalog refresh kept")
-	root.PersistentFlags().Var(langValue{&g.lang}, "lang", "the language gpurent speaks to you: en or zh (default: the locale's, LC_ALL, LC_MESSAGES or LANG; JSON is the same in both)")
+	root.PersistentFlags().Var(cliflag.LangValue{P: &g.lang}, "lang", "the language gpurent speaks to you: en or zh (default: the locale's, LC_ALL, LC_MESSAGES or LANG; JSON is the same in both)")
 	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newAudit(g), newWipe(g), newRelease(g), newBurn(), newExitCodes())
 	strictBuiltins(root)
-	localizeHelp(root, tr)
+	cliflag.LocalizeHelp(root, tr)
 	return root
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpurent/gpurent/internal/cliflag"
 	"github.com/gpurent/gpurent/internal/i18n"
 )
 
@@ -229,11 +230,11 @@ func wordy(s string) bool {
 // notWords are a message's verbs and flag names.
 var notWords = regexp.MustCompile(`%(\[\d+\])?[-+# 0]*\d*(\.\d+)?[a-zA-Z%]|--?[a-z][a-z-]*`)
 
-// helpTexts are the texts of every command's help, as localizeHelp
+// helpTexts are the texts of every command's help, as cliflag.LocalizeHelp
 // translates them.
 func helpTexts() []string {
 	var out []string
-	out = append(out, usageHeadings...)
+	out = append(out, cliflag.UsageHeadings...)
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.InitDefaultHelpFlag()

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/cliflag"
 	"github.com/gpurent/gpurent/internal/release"
 	"github.com/gpurent/gpurent/internal/runner"
 	"github.com/gpurent/gpurent/internal/store"
@@ -115,22 +116,22 @@ func (o *runOptions) register(f *pflag.FlagSet) {
 	f.StringVar(&r.Preemption, "preemption", "auto", "preemption notices to watch: auto, gcp, azure, aws, alibaba, tencent or none")
 	f.StringVar(&r.Metrics, "metrics", "", "serve Prometheus metrics on this address (\":9464\" binds 127.0.0.1)")
 	f.StringVar(&r.Glob, "glob", "", "only names in --ckpt-dir matching this glob are checkpoints")
-	durationVar(f, &r.Quiet, "quiet", 5*time.Second, "a plain file or directory must be unmodified this long to count as complete")
-	durationVar(f, &r.Grace, "stop-grace", 30*time.Second, "from forwarding SIGTERM to the command to killing it")
-	durationVar(f, &r.Poll, "poll", time.Second, "how often --ckpt-dir is scanned")
-	durationVar(f, &r.Stall, "stall", 0, "restart the command when it has written no new checkpoint for this long (hung); 0 only warns, at three times the usual interval")
-	durationVar(f, &r.Silence, "silence", 0, "with --log, restart the command when it has printed nothing (and written no new checkpoint) for this long (hung); 0 only warns, at three times its longest silence")
+	cliflag.DurationVar(f, &r.Quiet, "quiet", 5*time.Second, "a plain file or directory must be unmodified this long to count as complete")
+	cliflag.DurationVar(f, &r.Grace, "stop-grace", 30*time.Second, "from forwarding SIGTERM to the command to killing it")
+	cliflag.DurationVar(f, &r.Poll, "poll", time.Second, "how often --ckpt-dir is scanned")
+	cliflag.DurationVar(f, &r.Stall, "stall", 0, "restart the command when it has written no new checkpoint for this long (hung); 0 only warns, at three times the usual interval")
+	cliflag.DurationVar(f, &r.Silence, "silence", 0, "with --log, restart the command when it has printed nothing (and written no new checkpoint) for this long (hung); 0 only warns, at three times its longest silence")
 	f.Float64Var(&r.GPUBusyMin, "gpu-busy-min", 50, "warn (and notify) when a GPU of this machine ran kernels less than this percent of 10 min while the command ran, 5 min after each start (NVML utilization: idle GPUs are billed too); 0 never warns (a GPU the hardware slows down for heat is warned of regardless)")
 	f.BoolVar(&r.NoStatus, "no-status", false, "no status line at the bottom of the terminal")
 	f.StringVar(&r.Price, "price", "", "the machine's hourly price, e.g. 2.49 (USD), 2.49USD or 18CNY, or the catalog offer rented, by the id quote prints (ID:spot for its spot price): what the run has cost so far goes in the status line, the progress notifications and the end")
 	f.StringVar(&r.Budget, "budget", "", "the most the machine may cost while gpurent runs the run, at --price (300, or 300USD in its currency), its earlier sessions counted (in --ckpt-dir, and with --store on other machines): a notification at 80%, and before it is spent the command is asked for a checkpoint, stopped and its checkpoint uploaded (exit 75)")
 	f.StringVar(&r.Log, "log", "", "append the command's output to this file and, with --store, ship it there (encrypted) every --log-every and at each restart: gpurent ckpt log reads it back")
-	durationVar(f, &r.LogEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")
-	durationVar(f, &r.NotifyEvery, "notify-every", 0, "with --notify, also say every this long how the run stands (with --log, its last lines); 0: never")
+	cliflag.DurationVar(f, &r.LogEvery, "log-every", 5*time.Minute, "how often new output in --log is shipped to the store")
+	cliflag.DurationVar(f, &r.NotifyEvery, "notify-every", 0, "with --notify, also say every this long how the run stands (with --log, its last lines); 0: never")
 	f.StringVar(&r.Notify, "notify", "", "file holding a webhook URL (Slack, Discord, Feishu/Lark, DingTalk, WeCom or any JSON endpoint; a signed DingTalk or Feishu/Lark bot's secret on the next line) told of the start, restarts, stalls, notices, a failing store and the end (default $GPURENT_NOTIFY)")
 	f.StringVar(&r.WhenDone, "when-done", "", "stop or destroy this machine once the command exited 0 and its newest checkpoint is in the store (gpurent release; destroy needs --store)")
 	f.BoolVar(&r.WhenDoneOnFailure, "when-done-on-failure", false, "release as --when-done says after a failure too (never a destroy while the store lacks the newest checkpoint)")
-	durationVar(f, &r.IdleStop, "idle-stop", 0, "with --log, when the command has printed nothing, written no checkpoint and kept no GPU above --gpu-busy-min this long: ask it for a checkpoint, stop it and release the machine as --when-done says (default stop); 0: never")
+	cliflag.DurationVar(f, &r.IdleStop, "idle-stop", 0, "with --log, when the command has printed nothing, written no checkpoint and kept no GPU above --gpu-busy-min this long: ask it for a checkpoint, stop it and release the machine as --when-done says (default stop); 0: never")
 	f.StringVar(&r.Release.Provider, "provider", "", "the provider --when-done and --idle-stop release through, instead of finding it: runpod, vast, lambda, autodl, aws, gcp or azure")
 	f.StringArrayVar(&o.endpoints, "endpoint", nil, "NAME=URL: ask URL instead of a provider's API or metadata service when releasing (as gpurent release; repeatable)")
 	f.StringVar(&r.Metadata.AWS, "metadata-aws", "", "AWS instance metadata endpoint (default http://169.254.169.254)")

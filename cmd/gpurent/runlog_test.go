@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/logread"
 	"github.com/gpurent/gpurent/internal/store"
 )
 
@@ -87,11 +88,11 @@ func TestCkptLogTailThenFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errw strings.Builder
-	p := &logPrinter{st: st, out: &out, errw: &errw, read: map[string]int{}, warned: map[string]bool{}, many: true}
-	if err := p.tail(ctx, sessions, 2); err != nil {
+	p := logread.NewPrinter(st, &out, &errw, nil, true)
+	if err := p.Tail(ctx, sessions, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.from(ctx, sessions); err != nil {
+	if err := p.From(ctx, sessions); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != "new 2\nnew 3\n" {

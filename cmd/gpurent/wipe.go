@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
 	"github.com/gpurent/gpurent/internal/audit"
+	"github.com/gpurent/gpurent/internal/cliflag"
 	"github.com/gpurent/gpurent/internal/gpuwipe"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/render"
@@ -120,7 +121,7 @@ scrubbed, or the backup check failed, 2 bad usage or a refused path.`,
 	f.StringVar(&o.s.AuthKey, "auth-key", "", "auth key file to check checkpoints with where the identity is not here (default $GPURENT_AUTH_KEY)")
 	f.BoolVar(&o.s.AllowUnauthenticated, "allow-unauthenticated", false, "count checkpoints without proof of their writer as backups (a store written before gpurent signed them)")
 	f.StringVar(&o.since, "since", "", "when this tenancy began, to tell temp files from before it: a time (2026-11-30T09:00:00Z) or how long ago (2h, 3d); default: when PID 1 started")
-	durationVar(f, &o.recent, "recent", wipe.RecentWindow, "temp entries with anything changed this recently are live work and kept (0: none)")
+	cliflag.DurationVar(f, &o.recent, "recent", wipe.RecentWindow, "temp entries with anything changed this recently are live work and kept (0: none)")
 	f.StringVar(&o.root, "root", "", "look for temp files and mounts under this directory instead of /")
 	_ = f.MarkHidden("root")
 	return cmd

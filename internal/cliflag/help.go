@@ -1,37 +1,41 @@
-package main
+package cliflag
 
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gpurent/gpurent/internal/i18n"
+	"github.com/gpurent/gpurent/internal/units"
 )
 
-// langValue is --lang: checked as the flag is parsed. The language itself
-// is chosen before the commands are built (chooseLang), since their help
+// The language of the help, and the flag types every command shares.
+
+// LangValue is --lang: checked as the flag is parsed. The language itself
+// is chosen before the commands are built (ChooseLang), since their help
 // is written in it.
-type langValue struct{ p *string }
+type LangValue struct{ P *string }
 
-func (f langValue) String() string { return *f.p }
-func (f langValue) Type() string   { return "lang" }
+func (f LangValue) String() string { return *f.P }
+func (f LangValue) Type() string   { return "lang" }
 
-func (f langValue) Set(s string) error {
+func (f LangValue) Set(s string) error {
 	if _, err := i18n.Parse(s); err != nil {
 		return err
 	}
-	*f.p = s
+	*f.P = s
 	return nil
 }
 
-// chooseLang is the language of a command line: --lang where it is given
+// ChooseLang is the language of a command line: --lang where it is given
 // (the last one, as the flag parser keeps it, and before a "--", after
 // which the words are the user's command's), else the locale's. A --lang
 // that is no language is left to the flag's own check, which refuses it
 // with exit 2.
-func chooseLang(args []string, getenv func(string) string) i18n.Lang {
+func ChooseLang(args []string, getenv func(string) string) i18n.Lang {
 	lang, given := i18n.English, false
 	for i, a := range args {
 		if a == "--" {
@@ -53,18 +57,18 @@ func chooseLang(args []string, getenv func(string) string) i18n.Lang {
 	return i18n.FromEnv(getenv)
 }
 
-// localizeHelp writes every command's help in tr's language: short and
+// LocalizeHelp writes every command's help in tr's language: short and
 // long descriptions, examples, flag usages and cobra's own headings.
 // TestMessagesTranslated walks the same commands, so none is left in
 // English.
-func localizeHelp(root *cobra.Command, tr *i18n.Printer) {
+func LocalizeHelp(root *cobra.Command, tr *i18n.Printer) {
 	if tr.Lang() == i18n.English {
 		return
 	}
 	tmpl := root.UsageTemplate()
 	tmpl = strings.ReplaceAll(tmpl, `Use "{{.CommandPath}} [command] --help" for more information about a command.`,
 		tr.Tf("Use %s for more information about a command.", `"{{.CommandPath}} [command] --help"`))
-	for _, h := range usageHeadings {
+	for _, h := range UsageHeadings {
 		tmpl = strings.ReplaceAll(tmpl, h, tr.Lookup(h))
 	}
 	root.SetUsageTemplate(tmpl)
@@ -121,6 +125,30 @@ func zeroDefault(typ string) string {
 	return ""
 }
 
-// usageHeadings are the words of cobra's usage template.
-var usageHeadings = []string{"Usage:", "Aliases:", "Examples:", "Available Commands:", "Additional Commands:",
+// UsageHeadings are the words of cobra's usage template.
+var UsageHeadings = []string{"Usage:", "Aliases:", "Examples:", "Available Commands:", "Additional Commands:",
 	"Global Flags:", "Flags:", "Additional help topics:"}
+
+// durationValue is a duration flag that reads what the config files and
+// catalogs read (units.ParseDuration): days too, so --stall 1d works as
+// stall: 1d does, and never a negative time.
+type durationValue struct{ p *time.Duration }
+
+func (d durationValue) String() string { return units.FormatDuration(*d.p) }
+func (d durationValue) Type() string   { return "duration" }
+
+func (d durationValue) Set(s string) error {
+	v, err := units.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d.p = v
+	return nil
+}
+
+// DurationVar defines a duration flag, as pflag's DurationVar does, with
+// durationValue's syntax.
+func DurationVar(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationValue{p}, name, usage)
+}
