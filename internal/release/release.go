@@ -26,6 +26,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gpurent/gpurent/internal/endpoint"
 	"github.com/gpurent/gpurent/internal/i18n"
 )
 
@@ -75,25 +76,7 @@ func EndpointNames() []string {
 // ParseEndpoints reads --endpoint NAME=URL values into a map, refusing an
 // unknown name or a URL that is not http(s).
 func ParseEndpoints(vals []string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, v := range vals {
-		name, u, ok := strings.Cut(v, "=")
-		if !ok {
-			return nil, i18n.Errorf("want NAME=URL, got %q", v)
-		}
-		if _, known := defaults[name]; !known {
-			return nil, i18n.Errorf("%q: want one of %s", name, strings.Join(EndpointNames(), ", "))
-		}
-		p, err := url.Parse(u)
-		if err != nil {
-			return nil, i18n.Errorf("%s: want an http:// or https:// URL: %v", name, err)
-		}
-		if (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil || p.RawQuery != "" || p.ForceQuery || p.Fragment != "" {
-			return nil, i18n.Errorf("%s: want an http:// or https:// URL without credentials, query or fragment, got %q", name, p.Redacted())
-		}
-		out[name] = strings.TrimSuffix(u, "/")
-	}
-	return out, nil
+	return endpoint.Parse(vals, EndpointNames())
 }
 
 // Options say where to look and how to ask.
