@@ -104,6 +104,17 @@ type Index struct {
 		path       string
 		line, keys int
 	}
+	// uses are the paths an anchored scalar is decoded at: its own, then
+	// each alias's, in the order yaml decodes them (the document's).
+	// yaml reports a bad aliased value at the anchor's line, once per
+	// use; each report is placed at its own use.
+	uses map[*yaml.Node]*anchorUse
+	root reflect.Type // what the document decodes into
+}
+
+type anchorUse struct {
+	paths []string
+	seen  map[string]int // errors placed so far, by the Go type named
 }
 
 // Line is the line of path, or of its nearest written ancestor (a missing
@@ -159,6 +170,12 @@ func (ix *Index) walk(n *yaml.Node, path string) {
 		ix.byPath[path] = n.Line
 	}
 	ix.byPos[[2]int{n.Line, n.Column}] = path
+	switch {
+	case n.Kind == yaml.ScalarNode && n.Anchor != "":
+		ix.use(n, path)
+	case n.Kind == yaml.AliasNode && n.Alias != nil && n.Alias.Kind == yaml.ScalarNode:
+		ix.use(n.Alias, path)
+	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
@@ -184,6 +201,78 @@ func (ix *Index) walk(n *yaml.Node, path string) {
 			ix.walk(c, fmt.Sprintf("%s[%d]", path, i))
 		}
 	}
+}
+
+func (ix *Index) use(n *yaml.Node, path string) {
+	u := ix.uses[n]
+	if u == nil {
+		u = &anchorUse{}
+		ix.uses[n] = u
+	}
+	u.paths = append(u.paths, path)
+}
+
+// aliased places a decoding error yaml reported at line (col when known)
+// with message msg at the use of an aliased scalar it stands for, and
+// says whose value it is; ok is false when no aliased scalar is there.
+// An anchor's value may suit one field and not another ("1h" is a
+// duration, not a count), so a message naming the Go type it failed to
+// become counts only the uses of that type.
+func (ix *Index) aliased(line, col int, msg string) (path string, at int, note i18n.Text, ok bool) {
+	typ := ""
+	if m := typeRe.FindStringSubmatch(msg); m != nil {
+		typ = m[1]
+	}
+	for n, u := range ix.uses {
+		if len(u.paths) < 2 || n.Line != line || col > 0 && n.Column != col || col == 0 && !strings.Contains(msg, "`"+n.Value+"`") {
+			continue
+		}
+		var fit []int
+		for i, p := range u.paths {
+			if t := typeAt(ix.root, p); typ == "" || t != nil && (t.String() == typ || elem(t).String() == typ) {
+				fit = append(fit, i)
+			}
+		}
+		if len(fit) == 0 {
+			return "", 0, i18n.Text{}, false
+		}
+		if u.seen == nil {
+			u.seen = map[string]int{}
+		}
+		i := fit[min(u.seen[typ], len(fit)-1)]
+		u.seen[typ]++
+		path = u.paths[i]
+		if i > 0 {
+			note = aliasNote(n)
+		}
+		return path, ix.byPath[path], note, true
+	}
+	return "", 0, i18n.Text{}, false
+}
+
+// typeAt is the Go type of the field at path (dotted, with [i] indexes)
+// inside t, or nil.
+func typeAt(t reflect.Type, path string) reflect.Type {
+	if t == nil {
+		return nil
+	}
+	for _, seg := range strings.Split(path, ".") {
+		if i := strings.IndexByte(seg, '['); i >= 0 {
+			seg = seg[:i]
+		}
+		f, ok := fieldByYAMLName(elem(t), seg)
+		if !ok {
+			return nil
+		}
+		t = f.Type
+	}
+	return t
+}
+
+// aliasNote says whose value an alias stands for, where an error at the
+// alias would otherwise show a value the line does not.
+func aliasNote(anchor *yaml.Node) i18n.Text {
+	return i18n.Textf(" (the value of &%s, line %d)", anchor.Anchor, anchor.Line)
 }
 
 // atLine is the path of the key named field on line, else the first key
@@ -242,7 +331,7 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, fieldError(file, 0, "", i18n.Textf("empty document"))
 	}
-	ix := &Index{byPath: map[string]int{}, byLine: map[int][]string{}, byPos: map[[2]int]string{}}
+	ix := &Index{byPath: map[string]int{}, byLine: map[int][]string{}, byPos: map[[2]int]string{}, uses: map[*yaml.Node]*anchorUse{}, root: reflect.TypeOf(v)}
 	ix.walk(&root, "")
 	if w := ix.widest; w.keys > MaxKeys {
 		// yaml's strict decoding takes time in the square of the unknown
@@ -278,12 +367,17 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 			fe.Line, _ = strconv.Atoi(m[1])
 			fe.Msg = m[2]
 			fe.Path = ix.atLine(fe.Line, "")
+			col := 0
 			if p := posRe.FindStringSubmatch(fe.Msg); p != nil {
-				col, _ := strconv.Atoi(p[1])
+				col, _ = strconv.Atoi(p[1])
 				fe.Msg = p[2]
 				if path, ok := ix.byPos[[2]int{fe.Line, col}]; ok {
 					fe.Path = path
 				}
+			}
+			var note i18n.Text
+			if path, line, n, ok := ix.aliased(fe.Line, col, fe.Msg); ok {
+				fe.Path, fe.Line, note = path, line, n
 			}
 			if m := typeRe.FindStringSubmatch(fe.Msg); m != nil {
 				if want := kindWanted(m[1]); !want.IsZero() {
@@ -291,6 +385,13 @@ func Decode(file string, data []byte, v any) (*Index, error) {
 					fe.text = i18n.Textf("%s: %s", i18n.Plain(fe.Msg), want)
 					fe.Msg = fe.text.String()
 				}
+			}
+			if !note.IsZero() {
+				if fe.text.IsZero() {
+					fe.text = i18n.Plain(fe.Msg)
+				}
+				fe.text = i18n.Textf("%s%s", fe.text, note)
+				fe.Msg = fe.text.String()
 			}
 			if u := unknownRe.FindStringSubmatch(fe.Msg); u != nil {
 				fe.Path = ix.atLine(fe.Line, u[1])
@@ -345,12 +446,17 @@ func wholeNumbers(n *yaml.Node, t reflect.Type, path string) []Problem {
 			if path != "" {
 				p = path + "." + k.Value
 			}
+			var note i18n.Text
+			if v.Kind == yaml.AliasNode && v.Alias != nil {
+				// A fraction an anchor gives is wrong at each use.
+				v, note = v.Alias, aliasNote(v.Alias)
+			}
 			switch ft := f.Type; {
 			case reflect.PointerTo(ft).Implements(unmarshaler):
 				// Its own UnmarshalYAML reads it ("every: 1.5" is a
 				// duration's error to name).
 			case v.Kind == yaml.ScalarNode && v.Tag == "!!float" && ft.Kind() >= reflect.Int && ft.Kind() <= reflect.Uint64:
-				ps = append(ps, Problemf(p, "want a whole number, got %s", v.Value))
+				ps = append(ps, Problem{Path: p, Msg: i18n.Textf("%s%s", i18n.Textf("want a whole number, got %s", v.Value), note)})
 			default:
 				ps = append(ps, wholeNumbers(v, ft, p)...)
 			}

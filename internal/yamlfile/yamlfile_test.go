@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 type doc struct {
@@ -158,4 +160,42 @@ func TestWholeNumbers(t *testing.T) {
 	if _, err := Decode("f.yaml", []byte("gpus: 3\nf: 1.5\n"), &v); err != nil || v.GPUs != 3 {
 		t.Errorf("%v %+v", err, v)
 	}
+}
+
+// An alias's bad value is reported where the alias is used, naming its
+// field and the anchor it stands for, not at the anchor's field (issue
+// #56): an anchor may suit its own field and fail another's.
+func TestAliasErrorsNameTheirOwnField(t *testing.T) {
+	type aliased struct {
+		Every   duration `yaml:"every"`
+		Span    int      `yaml:"span"`
+		Disk    float64  `yaml:"disk"`
+		Starts  int      `yaml:"starts"`
+		Retries int      `yaml:"retries"`
+	}
+	for _, c := range []struct{ src, want string }{
+		{"every: &x 1h\nspan: *x\n", "f.yaml:2: span: cannot unmarshal !!str `1h` into int: want a whole number (the value of &x, line 1)"},
+		{"disk: &x abc\nstarts: *x\n", "f.yaml:1: disk: cannot unmarshal !!str `abc` into float64: want a number\n" +
+			"f.yaml:2: starts: cannot unmarshal !!str `abc` into int: want a whole number (the value of &x, line 1)"},
+		{"span: &x 2\nstarts: *x\nretries: *x\ndisk: 1.5\n", ""},
+		{"disk: &x 1.5\nstarts: *x\nretries: *x\n", "f.yaml:2: starts: want a whole number, got 1.5 (the value of &x, line 1)\n" +
+			"f.yaml:3: retries: want a whole number, got 1.5 (the value of &x, line 1)"},
+	} {
+		var d aliased
+		_, err := Decode("f.yaml", []byte(c.src), &d)
+		if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && got != c.want {
+			t.Errorf("%q:\n got %v\nwant %s", c.src, err, c.want)
+		}
+	}
+}
+
+// duration is a field with its own UnmarshalYAML, as gpurent's are.
+type duration string
+
+func (d *duration) UnmarshalYAML(n *yaml.Node) error {
+	if !strings.HasSuffix(n.Value, "h") {
+		return Invalid(n, "want hours")
+	}
+	*d = duration(n.Value)
+	return nil
 }
