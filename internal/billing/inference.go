@@ -15,8 +15,12 @@ import (
 // Throughput is a measured serving rate: aggregate output tokens per second
 // of a model on a number of GPUs, with where it was measured.
 type Throughput struct {
-	Model     string  // "8B" or "70B"
-	GPU       string  // model name, matched like catalog offers
+	Model string // "8B" or "70B"
+	GPU   string // model name, matched like catalog offers
+	// Form is the measured card's form factor ("SXM"): a PCIe or NVL
+	// card of the same name has less memory bandwidth and power, so it
+	// does not take the rate.
+	Form      string
 	GPUs      int     // GPUs serving one replica
 	TokensSec float64 // aggregate output tokens per second, batched
 	Source    string
@@ -33,22 +37,23 @@ type APIPrice struct {
 }
 
 // Throughputs are the sourced serving rates (internal/catalog/research/catalog_notes.md
-// §4.1): Llama-3.1 FP8, vLLM 0.5.4, batched. A new slice each call, so no
-// caller can change the table for another.
+// §4.1): Llama-3.1 FP8, vLLM 0.5.4, batched, on "NVIDIA H100-80GB-SXM and
+// NVIDIA A100-80GB-SXM GPUs" (benchmark_v0.md, Benchmark Design). A new
+// slice each call, so no caller can change the table for another.
 func Throughputs() []Throughput {
 	return []Throughput{
-		{"8B", "A100 80GB", 1, 1518, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-8B FP8, vLLM 0.5.4, 320 prompts)", "undated (vLLM 0.5.4)"},
-		{"8B", "H100", 1, 3400, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-8B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		{"8B", "A100 80GB", "SXM", 1, 1518, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-8B FP8, vLLM 0.5.4, 320 prompts)", "undated (vLLM 0.5.4)"},
+		{"8B", "H100", "SXM", 1, 3400, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-8B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
 		// The source says "A100"; its 1×A100 figure holds 70 GB of FP8
 		// weights, which only the 80 GB card can, so it is that card
 		// (a 2×40 GB instance would hold the weights with little room
 		// for the KV cache: no measured rate).
-		{"70B", "A100 80GB", 1, 209, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4, 4k context)", "undated (vLLM 0.5.4)"},
-		{"70B", "A100 80GB", 2, 663, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
-		{"70B", "H100", 1, 419, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
-		{"70B", "H100", 2, 1728, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
-		{"70B", "H100", 4, 2243, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
-		{"70B", "H100", 8, 2573, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		{"70B", "A100 80GB", "SXM", 1, 209, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4, 4k context)", "undated (vLLM 0.5.4)"},
+		{"70B", "A100 80GB", "SXM", 2, 663, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		{"70B", "H100", "SXM", 1, 419, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		{"70B", "H100", "SXM", 2, 1728, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		{"70B", "H100", "SXM", 4, 2243, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
+		{"70B", "H100", "SXM", 8, 2573, "LambdaLabsML/vllm-benchmark benchmark_v0.md (Llama-3.1-70B FP8, vLLM 0.5.4)", "undated (vLLM 0.5.4)"},
 	}
 }
 
@@ -194,9 +199,28 @@ type servingRate struct {
 func servingRates() []servingRate {
 	var out []servingRate
 	for _, t := range Throughputs() {
-		out = append(out, servingRate{t, catalog.GPUMatcher(t.GPU)})
+		model := catalog.GPUMatcher(t.GPU)
+		out = append(out, servingRate{t, func(o *catalog.Offer) bool {
+			f := formOf(o.GPU)
+			return model(o) && (f == "" || strings.EqualFold(f, t.Form))
+		}})
 	}
 	return out
+}
+
+// formOf is the form factor a GPU's name states (SXM, PCIe, NVL), or "".
+func formOf(gpu string) string {
+	for _, w := range strings.FieldsFunc(strings.ToLower(gpu), func(r rune) bool { return r == ' ' || r == '-' || r == '(' || r == ')' || r == '/' }) {
+		switch {
+		case strings.HasPrefix(w, "sxm"):
+			return "SXM"
+		case w == "pcie":
+			return "PCIe"
+		case w == "nvl":
+			return "NVL"
+		}
+	}
+	return ""
 }
 
 // throughputFor is the instance's serving rate: data-parallel replicas of
@@ -227,6 +251,9 @@ func throughputFor(model string, o *catalog.Offer, rates []servingRate) (float64
 	src := best.Source
 	if replicas > 1 {
 		src = fmt.Sprintf("%d replicas × %g tok/s on %d× %s: %s", replicas, best.TokensSec, best.GPUs, best.GPU, best.Source)
+	}
+	if best.Form != "" && formOf(o.GPU) == "" {
+		src += fmt.Sprintf("; measured on %s %s, which the offer's %q may not be", best.GPU, best.Form, o.GPU)
 	}
 	return bestTPS, src, true
 }

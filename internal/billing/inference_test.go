@@ -272,3 +272,32 @@ func TestPlanInferenceMemory(t *testing.T) {
 		t.Errorf("notes\n%s\nwant\n%s", strings.Join(strs(res.Notes), "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// The rates were measured on SXM cards (issue #56: an H100 PCIe, with 2.0
+// TB/s to the SXM's 3.35, took the SXM rate): a PCIe or NVL card takes
+// none and is counted in the note; an offer that names no form factor
+// takes the rate, its source saying on which card it was measured.
+func TestPlanInferenceFormFactor(t *testing.T) {
+	offer := func(id, gpu string) catalog.Offer {
+		o := h100(id, 1, 2)
+		o.GPU = gpu
+		return o
+	}
+	res, err := PlanInference(InferenceQuery{Model: "8B", TokensPerDay: 1e6}, []catalog.Offer{
+		offer("sxm", "H100 SXM"), offer("pcie", "H100 PCIe"), offer("nvl", "H100 NVL"), offer("plain", "H100"),
+	}, catalog.Rates{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := map[string]string{}
+	for _, o := range res.Offers {
+		src[o.Offer] = o.ThroughputSource
+	}
+	if len(src) != 2 || strings.Contains(src["sxm"], "may not be") ||
+		!strings.HasSuffix(src["plain"], `; measured on H100 SXM, which the offer's "H100" may not be`) {
+		t.Errorf("rated %q; want sxm and plain only, plain with the form it was measured on", src)
+	}
+	if want := "2 offers left out: no measured 8B rate on H100 PCIe, H100 NVL; measure one and pass --tokens-per-second"; len(res.Notes) == 0 || res.Notes[0].String() != want {
+		t.Errorf("notes %q, want %q first", strs(res.Notes), want)
+	}
+}
