@@ -665,8 +665,16 @@ func sharedFees(p *Profile, o *catalog.Offer, u *usage, stoppedHours float64, re
 		u.unknown = append(u.unknown, "storage.included_disk (whether the included disk survives a stop)")
 	}
 	s.extraGB = math.Max(0, p.DiskGB-inc)
-	s.runGB = u.fee("storage.running_gb_month", o.Storage.RunningGBMonth, s.extraGB > 0) / catalog.HoursPerMonth
-	s.stopGB = u.fee("storage.stopped_gb_month", o.Storage.StoppedGBMonth, s.extraGB > 0 && stoppedHours > 0) / catalog.HoursPerMonth
+	if rate, ok := o.Storage.SharedGBMonth.Value(); ok && p.SharedDisk && p.DiskGB > 0 {
+		// A network volume has its own rate, the same stopped or not.
+		s.runGB, s.stopGB = rate/catalog.HoursPerMonth, rate/catalog.HoursPerMonth
+	} else {
+		if p.SharedDisk && p.DiskGB > 0 {
+			u.notes = append(u.notes, i18n.Textf("no network-volume rate is known for this offer: the shared disk is priced at its disk's rates"))
+		}
+		s.runGB = u.fee("storage.running_gb_month", o.Storage.RunningGBMonth, s.extraGB > 0) / catalog.HoursPerMonth
+		s.stopGB = u.fee("storage.stopped_gb_month", o.Storage.StoppedGBMonth, s.extraGB > 0 && stoppedHours > 0) / catalog.HoursPerMonth
+	}
 	months := float64(egressMonths(p))
 	s.egress = months * o.EgressMonth.MonthCost(p.egressGB()/months, u.fee("egress_gb", o.EgressGB, p.egressGB() > 0))
 	s.boot = u.fee("boot_fee", o.BootFee, true)

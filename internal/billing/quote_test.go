@@ -733,3 +733,25 @@ func strs(ts []i18n.Text) []string {
 	}
 	return out
 }
+
+// A shared disk is a network volume with its own rate where the offer
+// states one (issue #56: RunPod's were billed at the pod volume's rate).
+// 100 GB over the worked example's 240 h span, 10 h running, at 0.72 per
+// GB-month (0.001 per GB-hour), stopped or not: 100 × 0.001 × 240 = 24,
+// once for the two instances. Without the rate, the disk's rates stand in
+// (100 × (0.001 × 10 + 0.002 × 230) = 47) and a note says so.
+func TestSharedDiskHasItsOwnRate(t *testing.T) {
+	p := Profile{GPUs: 4, ComputeHours: 10, SpanDays: 10, Starts: 4, DiskGB: 100, SharedDisk: true}
+	o := testOffer()
+	o.Storage.SharedGBMonth = catalog.Known(0.72)
+	if b := onDemand(t, p, o); !near(item(b, ItemStorage), 24) || b.Instances != 2 {
+		t.Errorf("with a volume rate: storage %v on %d instances, want 24 on 2", item(b, ItemStorage), b.Instances)
+	}
+	b := onDemand(t, p, testOffer())
+	if !near(item(b, ItemStorage), 47) {
+		t.Errorf("without one: storage %v, want 47", item(b, ItemStorage))
+	}
+	if !slices.ContainsFunc(strs(b.Warnings), func(w string) bool { return strings.HasPrefix(w, "no network-volume rate is known") }) {
+		t.Errorf("no note that the volume's rate is unknown: %q", strs(b.Warnings))
+	}
+}

@@ -465,11 +465,16 @@ func (m *EgressMonth) MonthCost(gb, first float64) float64 {
 // persistent, "" where no source says. Data kept on an ephemeral disk is
 // lost on stop, so a task with stopped time keeps its data on a volume,
 // billed at running_gb_month and stopped_gb_month for all of it.
+//
+// SharedGBMonth is the rate of a network volume that several instances
+// mount (a RunPod network volume), billed alike running or stopped;
+// unknown where no source states one, and then the disk's rates stand in.
 type Storage struct {
 	IncludedGB     Fee    `yaml:"included_gb"`
 	IncludedDisk   string `yaml:"included_disk,omitempty"`
 	RunningGBMonth Fee    `yaml:"running_gb_month"`
 	StoppedGBMonth Fee    `yaml:"stopped_gb_month"`
+	SharedGBMonth  Fee    `yaml:"shared_gb_month"`
 }
 
 // Bounds on an offer, well past any real one, so that a typo is an error
@@ -555,6 +560,7 @@ func (o *Offer) validate(p string, rates Rates) []yamlfile.Problem {
 	fee("storage.included_gb", o.Storage.IncludedGB)
 	fee("storage.running_gb_month", o.Storage.RunningGBMonth)
 	fee("storage.stopped_gb_month", o.Storage.StoppedGBMonth)
+	fee("storage.shared_gb_month", o.Storage.SharedGBMonth)
 	switch o.Storage.IncludedDisk {
 	case "", "unknown", DiskEphemeral, DiskPersistent:
 	default:

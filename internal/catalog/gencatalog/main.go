@@ -24,7 +24,8 @@
 //   - No source gives spot interruption counts, so interruptions_per_day is
 //     unknown everywhere; AWS offers carry the Spot Instance Advisor's
 //     published frequency bucket (facts.go), the rest nothing.
-//   - No source lists a per-start boot fee, so boot_fee is unknown.
+//   - boot_fee is unknown unless the fee research gives a provider's own
+//     words that only running time is billed (facts.go): then it is 0.
 //   - Fees the table leaves empty take the sourced values of the fee
 //     research (facts.go, from fees.csv), each named with its source in
 //     fee_sources; the included disk's kind (ephemeral or persistent) is
@@ -149,14 +150,18 @@ func run(path string, w io.Writer) error {
 			}
 			fmt.Fprintf(w, "    spot: {hourly: %s, interruptions_per_day: unknown, notice: %s%s}\n", s, notice, frequencyYAML(id))
 		}
-		fmt.Fprintf(w, "    boot_fee: unknown\n")
+		fmt.Fprintf(w, "    boot_fee: %s\n", fill("boot_fee", "unknown"))
 		d := disk(provider, id)
 		if d.source != "" {
 			sourced = append(sourced, "included disk "+d.value+": "+d.source)
 		}
-		fmt.Fprintf(w, "    storage: {included_gb: %s, included_disk: %s, running_gb_month: %s, stopped_gb_month: %s}\n",
-			num(get("included_storage_gb")), d.value, fill("storage.running_gb_month", num(get("storage_running_gb_month"))),
-			fill("storage.stopped_gb_month", num(get("storage_stopped_gb_month"))))
+		shared := ""
+		if v := fill("storage.shared_gb_month", "unknown"); v != "unknown" {
+			shared = ", shared_gb_month: " + v
+		}
+		fmt.Fprintf(w, "    storage: {included_gb: %s, included_disk: %s, running_gb_month: %s, stopped_gb_month: %s%s}\n",
+			fill("storage.included_gb", num(get("included_storage_gb"))), d.value, fill("storage.running_gb_month", num(get("storage_running_gb_month"))),
+			fill("storage.stopped_gb_month", num(get("storage_stopped_gb_month"))), shared)
 		eg := get("egress_per_gb")
 		if strings.Contains(eg, "in-region") {
 			notes = append(notes, "egress free in-region only")
