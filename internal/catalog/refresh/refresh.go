@@ -1,6 +1,6 @@
 // Package refresh reads today's prices from the providers' public
 // price sources (AWS's price list, Azure's Retail Prices API, Vast.ai's
-// offer search) and makes new readings of the catalog's offers from them:
+// offer search, RunPod's GPU catalog, Lambda's instance types) and makes new readings of the catalog's offers from them:
 // gpurent catalog refresh writes those to an overlay that quote and plan
 // read over the embedded catalog. A source that fails leaves the others;
 // a price that cannot be right (zero, not a number, more than 5x off the
@@ -27,9 +27,11 @@ import (
 // Sources are the price sources refresh reads, by the name --endpoint
 // takes, with their default base URLs.
 var defaults = map[string]string{
-	"aws":   "https://pricing.us-east-1.amazonaws.com",
-	"azure": "https://prices.azure.com",
-	"vast":  "https://console.vast.ai",
+	"aws":    "https://pricing.us-east-1.amazonaws.com",
+	"azure":  "https://prices.azure.com",
+	"vast":   "https://console.vast.ai",
+	"runpod": "https://api.runpod.io",
+	"lambda": "https://cloud.lambda.ai",
 }
 
 // Sources lists the sources' names, sorted.
@@ -58,7 +60,8 @@ type Options struct {
 	Client *http.Client
 	// Now stamps the readings.
 	Now time.Time
-	// Getenv reads the keys of the sources that need one (VAST_API_KEY);
+	// Getenv reads the keys of the sources that need one (VAST_API_KEY,
+	// RUNPOD_API_KEY, LAMBDA_API_KEY);
 	// nil: none is read.
 	Getenv func(string) string
 }
@@ -128,6 +131,8 @@ var sources = []source{
 	{"aws", func(o *catalog.Offer) bool { return o.Provider == "AWS" && o.Instance != "" && o.Region != "" }, readAWS},
 	{"azure", func(o *catalog.Offer) bool { return o.Provider == "Azure" && o.Instance != "" && o.Region != "" }, readAzure},
 	{"vast", func(o *catalog.Offer) bool { return o.Provider == "Vast.ai" && vastName(o) != "" }, readVast},
+	{"runpod", runpodApplies, readRunPod},
+	{"lambda", lambdaApplies, readLambda},
 }
 
 // Refresh reads every source for the current readings of offers.

@@ -23,8 +23,9 @@ func refresh(t *testing.T, failing ...string) (Result, *catalog.Catalog) {
 		t.Fatal(err)
 	}
 	r := Refresh(context.Background(), c.Offers, Options{Endpoints: eps, Now: day, Getenv: func(k string) string {
-		if k == "VAST_API_KEY" {
-			return "vastkey"
+		switch k {
+		case "VAST_API_KEY", "RUNPOD_API_KEY", "LAMBDA_API_KEY":
+			return "key-" + k
 		}
 		return ""
 	}})
@@ -118,5 +119,46 @@ func TestCheckRejects(t *testing.T) {
 		if got := check(tc.read, tc.before, tc.before > 0); !strings.Contains(got, tc.want) || (tc.want == "" && got != "") {
 			t.Errorf("%v over %v: %q", tc.read, tc.before, got)
 		}
+	}
+}
+
+// TestRefreshRunPodAndLambda: RunPod's price per GPU-hour in the offer's
+// cloud (secure or community), times its GPUs; Lambda's cents per hour
+// for the whole instance; a zero or absent price rejected with the
+// reason; each reading dated today under the offer's own id.
+func TestRefreshRunPodAndLambda(t *testing.T) {
+	r, _ := refresh(t)
+	for id, want := range map[string]float64{
+		"runpod-secure-h100-sxm-2026-11": 2.99, "runpod-community-h100-sxm": 2.39, "runpod-secure-h100-pcie": 2.39,
+		"runpod-secure-rtx-4090": 0.59, "lambda-gpu_1x_h100_sxm5": 2.99, "lambda-gpu_8x_h100_sxm5": 23.92, "lambda-gpu_1x_a10": 0.75,
+	} {
+		o := find(r.Offers, id)
+		if o == nil || o.OnDemand.Hourly != catalog.Known(want) || o.AsOf != "2026-12-07" || !strings.Contains(o.Source, "(fetched 2026-12-07T09:30:00Z") {
+			t.Errorf("%s: want %v dated today, got %+v", id, want, o)
+		}
+	}
+	rejected := map[string]string{}
+	for _, x := range r.Rejected {
+		rejected[x.Offer] = x.Reason
+	}
+	for id, want := range map[string]string{
+		"runpod-community-rtx-4090":  "on_demand: a price of 0",
+		"runpod-community-h100-pcie": "RunPod's catalog lists no community price for NVIDIA H100 PCIe",
+		"runpod-secure-l40s":         "RunPod's catalog lists no secure price for NVIDIA L40S",
+		"lambda-gpu_1x_a6000":        "Lambda lists no price for gpu_1x_a6000",
+	} {
+		if rejected[id] != want {
+			t.Errorf("%s rejected for %q, want %q", id, rejected[id], want)
+		}
+	}
+	if _, ok := r.Failed["runpod"]; ok {
+		t.Errorf("failed: %v", r.Failed)
+	}
+	// Without their keys, both are named as failed and nothing of theirs is read.
+	c, _ := catalog.Default()
+	eps, _ := ParseEndpoints(feedtest.Serve(t, "testdata"))
+	r = Refresh(context.Background(), c.Offers, Options{Endpoints: eps, Now: day, Only: []string{"runpod", "lambda"}, Getenv: func(string) string { return "" }})
+	if !strings.Contains(r.Failed["runpod"], "RUNPOD_API_KEY") || !strings.Contains(r.Failed["lambda"], "LAMBDA_API_KEY") || len(r.Offers) != 0 {
+		t.Errorf("without keys: failed %v, %d offers", r.Failed, len(r.Offers))
 	}
 }

@@ -1,7 +1,8 @@
 // Package feedtest serves recorded answers of the price sources on
 // 127.0.0.1, in their documented formats, for the tests of catalog
 // refresh: AWS's EC2 offer file for us-east-1, Azure's Retail Prices
-// pages, Vast.ai's offer search.
+// pages, Vast.ai's offer search, RunPod's GPU catalog (REST v2) and
+// Lambda's instance types (Cloud API v1), each answered only with a key.
 package feedtest
 
 import (
@@ -84,7 +85,18 @@ func Serve(t testing.TB, dir string, failing ...string) []string {
 			io.WriteString(w, `{"offers": []}`)
 		}
 	})
+	keyed := func(source, name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if fails(source) || r.Method != http.MethodGet || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+				http.Error(w, "refused", http.StatusInternalServerError)
+				return
+			}
+			file(w, name)
+		}
+	}
+	mux.HandleFunc("/v2/catalog/gpus", keyed("runpod", "runpod-gpus.json"))
+	mux.HandleFunc("/api/v1/instance-types", keyed("lambda", "lambda-instance-types.json"))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return []string{"aws=" + srv.URL, "azure=" + srv.URL, "vast=" + srv.URL}
+	return []string{"aws=" + srv.URL, "azure=" + srv.URL, "vast=" + srv.URL, "runpod=" + srv.URL, "lambda=" + srv.URL}
 }
