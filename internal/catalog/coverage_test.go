@@ -30,8 +30,8 @@ var topProviders = []string{"AutoDL", "AWS", "Google Cloud", "Azure", "RunPod", 
 // catalog's current offers a source states, overall and for the providers
 // most renters use, and prints it (go test -v -run TestFeeCoverage). The
 // issue's goal is 80% overall and 100% for those providers; the test
-// holds the coverage measured on 2026-12-07 (48.0%: boot_fee is unknown on
-// every offer) so that it only rises.
+// holds the coverage last measured (70.6% on 2026-12-07, after the third
+// fee pass) so that it only rises.
 func TestFeeCoverage(t *testing.T) {
 	c, err := Default()
 	if err != nil {
@@ -78,4 +78,4 @@ func TestFeeCoverage(t *testing.T) {
 }
 
 // coverageFloor is the share measured when the test was written.
-const coverageFloor = 0.48
+const coverageFloor = 0.706
