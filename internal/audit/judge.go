@@ -7,11 +7,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/check"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/report"
+	"github.com/gpurent/gpurent/internal/sharing"
 )
 
 // Report is the audit's verdict, with bench's check type, so both read
@@ -40,7 +40,7 @@ func Judge(f Facts) *Report {
 	j.storage()
 	j.swap()
 	j.docker()
-	j.checks = append(j.checks, bench.SharingChecks(probe.Facts{GPU: f.GPU, Sharing: f.Sharing})...)
+	j.checks = append(j.checks, sharing.Checks(probe.Facts{GPU: f.GPU, Sharing: f.Sharing})...)
 	j.visibility()
 	return &Report{Verdict: check.Verdict(j.checks), Checks: j.checks, Facts: f}
 }

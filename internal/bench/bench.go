@@ -12,6 +12,7 @@ import (
 	"github.com/gpurent/gpurent/internal/check"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/sharing"
 	"github.com/gpurent/gpurent/internal/specs"
 	"github.com/gpurent/gpurent/internal/suggest"
 )
@@ -162,8 +163,8 @@ func DefaultLimits() Limits {
 
 // Advice shared by several checks.
 const (
-	adviceRefund = "Stop here: keep this report (gpurent bench -o json > report.json) and ask the provider for another machine or a refund within the first billing increment."
-	adviceShared = "The GPU is shared with someone else: ask for a dedicated card, or release the instance before the first billing increment ends."
+	adviceRefund = sharing.AdviceRefund
+	adviceShared = sharing.AdviceShared
 )
 
 // Judge runs every check of facts against the order and the datasheet table.

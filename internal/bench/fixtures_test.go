@@ -15,6 +15,7 @@ import (
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/sharing"
 	"github.com/gpurent/gpurent/internal/specs"
 )
 
@@ -1068,9 +1069,9 @@ func TestBareMetalOnlyWhereTheFlagTells(t *testing.T) {
 			t.Errorf("hypervisor_unknown %q: %s %q; want pass %q", unknown, c.Status, c.Evidence.String(), want)
 		}
 		// audit judges the same facts the same way.
-		for _, c := range SharingChecks(probe.Facts{Sharing: f.Sharing}) {
+		for _, c := range sharing.Checks(probe.Facts{Sharing: f.Sharing}) {
 			if c.ID == "sharing.environment" && c.Evidence.String() != want {
-				t.Errorf("SharingChecks, hypervisor_unknown %q: %q", unknown, c.Evidence.String())
+				t.Errorf("sharing.Checks, hypervisor_unknown %q: %q", unknown, c.Evidence.String())
 			}
 		}
 	}

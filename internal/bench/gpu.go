@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/sharing"
 	"github.com/gpurent/gpurent/internal/specs"
 )
 
@@ -139,36 +140,7 @@ func pciName(d *probe.Device) string {
 	return ""
 }
 
-func (j *judge) mig(p string, d *probe.Device) {
-	c := Check{ID: p + "mig", Unit: "", Expected: false}
-	switch {
-	case d.MIGEnabled == nil:
-		c.Status, c.Evidence = Skip, i18n.Textf("MIG mode not readable: %s", d.Errors["mig"])
-	case !*d.MIGEnabled:
-		c.Status, c.Measured, c.Evidence = Pass, false, i18n.Textf("MIG is off: the whole card is yours")
-	default:
-		var names []string
-		for _, m := range d.MIGDevices {
-			s := m.Name
-			if m.MemoryTotal != nil {
-				s += fmt.Sprintf(" (%.1f GiB)", gib(*m.MemoryTotal))
-			}
-			names = append(names, s)
-		}
-		c.Measured = true
-		c.Evidence = i18n.Textf("MIG is on; instances visible: %s", strings.Join(names, ", "))
-		if len(names) == 0 {
-			c.Evidence = i18n.Textf("MIG is on")
-		}
-		c.Status = Warn
-		c.Advice = i18n.Textf("This is a MIG slice of the card, not the whole card: its memory and SMs are a fraction of the datasheet's.")
-		if j.order.GPU != "" {
-			c.Status = Fail
-			c.Advice = i18n.Textf("You ordered a whole %s and got a MIG slice of it. %s", j.order.GPU, i18n.Textf(adviceRefund))
-		}
-	}
-	j.add(c)
-}
+func (j *judge) mig(p string, d *probe.Device) { j.add(sharing.MIG(p, d, j.order.GPU)) }
 
 func (j *judge) memory(p string, d *probe.Device, row *specs.GPU) {
 	c := Check{ID: p + "memory", Unit: "GiB", Expected: nil}
@@ -209,34 +181,7 @@ func (j *judge) memory(p string, d *probe.Device, row *specs.GPU) {
 	}
 }
 
-func (j *judge) processes(p string, d *probe.Device) {
-	c := Check{ID: p + "processes", Unit: "processes", Expected: 0, Measured: len(d.Processes), Status: Pass}
-	if len(d.Processes) == 0 {
-		if e := d.Errors["processes_compute"]; e != "" {
-			c.Status, c.Measured, c.Evidence = Skip, nil, i18n.Textf("process list not readable: %s", e)
-		} else {
-			c.Evidence = i18n.Textf("no compute or MPS process holds this GPU")
-		}
-		j.add(c)
-		return
-	}
-	var parts []i18n.Text
-	mps := false
-	for _, pr := range d.Processes {
-		s := i18n.Plain(fmt.Sprintf("%s pid %d", pr.Kind, pr.PID))
-		if pr.UsedMemory != nil {
-			s = i18n.Textf("%s pid %d holding %.2f GiB", pr.Kind, pr.PID, gib(*pr.UsedMemory))
-		}
-		parts = append(parts, s)
-		mps = mps || pr.Kind == "mps"
-	}
-	c.Evidence = i18n.Textf("%s (host PIDs: NVML does not see container namespaces)", i18n.Join(parts, "; "))
-	c.Status, c.Advice = Fail, i18n.Textf("Other processes are running on this GPU before your job started. %s", i18n.Textf(adviceShared))
-	if mps {
-		c.Advice = i18n.Textf("An MPS server shares this GPU between clients. %s", i18n.Textf(adviceShared))
-	}
-	j.add(c)
-}
+func (j *judge) processes(p string, d *probe.Device) { j.add(sharing.Processes(p, d)) }
 
 func (j *judge) utilization(p string, d *probe.Device) {
 	c := Check{ID: p + "utilization", Unit: "%", Expected: 0}
@@ -265,43 +210,9 @@ func (j *judge) utilization(p string, d *probe.Device) {
 	j.add(c)
 }
 
-func (j *judge) virtualization(p string, d *probe.Device) {
-	c := Check{ID: p + "virtualization", Measured: d.Virtualization, Expected: i18n.Textf("none or passthrough"), Status: Pass}
-	switch d.Virtualization {
-	case "":
-		c.Status, c.Evidence = Skip, i18n.Textf("virtualization mode not readable: %s", d.Errors["virtualization"])
-	case "none":
-		c.Evidence = i18n.Textf("bare metal or container: the driver sees the physical GPU")
-	case "passthrough":
-		c.Evidence = i18n.Textf("a VM with the whole GPU passed through")
-	case "vgpu":
-		c.Status, c.Evidence = Fail, i18n.Textf("a vGPU guest: the physical GPU is time-sliced between virtual machines by the host")
-		c.Advice = i18n.Textf("This is a virtual GPU, shared with other VMs by the host's scheduler. %s", i18n.Textf(adviceShared))
-	default:
-		c.Status, c.Evidence = Warn, i18n.Textf("the driver runs in host mode (%s)", d.Virtualization)
-		// host_vgpu and host_vsga: this machine is the hypervisor that
-		// carves the GPU into virtual GPUs (or shared graphics) for VMs.
-		c.Advice = i18n.Textf("This machine hosts virtual GPUs: other virtual machines may be using this GPU at the same time. Ask whether any are, or for a dedicated card.")
-	}
-	j.add(c)
-}
+func (j *judge) virtualization(p string, d *probe.Device) { j.add(sharing.Virtualization(p, d)) }
 
-func (j *judge) computeMode(p string, d *probe.Device) {
-	c := Check{ID: p + "compute_mode", Measured: d.ComputeMode, Expected: "default", Status: Pass}
-	switch d.ComputeMode {
-	case "":
-		c.Status, c.Evidence = Skip, i18n.Textf("compute mode not readable: %s", d.Errors["compute_mode"])
-	case "default":
-		c.Evidence = i18n.Textf("any number of processes may use the GPU")
-	case "prohibited":
-		c.Status, c.Evidence = Fail, i18n.Textf("compute is prohibited on this GPU")
-		c.Advice = i18n.Textf("No process can run CUDA work on this GPU. %s", i18n.Textf(adviceRefund))
-	default:
-		c.Status, c.Evidence = Warn, i18n.Textf("compute mode %s (MPS set-ups use exclusive_process)", d.ComputeMode)
-		c.Advice = i18n.Textf("Only one process may use the GPU; if an MPS server is that process, the GPU is shared.")
-	}
-	j.add(c)
-}
+func (j *judge) computeMode(p string, d *probe.Device) { j.add(sharing.ComputeMode(p, d)) }
 
 func (j *judge) power(p string, d *probe.Device, row *specs.GPU) {
 	c := Check{ID: p + "power_limit", Unit: "W"}

@@ -3,96 +3,17 @@ package bench
 import (
 	"cmp"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/check"
 	"github.com/gpurent/gpurent/internal/i18n"
-	"github.com/gpurent/gpurent/internal/probe"
+	"github.com/gpurent/gpurent/internal/sharing"
 )
 
 func (j *judge) sharing() {
-	s := j.f.Sharing
-	c := Check{ID: "sharing.interposer", Status: Pass, Expected: i18n.Textf("none"), Unit: ""}
-	var found []string
-	if s.LDPreload != "" {
-		found = append(found, "LD_PRELOAD="+s.LDPreload)
+	for _, c := range sharing.Host(j.f.Sharing) {
+		j.add(c)
 	}
-	for _, l := range s.LDSoPreload {
-		found = append(found, "/etc/ld.so.preload: "+l)
-	}
-	for _, m := range s.MappedInterposers {
-		found = append(found, "mapped: "+m)
-	}
-	c.Measured = strings.Join(found, "; ")
-	vgpu := strings.Contains(c.Measured.(string), "libvgpu")
-	switch {
-	case vgpu:
-		c.Status = Fail
-		c.Evidence = i18n.Textf("libvgpu.so (HAMi-core) is preloaded: it hooks the CUDA driver API to cap this process's memory and SM share; %s", c.Measured.(string))
-		c.Advice = i18n.Textf("The GPU is split between containers by an API-hooking layer. %s", i18n.Textf(adviceShared))
-	case len(found) > 0:
-		c.Status = Warn
-		c.Evidence = i18n.Textf("libraries are preloaded into every process: %s", c.Measured.(string))
-		c.Advice = i18n.Textf("A preloaded library can intercept CUDA calls; check what it is before trusting measurements.")
-	case s.MapsUnread:
-		c.Evidence = i18n.Textf("no LD_PRELOAD or /etc/ld.so.preload; the libraries mapped into this process were not seen (/proc/self/maps not read)")
-	default:
-		c.Evidence = i18n.Textf("no LD_PRELOAD, /etc/ld.so.preload or CUDA-hooking library")
-	}
-	j.add(c)
-
-	m := Check{ID: "sharing.mps_and_limits", Status: Pass, Expected: i18n.Textf("none")}
-	var traces []string
-	if s.MPSPipeDirectory != "" {
-		traces = append(traces, "MPS pipe directory "+s.MPSPipeDirectory+" exists")
-	}
-	keys := make([]string, 0, len(s.CUDAEnv))
-	for k := range s.CUDAEnv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		traces = append(traces, k+"="+s.CUDAEnv[k])
-	}
-	m.Measured = strings.Join(traces, "; ")
-	if len(traces) > 0 {
-		m.Status = Fail
-		m.Evidence = i18n.Plain(strings.Join(traces, "; "))
-		m.Advice = i18n.Textf("The environment attaches this machine to a shared GPU (MPS) or caps its share of one. %s", i18n.Textf(adviceShared))
-	} else {
-		m.Evidence = i18n.Textf("no MPS pipe directory and no CUDA sharing or limit variables")
-	}
-	j.add(m)
-
-	e := Check{ID: "sharing.environment", Status: Pass, Measured: s.Container, Unit: ""}
-	var env []string
-	if s.Container != "" {
-		env = append(env, "container: "+s.Container+" ("+s.ContainerEvidence+")")
-	}
-	if s.Hypervisor {
-		env = append(env, "virtual machine (CPU hypervisor flag)")
-	}
-	if s.DMIProduct != "" {
-		env = append(env, "DMI product: "+strings.TrimSpace(s.DMIVendor+" "+s.DMIProduct))
-	}
-	if s.CUDAVisibleDevices != nil {
-		env = append(env, fmt.Sprintf("CUDA_VISIBLE_DEVICES=%q", *s.CUDAVisibleDevices))
-	}
-	e.Evidence = i18n.Plain(strings.Join(env, "; "))
-	switch {
-	case len(env) > 0:
-	case s.HypervisorUnknown != "":
-		// Bare metal only where a VM would have shown the flag.
-		why := i18n.Data(s.HypervisorUnknown)
-		if arch, ok := strings.CutSuffix(s.HypervisorUnknown, " CPUs have no hypervisor flag"); ok {
-			why = i18n.Textf("%s CPUs have no hypervisor flag", arch)
-		}
-		e.Evidence = i18n.Textf("no container detected; whether this is a virtual machine is not known: %s, and no DMI product name was readable", why)
-	default:
-		e.Evidence = i18n.Textf("bare metal, no container detected")
-	}
-	j.add(e)
 }
 
 func (j *judge) host() {
@@ -268,24 +189,6 @@ func (j *judge) host() {
 		j.add(ds)
 	}
 	j.kernelFaults()
-}
-
-// SharingChecks judges only the signs that someone else shares this
-// machine's GPUs: API-hooking layers, MPS and sharing limits, and per GPU a
-// MIG slice, a vGPU, a shared compute mode and other tenants' processes.
-// gpurent audit reports them beside the host's other exposures.
-func SharingChecks(f probe.Facts) []Check {
-	j := &judge{f: f, lim: DefaultLimits(), clim: DefaultComputeLimits()}
-	j.sharing()
-	for i := range f.GPU.Devices {
-		d := &f.GPU.Devices[i]
-		p := fmt.Sprintf("gpu%d.", d.Index)
-		j.mig(p, d)
-		j.processes(p, d)
-		j.virtualization(p, d)
-		j.computeMode(p, d)
-	}
-	return j.checks
 }
 
 // Verdict is the worst status among checks: fail over warn over pass; skips

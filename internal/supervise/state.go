@@ -7,14 +7,13 @@ import (
 	"sync"
 
 	"github.com/gpurent/gpurent/internal/atomicfile"
+	"github.com/gpurent/gpurent/internal/ckptdir"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/userfile"
 )
 
-// StateFile lives in the checkpoint directory and survives gpurent being
-// killed: it records which local checkpoints are already committed
-// remotely, so a restarted gpurent uploads nothing twice.
-const StateFile = ".gpurent-run.json"
+// StateFile is the run's state in the checkpoint directory (ckptdir).
+const StateFile = ckptdir.StateFile
 
 type state struct {
 	mu        sync.Mutex

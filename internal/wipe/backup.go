@@ -17,11 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/ckptdir"
 	"github.com/gpurent/gpurent/internal/homefiles"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/store"
-	"github.com/gpurent/gpurent/internal/supervise"
 )
 
 // Backups is what the backup check needs of a checkpoint store; a
@@ -59,7 +59,7 @@ type Backed struct {
 // may hold anything under that name (a FIFO, a device node, a link to
 // /dev/zero or /dev/watchdog).
 func RunOf(dir string) string {
-	f, err := openRegular(filepath.Join(dir, supervise.StateFile))
+	f, err := openRegular(filepath.Join(dir, ckptdir.StateFile))
 	if err != nil {
 		return ""
 	}

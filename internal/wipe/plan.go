@@ -22,10 +22,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/ckptdir"
 	"github.com/gpurent/gpurent/internal/homefiles"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/mounts"
-	"github.com/gpurent/gpurent/internal/supervise"
 )
 
 // Kinds of plan items.
@@ -881,7 +881,7 @@ func size(it *Item, tab mounts.Table, noOverwrite bool, inside []string, ids wal
 			it.held = append(it.held, h)
 		}
 		regular := e.id.isRegular()
-		if regular && d.Name() == supervise.StateFile {
+		if regular && d.Name() == ckptdir.StateFile {
 			it.Runs = append(it.Runs, filepath.Dir(path))
 		}
 		if it.Kind == Temp {
