@@ -48,6 +48,13 @@ var providerFacts = map[string][]fact{
 		{"ip_month", "4.91", "public IP 0.00672043/h × 730 h: same source (2026-08-26)"},
 	},
 	"Nebius": {
+		{"egress_gb", "0", "Networking: egress traffic \"Free\": https://raw.githubusercontent.com/api-evangelist/nebius/refs/heads/main/plans/nebius-plans-pricing.yml (read 2026-10-07, secondary: transcribes nebius.com/prices)"},
+		{"ip_month", "0", "public IP \"Free\": same source (2026-10-07, secondary)"},
+		{"storage.running_gb_month", "0.071", "network SSD (erasure-coded block volume, the boot disk's type) $0.071/GiB-month: same source (2026-10-07, secondary)"},
+		{"storage.stopped_gb_month", "0.071", "\"The usage of Disk is charged regardless whether a Virtual Machine is running\": https://docs.nebius.com/legal/specific-terms/compute (undated), at the rate above"},
+		{"on_demand.minimum", "1s", "the billing unit for GPUs is one second: https://docs.nebius.com/object-storage/resources/pricing (undated)"},
+		{"storage.included_gb", "0", "disks are a Service Fee of their own, by type and size, from creation to deletion: https://docs.nebius.com/legal/specific-terms/compute (undated; read from that rule)"},
+		{"release_after_stopped", "never", "a stopped VM is not charged and its disks bill until deleted; no deletion after a stop is stated: https://docs.nebius.com/legal/specific-terms/compute (undated; read from that rule)"},
 		{"boot_fee", "0", "\"Service Fee is calculated for the time of using the VM, from the moment it is started and to a complete stop\": https://docs.nebius.com/legal/specific-terms/compute (undated)"},
 		{"on_demand.increment", "1s", "https://docs.nebius.com/object-storage/resources/pricing (undated)"},
 	},
@@ -65,6 +72,8 @@ var providerFacts = map[string][]fact{
 		{"storage.stopped_gb_month", "0.10", "$5/month for the 50 GB tier: https://support.paperspace.com/hc/en-us/articles/360057895553-Virtual-Machine-Billing-Overview (undated)"},
 	},
 	"Jarvislabs": {
+		{"on_demand.minimum", "1m", "\"Pay per minute billing\", no other minimum: https://github.com/jarvislabsai (org profile, undated)"},
+		{"release_after_stopped", "never", "a paused instance keeps its storage (and its storage bill) until destroyed: https://github.com/jarvislabsai/jarvislabs/blob/f922b55/jarvislabs/skills/SKILL.md (2026-07-29)"},
 		{"storage.included_gb", "0", "the disk size chosen is \"what the caller is billed for\": https://github.com/jarvislabsai/skypilot/blob/0ef27057882dc42c770dae5ccf9389d8a0415fb6/sky/provision/jarvislabs/FEATURES.md (undated)"},
 		{"storage.stopped_gb_month", "0.10", "https://raw.githubusercontent.com/api-evangelist/jarvislabs/refs/heads/main/finops/jarvislabs-finops.yml (2026-06-21)"},
 	},
@@ -85,6 +94,7 @@ var providerFacts = map[string][]fact{
 		{"release_after_stopped", "0d", "no stop: \"It currently isn't possible to pause (suspend) your instance rather than terminating it\": https://github.com/LambdaLabs/docsy-lambda-docs/blob/af5a73179f274b35593a6e076154dc0ad287b39d/content/en/cloud/pause-instance.md (2022-11-09); billing \"ends the moment you terminate the instance\": https://docs.lambda.ai/public-cloud/billing (undated)"},
 	},
 	"Vast.ai": {
+		{"ip_month", "0", "instances \"generally do not have unique IP addresses\" (mapped ports on the host's IP): https://docs.vast.ai/guides/instances/connect/networking; the billed costs are compute, storage and bandwidth only (read from that closed list): https://docs.vast.ai/guides/instances/pricing (2026-04-28)"},
 		{"boot_fee", "0", "\"Billed by the second for actual usage\": https://docs.vast.ai/guides/instances/pricing; an instance loading is \"Not charged\": https://docs.vast.ai/guides/instances/manage-instances (2026-04-28)"},
 		{"on_demand.minimum", "0s", "\"charged the base active rental cost for every second your instance is in the active/connected state\": https://docs.vast.ai/guides/reference/faq/billing (2026-04-28)"},
 		{"storage.included_gb", "0", "\"Container storage: Charged per GB while instance exists\": https://docs.vast.ai/guides/instances/storage/types (2026-04-28)"},
@@ -116,6 +126,8 @@ var providerFacts = map[string][]fact{
 		{"on_demand.minimum", "0s", "pay-as-you-go: \"Billed by the second ... buy at any time and release at any time\": https://en.gpushare.com/docs/product/price (undated)"},
 	},
 	"AutoDL": {
+		{"egress_gb", "0", "\"不对实例的网络带宽和流量进行单独计费\": https://www.autodl.com/docs/network/ (undated, secondary: quoted in public notes)"},
+		{"ip_month", "0", "no public IP of its own: port 6006 (later 6006 and 6008) is mapped to a public address, and traffic is not billed separately (read from those two pages): https://www.autodl.com/docs/port/ (undated, secondary)"},
 		{"boot_fee", "0", "\"实例状态显示「运行中」开始计费，如不使用请及时关机停止计费\": https://www.autodl.com/docs/quick_start/ (quoted 2026-09-13, secondary)"},
 		{"storage.running_gb_month", "0.198", "expanded data disk \"0.0066 元/GB/日\" (a member's reference price) × 30 days, beyond the free 50 GB: https://www.autodl.com/docs/local_disk/ (quoted 2026-08-21, secondary)"},
 		{"storage.stopped_gb_month", "0.198", "\"数据盘在实例关机后仍继续收费，直到缩容或释放实例\": same (2026-08-21, secondary)"},
@@ -155,10 +167,12 @@ var offerFacts = map[string][]fact{
 	"lambda-gpu_1x_h100_sxm5":      {lambdaDisk("3023", "2.75 TiB")},
 	"lambda-gpu_1x_h100_pcie":      {lambdaDisk("1099", "1 TiB")},
 	"lambda-gpu_1x_a10":            {lambdaDisk("1429", "1.3 TiB")},
+	"lambda-gpu_1x_a6000":          {{"storage.included_gb", "214", "\"|1x NVIDIA RTX A6000|48 GB|14|100 GiB|200 GiB|\" (200 GiB): https://github.com/LambdaLabs/docsy-lambda-docs/blob/049a99a993dca46ab22740ff7916f7a2fee2593d/content/en/cloud/faq/available-configurations.md (2022-08-30); the API's specs.storage_gib is 200 in a later recorded answer (secondary)"}},
+	"lambda-gpu_1x_a100_sxm4":      {{"storage.included_gb", "549", "\"|1x NVIDIA A100|40 GB|30|200 GiB|512 GiB|\" (512 GiB): https://github.com/LambdaLabs/docsy-lambda-docs/blob/049a99a993dca46ab22740ff7916f7a2fee2593d/content/en/cloud/faq/available-configurations.md (2022-08-30); \"1× A100 (40 GB SXM4) ... 0.5 TiB SSD\" on the pricing page as quoted (secondary)"}},
 	// Scaleway's own EUR offers; those sold through Shadeform in USD are
 	// billed by Shadeform, whose IP fee no source states.
-	"scaleway-h100-1-80g":      scalewayIP,
-	"scaleway-h100-sxm-8-80g":  scalewayIP,
+	"scaleway-h100-1-80g":      scalewayNative,
+	"scaleway-h100-sxm-8-80g":  scalewayNative,
 	"aliyun-ecs-a100-80g-list": aliyunECS,
 	"aliyun-pai-designer-p100": {{"boot_fee", "0", "\"计费时间段：组件开始运行的时间~组件停止运行的时间\": https://help.aliyun.com/document_detail/144248.html (undated)"}, {"release_after_stopped", "0d", "a job, billed \"组件开始运行的时间~组件停止运行的时间\": nothing is kept stopped: https://help.aliyun.com/document_detail/144248.html (undated)"}},
 }
@@ -203,6 +217,7 @@ var prefixFacts = []struct {
 	prefix string
 	fact
 }{
+	{"runpod-community-", fact{"ip_month", "0", "a public IP is optional on Community Cloud (supportPublicIp / --public-ip), without it the pod may have none; pods bill compute and storage only (read from that closed list): https://docs.runpod.io/pods/pricing (2026-07-20)"}},
 	{"runpod-secure-", fact{"ip_month", "0", "\"On Secure Cloud, the Pod will always have a public IP address\": https://github.com/runpod/docs/blob/a900806e253c4f8c16da27d1a4370e72456da4cb/api-reference/openapi.json (undated); pods bill compute and disk only: https://docs.runpod.io/pods/pricing (2026-07-20)"}},
 }
 
@@ -249,6 +264,14 @@ var (
 	scalewayScratchKind = fact{"", "ephemeral", "\"Scratch storage does not survive once the server is stopped\": https://github.com/scaleway/docs-content/blob/440e9b84fd36275b8ac7ced89249fcd5e628b00d/pages/gpu/how-to/use-scratch-storage-h100-instances.mdx (2025-01-13)"}
 	scalewayVolume      = fact{"", "persistent", "\"IPs and storage volumes are billed for their whole allocation, even when the instance is off\": https://github.com/scaleway/docs-content/pull/5727 (2025-10-28)"}
 	scalewayIP          = []fact{{"ip_month", "2.92", "flexible IPv4 €0.004/h × 730 h: https://github.com/scaleway/docs-content/blob/main/pages/ipam/reference-content/understanding-ip-billing.mdx (2025-06-26)"}}
+	// scalewayNative are Scaleway's own GPU Instances (not those sold
+	// through Shadeform): the IP above, Block Storage at €0.000118 a
+	// GB-hour, billed while powered off too, and per minute of uptime.
+	scalewayNative = append([]fact{
+		{"storage.running_gb_month", "0.086", "Block Storage €0.000118/GB-h × 730 h: https://github.com/scaleway/docs-content/blob/0c8b30872b5fbaa2d7b60c193ff98119408f4162/pages/instances/faq.mdx (2025-03-25; the price table left the docs in 2025-09)"},
+		{"storage.stopped_gb_month", "0.086", "storage volumes \"are billed for their entire allocation period, regardless of whether the Instance is powered off\": https://github.com/scaleway/docs-content/pull/5727 (2025), at the rate above"},
+		{"on_demand.minimum", "1m", "GPU Instances are \"Billed per minute of uptime (including startup and standby time)\", no other minimum: https://github.com/scaleway/docs-content/pull/5727 (2025)"},
+	}, scalewayIP...)
 )
 
 // offerDiskKind overrides diskKind for offers that differ from their
