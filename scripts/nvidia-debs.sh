@@ -57,6 +57,7 @@ lib="$root/usr/lib/$triplet"
 
 if [ ! -e "$cache/complete" ]; then
   command -v apt-get >/dev/null || { echo "nvidia-debs.sh: no apt-get here" >&2; exit 1; }
+  [ -r /usr/share/keyrings/debian-archive-keyring.gpg ] || { echo "nvidia-debs.sh: no Debian archive keyring to check the packages with (apt-get install debian-archive-keyring)" >&2; exit 1; }
   echo "nvidia-debs.sh: downloading NVIDIA's $arch libraries (and for amd64 ptxas and headers) from Debian non-free once ($size)" >&2
   state="$cache/apt"
   mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$cache/debs"

@@ -8,6 +8,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
 
+# What the suite needs, checked before anything is built: a missing
+# compiler would otherwise stop it after minutes of building SeaweedFS.
+os=unknown
+[ -r /etc/os-release ] && os=$(. /etc/os-release && echo "${PRETTY_NAME:-$ID}")
+missing=()
+command -v go >/dev/null || missing+=("go (1.26 or newer, https://go.dev/dl, on PATH)")
+command -v gcc >/dev/null || missing+=("gcc (go test -race needs cgo: apt-get install gcc)")
+command -v clang-19 >/dev/null || command -v clang >/dev/null || missing+=("clang (the GPU kernels' host test: apt-get install clang-19, or clang)")
+command -v git >/dev/null || missing+=("git")
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "test.sh: on $os, missing: $(IFS=';'; echo "${missing[*]}")" >&2
+  exit 1
+fi
+cachedir="${XDG_CACHE_HOME:-$HOME/.cache}"
+mkdir -p "$cachedir"
+free_kb=$(df -Pk "$cachedir" | awk 'NR==2 {print $4}')
+if [ "${free_kb:-0}" -lt $((6 * 1024 * 1024)) ]; then
+  echo "test.sh: on $os, $cachedir has $((free_kb / 1024)) MiB free; the builds, SeaweedFS and NVIDIA's libraries need about 6 GiB" >&2
+  exit 1
+fi
+echo "test.sh: on $os, $(go env GOVERSION), $(nproc) cores" >&2
+
 WEED_MODULE=github.com/seaweedfs/seaweedfs
 WEED_VERSION=v0.0.0-20261109003541-7506e5f91cd6
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/gpurent/weed-$WEED_VERSION"
@@ -54,7 +76,12 @@ fi
 # NVIDIA's ptxas, cuBLASLt, headers and driver libraries, for the tests that
 # check the GPU code against them without a GPU (Debian non-free, downloaded
 # once through apt, not installed).
-if command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
+# apt checks the archive's signatures with Debian's keyring, which Ubuntu
+# ships only as a package of its own.
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+if command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null && [ ! -r "$keyring" ]; then
+  echo "test.sh: on $os, no $keyring (apt-get install debian-archive-keyring): the tests against NVIDIA's own tools and libraries will say they did not run" >&2
+elif command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
   nvidia_env=$(bash scripts/nvidia-debs.sh)
   eval "$nvidia_env"
 else
