@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/store/cloud"
 )
 
 var killTrials = flag.Int("kill-trials", 10, "randomized SIGKILLs of a real gpurent run process")
@@ -216,7 +217,7 @@ func openFileStore(ctx context.Context, dir, cfg string) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, _, err := store.Open(ctx, dir, store.OpenOptions{})
+	b, _, err := cloud.Open(ctx, dir, cloud.OpenOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/store/cloud"
 )
 
 // TestPlantedCheckpointNotResumed: someone with the store's write key and
@@ -51,7 +52,7 @@ func TestPlantedCheckpointNotResumed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(evil, "model.pt"), []byte("import os; os.system('...')"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := store.Open(ctx, st, store.OpenOptions{})
+	b, _, err := cloud.Open(ctx, st, cloud.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/logread"
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/store/cloud"
 )
 
 // On a new machine, run prints how the run's last session, shipped by
@@ -108,7 +109,7 @@ func TestCkptLogTailThenFollow(t *testing.T) {
 func shipLogs(t *testing.T, dir string, sessions ...[]string) (*store.Store, []*store.LogWriter) {
 	t.Helper()
 	ctx := context.Background()
-	b, _, err := store.Open(ctx, dir, store.OpenOptions{})
+	b, _, err := cloud.Open(ctx, dir, cloud.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestLogShippedOnStopSignal(t *testing.T) {
 	})
 	// The session began with the output, not at its first shipment.
 	ctx := context.Background()
-	b, _, err := store.Open(ctx, st, store.OpenOptions{})
+	b, _, err := cloud.Open(ctx, st, cloud.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,3 +98,22 @@ func TestAuditAndWipeRunNoGPUWork(t *testing.T) {
 		}
 	}
 }
+
+// The store's repository (manifests, leases, pull) and what only reads
+// its records (wipe) link no cloud SDK: internal/store/cloud opens the
+// clouds, and only what opens a store imports it (issue #57: wipe linked
+// 883 packages through the store).
+func TestRepositoryLinksNoCloudSDK(t *testing.T) {
+	all := deps(t)
+	for _, p := range []string{"store", "store/backend", "wipe", "supervise"} {
+		ds, ok := all[p]
+		if !ok {
+			t.Fatalf("no package internal/%s", p)
+		}
+		for _, d := range ds {
+			if banned(d, cloudSDKs) || d == mod+"store/cloud" {
+				t.Errorf("internal/%s links %s", p, d)
+			}
+		}
+	}
+}

@@ -9,12 +9,6 @@ import (
 	"github.com/gpurent/gpurent/internal/i18n"
 )
 
-// ErrChanged is wrapped by Push's error when a file of the checkpoint
-// changed while it was uploaded (rewritten in place, truncated, replaced
-// by a rename, removed): its copy may mix two versions, so nothing was
-// committed. Pushing again once the file is still uploads the new version.
-var ErrChanged = i18n.Errorf("changed during its upload")
-
 // unchanged checks that the file at path is still the one walked (was):
 // same file, size, modification and change time, by its path and, when f
 // is the open file, by f too. It is called before the file is opened and

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"gocloud.dev/gcerrors"
-
+	"github.com/gpurent/gpurent/internal/store/backend"
+	"github.com/gpurent/gpurent/internal/store/cloud"
 	"github.com/gpurent/gpurent/internal/userfile"
 )
 
@@ -57,7 +57,7 @@ type outage struct {
 }
 
 func (o outage) fail(op, key string) error {
-	return &OpError{Op: op, Key: key, Store: "chaos", Code: gcerrors.Internal, Err: ErrUnreachable}
+	return &OpError{Op: op, Key: key, Store: "chaos", Code: backend.Internal, Err: ErrUnreachable}
 }
 
 func (o outage) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
@@ -511,9 +511,4 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 }
 
 // localDir is a directory store's directory, or "".
-func localDir(b Backend) string {
-	if bk, ok := b.(*bucket); ok {
-		return bk.dir
-	}
-	return ""
-}
+func localDir(b Backend) string { return cloud.Dir(b) }

@@ -235,12 +235,13 @@ func TestLiveMultipartUploadKept(t *testing.T) {
 		t.Skip("needs SeaweedFS (bash scripts/test.sh builds it)")
 	}
 	ctx := context.Background()
-	b, _, err := Open(ctx, "s3://"+newBucket(t)+"/ckpt?"+q, OpenOptions{})
+	bucket := newBucket(t)
+	b, _, err := Open(ctx, "s3://"+bucket+"/ckpt?"+q, OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	mp := b.(*bucket).multipart
+	mp := s3Multipart(t, ctx, bucket, "ckpt", q)
 	id := newID(time.Now())
 	key := "runs/r/data/" + id + "/000000"
 	up, err := mp.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(mp.bucket), Key: aws.String(mp.full(key))})

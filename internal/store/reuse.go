@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -35,74 +34,6 @@ type copier interface {
 // reuseMin: smaller files are uploaded again. Copying one costs a request
 // and a check, as uploading it does.
 const reuseMin = 1 << 20
-
-// errNoCopy: the backend behind a wrapper cannot copy.
-var errNoCopy = i18n.Errorf("the store cannot copy objects")
-
-// Copy copies src to dst in the store (S3 CopyObject, GCS rewrite, Azure
-// copy from URL, a file copy for a directory).
-func (b *bucket) Copy(ctx context.Context, dst, src string) error {
-	if err := b.b.Copy(ctx, dst, src, nil); err != nil {
-		return b.wrap("copy "+src+" to", dst, err)
-	}
-	return nil
-}
-
-// Copies is false for a directory: its "ETag" is a file's time and size,
-// which anyone who can write there can set (no proof of content), and a
-// copy there reads and writes every byte.
-func (b *bucket) Copies() bool { return b.dir == "" }
-
-// ETag is the store's name for the version of key now stored.
-func (b *bucket) ETag(ctx context.Context, key string) (string, error) {
-	if !b.Copies() {
-		return "", errNoCopy
-	}
-	a, err := b.b.Attributes(ctx, key)
-	if err != nil {
-		return "", b.wrap("read attributes of", key, err)
-	}
-	if a.ETag == "" {
-		return "", errNoCopy
-	}
-	return a.ETag, nil
-}
-
-// Copies asks the inner store.
-func (r *Retrying) Copies() bool {
-	c, ok := r.Backend.(copier)
-	return ok && c.Copies()
-}
-
-// Copy retries a copy the inner store makes.
-func (r *Retrying) Copy(ctx context.Context, dst, src string) error {
-	c, ok := r.Backend.(copier)
-	if !ok {
-		return errNoCopy
-	}
-	return r.do(ctx, func() error { return c.Copy(ctx, dst, src) })
-}
-
-// ETag retries asking the inner store.
-func (r *Retrying) ETag(ctx context.Context, key string) (string, error) {
-	c, ok := r.Backend.(copier)
-	if !ok {
-		return "", errNoCopy
-	}
-	var tag string
-	err := r.do(ctx, func() error {
-		var err error
-		tag, err = c.ETag(ctx, key)
-		if errors.Is(err, errNoCopy) {
-			return nil // not a failure to retry
-		}
-		return err
-	})
-	if err == nil && tag == "" {
-		err = errNoCopy
-	}
-	return tag, err
-}
 
 // etagOf is the ETag to record for an object just stored, where the store
 // gives one and the object is large enough to be worth copying later.

@@ -96,13 +96,6 @@ func (s *Store) SpeedTest(ctx context.Context, dir string, size int64, files int
 // the file store.
 type emptyDirs interface{ RemoveEmpty(prefix string) }
 
-// RemoveEmpty passes through the retry decorator.
-func (r *Retrying) RemoveEmpty(prefix string) {
-	if e, ok := r.Backend.(emptyDirs); ok {
-		e.RemoveEmpty(prefix)
-	}
-}
-
 // writeRandom writes size bytes of ChaCha8 output under dir, split into
 // files of (about) equal size.
 func writeRandom(dir string, size int64, files int, seed [32]byte) error {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"github.com/gpurent/gpurent/internal/store/cloud"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,9 +79,9 @@ func nothingLeft(t *testing.T, b Backend, dir string) {
 	if r, ok := b.(*Retrying); ok {
 		b = r.Backend
 	}
-	if bk, ok := b.(*bucket); ok && bk.dir != "" {
+	if d := cloud.Dir(b); d != "" {
 		// A file store keeps no empty directory of the test's run.
-		if es, _ := os.ReadDir(filepath.Join(bk.dir, "runs")); len(es) != 0 {
+		if es, _ := os.ReadDir(filepath.Join(d, "runs")); len(es) != 0 {
 			t.Errorf("the file store keeps %d directories under runs/", len(es))
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob"
 )
 
 // strictS3 stands in front of SeaweedFS and answers as Alibaba Cloud OSS
@@ -167,15 +168,13 @@ func TestIncompleteUploadsAborted(t *testing.T) {
 		t.Skip("needs SeaweedFS (bash scripts/test.sh builds it)")
 	}
 	ctx := context.Background()
-	b, _, err := Open(ctx, "s3://"+newBucket(t)+"/ckpt?"+q, OpenOptions{PartSize: 5 << 20, Concurrency: 2})
+	bucket := newBucket(t)
+	b, _, err := Open(ctx, "s3://"+bucket+"/ckpt?"+q, OpenOptions{PartSize: 5 << 20, Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	mp := b.(*bucket).multipart
-	if mp == nil {
-		t.Fatal("an s3:// store has no multipart handle")
-	}
+	mp := s3Multipart(t, ctx, bucket, "ckpt", q)
 	// What a killed push leaves: an upload begun, one part sent, never completed.
 	begin := func(key string) {
 		t.Helper()
@@ -263,4 +262,28 @@ func TestUploadsNotListable(t *testing.T) {
 	if err != nil || len(r.Checkpoints) != 1 || r.UploadsErr == nil || !strings.Contains(r.UploadsErr.Error(), "AccessDenied") {
 		t.Errorf("prune %+v %v: want one checkpoint deleted and the uploads' AccessDenied said", r, err)
 	}
+}
+
+// testMultipart reaches a test bucket's S3 API for what the store never
+// does itself: begin a multipart upload and leave it, as a killed push
+// does.
+type testMultipart struct {
+	client         *s3.Client
+	bucket, prefix string
+}
+
+func (m testMultipart) full(key string) string { return m.prefix + "/" + key }
+
+func s3Multipart(t *testing.T, ctx context.Context, bucket, prefix, query string) testMultipart {
+	t.Helper()
+	bb, err := blob.OpenBucket(ctx, "s3://"+bucket+"?"+query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bb.Close() })
+	var c *s3.Client
+	if !bb.As(&c) {
+		t.Fatal("an s3:// bucket without an S3 client")
+	}
+	return testMultipart{client: c, bucket: bucket, prefix: prefix}
 }

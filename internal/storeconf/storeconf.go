@@ -15,6 +15,7 @@ import (
 	"github.com/gpurent/gpurent/internal/report"
 	"github.com/gpurent/gpurent/internal/statedir"
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/store/cloud"
 	"github.com/gpurent/gpurent/internal/units"
 	"github.com/gpurent/gpurent/internal/usage"
 	"golang.org/x/time/rate"
@@ -181,7 +182,7 @@ func (s *Config) open(ctx context.Context, c *store.Crypto, progress func(int64)
 	if s.PartConcurrency < 1 || s.PartConcurrency > 64 {
 		return nil, "", nil, usage.Errorf("--part-concurrency: want 1 to 64, got %d", s.PartConcurrency)
 	}
-	b, name, err := store.Open(ctx, s.URL, store.OpenOptions{Insecure: s.Insecure, PartSize: int(part), Concurrency: s.PartConcurrency, MustExist: mustExist})
+	b, name, err := cloud.Open(ctx, s.URL, cloud.OpenOptions{Insecure: s.Insecure, PartSize: int(part), Concurrency: s.PartConcurrency, MustExist: mustExist})
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "store") || strings.HasPrefix(err.Error(), "no store") {
 			return nil, "", nil, usage.Wrap(err)

@@ -29,6 +29,7 @@ import (
 	"github.com/gpurent/gpurent/internal/preempt"
 
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/store/cloud"
 	"github.com/gpurent/gpurent/internal/testfs"
 )
 
@@ -300,7 +301,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
-	b, _, err := store.Open(context.Background(), t.TempDir(), store.OpenOptions{})
+	b, _, err := cloud.Open(context.Background(), t.TempDir(), cloud.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

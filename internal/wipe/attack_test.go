@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/store/cloud"
 )
 
 // The attacks of issue #35 on wipe, one test each: every one of them
@@ -406,7 +407,7 @@ func TestBackupCoversEveryFile(t *testing.T) {
 	old := time.Now().Add(-time.Hour)
 	must(t, os.Chtimes(dir+"/checkpoint-100/model.bin", old, old))
 	must(t, os.Chtimes(dir+"/checkpoint-100", old, old))
-	b, _, err := store.Open(ctx, filepath.Join(base, "store"), store.OpenOptions{})
+	b, _, err := cloud.Open(ctx, filepath.Join(base, "store"), cloud.OpenOptions{})
 	must(t, err)
 	defer b.Close()
 	st := store.New(b, store.Options{Grace: -1})
@@ -472,7 +473,7 @@ func TestPlantedCheckpointVouchesForNothing(t *testing.T) {
 	dir := filepath.Join(base, "ckpts")
 	put(t, dir+"/checkpoint-300/config.json", `{"lr": 0.0001}`, 0o644)
 	put(t, dir+"/.gpurent-run.json", `{"run":"exp1","committed":{}}`, 0o644)
-	b, _, err := store.Open(ctx, filepath.Join(base, "store"), store.OpenOptions{})
+	b, _, err := cloud.Open(ctx, filepath.Join(base, "store"), cloud.OpenOptions{})
 	must(t, err)
 	defer b.Close()
 	idPath := filepath.Join(base, "identity.txt")

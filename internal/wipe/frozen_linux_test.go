@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/store/cloud"
 )
 
 // slowVerify is a store whose deep verify takes a while, and writes into
@@ -41,7 +42,7 @@ func TestBackupCheckFreezesWhatItChecks(t *testing.T) {
 	put(t, ck+"/checkpoint-100/model.bin", strings.Repeat("m", 4096), 0o644)
 	old := time.Now().Add(-time.Hour)
 	must(t, os.Chtimes(ck+"/checkpoint-100/model.bin", old, old))
-	bk, _, err := store.Open(ctx, filepath.Join(b.base, "store"), store.OpenOptions{})
+	bk, _, err := cloud.Open(ctx, filepath.Join(b.base, "store"), cloud.OpenOptions{})
 	must(t, err)
 	defer bk.Close()
 	st := store.New(bk, store.Options{Grace: -1})

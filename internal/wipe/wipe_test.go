@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/store"
+	"github.com/gpurent/gpurent/internal/store/cloud"
 	"github.com/gpurent/gpurent/internal/testfs"
 )
 
@@ -401,7 +402,7 @@ func TestBackupGuard(t *testing.T) {
 	if RunOf(dir) != "exp1" {
 		t.Fatalf("run name: %q", RunOf(dir))
 	}
-	b, _, err := store.Open(ctx, filepath.Join(base, "store"), store.OpenOptions{})
+	b, _, err := cloud.Open(ctx, filepath.Join(base, "store"), cloud.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

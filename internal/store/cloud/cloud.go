@@ -1,16 +1,13 @@
-// Package store keeps checkpoints off the rented machine: encrypted with
-// age, verified against SHA-256 hashes, on any blob store gocloud.dev/blob
-// opens (a local or NFS directory, S3 and every S3-compatible service, GCS,
-// Azure). A checkpoint is visible only once all its objects are stored and
-// its manifest is written last, so a push killed at any moment leaves
-// nothing half-written behind that ls, latest or pull could see.
-package store
+// Package cloud opens a checkpoint store's URL: a local or NFS directory,
+// S3 and every S3-compatible service, GCS and Azure, through
+// gocloud.dev/blob and the clouds' SDKs. It is the only package that
+// links them; the store reads and writes through internal/store/backend's
+// interface.
+package cloud
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -20,12 +17,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
 	"github.com/gpurent/gpurent/internal/i18n"
+	"github.com/gpurent/gpurent/internal/store/backend"
 	"github.com/gpurent/gpurent/internal/userfile"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
@@ -33,32 +32,6 @@ import (
 	_ "gocloud.dev/blob/s3blob" // s3://
 	"gocloud.dev/gcerrors"
 )
-
-// Object is one stored object.
-type Object struct {
-	Key  string
-	Size int64
-	// ModTime is when the store says the object was written, by the
-	// store's clock, not this machine's; zero where the backend does not
-	// say.
-	ModTime time.Time
-}
-
-// Backend is what the store needs of a blob store. Implementations report
-// a missing key with an error for which IsNotFound is true. Put calls fill
-// to produce the object's content and may call it again on a retry, so fill
-// must start from the beginning each time; an object is visible only once
-// Put returns without error.
-type Backend interface {
-	Put(ctx context.Context, key string, fill func(w io.Writer) error) (int64, error)
-	Get(ctx context.Context, key string) (io.ReadCloser, error)
-	// GetRange reads n bytes from offset off.
-	GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
-	Size(ctx context.Context, key string) (int64, error)
-	List(ctx context.Context, prefix string) ([]Object, error)
-	Delete(ctx context.Context, key string) error
-	Close() error
-}
 
 // OpenOptions tune how a store URL is opened.
 type OpenOptions struct {
@@ -79,8 +52,8 @@ type OpenOptions struct {
 // endpoint=...&region=...&use_path_style=true, gs://bucket/prefix or
 // azblob://container/prefix. Credentials come from each cloud's usual
 // environment and files, never from the URL.
-func Open(ctx context.Context, raw string, opt OpenOptions) (Backend, string, error) {
-	u, err := parseStoreURL(raw)
+func Open(ctx context.Context, raw string, opt OpenOptions) (backend.Backend, string, error) {
+	u, err := backend.ParseURL(raw)
 	if err != nil {
 		return nil, "", err
 	}
@@ -207,7 +180,7 @@ func checkAWS(ctx context.Context, u *url.URL) error {
 	// Retried as a store operation would be: the instance's metadata
 	// service can time out once, and that must not end a training run.
 	retrieve := func() error { _, err := cfg.Credentials.Retrieve(ctx); return err }
-	if err := (&Retrying{}).do(ctx, retrieve); err != nil {
+	if err := (&backend.Retrying{}).Do(ctx, retrieve); err != nil {
 		return i18n.Errorf("store %s: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (the S3-compatible service's keys too), AWS_PROFILE, or use the instance's role: %w", redact(u), err)
 	}
 	return nil
@@ -234,73 +207,6 @@ func azureAccount(u *url.URL, getenv func(string) string) string {
 		}
 	}
 	return ""
-}
-
-// LocalDir is the directory of a store on this machine's file system (a
-// path or file:// URL), or "" for a remote store. The directory is
-// resolved through symlinks where it exists.
-func LocalDir(raw string) string {
-	u, err := parseStoreURL(raw)
-	if err != nil || u.Scheme != "file" {
-		return ""
-	}
-	dir := filepath.Clean(u.Path)
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	return dir
-}
-
-// Within reports whether the local store dir lies in the tree at path
-// (resolved through symlinks): pushing that tree, or watching it for
-// checkpoints, would take the store's own objects in, again and again.
-func Within(dir, path string) bool {
-	if dir == "" {
-		return false
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return false
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
-	return dir == abs || strings.HasPrefix(dir, abs+string(filepath.Separator)) || abs == string(filepath.Separator)
-}
-
-// parseStoreURL accepts a plain path as file://.
-func parseStoreURL(raw string) (*url.URL, error) {
-	if raw == "" {
-		return nil, i18n.Errorf("no store: give --store URL (or set GPURENT_STORE)")
-	}
-	if !strings.Contains(raw, "://") {
-		// "s3:/bucket" or "gs:bucket" is a URL typed wrong, not a
-		// directory named "s3:": taken as a path, the checkpoints would
-		// stay on this machine, the one that can vanish.
-		if scheme, rest, ok := strings.Cut(raw, ":"); ok {
-			want := strings.ToLower(scheme) + "://" + strings.TrimLeft(rest, "/")
-			switch strings.ToLower(scheme) {
-			case "file":
-				want = "file:///" + strings.TrimLeft(rest, "/")
-				fallthrough
-			case "s3", "gs", "azblob":
-				return nil, i18n.Errorf("store %q: a URL needs \"://\" (%s); for a local directory whose name begins %q, write ./%s", raw, want, scheme+":", raw)
-			}
-		}
-		abs, err := filepath.Abs(raw)
-		if err != nil {
-			return nil, i18n.Errorf("store path %q: %w", raw, err)
-		}
-		return &url.URL{Scheme: "file", Path: abs}, nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, i18n.Errorf("store URL %q: %w", raw, err)
-	}
-	if u.Scheme == "file" && u.Host != "" && u.Host != "localhost" {
-		return nil, i18n.Errorf("store URL %q: file:// takes an absolute path (file:///path)", raw)
-	}
-	return u, nil
 }
 
 // ipEndpoint says an endpoint URL names its host by IP address or as
@@ -431,7 +337,7 @@ type bucket struct {
 	// than writes. gocloud's azureblob writer (v0.47.0) panics in Close
 	// when an upload fed by writes fails while Close waits for it (its
 	// goroutine sets the pipe it closes to nil): a push cancelled by
-	// Ctrl-C or a failed connection would crash gpurent. Its Upload path
+	// Ctrl-C or a failed connection would crash gpurent. Its backend.Upload path
 	// leaves the pipe alone.
 	wholeUpload bool
 	// dir is a file store's directory ("" for others), whose objects'
@@ -447,16 +353,6 @@ type bucket struct {
 // store was: without the marker that is taken for an outage, not for an
 // empty store to write into.
 const storeMarker = ".gpurent-store"
-
-// ErrUnreachable is a store that does not answer, or a directory store
-// that is not there: an outage, never an empty store or a takeover.
-var ErrUnreachable = i18n.Errorf("the store cannot be reached")
-
-// IsUnreachable reports whether err is the store not answering (or not
-// there) rather than answering no: worth trying again later.
-func IsUnreachable(err error) bool {
-	return errors.Is(err, ErrUnreachable) || Transient(err)
-}
 
 // mark makes sure a directory store's root holds the marker: written
 // once, by the first open that may write; a store that cannot take it
@@ -488,18 +384,18 @@ func (b *bucket) present(op, key string) error {
 	var why error
 	switch st, err := os.Stat(b.dir); {
 	case err != nil:
-		why = i18n.Errorf("%w: its directory %s: %w", ErrUnreachable, b.dir, err)
+		why = i18n.Errorf("%w: its directory %s: %w", backend.ErrUnreachable, b.dir, err)
 	case !st.IsDir():
-		why = i18n.Errorf("%w: %s is no longer a directory", ErrUnreachable, b.dir)
+		why = i18n.Errorf("%w: %s is no longer a directory", backend.ErrUnreachable, b.dir)
 	case b.marked:
 		if mst, err := os.Lstat(filepath.Join(b.dir, storeMarker)); err != nil || !mst.Mode().IsRegular() {
-			why = i18n.Errorf("%w: %s lacks the store's marker %s (an empty mount point or another directory in its place)", ErrUnreachable, b.dir, storeMarker)
+			why = i18n.Errorf("%w: %s lacks the store's marker %s (an empty mount point or another directory in its place)", backend.ErrUnreachable, b.dir, storeMarker)
 		}
 	}
 	if why == nil {
 		return nil
 	}
-	return &OpError{Op: op, Key: key, Store: b.name, Code: gcerrors.Internal, Err: why}
+	return &backend.OpError{Op: op, Key: key, Store: b.name, Code: backend.Internal, Err: why}
 }
 
 // RemoveEmpty removes the empty directories under prefix in a file store,
@@ -622,7 +518,7 @@ func (b *bucket) openLocal(op, key string) (localFile, bool, error) {
 	f, st, err := userfile.OpenNoFollow(filepath.Join(b.dir, filepath.FromSlash(key)))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return localFile{}, true, &OpError{Op: op, Key: key, Store: b.name, Code: gcerrors.NotFound, Err: err}
+		return localFile{}, true, &backend.OpError{Op: op, Key: key, Store: b.name, Code: backend.NotFound, Err: err}
 	case errors.Is(err, userfile.ErrNotRegular):
 		// Not an object the store wrote: planted, like a damaged one
 		// (ls names it, the rest of the run is read).
@@ -660,7 +556,7 @@ func (b *bucket) GetRange(ctx context.Context, key string, off, n int64) (io.Rea
 		}
 		if off > f.size {
 			f.Close()
-			return nil, &OpError{Op: "read", Key: key, Store: b.name, Code: gcerrors.InvalidArgument, Err: i18n.Errorf("offset %d is past the end (%d bytes)", off, f.size)}
+			return nil, &backend.OpError{Op: "read", Key: key, Store: b.name, Code: backend.InvalidArgument, Err: i18n.Errorf("offset %d is past the end (%d bytes)", off, f.size)}
 		}
 		if n < 0 {
 			n = f.size - off
@@ -699,11 +595,11 @@ func (b *bucket) Size(ctx context.Context, key string) (int64, error) {
 // concurrent upload may rename away between readdir and lstat; such a
 // listing is simply taken again. The store never writes keys ending in
 // ".tmp", so the local store's temporary files are left out.
-func (b *bucket) List(ctx context.Context, prefix string) ([]Object, error) {
+func (b *bucket) List(ctx context.Context, prefix string) ([]backend.Object, error) {
 	if err := b.present("list", prefix); err != nil {
 		return nil, err
 	}
-	var out []Object
+	var out []backend.Object
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		out, err = b.list(ctx, prefix)
@@ -719,12 +615,6 @@ func (b *bucket) List(ctx context.Context, prefix string) ([]Object, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// temps is a store that can leave temporary files of killed writes
-// behind (a directory), and lists those older than before.
-type temps interface {
-	StaleTemps(ctx context.Context, prefix string, before time.Time) ([]string, error)
 }
 
 // tempRe is how the directory store names a file being written: the
@@ -766,11 +656,11 @@ func (b *bucket) walk(ctx context.Context, prefix string, visit func(o *blob.Lis
 	}
 }
 
-func (b *bucket) list(ctx context.Context, prefix string) ([]Object, error) {
-	var out []Object
+func (b *bucket) list(ctx context.Context, prefix string) ([]backend.Object, error) {
+	var out []backend.Object
 	err := b.walk(ctx, prefix, func(o *blob.ListObject) {
 		if !strings.HasSuffix(o.Key, ".tmp") && (b.dir == "" || o.Key != storeMarker) {
-			out = append(out, Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime})
+			out = append(out, backend.Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime})
 		}
 	})
 	return out, err
@@ -788,77 +678,146 @@ func (b *bucket) Delete(ctx context.Context, key string) error {
 
 func (b *bucket) Close() error { return b.b.Close() }
 
-// OpError is a failed store operation with its kind, so callers and the
-// retry decorator can tell transient failures from permanent ones.
-type OpError struct {
-	Op, Key, Store string
-	Code           gcerrors.ErrorCode
-	Err            error
+func (b *bucket) wrap(op, key string, err error) error {
+	return &backend.OpError{Op: op, Key: key, Store: b.name, Code: codeOf(err), Err: err}
 }
 
-func (e *OpError) Error() string {
-	switch e.Code {
-	case gcerrors.NotFound:
-		return fmt.Sprintf("%s %s in %s: not found (%v)", e.Op, e.Key, e.Store, e.Err)
-	case gcerrors.PermissionDenied:
-		return fmt.Sprintf("%s %s in %s: access denied: check the credentials in the environment (AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT ...) (%v)", e.Op, e.Key, e.Store, e.Err)
-	}
-	if why := unreachable(e.Err); why != "" {
-		return fmt.Sprintf("%s %s in %s: %s (%v)", e.Op, e.Key, e.Store, why, e.Err)
-	}
-	return fmt.Sprintf("%s %s in %s: %v", e.Op, e.Key, e.Store, e.Err)
+// multipart reaches an S3 bucket's multipart uploads under the store's
+// prefix, through the client gocloud opened.
+type multipart struct {
+	client *s3.Client
+	bucket string
+	prefix string // the URL's path, "" or "runs-dir" (no slashes around)
 }
 
-// unreachable says in words why the store's server was not reached at
-// all, or "": the cloud SDKs put that cause at the end of a long chain
-// ("operation error S3: ListObjectsV2, exceeded maximum number of
-// attempts, ... dial tcp ...: connect: connection refused"), where a
-// typo in endpoint= hides from the person who made it.
-func unreachable(err error) string {
-	var dns *net.DNSError
-	var op *net.OpError
-	var authority x509.UnknownAuthorityError
-	var host x509.HostnameError
-	switch {
-	case errors.As(err, &dns) && dns.IsNotFound:
-		return fmt.Sprintf("the host %s does not resolve: check the endpoint's name (endpoint= in the store URL)", dns.Name)
-	case errors.Is(err, syscall.ECONNREFUSED):
-		at := ""
-		if errors.As(err, &op) && op.Addr != nil {
-			at = " at " + op.Addr.String()
+// s3Uploads returns the multipart handle of an s3:// bucket, nil for others.
+func s3Uploads(b *blob.Bucket, name, prefix string) *multipart {
+	var c *s3.Client
+	if !b.As(&c) {
+		return nil
+	}
+	return &multipart{client: c, bucket: name, prefix: prefix}
+}
+
+func (m *multipart) full(key string) string {
+	if m.prefix == "" {
+		return key
+	}
+	return m.prefix + "/" + key
+}
+
+func (m *multipart) list(ctx context.Context, prefix string, before time.Time) ([]backend.Upload, error) {
+	var out []backend.Upload
+	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(m.bucket), Prefix: aws.String(m.full(prefix))}
+	for {
+		page, err := m.client.ListMultipartUploads(ctx, in)
+		if err != nil {
+			return nil, i18n.Errorf("list incomplete uploads under %s: %w", prefix, err)
 		}
-		return "nothing answers" + at + " (connection refused): check the endpoint's host and port, and that its server runs"
-	case errors.As(err, &authority):
-		return "the server's TLS certificate is signed by an authority this machine does not trust (a private CA: name its bundle in SSL_CERT_FILE)"
-	case errors.As(err, &host):
-		return fmt.Sprintf("the server's TLS certificate is not for %s: check the endpoint's host", host.Host)
-	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		return "the endpoint speaks plain HTTP: write it as http://"
+		for _, u := range page.Uploads {
+			key := aws.ToString(u.Key)
+			if m.prefix != "" {
+				key = strings.TrimPrefix(key, m.prefix+"/")
+			}
+			at := aws.ToTime(u.Initiated)
+			if !before.IsZero() && !at.Before(before) {
+				continue // may still be uploading
+			}
+			out = append(out, backend.Upload{Key: key, ID: aws.ToString(u.UploadId), Initiated: at})
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			return out, nil
+		}
+		in.KeyMarker, in.UploadIdMarker = page.NextKeyMarker, page.NextUploadIdMarker
+	}
+}
+
+func (m *multipart) abort(ctx context.Context, u backend.Upload) error {
+	_, err := m.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(m.bucket), Key: aws.String(m.full(u.Key)), UploadId: aws.String(u.ID)})
+	if err != nil {
+		return i18n.Errorf("abort incomplete upload of %s: %w", u.Key, err)
+	}
+	return nil
+}
+
+// IncompleteUploads lists the multipart uploads under prefix begun before
+// before (zero: all); none for a store that is not S3.
+func (b *bucket) IncompleteUploads(ctx context.Context, prefix string, before time.Time) ([]backend.Upload, error) {
+	if b.multipart == nil {
+		return nil, nil
+	}
+	return b.multipart.list(ctx, prefix, before)
+}
+
+// AbortUpload aborts one, which deletes its parts.
+func (b *bucket) AbortUpload(ctx context.Context, u backend.Upload) error {
+	if b.multipart == nil {
+		return nil
+	}
+	return b.multipart.abort(ctx, u)
+}
+
+// Copy copies src to dst in the store (S3 CopyObject, GCS rewrite, Azure
+// copy from URL, a file copy for a directory).
+func (b *bucket) Copy(ctx context.Context, dst, src string) error {
+	if err := b.b.Copy(ctx, dst, src, nil); err != nil {
+		return b.wrap("copy "+src+" to", dst, err)
+	}
+	return nil
+}
+
+// Copies is false for a directory: its "ETag" is a file's time and size,
+// which anyone who can write there can set (no proof of content), and a
+// copy there reads and writes every byte.
+func (b *bucket) Copies() bool { return b.dir == "" }
+
+// ETag is the store's name for the version of key now stored.
+func (b *bucket) ETag(ctx context.Context, key string) (string, error) {
+	if !b.Copies() {
+		return "", backend.ErrNoCopy
+	}
+	a, err := b.b.Attributes(ctx, key)
+	if err != nil {
+		return "", b.wrap("read attributes of", key, err)
+	}
+	if a.ETag == "" {
+		return "", backend.ErrNoCopy
+	}
+	return a.ETag, nil
+}
+
+// Dir is the directory of a directory store that Open opened, "" for
+// any other backend.
+func Dir(b backend.Backend) string {
+	if bk, ok := b.(*bucket); ok {
+		return bk.dir
 	}
 	return ""
 }
 
-func (e *OpError) Unwrap() error { return e.Err }
-
-func (b *bucket) wrap(op, key string, err error) error {
-	return &OpError{Op: op, Key: key, Store: b.name, Code: gcerrors.Code(err), Err: err}
-}
-
-// IsNotFound reports whether err means a missing object.
-func IsNotFound(err error) bool {
-	var se *OpError
-	return errors.As(err, &se) && se.Code == gcerrors.NotFound && !noBucket(se.Err)
-}
-
-// IsPermissionDenied reports whether err is the store refusing the
-// credentials' request, which no retry mends.
-func IsPermissionDenied(err error) bool {
-	var se *OpError
-	return errors.As(err, &se) && se.Code == gcerrors.PermissionDenied
-}
-
-// noBucket spots a missing bucket, which S3 also reports as NotFound.
-func noBucket(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "NoSuchBucket") || strings.Contains(s, "bucket does not exist")
+// codeOf is gocloud's classification of err as backend's.
+func codeOf(err error) backend.Code {
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
+		return backend.NotFound
+	case gcerrors.PermissionDenied:
+		return backend.PermissionDenied
+	case gcerrors.InvalidArgument:
+		return backend.InvalidArgument
+	case gcerrors.FailedPrecondition:
+		return backend.FailedPrecondition
+	case gcerrors.AlreadyExists:
+		return backend.AlreadyExists
+	case gcerrors.Unimplemented:
+		return backend.Unimplemented
+	case gcerrors.Internal:
+		return backend.Internal
+	case gcerrors.DeadlineExceeded:
+		return backend.DeadlineExceeded
+	case gcerrors.ResourceExhausted:
+		return backend.ResourceExhausted
+	case gcerrors.Canceled:
+		return backend.Canceled
+	}
+	return backend.Unknown
 }

@@ -1,6 +1,6 @@
 //go:build !nogcs
 
-package store
+package cloud
 
 import (
 	"context"
