@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/audit"
 	"github.com/gpurent/gpurent/internal/bench"
+	"github.com/gpurent/gpurent/internal/exitcode"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
@@ -113,7 +114,7 @@ func runAudit(ctx context.Context, g *globals, o auditOptions) error {
 		return err
 	}
 	if r.Verdict == bench.Fail {
-		return exitCode(exitVerdictFail)
+		return exitCode(exitcode.VerdictFail)
 	}
 	return nil
 }

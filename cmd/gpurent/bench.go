@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/exitcode"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/measure"
 	"github.com/gpurent/gpurent/internal/probe"
@@ -246,7 +247,7 @@ func runBench(cmd *cobra.Command, g *globals, o *benchOptions) error {
 		return err
 	}
 	if rep.Verdict == bench.Fail {
-		return exitCode(exitVerdictFail)
+		return exitCode(exitcode.VerdictFail)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurent/gpurent/internal/exitcode"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
@@ -83,7 +84,7 @@ func runCkptVerify(ctx context.Context, g *globals, s *storeFlags, o ckptVerifyO
 		render.Verified(g.stdout, g.tr, probs, len(ms), o.deep)
 	}
 	if len(probs) > 0 {
-		return exitCode(exitFailure)
+		return exitCode(exitcode.Failure)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/catalog/refresh/feedtest"
+	"github.com/gpurent/gpurent/internal/exitcode"
 )
 
 // Every command that prints a result prints it as one JSON document with
@@ -150,7 +151,7 @@ func check(t *testing.T, args []string, verdict bool) {
 	code, out, errOut := gpurent(t, args...)
 	var v any
 	err := json.Unmarshal([]byte(out), &v)
-	if (code != 0 && !(verdict && code == exitVerdictFail)) || err != nil {
+	if (code != 0 && !(verdict && code == exitcode.VerdictFail)) || err != nil {
 		t.Errorf("gpurent %s: exit %d, %v\nstdout %.300q\nstderr %.300q", strings.Join(args, " "), code, err, out, errOut)
 	}
 }
@@ -246,13 +247,13 @@ func TestExitCodesAsDocumented(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d\n%s", key, code, want, errOut)
 		}
 	}
-	for _, r := range exitCodeTable() {
-		if r.commands == "all" {
+	for _, r := range exitcode.Table() {
+		if r.Commands == "all" {
 			continue // 0 and 2 are walked above and in TestEveryCommandKeepsTheContract
 		}
-		for _, who := range strings.Split(r.commands, ", ") {
-			if _, ok := scenarios[fmt.Sprintf("%d %s", r.code, who)]; !ok {
-				t.Errorf("help exit-codes gives %d to %s, and no case here shows %s returning it", r.code, who, who)
+		for _, who := range strings.Split(r.Commands, ", ") {
+			if _, ok := scenarios[fmt.Sprintf("%d %s", r.Code, who)]; !ok {
+				t.Errorf("help exit-codes gives %d to %s, and no case here shows %s returning it", r.Code, who, who)
 			}
 		}
 	}

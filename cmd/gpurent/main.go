@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/buildinfo"
 	"github.com/gpurent/gpurent/internal/cliflag"
+	"github.com/gpurent/gpurent/internal/exitcode"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/initproc"
 	"github.com/gpurent/gpurent/internal/report"
@@ -79,13 +80,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tr, err := i18n.New(cliflag.ChooseLang(args, os.Getenv))
 	if err != nil {
 		fmt.Fprintln(stderr, "gpurent:", err)
-		return exitFailure
+		return exitcode.Failure
 	}
 	root := newRoot(stdout, stderr, tr)
 	root.SetArgs(args)
 	err = root.ExecuteContext(ctx)
 	if err == nil {
-		return exitOK
+		return exitcode.OK
 	}
 	var code exitCode
 	if !errors.As(err, &code) {
@@ -105,7 +106,7 @@ func errorText(err error, tr *i18n.Printer) string {
 // exitStatus is the exit code for a command's error.
 func exitStatus(err error) int {
 	if err == nil {
-		return exitOK
+		return exitcode.OK
 	}
 	var code exitCode
 	if errors.As(err, &code) {
@@ -114,7 +115,7 @@ func exitStatus(err error) int {
 	// A failure of the machine that happens to wrap a missing or odd
 	// file (the run's state in --ckpt-dir) is no bad usage.
 	if rt := (*supervise.RuntimeError)(nil); errors.As(err, &rt) {
-		return exitFailure
+		return exitcode.Failure
 	}
 	var ue usageError
 	var fe *yamlfile.FieldError
@@ -126,9 +127,9 @@ func exitStatus(err error) int {
 		errors.Is(err, userfile.ErrNotRegular) || errors.Is(err, userfile.ErrTooLarge) ||
 		errors.Is(err, store.ErrNoIdentity) || errors.Is(err, store.ErrWrongIdentity) || errors.Is(err, store.ErrNoAuthKey) ||
 		strings.HasPrefix(err.Error(), "unknown command") {
-		return exitUsage
+		return exitcode.Usage
 	}
-	return exitFailure
+	return exitcode.Failure
 }
 
 // The commands' argument checks and flag errors (internal/cliflag).

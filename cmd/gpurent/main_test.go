@@ -20,9 +20,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpurent/gpurent/internal/exitcode"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
-	"github.com/gpurent/gpurent/internal/supervise"
 )
 
 func TestMain(m *testing.M) {
@@ -80,7 +80,7 @@ func TestScripts(t *testing.T) {
 				}
 				err := ts.Exec(args[0], args[1:]...)
 				var ee *exec.ExitError
-				if err != nil && (!errors.As(err, &ee) || ee.ExitCode() != exitVerdictFail) {
+				if err != nil && (!errors.As(err, &ee) || ee.ExitCode() != exitcode.VerdictFail) {
 					ts.Fatalf("%v", err)
 				}
 			},
@@ -418,15 +418,15 @@ func TestExitCodeTable(t *testing.T) {
 	}
 	inTable := map[int]bool{}
 	commandsOf := map[int]string{}
-	for _, r := range exitCodeTable() {
-		inTable[r.code] = true
-		commandsOf[r.code] = r.commands
-		if !strings.Contains(out, fmt.Sprintf("  %-3d %-13s %s\n", r.code, r.commands, r.means)) {
-			t.Errorf("help exit-codes lacks %d (%s)", r.code, r.commands)
+	for _, r := range exitcode.Table() {
+		inTable[r.Code] = true
+		commandsOf[r.Code] = r.Commands
+		if !strings.Contains(out, fmt.Sprintf("  %-3d %-13s %s\n", r.Code, r.Commands, r.Means)) {
+			t.Errorf("help exit-codes lacks %d (%s)", r.Code, r.Commands)
 		}
 	}
-	named := map[string]int{"exitOK": exitOK, "exitFailure": exitFailure, "exitUsage": exitUsage, "exitVerdictFail": exitVerdictFail,
-		"supervise.ExitNotStored": supervise.ExitNotStored, "supervise.ExitStopped": supervise.ExitStopped,
+	named := map[string]int{"exitcode.OK": exitcode.OK, "exitcode.Failure": exitcode.Failure, "exitcode.Usage": exitcode.Usage, "exitcode.VerdictFail": exitcode.VerdictFail,
+		"exitcode.NotStored": exitcode.NotStored, "exitcode.Stopped": exitcode.Stopped,
 		// run passes on runner.Run's code: the command's own, or the
 		// supervisor's ExitNotStored or ExitStopped.
 		"code": -1}
@@ -456,7 +456,7 @@ func TestExitCodeTable(t *testing.T) {
 			}
 			codes := []int{v}
 			if v < 0 { // run's pass-through: the supervisor's codes
-				codes = []int{supervise.ExitNotStored, supervise.ExitStopped}
+				codes = []int{exitcode.NotStored, exitcode.Stopped}
 			}
 			for _, c := range codes {
 				if who := commandsOf[c]; who != "all" && !slices.ContainsFunc(uses, func(u string) bool { return slices.Contains(strings.Split(who, ", "), u) }) {
@@ -498,15 +498,15 @@ func TestEveryCommandKeepsTheContract(t *testing.T) {
 		}{{[]string{"-o", "yaml"}, `--output: want table or json, got "yaml"`}, {[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"}} {
 			args := append(slices.Clone(p), c.args...)
 			code, out, errOut := gpurent(t, args...)
-			if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 1 {
+			if code != exitcode.Usage || out != "" || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 1 {
 				t.Errorf("gpurent %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", strings.Join(args, " "), code, out, errOut, c.want)
 			}
 		}
 	}
-	for _, r := range exitCodeTable() {
-		for _, name := range strings.Split(r.commands, ", ") {
+	for _, r := range exitcode.Table() {
+		for _, name := range strings.Split(r.Commands, ", ") {
 			if name != "all" && !names[name] {
-				t.Errorf("help exit-codes gives %d to %q, which is no command", r.code, name)
+				t.Errorf("help exit-codes gives %d to %q, which is no command", r.Code, name)
 			}
 		}
 	}
@@ -602,7 +602,7 @@ func TestRunConfigDurationsTakeDays(t *testing.T) {
 		// max_restarts: -1 is refused after the durations are read, as
 		// silence without log is: what is refused is not the duration.
 		code, _, errOut := gpurent(t, "run", "--config", cfg)
-		if code != exitUsage || strings.Contains(errOut, "invalid duration") || strings.Contains(errOut, "unknown unit") {
+		if code != exitcode.Usage || strings.Contains(errOut, "invalid duration") || strings.Contains(errOut, "unknown unit") {
 			t.Errorf("%s: 1d: exit %d, %q; want the duration taken and another line refused", field, code, errOut)
 		}
 	}
@@ -666,7 +666,7 @@ func TestCatalogCheckNamesTheGoodBeforeTheBad(t *testing.T) {
 	os.WriteFile(good, []byte("version: 1\noffers:\n  - id: g\n    provider: P\n    gpu: RTX 4090\n    gpus: 1\n    currency: USD\n    source: s\n    as_of: \"2026-11-01\"\n    on_demand: {hourly: 1}\n"), 0o600)
 	os.WriteFile(bad, []byte("version: 1\noffers:\n  - id: b\n    provider: P\n    gpu: RTX 4090\n    gpus: 1\n    currency: USD\n    source: s\n    as_of: \"2026-11-01\"\n    on_demand: {hourly: -1}\n"), 0o600)
 	code, out, errOut := gpurent(t, "catalog", "check", good, bad)
-	if code != exitUsage || !strings.HasPrefix(out, good+": ok, 1 offer\n") || !strings.Contains(errOut, "bad.yaml:10: offers[0].on_demand.hourly") {
+	if code != exitcode.Usage || !strings.HasPrefix(out, good+": ok, 1 offer\n") || !strings.Contains(errOut, "bad.yaml:10: offers[0].on_demand.hourly") {
 		t.Errorf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
 }
@@ -700,8 +700,8 @@ func TestHelpExitCodesMatchTable(t *testing.T) {
 			code, _ := strconv.Atoi(m[1])
 			seen++
 			ok := false
-			for _, r := range exitCodeTable() {
-				if r.code == code && (r.commands == "all" || slices.Contains(strings.Split(r.commands, ", "), c.Name())) {
+			for _, r := range exitcode.Table() {
+				if r.Code == code && (r.Commands == "all" || slices.Contains(strings.Split(r.Commands, ", "), c.Name())) {
 					ok = true
 				}
 			}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/exitcode"
 )
 
 // gpurentProc runs this test binary as gpurent in a child process and
@@ -77,7 +79,7 @@ func TestNamedFileDevZero(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stderr := gpurentProc(t, withFile(tc.args, "/dev/zero")...)
 			want := tc.flag + "/dev/zero is a character device, not a regular file"
-			if code != exitUsage || !strings.Contains(stderr, want) {
+			if code != exitcode.Usage || !strings.Contains(stderr, want) {
 				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr, want)
 			}
 		})
@@ -95,7 +97,7 @@ func TestNamedFileFIFO(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stderr := gpurentProc(t, withFile(tc.args, fifo)...)
 			want := tc.flag + fifo + " is a FIFO, not a regular file"
-			if code != exitUsage || !strings.Contains(stderr, want) {
+			if code != exitcode.Usage || !strings.Contains(stderr, want) {
 				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr, want)
 			}
 		})
@@ -128,7 +130,7 @@ func TestNamedFileOverCap(t *testing.T) {
 		{[]string{"quote", "--profile", profile}, "--profile: " + profile + " holds 2 MiB, over the 1 MiB such a file may hold"},
 	} {
 		code, stderr := gpurentProc(t, tc.args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+		if code != exitcode.Usage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
 		}
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/exitcode"
 	"github.com/gpurent/gpurent/internal/ledger"
-	"github.com/gpurent/gpurent/internal/supervise"
 )
 
 // With --price the end says what the machine cost while gpurent ran, and
@@ -65,7 +65,7 @@ func TestRunBudget(t *testing.T) {
 			t.Errorf("stderr lacks %q", want)
 		}
 	}
-	if code != supervise.ExitStopped || took < 2700*time.Millisecond || took > 15*time.Second {
+	if code != exitcode.Stopped || took < 2700*time.Millisecond || took > 15*time.Second {
 		t.Errorf("exit %d after %v, want 75 after 2.7 s\n%s", code, took, stderr)
 	}
 
@@ -128,7 +128,7 @@ func TestRunBudgetAcrossSessions(t *testing.T) {
 			t.Errorf("second session: stderr lacks %q", want)
 		}
 	}
-	if left := time.Duration((5.4 - first) * float64(time.Second)); code != supervise.ExitStopped || took < left || took > left+10*time.Second {
+	if left := time.Duration((5.4 - first) * float64(time.Second)); code != exitcode.Stopped || took < left || took > left+10*time.Second {
 		t.Errorf("second session: exit %d after %v, want 75 after about %v\n%s", code, took, left, stderr)
 	}
 
@@ -142,7 +142,7 @@ func TestRunBudgetAcrossSessions(t *testing.T) {
 	// 3: spent; the command never starts.
 	marker := filepath.Join(dir, "started")
 	code, stderr = run("--budget", "6", "--", "touch", marker)
-	if code != supervise.ExitStopped || !strings.Contains(stderr, "in 2 earlier sessions here since") || !strings.Contains(stderr, "the command is not started (exit 75)") {
+	if code != exitcode.Stopped || !strings.Contains(stderr, "in 2 earlier sessions here since") || !strings.Contains(stderr, "the command is not started (exit 75)") {
 		t.Errorf("third session: exit %d\n%s", code, stderr)
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -188,13 +188,13 @@ func TestRunBudgetFollowsTheRun(t *testing.T) {
 		t.Fatalf("the store holds %d spend records, want 1", len(recs))
 	}
 	code, stderr := run("two", "--", "sleep", "30")
-	if code != supervise.ExitStopped || !strings.Contains(stderr, "USD of it in 1 earlier session here since") ||
+	if code != exitcode.Stopped || !strings.Contains(stderr, "USD of it in 1 earlier session here since") ||
 		!strings.Contains(stderr, "gpurent: --budget 6.00 USD: the machine has cost 5.40 USD of it: asking the command for a checkpoint") {
 		t.Errorf("second machine: exit %d\n%s", code, stderr)
 	}
 	marker := filepath.Join(dir, "started")
 	code, stderr = run("three", "--", "touch", marker)
-	if _, err := os.Stat(marker); code != supervise.ExitStopped || err == nil || !strings.Contains(stderr, "in 2 earlier sessions here since") ||
+	if _, err := os.Stat(marker); code != exitcode.Stopped || err == nil || !strings.Contains(stderr, "in 2 earlier sessions here since") ||
 		!strings.Contains(stderr, "the store's runs/default/spend/ counts from zero") {
 		t.Errorf("third machine: exit %d, command started: %v\n%s", code, err == nil, stderr)
 	}
@@ -248,7 +248,7 @@ func TestRunBudgetKeepsTheStopGraceInside(t *testing.T) {
 	took := time.Since(began)
 	// 3 s of budget, and a second for gpurent's own ending; 30 s of
 	// grace would be 30 USD more at this price.
-	if code != supervise.ExitStopped || took > 5*time.Second {
+	if code != exitcode.Stopped || took > 5*time.Second {
 		t.Errorf("exit %d after %v, want 75 within the budget's 3 s\n%s", code, took, stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpurent/gpurent/internal/exitcode"
 	"github.com/gpurent/gpurent/internal/probe"
 )
 
@@ -49,7 +50,7 @@ func TestReplayImpossibleFacts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := gpurent(t, "bench", "--no-history", "--replay", tc.path)
-			if code != exitUsage || !strings.Contains(stderr, "--replay "+tc.path+": facts that cannot be judged: ") || !strings.Contains(stderr, tc.want) {
+			if code != exitcode.Usage || !strings.Contains(stderr, "--replay "+tc.path+": facts that cannot be judged: ") || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q, stdout %q; want exit 2 and %q", code, stderr, stdout, tc.want)
 			}
 		})

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpurent/gpurent/internal/exitcode"
 )
 
 // A name chosen by someone else reaches the terminal as text: a file named
@@ -40,7 +42,7 @@ func TestNamesFromTheMachineAreEscaped(t *testing.T) {
 
 	code, out, errOut := gpurent(t, "wipe", evil+"\x1b[31m-gone", "--root", filepath.Join(dir, "root"))
 	raw("wipe's error", out+errOut)
-	if code != exitUsage || !strings.Contains(errOut, escaped+`\x1b[31m-gone`) {
+	if code != exitcode.Usage || !strings.Contains(errOut, escaped+`\x1b[31m-gone`) {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 

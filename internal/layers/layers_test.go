@@ -1,7 +1,10 @@
 package layers
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -115,5 +118,31 @@ func TestRepositoryLinksNoCloudSDK(t *testing.T) {
 				t.Errorf("internal/%s links %s", p, d)
 			}
 		}
+	}
+}
+
+// cmd/gpurent is wiring: flags, a call into internal/, rendering. It
+// grew back past 3,500 lines once (issue #57) as logic crept in; what
+// decides anything belongs in a package of its domain.
+func TestCmdStaysWiring(t *testing.T) {
+	const most = 3500
+	files, err := filepath.Glob("../../cmd/gpurent/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no cmd/gpurent sources: %v", err)
+	}
+	lines := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines += bytes.Count(b, []byte("\n"))
+	}
+	t.Logf("cmd/gpurent: %d lines of non-test Go", lines)
+	if lines > most {
+		t.Errorf("cmd/gpurent has %d lines of non-test Go, over %d: move what decides anything to internal/", lines, most)
 	}
 }

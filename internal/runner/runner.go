@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/clock"
+	"github.com/gpurent/gpurent/internal/exitcode"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/kernlog"
 	"github.com/gpurent/gpurent/internal/kernwatch"
@@ -239,10 +240,10 @@ type session struct {
 	undo      []func()
 }
 
-// Exit codes Run returns besides the command's own.
+// Exit codes Run returns besides the command's own (internal/exitcode).
 const (
-	exitFailure = 1
-	exitUsage   = 2
+	exitFailure = exitcode.Failure
+	exitUsage   = exitcode.Usage
 )
 
 // Run is one session of gpurent run: it checks o, starts o.Command under

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent/internal/clock"
+	"github.com/gpurent/gpurent/internal/exitcode"
 	"github.com/gpurent/gpurent/internal/i18n"
 
 	"github.com/gpurent/gpurent/internal/preempt"
@@ -150,20 +151,12 @@ type Lease interface {
 	Every() time.Duration
 }
 
-// ExitNotStored is the status of a run whose command finished (or was
-// stopped on a preemption notice) while its newest complete checkpoint
-// failed to reach the store: the command's work is done, but the machine
-// holds its only copy, so `gpurent run ... && shutdown` must not go on.
-// sysexits.h's EX_IOERR ("an error occurred while doing I/O"): 3 is a
-// failed verdict in bench and audit, and one code has one meaning.
-const ExitNotStored = 74
-
-// ExitStopped is the status of a run stopped on a preemption notice or a
-// scheduled event: its checkpoint is safe, but the command did not finish,
-// so `gpurent run ... && shutdown` must not go on (a VM due back after
-// maintenance would then stay off). sysexits.h's EX_TEMPFAIL: "the user is
-// invited to retry the operation later", which is what to do.
-const ExitStopped = 75
+// ExitNotStored and ExitStopped are the run's own exit codes
+// (internal/exitcode says what each means).
+const (
+	ExitNotStored = exitcode.NotStored
+	ExitStopped   = exitcode.Stopped
+)
 
 // Exit is how a run ended.
 type Exit struct {
