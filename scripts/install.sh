@@ -1,0 +1,70 @@
+#!/bin/sh
+# install.sh: install the gpurent binary of this machine's OS and
+# architecture from a directory that holds it and SHA256SUMS (what
+# scripts/release.sh writes to dist/), after checking it against that
+# file: a binary whose SHA-256 differs, or that SHA256SUMS does not list,
+# is refused and nothing is installed. It also writes bash completion
+# where the user's shell reads it. POSIX sh, for images without bash.
+#
+#   sh install.sh [FROM_DIR]     # default: the directory install.sh is in
+#
+# PREFIX (default /usr/local as root, else ~/.local) chooses where:
+# $PREFIX/bin/gpurent.
+set -eu
+from=${1:-$(dirname "$0")}
+case $(uname -s) in
+Linux) os=linux ;;
+Darwin) os=darwin ;;
+*) echo "install.sh: $(uname -s) is not a system gpurent ships for (Linux, macOS; Windows: copy the .exe)" >&2; exit 1 ;;
+esac
+case $(uname -m) in
+x86_64 | amd64) arch=amd64 ;;
+aarch64 | arm64) arch=arm64 ;;
+*) echo "install.sh: $(uname -m) is not an architecture gpurent ships for (amd64, arm64)" >&2; exit 1 ;;
+esac
+name=gpurent-$os-$arch
+# An image without glibc's loader (Alpine, distroless) gets the static build.
+if [ "$os-$arch" = linux-amd64 ] && [ -n "${GPURENT_NOGPU:-}" ]; then
+  name=gpurent-linux-amd64-nogpu
+fi
+bin=$from/$name
+sums=$from/SHA256SUMS
+[ -f "$bin" ] || { echo "install.sh: no $bin (copy it from dist/ beside SHA256SUMS)" >&2; exit 1; }
+[ -f "$sums" ] || { echo "install.sh: no $sums to check $name against: nothing installed" >&2; exit 1; }
+if command -v sha256sum >/dev/null; then
+  got=$(sha256sum "$bin" | cut -d' ' -f1)
+elif command -v shasum >/dev/null; then
+  got=$(shasum -a 256 "$bin" | cut -d' ' -f1)
+else
+  echo "install.sh: no sha256sum or shasum here to check $name with: nothing installed" >&2
+  exit 1
+fi
+want=$(awk -v n="$name" '$2 == n || $2 == "*" n {print $1}' "$sums")
+if [ -z "$want" ]; then
+  echo "install.sh: SHA256SUMS lists no $name: nothing installed" >&2
+  exit 1
+fi
+if [ "$got" != "$want" ]; then
+  echo "install.sh: $name does not match SHA256SUMS (sha256 $got, listed $want): it was changed or damaged on the way; nothing installed" >&2
+  exit 1
+fi
+if [ -z "${PREFIX:-}" ]; then
+  if [ "$(id -u)" = 0 ]; then PREFIX=/usr/local; else PREFIX=$HOME/.local; fi
+fi
+mkdir -p "$PREFIX/bin"
+tmp=$PREFIX/bin/.gpurent.$$
+cp "$bin" "$tmp"
+chmod 755 "$tmp"
+mv -f "$tmp" "$PREFIX/bin/gpurent"
+echo "install.sh: $name checked against SHA256SUMS and installed as $PREFIX/bin/gpurent"
+"$PREFIX/bin/gpurent" --version
+if [ -n "${HOME:-}" ] && [ -w "${HOME}" ]; then
+  comp=${XDG_DATA_HOME:-$HOME/.local/share}/bash-completion/completions
+  if mkdir -p "$comp" 2>/dev/null && "$PREFIX/bin/gpurent" completion bash >"$comp/gpurent" 2>/dev/null; then
+    echo "install.sh: bash completion in $comp/gpurent (zsh, fish: gpurent completion --help)"
+  fi
+fi
+case ":$PATH:" in
+*":$PREFIX/bin:"*) ;;
+*) echo "install.sh: $PREFIX/bin is not on PATH: add it (export PATH=\"$PREFIX/bin:\$PATH\") or call $PREFIX/bin/gpurent" ;;
+esac
