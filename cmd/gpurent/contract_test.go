@@ -107,9 +107,9 @@ func TestEveryCommandWritesJSON(t *testing.T) {
 		return append([]string{ls.Checkpoints[0].ID}, inStore...)
 	}
 	// What prints no result of gpurent's own: run passes its command's
-	// output through, burn (hidden) only loads a GPU, help and completion
-	// print text for people and shells.
-	exempt := map[string]bool{"run": true, "burn": true, "help": true, "completion": true}
+	// output through, burn (hidden) only loads a GPU, gendocs (hidden)
+	// writes pages, help and completion print text for people and shells.
+	exempt := map[string]bool{"run": true, "burn": true, "gendocs": true, "help": true, "completion": true}
 	// Commands that only hold subcommands print their help.
 	groups := map[string]bool{"ckpt": true, "catalog": true}
 
@@ -256,5 +256,30 @@ func TestExitCodesAsDocumented(t *testing.T) {
 				t.Errorf("help exit-codes gives %d to %s, and no case here shows %s returning it", r.Code, who, who)
 			}
 		}
+	}
+}
+
+// docs/commands is what gendocs writes: the command reference never
+// drifts from --help (regenerate: go run ./cmd/gpurent --lang en gendocs
+// /tmp/d && cp /tmp/d/md/*.md docs/commands/).
+func TestCommandReferenceCurrent(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := gpurent(t, "--lang", "en", "gendocs", dir); code != 0 {
+		t.Fatalf("gendocs: exit %d: %s", code, errOut)
+	}
+	made, _ := filepath.Glob(filepath.Join(dir, "md", "*.md"))
+	kept, _ := filepath.Glob(filepath.Join("..", "..", "docs", "commands", "*.md"))
+	if len(made) == 0 || len(made) != len(kept) {
+		t.Errorf("gendocs wrote %d pages, docs/commands holds %d: regenerate it", len(made), len(kept))
+	}
+	for _, m := range made {
+		want, _ := os.ReadFile(m)
+		got, err := os.ReadFile(filepath.Join("..", "..", "docs", "commands", filepath.Base(m)))
+		if err != nil || string(got) != string(want) {
+			t.Errorf("docs/commands/%s is not what gendocs writes: regenerate it", filepath.Base(m))
+		}
+	}
+	if mans, _ := filepath.Glob(filepath.Join(dir, "man1", "gpurent-quote.1")); len(mans) != 1 {
+		t.Error("gendocs wrote no gpurent-quote.1")
 	}
 }

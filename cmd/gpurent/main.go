@@ -200,7 +200,7 @@ func newRoot(stdout, stderr io.Writer, tr *i18n.Printer) *cobra.Command {
 	root.PersistentFlags().StringArrayVar(&g.catalogs, "catalog", nil, "catalog YAML merged over the embedded one (repeatable; an equal id replaces)")
 	root.PersistentFlags().BoolVar(&g.offline, "offline", false, "the embedded catalog (and --catalog files) only, without the prices gpurent catalog refresh kept")
 	root.PersistentFlags().Var(cliflag.LangValue{P: &g.lang}, "lang", "the language gpurent speaks to you: en or zh (default: the locale's, LC_ALL, LC_MESSAGES or LANG; JSON is the same in both)")
-	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newAudit(g), newWipe(g), newRelease(g), newBurn(), newExitCodes())
+	root.AddCommand(newQuote(g), newPlan(g), newBench(g), newCatalog(g), newCkpt(g), newKeygen(g), newRun(g), newAudit(g), newWipe(g), newRelease(g), newBurn(), newGendocs(), newExitCodes())
 	strictBuiltins(root)
 	cliflag.LocalizeHelp(root, tr)
 	return root
