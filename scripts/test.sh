@@ -18,7 +18,8 @@ command -v gcc >/dev/null || missing+=("gcc (go test -race needs cgo: apt-get in
 command -v clang-19 >/dev/null || command -v clang >/dev/null || missing+=("clang (the GPU kernels' host test: apt-get install clang-19, or clang)")
 command -v git >/dev/null || missing+=("git")
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "test.sh: on $os, missing: $(IFS=';'; echo "${missing[*]}")" >&2
+  line=$(printf '%s; ' "${missing[@]}")
+  echo "test.sh: on $os, missing: ${line%; }" >&2
   exit 1
 fi
 cachedir="${XDG_CACHE_HOME:-$HOME/.cache}"
