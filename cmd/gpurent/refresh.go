@@ -21,8 +21,8 @@ func newCatalogRefresh(g *globals) *cobra.Command {
 		Use:   "refresh",
 		Short: "Read today's prices from the providers' public price sources into the catalog quote and plan use",
 		Long: `refresh reads today's prices of the catalog's offers from their providers' own
-sources: AWS's price list (each region's EC2 file, streamed), Azure's Retail Prices
-API, Vast.ai's offer search (the median of verified, rentable single-GPU offers;
+sources: AWS's price list (each region's EC2 file, streamed) and its Spot Instance
+Advisor (each type's interruption bucket), Azure's Retail Prices API, Vast.ai's offer search (the median of verified, rentable single-GPU offers;
 it needs VAST_API_KEY), RunPod's GPU catalog (RUNPOD_API_KEY) and Lambda's instance
 types (LAMBDA_API_KEY). Each price read keeps its source URL and fetch time. A source
 that fails leaves the others; a price of 0, not a number, or more than 5x off the
@@ -34,8 +34,8 @@ catalog's is rejected with the reason. What was read is kept in the cache direct
 			return runCatalogRefresh(cmd, g, endpoints, only)
 		},
 	}
-	cmd.Flags().StringArrayVar(&endpoints, "endpoint", nil, "NAME=URL: read a source from URL instead (aws, azure, vast, runpod, lambda; repeatable)")
-	cmd.Flags().StringSliceVar(&only, "only", nil, "read only these sources (aws, azure, vast, runpod, lambda)")
+	cmd.Flags().StringArrayVar(&endpoints, "endpoint", nil, "NAME=URL: read a source from URL instead (aws, aws-spot, azure, vast, runpod, lambda; repeatable)")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "read only these sources (aws, aws-spot, azure, vast, runpod, lambda)")
 	return cmd
 }
 

@@ -67,7 +67,7 @@ func TestCatalogRefresh(t *testing.T) {
 	}
 	// Every source failing: exit 1, and the overlay stays as it was.
 	var failing []string
-	for _, e := range feedtest.Serve(t, "../../internal/catalog/refresh/testdata", "aws", "azure", "vast") {
+	for _, e := range feedtest.Serve(t, "../../internal/catalog/refresh/testdata", "aws", "aws-spot", "azure", "vast") {
 		failing = append(failing, "--endpoint", e)
 	}
 	if code, _, stderr := gpurent(t, append([]string{"catalog", "refresh"}, failing...)...); code != 1 || !strings.Contains(stderr, "every source failed") {

@@ -1,6 +1,8 @@
 // Package refresh reads today's prices from the providers' public
-// price sources (AWS's price list, Azure's Retail Prices API, Vast.ai's
-// offer search, RunPod's GPU catalog, Lambda's instance types) and makes new readings of the catalog's offers from them:
+// price sources (AWS's price list and Spot Instance Advisor, Azure's
+// Retail Prices API, Vast.ai's offer search, RunPod's GPU catalog,
+// Lambda's instance types) and makes new readings of the catalog's offers
+// from them:
 // gpurent catalog refresh writes those to an overlay that quote and plan
 // read over the embedded catalog. A source that fails leaves the others;
 // a price that cannot be right (zero, not a number, more than 5x off the
@@ -27,11 +29,12 @@ import (
 // Sources are the price sources refresh reads, by the name --endpoint
 // takes, with their default base URLs.
 var defaults = map[string]string{
-	"aws":    "https://pricing.us-east-1.amazonaws.com",
-	"azure":  "https://prices.azure.com",
-	"vast":   "https://console.vast.ai",
-	"runpod": "https://api.runpod.io",
-	"lambda": "https://cloud.lambda.ai",
+	"aws":      "https://pricing.us-east-1.amazonaws.com",
+	"aws-spot": "https://spot-bid-advisor.s3.amazonaws.com",
+	"azure":    "https://prices.azure.com",
+	"vast":     "https://console.vast.ai",
+	"runpod":   "https://api.runpod.io",
+	"lambda":   "https://cloud.lambda.ai",
 }
 
 // Sources lists the sources' names, sorted.
@@ -118,6 +121,9 @@ type price struct {
 	supersedes     string
 	// missing says why the source had no price for the offer.
 	missing string
+	// freq is a spot interruption bucket read (the Spot Advisor's),
+	// which has its own date and leaves the offer's prices and as_of.
+	freq *catalog.Frequency
 }
 
 // source reads the prices of the offers it knows from one provider.
@@ -129,6 +135,7 @@ type source struct {
 
 var sources = []source{
 	{"aws", func(o *catalog.Offer) bool { return o.Provider == "AWS" && o.Instance != "" && o.Region != "" }, readAWS},
+	{"aws-spot", spotAdvisorApplies, readSpotAdvisor},
 	{"azure", func(o *catalog.Offer) bool { return o.Provider == "Azure" && o.Instance != "" && o.Region != "" }, readAzure},
 	{"vast", func(o *catalog.Offer) bool { return o.Provider == "Vast.ai" && vastName(o) != "" }, readVast},
 	{"runpod", runpodApplies, readRunPod},
@@ -195,6 +202,10 @@ func (r *Result) apply(base *catalog.Offer, p price, now time.Time) {
 		r.Rejected = append(r.Rejected, Rejected{base.ID, p.missing})
 		return
 	}
+	if p.freq != nil {
+		r.applyFrequency(base, p)
+		return
+	}
 	rejectedBefore, updatedBefore := len(r.Rejected), len(r.Updated)
 	o := *base
 	changed := false
@@ -243,6 +254,28 @@ func (r *Result) apply(base *catalog.Offer, p price, now time.Time) {
 		}
 	}
 	r.Offers = append(r.Offers, o)
+}
+
+// applyFrequency sets base's spot interruption bucket, in the new reading
+// this refresh already made of it (its prices) or a copy: the bucket has
+// its own as_of, so the offer's prices keep theirs.
+func (r *Result) applyFrequency(base *catalog.Offer, p price) {
+	if base.Spot == nil {
+		return
+	}
+	i := slices.IndexFunc(r.Offers, func(o catalog.Offer) bool { return o.ID == base.ID })
+	if i < 0 {
+		r.Offers = append(r.Offers, *base)
+		i = len(r.Offers) - 1
+	}
+	o := &r.Offers[i]
+	s := *o.Spot
+	before := -1.0
+	if s.Frequency != nil {
+		before = s.Frequency.Low
+	}
+	s.Frequency, o.Spot = p.freq, &s
+	r.Updated = append(r.Updated, Change{base.ID, "spot_interruption_low", before, p.freq.Low, p.source})
 }
 
 // dated is an id's date suffix, which a new reading replaces.

@@ -80,7 +80,9 @@ func TestRefreshFromRecordedAnswers(t *testing.T) {
 	}
 	rejected := map[string]string{}
 	for _, x := range r.Rejected {
-		rejected[x.Offer] = x.Reason
+		if rejected[x.Offer] == "" { // the first source's reason
+			rejected[x.Offer] = x.Reason
+		}
 	}
 	if rejected["aws-g5.xlarge"] != "on_demand: a price of 0" || rejected["azure-NC24ads_A100_v4"] != "on_demand: a price of 0" {
 		t.Fatalf("rejected: %v", rejected)
@@ -102,11 +104,13 @@ func TestRefreshFromRecordedAnswers(t *testing.T) {
 	}
 }
 
-// TestRefreshOneSourceFailing: AWS answering 500 leaves Azure's and
-// Vast's prices refreshed, and names AWS.
+// TestRefreshOneSourceFailing: AWS's price list answering 500 leaves
+// Azure's and Vast's prices refreshed, and names AWS.
 func TestRefreshOneSourceFailing(t *testing.T) {
 	r, _ := refresh(t, "aws")
-	if !strings.Contains(r.Failed["aws"], "HTTP 500") || find(r.Offers, "azure-ND96isr_H100_v5") == nil || find(r.Offers, "vast-h100-sxm-median-2026-12-07") == nil || find(r.Offers, "aws-p5.48xlarge") != nil {
+	// The Spot Advisor still answers: p5 gets its bucket, not a price.
+	p5 := find(r.Offers, "aws-p5.48xlarge")
+	if !strings.Contains(r.Failed["aws"], "HTTP 500") || find(r.Offers, "azure-ND96isr_H100_v5") == nil || find(r.Offers, "vast-h100-sxm-median-2026-12-07") == nil || p5 == nil || p5.OnDemand.Hourly == catalog.Known(51.2) {
 		t.Fatalf("failed %v; %d offers", r.Failed, len(r.Offers))
 	}
 }
@@ -161,4 +165,59 @@ func TestRefreshRunPodAndLambda(t *testing.T) {
 	if !strings.Contains(r.Failed["runpod"], "RUNPOD_API_KEY") || !strings.Contains(r.Failed["lambda"], "LAMBDA_API_KEY") || len(r.Offers) != 0 {
 		t.Errorf("without keys: failed %v, %d offers", r.Failed, len(r.Offers))
 	}
+}
+
+// TestRefreshSpotAdvisor: the Spot Advisor's Linux bucket of the offer's
+// type in its region (not Windows', not another region's) becomes its
+// spot.interruption_frequency, dated today, in the same reading as the
+// price AWS's list gave it; its prices keep their dates. A type the data
+// does not list is named; a range label it cannot read fails the source.
+func TestRefreshSpotAdvisor(t *testing.T) {
+	r, c := refresh(t)
+	p5 := find(r.Offers, "aws-p5.48xlarge")
+	if p5 == nil || p5.OnDemand.Hourly != catalog.Known(51.2) || p5.Spot == nil || p5.Spot.Frequency == nil {
+		t.Fatalf("p5: %+v", p5)
+	}
+	if f := p5.Spot.Frequency; f.Low != 0.20 || f.High.IsKnown() || f.AsOf != "2026-12-07" || !strings.Contains(f.Source, "/spot-advisor-data.json (fetched 2026-12-07T09:30:00Z") {
+		t.Errorf("p5's bucket: %+v", f)
+	}
+	if n := len(slicesAll(r.Offers, "aws-p5.48xlarge")); n != 1 {
+		t.Errorf("p5 is written %d times", n)
+	}
+	for id, want := range map[string][2]float64{"aws-p4d.24xlarge": {0.10, 0.15}, "aws-p4de.24xlarge": {0, 0.05}, "aws-g6e.xlarge": {0.05, 0.10}} {
+		o := find(r.Offers, id)
+		if o == nil || o.Spot.Frequency == nil || o.Spot.Frequency.Low != want[0] || o.Spot.Frequency.High != catalog.Known(want[1]) {
+			t.Errorf("%s: %+v", id, o)
+			continue
+		}
+		// Only the bucket was read: its prices and their date are the catalog's.
+		base := c.Offers[slicesIndex(c.Offers, id)]
+		if o.AsOf != base.AsOf || o.Spot.Hourly != base.Spot.Hourly {
+			t.Errorf("%s: as_of %s, spot %v; the catalog's %s, %v", id, o.AsOf, o.Spot.Hourly, base.AsOf, base.Spot.Hourly)
+		}
+	}
+	var named bool
+	for _, x := range r.Rejected {
+		named = named || x.Offer == "aws-g6.xlarge" && strings.Contains(x.Reason, "no Linux bucket for g6.xlarge in us-east-1")
+	}
+	if !named {
+		t.Errorf("a type the data lacks is not named: %+v", r.Rejected)
+	}
+	if f, ok := bucket("5%-10"); ok {
+		t.Errorf("an unreadable label read as %+v", f)
+	}
+	r, _ = refresh(t, "aws-spot")
+	if !strings.Contains(r.Failed["aws-spot"], "HTTP 500") || find(r.Offers, "aws-p5.48xlarge") == nil || find(r.Offers, "aws-p5.48xlarge").Spot.Frequency.AsOf == "2026-12-07" {
+		t.Errorf("with the Spot Advisor failing: %v", r.Failed)
+	}
+}
+
+func slicesAll(offers []catalog.Offer, id string) []catalog.Offer {
+	var out []catalog.Offer
+	for _, o := range offers {
+		if o.ID == id {
+			out = append(out, o)
+		}
+	}
+	return out
 }

@@ -1,6 +1,6 @@
 // Package feedtest serves recorded answers of the price sources on
 // 127.0.0.1, in their documented formats, for the tests of catalog
-// refresh: AWS's EC2 offer file for us-east-1, Azure's Retail Prices
+// refresh: AWS's EC2 offer file for us-east-1 and its Spot Advisor data, Azure's Retail Prices
 // pages, Vast.ai's offer search, RunPod's GPU catalog (REST v2) and
 // Lambda's instance types (Cloud API v1), each answered only with a key.
 package feedtest
@@ -94,9 +94,16 @@ func Serve(t testing.TB, dir string, failing ...string) []string {
 			file(w, name)
 		}
 	}
+	mux.HandleFunc("/spot-advisor-data.json", func(w http.ResponseWriter, r *http.Request) {
+		if fails("aws-spot") {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		file(w, "spot-advisor-data.json")
+	})
 	mux.HandleFunc("/v2/catalog/gpus", keyed("runpod", "runpod-gpus.json"))
 	mux.HandleFunc("/api/v1/instance-types", keyed("lambda", "lambda-instance-types.json"))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return []string{"aws=" + srv.URL, "azure=" + srv.URL, "vast=" + srv.URL, "runpod=" + srv.URL, "lambda=" + srv.URL}
+	return []string{"aws=" + srv.URL, "aws-spot=" + srv.URL, "azure=" + srv.URL, "vast=" + srv.URL, "runpod=" + srv.URL, "lambda=" + srv.URL}
 }
