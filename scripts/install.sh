@@ -31,29 +31,33 @@ bin=$from/$name
 sums=$from/SHA256SUMS
 [ -f "$bin" ] || { echo "install.sh: no $bin (copy it from dist/ beside SHA256SUMS)" >&2; exit 1; }
 [ -f "$sums" ] || { echo "install.sh: no $sums to check $name against: nothing installed" >&2; exit 1; }
-if command -v sha256sum >/dev/null; then
-  got=$(sha256sum "$bin" | cut -d' ' -f1)
-elif command -v shasum >/dev/null; then
-  got=$(shasum -a 256 "$bin" | cut -d' ' -f1)
-else
-  echo "install.sh: no sha256sum or shasum here to check $name with: nothing installed" >&2
-  exit 1
-fi
 want=$(awk -v n="$name" '$2 == n || $2 == "*" n {print $1}' "$sums")
 if [ -z "$want" ]; then
   echo "install.sh: SHA256SUMS lists no $name: nothing installed" >&2
   exit 1
 fi
-if [ "$got" != "$want" ]; then
-  echo "install.sh: $name does not match SHA256SUMS (sha256 $got, listed $want): it was changed or damaged on the way; nothing installed" >&2
+if command -v sha256sum >/dev/null; then
+  sha() { sha256sum "$1" | cut -d' ' -f1; }
+elif command -v shasum >/dev/null; then
+  sha() { shasum -a 256 "$1" | cut -d' ' -f1; }
+else
+  echo "install.sh: no sha256sum or shasum here to check $name with: nothing installed" >&2
   exit 1
 fi
 if [ -z "${PREFIX:-}" ]; then
   if [ "$(id -u)" = 0 ]; then PREFIX=/usr/local; else PREFIX=$HOME/.local; fi
 fi
 mkdir -p "$PREFIX/bin"
+# The copy is what is checked and then renamed into place: a binary
+# swapped in FROM_DIR after the check is never the one installed.
 tmp=$PREFIX/bin/.gpurent.$$
+trap 'rm -f "$tmp"' EXIT
 cp "$bin" "$tmp"
+got=$(sha "$tmp")
+if [ "$got" != "$want" ]; then
+  echo "install.sh: $name does not match SHA256SUMS (sha256 $got, listed $want): it was changed or damaged on the way; nothing installed" >&2
+  exit 1
+fi
 chmod 755 "$tmp"
 mv -f "$tmp" "$PREFIX/bin/gpurent"
 echo "install.sh: $name checked against SHA256SUMS and installed as $PREFIX/bin/gpurent"
