@@ -12,6 +12,7 @@
 # $PREFIX/bin/gpurent.
 set -eu
 from=${1:-$(dirname "$0")}
+case $from in -*) from=./$from ;; esac
 case $(uname -s) in
 Linux) os=linux ;;
 Darwin) os=darwin ;;
@@ -31,42 +32,58 @@ bin=$from/$name
 sums=$from/SHA256SUMS
 [ -f "$bin" ] || { echo "install.sh: no $bin (copy it from dist/ beside SHA256SUMS)" >&2; exit 1; }
 [ -f "$sums" ] || { echo "install.sh: no $sums to check $name against: nothing installed" >&2; exit 1; }
-want=$(awk -v n="$name" '$2 == n || $2 == "*" n {print $1}' "$sums")
+want=$(awk -v n="$name" 'NF == 2 && ($2 == n || $2 == "*" n) {print $1}' "$sums")
 if [ -z "$want" ]; then
   echo "install.sh: SHA256SUMS lists no $name: nothing installed" >&2
   exit 1
 fi
 if command -v sha256sum >/dev/null; then
-  sha() { sha256sum "$1" | cut -d' ' -f1; }
+  sha() { sha256sum <"$1" | cut -d' ' -f1; }
 elif command -v shasum >/dev/null; then
-  sha() { shasum -a 256 "$1" | cut -d' ' -f1; }
+  sha() { shasum -a 256 <"$1" | cut -d' ' -f1; }
 else
   echo "install.sh: no sha256sum or shasum here to check $name with: nothing installed" >&2
   exit 1
 fi
 if [ -z "${PREFIX:-}" ]; then
-  if [ "$(id -u)" = 0 ]; then PREFIX=/usr/local; else PREFIX=$HOME/.local; fi
+  if [ "$(id -u)" = 0 ]; then PREFIX=/usr/local; else PREFIX=${HOME:?install.sh: neither PREFIX nor HOME is set: say where, PREFIX=DIR}/.local; fi
+fi
+target=$PREFIX/bin/gpurent
+if [ -d "$target" ]; then
+  echo "install.sh: $target is a directory: nothing installed" >&2
+  exit 1
 fi
 mkdir -p "$PREFIX/bin"
-# The copy is what is checked and then renamed into place: a binary
-# swapped in FROM_DIR after the check is never the one installed.
-tmp=$PREFIX/bin/.gpurent.$$
+# The copy is what is checked, run and then renamed into place: a binary
+# swapped in FROM_DIR after the check is never the one installed. mktemp
+# makes a new file of its own (mode 600), never one planted there.
+tmp=$(mktemp "$PREFIX/bin/.gpurent.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
-cp "$bin" "$tmp"
+trap 'exit 1' HUP INT TERM
+cp -- "$bin" "$tmp"
 got=$(sha "$tmp")
 if [ "$got" != "$want" ]; then
   echo "install.sh: $name does not match SHA256SUMS (sha256 $got, listed $want): it was changed or damaged on the way; nothing installed" >&2
   exit 1
 fi
 chmod 755 "$tmp"
-mv -f "$tmp" "$PREFIX/bin/gpurent"
-echo "install.sh: $name checked against SHA256SUMS and installed as $PREFIX/bin/gpurent"
-"$PREFIX/bin/gpurent" --version
-if [ -n "${HOME:-}" ] && [ -w "${HOME}" ]; then
+if ! version=$("$tmp" --version 2>&1); then
+  echo "install.sh: $name matches SHA256SUMS but does not run here ($version): nothing installed (an image without glibc's loader needs GPURENT_NOGPU=1)" >&2
+  exit 1
+fi
+mv -f "$tmp" "$target"
+echo "install.sh: $name checked against SHA256SUMS and installed as $target"
+echo "$version"
+# Bash completion: system-wide as root, else in the user's data directory.
+if [ "$(id -u)" = 0 ]; then
+  comp=$PREFIX/share/bash-completion/completions
+else
   comp=${XDG_DATA_HOME:-$HOME/.local/share}/bash-completion/completions
-  if mkdir -p "$comp" 2>/dev/null && "$PREFIX/bin/gpurent" completion bash >"$comp/gpurent" 2>/dev/null; then
-    echo "install.sh: bash completion in $comp/gpurent (zsh, fish: gpurent completion --help)"
-  fi
+fi
+if mkdir -p "$comp" 2>/dev/null && "$target" completion bash >"$comp/.gpurent.$$" 2>/dev/null && mv -f "$comp/.gpurent.$$" "$comp/gpurent"; then
+  echo "install.sh: bash completion in $comp/gpurent (zsh, fish: gpurent completion --help)"
+else
+  rm -f "$comp/.gpurent.$$"
 fi
 case ":$PATH:" in
 *":$PREFIX/bin:"*) ;;

@@ -56,6 +56,7 @@ func TestInstallRefusesATamperedBinary(t *testing.T) {
 	tampered[len(tampered)-2] = 'X'
 	for _, c := range []struct{ what, sums, want string }{
 		{"tampered", sum(good) + "  " + name + "\n", "does not match SHA256SUMS"},
+		{"a line naming another file too", sum(tampered) + "  " + name + " other\n", "SHA256SUMS lists no " + name},
 		{"tampered, binary-mode line", sum(good) + " *" + name + "\n", "does not match SHA256SUMS"},
 		{"not listed", sum(tampered) + "  gpurent-other\n", "SHA256SUMS lists no " + name},
 		{"no SHA256SUMS", "", "nothing installed"},
@@ -82,4 +83,78 @@ func TestInstallRefusesATamperedBinary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// What the review of install.sh found (helper, 2026-12-07): a binary that
+// matches but does not run here never replaces the one installed; a
+// directory where gpurent goes is refused, not filled; a source
+// directory named like an option is a directory; the temporary copy is
+// never a name planted beforehand, and none is left behind.
+func TestInstallRefusesWhatItCannotInstall(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("install.sh is for Linux and macOS")
+	}
+	name := "gpurent-" + runtime.GOOS + "-" + runtime.GOARCH
+	sum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+	run := func(t *testing.T, dir, from, prefix string) (string, error) {
+		cmd := exec.Command("sh", filepath.Join(dir, "install.sh"), from)
+		cmd.Dir = filepath.Dir(prefix)
+		cmd.Env = append(os.Environ(), "PREFIX="+prefix, "HOME="+t.TempDir(), "XDG_DATA_HOME=")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	setup := func(t *testing.T, bin []byte) (base, from, prefix string) {
+		base = t.TempDir()
+		from, prefix = filepath.Join(base, "-from"), filepath.Join(base, "prefix")
+		for _, d := range []string{from, filepath.Join(prefix, "bin")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(from, name), bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(from, "SHA256SUMS"), []byte(sum(bin)+"  "+name+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return base, from, prefix
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("does not run here", func(t *testing.T) {
+		_, _, prefix := setup(t, []byte("#!/bin/sh\nexit 126\n"))
+		old := filepath.Join(prefix, "bin", "gpurent")
+		os.WriteFile(old, []byte("old"), 0o755)
+		out, err := run(t, here, "-from", prefix)
+		if err == nil || !strings.Contains(out, "does not run here") {
+			t.Errorf("%v\n%s", err, out)
+		}
+		if b, _ := os.ReadFile(old); string(b) != "old" {
+			t.Errorf("the installed gpurent became %q", b)
+		}
+		if es, _ := os.ReadDir(filepath.Join(prefix, "bin")); len(es) != 1 {
+			t.Errorf("bin holds %d entries: a temporary copy stayed", len(es))
+		}
+	})
+	t.Run("a directory in its place", func(t *testing.T) {
+		_, _, prefix := setup(t, []byte("#!/bin/sh\necho stand-in\n"))
+		if err := os.Mkdir(filepath.Join(prefix, "bin", "gpurent"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := run(t, here, "-from", prefix)
+		if err == nil || !strings.Contains(out, "is a directory: nothing installed") {
+			t.Errorf("%v\n%s", err, out)
+		}
+		if es, _ := os.ReadDir(filepath.Join(prefix, "bin", "gpurent")); len(es) != 0 {
+			t.Errorf("the binary went into the directory: %v", es)
+		}
+	})
+	t.Run("source named like an option", func(t *testing.T) {
+		_, _, prefix := setup(t, []byte("#!/bin/sh\necho stand-in\n"))
+		if out, err := run(t, here, "-from", prefix); err != nil || !strings.Contains(out, "installed as") {
+			t.Errorf("%v\n%s", err, out)
+		}
+	})
 }
