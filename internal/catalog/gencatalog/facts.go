@@ -171,8 +171,8 @@ var offerFacts = map[string][]fact{
 	"lambda-gpu_1x_a100_sxm4":      {{"storage.included_gb", "549", "\"|1x NVIDIA A100|40 GB|30|200 GiB|512 GiB|\" (512 GiB): https://github.com/LambdaLabs/docsy-lambda-docs/blob/049a99a993dca46ab22740ff7916f7a2fee2593d/content/en/cloud/faq/available-configurations.md (2022-08-30); \"1× A100 (40 GB SXM4) ... 0.5 TiB SSD\" on the pricing page as quoted (secondary)"}},
 	// Scaleway's own EUR offers; those sold through Shadeform in USD are
 	// billed by Shadeform, whose IP fee no source states.
-	"scaleway-h100-1-80g":      scalewayNative,
-	"scaleway-h100-sxm-8-80g":  scalewayNative,
+	"scaleway-h100-1-80g":      append([]fact{scalewayScratch("3000", "3 TB", "https://github.com/scaleway/docs-content/blob/440e9b84fd36275b8ac7ced89249fcd5e628b00d/pages/gpu/how-to/use-scratch-storage-h100-instances.mdx (2025-01-13)")}, scalewayNative...),
+	"scaleway-h100-sxm-8-80g":  append([]fact{scalewayScratch("12000", "~12 TB", "https://github.com/scaleway/docs-content/blob/06dae9d52d4d0ae51a392c2aa192eacd4ddfbd5a/pages/gpu/reference-content/choosing-gpu-instance-type.mdx (2025-04-22)")}, scalewayNative...),
 	"aliyun-ecs-a100-80g-list": aliyunECS,
 	"aliyun-pai-designer-p100": {{"boot_fee", "0", "\"计费时间段：组件开始运行的时间~组件停止运行的时间\": https://help.aliyun.com/document_detail/144248.html (undated)"}, {"release_after_stopped", "0d", "a job, billed \"组件开始运行的时间~组件停止运行的时间\": nothing is kept stopped: https://help.aliyun.com/document_detail/144248.html (undated)"}},
 }
@@ -208,8 +208,8 @@ var aliyunECS = []fact{
 
 // scalewayScratch is a Scaleway H100's scratch disk, added with the
 // instance and priced nowhere apart from it.
-func scalewayScratch(gb, stated, page string) fact {
-	return fact{"storage.included_gb", gb, "scratch storage \"" + stated + "\", \"automatically added when creating H100 and L40S Instances\": https://github.com/scaleway/docs-content/blob/main/pages/gpu/ (" + page + ")"}
+func scalewayScratch(gb, stated, source string) fact {
+	return fact{"storage.included_gb", gb, "scratch storage \"" + stated + "\", added automatically with the Instance: " + source}
 }
 
 // prefixFacts hold for every offer whose id starts with the prefix.
@@ -262,7 +262,6 @@ var diskKind = map[string]fact{
 var (
 	localSSD            = fact{"", "ephemeral", "local SSD: \"Preserving the Local SSD disk data incurs costs\", https://cloud.google.com/sdk/gcloud/reference/compute/instances/stop"}
 	scalewayScratchKind = fact{"", "ephemeral", "\"Scratch storage does not survive once the server is stopped\": https://github.com/scaleway/docs-content/blob/440e9b84fd36275b8ac7ced89249fcd5e628b00d/pages/gpu/how-to/use-scratch-storage-h100-instances.mdx (2025-01-13)"}
-	scalewayVolume      = fact{"", "persistent", "\"IPs and storage volumes are billed for their whole allocation, even when the instance is off\": https://github.com/scaleway/docs-content/pull/5727 (2025-10-28)"}
 	scalewayIP          = []fact{{"ip_month", "2.92", "flexible IPv4 €0.004/h × 730 h: https://github.com/scaleway/docs-content/blob/main/pages/ipam/reference-content/understanding-ip-billing.mdx (2025-06-26)"}}
 	// scalewayNative are Scaleway's own GPU Instances (not those sold
 	// through Shadeform): the IP above, Block Storage at €0.000118 a
