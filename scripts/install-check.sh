@@ -16,19 +16,20 @@ export HOME=$work/home GOPATH=$work/home/go GOCACHE=$work/home/.cache/go-build G
 export PATH=/usr/local/go/bin:/usr/sbin:/usr/bin:/sbin:/bin
 git clone -q "$repo" "$work/gpurent"
 cd "$work/gpurent"
-echo "== go build -o gpurent ./cmd/gpurent"
+echo "== go install -v ./cmd/gpurent"
 s=$(date +%s)
-go build -o gpurent ./cmd/gpurent 2>"$work/build.log"
-echo "$(($(date +%s) - s)) s, $(grep -c 'go: downloading' "$work/build.log") 'go: downloading' lines"
-./gpurent --version
+go install -v ./cmd/gpurent 2>"$work/build.log"
+echo "$(($(date +%s) - s)) s, $(grep -c 'go: downloading' "$work/build.log") 'go: downloading' lines, $(grep -vc 'go: downloading' "$work/build.log") packages named"
+export PATH="$PATH:$(go env GOPATH)/bin"
+gpurent --version
 echo "== bash scripts/release.sh"
 s=$(date +%s)
 bash scripts/release.sh >/dev/null
 echo "$(($(date +%s) - s)) s"
-echo "== the rented box: checked against SHA256SUMS, run with no Go and no HOME"
-cp dist/gpurent-linux-amd64 dist/SHA256SUMS "$work/box/"
-(cd "$work/box" && env -i PATH=/usr/bin:/bin sh -c 'sha256sum --ignore-missing -c SHA256SUMS && mv gpurent-linux-amd64 gpurent && ./gpurent --version &&
-  ./gpurent quote --gpu "RTX 4090" --hours 300 --days 30 --starts 10 --disk 200 --egress 100 --top 1 >/dev/null && echo "quote: ok"')
+echo "== the rented box: install.sh checks it against SHA256SUMS; run with no Go"
+cp dist/gpurent-linux-amd64 dist/SHA256SUMS dist/install.sh "$work/box/"
+(cd "$work/box" && env -i PATH=/usr/bin:/bin HOME="$work/box" sh -c 'sh install.sh &&
+  "$HOME/.local/bin/gpurent" quote --gpu "RTX 4090" --hours 300 --days 30 --starts 10 --disk 200 --egress 100 --top 1 >/dev/null && echo "quote: ok"')
 echo "== an image without glibc's loader: an empty root with the -nogpu build"
 cp dist/gpurent-linux-amd64-nogpu "$work/emptyroot/gpurent"
 chroot "$work/emptyroot" /gpurent quote --gpu H100 --hours 10 --top 1 >/dev/null && echo "quote: ok"
