@@ -44,8 +44,12 @@ const (
 	Canceled
 )
 
-// ErrChanged is a file that changed while it was uploaded (the store's
-// fill function reports it): no retry mends it.
+// ErrChanged is wrapped by a push's error when a file of the checkpoint
+// changed while it was uploaded (rewritten in place, truncated, replaced
+// by a rename, removed): its copy may mix two versions, so nothing was
+// committed, and no retry mends it. Pushing again once the file is still
+// uploads the new version. It lives here because the retry decorator
+// must not retry it.
 var ErrChanged = i18n.Errorf("changed during its upload")
 
 // ErrNoCopy: the backend, or the one behind a wrapper, cannot copy.
