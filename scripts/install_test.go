@@ -17,7 +17,7 @@ import (
 // attacker makes it) is refused, and what was installed before stays.
 func TestInstallRefusesATamperedBinary(t *testing.T) {
 	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
-		t.Skip("install.sh is for Linux and macOS")
+		t.Skipf("no POSIX sh installer here: install.sh is for Linux and macOS, this is %s", runtime.GOOS)
 	}
 	name := "gpurent-" + runtime.GOOS + "-" + runtime.GOARCH
 	// A stand-in for the binary: the script runs its --version and
@@ -92,7 +92,7 @@ func TestInstallRefusesATamperedBinary(t *testing.T) {
 // never a name planted beforehand, and none is left behind.
 func TestInstallRefusesWhatItCannotInstall(t *testing.T) {
 	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
-		t.Skip("install.sh is for Linux and macOS")
+		t.Skipf("no POSIX sh installer here: install.sh is for Linux and macOS, this is %s", runtime.GOOS)
 	}
 	name := "gpurent-" + runtime.GOOS + "-" + runtime.GOARCH
 	sum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
