@@ -87,9 +87,10 @@ func runPlan(g *globals, o *planOptions, fs *pflag.FlagSet) error {
 		// Only spot is judged against it: on demand and
 		// subscriptions run the hours as planned.
 		return usagef("--deadline: judges spot runs, which need --interruptible (a job that resumes from checkpoints)")
-	case dl > 0 && dl < p.ComputeHours:
+	case dl > 0 && dl < p.ComputeHours && opt.Work == nil:
 		// The deadline is wall time from the start: the work alone
-		// takes longer, on any plan.
+		// takes longer, on any plan (with --reference, on the
+		// reference GPU only: each offer is judged by its own hours).
 		return usagef("--deadline %s is shorter than the %v h of compute: no plan meets it", o.deadline, p.ComputeHours)
 	case dl > 0 && o.task.SpanGiven && dl > float64(p.SpanDays)*24:
 		return usagef("--deadline %s is beyond the span of %d days (--days): a run must end within the span; give a longer --days or a shorter --deadline", o.deadline, p.SpanDays)

@@ -19,6 +19,9 @@ import (
 type Reach struct {
 	Currency string  `json:"currency"`
 	Budget   float64 `json:"budget"`
+	// Reference is the GPU the work is counted on (Options.Work): the
+	// plans are then ranked by the work the budget buys, not its hours.
+	Reference string `json:"reference,omitempty"`
 	// Rates are the exchange rates used, as Quote's.
 	Rates []i18n.Text `json:"rates,omitempty"`
 	// Plans are the plans the budget buys any hours of, most hours first.
@@ -53,7 +56,19 @@ type Afforded struct {
 	// 0.01 h (an increment's end where a provider bills by whole
 	// increments): the bill at these hours (Bill) is within the budget.
 	Hours float64 `json:"hours"`
-	Bill  Bill    `json:"bill"`
+	// Work is, with a reference GPU, what those hours are worth in hours
+	// on it: an H20's 669 h buy the work of 100 h on an H100 SXM.
+	Work float64 `json:"work,omitempty"`
+	Bill Bill    `json:"bill"`
+}
+
+// worth is what a plan is ranked by: its work, or its hours without a
+// reference GPU.
+func (a Afforded) worth() float64 {
+	if a.Work > 0 {
+		return a.Work
+	}
+	return a.Hours
 }
 
 // Afford finds, for each offer and plan, the most compute hours of p (all
@@ -78,8 +93,19 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 	r := &Reach{Currency: cur, Budget: budget, Plans: []Afforded{}, used: used}
 	none := 0
 	var never []string // offers whose spot run would never finish, even an hour of it
+	var unrated []string
 	for i := range offers {
 		o, f := &offers[i], factors[i]
+		// With a reference GPU, each offer's hours are worth 1/slow hours
+		// of it; one the datasheet cannot rate is left out.
+		slow, rated := 1.0, ""
+		if w := opt.Work; w != nil {
+			var ok bool
+			if slow, rated, ok = w.Factor(o); !ok {
+				unrated = append(unrated, o.GPU)
+				continue
+			}
+		}
 		// The bill of plan at h hours, in the quote's currency; false
 		// where the plan gives none (a spot run that never finishes).
 		bill := func(plan string, h float64) (Bill, bool) {
@@ -195,13 +221,18 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 				none++
 				continue
 			}
-			r.Plans = append(r.Plans, Afforded{Hours: h, Bill: b})
+			a := Afforded{Hours: h, Bill: b}
+			if opt.Work != nil {
+				a.Work, a.Bill.RatedAs = h/slow, rated
+			}
+			r.Plans = append(r.Plans, a)
 		}
 	}
-	// Most hours first; of equal hours (a whole span), the cheaper first.
+	// Most hours (or work) first; of equal ones (a whole span), the
+	// cheaper first.
 	sort.SliceStable(r.Plans, func(i, j int) bool {
 		a, b := r.Plans[i], r.Plans[j]
-		return a.Hours > b.Hours || a.Hours == b.Hours && a.Bill.Total < b.Bill.Total
+		return a.worth() > b.worth() || a.worth() == b.worth() && a.Bill.Total < b.Bill.Total
 	})
 	whole := float64(p.SpanDays) * 24
 	full, most := 0, 0 // plans that buy the whole span, and the search's most
@@ -227,6 +258,15 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 	if len(never) > 0 {
 		r.Notes = append(r.Notes, i18n.Textf("spot left out on %s (%s): at the interruption rate even an hour of work would practically never finish; checkpoint settings (--ckpt-every) price a job that resumes",
 			i18n.Plural(len(never), "%d offer", "%d offers"), strings.Join(never, ", ")))
+	}
+	if w := opt.Work; w != nil {
+		r.Reference = w.Reference
+		r.Notes = append([]i18n.Text{i18n.Textf("WORK is what each plan's hours are worth in hours on %s, by %s (the datasheet table): ranked by the work the budget buys, not its hours", w.Reference, w.figure())}, r.Notes...)
+		if n := unratedNote(w, unrated); !n.IsZero() {
+			r.Notes = append(r.Notes, n)
+		}
+	} else if n := mixedNote(offers); !n.IsZero() {
+		r.Notes = append(r.Notes, n)
 	}
 	r.Notes = append(r.Notes, opt.Notes...)
 	// Of quote's notes, those that do not speak of a number of hours.

@@ -4,6 +4,7 @@ import (
 	"hash/fnv"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -52,9 +53,14 @@ type OfferPlan struct {
 	GPU      string `json:"gpu"`
 	// GPUs, GPUMemoryGB and Instances are as in Bill: per instance, each
 	// GPU's memory as the offer states it, and the instances the task rents.
-	GPUs           int                `json:"gpus"`
-	GPUMemoryGB    catalog.Fee        `json:"gpu_memory_gb"`
-	Instances      int                `json:"instances"`
+	GPUs        int         `json:"gpus"`
+	GPUMemoryGB catalog.Fee `json:"gpu_memory_gb"`
+	Instances   int         `json:"instances"`
+	// Hours are the compute hours planned: the task's, or with a reference
+	// GPU (Options.Work), what this offer's GPU needs for the same work,
+	// rated as the datasheet row RatedAs.
+	Hours          float64            `json:"hours"`
+	RatedAs        string             `json:"rated_as,omitempty"`
 	BreakEven      []BreakEven        `json:"break_even"`
 	Recommendation string             `json:"recommendation"`
 	Reason         i18n.Text          `json:"reason"`
@@ -75,9 +81,12 @@ type OfferPlan struct {
 
 // Plan is the advice for every offer of the profile's GPU.
 type Plan struct {
-	Currency string      `json:"currency"`
-	Offers   []OfferPlan `json:"offers"`
-	Notes    []i18n.Text `json:"notes,omitempty"` // what holds for all offers
+	Currency string `json:"currency"`
+	// Reference is the GPU the task's hours are on (Options.Work), empty
+	// when every offer is planned for the same hours.
+	Reference string      `json:"reference,omitempty"`
+	Offers    []OfferPlan `json:"offers"`
+	Notes     []i18n.Text `json:"notes,omitempty"` // what holds for all offers
 }
 
 // PlanOptions adjust the spot simulation.
@@ -145,16 +154,48 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 			}
 		}
 	}
+	// With a reference GPU each offer is planned for the hours its own
+	// GPU needs for the work; one the datasheet cannot rate is left out,
+	// and said so, rather than planned for hours that mean nothing on it.
+	profiles := make([]*Profile, len(offers))
+	rated := make([]string, len(offers))
+	var unrated []string
+	for i := range offers {
+		po, r, ok := forWork(p, &offers[i], opt.Work)
+		if !ok {
+			unrated = append(unrated, offers[i].GPU)
+		}
+		profiles[i], rated[i] = po, r
+	}
 	run(len(offers), func(i int) {
-		plan.Offers[i] = planOffer(p, &offers[i], factors[i], opt, offerSeed(opt.Seed, offers[i].ID))
+		if profiles[i] == nil {
+			return
+		}
+		op := planOffer(profiles[i], &offers[i], factors[i], rates, opt, offerSeed(opt.Seed, offers[i].ID))
+		op.Hours, op.RatedAs = profiles[i].ComputeHours, rated[i]
+		plan.Offers[i] = op
 	})
-	// Cheapest recommendation first; offers that could not be priced last.
+	plan.Offers = slices.DeleteFunc(plan.Offers, func(o OfferPlan) bool { return o.Offer == "" })
+	if w := opt.Work; w != nil {
+		plan.Reference = w.Reference
+		plan.Notes = append([]i18n.Text{w.Note(p.ComputeHours)}, plan.Notes...)
+		if n := unratedNote(w, unrated); !n.IsZero() {
+			plan.Notes = append(plan.Notes, n)
+		}
+	} else if n := mixedNote(offers); !n.IsZero() {
+		plan.Notes = append(plan.Notes, n)
+	}
+	// Cheapest recommendation first, by its estimate where fees are
+	// unknown (as quote ranks: unknown is not zero); offers that could
+	// not be priced last.
 	cost := func(o OfferPlan) float64 {
 		if o.Recommendation == Spot && o.Spot != nil {
 			return o.Spot.P90Cost
 		}
-		if v, ok := o.Totals[o.Recommendation]; ok {
-			return v
+		for i := range o.Bills {
+			if o.Bills[i].Plan == o.Recommendation {
+				return o.Bills[i].rank()
+			}
 		}
 		return math.Inf(1)
 	}
@@ -162,7 +203,7 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 	return plan, nil
 }
 
-func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, seed uint64) OfferPlan {
+func planOffer(p *Profile, o *catalog.Offer, factor float64, rates catalog.Rates, opt PlanOptions, seed uint64) OfferPlan {
 	op := OfferPlan{Offer: o.ID, Provider: o.Provider, GPU: o.GPU, GPUs: o.GPUs, GPUMemoryGB: o.GPUMemoryGB, Instances: instances(p, o),
 		BreakEven: []BreakEven{}, Totals: map[string]float64{}, Bills: []Bill{}, Source: o.Source, AsOf: o.AsOf}
 	var stale i18n.Text
@@ -182,6 +223,7 @@ func planOffer(p *Profile, o *catalog.Offer, factor float64, opt PlanOptions, se
 	bills := billsFor(p, o, opt.Options)
 	byPlan := map[string]Bill{}
 	for _, b := range bills {
+		estimate(&b, p, o, opt.Options, rates)
 		b.date(o, opt.Today)
 		b.history(o, opt.Options)
 		b.scale(factor)

@@ -110,6 +110,38 @@ func TestUnknownIsNotZero(t *testing.T) {
 			}
 		}
 	}
+	// plan ranks its advice the same way: by the estimate of the plan it
+	// recommends, each of which carries its estimate.
+	plan, err := MakePlan(&p, offers, c.Rates, PlanOptions{Options: Options{Estimates: est}, Trials: 10}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	advised := func(o OfferPlan) *Bill {
+		for i := range o.Bills {
+			if o.Bills[i].Plan == o.Recommendation {
+				return &o.Bills[i]
+			}
+		}
+		return nil
+	}
+	estimated := 0
+	for i, o := range plan.Offers {
+		b := advised(o)
+		if b == nil || o.Recommendation == Spot {
+			continue
+		}
+		if b.Estimate != nil {
+			estimated++
+		}
+		for _, a := range plan.Offers[:i] {
+			if ab := advised(a); ab != nil && a.Recommendation != Spot && ab.rank() > b.rank() {
+				t.Errorf("plan: %s (%v) advised above %s (%v)", a.Offer, ab.rank(), o.Offer, b.rank())
+			}
+		}
+	}
+	if estimated == 0 {
+		t.Error("plan: no advised bill carries an estimate")
+	}
 	// A bill whose fees are all known ranks on its exact total.
 	known := testOffer()
 	q, _ = Make(&p, []catalog.Offer{known}, catalog.Rates{}, Options{Estimates: est})
@@ -182,5 +214,64 @@ func TestAzureEgressFirst100GBFree(t *testing.T) {
 		if got := item(q.Bills[0], "egress"); math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("%v GB: egress %v, want %v", tc.gb, got, tc.want)
 		}
+	}
+}
+
+// TestPlanAndBudgetByWork: plan and quote --budget read a reference GPU
+// as quote does. plan plans each offer for its own GPU's hours (the
+// H20's 669 h, so it advises the H100 first); a budget ranks the plans by
+// the work it buys, in hours on the reference, not by its hours (1000
+// USD buy 930 H20 hours, worth 139 H100 hours, and 502 H100 hours).
+// Before, plan ignored --reference and --budget refused it.
+func TestPlanAndBudgetByWork(t *testing.T) {
+	offer := func(id, gpu string, hourly float64) catalog.Offer {
+		return catalog.Offer{ID: id, Provider: id, GPU: gpu, GPUs: 1, Currency: "USD",
+			OnDemand: catalog.OnDemand{Hourly: catalog.Known(hourly), Increment: dur(time.Second), Minimum: dur(0)}}
+	}
+	offers := []catalog.Offer{offer("h20", "H20", 1.075), offer("h100", "H100 SXM", 1.99), offer("t4", "T4", 0.1)}
+	p := Profile{ComputeHours: 100, GPUs: 1, Starts: 1}
+	p.Defaults(nil)
+	w, err := NewWork("H100", ByTraining)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := MakePlan(&p, offers, catalog.Rates{}, PlanOptions{Options: Options{Work: w}, Trials: 10}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, o := range plan.Offers {
+		order = append(order, o.Offer)
+		if want := map[string]float64{"h100": 100, "h20": 100 * 989.5 / 148}[o.Offer]; math.Abs(o.Hours-want) > 0.01 {
+			t.Errorf("plan: %s for %v h, want %v", o.Offer, o.Hours, want)
+		}
+	}
+	var pn []string
+	for _, n := range plan.Notes {
+		pn = append(pn, n.String())
+	}
+	if strings.Join(order, " ") != "h100 h20" || plan.Reference != "H100 SXM5" || !strings.Contains(strings.Join(pn, "\n"), "left out: offers of T4") {
+		t.Fatalf("plan order %v, reference %q, notes %v", order, plan.Reference, pn)
+	}
+
+	r, err := Afford(&p, false, offers, catalog.Rates{}, Options{Work: w}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Plans) != 2 || r.Plans[0].Bill.Offer != "h100" || r.Reference != "H100 SXM5" {
+		t.Fatalf("budget: %+v", r.Plans)
+	}
+	h100, h20 := r.Plans[0], r.Plans[1]
+	if math.Abs(h100.Work-h100.Hours) > 1e-9 || math.Abs(h100.Hours-1000/1.99) > 0.01 ||
+		math.Abs(h20.Hours-1000/1.075) > 0.01 || math.Abs(h20.Work-h20.Hours*148/989.5) > 0.01 || h20.Bill.RatedAs != "H20" {
+		t.Fatalf("budget: h100 %v h = %v work, h20 %v h = %v work (%s)", h100.Hours, h100.Work, h20.Hours, h20.Work, h20.Bill.RatedAs)
+	}
+	// Without a reference the hours rank, and the H20's many come first.
+	byHours, err := Afford(&p, false, offers, catalog.Rates{}, Options{}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byHours.Plans[0].Bill.Offer != "t4" || byHours.Plans[1].Bill.Offer != "h20" || byHours.Plans[0].Work != 0 {
+		t.Fatalf("by hours: %+v", byHours.Plans)
 	}
 }

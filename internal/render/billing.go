@@ -272,6 +272,10 @@ func Afford(w io.Writer, tr *i18n.Printer, p *billing.Profile, spanGiven bool, r
 		{tr.T("HOURS"), false, func(i int, b billing.Bill) string { return atMost(b, trim(math.Floor(r.Plans[i].Hours*100+1e-9)/100)) }},
 		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string { return atLeast(b, report.Money(b.Total)) }},
 	}...), append(items, tail...)...)
+	if r.Reference != "" { // after HOURS: what they are worth on the reference
+		work := column{tr.T("WORK"), false, func(i int, b billing.Bill) string { return atMost(b, trim(math.Floor(r.Plans[i].Work*100+1e-9)/100)) }}
+		cols = slices.Insert(cols, len(head)+1, work)
+	}
 	if err := billTable(tr, cols, wide, bills).Write(w); err != nil {
 		return err
 	}
@@ -339,8 +343,12 @@ func Plan(w io.Writer, tr *i18n.Printer, plan *billing.Plan, deadline string) er
 	if deadline != "" {
 		dlHead = "P(<=" + deadline + ")"
 	}
-	tab := report.NewTab(tr.T("OFFER"), tr.T("BUY"), tr.T("ON_DEMAND"), tr.T("SUBSCRIPTION"), tr.T("SPOT"), tr.T("SPOT P50/P90"), tr.T("HOURS P50/P90"), dlHead,
-		tr.T("BREAK-EVEN"), tr.T("CKPT YOUNG/DALY"), tr.T("LOST"))
+	head := []string{tr.T("OFFER"), tr.T("BUY"), tr.T("ON_DEMAND"), tr.T("SUBSCRIPTION"), tr.T("SPOT"), tr.T("SPOT P50/P90"), tr.T("HOURS P50/P90"), dlHead,
+		tr.T("BREAK-EVEN"), tr.T("CKPT YOUNG/DALY"), tr.T("LOST")}
+	if plan.Reference != "" { // each offer's own hours for the work
+		head = slices.Insert(head, 1, tr.T("HOURS"))
+	}
+	tab := report.NewTab(head...)
 	for _, o := range plan.Offers {
 		cell := func(plan string) string {
 			v, ok := o.Totals[plan]
@@ -348,6 +356,9 @@ func Plan(w io.Writer, tr *i18n.Printer, plan *billing.Plan, deadline string) er
 				return "-"
 			}
 			for _, b := range o.Bills {
+				if b.Plan == plan && b.Estimate != nil {
+					return b.BeyondEstimate() + "≈" + report.Money(b.Estimate.Total)
+				}
 				if b.Plan == plan {
 					return atLeast(b, report.Money(v))
 				}
@@ -379,7 +390,11 @@ func Plan(w io.Writer, tr *i18n.Printer, plan *billing.Plan, deadline string) er
 		if buy == "" {
 			buy = "-"
 		}
-		tab.Row(o.Offer, buy, cell(billing.OnDemand), cell(billing.Subscription), cell(billing.Spot), spot, hours, dl, be, ck, lost)
+		row := []string{o.Offer, buy, cell(billing.OnDemand), cell(billing.Subscription), cell(billing.Spot), spot, hours, dl, be, ck, lost}
+		if plan.Reference != "" {
+			row = slices.Insert(row, 1, trim(math.Round(o.Hours*10)/10))
+		}
+		tab.Row(row...)
 	}
 	if err := tab.Write(w); err != nil {
 		return err

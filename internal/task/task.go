@@ -152,7 +152,7 @@ func (t *Flags) Register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&t.providers, "provider", nil, `only this provider's offers, e.g. "RunPod", "alibaba cloud" (repeatable)`)
 	fs.Float64Var(&t.interruptions, "interruptions-per-day", 0, "spot interruptions a day, for every offer (else the offer's own, or its provider's published frequency)")
 	fs.BoolVar(&t.history, "history", false, "also price older readings of an offer that a newer one supersedes, marked as history")
-	fs.StringVar(&t.reference, "reference", "", `read --hours as hours on this GPU ("H100"), and price each offer for the hours its own GPU needs for the same work, ranked by the cost of the work`)
+	fs.StringVar(&t.reference, "reference", "", `read --hours as hours on this GPU ("H100"), and price each offer for the hours its own GPU needs for the same work, ranked by the cost of the work (with --budget, by the work it buys)`)
 	fs.StringVar(&t.workload, "workload", billing.ByTraining, "what sets the speed with --reference: training (dense BF16 tensor throughput) or inference (memory bandwidth, token by token)")
 }
 
@@ -297,9 +297,6 @@ func (t *Flags) Load(fs *pflag.FlagSet, cat *catalog.Catalog) (*billing.Profile,
 		return nil, nil, opt, usage.Errorf("--workload: it says how --reference rates the GPUs; give --reference GPU too")
 	}
 	if t.reference != "" {
-		if t.SolveHours {
-			return nil, nil, opt, usage.Errorf("--reference: not with --budget, which finds the hours each plan gives")
-		}
 		if opt.Work, err = billing.NewWork(t.reference, t.workload); err != nil {
 			flag := "--reference"
 			if set("workload") && t.workload != billing.ByTraining && t.workload != billing.ByDecoding {
