@@ -42,6 +42,8 @@ var providerFacts = map[string][]fact{
 		{"release_after_stopped", "never", "https://benyamin.cc/index.php/2020/02/24/azure-vm-lifecycle/ (2020-02-24, copy of Microsoft's power-state table)"},
 	},
 	"Hyperstack": {
+		{"boot_fee", "0", "billing follows the power state, and \"VMs in transtion states like HIBERNATING or RESTORING do not incur charges\": https://infrahub-doc.nexgencloud.com/docs/billing/states-and-billing (undated)"},
+		{"release_after_stopped", "never", "a stopped VM stays SHUTOFF, billed, until hibernated or deleted; no deletion is stated: same page (undated; read from that rule)"},
 		{"storage.stopped_gb_month", "0.0706", "SHUTOFF: \"billing continues for all resources\", at the running rate above: https://infrahub-doc.nexgencloud.com/docs/billing/states-and-billing (undated)"},
 		{"storage.running_gb_month", "0.0706", "Cloud-SSD volume 0.000096774/GB-h × 730 h: https://raw.githubusercontent.com/api-evangelist/nexgen-cloud/refs/heads/main/plans/nexgen-cloud-plans-pricing.yml (2026-08-26)"},
 		{"egress_gb", "0", "egress free: same source (2026-08-26)"},
@@ -122,6 +124,7 @@ var providerFacts = map[string][]fact{
 		{"storage.stopped_gb_month", "0", "the same closed list: 计费项介绍_intl_zh.md (undated)"},
 	},
 	"GPUShare (恒源云)": {
+		{"ip_month", "0", "no public IP of its own: \"实例并不提供公网 IP 地址，服务是通过端口映射到公网接入点提供链接的\", the FAQ (gpushare.com/docs/faq/instance/) in a verbatim copy: https://github.com/inpry/website/blob/51f98af5f15f030c03650c67df99eb9bd9f3d60a/docs/faq/instance.md (2022-07-22, secondary; read from that statement, as AutoDL's)"},
 		{"release_after_stopped", "10d", "\"After the pay-as-you-go shutdown ... the instance will be deleted after more than 10 days\": https://en.gpushare.com/docs/faq/payment (undated)"},
 		{"on_demand.minimum", "0s", "pay-as-you-go: \"Billed by the second ... buy at any time and release at any time\": https://en.gpushare.com/docs/product/price (undated)"},
 	},
