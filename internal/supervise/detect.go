@@ -71,7 +71,7 @@ func (d *Detector) Scan() ([]Candidate, error) {
 	if err != nil {
 		return nil, i18n.Errorf("checkpoint directory: %w", err)
 	}
-	now := time.Now
+	now := wallNow // file times are the kernel's
 	if d.Now != nil {
 		now = d.Now
 	}

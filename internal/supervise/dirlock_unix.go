@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/userfile"
@@ -56,7 +55,7 @@ func LockDir(dir, run string) (unlock func(), err error) {
 	}
 	host, _ := os.Hostname()
 	f.Truncate(0)
-	fmt.Fprintf(f, "gpurent run of run %s (pid %d on %s, since %s)\n", run, os.Getpid(), host, time.Now().UTC().Format("2006-01-02 15:04:05 MST"))
+	fmt.Fprintf(f, "gpurent run of run %s (pid %d on %s, since %s)\n", run, os.Getpid(), host, wallNow().UTC().Format("2006-01-02 15:04:05 MST"))
 	return func() {
 		f.Truncate(0)
 		f.Close()

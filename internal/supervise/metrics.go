@@ -36,7 +36,7 @@ func (m *Metrics) since(now time.Time) (time.Duration, bool) {
 
 // WriteTo writes the metrics in the Prometheus text exposition format.
 func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
-	now := time.Now()
+	now := wallNow()
 	age := -1.0
 	if t := m.lastCommit.Load(); t > 0 {
 		age = now.Sub(time.Unix(t, 0)).Seconds()

@@ -110,7 +110,7 @@ func (s *Supervisor) resume(ctx context.Context) error {
 			// name saved over and over): it moves aside for the pull, back
 			// if the pull fails, and is removed after only when the store
 			// holds it too.
-			older, olderID = filepath.Join(s.cfg.CkptDir, fmt.Sprintf(".gpurent-older-%s-%s", name, time.Now().UTC().Format("20060102T150405Z"))), s.st.idOf(c)
+			older, olderID = filepath.Join(s.cfg.CkptDir, fmt.Sprintf(".gpurent-older-%s-%s", name, s.now().UTC().Format("20060102T150405Z"))), s.st.idOf(c)
 			if err := os.Rename(dest, older); err != nil {
 				s.cfg.Log("warning: could not move %s aside for the newer %s (%v): resuming from %s here", dest, m.ID, err, local.Name)
 				return nil
@@ -125,7 +125,7 @@ func (s *Supervisor) resume(ctx context.Context) error {
 		// other name would be passed over for the broken one: the broken
 		// one is moved aside, kept, under a name no framework and no
 		// scan of gpurent's reads.
-		aside := filepath.Join(s.cfg.CkptDir, fmt.Sprintf(".gpurent-incomplete-%s-%s", name, time.Now().UTC().Format("20060102T150405Z")))
+		aside := filepath.Join(s.cfg.CkptDir, fmt.Sprintf(".gpurent-incomplete-%s-%s", name, s.now().UTC().Format("20060102T150405Z")))
 		if err := os.Rename(dest, aside); err != nil {
 			return i18n.Errorf("run: %s is not a complete checkpoint and the store's %s has its name, so it must move aside for the pulled one: %w", dest, m.ID, err)
 		}

@@ -211,11 +211,11 @@ func (s *Supervisor) lookDeeper(force bool) {
 		return
 	}
 	s.mu.Lock()
-	if s.deeperSaid || !force && time.Since(s.deeperAt) < 5*time.Second {
+	if s.deeperSaid || !force && s.since(s.deeperAt) < 5*time.Second {
 		s.mu.Unlock()
 		return
 	}
-	s.deeperAt = time.Now()
+	s.deeperAt = s.now()
 	s.mu.Unlock()
 	s.uploading.Lock() // the detector's settings are the uploader's
 	cs, err := s.det.Scan()

@@ -29,7 +29,7 @@ func (s *Supervisor) stopChild(done <-chan error, sig syscall.Signal) {
 	}
 	select {
 	case <-done:
-	case <-time.After(grace):
+	case <-wallAfter(grace): // a process exiting takes real time
 		s.signal(syscall.SIGKILL)
 		<-done
 	}
@@ -101,22 +101,22 @@ func (s *Supervisor) checkpointAndStop(ctx context.Context, left time.Duration, 
 	s.det.Quiet = min(s.det.Quiet, time.Second)
 	s.uploading.Unlock()
 	before, _, _ := s.det.Newest()
-	deadline := time.Now().Add(max(left-5*time.Second, left/2))
+	deadline := wallNow().Add(max(left-5*time.Second, left/2)) // the notice is the world's
 	if asked := s.askForCheckpoint(); asked == 0 {
 		// Nothing can checkpoint on demand: a checkpoint being written
 		// may still finish, so the command runs on for half the notice,
 		// and the other half is left to stop it and upload.
-		deadline = time.Now().Add(left / 2)
+		deadline = wallNow().Add(left / 2)
 		s.cfg.Log("the command runs on for %v, so that a checkpoint it is writing can finish", (left / 2).Round(time.Second))
 	}
 	exited := false
-	for time.Now().Before(deadline) && !exited {
+	for wallNow().Before(deadline) && !exited {
 		c, ok, _ := s.det.Newest()
 		if ok && c.Signature() != before.Signature() {
 			break
 		}
 		select {
-		case <-time.After(s.cfg.Poll / 4):
+		case <-wallAfter(s.cfg.Poll / 4):
 		case <-done:
 			// Saved and exited, as SLURM-style handlers do: done is
 			// drained, so stopChild must not wait on it again.

@@ -112,8 +112,10 @@ type Config struct {
 	Until       time.Time
 	UntilWindow time.Duration
 	UntilWhy    i18n.Text
-	// Clock is what Until and the stop it starts are judged by; nil: the
-	// real one. The rest (quiet periods, backoff, grace) is real time.
+	// Clock is the run's schedule (Until, the restart backoff, when a
+	// failing store is tried again, stalls, the lease: see clocks.go);
+	// nil: the real one. Files, their quiet periods and polls, the grace
+	// and a notice's window are real time.
 	Clock clock.Clock
 	// Lease is the run's lease in the store (store.TakeLease), renewed
 	// every Every while Run runs; once another session takes the run,
@@ -336,7 +338,7 @@ func (s *Supervisor) startChild(restarts int) (*exec.Cmd, oomWatch, error) {
 	s.child.Store(int64(cmd.Process.Pid))
 	s.Metrics.childUp.Store(1)
 	s.mu.Lock()
-	s.progress.started(time.Now())
+	s.progress.started(s.now())
 	s.mu.Unlock()
 	select {
 	case <-s.stalled: // judged against the command that is gone
@@ -396,14 +398,14 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 	if s.cfg.Lease != nil {
 		go s.renew(ctx)
 	}
-	s.Metrics.started.Store(time.Now().UnixNano())
+	s.Metrics.started.Store(wallNow().UnixNano())
 	if c, d := s.untilQuiet(); d > 0 {
 		// Written moments ago (by a run gpurent did not see end): it
 		// counts once quiet, and deciding before would pull or resume
 		// from an older checkpoint.
-		s.cfg.Log("%s was modified %v ago: waiting until it has been quiet for %v", c.Name, time.Since(c.ModTime).Round(time.Millisecond), s.det.Quiet)
+		s.cfg.Log("%s was modified %v ago: waiting until it has been quiet for %v", c.Name, fileAge(c.ModTime).Round(time.Millisecond), s.det.Quiet)
 		select {
-		case <-time.After(d):
+		case <-wallAfter(d): // a file's quiet period is on the kernel's clock
 		case <-ctx.Done():
 			return Exit{Code: 137, Reason: i18n.Textf("abandoned")}, ctx.Err()
 		case sig := <-stop:
@@ -535,19 +537,19 @@ func (s *Supervisor) Run(ctx context.Context, stop <-chan os.Signal) (Exit, erro
 			return Exit{Code: 1, Stored: s.stored(f), Reason: i18n.Textf("crash loop: the command failed %s in a row (%v) without a new checkpoint; fix it before restarting%s; %s",
 				i18n.Plural(quietRestarts, "%d time", "%d times"), werr, cause, s.finalWords(f))}, nil
 		}
-		wait := backoff
+		wait, after := backoff, s.after
 		if c, d := s.untilQuiet(); d > wait {
 			// A checkpoint written just before the crash would count only
 			// after its quiet period: restarting sooner would resume from
 			// an older one (or the beginning) and redo the work.
-			wait = d
+			wait, after = d, wallAfter // a file's quiet period is on the kernel's clock
 			s.cfg.Log("the command failed (%v); restart %d in %v, once %s has been quiet for %v", werr, restarts, wait.Round(time.Millisecond), c.Name, s.det.Quiet)
 		} else {
 			s.cfg.Log("the command failed (%v); restart %d in %v", werr, restarts, backoff)
 		}
 		s.cfg.Event("restart", i18n.Textf("the command failed (%v)%s; restart %d of %d", werr, cause, restarts, s.cfg.MaxRestarts))
 		select {
-		case <-time.After(wait):
+		case <-after(wait):
 		case <-ctx.Done():
 			return Exit{Code: 137, Reason: i18n.Textf("abandoned")}, ctx.Err()
 		case sig := <-stop:
@@ -616,7 +618,7 @@ func (s *Supervisor) endStrays(pgid int) {
 		if i == 1 {
 			wait = 5 * time.Second
 		}
-		for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for deadline := wallNow().Add(wait); wallNow().Before(deadline); wallSleep(50 * time.Millisecond) {
 			if len(live()) == 0 {
 				return
 			}
@@ -686,7 +688,7 @@ func (s *Supervisor) untilQuiet() (Candidate, time.Duration) {
 		return Candidate{}, 0
 	}
 	// A little past the boundary, so the next scan finds it complete.
-	return cs[0], s.det.Quiet - time.Since(cs[0].ModTime) + 20*time.Millisecond
+	return cs[0], s.det.Quiet - fileAge(cs[0].ModTime) + 20*time.Millisecond
 }
 
 // newestSeen is the signature of the newest checkpoint in the directory,
@@ -711,7 +713,8 @@ func (s *Supervisor) commitCount() int {
 // it scans soon after file events and, for what events cannot tell (a
 // quiet period ending, a file system without events), every Poll.
 func (s *Supervisor) watch(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Poll)
+	// Polls look at files, which change in real time.
+	t := wallTicker(s.cfg.Poll)
 	defer t.Stop()
 	events := s.notify(ctx)
 	for {
@@ -721,11 +724,11 @@ func (s *Supervisor) watch(ctx context.Context) {
 		case <-t.C:
 		case <-events:
 		}
-		if s.uploadDue(time.Now()) {
+		if s.uploadDue(s.now()) {
 			s.uploadNewest(ctx)
 		}
 		s.lookDeeper(false)
-		s.checkStall(time.Now())
+		s.checkStall(s.now())
 	}
 }
 

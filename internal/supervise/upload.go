@@ -35,12 +35,12 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 		return true // nothing complete to upload (as Newest says it)
 	}
 	c := cs[i]
-	now := time.Now()
+	now := s.now()
 	s.mu.Lock()
 	progressed := s.progress.saw(c, now)
 	s.mu.Unlock()
 	if progressed {
-		s.Metrics.lastCheckpoint.Store(now.Unix())
+		s.Metrics.lastCheckpoint.Store(wallNow().Unix()) // metrics are read in real time
 	}
 	if s.st.isCommitted(c) {
 		s.trimLocal(c)
@@ -61,7 +61,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 			return true
 		}
 	}
-	start := time.Now()
+	start := s.now()
 	m, err := s.cfg.Store.Push(ctx, c.Path, s.cfg.Run)
 	if err != nil {
 		if _, gone := os.Lstat(c.Path); errors.Is(gone, fs.ErrNotExist) && ctx.Err() == nil {
@@ -91,7 +91,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 		}
 		s.rotated = 0
 		s.Metrics.uploadErrors.Add(1)
-		now := time.Now()
+		now := s.now()
 		if s.failingSince.IsZero() {
 			// One line when it starts, one when it ends (below):
 			// an hour's outage is not thousands of lines.
@@ -119,16 +119,16 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 		return false
 	}
 	s.rotated = 0
-	s.behind(c, cs, time.Since(start))
+	s.behind(c, cs, s.since(start))
 	if s.alarmed {
-		s.cfg.Event("store_ok", i18n.Textf("uploads work again after %v: committed %s", time.Since(s.failingSince).Round(time.Second), c.Name))
+		s.cfg.Event("store_ok", i18n.Textf("uploads work again after %v: committed %s", s.since(s.failingSince).Round(time.Second), c.Name))
 	} else if !s.failingSince.IsZero() {
-		s.cfg.Log("the store is back after %v (%s): committing %s", time.Since(s.failingSince).Round(time.Second), report.Count(s.tries+1, "try"), c.Name)
+		s.cfg.Log("the store is back after %v (%s): committing %s", s.since(s.failingSince).Round(time.Second), report.Count(s.tries+1, "try"), c.Name)
 	}
 	s.failingSince, s.alarmed, s.tries, s.wait, s.nextTry = time.Time{}, false, 0, 0, time.Time{}
 	s.commitLocal(c, m.ID)
 	s.Metrics.bytes.Add(m.Bytes)
-	took := time.Since(start)
+	took := s.since(start)
 	s.Metrics.lastUploadSeconds.Store(int64(took.Milliseconds()))
 	var reused, resumed i18n.Text
 	if m.Reused > 0 {
@@ -187,7 +187,7 @@ func (s *Supervisor) behind(c Candidate, before []Candidate, took time.Duration)
 }
 
 func (s *Supervisor) commitLocal(c Candidate, id string) {
-	now := time.Now()
+	now := s.now()
 	if err := s.st.commit(c, id, now.Unix()); err != nil {
 		s.cfg.Log("%v", err)
 	}
@@ -195,7 +195,7 @@ func (s *Supervisor) commitLocal(c Candidate, id string) {
 	s.commits++
 	s.lastCommit = now
 	s.mu.Unlock()
-	s.Metrics.lastCommit.Store(now.Unix())
+	s.Metrics.lastCommit.Store(wallNow().Unix())
 }
 
 // storeNewer: the store's newest checkpoint m is a later step of the same
@@ -278,7 +278,7 @@ func (s *Supervisor) finalUpload(ctx context.Context) final {
 			}
 			return f
 		}
-		time.Sleep(time.Duration(i+1) * 200 * time.Millisecond)
+		wallSleep(time.Duration(i+1) * 200 * time.Millisecond) // for the store to answer again
 	}
 	return final{found: found}
 }
@@ -287,14 +287,14 @@ func (s *Supervisor) finalUpload(ctx context.Context) final {
 // answer is retried at the next turn (the lease lasts four), a lost lease
 // ends the run.
 func (s *Supervisor) renew(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Lease.Every())
+	t := s.cfg.Clock.NewTicker(s.cfg.Lease.Every())
 	defer t.Stop()
 	failing := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		err := s.cfg.Lease.Renew(ctx)
 		switch {

@@ -53,7 +53,7 @@ func (s *Supervisor) notify(ctx context.Context) <-chan struct{} {
 					}
 				}
 				if timer == nil {
-					timer = time.After(settle)
+					timer = wallAfter(settle) // files settle in real time
 				}
 			case <-w.Errors:
 				// An overflowed queue loses events; the periodic scan
