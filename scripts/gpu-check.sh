@@ -45,6 +45,10 @@
 # TestGPUCheckSimulated (cmd/gpurent) runs it whole on simulated NVML, CUDA
 # driver, cuBLASLt, torch and nvidia-smi, so it works the first time on a
 # card.
+# GPU_CHECK_TRIALS (default 10) is how many sustained probes step 3 runs
+# idle and beside the co-tenant, GPU_CHECK_BURN (default 35s) how long step
+# 4's command keeps the GPU busy: the simulated run, which checks plumbing
+# and no figure, takes fewer and shorter.
 # GPU_CHECK_STEPS="2 3" runs those steps only (default: "1 2 3 4 5 6 7"), for a
 # second try that repeats only what went wrong the first time; step 3
 # compares with step 2's quick run where OUTDIR still holds it.
@@ -57,6 +61,9 @@ mkdir -p "$out"
 log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
 : >"$out/summary.txt"
 steps=${GPU_CHECK_STEPS:-1 2 3 4 5 6 7}
+trials=${GPU_CHECK_TRIALS:-10}
+case $trials in [1-9] | [1-9][0-9]) ;; *) log "GPU_CHECK_TRIALS: want 1 to 99, got $trials"; exit 2 ;; esac
+burn_for=${GPU_CHECK_BURN:-35s}
 for n in $steps; do
   case $n in [1-7]) ;; *) log "GPU_CHECK_STEPS: no step $n: the steps are 1 to 7"; exit 2 ;; esac
 done
@@ -246,7 +253,7 @@ took 2
 fi
 
 # 3. Co-tenant: the sustained probe alone (--probes sustained), 10 runs on the
-# idle GPU and 10 beside a GEMM loop (gpurent burn: cuBLASLt where found, else
+# idle GPU and 10 beside a GEMM loop (GPU_CHECK_TRIALS of each; gpurent burn: cuBLASLt where found, else
 # mma.sync kernels); and once every probe beside it, against the idle quick run.
 if step 3; then
 alarm() { # did the sustained probe fail in this report? (no python needed)
@@ -258,7 +265,7 @@ sustained() { "$gpurent" bench --no-history --backend cuda --probes sustained --
 # process that used the GPU just before?
 failed() { tr -d ' \n' <"$1" | grep -q '"verdict":"fail"'; }
 idle_alarms=0 busy_alarms=0 idle_fails=0
-for i in 1 2 3 4 5 6 7 8 9 10; do
+for i in $(seq "$trials"); do
   sustained >"$out/idle-$i.json" 2>/dev/null
   alarm "$out/idle-$i.json" && idle_alarms=$((idle_alarms + 1))
   failed "$out/idle-$i.json" && idle_fails=$((idle_fails + 1))
@@ -266,15 +273,15 @@ done
 "$gpurent" burn --duration 240s >"$out/burn.log" 2>&1 &
 burn=$!
 sleep 3
-for i in 1 2 3 4 5 6 7 8 9 10; do
+for i in $(seq "$trials"); do
   sustained >"$out/busy-$i.json" 2>/dev/null
   alarm "$out/busy-$i.json" && busy_alarms=$((busy_alarms + 1))
 done
 "$gpurent" bench --no-history --backend cuda --disk-mb 0 -o json >"$out/busy-all.json" 2>/dev/null
 kill "$burn" 2>/dev/null; wait "$burn" 2>/dev/null
 log "co-tenant: $(head -c 300 "$out/burn.log")"
-log "sustained probe: alarm in $idle_alarms of 10 idle runs (want 0), in $busy_alarms of 10 runs beside a co-tenant (want 10)"
-log "idle runs failed by any check: $idle_fails of 10 (want 0)"
+log "sustained probe: alarm in $idle_alarms of $trials idle runs (want 0), in $busy_alarms of $trials runs beside a co-tenant (want $trials)"
+log "idle runs failed by any check: $idle_fails of $trials (want 0)"
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import json, sys
 out = sys.argv[1]
@@ -302,7 +309,7 @@ fi
 if step 4; then
 nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -l 2 >"$out/smi-util.csv" 2>&1 &
 smi=$!
-"$gpurent" run --ckpt-dir "$out/run-ck" --preemption none --no-status -- "$gpurent" burn --duration 35s >"$out/run-watch.log" 2>&1
+"$gpurent" run --ckpt-dir "$out/run-ck" --preemption none --no-status -- "$gpurent" burn --duration "$burn_for" >"$out/run-watch.log" 2>&1
 kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
 log "gpurent run's GPU watch: $(grep -m1 'GPU utilization while the command ran' "$out/run-watch.log" || echo "no utilization line (see $out/run-watch.log)")"
 log "nvidia-smi utilization.gpu meanwhile: $(awk -F', *' 'NF == 2 && $2 ~ /^[0-9]+$/ { s[$1] += $2; n[$1]++ } END { k = 0; for (g in s) { printf "GPU %s %.0f%% (%d samples) ", g, s[g] / n[g], n[g]; k++ } if (!k) printf "no samples" }' "$out/smi-util.csv")"

@@ -60,6 +60,7 @@ done
 // next start must resume from at least the newest committed checkpoint;
 // every committed checkpoint must restore byte for byte.
 func TestKillGpurentForReal(t *testing.T) {
+	t.Parallel() // it runs processes of its own: the longest tests overlap
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("KILL_SEED"); v != "" {
 		seed, _ = strconv.ParseUint(v, 10, 64)

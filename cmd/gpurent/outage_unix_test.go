@@ -56,6 +56,7 @@ func (l *lockedBuffer) String() string {
 // run stopped the command about 2 s in as "another session took the run
 // over" and exited 1.
 func TestRunRidesOutStoreOutage(t *testing.T) {
+	t.Parallel() // it runs processes of its own: the longest tests overlap
 	for _, c := range []struct {
 		standIn string
 		outage  time.Duration

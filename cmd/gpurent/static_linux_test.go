@@ -20,6 +20,7 @@ import (
 // benches (saying why it checks no GPU), and the standard one does not
 // start at all, which is what the static build is for.
 func TestStaticBuild(t *testing.T) {
+	t.Parallel() // it runs processes of its own: the longest tests overlap
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go toolchain on PATH: the static build cannot be made here")
 	}
@@ -122,6 +123,7 @@ func TestStaticBuild(t *testing.T) {
 // 20 MB of the binary, docs/ckpt.md) and says so, exit 2, for a gs://
 // store, naming the S3-compatible way to the same bucket.
 func TestNoGCSBuild(t *testing.T) {
+	t.Parallel() // it runs processes of its own: the longest tests overlap
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go toolchain on PATH: the nogcs build cannot be made here")
 	}

@@ -23,6 +23,7 @@ import (
 // is a failure, exit 1; --gpu-force alone is bad usage. Nothing outside
 // the temporary home and root is planned.
 func TestWipeGPUSimulated(t *testing.T) {
+	t.Parallel() // it runs processes of its own: the longest tests overlap
 	_, simEnv := simGPUs(t)
 	dir := t.TempDir()
 	for _, d := range []string{"home", "root", "state"} {

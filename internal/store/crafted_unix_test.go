@@ -133,7 +133,7 @@ func (b *breaking) GetRange(ctx context.Context, key string, off, n int64) (io.R
 	return r, err
 }
 
-func quick(s *Store) *Store { s.pullWait = time.Millisecond; return s }
+func quick(s *Store) *Store { s.opt.PullWait = time.Millisecond; return s }
 
 // An earlier pull of a manifest that left a symlink in the kept partial,
 // then another manifest under the same id that puts a file beneath that

@@ -491,7 +491,7 @@ func (s *Store) fetchParts(ctx context.Context, m *Manifest, e Entry, parts []Pa
 			if err := rewind(off); err != nil {
 				return off, writeError{err}
 			}
-			wait := s.pullWait << (try - 1)
+			wait := s.opt.PullWait << (try - 1)
 			wait += time.Duration(rand.Int64N(int64(wait)/2 + 1))
 			select {
 			case <-ctx.Done():

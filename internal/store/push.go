@@ -197,18 +197,9 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	if err := ValidRun(run); err != nil {
 		return nil, err
 	}
-	own := s.lease != nil && s.lease.info.Run == run
-	if !own && s.opt.Leases && !s.opt.Takeover {
-		// Refused before the upload, not after it.
-		ls, err := s.leases(ctx, run)
-		if err != nil {
-			return nil, i18n.Errorf("lease of run %s: %w", run, err)
-		}
-		if held, err := s.held(ctx, run, ls, s.leaseTTL()); err != nil {
-			return nil, i18n.Errorf("lease of run %s: %w", run, err)
-		} else if held != nil {
-			return nil, held
-		}
+	own, err := s.mayPush(ctx, run)
+	if err != nil {
+		return nil, err
 	}
 	entries, paths, infos, err := scan(src)
 	if err != nil {
@@ -269,67 +260,10 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	if err != nil {
 		return nil, err
 	}
-	var objects []ObjRef
-	version := versionNoParts
-	var reused, resumed int64
-	for i := range entries {
-		o := entries[i].Object
-		if o < 0 {
-			continue
-		}
-		r := results[o]
-		base := len(objects)
-		objects = append(objects, r.objs...)
-		entries[i].Size, entries[i].SHA256 = r.size, r.sum
-		if len(r.parts) > 0 {
-			entries[i].Object, entries[i].Parts, version = -1, r.parts, max(version, versionParts)
-			for k := range entries[i].Parts {
-				entries[i].Parts[k].Object += base
-			}
-		} else {
-			entries[i].Object = base
-		}
-		reused += r.reused
-		resumed += r.resumed
-	}
-	var total int64
-	for _, e := range entries {
-		total += e.Size
-	}
-	for i := range entries {
-		if entries[i].rawNames() {
-			version = versionRawNames
-		}
-	}
-	list, err := json.Marshal(entries)
+	objects, version, reused, resumed := assemble(entries, results)
+	m, body, err := s.sealManifest(run, id, src, entries, objects, version)
 	if err != nil {
 		return nil, err
-	}
-	sealed, err := s.opt.Crypto.seal(list)
-	if err != nil {
-		return nil, err
-	}
-	m := &Manifest{Version: version, ID: id, Run: run, Created: s.opt.Now().UTC(), Host: s.opt.Host, Gpurent: s.opt.Version, Name: pushName(src),
-		Encrypted: s.opt.Crypto.Encrypting(), Recipients: s.opt.Crypto.Keys, Files: len(entries), Bytes: total, Objects: objects, FileList: sealed}
-	if err := s.opt.Crypto.sign(m); err != nil {
-		return nil, err
-	}
-	body, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	// What ls and pull would refuse is never committed: check it as they will.
-	if len(body) > maxManifest {
-		return nil, i18n.Errorf("push: the manifest of %d files takes %s, more than a manifest may (%s): push fewer files at once (a tar of them is one)", len(entries), report.Bytes(int64(len(body))), report.Bytes(maxManifest))
-	}
-	back, err := ParseManifest(body)
-	if err != nil {
-		return nil, i18n.Errorf("push: %w", err)
-	}
-	if m.Auth != nil {
-		if err := s.opt.Crypto.Authentic(back); err != nil {
-			return nil, i18n.Errorf("push: the manifest does not check as written: %w", err)
-		}
 	}
 	if err := s.stillStored(ctx, run, id, objects); err != nil {
 		return nil, err
@@ -371,6 +305,97 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	}
 	m.Reused, m.Resumed = reused, resumed
 	return m, nil
+}
+
+// mayPush refuses, before anything is uploaded, a push into a run whose
+// lease another session holds; own is whether this store holds it.
+func (s *Store) mayPush(ctx context.Context, run string) (own bool, err error) {
+	own = s.lease != nil && s.lease.info.Run == run
+	if own || !s.opt.Leases || s.opt.Takeover {
+		return own, nil
+	}
+	ls, err := s.leases(ctx, run)
+	if err != nil {
+		return false, i18n.Errorf("lease of run %s: %w", run, err)
+	}
+	if held, err := s.held(ctx, run, ls, s.leaseTTL()); err != nil {
+		return false, i18n.Errorf("lease of run %s: %w", run, err)
+	} else if held != nil {
+		return false, held
+	}
+	return false, nil
+}
+
+// assemble numbers the pushed files' objects in the order of entries and
+// points each entry at its object or parts; it returns the objects, the
+// manifest version they need, and the bytes reused and resumed.
+func assemble(entries []Entry, results []pushed) (objects []ObjRef, version int, reused, resumed int64) {
+	version = versionNoParts
+	for i := range entries {
+		o := entries[i].Object
+		if o < 0 {
+			continue
+		}
+		r := results[o]
+		base := len(objects)
+		objects = append(objects, r.objs...)
+		entries[i].Size, entries[i].SHA256 = r.size, r.sum
+		if len(r.parts) > 0 {
+			entries[i].Object, entries[i].Parts, version = -1, r.parts, max(version, versionParts)
+			for k := range entries[i].Parts {
+				entries[i].Parts[k].Object += base
+			}
+		} else {
+			entries[i].Object = base
+		}
+		reused += r.reused
+		resumed += r.resumed
+	}
+	for i := range entries {
+		if entries[i].rawNames() {
+			version = versionRawNames
+		}
+	}
+	return objects, version, reused, resumed
+}
+
+// sealManifest seals and signs the manifest of a push and checks it as ls and
+// pull will read it: what they would refuse is never committed.
+func (s *Store) sealManifest(run, id, src string, entries []Entry, objects []ObjRef, version int) (*Manifest, []byte, error) {
+	var total int64
+	for _, e := range entries {
+		total += e.Size
+	}
+	list, err := json.Marshal(entries)
+	if err != nil {
+		return nil, nil, err
+	}
+	sealed, err := s.opt.Crypto.seal(list)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := &Manifest{Version: version, ID: id, Run: run, Created: s.opt.Now().UTC(), Host: s.opt.Host, Gpurent: s.opt.Version, Name: pushName(src),
+		Encrypted: s.opt.Crypto.Encrypting(), Recipients: s.opt.Crypto.Keys, Files: len(entries), Bytes: total, Objects: objects, FileList: sealed}
+	if err := s.opt.Crypto.sign(m); err != nil {
+		return nil, nil, err
+	}
+	body, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(body) > maxManifest {
+		return nil, nil, i18n.Errorf("push: the manifest of %d files takes %s, more than a manifest may (%s): push fewer files at once (a tar of them is one)", len(entries), report.Bytes(int64(len(body))), report.Bytes(maxManifest))
+	}
+	back, err := ParseManifest(body)
+	if err != nil {
+		return nil, nil, i18n.Errorf("push: %w", err)
+	}
+	if m.Auth != nil {
+		if err := s.opt.Crypto.Authentic(back); err != nil {
+			return nil, nil, i18n.Errorf("push: the manifest does not check as written: %w", err)
+		}
+	}
+	return m, body, nil
 }
 
 // Holds is the run's newest checkpoint when it is src as it is now,

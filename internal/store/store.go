@@ -48,6 +48,9 @@ type Options struct {
 	Leases   bool
 	Takeover bool
 	LeaseTTL time.Duration
+	// PullWait is the first wait before an object whose reading broke off
+	// is read again; it doubles each time (1 s when zero).
+	PullWait time.Duration
 	// Segment is the size of the parts a larger file is stored in
 	// (segment.go; 1 GiB when zero).
 	Segment int64
@@ -98,9 +101,6 @@ type Store struct {
 	beat time.Duration
 	// lease, when set (Hold), is checked before every commit.
 	lease *Lease
-	// pullWait is the first wait before an object whose reading broke
-	// off is read again; it doubles each time.
-	pullWait time.Duration
 	// idMu guards idAt, the time of the last checkpoint id made here:
 	// the next is a millisecond later at least, so that two pushes of
 	// one process in the same millisecond sort in the order made, and
@@ -130,7 +130,10 @@ func New(b Backend, opt Options) *Store {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Store{b: b, opt: opt, beat: beatInterval(opt.Grace), pullWait: time.Second}
+	if opt.PullWait <= 0 {
+		opt.PullWait = time.Second
+	}
+	return &Store{b: b, opt: opt, beat: beatInterval(opt.Grace)}
 }
 
 func (s *Store) progress(n int64) {

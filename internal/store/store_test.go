@@ -955,7 +955,7 @@ func TestPullResumes(t *testing.T) {
 	os.MkdirAll(filepath.Join(parent, ".ckpt.gpurent-pull-20200101T000000.000Z-00000000", "x"), 0o700) // another checkpoint's
 	cut := &reads{Backend: b, n: map[string]int{}, broken: map[string]bool{sparseKey: true}}
 	st := New(cut, Options{Crypto: cr, Workers: 1})
-	st.pullWait = time.Millisecond
+	st.opt.PullWait = time.Millisecond
 	_, err = st.Pull(ctx, "r", m.ID, dest)
 	tmp := filepath.Join(parent, ".ckpt.gpurent-pull-"+m.ID)
 	want := fmt.Sprintf("; what was pulled (%d of %d files whole, ", files-1, files)

@@ -310,7 +310,7 @@ func newHarness(t *testing.T) *harness {
 }
 
 func (h *harness) store(b store.Backend) *store.Store {
-	return store.New(&store.Retrying{Backend: b, Base: time.Millisecond, Attempts: 2}, store.Options{Grace: -1})
+	return store.New(&store.Retrying{Backend: b, Base: time.Millisecond, Attempts: 2}, store.Options{Grace: -1, PullWait: time.Millisecond})
 }
 
 func (h *harness) config(dir string, b store.Backend) Config {
@@ -397,12 +397,17 @@ func (h *harness) resumes() []string {
 }
 
 func setTrainerEnv(t *testing.T, seed uint64, crash string, steps int) {
-	t.Setenv("FAKE_TRAINER", "1")
-	t.Setenv("FAKE_SEED", strconv.FormatUint(seed, 10))
-	t.Setenv("FAKE_CRASH", crash)
-	t.Setenv("FAKE_STEPS", strconv.Itoa(steps))
-	t.Setenv("FAKE_EVERY", "5")
-	t.Setenv("FAKE_STEP_MS", "5")
+	for _, kv := range trainerEnv(seed, crash, steps) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
+// trainerEnv is the fake trainer's environment, for a Config's Env where
+// tests run side by side (t.Setenv cannot).
+func trainerEnv(seed uint64, crash string, steps int) []string {
+	return []string{"FAKE_TRAINER=1", "FAKE_SEED=" + strconv.FormatUint(seed, 10), "FAKE_CRASH=" + crash,
+		"FAKE_STEPS=" + strconv.Itoa(steps), "FAKE_EVERY=5", "FAKE_STEP_MS=5"}
 }
 
 // TestKillTrials runs the fake trainer under gpurent and kills the trainer,
@@ -420,25 +425,34 @@ func TestKillTrials(t *testing.T) {
 	if v, err := strconv.ParseUint(os.Getenv("FAKE_SEED_BASE"), 10, 64); err == nil {
 		seed = v
 	}
+	// The trials wait on their trainers more than they compute: they run
+	// side by side (-parallel, GOMAXPROCS by default).
 	for i := 0; i < n; i++ {
 		s := seed + uint64(i)
-		if !t.Run(fmt.Sprint(s), func(t *testing.T) { killTrial(t, s) }) {
-			t.Fatalf("trial failed; replay with FAKE_SEED_BASE=%d -trials=1", s)
-		}
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			t.Parallel()
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("trial failed; replay with FAKE_SEED_BASE=%d -trials=1", s)
+				}
+			})
+			killTrial(t, s)
+		})
 	}
 }
 
 func killTrial(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	h := newHarness(t)
-	setTrainerEnv(t, seed, "0.02", 60)
-	t.Setenv("FAKE_LOG", h.log)
+	env := append(trainerEnv(seed, "0.02", 60), "FAKE_LOG="+h.log)
 	dir := t.TempDir()
 	kills := rng.IntN(3)
 	type floor struct{ logLen, step int }
 	var floors []floor
 	for k := 0; ; k++ {
-		sup, err := New(h.config(dir, h.b))
+		cfg := h.config(dir, h.b)
+		cfg.Env = env
+		sup, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1721,7 +1735,7 @@ func TestResumeFromOlderDiscardsThePartialPull(t *testing.T) {
 	cfg := h.config(dir, h.b)
 	cfg.Glob = "ckpt-*"
 	cfg.Store = store.New(&store.Retrying{Backend: brokenReads{Backend: h.b, key: m.Objects[len(m.Objects)-1].Key}, Base: time.Millisecond, Attempts: 2},
-		store.Options{Grace: -1, Workers: 1})
+		store.Options{Grace: -1, Workers: 1, PullWait: time.Millisecond})
 	cfg.Cmd = []string{"sh", "-c", `echo "resumed from $GPURENT_RESUME_FROM"`}
 	logged := captureLog(&cfg)
 	sup, err := New(cfg)
@@ -1775,7 +1789,7 @@ func TestResumeNewerInStoreSameName(t *testing.T) {
 	}
 	cfg := config(snapshot)
 	cfg.Store = store.New(&store.Retrying{Backend: brokenReads{Backend: h.b, key: m.Objects[len(m.Objects)-1].Key}, Base: time.Millisecond, Attempts: 2},
-		store.Options{Grace: -1, Workers: 1})
+		store.Options{Grace: -1, Workers: 1, PullWait: time.Millisecond})
 	cfg.Cmd = []string{"sh", "-c", `echo "resumed from $GPURENT_RESUME_FROM"`}
 	logged := captureLog(&cfg)
 	sup, _ = New(cfg)
@@ -1899,7 +1913,7 @@ func TestFreshMachineFallsBackPastCorruptNewest(t *testing.T) {
 	cfg := h.config(dir, h.b)
 	cfg.Glob = "ckpt-*"
 	cfg.Store = store.New(&store.Retrying{Backend: brokenReads{Backend: h.b, key: broken.Objects[0].Key}, Base: time.Millisecond, Attempts: 2},
-		store.Options{Grace: -1, Workers: 1})
+		store.Options{Grace: -1, Workers: 1, PullWait: time.Millisecond})
 	out := filepath.Join(t.TempDir(), "out")
 	cfg.Cmd = []string{"sh", "-c", `echo "$GPURENT_RESUME_FROM" > ` + out}
 	logged := captureLog(&cfg)
