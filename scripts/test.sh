@@ -16,7 +16,7 @@ missing=()
 command -v go >/dev/null || missing+=("go (1.26 or newer, https://go.dev/dl, on PATH)")
 command -v gcc >/dev/null || missing+=("gcc (go test -race needs cgo: apt-get install gcc)")
 command -v clang-19 >/dev/null || command -v clang >/dev/null || missing+=("clang (the GPU kernels' host test: apt-get install clang-19, or clang)")
-command -v git >/dev/null || missing+=("git")
+command -v git >/dev/null || missing+=("git (apt-get install git)")
 if [ ${#missing[@]} -gt 0 ]; then
   line=$(printf '%s; ' "${missing[@]}")
   echo "test.sh: on $os, missing: ${line%; }" >&2

@@ -64,6 +64,7 @@ func TestRunRidesOutStoreOutage(t *testing.T) {
 	}{{"nothing", 25 * time.Second, 110}, {"empty directory", 5 * time.Second, 40}, {"file", 5 * time.Second, 40}} {
 		standIn := c.standIn
 		t.Run(standIn, func(t *testing.T) {
+			t.Parallel() // each outage waits in real time, on its own store
 			ctx := context.Background()
 			base := t.TempDir()
 			ck, st, cfg := filepath.Join(base, "ck"), filepath.Join(base, "store"), filepath.Join(base, "cfg")
