@@ -87,8 +87,12 @@ func runCatalogRefresh(cmd *cobra.Command, g *globals, endpoints, only []string)
 	return nil
 }
 
-// trimFloat writes a price without trailing zeros.
+// trimFloat writes a change's figure without trailing zeros; a negative
+// one is what the catalog did not know.
 func trimFloat(v float64) string {
+	if v < 0 {
+		return "unknown"
+	}
 	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", v), "0"), ".")
 }
 

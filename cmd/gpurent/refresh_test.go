@@ -65,6 +65,16 @@ func TestCatalogRefresh(t *testing.T) {
 	if code, out, _ := gpurent(t, "catalog", "diff"); code != 0 || !strings.Contains(out, "azure-ND96isr_H100_v5: 98.32 (2026-09-16 / 2026-10-06) -> 89.5 ("+today+")") || !strings.Contains(out, "aws-p5.48xlarge: 55.04") {
 		t.Fatalf("diff: exit %d\n%s", code, out)
 	}
+	// Vast.ai's hosts' disk and bandwidth rates, which the embedded
+	// catalog does not know, come with its prices.
+	var vast []string
+	for _, e := range feedtest.Serve(t, "../../internal/catalog/refresh/testdata") {
+		vast = append(vast, "--endpoint", e)
+	}
+	if code, _, stderr := gpurent(t, append([]string{"catalog", "refresh", "--only", "vast"}, vast...)...); code != 0 ||
+		!strings.Contains(stderr, "vast-h100-sxm-median-"+today+" storage_gb_month: unknown -> 0.15") || !strings.Contains(stderr, "vast-h100-sxm-median-"+today+" egress_gb: unknown -> 0.005") {
+		t.Fatalf("vast: exit %d\n%s", code, stderr)
+	}
 	// Every source failing: exit 1, and the overlay stays as it was.
 	var failing []string
 	for _, e := range feedtest.Serve(t, "../../internal/catalog/refresh/testdata", "aws", "aws-spot", "azure", "vast") {

@@ -104,8 +104,11 @@ type Result struct {
 
 // Change is one price before and after.
 type Change struct {
-	Offer  string  `json:"offer"`
-	Plan   string  `json:"plan"` // on_demand or spot
+	Offer string `json:"offer"`
+	// Plan is what changed: on_demand or spot, spot_interruption_low, or
+	// a fee (storage_gb_month, egress_gb).
+	Plan string `json:"plan"`
+	// Before is -1 where the catalog did not know it.
 	Before float64 `json:"before"`
 	After  float64 `json:"after"`
 	Source string  `json:"source"`
@@ -124,6 +127,16 @@ type price struct {
 	// freq is a spot interruption bucket read (the Spot Advisor's),
 	// which has its own date and leaves the offer's prices and as_of.
 	freq *catalog.Frequency
+	// fees are fees read with the prices, written into the same reading.
+	fees []fee
+}
+
+// fee is one fee a source read: storage_gb_month (running and stopped
+// alike) or egress_gb. Unlike a price, 0 is a value (a host that charges
+// nothing for bandwidth).
+type fee struct {
+	name  string
+	value float64
 }
 
 // source reads the prices of the offers it knows from one provider.
@@ -231,6 +244,9 @@ func (r *Result) apply(base *catalog.Offer, p price, now time.Time) {
 	if !changed {
 		return
 	}
+	for _, f := range p.fees {
+		r.applyFee(&o, base, f, p.source)
+	}
 	fetched := now.UTC().Format(time.RFC3339)
 	updated := len(r.Updated) - updatedBefore
 	if all := p.hasOD && (base.Spot == nil || p.hasSpot) && len(r.Rejected) == rejectedBefore; all {
@@ -254,6 +270,30 @@ func (r *Result) apply(base *catalog.Offer, p price, now time.Time) {
 		}
 	}
 	r.Offers = append(r.Offers, o)
+}
+
+// applyFee writes f into o, the new reading of base, or records why not.
+func (r *Result) applyFee(o *catalog.Offer, base *catalog.Offer, f fee, source string) {
+	if math.IsNaN(f.value) || math.IsInf(f.value, 0) || f.value < 0 {
+		r.Rejected = append(r.Rejected, Rejected{base.ID, fmt.Sprintf("%s: %v", f.name, f.value)})
+		return
+	}
+	var at *catalog.Fee
+	switch f.name {
+	case "storage_gb_month":
+		at = &o.Storage.RunningGBMonth
+		o.Storage.StoppedGBMonth = catalog.Known(f.value)
+	case "egress_gb":
+		at = &o.EgressGB
+	default:
+		return
+	}
+	before, known := at.Value()
+	if !known {
+		before = -1
+	}
+	*at = catalog.Known(f.value)
+	r.Updated = append(r.Updated, Change{base.ID, f.name, before, f.value, source})
 }
 
 // applyFrequency sets base's spot interruption bucket, in the new reading

@@ -75,8 +75,23 @@ func TestRefreshFromRecordedAnswers(t *testing.T) {
 	if h100 == nil || h100.OnDemand.Hourly != catalog.Known(2.2) || len(h100.Supersedes) != 1 || h100.Supersedes[0] != "vast-h100-sxm-median-2026-10-19" {
 		t.Fatalf("vast H100: %+v", h100)
 	}
-	if v := find(r.Offers, "vast-4090-median-2026-12-07"); v == nil || v.OnDemand.Hourly != catalog.Known(0.375) {
+	if v := find(r.Offers, "vast-4090-median-2026-12-07"); v == nil || v.OnDemand.Hourly != catalog.Known(0.375) || v.EgressGB.IsKnown() {
 		t.Fatalf("vast 4090: %+v", v)
+	}
+	// The hosts' own disk and bandwidth rates, as medians of the same
+	// offers: storage billed running and stopped, the upload rate as
+	// egress (a 0 is a rate), the catalog's unknowns said as -1.
+	if h100.Storage.RunningGBMonth != catalog.Known(0.15) || h100.Storage.StoppedGBMonth != catalog.Known(0.15) || h100.EgressGB != catalog.Known(0.005) {
+		t.Fatalf("vast H100 fees: storage %+v, egress %+v", h100.Storage, h100.EgressGB)
+	}
+	fees := 0
+	for _, c := range r.Updated {
+		if c.Offer == h100.ID && (c.Plan == "storage_gb_month" && c.After == 0.15 || c.Plan == "egress_gb" && c.After == 0.005) && c.Before == -1 {
+			fees++
+		}
+	}
+	if fees != 2 {
+		t.Errorf("the fees' changes are not listed: %+v", r.Updated)
 	}
 	rejected := map[string]string{}
 	for _, x := range r.Rejected {
@@ -220,4 +235,17 @@ func slicesAll(offers []catalog.Offer, id string) []catalog.Offer {
 		}
 	}
 	return out
+}
+
+// TestRefreshFeeRejected: a negative or NaN fee read is not written, and
+// says why; the price read with it still is.
+func TestRefreshFeeRejected(t *testing.T) {
+	base := catalog.Offer{ID: "v", Provider: "Vast.ai", GPU: "H100 SXM", GPUs: 1, Currency: "USD", AsOf: "2026-10-01",
+		OnDemand: catalog.OnDemand{Hourly: catalog.Known(2)}}
+	var r Result
+	r.apply(&base, price{offer: "v", onDemand: 2.1, hasOD: true, source: "s", fees: []fee{{"egress_gb", -0.01}, {"storage_gb_month", 0.2}}}, day)
+	if len(r.Offers) != 1 || r.Offers[0].EgressGB.IsKnown() || r.Offers[0].Storage.RunningGBMonth != catalog.Known(0.2) ||
+		len(r.Rejected) != 1 || r.Rejected[0].Reason != "egress_gb: -0.01" {
+		t.Fatalf("offers %+v, rejected %+v", r.Offers, r.Rejected)
+	}
 }
