@@ -176,15 +176,7 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 		plan.Offers[i] = op
 	})
 	plan.Offers = slices.DeleteFunc(plan.Offers, func(o OfferPlan) bool { return o.Offer == "" })
-	if w := opt.Work; w != nil {
-		plan.Reference = w.Reference
-		plan.Notes = append([]i18n.Text{w.Note(p.ComputeHours)}, plan.Notes...)
-		if n := unratedNote(w, unrated); !n.IsZero() {
-			plan.Notes = append(plan.Notes, n)
-		}
-	} else if n := mixedNote(offers); !n.IsZero() {
-		plan.Notes = append(plan.Notes, n)
-	}
+	plan.Reference, plan.Notes = workNotes(p, offers, opt.Work, unrated, plan.Notes)
 	// Cheapest recommendation first, by its estimate where fees are
 	// unknown (as quote ranks: unknown is not zero); offers that could
 	// not be priced last.

@@ -333,15 +333,7 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 		}
 	}
 	q.Notes = offerNotes(p, offers, opt)
-	if w := opt.Work; w != nil {
-		q.Reference = w.Reference
-		q.Notes = append([]i18n.Text{w.Note(p.ComputeHours)}, q.Notes...)
-		if n := unratedNote(w, unrated); !n.IsZero() {
-			q.Notes = append(q.Notes, n)
-		}
-	} else if n := mixedNote(offers); !n.IsZero() {
-		q.Notes = append(q.Notes, n)
-	}
+	q.Reference, q.Notes = workNotes(p, offers, opt.Work, unrated, q.Notes)
 	if !p.Interruptible {
 		q.Notes = append(q.Notes, i18n.Textf("spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)"))
 	}

@@ -117,6 +117,23 @@ func forWork(p *Profile, o *catalog.Offer, w *Work) (*Profile, string, bool) {
 	return &pp, rated, true
 }
 
+// workNotes add to notes what a ranking's hours mean: with w, what HOURS
+// are (first) and the offers w could not rate (last), and the reference
+// GPU's name; without, whether the GPUs ranked by the hour differ in speed.
+func workNotes(p *Profile, offers []catalog.Offer, w *Work, unrated []string, notes []i18n.Text) (string, []i18n.Text) {
+	if w == nil {
+		if n := mixedNote(offers); !n.IsZero() {
+			notes = append(notes, n)
+		}
+		return "", notes
+	}
+	notes = append([]i18n.Text{w.Note(p.ComputeHours)}, notes...)
+	if n := unratedNote(w, unrated); !n.IsZero() {
+		notes = append(notes, n)
+	}
+	return w.Reference, notes
+}
+
 // unratedNote names the offers left out of a ranking by work.
 func unratedNote(w *Work, gpus []string) i18n.Text {
 	if len(gpus) == 0 {

@@ -15,11 +15,7 @@ import (
 // for the work of the H100 SXM's (989.5): by the hour the H20 ranked
 // first, by the work it ranks last. An A100 (312) sits between.
 func TestWorkRanksByTheCostOfTheWork(t *testing.T) {
-	offer := func(id, gpu string, hourly float64) catalog.Offer {
-		return catalog.Offer{ID: id, Provider: id, GPU: gpu, GPUs: 1, Currency: "USD",
-			OnDemand: catalog.OnDemand{Hourly: catalog.Known(hourly), Increment: dur(time.Second), Minimum: dur(0)}}
-	}
-	offers := []catalog.Offer{offer("h20", "H20", 1.075), offer("h100", "H100 SXM", 1.99), offer("a100", "A100 80GB SXM", 1.2)}
+	offers := []catalog.Offer{workOffer("h20", "H20", 1.075), workOffer("h100", "H100 SXM", 1.99), workOffer("a100", "A100 80GB SXM", 1.2)}
 	p := Profile{ComputeHours: 100, GPUs: 1, Starts: 1}
 	p.Defaults(nil)
 	byHour, err := Make(&p, offers, catalog.Rates{}, Options{})
@@ -60,6 +56,12 @@ func TestWorkRanksByTheCostOfTheWork(t *testing.T) {
 	if _, err := NewWork("H9000", ByTraining); err == nil {
 		t.Fatal("an unknown reference taken")
 	}
+}
+
+// workOffer is an on-demand offer of one GPU, billed by the second.
+func workOffer(id, gpu string, hourly float64) catalog.Offer {
+	return catalog.Offer{ID: id, Provider: id, GPU: gpu, GPUs: 1, Currency: "USD",
+		OnDemand: catalog.OnDemand{Hourly: catalog.Known(hourly), Increment: dur(time.Second), Minimum: dur(0)}}
 }
 
 func notes(q *Quote) string {
@@ -224,11 +226,7 @@ func TestAzureEgressFirst100GBFree(t *testing.T) {
 // USD buy 930 H20 hours, worth 139 H100 hours, and 502 H100 hours).
 // Before, plan ignored --reference and --budget refused it.
 func TestPlanAndBudgetByWork(t *testing.T) {
-	offer := func(id, gpu string, hourly float64) catalog.Offer {
-		return catalog.Offer{ID: id, Provider: id, GPU: gpu, GPUs: 1, Currency: "USD",
-			OnDemand: catalog.OnDemand{Hourly: catalog.Known(hourly), Increment: dur(time.Second), Minimum: dur(0)}}
-	}
-	offers := []catalog.Offer{offer("h20", "H20", 1.075), offer("h100", "H100 SXM", 1.99), offer("t4", "T4", 0.1)}
+	offers := []catalog.Offer{workOffer("h20", "H20", 1.075), workOffer("h100", "H100 SXM", 1.99), workOffer("t4", "T4", 0.1)}
 	p := Profile{ComputeHours: 100, GPUs: 1, Starts: 1}
 	p.Defaults(nil)
 	w, err := NewWork("H100", ByTraining)
