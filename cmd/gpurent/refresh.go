@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/catalog/refresh"
 	"github.com/gpurent/gpurent/internal/i18n"
+	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
 )
 
@@ -59,20 +59,7 @@ func runCatalogRefresh(cmd *cobra.Command, g *globals, endpoints, only []string)
 	if err != nil {
 		return err
 	}
-	for _, c := range r.Updated {
-		g.tr.Fprintf(w, "%s %s: %s -> %s (%s)\n", c.Offer, c.Plan, trimFloat(c.Before), trimFloat(c.After), c.Source)
-	}
-	for _, x := range r.Rejected {
-		g.tr.Fprintf(w, "rejected: %s: %s\n", x.Offer, x.Reason)
-	}
-	for _, s := range refresh.Sources() {
-		if why, ok := r.Failed[s]; ok {
-			g.tr.Fprintf(w, "failed: %s: %s\n", s, why)
-		}
-	}
-	if len(r.Offers) > 0 {
-		g.tr.Fprintf(w, "%s refreshed, kept in %s\n", i18n.Plural(len(r.Offers), "%d offer", "%d offers"), path)
-	}
+	render.Refreshed(w, g.tr, r, path)
 	if g.output == report.JSON {
 		if err := report.WriteJSON(g.stdout, r); err != nil {
 			return err
@@ -85,15 +72,6 @@ func runCatalogRefresh(cmd *cobra.Command, g *globals, endpoints, only []string)
 		return i18n.Errorf("no price was refreshed: none passed the checks, and a source failed")
 	}
 	return nil
-}
-
-// trimFloat writes a change's figure without trailing zeros; a negative
-// one is what the catalog did not know.
-func trimFloat(v float64) string {
-	if v < 0 {
-		return "unknown"
-	}
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", v), "0"), ".")
 }
 
 func newCatalogDiff(g *globals) *cobra.Command {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/catalog/refresh"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/report"
 )
@@ -82,5 +83,30 @@ func CatalogCheck(w io.Writer, tr *i18n.Printer, files []CatalogFile) {
 		if f.UnknownGPUMemory > 0 {
 			tr.Fprintf(w, "  gpu_memory_gb unknown in %s (--gpu with a size and --min-gpu-memory go by the datasheet's rows of the model)\n", Count(tr, f.UnknownGPUMemory, "offer"))
 		}
+	}
+}
+
+// Refreshed is what catalog refresh read: each change, each price
+// rejected and why, each source that failed, and where it was kept.
+func Refreshed(w io.Writer, tr *i18n.Printer, r refresh.Result, path string) {
+	figure := func(v float64) string {
+		if v < 0 {
+			return tr.T("unknown") // the catalog did not know it
+		}
+		return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", v), "0"), ".")
+	}
+	for _, c := range r.Updated {
+		tr.Fprintf(w, "%s %s: %s -> %s (%s)\n", c.Offer, c.Plan, figure(c.Before), figure(c.After), c.Source)
+	}
+	for _, x := range r.Rejected {
+		tr.Fprintf(w, "rejected: %s: %s\n", x.Offer, x.Reason)
+	}
+	for _, s := range refresh.Sources() {
+		if why, ok := r.Failed[s]; ok {
+			tr.Fprintf(w, "failed: %s: %s\n", s, why)
+		}
+	}
+	if len(r.Offers) > 0 {
+		tr.Fprintf(w, "%s refreshed, kept in %s\n", i18n.Plural(len(r.Offers), "%d offer", "%d offers"), path)
 	}
 }
