@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
-	"github.com/gpurent/gpurent/internal/store"
 )
 
 // newCkptLs is ckpt ls: a run's checkpoints.
@@ -25,7 +26,11 @@ func newCkptLs(g *globals, s *storeFlags) *cobra.Command {
 
 // runCkptLs lists the run's committed checkpoints.
 func runCkptLs(ctx context.Context, g *globals, s *storeFlags) error {
-	st, _, closeFn, err := s.OpenExisting(ctx, &store.Crypto{}, nil)
+	c, err := s.Crypto(false) // the auth keys here, to mark what they do not sign
+	if err != nil {
+		return err
+	}
+	st, _, closeFn, err := s.OpenExisting(ctx, c, nil)
 	if err != nil {
 		return err
 	}
@@ -35,11 +40,10 @@ func runCkptLs(ctx context.Context, g *globals, s *storeFlags) error {
 		return err
 	}
 	unreadableNote(g, bad)
+	unauth, checked := st.Unauthenticated(ms)
 	if g.output == report.JSON {
-		if ms == nil {
-			ms = []*store.Manifest{}
-		}
-		return report.WriteJSON(g.stdout, ckptLsJSON{Run: s.Run, Checkpoints: nonNil(summaries(ms)), Unreadable: unreadableKeys(bad)})
+		return report.WriteJSON(g.stdout, ckptLsJSON{Run: s.Run, Checkpoints: nonNil(summaries(ms)), Unreadable: unreadableKeys(bad),
+			Unauthenticated: nonNil(slices.Sorted(maps.Keys(unauth))), AuthChecked: checked})
 	}
-	return render.Checkpoints(g.stdout, g.tr, s.Run, ms, runsHint(ctx, st))
+	return render.Checkpoints(g.stdout, g.tr, s.Run, ms, runsHint(ctx, st), unauth, checked)
 }

@@ -15,6 +15,10 @@ type ckptLsJSON struct {
 	Run         string    `json:"run"`
 	Checkpoints []summary `json:"checkpoints"`
 	Unreadable  []string  `json:"unreadable"`
+	// Unauthenticated are the ids no key here signs; AuthChecked is false
+	// where no key here could tell.
+	Unauthenticated []string `json:"unauthenticated"`
+	AuthChecked     bool     `json:"auth_checked"`
 }
 
 // ckptVerifyJSON is ckpt verify -o json.

@@ -20,19 +20,33 @@ const when = "2006-01-02 15:04:05"
 
 // Checkpoints is ckpt ls's table: the run's committed checkpoints, and
 // where it has none, hint (the store's runs).
-func Checkpoints(w io.Writer, tr *i18n.Printer, run string, ms []*store.Manifest, hint i18n.Text) error {
+//
+// unauth are the ids no key here authenticates (store.Unauthenticated),
+// marked in the ID column and said once below; with checked false,
+// nothing could be told, and that is said instead.
+func Checkpoints(w io.Writer, tr *i18n.Printer, run string, ms []*store.Manifest, hint i18n.Text, unauth map[string]bool, checked bool) error {
 	// ENTRIES, not FILES: the count holds the directories, the
 	// checkpoint's own among them, as push and pull say. NAME is what was
 	// pushed (checkpoint-5000, last.ckpt): the ids alone do not say which
 	// step each one holds.
 	tab := report.NewTab(tr.T("ID"), tr.T("NAME"), tr.T("CREATED"), tr.T("ENTRIES"), tr.T("SIZE"), tr.T("ENCRYPTED"), tr.T("HOST"))
 	for _, m := range ms {
-		tab.Row(m.ID, orDash(report.Safe(m.Name)), m.Created.Local().Format(when), fmt.Sprint(m.Files), report.Bytes(m.Bytes), fmt.Sprint(m.Encrypted), report.Safe(m.Host))
+		id := m.ID
+		if unauth[m.ID] {
+			id += " !"
+		}
+		tab.Row(id, orDash(report.Safe(m.Name)), m.Created.Local().Format(when), fmt.Sprint(m.Files), report.Bytes(m.Bytes), fmt.Sprint(m.Encrypted), report.Safe(m.Host))
 	}
 	if err := tab.Write(w); err != nil {
 		return err
 	}
 	tr.Fprintf(w, "\n%s in run %s\n", Count(tr, len(ms), "checkpoint"), run)
+	switch {
+	case len(unauth) > 0:
+		tr.Fprintf(w, "!: %s not signed by a key here: planted by someone with write access, or written with another identity; pull, run and prune pass over them\n", Count(tr, len(unauth), "checkpoint"))
+	case !checked && len(ms) > 0:
+		tr.Fprintf(w, "whether each is the owner's (not planted) is not checked: no identity or auth key here (--identity FILE, --auth-key FILE), or --allow-unauthenticated\n")
+	}
 	if len(ms) == 0 {
 		fmt.Fprintln(w, tr.Text(hint))
 	}

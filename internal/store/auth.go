@@ -196,6 +196,24 @@ func (c *Crypto) Authentic(m *Manifest) error {
 		m.ID, m.Run, report.Safe(m.Host), m.Created.UTC().Format("2006-01-02 15:04"), ErrUnauthenticated, m.Auth.Key, strings.Join(ids, ", "))
 }
 
+// Unauthenticated are the ids, of ms, that readers here would refuse as
+// not the owner's (Trusted fails): a planted checkpoint, or one written
+// with another identity. checked is false where nothing can be told: no
+// identity or auth key here, or the checks turned off.
+func (s *Store) Unauthenticated(ms []*Manifest) (ids map[string]bool, checked bool) {
+	c := s.opt.Crypto
+	if !c.CheckAuth || len(c.Auth) == 0 {
+		return nil, false
+	}
+	ids = map[string]bool{}
+	for _, m := range ms {
+		if c.Authentic(m) != nil {
+			ids[m.ID] = true
+		}
+	}
+	return ids, true
+}
+
 // Trusted is nil when readers may use m (Crypto.trusted).
 func (s *Store) Trusted(m *Manifest) error { return s.opt.Crypto.trusted(m) }
 

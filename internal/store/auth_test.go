@@ -74,6 +74,15 @@ func TestPlantedCheckpointRefused(t *testing.T) {
 	if m.ID != mine.ID || len(passed) != 1 || passed[0].ID != planted.ID {
 		t.Fatalf("Latest = %s, passed %v; want the owner's %s, passing over %s", m.ID, passed, mine.ID, planted.ID)
 	}
+	// ls marks it (issue #58: listed as the newest with no mark); with
+	// no key here it cannot tell, and says so.
+	ms, _ := s.List(ctx, "r")
+	if bad, checked := s.Unauthenticated(ms); !checked || len(bad) != 1 || !bad[planted.ID] {
+		t.Fatalf("unauthenticated %v (checked %v); want only %s", bad, checked, planted.ID)
+	}
+	if _, checked := New(b, Options{Crypto: &Crypto{CheckAuth: true}}).Unauthenticated(ms); checked {
+		t.Fatal("told the planted one apart with no key")
+	}
 	_, err = s.Pull(ctx, "r", planted.ID, filepath.Join(t.TempDir(), "out"))
 	if !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), "no proof of its writer") {
 		t.Fatalf("pull of the planted checkpoint: %v", err)
