@@ -130,6 +130,8 @@ and committed by writing its manifest last: a push killed at any moment leaves n
 visible checkpoint, and a pull never leaves half a checkpoint at its destination.`,
 	}
 	s.register(cmd.PersistentFlags())
+	// Not run's: its uploader retries a failing store itself, while the command trains.
+	cliflag.DurationVar(cmd.PersistentFlags(), &s.RetryFor, "retry-for", 10*time.Minute, "once the store has answered, try it again for this long when it stops (an outage), waits doubling up to 30s; 0, or a store that never answered: five tries")
 	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
 		debug.SetMemoryLimit(store.MemoryLimit)
 		s.Say = func(format string, a ...any) {

@@ -36,9 +36,13 @@ type Config struct {
 	Insecure             bool
 	// Grace leaves uncommitted uploads younger than this alone when
 	// cleaning up (0: none).
-	Grace   time.Duration
-	Workers int
-	BWLimit string
+	Grace time.Duration
+	// RetryFor, when above zero, tries a store that answered and then
+	// stopped again until it has passed (an outage of minutes); 0: five
+	// tries (store.Retrying.For).
+	RetryFor time.Duration
+	Workers  int
+	BWLimit  string
 	// PartSize and PartConcurrency size multipart uploads (the flags
 	// give 8MiB and 4).
 	PartSize        string
@@ -194,9 +198,13 @@ func (s *Config) open(ctx context.Context, c *store.Crypto, progress func(int64)
 	if grace == 0 {
 		grace = -1
 	}
-	r := &store.Retrying{Backend: b}
+	r := &store.Retrying{Backend: b, For: s.RetryFor}
 	if say := s.Say; say != nil {
 		r.Retried = func(err error, wait time.Duration, left int) {
+			if left < 0 {
+				say("the store: %s; trying again in %.1f s (for up to %v, --retry-for)", store.Brief(err), wait.Seconds(), s.RetryFor)
+				return
+			}
 			say("the store: %s; trying again in %.1f s (%s left)", store.Brief(err), wait.Seconds(), report.Count(left, "try"))
 		}
 	}

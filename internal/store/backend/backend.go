@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -278,8 +279,15 @@ type Retrying struct {
 	Backend
 	Attempts int           // tries in all; 5 when zero
 	Base     time.Duration // first backoff; 200 ms when zero
+	// For, when above zero, tries a transient failure again until For has
+	// passed since the first (an outage of minutes), however many tries
+	// that takes, the waits doubling up to MaxWait; Attempts is then
+	// not used. Only once the store has answered: one that never did is
+	// more likely a wrong address than an outage, and gets Attempts.
+	For      time.Duration
+	answered atomic.Bool
 	// Retried, when set, hears of each failure that is tried again, how
-	// long until then and how many tries are left: a command waiting on
+	// long until then and how many tries are left (-1 with For): a command waiting on
 	// a store that does not answer says so rather than seem to hang (a
 	// refused port takes some 18 s of tries, the SDK's included).
 	Retried func(err error, wait time.Duration, left int)
@@ -323,6 +331,9 @@ func Transient(err error) bool {
 	return false
 }
 
+// MaxWait is the longest wait between two tries of Retrying.For.
+const MaxWait = 30 * time.Second
+
 func (r *Retrying) Do(ctx context.Context, op func() error) error {
 	attempts, base := r.Attempts, r.Base
 	if attempts <= 0 {
@@ -332,17 +343,31 @@ func (r *Retrying) Do(ctx context.Context, op func() error) error {
 		base = 200 * time.Millisecond
 	}
 	var err error
-	for i := 0; i < attempts; i++ {
+	var first time.Time
+	for i := 0; ; i++ {
 		if err = op(); err == nil || !Transient(err) {
+			r.answered.Store(true)
 			return err
 		}
-		if i == attempts-1 {
+		left := attempts - 1 - i
+		long := r.For > 0 && r.answered.Load()
+		if long {
+			if first.IsZero() {
+				first = time.Now()
+			}
+			left = -1
+		}
+		rest := r.For - time.Since(first)
+		if long && rest <= 0 || !long && left <= 0 {
 			break
 		}
-		d := base << i
+		d := min(base<<min(i, 30), MaxWait)
 		d += time.Duration(rand.Int64N(int64(d)/2 + 1))
+		if long {
+			d = min(d, rest) // the last try at the end of For, not past it
+		}
 		if r.Retried != nil {
-			r.Retried(err, d, attempts-1-i)
+			r.Retried(err, d, left)
 		}
 		select {
 		case <-ctx.Done():

@@ -1,10 +1,12 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"testing"
+	"time"
 )
 
 // unreachable stays silent on what is not about reaching the server, and
@@ -24,5 +26,49 @@ func TestUnreachableWords(t *testing.T) {
 	slow := &OpError{Op: "read", Key: "runs/r/data/x", Err: fmt.Errorf("operation error S3: GetObject, exceeded maximum number of attempts, 3: %w", errors.New("SlowDown: reduce your request rate"))}
 	if b := Brief(slow); b != "read runs/r/data/x: SlowDown: reduce your request rate" {
 		t.Errorf("Brief: %q", b)
+	}
+}
+
+// TestRetryFor: with For, a store that answered and then went down for
+// longer than the five tries would last (issue #58: a push gave up on an
+// S3 outage of about 10 s) is tried until it answers again, and one that
+// stays down is given up once For has passed, not sooner and not much
+// later; a store that never answered (a wrong address), and any without
+// For, get five tries.
+func TestRetryFor(t *testing.T) {
+	down := errors.New("connection refused")
+	ok := func() error { return nil }
+	tries := 0
+	r := &Retrying{Base: time.Microsecond, For: time.Hour}
+	r.Do(context.Background(), func() error { tries++; return down })
+	if tries != 5 {
+		t.Fatalf("never answered: %d tries, want 5", tries)
+	}
+	upAt := time.Now().Add(150 * time.Millisecond)
+	tries = 0
+	r = &Retrying{Base: time.Millisecond, For: time.Second}
+	r.Do(context.Background(), ok)
+	err := r.Do(context.Background(), func() error {
+		tries++
+		if time.Now().Before(upAt) {
+			return down
+		}
+		return nil
+	})
+	if err != nil || tries < 6 {
+		t.Fatalf("an outage shorter than For: %v after %d tries", err, tries)
+	}
+	start := time.Now()
+	var lefts []int
+	r = &Retrying{Base: time.Millisecond, For: 200 * time.Millisecond, Retried: func(_ error, _ time.Duration, left int) { lefts = append(lefts, left) }}
+	r.Do(context.Background(), ok)
+	err = r.Do(context.Background(), func() error { return down })
+	if took := time.Since(start); !errors.Is(err, down) || took < 200*time.Millisecond || took > 2*time.Second || len(lefts) == 0 || lefts[0] != -1 {
+		t.Fatalf("an outage longer than For: %v after %v, lefts %v", err, took, lefts)
+	}
+	tries = 0
+	(&Retrying{Base: time.Microsecond}).Do(context.Background(), func() error { tries++; return down })
+	if tries != 5 {
+		t.Fatalf("without For: %d tries, want 5", tries)
 	}
 }
