@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -320,5 +322,49 @@ func TestShortGraceKeepsALivePush(t *testing.T) {
 				t.Fatalf("a live push lost to a clean-up with a short grace: %v (the clean-up removed %d objects)", err, p.Leftovers)
 			}
 		})
+	}
+}
+
+// midWrite holds the write of the object whose key ends in hold after
+// its file is opened, before a byte of it is written.
+type midWrite struct{ *holding }
+
+func (h midWrite) Put(ctx context.Context, key string, fill func(io.Writer) error) (int64, error) {
+	if !strings.Contains(key, "/data/") || !strings.HasSuffix(key, h.hold) {
+		return h.Backend.Put(ctx, key, fill)
+	}
+	return h.Backend.Put(ctx, key, func(w io.Writer) error {
+		h.once.Do(func() { close(h.reached) })
+		<-h.release
+		return fill(w)
+	})
+}
+
+// A prune with no grace that deletes a push's objects while one of them
+// is being written (its directory gone before the write's rename) ends
+// the push as one whose objects were deleted, as documented, not with
+// the raw rename error (issue #58: "prune --grace 0 during a push ends the
+// push with a raw rename error and exit 2").
+func TestPushObjectsDeletedMidWrite(t *testing.T) {
+	ctx := context.Background()
+	b, err := newLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := midWrite{newHolding(b, 2)}
+	done := make(chan error, 1)
+	go func() { _, err := New(h, Options{Workers: 1}).Push(ctx, fourFiles(t), "r"); done <- err }()
+	select {
+	case <-h.reached:
+	case err := <-done:
+		t.Fatalf("the push ended before its third object: %v", err)
+	}
+	if r, err := New(b, Options{Grace: -1}).Prune(ctx, "r", 10); err != nil || r.Leftovers < 2 {
+		t.Fatalf("the prune with no grace deleted %+v, %v", r, err)
+	}
+	close(h.release)
+	// Not a missing file of the user's, which gpurent exits 2 for.
+	if err := <-done; !errors.Is(err, ErrObjectsDeleted) || errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("push: %v", err)
 	}
 }

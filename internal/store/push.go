@@ -257,6 +257,12 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 		results[i], err = s.pushFile(ctx, run, id, tag, i, paths[i], infos[i], rel[i], prev, jr)
 		return err
 	})
+	if IsNotFound(err) {
+		// The object's directory went while it was written (a directory
+		// store's clean-up with no grace): the same as one found gone
+		// before the commit.
+		return nil, i18n.Errorf("push: %w (a clean-up on another machine?): not committed (%v)", ErrObjectsDeleted, err)
+	}
 	if err != nil {
 		return nil, err
 	}
