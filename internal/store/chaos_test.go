@@ -195,12 +195,27 @@ func TestChaos(t *testing.T) {
 	t.Logf("%d trials against %s, seeds %d to %d (CHAOS_SEED=N -chaos-trials=1 repeats trial N)", *chaosTrials, where, seed, seed+uint64(*chaosTrials)-1)
 	own := owner(t)
 	var resumed atomic.Int64
+	// Each trial has its own run: four share the store side by side, as
+	// runs of several machines do (a trial mostly waits on its pushes).
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	var failed atomic.Bool
 	for i := range *chaosTrials {
 		s := seed + uint64(i)
-		if err := chaosTrial(t, b, own, s, &resumed); err != nil {
-			t.Fatalf("trial %d: %v (CHAOS_SEED=%d -chaos-trials=1 repeats it)", i, err, s)
+		sem <- struct{}{}
+		if failed.Load() {
+			break
 		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := chaosTrial(t, b, own, s, &resumed); err != nil {
+				failed.Store(true)
+				t.Errorf("trial %d: %v (CHAOS_SEED=%d -chaos-trials=1 repeats it)", i, err, s)
+			}
+		}()
 	}
+	wg.Wait()
 	t.Logf("%d commits resumed a push killed before", resumed.Load())
 }
 
