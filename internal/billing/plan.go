@@ -177,6 +177,11 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 	})
 	plan.Offers = slices.DeleteFunc(plan.Offers, func(o OfferPlan) bool { return o.Offer == "" })
 	plan.Reference, plan.Notes = workNotes(p, offers, opt.Work, unrated, plan.Notes)
+	if slices.ContainsFunc(plan.Offers, func(o OfferPlan) bool {
+		return slices.ContainsFunc(o.Bills, func(b Bill) bool { return b.Estimate != nil })
+	}) {
+		plan.Notes = append(plan.Notes, i18n.Textf("≈ marks estimates: a fee no source states for an offer is taken at the median of what the catalog's other offers state for it, and the advice is ranked by that (gpurent quote --wide shows each fee's range; -o json's totals count it as 0)"))
+	}
 	// Cheapest recommendation first, by its estimate where fees are
 	// unknown (as quote ranks: unknown is not zero); offers that could
 	// not be priced last.

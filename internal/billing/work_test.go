@@ -2,11 +2,13 @@ package billing
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/i18n"
 )
 
 // TestWorkRanksByTheCostOfTheWork pins the case: 100 h of H100
@@ -143,6 +145,9 @@ func TestUnknownIsNotZero(t *testing.T) {
 	}
 	if estimated == 0 {
 		t.Error("plan: no advised bill carries an estimate")
+	}
+	if !slices.ContainsFunc(plan.Notes, func(n i18n.Text) bool { return strings.HasPrefix(n.String(), "≈ marks estimates") }) {
+		t.Errorf("plan: no note says what ≈ marks: %v", plan.Notes)
 	}
 	// A bill whose fees are all known ranks on its exact total.
 	known := testOffer()
