@@ -2,6 +2,9 @@ package layers
 
 import (
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,5 +147,38 @@ func TestCmdStaysWiring(t *testing.T) {
 	t.Logf("cmd/gpurent: %d lines of non-test Go", lines)
 	if lines > most {
 		t.Errorf("cmd/gpurent has %d lines of non-test Go, over %d: move what decides anything to internal/", lines, most)
+	}
+}
+
+// TestCmdStartsNoGoroutine: cmd/gpurent starts no goroutine and shares no
+// memory between goroutines of its own (no go statement, no sync), so that
+// its tests, which run gpurent whole, lose nothing of cmd's by running
+// without the race detector (scripts/test.sh): what runs side by side
+// lives in internal/, raced in its own tests.
+func TestCmdStartsNoGoroutine(t *testing.T) {
+	files, err := filepath.Glob("../../cmd/gpurent/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no cmd/gpurent sources: %v", err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range f.Imports {
+			if p := strings.Trim(im.Path.Value, `"`); p == "sync" || p == "sync/atomic" {
+				t.Errorf("%s imports %s: what runs side by side belongs in internal/, where its tests run with -race", fset.Position(im.Pos()), p)
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if g, ok := n.(*ast.GoStmt); ok {
+				t.Errorf("%s: a go statement in cmd: move it to internal/, where its tests run with -race", fset.Position(g.Pos()))
+			}
+			return true
+		})
 	}
 }
