@@ -240,7 +240,7 @@ func TestBurnSimulated(t *testing.T) {
 	if !strings.Contains(what, "4096³ BF16 GEMM loop") {
 		t.Errorf("burn ran %q, want the cuBLASLt GEMM loop", what)
 	}
-	if d := time.Since(start); d < 100*time.Millisecond || d > 5*time.Second {
+	if d := time.Since(start); d < 100*time.Millisecond || d > 10*time.Second {
 		t.Errorf("burn for 100ms took %v", d)
 	}
 	st := stats()
