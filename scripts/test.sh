@@ -88,35 +88,13 @@ elif command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
 else
   echo "test.sh: no apt-get here: the tests against NVIDIA's own tools and libraries will say they did not run" >&2
 fi
-# Two runs beside the race run, each told after it, since the tests wait
-# on processes, files and servers much of their time:
-#  - cmd/gpurent without the race detector: it starts no goroutine of its
-#    own (internal/layers TestCmdStartsNoGoroutine), and its tests run gpurent
-#    whole, as a process most often; the packages where the goroutines live
-#    are raced in their own tests;
-#  - the memory limits, judged without the race detector, which inflates
-#    memory.
-# Then the packages that call C, again as linux/arm64 programs under
-# qemu-user (GH200 and Graviton GPU machines are arm64): alone, since
-# emulated beside the rest their simulated GPUs' timings (a soak's clock
-# drop sampled) did not hold.
-side=$(mktemp -d)
-trap 'rm -rf "$side"' EXIT
-go test -timeout 30m "$@" ./cmd/gpurent >"$side/cmd.log" 2>&1 &
-cmd_test=$!
+go test -race -timeout 30m "$@" ./...
+# Memory limits are judged without the race detector, which inflates memory.
 if [ $# -eq 0 ]; then
   # Every test file's lines: a failure in a helper (the S3 server's start)
   # must show why.
-  (go test -timeout 20m -run 'TestLargeFileMemory' -v ./internal/store 2>&1 | grep -E '^(=== RUN|--- |\s+\w+_test\.go:|ok|FAIL|PASS)') >"$side/memory.log" &
-  memory_test=$!
+  go test -timeout 20m -run 'TestLargeFileMemory' -v ./internal/store | grep -E '^(=== RUN|--- |\s+\w+_test\.go:|ok|FAIL|PASS)'
+  # The packages that call C, again as linux/arm64 programs under qemu-user
+  # (GH200 and Graviton GPU machines are arm64).
+  bash scripts/test-arm64.sh
 fi
-rc=0
-go test -race -timeout 30m "$@" $(go list ./... | grep -vx 'github.com/gpurent/gpurent/cmd/gpurent') || rc=1
-wait "$cmd_test" || rc=1
-cat "$side/cmd.log"
-if [ $# -eq 0 ]; then
-  wait "$memory_test" || rc=1
-  cat "$side/memory.log"
-  bash scripts/test-arm64.sh || rc=1
-fi
-exit $rc

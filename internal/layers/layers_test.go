@@ -151,10 +151,10 @@ func TestCmdStaysWiring(t *testing.T) {
 }
 
 // TestCmdStartsNoGoroutine: cmd/gpurent starts no goroutine and shares no
-// memory between goroutines of its own (no go statement, no sync), so that
-// its tests, which run gpurent whole, lose nothing of cmd's by running
-// without the race detector (scripts/test.sh): what runs side by side
-// lives in internal/, raced in its own tests.
+// memory between goroutines of its own (no go statement, no sync): what
+// runs side by side lives in internal/, raced in its own tests, so that
+// cmd's tests, which run gpurent whole, could run without the race
+// detector and lose nothing of cmd's.
 func TestCmdStartsNoGoroutine(t *testing.T) {
 	files, err := filepath.Glob("../../cmd/gpurent/*.go")
 	if err != nil || len(files) == 0 {
