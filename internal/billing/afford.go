@@ -259,15 +259,9 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 		r.Notes = append(r.Notes, i18n.Textf("spot left out on %s (%s): at the interruption rate even an hour of work would practically never finish; checkpoint settings (--ckpt-every) price a job that resumes",
 			i18n.Plural(len(never), "%d offer", "%d offers"), strings.Join(never, ", ")))
 	}
-	if w := opt.Work; w != nil {
-		r.Reference = w.Reference
-		r.Notes = append([]i18n.Text{i18n.Textf("WORK is what each plan's hours are worth in hours on %s, by %s (the datasheet table): ranked by the work the budget buys, not its hours", w.Reference, w.figure())}, r.Notes...)
-		if n := unratedNote(w, unrated); !n.IsZero() {
-			r.Notes = append(r.Notes, n)
-		}
-	} else if n := mixedNote(offers); !n.IsZero() {
-		r.Notes = append(r.Notes, n)
-	}
+	r.Reference, r.Notes = workNotes(offers, opt.Work, unrated, r.Notes, func(w *Work) i18n.Text {
+		return i18n.Textf("WORK is what each plan's hours are worth in hours on %s, by %s (the datasheet table): ranked by the work the budget buys, not its hours", w.Reference, w.figure())
+	})
 	r.Notes = append(r.Notes, opt.Notes...)
 	// Of quote's notes, those that do not speak of a number of hours.
 	for _, n := range []i18n.Text{memoryNote(p, offers), splitNote(p, offers), idleNote(p, offers)} {

@@ -176,7 +176,7 @@ func MakePlan(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt PlanO
 		plan.Offers[i] = op
 	})
 	plan.Offers = slices.DeleteFunc(plan.Offers, func(o OfferPlan) bool { return o.Offer == "" })
-	plan.Reference, plan.Notes = workNotes(p, offers, opt.Work, unrated, plan.Notes)
+	plan.Reference, plan.Notes = workNotes(offers, opt.Work, unrated, plan.Notes, func(w *Work) i18n.Text { return w.Note(p.ComputeHours) })
 	if slices.ContainsFunc(plan.Offers, func(o OfferPlan) bool {
 		return slices.ContainsFunc(o.Bills, func(b Bill) bool { return b.Estimate != nil })
 	}) {

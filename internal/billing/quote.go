@@ -333,7 +333,7 @@ func Make(p *Profile, offers []catalog.Offer, rates catalog.Rates, opt Options) 
 		}
 	}
 	q.Notes = offerNotes(p, offers, opt)
-	q.Reference, q.Notes = workNotes(p, offers, opt.Work, unrated, q.Notes)
+	q.Reference, q.Notes = workNotes(offers, opt.Work, unrated, q.Notes, func(w *Work) i18n.Text { return w.Note(p.ComputeHours) })
 	if !p.Interruptible {
 		q.Notes = append(q.Notes, i18n.Textf("spot not quoted: the profile is not interruptible (set interruptible: true, or --interruptible, when the job resumes from checkpoints)"))
 	}

@@ -117,17 +117,17 @@ func forWork(p *Profile, o *catalog.Offer, w *Work) (*Profile, string, bool) {
 	return &pp, rated, true
 }
 
-// workNotes add to notes what a ranking's hours mean: with w, what HOURS
-// are (first) and the offers w could not rate (last), and the reference
-// GPU's name; without, whether the GPUs ranked by the hour differ in speed.
-func workNotes(p *Profile, offers []catalog.Offer, w *Work, unrated []string, notes []i18n.Text) (string, []i18n.Text) {
+// workNotes add to notes what a ranking's hours mean: with w, lead's note
+// (first) and the offers w could not rate (last), and the reference GPU's
+// name; without, whether the GPUs ranked by the hour differ in speed.
+func workNotes(offers []catalog.Offer, w *Work, unrated []string, notes []i18n.Text, lead func(*Work) i18n.Text) (string, []i18n.Text) {
 	if w == nil {
 		if n := mixedNote(offers); !n.IsZero() {
 			notes = append(notes, n)
 		}
 		return "", notes
 	}
-	notes = append([]i18n.Text{w.Note(p.ComputeHours)}, notes...)
+	notes = append([]i18n.Text{lead(w)}, notes...)
 	if n := unratedNote(w, unrated); !n.IsZero() {
 		notes = append(notes, n)
 	}

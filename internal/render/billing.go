@@ -137,12 +137,7 @@ func Quote(w io.Writer, tr *i18n.Printer, p *billing.Profile, q *billing.Quote, 
 		head = append(head, column{tr.T("HOURS"), false, func(_ int, b billing.Bill) string { return trim(math.Round(b.Hours*10) / 10) }})
 	}
 	cols := append(append(head, []column{
-		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string {
-			if e := b.Estimate; e != nil {
-				return b.BeyondEstimate() + "≈" + report.Money(e.Total)
-			}
-			return atLeast(b, report.Money(b.Total))
-		}},
+		{tr.T("TOTAL"), false, func(_ int, b billing.Bill) string { return total(b) }},
 		// An estimate's range: its unknown fees at the least and the most
 		// the catalog's other offers state.
 		{tr.T("RANGE"), true, func(_ int, b billing.Bill) string {
@@ -207,6 +202,16 @@ func atMost(b billing.Bill, v string) string {
 		return "≤" + v
 	}
 	return v
+}
+
+// total is a bill's total as quote and plan show it: its estimate, marked
+// ≈, where fees are unknown and could be estimated, else the total, marked
+// as a lower bound where fees are unknown.
+func total(b billing.Bill) string {
+	if e := b.Estimate; e != nil {
+		return b.BeyondEstimate() + "≈" + report.Money(e.Total)
+	}
+	return atLeast(b, report.Money(b.Total))
 }
 
 // atLeast marks a figure of a bill with unknown fees as a lower bound,
@@ -356,11 +361,8 @@ func Plan(w io.Writer, tr *i18n.Printer, plan *billing.Plan, deadline string) er
 				return "-"
 			}
 			for _, b := range o.Bills {
-				if b.Plan == plan && b.Estimate != nil {
-					return b.BeyondEstimate() + "≈" + report.Money(b.Estimate.Total)
-				}
 				if b.Plan == plan {
-					return atLeast(b, report.Money(v))
+					return total(b)
 				}
 			}
 			return report.Money(v)

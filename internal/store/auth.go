@@ -201,13 +201,12 @@ func (c *Crypto) Authentic(m *Manifest) error {
 // with another identity. checked is false where nothing can be told: no
 // identity or auth key here, or the checks turned off.
 func (s *Store) Unauthenticated(ms []*Manifest) (ids map[string]bool, checked bool) {
-	c := s.opt.Crypto
-	if !c.CheckAuth || len(c.Auth) == 0 {
+	if c := s.opt.Crypto; !c.CheckAuth || len(c.Auth) == 0 {
 		return nil, false
 	}
 	ids = map[string]bool{}
 	for _, m := range ms {
-		if c.Authentic(m) != nil {
+		if s.Trusted(m) != nil {
 			ids[m.ID] = true
 		}
 	}

@@ -349,15 +349,14 @@ func (r *Retrying) Do(ctx context.Context, op func() error) error {
 			r.answered.Store(true)
 			return err
 		}
-		left := attempts - 1 - i
+		left, rest := attempts-1-i, time.Duration(0)
 		long := r.For > 0 && r.answered.Load()
 		if long {
 			if first.IsZero() {
 				first = time.Now()
 			}
-			left = -1
+			left, rest = -1, r.For-time.Since(first)
 		}
-		rest := r.For - time.Since(first)
 		if long && rest <= 0 || !long && left <= 0 {
 			break
 		}
