@@ -58,6 +58,10 @@ func LockDir(dir, run string) (unlock func(), err error) {
 	fmt.Fprintf(f, "gpurent run of run %s (pid %d on %s, since %s)\n", run, os.Getpid(), host, wallNow().UTC().Format("2006-01-02 15:04:05 MST"))
 	return func() {
 		f.Truncate(0)
+		// Unlocked before the close: a child forked meanwhile (and not
+		// yet exec'd, which closes it) shares the open file, and would
+		// hold the lock past the close.
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
 }
