@@ -88,7 +88,9 @@ elif command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
 else
   echo "test.sh: no apt-get here: the tests against NVIDIA's own tools and libraries will say they did not run" >&2
 fi
+t0=$SECONDS
 go test -race -timeout 30m "$@" ./...
+echo "test.sh: the race run took $((SECONDS - t0)) s" >&2
 # Memory limits are judged without the race detector, which inflates memory.
 if [ $# -eq 0 ]; then
   # Every test file's lines: a failure in a helper (the S3 server's start)
@@ -96,5 +98,7 @@ if [ $# -eq 0 ]; then
   go test -timeout 20m -run 'TestLargeFileMemory' -v ./internal/store | grep -E '^(=== RUN|--- |\s+\w+_test\.go:|ok|FAIL|PASS)'
   # The packages that call C, again as linux/arm64 programs under qemu-user
   # (GH200 and Graviton GPU machines are arm64).
+  t0=$SECONDS
   bash scripts/test-arm64.sh
+  echo "test.sh: the arm64 run took $((SECONDS - t0)) s" >&2
 fi
