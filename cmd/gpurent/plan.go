@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/render"
 	"github.com/gpurent/gpurent/internal/report"
@@ -44,7 +45,7 @@ and prints the tokens per day above which renting pays.`,
 			return runPlan(g, &o, cmd.Flags())
 		},
 	}
-	o.task.Register(cmd.Flags())
+	o.task.Register(cmd.Flags(), bench.MeasuredSpeeds)
 	o.inf.Register(cmd.Flags())
 	f := cmd.Flags()
 	f.IntVar(&o.trials, "trials", 10000, "Monte Carlo trials per offer")

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpurent/gpurent/internal/bench"
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/money"
 	"github.com/gpurent/gpurent/internal/render"
@@ -43,7 +44,7 @@ each plan gives within the budget, with the bill at those hours.`,
 			return runQuote(g, &o, cmd.Flags())
 		},
 	}
-	o.task.Register(cmd.Flags())
+	o.task.Register(cmd.Flags(), bench.MeasuredSpeeds)
 	cmd.Flags().BoolVar(&o.wide, "wide", false, "show every column of the table: provider, GPU, instances, list price, boot, IP, unknown fees, detail")
 	cmd.Flags().IntVar(&o.top, "top", 0, "show only the N cheapest bills (0: all); with --budget, the N that give the most hours")
 	cmd.Flags().StringVar(&o.budget, "budget", "", "what the task may cost in all, such as 500 or 3500CNY (in --currency): instead of --hours, the most compute hours each plan gives within it, the rest of the task as given")

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/compute"
 	"github.com/gpurent/gpurent/internal/i18n"
 	"github.com/gpurent/gpurent/internal/statedir"
 )
@@ -83,11 +86,18 @@ func (m *HistoryMeasure) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// HistoryGPU names one GPU of a run.
+// HistoryGPU names one GPU of a run, and keeps what quote --measured
+// rates its model by: the datasheet row bench identified it as and, when
+// their checks passed, its BF16 GEMM throughput and device-to-device copy
+// bandwidth (cuMemcpyDtoD's, else the copy kernel's). A figure from a check that warned (a throttled or shared
+// card) is not kept: it would rate the model by a fault.
 type HistoryGPU struct {
-	Name      string  `json:"name"`
-	UUID      string  `json:"uuid,omitempty"`
-	MemoryGiB float64 `json:"memory_gib,omitempty"`
+	Name       string   `json:"name"`
+	UUID       string   `json:"uuid,omitempty"`
+	MemoryGiB  float64  `json:"memory_gib,omitempty"`
+	Model      string   `json:"model,omitempty"`
+	BF16TFLOPS *float64 `json:"bf16_tflops,omitempty"`
+	MemoryGBs  *float64 `json:"memory_gb_s,omitempty"`
 }
 
 // Entry summarises a report for the history.
@@ -99,6 +109,7 @@ func (r *Report) Entry() HistoryEntry {
 		if d.MemoryTotal != nil {
 			g.MemoryGiB = gib(*d.MemoryTotal)
 		}
+		r.speeds(d.Index, &g)
 		e.GPUs = append(e.GPUs, g)
 	}
 	for _, c := range r.Checks {
@@ -182,4 +193,78 @@ func ReadHistory(path string) (entries []HistoryEntry, skipped int, err error) {
 		entries = append(entries, e)
 	}
 	return entries, skipped, sc.Err()
+}
+
+// speeds fills g's model and measured figures from GPU i's checks.
+func (r *Report) speeds(i int, g *HistoryGPU) {
+	p := fmt.Sprintf("gpu%d.", i)
+	dtod := false
+	for _, c := range r.Checks {
+		v, ok := c.Measured.(float64)
+		switch {
+		case c.ID == p+"identity" && c.Unit == "model":
+			// Measured is the datasheet row when bench identified the
+			// card, else the driver's name, which names no row.
+			g.Model, _ = c.Measured.(string)
+		case !ok || c.Status != Pass || !plausible(v):
+		case c.ID == p+compute.ProbeGEMMBF16:
+			g.BF16TFLOPS = &v
+		case c.ID == p+compute.ProbeDtoD:
+			g.MemoryGBs, dtod = &v, true
+		case c.ID == p+compute.ProbeCopy && !dtod:
+			// The copy kernel's figure, where cuMemcpyDtoD's is not.
+			g.MemoryGBs = &v
+		}
+	}
+}
+
+// Speeds are, for each datasheet model the history measured, the median
+// over every GPU of that model in every run: BF16 GEMM TFLOPS (tflops) and
+// device-to-device copy GB/s (gbs). They are what quote and plan
+// --measured rate a model by, in place of its datasheet peak.
+func Speeds(entries []HistoryEntry) (tflops, gbs map[string]float64) {
+	tf, bw := map[string][]float64{}, map[string][]float64{}
+	for _, e := range entries {
+		for _, g := range e.GPUs {
+			if g.Model == "" {
+				continue
+			}
+			if g.BF16TFLOPS != nil && plausible(*g.BF16TFLOPS) {
+				tf[g.Model] = append(tf[g.Model], *g.BF16TFLOPS)
+			}
+			if g.MemoryGBs != nil && plausible(*g.MemoryGBs) {
+				bw[g.Model] = append(bw[g.Model], *g.MemoryGBs)
+			}
+		}
+	}
+	return medians(tf), medians(bw)
+}
+
+// plausible is a speed some card could measure: no card comes near a
+// million TFLOPS or GB/s, so such a figure is a damaged line's.
+func plausible(v float64) bool { return v > 0 && v < 1e6 }
+
+func medians(by map[string][]float64) map[string]float64 {
+	out := make(map[string]float64, len(by))
+	for k, v := range by {
+		slices.Sort(v)
+		n := len(v)
+		out[k] = (v[(n-1)/2] + v[n/2]) / 2
+	}
+	return out
+}
+
+// MeasuredSpeeds are the Speeds of this machine's user's history
+// (HistoryPath); an absent history measured nothing.
+func MeasuredSpeeds() (tflops, gbs map[string]float64, err error) {
+	path, err := HistoryPath()
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, _, err := ReadHistory(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	tflops, gbs = Speeds(entries)
+	return tflops, gbs, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpurent/gpurent/internal/probe"
 	"github.com/gpurent/gpurent/internal/specs"
 )
 
@@ -89,3 +90,37 @@ func TestHistoryMeasureFields(t *testing.T) {
 		t.Errorf("a line with odd figures: %v, %+v", err, odd.Measure)
 	}
 }
+
+// TestHistorySpeeds: a run keeps the model bench identified and the GEMM
+// and copy figures whose checks passed; a GEMM at a fifth of the
+// datasheet (a warn) is not kept, so it cannot rate the model; Speeds
+// takes the median of what was kept, and a damaged line's figure is
+// dropped.
+func TestHistorySpeeds(t *testing.T) {
+	tab, _ := specs.Load()
+	judge := func(f probe.Facts) HistoryEntry {
+		r, err := Judge(f, tab, Order{GPU: "H100 SXM"}, DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Entry()
+	}
+	good := judge(probedGEMM(healthyH100(), launches(2000, 0), 77.6, 692))
+	g := good.GPUs[0]
+	if g.Model != "H100 SXM5" || g.BF16TFLOPS == nil || *g.BF16TFLOPS != 692 || g.MemoryGBs == nil || *g.MemoryGBs != 2915 {
+		t.Fatalf("kept %+v", g)
+	}
+	slow := judge(probedGEMM(healthyH100(), launches(2000, 0), 77.6, 190))
+	if slow.GPUs[0].BF16TFLOPS != nil {
+		t.Fatalf("a GEMM that warned was kept: %v", *slow.GPUs[0].BF16TFLOPS)
+	}
+	other := judge(probedGEMM(healthyH100(), launches(2000, 0), 77.6, 700))
+	damaged := other
+	damaged.GPUs = []HistoryGPU{{Model: "H100 SXM5", BF16TFLOPS: ptr(1e300)}}
+	tf, gbs := Speeds([]HistoryEntry{good, slow, other, damaged, judge(healthyH100())})
+	if tf["H100 SXM5"] != 696 || gbs["H100 SXM5"] != 2915 || len(tf) != 1 {
+		t.Fatalf("speeds %v %v", tf, gbs)
+	}
+}
+
+func ptr(v float64) *float64 { return &v }

@@ -260,7 +260,7 @@ func Afford(p *Profile, spanGiven bool, offers []catalog.Offer, rates catalog.Ra
 			i18n.Plural(len(never), "%d offer", "%d offers"), strings.Join(never, ", ")))
 	}
 	r.Reference, r.Notes = workNotes(offers, opt.Work, unrated, r.Notes, func(w *Work) i18n.Text {
-		return i18n.Textf("WORK is what each plan's hours are worth in hours on %s, by %s (the datasheet table): ranked by the work the budget buys, not its hours", w.Reference, w.figure())
+		return i18n.Textf("WORK is what each plan's hours are worth in hours on %s, by %s (%s): ranked by the work the budget buys, not its hours", w.Reference, w.figure(), w.source())
 	})
 	r.Notes = append(r.Notes, opt.Notes...)
 	// Of quote's notes, those that do not speak of a number of hours.

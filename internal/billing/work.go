@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -29,6 +30,9 @@ type Work struct {
 	By        string // ByTraining or ByDecoding
 	ref       float64
 	tab       *specs.Table
+	// measured, when set, holds the user's own figures by datasheet row
+	// (NewMeasuredWork), which then rate the GPUs in place of the table.
+	measured map[string]float64
 }
 
 // NewWork rates by the datasheet row reference names. A name that fits
@@ -38,12 +42,36 @@ func NewWork(reference, by string) (*Work, error) {
 	if by != ByTraining && by != ByDecoding {
 		return nil, i18n.Errorf("want %s or %s, got %q", ByTraining, ByDecoding, by)
 	}
+	return newWork(reference, by, nil)
+}
+
+// NewMeasuredWork rates by the user's own measurements: speeds holds, by
+// datasheet row, the median bench measured (BF16 GEMM TFLOPS for
+// training, device-to-device copy GB/s for inference; bench.Speeds). Only
+// GPUs measured are rated, the reference among them: a datasheet peak
+// beside a measured figure would set one card's best case against
+// another's real one (cuBLASLt reached 61% of an H200's peak).
+func NewMeasuredWork(reference, by string, speeds map[string]float64) (*Work, error) {
+	if by != ByTraining && by != ByDecoding {
+		return nil, i18n.Errorf("want %s or %s, got %q", ByTraining, ByDecoding, by)
+	}
+	if len(speeds) == 0 {
+		return nil, i18n.Errorf("no bench run in this machine's history measured a GPU's %s: run gpurent bench on the GPUs to compare (gpurent bench history lists the runs)", (&Work{By: by, measured: map[string]float64{}}).figure())
+	}
+	return newWork(reference, by, speeds)
+}
+
+func newWork(reference, by string, measured map[string]float64) (*Work, error) {
 	tab, err := specs.Load()
 	if err != nil {
 		return nil, err
 	}
-	w := &Work{By: by, tab: tab}
+	w := &Work{By: by, tab: tab, measured: measured}
 	rows := w.rated(tab.Match(reference))
+	if len(rows) == 0 && measured != nil {
+		models := slices.Sorted(maps.Keys(measured))
+		return nil, i18n.Errorf("%q: your bench history measured the %s of %s only", reference, w.figure(), strings.Join(models, ", "))
+	}
 	if len(rows) == 0 {
 		return nil, i18n.Errorf("%q: no GPU of the datasheet table with a %s figure has that name (gpurent catalog ls lists the GPUs)", reference, w.figure())
 	}
@@ -54,14 +82,30 @@ func NewWork(reference, by string) (*Work, error) {
 
 // figure names what the speed is read from.
 func (w *Work) figure() string {
-	if w.By == ByDecoding {
+	switch {
+	case w.measured != nil && w.By == ByDecoding:
+		return "device-to-device copy bandwidth"
+	case w.measured != nil:
+		return "BF16 GEMM throughput"
+	case w.By == ByDecoding:
 		return "memory bandwidth"
 	}
 	return "dense BF16 tensor TFLOPS"
 }
 
+// source names where the figures come from, for the notes.
+func (w *Work) source() i18n.Text {
+	if w.measured != nil {
+		return i18n.Textf("the medians of your bench history")
+	}
+	return i18n.Textf("the datasheet table")
+}
+
 func (w *Work) speed(g *specs.GPU) float64 {
-	if w.By == ByDecoding {
+	switch {
+	case w.measured != nil:
+		return w.measured[g.Model]
+	case w.By == ByDecoding:
 		return g.MemoryBWGBs
 	}
 	return g.BF16TFLOPS
@@ -96,7 +140,7 @@ func (w *Work) Factor(o *catalog.Offer) (f float64, ratedAs string, ok bool) {
 
 // Note says what the hours mean.
 func (w *Work) Note(hours float64) i18n.Text {
-	return i18n.Textf("HOURS are what each GPU needs for the work of %s h on %s, by %s (the datasheet table): ranked by the cost of the work, not of an hour", trimFloat(hours), w.Reference, w.figure())
+	return i18n.Textf("HOURS are what each GPU needs for the work of %s h on %s, by %s (%s): ranked by the cost of the work, not of an hour", trimFloat(hours), w.Reference, w.figure(), w.source())
 }
 
 // forWork is p for offer o under w: its hours scaled, and a span derived
@@ -140,6 +184,9 @@ func unratedNote(w *Work, gpus []string) i18n.Text {
 		return i18n.Text{}
 	}
 	slices.Sort(gpus)
+	if w.measured != nil {
+		return i18n.Textf("left out: offers of %s, whose %s your bench history has not measured", strings.Join(slices.Compact(gpus), ", "), w.figure())
+	}
 	return i18n.Textf("left out: offers of %s, whose %s the datasheet table does not give", strings.Join(slices.Compact(gpus), ", "), w.figure())
 }
 

@@ -278,3 +278,50 @@ func TestPlanAndBudgetByWork(t *testing.T) {
 		t.Fatalf("by hours: %+v", byHours.Plans)
 	}
 }
+
+// TestMeasuredWork rates by the user's own bench figures: an H20 that
+// measured 120 BF16 GEMM TFLOPS to an H100's 600 needs 5x the hours (the
+// datasheet says 6.7x), and a GPU never measured is left out and named,
+// never rated by its datasheet beside measured ones.
+func TestMeasuredWork(t *testing.T) {
+	offers := []catalog.Offer{workOffer("h20", "H20", 1.075), workOffer("h100", "H100 SXM", 1.99), workOffer("a100", "A100 80GB SXM", 1.2)}
+	p := Profile{ComputeHours: 100, GPUs: 1, Starts: 1}
+	p.Defaults(nil)
+	speeds := map[string]float64{"H100 SXM5": 600, "H20": 120}
+	w, err := NewMeasuredWork("H100", ByTraining, speeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Make(&p, offers, catalog.Rates{}, Options{Work: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hours := map[string]float64{}
+	for _, b := range q.Bills {
+		hours[b.Offer] = b.Hours
+	}
+	if len(q.Bills) != 2 || math.Abs(hours["h20"]-500) > 1e-9 || hours["h100"] != 100 {
+		t.Fatalf("hours %v", hours)
+	}
+	n := notes(q)
+	for _, want := range []string{"by BF16 GEMM throughput (the medians of your bench history)", "left out: offers of A100 80GB SXM, whose BF16 GEMM throughput your bench history has not measured"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("notes lack %q: %s", want, n)
+		}
+	}
+	if _, err := NewMeasuredWork("A100", ByTraining, speeds); err == nil || !strings.Contains(err.Error(), "measured the BF16 GEMM throughput of H100 SXM5, H20 only") {
+		t.Errorf("an unmeasured reference: %v", err)
+	}
+	if _, err := NewMeasuredWork("H100", ByTraining, nil); err == nil || !strings.Contains(err.Error(), "no bench run") {
+		t.Errorf("an empty history: %v", err)
+	}
+	// Inference by the measured copy bandwidth.
+	wi, err := NewMeasuredWork("H20", ByDecoding, map[string]float64{"H100 SXM5": 2600, "H20": 3200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qi, _ := Make(&p, offers, catalog.Rates{}, Options{Work: wi})
+	if qi.Bills[0].Offer != "h20" || math.Abs(qi.Bills[1].Hours-100*3200.0/2600) > 1e-9 {
+		t.Fatalf("inference: %s first, then %v h", qi.Bills[0].Offer, qi.Bills[1].Hours)
+	}
+}

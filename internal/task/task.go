@@ -48,6 +48,10 @@ type Flags struct {
 	history       bool // also price the older readings of offers
 	reference     string
 	workload      string
+	measured      bool
+	// readMeasured reads the user's own bench figures by datasheet row
+	// (BF16 GEMM TFLOPS, copy GB/s), for --measured.
+	readMeasured func() (tflops, gbs map[string]float64, err error)
 	// SolveHours: the hours are what is looked for (quote --budget), so
 	// none may be given; SpanGiven says whether Load found a span given,
 	// which then bounds them (otherwise the span follows the hours).
@@ -129,8 +133,10 @@ var flagOf = map[string]string{
 	"checkpoint.size_gb": "--ckpt-size", "one_machine": "--one-machine", "gpus_per_node": "--gpus-per-node", "shared_disk": "--shared-disk",
 }
 
-// Register adds the flags to fs.
-func (t *Flags) Register(fs *pflag.FlagSet) {
+// Register adds the flags to fs; measured reads the bench history for
+// --measured.
+func (t *Flags) Register(fs *pflag.FlagSet, measured func() (tflops, gbs map[string]float64, err error)) {
+	t.readMeasured = measured
 	fs.StringVar(&t.profile, "profile", "", "task profile YAML (flags override its fields)")
 	fs.StringVar(&t.gpu, "gpu", "", `GPU model, e.g. "RTX 4090", "H100" (all offers when empty)`)
 	fs.IntVar(&t.gpus, "gpus", 1, "GPUs needed; instances = ceil(gpus / GPUs per offer)")
@@ -153,6 +159,7 @@ func (t *Flags) Register(fs *pflag.FlagSet) {
 	fs.Float64Var(&t.interruptions, "interruptions-per-day", 0, "spot interruptions a day, for every offer (else the offer's own, or its provider's published frequency)")
 	fs.BoolVar(&t.history, "history", false, "also price older readings of an offer that a newer one supersedes, marked as history")
 	fs.StringVar(&t.reference, "reference", "", `read --hours as hours on this GPU ("H100"), and price each offer for the hours its own GPU needs for the same work, ranked by the cost of the work (with --budget, by the work it buys)`)
+	fs.BoolVar(&t.measured, "measured", false, "with --reference: rate each GPU by what your own bench runs on this machine measured (gpurent bench history: the medians of BF16 GEMM for training, copy bandwidth for inference), not by its datasheet; offers of GPUs never benched are left out")
 	fs.StringVar(&t.workload, "workload", billing.ByTraining, "what sets the speed with --reference: training (dense BF16 tensor throughput) or inference (memory bandwidth, token by token)")
 }
 
@@ -296,16 +303,37 @@ func (t *Flags) Load(fs *pflag.FlagSet, cat *catalog.Catalog) (*billing.Profile,
 	if set("workload") && t.reference == "" {
 		return nil, nil, opt, usage.Errorf("--workload: it says how --reference rates the GPUs; give --reference GPU too")
 	}
+	if t.measured && t.reference == "" {
+		return nil, nil, opt, usage.Errorf("--measured: it says how --reference rates the GPUs; give --reference GPU too")
+	}
 	if t.reference != "" {
-		if opt.Work, err = billing.NewWork(t.reference, t.workload); err != nil {
+		if opt.Work, err = t.work(); err != nil {
 			flag := "--reference"
 			if set("workload") && t.workload != billing.ByTraining && t.workload != billing.ByDecoding {
 				flag = "--workload"
+			} else if t.measured {
+				flag = "--measured"
 			}
 			return nil, nil, opt, usage.Errorf("%s: %w", flag, err)
 		}
 	}
 	return p, offers, opt, nil
+}
+
+// work rates the GPUs for --reference: by the datasheet, or with
+// --measured by the user's bench history.
+func (t *Flags) work() (*billing.Work, error) {
+	if !t.measured {
+		return billing.NewWork(t.reference, t.workload)
+	}
+	tflops, gbs, err := t.readMeasured()
+	if err != nil {
+		return nil, err
+	}
+	if t.workload == billing.ByDecoding {
+		return billing.NewMeasuredWork(t.reference, t.workload, gbs)
+	}
+	return billing.NewMeasuredWork(t.reference, t.workload, tflops)
 }
 
 // hoursValue is --hours: a number of hours, or a duration with its unit
