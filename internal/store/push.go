@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -207,18 +208,13 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	}
 	rel := make([]string, len(paths)) // each object's path in the checkpoint
 	walked := map[string]fs.FileInfo{}
-	large := false
 	for _, e := range entries {
 		if e.Object >= 0 {
 			rel[e.Object] = e.Path
 			walked[e.Path] = infos[e.Object]
-			large = large || e.Size > s.segment()
 		}
 	}
-	var jr *journal
-	if large {
-		jr = s.openJournal(run, src)
-	}
+	jr := s.openJournal(run, src)
 	committed := false
 	defer func() {
 		if err != nil {
@@ -441,9 +437,14 @@ func (s *Store) pushFile(ctx context.Context, run, id, tag string, i int, path s
 			return p, err
 		}
 	}
+	jf := jr.file(rel, info)
 	if info.Size() > s.segment() {
-		return s.pushParts(ctx, run, id, tag, i, path, info, jr, jr.file(rel, info))
+		return s.pushParts(ctx, run, id, tag, i, path, info, jr, jf)
 	}
+	if p, ok := s.adoptWhole(ctx, jr, jf, path, info); ok {
+		return p, nil
+	}
+	jr.truncate(jf, 0) // uploaded anew
 	var size int64
 	var sum string
 	key := partKey(run, id, i, -1, tag)
@@ -488,7 +489,34 @@ func (s *Store) pushFile(ctx context.Context, run, id, tag string, i int, path s
 	if err != nil {
 		return pushed{}, err
 	}
-	return pushed{objs: []ObjRef{{Key: key, Size: stored, ETag: s.etagOf(ctx, key, size)}}, size: size, sum: sum}, nil
+	etag := s.etagOf(ctx, key, size)
+	jr.add(jf, journalPart{Key: key, Stored: stored, ETag: etag, Size: size, Prefix: sum})
+	return pushed{objs: []ObjRef{{Key: key, Size: stored, ETag: etag}}, size: size, sum: sum}, nil
+}
+
+// adoptWhole takes up the object an earlier, unfinished push of this
+// checkpoint stored for the file at path whole: when the journal recorded
+// it for this file, unchanged, the file's bytes read again give the hash
+// recorded, and the store still holds the object as it was stored. ok
+// false: the file is uploaded again.
+func (s *Store) adoptWhole(ctx context.Context, jr *journal, jf *journalFile, path string, info fs.FileInfo) (pushed, bool) {
+	done, ok := jf.part(0)
+	if !ok || done.Size != info.Size() || !jr.stillThere(ctx, s, done) {
+		return pushed{}, false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return pushed{}, false
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, f, make([]byte, 1<<20))
+	sum := hex.EncodeToString(h.Sum(nil))
+	if err != nil || n != done.Size || sum != done.Prefix || unchanged(path, info, f) != nil {
+		return pushed{}, false
+	}
+	s.progress(n)
+	return pushed{objs: []ObjRef{{Key: done.Key, Size: done.Stored, ETag: done.ETag}}, size: n, sum: sum, resumed: n}, true
 }
 
 // pushName is the base name of what is pushed, so that pull into a

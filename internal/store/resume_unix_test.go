@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path"
@@ -26,6 +27,9 @@ type withCopier struct {
 	Backend
 	copier
 }
+
+// configSize is the size of resumable's config.json.
+const configSize = int64(len(`{"layers": 2}`))
 
 // cutShort pushes src and kills the push once the config and two parts
 // of the model are stored; it returns the unfinished checkpoint's id.
@@ -49,9 +53,10 @@ func cutShort(t *testing.T, b Backend, opt Options, src string) string {
 	return id
 }
 
-// An interrupted push of a large file resumes with the parts already
-// stored: the second push commits the same checkpoint, uploads only the
-// parts that were not there, and leaves nothing unnamed behind.
+// An interrupted push of a large file resumes with the parts and the
+// small file already stored: the second push commits the same checkpoint,
+// uploads only the parts that were not there, and leaves nothing unnamed
+// behind.
 func TestInterruptedPushResumes(t *testing.T) {
 	for name, open := range fileAndS3(t) {
 		t.Run(name, func(t *testing.T) {
@@ -69,13 +74,12 @@ func TestInterruptedPushResumes(t *testing.T) {
 			if m.ID != id {
 				t.Errorf("committed %s, not the checkpoint cut short (%s)", m.ID, id)
 			}
-			if m.Resumed != 2<<20 {
-				t.Errorf("resumed %d bytes, want the two parts stored (%d)", m.Resumed, 2<<20)
+			if m.Resumed != 2<<20+configSize {
+				t.Errorf("resumed %d bytes, want the config and the two parts stored (%d)", m.Resumed, 2<<20+configSize)
 			}
-			// The config again (a small file is whole or nothing), and
-			// the model's last two parts.
-			if len(p.keys) != 3 {
-				t.Errorf("uploaded %v, want the config and two parts", p.keys)
+			// The model's last two parts only: the config was stored.
+			if len(p.keys) != 2 {
+				t.Errorf("uploaded %v, want the two parts", p.keys)
 			}
 			for _, k := range p.keys {
 				if name := path.Base(k); strings.HasPrefix(name, "000001.0") || strings.HasPrefix(name, "000001.1") {
@@ -121,7 +125,9 @@ func TestResumeChecksWhatItAdopts(t *testing.T) {
 				spoil   func(t *testing.T, b Backend, opt *Options, id, src string)
 			}
 			cases := []caseT{
-				{"the model rewritten, its time set back", 0, func(t *testing.T, b Backend, opt *Options, id, src string) {
+				// The config, stored and unchanged, is adopted wherever
+				// the checkpoint is.
+				{"the model rewritten, its time set back", configSize, func(t *testing.T, b Backend, opt *Options, id, src string) {
 					p := filepath.Join(src, "model.bin")
 					st, _ := os.Stat(p)
 					other := make([]byte, st.Size())
@@ -129,13 +135,13 @@ func TestResumeChecksWhatItAdopts(t *testing.T) {
 					os.WriteFile(p, other, 0o644)
 					os.Chtimes(p, st.ModTime(), st.ModTime())
 				}},
-				{"the journal's hash of part 2 wrong", 1 << 20, func(t *testing.T, b Backend, opt *Options, id, src string) {
+				{"the journal's hash of part 2 wrong", 1<<20 + configSize, func(t *testing.T, b Backend, opt *Options, id, src string) {
 					editJournal(t, opt.Journal, func(st *journalState) { st.Files["model.bin"].Parts[1].Prefix = strings.Repeat("0", 64) })
 				}},
-				{"part 1 of another size in the store", 0, func(t *testing.T, b Backend, opt *Options, id, src string) {
+				{"part 1 of another size in the store", configSize, func(t *testing.T, b Backend, opt *Options, id, src string) {
 					corrupt(t, b, partKey("r", id, 1, 0, ""), func(d []byte) []byte { return d[:len(d)-1] })
 				}},
-				{"part 2 gone", 1 << 20, func(t *testing.T, b Backend, opt *Options, id, src string) {
+				{"part 2 gone", 1<<20 + configSize, func(t *testing.T, b Backend, opt *Options, id, src string) {
 					b.Delete(ctx, partKey("r", id, 1, 1, ""))
 				}},
 				{"another host's journal", 0, func(t *testing.T, b Backend, opt *Options, id, src string) {
@@ -150,7 +156,7 @@ func TestResumeChecksWhatItAdopts(t *testing.T) {
 			if name == "s3" {
 				// Where the store names versions, a same-size swap is
 				// seen before anything is committed.
-				cases = append(cases, caseT{"part 1 replaced at its size", 0, func(t *testing.T, b Backend, opt *Options, id, src string) {
+				cases = append(cases, caseT{"part 1 replaced at its size", configSize, func(t *testing.T, b Backend, opt *Options, id, src string) {
 					corrupt(t, b, partKey("r", id, 1, 0, ""), func(d []byte) []byte { d = slices.Clone(d); d[len(d)-1] ^= 1; return d })
 				}})
 			}
@@ -343,5 +349,62 @@ func TestAdoptedCheckpointWithdrawnWhenAPartGoes(t *testing.T) {
 	}
 	if ms, err := New(b, opt).List(ctx, "r"); err != nil || len(ms) != 0 {
 		t.Errorf("committed: %d, %v", len(ms), err)
+	}
+}
+
+// A push of many small files cut short keeps the files it stored (issue
+// #58: only files over a segment resumed, and a killed push of a
+// checkpoint of small shards sent every one again): the same push again
+// uploads only those it had not stored, and those changed or gone since.
+func TestResumeAdoptsSmallFiles(t *testing.T) {
+	for name, open := range fileAndS3(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := open(t)
+			cr, _ := newCrypto(t)
+			opt := Options{Crypto: cr, Host: "gpu-1", Journal: t.TempDir(), Where: "test", Workers: 1}
+			src := filepath.Join(t.TempDir(), "ckpt")
+			const n, size = 40, 64 << 10
+			for i := range n {
+				d := make([]byte, size)
+				rand.Read(d)
+				writeFile(t, filepath.Join(src, fmt.Sprintf("shard-%02d.pt", i)), string(d))
+			}
+			f := &failing{Backend: b}
+			f.left.Store(25)
+			if _, err := New(f, opt).Push(ctx, src, "r"); !errors.Is(err, errKilled) || !strings.Contains(err.Error(), "is kept: the same push again goes on from there") {
+				t.Fatalf("push: %v", err)
+			}
+			// Since then: one stored shard rewritten (same size, time set
+			// back), one stored shard's object deleted.
+			objs, _ := b.List(ctx, "runs/r/data/")
+			if len(objs) != 25 {
+				t.Fatalf("the push cut short stored %d objects, want 25", len(objs))
+			}
+			changed := filepath.Join(src, "shard-00.pt")
+			st, _ := os.Stat(changed)
+			d := make([]byte, size)
+			rand.Read(d)
+			os.WriteFile(changed, d, 0o644)
+			os.Chtimes(changed, st.ModTime(), st.ModTime())
+			if err := b.Delete(ctx, objs[1].Key); err != nil {
+				t.Fatal(err)
+			}
+			p := &puts{Backend: b}
+			m, err := New(p, opt).Push(ctx, src, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := n - 25 + 2; len(p.keys) != want {
+				t.Errorf("uploaded %d files, want %d (15 never stored, one changed, one gone)", len(p.keys), want)
+			}
+			if m.Resumed != 23*size {
+				t.Errorf("resumed %d bytes, want 23 shards (%d)", m.Resumed, 23*size)
+			}
+			restoresAs(t, New(b, opt), m.ID, src)
+			if objs, _ := b.List(ctx, "runs/r/data/"); len(objs) != len(m.Objects) {
+				t.Errorf("%d objects in the store, the checkpoint names %d", len(objs), len(m.Objects))
+			}
+		})
 	}
 }

@@ -26,8 +26,9 @@ import (
 // A file larger than the segment size (1 GiB) is stored in parts: one
 // object per segment, each encrypted on its own. A push cut short (the
 // link gone, Ctrl-C, a spot machine stopped with its disk kept) keeps the
-// parts it finished; pushing the same path to the same run again adopts
-// the unfinished checkpoint and uploads only the parts that are not there.
+// parts and the smaller files it finished; pushing the same path to the
+// same run again adopts the unfinished checkpoint and uploads only the
+// parts and files that are not there.
 // No secret is kept for this: each part has its own age file key, so
 // nothing of an encryption in progress needs to survive.
 //
@@ -35,7 +36,8 @@ import (
 // machine (in gpurent's state directory, readable by the user alone):
 // the checkpoint's id, and for each file in parts its identity (size,
 // modification and change time, device and inode) and its finished parts
-// (key, stored size, ETag, the file's running SHA-256 at the part's end).
+// (key, stored size, ETag, the file's running SHA-256 at the part's end;
+// a smaller file is one part, its object).
 // A part counts only when the file is the same one, unchanged, the part's
 // bytes read again here give the running hash the journal recorded, and
 // the store still holds the object at its size (and version, where the
@@ -169,6 +171,9 @@ type journal struct {
 	state journalState
 	// listed are the sizes of the adopted checkpoint's stored objects.
 	listed map[string]int64
+	// dirty: records not written yet, since wrote.
+	dirty bool
+	wrote time.Time
 }
 
 type journalState struct {
@@ -264,9 +269,14 @@ func (j *journal) adopt(ctx context.Context, s *Store, files map[string]fs.FileI
 		// Each part's key is one of this checkpoint's, for that part,
 		// and no other part's: a journal cannot have one part stand in
 		// for another.
+		// A file of a segment or less is one object, whole.
+		whole := f.Size <= st.Segment
 		for k, p := range f.Parts {
-			if !partKeyRe.MatchString(strings.TrimPrefix(p.Key, dataPrefix(st.Run, st.ID))) || !strings.HasPrefix(p.Key, dataPrefix(st.Run, st.ID)) || keys[p.Key] ||
-				partIndex(p.Key) != k {
+			name, under := strings.CutPrefix(p.Key, dataPrefix(st.Run, st.ID))
+			if !under || keys[p.Key] {
+				return "", time.Time{}, false
+			}
+			if whole && (k > 0 || !wholeKeyRe.MatchString(name)) || !whole && (!partKeyRe.MatchString(name) || partIndex(p.Key) != k) {
 				return "", time.Time{}, false
 			}
 			keys[p.Key] = true
@@ -305,6 +315,9 @@ func (j *journal) adopt(ctx context.Context, s *Store, files map[string]fs.FileI
 // partKeyRe is the name of a part's object under its checkpoint's data:
 // file, part, and the tag of a resumed push.
 var partKeyRe = regexp.MustCompile(`^\d{6}\.(\d{1,9})(-[0-9a-f]{8})?$`)
+
+// wholeKeyRe is the name of a file's object stored whole.
+var wholeKeyRe = regexp.MustCompile(`^\d{6}(-[0-9a-f]{8})?$`)
 
 // partIndex is the part a part's key names.
 func partIndex(key string) int {
@@ -406,8 +419,11 @@ func (j *journal) truncate(f *journalFile, n int) {
 	}
 }
 
-// add records a part stored and writes the journal. A journal that
-// cannot be written costs the resumption, never the push.
+// add records a part (or a small file's object) stored and writes the
+// journal: each part at once, small files at most every journalEvery (a
+// push of 100,000 of them would otherwise rewrite it as often), the rest
+// when the push fails (kept). A journal that cannot be written costs the
+// resumption, never the push.
 func (j *journal) add(f *journalFile, p journalPart) {
 	if j == nil || f == nil {
 		return
@@ -415,9 +431,23 @@ func (j *journal) add(f *journalFile, p journalPart) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	f.Parts = append(f.Parts, p)
+	j.dirty = true
+	if f.Size <= j.state.Segment && time.Since(j.wrote) < journalEvery {
+		return
+	}
+	j.flush()
+}
+
+// journalEvery is how often at most small files' records are written: a
+// push killed loses at most this much of them.
+const journalEvery = 250 * time.Millisecond
+
+// flush writes the journal; j.mu held.
+func (j *journal) flush() {
 	if b, err := json.Marshal(&j.state); err == nil {
 		writeJournal(j.path, b)
 	}
+	j.dirty, j.wrote = false, time.Now()
 }
 
 // writeJournal replaces the journal through a rename, never syncing it:
@@ -447,6 +477,9 @@ func (j *journal) kept(err error) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.dirty {
+		j.flush()
+	}
 	var n int64
 	for _, f := range j.state.Files {
 		if f == nil {
