@@ -145,6 +145,8 @@ type cleanup struct {
 	alive map[string]bool
 	// now is the store's clock, zero when it was not read.
 	now time.Time
+	// beats are the heartbeats judged, by id: their times as listed.
+	beats map[string]time.Time
 }
 
 // judge sorts the uncommitted uploads of run into those that may still be
@@ -220,10 +222,11 @@ func (s *Store) judge(ctx context.Context, run string) (*cleanup, error) {
 		return now.Sub(o.ModTime) < s.opt.Grace, true
 	}
 	beating := map[string]Object{}
+	c.beats = map[string]time.Time{}
 	for _, o := range beats {
 		name := strings.TrimPrefix(o.Key, up)
 		if id, ok := strings.CutSuffix(name, ".json"); ok && ValidID(id) == nil {
-			beating[id] = o
+			beating[id], c.beats[id] = o, o.ModTime
 			continue
 		}
 		if strings.HasPrefix(name, probePrefix) && !strings.Contains(name, "/") {

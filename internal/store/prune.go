@@ -31,6 +31,8 @@ type PrunePlan struct {
 	// s3:ListBucketMultipartUploads, a service without the call); the rest
 	// of the prune does not depend on it.
 	UploadsErr error
+	// clean is the clean-up that found Leftovers.
+	clean *cleanup
 }
 
 // PlanPrune lists what a prune of run keeping the newest keep checkpoints
@@ -77,7 +79,7 @@ func (s *Store) PlanPrune(ctx context.Context, run string, keep int) (*PrunePlan
 	if err != nil {
 		return nil, err
 	}
-	p.Leftovers = c.leftovers
+	p.Leftovers, p.clean = c.leftovers, c
 	p.Uploads, p.UploadsErr = s.incompleteUploads(ctx, run, c)
 	return p, nil
 }
@@ -164,7 +166,7 @@ func (s *Store) Prune(ctx context.Context, run string, keep int) (*Pruned, error
 		}
 		r.Checkpoints = append(r.Checkpoints, m.ID)
 	}
-	if r.Leftovers, err = s.deleteKeys(ctx, p.Leftovers); err != nil {
+	if r.Leftovers, err = s.deleteLeftovers(ctx, run, p.clean, p.Leftovers); err != nil {
 		return r, err
 	}
 	r.UploadsErr = p.UploadsErr
@@ -182,7 +184,7 @@ func (s *Store) cleanLeftovers(ctx context.Context, run string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := s.deleteKeys(ctx, c.leftovers)
+	n, err := s.deleteLeftovers(ctx, run, c, c.leftovers)
 	if err != nil {
 		return n, err
 	}
@@ -204,6 +206,49 @@ func (s *Store) deleteKeys(ctx context.Context, keys []string) (int, error) {
 			return n, err
 		}
 		n++
+	}
+	return n, nil
+}
+
+// leftoverBatch is how many leftovers are deleted between two listings
+// of the heartbeats.
+const leftoverBatch = 100
+
+// deleteLeftovers deletes the leftovers clean-up c found, listing the
+// run's heartbeats again before each batch: a push that takes up an
+// unfinished checkpoint (segment.go) announces it again, and a clean-up
+// that judged it dead just before must not go on deleting its objects
+// after the push's last check (minutes of deletes, for 100,000 small
+// files). The keys of an id whose heartbeat appeared or was rewritten
+// since c judged are left alone. With no grace nothing is spared: the
+// user asked for every leftover, even of a push still running.
+func (s *Store) deleteLeftovers(ctx context.Context, run string, c *cleanup, keys []string) (int, error) {
+	if c == nil || s.opt.Grace <= 0 {
+		return s.deleteKeys(ctx, keys)
+	}
+	up := uploadsPrefix(run)
+	n := 0
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), leftoverBatch)]
+		keys = keys[len(batch):]
+		beats, err := s.b.List(ctx, up)
+		if err != nil && !IsNotFound(err) {
+			return n, err
+		}
+		back := map[string]bool{}
+		for _, o := range beats {
+			if id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, up), ".json"); ok && ValidID(id) == nil {
+				if was, seen := c.beats[id]; !seen || !o.ModTime.Equal(was) {
+					back[id] = true
+				}
+			}
+		}
+		batch = slices.DeleteFunc(slices.Clone(batch), func(k string) bool { return back[tempID(strings.TrimPrefix(k, runPrefix(run)))] })
+		d, err := s.deleteKeys(ctx, batch)
+		n += d
+		if err != nil {
+			return n, err
+		}
 	}
 	return n, nil
 }

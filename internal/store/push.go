@@ -504,13 +504,21 @@ func (s *Store) adoptWhole(ctx context.Context, jr *journal, jf *journalFile, pa
 	if !ok || done.Size != info.Size() || !jr.stillThere(ctx, s, done) {
 		return pushed{}, false
 	}
-	f, err := os.Open(path)
+	// Opened as the upload opens what it sends, and more warily: no link
+	// followed and no FIFO waited on (either may be planted between the
+	// walk and this file's turn), the file the walk found, and never more
+	// of it read than its size, cancelled with the push.
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow|nonBlock, 0)
 	if err != nil {
 		return pushed{}, false
 	}
 	defer f.Close()
+	if now, err := f.Stat(); err != nil || differs(info, now) != "" {
+		return pushed{}, false
+	}
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, f, make([]byte, 1<<20))
+	var src io.Reader = io.LimitReader(f, info.Size()+1)
+	n, err := io.CopyBuffer(h, &ctxReader{ctx: ctx, r: src}, make([]byte, 1<<20))
 	sum := hex.EncodeToString(h.Sum(nil))
 	if err != nil || n != done.Size || sum != done.Prefix || unchanged(path, info, f) != nil {
 		return pushed{}, false
@@ -568,4 +576,17 @@ feed:
 		first = context.Cause(ctx)
 	}
 	return first
+}
+
+// ctxReader ends a read when ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -404,6 +406,130 @@ func TestResumeAdoptsSmallFiles(t *testing.T) {
 			restoresAs(t, New(b, opt), m.ID, src)
 			if objs, _ := b.List(ctx, "runs/r/data/"); len(objs) != len(m.Objects) {
 				t.Errorf("%d objects in the store, the checkpoint names %d", len(objs), len(m.Objects))
+			}
+		})
+	}
+}
+
+// reannouncing writes, at its third listing of the heartbeats (a
+// clean-up's: judge lists them twice, then the deletes once more), the
+// heartbeat of id: a resumed push announcing the unfinished checkpoint
+// it takes up just after the clean-up judged it dead.
+type reannouncing struct {
+	Backend
+	id    string
+	lists atomic.Int64
+}
+
+func (r *reannouncing) List(ctx context.Context, prefix string) ([]Object, error) {
+	if prefix == "runs/r/uploads/" && r.lists.Add(1) == 3 {
+		r.Put(ctx, heartbeatKey("r", r.id), func(w io.Writer) error { _, err := w.Write([]byte("{}")); return err })
+	}
+	return r.Backend.List(ctx, prefix)
+}
+
+// A clean-up that judged an unfinished checkpoint dead spares it when its
+// push announces it again before the deletes (helper-22's finding on
+// small-file resume: a clean-up deleting 100,000 small objects one by one
+// ran on for minutes after the resumed push's last check), and deletes
+// it when nothing did.
+func TestCleanupSparesAReannouncedCheckpoint(t *testing.T) {
+	b := fileAndS3(t)["file"](t)
+	ctx := context.Background()
+	cr, _ := newCrypto(t)
+	src := tree(t)
+	killedPush(t, b, cr, src, "r", 5)
+	objs, _ := b.List(ctx, "runs/r/data/")
+	if len(objs) != 5 {
+		t.Fatalf("%d leftovers, want 5", len(objs))
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(objs[0].Key, "runs/r/data/"), "/")
+	time.Sleep(5 * time.Millisecond) // older than the grace below
+	r := &reannouncing{Backend: b, id: id}
+	p, err := New(r, Options{Crypto: cr, Grace: time.Millisecond}).Prune(ctx, "r", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := b.List(ctx, "runs/r/data/"); p.Leftovers != 0 || len(left) != 5 {
+		t.Errorf("deleted %d leftovers of a checkpoint announced again, %d objects left of 5", p.Leftovers, len(left))
+	}
+	b.Delete(ctx, heartbeatKey("r", id))
+	if p, err := New(b, Options{Crypto: cr, Grace: time.Millisecond}).Prune(ctx, "r", 10); err != nil || p.Leftovers != 5 {
+		t.Errorf("the dead checkpoint: %d leftovers deleted, %v", p.Leftovers, err)
+	}
+}
+
+// A push that encrypts otherwise than the push cut short (to other
+// recipients, or at all) takes up none of its objects (helper-22: the
+// resumed checkpoint named objects its readers could not open, or
+// plaintext under a manifest that said encrypted), and what it commits
+// restores.
+func TestResumeOnlyUnderTheSameEncryption(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newCrypto(t)
+	bb, _ := newCrypto(t)
+	for name, c := range map[string][2]*Crypto{"other recipients": {a, bb}, "encrypted now": {nil, bb}, "not encrypted now": {a, nil}} {
+		t.Run(name, func(t *testing.T) {
+			b := fileAndS3(t)["file"](t)
+			opt := Options{Crypto: c[0], Host: "gpu-1", Journal: t.TempDir(), Where: "test", Workers: 1}
+			src := filepath.Join(t.TempDir(), "ckpt")
+			for i := range 6 {
+				writeFile(t, filepath.Join(src, fmt.Sprintf("shard-%d", i)), strings.Repeat("x", 1000+i))
+			}
+			f := &failing{Backend: b}
+			f.left.Store(3)
+			if _, err := New(f, opt).Push(ctx, src, "r"); !errors.Is(err, errKilled) {
+				t.Fatalf("push: %v", err)
+			}
+			opt.Crypto = c[1]
+			m, err := New(b, opt).Push(ctx, src, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Resumed != 0 {
+				t.Errorf("took up %d bytes stored under another encryption", m.Resumed)
+			}
+			restoresAs(t, New(b, opt), m.ID, src)
+		})
+	}
+}
+
+// adoptWhole reads the file the walk found, and only that: a FIFO or a
+// link planted at its path since (the walk may be hours before its turn)
+// is neither waited on nor followed (helper-22: the push hung on a FIFO,
+// and read /dev/zero forever through a link).
+func TestAdoptWholeReadsOnlyTheFileWalked(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "shard")
+	writeFile(t, p, "0123456789")
+	info, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := journalPart{Key: "runs/r/data/x/000000", Stored: 100, Size: 10, Prefix: strings.Repeat("0", 64)}
+	jr := &journal{listed: map[string]int64{part.Key: 100}}
+	jf := &journalFile{Parts: []journalPart{part}}
+	s := New(fileAndS3(t)["file"](t), Options{})
+	for name, plant := range map[string]func() error{
+		"a FIFO":             func() error { return syscall.Mkfifo(p, 0o600) },
+		"a link to a device": func() error { return os.Symlink("/dev/zero", p) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			os.Remove(p)
+			if err := plant(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			done := make(chan bool, 1)
+			go func() { _, ok := s.adoptWhole(ctx, jr, jf, p, info); done <- ok }()
+			select {
+			case ok := <-done:
+				if ok {
+					t.Error("adopted")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("adoptWhole still reading after 5 s")
 			}
 		})
 	}

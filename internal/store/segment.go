@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,9 +172,11 @@ type journal struct {
 	state journalState
 	// listed are the sizes of the adopted checkpoint's stored objects.
 	listed map[string]int64
-	// dirty: records not written yet, since wrote.
+	// dirty: records not written yet, since wrote; cost: how long the
+	// last write took.
 	dirty bool
 	wrote time.Time
+	cost  time.Duration
 }
 
 type journalState struct {
@@ -185,6 +188,12 @@ type journalState struct {
 	ID      string    `json:"id"`
 	Started time.Time `json:"started"`
 	Segment int64     `json:"segment"`
+	// Encrypted and Recipients are how the objects were stored: a push
+	// that encrypts otherwise (to other recipients, or at all) adopts
+	// none of them, or its checkpoint would name objects its readers
+	// cannot open, or plaintext under a manifest that says encrypted.
+	Encrypted  bool     `json:"encrypted"`
+	Recipients []string `json:"recipients,omitempty"`
 	// Files are by their path in the checkpoint.
 	Files map[string]*journalFile `json:"files"`
 }
@@ -238,9 +247,16 @@ func (s *Store) openJournal(run, src string) *journal {
 		return nil
 	}
 	j := &journal{path: base + ".json", lock: lock}
-	j.state = journalState{Version: 1, Store: s.opt.Where, Run: run, Src: abs, Host: s.opt.Host, Segment: s.segment()}
+	j.state = journalState{Version: journalVersion, Store: s.opt.Where, Run: run, Src: abs, Host: s.opt.Host, Segment: s.segment()}
+	if c := s.opt.Crypto; c != nil && c.Encrypting() {
+		j.state.Encrypted, j.state.Recipients = true, slices.Sorted(slices.Values(c.Keys))
+	}
 	return j
 }
+
+// journalVersion 2 records how the objects were encrypted; a journal of
+// version 1 does not say, and is not adopted.
+const journalVersion = 2
 
 // adopt reads the journal and says which unfinished checkpoint to go on
 // with: one pushed from this host, to this store and run, in parts of
@@ -251,13 +267,14 @@ func (j *journal) adopt(ctx context.Context, s *Store, files map[string]fs.FileI
 	if j == nil {
 		return "", time.Time{}, false
 	}
-	b, err := readSmall(j.path, 64<<20)
+	b, err := readSmall(j.path, journalMax)
 	if err != nil {
 		return "", time.Time{}, false
 	}
 	var st journalState
-	if err := json.Unmarshal(b, &st); err != nil || st.Version != 1 || st.Store != j.state.Store || st.Run != j.state.Run ||
-		st.Src != j.state.Src || st.Host != j.state.Host || st.Segment != j.state.Segment || ValidID(st.ID) != nil || len(st.Files) == 0 {
+	if err := json.Unmarshal(b, &st); err != nil || st.Version != journalVersion || st.Store != j.state.Store || st.Run != j.state.Run ||
+		st.Src != j.state.Src || st.Host != j.state.Host || st.Segment != j.state.Segment || ValidID(st.ID) != nil || len(st.Files) == 0 ||
+		st.Encrypted != j.state.Encrypted || !slices.Equal(st.Recipients, j.state.Recipients) {
 		return "", time.Time{}, false
 	}
 	same := false
@@ -432,23 +449,30 @@ func (j *journal) add(f *journalFile, p journalPart) {
 	defer j.mu.Unlock()
 	f.Parts = append(f.Parts, p)
 	j.dirty = true
-	if f.Size <= j.state.Segment && time.Since(j.wrote) < journalEvery {
+	if f.Size <= j.state.Segment && time.Since(j.wrote) < max(journalEvery, 10*j.cost) {
 		return
 	}
 	j.flush()
 }
 
 // journalEvery is how often at most small files' records are written: a
-// push killed loses at most this much of them.
+// push killed loses at most this much of them (or, for a journal so large
+// that writing it takes over a tenth of that, ten times its cost, so that
+// a push of 100,000 files spends at most a tenth of its time on it).
 const journalEvery = 250 * time.Millisecond
 
-// flush writes the journal; j.mu held.
+// flush writes the journal; j.mu held. One larger than adopt reads is not
+// written: what it would record could not be taken up.
 func (j *journal) flush() {
-	if b, err := json.Marshal(&j.state); err == nil {
+	start := time.Now()
+	if b, err := json.Marshal(&j.state); err == nil && len(b) <= journalMax {
 		writeJournal(j.path, b)
 	}
-	j.dirty, j.wrote = false, time.Now()
+	j.dirty, j.wrote, j.cost = false, time.Now(), time.Since(start)
 }
+
+// journalMax is the most of a journal adopt reads.
+const journalMax = 64 << 20
 
 // writeJournal replaces the journal through a rename, never syncing it:
 // on ext4 (data=ordered) an fsync commits every file's dirty pages with
