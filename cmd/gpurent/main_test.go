@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,14 +33,24 @@ func TestMain(m *testing.M) {
 	// of Chinese say so themselves (--lang zh, zh.txtar's LANG). Not in
 	// the processes that are gpurent itself: a script's gpurent (testscript
 	// runs this binary under that name) keeps the script's environment.
+	var tm testscript.TestingM = m
 	if os.Getenv("GPURENT_AS_MAIN") != "1" && filepath.Base(os.Args[0]) != "gpurent" {
 		for _, k := range []string{"LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"} {
 			os.Unsetenv(k)
 		}
 		// Prices a developer refreshed must not move the tests' bills: a
 		// cache directory that is not there (the tests of refresh set
-		// their own).
-		os.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), fmt.Sprintf("gpurent-test-cache-%d", os.Getpid())))
+		// their own), removed at the end. The go builds some tests run
+		// keep Go's own build cache, which would otherwise move there
+		// with it: a cold build of each, and 1.2 GB left in /tmp per run.
+		if os.Getenv("GOCACHE") == "" {
+			if d, err := os.UserCacheDir(); err == nil {
+				os.Setenv("GOCACHE", filepath.Join(d, "go-build"))
+			}
+		}
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("gpurent-test-cache-%d", os.Getpid()))
+		os.Setenv("XDG_CACHE_HOME", dir)
+		tm = removing{m, dir}
 	}
 	if os.Getenv("GPURENT_AS_MAIN") == "1" { // the test binary as gpurent, for tests that kill it
 		if code, ok := asInit(os.Args, os.Stderr); ok {
@@ -53,7 +65,15 @@ func TestMain(m *testing.M) {
 			os.Stdin = null
 		}
 	}
-	testscript.Main(m, map[string]func(){
+	// The parallel tests here wait on processes most of their time
+	// (gpu-check's simulated burns, builds of the other binaries, runs
+	// killed and restarted): four at a time, not GOMAXPROCS (two on CI's
+	// two cores), or the last of them starts minutes late. -parallel on
+	// the command line still decides.
+	if n := runtime.GOMAXPROCS(0); n < 4 {
+		flag.Set("test.parallel", "4")
+	}
+	testscript.Main(tm, map[string]func(){
 		"gpurent": func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) },
 	})
 }
@@ -91,6 +111,18 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// removing runs the tests, then removes dir.
+type removing struct {
+	m   *testing.M
+	dir string
+}
+
+func (r removing) Run() int {
+	code := r.m.Run()
+	os.RemoveAll(r.dir)
+	return code
 }
 
 func gpurent(t *testing.T, args ...string) (code int, stdout, stderr string) {
