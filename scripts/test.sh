@@ -88,8 +88,13 @@ elif command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
 else
   echo "test.sh: no apt-get here: the tests against NVIDIA's own tools and libraries will say they did not run" >&2
 fi
+# Three packages at a time at least: the longest (cmd, store, supervise)
+# wait on processes and servers most of their time, and go test's default
+# of one per core left CI's two cores idle behind them.
+procs=$(nproc)
+[ "$procs" -ge 3 ] || procs=3
 t0=$SECONDS
-go test -race -timeout 30m "$@" ./...
+go test -race -p "$procs" -timeout 30m "$@" ./...
 echo "test.sh: the race run took $((SECONDS - t0)) s" >&2
 # Memory limits are judged without the race detector, which inflates memory.
 if [ $# -eq 0 ]; then
