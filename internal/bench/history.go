@@ -89,8 +89,9 @@ func (m *HistoryMeasure) UnmarshalJSON(b []byte) error {
 // HistoryGPU names one GPU of a run, and keeps what quote --measured
 // rates its model by: the datasheet row bench identified it as and, when
 // their checks passed, its BF16 GEMM throughput and device-to-device copy
-// bandwidth (cuMemcpyDtoD's, else the copy kernel's). A figure from a check that warned (a throttled or shared
-// card) is not kept: it would rate the model by a fault.
+// bandwidth (cuMemcpyDtoD's, else the copy kernel's). A figure from a
+// check that warned (a throttled or shared card) is not kept: it would
+// rate the model by a fault.
 type HistoryGPU struct {
 	Name       string   `json:"name"`
 	UUID       string   `json:"uuid,omitempty"`
