@@ -75,7 +75,7 @@ func runCkptPush(ctx context.Context, g *globals, s *storeFlags, path string) er
 	}
 	var reused, resumed i18n.Text
 	if m.Reused > 0 {
-		reused = i18n.Textf(" (%s of it unchanged since the previous checkpoint, copied in the store, not uploaded)", report.Bytes(m.Reused))
+		reused = i18n.Textf(" (%s of it unchanged, stored by an earlier checkpoint: referred to, not uploaded)", report.Bytes(m.Reused))
 	}
 	if m.Resumed > 0 {
 		resumed = i18n.Textf(" (%s of it stored by the push cut short before, not uploaded again)", report.Bytes(m.Resumed))

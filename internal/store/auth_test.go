@@ -57,7 +57,7 @@ func TestPlantedCheckpointRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mine.Auth == nil || mine.Version != versionNoParts {
+	if mine.Auth == nil || mine.Version != versionShared {
 		t.Fatalf("the owner's push carries no proof: %+v", mine.Auth)
 	}
 	evil := filepath.Join(t.TempDir(), "checkpoint-200")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpurent/gpurent/internal/i18n"
@@ -49,7 +50,8 @@ func heartbeatKey(run, id string) string { return uploadsPrefix(run) + id + ".js
 const probePrefix = "probe-"
 
 // heartbeat is the content of runs/<run>/uploads/<id>.json, for a person
-// who looks; the clean-up reads only the store's time of the object.
+// who looks; the clean-up reads the store's time of the object, and the
+// objects of other checkpoints the push refers to (Refs).
 type heartbeat struct {
 	Version int       `json:"version"`
 	ID      string    `json:"id"`
@@ -63,6 +65,27 @@ type heartbeat struct {
 	// share, so a clean-up waits for three missed rewrites before it
 	// takes the push for dead, however short its own grace.
 	Every int `json:"every_s,omitempty"`
+	// Refs are the keys of stored objects the push will commit as its
+	// own (shared.go), written before it looks whether they are there: a
+	// clean-up spares them while the heartbeat exists.
+	Refs []string `json:"refs,omitempty"`
+}
+
+// beat is a push's heartbeat while it runs.
+type beat struct {
+	mu   sync.Mutex
+	refs []string
+	// write rewrites the heartbeat; stop ends the rewrites and deletes it.
+	write func(ctx context.Context) error
+	stop  func()
+}
+
+// refer adds keys to the heartbeat's Refs and writes it at once.
+func (b *beat) refer(ctx context.Context, keys []string) error {
+	b.mu.Lock()
+	b.refs = append(b.refs, keys...)
+	b.mu.Unlock()
+	return b.write(ctx)
 }
 
 // announce writes the heartbeat of push id of run now and then rewrites it
@@ -71,18 +94,21 @@ type heartbeat struct {
 // push's (a store that takes no writes); a later one is let be: if the
 // clean-up elsewhere then deletes the push's objects, the push finds out
 // before it commits.
-func (s *Store) announce(ctx context.Context, run, id string, started time.Time) (stop func(), err error) {
+func (s *Store) announce(ctx context.Context, run, id string, started time.Time) (*beat, error) {
 	key := heartbeatKey(run, id)
-	write := func(ctx context.Context) error {
+	hb := &beat{}
+	hb.write = func(ctx context.Context) error {
+		hb.mu.Lock()
 		body, err := json.Marshal(heartbeat{Version: 1, ID: id, Run: run, Host: s.opt.Host, Started: started.UTC(), Updated: s.opt.Now().UTC(),
-			Every: int((s.beat + time.Second - 1) / time.Second)})
+			Every: int((s.beat + time.Second - 1) / time.Second), Refs: hb.refs})
+		hb.mu.Unlock()
 		if err != nil {
 			return err
 		}
 		_, err = s.b.Put(ctx, key, func(w io.Writer) error { _, err := w.Write(body); return err })
 		return err
 	}
-	if err := write(ctx); err != nil {
+	if err := hb.write(ctx); err != nil {
 		return nil, i18n.Errorf("push: announce the upload: %w", err)
 	}
 	bctx, cancel := context.WithCancel(ctx)
@@ -96,11 +122,11 @@ func (s *Store) announce(ctx context.Context, run, id string, started time.Time)
 			case <-bctx.Done():
 				return
 			case <-t.C:
-				write(bctx)
+				hb.write(bctx)
 			}
 		}
 	}()
-	return func() {
+	hb.stop = func() {
 		cancel()
 		<-done
 		// Best effort, also after a failure or Ctrl-C: a heartbeat left
@@ -108,7 +134,8 @@ func (s *Store) announce(ctx context.Context, run, id string, started time.Time)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		s.b.Delete(dctx, key)
-	}, nil
+	}
+	return hb, nil
 }
 
 // storeNow is the store's clock now: the time the store stamps on a probe
@@ -229,8 +256,8 @@ func (s *Store) judge(ctx context.Context, run string) (*cleanup, error) {
 			beating[id], c.beats[id] = o, o.ModTime
 			continue
 		}
-		if strings.HasPrefix(name, probePrefix) && !strings.Contains(name, "/") {
-			// A probe whose clean-up was killed.
+		if (strings.HasPrefix(name, probePrefix) || strings.HasPrefix(name, sweepPrefix)) && !strings.Contains(name, "/") {
+			// A probe or a sweep's mark whose clean-up was killed.
 			if y, ok := young(o); s.opt.Grace <= 0 || ok && !y {
 				c.leftovers = append(c.leftovers, o.Key)
 			}
@@ -328,6 +355,10 @@ func tempID(rest string) string {
 	return ""
 }
 
+// heartbeatMax is the most of a heartbeat read: its Refs may name every
+// object of a large checkpoint.
+const heartbeatMax = 64 << 20
+
 // beatOf is how often the push behind the heartbeat at key rewrites it:
 // as it says, else the longest any gpurent uses (a grace of 10 minutes
 // or more), so that a heartbeat that cannot be read is not taken for dead
@@ -340,7 +371,7 @@ func (s *Store) beatOf(ctx context.Context, key string) time.Duration {
 	}
 	defer r.Close()
 	var hb heartbeat
-	if err := json.NewDecoder(io.LimitReader(r, 64<<10)).Decode(&hb); err != nil || hb.Every <= 0 {
+	if err := json.NewDecoder(io.LimitReader(r, heartbeatMax)).Decode(&hb); err != nil || hb.Every <= 0 {
 		return longest
 	}
 	return min(time.Duration(hb.Every)*time.Second, longest)
@@ -360,13 +391,23 @@ func (s *Store) stillStored(ctx context.Context, run, id string, objects []ObjRe
 	if len(objects) == 0 {
 		return nil
 	}
-	objs, err := s.b.List(ctx, runPrefix(run)+"data/"+id+"/")
-	if err != nil && !IsNotFound(err) {
-		return i18n.Errorf("push: check the stored objects: %w", err)
-	}
-	size := make(map[string]int64, len(objs))
-	for _, o := range objs {
-		size[o.Key] = o.Size
+	// Its own objects, and those of other checkpoints it shares: one
+	// listing for each checkpoint's.
+	size := map[string]int64{}
+	listed := map[string]bool{}
+	for _, o := range objects {
+		dir := o.Key[:strings.LastIndexByte(o.Key, '/')+1]
+		if listed[dir] {
+			continue
+		}
+		listed[dir] = true
+		objs, err := s.b.List(ctx, dir)
+		if err != nil && !IsNotFound(err) {
+			return i18n.Errorf("push: check the stored objects: %w", err)
+		}
+		for _, o := range objs {
+			size[o.Key] = o.Size
+		}
 	}
 	var lost []string
 	for _, o := range objects {

@@ -256,12 +256,12 @@ func TestLiveMultipartUploadKept(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second) // the upload is older than the grace
 	s := New(b, Options{Grace: time.Second})
-	stop, err := s.announce(ctx, "r", id, time.Now()) // and its push beats
+	hb, err := s.announce(ctx, "r", id, time.Now()) // and its push beats
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := s.PlanPrune(ctx, "r", 1)
-	stop()
+	hb.stop()
 	if err != nil || p.UploadsErr != nil || len(p.Uploads) != 0 {
 		t.Errorf("plan %+v, %v: the live push's upload would be aborted", p, err)
 	}

@@ -22,16 +22,20 @@ import (
 // (segment.go) and version 2 otherwise, so that a gpurent that knows no
 // parts still reads what it can restore. It reads version 1 too (written
 // before manifests carried Auth).
-const ManifestVersion = 4
+const ManifestVersion = 5
 
 // versionNoParts is the version written when no file is in parts, and
 // versionParts when one is; versionRawNames when a name or a link's
 // target is not UTF-8 (Entry.RawPath), which a gpurent that reads 3
 // would restore under another name.
+// versionShared when its objects carry content addresses (shared.go),
+// and may be other checkpoints' of the run: a gpurent that reads 4 would
+// prune them with the checkpoint that first stored them.
 const (
 	versionNoParts  = 2
 	versionParts    = 3
 	versionRawNames = 4
+	versionShared   = 5
 )
 
 // ErrNewerManifest is a manifest of a version newer than this gpurent
@@ -82,6 +86,10 @@ type ObjRef struct {
 	// objects of files of 1 MiB or more): a later push copies the object only
 	// while it is still this version (reuse.go).
 	ETag string `json:"etag,omitempty"`
+	// Addr is the object's content address (shared.go), from version 5:
+	// a later push of the same bytes refers to this object instead of
+	// storing another.
+	Addr string `json:"addr,omitempty"`
 }
 
 // Entry is one file system entry of a checkpoint.
@@ -225,9 +233,13 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := ValidRun(m.Run); err != nil {
 		return nil, i18n.Errorf("manifest %s: %w", m.ID, err)
 	}
-	prefix := dataPrefix(m.Run, m.ID)
 	for i, o := range m.Objects {
-		if !strings.HasPrefix(o.Key, prefix) || !objNameRe.MatchString(o.Key[len(prefix):]) || o.Size < 0 {
+		// Its own object, or from version 5 one of another checkpoint
+		// of the run that it shares by content: never another run's,
+		// never anything but a data object.
+		of, ok := objectOf(m.Run, o.Key)
+		shared := m.Version >= versionShared && hexRe.MatchString(o.Addr)
+		if !ok || o.Size < 0 || of != m.ID && !shared || o.Addr != "" && !shared {
 			return nil, i18n.Errorf("manifest %s: object %d %q is not an object of this checkpoint", m.ID, i, o.Key)
 		}
 	}
@@ -361,6 +373,17 @@ func checkParts(m *Manifest, e Entry) error {
 		return bad("they do not add up to the file")
 	}
 	return nil
+}
+
+// objectOf is the checkpoint id a data object of run is stored under;
+// ok false when key is not a data object's name.
+func objectOf(run, key string) (id string, ok bool) {
+	rest, ok := strings.CutPrefix(key, runPrefix(run)+"data/")
+	if !ok {
+		return "", false
+	}
+	id, name, _ := strings.Cut(rest, "/")
+	return id, idRe.MatchString(id) && objNameRe.MatchString(name)
 }
 
 func runPrefix(run string) string       { return "runs/" + run + "/" }

@@ -79,7 +79,12 @@ func (s *Store) PlanPrune(ctx context.Context, run string, keep int) (*PrunePlan
 	if err != nil {
 		return nil, err
 	}
-	p.Leftovers, p.clean = c.leftovers, c
+	// What a committed checkpoint or a live push refers to is no
+	// leftover, whatever checkpoint first stored it (shared.go).
+	if p.Leftovers, err = s.unused(ctx, run, c.leftovers); err != nil {
+		return nil, err
+	}
+	p.clean = c
 	p.Uploads, p.UploadsErr = s.incompleteUploads(ctx, run, c)
 	return p, nil
 }
@@ -155,16 +160,21 @@ func (s *Store) Prune(ctx context.Context, run string, keep int) (*Pruned, error
 	for _, m := range p.Unauthenticated {
 		r.Unauthenticated = append(r.Unauthenticated, m.ID)
 	}
+	// The manifests first: each checkpoint disappears whole. Then their
+	// objects that no other checkpoint shares; one killed before is a
+	// leftover for the next clean-up.
+	var objs []string
 	for _, m := range p.Checkpoints {
 		if err := s.b.Delete(ctx, manifestKey(run, m.ID)); err != nil && !IsNotFound(err) {
 			return r, err
 		}
 		for _, o := range m.Objects {
-			if err := s.b.Delete(ctx, o.Key); err != nil && !IsNotFound(err) {
-				return r, err
-			}
+			objs = append(objs, o.Key)
 		}
 		r.Checkpoints = append(r.Checkpoints, m.ID)
+	}
+	if _, err := s.deleteUnused(ctx, run, objs, nil); err != nil {
+		return r, err
 	}
 	if r.Leftovers, err = s.deleteLeftovers(ctx, run, p.clean, p.Leftovers); err != nil {
 		return r, err
@@ -197,43 +207,28 @@ func (s *Store) cleanLeftovers(ctx context.Context, run string) (int, error) {
 	return n, nil
 }
 
-// deleteKeys deletes keys, counting those deleted; one already gone counts
-// as deleted, since a concurrent clean-up got there first.
-func (s *Store) deleteKeys(ctx context.Context, keys []string) (int, error) {
-	n := 0
-	for _, k := range keys {
-		if err := s.b.Delete(ctx, k); err != nil && !IsNotFound(err) {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
-
 // leftoverBatch is how many leftovers are deleted between two listings
 // of the heartbeats.
 const leftoverBatch = 100
 
-// deleteLeftovers deletes the leftovers clean-up c found, listing the
-// run's heartbeats again before each batch: a push that takes up an
-// unfinished checkpoint (segment.go) announces it again, and a clean-up
-// that judged it dead just before must not go on deleting its objects
-// after the push's last check (minutes of deletes, for 100,000 small
-// files). The keys of an id whose heartbeat appeared or was rewritten
-// since c judged are left alone. With no grace nothing is spared: the
-// user asked for every leftover, even of a push still running.
+// deleteLeftovers deletes the leftovers clean-up c found that nothing
+// refers to (shared.go), listing the run's heartbeats again before each
+// batch: a push that takes up an unfinished checkpoint (segment.go)
+// announces it again, and a clean-up that judged it dead just before must
+// not go on deleting its objects after the push's last check (minutes of
+// deletes, for 100,000 small files). The keys of an id whose heartbeat
+// appeared or was rewritten since c judged are left alone. With no grace
+// nothing is spared: the user asked for every leftover, even of a push
+// still running.
 func (s *Store) deleteLeftovers(ctx context.Context, run string, c *cleanup, keys []string) (int, error) {
 	if c == nil || s.opt.Grace <= 0 {
-		return s.deleteKeys(ctx, keys)
+		return s.deleteUnused(ctx, run, keys, nil)
 	}
 	up := uploadsPrefix(run)
-	n := 0
-	for len(keys) > 0 {
-		batch := keys[:min(len(keys), leftoverBatch)]
-		keys = keys[len(batch):]
+	return s.deleteUnused(ctx, run, keys, func(ctx context.Context, batch []string) ([]string, error) {
 		beats, err := s.b.List(ctx, up)
 		if err != nil && !IsNotFound(err) {
-			return n, err
+			return nil, err
 		}
 		back := map[string]bool{}
 		for _, o := range beats {
@@ -243,14 +238,8 @@ func (s *Store) deleteLeftovers(ctx context.Context, run string, c *cleanup, key
 				}
 			}
 		}
-		batch = slices.DeleteFunc(slices.Clone(batch), func(k string) bool { return back[tempID(strings.TrimPrefix(k, runPrefix(run)))] })
-		d, err := s.deleteKeys(ctx, batch)
-		n += d
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
+		return slices.DeleteFunc(slices.Clone(batch), func(k string) bool { return back[tempID(strings.TrimPrefix(k, runPrefix(run)))] }), nil
+	})
 }
 
 // CheckWrite writes a small object under run and deletes it: a store that
@@ -317,7 +306,7 @@ func (s *Store) Remove(ctx context.Context, run, id string) (*Manifest, error) {
 			keys = append(keys, k)
 		}
 	}
-	if _, err := s.deleteKeys(ctx, keys); err != nil || lerr != nil {
+	if _, err := s.deleteUnused(ctx, run, keys, nil); err != nil || lerr != nil {
 		return m, i18n.Errorf("checkpoint %s is gone, but perhaps not all of its objects: %w (the next prune removes them)", id, errors.Join(err, lerr))
 	}
 	if e, ok := s.b.(emptyDirs); ok {

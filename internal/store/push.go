@@ -238,19 +238,27 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	}
 	// Announced before the clean-up, which then leaves an adopted
 	// checkpoint's parts alone.
-	stop, err := s.announce(ctx, run, id, started)
+	hb, err := s.announce(ctx, run, id, started)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	defer hb.stop()
 	if _, err := s.cleanLeftovers(ctx, run); err != nil {
 		return nil, err
 	}
-	prev := s.reuseSource(ctx, run)
+	// Files stored already by a checkpoint of the run are referred to,
+	// not uploaded (shared.go).
+	sh := s.sharingFor(ctx, run, jr)
+	known := sh.known(ctx, s, run, hb, rel, infos)
 	results := make([]pushed, len(paths))
 	err = s.parallel(ctx, len(paths), func(ctx context.Context, i int) error {
+		if p, ok := known[i]; ok {
+			results[i] = p
+			s.progress(p.size)
+			return nil
+		}
 		var err error
-		results[i], err = s.pushFile(ctx, run, id, tag, i, paths[i], infos[i], rel[i], prev, jr)
+		results[i], err = s.pushFile(ctx, run, id, tag, i, paths[i], infos[i], rel[i], jr)
 		return err
 	})
 	if IsNotFound(err) {
@@ -262,7 +270,16 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	if err != nil {
 		return nil, err
 	}
+	for i := range results {
+		if _, ok := known[i]; !ok {
+			sh.address(results[i : i+1])
+		}
+	}
+	drop := sh.dedup(ctx, s, run, hb, results)
 	objects, version, reused, resumed := assemble(entries, results)
+	if sh != nil {
+		version = max(version, versionShared)
+	}
 	m, body, err := s.sealManifest(run, id, src, entries, objects, version)
 	if err != nil {
 		return nil, err
@@ -305,6 +322,11 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 		}
 		s.sweep(ctx, m)
 	}
+	// Uploaded, then found stored already: nothing refers to them.
+	for _, k := range drop {
+		s.b.Delete(ctx, k)
+	}
+	jr.remember(rel, infos, results)
 	m.Reused, m.Resumed = reused, resumed
 	return m, nil
 }
@@ -427,16 +449,9 @@ func (s *Store) Holds(ctx context.Context, run, src string) (*Manifest, bool) {
 	return m, true
 }
 
-// pushFile stores file i of a push: copied in the store when it did not
-// change since the previous checkpoint, in parts when it is larger than a
+// pushFile stores file i of a push: in parts when it is larger than a
 // segment, else whole.
-func (s *Store) pushFile(ctx context.Context, run, id, tag string, i int, path string, info fs.FileInfo, rel string, prev *reusable, jr *journal) (pushed, error) {
-	if pe, po, ok := prev.candidate(rel, info); ok {
-		p, done, err := s.reuse(ctx, path, info, pe, po, func(j int) string { return partKey(run, id, i, j, tag) })
-		if err != nil || done {
-			return p, err
-		}
-	}
+func (s *Store) pushFile(ctx context.Context, run, id, tag string, i int, path string, info fs.FileInfo, rel string, jr *journal) (pushed, error) {
 	jf := jr.file(rel, info)
 	if info.Size() > s.segment() {
 		return s.pushParts(ctx, run, id, tag, i, path, info, jr, jf)

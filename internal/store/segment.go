@@ -72,7 +72,8 @@ type pushed struct {
 	parts []Part // Object: an index into objs; none for a whole object
 	size  int64
 	sum   string
-	// reused were copied in the store, resumed found there already.
+	// reused were stored by a committed checkpoint and referred to,
+	// resumed found stored by this checkpoint's earlier push.
 	reused, resumed int64
 }
 
@@ -529,6 +530,76 @@ func (j *journal) close(done bool) {
 		os.Remove(j.lock.Name())
 	}
 	j.lock.Close()
+}
+
+// hashCache is what the last committed push of these files to this run
+// learnt of each: its identity and times, and its SHA-256 (with the
+// running hashes at its parts' ends, for a file in parts). A file found
+// the same again is known unchanged without reading it (shared.go), as
+// restic's and rsync's quick checks judge one. It lives beside the journal,
+// readable by the user alone.
+type hashCache struct {
+	Version int                    `json:"version"`
+	Segment int64                  `json:"segment"`
+	Files   map[string]*cachedFile `json:"files"`
+}
+
+type cachedFile struct {
+	journalFile
+	Sum string `json:"sha256"`
+	// Parts are the part sizes and running hashes (Object unused).
+	Parts []Part `json:"parts,omitempty"`
+}
+
+const hashCacheVersion = 1
+
+func (j *journal) hashesPath() string { return strings.TrimSuffix(j.path, ".json") + ".hashes.json" }
+
+// hashes reads the hash cache, nil when there is none of this segment
+// size.
+func (j *journal) hashes(segment int64) *hashCache {
+	if j == nil {
+		return nil
+	}
+	b, err := readSmall(j.hashesPath(), journalMax)
+	if err != nil {
+		return nil
+	}
+	var c hashCache
+	if json.Unmarshal(b, &c) != nil || c.Version != hashCacheVersion || c.Segment != segment || c.Files == nil {
+		return nil
+	}
+	for rel, f := range c.Files {
+		if f == nil || !hexRe.MatchString(f.Sum) {
+			delete(c.Files, rel)
+		}
+	}
+	return &c
+}
+
+// remember replaces the hash cache with what a committed push stored:
+// the files as the walk found them (each upload checked the file was
+// still that one as it read it), with their hashes.
+func (j *journal) remember(rel []string, infos []fs.FileInfo, results []pushed) {
+	if j == nil {
+		return
+	}
+	c := hashCache{Version: hashCacheVersion, Segment: j.state.Segment, Files: map[string]*cachedFile{}}
+	for i, info := range infos {
+		dev, ino, ok := inode(info)
+		ct := changeTime(info)
+		if !ok || ct.IsZero() || results[i].sum == "" {
+			continue
+		}
+		f := &cachedFile{journalFile: journalFile{Size: info.Size(), MTime: info.ModTime().UTC(), CTime: ct.UTC(), Dev: dev, Ino: ino}, Sum: results[i].sum}
+		for _, p := range results[i].parts {
+			f.Parts = append(f.Parts, Part{Size: p.Size, Prefix: p.Prefix})
+		}
+		c.Files[rel[i]] = f
+	}
+	if b, err := json.Marshal(&c); err == nil && len(b) <= journalMax {
+		writeJournal(j.hashesPath(), b)
+	}
 }
 
 // resumeTag is the suffix of the keys a push writes when it adopts an

@@ -132,7 +132,7 @@ func (s *Supervisor) uploadNewest(ctx context.Context) bool {
 	s.Metrics.lastUploadSeconds.Store(int64(took.Milliseconds()))
 	var reused, resumed i18n.Text
 	if m.Reused > 0 {
-		reused = i18n.Textf("; %s unchanged since the previous checkpoint, copied in the store", report.Bytes(m.Reused))
+		reused = i18n.Textf("; %s unchanged, stored by an earlier checkpoint: referred to", report.Bytes(m.Reused))
 	}
 	if m.Resumed > 0 {
 		resumed = i18n.Textf("; %s stored by the upload cut short before", report.Bytes(m.Resumed))
