@@ -194,7 +194,7 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("%d trials against %s, seeds %d to %d (CHAOS_SEED=N -chaos-trials=1 repeats trial N)", *chaosTrials, where, seed, seed+uint64(*chaosTrials)-1)
 	own := owner(t)
-	var resumed atomic.Int64
+	var resumed, shared atomic.Int64
 	// Each trial has its own run: four share the store side by side, as
 	// runs of several machines do (a trial mostly waits on its pushes).
 	sem := make(chan struct{}, 4)
@@ -209,18 +209,19 @@ func TestChaos(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := chaosTrial(t, b, own, s, &resumed); err != nil {
+			if err := chaosTrial(t, b, own, s, &resumed, &shared); err != nil {
 				failed.Store(true)
 				t.Errorf("trial %d: %v (CHAOS_SEED=%d -chaos-trials=1 repeats it)", i, err, s)
 			}
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d commits resumed a push killed before", resumed.Load())
+	t.Logf("%d commits resumed a push killed before, %d referred to objects an earlier checkpoint stored", resumed.Load(), shared.Load())
 }
 
-// resumed counts the commits that resumed a killed push.
-func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atomic.Int64) error {
+// resumed counts the commits that resumed a killed push, shared those
+// that referred to objects an earlier checkpoint stored.
+func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed, shared *atomic.Int64) error {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 36))
 	var mu sync.Mutex // guards rng across goroutines
@@ -330,6 +331,9 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 			if m.Resumed > 0 {
 				resumed.Add(1)
 			}
+			if m.Reused > 0 {
+				shared.Add(1)
+			}
 		case errors.Is(err, ErrChanged), errors.Is(err, context.Canceled), errors.Is(err, ErrLeaseLost), IsUnreachable(err),
 			// A push taken up again from its journal whose objects a
 			// clean-up that listed them before deleted: refused, the
@@ -362,7 +366,11 @@ func chaosTrial(t *testing.T, b Backend, own *Crypto, seed uint64, resumed *atom
 		for range n {
 			before := taken()
 			start := time.Now()
-			m, err := push(a, srcA)
+			src := srcA
+			if rnd(3) == 0 { // what B pushes too: shared by content
+				src = srcStill
+			}
+			m, err := push(a, src)
 			record(m, err, !before.IsZero(), start)
 			time.Sleep(time.Duration(rnd(30)) * time.Millisecond)
 		}
