@@ -391,23 +391,9 @@ func (s *Store) stillStored(ctx context.Context, run, id string, objects []ObjRe
 	if len(objects) == 0 {
 		return nil
 	}
-	// Its own objects, and those of other checkpoints it shares: one
-	// listing for each checkpoint's.
-	size := map[string]int64{}
-	listed := map[string]bool{}
-	for _, o := range objects {
-		dir := o.Key[:strings.LastIndexByte(o.Key, '/')+1]
-		if listed[dir] {
-			continue
-		}
-		listed[dir] = true
-		objs, err := s.b.List(ctx, dir)
-		if err != nil && !IsNotFound(err) {
-			return i18n.Errorf("push: check the stored objects: %w", err)
-		}
-		for _, o := range objs {
-			size[o.Key] = o.Size
-		}
+	size, err := s.storedSizes(ctx, objects)
+	if err != nil {
+		return i18n.Errorf("push: check the stored objects: %w", err)
 	}
 	var lost []string
 	for _, o := range objects {
@@ -424,4 +410,26 @@ func (s *Store) stillStored(ctx context.Context, run, id string, objects []ObjRe
 	}
 	return i18n.Errorf("push: %w (a clean-up on another machine?): not committed (%s%s missing or of another size)",
 		ErrObjectsDeleted, strings.Join(lost, ", "), more)
+}
+
+// storedSizes are the stored sizes of the objects of the checkpoints
+// objects are of (its own, and those it shares): one listing for each.
+func (s *Store) storedSizes(ctx context.Context, objects []ObjRef) (map[string]int64, error) {
+	size := map[string]int64{}
+	listed := map[string]bool{}
+	for _, o := range objects {
+		dir := o.Key[:strings.LastIndexByte(o.Key, '/')+1]
+		if listed[dir] {
+			continue
+		}
+		listed[dir] = true
+		objs, err := s.b.List(ctx, dir)
+		if err != nil && !IsNotFound(err) {
+			return nil, err
+		}
+		for _, o := range objs {
+			size[o.Key] = o.Size
+		}
+	}
+	return size, nil
 }

@@ -257,21 +257,9 @@ func (s *Store) claim(ctx context.Context, run string, hb *beat, refs []ObjRef) 
 	if hb.refer(ctx, keys) != nil || s.sweeping(ctx, run) {
 		return ok
 	}
-	size := map[string]int64{}
-	listed := map[string]bool{}
-	for _, o := range refs {
-		dir := o.Key[:strings.LastIndexByte(o.Key, '/')+1]
-		if listed[dir] {
-			continue
-		}
-		listed[dir] = true
-		objs, err := s.b.List(ctx, dir)
-		if err != nil {
-			continue
-		}
-		for _, o := range objs {
-			size[o.Key] = o.Size
-		}
+	size, err := s.storedSizes(ctx, refs)
+	if err != nil {
+		return ok
 	}
 	v, versions := s.b.(copier)
 	versions = versions && v.Copies()
