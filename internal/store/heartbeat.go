@@ -256,9 +256,17 @@ func (s *Store) judge(ctx context.Context, run string) (*cleanup, error) {
 			beating[id], c.beats[id] = o, o.ModTime
 			continue
 		}
-		if (strings.HasPrefix(name, probePrefix) || strings.HasPrefix(name, sweepPrefix)) && !strings.Contains(name, "/") {
-			// A probe or a sweep's mark whose clean-up was killed.
+		if strings.HasPrefix(name, probePrefix) && !strings.Contains(name, "/") {
+			// A probe whose clean-up was killed.
 			if y, ok := young(o); s.opt.Grace <= 0 || ok && !y {
+				c.leftovers = append(c.leftovers, o.Key)
+			}
+		}
+		if strings.HasPrefix(name, sweepPrefix) && !strings.Contains(name, "/") && !o.ModTime.IsZero() {
+			// A sweep's mark whose clean-up was killed: by its own life,
+			// whatever the grace (one deleted while its sweep runs would
+			// let a push refer to what the sweep deletes).
+			if now, ok := storeNow(); ok && now.Sub(o.ModTime) >= sweepTTL {
 				c.leftovers = append(c.leftovers, o.Key)
 			}
 		}

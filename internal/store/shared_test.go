@@ -528,3 +528,23 @@ func TestPushDuringASweep(t *testing.T) {
 		t.Fatalf("after the clean-up: referred to %d bytes (%v)", m3.Reused, err)
 	}
 }
+
+// TestShortGraceSparesALiveSweepMark: a clean-up with a grace of a
+// millisecond leaves another clean-up's mark alone while it lives: one
+// deleted under its sweep would let a push refer to what it deletes.
+func TestShortGraceSparesALiveSweepMark(t *testing.T) {
+	ctx := context.Background()
+	b, s, _, _ := sharedPair(t)
+	w, err := s.beginSweep(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.end(ctx)
+	time.Sleep(20 * time.Millisecond)
+	if _, err := New(b, Options{Crypto: s.opt.Crypto, Grace: time.Millisecond}).Prune(ctx, "r", 1); err != nil {
+		t.Fatal(err)
+	}
+	if !s.sweeping(ctx, "r") {
+		t.Fatal("a prune with a short grace deleted a live clean-up's mark")
+	}
+}

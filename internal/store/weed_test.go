@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GPURENT_STORE_CHILD") != "" {
 		childMain()
 	}
+	if os.Getenv("GPURENT_STORE_PUSHER") != "" {
+		pusherMain() // never returns: it is killed
+	}
 	code := m.Run()
 	// SeaweedFS ignores SIGTERM for a long time (DESIGN.md): stop kills.
 	for _, e := range []*emulator{weed, gcsEmu, azEmu} {
