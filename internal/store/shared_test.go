@@ -548,3 +548,31 @@ func TestShortGraceSparesALiveSweepMark(t *testing.T) {
 		t.Fatal("a prune with a short grace deleted a live clean-up's mark")
 	}
 }
+
+// TestPushOnlyMachineShares: a machine with the recipients and the auth
+// key but no identity (it cannot read a file list) refers to what its
+// earlier push stored: the public part of the manifests is enough.
+func TestPushOnlyMachineShares(t *testing.T) {
+	ctx := context.Background()
+	b, err := newLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := owner(t)
+	pushOnly := &Crypto{Recipients: own.Recipients, Keys: own.Keys, Auth: own.Auth}
+	s := New(b, Options{Crypto: pushOnly, Journal: t.TempDir(), Where: "x"})
+	src := filepath.Join(t.TempDir(), "ck")
+	writeFile(t, filepath.Join(src, "base.pt"), strings.Repeat("frozen ", 50_000))
+	writeFile(t, filepath.Join(src, "adapter.pt"), "v1")
+	if _, err := s.Push(ctx, src, "r"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(src, "adapter.pt"), "v2")
+	m, err := s.Push(ctx, src, "r")
+	if err != nil || m.Reused != 350_000 {
+		t.Fatalf("a push-only machine referred to %d bytes (%v), want the base's 350000", m.Reused, err)
+	}
+	if _, err := New(b, Options{Crypto: own}).Pull(ctx, "r", m.ID, filepath.Join(t.TempDir(), "out")); err != nil {
+		t.Fatal(err)
+	}
+}
