@@ -202,16 +202,17 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	if err != nil {
 		return nil, err
 	}
+	walked := time.Now() // before the walk: a change after it is racy (hashCache)
 	entries, paths, infos, err := scan(src)
 	if err != nil {
 		return nil, err
 	}
 	rel := make([]string, len(paths)) // each object's path in the checkpoint
-	walked := map[string]fs.FileInfo{}
+	byPath := map[string]fs.FileInfo{}
 	for _, e := range entries {
 		if e.Object >= 0 {
 			rel[e.Object] = e.Path
-			walked[e.Path] = infos[e.Object]
+			byPath[e.Path] = infos[e.Object]
 		}
 	}
 	jr := s.openJournal(run, src)
@@ -231,7 +232,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	id, tag := s.checkpointID(started, floor), ""
 	// An unfinished checkpoint is taken up again only while nothing was
 	// committed after it began: it must still sort as the newest.
-	if was, at, ok := jr.adopt(ctx, s, walked); ok && was > floor {
+	if was, at, ok := jr.adopt(ctx, s, byPath); ok && was > floor {
 		id, started, tag = was, at, resumeTag()
 	} else {
 		jr.begin(id, started)
@@ -249,7 +250,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	// Files stored already by a checkpoint of the run are referred to,
 	// not uploaded (shared.go).
 	sh := s.sharingFor(ctx, run, jr)
-	known := sh.known(ctx, s, run, hb, rel, infos)
+	known := sh.known(ctx, s, run, hb, rel, paths, infos)
 	results := make([]pushed, len(paths))
 	err = s.parallel(ctx, len(paths), func(ctx context.Context, i int) error {
 		if p, ok := known[i]; ok {
@@ -326,7 +327,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	for _, k := range drop {
 		s.b.Delete(ctx, k)
 	}
-	jr.remember(rel, infos, results)
+	jr.remember(rel, infos, results, walked)
 	m.Reused, m.Resumed = reused, resumed
 	return m, nil
 }

@@ -549,7 +549,17 @@ type cachedFile struct {
 	Sum string `json:"sha256"`
 	// Parts are the part sizes and running hashes (Object unused).
 	Parts []Part `json:"parts,omitempty"`
+	// Racy: it changed less than racyWindow before it was walked, so a
+	// write in the same tick of the file system's clock could have left
+	// its times as recorded (git's "racily clean"). Such a file is read
+	// and hashed before it is taken for unchanged.
+	Racy bool `json:"racy,omitempty"`
 }
+
+// racyWindow is how recent a change makes a file racy: more than the
+// coarsest time stamps of the file systems gpurent meets (ext4's kernel
+// tick, a second on some network mounts).
+const racyWindow = 2 * time.Second
 
 const hashCacheVersion = 1
 
@@ -580,7 +590,7 @@ func (j *journal) hashes(segment int64) *hashCache {
 // remember replaces the hash cache with what a committed push stored:
 // the files as the walk found them (each upload checked the file was
 // still that one as it read it), with their hashes.
-func (j *journal) remember(rel []string, infos []fs.FileInfo, results []pushed) {
+func (j *journal) remember(rel []string, infos []fs.FileInfo, results []pushed, walked time.Time) {
 	if j == nil {
 		return
 	}
@@ -591,7 +601,8 @@ func (j *journal) remember(rel []string, infos []fs.FileInfo, results []pushed) 
 		if !ok || ct.IsZero() || results[i].sum == "" {
 			continue
 		}
-		f := &cachedFile{journalFile: journalFile{Size: info.Size(), MTime: info.ModTime().UTC(), CTime: ct.UTC(), Dev: dev, Ino: ino}, Sum: results[i].sum}
+		f := &cachedFile{journalFile: journalFile{Size: info.Size(), MTime: info.ModTime().UTC(), CTime: ct.UTC(), Dev: dev, Ino: ino}, Sum: results[i].sum,
+			Racy: !ct.Before(walked.Add(-racyWindow)) || !info.ModTime().Before(walked.Add(-racyWindow))}
 		for _, p := range results[i].parts {
 			f.Parts = append(f.Parts, Part{Size: p.Size, Prefix: p.Prefix})
 		}

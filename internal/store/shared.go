@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,17 +149,24 @@ func (sh *sharing) addrs(p pushed) []string {
 // known are the files of a push the hash cache knows unchanged and whose
 // objects a committed checkpoint holds, claimed (claim): their results,
 // by file number. The rest are uploaded.
-func (sh *sharing) known(ctx context.Context, s *Store, run string, hb *beat, rel []string, infos []fs.FileInfo) map[int]pushed {
+func (sh *sharing) known(ctx context.Context, s *Store, run string, hb *beat, rel, paths []string, infos []fs.FileInfo) map[int]pushed {
 	if sh == nil || len(sh.index) == 0 || sh.cache == nil {
 		return nil
 	}
+	same := make([]bool, len(infos))
+	s.parallel(ctx, len(infos), func(ctx context.Context, i int) error {
+		cf := sh.cache.Files[rel[i]]
+		same[i] = cf != nil && cf.same(infos[i]) && (infos[i].Size() > s.segment()) == (len(cf.Parts) > 0) &&
+			(!cf.Racy || hashesAs(ctx, paths[i], infos[i], cf))
+		return nil
+	})
 	found := map[int]pushed{}
 	var refs []ObjRef
-	for i, info := range infos {
-		cf := sh.cache.Files[rel[i]]
-		if cf == nil || !cf.same(info) || (info.Size() > s.segment()) != (len(cf.Parts) > 0) {
+	for i := range infos {
+		if !same[i] {
 			continue
 		}
+		cf := sh.cache.Files[rel[i]]
 		p := pushed{size: cf.Size, sum: cf.Sum, reused: cf.Size}
 		for j, part := range cf.Parts {
 			p.parts = append(p.parts, Part{Object: j, Size: part.Size, Prefix: part.Prefix})
@@ -186,6 +194,33 @@ func (sh *sharing) known(ctx context.Context, s *Store, run string, hb *beat, re
 		}
 	}
 	return found
+}
+
+// hashesAs says whether the file at path, as it was walked, still hashes
+// as cf recorded, part by part: a racy entry's check. It reads the file as
+// adoptWhole does: no link followed, no FIFO waited on, no more than its
+// size, cancelled with the push.
+func hashesAs(ctx context.Context, path string, info fs.FileInfo, cf *cachedFile) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow|nonBlock, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if now, err := f.Stat(); err != nil || differs(info, now) != "" {
+		return false
+	}
+	h := sha256.New()
+	src := &ctxReader{ctx: ctx, r: io.LimitReader(f, info.Size()+1)}
+	buf := make([]byte, 1<<20)
+	for _, p := range cf.Parts {
+		if n, err := io.CopyBuffer(h, io.LimitReader(src, p.Size), buf); err != nil || n != p.Size || hex.EncodeToString(h.Sum(nil)) != p.Prefix {
+			return false
+		}
+	}
+	if _, err := io.CopyBuffer(h, src, buf); err != nil {
+		return false
+	}
+	return hex.EncodeToString(h.Sum(nil)) == cf.Sum && unchanged(path, info, f) == nil
 }
 
 // dedup points the objects just uploaded whose address a committed
