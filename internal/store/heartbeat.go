@@ -73,18 +73,29 @@ type heartbeat struct {
 
 // beat is a push's heartbeat while it runs.
 type beat struct {
+	// mu is held across a write, from the body to the store's answer:
+	// a rewrite by the ticker that began before refer must not land after
+	// it with fewer Refs.
 	mu   sync.Mutex
 	refs []string
+	key  string
 	// write rewrites the heartbeat; stop ends the rewrites and deletes it.
 	write func(ctx context.Context) error
 	stop  func()
 }
 
+// rewrite writes the heartbeat as it is.
+func (b *beat) rewrite(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.write(ctx)
+}
+
 // refer adds keys to the heartbeat's Refs and writes it at once.
 func (b *beat) refer(ctx context.Context, keys []string) error {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.refs = append(b.refs, keys...)
-	b.mu.Unlock()
 	return b.write(ctx)
 }
 
@@ -96,19 +107,18 @@ func (b *beat) refer(ctx context.Context, keys []string) error {
 // before it commits.
 func (s *Store) announce(ctx context.Context, run, id string, started time.Time) (*beat, error) {
 	key := heartbeatKey(run, id)
-	hb := &beat{}
+	hb := &beat{key: key}
+	// write is called with hb.mu held.
 	hb.write = func(ctx context.Context) error {
-		hb.mu.Lock()
 		body, err := json.Marshal(heartbeat{Version: 1, ID: id, Run: run, Host: s.opt.Host, Started: started.UTC(), Updated: s.opt.Now().UTC(),
 			Every: int((s.beat + time.Second - 1) / time.Second), Refs: hb.refs})
-		hb.mu.Unlock()
 		if err != nil {
 			return err
 		}
 		_, err = s.b.Put(ctx, key, func(w io.Writer) error { _, err := w.Write(body); return err })
 		return err
 	}
-	if err := hb.write(ctx); err != nil {
+	if err := hb.rewrite(ctx); err != nil {
 		return nil, i18n.Errorf("push: announce the upload: %w", err)
 	}
 	bctx, cancel := context.WithCancel(ctx)
@@ -122,7 +132,7 @@ func (s *Store) announce(ctx context.Context, run, id string, started time.Time)
 			case <-bctx.Done():
 				return
 			case <-t.C:
-				hb.write(bctx)
+				hb.rewrite(bctx)
 			}
 		}
 	}()

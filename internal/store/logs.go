@@ -301,7 +301,7 @@ func (s *Store) PruneLogs(ctx context.Context, run string, keep int, dryRun bool
 			for i, o := range objs {
 				keys[i] = o.Key
 			}
-			if _, err := s.deleteBatches(ctx, keys, nil, nil); err != nil {
+			if _, _, err := s.deleteBatches(ctx, keys, nil, nil); err != nil {
 				return gone, err
 			}
 		}

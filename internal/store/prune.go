@@ -168,9 +168,7 @@ func (s *Store) Prune(ctx context.Context, run string, keep int) (*Pruned, error
 		if err := s.b.Delete(ctx, manifestKey(run, m.ID)); err != nil && !IsNotFound(err) {
 			return r, err
 		}
-		for _, o := range m.Objects {
-			objs = append(objs, o.Key)
-		}
+		objs = append(objs, s.deletable(m)...)
 		r.Checkpoints = append(r.Checkpoints, m.ID)
 	}
 	if _, err := s.deleteUnused(ctx, run, objs, nil); err != nil {
@@ -293,9 +291,7 @@ func (s *Store) Remove(ctx context.Context, run, id string) (*Manifest, error) {
 	}
 	keys := []string{}
 	if m != nil {
-		for _, o := range m.Objects {
-			keys = append(keys, o.Key)
-		}
+		keys = s.deletable(m)
 	}
 	objs, lerr := s.b.List(ctx, dataPrefix(run, id))
 	for _, o := range objs {

@@ -323,9 +323,12 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 		}
 		s.sweep(ctx, m)
 	}
-	// Uploaded, then found stored already: nothing refers to them.
+	// Uploaded, then found stored already: nothing refers to them. Also
+	// after a Ctrl-C, briefly: the push is committed.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	for _, k := range drop {
-		s.b.Delete(ctx, k)
+		s.b.Delete(dctx, k)
 	}
 	jr.remember(rel, infos, results, walked)
 	m.Reused, m.Resumed = reused, resumed

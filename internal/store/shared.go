@@ -289,7 +289,7 @@ func (s *Store) claim(ctx context.Context, run string, hb *beat, refs []ObjRef) 
 	for i, o := range refs {
 		keys[i] = o.Key
 	}
-	if hb.refer(ctx, keys) != nil || s.sweeping(ctx, run) {
+	if hb.refer(ctx, keys) != nil || s.sweeping(ctx, run, hb.key) {
 		return ok
 	}
 	size, err := s.storedSizes(ctx, refs)
@@ -321,10 +321,12 @@ func (s *Store) claim(ctx context.Context, run string, hb *beat, refs []ObjRef) 
 }
 
 // sweeping says whether a clean-up of run may be deleting now: a sweep's
-// mark younger than sweepTTL by the store's clock (the time of this
-// push's heartbeat, just written, stands for now), or any mark where the
-// store stamps no times. A listing that fails says yes.
-func (s *Store) sweeping(ctx context.Context, run string) bool {
+// mark younger than sweepTTL by the store's clock, for which the time of
+// this push's heartbeat (at own, just written) stands. Anything else says
+// yes: a listing that fails, a store that stamps no times, no heartbeat.
+// (Not the newest time listed: anyone who can write there could plant a
+// file dated next year, and every live mark would look dead.)
+func (s *Store) sweeping(ctx context.Context, run, own string) bool {
 	up := uploadsPrefix(run)
 	objs, err := s.b.List(ctx, up)
 	if err != nil {
@@ -332,9 +334,12 @@ func (s *Store) sweeping(ctx context.Context, run string) bool {
 	}
 	var now time.Time
 	for _, o := range objs {
-		if o.ModTime.After(now) {
+		if o.Key == own {
 			now = o.ModTime
 		}
+	}
+	if now.IsZero() {
+		return true
 	}
 	for _, o := range objs {
 		name := strings.TrimPrefix(o.Key, up)
@@ -374,21 +379,25 @@ func (s *Store) marks(ctx context.Context, run string) (marked map[string]bool, 
 	if err != nil && !IsNotFound(err) {
 		return nil, false, err
 	}
-	for _, o := range mans {
-		if !strings.HasSuffix(o.Key, ".json") {
-			continue // a directory store's temporary file
-		}
+	mans = slices.DeleteFunc(mans, func(o Object) bool { return !strings.HasSuffix(o.Key, ".json") }) // a directory store's temporary files
+	var mu sync.Mutex
+	s.parallel(ctx, len(mans), func(ctx context.Context, i int) error {
 		var m struct {
 			Objects []struct {
 				Key string `json:"key"`
 			} `json:"objects"`
 		}
-		if !s.readMarks(ctx, o.Key, maxManifest, &m) {
-			complete = false
-		}
+		ok := s.readMarks(ctx, mans[i].Key, maxManifest, &m)
+		mu.Lock()
+		defer mu.Unlock()
+		complete = complete && ok
 		for _, r := range m.Objects {
 			marked[r.Key] = true
 		}
+		return nil
+	})
+	if ctx.Err() != nil {
+		return nil, false, ctx.Err()
 	}
 	return marked, complete, nil
 }
@@ -432,7 +441,7 @@ func (s *Store) beginSweep(ctx context.Context, run string) (*sweepMark, error) 
 
 func (w *sweepMark) renew(ctx context.Context) error {
 	body := []byte(`{"what":"a gpurent clean-up deleting unused objects of this run"}` + "\n")
-	start := time.Now()
+	start := w.s.opt.Now()
 	if _, err := w.s.b.Put(ctx, w.key, func(wr io.Writer) error { _, err := wr.Write(body); return err }); err != nil {
 		return err
 	}
@@ -440,14 +449,8 @@ func (w *sweepMark) renew(ctx context.Context) error {
 	return nil
 }
 
-// fresh renews the mark when a quarter of its life is gone; false when it
-// could not be, and nothing more may be deleted.
-func (w *sweepMark) fresh(ctx context.Context) bool {
-	if time.Since(w.wrote) < sweepTTL/4 {
-		return true
-	}
-	return w.renew(ctx) == nil
-}
+// age is how long ago the mark was last written, by the Store's clock.
+func (w *sweepMark) age() time.Duration { return w.s.opt.Now().Sub(w.wrote) }
 
 func (w *sweepMark) end(ctx context.Context) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -473,6 +476,22 @@ func (s *Store) unused(ctx context.Context, run string, keys []string) ([]string
 	}), nil
 }
 
+// deletable are the keys of m's objects that deleting m may delete, if
+// nothing else refers to them: its own, and other checkpoints' of the run
+// only where a key here signed m. A planted manifest may name any object
+// of the run, a push's still running among them (which no manifest names
+// yet); a signed one names only objects a committed checkpoint stored.
+func (s *Store) deletable(m *Manifest) []string {
+	signed := s.opt.Crypto.Authentic(m) == nil
+	var keys []string
+	for _, o := range m.Objects {
+		if id, _ := objectOf(m.Run, o.Key); id == m.ID || signed {
+			keys = append(keys, o.Key)
+		}
+	}
+	return keys
+}
+
 // deleteUnused deletes the keys unused leaves, under a sweep's mark when
 // data objects are among them; filter, when set, is asked before each
 // batch of deletes which of the batch to delete. It counts those deleted.
@@ -482,46 +501,89 @@ func (s *Store) deleteUnused(ctx context.Context, run string, keys []string, fil
 		return 0, err
 	}
 	if !slices.ContainsFunc(keys, func(k string) bool { _, ok := objectOf(run, k); return ok }) {
-		return s.deleteBatches(ctx, keys, nil, filter)
+		n, _, err := s.deleteBatches(ctx, keys, nil, filter)
+		return n, err
 	}
 	// Marked, then judged again: a push that named an object in its
-	// heartbeat before the mark was written is in this reading.
+	// heartbeat before the mark was written is in this reading. The mark
+	// must not have aged past half its life by the end of the reading,
+	// nor during the deletes: a push that looked for it once it was dead
+	// may have claimed what is judged unused. Then it is renewed and the
+	// rest judged again.
 	w, err := s.beginSweep(ctx, run)
 	if err != nil {
 		return 0, err
 	}
 	defer w.end(ctx)
-	if keys, err = s.unused(ctx, run, keys); err != nil {
-		return 0, err
-	}
-	return s.deleteBatches(ctx, keys, w, filter)
-}
-
-// deleteBatches deletes keys in batches of leftoverBatch, asking filter
-// before each and renewing w's mark as it goes; a key already gone counts
-// as deleted (a concurrent clean-up got there first).
-func (s *Store) deleteBatches(ctx context.Context, keys []string, w *sweepMark, filter func(context.Context, []string) ([]string, error)) (int, error) {
 	n := 0
-	for len(keys) > 0 {
-		batch := keys[:min(len(keys), leftoverBatch)]
-		keys = keys[len(batch):]
-		if filter != nil {
-			var err error
-			if batch, err = filter(ctx, batch); err != nil {
+	for try := 0; len(keys) > 0; try++ {
+		if try == 3 {
+			return n, i18n.Errorf("clean-up: its mark in the store could not be kept fresh: stopped deleting")
+		}
+		if keys, err = s.unused(ctx, run, keys); err != nil {
+			return n, err
+		}
+		if w.age() < sweepTTL/2 {
+			var d int
+			d, keys, err = s.deleteBatches(ctx, keys, w, filter)
+			n += d
+			if err != nil {
 				return n, err
 			}
 		}
-		for _, k := range batch {
-			if w != nil && !w.fresh(ctx) {
+		if len(keys) > 0 {
+			if err := w.renew(ctx); err != nil {
 				return n, i18n.Errorf("clean-up: its mark in the store could not be renewed: stopped deleting")
 			}
-			if err := s.b.Delete(ctx, k); err != nil && !IsNotFound(err) {
-				return n, err
+		}
+	}
+	return n, nil
+}
+
+// deleteBatches deletes keys in batches of leftoverBatch, asking filter
+// before each; a key already gone counts as deleted (a concurrent
+// clean-up got there first). Under a sweep's mark w, each delete is given
+// at most an eighth of the mark's life, the mark is renewed when a quarter
+// of it is gone, and the deletes stop, returning the keys left, when half
+// of it is: the caller judges those again.
+func (s *Store) deleteBatches(ctx context.Context, keys []string, w *sweepMark, filter func(context.Context, []string) ([]string, error)) (int, []string, error) {
+	n := 0
+	for start := 0; start < len(keys); start += leftoverBatch {
+		batch := keys[start:min(len(keys), start+leftoverBatch)]
+		rest := keys[start+len(batch):]
+		todo := batch
+		if filter != nil {
+			var err error
+			if todo, err = filter(ctx, batch); err != nil {
+				return n, keys[start:], err
+			}
+		}
+		for j, k := range todo {
+			if w != nil {
+				if w.age() >= sweepTTL/2 {
+					return n, append(slices.Clone(todo[j:]), rest...), nil
+				}
+				if w.age() >= sweepTTL/4 && w.renew(ctx) != nil {
+					return n, nil, i18n.Errorf("clean-up: its mark in the store could not be renewed: stopped deleting")
+				}
+			}
+			if err := s.deleteOne(ctx, k, w != nil); err != nil && !IsNotFound(err) {
+				return n, nil, err
 			}
 			n++
 		}
 	}
-	return n, nil
+	return n, nil, nil
+}
+
+// deleteOne deletes key; under a sweep's mark, within sweepTTL/8.
+func (s *Store) deleteOne(ctx context.Context, key string, swept bool) error {
+	if swept {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, sweepTTL/8)
+		defer cancel()
+	}
+	return s.b.Delete(ctx, key)
 }
 
 // copier is a backend that names each version of an object with an ETag

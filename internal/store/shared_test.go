@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -336,6 +337,7 @@ type hooked struct {
 	Backend
 	mu     sync.Mutex
 	list   func(prefix string) bool // true: the hook ran
+	listed func(prefix string) bool // after the listing
 	delete func(key string) bool
 	put    func(key string, body []byte) bool
 }
@@ -364,7 +366,16 @@ func (h *hooked) List(ctx context.Context, prefix string) ([]Object, error) {
 		h.list = nil
 		h.mu.Unlock()
 	}
-	return h.Backend.List(ctx, prefix)
+	objs, err := h.Backend.List(ctx, prefix)
+	h.mu.Lock()
+	after := h.listed
+	h.mu.Unlock()
+	if after != nil && after(prefix) {
+		h.mu.Lock()
+		h.listed = nil
+		h.mu.Unlock()
+	}
+	return objs, err
 }
 
 func (h *hooked) Delete(ctx context.Context, key string) error {
@@ -544,7 +555,8 @@ func TestShortGraceSparesALiveSweepMark(t *testing.T) {
 	if _, err := New(b, Options{Crypto: s.opt.Crypto, Grace: time.Millisecond}).Prune(ctx, "r", 1); err != nil {
 		t.Fatal(err)
 	}
-	if !s.sweeping(ctx, "r") {
+	objs, _ := b.List(ctx, uploadsPrefix("r"))
+	if !slices.ContainsFunc(objs, func(o Object) bool { return o.Key == w.key }) {
 		t.Fatal("a prune with a short grace deleted a live clean-up's mark")
 	}
 }
@@ -628,5 +640,188 @@ func TestRacyFileIsHashed(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(dest, "model.pt")); string(got) != strings.Repeat("B", 300_000) {
 		t.Fatal("the checkpoint restores the old bytes")
+	}
+}
+
+// TestRefsOutliveTheTickersRewrite: the ticker's rewrite of a heartbeat,
+// begun before a claim named its objects, must not land after the claim's
+// write and leave the heartbeat without Refs (found in review: a prune then
+// deleted the claimed object).
+func TestRefsOutliveTheTickersRewrite(t *testing.T) {
+	ctx := context.Background()
+	b, s, _, m1 := sharedPair(t)
+	k := m1.Objects[0]
+	hb, err := s.announce(ctx, "r", newID(time.Now().Add(time.Second)), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hb.stop()
+	entered, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	b.put = func(key string, body []byte) bool {
+		if key != hb.key || bytes.Contains(body, []byte(`"refs"`)) {
+			return false
+		}
+		close(entered)
+		<-release
+		return true
+	}
+	go func() { hb.rewrite(ctx); close(done) }() // the ticker
+	<-entered
+	claimed := make(chan map[string]bool, 1)
+	go func() { claimed <- s.claim(ctx, "r", hb, []ObjRef{k}) }()
+	time.Sleep(100 * time.Millisecond) // the claim goes as far as it can
+	close(release)
+	<-done
+	if ok := <-claimed; !ok[k.Key] {
+		t.Fatal("the claim was refused: the test tests nothing")
+	}
+	if !named(b.Backend, "r") {
+		t.Fatal("the ticker's rewrite left the heartbeat without the Refs a claim relies on")
+	}
+	if _, err := New(b.Backend, Options{Crypto: s.opt.Crypto}).Prune(ctx, "r", 0); err != nil {
+		t.Fatal(err)
+	}
+	if !dataKeys(t, b.Backend, "r")[k.Key] {
+		t.Fatal("the prune deleted an object a live push claimed")
+	}
+}
+
+// TestSweepMarkAgedWhileReading: a clean-up whose reading of the marks
+// takes longer than its mark lives (thousands of manifests, a paused
+// process) must not delete what a push claimed once the mark looked dead:
+// it renews the mark and judges again (found in review).
+func TestSweepMarkAgedWhileReading(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	local, err := newLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &hooked{Backend: local}
+	s := New(b, Options{Crypto: owner(t), Journal: t.TempDir(), Where: "x"})
+	src := filepath.Join(t.TempDir(), "ck")
+	writeFile(t, filepath.Join(src, "base.pt"), strings.Repeat("frozen ", 50_000))
+	m1, err := s.Push(ctx, src, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skew atomic.Int64 // the prune's clock runs ahead by this
+	pb := &hooked{Backend: local}
+	release, pushDone, pruned := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	pb.listed = func(prefix string) bool {
+		if prefix != runPrefix("r")+"manifests/" {
+			return false
+		}
+		objs, _ := local.List(ctx, uploadsPrefix("r"))
+		marked := false
+		for _, o := range objs {
+			if strings.Contains(o.Key, sweepPrefix) {
+				marked = true
+				old := time.Now().Add(-3 * time.Minute)
+				os.Chtimes(filepath.Join(dir, filepath.FromSlash(o.Key)), old, old)
+			}
+		}
+		if !marked {
+			return false
+		}
+		// The reading took three minutes: the mark looks dead to the
+		// push, which claims and commits now, after the clean-up
+		// listed the manifests.
+		skew.Store(int64(3 * time.Minute))
+		close(release)
+		<-pushDone
+		return true
+	}
+	b.put = func(key string, body []byte) bool {
+		if !strings.HasPrefix(key, uploadsPrefix("r")) || !bytes.Contains(body, []byte(`"refs"`)) {
+			return false
+		}
+		go func() {
+			now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+			_, err := New(pb, Options{Crypto: s.opt.Crypto, Now: now}).Prune(ctx, "r", 0)
+			pruned <- err
+		}()
+		select {
+		case <-release:
+		case err := <-pruned:
+			t.Errorf("the prune ended before it read the marks under its mark (%v): the test tests nothing", err)
+		}
+		return true
+	}
+	m2, err := s.Push(ctx, src, "r")
+	close(pushDone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-pruned; err != nil {
+		t.Fatal(err)
+	}
+	if m2.Objects[0].Key != m1.Objects[0].Key {
+		t.Fatal("nothing shared: the test tests nothing")
+	}
+	if _, err := s.Pull(ctx, "r", m2.ID, filepath.Join(t.TempDir(), "out")); err != nil {
+		t.Fatalf("the committed checkpoint lost its object: %v", err)
+	}
+}
+
+// TestFutureFileHidesNoMark: a file planted under uploads/ with a time
+// next year (anyone who can write a directory store can) must not make a
+// live sweep's mark look dead to a push (found in review).
+func TestFutureFileHidesNoMark(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	local, err := newLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(local, Options{Crypto: owner(t)})
+	w, err := s.beginSweep(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.end(ctx)
+	hb, err := s.announce(ctx, "r", newID(time.Now()), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hb.stop()
+	p := filepath.Join(dir, filepath.FromSlash(uploadsPrefix("r")), "zzz")
+	os.WriteFile(p, []byte("x"), 0o644)
+	next := time.Now().Add(365 * 24 * time.Hour)
+	os.Chtimes(p, next, next)
+	if !s.sweeping(ctx, "r", hb.key) {
+		t.Fatal("a file dated next year hid a live clean-up's mark")
+	}
+}
+
+// TestRemovePlantedSparesOthers: removing a planted manifest that names
+// the objects of a push still running (it needs no key to name them)
+// deletes none of them (found in review).
+func TestRemovePlantedSparesOthers(t *testing.T) {
+	ctx := context.Background()
+	b, s, _, m1 := sharedPair(t)
+	live := newID(time.Now().Add(2 * time.Second))
+	hb, err := s.announce(ctx, "r", live, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hb.stop()
+	liveKey := dataPrefix("r", live) + "000000"
+	if _, err := b.Backend.Put(ctx, liveKey, func(w io.Writer) error { _, err := w.Write([]byte("a live push's part")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	pm := *m1
+	pm.ID, pm.Auth = newID(time.Now().Add(-time.Hour)), nil
+	pm.Objects = []ObjRef{{Key: liveKey, Size: 18, Addr: strings.Repeat("ab", 32)}, {Key: m1.Objects[0].Key, Size: m1.Objects[0].Size, Addr: strings.Repeat("cd", 32)}}
+	body, _ := json.Marshal(&pm)
+	if _, err := b.Backend.Put(ctx, manifestKey("r", pm.ID), func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(b.Backend, Options{Crypto: s.opt.Crypto}).Remove(ctx, "r", pm.ID); err != nil {
+		t.Log(err)
+	}
+	keys := dataKeys(t, b.Backend, "r")
+	if !keys[liveKey] || !keys[m1.Objects[0].Key] {
+		t.Fatalf("removing a planted manifest deleted others' objects: %v", keys)
 	}
 }
