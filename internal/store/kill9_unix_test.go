@@ -78,6 +78,7 @@ func TestKill9WithSharedObjects(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var fails []error
+	prunes, slowest := 0, time.Duration(0)
 	wg.Add(1)
 	go func() { // prunes, with graces short and long
 		defer wg.Done()
@@ -88,11 +89,14 @@ func TestKill9WithSharedObjects(t *testing.T) {
 			case <-time.After(time.Duration(50+mrand.IntN(250)) * time.Millisecond):
 			}
 			grace := []time.Duration{50 * time.Millisecond, time.Second, 10 * time.Minute}[mrand.IntN(3)]
-			if _, err := New(b, Options{Crypto: own, Grace: grace}).Prune(ctx, "r", 2); err != nil && !IsNotFound(err) {
-				mu.Lock()
+			start := time.Now()
+			_, err := New(b, Options{Crypto: own, Grace: grace}).Prune(ctx, "r", 2)
+			mu.Lock()
+			prunes, slowest = prunes+1, max(slowest, time.Since(start))
+			if err != nil && !IsNotFound(err) {
 				fails = append(fails, fmt.Errorf("prune: %w", err))
-				mu.Unlock()
 			}
+			mu.Unlock()
 		}
 	}()
 	kills, committed := 0, 0
@@ -139,7 +143,8 @@ func TestKill9WithSharedObjects(t *testing.T) {
 			t.Errorf("committed checkpoint %s restores another base model", m.ID)
 		}
 	}
-	t.Logf("%d pushers killed, %d commits, %d checkpoints left, %d of them referring to objects another stored", kills, committed, len(ms), shared)
+	t.Logf("%d pushers killed, %d commits, %d checkpoints left, %d of them referring to objects another stored; %d prunes, the slowest %v",
+		kills, committed, len(ms), shared, prunes, slowest.Round(time.Millisecond))
 	if committed == 0 || shared == 0 {
 		t.Errorf("nothing committed (%d) or shared (%d): the test tests nothing", committed, shared)
 	}
