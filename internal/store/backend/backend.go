@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -322,14 +323,13 @@ func Transient(err error) bool {
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) {
 		return true
 	}
-	s := err.Error()
-	for _, t := range []string{"connection refused", "connection reset", "i/o timeout", "TLS handshake timeout", "EOF", "503", "500 Internal", "SlowDown", "RequestTimeout"} {
-		if strings.Contains(s, t) {
-			return true
-		}
-	}
-	return false
+	return transientText.MatchString(err.Error())
 }
+
+// transientText is what a transient failure's message says, as whole
+// words: a path or key that holds "503" among other digits (a temporary
+// directory's random name) is no HTTP status.
+var transientText = regexp.MustCompile(`\b(connection refused|connection reset|i/o timeout|TLS handshake timeout|EOF|503|500 Internal|SlowDown|RequestTimeout)\b`)
 
 // MaxWait is the longest wait between two tries of Retrying.For.
 const MaxWait = 30 * time.Second

@@ -72,3 +72,22 @@ func TestRetryFor(t *testing.T) {
 		t.Fatalf("without For: %d tries, want 5", tries)
 	}
 }
+
+// TestTransientByWholeWords: a failure whose message holds a path with
+// "503" or "EOF" inside other characters (a temporary directory's random
+// name, as in a CI run of 2026-12-08 that retried a FIFO's refusal for
+// 10 minutes) is not transient; an HTTP 503 and an unexpected EOF are.
+func TestTransientByWholeWords(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"/tmp/TestFIFOsAnswered0123ab544503556/store/x.json is a FIFO, not a regular file": false,
+		"/tmp/xEOFy/x.json is a FIFO, not a regular file":                                  false,
+		"api error SlowDown: Please reduce your request rate":                              true,
+		"StatusCode: 503, RequestID: 1":                                                    true,
+		"unexpected EOF":                                                                   true,
+		"dial tcp 127.0.0.1:9: connect: connection refused":                                true,
+	} {
+		if got := Transient(errors.New(msg)); got != want {
+			t.Errorf("Transient(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}
