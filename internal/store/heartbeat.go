@@ -405,7 +405,7 @@ func (s *Store) beatOf(ctx context.Context, key string) time.Duration {
 // is committed; the next push stores the checkpoint anew.
 var ErrObjectsDeleted = i18n.Errorf("objects of this checkpoint were deleted during its upload")
 
-func (s *Store) stillStored(ctx context.Context, run, id string, objects []ObjRef) error {
+func (s *Store) stillStored(ctx context.Context, objects []ObjRef) error {
 	if len(objects) == 0 {
 		return nil
 	}

@@ -285,7 +285,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 	if err != nil {
 		return nil, err
 	}
-	if err := s.stillStored(ctx, run, id, objects); err != nil {
+	if err := s.stillStored(ctx, objects); err != nil {
 		return nil, err
 	}
 	switch {
@@ -316,7 +316,7 @@ func (s *Store) Push(ctx context.Context, src, run string) (_ *Manifest, err err
 		// An adopted checkpoint is dated by its first push: a clean-up
 		// that judged it dead before this push announced it may have
 		// deleted parts after the check above. Withdrawn if so.
-		if err := s.stillStored(ctx, run, id, objects); err != nil {
+		if err := s.stillStored(ctx, objects); err != nil {
 			s.b.Delete(context.WithoutCancel(ctx), manifestKey(run, id))
 			committed = false
 			return nil, err

@@ -692,19 +692,8 @@ func TestRefsOutliveTheTickersRewrite(t *testing.T) {
 // it renews the mark and judges again (found in review).
 func TestSweepMarkAgedWhileReading(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	local, err := newLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &hooked{Backend: local}
-	s := New(b, Options{Crypto: owner(t), Journal: t.TempDir(), Where: "x"})
-	src := filepath.Join(t.TempDir(), "ck")
-	writeFile(t, filepath.Join(src, "base.pt"), strings.Repeat("frozen ", 50_000))
-	m1, err := s.Push(ctx, src, "r")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, s, src, m1 := sharedPair(t)
+	local, dir := b.Backend, localDir(b.Backend)
 	var skew atomic.Int64 // the prune's clock runs ahead by this
 	pb := &hooked{Backend: local}
 	release, pushDone, pruned := make(chan struct{}), make(chan struct{}), make(chan error, 1)
